@@ -1,0 +1,108 @@
+"""Command line: parse options, call one analysis, write its outputs. No logic lives here."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from evalprism import __version__
+from evalprism.errors import EvalprismError
+
+app = typer.Typer(
+    name="evalprism",
+    help="Split an averaged evaluation score into its spectrum.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+_err = Console(stderr=True)
+
+
+class KMethod(str, Enum):
+    fasterpam = "fasterpam"
+    pam = "pam"
+
+
+CacheDir = Annotated[
+    Optional[Path],
+    typer.Option("--cache-dir", help="Embedding cache directory [env: EVALPRISM_CACHE_DIR; default ~/.cache/evalprism]."),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+
+
+def _clusters(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{value}'") from None
+
+
+@app.command()
+def ecdf(
+    responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
+    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm | st:<name or path>.")] = "minilm",
+    method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    extract: Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")] = None,
+    choices: Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")] = None,
+    group: Annotated[str, typer.Option("--group", help="Topic/subject column, if present.")] = "group",
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Response-quality distributions: cluster the ECDFs of many responses per setting (seed 001)."""
+    from evalprism.ecdf import analyze
+    from evalprism.io import read_table
+
+    table = read_table(responses)
+    result = analyze(
+        table, by=by or [], clusters=_clusters(clusters), embedder=embedder, method=method.value, seed=seed,
+        extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
+        progress=not quiet,
+    )
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/report.html, settings.csv, clusters.csv (K={result.options['k']})")
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Run every analysis on the packaged demo data and write an index page."""
+    from evalprism.demo import run_demo
+
+    index = run_demo(out, cache_dir=str(cache_dir) if cache_dir else None, progress=not quiet)
+    _err.print(f"[green]open[/green] {index}")
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Console entry point: user errors become one message and exit code 2, never a traceback."""
+    try:
+        app()
+    except EvalprismError as exc:
+        _err.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _err.print("[yellow]interrupted[/yellow]")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

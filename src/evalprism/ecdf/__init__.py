@@ -1,0 +1,17 @@
+"""Response-quality distributions: ECDF clustering of many responses per setting (seed 001).
+
+A *setting* is one question under one configuration (the ``by`` columns, e.g. model and
+temperature). Each response gets a quality value, its maximum cosine similarity to the
+question's references (eq. 3) or a score the user already has; each setting becomes the ECDF
+of its values; settings are clustered by k-medoids on the exact L1 distance between ECDFs
+(eq. 4-5); clusters are numbered by wins (eq. 7, cluster 0 is best); the question x
+configuration assignment matrix is reordered by 1-D MDS; and per setting a final answer is
+picked as the response nearest the mean embedding (eq. 6) for exact-match accuracy.
+
+Entry point: :func:`analyze` -> :class:`EcdfResult` (``.frames()``, ``.save(dir)``).
+"""
+
+from evalprism.ecdf.analysis import RESPONSES_SCHEMA, analyze
+from evalprism.ecdf.result import EcdfResult
+
+__all__ = ["RESPONSES_SCHEMA", "EcdfResult", "analyze"]

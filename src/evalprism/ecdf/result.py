@@ -1,0 +1,71 @@
+"""The result of an ECDF analysis: tables, the samples behind them, and how to save them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalprism.io.outputs import atomic_output_dir
+
+SETTINGS_FIRST = ["question_id", "group", "configuration", "n_responses", "n_answered", "mean_score", "cluster",
+                  "is_medoid", "final_answer", "correct", "accuracy"]
+
+
+@dataclass
+class EcdfResult:
+    """Everything :func:`evalprism.ecdf.analyze` found.
+
+    ``settings``: one row per setting (question x configuration) with its cluster, mean score,
+    final answer (eq. 6) and correctness; ``clusters``: size, wins (eq. 7), medoid and scores per
+    cluster (0 = best); ``factors``: adjusted mutual information between the clusters and each
+    factor (question, group, each ``by`` column); ``accuracy``: exact-match accuracy per group x
+    configuration; ``k_curve``: silhouette per K when K was chosen automatically;
+    ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
+    quality values of each setting (the ECDFs), indexed like ``settings``.
+    """
+
+    settings: pd.DataFrame
+    clusters: pd.DataFrame
+    factors: pd.DataFrame
+    accuracy: pd.DataFrame | None
+    k_curve: pd.DataFrame | None
+    assignment: pd.DataFrame
+    samples: list[np.ndarray]
+    responses: pd.DataFrame
+    by: list[str]
+    options: dict[str, Any] = field(default_factory=dict)
+    embed_stats: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def settings_table(self) -> pd.DataFrame:
+        """settings.csv: setting columns first, then the analysis columns, then carried-through ones."""
+        s = self.settings.drop(columns=["setting"])
+        first = [c for c in self.by if c in s.columns] + [c for c in SETTINGS_FIRST if c in s.columns and c not in self.by]
+        return s[first + [c for c in s.columns if c not in first]]
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The output tables by file stem."""
+        out = {"settings": self.settings_table(), "clusters": self.clusters, "factors": self.factors}
+        if self.accuracy is not None:
+            out["accuracy"] = self.accuracy
+        if self.k_curve is not None:
+            out["k_selection"] = self.k_curve
+        return out
+
+    def save(self, out_dir: str | Path, title: str | None = None) -> Path:
+        """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
+        from evalprism.ecdf.report import build_report
+
+        with atomic_output_dir(out_dir) as tmp:
+            for name, frame in self.frames().items():
+                frame.to_csv(tmp / f"{name}.csv", index=False)
+            run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+                   "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
+            (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
+            build_report(self, title=title).write(tmp / "report.html")
+        return Path(out_dir)

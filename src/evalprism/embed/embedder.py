@@ -1,0 +1,80 @@
+"""The :class:`Embedder`: dedup, cache lookup, batched encoding with a progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from evalprism.embed.backends import DEFAULT_SPEC, SentenceTransformerBackend, default_device, resolve_backend
+from evalprism.embed.cache import EmbeddingCache, cache_key
+from evalprism.progress import progress_bar
+
+
+class Embedder:
+    """Embed texts as unit-norm float32 vectors, encoding each distinct text at most once ever.
+
+    ``instruction`` (optional) is prepended to every text as plain text (``"<instruction> <text>"``)
+    and is part of the cache key. ``cache_dir=False`` disables the persistent cache.
+    ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
+    """
+
+    def __init__(
+        self,
+        spec: str = DEFAULT_SPEC,
+        *,
+        instruction: str | None = None,
+        cache_dir: str | Path | None | bool = None,
+        batch_size: int = 64,
+        progress: bool = True,
+        device: str | None = None,
+    ) -> None:
+        self.backend: SentenceTransformerBackend = resolve_backend(spec, device or default_device())
+        self.spec = spec
+        self.instruction = instruction or None
+        self.batch_size = batch_size
+        self.progress = progress
+        self.cache = None if cache_dir is False else EmbeddingCache(cache_dir or None)
+        self.stats = {"requested": 0, "distinct": 0, "cached": 0, "encoded": 0}
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def _model_text(self, text: str) -> str:
+        return f"{self.instruction} {text}" if self.instruction else text
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array (len(texts), dim); identical texts share one encoding."""
+        texts = list(texts)
+        distinct = list(dict.fromkeys(texts))
+        keys = [cache_key(self.model_id, self.instruction, t) for t in distinct]
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        vectors: dict[int, np.ndarray] = {i: found[k] for i, k in enumerate(keys) if k in found}
+        if todo:
+            # Longest first: batches of similar length waste less padding, and the ETA is honest.
+            todo.sort(key=lambda i: -len(distinct[i]))
+            chunk = self.batch_size * 8
+            with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
+                for start in range(0, len(todo), chunk):
+                    idx = todo[start : start + chunk]
+                    enc = self.backend.encode([self._model_text(distinct[i]) for i in idx], self.batch_size)
+                    if self.cache is not None:
+                        self.cache.put_many([keys[i] for i in idx], enc)
+                    vectors.update(zip(idx, enc, strict=True))
+                    bar.update(len(idx))
+        self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        table = np.stack([vectors[i] for i in range(len(distinct))]).astype(np.float32, copy=False)
+        position = {t: i for i, t in enumerate(distinct)}
+        return table[[position[t] for t in texts]]
+
+
+def get_embedder(spec: str | Embedder = DEFAULT_SPEC, **options: object) -> Embedder:
+    """An :class:`Embedder` from a spec string (an Embedder passes through unchanged)."""
+    if isinstance(spec, Embedder):
+        return spec
+    return Embedder(spec, **options)  # type: ignore[arg-type]

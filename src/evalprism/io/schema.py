@@ -1,0 +1,148 @@
+"""Declarative table schemas: required columns, value kinds, and normalisation at the boundary.
+
+A :class:`Schema` checks a DataFrame and returns a normalised copy (numbers as floats,
+string lists parsed from JSON cells) or raises one :class:`EvalprismError` that names the
+source file, the 1-based data row, the column and what was expected. Columns the schema does
+not know are carried through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+
+Kind = Literal["str", "number", "str_list", "key"]
+
+_EXPECTED = {
+    "str": "a text value",
+    "number": "a number",
+    "str_list": "a list of strings (a JSON list in CSV, or a single string)",
+    "key": "a non-empty identifier",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a schema.
+
+    ``kind`` is ``str`` (any text, may be empty), ``key`` (non-empty identifier, numbers are
+    turned into their text form), ``number`` (finite float) or ``str_list``.
+    ``nullable`` allows missing values (they stay ``None``/NaN).
+    """
+
+    name: str
+    kind: Kind = "str"
+    required: bool = True
+    nullable: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A named set of columns; ``one_of`` lists groups of which at least one must be present."""
+
+    name: str
+    columns: Sequence[Column]
+    one_of: Sequence[Sequence[str]] = field(default_factory=tuple)
+
+    def validate(self, df: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
+        """Check ``df`` and return a normalised copy; raise :class:`EvalprismError` on the first problem."""
+        where = source or df.attrs.get("source") or f"{self.name} table"
+        if len(df.columns) == 0 or len(df) == 0:
+            raise EvalprismError(f"{where}: the {self.name} table is empty, expected at least one row")
+        missing = [c.name for c in self.columns if c.required and c.name not in df.columns]
+        if missing:
+            have = ", ".join(map(str, df.columns[:20]))
+            raise EvalprismError(
+                f"{where}: missing required column{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)} for a {self.name} table (columns present: {have})"
+            )
+        for group in self.one_of:
+            if not any(g in df.columns for g in group):
+                raise EvalprismError(
+                    f"{where}: a {self.name} table needs one of the columns {', '.join(repr(g) for g in group)}"
+                )
+        out = df.copy()
+        out.attrs = dict(df.attrs)
+        for col in self.columns:
+            if col.name in out.columns:
+                out[col.name] = _normalise(out[col.name], col, where)
+        return out
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return value is pd.NA or value is pd.NaT
+
+
+def _fail(where: str, row: int, col: Column, value: Any) -> EvalprismError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, got {shown}")
+
+
+def _normalise(series: pd.Series, col: Column, where: str) -> pd.Series:
+    values = series.tolist()
+    out: list[Any] = []
+    for i, v in enumerate(values):
+        if _is_missing(v):
+            if not col.nullable:
+                raise EvalprismError(
+                    f"{where}: row {i + 1}, column '{col.name}': missing value, expected {_EXPECTED[col.kind]}"
+                )
+            out.append(None if col.kind != "number" else np.nan)
+            continue
+        out.append(_convert(v, col, where, i))
+    if col.kind == "number":
+        return pd.Series(np.asarray(out, dtype=float), index=series.index, name=series.name)
+    return pd.Series(out, index=series.index, name=series.name, dtype=object)
+
+
+def _convert(v: Any, col: Column, where: str, row: int) -> Any:
+    if col.kind == "number":
+        if isinstance(v, bool | np.bool_):
+            return float(v)
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise _fail(where, row, col, v) from None
+        if not math.isfinite(x):
+            raise _fail(where, row, col, v)
+        return x
+    if col.kind == "key":
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        text = str(v).strip()
+        if not text:
+            raise _fail(where, row, col, v)
+        return text
+    if col.kind == "str":
+        return v if isinstance(v, str) else str(v)
+    # str_list
+    if isinstance(v, str):
+        text = v.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                raise _fail(where, row, col, v) from None
+            v = parsed
+        else:
+            return [v]
+    if isinstance(v, np.ndarray):
+        v = v.tolist()
+    if isinstance(v, list | tuple) and v and all(isinstance(x, str) for x in v):
+        return list(v)
+    raise _fail(where, row, col, v)

@@ -1,0 +1,93 @@
+"""Read a table from JSONL, CSV/TSV or Parquet, picking the format from the extension.
+
+Compressed variants (``.gz``, ``.bz2``, ``.xz``, ``.zst``) of the text formats are read
+transparently by pandas. Every failure becomes one :class:`EvalprismError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+
+_COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
+FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def table_format(path: str | Path) -> str:
+    """Return the format name of ``path`` from its extension (ignoring compression)."""
+    name = Path(path).name.lower()
+    for comp in _COMPRESSIONS:
+        if name.endswith(comp):
+            name = name[: -len(comp)]
+            break
+    suffix = Path(name).suffix
+    if suffix not in FORMATS:
+        known = ", ".join(sorted(FORMATS))
+        raise EvalprismError(f"{path}: unknown table format '{suffix or name}'; expected one of {known}")
+    return FORMATS[suffix]
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read ``path`` into a DataFrame; text columns stay strings (no type guessing on ids).
+
+    The source file name is kept in ``df.attrs["source"]`` so later validation errors can
+    name it.
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    if not path.exists():
+        raise EvalprismError(f"{path}: file not found")
+    if path.is_dir():
+        raise EvalprismError(f"{path}: is a directory, expected a table file")
+    try:
+        if fmt == "jsonl":
+            df = pd.read_json(path, lines=True, dtype=False)
+        elif fmt == "json":
+            df = _read_json_records(path)
+        elif fmt in ("csv", "tsv"):
+            df = pd.read_csv(
+                path,
+                sep="\t" if fmt == "tsv" else ",",
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+            )
+        else:
+            df = pd.read_parquet(path)
+    except EvalprismError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise EvalprismError(f"{path}: the file is empty, expected a header and at least one row") from None
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EvalprismError(f"{path}: cannot be read as {fmt}: {first_line}") from None
+    except Exception as exc:  # pyarrow raises its own hierarchy for corrupt parquet
+        raise EvalprismError(f"{path}: cannot be read as {fmt}: {type(exc).__name__}: {exc}") from None
+    if fmt in ("csv", "tsv"):
+        df = df.astype(object).where(df.notna(), None)
+    df.attrs["source"] = str(path)
+    df.attrs["format"] = fmt
+    return df
+
+
+def _read_json_records(path: Path) -> pd.DataFrame:
+    """A ``.json`` file holding a list of row objects (or ``{"data": [...]}``)."""
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise EvalprismError(f"{path}: expected a JSON list of row objects")
+    return pd.DataFrame.from_records(data)
