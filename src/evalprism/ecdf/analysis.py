@@ -15,7 +15,7 @@ from evalprism.ecdf.result import EcdfResult
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
-from evalprism.progress import status
+from evalprism.progress import progress_bar, status
 from evalprism.stats import choose_k, ecdf_wins, kmedoids, mds_order, w1_matrix
 
 RESPONSES_SCHEMA = Schema(
@@ -215,15 +215,15 @@ def analyze(
     samples = [np.sort(s) for s in np.split(scores[np.argsort(codes, kind="stable")], np.cumsum(np.bincount(codes, minlength=n_settings))[:-1])]
 
     # ---- distances and clustering (eq. 4-5, Algorithm 1 / FasterPAM, eq. 7) --------------------
-    status(f"distances between {n_settings} ECDFs", progress)
-    dist = w1_matrix(samples)
     if n_settings < 2:
         raise EvalprismError(f"{where}: only {n_settings} setting; clustering needs at least 2")
+    status(f"distances between {n_settings} ECDFs", progress)
+    dist = w1_matrix(samples)
     k_curve = None
     if clusters == "auto":
         k_values = list(range(2, min(k_max, n_settings - 1) + 1)) or [min(2, n_settings)]
-        status(f"choosing K in {k_values[0]}..{k_values[-1]} by silhouette", progress)
-        k, curve = choose_k(dist, k_values, method=method, seed=seed)
+        with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
+            k, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)
         k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
     else:
         k = int(clusters)

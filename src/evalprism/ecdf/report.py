@@ -63,9 +63,8 @@ def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], 
         x, y = ecdf_steps(np.concatenate(members), lo, hi)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": CENTROID, "width": 2.2, "shape": "hv"},
                                  name="centroid (pooled)", legendgroup="c", showlegend=first), r + 1, c + 1)
-    fig.update_layout(height=max(340, 230 * rows + 60), margin={"l": 50, "r": 20, "t": 90, "b": 50},
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "yref": "container", "x": 0},
-                      template="plotly_white")
+    fig.update_layout(height=max(320, 230 * rows), margin={"l": 50, "r": 20, "t": 50, "b": 50},
+                      legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"}, template="plotly_white")
     fig.update_xaxes(range=[lo, hi])
     fig.update_yaxes(range=[-0.02, 1.02])
     for c in range(1, cols + 1):

@@ -10,6 +10,7 @@ rule, and tests check it against a line-by-line transcription of Algorithm 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import kmedoids as _kmedoids
@@ -135,16 +136,23 @@ def kmedoids(dist: np.ndarray, k: int, method: Method = "fasterpam", seed: int =
 
 
 def choose_k(
-    dist: np.ndarray, k_values: list[int], method: Method = "fasterpam", seed: int = 0
+    dist: np.ndarray,
+    k_values: list[int],
+    method: Method = "fasterpam",
+    seed: int = 0,
+    on_step: Callable[[int], None] | None = None,
 ) -> tuple[int, list[tuple[int, float, float]]]:
     """Pick K by the highest mean silhouette (Rousseeuw 1987) on the precomputed distances.
 
     Returns the chosen K and the curve ``[(k, silhouette, loss), ...]``; ties go to the smaller K.
+    ``on_step(1)`` is called after each K (for a progress bar).
     """
     curve = []
     for k in k_values:
         _, labels, loss = kmedoids(dist, k, method=method, seed=seed)
         sil = float(_kmedoids.silhouette(np.ascontiguousarray(dist), labels)[0]) if k > 1 else 0.0
         curve.append((k, sil, loss))
+        if on_step is not None:
+            on_step(1)
     best_k = max(curve, key=lambda row: (row[1], -row[0]))[0]
     return best_k, curve

