@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -108,6 +108,145 @@ def _accuracy_levels(acc: pd.Series) -> pd.Series:
     return bins.map(lambda b: f"{max(b.left, 0.0):.1f}–{b.right:.1f}" if pd.notna(b) else None).astype(object)
 
 
+def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
+                   clusters: int | str) -> str | None:
+    """Validate the option values against the table; return the group column actually used."""
+    for col in by:
+        if col not in df.columns:
+            raise EvalprismError(f"{where}: --by column '{col}' not found (columns: {', '.join(map(str, df.columns))})")
+        if col in ("question_id", "response", "references", "score", "group"):
+            raise EvalprismError(f"--by '{col}': a setting column cannot be one of the canonical columns")
+    if group and group not in df.columns:
+        if group != "group":
+            raise EvalprismError(f"{where}: group column '{group}' not found")
+        group = None
+    if "references" in df.columns and "response" not in df.columns:
+        raise EvalprismError(f"{where}: missing required column 'response' (needed with 'references')")
+    if choices and choices not in df.columns:
+        raise EvalprismError(f"{where}: choices column '{choices}' not found")
+    if isinstance(clusters, str) and clusters != "auto":
+        raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{clusters}'")
+    return group
+
+
+def _index_settings(df: pd.DataFrame, keys: list[str], where: str, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Number the settings (question x configuration) in natural order; drop rows with no response
+    value, and refuse a setting left with none. Returns (rows with a ``setting`` code, settings)."""
+    df = df.assign(_row=np.arange(1, len(df) + 1))  # 1-based source row, for messages after filtering
+    settings = df[keys].drop_duplicates().sort_values(keys, key=_natural_key, kind="stable").reset_index(drop=True)
+    if "response" in df.columns:
+        null_rows = df["response"].isna()
+        if null_rows.any():
+            notes.append(f"{int(null_rows.sum())} rows with no response value were left out")
+            df = df[~null_rows]
+    kept = df[keys].drop_duplicates()
+    if len(kept) < len(settings):
+        lost = settings.merge(kept, how="left", indicator=True)
+        first = lost[lost["_merge"] == "left_only"].iloc[0]
+        label = ", ".join(f"{k}={first[k]}" for k in keys)
+        raise EvalprismError(
+            f"{where}: setting ({label}) has no responses (every 'response' value is missing); "
+            "remove it or give its responses"
+        )
+    settings["setting"] = np.arange(len(settings))
+    df = df.merge(settings, on=keys, how="left", validate="many_to_one")
+    return df, settings
+
+
+@dataclass
+class _Scored:
+    """Quality value per response row, plus what eq. (6) needs when responses were embedded."""
+
+    scores: np.ndarray
+    vectors: np.ndarray | None = None
+    answered: np.ndarray | None = None
+    answers: list[str] | None = None
+    ref_lists: list[tuple[str, ...]] | None = None
+    embed_stats: dict | None = None
+
+
+def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices: str | None,
+                     embedder: str | Embedder, cache_dir: str | None, progress: bool, notes: list[str]) -> _Scored:
+    """Eq. (3) from embeddings when references are given (the user's ``score`` wins if both are)."""
+    user_scores = df["score"].to_numpy(dtype=np.float64) if "score" in df.columns else None
+    if "references" not in df.columns:
+        assert user_scores is not None
+        return _Scored(scores=user_scores)
+    extractor = compile_extractor(extract)
+    choice_maps = (
+        [parse_choices(v, f"{where}: row {r}, column '{choices}'") for r, v in zip(df["_row"], df[choices], strict=True)]
+        if choices else [None] * len(df)
+    )
+    answers, answered_list = prepare_responses(df["response"].astype(str), extractor, choice_maps)
+    answered = np.asarray(answered_list, dtype=bool)
+    if extractor is not None and (~answered).any():
+        notes.append(f"{int((~answered).sum())} of {len(df)} responses had no match for --extract and score 0")
+    ref_lists = [tuple(strip_suffixes(r) for r in refs) for refs in df["references"]]
+    distinct_refs = list(dict.fromkeys(r for refs in ref_lists for r in refs))
+    emb = get_embedder(embedder, cache_dir=cache_dir, progress=progress)
+    answer_texts = [t for t, a in zip(answers, answered, strict=True) if a]
+    status(f"embedding {len(answer_texts)} responses and {len(distinct_refs)} references with {emb.spec}", progress)
+    all_vecs = emb.embed(answer_texts + distinct_refs)
+    vectors = np.zeros((len(df), all_vecs.shape[1]), dtype=np.float32)
+    vectors[answered] = all_vecs[: len(answer_texts)]
+    if user_scores is None:
+        ref_index = {r: i for i, r in enumerate(distinct_refs)}
+        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts):])
+        scores[~answered] = 0.0  # a response with no answer scores 0 (documented in prepare.py)
+    else:
+        scores = user_scores
+    return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id))
+
+
+def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
+             progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, pd.DataFrame | None]:
+    """Distances (eq. 4-5), K (given or by silhouette), k-medoids, wins (eq. 7)."""
+    n = len(samples)
+    status(f"distances between {n} ECDFs", progress)
+    dist = w1_matrix(samples)
+    k_curve = None
+    if clusters == "auto":
+        k_values = list(range(2, min(k_max, n - 1) + 1)) or [2]
+        with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
+            k, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)  # type: ignore[arg-type]
+        k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
+    else:
+        k = int(clusters)
+        if k < 1 or k > n:
+            raise EvalprismError(f"--clusters {k}: K must be between 1 and the number of settings ({n})")
+    status(f"k-medoids ({method}) with K={k}", progress)
+    medoids, labels, loss = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
+    medoids, labels, wins = renumber_by_wins(samples, medoids, labels)
+    return dist, medoids, labels, loss, wins, k_curve
+
+
+def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray], dist: np.ndarray,
+                   medoids: np.ndarray, labels: np.ndarray, wins: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for c, m in enumerate(medoids):
+        members = np.flatnonzero(labels == c)
+        rows.append({
+            "cluster": c,
+            "size": members.size,
+            "wins": int(wins[c]),
+            "medoid_setting": " · ".join(f"{k}={settings[k].iat[m]}" for k in keys),
+            "mean_score": float(np.concatenate([samples[i] for i in members]).mean()),
+            "medoid_mean_score": float(samples[m].mean()),
+            "mean_distance_to_medoid": float(dist[members, m].mean()),
+        })
+    return pd.DataFrame(rows)
+
+
+def _factor_table(settings: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+    """What the clusters separate: adjusted mutual information of the labels with each factor."""
+    labels = settings["cluster"].to_numpy()
+    return pd.DataFrame([
+        {"factor": f, "levels": int(settings[f].nunique()),
+         "ami": float(adjusted_mutual_info_score(settings[f].astype(str), labels))}
+        for f in factors
+    ]).sort_values("ami", ascending=False, kind="stable").reset_index(drop=True)
+
+
 def analyze(
     table: pd.DataFrame,
     *,
@@ -133,170 +272,67 @@ def analyze(
     where = table.attrs.get("source", "responses table")
     df = RESPONSES_SCHEMA.validate(table)
     by = list(by)
-    for col in by:
-        if col not in df.columns:
-            raise EvalprismError(f"{where}: --by column '{col}' not found (columns: {', '.join(map(str, df.columns))})")
-        if col in ("question_id", "response", "references", "score"):
-            raise EvalprismError(f"--by '{col}': a setting column cannot be one of the canonical columns")
-    if group and group not in df.columns:
-        if group != "group":
-            raise EvalprismError(f"{where}: group column '{group}' not found")
-        group = None
-    use_refs = "references" in df.columns
-    use_score = "score" in df.columns
-    if use_refs and "response" not in df.columns:
-        raise EvalprismError(f"{where}: missing required column 'response' (needed with 'references')")
-    if choices and choices not in df.columns:
-        raise EvalprismError(f"{where}: choices column '{choices}' not found")
-    if isinstance(clusters, str) and clusters != "auto":
-        raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{clusters}'")
-    extractor = compile_extractor(extract)
+    group = _check_options(df, where, by, group, choices, clusters)
     notes: list[str] = []
-
     for col in by + ([group] if group else []):
         df[col] = df[col].where(df[col].notna(), "(missing)")
     keys = ["question_id", *by]
-    settings = df[keys].drop_duplicates().sort_values(keys, key=_natural_key, kind="stable").reset_index(drop=True)
-    if "response" in df.columns:
-        null_rows = df["response"].isna()
-        if null_rows.any():
-            notes.append(f"{int(null_rows.sum())} rows with no response value were left out")
-            df = df[~null_rows].reset_index(drop=True)
-    kept = df[keys].drop_duplicates()
-    if len(kept) < len(settings):
-        lost = settings.merge(kept, how="left", indicator=True)
-        first = lost[lost["_merge"] == "left_only"].iloc[0]
-        label = ", ".join(f"{k}={first[k]}" for k in keys)
-        raise EvalprismError(
-            f"{where}: setting ({label}) has no responses (every 'response' value is missing); "
-            "remove it or give its responses"
-        )
-    settings["setting"] = np.arange(len(settings))
-    df = df.merge(settings, on=keys, how="left", validate="many_to_one")
+    df, settings = _index_settings(df, keys, where, notes)
     codes = df["setting"].to_numpy()
     n_settings = len(settings)
-
-    # ---- quality value per response: eq. (3) or the user's score --------------------------------
-    texts = answered = None
-    vectors = None
-    if use_refs:
-        choice_maps = (
-            [parse_choices(v, f"{where}: row {i + 1}, column '{choices}'") for i, v in enumerate(df[choices])]
-            if choices
-            else [None] * len(df)
-        )
-        texts, answered = prepare_responses(df["response"].astype(str), extractor, choice_maps)
-        answered = np.asarray(answered)
-        if extractor is not None:
-            misses = int((~answered).sum())
-            if misses:
-                notes.append(f"{misses} of {len(df)} responses had no match for --extract and score 0")
-        ref_lists = [tuple(strip_suffixes(r) for r in refs) for refs in df["references"]]
-        distinct_refs = list(dict.fromkeys(r for refs in ref_lists for r in refs))
-        ref_index = {r: i for i, r in enumerate(distinct_refs)}
-        emb = get_embedder(embedder, cache_dir=cache_dir, progress=progress)
-        answer_texts = [t for t, a in zip(texts, answered, strict=True) if a]
-        status(f"embedding {len(answer_texts)} responses and {len(distinct_refs)} references with {emb.spec}", progress)
-        all_vecs = emb.embed(answer_texts + distinct_refs)
-        embed_stats = dict(emb.stats, model=emb.model_id)
-        ref_vecs = all_vecs[len(answer_texts):]
-        vectors = np.zeros((len(df), all_vecs.shape[1]), dtype=np.float32)
-        vectors[answered] = all_vecs[: len(answer_texts)]
-        if not use_score:
-            scores = _cosine_max(vectors, ref_lists, ref_index, ref_vecs)
-            scores[~answered] = 0.0
-        df["answer"] = texts
-    else:
-        embed_stats = None
-    if use_score:
-        scores = df["score"].to_numpy(dtype=np.float64)
-    df["quality"] = scores
-
-    samples = [np.sort(s) for s in np.split(scores[np.argsort(codes, kind="stable")], np.cumsum(np.bincount(codes, minlength=n_settings))[:-1])]
-
-    # ---- distances and clustering (eq. 4-5, Algorithm 1 / FasterPAM, eq. 7) --------------------
     if n_settings < 2:
         raise EvalprismError(f"{where}: only {n_settings} setting; clustering needs at least 2")
-    status(f"distances between {n_settings} ECDFs", progress)
-    dist = w1_matrix(samples)
-    k_curve = None
-    if clusters == "auto":
-        k_values = list(range(2, min(k_max, n_settings - 1) + 1)) or [min(2, n_settings)]
-        with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
-            k, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)
-        k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
-    else:
-        k = int(clusters)
-        if k < 1 or k > n_settings:
-            raise EvalprismError(f"--clusters {k}: K must be between 1 and the number of settings ({n_settings})")
-    status(f"k-medoids ({method}) with K={k}", progress)
-    medoids, labels, loss = kmedoids(dist, k, method=method, seed=seed)
-    medoids, labels, wins = renumber_by_wins(samples, medoids, labels)
 
-    # ---- per-setting table ----------------------------------------------------------------------
+    scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
+    df["quality"] = scored.scores
+    if scored.answers is not None:
+        df["answer"] = scored.answers
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=n_settings))[:-1]
+    samples = [np.sort(s) for s in np.split(scored.scores[order], bounds)]
+
+    dist, medoids, labels, loss, wins, k_curve = _cluster(samples, clusters, method, seed, k_max, progress)
+
+    # ---- per-setting table (rows stay in setting order throughout) ------------------------------
+    first_of = df.groupby("setting").first()
     settings["configuration"] = [_config_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
     settings["n_responses"] = [s.size for s in samples]
     settings["mean_score"] = [float(s.mean()) for s in samples]
     settings["cluster"] = labels
-    settings["is_medoid"] = False
-    settings.loc[medoids, "is_medoid"] = True
+    settings["is_medoid"] = np.isin(np.arange(n_settings), medoids)
     if group:
-        settings = settings.merge(df.groupby("setting")[group].first().rename("group"), left_on="setting", right_index=True)
-    if use_refs:
-        assert vectors is not None and answered is not None
-        chosen = final_answers(codes, vectors, answered, n_settings)
-        answers = df["answer"].to_numpy(dtype=object)
-        ref_sets = [set(r) for r in ref_lists]
-        settings["final_answer"] = [answers[c] if c >= 0 else "" for c in chosen]
-        settings["correct"] = [bool(c >= 0 and answers[c] in ref_sets[c]) for c in chosen]
-        settings["n_answered"] = np.bincount(codes, weights=answered.astype(float), minlength=n_settings).astype(int)
+        settings["group"] = first_of[group].to_numpy()
+    if scored.answers is not None:
+        assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
+        chosen = final_answers(codes, scored.vectors, scored.answered, n_settings)
+        settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
+        settings["correct"] = [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
+        settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
     carried = _carried_columns(df, exclude=set(keys) | {"response", "references", "score", "answer", "quality",
-                                                         "setting", group or "", choices or ""})
-    if carried:
-        settings = settings.merge(df.groupby("setting")[carried].first(), left_on="setting", right_index=True)
+                                                         "setting", "_row", group or "", choices or ""})
+    for col in carried:
+        settings[col] = first_of[col].to_numpy()
 
-    # ---- cluster table ---------------------------------------------------------------------------
-    cluster_rows = []
-    for c, m in enumerate(medoids):
-        members = np.flatnonzero(labels == c)
-        pooled = np.concatenate([samples[i] for i in members])
-        cluster_rows.append({
-            "cluster": c,
-            "size": members.size,
-            "wins": int(wins[c]),
-            "medoid_setting": _setting_label(settings.iloc[m], keys),
-            "mean_score": float(pooled.mean()),
-            "medoid_mean_score": float(samples[m].mean()),
-            "mean_distance_to_medoid": float(dist[members, m].mean()),
-        })
-    cluster_table = pd.DataFrame(cluster_rows)
-
-    # ---- what the clusters separate: adjusted mutual information with each factor ---------------
+    cluster_table = _cluster_table(settings, keys, samples, dist, medoids, labels, wins)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
-    factor_table = pd.DataFrame([
-        {"factor": f, "levels": int(settings[f].nunique()),
-         "ami": float(adjusted_mutual_info_score(settings[f].astype(str), labels))}
-        for f in factors
-    ]).sort_values("ami", ascending=False, kind="stable").reset_index(drop=True)
+    factor_table = _factor_table(settings, factors)
 
     # ---- accuracy per group x configuration (section 4.1) ---------------------------------------
     accuracy = None
-    if use_refs:
+    if "correct" in settings.columns:
         unit = (["group"] if group else []) + (by or ["configuration"])
         accuracy = (settings.groupby(unit, sort=True, dropna=False)
                     .agg(n_questions=("question_id", "size"), accuracy=("correct", "mean"),
                          mean_score=("mean_score", "mean"))
                     .reset_index())
-        settings = settings.merge(accuracy[unit + ["accuracy"]], on=unit, how="left")
+        settings = settings.merge(accuracy[unit + ["accuracy"]], on=unit, how="left", validate="many_to_one")
         settings["accuracy_level"] = _accuracy_levels(settings["accuracy"])
 
     # ---- assignment matrix reordered by 1-D MDS (section 4.2) -----------------------------------
     assignment = settings.pivot_table(index="question_id", columns="configuration", values="cluster", aggfunc="first")
-    row_order = mds_order(assignment.to_numpy(dtype=float), seed=seed)
-    col_order = mds_order(assignment.to_numpy(dtype=float).T, seed=seed)
-    assignment = assignment.iloc[row_order, col_order]
+    matrix = assignment.to_numpy(dtype=float)
+    assignment = assignment.iloc[mds_order(matrix, seed=seed), mds_order(matrix.T, seed=seed)]
 
-    settings = settings.sort_values("setting", kind="stable").reset_index(drop=True)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
@@ -308,27 +344,22 @@ def analyze(
         responses=df,
         by=by,
         options={
-            "by": by, "clusters": clusters, "k": int(k), "method": method, "seed": seed, "extract": extract,
-            "choices": choices, "group": group, "embedder": None if not use_refs else getattr(embedder, "spec", embedder),
-            "quality": "score column" if use_score else "max cosine similarity to references (eq. 3)",
+            "by": by, "clusters": clusters, "k": int(medoids.size), "method": method, "seed": seed,
+            "extract": extract, "choices": choices, "group": group,
+            "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
+            "quality": "score column" if "score" in df.columns else "max cosine similarity to references (eq. 3)",
             "loss": loss,
         },
-        embed_stats=embed_stats,
+        embed_stats=scored.embed_stats,
         notes=notes,
     )
 
 
-def _setting_label(row: pd.Series, keys: Sequence[str]) -> str:
-    return " · ".join(f"{k}={row[k]}" for k in keys)
-
-
 def _carried_columns(df: pd.DataFrame, exclude: set[str]) -> list[str]:
     """User columns that are constant within every setting: carried through to settings.csv."""
-    cols = [c for c in df.columns if c not in exclude and not re.match(r"^_", str(c))]
-    if not cols:
+    cols = [c for c in df.columns if c not in exclude]
+    scalar = [c for c in cols if df[c].map(lambda v: isinstance(v, str | int | float | bool | type(None))).all()]
+    if not scalar:
         return []
-    hashable = [c for c in cols if df[c].map(lambda v: isinstance(v, str | int | float | bool | type(None))).all()]
-    if not hashable:
-        return []
-    counts = df.groupby("setting")[hashable].nunique(dropna=False)
-    return [c for c in hashable if (counts[c] <= 1).all()]
+    counts = df.groupby("setting")[scalar].nunique(dropna=False)
+    return [c for c in scalar if (counts[c] <= 1).all()]
