@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the suite must never reach a mod
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache for the whole session, never the user's own."""
     path = tmp_path_factory.mktemp("embed-cache")

@@ -33,6 +33,8 @@ RESPONSES_SCHEMA = Schema(
 MAX_ACCURACY_LEVELS = 6
 ACCURACY_BINS = 5
 DEFAULT_K_MAX = 16
+#: above this many settings the distance matrix is kept in float32
+FLOAT32_ABOVE = 20_000
 
 
 def _natural_key(values: pd.Series) -> pd.Series:
@@ -202,8 +204,10 @@ def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: 
              progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, pd.DataFrame | None]:
     """Distances (eq. 4-5), K (given or by silhouette), k-medoids, wins (eq. 7)."""
     n = len(samples)
+    # float32 halves the n x n matrix (7.2 GB -> 3.6 GB at 30,000 settings); same clustering there
+    dtype = np.float32 if n > FLOAT32_ABOVE else np.float64
     status(f"distances between {n} ECDFs", progress)
-    dist = w1_matrix(samples)
+    dist = w1_matrix(samples, dtype=dtype)
     k_curve = None
     if clusters == "auto":
         k_values = list(range(2, min(k_max, n - 1) + 1)) or [2]
