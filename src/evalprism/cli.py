@@ -30,7 +30,7 @@ class KMethod(str, Enum):
 
 CacheDir = Annotated[
     Optional[Path],
-    typer.Option("--cache-dir", help="Embedding cache directory [env: EVALPRISM_CACHE_DIR; default ~/.cache/evalprism]."),
+    typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 
