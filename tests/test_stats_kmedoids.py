@@ -91,11 +91,16 @@ def test_fasterpam_subsampled_build_on_larger_problem() -> None:
     assert loss <= kmedoids_pkg.pam(D, 5).loss * 1.01
 
 
-def test_same_seed_same_clustering() -> None:
-    D, _ = planted(n_per=30, k=4, seed=5, spread=0.2)
-    a = kmedoids(D, 4, seed=11)
-    b = kmedoids(D, 4, seed=11)
-    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+@pytest.mark.parametrize("n_per", [30, 300])
+def test_same_seed_same_clustering_whatever_numpys_global_state(n_per: int) -> None:
+    # n = 1,200 runs FasterPAM multi-threaded, where an unseeded start would follow np.random's state
+    D, _ = planted(n_per=n_per, k=4, seed=5, spread=0.3)
+    runs = []
+    for global_seed in (1, 2, 3):
+        np.random.seed(global_seed)
+        medoids, labels, loss = kmedoids(D, 4, seed=11)
+        runs.append((medoids.tolist(), labels.tolist(), loss))
+    assert runs[0] == runs[1] == runs[2]
 
 
 def test_bad_k_and_method() -> None:

@@ -101,9 +101,9 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     """FasterPAM started from BUILD (exact BUILD up to 2,000 points, else BUILD on a seeded
     subsample, as in the LAB initialisation), then also from a seeded random start; the lower
     loss wins. Two starts cost about twice one; on planted and real data they reach a loss at or
-    below exact PAM's (benchmarks/bench_ecdf.py). Single-threaded: with several threads the
-    ``kmedoids`` package draws its shuffle from NumPy's global state (not reproducible), and on
-    two cores one thread was also faster."""
+    below exact PAM's (benchmarks/bench_ecdf.py). Both runs get an explicit seed even with given
+    medoids: multi-threaded, the ``kmedoids`` package shuffles, and without a seed it would draw
+    from NumPy's global state (same seed, different clusterings)."""
     n = dist.shape[0]
     rng = np.random.default_rng(seed)
     if n <= _BUILD_SAMPLE:
@@ -115,11 +115,11 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     random_seed = int(rng.integers(2**31))
     for start in (init, None):
         if start is None:
-            res = _kmedoids.fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=1)
+            res = _kmedoids.fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=-1)
         else:
             with warnings.catch_warnings():  # it warns that a seed is unused with given medoids
                 warnings.simplefilter("ignore", UserWarning)
-                res = _kmedoids.fasterpam(dist, start.astype(np.uint64), random_state=random_seed, n_cpu=1)
+                res = _kmedoids.fasterpam(dist, start.astype(np.uint64), random_state=random_seed, n_cpu=-1)
         medoids = np.asarray(res.medoids, dtype=np.int64)
         if best is None or res.loss < best[2] - 1e-12 * abs(best[2]):
             labels, loss = _assign(dist, medoids)
