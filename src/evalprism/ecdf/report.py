@@ -145,7 +145,9 @@ def headline(result: EcdfResult) -> list[str]:
             outside = float((correct["cluster"] != 0).mean())
             items.append(f"{len(correct)} settings have a correct final answer, yet {outside:.0%} of them are outside "
                          "the best cluster: their individual responses are spread out, which a majority answer hides.")
-        by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"))
+        by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"),
+                                                 n=("question_id", "size"))
+        by_conf = by_conf[by_conf["n"] >= 0.5 * by_conf["n"].max()]  # skip configurations with few questions
         by_conf["acc_r"] = by_conf["acc"].round(2)
         best = None
         for _, grp in by_conf.groupby("acc_r"):

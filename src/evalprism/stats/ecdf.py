@@ -95,19 +95,17 @@ def w1_matrix(
 
     def run(task: tuple) -> None:
         a, b, start, stop, left, right = task
-        block = cdist(left[start:stop], right, "cityblock")
-        rows_idx = _as_index(groups[a][start:stop])
-        cols_idx = _as_index(groups[b])
+        # within one size group only the columns from ``start`` on are new (the rest is the mirror)
+        first_col = start if a == b else 0
+        block = cdist(left[start:stop], right[first_col:], "cityblock")
+        r, c = groups[a][start:stop], groups[b][first_col:]
+        rows_idx, cols_idx = _as_index(r), _as_index(c)
         if isinstance(rows_idx, slice) and isinstance(cols_idx, slice):
             dist[rows_idx, cols_idx] = block
-            if a != b:
-                dist[cols_idx, rows_idx] = block.T
+            dist[cols_idx, rows_idx] = block.T
         else:
-            r = groups[a][start:stop]
-            c = groups[b]
             dist[np.ix_(r, c)] = block
-            if a != b:
-                dist[np.ix_(c, r)] = block.T
+            dist[np.ix_(c, r)] = block.T
 
     workers = n_jobs or os.cpu_count() or 1
     if workers == 1 or len(tasks) == 1:
