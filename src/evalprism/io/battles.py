@@ -1,0 +1,156 @@
+"""Pairwise battles: the canonical table and adapters for the formats users already have.
+
+Canonical columns: ``prompt``, ``model_a``, ``model_b``, ``winner`` in {``model_a``,
+``model_b``, ``tie``, ``tie (bothbad)``} (``both_bad``/``tie_bothbad`` and similar spellings are
+normalised), optional ``category`` and optional soft label ``p_b`` in [0, 1] (the probability
+that B is preferred). Adapters, picked from the columns present (or named by ``fmt``):
+
+- ``canonical``: the table above;
+- ``fastchat``: FastChat ``clean_battle`` JSON; the prompt is the user turns of ``conversation_a``;
+- ``arena55k``: arena-55k style CSV with one-hot ``winner_model_a/_b/_tie`` columns and
+  JSON-encoded turn lists in ``prompt``;
+- ``alpacaeval``: AlpacaEval annotations, raw (``instruction``, ``generator_1/2``, ``preference``
+  in [1, 2]) or flattened (``instruction``, ``model_a``, ``model_b``, ``p_b`` or ``preference``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.schema import Column, Schema
+from evalprism.io.tables import read_table
+
+WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+_WINNER_ALIASES = {
+    "model_a": "model_a", "a": "model_a",
+    "model_b": "model_b", "b": "model_b",
+    "tie": "tie",
+    "tie (bothbad)": "tie (bothbad)", "both_bad": "tie (bothbad)", "bothbad": "tie (bothbad)",
+    "tie_bothbad": "tie (bothbad)", "tie(bothbad)": "tie (bothbad)", "tie (both bad)": "tie (bothbad)",
+}
+
+BATTLES_SCHEMA = Schema(
+    name="battles",
+    columns=(
+        Column("prompt", "str", description="the prompt (user turns)"),
+        Column("model_a", "key"),
+        Column("model_b", "key"),
+        Column("winner", "str", description="model_a | model_b | tie | tie (bothbad)"),
+        Column("category", "str", required=False, nullable=True),
+        Column("p_b", "number", required=False, nullable=True, description="soft label: P(B preferred)"),
+    ),
+)
+
+Format = Literal["auto", "canonical", "fastchat", "arena55k", "alpacaeval"]
+
+
+def _user_turns(conversation: Any) -> str:
+    """The user turns of a conversation (list of {role, content}, or a JSON list of strings)."""
+    if isinstance(conversation, str):
+        try:
+            conversation = json.loads(conversation)
+        except json.JSONDecodeError:
+            return conversation
+    if isinstance(conversation, list | tuple | np.ndarray):
+        turns = []
+        for turn in conversation:
+            if isinstance(turn, dict):
+                if turn.get("role") in ("user", "human"):
+                    turns.append(str(turn.get("content", "")))
+            elif turn is not None:
+                turns.append(str(turn))
+        return "\n\n".join(turns)
+    return "" if conversation is None else str(conversation)
+
+
+def detect_format(df: pd.DataFrame) -> str:
+    """Which adapter fits the columns of ``df``."""
+    cols = set(df.columns)
+    if {"winner_model_a", "winner_model_b", "winner_tie"} <= cols:
+        return "arena55k"
+    if "conversation_a" in cols and "winner" in cols:
+        return "fastchat"
+    if "instruction" in cols and ("generator_1" in cols or "preference" in cols or "p_b" in cols):
+        return "alpacaeval"
+    return "canonical"
+
+
+def normalise_winner(value: Any, where: str, row: int) -> str:
+    key = str(value).strip().lower() if value is not None else ""
+    if key not in _WINNER_ALIASES:
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column 'winner': expected one of {', '.join(WINNERS)}, got {value!r}"
+        )
+    return _WINNER_ALIASES[key]
+
+
+def _from_arena55k(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    onehot = df[["winner_model_a", "winner_model_b", "winner_tie"]].apply(pd.to_numeric, errors="coerce")
+    bad = onehot.isna().any(axis=1) | (onehot.sum(axis=1) != 1)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise EvalprismError(f"{where}: row {row + 1}: winner_model_a/winner_model_b/winner_tie must be one-hot (0/1)")
+    out = df.drop(columns=["winner_model_a", "winner_model_b", "winner_tie"]).copy()
+    out["winner"] = np.array(["model_a", "model_b", "tie"])[onehot.to_numpy().argmax(axis=1)]
+    out["prompt"] = [_user_turns(p) for p in df["prompt"]]
+    return out
+
+
+def _from_fastchat(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.drop(columns=[c for c in ("conversation_a", "conversation_b") if c in df.columns]).copy()
+    out["prompt"] = [_user_turns(c) for c in df["conversation_a"]]
+    return out
+
+
+def _from_alpacaeval(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    out = df.rename(columns={"generator_1": "model_a", "generator_2": "model_b", "instruction": "prompt"}).copy()
+    if "p_b" not in out.columns:
+        pref = pd.to_numeric(out["preference"], errors="coerce")
+        if pref.isna().any() or ((pref < 1) | (pref > 2)).any():
+            row = int(np.flatnonzero((pref.isna() | (pref < 1) | (pref > 2)).to_numpy())[0])
+            raise EvalprismError(f"{where}: row {row + 1}, column 'preference': expected a number in [1, 2]")
+        out["p_b"] = pref - 1.0
+    if "winner" not in out.columns:
+        p_b = pd.to_numeric(out["p_b"], errors="coerce")
+        out["winner"] = np.where(p_b > 0.5, "model_b", np.where(p_b < 0.5, "model_a", "tie"))
+    return out
+
+
+def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | None = None) -> pd.DataFrame:
+    """Convert a battles table in any supported format to the canonical, validated form."""
+    where = source or df.attrs.get("source") or "battles table"
+    fmt = detect_format(df) if fmt == "auto" else fmt
+    if fmt == "arena55k":
+        df = _from_arena55k(df, where)
+    elif fmt == "fastchat":
+        df = _from_fastchat(df)
+    elif fmt == "alpacaeval":
+        df = _from_alpacaeval(df, where)
+    elif fmt != "canonical":
+        raise EvalprismError(f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval")
+    out = BATTLES_SCHEMA.validate(df, source=where)
+    out["winner"] = [normalise_winner(w, where, i) for i, w in enumerate(out["winner"])]
+    same = (out["model_a"] == out["model_b"]).to_numpy()
+    if same.any():
+        row = int(np.flatnonzero(same)[0])
+        raise EvalprismError(f"{where}: row {row + 1}: model_a and model_b are the same model ({out['model_a'].iat[row]!r})")
+    if "p_b" in out.columns:
+        p_b = out["p_b"].to_numpy(dtype=float)
+        outside = np.isfinite(p_b) & ((p_b < 0) | (p_b > 1))
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise EvalprismError(f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}")
+    out.attrs["battles_format"] = fmt
+    return out
+
+
+def read_battles(path: str | Path, fmt: Format = "auto") -> pd.DataFrame:
+    """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised."""
+    df = read_table(path)
+    return to_canonical_battles(df, fmt, source=str(path))
