@@ -15,7 +15,9 @@ from evalprism.stats.pairwise import (
     fit_pairwise,
     log_outcome_probs,
     outcome_weights,
+    bootstrap_coefs,
     pairwise_nll,
+    sandwich_cov,
 )
 
 
@@ -123,3 +125,24 @@ def test_bt_matches_unpenalised_logistic_regression() -> None:
     oracle = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(X, y).coef_[0]
     fit = fit_pairwise(PairCounts.from_battles(a, b, np.where(y == 1, 0, 1), m), "bt")
     np.testing.assert_allclose(fit.coefs - fit.coefs[0], oracle - oracle[0], atol=1e-5)
+
+
+def test_sandwich_matches_the_log_odds_closed_form() -> None:
+    # two models: Var(theta_A - theta_B) of the log odds MLE is 1/wins_A + 1/wins_B
+    pairs = PairCounts.from_battles(np.zeros(40, int), np.ones(40, int), np.array([0] * 30 + [1] * 10), 2)
+    fit = fit_pairwise(pairs, "bt")
+    cov = sandwich_cov(fit, pairs)
+    c = np.array([1.0, -1.0])
+    assert c @ cov @ c == pytest.approx(1 / 30 + 1 / 10, rel=1e-6)
+    assert cov.sum() == pytest.approx(0.0, abs=1e-9)  # mean-zero coefficients: the sum has no variance
+
+
+@pytest.mark.parametrize("model,extra", [("bt", None), ("grk", 0.4)])
+def test_sandwich_and_bootstrap_agree_on_planted_data(model: str, extra: float | None) -> None:
+    coefs = np.array([-0.8, 0.0, 0.3, 0.9]) + (0.5 if model == "grk" else 0.0)
+    pairs = simulate(model, coefs, extra, 6000, seed=9)
+    fit = fit_pairwise(pairs, model)  # type: ignore[arg-type]
+    se_sandwich = np.sqrt(np.diag(sandwich_cov(fit, pairs))[: coefs.size])
+    se_boot = bootstrap_coefs(pairs, model, rounds=120, seed=1).std(axis=0, ddof=1)  # type: ignore[arg-type]
+    np.testing.assert_allclose(se_boot, se_sandwich, rtol=0.25)
+    assert np.all(np.abs(fit.coefs - (coefs - coefs.mean() if model == "bt" else coefs)) < 4 * se_sandwich)

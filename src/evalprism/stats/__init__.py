@@ -27,7 +27,7 @@ __all__ = [
     "w1_matrix",
 ]
 
-_LAZY = {"PairCounts", "PairwiseFit", "elo_ratings", "fit_pairwise"}
+_LAZY = {"PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_pairwise", "sandwich_cov"}
 
 
 def __getattr__(name: str) -> object:

@@ -20,6 +20,7 @@ L-BFGS-B (scipy) on the exact gradient from torch autograd in float64.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -124,6 +125,7 @@ class PairwiseFit:
     nll: float
     grad_norm: float
     n_iter: int
+    params: np.ndarray  # the optimiser's parameters at the optimum (coefs as reported, raw extra last)
 
 
 def check_connected(pairs: PairCounts, names: list[str] | None = None) -> None:
@@ -199,7 +201,60 @@ def fit_pairwise(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, to
     if model == "grk":
         extra = 1.0 + float(np.exp(extra))  # type: ignore[arg-type]
     _, grad = value_and_grad(res.x)
-    return PairwiseFit(model, coefs, extra, float(res.fun) * total, float(np.linalg.norm(grad)), int(res.nit))
+    params = np.concatenate([coefs, res.x[n:]])
+    return PairwiseFit(model, coefs, extra, float(res.fun) * total, float(np.linalg.norm(grad)), int(res.nit), params)
+
+
+def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
+    """Sandwich (robust) covariance H⁺ J H⁺ of the fitted parameters (coefs, then the raw extra).
+
+    H is the exact Hessian of the negative log-likelihood; J sums the outer products of per-battle
+    score vectors, each battle of one outcome in one pair sharing the same score (soft labels are
+    treated as fractional battles of each outcome). The pseudo-inverse returns the covariance of the
+    mean-zero coefficients for the shift-invariant models.
+    """
+    n = pairs.n_models
+    weights = torch.as_tensor(outcome_weights(fit.model, pairs.counts), dtype=torch.float64)
+    x = torch.tensor(fit.params, dtype=torch.float64)
+    hess = torch.autograd.functional.hessian(lambda v: pairwise_nll(fit.model, v, pairs, weights), x).numpy()
+    has_extra = fit.model in ("rk", "grk")
+    ca = torch.tensor(fit.params[pairs.a], requires_grad=True)
+    cb = torch.tensor(fit.params[pairs.b], requires_grad=True)
+    ex = torch.full((pairs.a.size,), float(fit.params[n]) if has_extra else 0.0, dtype=torch.float64, requires_grad=True)
+    meat = np.zeros_like(hess)
+    w = weights.numpy()
+    for k in range(4):
+        if not np.any(w[:, k] > 0):
+            continue
+        logp = log_outcome_probs(fit.model, ca, cb, ex if has_extra else None)[:, k]
+        ga, gb, ge = torch.autograd.grad(logp.sum(), (ca, cb, ex), allow_unused=True)
+        ge = torch.zeros_like(ca) if ge is None else ge
+        used = w[:, k] > 0
+        idx = [pairs.a[used], pairs.b[used]] + ([np.full(used.sum(), n)] if has_extra else [])
+        grads = [ga.numpy()[used], gb.numpy()[used]] + ([ge.numpy()[used]] if has_extra else [])
+        for i_idx, gi in zip(idx, grads, strict=True):
+            for j_idx, gj in zip(idx, grads, strict=True):
+                np.add.at(meat, (i_idx, j_idx), w[used, k] * gi * gj)
+    bread = np.linalg.pinv(hess, hermitian=True)
+    return bread @ meat @ bread
+
+
+def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed: int = 0,
+                    on_step: Callable[[int], None] | None = None) -> np.ndarray:
+    """Coefficients refitted on ``rounds`` multinomial resamples of the aggregated battle counts."""
+    rng = np.random.default_rng(seed)
+    flat = pairs.counts.ravel()
+    total = flat.sum()
+    whole = int(round(total))
+    out = np.empty((rounds, pairs.n_models))
+    for r in range(rounds):
+        draw = rng.multinomial(whole, flat / total).reshape(pairs.counts.shape).astype(float)
+        keep = draw.sum(axis=1) > 0
+        resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
+        out[r] = fit_pairwise(resampled, model).coefs
+        if on_step is not None:
+            on_step(1)
+    return out
 
 
 ELO_SCALE = 400.0 / np.log(10.0)
