@@ -103,6 +103,9 @@ def test_errors_and_elo_scale() -> None:
     no_ties = PairCounts(np.array([0]), np.array([1]), np.array([[3.0, 1, 0, 0]]), 2)
     with pytest.raises(EvalprismError, match="needs ties"):
         fit_pairwise(no_ties, "rk")
+    ties_only = PairCounts(np.array([0]), np.array([1]), np.array([[3.0, 1, 2, 0]]), 2)
+    with pytest.raises(EvalprismError, match="'grk' needs 'tie \\(bothbad\\)' outcomes"):
+        fit_pairwise(ties_only, "grk")
     with pytest.raises(EvalprismError, match="unknown pairwise model"):
         fit_pairwise(no_ties, "elo")  # type: ignore[arg-type]
     # one logit unit is 400/ln(10) ~ 173.7 Elo points

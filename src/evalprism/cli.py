@@ -73,6 +73,42 @@ def ecdf(
     _err.print(f"[green]wrote[/green] {out}/report.html, settings.csv, clusters.csv (K={result.options['k']})")
 
 
+p2l_app = typer.Typer(help="Prompt-to-Leaderboard: pairwise leaderboards from battles (seed 002).", no_args_is_help=True)
+app.add_typer(p2l_app, name="p2l")
+
+
+class PairModelName(str, Enum):
+    bt = "bt"
+    bt_tie = "bt-tie"
+    rk = "rk"
+    grk = "grk"
+
+
+class CiName(str, Enum):
+    sandwich = "sandwich"
+    bootstrap = "bootstrap"
+
+
+@p2l_app.command("fit")
+def p2l_fit(
+    battles: Annotated[Path, typer.Argument(help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
+    ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
+    rounds: Annotated[int, typer.Option("--rounds", help="Bootstrap rounds.", min=10)] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    quiet: Quiet = False,
+) -> None:
+    """Marginal leaderboard: one BT / BT-tie / Rao-Kupper / grounded-RK fit with 95% intervals."""
+    from evalprism.io import read_table
+    from evalprism.p2l import fit_leaderboard
+
+    result = fit_leaderboard(read_table(battles), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
+                             progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/leaderboard.csv and report.html ({len(result.leaderboard)} models)")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),

@@ -27,6 +27,8 @@ from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+#: outcome index used by the pairwise models (``evalprism.stats.pairwise.OUTCOMES`` has the same order)
+OUTCOMES_INDEX = {w: i for i, w in enumerate(WINNERS)}
 _WINNER_ALIASES = {
     "model_a": "model_a", "a": "model_a",
     "model_b": "model_b", "b": "model_b",

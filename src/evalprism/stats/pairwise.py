@@ -175,6 +175,9 @@ def fit_pairwise(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, to
     weights = torch.as_tensor(outcome_weights(model, pairs.counts), dtype=torch.float64)
     if model in ("rk", "grk") and float(weights[:, 2:].sum()) == 0.0:
         raise EvalprismError(f"model '{model}' needs ties to estimate its tie parameter; there are none")
+    if model == "grk" and float(weights[:, 3].sum()) == 0.0:
+        raise EvalprismError("model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; there are "
+                             "none (without them every coefficient grows without bound): use 'rk' instead")
     x0 = np.zeros(n + (1 if model in ("rk", "grk") else 0))
     bounds = [(None, None)] * n
     if model == "rk":
