@@ -27,7 +27,7 @@ from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
-#: outcome index used by the pairwise models (``evalprism.stats.pairwise.OUTCOMES`` has the same order)
+#: outcome index of each winner value, as used by the pairwise models' count matrices
 OUTCOMES_INDEX = {w: i for i, w in enumerate(WINNERS)}
 _WINNER_ALIASES = {
     "model_a": "model_a", "a": "model_a",

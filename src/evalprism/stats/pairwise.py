@@ -31,10 +31,11 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalprism.errors import EvalprismError
+from evalprism.io.battles import WINNERS
 
 PairModel = Literal["bt", "bt-tie", "rk", "grk"]
 PAIR_MODELS: tuple[str, ...] = ("bt", "bt-tie", "rk", "grk")
-OUTCOMES = ("model_a", "model_b", "tie", "tie (bothbad)")
+OUTCOMES = WINNERS  # outcome j of the count matrices is the battles table's winner value WINNERS[j]
 _LOG_FLOOR = 1e-300
 
 
@@ -50,8 +51,10 @@ class PairCounts:
     @classmethod
     def from_battles(cls, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
                      p_b: np.ndarray | None = None) -> PairCounts:
-        """Aggregate battles (model indices, outcome index into ``OUTCOMES``; optional soft label
-        P(B preferred), used for decisive outcomes where finite) to unique pairs."""
+        """Aggregate battles (model indices, outcome index into ``OUTCOMES``) to unique pairs.
+
+        Where a soft label P(B preferred) is given (finite ``p_b``), it replaces the hard outcome of
+        that battle: 1 - p_b of a win for A and p_b of a win for B."""
         a, b, outcome = np.asarray(a, np.int64), np.asarray(b, np.int64), np.asarray(outcome, np.int64)
         rows = np.zeros((a.size, 4))
         rows[np.arange(a.size), outcome] = 1.0
