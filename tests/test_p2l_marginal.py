@@ -53,8 +53,8 @@ def test_cli_fit_end_to_end_with_bootstrap(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_refuses_disconnected_battles(tmp_path: Path, capsys) -> None:
-    frame = pd.DataFrame({"prompt": ["p", "q"], "model_a": ["a", "c"], "model_b": ["b", "d"],
-                          "winner": ["model_a", "model_b"]})
+    frame = pd.DataFrame({"prompt": ["p", "q", "r", "s"], "model_a": ["a", "c", "a", "c"],
+                          "model_b": ["b", "d", "b", "d"], "winner": ["model_a", "model_b", "model_b", "tie"]})
     path = tmp_path / "b.csv"
     frame.to_csv(path, index=False)
     code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "lb", "-q"], capsys)
@@ -66,3 +66,25 @@ def test_cli_refuses_disconnected_battles(tmp_path: Path, capsys) -> None:
 def test_all_models_rank_the_planted_order(model: str) -> None:
     board = fit_leaderboard(small_battles(), model=model, progress=False).leaderboard  # type: ignore[arg-type]
     assert board["model"].tolist()[0] == "x"
+
+
+def test_cli_refuses_a_model_seen_once(tmp_path: Path, capsys) -> None:
+    frame = pd.concat([small_battles(), pd.DataFrame([{"prompt": "p", "model_a": "x", "model_b": "w",
+                                                       "winner": "model_b"}])])
+    path = tmp_path / "b.jsonl"
+    frame.to_json(path, orient="records", lines=True)
+    code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "lb", "-q"], capsys)
+    assert code == 2 and "'w' (1)" in err and "fewer than 2 battles" in " ".join(err.split())
+    assert not (tmp_path / "lb").exists()
+
+
+def test_stats_fit_pairwise_api_matches_the_cli_table() -> None:
+    from evalprism.stats import fit_pairwise
+
+    board = fit_pairwise(small_battles(), model="bt-tie", ci="sandwich")
+    frame = board.frame()
+    assert frame.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles"]
+    # bt-tie: ties count half; x vs y (30 + 2.5 vs 10 + 2.5) etc. — coefs are mean-zero and x leads
+    assert frame["coef"].sum() == pytest.approx(0.0, abs=1e-9)
+    assert frame["model"].iloc[0] == "x" and (frame["lower"] < frame["coef"]).all()
+    assert fit_pairwise(small_battles(), ci=None).frame()["lower"].isna().all()

@@ -12,7 +12,7 @@ from evalprism.stats.pairwise import (
     PAIR_MODELS,
     PairCounts,
     elo_ratings,
-    fit_pairwise,
+    fit_counts,
     log_outcome_probs,
     outcome_weights,
     bootstrap_coefs,
@@ -40,25 +40,25 @@ def test_two_models_closed_form() -> None:
     a = np.zeros(40, int)
     b = np.ones(40, int)
     outcome = np.array([0] * 30 + [1] * 10)
-    fit = fit_pairwise(PairCounts.from_battles(a, b, outcome, 2), "bt")
+    fit = fit_counts(PairCounts.from_battles(a, b, outcome, 2), "bt")
     assert fit.coefs[0] - fit.coefs[1] == pytest.approx(np.log(3.0), abs=1e-7)
     assert fit.coefs.sum() == pytest.approx(0.0, abs=1e-12)
     # with 20 ties counted as half wins: (30 + 10) / (10 + 10)
     tied = PairCounts.from_battles(np.zeros(60, int), np.ones(60, int), np.array([0] * 30 + [1] * 10 + [2] * 20), 2)
-    assert np.diff(fit_pairwise(tied, "bt-tie").coefs)[0] == pytest.approx(-np.log(2.0), abs=1e-7)
-    assert np.diff(fit_pairwise(tied, "bt").coefs)[0] == pytest.approx(-np.log(3.0), abs=1e-7)
+    assert np.diff(fit_counts(tied, "bt-tie").coefs)[0] == pytest.approx(-np.log(2.0), abs=1e-7)
+    assert np.diff(fit_counts(tied, "bt").coefs)[0] == pytest.approx(-np.log(3.0), abs=1e-7)
 
 
 def test_soft_labels_give_the_logit() -> None:
     a, b = np.zeros(50, int), np.ones(50, int)
-    fit = fit_pairwise(PairCounts.from_battles(a, b, np.zeros(50, int), 2, p_b=np.full(50, 0.7)), "bt")
+    fit = fit_counts(PairCounts.from_battles(a, b, np.zeros(50, int), 2, p_b=np.full(50, 0.7)), "bt")
     assert fit.coefs[1] - fit.coefs[0] == pytest.approx(np.log(0.7 / 0.3), abs=1e-7)
 
 
 def test_rk_two_models_closed_form() -> None:
     # counts (wA, wB, t): the RK MLE solves P(A) = wA/n, P(B) = wB/n exactly
     counts = PairCounts(np.array([0]), np.array([1]), np.array([[50.0, 20.0, 30.0, 0.0]]), 2)
-    fit = fit_pairwise(counts, "rk")
+    fit = fit_counts(counts, "rk")
     delta = fit.coefs[0] - fit.coefs[1]
     sig = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
     assert sig(delta - fit.extra) == pytest.approx(0.5, abs=1e-6)
@@ -86,7 +86,7 @@ def test_autograd_gradient_matches_finite_differences(model: str) -> None:
 def test_planted_parameters_are_recovered(model: str, extra: float | None) -> None:
     coefs = np.array([-1.0, -0.3, 0.2, 0.6, 1.4]) + (0.8 if model == "grk" else 0.0)
     pairs = simulate(model, coefs, extra, 80_000, seed=3)
-    fit = fit_pairwise(pairs, model)  # type: ignore[arg-type]
+    fit = fit_counts(pairs, model)  # type: ignore[arg-type]
     want = coefs - coefs.mean() if model != "grk" else coefs
     np.testing.assert_allclose(fit.coefs, want, atol=0.05)
     if model == "rk":
@@ -99,15 +99,15 @@ def test_planted_parameters_are_recovered(model: str, extra: float | None) -> No
 def test_errors_and_elo_scale() -> None:
     disconnected = PairCounts(np.array([0, 2]), np.array([1, 3]), np.array([[3.0, 1, 0, 0], [2, 2, 0, 0]]), 4)
     with pytest.raises(EvalprismError, match="disconnected \\(2 groups.*\\{a, b\\}; \\{c, d\\}"):
-        fit_pairwise(disconnected, "bt", names=["a", "b", "c", "d"])
+        fit_counts(disconnected, "bt", names=["a", "b", "c", "d"])
     no_ties = PairCounts(np.array([0]), np.array([1]), np.array([[3.0, 1, 0, 0]]), 2)
     with pytest.raises(EvalprismError, match="needs ties"):
-        fit_pairwise(no_ties, "rk")
+        fit_counts(no_ties, "rk")
     ties_only = PairCounts(np.array([0]), np.array([1]), np.array([[3.0, 1, 2, 0]]), 2)
     with pytest.raises(EvalprismError, match="'grk' needs 'tie \\(bothbad\\)' outcomes"):
-        fit_pairwise(ties_only, "grk")
+        fit_counts(ties_only, "grk")
     with pytest.raises(EvalprismError, match="unknown pairwise model"):
-        fit_pairwise(no_ties, "elo")  # type: ignore[arg-type]
+        fit_counts(no_ties, "elo")  # type: ignore[arg-type]
     # one logit unit is 400/ln(10) ~ 173.7 Elo points
     assert elo_ratings(np.array([0.0, 1.0])).tolist() == pytest.approx([1000.0, 1000 + 400 / np.log(10)])
 
@@ -126,14 +126,14 @@ def test_bt_matches_unpenalised_logistic_regression() -> None:
     X[np.arange(n), a] = 1.0
     X[np.arange(n), b] = -1.0
     oracle = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(X, y).coef_[0]
-    fit = fit_pairwise(PairCounts.from_battles(a, b, np.where(y == 1, 0, 1), m), "bt")
+    fit = fit_counts(PairCounts.from_battles(a, b, np.where(y == 1, 0, 1), m), "bt")
     np.testing.assert_allclose(fit.coefs - fit.coefs[0], oracle - oracle[0], atol=1e-5)
 
 
 def test_sandwich_matches_the_log_odds_closed_form() -> None:
     # two models: Var(theta_A - theta_B) of the log odds MLE is 1/wins_A + 1/wins_B
     pairs = PairCounts.from_battles(np.zeros(40, int), np.ones(40, int), np.array([0] * 30 + [1] * 10), 2)
-    fit = fit_pairwise(pairs, "bt")
+    fit = fit_counts(pairs, "bt")
     cov = sandwich_cov(fit, pairs)
     c = np.array([1.0, -1.0])
     assert c @ cov @ c == pytest.approx(1 / 30 + 1 / 10, rel=1e-6)
@@ -144,7 +144,7 @@ def test_sandwich_matches_the_log_odds_closed_form() -> None:
 def test_sandwich_and_bootstrap_agree_on_planted_data(model: str, extra: float | None) -> None:
     coefs = np.array([-0.8, 0.0, 0.3, 0.9]) + (0.5 if model == "grk" else 0.0)
     pairs = simulate(model, coefs, extra, 6000, seed=9)
-    fit = fit_pairwise(pairs, model)  # type: ignore[arg-type]
+    fit = fit_counts(pairs, model)  # type: ignore[arg-type]
     se_sandwich = np.sqrt(np.diag(sandwich_cov(fit, pairs))[: coefs.size])
     se_boot = bootstrap_coefs(pairs, model, rounds=120, seed=1).std(axis=0, ddof=1)  # type: ignore[arg-type]
     np.testing.assert_allclose(se_boot, se_sandwich, rtol=0.25)

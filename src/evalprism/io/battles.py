@@ -16,6 +16,7 @@ that B is preferred). Adapters, picked from the columns present (or named by ``f
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,3 +157,52 @@ def read_battles(path: str | Path, fmt: Format = "auto") -> pd.DataFrame:
     """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised."""
     df = read_table(path)
     return to_canonical_battles(df, fmt, source=str(path))
+
+
+@dataclass(frozen=True)
+class BattleArrays:
+    """A canonical battles table as integer arrays: model indices into ``names`` (sorted), the
+    outcome index into ``WINNERS`` and the soft label ``p_b`` (NaN where absent)."""
+
+    names: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    outcome: np.ndarray
+    p_b: np.ndarray | None
+
+
+def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battles: int = 2,
+                  source: str | None = None) -> BattleArrays:
+    """Index a canonical battles table. With ``names`` given, every model must be one of them (a
+    model the caller does not know is an error); otherwise the names are the sorted models seen.
+
+    A model in fewer than ``min_battles`` battles is refused: one battle cannot estimate a strength
+    (its maximum-likelihood coefficient is infinite)."""
+    where = source or table.attrs.get("source") or "battles table"
+    seen = pd.concat([table["model_a"], table["model_b"]], ignore_index=True)
+    counts = seen.value_counts()
+    thin = counts[counts < min_battles]
+    if len(thin):
+        shown = ", ".join(f"'{m}' ({c})" for m, c in thin.head(5).items())
+        raise EvalprismError(f"{where}: {len(thin)} model(s) appear in fewer than {min_battles} battles: {shown}; "
+                             "a strength cannot be estimated from so few, remove them or add battles")
+    if names is None:
+        names = sorted(counts.index)
+    index = {m: i for i, m in enumerate(names)}
+    unknown = sorted(set(counts.index) - set(index))
+    if unknown:
+        raise EvalprismError(f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}"
+                             + (" …" if len(unknown) > 5 else ""))
+    p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
+    return BattleArrays(list(names), table["model_a"].map(index).to_numpy(np.int64),
+                        table["model_b"].map(index).to_numpy(np.int64),
+                        table["winner"].map(OUTCOMES_INDEX).to_numpy(np.int64), p_b)
+
+
+def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> None:
+    """Refuse empty prompts where the prompt text is the input of a model."""
+    empty = prompts.fillna("").astype(str).str.strip() == ""
+    if empty.any():
+        row = int(np.flatnonzero(empty.to_numpy())[0])
+        raise EvalprismError(f"{where}: row {row + 1}, column '{column}': expected a non-empty prompt "
+                             f"({int(empty.sum())} empty prompt(s) in all)")

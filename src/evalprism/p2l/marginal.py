@@ -5,37 +5,31 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from evalprism.io.battles import OUTCOMES_INDEX, to_canonical_battles
+from evalprism.io.battles import to_canonical_battles
 from evalprism.io.outputs import atomic_output_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
-from evalprism.stats.pairwise import (
-    PairCounts,
-    PairModel,
-    bootstrap_coefs,
-    elo_ratings,
-    fit_pairwise,
-    sandwich_cov,
-)
-
-CiMethod = Literal["sandwich", "bootstrap"]
-Z95 = 1.959963984540054
+from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
+from evalprism.stats.pairwise import PairModel
 
 
 @dataclass
 class LeaderboardResult:
-    """A fitted marginal leaderboard: ``leaderboard`` (model, coef, lower, upper, rating, battles),
-    the fit itself and the options used."""
+    """A fitted marginal leaderboard: ``leaderboard`` (rank, model, coef, lower, upper, rating,
+    battles), the underlying :class:`Leaderboard` fit and the options used."""
 
     leaderboard: pd.DataFrame
-    extra: float | None
+    fit: Leaderboard
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def extra(self) -> float | None:
+        return self.fit.extra
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}
@@ -65,30 +59,12 @@ def fit_leaderboard(
     multinomial resamples of the aggregated counts, percentile intervals).
     """
     table = to_canonical_battles(battles)
-    names = sorted(set(table["model_a"]) | set(table["model_b"]))
-    index = {m: i for i, m in enumerate(names)}
-    a = table["model_a"].map(index).to_numpy()
-    b = table["model_b"].map(index).to_numpy()
-    outcome = table["winner"].map(OUTCOMES_INDEX).to_numpy()
-    p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
-    pairs = PairCounts.from_battles(a, b, outcome, len(names), p_b=p_b)
-    status(f"fitting {model} to {len(table)} battles ({pairs.a.size} model pairs, {len(names)} models)", progress)
-    fit = fit_pairwise(pairs, model, names=names)
-    if ci == "sandwich":
-        se = np.sqrt(np.clip(np.diag(sandwich_cov(fit, pairs))[: len(names)], 0, None))
-        lower, upper = fit.coefs - Z95 * se, fit.coefs + Z95 * se
-    else:
-        with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress) as bar:
-            boot = bootstrap_coefs(pairs, model, rounds=rounds, seed=seed, on_step=bar.update)
-        lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
-    played = np.bincount(np.concatenate([a, b]), minlength=len(names))
-    board = pd.DataFrame({
-        "model": names, "coef": fit.coefs, "lower": lower, "upper": upper,
-        "rating": elo_ratings(fit.coefs), "battles": played,
-    }).sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    board.insert(0, "rank", np.arange(1, len(board) + 1))
-    return LeaderboardResult(board, fit.extra, {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
-                                                "seed": seed, "n_battles": len(table), "nll": fit.nll})
+    status(f"fitting {model} to {len(table)} battles", progress)
+    with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
+        board = fit_pairwise(table, model, ci, rounds=rounds, seed=seed, on_step=bar.update)
+    options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
+               "seed": seed, "n_battles": len(table), "nll": board.fit.nll}
+    return LeaderboardResult(board.frame(), board, options)
 
 
 def build_report(result: LeaderboardResult) -> Report:

@@ -4,7 +4,9 @@
 - :func:`ecdf_wins`: the seed's eq. (7) win matrix between ECDFs.
 - :func:`kmedoids`: FasterPAM (``kmedoids`` package) or the seed's Algorithm 1 (:func:`pam`).
 - :func:`mds_order`: 1-D MDS seriation of the rows of a matrix.
-- :func:`fit_pairwise`: marginal BT / BT-with-ties / Rao-Kupper / grounded Rao-Kupper fits.
+- :func:`fit_pairwise`: marginal BT / BT-with-ties / Rao-Kupper / grounded Rao-Kupper fits with
+  95% intervals -> :class:`Leaderboard` (takes a battles table: the one kernel that accepts pandas,
+  canonicalising at the boundary so callers need not aggregate by hand).
 """
 
 from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
@@ -12,6 +14,7 @@ from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
 from evalprism.stats.seriation import mds_order
 
 __all__ = [
+    "Leaderboard",
     "PairCounts",
     "PairwiseFit",
     "choose_k",
@@ -27,7 +30,8 @@ __all__ = [
     "w1_matrix",
 ]
 
-_LAZY = {"PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_pairwise", "sandwich_cov"}
+_LAZY = {"PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"}
+_LAZY_LEADERBOARD = {"Leaderboard", "fit_pairwise"}
 
 
 def __getattr__(name: str) -> object:
@@ -36,4 +40,8 @@ def __getattr__(name: str) -> object:
         from evalprism.stats import pairwise
 
         return getattr(pairwise, name)
+    if name in _LAZY_LEADERBOARD:
+        from evalprism.stats import leaderboard
+
+        return getattr(leaderboard, name)
     raise AttributeError(f"module 'evalprism.stats' has no attribute {name!r}")

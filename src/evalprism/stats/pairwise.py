@@ -164,7 +164,7 @@ def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.
     return -(weights[used] * logp[used]).sum()
 
 
-def fit_pairwise(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
+def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
                  names: list[str] | None = None) -> PairwiseFit:
     """Maximum-likelihood coefficients of ``model`` for the aggregated battles ``pairs``.
 
@@ -257,7 +257,7 @@ def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed
         draw = rng.multinomial(whole, flat / total).reshape(pairs.counts.shape).astype(float)
         keep = draw.sum(axis=1) > 0
         resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
-        out[r] = fit_pairwise(resampled, model).coefs
+        out[r] = fit_counts(resampled, model).coefs
         if on_step is not None:
             on_step(1)
     return out
