@@ -109,6 +109,71 @@ def p2l_fit(
     _err.print(f"[green]wrote[/green] {out}/leaderboard.csv and report.html ({len(result.leaderboard)} models)")
 
 
+class LossName(str, Enum):
+    bt = "bt"
+    bt_tie = "bt-tie"
+    rk = "rk"
+    grk = "grk"
+
+
+class AggregationName(str, Enum):
+    bt = "bt"
+    mean = "mean"
+
+
+@p2l_app.command("train")
+def p2l_train(
+    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write.")],
+    backbone: Annotated[str, typer.Option("--backbone", help="minilm | st:<name or path> | hf:<local causal LM dir>.")] = "minilm",
+    loss: Annotated[LossName, typer.Option("--loss", help="Outcome model of the head.")] = LossName.bt,
+    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).")] = False,
+    val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per step (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
+    lr: Annotated[float, typer.Option("--lr", help="Learning rate of the head.")] = 3e-3,
+    patience: Annotated[int, typer.Option("--patience", help="Epochs without validation improvement before stopping.", min=1)] = 8,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).")] = 0,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.")] = False,
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint)."""
+    from evalprism.io import read_table
+    from evalprism.p2l.train import TrainOptions, checkpoint_dir_for, train_p2l
+
+    options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
+                           max_epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, seed=seed)
+    result = train_p2l(read_table(battles), options, checkpoint_dir=checkpoint_dir_for(out), resume=resume,
+                       cache_dir=cache_dir, progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] model to {out} (report: {out}/report.html)")
+
+
+@p2l_app.command("leaderboard")
+def p2l_leaderboard(
+    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
+    category_column: Annotated[Optional[str], typer.Option("--category-column", help="Column with a category per prompt (default: cluster the prompts).")] = None,
+    reference: Annotated[Optional[str], typer.Option("--reference", help="Model the strengths are measured against (default: the leader).")] = None,
+    aggregation: Annotated[AggregationName, typer.Option("--aggregation", help="Per-category aggregation: bt (eq. 3) or mean (B.1).")] = AggregationName.bt,
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Leaderboards for a prompt set: per prompt, aggregated, per category, and model strengths."""
+    from evalprism.io.prompts import read_prompts
+    from evalprism.p2l import P2LModel, analyze_prompt_set
+
+    table = read_prompts(prompts, prompt_column)
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
+    result = analyze_prompt_set(model, table, category_column=category_column, reference=reference,
+                                aggregation=aggregation.value, cache_dir=cache_dir, progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/leaderboard.csv, categories.csv, strengths.csv and report.html")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),

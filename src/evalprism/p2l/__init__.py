@@ -1,9 +1,27 @@
-"""Prompt-to-Leaderboard (seed 002): marginal pairwise leaderboards first; prompt-conditioned
-leaderboards, aggregation, routing and strength analysis build on the same outcome models.
+"""Prompt-to-Leaderboard (seed 002).
 
-Entry point so far: :func:`fit_leaderboard` -> :class:`LeaderboardResult`.
+- :func:`fit_leaderboard`: marginal BT / Rao-Kupper leaderboards with intervals.
+- :func:`train_p2l` -> :class:`TrainResult`; :class:`P2LModel` (``load(dir)``, ``.models``,
+  ``.leaderboards(prompts)``).
+- :func:`aggregate_leaderboards` (eq. 3 and appendix B.1), :func:`analyze_prompt_set` (per-category
+  leaderboards and strengths).
+- :func:`route` -> :class:`Route`: Theorem 1's optimal router and its BT coefficient (Algorithm 1).
 """
 
+from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
+from evalprism.p2l.model import P2LModel
+from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
+from evalprism.p2l.train import TrainOptions, TrainResult, train_p2l
 
-__all__ = ["LeaderboardResult", "fit_leaderboard"]
+__all__ = [
+    "LeaderboardResult",
+    "P2LModel",
+    "PromptSetResult",
+    "TrainOptions",
+    "TrainResult",
+    "aggregate_leaderboards",
+    "analyze_prompt_set",
+    "fit_leaderboard",
+    "train_p2l",
+]

@@ -1,0 +1,37 @@
+"""Prompt sets: a table with a prompt column (other columns kept, e.g. a category), or a plain
+text file with one prompt per line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.battles import require_prompts
+from evalprism.io.tables import read_table
+
+#: column names accepted for the prompt text, in order of preference
+PROMPT_COLUMNS = ("prompt", "instruction", "question", "text")
+
+
+def read_prompts(path: str | Path, column: str | None = None) -> pd.DataFrame:
+    """A table whose ``prompt`` column holds non-empty prompt texts (other columns carried along)."""
+    path = Path(path)
+    if path.suffix == ".txt":
+        if not path.is_file():
+            raise EvalprismError(f"{path}: no such file")
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        table = pd.DataFrame({"prompt": lines})
+    else:
+        table = read_table(path)
+        name = column or next((c for c in PROMPT_COLUMNS if c in table.columns), None)
+        if name is None or name not in table.columns:
+            wanted = f"'{column}'" if column else "one of " + ", ".join(PROMPT_COLUMNS)
+            raise EvalprismError(f"{path}: no prompt column: expected {wanted}; columns are {', '.join(map(str, table.columns))}")
+        table = table.rename(columns={name: "prompt"}) if name != "prompt" else table
+    if table.empty:
+        raise EvalprismError(f"{path}: no prompts")
+    require_prompts(table["prompt"], str(path))
+    table["prompt"] = table["prompt"].astype(str)
+    return table.reset_index(drop=True)

@@ -1,0 +1,161 @@
+"""Backbones of a P2L model: map prompts to a feature vector that the coefficient head reads.
+
+Spec strings (the same ones the embedder uses, plus Hugging Face causal LMs):
+
+- ``minilm`` (default) or ``st:<name or path>``: a sentence-transformers encoder. Frozen, its
+  prompt embeddings come from the persistent embedding cache, so a second training run or a
+  leaderboard over already seen prompts encodes nothing. With ``finetune`` the encoder is trained
+  too (mean pooling as the model defines it).
+- ``hf:<path>``: any local Hugging Face causal LM (Qwen2.5, Llama, ...) without its LM head; the
+  prompt's feature is the hidden state of its last token, as in the paper (section 3.1).
+
+Nothing is downloaded: a spec that is not a local path or a model already in the local cache is
+an error that says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from evalprism.embed import Embedder
+from evalprism.embed.backends import resolve_backend
+from evalprism.errors import EvalprismError
+from evalprism.progress import progress_bar
+
+
+class Backbone(nn.Module):
+    """Prompts -> features (n, ``dim``). ``trainable`` backbones return tensors that carry gradients."""
+
+    spec: str
+    dim: int
+    trainable: bool
+
+    def features(self, prompts: Sequence[str]) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def save_weights(self, directory: Path) -> str:
+        """Write trained weights under ``directory``; return the spec that reloads them (relative)."""
+        raise NotImplementedError  # pragma: no cover - interface
+
+
+class SentenceEncoderBackbone(Backbone):
+    """A sentence-transformers encoder; frozen (cached embeddings) unless ``finetune``."""
+
+    def __init__(self, spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
+                 progress: bool = True) -> None:
+        super().__init__()
+        self.spec = spec
+        self.trainable = finetune
+        self.progress = progress
+        if finetune:
+            from sentence_transformers import SentenceTransformer
+
+            location = resolve_backend(spec).location
+            try:
+                # A private copy: the embedder's process-wide model must keep its pretrained weights.
+                self.encoder = SentenceTransformer(location, device="cpu")
+            except Exception as exc:  # noqa: BLE001 - one message for any load failure
+                raise EvalprismError(f"backbone '{spec}': cannot load '{location}' ({type(exc).__name__}: {exc})") from None
+            dim_of = getattr(self.encoder, "get_embedding_dimension", None) or self.encoder.get_sentence_embedding_dimension
+            self.dim = int(dim_of())
+        else:
+            self.embedder = Embedder(spec, cache_dir=cache_dir, progress=progress)
+            self.dim = int(self.embedder.embed(["dimension probe"]).shape[1])
+
+    def features(self, prompts: Sequence[str]) -> torch.Tensor:
+        if not self.trainable:
+            return torch.from_numpy(self.embedder.embed(list(prompts)))
+        batch = self.encoder.tokenize(list(prompts))
+        out = self.encoder(batch)["sentence_embedding"]
+        return nn.functional.normalize(out, dim=-1)
+
+    def save_weights(self, directory: Path) -> str:
+        if not self.trainable:
+            return self.spec
+        self.encoder.save(str(directory / "backbone"))
+        return "st:backbone"
+
+
+class CausalLMBackbone(Backbone):
+    """A local Hugging Face causal LM without its LM head; feature = last non-padding token's state."""
+
+    def __init__(self, spec: str, *, finetune: bool = False, progress: bool = True, batch_size: int = 8,
+                 root: Path | None = None) -> None:
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        path = Path(spec[3:].strip()).expanduser()
+        if root is not None and not path.is_absolute():
+            path = root / path
+        if not path.is_dir():
+            raise EvalprismError(f"backbone '{spec}': '{path}' is not a local model directory "
+                                 "(nothing is downloaded: give the directory of a saved Hugging Face model)")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModel.from_pretrained(path, dtype=torch.float32)
+        except Exception as exc:  # noqa: BLE001 - one message for any load failure
+            raise EvalprismError(f"backbone '{spec}': cannot load '{path}' ({type(exc).__name__}: {exc})") from None
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.spec = spec
+        self.trainable = finetune
+        self.progress = progress
+        self.batch_size = batch_size
+        self.dim = int(self.model.config.hidden_size)
+        self.model.requires_grad_(finetune)
+        self._frozen_cache: dict[str, np.ndarray] = {}
+
+    def _encode(self, prompts: list[str]) -> torch.Tensor:
+        batch = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True, max_length=1024)
+        hidden = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"]
+        # index of the last real token, whichever side the tokenizer pads on
+        last = mask.shape[1] - 1 - mask.flip(1).argmax(dim=1)
+        return hidden[torch.arange(hidden.shape[0]), last]
+
+    def features(self, prompts: Sequence[str]) -> torch.Tensor:
+        prompts = list(prompts)
+        if self.trainable:
+            return self._encode(prompts)
+        todo = list(dict.fromkeys(p for p in prompts if p not in self._frozen_cache))
+        if todo:
+            self.model.eval()
+            with torch.no_grad(), progress_bar(f"encoding ({self.spec})", len(todo), self.progress) as bar:
+                for start in range(0, len(todo), self.batch_size):
+                    chunk = todo[start:start + self.batch_size]
+                    self._frozen_cache.update(zip(chunk, self._encode(chunk).numpy(), strict=True))
+                    bar.update(len(chunk))
+        return torch.from_numpy(np.stack([self._frozen_cache[p] for p in prompts]))
+
+    def save_weights(self, directory: Path) -> str:
+        if not self.trainable:
+            return self.spec
+        self.model.save_pretrained(directory / "backbone")
+        self.tokenizer.save_pretrained(directory / "backbone")
+        return "hf:backbone"
+
+
+def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
+                  progress: bool = True, root: Path | None = None) -> Backbone:
+    """The backbone named by ``spec``; relative ``st:``/``hf:`` paths resolve against ``root``
+    (a model directory holding fine-tuned weights)."""
+    spec = (spec or "minilm").strip()
+    if spec.startswith("hf:"):
+        return CausalLMBackbone(spec, finetune=finetune, progress=progress, root=root)
+    if spec.startswith("st:") and root is not None and not Path(spec[3:]).is_absolute() and (root / spec[3:]).exists():
+        spec = f"st:{(root / spec[3:]).resolve()}"
+    if spec == "minilm" or spec.startswith("st:"):
+        return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress)
+    raise EvalprismError(f"unknown backbone '{spec}': expected 'minilm', 'st:<name or path>' or 'hf:<local path>'")
+
+
+def describe(backbone: Backbone) -> dict[str, Any]:
+    return {"spec": backbone.spec, "dim": backbone.dim, "finetuned": backbone.trainable}

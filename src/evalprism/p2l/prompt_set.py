@@ -1,0 +1,106 @@
+"""Leaderboards for a set of prompts from a trained P2L model (`evalprism p2l leaderboard`).
+
+Per-prompt leaderboards, the prompt set's aggregated leaderboard (eq. 3, with the appendix B.1
+average beside it), leaderboards per category (a column of the prompts or HDBSCAN clusters) and
+the strength/weakness table against a reference model (section 3.4).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalprism.embed import Embedder
+from evalprism.errors import EvalprismError
+from evalprism.io.outputs import atomic_output_dir
+from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
+from evalprism.p2l.model import P2LModel
+from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
+from evalprism.progress import status
+from evalprism.stats.pairwise import elo_ratings
+
+
+@dataclass
+class PromptSetResult:
+    """``prompts`` (one row per prompt: its category, best model and every model's coefficient),
+    ``leaderboard`` (aggregated), ``categories`` (aggregated per category) and ``strengths``."""
+
+    prompts: pd.DataFrame
+    leaderboard: pd.DataFrame
+    categories: pd.DataFrame
+    strengths: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"prompts": self.prompts, "leaderboard": self.leaderboard, "categories": self.categories,
+                "strengths": self.strengths}
+
+    def save(self, out_dir: str | Path) -> Path:
+        from evalprism.p2l.reports import prompt_set_report
+
+        with atomic_output_dir(out_dir) as tmp:
+            for name, frame in self.frames().items():
+                frame.to_csv(tmp / f"{name}.csv", index=False)
+            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
+                                          encoding="utf-8")
+            prompt_set_report(self).write(tmp / "report.html")
+        return Path(out_dir)
+
+
+def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:
+    """rank, model, coef (eq. 3), rating, mean_coef (appendix B.1), best_share (share of prompts
+    on which the model has the top coefficient)."""
+    agg = aggregate_leaderboards(coefs, method="bt")
+    best = np.bincount(coefs.argmax(axis=1), minlength=len(models)) / coefs.shape[0]
+    table = pd.DataFrame({"model": models, "coef": agg, "rating": elo_ratings(agg),
+                          "mean_coef": aggregate_leaderboards(coefs, method="mean"), "best_share": best})
+    table = table.sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    return table
+
+
+def analyze_prompt_set(
+    model: P2LModel,
+    prompts: pd.DataFrame,
+    *,
+    category_column: str | None = None,
+    reference: str | None = None,
+    aggregation: Aggregation = "bt",
+    min_cluster_size: int | None = None,
+    cache_dir: str | Path | None | bool = None,
+    progress: bool = True,
+) -> PromptSetResult:
+    """Run the model on ``prompts`` (a table with a ``prompt`` column) and aggregate.
+
+    Categories: ``category_column`` of the table if given, else HDBSCAN clusters of the prompts'
+    ``minilm`` embeddings. ``reference`` (default: the aggregated leader) is the model every other
+    is compared with in the strengths table.
+    """
+    texts = prompts["prompt"].astype(str).tolist()
+    status(f"predicting leaderboards for {len(texts)} prompts over {len(model.models)} models", progress)
+    coefs = model.leaderboards(texts)
+    if category_column is not None:
+        if category_column not in prompts.columns:
+            raise EvalprismError(f"prompts: no column '{category_column}' (columns: {', '.join(map(str, prompts.columns))})")
+        categories = prompts[category_column].fillna("(none)").astype(str).to_numpy()
+        source = f"column '{category_column}'"
+    else:
+        status("clustering prompts into categories (HDBSCAN on minilm embeddings)", progress)
+        emb = Embedder("minilm", cache_dir=cache_dir, progress=progress).embed(texts)
+        categories = cluster_prompts(texts, emb, min_cluster_size)
+        source = "HDBSCAN clusters"
+    leaderboard = aggregated_table(coefs, model.models)
+    reference = reference or str(leaderboard["model"].iloc[0])
+    cats = category_leaderboards(coefs, categories, model.models, method=aggregation)
+    table = prompts.copy()
+    table["category"] = categories
+    table["best_model"] = np.asarray(model.models)[coefs.argmax(axis=1)]
+    table = pd.concat([table, pd.DataFrame(coefs, columns=model.models)], axis=1)
+    options = {"n_prompts": len(texts), "categories": source, "reference": reference, "aggregation": aggregation,
+               "models": len(model.models), "loss": model.loss}
+    return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), options)

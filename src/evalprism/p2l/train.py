@@ -1,0 +1,298 @@
+"""Training a P2L model (seed 002 section 3.1): minimise the outcome NLL of battles given prompts.
+
+- Prompts, not battles, are split into training and validation sets, so no validation prompt was
+  seen in training (battles of one prompt are strongly correlated).
+- The head starts at the marginal leaderboard fitted on the training battles (zero weights, the
+  marginal coefficients as bias): epoch 0 *is* the marginal baseline, and early stopping on the
+  validation NLL keeps the best epoch, so P2L is never worse on validation than that start.
+- Frozen backbones encode each distinct prompt once (through the embedding cache), then the head
+  trains on the cached features: tens of thousands of battles take seconds to minutes on a CPU.
+  ``finetune`` trains the backbone too (AdamW, a smaller learning rate for the backbone).
+- A checkpoint is written after every epoch (atomically); ``resume`` continues an interrupted run
+  with the same data and options from its last completed epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from evalprism.errors import EvalprismError
+from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
+from evalprism.io.outputs import atomic_output_dir
+from evalprism.p2l.backbones import load_backbone
+from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, outcome_rows, p2l_log_probs
+from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.progress import progress_bar, status
+from evalprism.stats.leaderboard import fit_pairwise
+from evalprism.stats.pairwise import PAIR_MODELS, PairCounts, outcome_weights
+
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+@dataclass
+class TrainOptions:
+    """Options of one training run; ``None`` means the default for the backbone kind."""
+
+    backbone: str = "minilm"
+    loss: str = "bt"
+    finetune: bool = False
+    val_fraction: float = 0.1
+    max_epochs: int | None = None  # frozen: 200, fine-tuning: 3
+    batch_size: int | None = None  # frozen: 1024 battles, fine-tuning: 16
+    lr: float = 3e-3  # head
+    backbone_lr: float = 2e-5
+    weight_decay: float = 1e-2  # on the head's weights (not the bias: the marginal leaderboard is not shrunk)
+    patience: int = 8
+    seed: int = 0
+
+    def resolved(self) -> TrainOptions:
+        if self.loss not in PAIR_MODELS:
+            raise EvalprismError(f"unknown loss '{self.loss}': expected one of {', '.join(PAIR_MODELS)}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise EvalprismError(f"--val-fraction must be between 0 and 1, got {self.val_fraction}")
+        out = TrainOptions(**asdict(self))
+        out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
+        out.batch_size = self.batch_size or (16 if self.finetune else 1024)
+        return out
+
+
+@dataclass
+class TrainResult:
+    """A trained model, its epoch history, the validation comparison and where checkpoints live."""
+
+    model: P2LModel
+    history: pd.DataFrame
+    evaluation: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+    checkpoint_dir: Path | None = None
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"history": self.history, "evaluation": self.evaluation}
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write the model directory atomically (weights, config, marginal.csv, history.csv,
+        evaluation.csv, report.html), then drop the checkpoints of the finished run."""
+        from evalprism.p2l.reports import training_report
+
+        with atomic_output_dir(out_dir) as tmp:
+            self.model.save(tmp, {"training": self.options})
+            self.history.to_csv(tmp / "history.csv", index=False)
+            self.evaluation.to_csv(tmp / "evaluation.csv", index=False)
+            training_report(self).write(tmp / "report.html")
+        if self.checkpoint_dir is not None:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        return Path(out_dir)
+
+
+def checkpoint_dir_for(model_dir: str | Path) -> Path:
+    """Where a run writing ``model_dir`` keeps its checkpoints: ``<model_dir>.checkpoint`` beside it."""
+    model_dir = Path(model_dir)
+    return model_dir.with_name(model_dir.name + ".checkpoint")
+
+
+def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndarray:
+    """Boolean mask of battles whose prompt is in the validation set (a seeded share of distinct prompts)."""
+    distinct = pd.unique(prompts)
+    if distinct.size < 2:
+        raise EvalprismError("training needs at least two distinct prompts (one for validation)")
+    rng = np.random.default_rng(seed)
+    n_val = min(max(1, int(round(val_fraction * distinct.size))), distinct.size - 1)
+    val = set(distinct[rng.permutation(distinct.size)[:n_val]])
+    return prompts.isin(val).to_numpy()
+
+
+def _fingerprint(prompt_id: np.ndarray, a: np.ndarray, b: np.ndarray, rows: np.ndarray, options: TrainOptions) -> str:
+    h = hashlib.sha256()
+    for arr in (prompt_id, a, b, rows):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    # max_epochs and patience may change on resume (train longer); everything else must match
+    fixed = {k: v for k, v in asdict(options).items() if k not in ("max_epochs", "patience")}
+    h.update(json.dumps(fixed, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / (CHECKPOINT_FILE + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, directory / CHECKPOINT_FILE)  # a crash mid-write never leaves a torn checkpoint
+
+
+def _batch_nll(head: CoefficientHead, feats: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Summed negative log-likelihood; outcomes with zero weight contribute nothing (even at -inf)."""
+    logp = head.log_probs(feats, a, b)
+    return -torch.where(w > 0, w * logp, torch.zeros_like(logp)).sum()
+
+
+def train_p2l(
+    battles: pd.DataFrame,
+    options: TrainOptions | None = None,
+    *,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+    cache_dir: str | Path | None | bool = None,
+    progress: bool = True,
+) -> TrainResult:
+    """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved."""
+    opts = (options or TrainOptions()).resolved()
+    table = to_canonical_battles(battles)
+    where = table.attrs.get("source") or "battles table"
+    require_prompts(table["prompt"], where)
+    arrays = battle_arrays(table)
+    names = arrays.names
+    rows = outcome_rows(arrays.outcome, arrays.p_b)
+    weights = outcome_weights(opts.loss, rows)
+    keep = weights.sum(axis=1) > 0
+    if not keep.any():
+        raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
+    prompt_codes, distinct_prompts = pd.factorize(table["prompt"])
+    is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
+    train_idx = np.flatnonzero(keep & ~is_val)
+    val_idx = np.flatnonzero(keep & is_val)
+    if val_idx.size == 0 or train_idx.size == 0:
+        raise EvalprismError(f"{where}: the prompt split left no {'validation' if val_idx.size == 0 else 'training'} "
+                             f"battles for loss '{opts.loss}'; use more prompts or another --val-fraction")
+    status(f"{len(table)} battles, {len(names)} models, {len(distinct_prompts)} prompts; "
+           f"{train_idx.size} training / {val_idx.size} validation battles (split by prompt)", progress)
+
+    torch.manual_seed(opts.seed)
+    train_pairs = PairCounts.from_battles(arrays.a[train_idx], arrays.b[train_idx], arrays.outcome[train_idx],
+                                          len(names), p_b=None if arrays.p_b is None else arrays.p_b[train_idx])
+    marginal = fit_pairwise(train_pairs, opts.loss, ci=None, names=names)  # type: ignore[arg-type]
+    backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
+    head = CoefficientHead(backbone.dim, len(names), opts.loss)
+    with torch.no_grad():
+        head.linear.bias[: len(names)] = torch.as_tensor(marginal.coefs, dtype=torch.float32)
+        if head.has_extra:
+            raw = marginal.fit.params[-1]
+            head.linear.bias[len(names)] = float(np.log(np.expm1(raw)) if opts.loss == "rk" else raw)
+
+    frozen_features = None if opts.finetune else backbone.features(list(distinct_prompts)).float()
+    groups = [{"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
+              {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr}]
+    if opts.finetune:
+        groups.append({"params": [p for p in backbone.parameters() if p.requires_grad], "weight_decay": 0.0,
+                       "lr": opts.backbone_lr})
+    optimizer = torch.optim.AdamW(groups)
+
+    a_t, b_t = torch.from_numpy(arrays.a.copy()), torch.from_numpy(arrays.b.copy())
+    w_t = torch.as_tensor(weights, dtype=torch.float32)
+    prompt_t = torch.as_tensor(prompt_codes)
+
+    def features(idx: np.ndarray) -> torch.Tensor:
+        if frozen_features is not None:
+            return frozen_features[prompt_t[idx]]
+        return backbone.features([distinct_prompts[i] for i in prompt_codes[idx]])
+
+    def nll_of(idx: np.ndarray) -> float:
+        """Mean NLL per unit of outcome weight over battles ``idx`` (no gradients)."""
+        head.eval()
+        backbone.eval()
+        total = 0.0
+        step = 4096 if frozen_features is not None else 64
+        with torch.no_grad():
+            for s in range(0, idx.size, step):
+                i = idx[s:s + step]
+                total += float(_batch_nll(head, features(i), a_t[i], b_t[i], w_t[i]))
+        return total / float(w_t[idx].sum())
+
+    def trainable_state() -> dict[str, Any]:
+        state = {"head": {k: v.clone() for k, v in head.state_dict().items()}}
+        if opts.finetune:
+            state["backbone"] = {k: v.clone() for k, v in backbone.state_dict().items()}
+        return state
+
+    def restore(state: dict[str, Any]) -> None:
+        head.load_state_dict(state["head"])
+        if "backbone" in state:
+            backbone.load_state_dict(state["backbone"])
+
+    fingerprint = _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts)
+    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    rng = np.random.default_rng(opts.seed)
+    history: list[dict[str, float]] = []
+    start_epoch, best_val, bad_epochs = 1, nll_of(val_idx), 0
+    best_state = trainable_state()
+    history.append({"epoch": 0, "train_nll": nll_of(train_idx), "val_nll": best_val})
+    if resume:
+        path = ckpt_dir / CHECKPOINT_FILE if ckpt_dir is not None else None
+        if path is None or not path.is_file():
+            raise EvalprismError(f"--resume: no checkpoint at {path}; start without --resume")
+        state = torch.load(path, weights_only=False)
+        if state["fingerprint"] != fingerprint:
+            raise EvalprismError(f"--resume: the checkpoint in {ckpt_dir} is from different battles or options; "
+                                 "start without --resume (or use the original ones)")
+        restore(state["current"])
+        optimizer.load_state_dict(state["optimizer"])
+        best_state, best_val, bad_epochs = state["best"], state["best_val"], state["bad_epochs"]
+        history, start_epoch = state["history"], state["epoch"] + 1
+        rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(state["torch_rng"])
+        status(f"resuming after epoch {state['epoch']} (best validation NLL {best_val:.4f})", progress)
+
+    batch = int(opts.batch_size)  # type: ignore[arg-type]
+    steps = -(-train_idx.size // batch)
+    epochs_left = int(opts.max_epochs) - start_epoch + 1  # type: ignore[operator]
+    stopped = "max epochs"
+    try:
+        with progress_bar(f"training P2L ({opts.loss}, {'fine-tuning' if opts.finetune else 'frozen'} {opts.backbone})",
+                          max(epochs_left, 0) * steps, progress) as bar:
+            for epoch in range(start_epoch, int(opts.max_epochs) + 1):  # type: ignore[arg-type]
+                if bad_epochs >= opts.patience:
+                    stopped = "early stopping"
+                    break
+                head.train()
+                backbone.train(opts.finetune)
+                order = train_idx[rng.permutation(train_idx.size)]
+                for s in range(0, order.size, batch):
+                    i = order[s:s + batch]
+                    loss = _batch_nll(head, features(i), a_t[i], b_t[i], w_t[i]) / w_t[i].sum()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    bar.update(1)
+                val = nll_of(val_idx)
+                history.append({"epoch": epoch, "train_nll": nll_of(train_idx), "val_nll": val})
+                if val < best_val - 1e-6:
+                    best_val, best_state, bad_epochs = val, trainable_state(), 0
+                else:
+                    bad_epochs += 1
+                if ckpt_dir is not None:
+                    _save_checkpoint(ckpt_dir, {
+                        "fingerprint": fingerprint, "epoch": epoch, "current": trainable_state(),
+                        "optimizer": optimizer.state_dict(), "best": best_state, "best_val": best_val,
+                        "bad_epochs": bad_epochs, "history": history, "rng": rng.bit_generator.state,
+                        "torch_rng": torch.get_rng_state(),
+                    })
+            else:
+                stopped = "early stopping" if bad_epochs >= opts.patience else "max epochs"
+    except KeyboardInterrupt:
+        if ckpt_dir is not None and (ckpt_dir / CHECKPOINT_FILE).is_file():
+            status(f"interrupted: the last finished epoch is saved in {ckpt_dir}; rerun with --resume to continue",
+                   True)
+        raise
+    restore(best_state)
+    best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
+    status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
+           f"{history[0]['val_nll']:.4f} (marginal) -> {best_val:.4f} (P2L)", progress)
+
+    marginal_frame = marginal.frame()
+    model = P2LModel(backbone, head, names, {"loss": opts.loss}, marginal_frame)
+    evaluation = compare_predictors(opts.loss, rows[val_idx], {
+        "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, arrays.a[val_idx], arrays.b[val_idx]),
+        "p2l": p2l_log_probs(model, list(distinct_prompts[prompt_codes[val_idx]]), arrays.a[val_idx], arrays.b[val_idx]),
+    })
+    run = {**asdict(opts), "n_battles": int(len(table)), "n_prompts": int(len(distinct_prompts)),
+           "train_battles": int(train_idx.size), "val_battles": int(val_idx.size), "best_epoch": best_epoch,
+           "stopped": stopped, "marginal_extra": marginal.extra}
+    return TrainResult(model, pd.DataFrame(history), evaluation, run, ckpt_dir)

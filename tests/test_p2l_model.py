@@ -1,0 +1,168 @@
+"""P2L model: planted prompt-dependent leaderboards are recovered, save/load/resume are exact,
+Hugging Face causal-LM backbones work offline (tiny random config)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from conftest import run_cli
+from evalprism.errors import EvalprismError
+from evalprism.p2l import P2LModel, TrainOptions, train_p2l
+from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts
+
+TOPIC_PROMPTS = {"creative writing": "Write a short poem about a red balloon.",
+                 "arithmetic": "What is 36 * 12 + 5?",
+                 "coding": "Write a Python function that removes duplicates from a list."}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    result = train_p2l(simulate_topic_battles(4000, seed=0), TrainOptions(seed=0), progress=False)
+    out = tmp_path_factory.mktemp("p2l") / "model"
+    result.save(out)
+    return out, result
+
+
+def test_frozen_p2l_beats_marginal_bt_on_held_out_prompts(trained) -> None:
+    """Two or more topics with opposite rankings: the marginal leaderboard is near a coin flip on
+    held-out prompts; P2L recovers each topic's leaderboard from the prompt text."""
+    _, result = trained
+    ev = result.evaluation.set_index("predictor")
+    assert ev.loc["marginal", "nll"] > ev.loc["constant", "nll"] - 0.02  # the average hides everything here
+    assert ev.loc["p2l", "nll"] < ev.loc["marginal", "nll"] - 0.08
+    assert ev.loc["p2l", "accuracy"] > ev.loc["marginal", "accuracy"] + 0.1
+    assert ev.loc["p2l", "brier"] < ev.loc["marginal", "brier"]
+    # epoch 0 is the marginal start: validation NLL there equals the marginal baseline's
+    assert result.history["val_nll"].iloc[0] == pytest.approx(ev.loc["marginal", "nll"], abs=1e-5)
+
+
+def test_unseen_prompts_get_their_topic_leaderboard(trained) -> None:
+    path, _ = trained
+    model = P2LModel.load(path)
+    assert model.models == sorted(MODELS)
+    boards = model.leaderboards(list(TOPIC_PROMPTS.values()))
+    for row, topic in zip(boards, TOPIC_PROMPTS, strict=True):
+        truth = TRUE_COEFS[topic][[MODELS.index(m) for m in model.models]]
+        assert model.models[int(row.argmax())] == model.models[int(truth.argmax())]
+        assert np.corrcoef(row, truth)[0, 1] > 0.9
+
+
+def test_save_load_round_trip_is_exact(trained) -> None:
+    path, result = trained
+    prompts = topic_prompts("coding")[:7] + topic_prompts("arithmetic")[:5]
+    loaded = P2LModel.load(path)
+    np.testing.assert_allclose(loaded.leaderboards(prompts), result.model.leaderboards(prompts), atol=1e-6)
+    config = json.loads((path / "config.json").read_text())
+    assert config["backbone"]["spec"] == "minilm" and config["loss"] == "bt"
+    assert (path / "marginal.csv").exists() and (path / "report.html").exists()
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    """3 epochs + resume to 6 equals 6 epochs straight: optimiser, RNG and best state are restored."""
+    battles = simulate_topic_battles(1500, seed=3)
+    straight = train_p2l(battles, TrainOptions(max_epochs=6, patience=50), progress=False)
+    ckpt = tmp_path / "ckpt"
+    train_p2l(battles, TrainOptions(max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
+    resumed = train_p2l(battles, TrainOptions(max_epochs=6, patience=50), checkpoint_dir=ckpt, resume=True,
+                        progress=False)
+    assert resumed.history["epoch"].tolist() == list(range(7))
+    np.testing.assert_allclose(resumed.history["val_nll"], straight.history["val_nll"], rtol=1e-6)
+    prompts = topic_prompts("creative writing")[:5]
+    np.testing.assert_allclose(resumed.model.leaderboards(prompts), straight.model.leaderboards(prompts), atol=1e-6)
+    with pytest.raises(EvalprismError, match="different battles or options"):
+        train_p2l(battles, TrainOptions(max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True, progress=False)
+
+
+@pytest.mark.parametrize("loss", ["rk", "grk"])
+def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
+    battles = simulate_topic_battles(1200, seed=4)
+    rng = np.random.default_rng(0)
+    battles.loc[rng.random(len(battles)) < 0.15, "winner"] = "tie"
+    battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
+    result = train_p2l(battles, TrainOptions(loss=loss, max_epochs=5), progress=False)
+    pred = result.model.predict(["What is 2 + 2?"])
+    assert pred.coefs.shape == (1, 4) and pred.extra is not None
+    assert pred.extra[0] > (1.0 if loss == "grk" else 0.0)
+    assert np.isfinite(result.evaluation["nll"]).all()
+
+
+def _tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
+    """A randomly initialised 2-layer Qwen2 with a word-level tokenizer: no download involved."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]", "[EOS]"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
+    config = Qwen2Config(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                         pad_token_id=1, eos_token_id=2, bos_token_id=2)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(config).save_pretrained(directory)
+    fast.save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.parametrize("finetune", [False, True])
+def test_causal_lm_backbone_with_last_token_pooling(tmp_path: Path, finetune: bool) -> None:
+    battles = simulate_topic_battles(300, seed=6)
+    lm = _tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
+    options = TrainOptions(backbone=f"hf:{lm}", finetune=finetune, max_epochs=1, batch_size=32)
+    result = train_p2l(battles, options, progress=False)
+    result.save(tmp_path / "model")
+    loaded = P2LModel.load(tmp_path / "model")
+    prompts = battles["prompt"].tolist()[:6]
+    np.testing.assert_allclose(loaded.leaderboards(prompts), result.model.leaderboards(prompts), atol=1e-5)
+    assert (tmp_path / "model" / "backbone").is_dir() == finetune
+    # last-token pooling: padding a prompt inside a longer batch does not change its leaderboard
+    alone = loaded.leaderboards(prompts[:1])
+    with_longer = loaded.leaderboards([prompts[0], " ".join(prompts)])[:1]
+    np.testing.assert_allclose(alone, with_longer, atol=1e-5)
+
+
+def test_finetuned_minilm_round_trip(tmp_path: Path) -> None:
+    battles = simulate_topic_battles(240, seed=7)
+    result = train_p2l(battles, TrainOptions(finetune=True, max_epochs=1, batch_size=32), progress=False)
+    result.save(tmp_path / "model")
+    config = json.loads((tmp_path / "model" / "config.json").read_text())
+    assert config["backbone"]["spec"] == "st:backbone" and config["backbone"]["finetuned"]
+    prompts = battles["prompt"].tolist()[:4]
+    np.testing.assert_allclose(P2LModel.load(tmp_path / "model", cache_dir=False).leaderboards(prompts),
+                               result.model.leaderboards(prompts), atol=1e-5)
+
+
+def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
+    battles = simulate_topic_battles(2000, seed=8)
+    battles.to_json(tmp_path / "battles.jsonl", orient="records", lines=True)
+    code, _, err = run_cli(["p2l", "train", tmp_path / "battles.jsonl", "--out", tmp_path / "model", "-q"], capsys)
+    assert code == 0, err
+    assert not (tmp_path / "model.checkpoint").exists()  # removed once the model is saved
+    prompts = pd.DataFrame({"prompt": [p for t in TOPIC_PROMPTS for p in topic_prompts(t)[::3]]})
+    prompts["topic"] = [t for t in TOPIC_PROMPTS for _ in topic_prompts(t)[::3]]
+    prompts.to_csv(tmp_path / "prompts.csv", index=False)
+    code, _, err = run_cli(["p2l", "leaderboard", tmp_path / "model", tmp_path / "prompts.csv", "--out",
+                            tmp_path / "lb", "--category-column", "topic", "--reference", "generalist-70b", "-q"], capsys)
+    assert code == 0, err
+    cats = pd.read_csv(tmp_path / "lb" / "categories.csv")
+    leaders = cats[cats["rank"] == 1].set_index("category")["model"].to_dict()
+    assert leaders == {"creative writing": "poet-7b", "arithmetic": "calc-13b", "coding": "coder-34b"}
+    strengths = pd.read_csv(tmp_path / "lb" / "strengths.csv")
+    poet = strengths[strengths["model"] == "poet-7b"].set_index("category")["win_rate"]
+    assert poet["creative writing"] > 0.5 > poet["arithmetic"]
+    for name in ("prompts.csv", "leaderboard.csv", "report.html"):
+        assert (tmp_path / "lb" / name).exists()
+
+
+def test_cli_refuses_empty_prompts(tmp_path: Path, capsys) -> None:
+    battles = simulate_topic_battles(200, seed=9)
+    battles.loc[17, "prompt"] = "  "
+    battles.to_json(tmp_path / "b.jsonl", orient="records", lines=True)
+    code, _, err = run_cli(["p2l", "train", tmp_path / "b.jsonl", "--out", tmp_path / "m", "-q"], capsys)
+    assert code == 2 and "row 18, column 'prompt'" in err and not (tmp_path / "m").exists()
