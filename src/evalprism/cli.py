@@ -174,6 +174,27 @@ def p2l_leaderboard(
     _err.print(f"[green]wrote[/green] {out}/leaderboard.csv, categories.csv, strengths.csv and report.html")
 
 
+@p2l_app.command("evaluate")
+def p2l_evaluate(
+    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    repeats: Annotated[int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
+    from evalprism.io import read_table
+    from evalprism.p2l import P2LModel
+    from evalprism.p2l.evaluate import evaluate_p2l
+
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
+    result = evaluate_p2l(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/metrics.csv, scaling.csv and report.html")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),

@@ -5,17 +5,29 @@ Predictions are outcome probabilities per battle (n, 4) in the order of
 loss in use (soft labels give fractional weights), normalised to sum to one per battle. Battles
 the loss ignores (ties under ``bt``) are left out. Three predictors are compared: the constant one
 (equal probability for every outcome the loss knows), the marginal leaderboard and P2L.
+Aggregation scaling (Fig. 6) measures how fast the eq. 3 aggregate of a few prompts' leaderboards
+approaches the ground-truth leaderboard of the prompt set.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import torch
+from scipy.special import expit
 
+from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
+from evalprism.io.outputs import atomic_output_dir
+from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
-
-from evalprism.stats.pairwise import log_outcome_probs, outcome_weights
+from evalprism.progress import status
+from evalprism.stats.leaderboard import fit_pairwise
+from evalprism.stats.pairwise import PairCounts, log_outcome_probs, outcome_weights
 
 #: outcomes each loss predicts (A wins, B wins, tie, tie both bad)
 SUPPORT = {"bt": 2, "bt-tie": 2, "rk": 3, "grk": 4}
@@ -43,7 +55,7 @@ def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.
         raw = np.log(extra - 1.0) if loss == "grk" else extra  # grk reports λ; the kernel takes log(λ - 1)
         ex = torch.full((a.size,), float(raw), dtype=torch.float64)
     c = torch.as_tensor(coefs, dtype=torch.float64)
-    return log_outcome_probs(loss, c[torch.as_tensor(a)], c[torch.as_tensor(b)], ex).numpy()
+    return log_outcome_probs(loss, c[torch.as_tensor(np.array(a))], c[torch.as_tensor(np.array(b))], ex).numpy()
 
 
 def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -57,7 +69,7 @@ def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndar
         extra = torch.as_tensor(raw[pos], dtype=torch.float64)
     coefs = torch.as_tensor(pred.coefs[pos])
     rows = torch.arange(a.size)
-    return log_outcome_probs(model.loss, coefs[rows, torch.as_tensor(a)], coefs[rows, torch.as_tensor(b)], extra).numpy()
+    return log_outcome_probs(model.loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra).numpy()
 
 
 def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
@@ -83,3 +95,83 @@ def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.nd
     table = [{"predictor": "constant", **outcome_metrics(loss, constant, rows)}]
     table += [{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in predictions.items()]
     return pd.DataFrame(table)
+
+
+def function_distance(coefs: np.ndarray, truth: np.ndarray) -> float:
+    """Mean |σ(θ_a − θ_b) − σ(θ*_a − θ*_b)| over ordered model pairs a ≠ b: the L1 distance between
+    the win probabilities two leaderboards predict (seed 002 section 3.5)."""
+    d = expit(coefs[:, None] - coefs[None, :]) - expit(truth[:, None] - truth[None, :])
+    m = coefs.size
+    return float(np.abs(d).sum() / (m * (m - 1)))
+
+
+def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list[int], repeats: int = 10,
+                        seed: int = 0) -> pd.DataFrame:
+    """Fig. 6: distance between the eq. 3 aggregate of ``k`` random prompts' leaderboards and the
+    ground-truth leaderboard ``truth``, for each k in ``sizes`` (``repeats`` draws each)."""
+    rng = np.random.default_rng(seed)
+    n = prompt_coefs.shape[0]
+    rows = []
+    for k in sizes:
+        for r in range(repeats if k < n else 1):
+            pick = rng.choice(n, size=min(k, n), replace=False)
+            rows.append({"prompts": int(min(k, n)), "repeat": r,
+                         "l1": function_distance(aggregate_leaderboards(prompt_coefs[pick]), truth)})
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class EvaluationResult:
+    """``metrics`` (constant / marginal / P2L on the battles) and ``scaling`` (Fig. 6)."""
+
+    metrics: pd.DataFrame
+    scaling: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"metrics": self.metrics, "scaling": self.scaling}
+
+    def save(self, out_dir: str | Path) -> Path:
+        from evalprism.p2l.reports import evaluation_report
+
+        with atomic_output_dir(out_dir) as tmp:
+            self.metrics.to_csv(tmp / "metrics.csv", index=False)
+            self.scaling.to_csv(tmp / "scaling.csv", index=False)
+            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
+                                          encoding="utf-8")
+            evaluation_report(self).write(tmp / "report.html")
+        return Path(out_dir)
+
+
+def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
+                 progress: bool = True) -> EvaluationResult:
+    """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
+    marginal (training) leaderboard, and the aggregation scaling of Fig. 6 against the marginal BT
+    fitted on these battles themselves (the ground truth of this prompt set)."""
+    table = to_canonical_battles(battles)
+    where = table.attrs.get("source") or "battles table"
+    require_prompts(table["prompt"], where)
+    arrays = battle_arrays(table, names=model.models, min_battles=1)
+    rows = outcome_rows(arrays.outcome, arrays.p_b)
+    prompts = table["prompt"].astype(str).tolist()
+    status(f"scoring {len(table)} battles on {table['prompt'].nunique()} prompts", progress)
+    predictions = {"p2l": p2l_log_probs(model, prompts, arrays.a, arrays.b)}
+    if model.marginal is not None:
+        marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+        extra = model.config.get("training", {}).get("marginal_extra")
+        predictions = {"marginal": marginal_log_probs(model.loss, marginal, extra, arrays.a, arrays.b), **predictions}
+    metrics = compare_predictors(model.loss, rows, predictions)
+
+    present = np.unique(np.concatenate([arrays.a, arrays.b]))
+    truth_board = fit_pairwise(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models),
+                                                       p_b=arrays.p_b), "bt", ci=None)
+    truth = truth_board.coefs[present]
+    distinct = list(dict.fromkeys(prompts))
+    prompt_coefs = model.leaderboards(distinct)[:, present]
+    sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < len(distinct)] + [len(distinct)]
+    scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
+    if model.marginal is not None:
+        floor = function_distance(model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()[present], truth)
+        scaling["marginal_train_l1"] = floor
+    options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed}
+    return EvaluationResult(metrics, scaling, options)

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from evalprism.report import Report
 
 if TYPE_CHECKING:
+    from evalprism.p2l.evaluate import EvaluationResult
     from evalprism.p2l.prompt_set import PromptSetResult
     from evalprism.p2l.train import TrainResult
 
@@ -101,5 +102,38 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                  "prompts on which the model has the top coefficient.")
     report.table(category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
                  "Leader of each category")
+    report.details.update(o)
+    return report
+
+
+def evaluation_report(result: EvaluationResult) -> Report:
+    o = result.options
+    metrics = result.metrics.set_index("predictor")
+    report = Report(title="P2L evaluation", subtitle=f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts")
+    lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
+             + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
+             + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
+    scaling = result.scaling.groupby("prompts")["l1"].agg(["mean", "std"]).reset_index()
+    full = scaling.iloc[-1]
+    lines.append(f"Aggregating P2L over all {int(full['prompts'])} prompts gives a leaderboard whose win probabilities "
+                 f"differ from this prompt set's own BT fit by {full['mean']:.4f} on average (L1 per model pair).")
+    if "marginal_train_l1" in result.scaling.columns:
+        lines.append(f"The marginal leaderboard of the training battles differs by "
+                     f"{result.scaling['marginal_train_l1'].iloc[0]:.4f}.")
+    report.summary(*lines)
+    fig = go.Figure(go.Scatter(x=scaling["prompts"], y=scaling["mean"], mode="lines+markers", name="P2L aggregate",
+                               error_y={"type": "data", "array": scaling["std"].fillna(0)}))
+    if "marginal_train_l1" in result.scaling.columns:
+        fig.add_hline(y=float(result.scaling["marginal_train_l1"].iloc[0]), line_dash="dot",
+                      annotation_text="marginal leaderboard of the training battles")
+    fig.update_layout(template="plotly_white", height=380, xaxis={"type": "log", "title": "prompts aggregated"},
+                      yaxis_title="L1 distance of win probabilities", margin={"l": 60, "r": 20, "t": 20, "b": 50})
+    report.figure(fig, "Aggregation scaling (Fig. 6)",
+                  "How close the eq. 3 aggregate of k random prompts' P2L leaderboards comes to the BT leaderboard "
+                  "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
+                  "early means a few prompts already give a stable leaderboard.")
+    report.table(result.metrics.round(4), "Prediction of the held-out votes",
+                 "nll: mean negative log-likelihood per battle; accuracy: expected share of outcomes predicted "
+                 "right; brier: squared error of the outcome probabilities.")
     report.details.update(o)
     return report
