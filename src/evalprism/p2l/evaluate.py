@@ -54,7 +54,7 @@ def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.
     if extra is not None:
         raw = np.log(extra - 1.0) if loss == "grk" else extra  # grk reports λ; the kernel takes log(λ - 1)
         ex = torch.full((a.size,), float(raw), dtype=torch.float64)
-    c = torch.as_tensor(coefs, dtype=torch.float64)
+    c = torch.tensor(np.asarray(coefs, dtype=np.float64))
     return log_outcome_probs(loss, c[torch.as_tensor(np.array(a))], c[torch.as_tensor(np.array(b))], ex).numpy()
 
 
