@@ -1,0 +1,338 @@
+"""Benchmark evalprism's Prompt-to-Leaderboard tools against the peers a user would otherwise pick.
+
+What is compared, and why:
+
+* **Routing, budget per prompt** (seed 002, Theorem 1 + Algorithm 1). :func:`evalprism.p2l.routing.route`
+  on n = 10,000 prompt leaderboards over M = 34 models (the size of the seed's Chatbot Arena
+  router): win values v = W q, the optimal routing distribution (closed form, at most two models
+  per prompt) and the router's BT coefficient (root of eq. 9), all prompts at once. The peer does
+  the same three steps per prompt the way the seed suggests ("any standard solver"): numpy W q,
+  ``scipy.optimize.linprog(method="highs")`` on eq. (6), ``scipy.optimize.brentq`` for eq. (9).
+  The peer loop is timed on a subset of prompts and extrapolated to n (the table says so); on that
+  subset the optimal values (π·W q) of both must agree to 1e-9.
+* **Routing, budget on the average cost** (costs differ per prompt, e.g. by prompt length).
+  ``stats.best_mix_average_budget`` (Lagrangian breakpoints, exact) against one joint HiGHS LP over
+  all n M variables, on the same values; the joint LP grows superlinearly (90 s at n = 10,000 on
+  a 2-core machine), so it runs at ``--joint-n`` prompts (default 2,000).
+
+Data: base strengths that rise with log price (expensive models are better on average) plus a
+per-prompt perturbation, so the best model changes from prompt to prompt; prices per query
+log-uniform in [1e-4, 3e-2] (the range of the seed's Figure 4) and a budget of 0.005 per query.
+
+Run ``python benchmarks/bench_p2l.py`` (seconds; the joint LP dominates) or ``--quick``. The script
+prints one table and always exits 0; PASS/MISS refer to the targets below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+# Targets (apply at the n and M they name; the agreement targets at any size).
+TARGET_N = 10_000
+TARGET_M = 34
+TARGET_ROUTE_S = 1.0
+TARGET_VALUE_DIFF = 1e-9  # max |our optimal value - HiGHS optimal value|
+BUDGET = 0.005
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoutingProblem:
+    """Per-prompt BT coefficients (n, M), shared costs (M,), per-prompt costs (n, M), a budget."""
+
+    coefs: np.ndarray
+    costs: np.ndarray
+    prompt_costs: np.ndarray
+    budget: float
+
+
+def routing_problem(n: int, m: int, seed: int) -> RoutingProblem:
+    """Random leaderboards whose base strength rises with price; per-prompt costs scale with a
+    prompt 'length' factor in [0.5, 2]."""
+    rng = np.random.default_rng(seed)
+    log_cost = rng.uniform(np.log(1e-4), np.log(3e-2), m)
+    base = 0.25 * (log_cost - log_cost.mean()) + rng.normal(0.0, 0.3, m)
+    coefs = base + rng.normal(0.0, 0.5, (n, m))
+    costs = np.exp(log_cost)
+    return RoutingProblem(coefs=coefs, costs=costs, prompt_costs=costs * rng.uniform(0.5, 2.0, (n, 1)),
+                          budget=BUDGET)
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement helpers (as in bench_ecdf.py)
+# --------------------------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """Run ``fn()`` and return ``(result, wall seconds)``."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def best_of(fn: Callable[[], T], repeats: int) -> tuple[T, float]:
+    """The result of ``fn()`` and its fastest wall time over ``repeats`` runs."""
+    runs = [timed(fn) for _ in range(max(1, repeats))]
+    return runs[-1][0], min(seconds for _, seconds in runs)
+
+
+_T0 = time.perf_counter()
+
+
+def log(message: str) -> None:
+    """Progress line on stderr (the results table goes to stdout)."""
+    print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    what: str
+    n: str
+    ours: str
+    peer: str = ""
+    ratio: str = ""
+    quality: str = ""
+    target: str = ""
+    status: str = ""
+
+
+@dataclass
+class Report:
+    """Rows of the results table plus free-text notes printed under it."""
+
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+
+    def section(self, title: str) -> None:
+        self.rows.append(Row(what=f"[bold]{title}[/bold]", n="", ours=""))
+
+
+def status(ok: bool | None) -> str:
+    """PASS / MISS, or n/a when the target does not apply to this run."""
+    if ok is None:
+        return "n/a"
+    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
+
+
+def fmt_s(seconds: float) -> str:
+    if seconds < 0.1:
+        return f"{seconds * 1000:,.1f} ms"
+    return f"{seconds:,.2f} s" if seconds < 1000 else f"{seconds:,.0f} s"
+
+
+def fmt_x(ratio: float) -> str:
+    return f"{ratio:,.1f}x" if ratio < 1000 else f"{ratio:,.0f}x"
+
+
+def fmt_load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.2f}" for x in load)
+
+
+# --------------------------------------------------------------------------------------------
+# Routing
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PeerRouting:
+    """The per-prompt HiGHS + brentq loop on a subset: time, extrapolation, agreement with ours."""
+
+    prompts: int
+    seconds: float
+    extrapolated_seconds: float
+    max_value_diff: float
+    max_coef_diff: float
+
+
+def peer_route_one(theta: np.ndarray, costs: np.ndarray, budget: float, q: np.ndarray) -> tuple[float, float]:
+    """What a user would write per prompt: v = W q, linprog (HiGHS) on eq. (6), brentq on eq. (9).
+
+    Returns (optimal value π·W q, router coefficient)."""
+    from scipy.optimize import brentq, linprog
+    from scipy.special import expit, logit
+
+    m = theta.size
+    values = expit(theta[:, None] - theta[None, :]) @ q
+    res = linprog(-values, A_ub=costs[None], b_ub=[budget], A_eq=np.ones((1, m)), b_eq=[1.0],
+                  bounds=(0, 1), method="highs")
+    value = float(-res.fun)
+    lo, hi = theta.min() + logit(value) - 1.0, theta.max() + logit(value) + 1.0
+    coef = brentq(lambda x: float(q @ expit(x - theta)) - value, lo, hi, xtol=1e-13)
+    return value, coef
+
+
+def peer_routing(problem: RoutingProblem, ours_value: np.ndarray, ours_coef: np.ndarray,
+                 subset: np.ndarray) -> PeerRouting:
+    """Time :func:`peer_route_one` over ``subset`` and compare with our values and coefficients."""
+    n, m = problem.coefs.shape
+    q = np.full(m, 1.0 / m)
+
+    def loop() -> np.ndarray:
+        return np.array([peer_route_one(problem.coefs[i], problem.costs, problem.budget, q) for i in subset])
+
+    ref, seconds = timed(loop)
+    return PeerRouting(
+        prompts=subset.size, seconds=seconds, extrapolated_seconds=seconds / subset.size * n,
+        max_value_diff=float(np.max(np.abs(ours_value[subset] - ref[:, 0]))),
+        max_coef_diff=float(np.max(np.abs(ours_coef[subset] - ref[:, 1]))),
+    )
+
+
+def joint_lp_value(values: np.ndarray, costs: np.ndarray, budget: float) -> float:
+    """Optimum of the coupled LP (mean cost <= budget) as one sparse HiGHS problem."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    n, m = values.shape
+    res = linprog(-values.ravel() / n, A_ub=costs.ravel()[None] / n, b_ub=[budget],
+                  A_eq=sp.kron(sp.eye(n), np.ones((1, m)), format="csr"), b_eq=np.ones(n),
+                  bounds=(0, 1), method="highs")
+    return float(-res.fun)
+
+
+def bench_routing(report: Report, args: argparse.Namespace) -> None:
+    """Optimal routing of ``args.n`` prompts over ``args.m`` models: per-prompt and average budget."""
+    from evalprism.p2l.routing import route
+    from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
+
+    n, m = args.n, args.m
+    at_target = n == TARGET_N and m == TARGET_M
+    problem = routing_problem(n, m, args.seed)
+    route(problem.coefs[:10], problem.costs, problem.budget)  # warm-up: imports, first-call overheads
+
+    report.section(f"Routing, budget {problem.budget:g} per prompt")
+    log(f"route() n={n:,} M={m} (best of {args.repeats})")
+    ours, t_ours = best_of(lambda: route(problem.coefs, problem.costs, problem.budget), args.repeats)
+    subset = np.random.default_rng(args.seed + 1).choice(n, size=min(args.peer_prompts, n), replace=False)
+    log(f"peer: numpy W q + linprog(highs) + brentq on {subset.size:,} prompts")
+    peer = peer_routing(problem, ours.expected_winrate, ours.router_coef, subset)
+    report.add(Row(
+        what=f"route() vs linprog(highs) + brentq per prompt (extrap. from {peer.prompts:,})",
+        n=f"{n:,}x{m}", ours=fmt_s(t_ours), peer=fmt_s(peer.extrapolated_seconds),
+        ratio=fmt_x(peer.extrapolated_seconds / t_ours),
+        quality=f"max|value diff| {peer.max_value_diff:.1e}, max|coef diff| {peer.max_coef_diff:.1e}",
+        target=f"<= {TARGET_ROUTE_S:g} s at {TARGET_N:,}x{TARGET_M}; value diff <= {TARGET_VALUE_DIFF:.0e}",
+        status=status(peer.max_value_diff <= TARGET_VALUE_DIFF and (t_ours <= TARGET_ROUTE_S if at_target else True)),
+    ))
+    mixed = int(np.sum(np.count_nonzero(ours.probs, axis=1) == 2))
+    report.notes.append(
+        f"[routing] peer measured on {peer.prompts:,} random prompts ({fmt_s(peer.seconds)}) and extrapolated "
+        f"linearly to {n:,}; it does the same work as route(): W q, the LP (6), the root of (9). "
+        f"{mixed:,} of {n:,} prompts are routed to a mix of two models."
+    )
+
+    # Where route()'s time goes (each stage alone, best of the same repeats).
+    q = np.full(m, 1.0 / m)
+    values, t_values = best_of(lambda: win_values(problem.coefs, q), args.repeats)
+    probs, t_mix = best_of(lambda: best_mix(values, problem.costs, problem.budget), args.repeats)
+    rate = np.sum(probs * values, axis=1)
+    _, t_root = best_of(lambda: router_coefficient(problem.coefs, q, rate), args.repeats)
+    report.notes.append(f"[routing] stages: win_values {fmt_s(t_values)}, best_mix {fmt_s(t_mix)}, "
+                        f"router_coefficient {fmt_s(t_root)}.")
+
+    jn = min(args.joint_n, n)
+    report.section(f"Routing, budget {problem.budget:g} on the mean cost")
+    jv, jc = values[:jn], problem.prompt_costs[:jn]
+    log(f"best_mix_average_budget n={jn:,}, then one joint linprog(highs) with {jn * m:,} variables")
+    avg, t_avg = best_of(lambda: best_mix_average_budget(jv, jc, problem.budget), args.repeats)
+    ref, t_joint = timed(lambda: joint_lp_value(jv, jc, problem.budget))
+    diff = abs(float(np.sum(avg * jv)) / jn - ref)
+    report.add(Row(
+        what="best_mix_average_budget vs one joint linprog(highs)", n=f"{jn:,}x{m}", ours=fmt_s(t_avg),
+        peer=fmt_s(t_joint), ratio=fmt_x(t_joint / t_avg),
+        quality=f"|value diff| {diff:.1e}, mean cost {np.sum(avg * jc) / jn:.6f}",
+        target=f"value diff <= {TARGET_VALUE_DIFF:.0e}", status=status(diff <= TARGET_VALUE_DIFF),
+    ))
+    _, t_avg_full = best_of(lambda: best_mix_average_budget(values, problem.prompt_costs, problem.budget),
+                            args.repeats)
+    report.notes.append(f"[average budget] best_mix_average_budget alone at n={n:,}: {fmt_s(t_avg_full)}.")
+
+
+# --------------------------------------------------------------------------------------------
+# Output and CLI
+# --------------------------------------------------------------------------------------------
+
+
+def print_report(report: Report) -> None:
+    """The results table and notes, to stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=200)
+    table = Table(title="evalprism P2L benchmark", show_lines=False)
+    for name, justify in [("what", "left"), ("n", "right"), ("evalprism", "right"), ("peer", "right"),
+                          ("speedup", "right"), ("quality vs peer", "left"), ("target", "left"),
+                          ("status", "left")]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report.rows:
+        table.add_row(r.what, r.n, r.ours, r.peer, r.ratio, r.quality, r.target, r.status)
+    console.print(table)
+    console.print("speedup = peer time / evalprism time (> 1: evalprism is faster).")
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+
+
+def environment_line(args: argparse.Namespace) -> str:
+    """Versions and machine facts that the numbers depend on."""
+    import scipy
+
+    return (f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+            f"cores {os.cpu_count()}, seed {args.seed}, mode {'quick' if args.quick else 'full'}")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke test: n=2,000, 50 peer prompts, joint LP n=300")
+    parser.add_argument("--skip-routing", action="store_true", help="skip the routing section")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--n", type=int, default=None, help="prompts (default 10,000; quick 2,000)")
+    parser.add_argument("--m", type=int, default=TARGET_M, help="models (default 34)")
+    parser.add_argument("--peer-prompts", type=int, default=None,
+                        help="prompts the per-prompt peer runs on (default 200; quick 50)")
+    parser.add_argument("--joint-n", type=int, default=None,
+                        help="prompts of the joint-LP comparison (default 2,000; quick 300)")
+    parser.add_argument("--repeats", type=int, default=3, help="our timings are the best of this many runs")
+    args = parser.parse_args(argv)
+    args.n = args.n or (2_000 if args.quick else TARGET_N)
+    args.peer_prompts = args.peer_prompts or (50 if args.quick else 200)
+    args.joint_n = args.joint_n or (300 if args.quick else 2_000)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    report = Report()
+    print(environment_line(args), flush=True)
+    load_before = os.getloadavg()
+    if not args.skip_routing:
+        bench_routing(report, args)
+    report.notes.append(
+        f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
+        f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."
+    )
+    print_report(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,214 @@
+"""Optimal cost-constrained routing from prompt leaderboards (seed 002, section 2.1.2, Algorithm 1).
+
+:func:`route` takes one leaderboard (M,) or per-prompt leaderboards (n, M) (e.g. the output of a
+trained P2L model), model costs and a budget, and returns a :class:`Route`: the optimal routing
+distribution per prompt (Theorem 1, at most two models per prompt), its expected win rate, its
+expected cost and the router's own BT coefficient on the prompt's leaderboard (Algorithm 1 step 3).
+The numerics live in :mod:`evalprism.stats.routing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from evalprism.errors import EvalprismError
+from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
+
+RouteModel = Literal["bt", "grk"]
+BudgetScope = Literal["prompt", "average"]
+_Q_SUM_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Route:
+    """The optimal router for one prompt (arrays of shape (M,), floats) or n prompts ((n, M), (n,)).
+
+    ``probs``: the routing distribution over ``names``. ``expected_winrate``: π·W q, the win rate
+    against the opponent mix (for ``grk``: the probability of not being worse than the fictitious
+    "bad" model). ``router_coef``: the router's BT coefficient on the prompt's leaderboard
+    (Algorithm 1 step 3). ``expected_cost``: π·c. ``budget``: the limit used (inf: none).
+    """
+
+    names: list[str]
+    probs: np.ndarray
+    expected_winrate: float | np.ndarray
+    router_coef: float | np.ndarray
+    expected_cost: float | np.ndarray
+    budget: float
+
+    def frame(self) -> pd.DataFrame:
+        """One row per prompt: ``prompt``, ``model`` / ``prob`` (the more likely model), ``model_2`` /
+        ``prob_2`` (the second model of a mix, else empty / 0), ``expected_winrate``,
+        ``expected_cost``, ``router_coef``. :func:`route` never mixes more than two models."""
+        probs = np.atleast_2d(self.probs)
+        n = probs.shape[0]
+        order = np.argsort(-probs, axis=1, kind="stable")[:, :2]  # ties: lower index first
+        rows = np.arange(n)
+        names = np.asarray(self.names, dtype=object)
+        second = probs[rows, order[:, 1]] if probs.shape[1] > 1 else np.zeros(n)
+        return pd.DataFrame({
+            "prompt": rows,
+            "model": names[order[:, 0]],
+            "prob": probs[rows, order[:, 0]],
+            "model_2": np.where(second > 0, names[order[:, -1]], None),
+            "prob_2": second,
+            "expected_winrate": np.atleast_1d(self.expected_winrate),
+            "expected_cost": np.atleast_1d(self.expected_cost),
+            "router_coef": np.atleast_1d(self.router_coef),
+        })
+
+
+def route(
+    coefs: np.ndarray,
+    costs: np.ndarray | Mapping[str, float],
+    budget: float | None,
+    opponent: str | np.ndarray = "uniform",
+    *,
+    names: Sequence[str] | None = None,
+    model: RouteModel = "bt",
+    budget_scope: BudgetScope = "prompt",
+) -> Route:
+    """Route prompts to models optimally under a cost budget (Theorem 1, Algorithm 1).
+
+    Args:
+        coefs: (M,) one leaderboard or (n, M) one per prompt: BT coefficients θ (``model="bt"``) or
+            grounded Rao-Kupper coefficients β (``model="grk"``, seed eq. 8).
+        costs: cost per model, (M,) or (n, M) per prompt, or a mapping name -> cost (then ``names``
+            is required; extra entries are ignored, a missing model is an error).
+        budget: the cost limit; ``None`` or ``inf`` means unconstrained (each prompt's best model).
+        opponent: the opponent distribution q of eq. (4): ``"uniform"`` over the M models, a model
+            name (a point mass; ``"uniform"`` always means the keyword), or a probability vector
+            (M,) or (n, M) (entries >= 0 summing to 1 within 1e-9; renormalised). Ignored for ``grk``.
+        names: the M model names (default ``model_0`` ...).
+        model: ``"bt"``: the value of model m is its win rate against q, v = W q with
+            W_ba = σ(θ_b − θ_a). ``"grk"``: the value is the probability that m is not worse than
+            the fictitious "bad" model whose coefficient is 0, σ(β_m) (m against "bad" as a BT pair);
+            the router coefficient is then the root of σ(θ − 0) = π·v, i.e. logit(π·v).
+        budget_scope: ``"prompt"``: every prompt's expected cost is at most ``budget`` (Theorem 1 per
+            prompt, :func:`~evalprism.stats.routing.best_mix`). ``"average"``: the mean expected cost
+            over the n prompts is at most ``budget``
+            (:func:`~evalprism.stats.routing.best_mix_average_budget`).
+
+    Raises:
+        EvalprismError: shapes that do not match, a costs mapping without some model (named), an
+            unknown opponent name, an invalid q, or a budget below the cheapest model's cost.
+    """
+    theta = np.asarray(coefs, dtype=np.float64)
+    if theta.ndim not in (1, 2) or theta.shape[-1] == 0:
+        raise EvalprismError(f"coefs must have shape (M,) or (n, M); got shape {theta.shape}")
+    m = theta.shape[-1]
+    if model not in ("bt", "grk"):
+        raise EvalprismError(f"unknown routing model {model!r}; expected 'bt' or 'grk'")
+    if budget_scope not in ("prompt", "average"):
+        raise EvalprismError(f"unknown budget_scope {budget_scope!r}; expected 'prompt' or 'average'")
+    names = _model_names(names, m, need=isinstance(costs, Mapping) or (model == "bt" and _is_model_name(opponent)))
+    cost = _cost_array(costs, names)
+    limit = float("inf") if budget is None else float(budget)
+    if np.isnan(limit):
+        raise EvalprismError("budget is NaN; expected a number, or None for no limit")
+
+    q = None if model == "grk" else opponent_vector(opponent, names)
+    _check_prompts({"coefs": theta, "costs": cost, "opponent vector": q})
+    values = expit(theta) if q is None else win_values(theta, q)
+    _check_affordable(limit, cost, names, budget_scope)
+    if budget_scope == "average":
+        probs = best_mix_average_budget(values, cost, limit)
+    else:
+        probs = best_mix(values, cost, limit)
+
+    single = probs.ndim == 1
+    winrate = np.sum(probs * values, axis=-1)
+    spent = np.sum(probs * cost, axis=-1)
+    if q is None:  # grk: the opponent is "bad" (coefficient 0): the root of σ(θ − 0) = winrate
+        router = router_coefficient(np.zeros(probs.shape[:-1] + (1,)), np.ones(1), winrate)
+    else:
+        router = router_coefficient(np.broadcast_to(theta, probs.shape), q, winrate)
+    if single:
+        return Route(names=names, probs=probs, expected_winrate=float(winrate),
+                     router_coef=float(router), expected_cost=float(spent), budget=limit)
+    return Route(names=names, probs=probs, expected_winrate=winrate, router_coef=router,
+                 expected_cost=spent, budget=limit)
+
+
+def _is_model_name(opponent: object) -> bool:
+    return isinstance(opponent, str) and opponent != "uniform"
+
+
+def _model_names(names: Sequence[str] | None, m: int, *, need: bool) -> list[str]:
+    if names is None:
+        if need:
+            raise EvalprismError("names is required when costs is a mapping or the opponent is a model name")
+        return [f"model_{k}" for k in range(m)]
+    out = [str(x) for x in names]
+    if len(out) != m:
+        raise EvalprismError(f"names has {len(out)} entries but coefs has {m} models")
+    dupes = sorted({x for x in out if out.count(x) > 1})
+    if dupes:
+        raise EvalprismError(f"names must be unique; repeated: {', '.join(dupes)}")
+    return out
+
+
+def _cost_array(costs: np.ndarray | Mapping[str, float], names: list[str]) -> np.ndarray:
+    """Costs as a float array aligned with ``names`` (a mapping is looked up by name)."""
+    if isinstance(costs, Mapping):
+        missing = [x for x in names if x not in costs]
+        if missing:
+            raise EvalprismError(f"costs has no entry for {len(missing)} model(s): {', '.join(missing)}")
+        return np.array([float(costs[x]) for x in names])
+    cost = np.asarray(costs, dtype=np.float64)
+    if cost.ndim not in (1, 2) or cost.shape[-1] != len(names):
+        raise EvalprismError(f"costs must have shape ({len(names)},) or (n, {len(names)}); got shape {cost.shape}")
+    return cost
+
+
+def opponent_vector(opponent: str | np.ndarray, names: list[str]) -> np.ndarray:
+    """q for ``"uniform"``, a model name, or a probability vector (validated, renormalised)."""
+    m = len(names)
+    if isinstance(opponent, str):
+        if opponent == "uniform":
+            return np.full(m, 1.0 / m)
+        if opponent not in names:
+            shown = ", ".join(names[:10]) + (", ..." if m > 10 else "")
+            raise EvalprismError(f"unknown opponent {opponent!r}: expected 'uniform', a model name ({shown}) "
+                                 "or a probability vector")
+        return np.eye(m)[names.index(opponent)]
+    q = np.asarray(opponent, dtype=np.float64)
+    if q.ndim not in (1, 2) or q.shape[-1] != m:
+        raise EvalprismError(f"opponent vector must have shape ({m},) or (n, {m}); got shape {q.shape}")
+    total = q.sum(axis=-1, keepdims=True)
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or np.any(np.abs(total - 1.0) > _Q_SUM_TOL):
+        raise EvalprismError("opponent vector must be a probability distribution: entries >= 0 summing to 1")
+    return q / total
+
+
+def _check_prompts(arrays: dict[str, np.ndarray | None]) -> None:
+    """Every per-prompt (2-D) input must have the same number of prompts."""
+    rows = {what: a.shape[0] for what, a in arrays.items() if a is not None and a.ndim == 2}
+    if len(set(rows.values())) > 1:
+        raise EvalprismError("the per-prompt inputs disagree on the number of prompts: "
+                             + ", ".join(f"{what} has {n}" for what, n in rows.items()))
+
+
+def _check_affordable(limit: float, cost: np.ndarray, names: list[str], scope: BudgetScope) -> None:
+    """The budget must cover the cheapest model (on average over prompts for ``scope="average"``)."""
+    if not np.all(np.isfinite(cost)) or np.any(cost < 0):
+        raise EvalprismError("costs must be finite numbers >= 0")
+    cheapest = cost.min(axis=-1)
+    if scope == "average" and cost.ndim == 2 and not np.all(cost == cost[0]):
+        if limit < cheapest.mean():
+            raise EvalprismError(f"budget {limit:g} is below the lowest achievable average cost "
+                                 f"{cheapest.mean():g} (every prompt on its cheapest model)")
+        return
+    short = np.flatnonzero(np.atleast_1d(limit < cheapest))
+    if short.size:
+        row = np.atleast_2d(cost)[int(short[0])]
+        k = int(np.argmin(row))
+        where = f" on prompt {int(short[0])}" if cost.ndim == 2 else ""
+        raise EvalprismError(f"budget {limit:g} is below the cost of the cheapest model{where}: "
+                             f"{names[k]!r} costs {row[k]:g}")
