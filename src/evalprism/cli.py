@@ -195,6 +195,39 @@ def p2l_evaluate(
     _err.print(f"[green]wrote[/green] {out}/metrics.csv, scaling.csv and report.html")
 
 
+class BudgetScopeName(str, Enum):
+    average = "average"
+    prompt = "prompt"
+
+
+@p2l_app.command("route")
+def p2l_route(
+    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    prompts: Annotated[Path, typer.Option("--prompts", help="Prompts: a table with a prompt column, or .txt with one per line.")],
+    costs: Annotated[Path, typer.Option("--costs", help="Table with columns model, cost (cost per query).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    budget: Annotated[Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")] = None,
+    opponent: Annotated[str, typer.Option("--opponent", help="uniform, or a model name (point mass).")] = "uniform",
+    scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: mean cost over the prompts; prompt: every prompt.")] = BudgetScopeName.average,
+    prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
+    from evalprism.io.costs import read_costs
+    from evalprism.io.prompts import read_prompts
+    from evalprism.p2l import P2LModel
+    from evalprism.p2l.router import route_prompts
+
+    table = read_prompts(prompts, prompt_column)
+    cost_table = read_costs(costs)
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
+    result = route_prompts(model, table, cost_table, budget, opponent=opponent, budget_scope=scope.value,
+                           progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/routes.csv, traffic.csv, curve.csv and report.html")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),

@@ -12,6 +12,7 @@ from evalprism.report import Report
 if TYPE_CHECKING:
     from evalprism.p2l.evaluate import EvaluationResult
     from evalprism.p2l.prompt_set import PromptSetResult
+    from evalprism.p2l.router import RoutingResult
     from evalprism.p2l.train import TrainResult
 
 
@@ -135,5 +136,49 @@ def evaluation_report(result: EvaluationResult) -> Report:
     report.table(result.metrics.round(4), "Prediction of the held-out votes",
                  "nll: mean negative log-likelihood per battle; accuracy: expected share of outcomes predicted "
                  "right; brier: squared error of the outcome probabilities.")
+    report.details.update(o)
+    return report
+
+
+def routing_report(result: RoutingResult) -> Report:
+    o = result.options
+    curve, traffic = result.curve, result.traffic
+    budget = "no budget" if o["budget"] is None else f"budget {o['budget']:g} ({o['budget_scope']} cost)"
+    report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {o['opponent']}")
+    used = traffic[traffic["share"] > 0.005]
+    gains = curve["router_winrate"] - curve["best_single_winrate"]
+    widest = curve.iloc[int(gains.argmax())]
+    report.summary(
+        f"At this budget the router's expected win rate against {o['opponent']} is {o['mean_expected_winrate']:.1%} "
+        f"at a mean cost of {o['mean_expected_cost']:.4g}; it sends traffic to {len(used)} models "
+        f"({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
+        f"The largest gain over the best single model within budget is at budget {widest['budget']:.4g}: "
+        f"{widest['router_winrate']:.1%} against {widest['best_single_winrate']:.1%} for {widest['best_single_model']}.",
+        "Win rates are predicted by the P2L model (Theorem 1 is exact for its leaderboards; real gains depend on "
+        "how well the leaderboards predict votes: see the model's evaluation).",
+    )
+    fig = go.Figure([
+        go.Scatter(x=curve["router_cost"], y=curve["router_winrate"], mode="lines+markers", name="P2L router"),
+        go.Scatter(x=curve["best_single_cost"], y=curve["best_single_winrate"], mode="markers",
+                   name="best single model within budget", text=curve["best_single_model"],
+                   hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+                   marker={"symbol": "circle-open", "size": 10, "color": "black"}),
+    ])
+    fig.update_layout(template="plotly_white", height=400, xaxis_title="mean cost per prompt",
+                      yaxis_title=f"expected win rate vs {o['opponent']}", yaxis_tickformat=".0%",
+                      margin={"l": 70, "r": 20, "t": 20, "b": 50})
+    report.figure(fig, "Win rate against cost",
+                  "Each point of the line is the optimal router at one budget (Theorem 1); circles are the best single "
+                  "model that fits that budget. The vertical gap is what routing prompt by prompt buys.")
+    shown = traffic.iloc[::-1]
+    fig = go.Figure(go.Bar(x=shown["share"], y=shown["model"], orientation="h",
+                           hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>"))
+    fig.update_layout(template="plotly_white", height=max(300, 22 * len(traffic) + 100), xaxis_tickformat=".0%",
+                      margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"})
+    report.figure(fig, "Where the traffic goes", "Share of prompts routed to each model at the chosen budget.")
+    report.table(result.routes.head(40), "Routes of the first prompts",
+                 "model/prob: the routed model and its probability; model_2/prob_2: the second model of a mix "
+                 "(Theorem 1 never needs more than two); router_coef: the router's BT coefficient on the prompt's "
+                 "leaderboard (Algorithm 1).")
     report.details.update(o)
     return report

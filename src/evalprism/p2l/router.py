@@ -1,0 +1,98 @@
+"""Routing a prompt set with a trained P2L model (`evalprism p2l route`): the optimal router per
+prompt at one budget, the traffic it sends to each model and the budget curve (expected win rate
+of the router and of the best single model that fits each budget)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.outputs import atomic_output_dir
+from evalprism.p2l.model import P2LModel
+from evalprism.p2l.routing import BudgetScope, Route, opponent_vector, route
+from evalprism.progress import status
+from evalprism.stats.routing import win_values
+
+
+@dataclass
+class RoutingResult:
+    """``routes`` (one row per prompt), ``traffic`` (share per model) and ``curve`` (budget curve)."""
+
+    routes: pd.DataFrame
+    traffic: pd.DataFrame
+    curve: pd.DataFrame
+    route: Route
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
+
+    def save(self, out_dir: str | Path) -> Path:
+        from evalprism.p2l.reports import routing_report
+
+        with atomic_output_dir(out_dir) as tmp:
+            for name, frame in self.frames().items():
+                frame.to_csv(tmp / f"{name}.csv", index=False)
+            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
+                                          encoding="utf-8")
+            routing_report(self).write(tmp / "report.html")
+        return Path(out_dir)
+
+
+def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
+                 scope: BudgetScope, points: int = 12) -> pd.DataFrame:
+    """Expected win rate of the optimal router and of the best affordable single model, for budgets
+    from the cheapest to the most expensive model's cost."""
+    budgets = np.unique(np.r_[np.linspace(cost.min(), cost.max(), points), cost])
+    per_model = win_values(coefs, opponent_vector(opponent, names)).mean(axis=0)
+    rows = []
+    for b in budgets:
+        r = route(coefs, cost, float(b), opponent, names=names, budget_scope=scope)
+        affordable = cost <= b + 1e-12
+        best = int(np.flatnonzero(affordable)[per_model[affordable].argmax()])
+        rows.append({"budget": float(b), "router_winrate": float(np.mean(r.expected_winrate)),
+                     "router_cost": float(np.mean(r.expected_cost)), "best_single_model": names[best],
+                     "best_single_winrate": float(per_model[best]), "best_single_cost": float(cost[best])})
+    return pd.DataFrame(rows)
+
+
+def route_prompts(
+    model: P2LModel,
+    prompts: pd.DataFrame,
+    costs: dict[str, float],
+    budget: float | None,
+    *,
+    opponent: str = "uniform",
+    budget_scope: BudgetScope = "average",
+    progress: bool = True,
+) -> RoutingResult:
+    """Route every prompt of ``prompts`` (a table with a ``prompt`` column) among the model's models.
+
+    ``costs`` maps each model to its cost per query (a model without a cost is an error: it could not
+    be routed to safely). ``budget_scope``: ``average`` bounds the mean cost over the prompt set,
+    ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated)."""
+    missing = [m for m in model.models if m not in costs]
+    if missing:
+        raise EvalprismError(f"costs: no cost for {len(missing)} of the model's models: {', '.join(missing[:6])}"
+                             + (" …" if len(missing) > 6 else ""))
+    texts = prompts["prompt"].astype(str).tolist()
+    status(f"routing {len(texts)} prompts among {len(model.models)} models", progress)
+    coefs = model.leaderboards(texts)
+    cost = np.array([costs[m] for m in model.models], dtype=float)
+    names = model.models
+    chosen = route(coefs, cost, budget, opponent, names=names, budget_scope=budget_scope)
+    routes = chosen.frame().drop(columns="prompt")
+    routes.insert(0, "prompt", texts)
+    traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})
+    traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
+    curve = budget_curve(coefs, cost, names, opponent, budget_scope)
+    options = {"n_prompts": len(texts), "budget": budget, "opponent": opponent, "budget_scope": budget_scope,
+               "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
+               "mean_expected_cost": float(np.mean(chosen.expected_cost))}
+    return RoutingResult(routes, traffic, curve, chosen, options)
