@@ -2,6 +2,8 @@
 
 Data: ``data/renze_slice.csv.gz``, 20 questions x 12 (model, temperature) settings of the
 Renze & Guven temperature study (BSD-2-Clause, licence in ``data/LICENSE.renze-temperature``).
+P2L runs on battles simulated from planted topic leaderboards (:mod:`evalprism.p2l.simulate`):
+the public preference data sets with prompts are not licensed for redistribution.
 """
 
 from __future__ import annotations
@@ -32,4 +34,36 @@ def run_demo(out_dir: str | Path = "evalprism-demo", *, cache_dir: str | None = 
     result.save(out_dir / "ecdf", title="Demo: response-quality distributions on the Renze temperature study")
     entries = [("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
                 "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each")]
+    entries += run_p2l_demo(out_dir / "p2l", cache_dir=cache_dir, progress=progress)
     return write_index(out_dir / "index.html", "evalprism demo", entries)
+
+
+#: demo costs per query (e.g. cents): the strongest generalist is the most expensive
+DEMO_COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
+
+
+def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[tuple[str, str, str]]:
+    """Marginal leaderboard, P2L training, a prompt-set leaderboard with strengths and a router, on
+    4,000 simulated battles over three topics whose leaderboards disagree."""
+    import pandas as pd
+
+    from evalprism.p2l import TrainOptions, analyze_prompt_set, fit_leaderboard, train_p2l
+    from evalprism.p2l.router import route_prompts
+    from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
+
+    battles = simulate_topic_battles(4000, seed=0)
+    fit_leaderboard(battles, progress=progress).save(out_dir / "marginal")
+    trained = train_p2l(battles, TrainOptions(seed=0), cache_dir=cache_dir, progress=progress)
+    trained.save(out_dir / "model")
+    prompts = pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)]})
+    analyze_prompt_set(trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir,
+                       progress=progress).save(out_dir / "leaderboard")
+    route_prompts(trained.model, prompts, DEMO_COSTS, 0.8, progress=progress).save(out_dir / "router")
+    about = "4,000 simulated battles, 4 models, 3 topics with different true leaderboards"
+    return [
+        ("p2l/marginal/report.html", "Marginal leaderboard (Bradley-Terry)", f"{about}: the average view"),
+        ("p2l/model/report.html", "P2L training", "held-out votes: P2L against the marginal leaderboard"),
+        ("p2l/leaderboard/report.html", "Prompt-set leaderboard and strengths",
+         "aggregated leaderboard, clustered categories, win rates against the generalist"),
+        ("p2l/router/report.html", "Cost-constrained router", "Theorem 1 router against the best single model"),
+    ]
