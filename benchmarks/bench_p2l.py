@@ -26,6 +26,7 @@ prints one table and always exits 0; PASS/MISS refer to the targets below.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import os
 import platform
 import sys
@@ -268,6 +269,51 @@ def bench_routing(report: Report, args: argparse.Namespace) -> None:
     report.notes.append(f"[average budget] best_mix_average_budget alone at n={n:,}: {fmt_s(t_avg_full)}.")
 
 
+TARGET_PROMPTS_PER_S = 200.0
+
+
+def bench_inference(report: Report, args: argparse.Namespace) -> None:
+    """P2L leaderboards with the default backbone (frozen minilm), prompts per second, against the
+    peer a user would hand-roll: sentence-transformers ``encode`` plus the head as a numpy matmul."""
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+
+    from evalprism.embed.backends import resolve_backend
+    from evalprism.p2l import P2LModel, TrainOptions, train_p2l
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    n = args.prompts
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        train_p2l(simulate_topic_battles(2000, seed=args.seed), TrainOptions(max_epochs=3), cache_dir=cache,
+                  progress=False).save(Path(tmp) / "model")
+        rng = np.random.default_rng(args.seed)
+        words = "model prompt write explain compute the a of poem code list number story city river".split()
+        prompts = [" ".join(rng.choice(words, size=int(rng.integers(8, 40)))) + f" #{i}" for i in range(n)]
+        log(f"P2L inference on {n:,} new prompts (cold cache), then again (cached)")
+        model = P2LModel.load(Path(tmp) / "model", cache_dir=cache)
+        model.leaderboards(["warm-up prompt"])  # load the encoder once, as a serving process would
+        cold, t_cold = timed(lambda: model.leaderboards(prompts))
+        warm, t_warm = timed(lambda: model.leaderboards(prompts))
+        encoder = SentenceTransformer(resolve_backend("minilm").location, device="cpu")
+        weight = model.head.linear.weight.detach().numpy()
+        bias = model.head.linear.bias.detach().numpy()
+        encoder.encode(["warm-up prompt"])
+        peer, t_peer = timed(lambda: encoder.encode(prompts, batch_size=64, normalize_embeddings=True) @ weight.T + bias)
+    diff = float(np.abs(peer - cold).max())
+    report.section(f"P2L inference, default backbone (frozen minilm), {model.loss} head over {len(model.models)} models")
+    report.add(Row(what="leaderboards(), prompts not yet embedded", n=f"{n:,}", ours=f"{n / t_cold:,.0f}/s",
+                   peer=f"{n / t_peer:,.0f}/s", ratio=fmt_x(t_peer / t_cold), quality=f"max|coef diff| {diff:.1e}",
+                   target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s", status=status(n / t_cold >= TARGET_PROMPTS_PER_S)))
+    report.add(Row(what="leaderboards(), embeddings cached", n=f"{n:,}", ours=f"{n / t_warm:,.0f}/s",
+                   peer=f"{n / t_peer:,.0f}/s", ratio=fmt_x(t_peer / t_warm),
+                   quality=f"max|coef diff| {float(np.abs(warm - cold).max()):.1e}",
+                   target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s", status=status(n / t_warm >= TARGET_PROMPTS_PER_S)))
+    report.notes.append("[inference] peer: SentenceTransformer.encode (batch 64, no cache) and the same head as "
+                        "a numpy matmul; ours includes the cache lookups and writes.")
+
+
 # --------------------------------------------------------------------------------------------
 # Output and CLI
 # --------------------------------------------------------------------------------------------
@@ -304,6 +350,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke test: n=2,000, 50 peer prompts, joint LP n=300")
     parser.add_argument("--skip-routing", action="store_true", help="skip the routing section")
+    parser.add_argument("--skip-inference", action="store_true", help="skip the P2L inference section")
+    parser.add_argument("--prompts", type=int, default=2000, help="prompts for the inference section")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--n", type=int, default=None, help="prompts (default 10,000; quick 2,000)")
     parser.add_argument("--m", type=int, default=TARGET_M, help="models (default 34)")
@@ -326,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()
     if not args.skip_routing:
         bench_routing(report, args)
+    if not args.skip_inference:
+        bench_inference(report, args)
     report.notes.append(
         f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
         f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."

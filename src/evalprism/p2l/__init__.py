@@ -12,16 +12,19 @@ from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
+from evalprism.p2l.routing import Route, route
 from evalprism.p2l.train import TrainOptions, TrainResult, train_p2l
 
 __all__ = [
     "LeaderboardResult",
     "P2LModel",
     "PromptSetResult",
+    "Route",
     "TrainOptions",
     "TrainResult",
     "aggregate_leaderboards",
     "analyze_prompt_set",
     "fit_leaderboard",
+    "route",
     "train_p2l",
 ]

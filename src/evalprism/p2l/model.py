@@ -85,8 +85,9 @@ class P2LModel:
     def loss(self) -> str:
         return str(self.config["loss"])
 
-    def predict(self, prompts: Sequence[str], batch_size: int = 256) -> Prediction:
-        """Leaderboards for ``prompts`` (features in batches; no gradients)."""
+    def predict(self, prompts: Sequence[str], batch_size: int = 4096) -> Prediction:
+        """Leaderboards for ``prompts`` (features in batches of ``batch_size``; no gradients). Large
+        batches let the embedder sort by length across more prompts (less padding)."""
         prompts = [str(p) for p in prompts]
         coefs, extras = [], []
         self.head.eval()

@@ -7,16 +7,21 @@
 - :func:`fit_pairwise`: marginal BT / BT-with-ties / Rao-Kupper / grounded Rao-Kupper fits with
   95% intervals -> :class:`Leaderboard` (takes a battles table: the one kernel that accepts pandas,
   canonicalising at the boundary so callers need not aggregate by hand).
+- :func:`best_mix`, :func:`best_mix_average_budget`, :func:`router_coefficient`: the routing LP of
+  seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
 """
 
 from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
 from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
+from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
 from evalprism.stats.seriation import mds_order
 
 __all__ = [
     "Leaderboard",
     "PairCounts",
     "PairwiseFit",
+    "best_mix",
+    "best_mix_average_budget",
     "choose_k",
     "ecdf_steps",
     "ecdf_wins",
@@ -26,8 +31,10 @@ __all__ = [
     "mds_order",
     "pam",
     "pam_build",
+    "router_coefficient",
     "w1_distance",
     "w1_matrix",
+    "win_values",
 ]
 
 _LAZY = {"PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"}
