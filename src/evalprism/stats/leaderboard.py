@@ -90,7 +90,7 @@ def fit_pairwise(
         se = np.sqrt(np.clip(np.diag(sandwich_cov(fit, pairs))[:n], 0, None))
         lower, upper = fit.coefs - Z95 * se, fit.coefs + Z95 * se
     elif ci == "bootstrap":
-        boot = bootstrap_coefs(pairs, model, rounds=rounds, seed=seed, on_step=on_step)
+        boot = bootstrap_coefs(pairs, model, rounds=rounds, seed=seed, on_step=on_step, x0=fit.params)
         lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
     elif ci is None:
         lower = upper = np.full(n, np.nan)

@@ -1,8 +1,8 @@
 """Marginal pairwise-comparison models: Bradley-Terry, BT with ties, Rao-Kupper, grounded Rao-Kupper.
 
-One outcome model per name, written once in torch, serves both the marginal fits here and (later)
-the prompt-conditioned P2L heads. Each maps the two coefficients of a battle (and the model's
-extra parameter) to log-probabilities of the four outcomes (A wins, B wins, tie, tie both bad):
+One outcome model per name serves both the marginal fits here and the prompt-conditioned P2L
+heads. Each maps the two coefficients of a battle (and the model's extra parameter) to
+log-probabilities of the four outcomes (A wins, B wins, tie, tie both bad):
 
 - ``bt``: P(A) = σ(θ_A − θ_B); ties are left out.
 - ``bt-tie``: as ``bt``, with every tie counted as half a win for each side.
@@ -15,14 +15,22 @@ extra parameter) to log-probabilities of the four outcomes (A wins, B wins, tie,
 
 Battles are aggregated to unique (a, b) pairs with outcome counts (soft labels add fractional
 counts) before fitting, so a fit costs O(unique pairs) per step. The maximum-likelihood fit uses
-L-BFGS-B (scipy) on the exact gradient from torch autograd in float64.
+L-BFGS-B (scipy) on the exact gradient in float64, then Fisher-scoring steps that take it from
+where L-BFGS-B stops (about 1e-7 to 1e-6 in the coefficients) to rounding level.
+
+The outcome models are written twice: in torch (:func:`log_outcome_probs`, for autograd in P2L
+training) and in numpy with hand-written first and second derivatives (:func:`outcome_terms`, for
+the marginal fits and their sandwich covariance). A fit evaluates the gradient tens of times and
+one torch autograd round trip costs more than a whole numpy evaluation; the tests hold the two to
+each other and to finite differences.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -37,6 +45,8 @@ PairModel = Literal["bt", "bt-tie", "rk", "grk"]
 PAIR_MODELS: tuple[str, ...] = ("bt", "bt-tie", "rk", "grk")
 OUTCOMES = WINNERS  # outcome j of the count matrices is the battles table's winner value WINNERS[j]
 _LOG_FLOOR = 1e-300
+#: aggregate with a dense (n_models^2 x 4) table while n_models^2 is at most this or the battle count
+_DENSE_PAIRS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -56,18 +66,38 @@ class PairCounts:
         Where a soft label P(B preferred) is given (finite ``p_b``), it replaces the hard outcome of
         that battle: 1 - p_b of a win for A and p_b of a win for B."""
         a, b, outcome = np.asarray(a, np.int64), np.asarray(b, np.int64), np.asarray(outcome, np.int64)
-        rows = np.zeros((a.size, 4))
-        rows[np.arange(a.size), outcome] = 1.0
+        key = a * n_models + b
+        # Hand-written group-by (np.unique + np.add.at on an (n, 4) one-hot matrix is ~10x slower on
+        # 1M battles): one weighted bincount over (pair, outcome) cells. Every battle adds 1 to its
+        # outcome's cell; a soft-labelled battle adds 1 - p_b to A's cell and p_b to B's cell, in
+        # battle order, so the sums are bit-for-bit those of adding the battles one by one.
+        cell = outcome
+        weight: np.ndarray | None = None
+        second: tuple[np.ndarray, np.ndarray] | None = None
         if p_b is not None:
             p_b = np.asarray(p_b, dtype=float)
             soft = np.isfinite(p_b)
-            rows[soft] = 0.0
-            rows[soft, 0] = 1.0 - p_b[soft]
-            rows[soft, 1] = p_b[soft]
-        key = a * n_models + b
-        uniq, inverse = np.unique(key, return_inverse=True)
-        counts = np.zeros((uniq.size, 4))
-        np.add.at(counts, inverse, rows)
+            if soft.any():
+                cell = np.where(soft, 0, outcome)
+                weight = np.where(soft, 1.0 - p_b, 1.0)
+                second = (np.where(soft, 1, outcome), np.where(soft, p_b, 0.0))
+        if n_models * n_models <= max(key.size, _DENSE_PAIRS):
+            uniq = np.flatnonzero(np.bincount(key, minlength=n_models * n_models))
+            slot = key  # dense: the pair key is its own row of the (n_models^2, 4) table
+            n_rows = n_models * n_models
+        else:
+            uniq, slot = np.unique(key, return_inverse=True)
+            n_rows = uniq.size
+        if second is None:
+            bins, w = slot * 4 + cell, weight
+        else:  # interleave (A part, B part) of each battle to keep the battle order in every cell
+            bins = np.empty(2 * key.size, np.int64)
+            bins[0::2], bins[1::2] = slot * 4 + cell, slot * 4 + second[0]
+            w = np.empty(2 * key.size)
+            w[0::2], w[1::2] = weight, second[1]
+        counts = np.bincount(bins, weights=w, minlength=n_rows * 4).astype(float).reshape(n_rows, 4)
+        if n_rows != uniq.size:
+            counts = counts[uniq]
         return cls(uniq // n_models, uniq % n_models, counts, n_models)
 
 
@@ -99,6 +129,135 @@ def log_outcome_probs(model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, ex
         p_tie = torch.clamp(1.0 - p_a - p_b - p_bad, min=_LOG_FLOOR)
         return torch.log(torch.stack([p_a, p_b, p_tie, p_bad], dim=-1))
     raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
+
+
+def _sigmoid_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """log σ(z), log σ(−z), σ(z), σ(−z) from one exp and one log1p.
+
+    Hand-written instead of scipy.special's log_expit/expit: those cost one exp/log each per call
+    and four calls per evaluation; the stable form min(z, 0) − log1p(e^−|z|) is torch's logsigmoid.
+    """
+    e = np.exp(-np.abs(z))
+    soft = np.log1p(e)
+    inv = 1.0 / (1.0 + e)
+    small = e * inv
+    pos = z >= 0
+    return np.minimum(z, 0.0) - soft, np.minimum(-z, 0.0) - soft, np.where(pos, inv, small), np.where(pos, small, inv)
+
+
+def _terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`outcome_terms` laid out for speed: logp (4, n) and dlogp (4, 3, n).
+
+    The derivatives are written out by hand rather than taken from torch autograd: the fit needs
+    them tens of times per call, and autograd's overhead per call exceeds this whole function."""
+    delta = coef_a - coef_b
+    m = delta.size
+    logp = np.full((4, m), -np.inf)
+    dlogp = np.zeros((4, 3, m))
+    if model in ("bt", "bt-tie"):
+        logp[0], logp[1], p_a, p_b = _sigmoid_parts(delta)
+        # d log σ(Δ)/dΔ = σ(−Δ) = P(B); d log σ(−Δ)/dΔ = −σ(Δ) = −P(A)
+        dlogp[0, 0], dlogp[0, 1] = p_b, -p_b
+        dlogp[1, 0], dlogp[1, 1] = -p_a, p_a
+        return logp, dlogp
+    if model == "rk":
+        assert extra is not None
+        logp[0], _, p_a, q_a = _sigmoid_parts(delta - extra)  # u = Δ − η: du = (1, −1, −1)
+        logp[1], _, p_b, q_b = _sigmoid_parts(-delta - extra)  # v = −Δ − η: dv = (−1, 1, −1)
+        dlogp[0, 0], dlogp[0, 1], dlogp[0, 2] = q_a, -q_a, -q_a
+        dlogp[1, 0], dlogp[1, 1], dlogp[1, 2] = -q_b, q_b, -q_b
+        raw_tie = 1.0 - p_a - p_b
+        others = ((p_a, 0), (p_b, 1))
+    elif model == "grk":
+        assert extra is not None
+        lam1 = float(np.exp(extra))
+        lam = 1.0 + lam1
+        phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
+        den_a, den_b = phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0
+        p_a, p_b, p_bad = phi_a / den_a, phi_b / den_b, 1.0 / (1.0 + phi_a + phi_b)
+        with np.errstate(divide="ignore"):
+            logp[0], logp[1], logp[3] = np.log(p_a), np.log(p_b), np.log(p_bad)
+        # log P(A) = β_A − log(φ_A + λ φ_B + 1) with dλ/ds = λ − 1; log P(bad) = −log(1 + φ_A + φ_B)
+        dlogp[0, 0], dlogp[0, 1], dlogp[0, 2] = 1.0 - p_a, -lam * phi_b / den_a, -lam1 * phi_b / den_a
+        dlogp[1, 0], dlogp[1, 1], dlogp[1, 2] = -lam * phi_a / den_b, 1.0 - p_b, -lam1 * phi_a / den_b
+        dlogp[3, 0], dlogp[3, 1] = -phi_a * p_bad, -phi_b * p_bad
+        raw_tie = 1.0 - p_a - p_b - p_bad
+        others = ((p_a, 0), (p_b, 1), (p_bad, 3))
+    else:
+        raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
+    # the tie takes the rest: d P(tie) = −Σ P(k) d log P(k) over the other outcomes; where the floor
+    # is active the derivative is 0, as for torch.clamp
+    p_tie = np.maximum(raw_tie, _LOG_FLOOR)
+    logp[2] = np.log(p_tie)
+    d_tie = -sum(p_k * dlogp[k] for p_k, k in others)
+    dlogp[2] = np.where(raw_tie >= _LOG_FLOOR, d_tie / p_tie, 0.0)
+    return logp, dlogp
+
+
+def _second_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None,
+                  logp: np.ndarray, dlogp: np.ndarray) -> np.ndarray:
+    """Second derivatives (4, 3, 3, n) of the log-probabilities of :func:`_terms` (which gave
+    ``logp`` and ``dlogp``) with respect to (coef_a, coef_b, extra) of each battle."""
+    m = coef_a.size
+    d2 = np.zeros((4, 3, 3, m))
+
+    def outer(v: np.ndarray) -> np.ndarray:
+        return v[:, None, :] * v[None, :, :]
+
+    if model in ("bt", "bt-tie"):
+        # d²/dΔ² log σ(±Δ) = −σ(Δ)σ(−Δ), and dΔ = (1, −1, 0)
+        sign = np.array([1.0, -1.0])
+        d2[0, :2, :2] = d2[1, :2, :2] = np.multiply.outer(np.outer(sign, sign), -np.exp(logp[0] + logp[1]))
+        return d2
+    if model == "rk":
+        assert extra is not None
+        p_a, p_b = np.exp(logp[0]), np.exp(logp[1])
+        # d² log σ(u) = −σ(u)σ(−u) du duᵀ, σ(−u) = dlogp[0, 0] (u = Δ − η); likewise v = −Δ − η
+        d2[0] = np.multiply.outer(np.outer([1.0, -1.0, -1.0], [1.0, -1.0, -1.0]), -p_a * dlogp[0, 0])
+        d2[1] = np.multiply.outer(np.outer([-1.0, 1.0, -1.0], [-1.0, 1.0, -1.0]), -p_b * dlogp[1, 1])
+        others = ((p_a, 0), (p_b, 1))
+    elif model == "grk":
+        assert extra is not None
+        lam1 = float(np.exp(extra))
+        lam = 1.0 + lam1
+        phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
+        den_a, den_b, den_bad = phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0, 1.0 + phi_a + phi_b
+        # log P = (β_A or β_B or 0) − log D: d² log P = −d²D / D + (dD / D)(dD / D)ᵀ
+        for j, den, first, hess in (
+            (0, den_a, (phi_a, lam * phi_b, lam1 * phi_b), {(0, 0): phi_a, (1, 1): lam * phi_b, (1, 2): lam1 * phi_b,
+                                                            (2, 2): lam1 * phi_b}),
+            (1, den_b, (lam * phi_a, phi_b, lam1 * phi_a), {(0, 0): lam * phi_a, (1, 1): phi_b, (0, 2): lam1 * phi_a,
+                                                            (2, 2): lam1 * phi_a}),
+            (3, den_bad, (phi_a, phi_b, np.zeros(m)), {(0, 0): phi_a, (1, 1): phi_b}),
+        ):
+            g = np.stack(first) / den
+            d2[j] = outer(g)
+            for (u, v), value in hess.items():
+                d2[j, u, v] -= value / den
+                if u != v:
+                    d2[j, v, u] -= value / den
+        others = ((np.exp(logp[0]), 0), (np.exp(logp[1]), 1), (np.exp(logp[3]), 3))
+    else:
+        raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
+    # P(tie) = 1 − Σ P(k): d² P(tie) = −Σ P(k) (d² log P(k) + d log P(k) d log P(k)ᵀ), and
+    # d² log P(tie) = d² P(tie) / P(tie) − d log P(tie) d log P(tie)ᵀ; 0 where the floor is active
+    p_tie = np.exp(logp[2])
+    with np.errstate(over="ignore", invalid="ignore"):
+        d2_tie = -sum(p_k * (d2[k] + outer(dlogp[k])) for p_k, k in others) / p_tie - outer(dlogp[2])
+    d2[2] = np.where(logp[2] > np.log(_LOG_FLOOR), d2_tie, 0.0)
+    return d2
+
+
+def outcome_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray,
+                  extra: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """numpy twin of :func:`log_outcome_probs` with its first derivatives.
+
+    Returns ``logp`` (n, 4), as :func:`log_outcome_probs`, and ``dlogp`` (n, 4, 3): the derivative
+    of each log-probability with respect to (coef_a, coef_b, extra) of its own battle (0 for
+    outcomes the model does not have, and for ``extra`` in ``bt``/``bt-tie``).
+    """
+    logp, dlogp = _terms(model, np.asarray(coef_a, dtype=float), np.asarray(coef_b, dtype=float), extra)
+    return logp.T, dlogp.transpose(2, 0, 1)
 
 
 def outcome_weights(model: str, counts: np.ndarray) -> np.ndarray:
@@ -164,51 +323,201 @@ def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.
     return -(weights[used] * logp[used]).sum()
 
 
-def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
-                 names: list[str] | None = None) -> PairwiseFit:
-    """Maximum-likelihood coefficients of ``model`` for the aggregated battles ``pairs``.
+_MODEL_OUTCOMES = {"bt": (0, 1), "bt-tie": (0, 1), "rk": (0, 1, 2), "grk": (0, 1, 2, 3)}
+_blas_controller: Any = None
 
-    ``l2`` adds ``l2/2 * ||coefs||^2`` (0 = plain MLE; a small value keeps coefficients finite when
-    a model never loses). Raises :class:`EvalprismError` on a disconnected comparison graph.
+
+@contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Run BLAS single-threaded: the fits' linear algebra is tiny (vectors and matrices of size
+    n_models), and on a small machine shared with other work OpenBLAS's thread hand-offs made a
+    1M-battle fit 2 to 10 times slower than one thread (measured on 2 cores)."""
+    global _blas_controller
+    if _blas_controller is None:
+        from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+        _blas_controller = ThreadpoolController()
+    with _blas_controller.limit(limits=1, user_api="blas"):
+        yield
+
+
+def _scatter_matrix(local: np.ndarray, pairs: PairCounts, size: int) -> np.ndarray:
+    """Sum per-pair (k x k) blocks ``local`` (k, k, P) over (coef_a, coef_b[, extra]) into a
+    (size x size) matrix.
+
+    A hand-written sparse product G^T diag(w) G: one bincount over the k^2 index blocks is several
+    times faster than ``np.add.at`` per block or a scipy sparse product at this size."""
+    k = local.shape[0]
+    idx = [pairs.a, pairs.b, np.full(pairs.a.size, pairs.n_models)][:k]
+    flat = np.concatenate([idx[u] * size + idx[v] for u in range(k) for v in range(k)])
+    return np.bincount(flat, local.reshape(-1), minlength=size * size).reshape(size, size)
+
+
+class _Likelihood:
+    """Negative log-likelihood of aggregated counts under ``model`` (+ ``l2``/2 ||coefs||^2), in numpy."""
+
+    def __init__(self, model: str, pairs: PairCounts, weights: np.ndarray, l2: float = 0.0) -> None:
+        self.model, self.pairs, self.l2 = model, pairs, l2
+        self.n = pairs.n_models
+        self.k = 3 if model in ("rk", "grk") else 2  # local parameters of a pair: coef_a, coef_b[, extra]
+        self.size = self.n + self.k - 2
+        self.weights = np.ascontiguousarray(weights.T)  # (4, P)
+        self.used = [j for j in _MODEL_OUTCOMES[model] if self.weights[j].any()]
+
+    def terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        coefs = x[: self.n]
+        return _terms(self.model, coefs[self.pairs.a], coefs[self.pairs.b], float(x[self.n]) if self.k == 3 else None)
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp, dlogp = self.terms(x)
+        nll = 0.0
+        local = np.zeros((self.k, self.pairs.a.size))
+        for j in self.used:
+            w = self.weights[j]
+            term = float(w @ logp[j])
+            if not np.isfinite(term):  # −inf log-probabilities where the weight is 0 do not count
+                term = float(w[w > 0] @ logp[j][w > 0])
+            nll -= term
+            local -= w * dlogp[j, : self.k]
+        n = self.n
+        grad = np.zeros(self.size)
+        grad[:n] = np.bincount(self.pairs.a, local[0], minlength=n) + np.bincount(self.pairs.b, local[1], minlength=n)
+        if self.k == 3:
+            grad[n] = local[2].sum()
+        if self.l2:
+            nll += 0.5 * self.l2 * float(x[:n] @ x[:n])
+            grad[:n] += self.l2 * x[:n]
+        return nll, grad
+
+    def fisher(self, x: np.ndarray) -> np.ndarray:
+        """Expected information Σ_pairs n Σ_k P(k) s_k s_kᵀ (+ l2 on the coefficients)."""
+        logp, dlogp = self.terms(x)
+        per_pair = self.weights.sum(axis=0)
+        local = np.zeros((self.k, self.k, per_pair.size))
+        for j in _MODEL_OUTCOMES[self.model]:
+            s = dlogp[j, : self.k]
+            local += (per_pair * np.exp(logp[j])) * s[:, None, :] * s[None, :, :]
+        info = _scatter_matrix(local, self.pairs, self.size)
+        if self.l2:
+            info[np.arange(self.n), np.arange(self.n)] += self.l2
+        return info
+
+
+def _inverse_information(lik: _Likelihood, x: np.ndarray) -> np.ndarray | None:
+    """Inverse of the Fisher information at ``x`` (None if singular).
+
+    The likelihood of a shift-invariant model is flat along a common shift of all coefficients and
+    its gradient has no component there: adding that direction makes F invertible without
+    changing F⁻¹g."""
+    info = lik.fisher(x)
+    if not lik.l2 and lik.model in ("bt", "bt-tie", "rk"):
+        shift = np.zeros(lik.size)
+        shift[: lik.n] = 1.0 / np.sqrt(lik.n)
+        info += np.trace(info) / lik.size * np.outer(shift, shift)
+    try:
+        return np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _scoring_steps(lik: _Likelihood, x: np.ndarray, inverse: np.ndarray,
+                   max_steps: int = 40) -> tuple[np.ndarray, bool]:
+    """Steps x <- x - F⁻¹ g(x) with a fixed F⁻¹ while the gradient norm falls.
+
+    Returns the last accepted point and whether the steps shrank to rounding level. With F from a
+    point near the optimum this converges linearly and fast (for ``bt``/``bt-tie`` F is the exact
+    Hessian). It serves twice: to take an L-BFGS-B optimum, which stops where its line search can
+    no longer see the loss change (about 1e-7 to 1e-6 in the coefficients for 1M battles), to
+    rounding level; and to refit bootstrap resamples from the full-data optimum with the full-data F.
+    Hand-written rather than scipy's Newton-type methods, which re-evaluate the Hessian at every
+    step and stop on the same loss-change criteria as L-BFGS-B: here one F⁻¹ serves every step, and
+    every bootstrap round.
     """
+    grad = lik.value_and_grad(x)[1]
+    norm = float(np.linalg.norm(grad))
+    for _ in range(max_steps):
+        step = inverse @ grad
+        relative = float(np.max(np.abs(step))) / max(1.0, float(np.max(np.abs(x))))
+        if relative <= 1e-13:
+            return x, True
+        trial = x - step
+        if lik.model == "rk" and trial[lik.n] < 0.0:
+            return x, False
+        trial_grad = lik.value_and_grad(trial)[1]
+        trial_norm = float(np.linalg.norm(trial_grad))
+        if not trial_norm < norm:
+            return x, relative <= 1e-9  # no further progress: converged only if the steps were tiny
+        x, grad, norm = trial, trial_grad, trial_norm
+    return x, False
+
+
+def _check_fit_input(pairs: PairCounts, model: str, weights: np.ndarray, names: list[str] | None) -> None:
+    """Refuse what has no finite maximum-likelihood point: an unknown model, a disconnected
+    comparison graph, a tie parameter without ties."""
     if model not in PAIR_MODELS:
         raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
     check_connected(pairs, names)
-    n = pairs.n_models
-    weights = torch.as_tensor(outcome_weights(model, pairs.counts), dtype=torch.float64)
     if model in ("rk", "grk") and float(weights[:, 2:].sum()) == 0.0:
         raise EvalprismError(f"model '{model}' needs ties to estimate its tie parameter; there are none")
     if model == "grk" and float(weights[:, 3].sum()) == 0.0:
         raise EvalprismError("model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; there are "
                              "none (without them every coefficient grows without bound): use 'rk' instead")
-    x0 = np.zeros(n + (1 if model in ("rk", "grk") else 0))
+
+
+def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
+               names: list[str] | None = None, x0: np.ndarray | None = None) -> PairwiseFit:
+    """Maximum-likelihood coefficients of ``model`` for the aggregated battles ``pairs``.
+
+    ``l2`` adds ``l2/2 * ||coefs||^2`` (0 = plain MLE; a small value keeps coefficients finite when
+    a model never loses). ``x0`` starts the optimiser from given parameters (a previous fit's
+    ``params``, e.g. the full-data optimum for bootstrap refits); the default is 0 (η = 0.5 for
+    ``rk``). L-BFGS-B (``tol``: its gradient tolerance on the per-battle loss) finds the optimum and
+    Fisher-scoring steps refine it to rounding level. Raises :class:`EvalprismError` on a
+    disconnected comparison graph.
+    """
+    weights = outcome_weights(model, pairs.counts)
+    _check_fit_input(pairs, model, weights, names)
+    n = pairs.n_models
+    lik = _Likelihood(model, pairs, weights, l2)
+    start = np.zeros(lik.size)
     bounds = [(None, None)] * n
     if model == "rk":
-        x0[n] = 0.5
+        start[n] = 0.5
         bounds.append((0.0, None))
     elif model == "grk":
         bounds.append((None, None))
+    if x0 is not None:
+        start = np.array(x0, dtype=float, copy=True)
+        if start.shape != (lik.size,):
+            raise EvalprismError(f"x0 has {start.size} parameters; model '{model}' over {n} models has {lik.size}")
+        if model == "rk":
+            start[n] = max(start[n], 0.0)
     total = float(weights.sum())
 
-    def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-        xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-        loss = pairwise_nll(model, xt, pairs, weights)
-        if l2:
-            loss = loss + 0.5 * l2 * (xt[:n] ** 2).sum()
-        loss = loss / total  # scale-free for the optimiser's tolerances
-        loss.backward()
-        return float(loss.detach()), xt.grad.numpy().copy()  # type: ignore[union-attr]
+    def scaled(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = lik.value_and_grad(x)
+        return value / total, grad / total  # scale-free for the optimiser's tolerances
 
-    res = minimize(value_and_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 10_000, "ftol": tol * 1e-3, "gtol": tol})
-    coefs, extra = _unpack(model, res.x, n)
-    if model in ("bt", "bt-tie", "rk") and not l2:
+    with _single_threaded_blas():
+        res = minimize(scaled, start, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxiter": 10_000, "ftol": tol * 1e-3, "gtol": tol})
+        inverse = _inverse_information(lik, res.x)
+        x = res.x if inverse is None else _scoring_steps(lik, res.x, inverse)[0]
+    return _make_fit(lik, x, int(res.nit))
+
+
+def _make_fit(lik: _Likelihood, x: np.ndarray, n_iter: int) -> PairwiseFit:
+    """The reported fit at the optimiser's parameters ``x``."""
+    n, model = lik.n, lik.model
+    coefs, extra = _unpack(model, x, n)
+    if model in ("bt", "bt-tie", "rk") and not lik.l2:
         coefs = coefs - coefs.mean()  # shift-invariant models: report the mean-zero solution
     if model == "grk":
         extra = 1.0 + float(np.exp(extra))  # type: ignore[arg-type]
-    _, grad = value_and_grad(res.x)
-    params = np.concatenate([coefs, res.x[n:]])
-    return PairwiseFit(model, coefs, extra, float(res.fun) * total, float(np.linalg.norm(grad)), int(res.nit), params)
+    loss, grad = lik.value_and_grad(x)
+    total = float(lik.weights.sum())
+    params = np.concatenate([coefs, x[n:]])
+    return PairwiseFit(model, coefs, extra, loss, float(np.linalg.norm(grad)) / total, n_iter, params)
 
 
 def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
@@ -218,48 +527,62 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
     score vectors, each battle of one outcome in one pair sharing the same score (soft labels are
     treated as fractional battles of each outcome). The pseudo-inverse returns the covariance of the
     mean-zero coefficients for the shift-invariant models.
+
+    A pair's log-likelihood depends only on its own (coef_a, coef_b, extra): both matrices are sums
+    of per-pair 3 x 3 blocks from :func:`_terms` and :func:`_second_terms` (held to torch autograd
+    on :func:`log_outcome_probs` in the tests; autograd itself is slow here, it needs one backward
+    pass per parameter or per local variable and outcome, and its thread pool stalls on a busy
+    machine).
     """
-    n = pairs.n_models
-    weights = torch.as_tensor(outcome_weights(fit.model, pairs.counts), dtype=torch.float64)
-    x = torch.tensor(fit.params, dtype=torch.float64)
-    hess = torch.autograd.functional.hessian(lambda v: pairwise_nll(fit.model, v, pairs, weights), x).numpy()
-    has_extra = fit.model in ("rk", "grk")
-    ca = torch.tensor(fit.params[pairs.a], requires_grad=True)
-    cb = torch.tensor(fit.params[pairs.b], requires_grad=True)
-    ex = torch.full((pairs.a.size,), float(fit.params[n]) if has_extra else 0.0, dtype=torch.float64, requires_grad=True)
-    meat = np.zeros_like(hess)
-    w = weights.numpy()
-    for k in range(4):
-        if not np.any(w[:, k] > 0):
-            continue
-        logp = log_outcome_probs(fit.model, ca, cb, ex if has_extra else None)[:, k]
-        ga, gb, ge = torch.autograd.grad(logp.sum(), (ca, cb, ex), allow_unused=True)
-        ge = torch.zeros_like(ca) if ge is None else ge
-        used = w[:, k] > 0
-        idx = [pairs.a[used], pairs.b[used]] + ([np.full(used.sum(), n)] if has_extra else [])
-        grads = [ga.numpy()[used], gb.numpy()[used]] + ([ge.numpy()[used]] if has_extra else [])
-        for i_idx, gi in zip(idx, grads, strict=True):
-            for j_idx, gj in zip(idx, grads, strict=True):
-                np.add.at(meat, (i_idx, j_idx), w[used, k] * gi * gj)
-    bread = np.linalg.pinv(hess, hermitian=True)
-    return bread @ meat @ bread
+    w = outcome_weights(fit.model, pairs.counts)
+    lik = _Likelihood(fit.model, pairs, w)
+    k = lik.k
+    coef_a, coef_b = fit.params[pairs.a], fit.params[pairs.b]
+    extra = float(fit.params[lik.n]) if k == 3 else None
+    logp, dlogp = _terms(fit.model, coef_a, coef_b, extra)
+    d2logp = _second_terms(fit.model, coef_a, coef_b, extra, logp, dlogp)
+    meat_local = np.zeros((k, k, pairs.a.size))
+    hess_local = np.zeros((k, k, pairs.a.size))
+    for j in lik.used:
+        weight = lik.weights[j]
+        score = dlogp[j, :k]
+        meat_local += weight * score[:, None, :] * score[None, :, :]
+        hess_local -= weight * d2logp[j, :k, :k]
+    with _single_threaded_blas():
+        meat = _scatter_matrix(meat_local, pairs, lik.size)
+        bread = np.linalg.pinv(_scatter_matrix(hess_local, pairs, lik.size), hermitian=True)
+        return bread @ meat @ bread
 
 
 def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed: int = 0,
-                    on_step: Callable[[int], None] | None = None) -> np.ndarray:
-    """Coefficients refitted on ``rounds`` multinomial resamples of the aggregated battle counts."""
+                    on_step: Callable[[int], None] | None = None, x0: np.ndarray | None = None) -> np.ndarray:
+    """Coefficients refitted on ``rounds`` multinomial resamples of the aggregated battle counts.
+
+    Every refit starts from ``x0`` (default: the full-data fit's ``params``) and takes
+    Fisher-scoring steps with the full-data information there, which each resample's optimum is
+    close to; a resample where those steps do not converge is refitted from scratch by
+    :func:`fit_counts`. Either way each refit is the resample's maximum-likelihood point."""
     rng = np.random.default_rng(seed)
     flat = pairs.counts.ravel()
     total = flat.sum()
     whole = int(round(total))
+    if x0 is None:
+        x0 = fit_counts(pairs, model).params
+    x0 = np.asarray(x0, dtype=float)
     out = np.empty((rounds, pairs.n_models))
-    for r in range(rounds):
-        draw = rng.multinomial(whole, flat / total).reshape(pairs.counts.shape).astype(float)
-        keep = draw.sum(axis=1) > 0
-        resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
-        out[r] = fit_counts(resampled, model).coefs
-        if on_step is not None:
-            on_step(1)
+    with _single_threaded_blas():
+        inverse = _inverse_information(_Likelihood(model, pairs, outcome_weights(model, pairs.counts)), x0)
+        for r in range(rounds):
+            draw = rng.multinomial(whole, flat / total).reshape(pairs.counts.shape).astype(float)
+            keep = draw.sum(axis=1) > 0
+            resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
+            weights = outcome_weights(model, resampled.counts)
+            _check_fit_input(resampled, model, weights, None)
+            lik = _Likelihood(model, resampled, weights)
+            x, converged = _scoring_steps(lik, x0, inverse) if inverse is not None else (x0, False)
+            out[r] = _make_fit(lik, x, 0).coefs if converged else fit_counts(resampled, model, x0=x0).coefs
+            if on_step is not None:
+                on_step(1)
     return out
 
 
