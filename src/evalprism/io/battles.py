@@ -138,7 +138,10 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
     elif fmt != "canonical":
         raise EvalprismError(f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval")
     out = BATTLES_SCHEMA.validate(df, source=where)
-    out["winner"] = [normalise_winner(w, where, i) for i, w in enumerate(out["winner"])]
+    codes, uniques = pd.factorize(out["winner"], use_na_sentinel=False)
+    first = {code: int(np.argmax(codes == code)) for code in range(len(uniques))}  # a handful of values
+    canonical = np.array([normalise_winner(w, where, first[k]) for k, w in enumerate(uniques)], dtype=object)
+    out["winner"] = canonical[codes]
     same = (out["model_a"] == out["model_b"]).to_numpy()
     if same.any():
         row = int(np.flatnonzero(same)[0])
@@ -179,24 +182,26 @@ def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battl
     A model in fewer than ``min_battles`` battles is refused: one battle cannot estimate a strength
     (its maximum-likelihood coefficient is infinite)."""
     where = source or table.attrs.get("source") or "battles table"
-    seen = pd.concat([table["model_a"], table["model_b"]], ignore_index=True)
-    counts = seen.value_counts()
+    n = len(table)
+    codes, seen = pd.factorize(pd.concat([table["model_a"], table["model_b"]], ignore_index=True))
+    counts = pd.Series(np.bincount(codes, minlength=len(seen)), index=seen)
     thin = counts[counts < min_battles]
     if len(thin):
         shown = ", ".join(f"'{m}' ({c})" for m, c in thin.head(5).items())
         raise EvalprismError(f"{where}: {len(thin)} model(s) appear in fewer than {min_battles} battles: {shown}; "
                              "a strength cannot be estimated from so few, remove them or add battles")
     if names is None:
-        names = sorted(counts.index)
-    index = {m: i for i, m in enumerate(names)}
-    unknown = sorted(set(counts.index) - set(index))
+        names = sorted(seen)
+    position = pd.Index(names).get_indexer(seen)
+    unknown = sorted(seen[position < 0])
     if unknown:
         raise EvalprismError(f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}"
                              + (" …" if len(unknown) > 5 else ""))
+    index = position[codes]  # each battle side's position in ``names``
     p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
-    return BattleArrays(list(names), table["model_a"].map(index).to_numpy(np.int64),
-                        table["model_b"].map(index).to_numpy(np.int64),
-                        table["winner"].map(OUTCOMES_INDEX).to_numpy(np.int64), p_b)
+    outcome = pd.Index(WINNERS).get_indexer(table["winner"])
+    return BattleArrays(list(names), index[:n].astype(np.int64), index[n:].astype(np.int64),
+                        outcome.astype(np.int64), p_b)
 
 
 def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> None:

@@ -93,7 +93,44 @@ def _fail(where: str, row: int, col: Column, value: Any) -> EvalprismError:
     return EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, got {shown}")
 
 
+#: inferred dtypes whose values hash consistently with how they convert (no True == 1 mix-ups)
+_HOMOGENEOUS = {"string", "integer", "floating", "boolean", "empty"}
+
+
 def _normalise(series: pd.Series, col: Column, where: str) -> pd.Series:
+    if col.kind != "str_list" and pd.api.types.infer_dtype(series, skipna=True) in _HOMOGENEOUS:
+        return _normalise_distinct(series, col, where)
+    return _normalise_rows(series, col, where)
+
+
+def _normalise_distinct(series: pd.Series, col: Column, where: str) -> pd.Series:
+    """Convert each distinct value once (a million battles name a few hundred models): the same
+    results and the same first-failing row as the row-by-row loop, at the cost of one factorize."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    n = codes.size
+    first = np.full(len(uniques), n, dtype=np.int64)
+    np.minimum.at(first, codes[codes >= 0], np.flatnonzero(codes >= 0))
+    missing_rows = np.flatnonzero(codes < 0)
+    first_missing = int(missing_rows[0]) if missing_rows.size else n
+    converted: list[Any] = []
+    for value, row in zip(uniques.tolist(), first.tolist(), strict=True):  # uniques are in order of first appearance
+        if not col.nullable and first_missing < row:
+            break
+        converted.append(_convert(value, col, where, row))
+    if missing_rows.size and not col.nullable:
+        raise EvalprismError(
+            f"{where}: row {first_missing + 1}, column '{col.name}': missing value, expected {_EXPECTED[col.kind]}"
+        )
+    if col.kind == "number":
+        table = np.r_[np.asarray(converted, dtype=float), np.nan]
+        return pd.Series(table[codes], index=series.index, name=series.name)
+    table_obj = np.empty(len(converted) + 1, dtype=object)
+    table_obj[: len(converted)] = converted
+    table_obj[-1] = None
+    return pd.Series(table_obj[codes], index=series.index, name=series.name, dtype=object)
+
+
+def _normalise_rows(series: pd.Series, col: Column, where: str) -> pd.Series:
     values = series.tolist()
     out: list[Any] = []
     for i, v in enumerate(values):
