@@ -34,14 +34,13 @@ import multiprocessing
 import os
 import platform
 import resource
-import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import numpy as np
+from _table import Report, Row, load_note, fmt_s, fmt_x, log, print_table, status, timed
 
 SizeRegime = Literal["equal", "mixed"]
 T = TypeVar("T")
@@ -125,71 +124,9 @@ def synthetic_texts(count: int, seed: int) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    """Run ``fn()`` and return ``(result, wall seconds)``."""
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
-_T0 = time.perf_counter()
-
-
-def log(message: str) -> None:
-    """Progress line on stderr (the results table goes to stdout)."""
-    print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
-
-
 def peak_rss_bytes() -> int:
     """Peak resident set size of this process so far (ru_maxrss is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-@dataclass
-class Row:
-    """One line of the results table."""
-
-    what: str
-    n: str
-    ours: str
-    peer: str = ""
-    ratio: str = ""
-    quality: str = ""
-    target: str = ""
-    status: str = ""
-
-
-@dataclass
-class Report:
-    """Rows of the results table plus free-text notes printed under it."""
-
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-
-    def section(self, title: str) -> None:
-        self.rows.append(Row(what=f"[bold]{title}[/bold]", n="", ours=""))
-
-
-def status(ok: bool | None) -> str:
-    """PASS / MISS, or n/a when the target does not apply to this run."""
-    if ok is None:
-        return "n/a"
-    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
-
-
-def fmt_s(seconds: float) -> str:
-    return f"{seconds:,.2f} s" if seconds < 1000 else f"{seconds:,.0f} s"
-
-
-def fmt_x(ratio: float) -> str:
-    return f"{ratio:,.1f}x" if ratio < 1000 else f"{ratio:,.0f}x"
-
-
-def fmt_load(load: tuple[float, float, float]) -> str:
-    return "/".join(f"{x:.2f}" for x in load)
 
 
 def fmt_gb(nbytes: float) -> str:
@@ -484,21 +421,7 @@ def sentence_transformer_peer(texts: list[str]) -> tuple[np.ndarray, float, floa
 
 def print_report(report: Report) -> None:
     """The results table and notes, to stdout."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=200)
-    table = Table(title="evalprism ECDF benchmark", show_lines=False)
-    for name, justify in [("what", "left"), ("n", "right"), ("evalprism", "right"), ("peer", "right"),
-                          ("speedup", "right"), ("quality / loss vs peer", "left"), ("target", "left"),
-                          ("status", "left")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in report.rows:
-        table.add_row(r.what, r.n, r.ours, r.peer, r.ratio, r.quality, r.target, r.status)
-    console.print(table)
-    console.print("speedup = peer time / evalprism time (> 1: evalprism is faster).")
-    for note in report.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+    print_table(report, 'evalprism ECDF benchmark', quality='quality / loss vs peer', with_n=True)
 
 
 def environment_line(args: argparse.Namespace) -> str:
@@ -555,10 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_large(report, args)
     if not args.skip_embed:
         bench_embedding(report, args)
-    report.notes.append(
-        f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
-        f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."
-    )
+    report.notes.append(load_note(load_before))
     print_report(report)
     return 0
 

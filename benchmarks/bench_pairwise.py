@@ -41,8 +41,6 @@ import argparse
 import math
 import os
 import platform
-import sys
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+from _table import Report, Row, load_note, fmt_s, fmt_x, log, print_table, status, timed
 
 T = TypeVar("T")
 
@@ -109,13 +108,6 @@ def simulate_battles(n: int, m: int, tie_rate: float, seed: int) -> Battles:
 # --------------------------------------------------------------------------------------------
 
 
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    """Run ``fn()`` and return ``(result, wall seconds)``."""
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 @dataclass
 class Timing:
     """Repeated wall times of one measurement; ``first`` pays one-off costs (imports, JIT)."""
@@ -144,62 +136,6 @@ def repeat(fn: Callable[[], T], times: int) -> tuple[T, Timing]:
         result, s = timed(fn)
         seconds.append(s)
     return result, Timing(seconds)
-
-
-_T0 = time.perf_counter()
-
-
-def log(message: str) -> None:
-    """Progress line on stderr (the results table goes to stdout)."""
-    print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", file=sys.stderr, flush=True)
-
-
-@dataclass
-class Row:
-    """One line of the results table."""
-
-    what: str
-    ours: str = ""
-    peer: str = ""
-    ratio: str = ""
-    quality: str = ""
-    target: str = ""
-    status: str = ""
-
-
-@dataclass
-class Report:
-    """Rows of the results table plus free-text notes printed under it."""
-
-    rows: list[Row] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, row: Row) -> None:
-        self.rows.append(row)
-
-    def section(self, title: str) -> None:
-        self.rows.append(Row(what=f"[bold]{title}[/bold]"))
-
-
-def status(ok: bool | None) -> str:
-    """PASS / MISS, or n/a when the target does not apply to this run."""
-    if ok is None:
-        return "n/a"
-    return "[green]PASS[/green]" if ok else "[red]MISS[/red]"
-
-
-def fmt_s(seconds: float) -> str:
-    if seconds < 0.1:
-        return f"{seconds * 1e3:,.1f} ms"
-    return f"{seconds:,.2f} s" if seconds < 1000 else f"{seconds:,.0f} s"
-
-
-def fmt_x(ratio: float) -> str:
-    return f"{ratio:,.1f}x" if ratio < 1000 else f"{ratio:,.0f}x"
-
-
-def fmt_load(load: tuple[float, float, float]) -> str:
-    return "/".join(f"{x:.2f}" for x in load)
 
 
 def centred_ratings(ratings: np.ndarray) -> np.ndarray:
@@ -434,21 +370,7 @@ def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str,
 
 def print_report(report: Report) -> None:
     """The results table and notes, to stdout."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=220)
-    table = Table(title="evalprism pairwise benchmark", show_lines=False)
-    for name, justify in [("what", "left"), ("evalprism", "right"), ("peer", "right"), ("speedup", "right"),
-                          ("agreement / notes", "left"), ("target", "left"), ("status", "left")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in report.rows:
-        table.add_row(r.what, r.ours, r.peer, r.ratio, r.quality, r.target, r.status)
-    console.print(table)
-    console.print("speedup = peer time / evalprism time (> 1: evalprism is faster); times are the best of "
-                  "--repeat runs, '1st' the first run in this process (imports, JIT).")
-    for note in report.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+    print_table(report, 'evalprism pairwise benchmark', quality='agreement / notes', with_n=False, footer="speedup = peer time / evalprism time (> 1: evalprism is faster); times are the best of --repeat runs, '1st' the first run in this process (imports, JIT).", width=220)
 
 
 def environment_line(args: argparse.Namespace) -> str:
@@ -495,10 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_bootstrap(report, args, fitted, model)
     if args.tie_rate > 0:
         bench_tie_models(report, args, fitted)
-    report.notes.append(
-        f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
-        f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."
-    )
+    report.notes.append(load_note(load_before))
     print_report(report)
     return 0
 

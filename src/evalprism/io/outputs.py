@@ -8,11 +8,13 @@ looks complete.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from evalprism.errors import EvalprismError
 
@@ -45,3 +47,14 @@ def atomic_output_dir(out_dir: str | Path) -> Iterator[Path]:
     tmp.rename(out_dir)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def write_result_dir(out_dir: str | Path, frames: dict[str, Any], run: dict[str, Any], report: Any) -> Path:
+    """An analysis output directory, atomically: ``<name>.csv`` per frame, ``run.json`` and
+    ``report.html`` (``report`` has a ``write(path)`` method)."""
+    with atomic_output_dir(out_dir) as tmp:
+        for name, frame in frames.items():
+            frame.to_csv(tmp / f"{name}.csv", index=False)
+        (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
+        report.write(tmp / "report.html")
+    return Path(out_dir)

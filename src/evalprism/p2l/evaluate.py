@@ -11,7 +11,6 @@ approaches the ground-truth leaderboard of the prompt set.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import torch
 from scipy.special import expit
 
 from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import write_result_dir
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.progress import status
@@ -132,15 +131,10 @@ class EvaluationResult:
         return {"metrics": self.metrics, "scaling": self.scaling}
 
     def save(self, out_dir: str | Path) -> Path:
+        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import evaluation_report
 
-        with atomic_output_dir(out_dir) as tmp:
-            self.metrics.to_csv(tmp / "metrics.csv", index=False)
-            self.scaling.to_csv(tmp / "scaling.csv", index=False)
-            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
-                                          encoding="utf-8")
-            evaluation_report(self).write(tmp / "report.html")
-        return Path(out_dir)
+        return write_result_dir(out_dir, self.frames(), {"options": self.options}, evaluation_report(self))
 
 
 def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,

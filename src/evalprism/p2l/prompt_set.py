@@ -7,7 +7,6 @@ the strength/weakness table against a reference model (section 3.4).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pandas as pd
 
 from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import write_result_dir
 from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
@@ -41,15 +40,10 @@ class PromptSetResult:
                 "strengths": self.strengths}
 
     def save(self, out_dir: str | Path) -> Path:
+        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import prompt_set_report
 
-        with atomic_output_dir(out_dir) as tmp:
-            for name, frame in self.frames().items():
-                frame.to_csv(tmp / f"{name}.csv", index=False)
-            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
-                                          encoding="utf-8")
-            prompt_set_report(self).write(tmp / "report.html")
-        return Path(out_dir)
+        return write_result_dir(out_dir, self.frames(), {"options": self.options}, prompt_set_report(self))
 
 
 def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:

@@ -4,7 +4,6 @@ of the router and of the best single model that fits each budget)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import write_result_dir
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import BudgetScope, Route, opponent_vector, route
 from evalprism.progress import status
@@ -34,15 +33,10 @@ class RoutingResult:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
 
     def save(self, out_dir: str | Path) -> Path:
+        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import routing_report
 
-        with atomic_output_dir(out_dir) as tmp:
-            for name, frame in self.frames().items():
-                frame.to_csv(tmp / f"{name}.csv", index=False)
-            (tmp / "run.json").write_text(json.dumps({"options": self.options}, indent=2, default=str) + "\n",
-                                          encoding="utf-8")
-            routing_report(self).write(tmp / "report.html")
-        return Path(out_dir)
+        return write_result_dir(out_dir, self.frames(), {"options": self.options}, routing_report(self))
 
 
 def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
