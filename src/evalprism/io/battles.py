@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.schema import Column, Schema
+from evalprism.io.schema import Column, Schema, first_rows
 from evalprism.io.tables import read_table
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -139,8 +139,9 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
         raise EvalprismError(f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval")
     out = BATTLES_SCHEMA.validate(df, source=where)
     codes, uniques = pd.factorize(out["winner"], use_na_sentinel=False)
-    first = {code: int(np.argmax(codes == code)) for code in range(len(uniques))}  # a handful of values
-    canonical = np.array([normalise_winner(w, where, first[k]) for k, w in enumerate(uniques)], dtype=object)
+    first = first_rows(codes, len(uniques))
+    canonical = np.array([normalise_winner(w, where, int(row)) for w, row in zip(uniques, first, strict=True)],
+                         dtype=object)
     out["winner"] = canonical[codes]
     same = (out["model_a"] == out["model_b"]).to_numpy()
     if same.any():

@@ -103,13 +103,21 @@ def _normalise(series: pd.Series, col: Column, where: str) -> pd.Series:
     return _normalise_rows(series, col, where)
 
 
+def first_rows(codes: np.ndarray, n_uniques: int) -> np.ndarray:
+    """Row of the first occurrence of each code 0..n_uniques-1 (codes < 0, missing values, are
+    skipped); used to name the first failing row when only distinct values are checked."""
+    first = np.full(n_uniques, codes.size, dtype=np.int64)
+    present = codes >= 0
+    np.minimum.at(first, codes[present], np.flatnonzero(present))
+    return first
+
+
 def _normalise_distinct(series: pd.Series, col: Column, where: str) -> pd.Series:
     """Convert each distinct value once (a million battles name a few hundred models): the same
     results and the same first-failing row as the row-by-row loop, at the cost of one factorize."""
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     n = codes.size
-    first = np.full(len(uniques), n, dtype=np.int64)
-    np.minimum.at(first, codes[codes >= 0], np.flatnonzero(codes >= 0))
+    first = first_rows(codes, len(uniques))
     missing_rows = np.flatnonzero(codes < 0)
     first_missing = int(missing_rows[0]) if missing_rows.size else n
     converted: list[Any] = []
