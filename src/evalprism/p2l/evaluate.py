@@ -23,7 +23,7 @@ from scipy.special import expit
 from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
 from evalprism.io.outputs import write_result_dir
 from evalprism.p2l.aggregate import aggregate_leaderboards
-from evalprism.p2l.model import P2LModel
+from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
 from evalprism.stats.leaderboard import fit_pairwise
 from evalprism.stats.pairwise import PairCounts, log_outcome_probs, outcome_weights
@@ -60,15 +60,18 @@ def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.
 def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Log-probabilities (n, 4) of battles a vs b, each under the leaderboard of its own prompt."""
     distinct = list(dict.fromkeys(prompts))
-    pred = model.predict(distinct)
-    pos = pd.Index(distinct).get_indexer(prompts)
+    return prediction_log_probs(model.loss, model.predict(distinct), pd.Index(distinct).get_indexer(prompts), a, b)
+
+
+def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Log-probabilities (n, 4) of battles a vs b, battle i under the leaderboard ``pred`` row ``pos[i]``."""
     extra = None
     if pred.extra is not None:
-        raw = np.log(pred.extra - 1.0) if model.loss == "grk" else pred.extra
+        raw = np.log(pred.extra - 1.0) if loss == "grk" else pred.extra
         extra = torch.as_tensor(raw[pos], dtype=torch.float64)
     coefs = torch.as_tensor(pred.coefs[pos])
     rows = torch.arange(a.size)
-    return log_outcome_probs(model.loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra).numpy()
+    return log_outcome_probs(loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra).numpy()
 
 
 def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
@@ -148,10 +151,13 @@ def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, s
     arrays = battle_arrays(table, names=model.models, min_battles=1)
     rows = outcome_rows(arrays.outcome, arrays.p_b)
     prompts = table["prompt"].astype(str).tolist()
-    status(f"scoring {len(table)} battles on {table['prompt'].nunique()} prompts", progress)
-    predictions = {"p2l": p2l_log_probs(model, prompts, arrays.a, arrays.b)}
-    if model.marginal is not None:
-        marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    distinct = list(dict.fromkeys(prompts))
+    status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
+    pred = model.predict(distinct)  # once: the votes and the scaling curve both read these leaderboards
+    predictions = {"p2l": prediction_log_probs(model.loss, pred, pd.Index(distinct).get_indexer(prompts),
+                                               arrays.a, arrays.b)}
+    marginal = None if model.marginal is None else model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    if marginal is not None:
         extra = model.config.get("training", {}).get("marginal_extra")
         predictions = {"marginal": marginal_log_probs(model.loss, marginal, extra, arrays.a, arrays.b), **predictions}
     metrics = compare_predictors(model.loss, rows, predictions)
@@ -160,12 +166,10 @@ def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, s
     truth_board = fit_pairwise(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models),
                                                        p_b=arrays.p_b), "bt", ci=None)
     truth = truth_board.coefs[present]
-    distinct = list(dict.fromkeys(prompts))
-    prompt_coefs = model.leaderboards(distinct)[:, present]
+    prompt_coefs = pred.coefs[:, present]
     sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < len(distinct)] + [len(distinct)]
     scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
-    if model.marginal is not None:
-        floor = function_distance(model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()[present], truth)
-        scaling["marginal_train_l1"] = floor
+    if marginal is not None:
+        scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
     options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed}
     return EvaluationResult(metrics, scaling, options)
