@@ -170,11 +170,8 @@ def _terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | No
         others = ((p_a, 0), (p_b, 1))
     elif model == "grk":
         assert extra is not None
-        lam1 = float(np.exp(extra))
-        lam = 1.0 + lam1
-        phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
-        den_a, den_b = phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0
-        p_a, p_b, p_bad = phi_a / den_a, phi_b / den_b, 1.0 / (1.0 + phi_a + phi_b)
+        lam1, lam, phi_a, phi_b, den_a, den_b, den_bad = _grk_parts(coef_a, coef_b, extra)
+        p_a, p_b, p_bad = phi_a / den_a, phi_b / den_b, 1.0 / den_bad
         with np.errstate(divide="ignore"):
             logp[0], logp[1], logp[3] = np.log(p_a), np.log(p_b), np.log(p_bad)
         # log P(A) = β_A − log(φ_A + λ φ_B + 1) with dλ/ds = λ − 1; log P(bad) = −log(1 + φ_A + φ_B)
@@ -192,6 +189,16 @@ def _terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | No
     d_tie = -sum(p_k * dlogp[k] for p_k, k in others)
     dlogp[2] = np.where(raw_tie >= _LOG_FLOOR, d_tie / p_tie, 0.0)
     return logp, dlogp
+
+
+def _grk_parts(coef_a: np.ndarray, coef_b: np.ndarray, extra: float) -> tuple[float, float, np.ndarray, np.ndarray,
+                                                                             np.ndarray, np.ndarray, np.ndarray]:
+    """Grounded Rao-Kupper (eq. 8) pieces shared by the first and second derivatives: λ − 1 = exp(s),
+    λ, φ = exp(β) of both sides and the denominators of P(A), P(B) and P(both bad)."""
+    lam1 = float(np.exp(extra))
+    lam = 1.0 + lam1
+    phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
+    return lam1, lam, phi_a, phi_b, phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0, 1.0 + phi_a + phi_b
 
 
 def _second_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None,
@@ -218,10 +225,7 @@ def _second_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: flo
         others = ((p_a, 0), (p_b, 1))
     elif model == "grk":
         assert extra is not None
-        lam1 = float(np.exp(extra))
-        lam = 1.0 + lam1
-        phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
-        den_a, den_b, den_bad = phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0, 1.0 + phi_a + phi_b
+        lam1, lam, phi_a, phi_b, den_a, den_b, den_bad = _grk_parts(coef_a, coef_b, extra)
         # log P = (β_A or β_B or 0) − log D: d² log P = −d²D / D + (dD / D)(dD / D)ᵀ
         for j, den, first, hess in (
             (0, den_a, (phi_a, lam * phi_b, lam1 * phi_b), {(0, 0): phi_a, (1, 1): lam * phi_b, (1, 2): lam1 * phi_b,
