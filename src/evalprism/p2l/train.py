@@ -243,13 +243,11 @@ def train_p2l(
     batch = int(opts.batch_size)  # type: ignore[arg-type]
     steps = -(-train_idx.size // batch)
     epochs_left = int(opts.max_epochs) - start_epoch + 1  # type: ignore[operator]
-    stopped = "max epochs"
     try:
         with progress_bar(f"training P2L ({opts.loss}, {'fine-tuning' if opts.finetune else 'frozen'} {opts.backbone})",
                           max(epochs_left, 0) * steps, progress) as bar:
             for epoch in range(start_epoch, int(opts.max_epochs) + 1):  # type: ignore[arg-type]
                 if bad_epochs >= opts.patience:
-                    stopped = "early stopping"
                     break
                 head.train()
                 backbone.train(opts.finetune)
@@ -274,13 +272,12 @@ def train_p2l(
                         "bad_epochs": bad_epochs, "history": history, "rng": rng.bit_generator.state,
                         "torch_rng": torch.get_rng_state(),
                     })
-            else:
-                stopped = "early stopping" if bad_epochs >= opts.patience else "max epochs"
     except KeyboardInterrupt:
         if ckpt_dir is not None and (ckpt_dir / CHECKPOINT_FILE).is_file():
             status(f"interrupted: the last finished epoch is saved in {ckpt_dir}; rerun with --resume to continue",
                    True)
         raise
+    stopped = "early stopping" if bad_epochs >= opts.patience else "max epochs"
     restore(best_state)
     best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
     status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
