@@ -105,3 +105,22 @@ def test_atomic_output_dir_leaves_nothing_on_failure(tmp_path: Path) -> None:
     with atomic_output_dir(out) as tmp:  # a rerun replaces the old directory whole
         (tmp / "b.txt").write_text("2")
     assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_string_and_object_columns_validate_alike(dtype: object) -> None:
+    """pandas' string dtype takes a vectorised path; it must give what the value-by-value path gives."""
+    from evalprism.io.battles import to_canonical_battles
+
+    frame = pd.DataFrame({"prompt": ["p1", "", "p3"], "model_a": [" x ", "y", "x"], "model_b": ["y", "x ", "z"],
+                          "winner": ["model_a", "B", "tie"]}).astype(dtype)
+    out = to_canonical_battles(frame)
+    assert out["model_a"].tolist() == ["x", "y", "x"] and out["model_b"].tolist() == ["y", "x", "z"]
+    assert out["prompt"].tolist() == ["p1", "", "p3"]  # a str column may be empty; a key may not
+    assert out["winner"].tolist() == ["model_a", "model_b", "tie"]
+    blank = frame.assign(model_b=pd.Series(["y", "  ", None], dtype=dtype))
+    with pytest.raises(EvalprismError, match=r"row 2, column 'model_b': expected a non-empty identifier, got '  '"):
+        to_canonical_battles(blank)
+    missing = frame.assign(model_b=pd.Series(["y", None, "  "], dtype=dtype))
+    with pytest.raises(EvalprismError, match=r"row 2, column 'model_b': missing value"):
+        to_canonical_battles(missing)

@@ -140,9 +140,10 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
     out = BATTLES_SCHEMA.validate(df, source=where)
     codes, uniques = pd.factorize(out["winner"], use_na_sentinel=False)
     first = first_rows(codes, len(uniques))
-    canonical = np.array([normalise_winner(w, where, int(row)) for w, row in zip(uniques, first, strict=True)],
-                         dtype=object)
-    out["winner"] = canonical[codes]
+    outcome = np.array([OUTCOMES_INDEX[normalise_winner(w, where, int(row))]
+                        for w, row in zip(uniques, first, strict=True)], dtype=np.int8)
+    # categorical: compares equal to the winner strings, and its codes are the outcome indices
+    out["winner"] = pd.Categorical.from_codes(outcome[codes], categories=list(WINNERS))
     same = (out["model_a"] == out["model_b"]).to_numpy()
     if same.any():
         row = int(np.flatnonzero(same)[0])
@@ -183,9 +184,13 @@ def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battl
     A model in fewer than ``min_battles`` battles is refused: one battle cannot estimate a strength
     (its maximum-likelihood coefficient is infinite)."""
     where = source or table.attrs.get("source") or "battles table"
-    n = len(table)
-    codes, seen = pd.factorize(pd.concat([table["model_a"], table["model_b"]], ignore_index=True))
-    counts = pd.Series(np.bincount(codes, minlength=len(seen)), index=seen)
+    # each side factorized on its own: two passes over n strings are cheaper than one over 2n
+    codes_a, seen_a = pd.factorize(table["model_a"])
+    codes_b, seen_b = pd.factorize(table["model_b"])
+    seen = seen_a.append(seen_b).unique()
+    counts = (pd.Series(np.bincount(codes_a, minlength=len(seen_a)), index=seen_a)
+              .add(pd.Series(np.bincount(codes_b, minlength=len(seen_b)), index=seen_b), fill_value=0)
+              .astype(np.int64))
     thin = counts[counts < min_battles]
     if len(thin):
         shown = ", ".join(f"'{m}' ({c})" for m, c in thin.head(5).items())
@@ -193,16 +198,21 @@ def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battl
                              "a strength cannot be estimated from so few, remove them or add battles")
     if names is None:
         names = sorted(seen)
-    position = pd.Index(names).get_indexer(seen)
-    unknown = sorted(seen[position < 0])
+    index = pd.Index(names)
+    unknown = sorted(seen[index.get_indexer(seen) < 0])
     if unknown:
         raise EvalprismError(f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}"
                              + (" …" if len(unknown) > 5 else ""))
-    index = position[codes]  # each battle side's position in ``names``
     p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
-    outcome = pd.Index(WINNERS).get_indexer(table["winner"])
-    return BattleArrays(list(names), index[:n].astype(np.int64), index[n:].astype(np.int64),
-                        outcome.astype(np.int64), p_b)
+    return BattleArrays(list(names), index.get_indexer(seen_a)[codes_a].astype(np.int64),
+                        index.get_indexer(seen_b)[codes_b].astype(np.int64), outcome_codes(table["winner"]), p_b)
+
+
+def outcome_codes(winner: pd.Series) -> np.ndarray:
+    """Each battle's outcome index into ``WINNERS`` (-1 for a value that is not canonical)."""
+    if isinstance(winner.dtype, pd.CategoricalDtype):
+        return pd.Index(WINNERS).get_indexer(winner.cat.categories)[winner.cat.codes.to_numpy()].astype(np.int64)
+    return pd.Index(WINNERS).get_indexer(winner).astype(np.int64)
 
 
 def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> None:
