@@ -319,11 +319,9 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
     ))
     n_ties = int(battles.frame["winner"].isin(["tie", "tie (bothbad)"]).sum())
     report.notes.append(
-        f"ties: {n_ties:,} of {args.battles:,} battles ({n_ties / args.battles:.1%}). evalprism's sandwich treats a "
-        "tie counted as half a win as two half battles (one won by each side), arena-rank as one battle with "
-        "outcome 0.5 (score 1/2 - p): evalprism's meat is larger by 1/4 per tie, hence its wider intervals when "
-        "there are ties; the bootstrap, which resamples whole battles, sides with arena-rank (see its row). "
-        "arena-rank also adds 1e-5 x battles to the Hessian diagonal (evalprism: pseudo-inverse)."
+        f"ties: {n_ties:,} of {args.battles:,} battles ({n_ties / args.battles:.1%}). Both sandwiches score a tie "
+        "as one battle with outcome 1/2 (score 1/2 - p); arena-rank also adds 1e-5 x battles to the Hessian "
+        "diagonal (evalprism: pseudo-inverse), which narrows its intervals very slightly."
     )
     x["half_width"], x["arena_half_width"] = ours.half_width, arena.half_width
     return x

@@ -79,13 +79,18 @@ def tied_battles() -> pd.DataFrame:
     return battles_table(30_000, 25, tie_rate=0.3, seed=11)
 
 
-def test_bt_with_ties_equals_arena_rank(tied_battles: pd.DataFrame) -> None:
-    """arena-rank maps a tie (and 'tie (bothbad)') to outcome 0.5: evalprism's 'bt-tie'."""
-    ours = fit_pairwise(tied_battles, "bt-tie", ci=None)
+def test_bt_with_ties_and_its_sandwich_intervals_equal_arena_rank(tied_battles: pd.DataFrame) -> None:
+    """arena-rank maps a tie (and 'tie (bothbad)') to outcome 0.5: evalprism's 'bt-tie'. Its
+    sandwich scores a tie as one battle with outcome ½; so must ours (two half battles, one won by
+    each side, would make the intervals ~20% wider at these 25% ties)."""
+    ours = fit_pairwise(tied_battles, "bt-tie", ci="sandwich")
     peer = arena_rank_fit(tied_battles)
     assert peer["competitors"] == ours.names
     ours_rating = 1000.0 + ELO_SCALE * ours.coefs
     np.testing.assert_allclose(centred(ours_rating), centred(peer["ratings"]), rtol=0, atol=1e-4)
+    half_ours = ELO_SCALE * (ours.upper - ours.lower) / 2
+    half_peer = (peer["rating_upper"] - peer["rating_lower"]) / 2
+    np.testing.assert_allclose(half_ours, half_peer, rtol=2e-3)
 
 
 def test_bt_and_its_sandwich_intervals_equal_arena_rank_without_ties() -> None:
@@ -172,38 +177,83 @@ def test_numpy_derivatives_match_finite_differences(model: str) -> None:
                 np.testing.assert_allclose(dlogp[i, j], approx_fprime(x, f, 1e-7), rtol=1e-5, atol=1e-6)
 
 
-def torch_sandwich(model: str, params: np.ndarray, pairs: PairCounts) -> np.ndarray:
-    """The sandwich from torch autograd: Hessian of pairwise_nll over all parameters, and per-pair
-    scores of each outcome summed into the meat one outer product at a time."""
-    n = pairs.n_models
+def battle_labels(model: str, outcome: int) -> np.ndarray | None:
+    """A battle's outcome shares y under ``model`` (None: the model leaves the battle out)."""
+    y = np.zeros(4)
+    if outcome >= 2 and model == "bt":
+        return None
+    if outcome >= 2 and model == "bt-tie":
+        y[:2] = 0.5  # arena-rank's outcome 0.5
+    elif outcome >= 2 and model == "rk":
+        y[2] = 1.0
+    else:
+        y[outcome] = 1.0
+    return y
+
+
+def torch_sandwich(model: str, params: np.ndarray, n_models: int,
+                   battles: list[tuple[int, int, np.ndarray, float]]) -> np.ndarray:
+    """The sandwich from torch autograd, battle by battle: ``battles`` holds (a, b, outcome shares
+    y, multiplicity). The Hessian is of Σ multiplicity · y · log P, the meat sums each battle's
+    score (Σ_j y_j ∇ log P_j) outer itself."""
+    n = n_models
     has_extra = model in ("rk", "grk")
-    weights = torch.as_tensor(outcome_weights(model, pairs.counts))
-    hess = torch.autograd.functional.hessian(lambda v: pairwise_nll(model, v, pairs, weights),
-                                             torch.tensor(params)).numpy()
-    meat = np.zeros_like(hess)
-    w = weights.numpy()
-    for p in range(pairs.a.size):
-        local = torch.tensor([params[pairs.a[p]], params[pairs.b[p]], params[n] if has_extra else 0.0],
-                             requires_grad=True)
+    size = n + (1 if has_extra else 0)
+
+    def nll(v: torch.Tensor) -> torch.Tensor:
+        total = torch.zeros((), dtype=v.dtype)
+        for a, b, y, mult in battles:
+            logp = log_outcome_probs(model, v[a:a + 1], v[b:b + 1], v[n] if has_extra else None)[0]
+            used = torch.as_tensor(y) > 0
+            total = total - mult * (torch.as_tensor(y)[used] * logp[used]).sum()
+        return total
+
+    hess = torch.autograd.functional.hessian(nll, torch.tensor(params)).numpy()
+    meat = np.zeros((size, size))
+    for a, b, y, mult in battles:
+        local = torch.tensor([params[a], params[b], params[n] if has_extra else 0.0], requires_grad=True)
         logp = log_outcome_probs(model, local[:1], local[1:2], local[2] if has_extra else None)[0]
-        idx = [pairs.a[p], pairs.b[p], n][: 3 if has_extra else 2]
-        for j in range(4):
-            if w[p, j] > 0:
-                score = torch.autograd.grad(logp[j], local, retain_graph=True)[0].numpy()[: len(idx)]
-                meat[np.ix_(idx, idx)] += w[p, j] * np.outer(score, score)
+        used = torch.as_tensor(y) > 0
+        score = torch.autograd.grad((torch.as_tensor(y)[used] * logp[used]).sum(), local)[0].numpy()
+        idx = [a, b, n][: 3 if has_extra else 2]
+        meat[np.ix_(idx, idx)] += mult * np.outer(score[: len(idx)], score[: len(idx)])
     bread = np.linalg.pinv(hess, hermitian=True)
     return bread @ meat @ bread
 
 
 @pytest.mark.parametrize("model", PAIR_MODELS)
 def test_sandwich_matches_torch_autograd(model: str) -> None:
+    """Every battle's own score in the meat: a tie under ``bt-tie`` is one battle with outcome ½,
+    not half a win plus half a loss (which would overstate the variance)."""
     rng = np.random.default_rng(4)
     a = np.array([0, 0, 1, 1, 2, 3, 0, 2])
     b = np.array([1, 2, 2, 3, 3, 0, 3, 0])
     counts = rng.integers(1, 15, size=(a.size, 4)).astype(float)
     pairs = PairCounts(a, b, counts, 4)
     fit = fit_counts(pairs, model)  # type: ignore[arg-type]
-    want = torch_sandwich(model, fit.params, pairs)
+    battles = [(int(a[p]), int(b[p]), y, counts[p, j]) for p in range(a.size) for j in range(4)
+               if (y := battle_labels(model, j)) is not None]
+    want = torch_sandwich(model, fit.params, 4, battles)
+    np.testing.assert_allclose(sandwich_cov(fit, pairs), want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["bt", "rk"])
+def test_sandwich_with_soft_labels_matches_torch_autograd(model: str) -> None:
+    """A soft label p_b is one battle with outcome shares (1 − p_b, p_b)."""
+    rng = np.random.default_rng(8)
+    n_battles = 60
+    a = rng.integers(0, 4, n_battles)
+    b = (a + rng.integers(1, 4, n_battles)) % 4
+    outcome = rng.integers(0, 3, n_battles)
+    p_b = np.where(rng.random(n_battles) < 0.6, rng.random(n_battles), np.nan)
+    pairs = PairCounts.from_battles(a, b, outcome, 4, p_b=p_b)
+    fit = fit_counts(pairs, model)  # type: ignore[arg-type]
+    battles = []
+    for i in range(n_battles):
+        y = np.array([1.0 - p_b[i], p_b[i], 0.0, 0.0]) if np.isfinite(p_b[i]) else battle_labels(model, int(outcome[i]))
+        if y is not None:
+            battles.append((int(a[i]), int(b[i]), y, 1.0))
+    want = torch_sandwich(model, fit.params, 4, battles)
     np.testing.assert_allclose(sandwich_cov(fit, pairs), want, rtol=1e-9, atol=1e-12)
 
 

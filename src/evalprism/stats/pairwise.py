@@ -51,12 +51,18 @@ _DENSE_PAIRS = 1 << 16
 
 @dataclass(frozen=True)
 class PairCounts:
-    """Outcome counts per unique ordered pair: ``counts[:, j]`` for outcome ``OUTCOMES[j]``."""
+    """Outcome counts per unique ordered pair: ``counts[:, j]`` for outcome ``OUTCOMES[j]``.
+
+    ``soft_cross`` (per pair, None when there are no soft labels) is Σ p_b (1 − p_b) over the pair's
+    soft-labelled battles: with the counts, it gives the second moments of the battles' labels that
+    the sandwich's per-battle scores need (a battle with label 0.7 is not 0.7 of a win plus 0.3 of a
+    loss as far as the variance goes)."""
 
     a: np.ndarray
     b: np.ndarray
     counts: np.ndarray
     n_models: int
+    soft_cross: np.ndarray | None = None
 
     @classmethod
     def from_battles(cls, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
@@ -96,9 +102,13 @@ class PairCounts:
             w = np.empty(2 * key.size)
             w[0::2], w[1::2] = weight, second[1]
         counts = np.bincount(bins, weights=w, minlength=n_rows * 4).astype(float).reshape(n_rows, 4)
+        cross = None
+        if second is not None:
+            cross = np.bincount(slot, weights=np.where(soft, p_b * (1.0 - p_b), 0.0), minlength=n_rows)
         if n_rows != uniq.size:
             counts = counts[uniq]
-        return cls(uniq // n_models, uniq % n_models, counts, n_models)
+            cross = None if cross is None else cross[uniq]
+        return cls(uniq // n_models, uniq % n_models, counts, n_models, cross)
 
 
 def log_outcome_probs(model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None) -> torch.Tensor:
@@ -528,9 +538,13 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
     """Sandwich (robust) covariance H⁺ J H⁺ of the fitted parameters (coefs, then the raw extra).
 
     H is the exact Hessian of the negative log-likelihood; J sums the outer products of per-battle
-    score vectors, each battle of one outcome in one pair sharing the same score (soft labels are
-    treated as fractional battles of each outcome). The pseudo-inverse returns the covariance of the
-    mean-zero coefficients for the shift-invariant models.
+    score vectors. A battle with outcome shares y (one-hot for a hard outcome; (½, ½) for a tie
+    under ``bt-tie``, as arena-rank's outcome 0.5; (1 − p_b, p_b) for a soft label) has score
+    Σ_j y_j s_j, so a pair contributes Σ_jk M_jk s_j s_kᵀ with M = Σ_battles y yᵀ: the diagonal is
+    the outcome weights and the only off-diagonal entry, between A and B, is c = Σ y_A y_B
+    (¼ per ``bt-tie`` tie, p_b(1 − p_b) per soft label). Hence J = Σ_j w_j s_j s_jᵀ − c (s_A − s_B)(s_A − s_B)ᵀ.
+    The pseudo-inverse returns the covariance of the mean-zero coefficients for the shift-invariant
+    models.
 
     A pair's log-likelihood depends only on its own (coef_a, coef_b, extra): both matrices are sums
     of per-pair 3 x 3 blocks from :func:`_terms` and :func:`_second_terms` (held to torch autograd
@@ -552,6 +566,12 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
         score = dlogp[j, :k]
         meat_local += weight * score[:, None, :] * score[None, :, :]
         hess_local -= weight * d2logp[j, :k, :k]
+    cross = np.zeros(pairs.a.size) if pairs.soft_cross is None else pairs.soft_cross
+    if fit.model == "bt-tie":
+        cross = cross + 0.25 * (pairs.counts[:, 2] + pairs.counts[:, 3])
+    if cross.any():
+        diff = dlogp[0, :k] - dlogp[1, :k]
+        meat_local -= cross * diff[:, None, :] * diff[None, :, :]
     with _single_threaded_blas():
         meat = _scatter_matrix(meat_local, pairs, lik.size)
         bread = np.linalg.pinv(_scatter_matrix(hess_local, pairs, lik.size), hermitian=True)
