@@ -53,8 +53,19 @@ BATTLES_SCHEMA = Schema(
 Format = Literal["auto", "canonical", "fastchat", "arena55k", "alpacaeval"]
 
 
-def _user_turns(conversation: Any) -> str:
-    """The user turns of a conversation (list of {role, content}, or a JSON list of strings)."""
+def content_text(content: Any) -> str:
+    """The text of one message's content: a string, or OpenAI-style parts whose ``text`` parts are
+    joined by newlines (images and other parts carry no text)."""
+    if isinstance(content, list | tuple):
+        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part)
+                         for part in content
+                         if not isinstance(part, dict) or part.get("type", "text") == "text")
+    return "" if content is None else str(content)
+
+
+def user_turns(conversation: Any) -> str:
+    """The user turns of a conversation (list of {role, content}, or a JSON list of strings),
+    joined by blank lines: the prompt P2L is trained and queried on."""
     if isinstance(conversation, str):
         try:
             conversation = json.loads(conversation)
@@ -65,7 +76,7 @@ def _user_turns(conversation: Any) -> str:
         for turn in conversation:
             if isinstance(turn, dict):
                 if turn.get("role") in ("user", "human"):
-                    turns.append(str(turn.get("content", "")))
+                    turns.append(content_text(turn.get("content")))
             elif turn is not None:
                 turns.append(str(turn))
         return "\n\n".join(turns)
@@ -101,13 +112,13 @@ def _from_arena55k(df: pd.DataFrame, where: str) -> pd.DataFrame:
         raise EvalprismError(f"{where}: row {row + 1}: winner_model_a/winner_model_b/winner_tie must be one-hot (0/1)")
     out = df.drop(columns=["winner_model_a", "winner_model_b", "winner_tie"]).copy()
     out["winner"] = np.array(["model_a", "model_b", "tie"])[onehot.to_numpy().argmax(axis=1)]
-    out["prompt"] = [_user_turns(p) for p in df["prompt"]]
+    out["prompt"] = [user_turns(p) for p in df["prompt"]]
     return out
 
 
 def _from_fastchat(df: pd.DataFrame) -> pd.DataFrame:
     out = df.drop(columns=[c for c in ("conversation_a", "conversation_b") if c in df.columns]).copy()
-    out["prompt"] = [_user_turns(c) for c in df["conversation_a"]]
+    out["prompt"] = [user_turns(c) for c in df["conversation_a"]]
     return out
 
 
