@@ -247,6 +247,21 @@ def version() -> None:
     typer.echo(__version__)
 
 
+@app.command()
+def serve(
+    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    config: Annotated[Path, typer.Option("--config", help="Router config (YAML): candidates, costs, budget, opponent, API keys.")],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; other than loopback only with API keys.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    decision_log: Annotated[Optional[Path], typer.Option("--decision-log", help="JSONL decision log (default: the config's decision_log, next to the config).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug.")] = "info",
+) -> None:
+    """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""
+    from evalprism.serve import serve as run_service
+
+    run_service(model_dir, config, host=host, port=port, decision_log=decision_log, log_level=log_level)
+
+
 def main() -> None:
     """Console entry point: user errors become one message and exit code 2, never a traceback."""
     try:

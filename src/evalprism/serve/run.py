@@ -1,0 +1,39 @@
+"""``evalprism serve``: load the P2L model and the config, check them, and run the service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalprism.errors import EvalprismError
+from evalprism.p2l.model import P2LModel
+from evalprism.progress import status
+from evalprism.serve.config import check_candidates, load_config, read_secrets
+from evalprism.serve.security import check_exposure
+
+
+def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.0.1", port: int = 8000,
+          decision_log: str | Path | None = None, log_level: str = "info") -> None:
+    """Serve ``model_dir`` with the candidates of ``config_path`` until SIGINT/SIGTERM.
+
+    Everything that can be wrong with the inputs is checked before the port opens: the config
+    against the model's list, the environment variables it names, and that a service reachable
+    from other machines has API keys. The decision log defaults to the config's ``decision_log``,
+    relative to the config file's directory.
+    """
+    import uvicorn
+
+    from evalprism.serve.app import create_app
+
+    config_path = Path(config_path)
+    if not 0 < port < 65536:
+        raise EvalprismError(f"--port {port}: expected a port number between 1 and 65535")
+    config = load_config(config_path)
+    secrets = read_secrets(config, source=str(config_path))
+    check_exposure(host, secrets.api_keys)
+    status(f"loading the P2L model from {model_dir}")
+    model = P2LModel.load(model_dir, cache_dir=False)
+    check_candidates(config, model.models, str(config_path))
+    log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
+    app = create_app(model, config, secrets, decision_log=log_path)
+    status(f"routing among {len(config.models)} candidates; decisions go to {log_path}")
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)

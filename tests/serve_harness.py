@@ -1,0 +1,159 @@
+"""Test and benchmark harness for the router service, over real HTTP on loopback.
+
+- :class:`FakeUpstreams`: one small OpenAI-compatible server standing in for the paid APIs. It
+  answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not) and can be
+  told, per model, to fail with a 500 or to stall past the service's timeout. It records what it
+  received (to check the upstream model name and key the service sent). Only this stands in for
+  something: the service under test is evalprism's own, started with ``evalprism serve``.
+- :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+import yaml
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class FakeUpstreams:
+    """OpenAI-compatible chat completions for every model under ``/<model>/v1``."""
+
+    def __init__(self) -> None:
+        self.behaviour: dict[str, str] = {}  # model -> "ok" (default) | "fail" | "slow"
+        self.received: list[dict[str, Any]] = []
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(
+            Starlette(routes=[Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]),
+            host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def base_url(self, model: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{model}/v1"
+
+    @staticmethod
+    def answer(model: str) -> str:
+        return f"an answer from {model}"
+
+    async def _chat(self, request: Request) -> Response:
+        model = request.path_params["model"]
+        body = await request.json()
+        self.received.append({"path_model": model, "body": body, "authorization": request.headers.get("authorization")})
+        behaviour = self.behaviour.get(model, "ok")
+        if behaviour == "fail":
+            return JSONResponse({"error": {"message": "upstream exploded"}}, status_code=500)
+        if behaviour == "slow":
+            await asyncio.sleep(5)
+        text = self.answer(model)
+        if body.get("stream"):
+            return StreamingResponse(self._events(body["model"], text), media_type="text/event-stream")
+        return JSONResponse({
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5},
+        })
+
+    @staticmethod
+    async def _events(model: str, text: str) -> Any:
+        for i, word in enumerate(text.split(" ")):
+            piece = word if i == 0 else " " + word
+            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            yield f"data: {json.dumps(chunk)}\n\n"
+        yield "data: [DONE]\n\n"
+
+    def __enter__(self) -> FakeUpstreams:
+        self.thread.start()
+        deadline = time.time() + 10
+        while not self.server.started:
+            if time.time() > deadline:
+                raise RuntimeError("the fake upstream server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def write_config(path: Path, upstreams: FakeUpstreams, costs: dict[str, float], **extra: Any) -> Path:
+    """A router.yaml for candidates ``costs`` served by ``upstreams`` (key in $FAKE_UPSTREAM_KEY)."""
+    config = {
+        "models": {name: {"base_url": upstreams.base_url(name), "upstream_model": f"up-{name}",
+                          "api_key_env": "FAKE_UPSTREAM_KEY", "cost": cost} for name, cost in costs.items()},
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+class ServiceProcess:
+    """``evalprism serve MODEL_DIR --config CONFIG`` on a free loopback port."""
+
+    def __init__(self, model_dir: Path, config: Path, env: dict[str, str], *args: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cli = Path(sys.executable).with_name("evalprism")
+        self.cmd = [str(cli), "serve", str(model_dir), "--config", str(config), "--port", str(self.port),
+                    "--log-level", "warning", *args]
+        self.env = {**os.environ, **env}
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 120.0) -> ServiceProcess:
+        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"evalprism serve exited with {self.proc.returncode}:\n{self.proc.stdout.read()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("evalprism serve did not become healthy in time")
+
+    def stop(self) -> tuple[int, str]:
+        """SIGTERM and wait: (exit code, output)."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        return self.proc.returncode, out
+
+
+@contextmanager
+def running_service(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> Iterator[ServiceProcess]:
+    service = ServiceProcess(model_dir, config, env, *args).start()
+    try:
+        yield service
+    finally:
+        service.stop()

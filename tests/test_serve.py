@@ -1,0 +1,330 @@
+"""The P2L router service over real HTTP on loopback: `evalprism serve` in a subprocess, a small
+OpenAI-compatible server standing in for the paid upstreams (tests/serve_harness.py).
+
+The P2L model is really trained (frozen minilm, simulated battles over three topics whose
+leaderboards disagree), so routing decisions are the model's; they are checked against
+:func:`evalprism.p2l.route` on the same prompt's leaderboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from evalprism.p2l import P2LModel, TrainOptions, route, train_p2l
+from evalprism.p2l.simulate import simulate_topic_battles
+from evalprism.serve.config import load_config
+from evalprism.errors import EvalprismError
+
+from serve_harness import FakeUpstreams, ServiceProcess, running_service, write_config
+
+COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
+KEY = "test-bearer-token"
+UPSTREAM_KEY = "upstream-secret-key"
+AUTH = {"authorization": f"Bearer {KEY}"}
+ENV = {"SERVICE_KEY": KEY, "FAKE_UPSTREAM_KEY": UPSTREAM_KEY}
+PROMPTS = ["Write a sonnet about the autumn sea", "Solve the equation 3x + 7 = 22 for x",
+           "Fix the off-by-one bug in this Python loop", "Summarise the history of the Roman empire"]
+
+
+def user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("p2l")
+    trained = train_p2l(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
+                        progress=False)
+    return trained.save(root / "model")
+
+
+@pytest.fixture(scope="module")
+def upstreams() -> Iterator[FakeUpstreams]:
+    with FakeUpstreams() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def service(model_dir: Path, upstreams: FakeUpstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    root = tmp_path_factory.mktemp("service")
+    config = write_config(root / "router.yaml", upstreams, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
+                          timeout_s=1.0, seed=0)
+    with running_service(model_dir, config, ENV) as svc:
+        svc.log_path = root / "decisions.jsonl"  # type: ignore[attr-defined]
+        yield svc
+
+
+@pytest.fixture()
+def healthy_upstreams(upstreams: FakeUpstreams) -> Iterator[FakeUpstreams]:
+    upstreams.behaviour.clear()
+    yield upstreams
+    upstreams.behaviour.clear()
+
+
+def post(svc: ServiceProcess, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.post(svc.url + path, json=body, headers=AUTH if headers is None else headers, timeout=30)
+
+
+def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: ServiceProcess, model_dir: Path) -> None:
+    model = P2LModel.load(model_dir, cache_dir=False)
+    names = list(COSTS)
+    columns = [model.models.index(n) for n in names]
+    costs = np.array([COSTS[n] for n in names])
+    for prompt in PROMPTS:
+        for budget in (None, 0.5, 1.0, 2.0):
+            body = {"messages": user(prompt)} | ({} if budget is None else {"budget": budget})
+            got = post(service, "/v1/route", body).json()
+            theta = model.leaderboards([prompt])[0][columns]
+            want = route(theta, costs, 1.0 if budget is None else budget, "uniform", names=names)
+            np.testing.assert_allclose([got["distribution"].get(n, 0.0) for n in names], want.probs, atol=1e-6)
+            assert got["expected_winrate"] == pytest.approx(want.expected_winrate, abs=1e-6)
+            assert got["router_coef"] == pytest.approx(want.router_coef, abs=1e-5)
+            assert got["model"] in {n for n, p in got["distribution"].items() if p > 0}
+            np.testing.assert_allclose([got["coefs"][n] for n in names], theta, atol=1e-5)
+            assert got["expected_cost"] <= (1.0 if budget is None else budget) + 1e-9
+
+
+def test_route_sends_each_topic_to_its_planted_best_model(service: ServiceProcess) -> None:
+    """Unconstrained (budget above every cost), each topic's prompt goes to the model the
+    simulation made best on that topic."""
+    picks = {p: post(service, "/v1/route", {"messages": user(p), "budget": 5.0}).json()["model"] for p in PROMPTS[:3]}
+    assert picks == {PROMPTS[0]: "poet-7b", PROMPTS[1]: "calc-13b", PROMPTS[2]: "coder-34b"}
+
+
+def test_chat_completion_is_routed_forwarded_and_annotated(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    before = len(healthy_upstreams.received)
+    response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[1]), "temperature": 0.2})
+    assert response.status_code == 200
+    body = response.json()
+    decided = body["evalprism"]["decided"]
+    assert body["choices"][0]["message"]["content"] == FakeUpstreams.answer(decided)
+    assert body["evalprism"]["routed"] and body["evalprism"]["model"] == decided == response.headers["x-evalprism-model"]
+    sent = healthy_upstreams.received[before]
+    assert sent["path_model"] == decided and sent["body"]["model"] == f"up-{decided}"
+    assert sent["body"]["temperature"] == 0.2 and "budget" not in sent["body"]
+    assert sent["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert UPSTREAM_KEY not in response.text and KEY not in response.text
+
+
+def test_naming_a_candidate_bypasses_routing(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    body = post(service, "/v1/chat/completions", {"model": "generalist-70b", "messages": user(PROMPTS[0])}).json()
+    assert body["evalprism"] == body["evalprism"] | {"routed": False, "model": "generalist-70b"}
+    assert body["choices"][0]["message"]["content"] == FakeUpstreams.answer("generalist-70b")
+
+
+def test_streaming_relays_the_upstream_events(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, timeout=30,
+                      json={"stream": True, "messages": user(PROMPTS[2])}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [line[5:].strip() for line in response.iter_lines() if line.startswith("data:")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    decided = chunks[0]["evalprism"]["decided"]
+    assert "".join(c["choices"][0]["delta"]["content"] for c in chunks) == FakeUpstreams.answer(decided)
+    assert all("evalprism" not in c for c in chunks[1:])
+
+
+@pytest.mark.parametrize("failure", ["fail", "slow"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstreams: FakeUpstreams,
+                                         failure: str, stream: bool) -> None:
+    """A 500 or a timeout (the config's timeout_s is 1 s, the upstream stalls 5 s) of the chosen
+    model's upstream: the answer comes from the decision's next model, and both attempts are told."""
+    decision = post(service, "/v1/route", {"messages": user(PROMPTS[0]), "budget": 5.0}).json()
+    chosen = decision["model"]
+    coefs = decision["coefs"]
+    healthy_upstreams.behaviour[chosen] = failure
+    body = {"messages": user(PROMPTS[0]), "budget": 5.0, "stream": stream}
+    if stream:
+        with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, json=body, timeout=30) as r:
+            first = json.loads(next(line for line in r.iter_lines() if line.startswith("data:"))[5:])
+        annotation = first["evalprism"]
+    else:
+        annotation = post(service, "/v1/chat/completions", body).json()["evalprism"]
+    next_best = max((n for n in COSTS if n != chosen), key=lambda n: coefs[n])  # uniform q: order of θ
+    assert annotation["decided"] == chosen and annotation["model"] == next_best
+    assert [a["model"] for a in annotation["attempts"]] == [chosen, next_best]
+    assert annotation["attempts"][0]["error"] and annotation["attempts"][1]["status"] == 200
+
+
+def test_every_upstream_failing_is_a_502_not_a_500(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    for name in COSTS:
+        healthy_upstreams.behaviour[name] = "fail"
+    response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[3])})
+    assert response.status_code == 502
+    assert "every upstream attempt failed" in response.json()["error"]["message"]
+
+
+def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, model_dir: Path) -> None:
+    from evalprism.p2l.aggregate import aggregate_leaderboards
+
+    model = P2LModel.load(model_dir, cache_dir=False)
+    one = post(service, "/v1/leaderboard", {"messages": user(PROMPTS[0])}).json()
+    np.testing.assert_allclose(one["leaderboards"][0]["coefs"], model.leaderboards([PROMPTS[0]])[0], atol=1e-5)
+    assert one["aggregate"] is None and one["ranking"][0] == "poet-7b"
+    many = post(service, "/v1/leaderboard", {"prompt": PROMPTS}).json()
+    assert [lb["prompt_sha256"] for lb in many["leaderboards"]] == [
+        post(service, "/v1/route", {"messages": user(p)}).json()["prompt_sha256"] for p in PROMPTS]
+    np.testing.assert_allclose(many["aggregate"], aggregate_leaderboards(model.leaderboards(PROMPTS)), atol=1e-5)
+    assert many["models"] == model.models
+
+
+def test_models_and_health(service: ServiceProcess) -> None:
+    ids = [m["id"] for m in httpx.get(service.url + "/v1/models", headers=AUTH).json()["data"]]
+    assert ids == ["evalprism-router", *COSTS]
+    assert httpx.get(service.url + "/health").json()["status"] == "ok"  # no token needed
+
+
+def test_concurrent_requests_are_micro_batched(service: ServiceProcess) -> None:
+    before = httpx.get(service.url + "/health").json()
+
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(base_url=service.url, headers=AUTH, timeout=30) as client:
+            replies = await asyncio.gather(*(client.post("/v1/route", json={"messages": user(f"{PROMPTS[k % 4]} #{k}")})
+                                             for k in range(48)))
+        return [r.status_code for r in replies]
+
+    assert asyncio.run(burst()) == [200] * 48
+    after = httpx.get(service.url + "/health").json()
+    assert after["prompts"] - before["prompts"] == 48
+    assert after["batches"] - before["batches"] < 48 / 2  # shared model calls, not one each
+
+
+@pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer wrong"}, {"authorization": KEY}])
+def test_auth_is_required_everywhere_but_health(service: ServiceProcess, headers: dict[str, str]) -> None:
+    for method, path in [("GET", "/v1/models"), ("POST", "/v1/route"), ("POST", "/v1/chat/completions"),
+                         ("POST", "/v1/leaderboard"), ("GET", "/openapi.json")]:
+        response = httpx.request(method, service.url + path, headers=headers, json={"messages": user("hi")})
+        assert response.status_code == 401, path
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(
+    "path,content,status,message",
+    [
+        ("/v1/chat/completions", b"{not json", 400, "not valid JSON"),
+        ("/v1/chat/completions", b'{"messages": []}', 422, "messages"),
+        ("/v1/route", b'{"messages": [{"role": "user", "content": "hi"}], "budegt": 2}', 422, "unknown field 'budegt'"),
+        ("/v1/route", b'{"messages": [{"role": "system", "content": "be brief"}]}', 422, "no user message"),
+        ("/v1/route", b'{"messages": [{"role": "user", "content": "   "}]}', 422, "no user message"),
+        ("/v1/route", b'{"messages": [{"role": "robot", "content": "hi"}]}', 422, "messages.0.role"),
+        ("/v1/route", b'{"messages": [{"role": "user", "content": "hi"}], "budget": 0.1}', 422, "below the cost"),
+        ("/v1/route", b'{"messages": [{"role": "user", "content": "hi"}], "budget": -1}', 422, "budget"),
+        ("/v1/route", json.dumps({"messages": user("x" * 40_000)}).encode(), 413, "more than the limit"),
+        ("/v1/route", json.dumps({"messages": user("x" * 1_100_000)}).encode(), 413, "larger than"),
+        ("/v1/chat/completions", b'{"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}]}', 404, "not served"),
+        ("/v1/leaderboard", b'{"prompt": "a", "messages": [{"role": "user", "content": "hi"}]}', 422, "exactly one"),
+        ("/v1/leaderboard", b'{"prompt": []}', 422, "empty list"),
+        ("/v1/leaderboard", b'{"messages": []}', 422, "empty list"),  # once a 500, found by the fuzzer
+        ("/v1/route", b'[1, 2]', 422, "body"),
+    ],
+)
+def test_bad_requests_get_a_clear_4xx(service: ServiceProcess, path: str, content: bytes, status: int, message: str) -> None:
+    response = httpx.post(service.url + path, content=content, timeout=30,
+                          headers={**AUTH, "content-type": "application/json"})
+    assert response.status_code == status, response.text
+    assert message in response.json()["error"]["message"]
+
+
+def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, upstreams: FakeUpstreams,
+                                                                    tmp_path: Path) -> None:
+    upstreams.behaviour.clear()
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=2.0)
+    service = ServiceProcess(model_dir, config, {"FAKE_UPSTREAM_KEY": UPSTREAM_KEY}).start()
+    try:
+        async def traffic() -> None:
+            async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
+                await asyncio.gather(*(client.post("/v1/route", json={"messages": user(f"question {k}")}) for k in range(40)),
+                                     *(client.post("/v1/chat/completions", json={"messages": user(f"chat {k}"),
+                                                                               "stream": k % 2 == 0}) for k in range(10)))
+        asyncio.run(traffic())
+    finally:
+        code, output = service.stop()  # SIGTERM
+    assert code in (0, -15), output  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit by it
+    lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    assert len(lines) == 50
+    assert sum(r["endpoint"] == "/v1/route" for r in lines) == 40
+    assert all({"time", "prompt_sha256", "distribution", "budget", "latency_ms"} <= r.keys() for r in lines)
+    text = (tmp_path / "decisions.jsonl").read_text()
+    assert "question 1" not in text and UPSTREAM_KEY not in text and UPSTREAM_KEY not in output
+
+
+def run_serve(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    cli = Path(sys.executable).with_name("evalprism")
+    return subprocess.run([str(cli), "serve", str(model_dir), "--config", str(config), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_startup_refusals_exit_2_with_one_message(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SERVICE_KEY", "FAKE_UPSTREAM_KEY")}
+    open_config = write_config(tmp_path / "open.yaml", upstreams, COSTS)
+    cases = [
+        (open_config, {**env, "FAKE_UPSTREAM_KEY": "k"}, ["--host", "0.0.0.0"], "refusing to listen on 0.0.0.0 without API keys"),
+        (open_config, env, [], "FAKE_UPSTREAM_KEY named in the config are not set"),
+        (write_config(tmp_path / "unknown.yaml", upstreams, {**COSTS, "gpt-9": 1.0}), {**env, "FAKE_UPSTREAM_KEY": "k"},
+         [], "gpt-9 not in the P2L model's list"),
+    ]
+    for config, environ, args, message in cases:
+        done = run_serve(model_dir, config, environ, *args)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("models: {a: {base_url: 'http://x/v1', cost: 1}}\nbudgett: 2\n", "budgett: Extra inputs are not permitted"),
+        ("models: {a: {base_url: 'ftp://x', cost: 1}}\n", "models.a.base_url"),
+        ("models: {a: {base_url: 'http://x/v1', cost: -1}}\n", "models.a.cost"),
+        ("models: {a: {base_url: 'http://x/v1', cost: 1}}\nbudget: 0.5\n", "budget 0.5 is below the cheapest"),
+        ("models: {a: {base_url: 'http://x/v1', cost: 1}}\nopponent: {b: 1}\n", "opponent: b not among the candidate models"),
+        ("models: [a, b\n", "not valid YAML at line"),
+        ("models: {}\n", "models"),
+    ],
+)
+def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "router.yaml"
+    path.write_text(text)
+    with pytest.raises(EvalprismError) as info:
+        load_config(path)
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+# --- schemathesis: fuzz the published OpenAPI schema; no input may produce a 5xx ---------------
+
+schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (the dev extra) is not installed")
+from hypothesis import HealthCheck, given, settings  # noqa: E402  (schemathesis brings hypothesis)
+
+
+def test_fuzzed_requests_never_get_a_5xx(service: ServiceProcess, upstreams: FakeUpstreams) -> None:
+    """Every operation of the published schema, 40 generated valid and 40 invalid requests each (schemathesis +
+    Hypothesis); an upstream is never made to fail here, so any 5xx is the service's own."""
+    upstreams.behaviour.clear()
+    schema = schemathesis.openapi.from_url(service.url + "/openapi.json", headers=AUTH)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert {f"{op.method.upper()} {op.path}" for op in operations} >= {
+        "GET /health", "GET /v1/models", "POST /v1/leaderboard", "POST /v1/route", "POST /v1/chat/completions"}
+    for operation, mode in itertools.product(operations, list(schemathesis.GenerationMode)):  # valid and invalid
+        if mode is schemathesis.GenerationMode.NEGATIVE and operation.method.upper() != "POST":
+            continue  # nothing to get wrong in a GET without parameters
+        @given(case=operation.as_strategy(mode))
+        @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        def no_server_error(case: Any) -> None:
+            response = case.call(headers=AUTH, timeout=30)
+            assert response.status_code < 500, (case.method, case.path, case.body, response.text[:300])
+
+        no_server_error()
