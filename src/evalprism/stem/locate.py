@@ -1,0 +1,269 @@
+"""Locating an unknown model on the family from a balanced STS subset (seed 003, Key Design 3).
+
+Balanced subset (step 2): the pool's TI levels ``k = 1..n+1`` (easy, the strict STS levels 2..n,
+hard) each give ``m = items // (n+1)`` items drawn without replacement (a level with fewer items
+gives all it has); only items the model has an answer row for are drawn, and with
+``missing="exclude"`` only items it answered (score != -1). Trial ``t`` of seed ``s`` draws with
+``numpy.random.default_rng([s, t])``, so :func:`locate` with a seed is trial 0 of
+:func:`~evalprism.stem.evaluate` with that seed.
+
+Capability boundary (step 3), the rule chosen here (the seed only says "the lowest TI at which
+accuracy begins to drop significantly"): member ``M_j`` answers exactly the subset items with
+``TI <= j``. Against ``M_j`` the discordant items are ``b_j`` = items of levels above j the model
+answers right and ``c_j`` = items of levels up to j it answers wrong. The model is placed above
+``M_j`` when ``b_j > c_j`` (it beats ``M_j`` on the subset; ties count as not above). Because
+``b_j - c_j`` falls as j grows, the members it is placed above are ``M_1..M_p``: the position is
+``p`` (0 = below the smallest, n = above the largest), the capability boundary lies between TI
+levels ``p`` and ``p+1``, the interval is (``M_p``, ``M_{p+1}``). Each side is tested with the exact
+one-sided McNemar (sign) test on the discordant items, ``b ~ Binomial(b + c, 1/2)`` under "as
+capable as the member": ``p_lower = P(X >= b_p)`` (evidence of being above ``M_p``) and
+``p_upper = P(X <= b_{p+1})`` (evidence of being below ``M_{p+1}``). The interval's confidence is
+``1 - p_lower - p_upper`` (Bonferroni), floored at 0; an open end (p = 0 or n) contributes 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from evalprism.errors import EvalprismError
+from evalprism.io.correctness import EncodedCorrectness, encode_correctness
+from evalprism.stem import irv as irv_kernel
+from evalprism.stem.discriminability import reference_scores
+from evalprism.stem.pool import Pool
+
+NO_ROW = -2  # outcome of a pool item the model has no row for
+
+
+@dataclass(frozen=True)
+class Target:
+    """A model to locate, aligned to the pool's items: ``outcome`` per pool item (1, 0, -1, or -2
+    when it has no row), its full-benchmark ``scores`` (percent per pool benchmark), weighted
+    ``reference_score`` and ``truth`` = members with a lower reference score."""
+
+    model: str
+    outcome: np.ndarray
+    scores: np.ndarray
+    reference_score: float
+    truth: int
+
+
+def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model: str | None = None) -> Target:
+    """Align one model of ``correctness`` to ``pool`` and compute its ground-truth position."""
+    enc = correctness if isinstance(correctness, EncodedCorrectness) else encode_correctness(correctness)
+    names = enc.model_names.tolist()
+    if model is None:
+        if len(names) != 1:
+            raise EvalprismError(f"{enc.source}: holds {len(names)} models ({', '.join(names[:20])}); choose one (--model)")
+        model = names[0]
+    if model not in names:
+        raise EvalprismError(f"{enc.source}: model '{model}' is not there (models: {', '.join(names[:20])}"
+                             f"{', ...' if len(names) > 20 else ''})")
+    own = enc.scores_of(model)
+    keys = pd.MultiIndex.from_frame(enc.items[["benchmark", "item_id"]])
+    where = keys.get_indexer(pd.MultiIndex.from_frame(pool.items[["benchmark", "item_id"]]))
+    outcome = np.where(where >= 0, own[np.maximum(where, 0)], NO_ROW).astype(np.int8)
+    has = outcome != NO_ROW
+    nb = len(pool.benchmarks)
+    answered = np.bincount(pool.bench_code, weights=has, minlength=nb)
+    lacking = [b for b, k in zip(pool.benchmarks["benchmark"], answered, strict=True) if k == 0]
+    if lacking:
+        raise EvalprismError(f"{enc.source}: model '{model}' has no rows for benchmark{'s' if len(lacking) > 1 else ''} "
+                             f"{', '.join(lacking)} of the pool; its reference score needs every pool benchmark")
+    right = np.bincount(pool.bench_code, weights=outcome == 1, minlength=nb)
+    scores = 100.0 * right / answered
+    ref = float(reference_scores(scores[:, None], pool.weights)[0])
+    truth = int((pool.members["reference_score"].to_numpy() < ref).sum())
+    return Target(model=model, outcome=outcome, scores=scores, reference_score=ref, truth=truth)
+
+
+def level_items(pool: Pool, target: Target) -> list[np.ndarray]:
+    """Pool item indices of each TI level 1..n+1 that the model can be scored on."""
+    usable = target.outcome != NO_ROW
+    if pool.options.get("missing", "wrong") == "exclude":
+        usable &= target.outcome != -1
+    in_pool = (pool.ti > 0) & usable
+    order = np.flatnonzero(in_pool)
+    ti = pool.ti[order]
+    return [order[ti == k] for k in range(1, pool.n + 2)]
+
+
+def per_level(items: int, levels: list[np.ndarray]) -> int:
+    """Items drawn from each TI level."""
+    m = items // len(levels)
+    if m < 1:
+        raise EvalprismError(f"items: {items} is fewer than the {len(levels)} TI levels of the pool; "
+                             f"use at least {len(levels)}")
+    return m
+
+
+def draw_subset(levels: list[np.ndarray], m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One balanced subset: pool indices and their TI level (1-based)."""
+    picks, labels = [], []
+    for k, members in enumerate(levels, 1):
+        take = members if len(members) <= m else members[rng.choice(len(members), m, replace=False)]
+        picks.append(take)
+        labels.append(np.full(len(take), k, dtype=np.int64))
+    return np.concatenate(picks), np.concatenate(labels)
+
+
+def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Discordant counts against every member: ``b[..., j-1]`` = right at levels > j, ``c[..., j-1]``
+    = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them)."""
+    correct = np.asarray(correct_by_level, dtype=np.int64)
+    wrong = np.asarray(size_by_level, dtype=np.int64) - correct
+    c = np.cumsum(wrong, axis=-1)[..., :-1]
+    b = correct.sum(axis=-1, keepdims=True) - np.cumsum(correct, axis=-1)[..., :-1]
+    return b, c
+
+
+def positions_from_counts(b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Members the model beats on the subset (``b_j > c_j``)."""
+    return (b > c).sum(axis=-1)
+
+
+def sign_test_pvalues(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact one-sided McNemar p-values: ``P(X >= b)`` (model better) and ``P(X <= b)`` (model
+    worse), ``X ~ Binomial(b + c, 1/2)``; 1 when there is no discordant item."""
+    total = b + c
+    return stats.binom.sf(b - 1, total, 0.5), stats.binom.cdf(b, total, 0.5)
+
+
+def interval_confidence(position: np.ndarray, p_above: np.ndarray, p_below: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``p_lower`` (above M_p), ``p_upper`` (below M_{p+1}) and the Bonferroni confidence."""
+    position = np.asarray(position)
+    n = p_above.shape[-1]
+    lower_idx = np.clip(position - 1, 0, n - 1)[..., None]
+    upper_idx = np.clip(position, 0, n - 1)[..., None]
+    p_lower = np.where(position >= 1, np.take_along_axis(p_above, lower_idx, -1)[..., 0], 0.0)
+    p_upper = np.where(position <= n - 1, np.take_along_axis(p_below, upper_idx, -1)[..., 0], 0.0)
+    return p_lower, p_upper, np.clip(1.0 - p_lower - p_upper, 0.0, 1.0)
+
+
+def clopper_pearson(k: np.ndarray, n: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Exact binomial interval of a proportion (NaN where n = 0)."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    a = (1 - level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k > 0, stats.beta.ppf(a, k, n - k + 1), 0.0)
+        hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, n - k), 1.0)
+    empty = n == 0
+    return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
+
+
+@dataclass
+class Localization:
+    """Where one model sits on the family, from one balanced subset.
+
+    ``position``: members it is placed above (0..n); ``lower``/``upper``: the bounding members
+    (None at an open end); ``confidence`` of that interval; ``levels``: accuracy per TI level with
+    95% Clopper-Pearson intervals; ``tests``: the discordant counts and p-values against every
+    member; ``subset``: the items drawn.
+    """
+
+    model: str
+    family: str
+    position: int
+    lower: str | None
+    upper: str | None
+    confidence: float
+    p_lower: float
+    p_upper: float
+    reference_score: float
+    truth: int
+    levels: pd.DataFrame
+    tests: pd.DataFrame
+    subset: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def interval(self) -> str:
+        low = self.lower or "below the smallest member"
+        high = self.upper or "above the largest member"
+        if self.lower and self.upper:
+            return f"between {low} and {high}"
+        return high if self.lower else low
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-ready headline (``localization.json``)."""
+        return {
+            "model": self.model, "family": self.family, "position": self.position, "lower": self.lower,
+            "upper": self.upper, "interval": self.interval, "confidence": round(self.confidence, 6),
+            "p_lower": round(self.p_lower, 6), "p_upper": round(self.p_upper, 6),
+            "capability_boundary": {"last_level_solved": self.position, "first_level_beyond": self.position + 1},
+            "items_used": int(len(self.subset)), "reference_score": round(self.reference_score, 4),
+            "true_position": self.truth, "correct": self.position == self.truth,
+            "accuracy_by_ti": {int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
+                               for r in self.levels.itertuples()},
+        }
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"levels": self.levels, "tests": self.tests, "subset": self.subset}
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write levels.csv, tests.csv, subset.csv, localization.json, run.json and report.html."""
+        from evalprism.stem.evaluate import LocationResult
+
+        return LocationResult(pool=None, results=[(self, None)], options=self.options).save(out_dir)
+
+
+def _localization(pool: Pool, target: Target, idx: np.ndarray, labels: np.ndarray, options: dict[str, Any]) -> Localization:
+    n = pool.n
+    correct = target.outcome[idx] == 1
+    size = np.bincount(labels, minlength=n + 2)[1:]
+    right = np.bincount(labels, weights=correct, minlength=n + 2)[1:].astype(np.int64)
+    b, c = boundary_counts(right, size)
+    position = int(positions_from_counts(b, c))
+    p_above, p_below = sign_test_pvalues(b, c)
+    p_lower, p_upper, conf = interval_confidence(np.array(position), p_above, p_below)
+    names = pool.members["model"].tolist()
+    lo, hi = clopper_pearson(right, size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = np.where(size > 0, right / np.maximum(size, 1), np.nan)
+    levels = pd.DataFrame({
+        "ti": np.arange(1, n + 2),
+        "solved_by": [", ".join(names[k - 1:]) if k <= n else "(none)" for k in range(1, n + 2)],
+        "items": size, "correct": right, "accuracy": acc, "ci_low": lo, "ci_high": hi,
+    })
+    tests = pd.DataFrame({
+        "member": names, "params": pool.members["params"].to_numpy(), "right_where_member_wrong": b,
+        "wrong_where_member_right": c, "placed_above": b > c, "p_better": p_above, "p_worse": p_below,
+    })
+    subset = pd.DataFrame({"benchmark": pool.items["benchmark"].to_numpy()[idx],
+                           "item_id": pool.items["item_id"].to_numpy()[idx], "ti": labels,
+                           "score": target.outcome[idx].astype(np.int64)})
+    return Localization(
+        model=target.model, family=pool.family, position=position,
+        lower=names[position - 1] if position >= 1 else None, upper=names[position] if position < n else None,
+        confidence=float(conf), p_lower=float(p_lower), p_upper=float(p_upper),
+        reference_score=target.reference_score, truth=target.truth, levels=levels, tests=tests, subset=subset,
+        options=options,
+    )
+
+
+def locate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
+           model: str | None = None) -> Localization:
+    """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
+    from one balanced subset of ``items`` STS (see the module docstring for the rule)."""
+    return locate_target(pool, target_of(pool, new_correctness, model), items, seed)
+
+
+def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0) -> Localization:
+    """:func:`locate` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
+    levels = level_items(pool, target)
+    m = per_level(items, levels)
+    idx, labels = draw_subset(levels, m, np.random.default_rng([seed, 0]))
+    if len(idx) == 0:
+        raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
+    options = {"items": items, "per_level": m, "seed": seed, "missing": pool.options.get("missing", "wrong")}
+    return _localization(pool, target, idx, labels, options)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n"

@@ -1,0 +1,261 @@
+"""The STS pool of a reference family (seed 003, Key Design 3 step 1) and the contamination audit.
+
+:func:`build_pool` orders the family by parameter count, builds every item's IRV, classifies it
+(:mod:`evalprism.stem.irv`), and summarises each benchmark: anomaly rate (share of non-monotone
+IRVs among the items considered), difficulty polarization (easy = every member right, hard = every
+member wrong, intermediate = the rest, shares of the items considered), discriminability and weight
+(:mod:`evalprism.stem.discriminability`). Items that some member has no row for are left out
+(counted as ``incomplete``). A :class:`Pool` saves to and loads from a directory (``pool.csv``
+holds every item's IRV, so the directory alone is enough to locate new models).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_models
+from evalprism.io.tables import read_table
+from evalprism.stem import irv as irv_kernel
+from evalprism.stem.discriminability import discriminability, reference_scores, weights
+from evalprism.stem.irv import KINDS, Missing
+
+
+@dataclass
+class Pool:
+    """A reference family's items, IRVs, kinds and transition indices, with per-benchmark summaries.
+
+    ``irv``: items x members (int8, members ordered by params); ``kind``: code into
+    :data:`~evalprism.stem.irv.KINDS`; ``ti``: 1..n+1 for pool items (easy/sts/hard), 0 otherwise;
+    ``items``: (benchmark, item_id) per row; ``members``: model, params, position, reference_score;
+    ``benchmarks``: the per-benchmark table; ``scores``: benchmarks x members, percent.
+    """
+
+    family: str
+    members: pd.DataFrame
+    items: pd.DataFrame
+    irv: np.ndarray
+    kind: np.ndarray
+    ti: np.ndarray
+    bench_code: np.ndarray
+    benchmarks: pd.DataFrame
+    scores: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        """Number of family members."""
+        return len(self.members)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.benchmarks["weight"].to_numpy(dtype=float)
+
+    def pool_frame(self) -> pd.DataFrame:
+        """``pool.csv``: benchmark, item_id, irv, ti (empty for anomalous/excluded), anomalous, kind."""
+        return pd.DataFrame({
+            "benchmark": self.items["benchmark"].to_numpy(),
+            "item_id": self.items["item_id"].to_numpy(),
+            "irv": irv_kernel.irv_text(self.irv),
+            "ti": pd.arrays.IntegerArray(self.ti.astype(np.int64), mask=self.ti == 0),
+            "anomalous": self.kind == irv_kernel.ANOMALOUS,
+            "kind": np.asarray(KINDS, dtype=object)[self.kind],
+        })
+
+    def anomalies(self) -> pd.DataFrame:
+        """The per-item contamination audit: anomalous items, most inversions first. ``inversions``
+        counts member pairs (smaller right, larger wrong); ``right_members`` names who was right."""
+        rows = np.flatnonzero(self.kind == irv_kernel.ANOMALOUS)
+        sub = self.irv[rows]
+        names = self.members["model"].to_numpy()
+        right = [", ".join(names[np.flatnonzero(r == 1)]) for r in sub]
+        frame = pd.DataFrame({
+            "benchmark": self.items["benchmark"].to_numpy()[rows],
+            "item_id": self.items["item_id"].to_numpy()[rows],
+            "irv": irv_kernel.irv_text(sub),
+            "inversions": irv_kernel.inversions(sub),
+            "right_members": right,
+        })
+        return frame.sort_values(["inversions", "benchmark"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"pool": self.pool_frame(), "benchmarks": self.benchmarks, "models": self.members_frame(),
+                "anomalies": self.anomalies()}
+
+    def members_frame(self) -> pd.DataFrame:
+        """Members with their per-benchmark scores (percent) beside the reference score."""
+        out = self.members.copy()
+        for bench in self.scores.index:
+            out[f"score:{bench}"] = self.scores.loc[bench].to_numpy()
+        return out
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write pool.csv, benchmarks.csv, models.csv, anomalies.csv, run.json and report.html."""
+        from evalprism.io.outputs import write_result_dir
+        from evalprism.stem.report import pool_report
+
+        run = {"family": self.family, "options": self.options}
+        return write_result_dir(out_dir, self.frames(), run, pool_report(self))
+
+    @classmethod
+    def load(cls, pool_dir: str | Path) -> Pool:
+        """A pool saved by :meth:`save` (``pool.csv``, ``models.csv``, ``run.json``)."""
+        pool_dir = Path(pool_dir)
+        needed = [pool_dir / name for name in ("pool.csv", "models.csv", "run.json")]
+        for path in needed:
+            if not path.exists():
+                raise EvalprismError(f"{pool_dir}: not a pool directory ({path.name} is missing; "
+                                     "write one with `evalprism stem pool`)")
+        run = json.loads(needed[2].read_text(encoding="utf-8"))
+        members = read_table(needed[1])
+        table = read_table(needed[0])
+        for col in ("benchmark", "item_id", "irv"):
+            if col not in table.columns:
+                raise EvalprismError(f"{needed[0]}: missing column '{col}'")
+        matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), str(needed[0]))
+        items = pd.DataFrame({"benchmark": table["benchmark"].astype(str).to_numpy(),
+                              "item_id": table["item_id"].astype(str).to_numpy()})
+        params = pd.to_numeric(members["params"]).to_numpy(dtype=float)
+        return _assemble(run.get("family", ""), members["model"].astype(str).to_numpy(), params, items, matrix,
+                         run.get("options", {}))
+
+    def audit(self) -> Audit:
+        """The contamination report of this pool."""
+        return Audit(self)
+
+
+@dataclass
+class Audit:
+    """Contamination audit of a family: per-benchmark anomaly rates and the per-item anomaly list."""
+
+    pool: Pool
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"benchmarks": self.pool.benchmarks, "anomalies": self.pool.anomalies()}
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write benchmarks.csv, anomalies.csv, run.json and report.html."""
+        from evalprism.io.outputs import write_result_dir
+        from evalprism.stem.report import pool_report
+
+        run = {"family": self.pool.family, "options": self.pool.options}
+        return write_result_dir(out_dir, self.frames(), run, pool_report(self.pool, audit=True))
+
+
+def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.DataFrame:
+    """The metadata rows of ``family`` (all rows when ``family`` is None and the table holds one
+    family or has no family column), validated; rows keep their 1-based file row in ``_row``."""
+    meta = read_models(models)
+    where = meta.attrs.get("source", "model metadata")
+    meta = meta.assign(_row=np.arange(1, len(meta) + 1))
+    if "family" in meta.columns:
+        families = list(dict.fromkeys(meta["family"]))
+        if family is not None:
+            if family not in families:
+                raise EvalprismError(f"{where}: no model of family '{family}' (families: {', '.join(families[:30])})")
+            meta = meta[meta["family"] == family]
+        elif len(families) > 1:
+            raise EvalprismError(f"{where}: the metadata holds several families ({', '.join(families[:30])}); "
+                                 "choose one (--family)")
+    elif family is not None:
+        raise EvalprismError(f"{where}: no 'family' column to select family '{family}' from")
+    meta = meta.reset_index(drop=True)
+    meta.attrs["source"] = where
+    return meta
+
+
+def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFrame | str | Path, *,
+               family: str | None = None, missing: Missing = "wrong", min_models: int = 3,
+               require_sts: bool = True) -> Pool:
+    """The STS pool of a family: ``models`` are the family's metadata rows (model, params[, family]);
+    ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`).
+
+    Raises :class:`EvalprismError` for a member missing from ``correctness``, a member without
+    params, two members of equal size, fewer than ``min_models`` members, or (``require_sts``) an
+    item set without a single significant transition sample.
+    """
+    if missing not in ("wrong", "exclude"):
+        raise EvalprismError(f"missing: expected 'wrong' or 'exclude', got {missing!r}")
+    enc = correctness if isinstance(correctness, EncodedCorrectness) else encode_correctness(correctness)
+    meta = select_family(models, family)
+    where = meta.attrs.get("source", "model metadata")
+    no_params = meta["params"].isna().to_numpy()
+    if no_params.any():
+        row = meta.iloc[int(np.flatnonzero(no_params)[0])]
+        raise EvalprismError(f"{where}: row {row['_row']}: model '{row['model']}' has no params; the family is "
+                             "ordered by parameter count, so every member needs one")
+    if len(meta) < min_models:
+        raise EvalprismError(f"{where}: the family has {len(meta)} model{'s' if len(meta) != 1 else ''}"
+                             f"{' (' + ', '.join(meta['model']) + ')' if len(meta) else ''}; STEM needs at least "
+                             f"{min_models} members of different sizes")
+    known = set(enc.model_names.tolist())
+    unknown = [m for m in meta["model"] if m not in known]
+    if unknown:
+        row = meta[meta["model"] == unknown[0]].iloc[0]
+        raise EvalprismError(f"{where}: row {row['_row']}: model '{unknown[0]}' is not in {enc.source} "
+                             f"(models there: {', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})")
+    meta = meta.sort_values("params", kind="stable").reset_index(drop=True)
+    same = meta["params"].duplicated(keep=False)
+    if same.any():
+        tied = meta[same]
+        raise EvalprismError(f"{where}: models {', '.join(tied['model'])} have the same params "
+                             f"({tied['params'].iloc[0]:g}B); the family must be ordered strictly by size")
+    members = meta["model"].to_numpy(dtype=object)
+    matrix, complete = enc.matrix(list(members))
+    name = family or (str(meta["family"].iloc[0]) if "family" in meta.columns else "")
+    pool = _assemble(name, members, meta["params"].to_numpy(dtype=float), enc.items[complete].reset_index(drop=True),
+                     matrix[complete], {"missing": missing, "min_models": min_models},
+                     incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
+    if require_sts and not (pool.kind == irv_kernel.STS).any():
+        raise EvalprismError(f"{enc.source}: no significant transition sample: no item is answered wrong by the "
+                             f"smaller and right by the larger members of {', '.join(members)} (of "
+                             f"{len(pool.kind)} items, {(pool.kind == irv_kernel.EASY).sum()} all right, "
+                             f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
+                             f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)")
+    return pool
+
+
+def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.DataFrame, matrix: np.ndarray,
+              options: dict[str, Any], incomplete: pd.Series | None = None) -> Pool:
+    """Classify the items and summarise the benchmarks (shared by :func:`build_pool` and :meth:`Pool.load`)."""
+    missing = options.get("missing", "wrong")
+    kind, ti = irv_kernel.classify(matrix, missing)
+    bench_code, bench_names = pd.factorize(items["benchmark"], sort=True)
+    bench_names = np.asarray(bench_names, dtype=object)
+    nb = len(bench_names)
+    right = (matrix == 1)
+    counts = np.stack([np.bincount(bench_code, weights=right[:, j], minlength=nb) for j in range(right.shape[1])],
+                      axis=1)
+    n_items = np.bincount(bench_code, minlength=nb)
+    scores = 100.0 * counts / np.maximum(n_items, 1)[:, None]
+    d = discriminability(scores, params)
+    w = weights(d)
+    kind_counts = np.bincount(bench_code * len(KINDS) + kind, minlength=nb * len(KINDS)).reshape(nb, len(KINDS))
+    considered = n_items - kind_counts[:, irv_kernel.EXCLUDED]
+    share = kind_counts / np.maximum(considered, 1)[:, None]
+    benchmarks = pd.DataFrame({
+        "benchmark": bench_names,
+        "items": n_items,
+        "incomplete": [int(incomplete.get(b, 0)) if incomplete is not None else 0 for b in bench_names],
+        "excluded": kind_counts[:, irv_kernel.EXCLUDED],
+        "anomalous": kind_counts[:, irv_kernel.ANOMALOUS],
+        "anomaly_rate": share[:, irv_kernel.ANOMALOUS],
+        "sts": kind_counts[:, irv_kernel.STS],
+        "easy_share": share[:, irv_kernel.EASY],
+        "intermediate_share": share[:, irv_kernel.STS] + share[:, irv_kernel.ANOMALOUS],
+        "hard_share": share[:, irv_kernel.HARD],
+        "D": d,
+        "weight": w,
+    })
+    score_frame = pd.DataFrame(scores, index=pd.Index(bench_names, name="benchmark"), columns=list(members))
+    ref = reference_scores(scores, w)
+    member_frame = pd.DataFrame({"model": members, "params": params, "position": np.arange(1, len(members) + 1),
+                                 "reference_score": ref})
+    return Pool(family=family, members=member_frame, items=items, irv=matrix, kind=kind, ti=ti,
+                bench_code=bench_code.astype(np.int64), benchmarks=benchmarks, scores=score_frame, options=dict(options))

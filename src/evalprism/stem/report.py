@@ -1,0 +1,211 @@
+"""HTML reports of STEM: the pool / contamination audit and the localization of new models."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from evalprism.report import Report
+from evalprism.stem.irv import KINDS
+
+if TYPE_CHECKING:
+    from evalprism.stem.evaluate import LocationResult
+    from evalprism.stem.pool import Pool
+
+_RULES = (
+    "<ul>"
+    "<li><b>IRV</b>: each item's results (1 right, 0 wrong, -1 no answer) over the family ordered by params. "
+    "<b>Missing answers</b> ({missing}): <i>wrong</i> counts a -1 as 0; <i>exclude</i> leaves out every item on "
+    "which a member gave no answer.</li>"
+    "<li><b>Transition index</b> TI = position of the first member that is right (1-based): TI = 1 every member "
+    "right (easy), 2..n exactly one 0→1 transition (strict significant transition samples), n+1 every member "
+    "wrong (hard, kept in the pool as in the paper). <b>Anomalous</b>: a smaller member right where a larger one "
+    "is wrong (non-monotone IRV).</li>"
+    "<li><b>Anomaly rate</b> = anomalous / items considered; <b>difficulty shares</b>: easy, intermediate "
+    "(everything between, anomalous included), hard.</li>"
+    "<li><b>Discriminability</b> D = population SD of the members' scores (percent) × Pearson correlation "
+    "with ln(params); weight = max(D, 0) / Σ max(D, 0) (equal weights when no D is positive); reference "
+    "score = Σ weight × score.</li>"
+    "</ul>"
+)
+
+_LOCATE_RULES = (
+    "<ul>"
+    "<li><b>Balanced subset</b>: items // (n+1) items from each TI level, drawn without replacement "
+    "(trial t of seed s uses numpy's default_rng([s, t])); a level with fewer items gives all it has.</li>"
+    "<li><b>Capability boundary</b> (rule chosen here; the paper only says 'where accuracy begins to drop "
+    "significantly'): member M<sub>j</sub> answers exactly the levels ≤ j. The model is placed above M<sub>j</sub> "
+    "when it is right on more items of levels &gt; j than it is wrong on items of levels ≤ j (it beats M<sub>j</sub> "
+    "on the subset; ties: not above). The members beaten are always M<sub>1</sub>..M<sub>p</sub>: the boundary lies "
+    "between TI levels p and p+1, the interval is (M<sub>p</sub>, M<sub>p+1</sub>).</li>"
+    "<li><b>Confidence</b> = 1 − p<sub>lower</sub> − p<sub>upper</sub> (Bonferroni), from exact one-sided McNemar "
+    "(sign) tests on the discordant items against M<sub>p</sub> (is it better?) and M<sub>p+1</sub> (is it "
+    "worse?).</li>"
+    "<li><b>Ground truth</b>: members whose full-benchmark reference score is below the model's. <b>Random "
+    "sampling</b>: the same number of items drawn uniformly from all benchmark items, placed by its weighted score. "
+    "<b>Bayesian</b> (after Xiao et al. 2025): uniform prior over the n+1 intervals, per-item success probability "
+    "of an interval = mean of its bounding members' results, shrunk to [0.05, 0.95]; MAP interval.</li>"
+    "</ul>"
+)
+
+
+def _polarization_figure(pool: Pool) -> go.Figure:
+    b = pool.benchmarks
+    fig = go.Figure()
+    for col, name, color in (("easy_share", "easy (all right)", "#9ecae1"),
+                             ("intermediate_share", "intermediate", "#3182bd"),
+                             ("hard_share", "hard (all wrong)", "#08306b")):
+        fig.add_trace(go.Bar(x=b["benchmark"], y=b[col], name=name, marker_color=color))
+    fig.add_trace(go.Scatter(x=b["benchmark"], y=b["anomaly_rate"], name="anomaly rate", mode="markers",
+                             marker={"symbol": "diamond", "size": 13, "color": "#d62728"}))
+    fig.update_layout(barmode="stack", template="plotly_white", height=380, yaxis={"title": "share of items",
+                      "tickformat": ".0%"}, margin={"l": 60, "r": 20, "t": 20, "b": 60},
+                      legend={"orientation": "h", "y": 1.08})
+    return fig
+
+
+def _ti_figure(pool: Pool) -> go.Figure:
+    n = pool.n
+    fig = go.Figure()
+    for code, bench in enumerate(pool.benchmarks["benchmark"]):
+        sel = (pool.bench_code == code) & (pool.ti > 0)
+        counts = np.bincount(pool.ti[sel], minlength=n + 2)[1:]
+        fig.add_trace(go.Bar(x=[f"TI {k}" for k in range(1, n + 2)], y=counts, name=str(bench)))
+    ticks = [f"TI {k}" for k in range(1, n + 2)]
+    fig.update_layout(barmode="group", template="plotly_white", height=340, yaxis_title="items",
+                      xaxis={"categoryorder": "array", "categoryarray": ticks},
+                      margin={"l": 60, "r": 20, "t": 20, "b": 50}, legend={"orientation": "h", "y": 1.1})
+    return fig
+
+
+def pool_report(pool: Pool, audit: bool = False) -> Report:
+    b = pool.benchmarks
+    n = pool.n
+    members = pool.members
+    title = "STEM contamination audit" if audit else "STEM pool"
+    report = Report(title=title, subtitle=f"family {pool.family}: {', '.join(members['model'])} "
+                                          f"({', '.join(f'{p:g}B' for p in members['params'])}); {len(pool.kind)} items")
+    worst = b.sort_values("anomaly_rate", ascending=False).iloc[0]
+    kinds = np.bincount(pool.kind, minlength=len(KINDS))
+    report.summary(
+        f"{kinds[1]} significant transition samples (TI 2..{n}) plus {kinds[0]} easy and {kinds[2]} hard items "
+        f"form the pool; {kinds[3]} items ({kinds[3] / max(len(pool.kind) - kinds[4], 1):.1%} of those considered) "
+        "have non-monotone IRVs.",
+        f"Highest anomaly rate: {worst['benchmark']} at {worst['anomaly_rate']:.1%} — items a smaller member "
+        "answers right while a larger one fails; candidates for contamination or noisy grading.",
+        "Reference scores: " + ", ".join(f"{r.model} {r.reference_score:.1f}" for r in members.itertuples()) + ".",
+    )
+    report.html_block("What this shows", "<p>STEM orders a model family by size and looks at every item's "
+                      "results across it (its IRV). Items that flip once from wrong to right as the models grow are "
+                      "<i>significant transition samples</i>; the member at which they flip, the <i>transition "
+                      "index</i>, is a difficulty level measured in family members. Items that flip back are "
+                      "<i>anomalous</i>: the contamination audit lists them. The pool of easy, transition and hard "
+                      "items is what new models are located with (<code>evalprism stem locate</code>).</p>"
+                      + _RULES.format(missing=html.escape(str(pool.options.get("missing", "wrong")))))
+    report.figure(_polarization_figure(pool), "Difficulty polarization and anomaly rate per benchmark",
+                  "Bars: shares of easy, intermediate and hard items among the items considered; diamonds: anomaly "
+                  "rate. A benchmark dominated by easy and hard items separates the family poorly (paper, Fig. 1).")
+    report.figure(_ti_figure(pool), "Items per transition index",
+                  f"TI k: first answered by member k (TI 1: by all, TI {n + 1}: by none). Localization draws the "
+                  "same number of items from every level, so a thin level limits the subset size.")
+    shown = b.copy()
+    for col in ("anomaly_rate", "easy_share", "intermediate_share", "hard_share", "weight"):
+        shown[col] = shown[col].round(4)
+    report.table(shown.round(4), "Benchmarks", "D: discriminability (percent points); weight: share in the reference "
+                 "score; incomplete: items some member has no row for (left out).")
+    report.table(pool.members_frame().round(3), "Family members", "Scores in percent of all items of each benchmark "
+                 "(-1 counts as wrong); reference_score: the weighted score used as ground truth.")
+    report.table(pool.anomalies(), "Anomalous items (contamination audit)",
+                 "Most inversions first: pairs of members where the smaller is right and the larger wrong. "
+                 "anomalies.csv has the full list.", max_rows=40)
+    report.details.update({"family": pool.family, **pool.options})
+    return report
+
+
+def _curves_figure(result: LocationResult) -> go.Figure:
+    first = result.results[0][0]
+    levels = first.levels["ti"].to_numpy()
+    fig = go.Figure()
+    names = first.tests["member"].tolist()
+    for j, name in enumerate(names, 1):
+        fig.add_trace(go.Scatter(x=levels, y=(levels <= j).astype(float), mode="lines", name=f"family: {name}",
+                                 line={"dash": "dot", "width": 1.5, "color": "#bbbbbb"}, legendgroup="family",
+                                 hovertemplate=f"{html.escape(name)}: TI %{{x}} → %{{y:.0%}}<extra></extra>"))
+    for loc, _ in result.results:
+        lv = loc.levels
+        fig.add_trace(go.Scatter(
+            x=lv["ti"], y=lv["accuracy"], mode="lines+markers", name=loc.model, line={"width": 3},
+            error_y={"type": "data", "symmetric": False, "array": lv["ci_high"] - lv["accuracy"],
+                     "arrayminus": lv["accuracy"] - lv["ci_low"]}))
+    fig.update_layout(template="plotly_white", height=420, xaxis={"title": "transition index (TI level)",
+                      "tickmode": "array", "tickvals": levels}, yaxis={"title": "accuracy on the subset",
+                      "tickformat": ".0%", "range": [-0.05, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 50})
+    return fig
+
+
+def _trials_figure(result: LocationResult) -> go.Figure:
+    fig = go.Figure()
+    models = [loc.model for loc, t in result.results if t is not None]
+    for method, color in (("stem", "#2ca02c"), ("random", "#1f77b4"), ("bayesian", "#ff7f0e")):
+        fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) for _, t in result.results if t is not None],
+                             name=method, marker_color=color))
+    fig.update_layout(barmode="group", template="plotly_white", height=360, yaxis={"title": "localization accuracy",
+                      "tickformat": ".0%", "range": [0, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 80},
+                      legend={"orientation": "h", "y": 1.1})
+    return fig
+
+
+def location_report(result: LocationResult) -> Report:
+    first = result.results[0][0]
+    members = first.tests["member"].tolist()
+    report = Report(title="STEM localization", subtitle=f"{len(result.results)} model(s) on family {first.family} "
+                                                       f"({', '.join(members)}); {first.options.get('items')} items")
+    lines = []
+    for loc, trials in result.results:
+        line = (f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, confidence "
+                f"{loc.confidence:.1%}); ground truth from full-benchmark scores: position {loc.truth}.")
+        if trials is not None:
+            line += (f" Over {len(trials.positions)} trials: STEM {trials.accuracy('stem'):.0%}, random sampling "
+                     f"{trials.accuracy('random'):.0%}, Bayesian {trials.accuracy('bayesian'):.0%} correct.")
+        lines.append(line)
+    report.summary(*lines)
+    report.html_block("What this shows", "<p>Each new model answered a small balanced subset of the family's pool: "
+                      "the same number of items per transition-index level. Its accuracy per level (solid lines) "
+                      "falls where its capability ends; the family's own curves (dotted) are steps by construction: "
+                      "member j answers exactly the levels up to j. The drop is read as an interval between two "
+                      "family members.</p>" + _LOCATE_RULES)
+    report.figure(_curves_figure(result), "Accuracy by transition index",
+                  "Solid: the located models (95% Clopper-Pearson bars). Dotted grey: the family's members. A model "
+                  "between members j and j+1 keeps high accuracy up to level j and loses it from level j+2; level "
+                  "j+1 sits in between.")
+    report.table(_locations_table(result), "Localizations", "p_lower / p_upper: one-sided exact McNemar p-values "
+                 "for being above the lower and below the upper member.")
+    if any(t is not None for _, t in result.results):
+        report.figure(_trials_figure(result), "Localization accuracy over repeated trials",
+                      "Share of trials that place the model at its true position (members with a lower full-benchmark "
+                      "reference score), for STEM and both baselines on the same number of items.")
+        import pandas as pd
+
+        summary = pd.concat([t.summary() for _, t in result.results if t is not None], ignore_index=True)
+        report.table(summary.round(4), "Trials per method", "modal_position: the position most trials chose.")
+    if result.pool is not None:
+        report.table(result.pool.benchmarks[["benchmark", "items", "anomaly_rate", "sts", "easy_share",
+                                             "intermediate_share", "hard_share", "D", "weight"]].round(4),
+                     "Pool benchmarks and anomaly rates")
+    report.details.update(result.options)
+    return report
+
+
+def _locations_table(result: LocationResult):
+    import pandas as pd
+
+    rows = []
+    for loc, trials in result.results:
+        rows.append({"model": loc.model, "interval": loc.interval, "position": loc.position,
+                     "confidence": round(loc.confidence, 4), "p_lower": loc.p_lower, "p_upper": loc.p_upper,
+                     "reference_score": round(loc.reference_score, 2), "true_position": loc.truth,
+                     "items": len(loc.subset)})
+    return pd.DataFrame(rows)
