@@ -1,0 +1,15 @@
+"""Judge-agreement bias map: where LLM relevance judges disagree with humans (seed 004).
+
+Query-document pairs are embedded as one text with a task instruction, clustered with HDBSCAN, and
+the human and LLM relevance labels are compared per cluster and per query within each cluster with
+Gwet's AC1; queries whose agreement varies strongly across clusters (ΔAC1) are flagged bias-prone
+with a direction (under-recall or over-inclusion).
+
+Entry point: :func:`analyze` -> :class:`JudgesResult` (``.frames()``, ``.save(dir)``).
+"""
+
+from evalprism.judges.analysis import DEFAULT_INSTRUCTION, analyze, pair_text
+from evalprism.judges.bias import BiasRules, flag_queries
+from evalprism.judges.result import JudgesResult
+
+__all__ = ["DEFAULT_INSTRUCTION", "BiasRules", "JudgesResult", "analyze", "flag_queries", "pair_text"]

@@ -1,0 +1,206 @@
+"""The judge-agreement report: the pair map, per-cluster agreement, bias-prone queries with examples."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from evalprism.report import Report
+
+if TYPE_CHECKING:
+    from evalprism.judges.result import JudgesResult
+
+MAP_POINTS = 6000
+TOP = 10
+EXAMPLES = 2
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+           "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1"]
+OUTCOME_COLOURS = {"agree": "rgba(44,160,44,0.45)", "LLM misses (FN)": "#d62728", "LLM adds (FP)": "#1f4fd0",
+                   "no label": "rgba(150,150,150,0.4)"}
+
+
+def _shown(n: int, seed: int) -> np.ndarray:
+    """Indices of the pairs drawn on the maps (all, or a fixed random sample keeping the HTML small)."""
+    if n <= MAP_POINTS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, MAP_POINTS, replace=False))
+
+
+def _cluster_map(result: JudgesResult, idx: np.ndarray) -> go.Figure:
+    p = result.pairs.iloc[idx]
+    fig = go.Figure()
+    noise = p["cluster"] < 0
+    fig.add_trace(go.Scattergl(x=p.loc[noise, "map_x"], y=p.loc[noise, "map_y"], mode="markers", name="noise (-1)",
+                               marker={"size": 4, "color": "rgba(160,160,160,0.35)"},
+                               text=p.loc[noise, "query_id"], hovertemplate="noise · query %{text}<extra></extra>"))
+    dense = p[~noise]
+    colours = np.array(PALETTE)[dense["cluster"].to_numpy() % len(PALETTE)]
+    fig.add_trace(go.Scattergl(x=dense["map_x"], y=dense["map_y"], mode="markers", name="dense clusters",
+                               marker={"size": 5, "color": colours},
+                               customdata=np.c_[dense["cluster"], dense["query_id"]],
+                               hovertemplate="cluster %{customdata[0]} · query %{customdata[1]}<extra></extra>"))
+    fig.update_layout(height=520, template="plotly_white", margin={"l": 40, "r": 20, "t": 20, "b": 40},
+                      xaxis_title="map 1", yaxis_title="map 2")
+    return fig
+
+
+def _agreement_map(result: JudgesResult, idx: np.ndarray) -> go.Figure:
+    p = result.pairs.iloc[idx]
+    human = result.options["human"]
+    judges = result.options["llm"]
+    fig = make_subplots(rows=1, cols=len(judges), subplot_titles=judges, shared_xaxes=True, shared_yaxes=True,
+                        horizontal_spacing=0.03)
+    h = p[f"{human}_relevant"].to_numpy(dtype=float)
+    in_legend: set[str] = set()
+    for j, judge in enumerate(judges):
+        m = p[f"{judge}_relevant"].to_numpy(dtype=float)
+        outcome = np.select([np.isnan(h) | np.isnan(m), h == m, (h == 1) & (m == 0)],
+                            ["no label", "agree", "LLM misses (FN)"], "LLM adds (FP)")
+        for name, colour in OUTCOME_COLOURS.items():
+            sel = outcome == name
+            fig.add_trace(go.Scattergl(x=p["map_x"].to_numpy()[sel], y=p["map_y"].to_numpy()[sel], mode="markers",
+                                       name=name, legendgroup=name, showlegend=bool(sel.any()) and name not in in_legend,
+                                       marker={"size": 4 if name == "agree" else 5, "color": colour},
+                                       hoverinfo="skip"), 1, j + 1)
+            if sel.any():
+                in_legend.add(name)
+    fig.update_layout(height=430, template="plotly_white", margin={"l": 40, "r": 20, "t": 40, "b": 40})
+    return fig
+
+
+def _cluster_bars(result: JudgesResult) -> go.Figure:
+    c = result.clusters.copy()
+    c["label"] = np.where(c["is_noise"], "noise", "C" + c["cluster"].astype(str))
+    order = list(dict.fromkeys(c.sort_values(["is_noise", "cluster"])["label"]))
+    fig = go.Figure()
+    for j, judge in enumerate(result.options["llm"]):
+        s = c[c["judge"] == judge].set_index("label").reindex(order)
+        fig.add_trace(go.Bar(
+            x=order, y=s["ac1"], name=judge, marker_color=PALETTE[j % len(PALETTE)],
+            error_y={"type": "data", "symmetric": False, "array": (s["ac1_hi"] - s["ac1"]).clip(lower=0),
+                     "arrayminus": (s["ac1"] - s["ac1_lo"]).clip(lower=0), "thickness": 1},
+            customdata=np.c_[s["size"], s["percent_agreement"], s["false_negatives"], s["false_positives"]],
+            hovertemplate=("%{x}: AC1 %{y:.3f}<br>%{customdata[0]} pairs, agreement %{customdata[1]:.2f}"
+                           "<br>FN %{customdata[2]}, FP %{customdata[3]}<extra>" + html.escape(judge) + "</extra>")))
+    fig.update_layout(barmode="group", height=420, template="plotly_white", yaxis_title="Gwet's AC1 (95% CI)",
+                      margin={"l": 50, "r": 20, "t": 20, "b": 60}, yaxis_range=[-1.05, 1.05])
+    return fig
+
+
+def _examples(result: JudgesResult, judge: str, query_id: str, cluster: int) -> str:
+    human = result.options["human"]
+    p = result.pairs
+    sel = (p["query_id"] == query_id) & (p["cluster"] == cluster) & \
+          (p[f"{human}_relevant"] != p[f"{judge}_relevant"]) & p[f"{judge}_relevant"].notna() & p[f"{human}_relevant"].notna()
+    rows = np.flatnonzero(sel.to_numpy())[:EXAMPLES]
+    items = []
+    for r in rows:
+        doc = str(result.texts["doc"].iat[r])
+        snippet = doc if len(doc) <= 220 else doc[:217] + "…"
+        items.append(f"<li><b>{html.escape(str(p['doc_id'].iat[r]))}</b> human {p[human].iat[r]:g}, "
+                     f"{html.escape(judge)} {p[judge].iat[r]:g}: {html.escape(snippet)}</li>")
+    return f"<ul class='examples'>{''.join(items)}</ul>" if items else ""
+
+
+def _top_queries(result: JudgesResult, judge: str) -> str:
+    q = result.queries[(result.queries["judge"] == judge) & result.queries["bias_prone"].astype(bool)].head(TOP)
+    if q.empty:
+        return f"<p>No bias-prone queries for {html.escape(judge)}.</p>"
+    rows = []
+    for _, r in q.iterrows():
+        flags = ", ".join(n for n, f in (("ΔAC1≥τ", r["flag_abs"]), ("outlier", r["flag_outlier"]),
+                                          ("flip", r["flag_flip"])) if f)
+        rows.append(
+            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}</td><td>{html.escape(str(r['query']))}"
+            f"{_examples(result, judge, r['query_id'], int(r['cluster_min']))}</td><td>{r['dac1']:.2f}</td>"
+            f"<td>{r['ac1_max']:.2f} (C{int(r['cluster_max'])}) / {r['ac1_min']:.2f} (C{int(r['cluster_min'])})</td>"
+            f"<td>{flags}</td><td>{html.escape(str(r['direction']))} (FN {int(r['false_negatives_min'])}, "
+            f"FP {int(r['false_positives_min'])})</td></tr>")
+    head = ("<tr><th>rank</th><th>query id</th><th>query, and disagreeing pairs in its lowest-AC1 cluster</th>"
+            "<th>ΔAC1</th><th>AC1 max / min (cluster)</th><th>flags</th><th>direction in the min cluster</th></tr>")
+    return f"<table class='data'>{head}{''.join(rows)}</table>"
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def build_report(result: JudgesResult, title: str | None = None) -> Report:
+    o = result.options
+    n_clusters = int(result.pairs["cluster"].max()) + 1
+    noise_share = float((result.pairs["cluster"] < 0).mean())
+    report = Report(title=title or "Where LLM relevance judges disagree with humans",
+                    subtitle=f"{len(result.pairs):,} query-document pairs · {result.pairs['query_id'].nunique()} queries · "
+                             f"{n_clusters} dense clusters + noise ({noise_share:.0%} of pairs) · judges: "
+                             f"{', '.join(o['llm'])} vs human '{o['human']}'")
+    for _, r in result.overall.iterrows():
+        flagged = int(result.bias_prone(r["judge"]).shape[0])
+        report.summary(f"{r['judge']}: AC1 {_fmt(r['ac1'])} [{_fmt(r['ac1_lo'])}, {_fmt(r['ac1_hi'])}], "
+                       f"kappa {_fmt(r['kappa'])}, agreement {_fmt(r['percent_agreement'])}; "
+                       f"{flagged} bias-prone queries.")
+    for _, r in result.concentration.iterrows():
+        report.summary(f"{r['judge']}: disagreement {_fmt(r['disagreement_dense'])} in dense clusters vs "
+                       f"{_fmt(r['disagreement_noise'])} in noise; per-cluster AC1 from {_fmt(r['cluster_ac1_min'], 2)} "
+                       f"to {_fmt(r['cluster_ac1_max'], 2)}; the worst clusters holding "
+                       f"{_fmt(r['worst_clusters_pair_share'] * 100, 0)}% of dense pairs hold "
+                       f"{_fmt(r['worst_clusters_disagreement_share'] * 100, 0)}% of their disagreements.")
+    report.html_block("What this shows", (
+        "<p>Every query-document pair is embedded as one text together with a task instruction, the pairs are "
+        "grouped into dense semantic neighbourhoods by HDBSCAN (pairs in no dense region form the noise set, "
+        "cluster -1), and the human and LLM relevance labels are compared inside each neighbourhood with Gwet's "
+        "AC1 (robust to the many non-relevant pairs that make Cohen's kappa collapse). If disagreement were "
+        "random, every cluster would show about the same AC1; clusters with low AC1 are semantic regions where a "
+        "judge systematically departs from the human assessors.</p>"
+        "<p>For each query, ΔAC1 is the range of its per-cluster AC1 values: a query whose pairs are judged like "
+        "the humans in one neighbourhood and unlike them in another is <i>bias-prone</i>. The direction says "
+        "whether, where it disagrees most, the LLM misses relevant passages (under-recalls: false negatives) or "
+        "accepts non-relevant ones (over-includes: false positives).</p>"))
+    idx = _shown(len(result.pairs), int(o.get("seed", 0)))
+    shown = "" if idx.size == len(result.pairs) else f" ({idx.size:,} of {len(result.pairs):,} pairs drawn, a fixed random sample)"
+    map_name = "UMAP" if o.get("reduce") == "umap" else "PCA"
+    report.figure(_cluster_map(result, idx), "Map of the pairs by cluster",
+                  f"Each point is a query-document pair, placed by a 2-D {map_name} of its embedding{shown}; colour = "
+                  "HDBSCAN cluster, grey = noise. Clusters were found in the reduced space, so the 2-D map only "
+                  "approximates them.")
+    report.figure(_agreement_map(result, idx), "Map of the pairs by agreement, per judge",
+                  "Green: the judge agrees with the human (after binarization). Red: the human said relevant, the "
+                  "LLM not (false negative). Blue: the LLM said relevant, the human not (false positive). Red or "
+                  "blue patches are neighbourhoods of systematic disagreement.")
+    report.figure(_cluster_bars(result), "Agreement per cluster (Gwet's AC1 with 95% intervals)",
+                  "One group of bars per cluster (C0 is the largest), the noise set last. Bars far below the others "
+                  "with intervals that do not overlap theirs are the regions where a judge departs from the humans.")
+    report.table(result.overall, "Overall agreement per judge",
+                 "All pairs with both labels; AC1 interval: Student t with n-1 degrees of freedom (as irrCAC).")
+    report.table(result.concentration, "Dense clusters against the noise set",
+                 "The seed's claim is that disagreement concentrates in dense clusters rather than noise. "
+                 "homogeneity_p: chi-square test that every dense cluster has the same disagreement rate "
+                 "(small = disagreement is not spread evenly). worst_clusters_*: the clusters with the highest "
+                 "disagreement rate that together cover at least 10% of the dense pairs, and the share of all "
+                 "dense-cluster disagreements they hold.")
+    for judge in o["llm"]:
+        report.html_block(f"Top {TOP} bias-prone queries: {judge}", _top_queries(result, judge),
+                          "Ranked by ΔAC1 among the flagged queries; all queries are in queries.csv. Examples: up to "
+                          f"{EXAMPLES} pairs of the query's lowest-AC1 cluster where the judge and the human disagree "
+                          "(raw labels shown).")
+    report.table(result.instructions, "Instruction choice",
+                 f"Cluster purity w.r.t. the human label, {o['purity_percentile']:g}th percentile over the dense "
+                 "clusters (the seed's criterion); the chosen instruction is used for everything above.")
+    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in o.items())
+    departures = [
+        "The paper embedded pairs with INSTRUCTOR-XL. With the 'minilm' or 'st:' embedders the instruction is "
+        "prepended to the pair text as plain text instead of INSTRUCTOR's [instruction, text] format (use "
+        "'instructor:<path>' with local weights for the paper's format)." if not str(o.get("embedder", "")).startswith(
+            "instructor:") else "INSTRUCTOR format: the instruction is the model's prompt, excluded from pooling.",
+        "HDBSCAN parameters, the reduction before it and the minimum pairs per query-cluster cell are not given "
+        "in the paper; the values used are listed above.",
+        "Outlier rule (the paper names no rule): ΔAC1 above Q3 + 1.5 IQR of the judge's ΔAC1 values.",
+        "Direction: counted in the query's lowest-AC1 cluster.",
+    ]
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in [*departures, *result.notes])
+    report.html_block("Options, departures from the paper, notes", f"<ul>{opts}</ul><ul>{notes}</ul>")
+    return report

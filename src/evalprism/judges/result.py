@@ -1,0 +1,58 @@
+"""The result of a judge-agreement analysis: its tables and how to save them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalprism.io.outputs import write_result_dir
+
+
+@dataclass
+class JudgesResult:
+    """Everything :func:`evalprism.judges.analyze` found (all tables long: one row per judge and unit).
+
+    ``pairs``: one row per query-document pair with its cluster (-1 = noise), every label, its binary
+    value and its 2-D map position; ``clusters``: per (cluster, judge) size, AC1 with SE and interval,
+    kappa, percent agreement, purity, false negatives/positives; ``queries``: per (judge, query) the
+    AC1 range ΔAC1 over its clusters, the three bias flags and the direction, ranked; ``query_clusters``:
+    the per-query-per-cluster cells behind ΔAC1; ``overall``: per judge over all pairs;
+    ``instructions``: the candidate instructions and their purity scores; ``concentration``: dense
+    clusters against the noise set per judge. ``texts``: query and document text per pair (for the
+    report's examples; not written to the CSV files).
+    """
+
+    pairs: pd.DataFrame
+    clusters: pd.DataFrame
+    queries: pd.DataFrame
+    query_clusters: pd.DataFrame
+    overall: pd.DataFrame
+    instructions: pd.DataFrame
+    concentration: pd.DataFrame
+    texts: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+    embed_stats: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The output tables by file stem."""
+        return {"pairs": self.pairs, "clusters": self.clusters, "queries": self.queries,
+                "query_clusters": self.query_clusters, "overall": self.overall,
+                "instructions": self.instructions, "concentration": self.concentration}
+
+    def bias_prone(self, judge: str | None = None) -> pd.DataFrame:
+        """The flagged queries (of one judge, or all), most variable first."""
+        q = self.queries[self.queries["bias_prone"].astype(bool)]
+        return q if judge is None else q[q["judge"] == judge]
+
+    def save(self, out_dir: str | Path, title: str | None = None) -> Path:
+        """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
+        from evalprism.judges.report import build_report
+
+        run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+               "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
+               "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
+        return write_result_dir(out_dir, self.frames(), run, build_report(self, title=title))
