@@ -63,6 +63,20 @@ def test_save_load_round_trip_is_exact(trained) -> None:
     assert (path / "marginal.csv").exists() and (path / "report.html").exists()
 
 
+def test_bfloat16_inference_stays_close_to_float32(trained) -> None:
+    """The service's fast path: a private bfloat16 copy of the encoder (the process-wide float32
+    one is untouched), leaderboards within 0.05 and the same best model on every prompt."""
+    path, _ = trained
+    prompts = [p for topic in TOPIC_PROMPTS for p in topic_prompts(topic)[:10]]
+    full = P2LModel.load(path).leaderboards(prompts)
+    half = P2LModel.load(path, precision="bfloat16").leaderboards(prompts)
+    assert 0 < np.abs(half - full).max() < 0.05
+    assert (half.argmax(axis=1) == full.argmax(axis=1)).all()
+    np.testing.assert_array_equal(P2LModel.load(path).leaderboards(prompts), full)
+    with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
+        P2LModel.load(path, precision="float16")
+
+
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     """3 epochs + resume to 6 equals 6 epochs straight: optimiser, RNG and best state are restored."""
     battles = simulate_topic_battles(1500, seed=3)
