@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from evalprism.p2l import P2LModel, TrainOptions, route, train_p2l
+from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
 from evalprism.errors import EvalprismError
@@ -59,7 +60,7 @@ def upstreams() -> Iterator[FakeUpstreams]:
 def service(model_dir: Path, upstreams: FakeUpstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("service")
     config = write_config(root / "router.yaml", upstreams, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
-                          timeout_s=1.0, seed=0)
+                          timeout_s=1.0, seed=0, precision="float32")  # float32: decisions compared to 1e-6
     with running_service(model_dir, config, ENV) as svc:
         svc.log_path = root / "decisions.jsonl"  # type: ignore[attr-defined]
         yield svc
@@ -184,7 +185,8 @@ def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, 
 def test_models_and_health(service: ServiceProcess) -> None:
     ids = [m["id"] for m in httpx.get(service.url + "/v1/models", headers=AUTH).json()["data"]]
     assert ids == ["evalprism-router", *COSTS]
-    assert httpx.get(service.url + "/health").json()["status"] == "ok"  # no token needed
+    health = httpx.get(service.url + "/health").json()  # no token needed
+    assert health["status"] == "ok" and health["precision"] == "float32" and health["models"] == 4
 
 
 def test_concurrent_requests_are_micro_batched(service: ServiceProcess) -> None:
@@ -250,9 +252,11 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
                                      *(client.post("/v1/chat/completions", json={"messages": user(f"chat {k}"),
                                                                                "stream": k % 2 == 0}) for k in range(10)))
         asyncio.run(traffic())
+        health = httpx.get(service.url + "/health").json()
     finally:
         code, output = service.stop()  # SIGTERM
     assert code in (0, -15), output  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit by it
+    assert health["precision"] == ("bfloat16" if native_bf16() else "float32")  # precision: auto (the default)
     lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
     assert len(lines) == 50
     assert sum(r["endpoint"] == "/v1/route" for r in lines) == 40

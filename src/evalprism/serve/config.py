@@ -13,7 +13,7 @@ Secrets never live in the file: upstream keys and accepted bearer tokens are rea
 environment variables it names, once, at startup (an unset variable is an error there, not a 401
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
 ``timeout_s``, ``connect_timeout_s``, ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
-``max_prompt_chars``, ``seed``.
+``max_prompt_chars``, ``seed``, ``precision``.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ class ServeConfig(_Strict):
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
     seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")
 
     @field_validator("opponent")
     @classmethod

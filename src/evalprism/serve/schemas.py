@@ -139,6 +139,7 @@ class ModelList(BaseModel):
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     models: int
+    precision: str = Field(description="the P2L backbone's inference dtype")
     batches: int
     prompts: int
     decisions: int
