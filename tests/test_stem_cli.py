@@ -1,0 +1,105 @@
+"""`evalprism stem pool | locate | audit` end to end, and every bad input of the issue (exit code 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import run_cli
+from evalprism.stem.simulate import simulate_family
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("stem")
+    correctness, meta = simulate_family(n_items=600, seed=5)
+    paths = {"correctness": root / "correctness.csv", "meta": root / "meta.csv", "root": root}
+    correctness.to_csv(paths["correctness"], index=False)
+    meta.to_csv(paths["meta"], index=False)
+    return paths
+
+
+def test_pool_locate_audit(files, tmp_path, capsys) -> None:
+    pool_dir, loc_dir, audit_dir = tmp_path / "pool", tmp_path / "loc", tmp_path / "audit"
+    code, _, err = run_cli(["stem", "pool", files["correctness"], "--models", files["meta"], "--family", "toy",
+                            "--out", pool_dir], capsys)
+    assert code == 0, err
+    pool = pd.read_csv(pool_dir / "pool.csv")
+    assert list(pool.columns[:5]) == ["benchmark", "item_id", "irv", "ti", "anomalous"]
+    assert {"anomaly_rate", "D", "weight", "easy_share", "intermediate_share", "hard_share"} <= set(
+        pd.read_csv(pool_dir / "benchmarks.csv").columns)
+    code, _, err = run_cli(["stem", "locate", pool_dir, files["correctness"], "--model", "other-b", "--model", "other-d",
+                            "--out", loc_dir, "--items", "50", "--trials", "20", "-q"], capsys)
+    assert code == 0, err
+    entries = json.loads((loc_dir / "localization.json").read_text())
+    assert [e["model"] for e in entries] == ["other-b", "other-d"]
+    assert [e["true_position"] for e in entries] == [1, 3]
+    assert all(0 <= e["confidence"] <= 1 and e["trials"]["n"] == 20 for e in entries)
+    assert (loc_dir / "report.html").stat().st_size > 10_000
+    code, _, err = run_cli(["stem", "audit", files["correctness"], "--models", files["meta"], "--family", "toy",
+                            "--out", audit_dir], capsys)
+    assert code == 0, err
+    anomalies = pd.read_csv(audit_dir / "anomalies.csv")
+    assert len(anomalies) == pool["anomalous"].sum()
+
+
+def _write(path: Path, df: pd.DataFrame) -> Path:
+    df.to_csv(path, index=False)
+    return path
+
+
+def _expect_error(args: list, capsys, match: str, out: Path) -> None:
+    code, _, err = run_cli(args, capsys)
+    assert code == 2, err
+    assert match in " ".join(err.split()), err
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]  # no partial directory
+
+
+def test_bad_inputs_exit_2_with_a_clear_message(files, tmp_path, capsys) -> None:
+    correctness = pd.read_csv(files["correctness"], dtype=str)
+    meta = pd.read_csv(files["meta"], dtype=str)
+    out = tmp_path / "out"
+    good_c, good_m = files["correctness"], files["meta"]
+
+    unknown = _write(tmp_path / "unknown.csv", pd.concat([meta, pd.DataFrame(
+        [{"model": "toy-400b", "params": "400", "family": "toy"}])]))
+    _expect_error(["stem", "pool", good_c, "--models", unknown, "--family", "toy", "--out", out], capsys,
+                  "row 10: model 'toy-400b' is not in", out)
+
+    no_params = meta.copy()
+    no_params.loc[1, "params"] = None
+    _expect_error(["stem", "pool", good_c, "--models", _write(tmp_path / "np.csv", no_params), "--family", "toy",
+                   "--out", out], capsys, "row 2: model 'toy-4b' has no params", out)
+
+    dup = _write(tmp_path / "dup.csv", pd.concat([correctness, correctness.iloc[[7]]]))
+    _expect_error(["stem", "pool", dup, "--models", good_m, "--family", "toy", "--out", out], capsys,
+                  f"rows 8 and {len(correctness) + 1} both score model 'toy-1b'", out)
+
+    bad_score = correctness.copy()
+    bad_score.loc[4, "score"] = "2"
+    _expect_error(["stem", "pool", _write(tmp_path / "bs.csv", bad_score), "--models", good_m, "--family", "toy",
+                   "--out", out], capsys, "row 5, column 'score': expected 1 (right), 0 (wrong) or -1", out)
+
+    small = meta[meta["model"].isin(["toy-1b", "toy-70b", "other-a"])]
+    _expect_error(["stem", "pool", good_c, "--models", _write(tmp_path / "small.csv", small), "--family", "toy",
+                   "--out", out], capsys, "the family has 2 models (toy-1b, toy-70b); STEM needs at least 3", out)
+
+    flat = correctness.copy()
+    flat.loc[flat["model"].str.startswith("toy"), "score"] = "1"  # every member right: no transition anywhere
+    _expect_error(["stem", "pool", _write(tmp_path / "flat.csv", flat), "--models", good_m, "--family", "toy",
+                   "--out", out], capsys, "no significant transition sample", out)
+
+    _expect_error(["stem", "pool", good_c, "--models", good_m, "--out", out], capsys,
+                  "the metadata holds several families (toy, other); choose one (--family)", out)
+
+    pool_dir = tmp_path / "pool"
+    assert run_cli(["stem", "pool", good_c, "--models", good_m, "--family", "toy", "--out", pool_dir], capsys)[0] == 0
+    _expect_error(["stem", "locate", pool_dir, good_c, "--model", "nobody", "--out", out], capsys,
+                  "model 'nobody' is not there", out)
+    _expect_error(["stem", "locate", tmp_path, good_c, "--model", "other-a", "--out", out], capsys,
+                  "not a pool directory (pool.csv is missing", out)

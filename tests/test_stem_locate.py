@@ -1,0 +1,128 @@
+"""STEM localization: the boundary rule by hand, the baselines by hand, and a planted family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from evalprism.errors import EvalprismError
+from evalprism.stem import Pool, build_pool, evaluate, locate, locate_models
+from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
+from evalprism.stem.locate import boundary_counts, interval_confidence, positions_from_counts, sign_test_pvalues
+from evalprism.stem.simulate import simulate_family
+
+
+def test_boundary_counts_and_position_by_hand() -> None:
+    # 3 members, 4 levels of 10 items; the model gets 9, 8, 3, 1 right
+    right, size = np.array([9, 8, 3, 1]), np.array([10, 10, 10, 10])
+    b, c = boundary_counts(right, size)
+    # vs M1 (answers level 1): right above = 8+3+1, wrong at or below = 1
+    # vs M2 (levels 1-2): right above = 3+1, wrong = 1+2; vs M3: right above = 1, wrong = 1+2+7
+    assert b.tolist() == [12, 4, 1] and c.tolist() == [1, 3, 10]
+    assert positions_from_counts(b, c) == 2  # beats M1 and M2, not M3
+    p_above, p_below = sign_test_pvalues(b, c)
+    for j in range(3):
+        n = b[j] + c[j]
+        assert p_above[j] == pytest.approx(stats.binomtest(b[j], n, 0.5, alternative="greater").pvalue)
+        assert p_below[j] == pytest.approx(stats.binomtest(b[j], n, 0.5, alternative="less").pvalue)
+    p_lower, p_upper, conf = interval_confidence(np.array(2), p_above, p_below)
+    assert p_lower == pytest.approx(p_above[1]) and p_upper == pytest.approx(p_below[2])
+    assert conf == pytest.approx(1 - p_above[1] - p_below[2])
+    # a tie (b = c) is not "above"; open ends contribute no p-value
+    assert positions_from_counts(np.array([2, 1]), np.array([2, 1])) == 0
+    _, p_upper0, _ = interval_confidence(np.array(3), p_above, p_below)
+    assert p_upper0 == 0.0
+
+
+def test_random_and_bayesian_baselines_by_hand() -> None:
+    # two members; three candidate items on one benchmark; IRVs (0,1), (1,1), (0,0)
+    irv = np.array([[0, 1], [1, 1], [0, 0]])
+    q = interval_success(irv, epsilon=0.1)
+    # intervals: below M1 (anchor M1), between (mean), above M2 (anchor M2); eps + 0.8 * mean
+    np.testing.assert_allclose(q, [[0.1, 0.5, 0.9], [0.9, 0.9, 0.9], [0.1, 0.1, 0.1]])
+    right = np.array([True, True, False])
+    draws = np.array([[0, 1, 2], [0, 0, 0]])
+    best, mass = bayesian_positions(q, right, draws)
+    # draw 1: likelihoods 0.1*0.9*0.9, 0.5*0.9*0.9, 0.9*0.9*0.9 -> above M2 with 0.9 / 1.5
+    assert best.tolist()[0] == 2 and mass[0] == pytest.approx(0.9 / 1.5)
+    assert best.tolist()[1] == 2 and mass[1] == pytest.approx(0.9**3 / (0.1**3 + 0.5**3 + 0.9**3))
+    # random sampling: draw 1 scores 2/3 = 66.7% (between members at 40 and 70), draw 2 scores 100%
+    pos = random_positions(np.zeros(3, dtype=np.int64), right.astype(float), draws, np.array([1.0]),
+                           np.array([40.0, 70.0]))
+    assert pos.tolist() == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def planted() -> tuple[pd.DataFrame, pd.DataFrame, Pool]:
+    correctness, meta = simulate_family(n_items=2000, seed=3)
+    return correctness, meta, build_pool(correctness, meta, family="toy")
+
+
+def test_planted_family_localization_is_correct_and_beats_random(planted) -> None:
+    correctness, meta, pool = planted
+    others = meta.loc[meta["family"] == "other", "model"].tolist()
+    stem_hits, random_hits, total = 0, 0, 0
+    truths = []
+    for model in others:
+        trials = evaluate(pool, correctness, items=100, trials=100, seed=1, model=model)
+        assert trials.positions.shape == (100,) and trials.positions.dtype.kind == "i"
+        assert trials.accuracy("stem") >= 0.95, (model, np.bincount(trials.positions))
+        stem_hits += int((trials.positions == trials.truth).sum())
+        random_hits += int((trials.random_positions == trials.truth).sum())
+        total += 100
+        truths.append(trials.truth)
+    assert truths == [0, 1, 2, 3, 4]  # planted abilities span every interval of the 4-member family
+    assert stem_hits / total >= 0.95
+    assert stem_hits > random_hits
+
+
+def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answers(planted) -> None:
+    correctness, _, pool = planted
+    loc = locate(pool, correctness, items=100, seed=7, model="other-c")
+    trials = evaluate(pool, correctness, items=100, trials=5, seed=7, model="other-c")
+    assert loc.position == trials.positions[0]
+    assert loc.levels["items"].tolist() == [20] * 5
+    assert loc.levels["correct"].sum() == (loc.subset["score"] == 1).sum()
+    # a family member answers exactly the levels up to its own index: M_j beats M_1..M_{j-1}
+    for j, member in enumerate(pool.members["model"], 1):
+        placed = locate(pool, correctness, items=100, seed=0, model=member)
+        assert placed.levels["accuracy"].tolist() == [1.0] * j + [0.0] * (pool.n + 1 - j)
+        assert placed.position == j - 1 and placed.truth == j - 1
+
+
+def test_results_are_deterministic_and_saved_atomically(planted, tmp_path) -> None:
+    correctness, _, pool = planted
+    other = correctness[correctness["model"].isin(["other-b", "other-d"])]
+    first = locate_models(pool, other, items=60, trials=20, seed=2, progress=False).save(tmp_path / "a")
+    second = locate_models(pool, other, items=60, trials=20, seed=2, progress=False).save(tmp_path / "b")
+    for name in ("levels.csv", "tests.csv", "subset.csv", "trials.csv", "summary.csv", "localization.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert "Accuracy by transition index" in (first / "report.html").read_text(encoding="utf-8")
+    pool.save(tmp_path / "pool")
+    loaded = Pool.load(tmp_path / "pool")
+    assert (loaded.irv == pool.irv).all() and (loaded.ti == pool.ti).all()
+    pd.testing.assert_frame_equal(loaded.benchmarks, pool.benchmarks)
+    assert locate(loaded, correctness, model="other-d").position == locate(pool, correctness, model="other-d").position
+
+
+def test_locate_input_errors(planted) -> None:
+    correctness, _, pool = planted
+    with pytest.raises(EvalprismError, match="choose one"):
+        locate(pool, correctness)
+    with pytest.raises(EvalprismError, match="'nobody' is not there"):
+        locate(pool, correctness, model="nobody")
+    with pytest.raises(EvalprismError, match="fewer than the 5 TI levels"):
+        locate(pool, correctness, items=3, model="other-a")
+    only_one = correctness[(correctness["model"] == "other-a") & (correctness["benchmark"] == "bench-1")]
+    with pytest.raises(EvalprismError, match="no rows for benchmark bench-2"):
+        locate(pool, only_one)
+
+
+def test_missing_exclude_skips_unanswered_items(planted) -> None:
+    correctness, meta, _ = planted
+    pool = build_pool(correctness, meta, family="toy", missing="exclude")
+    loc = locate(pool, correctness, model="other-b")
+    assert (loc.subset["score"] != -1).all()
+    assert pool.benchmarks["excluded"].sum() > 0
