@@ -103,3 +103,14 @@ def test_bad_inputs_exit_2_with_a_clear_message(files, tmp_path, capsys) -> None
                   "model 'nobody' is not there", out)
     _expect_error(["stem", "locate", tmp_path, good_c, "--model", "other-a", "--out", out], capsys,
                   "not a pool directory (pool.csv is missing", out)
+
+
+def test_demo_locates_the_planted_models(tmp_path) -> None:
+    from evalprism.demo import run_stem_demo
+
+    entries = run_stem_demo(tmp_path, progress=False)
+    assert [e[0] for e in entries] == ["stem/pool/report.html", "stem/locate/report.html"]
+    located = json.loads((tmp_path / "locate" / "localization.json").read_text())
+    assert [e["true_position"] for e in located] == [0, 1, 2, 3, 4]
+    assert all(e["trials"]["accuracy_stem"] >= 0.95 for e in located)
+    assert (tmp_path / "pool" / "anomalies.csv").exists()

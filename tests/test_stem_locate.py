@@ -10,7 +10,13 @@ from scipy import stats
 from evalprism.errors import EvalprismError
 from evalprism.stem import Pool, build_pool, evaluate, locate, locate_models
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
-from evalprism.stem.locate import boundary_counts, interval_confidence, positions_from_counts, sign_test_pvalues
+from evalprism.stem.locate import (
+    boundary_counts,
+    interval_confidence,
+    level_weights,
+    positions_from_counts,
+    sign_test_pvalues,
+)
 from evalprism.stem.simulate import simulate_family
 
 
@@ -34,6 +40,21 @@ def test_boundary_counts_and_position_by_hand() -> None:
     assert positions_from_counts(np.array([2, 1]), np.array([2, 1])) == 0
     _, p_upper0, _ = interval_confidence(np.array(3), p_above, p_below)
     assert p_upper0 == 0.0
+
+
+def test_stratified_weighting_counts_each_level_by_its_pool_size() -> None:
+    # the hardest level holds 70 pool items but only 10 are drawn: each counts 7 in the decision
+    levels = [np.arange(10), np.arange(10, 20), np.arange(20, 30), np.arange(30, 100)]
+    right, size = np.array([9, 8, 3, 2]), np.array([10, 10, 10, 10])
+    assert level_weights(levels, size, "balanced") is None
+    w = level_weights(levels, size, "stratified")
+    assert w.tolist() == [1.0, 1.0, 1.0, 7.0]
+    assert positions_from_counts(*boundary_counts(right, size)) == 2  # balanced: b_3 = 2 < c_3 = 10
+    b, c = boundary_counts(right, size, w)
+    assert b.tolist() == [8 + 3 + 14, 3 + 14, 14] and c.tolist() == [1, 3, 10]
+    assert positions_from_counts(b, c) == 3
+    with pytest.raises(EvalprismError, match="weighting"):
+        level_weights(levels, size, "uniform")
 
 
 def test_random_and_bayesian_baselines_by_hand() -> None:

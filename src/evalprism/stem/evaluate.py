@@ -28,7 +28,9 @@ from evalprism.stem.locate import (
     draw_subset,
     dump_json,
     interval_confidence,
+    Weighting,
     level_items,
+    level_weights,
     locate_target,
     per_level,
     positions_from_counts,
@@ -84,7 +86,8 @@ class Trials:
         return {"trials": self.frame(), "summary": self.summary()}
 
 
-def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, progress: bool) -> Trials:
+def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, progress: bool,
+            weighting: Weighting = "balanced") -> Trials:
     levels = level_items(pool, target)
     m = per_level(items, levels)
     candidates = np.flatnonzero(target.outcome != NO_ROW)
@@ -105,7 +108,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
                 bar.update(50)
         bar.update(trials % 50)
     b, c = boundary_counts(right_levels, size)
-    stem = positions_from_counts(b, c)
+    stem = positions_from_counts(*boundary_counts(right_levels, size, level_weights(levels, size, weighting)))
     p_above, p_below = sign_test_pvalues(b, c)
     confidence = interval_confidence(stem, p_above, p_below)[2]
     cand_right = right[candidates]
@@ -113,18 +116,19 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
                             pool.members["reference_score"].to_numpy())
     bayes, mass = bayesian_positions(interval_success(pool.irv[candidates]), cand_right, draws)
     options = {"items": items, "per_level": m, "trials": trials, "seed": seed,
-               "missing": pool.options.get("missing", "wrong")}
+               "missing": pool.options.get("missing", "wrong"), "weighting": weighting}
     return Trials(model=target.model, family=pool.family, positions=stem.astype(np.int64),
                   random_positions=rand.astype(np.int64), bayesian_positions=bayes.astype(np.int64), truth=target.truth,
                   reference_score=target.reference_score, confidence=confidence, bayesian_mass=mass, options=options)
 
 
 def evaluate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
-             seed: int = 0, *, model: str | None = None, progress: bool = False) -> Trials:
+             seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced",
+             progress: bool = False) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by STEM and both baselines."""
     if trials < 1:
         raise EvalprismError(f"trials: expected at least 1, got {trials}")
-    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress)
+    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting)
 
 
 @dataclass
@@ -178,7 +182,8 @@ def _model_first(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
-                  items: int = 100, trials: int = 100, seed: int = 0, progress: bool = True) -> LocationResult:
+                  items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
+                  progress: bool = True) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``) with one balanced
     subset (:func:`~evalprism.stem.locate`) and, when ``trials`` > 0, ``trials`` repeated
     trials against both baselines."""
@@ -187,8 +192,8 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     results = []
     for name in names:
         target = target_of(pool, enc, name)
-        ran = _trials(pool, target, items, trials, seed, progress) if trials > 0 else None
-        results.append((locate_target(pool, target, items, seed), ran))
+        ran = _trials(pool, target, items, trials, seed, progress, weighting) if trials > 0 else None
+        results.append((locate_target(pool, target, items, seed, weighting), ran))
     options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
-               "seed": seed, "missing": pool.options.get("missing", "wrong"), "models": names}
+               "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting, "models": names}
     return LocationResult(pool=pool, results=results, options=options)

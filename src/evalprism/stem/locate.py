@@ -19,6 +19,12 @@ one-sided McNemar (sign) test on the discordant items, ``b ~ Binomial(b + c, 1/2
 capable as the member": ``p_lower = P(X >= b_p)`` (evidence of being above ``M_p``) and
 ``p_upper = P(X <= b_{p+1})`` (evidence of being below ``M_{p+1}``). The interval's confidence is
 ``1 - p_lower - p_upper`` (Bonferroni), floored at 0; an open end (p = 0 or n) contributes 0.
+
+``weighting="stratified"`` (an option, not in the paper): the balanced subset gives every TI level
+the same weight, while the full-benchmark ground truth weighs each level by its size (on MMLU-Pro
+half the items are hard for all of Llama-2). With this option each drawn item of level k counts
+``N_k / m_k`` (pool items of the level over items drawn from it) in the decision ``b_j > c_j``, an
+estimate of the comparison on the whole pool; the p-values stay the exact test on the drawn items.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +45,7 @@ from evalprism.stem.discriminability import reference_scores
 from evalprism.stem.pool import Pool
 
 NO_ROW = -2  # outcome of a pool item the model has no row for
+Weighting = Literal["balanced", "stratified"]
 
 
 @dataclass(frozen=True)
@@ -113,11 +120,25 @@ def draw_subset(levels: list[np.ndarray], m: int, rng: np.random.Generator) -> t
     return np.concatenate(picks), np.concatenate(labels)
 
 
-def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def level_weights(levels: list[np.ndarray], size: np.ndarray, weighting: Weighting) -> np.ndarray | None:
+    """Weight of a drawn item per level: None (balanced) or pool items / drawn items (stratified)."""
+    if weighting == "balanced":
+        return None
+    if weighting != "stratified":
+        raise EvalprismError(f"weighting: expected 'balanced' or 'stratified', got {weighting!r}")
+    pool_size = np.array([len(lv) for lv in levels], dtype=float)
+    return np.where(size > 0, pool_size / np.maximum(size, 1), 0.0)
+
+
+def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray,
+                    weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Discordant counts against every member: ``b[..., j-1]`` = right at levels > j, ``c[..., j-1]``
-    = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them)."""
+    = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them); each level's
+    counts multiplied by ``weight`` when given."""
     correct = np.asarray(correct_by_level, dtype=np.int64)
     wrong = np.asarray(size_by_level, dtype=np.int64) - correct
+    if weight is not None:
+        correct, wrong = correct * weight, wrong * weight
     c = np.cumsum(wrong, axis=-1)[..., :-1]
     b = correct.sum(axis=-1, keepdims=True) - np.cumsum(correct, axis=-1)[..., :-1]
     return b, c
@@ -213,13 +234,15 @@ class Localization:
         return LocationResult(pool=None, results=[(self, None)], options=self.options).save(out_dir)
 
 
-def _localization(pool: Pool, target: Target, idx: np.ndarray, labels: np.ndarray, options: dict[str, Any]) -> Localization:
+def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx: np.ndarray, labels: np.ndarray,
+                  options: dict[str, Any]) -> Localization:
     n = pool.n
     correct = target.outcome[idx] == 1
     size = np.bincount(labels, minlength=n + 2)[1:]
     right = np.bincount(labels, weights=correct, minlength=n + 2)[1:].astype(np.int64)
     b, c = boundary_counts(right, size)
-    position = int(positions_from_counts(b, c))
+    position = int(positions_from_counts(*boundary_counts(right, size, level_weights(levels_all, size,
+                                                                                     options["weighting"]))))
     p_above, p_below = sign_test_pvalues(b, c)
     p_lower, p_upper, conf = interval_confidence(np.array(position), p_above, p_below)
     names = pool.members["model"].tolist()
@@ -233,7 +256,8 @@ def _localization(pool: Pool, target: Target, idx: np.ndarray, labels: np.ndarra
     })
     tests = pd.DataFrame({
         "member": names, "params": pool.members["params"].to_numpy(), "right_where_member_wrong": b,
-        "wrong_where_member_right": c, "placed_above": b > c, "p_better": p_above, "p_worse": p_below,
+        "wrong_where_member_right": c, "placed_above": np.arange(1, n + 1) <= position, "p_better": p_above,
+        "p_worse": p_below,
     })
     subset = pd.DataFrame({"benchmark": pool.items["benchmark"].to_numpy()[idx],
                            "item_id": pool.items["item_id"].to_numpy()[idx], "ti": labels,
@@ -248,21 +272,23 @@ def _localization(pool: Pool, target: Target, idx: np.ndarray, labels: np.ndarra
 
 
 def locate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
-           model: str | None = None) -> Localization:
+           model: str | None = None, weighting: Weighting = "balanced") -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
     from one balanced subset of ``items`` STS (see the module docstring for the rule)."""
-    return locate_target(pool, target_of(pool, new_correctness, model), items, seed)
+    return locate_target(pool, target_of(pool, new_correctness, model), items, seed, weighting)
 
 
-def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0) -> Localization:
+def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0,
+                  weighting: Weighting = "balanced") -> Localization:
     """:func:`locate` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
     levels = level_items(pool, target)
     m = per_level(items, levels)
     idx, labels = draw_subset(levels, m, np.random.default_rng([seed, 0]))
     if len(idx) == 0:
         raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
-    options = {"items": items, "per_level": m, "seed": seed, "missing": pool.options.get("missing", "wrong")}
-    return _localization(pool, target, idx, labels, options)
+    options = {"items": items, "per_level": m, "seed": seed, "missing": pool.options.get("missing", "wrong"),
+               "weighting": weighting}
+    return _localization(pool, target, levels, idx, labels, options)
 
 
 def dump_json(data: Any) -> str:

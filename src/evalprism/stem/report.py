@@ -48,6 +48,10 @@ _LOCATE_RULES = (
     "sampling</b>: the same number of items drawn uniformly from all benchmark items, placed by its weighted score. "
     "<b>Bayesian</b> (after Xiao et al. 2025): uniform prior over the n+1 intervals, per-item success probability "
     "of an interval = mean of its bounding members' results, shrunk to [0.05, 0.95]; MAP interval.</li>"
+    "<li><b>Weighting</b> ({weighting}): <i>balanced</i> (the paper) counts every drawn item once in the decision; "
+    "<i>stratified</i> (an option, not in the paper) counts an item of level k as N<sub>k</sub>/m<sub>k</sub> "
+    "(pool items of the level over items drawn), so that the decision estimates the comparison on the whole pool "
+    "— the full-benchmark ground truth weighs a level by its size, the balanced subset does not.</li>"
     "</ul>"
 )
 
@@ -176,7 +180,8 @@ def location_report(result: LocationResult) -> Report:
                       "the same number of items per transition-index level. Its accuracy per level (solid lines) "
                       "falls where its capability ends; the family's own curves (dotted) are steps by construction: "
                       "member j answers exactly the levels up to j. The drop is read as an interval between two "
-                      "family members.</p>" + _LOCATE_RULES)
+                      "family members.</p>"
+                      + _LOCATE_RULES.format(weighting=html.escape(str(first.options.get("weighting", "balanced")))))
     report.figure(_curves_figure(result), "Accuracy by transition index",
                   "Solid: the located models (95% Clopper-Pearson bars). Dotted grey: the family's members. A model "
                   "between members j and j+1 keeps high accuracy up to level j and loses it from level j+2; level "
