@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_models
+from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.tables import read_table
 from evalprism.stem import irv as irv_kernel
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
@@ -259,3 +259,12 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
                                  "reference_score": ref})
     return Pool(family=family, members=member_frame, items=items, irv=matrix, kind=kind, ti=ti,
                 bench_code=bench_code.astype(np.int64), benchmarks=benchmarks, scores=score_frame, options=dict(options))
+
+
+def pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
+                    missing: Missing = "wrong", metric: str = "acc", lm_eval_filter: str | None = None,
+                    require_sts: bool = True) -> Pool:
+    """:func:`build_pool` from a correctness file or directory (any adapter of
+    :func:`~evalprism.io.correctness.read_correctness`) and a metadata table."""
+    table = read_correctness(correctness, metric=metric, lm_eval_filter=lm_eval_filter)
+    return build_pool(table, models, family=family, missing=missing, require_sts=require_sts)
