@@ -141,6 +141,7 @@ def analyze(
     copts = ClusterOptions(reduce=reduce, n_components=n_components, min_cluster_size=min_cluster_size,
                            min_samples=min_samples, cluster_selection_method=cluster_selection_method)
     rules = BiasRules(tau=tau, iqr_k=outlier_iqr, flip_high=flip_high, flip_low=flip_low)
+    copts.check()
     h = judged.relevant[human]
     llm_rel = {c: judged.relevant[c] for c in judged.llm}
 

@@ -34,12 +34,25 @@ class ClusterOptions:
     umap_neighbors: int = 15
 
 
-def _umap(x: np.ndarray, n_components: int, neighbors: int, seed: int) -> np.ndarray:
+    def check(self) -> None:
+        """Refuse unknown reducers and a missing UMAP before any expensive work."""
+        if self.reduce not in REDUCERS:
+            raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}")
+        if self.reduce == "umap":
+            _import_umap()
+
+
+def _import_umap():  # noqa: ANN202 - the umap module
     try:
         import umap
     except ImportError:
         raise EvalprismError("reduce='umap' needs umap-learn, evalprism's optional extra 'umap': pip install umap-learn "
                              "(or use reduce='pca')") from None
+    return umap
+
+
+def _umap(x: np.ndarray, n_components: int, neighbors: int, seed: int) -> np.ndarray:
+    umap = _import_umap()
     reducer = umap.UMAP(n_components=n_components, n_neighbors=neighbors, min_dist=0.0, metric="cosine",
                         random_state=seed, n_jobs=1)
     return np.asarray(reducer.fit_transform(x), dtype=np.float64)
@@ -47,8 +60,7 @@ def _umap(x: np.ndarray, n_components: int, neighbors: int, seed: int) -> np.nda
 
 def reduce_dimensions(x: np.ndarray, options: ClusterOptions, seed: int = 0) -> np.ndarray:
     """The vectors HDBSCAN sees: ``x`` itself, its first PCA components, or a UMAP embedding."""
-    if options.reduce not in REDUCERS:
-        raise EvalprismError(f"reduce '{options.reduce}': expected one of {', '.join(REDUCERS)}")
+    options.check()
     x = np.asarray(x, dtype=np.float64)
     k = min(options.n_components, x.shape[1], max(1, x.shape[0] - 1))
     if options.reduce == "none" or k >= x.shape[1]:
