@@ -203,6 +203,10 @@ def analyze(
     for c in extra:
         pairs[c] = df[c].to_numpy()
 
+    notes = list(judged.notes)
+    for judge, n_multi in flags.groupby("judge", sort=False)["n_clusters"].agg(lambda s: int((s >= 2).sum())).items():
+        notes.append(f"{judge}: {n_multi} of {len(q_ids)} queries have per-query AC1 values in two or more clusters "
+                     f"(>= {min_query_pairs} pairs each); ΔAC1 and the flags exist only for those")
     overall = overall_table(h, llm_rel, confidence)
     concentration = _concentration(labels, h, llm_rel, clusters, confidence)
     options = {
@@ -216,4 +220,4 @@ def analyze(
     }
     return JudgesResult(pairs=pairs, clusters=clusters, queries=queries, query_clusters=cells, overall=overall,
                         instructions=instruction_table, concentration=concentration, texts=df[["query", "doc"]],
-                        options=options, embed_stats=embed_stats or None, notes=list(judged.notes))
+                        options=options, embed_stats=embed_stats or None, notes=notes)
