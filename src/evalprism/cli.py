@@ -228,6 +228,157 @@ def p2l_route(
     _err.print(f"[green]wrote[/green] {out}/routes.csv, traffic.csv, curve.csv and report.html")
 
 
+class ReduceName(str, Enum):
+    none = "none"
+    pca = "pca"
+    umap = "umap"
+
+
+class SelectionName(str, Enum):
+    eom = "eom"
+    leaf = "leaf"
+
+
+def _names(values: Optional[list[str]]) -> list[str]:
+    """Repeated options, each possibly a comma-separated list: --llm a,b --llm c -> [a, b, c]."""
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+@app.command()
+def judges(
+    judgments: Annotated[Optional[Path], typer.Argument(help="Judgments table (.jsonl, .csv, .tsv, .parquet); or use --qrels.")] = None,
+    human: Annotated[str, typer.Option("--human", help="Human label column (or judge name of a --qrels file).")] = "human",
+    llm: Annotated[Optional[list[str]], typer.Option("--llm", help="LLM label column(s): repeat, or comma-separated.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("judges-out"),
+    instruction: Annotated[Optional[list[str]], typer.Option("--instruction", help="Candidate task instruction (repeat; the purest clustering wins).")] = None,
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm | st:<name or path> | instructor:<local path>.")] = "minilm",
+    qrels: Annotated[Optional[list[str]], typer.Option("--qrels", help="TREC layout: one qrels file per judge, [NAME=]PATH (name: file name).")] = None,
+    topics: Annotated[Optional[Path], typer.Option("--topics", help="TREC layout: topics file, qid<TAB>query.")] = None,
+    passages: Annotated[Optional[Path], typer.Option("--passages", help="TREC layout: passage file, docno<TAB>text.")] = None,
+    scale: Annotated[Optional[list[str]], typer.Option("--scale", help="COL=LOW-HIGH: declared label scale (default 0-3, or 0/1).")] = None,
+    threshold: Annotated[Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")] = None,
+    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs evalprism[umap]).")] = ReduceName.pca,
+    components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
+    min_cluster_size: Annotated[int, typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size.", min=2)] = 15,
+    min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
+    selection: Annotated[SelectionName, typer.Option("--cluster-selection", help="HDBSCAN cluster_selection_method (leaf: finer clusters).")] = SelectionName.eom,
+    min_query_pairs: Annotated[int, typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2)] = 5,
+    tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    cache_dir: CacheDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Judge-agreement bias map: where LLM relevance judges disagree with humans (seed 004)."""
+    from evalprism.io import read_table
+    from evalprism.io.judgments import parse_column_options, read_trec_judgments
+    from evalprism.judges import analyze
+
+    if qrels:
+        if judgments is not None or topics is None or passages is None:
+            raise EvalprismError("the TREC layout takes --qrels (one per judge), --topics and --passages, and no JUDGMENTS table")
+        table = read_trec_judgments(qrels, topics, passages)
+    elif judgments is None:
+        raise EvalprismError("give a JUDGMENTS table, or the TREC layout with --qrels, --topics and --passages")
+    else:
+        table = read_table(judgments)
+    result = analyze(
+        table, human=human, llm=_names(llm), instructions=instruction or None, embedder=embedder,
+        scales=parse_column_options(scale, "scale"), thresholds=parse_column_options(threshold, "threshold"),
+        reduce=reduce.value, n_components=components, min_cluster_size=min_cluster_size, min_samples=min_samples,
+        cluster_selection_method=selection.value, min_query_pairs=min_query_pairs, tau=tau, seed=seed,
+        cache_dir=cache_dir, progress=not quiet,
+    )
+    result.save(out)
+    flagged = ", ".join(f"{j}: {len(result.bias_prone(j))}" for j in result.options["llm"])
+    _err.print(f"[green]wrote[/green] {out}/report.html, pairs.csv, clusters.csv, queries.csv (bias-prone queries {flagged})")
+
+
+stem_app = typer.Typer(help="STEM: locate an unknown model on a model family (seed 003).", no_args_is_help=True)
+app.add_typer(stem_app, name="stem")
+
+
+class StemMissing(str, Enum):
+    wrong = "wrong"
+    exclude = "exclude"
+
+
+class StemWeighting(str, Enum):
+    balanced = "balanced"
+    stratified = "stratified"
+
+
+StemCorrectness = Annotated[Path, typer.Argument(help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory or inspect_ai .eval logs.")]
+StemModels = Annotated[Path, typer.Option("--models", help="Model metadata table: model, params (billions), family.")]
+StemFamily = Annotated[Optional[str], typer.Option("--family", help="Family to use from the metadata (needed when it lists several).")]
+StemMissingOpt = Annotated[StemMissing, typer.Option("--missing", help="A -1 (no answer): count it as wrong, or exclude the item.")]
+StemMetric = Annotated[str, typer.Option("--metric", help="lm-eval samples: the metric column holding 0/1.")]
+StemFilter = Annotated[Optional[str], typer.Option("--lm-eval-filter", help="lm-eval samples: the filter to use when a task has several.")]
+
+
+@stem_app.command("pool")
+def stem_pool(
+    correctness: StemCorrectness,
+    models: StemModels,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write.")],
+    family: StemFamily = None,
+    missing: StemMissingOpt = StemMissing.wrong,
+    metric: StemMetric = "acc",
+    lm_eval_filter: StemFilter = None,
+) -> None:
+    """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
+    from evalprism.stem.pool import pool_from_files
+
+    pool = pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
+                           lm_eval_filter=lm_eval_filter)
+    pool.save(out)
+    _err.print(f"[green]wrote[/green] {out}/pool.csv, benchmarks.csv, models.csv, anomalies.csv and report.html "
+               f"({int((pool.ti > 0).sum())} pool items over {pool.n} members)")
+
+
+@stem_app.command("locate")
+def stem_locate(
+    pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
+    new_correctness: StemCorrectness,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
+    items: Annotated[int, typer.Option("--items", help="Items per localization (split equally over the TI levels).", min=1)] = 100,
+    trials: Annotated[int, typer.Option("--trials", help="Repeated trials against both baselines (0: none).", min=0)] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    weighting: Annotated[StemWeighting, typer.Option("--weighting", help="balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
+    metric: StemMetric = "acc",
+    lm_eval_filter: StemFilter = None,
+    quiet: Quiet = False,
+) -> None:
+    """Locate new models on the pool's family: accuracy by TI level, interval, confidence, trials."""
+    from evalprism.io.correctness import read_correctness
+    from evalprism.stem import Pool, locate_models
+
+    pool = Pool.load(pool_dir)
+    table = read_correctness(new_correctness, metric=metric, lm_eval_filter=lm_eval_filter)
+    result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
+                           progress=not quiet)
+    result.save(out)
+    _err.print(f"[green]wrote[/green] {out}/localization.json, levels.csv, trials.csv and report.html")
+
+
+@stem_app.command("audit")
+def stem_audit(
+    correctness: StemCorrectness,
+    models: StemModels,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    family: StemFamily = None,
+    missing: StemMissingOpt = StemMissing.wrong,
+    metric: StemMetric = "acc",
+    lm_eval_filter: StemFilter = None,
+) -> None:
+    """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
+    from evalprism.stem.pool import pool_from_files
+
+    pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
+                    lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(out)
+    _err.print(f"[green]wrote[/green] {out}/benchmarks.csv, anomalies.csv and report.html")
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),

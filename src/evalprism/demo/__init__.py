@@ -35,6 +35,8 @@ def run_demo(out_dir: str | Path = "evalprism-demo", *, cache_dir: str | None = 
     entries = [("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
                 "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each")]
     entries += run_p2l_demo(out_dir / "p2l", cache_dir=cache_dir, progress=progress)
+    entries += run_judges_demo(out_dir / "judges", cache_dir=cache_dir, progress=progress)
+    entries += run_stem_demo(out_dir / "stem", progress=progress)
     return write_index(out_dir / "index.html", "evalprism demo", entries)
 
 
@@ -67,3 +69,35 @@ def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool 
          "aggregated leaderboard, clustered categories, win rates against the generalist"),
         ("p2l/router/report.html", "Cost-constrained router", "Theorem 1 router against the best single model"),
     ]
+
+
+def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[tuple[str, str, str]]:
+    """The judge-agreement bias map on generated query-document pairs (no third-party text): 12
+    queries x 5 document genres, two simulated LLM judges that disagree with the human labels only in
+    planted cells (one under-recalls definitions for 4 queries, one over-includes news for 3)."""
+    from evalprism.judges import analyze
+    from evalprism.judges.simulate import simulate_judgments
+
+    table = simulate_judgments(noise=0.03, seed=0)
+    result = analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache_dir, progress=progress)
+    result.save(out_dir, title="Demo: where simulated LLM judges disagree with human relevance labels")
+    return [("judges/report.html", "Judge-agreement bias map",
+             "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters")]
+
+
+def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[tuple[str, str, str]]:
+    """STEM on a simulated family (planted two-parameter item-response model, no third-party data):
+    the pool and contamination audit of a 4-member family, and five models of other families
+    located with 100 items, 100 trials each, beside random sampling and the Bayesian baseline."""
+    from evalprism.stem import build_pool, locate_models
+    from evalprism.stem.simulate import simulate_family
+
+    correctness, meta = simulate_family(n_items=3000, seed=0)
+    pool = build_pool(correctness, meta, family="toy")
+    pool.save(out_dir / "pool")
+    others = meta.loc[meta["family"] == "other", "model"].tolist()
+    locate_models(pool, correctness, others, items=100, trials=100, seed=0, progress=progress).save(out_dir / "locate")
+    about = "3,000 simulated items, a 4-member family (1B-70B) with planted abilities"
+    return [("stem/pool/report.html", "STEM pool and contamination audit", f"{about}: anomaly rates, TI levels, weights"),
+            ("stem/locate/report.html", "STEM localization", "five other models located with 100 items, against "
+             "random sampling and the Bayesian interval posterior")]

@@ -105,7 +105,11 @@ def resolve_backend(spec: str, device: str = "cpu") -> SentenceTransformerBacken
                 spec=spec, location=str(path.resolve()), model_id=f"st:{path.resolve()}#{_fingerprint(path)}", device=device
             )
         return SentenceTransformerBackend(spec=spec, location=name, model_id=f"st:{name}", device=device)
-    raise EvalprismError(f"unknown embedder '{spec}': expected 'minilm' or 'st:<name or path>'")
+    if spec.startswith("instructor:"):
+        from evalprism.embed.instructor import resolve_instructor
+
+        return resolve_instructor(spec, device)  # type: ignore[return-value]
+    raise EvalprismError(f"unknown embedder '{spec}': expected 'minilm', 'st:<name or path>' or 'instructor:<path>'")
 
 
 def default_device() -> str:

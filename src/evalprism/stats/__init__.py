@@ -9,14 +9,23 @@
   canonicalising at the boundary so callers need not aggregate by hand).
 - :func:`best_mix`, :func:`best_mix_average_budget`, :func:`router_coefficient`: the routing LP of
   seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
+- :func:`gwet_ac1`, :func:`cohen_kappa`, :func:`percent_agreement`: two-rater agreement (Gwet 2008 AC1
+  with SE and interval as irrCAC computes it); :func:`agreement_by_group` for many groups at once.
 """
 
+from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
 from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
 from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
 from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
 from evalprism.stats.seriation import mds_order
 
 __all__ = [
+    "Agreement",
+    "GroupAgreement",
+    "agreement_by_group",
+    "cohen_kappa",
+    "gwet_ac1",
+    "percent_agreement",
     "Leaderboard",
     "PairCounts",
     "PairwiseFit",
