@@ -27,7 +27,7 @@ import httpx
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from evalprism import __version__
@@ -170,7 +170,7 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
             aggregate=None if aggregate is None else aggregate.tolist())
 
     @app.post("/v1/route", response_model=RouteResponse)
-    async def route_endpoint(req: RouteRequest) -> RouteResponse:
+    async def route_endpoint(req: RouteRequest) -> Response:
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
@@ -179,11 +179,13 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
         digest = prompt_hash(prompt)
         s.decisions.write({"endpoint": "/v1/route", "prompt_sha256": digest, "chosen": decision.chosen,
                            **s.decision_fields(decision, budget), "latency_ms": elapsed_ms(start)})
-        return RouteResponse(
+        body = RouteResponse(
             model=decision.chosen, distribution=decision.probs, expected_winrate=decision.expected_winrate,
             router_coef=decision.router_coef, expected_cost=decision.expected_cost, budget=budget,
             coefs={name: float(decision.coefs[j]) for name, j in zip(core.candidates, core.columns, strict=True)},
             prompt_sha256=digest)
+        # the hot path: serialise the model once ourselves instead of FastAPI's re-validation + jsonable_encoder
+        return Response(body.model_dump_json(), media_type="application/json")
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(req: ChatCompletionRequest) -> JSONResponse | StreamingResponse:
