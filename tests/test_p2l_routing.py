@@ -34,6 +34,9 @@ def test_budget_between_costs_mixes_the_hull_neighbours() -> None:
     assert r.expected_cost == pytest.approx(3.0, abs=1e-15)
     q = np.full(3, 1 / 3)
     assert q @ expit(r.router_coef - THETA) == pytest.approx(r.expected_winrate, abs=1e-12)  # eq. (9)
+    # each model's value is its win rate against q, and the router's is the π-mix of them
+    np.testing.assert_allclose(r.values, [q @ expit(t - THETA) for t in THETA], atol=1e-15)
+    assert r.probs @ r.values == pytest.approx(r.expected_winrate, abs=1e-15)
     frame = r.frame()
     assert list(frame.columns) == ["prompt", "model", "prob", "model_2", "prob_2", "expected_winrate",
                                    "expected_cost", "router_coef"]

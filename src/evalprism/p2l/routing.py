@@ -33,6 +33,8 @@ class Route:
     against the opponent mix (for ``grk``: the probability of not being worse than the fictitious
     "bad" model). ``router_coef``: the router's BT coefficient on the prompt's leaderboard
     (Algorithm 1 step 3). ``expected_cost``: π·c. ``budget``: the limit used (inf: none).
+    ``values``: each model's own value on each prompt, shaped as ``coefs``: the win rate W q for
+    ``bt``, σ(β) for ``grk``; ``expected_winrate`` is π·values.
     """
 
     names: list[str]
@@ -41,6 +43,7 @@ class Route:
     router_coef: float | np.ndarray
     expected_cost: float | np.ndarray
     budget: float
+    values: np.ndarray
 
     def frame(self) -> pd.DataFrame:
         """One row per prompt: ``prompt``, ``model`` / ``prob`` (the more likely model), ``model_2`` /
@@ -131,9 +134,9 @@ def route(
         router = router_coefficient(np.broadcast_to(theta, probs.shape), q, winrate)
     if single:
         return Route(names=names, probs=probs, expected_winrate=float(winrate),
-                     router_coef=float(router), expected_cost=float(spent), budget=limit)
+                     router_coef=float(router), expected_cost=float(spent), budget=limit, values=values)
     return Route(names=names, probs=probs, expected_winrate=winrate, router_coef=router,
-                 expected_cost=spent, budget=limit)
+                 expected_cost=spent, budget=limit, values=values)
 
 
 def _is_model_name(opponent: object) -> bool:

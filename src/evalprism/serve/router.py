@@ -18,12 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import expit
 
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import opponent_vector, route
 from evalprism.serve.config import ServeConfig
-from evalprism.stats.routing import win_values
 
 
 @dataclass(frozen=True)
@@ -84,8 +82,7 @@ class RoutingCore:
         """Decisions for leaderboards ``coefs`` (n, all P2L models) under one budget."""
         theta = coefs[:, self.columns]
         chosen = route(theta, self.costs, budget, self.opponent, names=self.candidates, model=self.route_model)
-        probs = np.atleast_2d(chosen.probs)
-        values = expit(theta) if self.route_model == "grk" else win_values(theta, self.opponent)
+        probs, values = np.atleast_2d(chosen.probs), np.atleast_2d(chosen.values)
         out = []
         for k in range(theta.shape[0]):
             p = np.clip(probs[k], 0.0, None)
