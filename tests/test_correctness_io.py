@@ -61,6 +61,15 @@ def test_missing_column_is_named() -> None:
         encode_correctness(pd.DataFrame({"model": ["a"], "item_id": ["1"]}), "c.csv")
 
 
+@pytest.mark.parametrize("header,missing", [("model,item_id", "score"), ("model,score", "item_id")])
+def test_long_file_missing_a_column_is_not_read_as_a_matrix(tmp_path: Path, header: str, missing: str) -> None:
+    """A file with item_id or score is a long table missing a column, not a matrix with an item called 'item_id'."""
+    path = tmp_path / "c.csv"
+    path.write_text(f"{header}\nm1,1\nm2,1\n", encoding="utf-8")
+    with pytest.raises(EvalprismError, match=f"missing required column '{missing}'"):
+        read_correctness(path)
+
+
 def test_wide_matrix_csv(tmp_path: Path) -> None:
     path = tmp_path / "matrix_crux.csv"
     path.write_text("model,q1,q2,q3\nsmall,0,1,\nlarge,1,1,-1\n", encoding="utf-8")

@@ -235,7 +235,7 @@ def read_correctness(path: str | Path, *, benchmark: str | None = None, metric: 
     if path.suffix.lower() == ".eval":
         return read_inspect_logs([path])
     df = read_table(path)
-    if "item_id" in df.columns and "score" in df.columns:
+    if "item_id" in df.columns or "score" in df.columns:  # a long table, possibly missing a column: say which
         return to_canonical_correctness(df, str(path), benchmark)
     if table_format(path) in ("csv", "tsv", "parquet"):
         return read_wide_matrix(df, str(path), benchmark)
