@@ -77,6 +77,24 @@ def test_bfloat16_inference_stays_close_to_float32(trained) -> None:
         P2LModel.load(path, precision="float16")
 
 
+def test_openvino_runtime_gives_the_torch_leaderboards(trained) -> None:
+    """The router service's runtime: the same leaderboards as torch (float32 to 1e-5; bfloat16 as close
+    as torch's own bfloat16), the same best model, and the backbone says what runs it."""
+    path, _ = trained
+    prompts = [p for topic in TOPIC_PROMPTS for p in topic_prompts(topic)[:10]]
+    torch_model = P2LModel.load(path)
+    openvino = P2LModel.load(path, runtime="openvino")
+    assert (torch_model.backbone.runtime, openvino.backbone.runtime) == ("torch", "openvino")
+    np.testing.assert_allclose(openvino.leaderboards(prompts), torch_model.leaderboards(prompts), atol=1e-5)
+    half = P2LModel.load(path, runtime="auto", precision="bfloat16")
+    assert half.backbone.runtime == "openvino"
+    full = torch_model.leaderboards(prompts)
+    assert np.abs(half.leaderboards(prompts) - full).max() < 0.05
+    assert (half.leaderboards(prompts).argmax(axis=1) == full.argmax(axis=1)).all()
+    with pytest.raises(EvalprismError, match="unknown runtime 'onnx'"):
+        P2LModel.load(path, runtime="onnx")
+
+
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     """3 epochs + resume to 6 equals 6 epochs straight: optimiser, RNG and best state are restored."""
     battles = simulate_topic_battles(1500, seed=3)

@@ -25,8 +25,9 @@ from torch import nn
 
 from evalprism.embed import Embedder
 from evalprism.embed.backends import resolve_backend
+from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.errors import EvalprismError
-from evalprism.progress import progress_bar
+from evalprism.progress import progress_bar, status
 
 
 class Backbone(nn.Module):
@@ -35,6 +36,7 @@ class Backbone(nn.Module):
     spec: str
     dim: int
     trainable: bool
+    runtime: str = "torch"  # what computes the features: torch or openvino
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -49,26 +51,34 @@ class SentenceEncoderBackbone(Backbone):
 
     ``precision="bfloat16"`` runs a private bfloat16 copy of the encoder for inference (about
     2.4x faster on CPUs with native bf16, coefficients within ~1e-2 of float32); its features
-    bypass the embedding cache, which holds float32 embeddings only."""
+    bypass the embedding cache, which holds float32 embeddings only. ``runtime="openvino"``
+    runs the frozen encoder in OpenVINO (:mod:`evalprism.embed.openvino_runtime`) at either
+    precision, also without the cache: what a serving process wants, where every prompt is new."""
 
     def __init__(self, spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
-                 progress: bool = True, precision: str = "float32") -> None:
+                 progress: bool = True, precision: str = "float32", runtime: str = "torch") -> None:
         super().__init__()
         self.spec = spec
         self.trainable = finetune
         self.progress = progress
         self.encoder: Any = None
-        if finetune or precision != "float32":
+        self.compiled: OpenVINOEncoder | None = None
+        if finetune and runtime != "torch":
+            raise EvalprismError(f"runtime '{runtime}' is for inference; a fine-tuned backbone trains in torch")
+        if finetune or precision != "float32" or runtime != "torch":
             from sentence_transformers import SentenceTransformer
 
             location = resolve_backend(spec).location
             try:
                 # A private copy: the embedder's process-wide model must keep its pretrained weights.
-                self.encoder = SentenceTransformer(location, device="cpu").to(inference_dtype(precision))
-            except EvalprismError:
-                raise
+                self.encoder = SentenceTransformer(location, device="cpu")
             except Exception as exc:  # noqa: BLE001 - one message for any load failure
                 raise EvalprismError(f"backbone '{spec}': cannot load '{location}' ({type(exc).__name__}: {exc})") from None
+            if runtime == "openvino":  # traced from the float32 weights; OpenVINO computes in `precision`
+                self.compiled = OpenVINOEncoder(self.encoder, precision=precision)
+                self.runtime = "openvino"
+            else:
+                self.encoder.to(inference_dtype(precision))
             dim_of = getattr(self.encoder, "get_embedding_dimension", None) or self.encoder.get_sentence_embedding_dimension
             self.dim = int(dim_of())
         else:
@@ -76,10 +86,13 @@ class SentenceEncoderBackbone(Backbone):
             self.dim = int(self.embedder.embed(["dimension probe"]).shape[1])
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
-        if self.encoder is None:
+        if self.compiled is not None:
+            out = torch.from_numpy(self.compiled.encode(list(prompts)))
+        elif self.encoder is None:
             return torch.from_numpy(self.embedder.embed(list(prompts)))
-        prepare = getattr(self.encoder, "preprocess", None) or self.encoder.tokenize  # renamed in sentence-transformers 6
-        out = self.encoder(prepare(list(prompts)))["sentence_embedding"]
+        else:
+            prepare = getattr(self.encoder, "preprocess", None) or self.encoder.tokenize  # renamed in sentence-transformers 6
+            out = self.encoder(prepare(list(prompts)))["sentence_embedding"]
         return nn.functional.normalize(out.float(), dim=-1)
 
     def save_weights(self, directory: Path) -> str:
@@ -151,6 +164,8 @@ class CausalLMBackbone(Backbone):
 
 
 PRECISIONS = ("float32", "bfloat16")
+#: inference runtimes of a backbone: PyTorch (every backbone) or OpenVINO (frozen sentence encoders)
+RUNTIMES = ("torch", "openvino")
 
 
 def inference_dtype(precision: str) -> torch.dtype:
@@ -170,12 +185,29 @@ def native_bf16() -> bool:
     return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
+def resolve_runtime(runtime: str, spec: str) -> str:
+    """``torch`` or ``openvino`` for a backbone ``spec``. ``auto``: OpenVINO for sentence encoders
+    (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch."""
+    if runtime not in (*RUNTIMES, "auto"):
+        raise EvalprismError(f"unknown runtime '{runtime}': expected auto, {' or '.join(RUNTIMES)}")
+    encoder = not (spec or "minilm").strip().startswith("hf:")
+    if runtime == "auto":
+        return "openvino" if encoder and openvino_available() else "torch"
+    if runtime == "openvino" and not encoder:
+        raise EvalprismError(f"runtime 'openvino' runs sentence-encoder backbones (minilm, st:...); backbone "
+                             f"'{spec}' runs in torch")
+    return runtime
+
+
 def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
-                  progress: bool = True, root: Path | None = None, precision: str = "float32") -> Backbone:
+                  progress: bool = True, root: Path | None = None, precision: str = "float32",
+                  runtime: str = "torch") -> Backbone:
     """The backbone named by ``spec``; relative ``st:``/``hf:`` paths resolve against ``root``
-    (a model directory holding fine-tuned weights). ``precision``: the backbone's inference dtype."""
+    (a model directory holding fine-tuned weights). ``precision``: the backbone's inference dtype;
+    ``runtime``: what runs it (:func:`resolve_runtime`)."""
     spec = (spec or "minilm").strip()
     inference_dtype(precision)
+    requested, runtime = runtime, resolve_runtime(runtime, spec)
     if spec.startswith("hf:"):
         backbone = CausalLMBackbone(spec, finetune=finetune, progress=progress, root=root)
         backbone.model.to(inference_dtype(precision))
@@ -183,8 +215,15 @@ def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | 
     if spec.startswith("st:") and root is not None and not Path(spec[3:]).is_absolute() and (root / spec[3:]).exists():
         spec = f"st:{(root / spec[3:]).resolve()}"
     if spec == "minilm" or spec.startswith("st:"):
-        return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress,
-                                       precision=precision)
+        try:
+            return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress,
+                                           precision=precision, runtime=runtime)
+        except EvalprismError as exc:
+            if requested != "auto" or runtime == "torch":
+                raise
+            status(f"{exc}; running it in torch instead")
+            return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress,
+                                           precision=precision, runtime="torch")
     raise EvalprismError(f"unknown backbone '{spec}': expected 'minilm', 'st:<name or path>' or 'hf:<local path>'")
 
 

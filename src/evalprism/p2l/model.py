@@ -123,11 +123,13 @@ class P2LModel:
 
     @classmethod
     def load(cls, directory: str | Path, *, cache_dir: str | Path | None | bool = None,
-             progress: bool = False, precision: str = "float32") -> P2LModel:
+             progress: bool = False, precision: str = "float32", runtime: str = "torch") -> P2LModel:
         """Load a model directory written by ``evalprism p2l train`` (no network needed).
 
         ``precision="bfloat16"`` runs the backbone in bfloat16 (the head stays float32): faster
-        inference on CPUs with native bf16, leaderboards within about 1e-2 of float32's."""
+        inference on CPUs with native bf16, leaderboards within about 1e-2 of float32's.
+        ``runtime="openvino"`` (or ``auto``) runs a sentence-encoder backbone in OpenVINO, the
+        router service's default: the same leaderboards (float32: to ~1e-6), faster on a CPU."""
         directory = Path(directory)
         config_path = directory / CONFIG_FILE
         if not config_path.is_file() or not (directory / HEAD_FILE).is_file():
@@ -140,7 +142,8 @@ class P2LModel:
             raise EvalprismError(f"{config_path}: unreadable model config ({type(exc).__name__}: {exc})") from None
         if loss not in PAIR_MODELS:
             raise EvalprismError(f"{config_path}: unknown loss '{loss}'")
-        backbone = load_backbone(spec, cache_dir=cache_dir, progress=progress, root=directory, precision=precision)
+        backbone = load_backbone(spec, cache_dir=cache_dir, progress=progress, root=directory, precision=precision,
+                                 runtime=runtime)
         head = CoefficientHead(backbone.dim, len(models), loss)
         try:
             head.load_state_dict(load_file(str(directory / HEAD_FILE)))
