@@ -15,6 +15,11 @@ What is compared, and why:
   all n M variables, on the same values; the joint LP grows superlinearly (90 s at n = 10,000 on
   a 2-core machine), so it runs at ``--joint-n`` prompts (default 2,000).
 
+* **P2L inference** (``P2LModel.leaderboards`` with the default frozen minilm backbone) against
+  sentence-transformers ``encode`` plus the head as a matmul; then the backbone's runtimes side by
+  side (torch and OpenVINO, float32 and bfloat16) on fresh prompts in batches of 16, the router
+  service's batch: prompts/s and the largest coefficient difference from torch float32.
+
 Data: base strengths that rise with log price (expensive models are better on average) plus a
 per-prompt perturbation, so the best model changes from prompt to prompt; prices per query
 log-uniform in [1e-4, 3e-2] (the range of the seed's Figure 4) and a budget of 0.005 per query.
@@ -230,6 +235,7 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
         bias = model.head.linear.bias.detach().numpy()
         encoder.encode(["warm-up prompt"])
         peer, t_peer = timed(lambda: encoder.encode(prompts, batch_size=64, normalize_embeddings=True) @ weight.T + bias)
+        runtimes = runtime_speeds(Path(tmp) / "model", prompts[:args.runtime_prompts])
     diff = float(np.abs(peer - cold).max())
     report.section(f"P2L inference, default backbone (frozen minilm), {model.loss} head over {len(model.models)} models")
     report.add(Row(what="leaderboards(), prompts not yet embedded", n=f"{n:,}", ours=f"{n / t_cold:,.0f}/s",
@@ -241,6 +247,54 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
                    target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s", status=status(n / t_warm >= TARGET_PROMPTS_PER_S)))
     report.notes.append("[inference] peer: SentenceTransformer.encode (batch 64, no cache) and the same head as "
                         "a numpy matmul; ours includes the cache lookups and writes.")
+    report_runtimes(report, runtimes)
+
+
+SERVICE_BATCH = 16  # the router service's default max_batch (evalprism.serve.config)
+
+
+@dataclass(frozen=True)
+class RuntimeSpeed:
+    """One backbone runtime and precision: prompts/s at the service's batch size, and its leaderboards."""
+
+    runtime: str
+    precision: str
+    per_s: float
+    coefs: np.ndarray
+
+
+def runtime_speeds(model_dir: Path, prompts: list[str]) -> list[RuntimeSpeed]:
+    """The router's encoder in each runtime (torch, OpenVINO) and precision (float32; bfloat16 where
+    the CPU has it natively), on fresh prompts in batches of :data:`SERVICE_BATCH`, as the service
+    runs it (no embedding cache: every routed prompt is new)."""
+    from evalprism.embed.openvino_runtime import openvino_available
+    from evalprism.p2l import P2LModel
+    from evalprism.p2l.backbones import native_bf16
+
+    precisions = ["float32", "bfloat16"] if native_bf16() else ["float32"]
+    runtimes = ["torch", "openvino"] if openvino_available() else ["torch"]
+    batches = [prompts[i:i + SERVICE_BATCH] for i in range(0, len(prompts), SERVICE_BATCH)]
+    out = []
+    for runtime in runtimes:
+        for precision in precisions:
+            log(f"P2L inference, {runtime} {precision}, {len(prompts):,} prompts in batches of {SERVICE_BATCH}")
+            model = P2LModel.load(model_dir, cache_dir=False, precision=precision, runtime=runtime)
+            model.leaderboards(batches[0])  # first-call costs (allocations, graph compilation)
+            coefs, seconds = timed(lambda: np.concatenate([model.leaderboards(b) for b in batches]))
+            out.append(RuntimeSpeed(runtime, precision, len(prompts) / seconds, coefs))
+    return out
+
+
+def report_runtimes(report: Report, speeds: list[RuntimeSpeed]) -> None:
+    """Each runtime against the torch float32 baseline (the peer: sentence-transformers' own forward)."""
+    base = speeds[0]
+    report.section(f"P2L backbone runtimes, fresh prompts in batches of {SERVICE_BATCH} (the router service's batch)")
+    for s in speeds[1:]:
+        report.add(Row(what=f"{s.runtime} {s.precision} vs torch float32", n=f"{len(base.coefs):,}",
+                       ours=f"{s.per_s:,.0f}/s", peer=f"{base.per_s:,.0f}/s", ratio=fmt_x(s.per_s / base.per_s),
+                       quality=f"max|coef diff| {float(np.abs(s.coefs - base.coefs).max()):.1e}", target="", status=""))
+    report.notes.append("[runtimes] bfloat16 rows run only on CPUs with native bf16 (AVX512-BF16 or AMX); OpenVINO "
+                        "rows only where it is installed. The service's runtime 'auto' picks OpenVINO.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,6 +321,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-routing", action="store_true", help="skip the routing section")
     parser.add_argument("--skip-inference", action="store_true", help="skip the P2L inference section")
     parser.add_argument("--prompts", type=int, default=2000, help="prompts for the inference section")
+    parser.add_argument("--runtime-prompts", type=int, default=1024,
+                        help="prompts for the backbone-runtime comparison")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--n", type=int, default=None, help="prompts (default 10,000; quick 2,000)")
     parser.add_argument("--m", type=int, default=TARGET_M, help="models (default 34)")
