@@ -137,6 +137,11 @@ class ServiceProcess:
         self.stop()
         raise RuntimeError("evalprism serve did not become healthy in time")
 
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
     def stop(self) -> tuple[int, str]:
         """SIGTERM and wait: (exit code, output)."""
         assert self.proc is not None

@@ -78,7 +78,8 @@ def post(svc: ServiceProcess, path: str, body: Any, headers: dict[str, str] | No
 
 
 def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: ServiceProcess, model_dir: Path) -> None:
-    model = P2LModel.load(model_dir, cache_dir=False)
+    runtime = httpx.get(service.url + "/health").json()["runtime"]
+    model = P2LModel.load(model_dir, cache_dir=False, runtime=runtime)  # what the service runs (openvino by default)
     names = list(COSTS)
     columns = [model.models.index(n) for n in names]
     costs = np.array([COSTS[n] for n in names])
@@ -257,6 +258,7 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
         code, output = service.stop()  # SIGTERM
     assert code in (0, -15), output  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit by it
     assert health["precision"] == ("bfloat16" if native_bf16() else "float32")  # precision: auto (the default)
+    assert health["runtime"] == "openvino"  # runtime: auto (the default) for a sentence encoder
     lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
     assert len(lines) == 50
     assert sum(r["endpoint"] == "/v1/route" for r in lines) == 40
@@ -298,6 +300,7 @@ def test_startup_refusals_exit_2_with_one_message(model_dir: Path, upstreams: Fa
         ("models: {a: {base_url: 'http://x/v1', cost: 1}}\nopponent: {b: 1}\n", "opponent: b not among the candidate models"),
         ("models: [a, b\n", "not valid YAML at line"),
         ("models: {}\n", "models"),
+        ("models: {a: {base_url: 'http://x/v1', cost: 1}}\nruntime: tensorrt\n", "runtime: Input should be 'auto', 'torch' or 'openvino'"),
     ],
 )
 def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:

@@ -13,7 +13,7 @@ Secrets never live in the file: upstream keys and accepted bearer tokens are rea
 environment variables it names, once, at startup (an unset variable is an error there, not a 401
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
 ``timeout_s``, ``connect_timeout_s``, ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
-``max_prompt_chars``, ``seed``, ``precision``.
+``max_prompt_chars``, ``seed``, ``precision``, ``runtime``.
 """
 
 from __future__ import annotations
@@ -70,12 +70,17 @@ class ServeConfig(_Strict):
     timeout_s: float = Field(60.0, gt=0, description="upstream read timeout per request")
     connect_timeout_s: float = Field(5.0, gt=0)
     batch_window_ms: float = Field(4.0, ge=0, description="how long a P2L batch waits for more prompts")
-    max_batch: int = Field(64, ge=1)
+    # 16: the encoder is compute-bound, so a bigger batch gains little per prompt, while a smaller one lets the
+    # event loop answer one batch and read the next while the model runs, and one slow batch delays fewer
+    # requests. 32 clients, four runs each (benchmarks/bench_serve.py): p99 83-90 ms at 16, 82-110 ms at 64.
+    max_batch: int = Field(16, ge=1, description="most prompts in one P2L forward pass")
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
     seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")
+    runtime: Literal["auto", "torch", "openvino"] = Field(
+        "auto", description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch")
 
     @field_validator("opponent")
     @classmethod

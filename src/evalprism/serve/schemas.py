@@ -140,6 +140,7 @@ class Health(BaseModel):
     status: Literal["ok"] = "ok"
     models: int
     precision: str = Field(description="the P2L backbone's inference dtype")
+    runtime: str = Field(description="what runs the P2L backbone (torch or openvino)")
     batches: int
     prompts: int
     decisions: int
