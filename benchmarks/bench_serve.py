@@ -4,17 +4,21 @@ What runs, in one process tree on this machine:
 
 * a P2L model with the default backbone (frozen minilm), trained on simulated battles (seconds);
 * the small OpenAI-compatible upstream of ``tests/serve_harness.py`` standing in for the paid APIs;
-* ``evalprism serve`` twice, as a subprocess each: with micro-batching (the default config) and
-  with batching off (``max_batch: 1``: one P2L call per request, the peer);
-* a closed-loop load generator (httpx, asyncio): ``--clients`` concurrent clients sending
-  ``--routes`` ``POST /v1/route`` requests with distinct prompts, then ``--chats`` chat completions
-  through the router (non-streaming and streaming alternately).
+* ``evalprism serve`` as a subprocess, three times: the default config (micro-batching, the
+  encoder in OpenVINO, bfloat16 where the CPU has it), the peer with batching off
+  (``max_batch: 1``: one P2L call per request), and the default config with ``runtime: torch``
+  (what OpenVINO buys);
+* a closed-loop load generator (``_loadgen.py``: keep-alive connections, httptools parser, about
+  0.05 ms of CPU per request, so that it takes little from the service on the same two cores;
+  ``--client httpx`` uses httpx instead): ``--clients`` concurrent clients sending ``--routes``
+  ``POST /v1/route`` requests with distinct prompts, then ``--chats`` chat completions through the
+  router (non-streaming and streaming alternately).
 
 Reported: throughput, p50 / p99 latency of ``/v1/route`` seen by the clients, batching's gain
-(throughput ratio and p99 ratio against batching off), errors (target 0) and whether the decision
-log holds exactly one line per request. Target on 2 cores with the default backbone: p99 of
-``/v1/route`` <= 100 ms at 32 concurrent clients. The load generator shares the 2 cores with the
-service, as a co-located client would; the table footer prints the load average.
+(throughput ratio and p99 ratio against batching off), CPU per request of the service and of the
+load generator, errors (target 0) and whether the decision log holds exactly one line per
+request. Target on 2 cores with the default backbone: p99 of ``/v1/route`` <= 100 ms at 32
+concurrent clients. The table footer prints the load average.
 
 Run ``python benchmarks/bench_serve.py`` (about a minute) or ``--quick``. Always exits 0.
 """
@@ -23,17 +27,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import numpy as np
+from _loadgen import Load, closed_loop
 from _table import Report, Row, fmt_x, load_note, log, print_table, status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -63,22 +68,8 @@ def prompts(n: int, seed: int) -> list[str]:
     return out
 
 
-@dataclass
-class LoadResult:
-    seconds: float
-    latencies_ms: np.ndarray
-    errors: int
-
-    @property
-    def throughput(self) -> float:
-        return self.latencies_ms.size / self.seconds
-
-    def percentile(self, q: float) -> float:
-        return float(np.percentile(self.latencies_ms, q))
-
-
-async def closed_loop(url: str, path: str, bodies: list[dict], clients: int) -> LoadResult:
-    """``clients`` workers, each sending its next request as soon as its last one is answered."""
+async def closed_loop_httpx(url: str, path: str, bodies: list[dict], clients: int) -> Load:
+    """The same closed loop with httpx's AsyncClient (``--client httpx``): what a Python client costs."""
     queue = list(reversed(bodies))
     latencies: list[float] = []
     errors = 0
@@ -90,12 +81,9 @@ async def closed_loop(url: str, path: str, bodies: list[dict], clients: int) -> 
             body = queue.pop()
             start = time.perf_counter()
             try:
-                if body.get("stream"):
-                    async with client.stream("POST", path, json=body) as response:
-                        async for _ in response.aiter_lines():
-                            pass
-                else:
-                    response = await client.post(path, json=body)
+                async with client.stream("POST", path, json=body) as response:
+                    async for _ in response.aiter_bytes():
+                        pass
                 ok = response.status_code == 200
             except httpx.HTTPError:
                 ok = False
@@ -103,10 +91,42 @@ async def closed_loop(url: str, path: str, bodies: list[dict], clients: int) -> 
             errors += not ok
 
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
-        start = time.perf_counter()
+        cpu, start = time.thread_time(), time.perf_counter()
         await asyncio.gather(*(worker(client) for _ in range(clients)))
-        seconds = time.perf_counter() - start
-    return LoadResult(seconds, np.array(latencies), errors)
+        seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
+    return Load(seconds, np.array(latencies), errors, cpu * 1e3 / max(len(bodies), 1))
+
+
+def run_load(service: ServiceProcess, path: str, bodies: list[dict], args: argparse.Namespace) -> tuple[Load, float]:
+    """One closed-loop run against ``service``: what the clients saw, and the service's CPU ms per request."""
+    if args.client == "httpx":
+        coroutine = closed_loop_httpx(service.url, path, bodies, args.clients)
+    else:
+        coroutine = closed_loop("127.0.0.1", service.port, path, bodies, args.clients)
+    # this process trained the model: a full collection of its heap mid-run would stall the clients
+    gc.collect()
+    gc.freeze()
+    cpu = process_cpu_seconds(service.pid)
+    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+        load = runner.run(coroutine)
+    return load, (process_cpu_seconds(service.pid) - cpu) * 1e3 / max(len(bodies), 1)
+
+
+def _event_loop_factory():  # noqa: ANN202 - uvloop's loop when installed (it comes with the service)
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def train_model(root: Path) -> Path:
@@ -119,31 +139,36 @@ def train_model(root: Path) -> Path:
 
 
 def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args: argparse.Namespace,
-                **config: object) -> dict:
+                chats: bool = True, **config: object) -> dict:
     """Start one service, warm it up, put the load on it, stop it; its numbers and log count."""
     config_path = write_config(root / f"{name}.yaml", upstreams, COSTS, budget=1.0, decision_log=f"{name}.jsonl",
                                **config)
     service = ServiceProcess(model_dir, config_path, {"FAKE_UPSTREAM_KEY": "bench"}).start()
+    n_chats = args.chats if chats else 0
     try:
         warm = [{"messages": [{"role": "user", "content": p}]} for p in prompts(64, seed=99)]
-        asyncio.run(closed_loop(service.url, "/v1/route", warm, args.clients))
+        run_load(service, "/v1/route", warm, args)
         log(f"{name}: {args.routes} route requests at {args.clients} clients")
         route_bodies = [{"messages": [{"role": "user", "content": p}]} for p in prompts(args.routes, seed=1)]
-        routes = asyncio.run(closed_loop(service.url, "/v1/route", route_bodies, args.clients))
+        routes, routes_cpu = run_load(service, "/v1/route", route_bodies, args)
         health = httpx.get(service.url + "/health").json()
-        chats = None
-        if args.chats:
-            log(f"{name}: {args.chats} chat completions through the router")
+        chat_load = None
+        if n_chats:
+            log(f"{name}: {n_chats} chat completions through the router")
             chat_bodies = [{"messages": [{"role": "user", "content": p}], "stream": k % 2 == 1}
-                           for k, p in enumerate(prompts(args.chats, seed=2))]
-            chats = asyncio.run(closed_loop(service.url, "/v1/chat/completions", chat_bodies, args.clients))
+                           for k, p in enumerate(prompts(n_chats, seed=2))]
+            chat_load, _ = run_load(service, "/v1/chat/completions", chat_bodies, args)
     finally:
         service.stop()
     lines = (root / f"{name}.jsonl").read_text().splitlines()
-    expected = len(warm) + args.routes + args.chats
+    expected = len(warm) + args.routes + n_chats
     valid = sum(1 for line in lines if json.loads(line).get("prompt_sha256"))
-    return {"routes": routes, "chats": chats, "health": health, "log_lines": len(lines), "log_valid": valid,
-            "expected": expected}
+    return {"routes": routes, "service_cpu_ms": routes_cpu, "chats": chat_load, "health": health,
+            "log_lines": len(lines), "log_valid": valid, "expected": expected}
+
+
+def mean_batch(health: dict) -> float:
+    return health["prompts"] / max(health["batches"], 1)
 
 
 def main() -> None:
@@ -151,6 +176,9 @@ def main() -> None:
     parser.add_argument("--routes", type=int, default=2000)
     parser.add_argument("--chats", type=int, default=500)
     parser.add_argument("--clients", type=int, default=TARGET_CLIENTS)
+    parser.add_argument("--client", choices=["lean", "httpx"], default="lean",
+                        help="load generator: lean (asyncio + httptools, default) or httpx")
+    parser.add_argument("--skip-torch", action="store_true", help="skip the runtime: torch comparison")
     parser.add_argument("--quick", action="store_true", help="300 routes, 60 chats")
     args = parser.parse_args()
     if args.quick:
@@ -159,7 +187,8 @@ def main() -> None:
     import torch
 
     print(f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}")
+          f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}, "
+          f"load generator {args.client}")
     report = Report()
     with tempfile.TemporaryDirectory(prefix="evalprism-bench-serve-") as tmp, FakeUpstreams() as upstreams:
         root = Path(tmp)
@@ -167,9 +196,13 @@ def main() -> None:
         model_dir = train_model(root)
         batched = run_service(model_dir, root, upstreams, "batched", args)
         single = run_service(model_dir, root, upstreams, "one_at_a_time", args, max_batch=1, batch_window_ms=0)
+        torch_run = None if args.skip_torch else run_service(model_dir, root, upstreams, "torch_runtime", args,
+                                                             chats=False, runtime="torch")
 
     b, s = batched["routes"], single["routes"]
-    report.section(f"POST /v1/route, {args.routes:,} requests, {args.clients} concurrent clients")
+    runtime, precision = batched["health"]["runtime"], batched["health"]["precision"]
+    report.section(f"POST /v1/route, {args.routes:,} requests, {args.clients} concurrent clients "
+                   f"({runtime}, {precision})")
     on_target = args.clients == TARGET_CLIENTS and args.routes >= 2000
     report.add(Row(what="p99 latency", ours=f"{b.percentile(99):.1f} ms", peer=f"{s.percentile(99):.1f} ms",
                    ratio=fmt_x(s.percentile(99) / b.percentile(99)),
@@ -179,9 +212,21 @@ def main() -> None:
                    ratio=fmt_x(s.percentile(50) / b.percentile(50))))
     report.add(Row(what="throughput", ours=f"{b.throughput:,.0f} req/s", peer=f"{s.throughput:,.0f} req/s",
                    ratio=fmt_x(b.throughput / s.throughput),
-                   quality=f"mean P2L batch {batched['health']['prompts'] / max(batched['health']['batches'], 1):.1f} "
-                           f"prompts vs {single['health']['prompts'] / max(single['health']['batches'], 1):.1f}"))
+                   quality=f"mean P2L batch {mean_batch(batched['health']):.1f} prompts vs "
+                           f"{mean_batch(single['health']):.1f}"))
+    report.add(Row(what="CPU per request: service / load generator",
+                   ours=f"{batched['service_cpu_ms']:.2f} / {b.client_cpu_ms:.2f} ms",
+                   peer=f"{single['service_cpu_ms']:.2f} / {s.client_cpu_ms:.2f} ms",
+                   ratio=fmt_x(single["service_cpu_ms"] / batched["service_cpu_ms"])))
     report.add(Row(what="errors", ours=str(b.errors), peer=str(s.errors), target="0", status=status(b.errors == 0)))
+    if torch_run is not None:
+        t = torch_run["routes"]
+        report.section(f"The same, batched, encoder in {runtime} (evalprism) vs in torch (peer), both {precision}")
+        report.add(Row(what="p99 / p50 latency", ours=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms",
+                       peer=f"{t.percentile(99):.1f} / {t.percentile(50):.1f} ms",
+                       ratio=fmt_x(t.percentile(99) / b.percentile(99))))
+        report.add(Row(what="throughput", ours=f"{b.throughput:,.0f} req/s", peer=f"{t.throughput:,.0f} req/s",
+                       ratio=fmt_x(b.throughput / t.throughput), quality=f"peer errors {t.errors}"))
     if batched["chats"] is not None:
         c, cs = batched["chats"], single["chats"]
         report.section(f"POST /v1/chat/completions through the router, {args.chats:,} requests (half streaming)")
@@ -191,16 +236,17 @@ def main() -> None:
                        ratio=fmt_x(c.throughput / cs.throughput)))
         report.add(Row(what="errors", ours=str(c.errors), peer=str(cs.errors), target="0", status=status(c.errors == 0)))
     report.section("Decision log")
-    for name, run in (("batched", batched), ("one at a time", single)):
+    runs = [("batched", batched), ("one at a time", single)] + ([("torch runtime", torch_run)] if torch_run else [])
+    for name, run in runs:
         exact = run["log_lines"] == run["expected"] == run["log_valid"]
         report.add(Row(what=f"lines ({name})", ours=f"{run['log_lines']:,}", quality=f"{run['expected']:,} requests "
                        "(incl. 64 warm-up routes)", target="one per request", status=status(exact)))
     report.notes.append("peer = the same service with batching off (max_batch: 1): one P2L forward pass per request. "
                         "Latencies are measured by the clients, end to end over HTTP; the load generator runs on "
-                        "the same cores as the service.")
+                        f"the same cores as the service ({args.client} client; its CPU per request is in the table).")
     report.notes.append(load_note(load_before))
     print_table(report, "evalprism router service under load", quality="notes", with_n=False,
-                footer="speedup = one-at-a-time / batched for latencies, batched / one-at-a-time for throughput.")
+                footer="speedup = peer / evalprism for latencies and CPU, evalprism / peer for throughput.")
 
 
 if __name__ == "__main__":
