@@ -4,7 +4,12 @@ close ones in bfloat16, and the same answers from several threads at once."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,3 +89,38 @@ def test_runtime_names_resolve_or_fail_clearly() -> None:
         resolve_runtime("tensorrt", "minilm")
     with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
         OpenVINOEncoder(object(), precision="float16")
+
+
+# Runs in a fresh interpreter with its own HOME (where OpenVINO keeps its telemetry client id) and no CI
+# variables (with which OpenVINO turns telemetry off by itself). Forked processes are counted, not started:
+# the telemetry client sends each report from a forked process, and a test must not send one.
+_CONVERT = """
+import json, multiprocessing, os, sys
+starts = []
+multiprocessing.Process.start = lambda self: starts.append(getattr(self, "_target", None).__name__)
+if sys.argv[1] == "library":
+    from evalprism.p2l.backbones import load_backbone
+    assert load_backbone("minilm", runtime="auto").runtime == "openvino"
+else:  # the control: OpenVINO imported and its converter called directly
+    import torch, openvino as ov
+    ov.convert_model(torch.nn.Linear(3, 2), example_input=torch.zeros(1, 3))
+print(json.dumps({"forks": starts, "home": sorted(os.listdir(os.path.expanduser("~")))}))
+"""
+
+
+def _convert_in_fresh_process(home: Path, how: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env["HOME"] = str(home)
+    done = subprocess.run([sys.executable, "-c", _CONVERT, how], env=env, capture_output=True, text=True,
+                          timeout=300, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_conversion_sends_no_telemetry(tmp_path: Path) -> None:
+    """OpenVINO reports its import and each conversion to Google Analytics unless told not to; we must not."""
+    (tmp_path / "control").mkdir()
+    (tmp_path / "library").mkdir()
+    control = _convert_in_fresh_process(tmp_path / "control", "control")
+    assert "intel" in control["home"] and control["forks"], control  # telemetry is on by default here
+    ours = _convert_in_fresh_process(tmp_path / "library", "library")
+    assert ours == {"forks": [], "home": []}

@@ -16,6 +16,8 @@ stays the model's own (its Hugging Face fast tokenizer, with its truncation leng
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -30,12 +32,31 @@ _OV_PRECISION = {"float32": "f32", "bfloat16": "bf16"}
 
 
 def openvino_available() -> bool:
-    """Whether the OpenVINO runtime can be imported here."""
+    """Whether the OpenVINO runtime is installed here (found, not imported: see :func:`import_openvino`)."""
+    return importlib.util.find_spec("openvino") is not None
+
+
+def import_openvino() -> Any:
+    """``import openvino``, without its usage telemetry.
+
+    Importing OpenVINO reports the import (and each ``convert_model`` call) to Google Analytics
+    from a forked process, and writes a client id under ``~/intel``, unless the user has opted out
+    or runs under CI. A library must not phone home on its users' behalf (nor fork a threaded
+    server to do it), and OpenVINO has no switch short of a file in the user's home, so OpenVINO's
+    own modules are imported while ``openvino_telemetry`` is unimportable: they then bind the no-op
+    stub they ship for installs without telemetry. Nothing changes if OpenVINO was already imported.
+    """
+    if "openvino" in sys.modules or "openvino_telemetry" in sys.modules:
+        import openvino
+
+        return openvino
+    sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # makes its import raise ImportError
     try:
-        import openvino  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        import openvino
+
+        return openvino
+    finally:
+        del sys.modules["openvino_telemetry"]
 
 
 class OpenVINOEncoder:
@@ -51,8 +72,9 @@ class OpenVINOEncoder:
         if precision not in _OV_PRECISION:
             raise EvalprismError(f"unknown precision '{precision}': expected one of {', '.join(_OV_PRECISION)}")
         try:
-            import openvino as ov
             import torch
+
+            ov = import_openvino()
         except ImportError as exc:
             raise EvalprismError(f"runtime 'openvino' needs the openvino package ({exc}); pip install openvino") from None
         self.model = model
