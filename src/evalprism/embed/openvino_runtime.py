@@ -46,17 +46,15 @@ def import_openvino() -> Any:
     own modules are imported while ``openvino_telemetry`` is unimportable: they then bind the no-op
     stub they ship for installs without telemetry. Nothing changes if OpenVINO was already imported.
     """
-    if "openvino" in sys.modules or "openvino_telemetry" in sys.modules:
-        import openvino
-
-        return openvino
-    sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # makes its import raise ImportError
+    block = "openvino" not in sys.modules and "openvino_telemetry" not in sys.modules
+    if block:
+        sys.modules["openvino_telemetry"] = None  # type: ignore[assignment]  # makes its import raise ImportError
     try:
         import openvino
-
-        return openvino
     finally:
-        del sys.modules["openvino_telemetry"]
+        if block:
+            del sys.modules["openvino_telemetry"]
+    return openvino
 
 
 class OpenVINOEncoder:

@@ -111,10 +111,9 @@ class Service:
 
 
 def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path,
-               precision: str = "float32", runtime: str = "torch",
-               transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+               precision: str = "float32", transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
-    ``precision`` and ``runtime`` are what ``model`` was loaded with (reported by /health)."""
+    ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime)."""
     core = RoutingCore(model, config)
     state: dict[str, Service] = {}
 
@@ -151,8 +150,8 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     @app.get("/health", response_model=Health)
     async def health() -> Health:
         s = service()
-        return Health(models=len(core.candidates), precision=precision, runtime=runtime, batches=s.batcher.stats.batches,
-                      prompts=s.batcher.stats.items, decisions=s.decisions.count)
+        return Health(models=len(core.candidates), precision=precision, runtime=model.backbone.runtime,
+                      batches=s.batcher.stats.batches, prompts=s.batcher.stats.items, decisions=s.decisions.count)
 
     @app.get("/v1/models", response_model=ModelList)
     async def models() -> ModelList:

@@ -34,9 +34,9 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
     precision = config.precision if config.precision != "auto" else ("bfloat16" if native_bf16() else "float32")
     status(f"loading the P2L model from {model_dir} ({precision} inference, runtime {config.runtime})")
     model = P2LModel.load(model_dir, cache_dir=False, precision=precision, runtime=config.runtime)
-    runtime = model.backbone.runtime
     check_candidates(config, model.models, str(config_path))
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
-    app = create_app(model, config, secrets, decision_log=log_path, precision=precision, runtime=runtime)
-    status(f"routing among {len(config.models)} candidates ({runtime} runs the encoder); decisions go to {log_path}")
+    app = create_app(model, config, secrets, decision_log=log_path, precision=precision)
+    status(f"routing among {len(config.models)} candidates ({model.backbone.runtime} runs the encoder); "
+           f"decisions go to {log_path}")
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
