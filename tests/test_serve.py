@@ -241,6 +241,20 @@ def test_bad_requests_get_a_clear_4xx(service: ServiceProcess, path: str, conten
     assert message in response.json()["error"]["message"]
 
 
+def test_a_body_sent_as_a_form_is_told_to_send_json(service: ServiceProcess) -> None:
+    """``curl -d '{...}'`` without a content-type header sends a form: the answer says what to send instead."""
+    body = b'{"messages": [{"role": "user", "content": "hi"}]}'
+    response = httpx.post(service.url + "/v1/route", content=body, timeout=30,
+                          headers={**AUTH, "content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 415, response.text
+    assert response.json()["error"]["message"] == ("send the body as JSON with 'Content-Type: application/json' "
+                                                   "(got 'application/x-www-form-urlencoded')")
+    bare = httpx.post(service.url + "/v1/route", content=body, timeout=30, headers=AUTH)
+    assert (bare.status_code, bare.json()["error"]["message"].endswith("(got no Content-Type)")) == (415, True)
+    json_type = {**AUTH, "content-type": "application/json; charset=utf-8"}
+    assert httpx.post(service.url + "/v1/route", content=body, timeout=30, headers=json_type).status_code == 200
+
+
 def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, upstreams: FakeUpstreams,
                                                                     tmp_path: Path) -> None:
     upstreams.behaviour.clear()

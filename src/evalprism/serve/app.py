@@ -273,6 +273,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type")
+        if "json" not in (content_type or "").lower():  # FastAPI parses JSON only when the header says so
+            got = f"'{content_type}'" if content_type else "no Content-Type"
+            return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {got})")
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
         loc = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
