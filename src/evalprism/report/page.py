@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from evalprism import __version__
 
@@ -24,12 +27,44 @@ def _plotly_js() -> str:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("evalprism.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["md"] = inline_markdown
+    return env
+
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_TH = re.compile(r"(<th[^>]*>)(.*?)(</th>)", re.S)
+
+
+def inline_markdown(text: str) -> Markup:
+    """Escape ``text`` and render the two inline Markdown forms reports use: `code` and **bold**.
+
+    Summaries and captions are written as plain sentences that name commands and paths; literal
+    backticks on the page read as noise, a full Markdown renderer would be more than they need.
+    """
+    escaped = html.escape(str(text), quote=False)
+    return Markup(_BOLD.sub(r"<b>\1</b>", _CODE.sub(r"<code>\1</code>", escaped)))
+
+
+def _cell(value: Any) -> str:
+    """One table cell as text: missing values (NaN, None, NA) blank, floats to 4 significant digits."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _table_html(frame: pd.DataFrame) -> str:
+    """``frame`` as an HTML table whose headers may wrap after underscores (``false_negatives``)."""
+    body = frame.map(_cell).to_html(index=False, classes="data", border=0)
+    return _TH.sub(lambda m: m[1] + m[2].replace("_", "_<wbr>") + m[3], body)
 
 
 @dataclass
@@ -55,7 +90,7 @@ class Report:
         return f"s{len(self.sections) + 1}"
 
     def summary(self, *items: str) -> Report:
-        """Headline findings shown at the top (plain text, escaped)."""
+        """Headline findings shown at the top (escaped text; `code` and **bold** are rendered)."""
         self.summary_items.extend(items)
         return self
 
@@ -71,10 +106,18 @@ class Report:
         self.sections.append(_Section("figure", title, body, how_to_read, anchor))
         return self
 
-    def table(self, frame: pd.DataFrame, title: str, caption: str = "", max_rows: int = 60) -> Report:
-        """A table (first ``max_rows`` rows; the CSV next to the report has all of them)."""
+    def table(self, frame: pd.DataFrame, title: str, caption: str = "", max_rows: int = 60, *,
+              transpose: bool = False) -> Report:
+        """A table (first ``max_rows`` rows; the CSV next to the report has all of them).
+
+        ``transpose``: one row per column of ``frame``, one column per row headed by the first
+        column's values; for a few rows of many measures, which do not fit side by side.
+        """
         shown = frame.head(max_rows)
-        body = shown.to_html(index=False, classes="data", border=0, na_rep="", float_format=lambda x: f"{x:.4g}")
+        if transpose:
+            key = shown.columns[0]
+            shown = shown.set_index(key).T.rename_axis(index="measure", columns=None).reset_index()
+        body = _table_html(shown)
         if len(frame) > max_rows:
             body += f'<p class="more">{len(frame) - max_rows} more rows in the CSV file.</p>'
         self.sections.append(_Section("table", title, body, caption, self._anchor()))
@@ -104,12 +147,26 @@ class Report:
         return path
 
 
-def write_index(path: str | Path, title: str, entries: list[tuple[str, str, str]]) -> Path:
-    """An index page linking reports: ``entries`` are (relative link, name, one-line description)."""
-    items = "".join(
-        f'<li><a href="{html.escape(link)}">{html.escape(name)}</a> — {html.escape(desc)}</li>'
-        for link, name, desc in entries
-    )
+@dataclass(frozen=True)
+class IndexEntry:
+    """One report on an index page: its relative link, its name, what it ran on, and the headline
+    number a reader should take away without opening it."""
+
+    link: str
+    name: str
+    description: str
+    headline: str = ""
+
+    def html(self) -> str:
+        headline = f'<div class="headline">{inline_markdown(self.headline)}</div>' if self.headline else ""
+        return (f'<li><a href="{html.escape(self.link)}">{html.escape(self.name)}</a>{headline}'
+                f'<div class="desc">{html.escape(self.description)}</div></li>')
+
+
+def write_index(path: str | Path, title: str, entries: list[IndexEntry | tuple[str, ...]]) -> Path:
+    """An index page linking reports; ``entries`` are :class:`IndexEntry` or (link, name,
+    description[, headline]) tuples."""
+    items = "".join((e if isinstance(e, IndexEntry) else IndexEntry(*e)).html() for e in entries)
     report = Report(title=title, subtitle=f"generated {_dt.date.today().isoformat()}")
     report.html_block("Reports", f'<ul class="index">{items}</ul>')
     return report.write(path)
