@@ -39,12 +39,24 @@ def _panel_grid(n: int, cols: int = 4) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+PANEL_HEIGHT = 250  # px per row of small multiples
+PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next panel's title
+MISSING = "#d9dce3"  # heatmap cells with no responses
+
+
 def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
                  x_title: str, seed: int) -> go.Figure:
-    """Small multiples: member ECDFs in grey, the medoid in black (if any), the centroid in blue."""
+    """Small multiples: member ECDFs in grey, the medoid in black (if any), the centroid in blue.
+
+    Every panel has its own x tick labels (shared axes would show them on the bottom row only), and
+    the lowest panel of each column carries the axis title.
+    """
     rows, cols = _panel_grid(len(groups))
+    margin = {"l": 50, "r": 20, "t": 50, "b": 60}
+    height = PANEL_HEIGHT * rows + PANEL_GAP * (rows - 1) + margin["t"] + margin["b"]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[g[0] for g in groups],
-                        shared_xaxes=True, shared_yaxes=True, vertical_spacing=0.6 / max(rows, 1) / 3 + 0.04,
+                        shared_xaxes=True, shared_yaxes=True,
+                        vertical_spacing=PANEL_GAP / (height - margin["t"] - margin["b"]) if rows > 1 else 0.0,
                         horizontal_spacing=0.03)
     rng = np.random.default_rng(seed)
     for i, (_, members, medoid) in enumerate(groups):
@@ -63,37 +75,56 @@ def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], 
         x, y = ecdf_steps(np.concatenate(members), lo, hi)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": CENTROID, "width": 2.2, "shape": "hv"},
                                  name="centroid (pooled)", legendgroup="c", showlegend=first), r + 1, c + 1)
-    fig.update_layout(height=max(320, 230 * rows), margin={"l": 50, "r": 20, "t": 50, "b": 50},
-                      legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"}, template="plotly_white")
-    fig.update_xaxes(range=[lo, hi])
+        if i + cols >= len(groups):  # nothing below this panel
+            fig.update_xaxes(title_text=x_title, row=r + 1, col=c + 1)
+    fig.update_layout(height=height, margin=margin, template="plotly_white",
+                      legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})
+    fig.update_xaxes(range=[lo, hi], showticklabels=True)
     fig.update_yaxes(range=[-0.02, 1.02])
-    for c in range(1, cols + 1):
-        fig.update_xaxes(title_text=x_title, row=rows, col=c)
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text="ECDF", row=r, col=1)
     return fig
 
 
+def _cluster_colours(k: int) -> list[str]:
+    """One colour per cluster from viridis, bright for cluster 0 (the best) to dark for the worst."""
+    from plotly.colors import sample_colorscale
+
+    return sample_colorscale("Viridis", [1 - i / max(k - 1, 1) for i in range(k)])
+
+
 def _assignment_figure(result: EcdfResult) -> go.Figure:
+    """The reordered question × configuration grid coloured by cluster (one discrete colour each);
+    cells without responses are grey and named in the legend."""
     a = result.assignment
     s = result.settings
     groups = s.groupby("question_id")["group"].first() if "group" in s.columns else None
     ylabels = [f"{q} ({groups[q]})" if groups is not None else str(q) for q in a.index]
+    xlabels = [str(c) for c in a.columns]
     k = int(result.clusters["cluster"].max()) + 1
     z = a.to_numpy(dtype=float)
     mean = s.pivot_table(index="question_id", columns="configuration", values="mean_score", aggfunc="first")
-    mean = mean.loc[a.index, a.columns].to_numpy(dtype=float)
+    mean = mean.reindex(index=a.index, columns=a.columns).to_numpy(dtype=float)
     text = np.where(np.isnan(mean), "no responses", np.char.mod("mean score %.3f", np.nan_to_num(mean)))
+    colours = _cluster_colours(k)
+    scale = [[edge, colours[i]] for i in range(k) for edge in (i / k, (i + 1) / k)]
     fig = go.Figure(go.Heatmap(
-        z=z, x=[str(c) for c in a.columns], y=ylabels, zmin=-0.5, zmax=k - 0.5,
-        colorscale="Viridis", reversescale=True, text=text,
+        z=z, x=xlabels, y=ylabels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, text=text, xgap=1, ygap=1,
         hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>",
-        colorbar={"title": "cluster", "tickvals": list(range(k)), "dtick": 1},
+        colorbar={"title": {"text": "cluster<br>(0 = best)"}, "tickvals": list(range(k)), "len": 0.8, "y": 0.4},
     ))
-    fig.update_layout(height=min(2400, max(420, 14 * len(ylabels) + 200)), template="plotly_white",
-                      margin={"l": 120, "r": 20, "t": 20, "b": 160}, xaxis={"tickangle": -45, "type": "category"},
+    missing = np.isnan(z)
+    if missing.any():
+        fig.add_trace(go.Heatmap(z=np.where(missing, 1.0, np.nan), x=xlabels, y=ylabels, showscale=False, xgap=1,
+                                 ygap=1, colorscale=[[0, MISSING], [1, MISSING]], hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no responses upstream",
+                                 marker={"symbol": "square", "size": 12, "color": MISSING}))
+    fig.update_layout(height=min(2400, max(460, 20 * len(ylabels) + 260)), template="plotly_white",
+                      margin={"l": 140, "r": 20, "t": 40, "b": 200}, xaxis={"tickangle": -45, "type": "category"},
                       yaxis={"type": "category", "autorange": "reversed", "tickmode": "array", "tickvals": ylabels,
-                             "tickfont": {"size": 10}})
+                             "tickfont": {"size": 11}},
+                      showlegend=bool(missing.any()), legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+                      xaxis_title="configuration", yaxis_title="question (group)")
     return fig
 
 
@@ -105,18 +136,58 @@ def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
     return fig
 
 
-def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
-    s = result.settings
-    resp = result.responses
-    blocks = []
+def _normalised(text: object) -> str:
+    """Text compared with a reference: case, surrounding space and final punctuation ignored."""
+    return str(text).strip().rstrip(".!?;:,").strip().casefold()
+
+
+def _answer_counts(rows: pd.DataFrame, max_answers: int) -> pd.DataFrame:
+    """The distinct answers of one setting, most frequent first: answer, count, mean score, and
+    whether the answer is one of the references (see :func:`_normalised`)."""
+    answers = (rows["answer"] if "answer" in rows.columns else rows.get("response", pd.Series(dtype=str))).fillna("")
+    refs = rows["references"].iloc[0] if "references" in rows.columns and len(rows) else []
+    gold = {_normalised(r) for r in (refs if isinstance(refs, (list, tuple, np.ndarray)) else [])}
+    table = pd.DataFrame({"answer": answers.astype(str), "score": rows["quality"].to_numpy(dtype=float)})
+    out = table.groupby("answer", sort=False).agg(count=("score", "size"), score=("score", "mean")).reset_index()
+    out["is_reference"] = out["answer"].map(_normalised).isin(gold)
+    return out.sort_values("count", ascending=False, kind="stable").head(max_answers)
+
+
+def _medoid_answers(result: EcdfResult, max_answers: int = 8) -> list[tuple[pd.Series, list, pd.DataFrame]]:
+    """Per cluster: its row of ``clusters``, the medoid's references and its distinct answers."""
+    s, resp = result.settings, result.responses
+    out = []
     for _, row in result.clusters.iterrows():
         medoid = s[(s["cluster"] == row["cluster"]) & s["is_medoid"]].iloc[0]
         rows = resp[resp["setting"] == medoid["setting"]]
-        answers = (rows["answer"] if "answer" in rows.columns else rows.get("response", pd.Series(dtype=str))).fillna("")
-        counts = answers.value_counts().head(max_answers)
-        refs = rows["references"].iloc[0] if "references" in rows.columns else []
-        items = "".join(f"<li>{html.escape(str(a)[:300]) or '<i>(no answer)</i>'} <b>×{n}</b></li>"
-                        for a, n in counts.items())
+        refs = rows["references"].iloc[0] if "references" in rows.columns and len(rows) else []
+        out.append((row, list(refs) if isinstance(refs, (list, tuple, np.ndarray)) else [], _answer_counts(rows, max_answers)))
+    return out
+
+
+def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
+    """Why a high cosine score is not a right answer, with the highest-scoring wrong answer shown."""
+    wrong = [(a.score, a.answer, refs) for _, refs, answers in medoids for a in answers.itertuples()
+             if not a.is_reference and a.answer.strip() and refs]
+    text = ("<p class='how'><b>Cosine similarity rewards near misses:</b> the score is the similarity of sentence "
+            "embeddings, so a wrong answer worded like the reference (another name, number or option in the same "
+            "sentence) still scores high. Read a cluster as how close the responses are in wording and meaning; "
+            "whether they are right is in the accuracy view.")
+    if wrong:
+        score, answer, refs = max(wrong, key=lambda w: w[0])
+        text += (f" Here, the wrong answer <span class='example'>{html.escape(answer[:200])}</span> scores "
+                 f"{score:.2f} against <span class='example'>{html.escape(str(refs[0])[:200])}</span>.")
+    return text + "</p>"
+
+
+def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
+    medoids = _medoid_answers(result, max_answers)
+    blocks = [_near_miss_note(medoids)] if result.options["quality"] != "score column" else []
+    for row, refs, answers in medoids:
+        items = "".join(
+            f"<li>{html.escape(a.answer[:300]) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
+            f"<span class='score'>score {a.score:.2f}{' ✓ reference' if a.is_reference else ''}</span></li>"
+            for a in answers.itertuples())
         refs_html = ", ".join(html.escape(str(r)[:200]) for r in refs) if refs else "—"
         blocks.append(
             f"<div><h3>Cluster {int(row['cluster'])} — {html.escape(str(row['medoid_setting']))}</h3>"
@@ -126,14 +197,52 @@ def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     return "".join(blocks)
 
 
+def _same_accuracy_pair(s: pd.DataFrame) -> tuple[str, str, float, float, float] | None:
+    """The two configurations with equal accuracy (to 2 decimals) whose mean response scores differ
+    most: (better, worse, accuracy, better score, worse score), or None."""
+    by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"),
+                                             n=("question_id", "size"))
+    by_conf = by_conf[by_conf["n"] >= 0.5 * by_conf["n"].max()]  # skip configurations with few questions
+    best = None
+    for _, grp in by_conf.groupby(by_conf["acc"].round(2)):
+        if len(grp) > 1:
+            gap = grp["score"].max() - grp["score"].min()
+            if best is None or gap > best[0]:
+                best = (gap, str(grp["score"].idxmax()), str(grp["score"].idxmin()), float(grp["acc"].iloc[0]),
+                        float(grp["score"].max()), float(grp["score"].min()))
+    return best[1:] if best is not None and best[0] > 0 else None
+
+
+def _settings_count(result: EcdfResult) -> str:
+    """How many settings there are, counted against the question × configuration grid of the
+    heatmap: cells with no responses upstream are named so the two numbers agree."""
+    s = result.settings
+    questions, configurations = s["question_id"].nunique(), s["configuration"].nunique()
+    cells = questions * configurations
+    text = f"{len(s)} settings"
+    if len(s) < cells:
+        return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
+                f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
+    return text + f" ({questions} questions × {configurations} configurations)"
+
+
+def index_line(result: EcdfResult) -> str:
+    """One line for an index page: K, the settings, and the widest same-accuracy quality gap."""
+    line = f"K={result.options['k']} clusters of {len(result.settings)} settings"
+    pair = _same_accuracy_pair(result.settings) if "correct" in result.settings.columns else None
+    if pair is not None:
+        line += f"; same accuracy {pair[2]:.2f}, mean response score {pair[3]:.3f} vs {pair[4]:.3f} ({pair[0]} vs {pair[1]})"
+    return line
+
+
 def headline(result: EcdfResult) -> list[str]:
     """A few sentences a colleague can read in a minute."""
     s = result.settings
     o = result.options
     items = [
-        f"{len(s)} settings ({s['question_id'].nunique()} questions × {s['configuration'].nunique()} configurations), "
-        f"{int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of similar response-quality "
-        f"distributions ({'K chosen by silhouette' if o['clusters'] == 'auto' else 'K given'}; cluster 0 is best)."
+        f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of "
+        f"similar response-quality distributions ({'K chosen by silhouette' if o['clusters'] == 'auto' else 'K given'}; "
+        "cluster 0 is best)."
     ]
     f = result.factors
     if len(f):
@@ -145,20 +254,10 @@ def headline(result: EcdfResult) -> list[str]:
             outside = float((correct["cluster"] != 0).mean())
             items.append(f"{len(correct)} settings have a correct final answer, yet {outside:.0%} of them are outside "
                          "the best cluster: their individual responses are spread out, which a majority answer hides.")
-        by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"),
-                                                 n=("question_id", "size"))
-        by_conf = by_conf[by_conf["n"] >= 0.5 * by_conf["n"].max()]  # skip configurations with few questions
-        by_conf["acc_r"] = by_conf["acc"].round(2)
-        best = None
-        for _, grp in by_conf.groupby("acc_r"):
-            if len(grp) > 1:
-                gap = grp["score"].max() - grp["score"].min()
-                if best is None or gap > best[0]:
-                    best = (gap, grp["score"].idxmax(), grp["score"].idxmin(), grp["acc"].iloc[0],
-                            grp["score"].max(), grp["score"].min())
-        if best is not None and best[0] > 0:
-            items.append(f"Same accuracy, different quality: '{best[1]}' and '{best[2]}' both have accuracy {best[3]:.2f}, "
-                         f"but mean response score {best[4]:.3f} vs {best[5]:.3f}.")
+        pair = _same_accuracy_pair(s)
+        if pair is not None:
+            items.append(f"Same accuracy, different quality: '{pair[0]}' and '{pair[1]}' both have accuracy {pair[2]:.2f}, "
+                         f"but mean response score {pair[3]:.3f} vs {pair[4]:.3f}.")
     items.extend(result.notes)
     return items
 
@@ -218,8 +317,8 @@ def build_report(result: EcdfResult, title: str | None = None) -> Report:
     report.table(result.clusters, "Clusters", "One row per cluster; medoid_setting is the most central setting.")
     if "answer" in result.responses.columns:
         report.html_block("Example answers of the medoids", _examples_html(result),
-                          "The distinct (extracted) answers in each medoid setting with their counts, next to the "
-                          "reference.")
+                          "The distinct (extracted) answers in each medoid setting with their counts and mean "
+                          "score, next to the reference; ✓ marks an answer equal to a reference.")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
                      "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
