@@ -30,25 +30,33 @@ def _shown(n: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, MAP_POINTS, replace=False))
 
 
-def _cluster_map(result: JudgesResult, idx: np.ndarray) -> go.Figure:
+def cluster_name(cluster: int) -> str:
+    """The label a cluster has on every figure and table of the report: C0, C1, ... or noise."""
+    return "noise" if cluster < 0 else f"C{cluster}"
+
+
+def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Figure:
+    """The pairs coloured by cluster: one legend entry per cluster (and the noise set), each cluster
+    also labelled at its median position so the map reads without matching colours."""
     p = result.pairs.iloc[idx]
     fig = go.Figure()
-    noise = p["cluster"] < 0
-    fig.add_trace(go.Scattergl(x=p.loc[noise, "map_x"], y=p.loc[noise, "map_y"], mode="markers", name="noise (-1)",
-                               marker={"size": 4, "color": "rgba(160,160,160,0.35)"},
-                               text=p.loc[noise, "query_id"], hovertemplate="noise · query %{text}<extra></extra>"))
-    dense = p[~noise]
-    colours = np.array(PALETTE)[dense["cluster"].to_numpy() % len(PALETTE)]
-    fig.add_trace(go.Scattergl(x=dense["map_x"], y=dense["map_y"], mode="markers", name="dense clusters",
-                               marker={"size": 5, "color": colours},
-                               customdata=np.c_[dense["cluster"], dense["query_id"]],
-                               hovertemplate="cluster %{customdata[0]} · query %{customdata[1]}<extra></extra>"))
-    fig.update_layout(height=520, template="plotly_white", margin={"l": 40, "r": 20, "t": 20, "b": 40},
-                      xaxis_title="map 1", yaxis_title="map 2")
+    for cluster in sorted(p["cluster"].unique(), key=lambda c: (c < 0, c)):
+        members = p[p["cluster"] == cluster]
+        name = cluster_name(int(cluster))
+        colour = "rgba(160,160,160,0.45)" if cluster < 0 else PALETTE[int(cluster) % len(PALETTE)]
+        fig.add_trace(go.Scatter(
+            x=members["map_x"], y=members["map_y"], mode="markers", marker={"size": 5, "color": colour},
+            name=f"{name} ({len(members)} pairs)" + (" — in no dense region" if cluster < 0 else ""),
+            text=members["query_id"], hovertemplate=f"{name} · query %{{text}}<extra></extra>"))
+        if cluster >= 0:
+            fig.add_annotation(x=float(members["map_x"].median()), y=float(members["map_y"].median()), text=f"<b>{name}</b>",
+                               showarrow=False, font={"size": 13, "color": colour}, bgcolor="rgba(255,255,255,0.75)")
+    fig.update_layout(height=520, template="plotly_white", margin={"l": 50, "r": 20, "t": 20, "b": 50},
+                      xaxis_title=f"{map_name} 1", yaxis_title=f"{map_name} 2", legend={"title": {"text": "cluster"}})
     return fig
 
 
-def _agreement_map(result: JudgesResult, idx: np.ndarray) -> go.Figure:
+def _agreement_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Figure:
     p = result.pairs.iloc[idx]
     human = result.options["human"]
     judges = result.options["llm"]
@@ -62,19 +70,21 @@ def _agreement_map(result: JudgesResult, idx: np.ndarray) -> go.Figure:
                             ["no label", "agree", "LLM misses (FN)"], "LLM adds (FP)")
         for name, colour in OUTCOME_COLOURS.items():
             sel = outcome == name
-            fig.add_trace(go.Scattergl(x=p["map_x"].to_numpy()[sel], y=p["map_y"].to_numpy()[sel], mode="markers",
+            fig.add_trace(go.Scatter(x=p["map_x"].to_numpy()[sel], y=p["map_y"].to_numpy()[sel], mode="markers",
                                        name=name, legendgroup=name, showlegend=bool(sel.any()) and name not in in_legend,
                                        marker={"size": 4 if name == "agree" else 5, "color": colour},
                                        hoverinfo="skip"), 1, j + 1)
             if sel.any():
                 in_legend.add(name)
-    fig.update_layout(height=430, template="plotly_white", margin={"l": 40, "r": 20, "t": 40, "b": 40})
+    fig.update_layout(height=430, template="plotly_white", margin={"l": 50, "r": 20, "t": 40, "b": 50})
+    fig.update_xaxes(title_text=f"{map_name} 1")
+    fig.update_yaxes(title_text=f"{map_name} 2", col=1)
     return fig
 
 
 def _cluster_bars(result: JudgesResult) -> go.Figure:
     c = result.clusters.copy()
-    c["label"] = np.where(c["is_noise"], "noise", "C" + c["cluster"].astype(str))
+    c["label"] = [cluster_name(int(k)) for k in c["cluster"]]
     order = list(dict.fromkeys(c.sort_values(["is_noise", "cluster"])["label"]))
     fig = go.Figure()
     for j, judge in enumerate(result.options["llm"]):
@@ -162,11 +172,11 @@ def build_report(result: JudgesResult, title: str | None = None) -> Report:
     idx = _shown(len(result.pairs), int(o.get("seed", 0)))
     shown = "" if idx.size == len(result.pairs) else f" ({idx.size:,} of {len(result.pairs):,} pairs drawn, a fixed random sample)"
     map_name = "UMAP" if o.get("reduce") == "umap" else "PCA"
-    report.figure(_cluster_map(result, idx), "Map of the pairs by cluster",
+    report.figure(_cluster_map(result, idx, map_name), "Map of the pairs by cluster",
                   f"Each point is a query-document pair, placed by a 2-D {map_name} of its embedding{shown}; colour = "
-                  "HDBSCAN cluster, grey = noise. Clusters were found in the reduced space, so the 2-D map only "
+                  "HDBSCAN cluster, named in the legend and at its median position (the names of the bars below); grey = noise. Clusters were found in the reduced space, so the 2-D map only "
                   "approximates them.")
-    report.figure(_agreement_map(result, idx), "Map of the pairs by agreement, per judge",
+    report.figure(_agreement_map(result, idx, map_name), "Map of the pairs by agreement, per judge",
                   "Green: the judge agrees with the human (after binarization). Red: the human said relevant, the "
                   "LLM not (false negative). Blue: the LLM said relevant, the human not (false positive). Red or "
                   "blue patches are neighbourhoods of systematic disagreement.")
@@ -180,7 +190,7 @@ def build_report(result: JudgesResult, title: str | None = None) -> Report:
                  "homogeneity_p: chi-square test that every dense cluster has the same disagreement rate "
                  "(small = disagreement is not spread evenly). worst_clusters_*: the clusters with the highest "
                  "disagreement rate that together cover at least 10% of the dense pairs, and the share of all "
-                 "dense-cluster disagreements they hold.")
+                 "dense-cluster disagreements they hold.", transpose=True)
     for judge in o["llm"]:
         report.html_block(f"Top {TOP} bias-prone queries: {judge}", _top_queries(result, judge),
                           "Ranked by ΔAC1 among the flagged queries; all queries are in queries.csv. Examples: up to "
