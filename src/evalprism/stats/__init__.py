@@ -11,13 +11,23 @@
   seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
 - :func:`gwet_ac1`, :func:`cohen_kappa`, :func:`percent_agreement`: two-rater agreement (Gwet 2008 AC1
   with SE and interval as irrCAC computes it); :func:`agreement_by_group` for many groups at once.
+
+Every name loads from its submodule on first use (:mod:`evalprism._lazy`): a pairwise fit does not
+import the ``kmedoids`` package (and with it scikit-learn), and ECDF work not the pairwise models.
 """
 
-from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
-from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
-from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
-from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
-from evalprism.stats.seriation import mds_order
+from typing import TYPE_CHECKING
+
+from evalprism._lazy import lazy_package
+
+if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
+    from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
+    from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
+    from evalprism.stats.leaderboard import Leaderboard, fit_pairwise
+    from evalprism.stats.pairwise import PairCounts, PairwiseFit, bootstrap_coefs, elo_ratings, fit_counts, sandwich_cov
+    from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
+    from evalprism.stats.seriation import mds_order
 
 __all__ = [
     "Agreement",
@@ -46,18 +56,13 @@ __all__ = [
     "win_values",
 ]
 
-_LAZY = {"PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"}
-_LAZY_LEADERBOARD = {"Leaderboard", "fit_pairwise"}
-
-
-def __getattr__(name: str) -> object:
-    """The pairwise models need torch; load them on first use so ECDF work does not pay for it."""
-    if name in _LAZY:
-        from evalprism.stats import pairwise
-
-        return getattr(pairwise, name)
-    if name in _LAZY_LEADERBOARD:
-        from evalprism.stats import leaderboard
-
-        return getattr(leaderboard, name)
-    raise AttributeError(f"module 'evalprism.stats' has no attribute {name!r}")
+lazy_package(__name__, {
+    "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
+    "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
+    "kmedoids": ["choose_k", "kmedoids", "pam", "pam_build"],
+    "leaderboard": ["Leaderboard", "fit_pairwise"],
+    # bootstrap_coefs, fit_counts and sandwich_cov are reachable here but not in __all__, as before
+    "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"],
+    "routing": ["best_mix", "best_mix_average_budget", "router_coefficient", "win_values"],
+    "seriation": ["mds_order"],
+})

@@ -30,16 +30,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import torch
 from scipy.optimize import minimize
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import WINNERS
+
+if TYPE_CHECKING:  # torch is imported by the two functions that use it: the marginal fits run without it
+    import torch
 
 PairModel = Literal["bt", "bt-tie", "rk", "grk"]
 PAIR_MODELS: tuple[str, ...] = ("bt", "bt-tie", "rk", "grk")
@@ -116,6 +118,8 @@ def log_outcome_probs(model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, ex
 
     Outcomes a model does not have get log-probability −inf (they carry zero weight in the fits).
     """
+    import torch
+
     delta = coef_a - coef_b
     neg_inf = torch.full_like(delta, -torch.inf)
     if model in ("bt", "bt-tie"):
@@ -330,6 +334,8 @@ def _unpack(model: str, x: np.ndarray, n_models: int) -> tuple[np.ndarray, float
 
 def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.Tensor) -> torch.Tensor:
     """Negative log-likelihood of the aggregated counts at parameters ``x`` (coefs [+ extra])."""
+    import torch
+
     coefs = x[: pairs.n_models]
     extra = x[pairs.n_models] if model in ("rk", "grk") else None
     logp = log_outcome_probs(model, coefs[torch.as_tensor(pairs.a)], coefs[torch.as_tensor(pairs.b)], extra)
