@@ -9,9 +9,22 @@ configuration assignment matrix is reordered by 1-D MDS; and per setting a final
 picked as the response nearest the mean embedding (eq. 6) for exact-match accuracy.
 
 Entry point: :func:`analyze` -> :class:`EcdfResult` (``.frames()``, ``.save(dir)``).
+
+The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every analysis
+package: importing one helper does not import the whole analysis.
 """
 
-from evalprism.ecdf.analysis import RESPONSES_SCHEMA, analyze
-from evalprism.ecdf.result import EcdfResult
+from typing import TYPE_CHECKING
+
+from evalprism._lazy import lazy_package
+
+if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.ecdf.analysis import RESPONSES_SCHEMA, analyze
+    from evalprism.ecdf.result import EcdfResult
 
 __all__ = ["RESPONSES_SCHEMA", "EcdfResult", "analyze"]
+
+lazy_package(__name__, {
+    "analysis": ["RESPONSES_SCHEMA", "analyze"],
+    "result": ["EcdfResult"],
+})

@@ -6,10 +6,24 @@ Gwet's AC1; queries whose agreement varies strongly across clusters (ΔAC1) are 
 with a direction (under-recall or over-inclusion).
 
 Entry point: :func:`analyze` -> :class:`JudgesResult` (``.frames()``, ``.save(dir)``).
+
+The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every analysis
+package: importing one helper does not import the whole analysis.
 """
 
-from evalprism.judges.analysis import DEFAULT_INSTRUCTION, analyze, pair_text
-from evalprism.judges.bias import BiasRules, flag_queries
-from evalprism.judges.result import JudgesResult
+from typing import TYPE_CHECKING
+
+from evalprism._lazy import lazy_package
+
+if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.judges.analysis import DEFAULT_INSTRUCTION, analyze, pair_text
+    from evalprism.judges.bias import BiasRules, flag_queries
+    from evalprism.judges.result import JudgesResult
 
 __all__ = ["DEFAULT_INSTRUCTION", "BiasRules", "JudgesResult", "analyze", "flag_queries", "pair_text"]
+
+lazy_package(__name__, {
+    "analysis": ["DEFAULT_INSTRUCTION", "analyze", "pair_text"],
+    "bias": ["BiasRules", "flag_queries"],
+    "result": ["JudgesResult"],
+})

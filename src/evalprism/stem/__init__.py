@@ -12,11 +12,19 @@
 The rules chosen where the paper is silent are stated in the docstrings of
 :mod:`evalprism.stem.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
 :mod:`~evalprism.stem.locate` and :mod:`~evalprism.stem.baselines`.
+
+The names load from their submodules on first use (:mod:`evalprism._lazy`): building a pool does
+not import the localization and its trials.
 """
 
-from evalprism.stem.evaluate import LocationResult, Trials, evaluate, locate_models
-from evalprism.stem.locate import Localization, locate
-from evalprism.stem.pool import Audit, Pool, build_pool
+from typing import TYPE_CHECKING
+
+from evalprism._lazy import lazy_package
+
+if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.stem.evaluate import LocationResult, Trials, evaluate, locate_models
+    from evalprism.stem.locate import Localization, locate
+    from evalprism.stem.pool import Audit, Pool, build_pool
 
 __all__ = [
     "Audit",
@@ -29,3 +37,9 @@ __all__ = [
     "locate",
     "locate_models",
 ]
+
+lazy_package(__name__, {
+    "evaluate": ["LocationResult", "Trials", "evaluate", "locate_models"],
+    "locate": ["Localization", "locate"],
+    "pool": ["Audit", "Pool", "build_pool"],
+})
