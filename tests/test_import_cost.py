@@ -1,0 +1,169 @@
+"""Start-up cost (issue 14, section 3): each command imports only what it uses.
+
+Every check runs the command in a fresh interpreter through the console entry point
+(``evalprism.cli:main``) on tiny inputs; an ``atexit`` hook writes ``sorted(sys.modules)`` to a file
+(stdout belongs to the command), and the test asserts which heavy stacks stayed out:
+
+- ``p2l fit``, ``stem pool|locate|audit`` and ``judges`` with every embedding cached: no torch,
+  sentence-transformers, transformers or openvino (and ``p2l fit`` no scikit-learn or kmedoids);
+- ``--help`` and ``--version``: none of numpy, pandas, scipy, scikit-learn, torch.
+
+The lazy package namespaces that make this work (:mod:`evalprism._lazy`) must keep every public
+name importable, listed by ``dir()``, and declared for static tools under ``TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: torch and what is built on it: only training, P2L inference and encoding new texts need them
+TORCH_STACK = ("torch", "sentence_transformers", "transformers", "openvino")
+#: what --help and --version must not import
+NUMERIC_STACK = ("numpy", "pandas", "scipy", "sklearn", "torch")
+LAZY_PACKAGES = ("evalprism.p2l", "evalprism.stats", "evalprism.stem", "evalprism.judges", "evalprism.ecdf",
+                 "evalprism.serve")
+
+_RUN_COMMAND = """
+import atexit, json, sys
+
+dump, args = sys.argv[1], sys.argv[2:]
+atexit.register(lambda: open(dump, "w").write(json.dumps(sorted(sys.modules))))
+sys.argv = ["evalprism", *args]
+from evalprism.cli import main
+
+main()
+"""
+
+
+def command_modules(args: list[object], dump: Path) -> set[str]:
+    """The modules ``evalprism ARGS`` imported, run in a fresh interpreter; the command must succeed."""
+    done = subprocess.run([sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(dump.read_text()))
+
+
+def script_modules(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    done = subprocess.run([sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in modules]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["p2l", "--help"], ["p2l", "fit", "--help"],
+                                  ["stem", "pool", "--help"], ["judges", "--help"]], ids=" ".join)
+def test_help_and_version_import_no_numeric_stack(args: list[str], tmp_path: Path) -> None:
+    assert loaded(command_modules(args, tmp_path / "modules.json"), NUMERIC_STACK) == []
+
+
+def test_p2l_fit_imports_no_torch_nor_scikit_learn(tmp_path: Path) -> None:
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    battles = tmp_path / "battles.jsonl"
+    simulate_topic_battles(120, seed=0).to_json(battles, orient="records", lines=True)
+    out = tmp_path / "out"
+    modules = command_modules(["p2l", "fit", battles, "--out", out, "-q"], tmp_path / "modules.json")
+    assert (out / "leaderboard.csv").exists()
+    assert loaded(modules, TORCH_STACK + ("sklearn", "kmedoids")) == []
+
+
+def test_stem_pool_audit_locate_import_no_torch(tmp_path: Path) -> None:
+    from evalprism.stem.simulate import simulate_family
+
+    correctness, meta = simulate_family(n_items=300, seed=0)
+    corr, models = tmp_path / "correctness.csv", tmp_path / "models.csv"
+    correctness.to_csv(corr, index=False)
+    meta.to_csv(models, index=False)
+    family = ["--models", models, "--family", "toy"]
+    runs = {
+        "pool": ["stem", "pool", corr, *family, "--out", tmp_path / "pool"],
+        "audit": ["stem", "audit", corr, *family, "--out", tmp_path / "audit"],
+        "locate": ["stem", "locate", tmp_path / "pool", corr, "--model", "other-a", "--items", "50", "--trials", "5",
+                   "--out", tmp_path / "locate", "-q"],
+    }
+    for name, args in runs.items():  # in this order: locate reads the pool
+        modules = command_modules(args, tmp_path / f"{name}.json")
+        assert loaded(modules, TORCH_STACK) == [], name
+    assert (tmp_path / "locate" / "localization.json").exists()
+
+
+def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fill the cache through the analysis itself with a stand-in encoder (genre-clustered vectors,
+    no model), so it holds exactly the keys the command asks for; the command must then encode
+    nothing and never load sentence-transformers."""
+    from evalprism.embed.backends import SentenceTransformerBackend
+    from evalprism.judges import DEFAULT_INSTRUCTION, analyze, pair_text
+    from evalprism.judges.simulate import genre_embeddings, simulate_judgments
+
+    table = simulate_judgments()
+    vectors = {f"{DEFAULT_INSTRUCTION} {pair_text(q, d)}": v
+               for q, d, v in zip(table["query"], table["doc"], genre_embeddings(table), strict=True)}
+    monkeypatch.setattr(SentenceTransformerBackend, "encode",
+                        lambda self, texts, batch_size=64: np.stack([vectors[t] for t in texts]))
+    cache = tmp_path / "cache"
+    analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache, progress=False)
+    path, out = tmp_path / "judgments.csv", tmp_path / "out"
+    table.to_csv(path, index=False)
+    modules = command_modules(["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out,
+                               "--cache-dir", cache, "-q"], tmp_path / "modules.json")
+    stats = next(iter(json.loads((out / "run.json").read_text())["embedding"].values()))
+    assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
+    assert loaded(modules, TORCH_STACK) == []
+
+
+def test_lazy_packages_import_nothing_heavy_until_a_name_is_used() -> None:
+    modules = script_modules("; ".join(f"import {p}" for p in LAZY_PACKAGES))
+    assert loaded(modules, NUMERIC_STACK + TORCH_STACK) == []
+
+
+def _type_checking_imports(package: str) -> dict[str, str]:
+    """name -> submodule, from the ``if TYPE_CHECKING:`` imports of the package's ``__init__``."""
+    tree = ast.parse(Path(importlib.import_module(package).__file__).read_text())
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.module.startswith(f"{package}.")
+                names |= {alias.name: imp.module.rsplit(".", 1)[1] for alias in imp.names}
+    return names
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_lazy_package_names_resolve_and_agree_with_static_imports(package: str) -> None:
+    module = importlib.import_module(package)
+    exports = module._lazy_exports
+    assert _type_checking_imports(package) == exports  # what static tools see is what loads
+    assert set(module.__all__) <= set(exports)
+    listed = dir(module)
+    for name in exports:
+        assert getattr(module, name) is getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
+        assert name in listed
+    with pytest.raises(AttributeError, match="no_such_name"):
+        getattr(module, "no_such_name")
+
+
+def test_function_named_like_its_submodule_stays_the_function() -> None:
+    """Importing ``evalprism.stem.evaluate`` binds the submodule on the package; the public name must
+    still be the function, whichever comes first (as with the eager ``from .evaluate import evaluate``)."""
+    done = subprocess.run([sys.executable, "-c", """
+import evalprism.stats.kmedoids, evalprism.stem.evaluate, evalprism.stem.locate
+from evalprism.stats import kmedoids
+from evalprism.stem import evaluate, locate
+import evalprism.stem as stem
+print(all(callable(f) and f.__name__ == n for f, n in
+          [(kmedoids, "kmedoids"), (evaluate, "evaluate"), (locate, "locate"), (stem.locate, "locate")]))
+"""], capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip() == "True", done.stderr
