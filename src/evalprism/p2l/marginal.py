@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 
 from evalprism.io.battles import to_canonical_battles
 from evalprism.io.outputs import atomic_output_dir
@@ -68,29 +67,7 @@ def fit_leaderboard(
 
 
 def build_report(result: LeaderboardResult) -> Report:
-    board = result.leaderboard
-    o = result.options
-    report = Report(title="Marginal leaderboard",
-                    subtitle=f"{o['model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}")
-    top = board.iloc[0]
-    overlapping = board[(board["upper"] >= top["lower"]) & (board.index > 0)]
-    report.summary(
-        f"{len(board)} models; {top['model']} leads with rating {top['rating']:.0f}.",
-        f"{len(overlapping)} other model(s) have intervals overlapping the leader's: these battles cannot separate them."
-        if len(overlapping) else "The leader's interval overlaps no other model's.",
-    )
-    shown = board.iloc[::-1]
-    fig = go.Figure(go.Scatter(
-        x=shown["coef"], y=shown["model"], mode="markers",
-        error_x={"type": "data", "symmetric": False, "array": shown["upper"] - shown["coef"],
-                 "arrayminus": shown["coef"] - shown["lower"]},
-        hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
-    ))
-    fig.update_layout(height=max(320, 22 * len(board) + 120), template="plotly_white", xaxis_title="coefficient",
-                      margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"})
-    report.figure(fig, "Coefficients with 95% intervals",
-                  "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
-                  "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.")
-    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.")
-    report.details.update(o)
-    return report
+    """The report of a marginal leaderboard (built with the other P2L reports)."""
+    from evalprism.p2l.reports import leaderboard_report
+
+    return leaderboard_report(result)

@@ -5,15 +5,103 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from evalprism.report import Report
 
 if TYPE_CHECKING:
     from evalprism.p2l.evaluate import EvaluationResult
+    from evalprism.p2l.marginal import LeaderboardResult
     from evalprism.p2l.prompt_set import PromptSetResult
     from evalprism.p2l.router import RoutingResult
     from evalprism.p2l.train import TrainResult
+
+
+def _overlapping_pairs(board: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of models whose 95% intervals overlap (the battles do not order them), closest first:
+    columns upper_model, lower_model, rating_gap."""
+    rows = [(a.model, b.model, a.rating - b.rating) for i, a in enumerate(board.itertuples())
+            for b in board.iloc[i + 1:].itertuples() if a.lower <= b.upper]
+    return pd.DataFrame(rows, columns=["upper_model", "lower_model", "rating_gap"]).sort_values("rating_gap",
+                                                                                               kind="stable")
+
+
+def leaderboard_index_line(result: LeaderboardResult) -> str:
+    """One line for an index page: the leader and how many pairs the battles cannot order."""
+    board = result.leaderboard
+    n_pairs = len(board) * (len(board) - 1) // 2
+    top = board.iloc[0]
+    return (f"{top['model']} leads (rating {top['rating']:.0f}); {len(_overlapping_pairs(board))} of {n_pairs} "
+            "model pairs have overlapping 95% intervals")
+
+
+def leaderboard_report(result: LeaderboardResult) -> Report:
+    """The marginal leaderboard: coefficients with intervals, and which orderings the battles do not
+    support (pairs of models whose intervals overlap, closest first)."""
+    board = result.leaderboard
+    o = result.options
+    report = Report(title="Marginal leaderboard",
+                    subtitle=f"{o['model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}")
+    top = board.iloc[0]
+    overlaps = _overlapping_pairs(board)
+    n_pairs = len(board) * (len(board) - 1) // 2
+    lines = [f"{len(board)} models; {top['model']} leads with rating {top['rating']:.0f}."]
+    if len(overlaps):
+        closest = "; ".join(f"{r.upper_model} and {r.lower_model} ({r.rating_gap:.0f} rating points apart)"
+                            for r in overlaps.head(3).itertuples())
+        lines.append(f"{len(overlaps)} of {n_pairs} pairs of models have overlapping 95% intervals, so these battles "
+                     f"do not order them; the closest: {closest}.")
+    else:
+        lines.append(f"All {n_pairs} pairs of models are separated: no two 95% intervals overlap.")
+    lines.append("One rating per model is an average over every prompt: a model that leads on some kinds of prompts "
+                 "and trails on others gets one middling number. Per-prompt leaderboards need P2L "
+                 "(`evalprism p2l train`, then `evalprism p2l leaderboard` for a prompt set's categories).")
+    report.summary(*lines)
+    shown = board.iloc[::-1]
+    fig = go.Figure(go.Scatter(
+        x=shown["coef"], y=shown["model"], mode="markers",
+        error_x={"type": "data", "symmetric": False, "array": shown["upper"] - shown["coef"],
+                 "arrayminus": shown["coef"] - shown["lower"]},
+        hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
+    ))
+    fig.update_layout(height=max(320, 22 * len(board) + 120), template="plotly_white",
+                      xaxis_title="coefficient (higher is better)", margin={"l": 200, "r": 20, "t": 20, "b": 50},
+                      yaxis={"type": "category"})
+    report.figure(fig, "Coefficients with 95% intervals",
+                  "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
+                  "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.")
+    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.")
+    if len(overlaps):
+        report.table(overlaps.round(1), "Pairs the battles do not order",
+                     "Pairs of models whose 95% intervals overlap, closest ratings first.")
+    report.details.update(o)
+    return report
+
+
+def _loss_figure(history: pd.DataFrame, marginal_nll: float, best_epoch: int) -> go.Figure:
+    """Training and validation NLL by epoch, the marginal leaderboard's level, the saved epoch starred."""
+    fig = go.Figure()
+    for col, name in (("train_nll", "training"), ("val_nll", "validation")):
+        fig.add_trace(go.Scatter(x=history["epoch"], y=history[col], mode="lines+markers", name=name))
+    best = history[history["epoch"] == best_epoch]
+    if len(best):
+        fig.add_trace(go.Scatter(x=best["epoch"], y=best["val_nll"], mode="markers+text", name="best epoch (saved)",
+                                 marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
+                                 text=[f"best epoch {best_epoch}"], textposition="bottom center"))
+        fig.add_vline(x=best_epoch, line_dash="dash", line_color="#d62728", line_width=1)
+    fig.add_hline(y=marginal_nll, line_dash="dot", annotation_text="marginal leaderboard (validation)",
+                  annotation_position="bottom right")
+    fig.update_layout(template="plotly_white", height=380, xaxis_title="epoch (0 = marginal start)",
+                      yaxis_title="NLL per battle", margin={"l": 60, "r": 20, "t": 30, "b": 50})
+    return fig
+
+
+def training_index_line(result: TrainResult) -> str:
+    """One line for an index page: held-out NLL of P2L against the marginal leaderboard."""
+    ev = result.evaluation.set_index("predictor")["nll"]
+    return (f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); "
+            f"best epoch {result.options['best_epoch']}")
 
 
 def training_report(result: TrainResult) -> Report:
@@ -34,22 +122,25 @@ def training_report(result: TrainResult) -> Report:
         f"Best epoch {o['best_epoch']} ({o['stopped']}); the model directory loads with "
         "`P2LModel.load(dir)` and needs no network.",
     )
-    fig = go.Figure()
-    for col, name in (("train_nll", "training"), ("val_nll", "validation")):
-        fig.add_trace(go.Scatter(x=history["epoch"], y=history[col], mode="lines+markers", name=name))
-    fig.add_hline(y=float(evaluation.loc["marginal", "nll"]), line_dash="dot",
-                  annotation_text="marginal (validation)")
-    fig.update_layout(template="plotly_white", height=360, xaxis_title="epoch (0 = marginal start)",
-                      yaxis_title="NLL per battle", margin={"l": 60, "r": 20, "t": 20, "b": 50})
-    report.figure(fig, "Loss by epoch",
+    report.figure(_loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])), "Loss by epoch",
                   "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training battles. "
-                  "Validation prompts were never seen in training; the saved model is the epoch with the lowest "
-                  "validation loss.")
+                  "Validation prompts were never seen in training; the saved model is the best epoch (star): the "
+                  "lowest validation loss.")
     report.table(result.evaluation.round(4), "Held-out prediction of votes",
                  "nll: mean negative log-likelihood per battle (lower is better); accuracy: expected share of "
                  "outcomes predicted right; brier: squared error of the outcome probabilities.")
     report.details.update(o)
     return report
+
+
+def prompt_set_index_line(result: PromptSetResult) -> str:
+    """One line for an index page: the overall leader, how often it is best, and category leaders."""
+    board, cats = result.leaderboard, result.categories
+    leader = board.iloc[0]
+    leaders = cats[cats["rank"] == 1]
+    others = int((leaders["model"] != leader["model"]).sum())
+    return (f"{leader['model']} leads overall but is best on {leader['best_share']:.0%} of prompts; "
+            f"another model leads {others} of {len(leaders)} categories")
 
 
 def prompt_set_report(result: PromptSetResult) -> Report:
@@ -66,7 +157,7 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         f"{leader['best_share']:.0%} of the prompts; {top_share['model']} is best on the most prompts "
         f"({top_share['best_share']:.0%}).",
         f"In {n_other} of {len(category_leaders)} categories another model leads: "
-        + ", ".join(f"{r.category} → {r.model}" for r in category_leaders.itertuples()
+        + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples()
                     if r.model != leader["model"])[:600] + "." if n_other else
         f"{leader['model']} also leads every one of the {len(category_leaders)} categories.",
         f"Strengths are win rates against {o['reference']} within each category (BT model on the category's "
@@ -76,7 +167,8 @@ def prompt_set_report(result: PromptSetResult) -> Report:
     fig = go.Figure([go.Bar(x=shown["coef"], y=shown["model"], orientation="h", name="eq. 3 (win-rate fit)"),
                      go.Scatter(x=shown["mean_coef"], y=shown["model"], mode="markers", name="mean of coefficients (B.1)",
                                 marker={"symbol": "diamond", "size": 9, "color": "#d62728"})])
-    fig.update_layout(template="plotly_white", height=max(320, 22 * len(board) + 120), xaxis_title="coefficient",
+    fig.update_layout(template="plotly_white", height=max(320, 22 * len(board) + 120),
+                      xaxis_title="coefficient (higher is better)",
                       margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"},
                       legend={"orientation": "h", "y": 1.05})
     report.figure(fig, "Aggregated leaderboard of the prompt set",
@@ -92,8 +184,9 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         y=heat.index, zmid=0.5, colorscale="RdBu", zmin=0, zmax=1, text=np.round(heat.to_numpy() * 100).astype(int),
         texttemplate="%{text}", hovertemplate="%{y} in %{x}<br>win rate %{z:.1%}<extra></extra>",
         colorbar={"title": "win rate"}))
-    fig.update_layout(template="plotly_white", height=max(320, 24 * len(heat) + 160),
-                      margin={"l": 200, "r": 20, "t": 20, "b": 160}, xaxis={"tickangle": -35})
+    fig.update_layout(template="plotly_white", height=max(320, 24 * len(heat) + 180),
+                      margin={"l": 200, "r": 20, "t": 20, "b": 180}, xaxis={"tickangle": -35},
+                      xaxis_title="category (prompts)", yaxis_title="model")
     report.figure(fig, f"Strengths and weaknesses against {o['reference']}",
                   f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
                   "(number of prompts in brackets). Blue: stronger than the reference there; red: weaker. Read along a "
@@ -102,7 +195,8 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                  "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
                  "prompts on which the model has the top coefficient.")
     report.table(category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
-                 "Leader of each category")
+                 "Leader of each category", f"The model with the top coefficient on each category's aggregated "
+                 f"leaderboard; {leader['model']} leads the whole prompt set.")
     report.details.update(o)
     return report
 
@@ -140,45 +234,115 @@ def evaluation_report(result: EvaluationResult) -> Report:
     return report
 
 
+ROUTE_SAMPLE = 16  # rows of the routes table shown in the report (about what its box shows unscrolled)
+
+
+def _best_single_within(curve: pd.DataFrame, budget: float | None) -> pd.Series:
+    """The best single model whose cost fits ``budget`` (the curve's budgets include every model's
+    cost, so its rows up to the budget hold that model); any budget when there is none."""
+    rows = curve if budget is None else curve[curve["best_single_cost"] <= budget + 1e-12]
+    rows = rows if len(rows) else curve
+    return rows.loc[rows["best_single_winrate"].idxmax()]
+
+
+def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMPLE) -> pd.DataFrame:
+    """Prompts spread over the models they are routed to: up to ``rows // models`` per model (in
+    ``order``), mixes first, the rest evenly spaced through that model's prompts; the second
+    model of a pure route is blank, not a probability of 0 beside no model."""
+    used = [m for m in order if (routes["model"] == m).any()]
+    per = max(1, rows // max(len(used), 1))
+    parts = []
+    for model in used:
+        mine = routes[routes["model"] == model]
+        mixed = mine[mine["model_2"].notna()]
+        pure = mine[mine["model_2"].isna()]
+        take = mixed.head(per)
+        if len(take) < per and len(pure):
+            picks = np.unique(np.linspace(0, len(pure) - 1, min(per - len(take), len(pure))).round().astype(int))
+            take = pd.concat([take, pure.iloc[picks]])
+        parts.append(take)
+    shown = pd.concat(parts) if parts else routes.head(rows)
+    shown = shown.astype({"prob_2": object})
+    shown.loc[shown["model_2"].isna(), "prob_2"] = None
+    return shown
+
+
+def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
+    """Router and best single models on win rate against cost, each single model named on the
+    plot, the chosen budget and the router's point at it marked."""
+    singles = curve.drop_duplicates("best_single_model")
+    fig = go.Figure([
+        go.Scatter(x=curve["router_cost"], y=curve["router_winrate"], mode="lines+markers", name="P2L router",
+                   customdata=curve["budget"],
+                   hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>"),
+        go.Scatter(x=singles["best_single_cost"], y=singles["best_single_winrate"], mode="markers+text",
+                   name="best single model within budget", text=singles["best_single_model"],
+                   textposition="top center",
+                   hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+                   marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}}),
+        go.Scatter(x=[o["mean_expected_cost"]], y=[o["mean_expected_winrate"]], mode="markers",
+                   name="router at the chosen budget", marker={"symbol": "star", "size": 16, "color": "#d62728"},
+                   hovertemplate="chosen budget: cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>"),
+    ])
+    if o["budget"] is not None:
+        fig.add_vline(x=o["budget"], line_dash="dash", line_color="#d62728", line_width=1,
+                      annotation_text=f"chosen budget {o['budget']:g}", annotation_position="top right")
+    fig.update_layout(template="plotly_white", height=420, xaxis_title="mean cost per prompt",
+                      yaxis_title=f"expected win rate vs {o['opponent']}", yaxis_tickformat=".0%",
+                      margin={"l": 70, "r": 20, "t": 30, "b": 50})
+    return fig
+
+
+def routing_index_line(result: RoutingResult) -> str:
+    """One line for an index page: the router against the best single model at the chosen budget."""
+    o = result.options
+    single = _best_single_within(result.curve, o["budget"])
+    budget = "" if o["budget"] is None else f" within budget {o['budget']:g}"
+    return (f"router {o['mean_expected_winrate']:.1%} expected win rate at mean cost {o['mean_expected_cost']:.3g} vs "
+            f"{single['best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
+
+
 def routing_report(result: RoutingResult) -> Report:
     o = result.options
     curve, traffic = result.curve, result.traffic
     budget = "no budget" if o["budget"] is None else f"budget {o['budget']:g} ({o['budget_scope']} cost)"
     report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {o['opponent']}")
     used = traffic[traffic["share"] > 0.005]
+    single = _best_single_within(curve, o["budget"])
     gains = curve["router_winrate"] - curve["best_single_winrate"]
     widest = curve.iloc[int(gains.argmax())]
     report.summary(
         f"At this budget the router's expected win rate against {o['opponent']} is {o['mean_expected_winrate']:.1%} "
-        f"at a mean cost of {o['mean_expected_cost']:.4g}; it sends traffic to {len(used)} models "
-        f"({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
-        f"The largest gain over the best single model within budget is at budget {widest['budget']:.4g}: "
+        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['best_single_winrate']:.1%} for the best "
+        f"single model that fits it ({single['best_single_model']}, cost {single['best_single_cost']:.4g}). It sends "
+        f"traffic to {len(used)} models ({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
+        f"The largest gain over the best single model within budget is from budget {widest['budget']:.4g}: "
         f"{widest['router_winrate']:.1%} against {widest['best_single_winrate']:.1%} for {widest['best_single_model']}.",
         "Win rates are predicted by the P2L model (Theorem 1 is exact for its leaderboards; real gains depend on "
         "how well the leaderboards predict votes: see the model's evaluation).",
     )
-    fig = go.Figure([
-        go.Scatter(x=curve["router_cost"], y=curve["router_winrate"], mode="lines+markers", name="P2L router"),
-        go.Scatter(x=curve["best_single_cost"], y=curve["best_single_winrate"], mode="markers",
-                   name="best single model within budget", text=curve["best_single_model"],
-                   hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
-                   marker={"symbol": "circle-open", "size": 10, "color": "black"}),
-    ])
-    fig.update_layout(template="plotly_white", height=400, xaxis_title="mean cost per prompt",
-                      yaxis_title=f"expected win rate vs {o['opponent']}", yaxis_tickformat=".0%",
-                      margin={"l": 70, "r": 20, "t": 20, "b": 50})
-    report.figure(fig, "Win rate against cost",
-                  "Each point of the line is the optimal router at one budget (Theorem 1); circles are the best single "
-                  "model that fits that budget. The vertical gap is what routing prompt by prompt buys.")
+    report.figure(_winrate_figure(curve, o), "Win rate against cost",
+                  "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
+                  "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
+                  "The vertical gap between the line and the circles is what routing prompt by prompt buys.")
     shown = traffic.iloc[::-1]
-    fig = go.Figure(go.Bar(x=shown["share"], y=shown["model"], orientation="h",
+    fig = go.Figure(go.Bar(x=shown["share"], y=[f"{m} (cost {c:g})" for m, c in zip(shown["model"], shown["cost"], strict=True)],
+                           orientation="h", text=[f"{v:.0%}" for v in shown["share"]], textposition="outside",
                            hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>"))
     fig.update_layout(template="plotly_white", height=max(300, 22 * len(traffic) + 100), xaxis_tickformat=".0%",
-                      margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"})
+                      xaxis_title="share of prompts at the chosen budget",
+                      margin={"l": 200, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category"})
     report.figure(fig, "Where the traffic goes", "Share of prompts routed to each model at the chosen budget.")
-    report.table(result.routes.head(40), "Routes of the first prompts",
-                 "model/prob: the routed model and its probability; model_2/prob_2: the second model of a mix "
-                 "(Theorem 1 never needs more than two); router_coef: the router's BT coefficient on the prompt's "
-                 "leaderboard (Algorithm 1).")
+    sample = _route_sample(result.routes, traffic["model"].tolist())
+    if result.routes["model_2"].notna().any():
+        mixes = ("model_2/prob_2: the second model of a mix, blank for a pure route (Theorem 1 never needs more "
+                 "than two); ")
+    else:
+        sample = sample.drop(columns=["model_2", "prob_2"])
+        mixes = "no prompt is split between two models at this budget; "
+    report.table(sample, "Routes of sample prompts, by routed model",
+                 f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
+                 f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
+                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).")
     report.details.update(o)
     return report

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -58,6 +59,15 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, float):
         return "" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _detail(value: Any) -> str:
+    """A run-details value as text: an unset option reads "—", not Python's None; containers as JSON."""
+    if value is None:
+        return "—"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str, ensure_ascii=False)
     return str(value)
 
 
@@ -135,7 +145,7 @@ class Report:
             subtitle=self.subtitle,
             summary=self.summary_items,
             sections=self.sections,
-            details=self.details,
+            details={k: _detail(v) for k, v in self.details.items()},
             plotly_js=_plotly_js(),
             version=__version__,
             has_figures=any(s.kind == "figure" for s in self.sections),
