@@ -66,7 +66,7 @@ def _polarization_figure(pool: Pool) -> go.Figure:
     fig.add_trace(go.Scatter(x=b["benchmark"], y=b["anomaly_rate"], name="anomaly rate", mode="markers",
                              marker={"symbol": "diamond", "size": 13, "color": "#d62728"}))
     fig.update_layout(barmode="stack", template="plotly_white", height=380, yaxis={"title": "share of items",
-                      "tickformat": ".0%"}, margin={"l": 60, "r": 20, "t": 20, "b": 60},
+                      "tickformat": ".0%"}, xaxis_title="benchmark", margin={"l": 60, "r": 20, "t": 20, "b": 60},
                       legend={"orientation": "h", "y": 1.08})
     return fig
 
@@ -80,9 +80,18 @@ def _ti_figure(pool: Pool) -> go.Figure:
         fig.add_trace(go.Bar(x=[f"TI {k}" for k in range(1, n + 2)], y=counts, name=str(bench)))
     ticks = [f"TI {k}" for k in range(1, n + 2)]
     fig.update_layout(barmode="group", template="plotly_white", height=340, yaxis_title="items",
-                      xaxis={"categoryorder": "array", "categoryarray": ticks},
+                      xaxis={"categoryorder": "array", "categoryarray": ticks,
+                             "title": "transition index (the first member that answers the item)"},
                       margin={"l": 60, "r": 20, "t": 20, "b": 50}, legend={"orientation": "h", "y": 1.1})
     return fig
+
+
+def pool_index_line(pool: Pool) -> str:
+    """One line for an index page: the pool's size and the highest anomaly rate."""
+    kinds = np.bincount(pool.kind, minlength=len(KINDS))
+    worst = pool.benchmarks.sort_values("anomaly_rate", ascending=False).iloc[0]
+    return (f"{kinds[1]:,} transition items + {kinds[0]:,} easy + {kinds[2]:,} hard in the pool; highest anomaly rate "
+            f"{worst['anomaly_rate']:.1%} ({worst['benchmark']})")
 
 
 def pool_report(pool: Pool, audit: bool = False) -> Report:
@@ -129,24 +138,61 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
     return report
 
 
+MODEL_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+def _family_colours(n: int) -> list[str]:
+    """One colour per family member, light (smallest) to dark (largest), so the steps read in order."""
+    from plotly.colors import sample_colorscale
+
+    return sample_colorscale("Greys", [0.35 + 0.6 * j / max(n - 1, 1) for j in range(n)])
+
+
 def _curves_figure(result: LocationResult) -> go.Figure:
+    """One panel per located model: its accuracy per TI level with 95% bars, over the family's step
+    curves (member j answers exactly the levels up to j; each drawn in its own shade and named at its
+    drop), with the level between the two members it was placed between shaded."""
+    from plotly.subplots import make_subplots
+
     first = result.results[0][0]
     levels = first.levels["ti"].to_numpy()
-    fig = go.Figure()
     names = first.tests["member"].tolist()
-    for j, name in enumerate(names, 1):
-        fig.add_trace(go.Scatter(x=levels, y=(levels <= j).astype(float), mode="lines", name=f"family: {name}",
-                                 line={"dash": "dot", "width": 1.5, "color": "#bbbbbb"}, legendgroup="family",
-                                 hovertemplate=f"{html.escape(name)}: TI %{{x}} → %{{y:.0%}}<extra></extra>"))
-    for loc, _ in result.results:
+    shades = _family_colours(len(names))
+    n = len(result.results)
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    titles = [f"{loc.model}: {loc.interval}" for loc, _ in result.results]
+    margin = {"l": 60, "r": 20, "t": 50, "b": 110}
+    panel, gap = 300, 90  # px: panel height, space between rows for the axis title and next panel title
+    plot_height = panel * rows + gap * (rows - 1)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_yaxes=True,
+                        horizontal_spacing=0.05, vertical_spacing=gap / plot_height if rows > 1 else 0.0)
+    for i, (loc, _) in enumerate(result.results):
+        r, c = divmod(i, cols)
+        r, c = r + 1, c + 1
+        for j, (name, shade) in enumerate(zip(names, shades, strict=True), 1):
+            fig.add_trace(go.Scatter(x=levels, y=(levels <= j).astype(float), mode="lines", name=f"family: {name}",
+                                     line={"dash": "dot", "width": 1.5, "color": shade}, legendgroup=f"family{j}",
+                                     showlegend=i == 0,
+                                     hovertemplate=f"{html.escape(name)}: TI %{{x}} → %{{y:.0%}}<extra></extra>"), r, c)
+            fig.add_annotation(x=j + 0.5, y=0.5, text=html.escape(name), showarrow=False, textangle=-60,
+                               font={"size": 10, "color": shade}, bgcolor="rgba(255,255,255,0.7)", row=r, col=c)
+        fig.add_vrect(x0=loc.position + 0.5, x1=loc.position + 1.5, fillcolor="#ffe08a", opacity=0.35, line_width=0,
+                      layer="below", row=r, col=c)
         lv = loc.levels
+        colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
         fig.add_trace(go.Scatter(
-            x=lv["ti"], y=lv["accuracy"], mode="lines+markers", name=loc.model, line={"width": 3},
-            error_y={"type": "data", "symmetric": False, "array": lv["ci_high"] - lv["accuracy"],
-                     "arrayminus": lv["accuracy"] - lv["ci_low"]}))
-    fig.update_layout(template="plotly_white", height=420, xaxis={"title": "transition index (TI level)",
-                      "tickmode": "array", "tickvals": levels}, yaxis={"title": "accuracy on the subset",
-                      "tickformat": ".0%", "range": [-0.05, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 50})
+            x=lv["ti"], y=lv["accuracy"], mode="lines+markers", name=loc.model, line={"width": 2.5, "color": colour},
+            marker={"size": 7}, error_y={"type": "data", "symmetric": False, "array": lv["ci_high"] - lv["accuracy"],
+                                         "arrayminus": lv["accuracy"] - lv["ci_low"], "thickness": 1.5, "width": 5},
+            hovertemplate="TI %{x}: %{y:.0%}<extra>" + html.escape(loc.model) + "</extra>"), r, c)
+        fig.update_xaxes(title_text="TI level", tickmode="array", tickvals=levels, range=[levels[0] - 0.4,
+                         levels[-1] + 0.4], row=r, col=c)
+    for r in range(1, rows + 1):
+        fig.update_yaxes(title_text="accuracy on the subset", row=r, col=1)
+    fig.update_yaxes(tickformat=".0%", range=[-0.05, 1.05])
+    fig.update_layout(template="plotly_white", height=plot_height + margin["t"] + margin["b"], margin=margin,
+                      legend={"orientation": "h", "y": -60 / plot_height, "yanchor": "top"})
     return fig
 
 
@@ -156,10 +202,23 @@ def _trials_figure(result: LocationResult) -> go.Figure:
     for method, color in (("stem", "#2ca02c"), ("random", "#1f77b4"), ("bayesian", "#ff7f0e")):
         fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) for _, t in result.results if t is not None],
                              name=method, marker_color=color))
-    fig.update_layout(barmode="group", template="plotly_white", height=360, yaxis={"title": "localization accuracy",
+    fig.update_layout(barmode="group", template="plotly_white", height=360, xaxis_title="located model",
+                      yaxis={"title": "localization accuracy",
                       "tickformat": ".0%", "range": [0, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 80},
                       legend={"orientation": "h", "y": 1.1})
     return fig
+
+
+def location_index_line(result: LocationResult) -> str:
+    """One line for an index page: models placed right, and each method's mean trial accuracy."""
+    right = sum(loc.position == loc.truth for loc, _ in result.results)
+    line = f"{right} of {len(result.results)} models placed at their true position"
+    trials = [t for _, t in result.results if t is not None]
+    if trials:
+        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in ("stem", "random", "bayesian")}
+        line += (f"; over {len(trials[0].positions)} trials STEM {means['stem']:.0%}, random sampling "
+                 f"{means['random']:.0%}, Bayesian {means['bayesian']:.0%} correct")
+    return line
 
 
 def location_report(result: LocationResult) -> Report:
@@ -183,9 +242,10 @@ def location_report(result: LocationResult) -> Report:
                       "family members.</p>"
                       + _LOCATE_RULES.format(weighting=html.escape(str(first.options.get("weighting", "balanced")))))
     report.figure(_curves_figure(result), "Accuracy by transition index",
-                  "Solid: the located models (95% Clopper-Pearson bars). Dotted grey: the family's members. A model "
-                  "between members j and j+1 keeps high accuracy up to level j and loses it from level j+2; level "
-                  "j+1 sits in between.")
+                  "One panel per located model: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
+                  "Dotted steps: the family's members, lighter for smaller ones, each named where it drops (member j "
+                  "answers exactly the levels up to j). A model between members j and j+1 keeps high accuracy up to "
+                  "level j and loses it from level j+2; level j+1, shaded, sits in between.")
     report.table(_locations_table(result), "Localizations", "p_lower / p_upper: one-sided exact McNemar p-values "
                  "for being above the lower and below the upper member.")
     if any(t is not None for _, t in result.results):
