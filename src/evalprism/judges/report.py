@@ -139,6 +139,19 @@ def _fmt(x: float, digits: int = 3) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
+def index_line(result: JudgesResult) -> str:
+    """One line for an index page: clusters, and per judge its overall AC1 against its worst cluster's."""
+    dense = result.clusters[~result.clusters["is_noise"]]
+    parts = []
+    for _, r in result.overall.iterrows():
+        mine = dense[dense["judge"] == r["judge"]]
+        if len(mine):
+            worst = mine.loc[mine["ac1"].idxmin()]
+            parts.append(f"{r['judge']} AC1 {_fmt(r['ac1'], 2)} overall, {_fmt(worst['ac1'], 2)} in "
+                         f"{cluster_name(int(worst['cluster']))}")
+    return f"{int(result.pairs['cluster'].max()) + 1} clusters; " + "; ".join(parts)
+
+
 def build_report(result: JudgesResult, title: str | None = None) -> Report:
     o = result.options
     n_clusters = int(result.pairs["cluster"].max()) + 1
