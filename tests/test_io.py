@@ -11,6 +11,7 @@ import pytest
 from evalprism.ecdf import RESPONSES_SCHEMA
 from evalprism.errors import EvalprismError
 from evalprism.io import atomic_output_dir, read_table
+from evalprism.io.outputs import OutputKind
 
 from conftest import small_responses
 
@@ -95,16 +96,17 @@ def test_empty_and_unreadable_files(tmp_path: Path) -> None:
 def test_atomic_output_dir_leaves_nothing_on_failure(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with pytest.raises(RuntimeError):
-        with atomic_output_dir(out) as tmp:
+        with atomic_output_dir(out, OutputKind.ECDF) as tmp:
             (tmp / "settings.csv").write_text("half")
             raise RuntimeError("boom")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
-    with atomic_output_dir(out) as tmp:
+    with atomic_output_dir(out, OutputKind.ECDF) as tmp:
         (tmp / "a.txt").write_text("1")
-    with atomic_output_dir(out) as tmp:  # a rerun replaces the old directory whole
+    with atomic_output_dir(out, OutputKind.ECDF) as tmp:  # a rerun replaces the old directory whole
         (tmp / "b.txt").write_text("2")
-    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    # the run.json marker (kind and manifest) is what lets the rerun know it may replace the directory
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt", "run.json"]
 
 
 @pytest.mark.parametrize("dtype", ["str", object])

@@ -25,7 +25,7 @@ def model_and_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_cli_route_beats_the_best_single_model_within_budget(model_and_inputs: Path, capsys) -> None:
     root = model_and_inputs
-    code, _, err = run_cli(["p2l", "route", root / "model", "--prompts", root / "prompts.csv", "--costs",
+    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
                             root / "costs.csv", "--budget", "0.8", "--out", root / "r", "-q"], capsys)
     assert code == 0, err
     routes = pd.read_csv(root / "r" / "routes.csv")
@@ -44,15 +44,15 @@ def test_cli_route_refuses_missing_costs_and_low_budgets(model_and_inputs: Path,
     root = model_and_inputs
     partial = pd.DataFrame({"model": ["poet-7b", "calc-13b"], "cost": [0.2, 0.4]})
     partial.to_csv(root / "partial.csv", index=False)
-    code, _, err = run_cli(["p2l", "route", root / "model", "--prompts", root / "prompts.csv", "--costs",
+    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
                             root / "partial.csv", "--budget", "1", "--out", root / "x", "-q"], capsys)
     assert code == 2 and "no cost for 2" in err and "coder-34b" in err
-    code, _, err = run_cli(["p2l", "route", root / "model", "--prompts", root / "prompts.csv", "--costs",
+    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
                             root / "costs.csv", "--budget", "0.1", "--out", root / "x", "-q"], capsys)
     assert code == 2 and "cheapest" in err
     bad = pd.DataFrame({"model": ["poet-7b"], "cost": [-1.0]})
     bad.to_csv(root / "bad.csv", index=False)
-    code, _, err = run_cli(["p2l", "route", root / "model", "--prompts", root / "prompts.csv", "--costs",
+    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
                             root / "bad.csv", "--out", root / "x", "-q"], capsys)
     assert code == 2 and "row 1, column 'cost'" in err
     assert not (root / "x").exists()

@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from evalprism import __version__
 from evalprism.errors import EvalprismError
+
+if TYPE_CHECKING:
+    from evalprism.io.outputs import OutputTarget
 
 app = typer.Typer(
     name="evalprism",
@@ -32,7 +35,52 @@ CacheDir = Annotated[
     Optional[Path],
     typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+# metavar="": a flag takes no value, so its help shows none (typer would print "<bool>")
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or status output.", metavar="")]
+Overwrite = Annotated[bool, typer.Option(
+    "--overwrite", metavar="",
+    help="Replace a previous evalprism output of another command in --out (never other files, never an input).")]
+Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]
+
+
+def _out_path(value: str) -> Path:
+    """--out as given: an empty value is refused here (a Path would silently turn '' into '.')."""
+    if value.strip() == "":
+        raise EvalprismError("--out '': name a new output directory, e.g. --out out/run1")
+    return Path(value)
+
+
+Out = Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path)]
+Embedder = Annotated[str, typer.Option(
+    "--embedder", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", metavar="",
+                                          callback=_version, is_eager=True)] = False,
+) -> None:
+    """Split an averaged evaluation score into its spectrum."""
+
+
+def _claim(out: Path, kind: str, inputs: list[Optional[Path]], overwrite: bool, quiet: bool) -> OutputTarget:
+    """Check --out before any work (see evalprism.io.outputs for the rules)."""
+    from evalprism.io.outputs import OutputKind, claim_output
+
+    return claim_output(out, OutputKind(kind), inputs=inputs, overwrite=overwrite, progress=not quiet)
+
+
+def _wrote(out: Path, quiet: bool, detail: str = "") -> None:
+    """One line naming the directory and the files the run wrote into it."""
+    if not quiet:
+        files = sorted(p.name for p in Path(out).iterdir())
+        _err.print(f"[green]wrote[/green] {out}/ ({', '.join(files)}){detail}", highlight=False, soft_wrap=True)
 
 
 def _clusters(value: str) -> int | str:
@@ -47,33 +95,36 @@ def _clusters(value: str) -> int | str:
 @app.command()
 def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
     clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
-    embedder: Annotated[str, typer.Option("--embedder", help="minilm | st:<name or path>.")] = "minilm",
+    embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Seed = 0,
     extract: Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")] = None,
     choices: Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")] = None,
     group: Annotated[str, typer.Option("--group", help="Topic/subject column, if present.")] = "group",
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Response-quality distributions: cluster the ECDFs of many responses per setting (seed 001)."""
+    """Response-quality distributions: cluster the ECDFs of many responses per setting (Watanabe & Sun)."""
     from evalprism.ecdf import analyze
     from evalprism.io import read_table
 
+    target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
         table, by=by or [], clusters=_clusters(clusters), embedder=embedder, method=method.value, seed=seed,
         extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/report.html, settings.csv, clusters.csv (K={result.options['k']})")
+    result.save(target)
+    _wrote(out, quiet, f"; K={result.options['k']}")
 
 
-p2l_app = typer.Typer(help="Prompt-to-Leaderboard: pairwise leaderboards from battles (seed 002).", no_args_is_help=True)
+p2l_app = typer.Typer(help="Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.",
+                      no_args_is_help=True)
 app.add_typer(p2l_app, name="p2l")
 
 
@@ -92,21 +143,23 @@ class CiName(str, Enum):
 @p2l_app.command("fit")
 def p2l_fit(
     battles: Annotated[Path, typer.Argument(help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
     rounds: Annotated[int, typer.Option("--rounds", help="Bootstrap rounds.", min=10)] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Seed = 0,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Marginal leaderboard: one BT / BT-tie / Rao-Kupper / grounded-RK fit with 95% intervals."""
     from evalprism.io import read_table
     from evalprism.p2l import fit_leaderboard
 
+    target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(read_table(battles), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
                              progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/leaderboard.csv and report.html ({len(result.leaderboard)} models)")
+    result.save(target)
+    _wrote(out, quiet, f"; {len(result.leaderboard)} models")
 
 
 class LossName(str, Enum):
@@ -124,18 +177,22 @@ class AggregationName(str, Enum):
 @p2l_app.command("train")
 def p2l_train(
     battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write.")],
-    backbone: Annotated[str, typer.Option("--backbone", help="minilm | st:<name or path> | hf:<local causal LM dir>.")] = "minilm",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path)],
+    backbone: Annotated[str, typer.Option("--backbone", help="The model's prompt encoder, saved with it and trainable "
+                                          "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
+                                          "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir>.")] = "minilm",
     loss: Annotated[LossName, typer.Option("--loss", help="Outcome model of the head.")] = LossName.bt,
-    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).")] = False,
+    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).", metavar="")] = False,
     val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per step (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
     lr: Annotated[float, typer.Option("--lr", help="Learning rate of the head.")] = 3e-3,
     patience: Annotated[int, typer.Option("--patience", help="Epochs without validation improvement before stopping.", min=1)] = 8,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.",
+                                         metavar="")] = False,
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint)."""
@@ -144,44 +201,49 @@ def p2l_train(
 
     options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
                            max_epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, seed=seed)
-    result = train_p2l(read_table(battles), options, checkpoint_dir=checkpoint_dir_for(out), resume=resume,
+    target = _claim(out, "p2l train", [battles, cache_dir], overwrite, quiet)
+    checkpoints = _claim(checkpoint_dir_for(target), "p2l train checkpoint", [battles, cache_dir], False, quiet)
+    result = train_p2l(read_table(battles), options, checkpoint_dir=checkpoints.path, resume=resume,
                        cache_dir=cache_dir, progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] model to {out} (report: {out}/report.html)")
+    result.save(target)
+    _wrote(out, quiet)
 
 
 @p2l_app.command("leaderboard")
 def p2l_leaderboard(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
     category_column: Annotated[Optional[str], typer.Option("--category-column", help="Column with a category per prompt (default: cluster the prompts).")] = None,
     reference: Annotated[Optional[str], typer.Option("--reference", help="Model the strengths are measured against (default: the leader).")] = None,
     aggregation: Annotated[AggregationName, typer.Option("--aggregation", help="Per-category aggregation: bt (eq. 3) or mean (B.1).")] = AggregationName.bt,
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Leaderboards for a prompt set: per prompt, aggregated, per category, and model strengths."""
     from evalprism.io.prompts import read_prompts
     from evalprism.p2l import P2LModel, analyze_prompt_set
 
+    target = _claim(out, "p2l leaderboard", [model_dir, prompts, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
     result = analyze_prompt_set(model, table, category_column=category_column, reference=reference,
                                 aggregation=aggregation.value, cache_dir=cache_dir, progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/leaderboard.csv, categories.csv, strengths.csv and report.html")
+    result.save(target)
+    _wrote(out, quiet)
 
 
 @p2l_app.command("evaluate")
 def p2l_evaluate(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     repeats: Annotated[int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)] = 10,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Seed = 0,
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
@@ -189,10 +251,11 @@ def p2l_evaluate(
     from evalprism.p2l import P2LModel
     from evalprism.p2l.evaluate import evaluate_p2l
 
+    target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
     result = evaluate_p2l(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/metrics.csv, scaling.csv and report.html")
+    result.save(target)
+    _wrote(out, quiet)
 
 
 class BudgetScopeName(str, Enum):
@@ -203,14 +266,15 @@ class BudgetScopeName(str, Enum):
 @p2l_app.command("route")
 def p2l_route(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
-    prompts: Annotated[Path, typer.Option("--prompts", help="Prompts: a table with a prompt column, or .txt with one per line.")],
+    prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     costs: Annotated[Path, typer.Option("--costs", help="Table with columns model, cost (cost per query).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     budget: Annotated[Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")] = None,
     opponent: Annotated[str, typer.Option("--opponent", help="uniform, or a model name (point mass).")] = "uniform",
     scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: mean cost over the prompts; prompt: every prompt.")] = BudgetScopeName.average,
     prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
@@ -219,13 +283,14 @@ def p2l_route(
     from evalprism.p2l import P2LModel
     from evalprism.p2l.router import route_prompts
 
+    target = _claim(out, "p2l route", [model_dir, prompts, costs, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     cost_table = read_costs(costs)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
     result = route_prompts(model, table, cost_table, budget, opponent=opponent, budget_scope=scope.value,
                            progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/routes.csv, traffic.csv, curve.csv and report.html")
+    result.save(target)
+    _wrote(out, quiet)
 
 
 class ReduceName(str, Enum):
@@ -239,6 +304,11 @@ class SelectionName(str, Enum):
     leaf = "leaf"
 
 
+def _qrels_paths(qrels: Optional[list[str]]) -> list[Path]:
+    """The file paths of --qrels [NAME=]PATH values (for the output check)."""
+    return [Path(q.split("=", 1)[1] if "=" in q and not Path(q).exists() else q) for q in qrels or []]
+
+
 def _names(values: Optional[list[str]]) -> list[str]:
     """Repeated options, each possibly a comma-separated list: --llm a,b --llm c -> [a, b, c]."""
     return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
@@ -246,33 +316,35 @@ def _names(values: Optional[list[str]]) -> list[str]:
 
 @app.command()
 def judges(
+    out: Out,
     judgments: Annotated[Optional[Path], typer.Argument(help="Judgments table (.jsonl, .csv, .tsv, .parquet); or use --qrels.")] = None,
     human: Annotated[str, typer.Option("--human", help="Human label column (or judge name of a --qrels file).")] = "human",
     llm: Annotated[Optional[list[str]], typer.Option("--llm", help="LLM label column(s): repeat, or comma-separated.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("judges-out"),
     instruction: Annotated[Optional[list[str]], typer.Option("--instruction", help="Candidate task instruction (repeat; the purest clustering wins).")] = None,
-    embedder: Annotated[str, typer.Option("--embedder", help="minilm | st:<name or path> | instructor:<local path>.")] = "minilm",
+    embedder: Embedder = "minilm",
     qrels: Annotated[Optional[list[str]], typer.Option("--qrels", help="TREC layout: one qrels file per judge, [NAME=]PATH (name: file name).")] = None,
     topics: Annotated[Optional[Path], typer.Option("--topics", help="TREC layout: topics file, qid<TAB>query.")] = None,
     passages: Annotated[Optional[Path], typer.Option("--passages", help="TREC layout: passage file, docno<TAB>text.")] = None,
     scale: Annotated[Optional[list[str]], typer.Option("--scale", help="COL=LOW-HIGH: declared label scale (default 0-3, or 0/1).")] = None,
     threshold: Annotated[Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")] = None,
-    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs evalprism[umap]).")] = ReduceName.pca,
+    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism\\[umap]').")] = ReduceName.pca,
     components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
     min_cluster_size: Annotated[int, typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size.", min=2)] = 15,
     min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
     selection: Annotated[SelectionName, typer.Option("--cluster-selection", help="HDBSCAN cluster_selection_method (leaf: finer clusters).")] = SelectionName.eom,
     min_query_pairs: Annotated[int, typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2)] = 5,
     tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Seed = 0,
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Judge-agreement bias map: where LLM relevance judges disagree with humans (seed 004)."""
+    """Judge-agreement bias map: where LLM relevance judges disagree with humans (query-document dense vectors)."""
     from evalprism.io import read_table
     from evalprism.io.judgments import parse_column_options, read_trec_judgments
     from evalprism.judges import analyze
 
+    target = _claim(out, "judges", [judgments, topics, passages, cache_dir, *_qrels_paths(qrels)], overwrite, quiet)
     if qrels:
         if judgments is not None or topics is None or passages is None:
             raise EvalprismError("the TREC layout takes --qrels (one per judge), --topics and --passages, and no JUDGMENTS table")
@@ -288,12 +360,13 @@ def judges(
         cluster_selection_method=selection.value, min_query_pairs=min_query_pairs, tau=tau, seed=seed,
         cache_dir=cache_dir, progress=not quiet,
     )
-    result.save(out)
+    result.save(target)
     flagged = ", ".join(f"{j}: {len(result.bias_prone(j))}" for j in result.options["llm"])
-    _err.print(f"[green]wrote[/green] {out}/report.html, pairs.csv, clusters.csv, queries.csv (bias-prone queries {flagged})")
+    _wrote(out, quiet, f"; bias-prone queries {flagged}")
 
 
-stem_app = typer.Typer(help="STEM: locate an unknown model on a model family (seed 003).", no_args_is_help=True)
+stem_app = typer.Typer(help="STEM (structured transitive evaluation): locate an unknown model on a model family.",
+                       no_args_is_help=True)
 app.add_typer(stem_app, name="stem")
 
 
@@ -319,77 +392,87 @@ StemFilter = Annotated[Optional[str], typer.Option("--lm-eval-filter", help="lm-
 def stem_pool(
     correctness: StemCorrectness,
     models: StemModels,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path)],
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
     metric: StemMetric = "acc",
     lm_eval_filter: StemFilter = None,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
     from evalprism.stem.pool import pool_from_files
 
+    target = _claim(out, "stem pool", [correctness, models], overwrite, quiet)
     pool = pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
                            lm_eval_filter=lm_eval_filter)
-    pool.save(out)
-    _err.print(f"[green]wrote[/green] {out}/pool.csv, benchmarks.csv, models.csv, anomalies.csv and report.html "
-               f"({int((pool.ti > 0).sum())} pool items over {pool.n} members)")
+    pool.save(target)
+    _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members")
 
 
 @stem_app.command("locate")
 def stem_locate(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     new_correctness: StemCorrectness,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
     items: Annotated[int, typer.Option("--items", help="Items per localization (split equally over the TI levels).", min=1)] = 100,
     trials: Annotated[int, typer.Option("--trials", help="Repeated trials against both baselines (0: none).", min=0)] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    seed: Seed = 0,
     weighting: Annotated[StemWeighting, typer.Option("--weighting", help="balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
     metric: StemMetric = "acc",
     lm_eval_filter: StemFilter = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Locate new models on the pool's family: accuracy by TI level, interval, confidence, trials."""
     from evalprism.io.correctness import read_correctness
     from evalprism.stem import Pool, locate_models
 
+    target = _claim(out, "stem locate", [pool_dir, new_correctness], overwrite, quiet)
     pool = Pool.load(pool_dir)
     table = read_correctness(new_correctness, metric=metric, lm_eval_filter=lm_eval_filter)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
                            progress=not quiet)
-    result.save(out)
-    _err.print(f"[green]wrote[/green] {out}/localization.json, levels.csv, trials.csv and report.html")
+    result.save(target)
+    _wrote(out, quiet)
 
 
 @stem_app.command("audit")
 def stem_audit(
     correctness: StemCorrectness,
     models: StemModels,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    out: Out,
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
     metric: StemMetric = "acc",
     lm_eval_filter: StemFilter = None,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
     from evalprism.stem.pool import pool_from_files
 
+    target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
     pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                    lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(out)
-    _err.print(f"[green]wrote[/green] {out}/benchmarks.csv, anomalies.csv and report.html")
+                    lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(target)
+    _wrote(out, quiet)
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("evalprism-demo"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path)] = Path("evalprism-demo"),
     cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Run every analysis on the packaged demo data and write an index page."""
     from evalprism.demo import run_demo
 
-    index = run_demo(out, cache_dir=str(cache_dir) if cache_dir else None, progress=not quiet)
-    _err.print(f"[green]open[/green] {index}")
+    target = _claim(out, "demo", [cache_dir], overwrite, quiet)
+    index = run_demo(target, cache_dir=str(cache_dir) if cache_dir else None, progress=not quiet)
+    if not quiet:
+        _err.print(f"[green]open[/green] {index}", highlight=False)
 
 
 @app.command()
@@ -406,11 +489,14 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
     decision_log: Annotated[Optional[Path], typer.Option("--decision-log", help="JSONL decision log (default: the config's decision_log, next to the config).")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug.")] = "info",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="",
+                                        help="No status lines, and uvicorn logs warnings only.")] = False,
 ) -> None:
     """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""
     from evalprism.serve import serve as run_service
 
-    run_service(model_dir, config, host=host, port=port, decision_log=decision_log, log_level=log_level)
+    run_service(model_dir, config, host=host, port=port, decision_log=decision_log,
+                log_level="warning" if quiet else log_level, progress=not quiet)
 
 
 def main() -> None:

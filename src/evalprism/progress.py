@@ -44,4 +44,4 @@ def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator
 def status(message: str, enabled: bool = True) -> None:
     """Print one status line on stderr (the user sees what step a long run is in)."""
     if enabled:
-        _console.print(f"[dim]·[/dim] {message}")
+        _console.print(f"[dim]·[/dim] {message}", soft_wrap=True, highlight=False)

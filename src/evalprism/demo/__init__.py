@@ -12,7 +12,8 @@ from importlib import resources
 from pathlib import Path
 
 from evalprism.io import read_table
-from evalprism.report import write_index
+from evalprism.io.outputs import OutputKind, OutputTarget, as_target, atomic_output_dir
+from evalprism.report import IndexEntry, write_index
 
 DEMO_EXTRACT = r"""Answer\(\s*["']?([A-E])"""
 
@@ -22,18 +23,27 @@ def demo_data_path(name: str = "renze_slice.csv.gz") -> Path:
     return Path(str(resources.files("evalprism.demo") / "data" / name))
 
 
-def run_demo(out_dir: str | Path = "evalprism-demo", *, cache_dir: str | None = None, progress: bool = True) -> Path:
-    """Run each analysis on its demo data into ``out_dir/<analysis>/`` and write ``out_dir/index.html``."""
-    from evalprism.ecdf import analyze
+def run_demo(out_dir: str | Path | OutputTarget = "evalprism-demo", *, cache_dir: str | None = None,
+             progress: bool = True) -> Path:
+    """Run each analysis on its demo data into ``out_dir/<analysis>/`` and write ``out_dir/index.html``
+    (all of it at once, when every analysis has finished); return the index's path."""
+    target = as_target(out_dir, OutputKind.DEMO)
+    with atomic_output_dir(target, OutputKind.DEMO) as staging:
+        _run_all(staging, cache_dir=cache_dir, progress=progress)
+    return target.path / "index.html"
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+
+def _run_all(out_dir: Path, *, cache_dir: str | None, progress: bool) -> Path:
+    from evalprism.ecdf import analyze
+    from evalprism.ecdf.report import index_line
+
     table = read_table(demo_data_path())
     result = analyze(table, by=["model", "temperature"], extract=DEMO_EXTRACT, choices="choices",
                      clusters=6, seed=0, cache_dir=cache_dir, progress=progress)
     result.save(out_dir / "ecdf", title="Demo: response-quality distributions on the Renze temperature study")
-    entries = [("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
-                "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each")]
+    entries = [IndexEntry("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
+                          "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each",
+                          index_line(result))]
     entries += run_p2l_demo(out_dir / "p2l", cache_dir=cache_dir, progress=progress)
     entries += run_judges_demo(out_dir / "judges", cache_dir=cache_dir, progress=progress)
     entries += run_stem_demo(out_dir / "stem", progress=progress)
@@ -44,60 +54,72 @@ def run_demo(out_dir: str | Path = "evalprism-demo", *, cache_dir: str | None = 
 DEMO_COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 
 
-def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[tuple[str, str, str]]:
+def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[IndexEntry]:
     """Marginal leaderboard, P2L training, a prompt-set leaderboard with strengths and a router, on
     4,000 simulated battles over three topics whose leaderboards disagree."""
     import pandas as pd
 
-    from evalprism.p2l import TrainOptions, analyze_prompt_set, fit_leaderboard, train_p2l
+    from evalprism.p2l import TrainOptions, analyze_prompt_set, fit_leaderboard, reports, train_p2l
     from evalprism.p2l.router import route_prompts
     from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 
     battles = simulate_topic_battles(4000, seed=0)
-    fit_leaderboard(battles, progress=progress).save(out_dir / "marginal")
+    marginal = fit_leaderboard(battles, progress=progress)
+    marginal.save(out_dir / "marginal")
     trained = train_p2l(battles, TrainOptions(seed=0), cache_dir=cache_dir, progress=progress)
     trained.save(out_dir / "model")
     prompts = pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)]})
-    analyze_prompt_set(trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir,
-                       progress=progress).save(out_dir / "leaderboard")
-    route_prompts(trained.model, prompts, DEMO_COSTS, 0.8, progress=progress).save(out_dir / "router")
+    board = analyze_prompt_set(trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir,
+                               progress=progress)
+    board.save(out_dir / "leaderboard")
+    routes = route_prompts(trained.model, prompts, DEMO_COSTS, 0.8, progress=progress)
+    routes.save(out_dir / "router")
     about = "4,000 simulated battles, 4 models, 3 topics with different true leaderboards"
     return [
-        ("p2l/marginal/report.html", "Marginal leaderboard (Bradley-Terry)", f"{about}: the average view"),
-        ("p2l/model/report.html", "P2L training", "held-out votes: P2L against the marginal leaderboard"),
-        ("p2l/leaderboard/report.html", "Prompt-set leaderboard and strengths",
-         "aggregated leaderboard, clustered categories, win rates against the generalist"),
-        ("p2l/router/report.html", "Cost-constrained router", "Theorem 1 router against the best single model"),
+        IndexEntry("p2l/marginal/report.html", "Marginal leaderboard (Bradley-Terry)", f"{about}: the average view",
+                   reports.leaderboard_index_line(marginal)),
+        IndexEntry("p2l/model/report.html", "P2L training", "held-out votes: P2L against the marginal leaderboard",
+                   reports.training_index_line(trained)),
+        IndexEntry("p2l/leaderboard/report.html", "Prompt-set leaderboard and strengths",
+                   "aggregated leaderboard, clustered categories, win rates against the generalist",
+                   reports.prompt_set_index_line(board)),
+        IndexEntry("p2l/router/report.html", "Cost-constrained router", "Theorem 1 router against the best single model",
+                   reports.routing_index_line(routes)),
     ]
 
 
-def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[tuple[str, str, str]]:
+def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool = True) -> list[IndexEntry]:
     """The judge-agreement bias map on generated query-document pairs (no third-party text): 12
     queries x 5 document genres, two simulated LLM judges that disagree with the human labels only in
     planted cells (one under-recalls definitions for 4 queries, one over-includes news for 3)."""
     from evalprism.judges import analyze
+    from evalprism.judges.report import index_line
     from evalprism.judges.simulate import simulate_judgments
 
     table = simulate_judgments(noise=0.03, seed=0)
     result = analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache_dir, progress=progress)
     result.save(out_dir, title="Demo: where simulated LLM judges disagree with human relevance labels")
-    return [("judges/report.html", "Judge-agreement bias map",
-             "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters")]
+    return [IndexEntry("judges/report.html", "Judge-agreement bias map",
+                       "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters",
+                       index_line(result))]
 
 
-def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[tuple[str, str, str]]:
+def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[IndexEntry]:
     """STEM on a simulated family (planted two-parameter item-response model, no third-party data):
     the pool and contamination audit of a 4-member family, and five models of other families
     located with 100 items, 100 trials each, beside random sampling and the Bayesian baseline."""
     from evalprism.stem import build_pool, locate_models
+    from evalprism.stem.report import location_index_line, pool_index_line
     from evalprism.stem.simulate import simulate_family
 
     correctness, meta = simulate_family(n_items=3000, seed=0)
     pool = build_pool(correctness, meta, family="toy")
     pool.save(out_dir / "pool")
     others = meta.loc[meta["family"] == "other", "model"].tolist()
-    locate_models(pool, correctness, others, items=100, trials=100, seed=0, progress=progress).save(out_dir / "locate")
+    located = locate_models(pool, correctness, others, items=100, trials=100, seed=0, progress=progress)
+    located.save(out_dir / "locate")
     about = "3,000 simulated items, a 4-member family (1B-70B) with planted abilities"
-    return [("stem/pool/report.html", "STEM pool and contamination audit", f"{about}: anomaly rates, TI levels, weights"),
-            ("stem/locate/report.html", "STEM localization", "five other models located with 100 items, against "
-             "random sampling and the Bayesian interval posterior")]
+    return [IndexEntry("stem/pool/report.html", "STEM pool and contamination audit",
+                       f"{about}: anomaly rates, TI levels, weights", pool_index_line(pool)),
+            IndexEntry("stem/locate/report.html", "STEM localization", "five other models located with 100 items, "
+                       "against random sampling and the Bayesian interval posterior", location_index_line(located))]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 
 SETTINGS_FIRST = ["question_id", "group", "configuration", "n_responses", "n_answered", "mean_score", "cluster",
                   "is_medoid", "final_answer", "correct", "accuracy"]
@@ -57,15 +56,10 @@ class EcdfResult:
             out["k_selection"] = self.k_curve
         return out
 
-    def save(self, out_dir: str | Path, title: str | None = None) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget, title: str | None = None) -> Path:
         """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
         from evalprism.ecdf.report import build_report
 
-        with atomic_output_dir(out_dir) as tmp:
-            for name, frame in self.frames().items():
-                frame.to_csv(tmp / f"{name}.csv", index=False)
-            run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
-                   "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
-            (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
-            build_report(self, title=title).write(tmp / "report.html")
-        return Path(out_dir)
+        run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+               "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
+        return write_result_dir(out_dir, OutputKind.ECDF, self.frames(), run, build_report(self, title=title))

@@ -1,60 +1,366 @@
-"""Write an output directory atomically: all of it appears at once, or none of it does.
+"""Output directories: all of one appears at once or none of it does, and evalprism never deletes
+or overwrites what it did not create.
 
-Files are written into a hidden sibling temporary directory which replaces ``out_dir`` only
-when the block finishes without an exception, so a failed run never leaves a directory that
-looks complete.
+Every directory evalprism writes carries a ``run.json`` whose ``"output"`` entry names the kind of
+output (the command that wrote it) and lists every file written (the manifest). That marker is what
+lets a later run recognise its own output. The rules, checked by :func:`claim_output` before any
+work starts and again just before the finished output is moved into place:
+
+- a missing directory is created; an existing empty directory is used;
+- a previous evalprism output of the same kind is replaced atomically;
+- a previous evalprism output of another kind is replaced only with ``overwrite=True``;
+- anything else is refused with one :class:`EvalprismError` and nothing on disk changes: a
+  non-empty directory without the marker or holding files its manifest does not list, a file, a
+  symbolic link, the working directory, the home directory, the file-system root, or a directory
+  holding one of the run's inputs (``--overwrite`` never lifts these).
+
+Files are written into a hidden sibling ``.<name>.partial-<pid>-<token>`` that replaces the target
+only when complete. A run killed mid-save leaves that staging directory behind; the next run of the
+same output removes such leftovers of dead processes (only directories evalprism named and marked)
+and says so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from evalprism.errors import EvalprismError
 
+MARKER_FILE = "run.json"
+STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
+
+
+class OutputKind(str, Enum):
+    """Every kind of directory evalprism writes; the value is the command that writes it."""
+
+    ECDF = "ecdf"
+    JUDGES = "judges"
+    P2L_FIT = "p2l fit"
+    P2L_TRAIN = "p2l train"
+    P2L_CHECKPOINT = "p2l train checkpoint"
+    P2L_LEADERBOARD = "p2l leaderboard"
+    P2L_EVALUATE = "p2l evaluate"
+    P2L_ROUTE = "p2l route"
+    STEM_POOL = "stem pool"
+    STEM_LOCATE = "stem locate"
+    STEM_AUDIT = "stem audit"
+    DEMO = "demo"
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """Where one run writes: the directory, the kind of output, and what the run may replace."""
+
+    path: Path
+    kind: OutputKind
+    overwrite: bool = False
+    inputs: tuple[Path, ...] = ()
+
+
+def as_target(out: str | Path | OutputTarget, kind: OutputKind) -> OutputTarget:
+    """``out`` as a target of ``kind`` (a plain path from library code gets the default rules)."""
+    if isinstance(out, OutputTarget):
+        return out
+    return OutputTarget(_as_path(out), kind)
+
+
+def claim_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Path | None] = (),
+                 overwrite: bool = False, progress: bool = True) -> OutputTarget:
+    """Check, before any work, that ``out`` may receive an output of ``kind``; return the target to
+    pass to ``save``. Refusals raise :class:`EvalprismError` and change nothing on disk; leftovers of
+    interrupted earlier runs of the same output are removed (and reported)."""
+    target = check_output(out, kind, inputs=inputs, overwrite=overwrite)
+    _probe_writable(target.path)
+    _remove_stale_leftovers(target.path, progress)
+    return target
+
+
+def check_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Path | None] = (),
+                 overwrite: bool = False) -> OutputTarget:
+    """The rules alone (see the module docstring): raise unless ``out`` may receive ``kind``."""
+    target = OutputTarget(_as_path(out), kind, overwrite,
+                          tuple(Path(p) for p in inputs if p is not None and str(p) != ""))
+    _check_target(target)
+    return target
+
 
 @contextlib.contextmanager
-def atomic_output_dir(out_dir: str | Path) -> Iterator[Path]:
-    """Yield a temporary directory; on success move it to ``out_dir`` (replacing an old one)."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise EvalprismError(f"{out_dir}: exists and is not a directory")
-    parent = out_dir.parent
+def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Iterator[Path]:
+    """Yield an empty staging directory; when the block finishes, record the manifest in its
+    ``run.json`` and move it to the target (replacing a previous output the rules allow)."""
+    target = as_target(out, kind)
+    _check_target(target)
+    path = target.path
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=parent))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = _new_sibling(path, "partial")
+        staging.mkdir()
+        (staging / STAGING_MARKER).write_text(f"{os.getpid()}\n", encoding="utf-8")
         umask = os.umask(0)
         os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; the finished directory gets normal permissions
+        staging.chmod(0o777 & ~umask)
     except OSError as exc:
-        raise EvalprismError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from None
+        raise _write_error(path, exc) from None
     try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        yield staging
+        (staging / STAGING_MARKER).unlink()
+        _write_manifest(staging, target.kind)
+        _check_target(target)  # the directory may have changed while the analysis ran
+        _move_into_place(staging, path)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from None
         raise
-    old = None
-    if out_dir.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
-        old.rmdir()
-        out_dir.rename(old)
-    tmp.rename(out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
-def write_result_dir(out_dir: str | Path, frames: dict[str, Any], run: dict[str, Any], report: Any) -> Path:
-    """An analysis output directory, atomically: ``<name>.csv`` per frame, ``run.json`` and
-    ``report.html`` (``report`` has a ``write(path)`` method)."""
-    with atomic_output_dir(out_dir) as tmp:
+def write_result_dir(out: str | Path | OutputTarget, kind: OutputKind, frames: dict[str, Any],
+                     run: dict[str, Any], report: Any, json_files: dict[str, Any] | None = None) -> Path:
+    """An analysis output directory, atomically: ``<name>.csv`` per frame, ``<name>.json`` per
+    entry of ``json_files``, ``run.json`` and ``report.html`` (``report`` has a ``write(path)``)."""
+    target = as_target(out, kind)
+    with atomic_output_dir(target, kind) as tmp:
         for name, frame in frames.items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
-        (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
+        for name, data in (json_files or {}).items():
+            write_json(tmp / f"{name}.json", data)
+        write_json(tmp / MARKER_FILE, run)
         report.write(tmp / "report.html")
-    return Path(out_dir)
+    return target.path
+
+
+def write_json(path: Path, data: Any) -> None:
+    """JSON as evalprism writes it: indented; numpy scalars as numbers, other non-JSON values as strings."""
+    path.write_text(json.dumps(data, indent=2, default=_jsonable) + "\n", encoding="utf-8")
+
+
+def _jsonable(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def open_work_dir(path: str | Path, kind: OutputKind, files: Iterable[str]) -> Path:
+    """A directory that a run fills bit by bit (checkpoints): checked by the same rules as an
+    output, created if missing, and marked as evalprism's with the ``files`` it may hold."""
+    target = OutputTarget(_as_path(path), kind)
+    _check_target(target)
+    try:
+        target.path.mkdir(parents=True, exist_ok=True)
+        run_file = target.path / MARKER_FILE
+        if not run_file.exists():
+            write_json(run_file, {"output": {"kind": kind.value, "files": sorted({MARKER_FILE, *files})}})
+    except OSError as exc:
+        raise _write_error(target.path, exc) from None
+    return target.path
+
+
+def remove_output(path: str | Path, kind: OutputKind) -> bool:
+    """Delete an evalprism output of ``kind``, file by file from its manifest; anything else in it
+    stays (and so does the directory). True when the directory is gone."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    if manifest is None or manifest[0] != kind.value:
+        return False
+    _delete_listed(path, manifest[1])
+    return not path.exists()
+
+
+def read_manifest(path: Path) -> tuple[str, list[str]] | None:
+    """(kind, files) from the ``run.json`` marker of an evalprism output, or None."""
+    try:
+        data = json.loads((path / MARKER_FILE).read_text(encoding="utf-8"))
+        output = data["output"]
+        return str(output["kind"]), [str(f) for f in output["files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+def _as_path(out: str | Path) -> Path:
+    if str(out).strip() == "":
+        raise EvalprismError("the output directory is empty (''): name a new directory, e.g. out/run1")
+    return Path(out)
+
+
+_HOW_TO_PROCEED = ("choose a new output directory (--overwrite / overwrite=True replaces only a previous evalprism "
+                   "output, and never a directory holding an input)")
+
+
+def _check_target(target: OutputTarget) -> None:
+    """Raise unless the rules allow writing ``target`` (see the module docstring)."""
+    path = target.path
+    if path.is_symlink():
+        raise EvalprismError(f"{path}: is a symbolic link; name the output directory itself; nothing was changed")
+    try:
+        resolved = path.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symlink loop further up the path
+        raise EvalprismError(f"{path}: cannot be resolved ({exc}); nothing was changed") from None
+    protected = {Path.cwd().resolve(): "the working directory", Path.home().resolve(): "your home directory",
+                 Path(resolved.anchor): "the file-system root"}
+    if resolved in protected:
+        raise EvalprismError(f"{path}: is {protected[resolved]}; evalprism writes a whole directory and never "
+                             f"replaces that one; {_HOW_TO_PROCEED}")
+    for item in target.inputs:
+        item_resolved = item.resolve(strict=False)
+        if item_resolved == resolved or resolved in item_resolved.parents:
+            raise EvalprismError(f"{path}: holds the input {item}; writing the output there would replace it; "
+                                 f"{_HOW_TO_PROCEED}")
+    nearest = _nearest_existing(path)
+    if nearest != path and not nearest.is_dir():
+        raise EvalprismError(f"{path}: {nearest} is not a directory; nothing was changed")
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise EvalprismError(f"{path}: exists and is not a directory; {_HOW_TO_PROCEED}")
+    try:
+        present = _files_below(path)
+    except OSError as exc:
+        raise EvalprismError(f"{path}: cannot be read ({exc.strerror}); nothing was changed") from None
+    if not present:
+        return
+    manifest = read_manifest(path)
+    if manifest is None:
+        raise EvalprismError(f"{path}: the directory is not empty and was not written by evalprism; nothing was "
+                             f"changed; {_HOW_TO_PROCEED}")
+    kind, listed = manifest
+    foreign = sorted(set(present) - set(listed))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise EvalprismError(f"{path}: holds an earlier evalprism output plus files evalprism did not write "
+                             f"({shown}); nothing was changed; move those files away or choose a new output directory")
+    if kind != target.kind.value and not target.overwrite:
+        raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass --overwrite (overwrite=True) "
+                             "to replace it, or choose a new output directory")
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (as anything: a file counts)."""
+    for candidate in (path, *path.parents):
+        if os.path.lexists(candidate):
+            return candidate
+    return Path(".")
+
+
+def _files_below(path: Path) -> list[str]:
+    """Relative POSIX paths of every file, link or special file below ``path`` (not directories)."""
+    found = []
+    for root, dirs, files in os.walk(path, onerror=_raise):
+        base = Path(root)
+        for name in files + [d for d in dirs if (base / d).is_symlink()]:
+            found.append((base / name).relative_to(path).as_posix())
+    return found
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _probe_writable(path: Path) -> None:
+    """Fail now, not after the analysis, when the output cannot be created (read-only or missing
+    permissions): make and remove a probe directory where the output's parent is or will be."""
+    nearest = _nearest_existing(path.parent) if not path.parent.exists() else path.parent
+    try:
+        probe = _new_sibling(nearest / path.name, "probe")
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
+def _write_error(path: Path, exc: OSError) -> EvalprismError:
+    what = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+            errno.EPERM: "permission denied"}.get(exc.errno or 0, exc.strerror or str(exc))
+    return EvalprismError(f"{path}: cannot write the output ({what}); nothing was written")
+
+
+# --- staging, moving, cleaning -------------------------------------------------------------------
+
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<what>partial|old|probe)-(?P<pid>\d+)-[0-9a-f]{8}$")
+
+
+def _new_sibling(path: Path, what: str) -> Path:
+    return path.with_name(f".{path.name}.{what}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _write_manifest(staging: Path, kind: OutputKind) -> None:
+    """Add the ``output`` marker (kind and every file written) to the staging directory's run.json."""
+    run_file = staging / MARKER_FILE
+    run = json.loads(run_file.read_text(encoding="utf-8")) if run_file.exists() else {}
+    if not isinstance(run, dict):
+        run = {"run": run}
+    files = sorted(set(_files_below(staging)) | {MARKER_FILE})
+    write_json(run_file, {**run, "output": {"kind": kind.value, "files": files}})
+
+
+def _move_into_place(staging: Path, path: Path) -> None:
+    old = None
+    if path.is_dir():
+        if any(path.iterdir()):
+            old = _new_sibling(path, "old")
+            path.rename(old)
+        else:
+            path.rmdir()
+    staging.rename(path)
+    if old is not None:
+        manifest = read_manifest(old)
+        _delete_listed(old, manifest[1] if manifest else [])
+
+
+def _delete_listed(path: Path, files: list[str]) -> None:
+    """Remove the listed files below ``path``, then every directory left empty (bottom up)."""
+    for name in files:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            (path / name).unlink()
+    for root, dirs, _ in sorted(os.walk(path), key=lambda w: -len(Path(w[0]).parts)):
+        with contextlib.suppress(OSError):
+            Path(root).rmdir()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_leftovers(path: Path, progress: bool) -> None:
+    """Remove staging, probe and replaced-output directories that an interrupted earlier run of this
+    output left beside it: only names evalprism gives, only marked ones, only of dead processes."""
+    from evalprism.progress import status
+
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return
+    for entry in parent.iterdir():
+        match = _LEFTOVER.match(entry.name)
+        if not match or match["name"] != path.name or not entry.is_dir() or entry.is_symlink():
+            continue
+        if _pid_alive(int(match["pid"])):
+            continue
+        if match["what"] == "old":
+            manifest = read_manifest(entry)
+            if manifest is None:
+                continue
+            _delete_listed(entry, manifest[1])
+        elif match["what"] == "partial" and (entry / STAGING_MARKER).is_file():
+            shutil.rmtree(entry, ignore_errors=True)
+        elif match["what"] == "probe" and not any(entry.iterdir()):
+            entry.rmdir()
+        else:
+            continue
+        status(f"removed {entry}, left behind by an interrupted earlier run of this output", progress)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalprism.io.outputs import write_result_dir
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 
 
 @dataclass
@@ -48,11 +48,11 @@ class JudgesResult:
         q = self.queries[self.queries["bias_prone"].astype(bool)]
         return q if judge is None else q[q["judge"] == judge]
 
-    def save(self, out_dir: str | Path, title: str | None = None) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget, title: str | None = None) -> Path:
         """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
         from evalprism.judges.report import build_report
 
         run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
                "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
                "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
-        return write_result_dir(out_dir, self.frames(), run, build_report(self, title=title))
+        return write_result_dir(out_dir, OutputKind.JUDGES, self.frames(), run, build_report(self, title=title))

@@ -21,7 +21,7 @@ import torch
 from scipy.special import expit
 
 from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
-from evalprism.io.outputs import write_result_dir
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
@@ -133,11 +133,12 @@ class EvaluationResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"metrics": self.metrics, "scaling": self.scaling}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import evaluation_report
 
-        return write_result_dir(out_dir, self.frames(), {"options": self.options}, evaluation_report(self))
+        return write_result_dir(out_dir, OutputKind.P2L_EVALUATE, self.frames(), {"options": self.options},
+                                evaluation_report(self))
 
 
 def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from evalprism.io.battles import to_canonical_battles
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
@@ -33,14 +32,10 @@ class LeaderboardResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write ``leaderboard.csv``, ``run.json`` and ``report.html`` atomically."""
-        with atomic_output_dir(out_dir) as tmp:
-            self.leaderboard.to_csv(tmp / "leaderboard.csv", index=False)
-            run = {"options": self.options, "extra": self.extra}
-            (tmp / "run.json").write_text(json.dumps(run, indent=2, default=str) + "\n", encoding="utf-8")
-            build_report(self).write(tmp / "report.html")
-        return Path(out_dir)
+        run = {"options": self.options, "extra": self.extra}
+        return write_result_dir(out_dir, OutputKind.P2L_FIT, self.frames(), run, build_report(self))
 
 
 def fit_leaderboard(

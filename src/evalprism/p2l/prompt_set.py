@@ -16,7 +16,7 @@ import pandas as pd
 
 from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import write_result_dir
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
@@ -39,11 +39,11 @@ class PromptSetResult:
         return {"prompts": self.prompts, "leaderboard": self.leaderboard, "categories": self.categories,
                 "strengths": self.strengths}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import prompt_set_report
 
-        return write_result_dir(out_dir, self.frames(), {"options": self.options}, prompt_set_report(self))
+        return write_result_dir(out_dir, OutputKind.P2L_LEADERBOARD, self.frames(), {"options": self.options}, prompt_set_report(self))
 
 
 def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:

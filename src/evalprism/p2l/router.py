@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalprism.errors import EvalprismError
-from evalprism.io.outputs import write_result_dir
+from evalprism.io.costs import check_costs
+from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import BudgetScope, Route, opponent_vector, route
 from evalprism.progress import status
@@ -32,11 +32,11 @@ class RoutingResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
         from evalprism.p2l.reports import routing_report
 
-        return write_result_dir(out_dir, self.frames(), {"options": self.options}, routing_report(self))
+        return write_result_dir(out_dir, OutputKind.P2L_ROUTE, self.frames(), {"options": self.options}, routing_report(self))
 
 
 def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
@@ -71,10 +71,7 @@ def route_prompts(
     ``costs`` maps each model to its cost per query (a model without a cost is an error: it could not
     be routed to safely). ``budget_scope``: ``average`` bounds the mean cost over the prompt set,
     ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated)."""
-    missing = [m for m in model.models if m not in costs]
-    if missing:
-        raise EvalprismError(f"costs: no cost for {len(missing)} of the model's models: {', '.join(missing[:6])}"
-                             + (" …" if len(missing) > 6 else ""))
+    check_costs(costs, model.models)
     texts = prompts["prompt"].astype(str).tolist()
     status(f"routing {len(texts)} prompts among {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)

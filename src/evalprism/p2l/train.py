@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,15 @@ import torch
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
-from evalprism.io.outputs import atomic_output_dir
+from evalprism.io.outputs import (
+    OutputKind,
+    OutputTarget,
+    as_target,
+    atomic_output_dir,
+    check_output,
+    open_work_dir,
+    remove_output,
+)
 from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, outcome_rows, p2l_log_probs
 from evalprism.p2l.model import CoefficientHead, P2LModel
@@ -79,25 +86,32 @@ class TrainResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"history": self.history, "evaluation": self.evaluation}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write the model directory atomically (weights, config, marginal.csv, history.csv,
-        evaluation.csv, report.html), then drop the checkpoints of the finished run."""
+        evaluation.csv, report.html), then drop the checkpoints of the finished run (only the
+        files evalprism wrote there)."""
         from evalprism.p2l.reports import training_report
 
-        with atomic_output_dir(out_dir) as tmp:
+        target = as_target(out_dir, OutputKind.P2L_TRAIN)
+        with atomic_output_dir(target, OutputKind.P2L_TRAIN) as tmp:
             self.model.save(tmp, {"training": self.options})
             self.history.to_csv(tmp / "history.csv", index=False)
             self.evaluation.to_csv(tmp / "evaluation.csv", index=False)
             training_report(self).write(tmp / "report.html")
         if self.checkpoint_dir is not None:
-            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
-        return Path(out_dir)
+            remove_output(self.checkpoint_dir, OutputKind.P2L_CHECKPOINT)
+        return target.path
 
 
-def checkpoint_dir_for(model_dir: str | Path) -> Path:
+def checkpoint_dir_for(model_dir: str | Path | OutputTarget) -> Path:
     """Where a run writing ``model_dir`` keeps its checkpoints: ``<model_dir>.checkpoint`` beside it."""
-    model_dir = Path(model_dir)
+    model_dir = model_dir.path if isinstance(model_dir, OutputTarget) else Path(model_dir)
     return model_dir.with_name(model_dir.name + ".checkpoint")
+
+
+def _open_checkpoint_dir(directory: Path) -> Path:
+    """Create (or reuse) the checkpoint directory, marked as evalprism's with the files it may hold."""
+    return open_work_dir(directory, OutputKind.P2L_CHECKPOINT, [CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp"])
 
 
 def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndarray:
@@ -122,7 +136,7 @@ def _fingerprint(prompt_id: np.ndarray, a: np.ndarray, b: np.ndarray, rows: np.n
 
 
 def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
+    _open_checkpoint_dir(directory)
     tmp = directory / (CHECKPOINT_FILE + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, directory / CHECKPOINT_FILE)  # a crash mid-write never leaves a torn checkpoint
@@ -145,6 +159,7 @@ def train_p2l(
 ) -> TrainResult:
     """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved."""
     opts = (options or TrainOptions()).resolved()
+    ckpt_dir = None if checkpoint_dir is None else check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path
     table = to_canonical_battles(battles)
     where = table.attrs.get("source") or "battles table"
     require_prompts(table["prompt"], where)
@@ -218,7 +233,6 @@ def train_p2l(
             backbone.load_state_dict(state["backbone"])
 
     fingerprint = _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts)
-    ckpt_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     rng = np.random.default_rng(opts.seed)
     history: list[dict[str, float]] = []
     start_epoch, best_val, bad_epochs = 1, nll_of(val_idx), 0

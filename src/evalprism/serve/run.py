@@ -13,7 +13,7 @@ from evalprism.serve.security import check_exposure
 
 
 def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.0.1", port: int = 8000,
-          decision_log: str | Path | None = None, log_level: str = "info") -> None:
+          decision_log: str | Path | None = None, log_level: str = "info", progress: bool = True) -> None:
     """Serve ``model_dir`` with the candidates of ``config_path`` until SIGINT/SIGTERM.
 
     Everything that can be wrong with the inputs is checked before the port opens: the config
@@ -32,11 +32,11 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
     secrets = read_secrets(config, source=str(config_path))
     check_exposure(host, secrets.api_keys)
     precision = config.precision if config.precision != "auto" else ("bfloat16" if native_bf16() else "float32")
-    status(f"loading the P2L model from {model_dir} ({precision} inference, runtime {config.runtime})")
+    status(f"loading the P2L model from {model_dir} ({precision} inference, runtime {config.runtime})", progress)
     model = P2LModel.load(model_dir, cache_dir=False, precision=precision, runtime=config.runtime)
     check_candidates(config, model.models, str(config_path))
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
     app = create_app(model, config, secrets, decision_log=log_path, precision=precision)
     status(f"routing among {len(config.models)} candidates ({model.backbone.runtime} runs the encoder); "
-           f"decisions go to {log_path}")
+           f"decisions go to {log_path}", progress)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)

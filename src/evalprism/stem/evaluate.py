@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.progress import progress_bar
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
@@ -26,7 +27,6 @@ from evalprism.stem.locate import (
     Target,
     boundary_counts,
     draw_subset,
-    dump_json,
     interval_confidence,
     Weighting,
     level_items,
@@ -162,19 +162,14 @@ class LocationResult:
             entries.append(entry)
         return entries
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write localization.json, levels.csv, tests.csv, subset.csv, trials.csv, summary.csv,
         run.json and report.html atomically."""
-        from evalprism.io.outputs import atomic_output_dir
+        from evalprism.io.outputs import OutputKind, write_result_dir
         from evalprism.stem.report import location_report
 
-        with atomic_output_dir(out_dir) as tmp:
-            for name, frame in self.frames().items():
-                frame.to_csv(tmp / f"{name}.csv", index=False)
-            (tmp / "localization.json").write_text(dump_json(self.localization()), encoding="utf-8")
-            (tmp / "run.json").write_text(dump_json({"options": self.options}), encoding="utf-8")
-            location_report(self).write(tmp / "report.html")
-        return Path(out_dir)
+        return write_result_dir(out_dir, OutputKind.STEM_LOCATE, self.frames(), {"options": self.options},
+                                location_report(self), json_files={"localization": self.localization()})
 
 
 def _model_first(frame: pd.DataFrame) -> pd.DataFrame:

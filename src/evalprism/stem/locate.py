@@ -29,7 +29,6 @@ estimate of the comparison on the whole pool; the p-values stay the exact test o
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from evalprism.errors import EvalprismError
+from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.stem import irv as irv_kernel
 from evalprism.stem.discriminability import reference_scores
@@ -227,7 +227,7 @@ class Localization:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"levels": self.levels, "tests": self.tests, "subset": self.subset}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write levels.csv, tests.csv, subset.csv, localization.json, run.json and report.html."""
         from evalprism.stem.evaluate import LocationResult
 
@@ -289,7 +289,3 @@ def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0,
     options = {"items": items, "per_level": m, "seed": seed, "missing": pool.options.get("missing", "wrong"),
                "weighting": weighting}
     return _localization(pool, target, levels, idx, labels, options)
-
-
-def dump_json(data: Any) -> str:
-    return json.dumps(data, indent=2, default=lambda o: o.item() if hasattr(o, "item") else str(o)) + "\n"

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.tables import read_table
 from evalprism.stem import irv as irv_kernel
@@ -95,13 +96,13 @@ class Pool:
             out[f"score:{bench}"] = self.scores.loc[bench].to_numpy()
         return out
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write pool.csv, benchmarks.csv, models.csv, anomalies.csv, run.json and report.html."""
-        from evalprism.io.outputs import write_result_dir
+        from evalprism.io.outputs import OutputKind, write_result_dir
         from evalprism.stem.report import pool_report
 
         run = {"family": self.family, "options": self.options}
-        return write_result_dir(out_dir, self.frames(), run, pool_report(self))
+        return write_result_dir(out_dir, OutputKind.STEM_POOL, self.frames(), run, pool_report(self))
 
     @classmethod
     def load(cls, pool_dir: str | Path) -> Pool:
@@ -139,13 +140,14 @@ class Audit:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"benchmarks": self.pool.benchmarks, "anomalies": self.pool.anomalies()}
 
-    def save(self, out_dir: str | Path) -> Path:
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write benchmarks.csv, anomalies.csv, run.json and report.html."""
-        from evalprism.io.outputs import write_result_dir
+        from evalprism.io.outputs import OutputKind, write_result_dir
         from evalprism.stem.report import pool_report
 
         run = {"family": self.pool.family, "options": self.pool.options}
-        return write_result_dir(out_dir, self.frames(), run, pool_report(self.pool, audit=True))
+        return write_result_dir(out_dir, OutputKind.STEM_AUDIT, self.frames(), run,
+                                pool_report(self.pool, audit=True))
 
 
 def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.DataFrame:
