@@ -1,8 +1,15 @@
 """Cost tables for routing: one row per model with a non-negative ``cost`` (any unit: dollars per
-query, output tokens, ...). Extra columns (provider, sampling settings) are ignored."""
+query, output tokens, ...). Extra columns (provider, sampling settings) are ignored.
+
+:func:`read_costs` returns a :class:`Costs` mapping that remembers the file and line of every model,
+so that :func:`check_costs`, run once the P2L model's list is known, can point at the line of a
+misspelled model instead of only saying which model has no cost.
+"""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +17,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
-from evalprism.io.tables import read_table
+from evalprism.io.tables import read_table, row_location
 
 COSTS_SCHEMA = Schema(
     name="costs",
@@ -18,20 +25,56 @@ COSTS_SCHEMA = Schema(
 )
 
 
-def read_costs(path: str | Path) -> dict[str, float]:
+class Costs(dict[str, float]):
+    """Model -> cost, with the file it came from and each model's place in it (``line 3``)."""
+
+    def __init__(self, costs: Mapping[str, float], source: str | None = None,
+                 locations: Mapping[str, str] | None = None) -> None:
+        super().__init__(costs)
+        self.source = source
+        self.locations = dict(locations or {})
+
+
+def read_costs(path: str | Path) -> Costs:
     """Model -> cost from a table with columns ``model`` and ``cost``."""
-    table = COSTS_SCHEMA.validate(read_table(path), source=str(path))
+    raw = read_table(path)
+    table = COSTS_SCHEMA.validate(raw, source=str(path))
     cost = table["cost"].to_numpy(dtype=float)
     bad = ~np.isfinite(cost) | (cost < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise EvalprismError(f"{path}: row {row + 1}, column 'cost': expected a non-negative number, got {cost[row]}")
+        raise EvalprismError(f"{path}: {row_location(raw, row)}, column 'cost': expected a non-negative number, "
+                             f"got {cost[row]}")
     dup = table["model"].duplicated()
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise EvalprismError(f"{path}: row {row + 1}: model '{table['model'].iat[row]}' is listed twice")
-    return dict(zip(table["model"].astype(str), cost.tolist(), strict=True))
+        raise EvalprismError(f"{path}: {row_location(raw, row)}: model '{table['model'].iat[row]}' is listed twice")
+    names = table["model"].astype(str).tolist()
+    return Costs(dict(zip(names, cost.tolist(), strict=True)), str(path),
+                 {m: row_location(raw, row) for row, m in enumerate(names)})
 
 
-def costs_frame(costs: dict[str, float]) -> pd.DataFrame:
+def check_costs(costs: Mapping[str, float], models: Sequence[str]) -> None:
+    """Every model of ``models`` needs a cost (it could not be routed to safely without one).
+
+    When one is missing, a model of the costs that is not in ``models`` is the likely cause (a
+    misspelling): the message names its file, line and column and the closest model name."""
+    missing = [m for m in models if m not in costs]
+    if not missing:
+        return
+    where = getattr(costs, "source", None) or "costs"
+    unknown = [m for m in costs if m not in set(models)]
+    if unknown:
+        name = unknown[0]
+        place = getattr(costs, "locations", {}).get(name)
+        close = difflib.get_close_matches(name, missing, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; models without a cost: {', '.join(missing[:6])}"
+        raise EvalprismError(f"{where}: {place + ', ' if place else ''}column 'model': '{name}' is not a model of "
+                             f"the P2L model ({', '.join(list(models)[:8])}{', ...' if len(models) > 8 else ''})"
+                             f"{hint}")
+    raise EvalprismError(f"{where}: no cost for {len(missing)} of the P2L model's models: {', '.join(missing[:6])}"
+                         + (" …" if len(missing) > 6 else ""))
+
+
+def costs_frame(costs: Mapping[str, float]) -> pd.DataFrame:
     return pd.DataFrame({"model": list(costs), "cost": list(costs.values())})

@@ -34,6 +34,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
+from evalprism.io.text import open_text
 
 JUDGMENTS_SCHEMA = Schema(
     "judgments",
@@ -245,7 +246,7 @@ def _read_tsv_two_columns(path: Path, what: str) -> dict[str, str]:
     if not path.exists():
         raise EvalprismError(f"{path}: file not found ({what})")
     out: dict[str, str] = {}
-    with open(path, encoding="utf-8", newline="") as fh:
+    with open_text(path, newline="") as fh:
         for i, row in enumerate(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
             if not row or not "".join(row).strip():
                 continue
@@ -266,7 +267,7 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise EvalprismError(f"{path}: file not found (qrels)")
     rows: list[tuple[str, str, float]] = []
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for i, line in enumerate(fh, start=1):
             parts = line.split()
             if not parts:

@@ -1,7 +1,9 @@
 """Read a table from JSONL, CSV/TSV or Parquet, picking the format from the extension.
 
 Compressed variants (``.gz``, ``.bz2``, ``.xz``, ``.zst``) of the text formats are read
-transparently by pandas. Every failure becomes one :class:`EvalprismError` naming the file.
+transparently by pandas. Text formats follow :mod:`evalprism.io.text`'s encoding rule (UTF-8, or a
+byte-order mark). Every failure becomes one :class:`EvalprismError` naming the file (and, for a byte
+that is not UTF-8 or a JSON Lines line that does not parse, the line and column).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.text import decode_error, jsonl_error, open_text, text_encoding
 
 _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 FORMATS = {
@@ -51,9 +54,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise EvalprismError(f"{path}: file not found")
     if path.is_dir():
         raise EvalprismError(f"{path}: is a directory, expected a table file")
+    encoding = "utf-8" if fmt == "parquet" else text_encoding(path)
     try:
         if fmt == "jsonl":
-            df = pd.read_json(path, lines=True, dtype=False)
+            df = pd.read_json(path, lines=True, dtype=False, encoding=encoding)
         elif fmt == "json":
             df = _read_json_records(path)
         elif fmt in ("csv", "tsv"):
@@ -63,14 +67,20 @@ def read_table(path: str | Path) -> pd.DataFrame:
                 dtype=str,
                 keep_default_na=False,
                 na_values=[""],
+                encoding=encoding,
             )
         else:
             df = pd.read_parquet(path)
     except EvalprismError:
         raise
+    except UnicodeDecodeError:
+        raise decode_error(path, encoding) from None
     except pd.errors.EmptyDataError:
         raise EvalprismError(f"{path}: the file is empty, expected a header and at least one row") from None
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        located = jsonl_error(path) if fmt == "jsonl" else None  # pandas names a byte offset, not a line
+        if located is not None:
+            raise located from None
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EvalprismError(f"{path}: cannot be read as {fmt}: {first_line}") from None
     except Exception as exc:  # pyarrow raises its own hierarchy for corrupt parquet
@@ -84,10 +94,22 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def _read_json_records(path: Path) -> pd.DataFrame:
     """A ``.json`` file holding a list of row objects (or ``{"data": [...]}``)."""
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         data = json.load(fh)
     if isinstance(data, dict) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise EvalprismError(f"{path}: expected a JSON list of row objects")
     return pd.DataFrame.from_records(data)
+
+
+def row_location(table: pd.DataFrame, row: int) -> str:
+    """Where 0-based data ``row`` of a table read by :func:`read_table` sits in its file: ``line N``
+    for CSV/TSV (after the header; a quoted field spanning lines shifts it) and JSON Lines, else
+    ``row N`` (Parquet, JSON, tables built in memory)."""
+    fmt = table.attrs.get("format")
+    if fmt in ("csv", "tsv"):
+        return f"line {row + 2}"
+    if fmt == "jsonl":
+        return f"line {row + 1}"
+    return f"row {row + 1}"

@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalprism.errors import EvalprismError
+from evalprism.io.text import read_text
 
 
 class _Strict(BaseModel):
@@ -114,7 +115,7 @@ def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> S
     opponent must be one of them. Raises :class:`EvalprismError` naming the file and the key."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(read_text(path))
     except OSError as exc:
         raise EvalprismError(f"{path}: cannot read the router config ({exc.strerror})") from None
     except yaml.YAMLError as exc:

@@ -1,0 +1,142 @@
+"""Opening text files: the encoding rule and the messages for what breaks it.
+
+Every text input (tables, prompt lists, qrels and topics, lm-eval samples, the router config) is
+read through this module, so one rule holds everywhere: UTF-8, or UTF-8/UTF-16/UTF-32 with a
+byte-order mark (read correctly). Anything else gets one :class:`EvalprismError` that names the
+file, the line and the column of the first byte that is not UTF-8 (a decoder's "position 0" names
+neither: it counts from the start of the decoder's buffer), or says that the file is binary or looks
+like UTF-16 without a byte-order mark (text with a NUL byte in every other position).
+A line of JSON Lines that does not parse is reported the same way, by line and column.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, BinaryIO
+
+from evalprism.errors import EvalprismError
+
+#: byte-order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one)
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_SNIFF_BYTES = 1 << 16
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    """The file's bytes, decompressed when its name ends in .gz, .bz2 or .xz."""
+    opener = _OPENERS.get(path.suffix.lower())
+    return opener(path, "rb") if opener is not None else open(path, "rb")  # type: ignore[return-value]
+
+
+def text_encoding(path: str | Path) -> str:
+    """The encoding to read ``path`` with: from its byte-order mark, else UTF-8.
+
+    Raises :class:`EvalprismError` for a file that holds NUL bytes without a byte-order mark: binary
+    data, or UTF-16 saved without a mark (which is unreadable without guessing)."""
+    path = Path(path)
+    if path.suffix.lower() == ".zst":  # no decompressor in the standard library: pandas reads it as UTF-8
+        return "utf-8"
+    try:
+        with _open_binary(path) as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise EvalprismError(f"{path}: cannot be read ({exc})") from None
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if b"\x00" in head:
+        pairs = head[: len(head) // 2 * 2]
+        even, odd = pairs[0::2], pairs[1::2]
+        if pairs and (even.count(0) > 0.4 * len(even) or odd.count(0) > 0.4 * len(odd)) and \
+                min(even.count(0), odd.count(0)) < 0.05 * len(even):
+            raise EvalprismError(f"{path}: looks like UTF-16 text without a byte-order mark (a NUL byte in every "
+                                 "other position); save it as UTF-8 (or UTF-16 with a byte-order mark)")
+        raise EvalprismError(f"{path}: is a binary file (it holds NUL bytes), expected UTF-8 text")
+    return "utf-8"
+
+
+def decode_error(path: str | Path, encoding: str = "utf-8") -> EvalprismError:
+    """The message for a file that does not decode: the line and column of its first bad byte.
+
+    Scans the file again line by line (only after a read failed), so the position is the file's own
+    and not the offset into some decoder's buffer."""
+    path = Path(path)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return EvalprismError(f"{path}: is not valid {encoding.upper()} text (it starts with a {encoding.upper()} "
+                              "byte-order mark); save it as UTF-8")
+    with _open_binary(path) as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+                bad = raw[exc.start: exc.end]
+                try:
+                    seen = f" ('{raw[exc.start: exc.start + 1].decode('cp1252')}' in Latin-1/Windows-1252)"
+                except UnicodeDecodeError:
+                    seen = ""
+                return EvalprismError(
+                    f"{path}: line {line_no}, column {column}: byte 0x{bad[0]:02x}{seen} is not valid UTF-8; "
+                    "save the file as UTF-8")
+    return EvalprismError(f"{path}: is not valid UTF-8 text; save it as UTF-8")
+
+
+@contextmanager
+def open_text(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]:
+    """Open ``path`` for reading text by the encoding rule; a decoding failure anywhere in the
+    ``with`` block becomes :func:`decode_error`'s message."""
+    path = Path(path)
+    encoding = text_encoding(path)
+    opener = _OPENERS.get(path.suffix.lower())
+    try:
+        if opener is not None:
+            with opener(path, "rt", encoding=encoding, newline=newline) as fh:
+                yield fh
+        else:
+            with open(path, encoding=encoding, newline=newline) as fh:
+                yield fh
+    except UnicodeDecodeError:
+        raise decode_error(path, encoding) from None
+
+
+def read_text(path: str | Path) -> str:
+    """The whole text of ``path`` by the encoding rule (:func:`open_text`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise EvalprismError(f"{path}: {'is a directory, expected a file' if path.is_dir() else 'file not found'}")
+    with open_text(path) as fh:
+        return fh.read()
+
+
+def json_line_error(path: str | Path, line_no: int, exc: json.JSONDecodeError) -> EvalprismError:
+    """The message for JSON Lines line ``line_no`` that does not parse: where, and what the parser expected."""
+    return EvalprismError(f"{path}: line {line_no}, column {exc.colno}: not valid JSON ({exc.msg})")
+
+
+def jsonl_error(path: str | Path) -> EvalprismError | None:
+    """The first line of the JSON Lines file ``path`` that is not a JSON object, as a message (None when
+    every line is one); used to explain a failed bulk read by line and column."""
+    with open_text(path) as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as exc:
+                return json_line_error(path, line_no, exc)
+            if not isinstance(record, dict):
+                return EvalprismError(f"{path}: line {line_no}: expected one JSON object per line, got a JSON "
+                                      f"{type(record).__name__}")
+    return None
