@@ -215,8 +215,23 @@ def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battl
         raise EvalprismError(f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}"
                              + (" …" if len(unknown) > 5 else ""))
     p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
+    outcome = outcome_codes(table["winner"])
+    require_decisive(outcome, p_b, where)
     return BattleArrays(list(names), index.get_indexer(seen_a)[codes_a].astype(np.int64),
-                        index.get_indexer(seen_b)[codes_b].astype(np.int64), outcome_codes(table["winner"]), p_b)
+                        index.get_indexer(seen_b)[codes_b].astype(np.int64), outcome, p_b)
+
+
+def require_decisive(outcome: np.ndarray, p_b: np.ndarray | None, where: str) -> None:
+    """Refuse battles none of which has a winner (or a soft label): ties alone say nothing about which
+    model is better, and every pairwise fit of them either has no data (``bt`` drops ties) or no
+    finite optimum (the tie parameter of ``rk``/``grk`` grows without bound)."""
+    decisive = (outcome == OUTCOMES_INDEX["model_a"]) | (outcome == OUTCOMES_INDEX["model_b"])
+    if p_b is not None:
+        decisive |= np.isfinite(p_b)
+    if outcome.size and not decisive.any():
+        raise EvalprismError(f"{where}: every one of the {outcome.size} battles is a tie: no battle says which "
+                             "model is better, so no strength can be estimated; expected some battles won by "
+                             "model_a or model_b")
 
 
 def outcome_codes(winner: pd.Series) -> np.ndarray:

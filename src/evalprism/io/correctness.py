@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.schema import Column, Schema, first_rows
+from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.tables import FORMATS, read_table, table_format
+from evalprism.io.text import json_line_error, open_text, read_text
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",
@@ -59,6 +60,7 @@ MODELS_SCHEMA = Schema(
 
 #: spellings accepted for the ``params`` column of model metadata
 PARAMS_ALIASES = ("params_b", "params_b_nominal", "params_billions")
+_SCORE_EXPECTED = "1 (right), 0 (wrong) or -1 (no answer), or true/false"
 _SCORE_TEXT = {"1": 1, "0": 0, "-1": -1, "true": 1, "false": 0, "1.0": 1, "0.0": 0, "-1.0": -1}
 
 
@@ -97,6 +99,7 @@ class EncodedCorrectness:
 def _factorize_keys(series: pd.Series, name: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Codes and stripped text uniques of an identifier column; the first missing or empty value
     is reported by row. Only distinct values are converted (one factorize over all rows)."""
+    require_scalars(series, name, "a non-empty identifier", where)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
@@ -115,6 +118,7 @@ def _factorize_keys(series: pd.Series, name: str, where: str) -> tuple[np.ndarra
 
 def _score_codes(series: pd.Series, where: str) -> np.ndarray:
     """Scores as int8 in {1, 0, -1}; the first value outside that set is reported by row."""
+    require_scalars(series, "score", _SCORE_EXPECTED, where)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
@@ -125,8 +129,8 @@ def _score_codes(series: pd.Series, where: str) -> np.ndarray:
         converted = _score_value(value)
         if converted is None:
             row = int(first[k])
-            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected 1 (right), 0 (wrong) or "
-                                 f"-1 (no answer), or true/false, got {value!r}")
+            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected {_SCORE_EXPECTED}, "
+                                 f"got {value!r}")
         table[k] = converted
     return table[codes]
 
@@ -294,8 +298,10 @@ def read_lm_eval(path: str | Path, *, metric: str = "acc", filter: str | None = 
 def _lm_eval_model_name(directory: Path) -> str:
     for results in sorted(directory.glob("results_*.json"), reverse=True):
         try:
-            data = json.loads(results.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            data = json.loads(read_text(results))
+        except (EvalprismError, json.JSONDecodeError):
+            continue
+        if not isinstance(data, dict):
             continue
         if data.get("model_name"):
             return str(data["model_name"])
@@ -308,14 +314,17 @@ def _lm_eval_model_name(directory: Path) -> str:
 
 def _lm_eval_task(path: Path, task: str, model: str, metric: str, filter: str | None) -> pd.DataFrame:
     rows = []
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         for line_no, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                raise EvalprismError(f"{path}: line {line_no}: not valid JSON") from None
+                rec = json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as exc:
+                raise json_line_error(path, line_no, exc) from None
+            if not isinstance(rec, dict):
+                raise EvalprismError(f"{path}: line {line_no}: expected an lm-eval samples object, got a JSON "
+                                     f"{type(rec).__name__}")
             if "doc_id" not in rec:
                 raise EvalprismError(f"{path}: line {line_no}: no 'doc_id' (expected an lm-eval samples line)")
             if metric not in rec:

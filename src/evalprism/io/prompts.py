@@ -9,19 +9,20 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import require_prompts
+from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
+from evalprism.io.text import read_text
 
 #: column names accepted for the prompt text, in order of preference
 PROMPT_COLUMNS = ("prompt", "instruction", "question", "text")
+PROMPTS_SCHEMA = Schema(name="prompts", columns=(Column("prompt", "str", description="the prompt text"),))
 
 
 def read_prompts(path: str | Path, column: str | None = None) -> pd.DataFrame:
     """A table whose ``prompt`` column holds non-empty prompt texts (other columns carried along)."""
     path = Path(path)
     if path.suffix == ".txt":
-        if not path.is_file():
-            raise EvalprismError(f"{path}: no such file")
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = [line for line in read_text(path).splitlines() if line.strip()]
         table = pd.DataFrame({"prompt": lines})
     else:
         table = read_table(path)
@@ -32,6 +33,7 @@ def read_prompts(path: str | Path, column: str | None = None) -> pd.DataFrame:
         table = table.rename(columns={name: "prompt"}) if name != "prompt" else table
     if table.empty:
         raise EvalprismError(f"{path}: no prompts")
+    table = PROMPTS_SCHEMA.validate(table, source=str(path))
     require_prompts(table["prompt"], str(path))
     table["prompt"] = table["prompt"].astype(str)
     return table.reset_index(drop=True)

@@ -86,11 +86,46 @@ def _is_missing(value: Any) -> bool:
     return value is pd.NA or value is pd.NaT
 
 
-def _fail(where: str, row: int, col: Column, value: Any) -> EvalprismError:
-    shown = repr(value)
+#: cell values that are structures, not scalars: JSON objects and lists as pandas reads them
+NESTED = (dict, list, tuple, set, np.ndarray)
+
+
+def describe_value(value: Any) -> str:
+    """A cell value for a message: its repr, shortened, with 'a JSON object'/'a JSON list' in front of a
+    structure (a nested value where a scalar belongs is the usual mistake, and a repr alone hides it)."""
+    shown = repr(value.tolist() if isinstance(value, np.ndarray) else value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, got {shown}")
+    if isinstance(value, dict):
+        return f"a JSON object {shown}"
+    if isinstance(value, NESTED):
+        return f"a JSON list {shown}"
+    return shown
+
+
+def first_nested(series: pd.Series) -> int | None:
+    """Row of the first cell holding a JSON object or list (None when every cell is a scalar); a type
+    check pandas does in C first, so columns of plain values cost no Python loop."""
+    if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in _HOMOGENEOUS:
+        return None
+    for row, value in enumerate(series.tolist()):
+        if isinstance(value, NESTED):
+            return row
+    return None
+
+
+def require_scalars(series: pd.Series, column: str, expected: str, where: str) -> None:
+    """Refuse a JSON object or list in a column of scalar values (ids, texts, scores) before it is
+    hashed, compared or turned into text: one message naming the row and the column."""
+    row = first_nested(series)
+    if row is not None:
+        raise EvalprismError(f"{where}: row {row + 1}, column '{column}': expected {expected}, "
+                             f"got {describe_value(series.iat[row])}")
+
+
+def _fail(where: str, row: int, col: Column, value: Any) -> EvalprismError:
+    return EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, "
+                          f"got {describe_value(value)}")
 
 
 #: inferred dtypes whose values hash consistently with how they convert (no True == 1 mix-ups)
@@ -177,6 +212,8 @@ def _normalise_rows(series: pd.Series, col: Column, where: str) -> pd.Series:
 
 
 def _convert(v: Any, col: Column, where: str, row: int) -> Any:
+    if col.kind != "str_list" and isinstance(v, NESTED):  # never str() a structure into an id or a text
+        raise _fail(where, row, col, v)
     if col.kind == "number":
         if isinstance(v, bool | np.bool_):
             return float(v)
