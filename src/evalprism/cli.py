@@ -22,6 +22,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # plain help: rich markup would swallow literal brackets ('evalprism[umap]') and typer's rich
+    # panels print a '<bool>' type beside every flag
+    rich_markup_mode=None,
 )
 _err = Console(stderr=True)
 
@@ -35,10 +38,9 @@ CacheDir = Annotated[
     Optional[Path],
     typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
 ]
-# metavar="": a flag takes no value, so its help shows none (typer would print "<bool>")
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or status output.", metavar="")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or status output.")]
 Overwrite = Annotated[bool, typer.Option(
-    "--overwrite", metavar="",
+    "--overwrite",
     help="Replace a previous evalprism output of another command in --out (never other files, never an input).")]
 Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]
 
@@ -50,9 +52,9 @@ def _out_path(value: str) -> Path:
     return Path(value)
 
 
-Out = Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path)]
+Out = Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR")]
 Embedder = Annotated[str, typer.Option(
-    "--embedder", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges).")]
+    "--embedder", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only).")]
 
 
 def _version(value: bool) -> None:
@@ -63,7 +65,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", metavar="",
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
                                           callback=_version, is_eager=True)] = False,
 ) -> None:
     """Split an averaged evaluation score into its spectrum."""
@@ -124,7 +126,7 @@ def ecdf(
 
 
 p2l_app = typer.Typer(help="Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.",
-                      no_args_is_help=True)
+                      no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(p2l_app, name="p2l")
 
 
@@ -177,20 +179,19 @@ class AggregationName(str, Enum):
 @p2l_app.command("train")
 def p2l_train(
     battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
     backbone: Annotated[str, typer.Option("--backbone", help="The model's prompt encoder, saved with it and trainable "
                                           "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
                                           "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir>.")] = "minilm",
     loss: Annotated[LossName, typer.Option("--loss", help="Outcome model of the head.")] = LossName.bt,
-    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).", metavar="")] = False,
+    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).")] = False,
     val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per step (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
     lr: Annotated[float, typer.Option("--lr", help="Learning rate of the head.")] = 3e-3,
     patience: Annotated[int, typer.Option("--patience", help="Epochs without validation improvement before stopping.", min=1)] = 8,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.",
-                                         metavar="")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.")] = False,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -327,7 +328,7 @@ def judges(
     passages: Annotated[Optional[Path], typer.Option("--passages", help="TREC layout: passage file, docno<TAB>text.")] = None,
     scale: Annotated[Optional[list[str]], typer.Option("--scale", help="COL=LOW-HIGH: declared label scale (default 0-3, or 0/1).")] = None,
     threshold: Annotated[Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")] = None,
-    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism\\[umap]').")] = ReduceName.pca,
+    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]').")] = ReduceName.pca,
     components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
     min_cluster_size: Annotated[int, typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size.", min=2)] = 15,
     min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
@@ -366,7 +367,7 @@ def judges(
 
 
 stem_app = typer.Typer(help="STEM (structured transitive evaluation): locate an unknown model on a model family.",
-                       no_args_is_help=True)
+                       no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(stem_app, name="stem")
 
 
@@ -392,7 +393,7 @@ StemFilter = Annotated[Optional[str], typer.Option("--lm-eval-filter", help="lm-
 def stem_pool(
     correctness: StemCorrectness,
     models: StemModels,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
     metric: StemMetric = "acc",
@@ -461,7 +462,7 @@ def stem_audit(
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path)] = Path("evalprism-demo"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR")] = Path("evalprism-demo"),
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -489,7 +490,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
     decision_log: Annotated[Optional[Path], typer.Option("--decision-log", help="JSONL decision log (default: the config's decision_log, next to the config).")] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug.")] = "info",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", metavar="",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q",
                                         help="No status lines, and uvicorn logs warnings only.")] = False,
 ) -> None:
     """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""

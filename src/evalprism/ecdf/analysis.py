@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -129,6 +130,27 @@ def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | Non
     if isinstance(clusters, str) and clusters != "auto":
         raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{clusters}'")
     return group
+
+
+_REPLICATE_NAME = re.compile(r"(^|_)(id|idx|index|sample|replicate|rep|run|draw|seed|trial|epoch)s?$", re.I)
+
+
+def pooled_configuration_columns(df: pd.DataFrame, by: list[str], ignore: Sequence[str | None] = ()) -> list[str]:
+    """Columns that look like configurations but are not setting columns, so their values are pooled
+    into one ECDF per setting: they vary within most questions while each (question, value) keeps
+    several responses (a per-response measure or id does not). Few distinct values only (<= 1,000);
+    replicate indices (``response_id``, ``sample``, ``seed``, ...) are not configurations."""
+    skip = {"question_id", "response", "references", "score", "_row", *by, *(c for c in ignore if c)}
+    n_questions = df["question_id"].nunique()
+    found = []
+    for col in df.columns:
+        if col in skip or _REPLICATE_NAME.search(str(col)) or not 1 < df[col].nunique(dropna=False) <= 1000:
+            continue
+        cells = df[["question_id", col]].astype(str).drop_duplicates()
+        varies_in = int((cells["question_id"].value_counts() > 1).sum())
+        if 2 * varies_in >= n_questions and 2 * len(cells) <= len(df):
+            found.append(str(col))
+    return found
 
 
 def _index_settings(df: pd.DataFrame, keys: list[str], where: str, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -280,6 +302,11 @@ def analyze(
     notes: list[str] = []
     for col in by + ([group] if group else []):
         df[col] = df[col].where(df[col].notna(), "(missing)")
+    pooled = pooled_configuration_columns(df, by, ignore=[group, choices])
+    if pooled:
+        notes.append(f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
+                     f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")
+        status(notes[-1], progress)
     keys = ["question_id", *by]
     df, settings = _index_settings(df, keys, where, notes)
     codes = df["setting"].to_numpy()

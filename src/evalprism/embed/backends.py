@@ -78,6 +78,22 @@ def _fingerprint(path: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+def _hub_cache_name(name: str) -> str | None:
+    """The hub name under which ``name`` sits in the local Hugging Face cache (sentence-transformers
+    also tries the ``sentence-transformers/`` organisation), or None; never touches the network."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    for candidate in (name, f"sentence-transformers/{name}") if "/" not in name else (name,):
+        try:
+            if isinstance(try_to_load_from_cache(candidate, "config.json"), str):
+                return candidate
+        except ValueError:  # not a valid repository id
+            return None
+    return None
+
+
 def resolve_backend(spec: str, device: str = "cpu") -> SentenceTransformerBackend:
     """Map an embedder spec string to its backend (no model is loaded yet)."""
     spec = (spec or DEFAULT_SPEC).strip()
@@ -104,7 +120,17 @@ def resolve_backend(spec: str, device: str = "cpu") -> SentenceTransformerBacken
             return SentenceTransformerBackend(
                 spec=spec, location=str(path.resolve()), model_id=f"st:{path.resolve()}#{_fingerprint(path)}", device=device
             )
-        return SentenceTransformerBackend(spec=spec, location=name, model_id=f"st:{name}", device=device)
+        cached = _hub_cache_name(name)
+        if cached is None:
+            # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
+            # before failing, since evalprism never downloads models.
+            raise EvalprismError(
+                f"embedder '{spec}': '{name}' is not a local directory, and no model of that name is in the local "
+                "Hugging Face cache; evalprism never downloads models. Download it yourself (e.g. "
+                f"`huggingface-cli download {name if '/' in name else 'sentence-transformers/' + name} --local-dir "
+                f"models/{Path(name).name}`) and pass st:<that directory>"
+            )
+        return SentenceTransformerBackend(spec=spec, location=cached, model_id=f"st:{cached}", device=device)
     if spec.startswith("instructor:"):
         from evalprism.embed.instructor import resolve_instructor
 

@@ -26,7 +26,7 @@ from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
 from evalprism.stats.leaderboard import fit_pairwise
-from evalprism.stats.pairwise import PairCounts, log_outcome_probs, outcome_weights
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, log_outcome_probs, outcome_weights
 
 #: outcomes each loss predicts (A wins, B wins, tie, tie both bad)
 SUPPORT = {"bt": 2, "bt-tie": 2, "rk": 3, "grk": 4}
@@ -154,6 +154,9 @@ def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, s
     prompts = table["prompt"].astype(str).tolist()
     distinct = list(dict.fromkeys(prompts))
     status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
+    note = ignored_battles_note(model.loss, arrays.outcome, arrays.p_b)
+    if note:
+        status(note, progress)
     pred = model.predict(distinct)  # once: the votes and the scaling curve both read these leaderboards
     predictions = {"p2l": prediction_log_probs(model.loss, pred, pd.Index(distinct).get_indexer(prompts),
                                                arrays.a, arrays.b)}

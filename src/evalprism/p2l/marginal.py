@@ -8,12 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from evalprism.io.battles import to_canonical_battles
+from evalprism.io.battles import outcome_codes, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
-from evalprism.stats.pairwise import PairModel
+from evalprism.stats.pairwise import PairModel, ignored_battles_note
 
 
 @dataclass
@@ -54,6 +54,10 @@ def fit_leaderboard(
     """
     table = to_canonical_battles(battles)
     status(f"fitting {model} to {len(table)} battles", progress)
+    note = ignored_battles_note(model, outcome_codes(table["winner"]),
+                                table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)
+    if note:
+        status(note, progress)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
         board = fit_pairwise(table, model, ci, rounds=rounds, seed=seed, on_step=bar.update)
     options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,

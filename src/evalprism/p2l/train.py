@@ -41,7 +41,7 @@ from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, outco
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.progress import progress_bar, status
 from evalprism.stats.leaderboard import fit_pairwise
-from evalprism.stats.pairwise import PAIR_MODELS, PairCounts, outcome_weights
+from evalprism.stats.pairwise import PAIR_MODELS, PairCounts, ignored_battles_note, outcome_weights
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -177,8 +177,11 @@ def train_p2l(
     if val_idx.size == 0 or train_idx.size == 0:
         raise EvalprismError(f"{where}: the prompt split left no {'validation' if val_idx.size == 0 else 'training'} "
                              f"battles for loss '{opts.loss}'; use more prompts or another --val-fraction")
+    note = ignored_battles_note(opts.loss, arrays.outcome, arrays.p_b)
+    if note:
+        status(note, progress)
     status(f"{len(table)} battles, {len(names)} models, {len(distinct_prompts)} prompts; "
-           f"{train_idx.size} training / {val_idx.size} validation battles (split by prompt)", progress)
+           f"{train_idx.size} training / {val_idx.size} validation battles used (split by prompt)", progress)
 
     torch.manual_seed(opts.seed)
     train_pairs = PairCounts.from_battles(arrays.a[train_idx], arrays.b[train_idx], arrays.outcome[train_idx],

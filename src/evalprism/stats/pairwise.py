@@ -294,6 +294,22 @@ def outcome_weights(model: str, counts: np.ndarray) -> np.ndarray:
     return w
 
 
+def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None = None) -> str | None:
+    """A status line saying how many battles ``loss`` cannot learn from and why, or None when it
+    uses them all. Which outcomes a loss drops is read from :func:`outcome_weights` (the one rule):
+    today only ``bt`` drops anything, the ties; a soft-labelled battle is always used."""
+    dropped = outcome_weights(loss, np.eye(4)).sum(axis=1) <= 0
+    ignored = dropped[np.asarray(outcome, np.int64)]
+    if p_b is not None:
+        ignored &= ~np.isfinite(np.asarray(p_b, dtype=float))
+    n = int(ignored.sum())
+    if n == 0:
+        return None
+    kinds = " and ".join(f"'{w}'" for w, d in zip(OUTCOMES, dropped) if d)
+    return (f"loss '{loss}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
+            "(bt-tie counts a tie as half a win for each side; rk and grk model ties)")
+
+
 @dataclass(frozen=True)
 class PairwiseFit:
     """A fitted marginal model: ``coefs`` per model (centred to mean 0 except for ``grk``), the
