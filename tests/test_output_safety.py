@@ -257,3 +257,23 @@ def test_library_save_obeys_the_same_rules(battles: Path, tmp_path: Path) -> Non
         result.save(battles.parent)
     assert (battles.parent / "NOTES.md").read_text() == "my notes\n"
     assert result.save(tmp_path / "lib") == tmp_path / "lib"
+
+
+@pytest.mark.parametrize("case", ["corrupt", "file-for-dir", "dir-for-db", "unwritable"])
+def test_broken_embedding_cache_fails_before_any_output(case: str, tmp_path: Path, capsys) -> None:
+    from conftest import small_responses
+
+    data = tmp_path / "r.csv"
+    small_responses().to_csv(data, index=False)
+    cache = tmp_path / "cache"
+    if case == "corrupt":
+        cache.mkdir()
+        (cache / "embeddings.sqlite").write_bytes(b"this is not a database" * 100)
+    elif case == "file-for-dir":
+        cache.write_text("a file where the cache directory should be\n")
+    elif case == "dir-for-db":
+        (cache / "embeddings.sqlite").mkdir(parents=True)
+    else:
+        cache = Path("/sys/evalprism-cache")  # refuses new directories, even to root
+    refused(["ecdf", data, "--out", tmp_path / "out", "--by", "model", "--cache-dir", cache, "-q"], capsys, tmp_path,
+            "embedding cache", "cannot be opened")
