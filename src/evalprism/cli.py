@@ -125,12 +125,19 @@ def ecdf(
     _wrote(out, quiet, f"; K={result.options['k']}")
 
 
-p2l_app = typer.Typer(help="Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.",
-                      no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(p2l_app, name="p2l")
+def _group(name: str, help: str) -> typer.Typer:
+    """A command group under the root, with the root's help format."""
+    group = typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=None)
+    app.add_typer(group, name=name)
+    return group
+
+
+p2l_app = _group("p2l", "Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.")
 
 
 class PairModelName(str, Enum):
+    """The outcome models of evalprism.stats.pairwise.PAIR_MODELS (listed here so that --help imports no numpy)."""
+
     bt = "bt"
     bt_tie = "bt-tie"
     rk = "rk"
@@ -164,13 +171,6 @@ def p2l_fit(
     _wrote(out, quiet, f"; {len(result.leaderboard)} models")
 
 
-class LossName(str, Enum):
-    bt = "bt"
-    bt_tie = "bt-tie"
-    rk = "rk"
-    grk = "grk"
-
-
 class AggregationName(str, Enum):
     bt = "bt"
     mean = "mean"
@@ -183,7 +183,7 @@ def p2l_train(
     backbone: Annotated[str, typer.Option("--backbone", help="The model's prompt encoder, saved with it and trainable "
                                           "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
                                           "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir>.")] = "minilm",
-    loss: Annotated[LossName, typer.Option("--loss", help="Outcome model of the head.")] = LossName.bt,
+    loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
     finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).")] = False,
     val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
@@ -366,9 +366,7 @@ def judges(
     _wrote(out, quiet, f"; bias-prone queries {flagged}")
 
 
-stem_app = typer.Typer(help="STEM (structured transitive evaluation): locate an unknown model on a model family.",
-                       no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(stem_app, name="stem")
+stem_app = _group("stem", "STEM (structured transitive evaluation): locate an unknown model on a model family.")
 
 
 class StemMissing(str, Enum):
