@@ -131,24 +131,78 @@ class P2LModel:
         ``runtime="openvino"`` (or ``auto``) runs a sentence-encoder backbone in OpenVINO, the
         router service's default: the same leaderboards (float32: to ~1e-6), faster on a CPU."""
         directory = Path(directory)
-        config_path = directory / CONFIG_FILE
-        if not config_path.is_file() or not (directory / HEAD_FILE).is_file():
-            raise EvalprismError(f"{directory}: not a P2L model directory (expected {CONFIG_FILE} and {HEAD_FILE}; "
-                                 "train one with `evalprism p2l train`)")
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-            models, loss, spec = list(config["models"]), str(config["loss"]), str(config["backbone"]["spec"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise EvalprismError(f"{config_path}: unreadable model config ({type(exc).__name__}: {exc})") from None
-        if loss not in PAIR_MODELS:
-            raise EvalprismError(f"{config_path}: unknown loss '{loss}'")
-        backbone = load_backbone(spec, cache_dir=cache_dir, progress=progress, root=directory, precision=precision,
-                                 runtime=runtime)
+        config, state, marginal = read_model_files(directory)
+        models, loss = list(config["models"]), str(config["loss"])
+        backbone = load_backbone(str(config["backbone"]["spec"]), cache_dir=cache_dir, progress=progress,
+                                 root=directory, precision=precision, runtime=runtime)
         head = CoefficientHead(backbone.dim, len(models), loss)
         try:
-            head.load_state_dict(load_file(str(directory / HEAD_FILE)))
-        except (RuntimeError, OSError) as exc:
-            raise EvalprismError(f"{directory / HEAD_FILE}: does not match the config "
-                                 f"({len(models)} models, {backbone.dim}-dim backbone): {exc}") from None
-        marginal = pd.read_csv(directory / MARGINAL_FILE) if (directory / MARGINAL_FILE).is_file() else None
+            head.load_state_dict(state)
+        except RuntimeError as exc:
+            raise invalid_model_dir(directory, f"{HEAD_FILE} does not match {CONFIG_FILE} ({len(models)} models, "
+                                    f"{backbone.dim}-dim backbone): {str(exc).splitlines()[-1].strip()}") from None
         return cls(backbone, head, models, config, marginal)
+
+
+def invalid_model_dir(directory: str | Path, what: str) -> EvalprismError:
+    """The one message for a model directory that cannot be used, whatever part of it is wrong."""
+    return EvalprismError(f"{directory}: not a valid evalprism model directory: {what}")
+
+
+def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], pd.DataFrame | None]:
+    """Read and check a model directory's own files before any backbone is loaded: ``config.json``
+    (a JSON object with a model list of distinct names, a known loss and a backbone spec),
+    ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
+    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models)."""
+    from evalprism.io.schema import Column, Schema
+    from evalprism.io.text import read_text
+
+    config_path, head_path = directory / CONFIG_FILE, directory / HEAD_FILE
+    if not directory.is_dir():
+        raise EvalprismError(f"{directory}: no such model directory (train one with `evalprism p2l train`)")
+    for path in (config_path, head_path):
+        if not path.is_file():
+            raise invalid_model_dir(directory, f"{path.name} is missing (train one with `evalprism p2l train`)")
+    try:
+        config = json.loads(read_text(config_path))
+    except json.JSONDecodeError as exc:
+        raise invalid_model_dir(directory, f"{CONFIG_FILE} is not valid JSON (line {exc.lineno}, column "
+                                f"{exc.colno}: {exc.msg})") from None
+    except EvalprismError as exc:
+        raise invalid_model_dir(directory, str(exc)) from None
+    models = config.get("models") if isinstance(config, dict) else None
+    backbone = config.get("backbone") if isinstance(config, dict) else None
+    if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'models' must be a non-empty list of model names")
+    if len(set(models)) != len(models):
+        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'models' names a model twice")
+    if config.get("loss") not in PAIR_MODELS:
+        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'loss' is {config.get('loss')!r}, expected one of "
+                                f"{', '.join(PAIR_MODELS)}")
+    if not isinstance(backbone, dict) or not isinstance(backbone.get("spec"), str):
+        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'backbone' must hold the backbone's 'spec'")
+    try:
+        state = load_file(str(head_path))
+    except Exception as exc:  # safetensors raises its own error type for truncated or foreign files
+        raise invalid_model_dir(directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: "
+                                f"{str(exc) or 'empty file'})") from None
+    outputs = len(models) + int(config["loss"] in ("rk", "grk"))
+    weight = state.get("linear.weight")
+    if weight is None or weight.ndim != 2 or weight.shape[0] != outputs:
+        shape = "no 'linear.weight'" if weight is None else f"'linear.weight' of shape {tuple(weight.shape)}"
+        raise invalid_model_dir(directory, f"{HEAD_FILE} holds {shape}, expected {outputs} outputs (the "
+                                f"{len(models)} models of {CONFIG_FILE})")
+    if not all(bool(torch.isfinite(t).all()) for t in state.values()):
+        raise invalid_model_dir(directory, f"{HEAD_FILE} holds NaN or infinite weights")
+    marginal = None
+    if (directory / MARGINAL_FILE).is_file():
+        schema = Schema("marginal", (Column("model", "key"), Column("coef", "number")))
+        try:
+            marginal = schema.validate(pd.read_csv(directory / MARGINAL_FILE), source=MARGINAL_FILE)
+        except (ValueError, pd.errors.ParserError, EvalprismError) as exc:  # ParserError, EmptyDataError, decoding
+            raise invalid_model_dir(directory, str(exc) if isinstance(exc, EvalprismError) else
+                                    f"{MARGINAL_FILE} cannot be read ({str(exc).strip().splitlines()[0]})") from None
+        if sorted(marginal["model"]) != sorted(models):
+            raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
+        marginal.attrs = {}
+    return config, state, marginal

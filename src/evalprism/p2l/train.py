@@ -27,6 +27,7 @@ import torch
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
+from evalprism.io.options import check_number
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -63,10 +64,19 @@ class TrainOptions:
     seed: int = 0
 
     def resolved(self) -> TrainOptions:
+        """A copy with the defaults filled in; every value checked first (a negative or NaN learning
+        rate trains nothing and would silently return the marginal leaderboard)."""
         if self.loss not in PAIR_MODELS:
             raise EvalprismError(f"unknown loss '{self.loss}': expected one of {', '.join(PAIR_MODELS)}")
-        if not 0.0 < self.val_fraction < 1.0:
-            raise EvalprismError(f"--val-fraction must be between 0 and 1, got {self.val_fraction}")
+        check_number("val_fraction", self.val_fraction, flag="--val-fraction", low=0, high=1, low_open=True,
+                     high_open=True)
+        check_number("lr", self.lr, flag="--lr", low=0, low_open=True)
+        check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
+        check_number("weight_decay", self.weight_decay, low=0)
+        check_number("patience", self.patience, flag="--patience", low=1, integer=True)
+        for name, value in (("max_epochs", self.max_epochs), ("batch_size", self.batch_size)):
+            if value is not None:
+                check_number(name, value, flag="--" + name.replace("max_", "").replace("_", "-"), low=1, integer=True)
         out = TrainOptions(**asdict(self))
         out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
         out.batch_size = self.batch_size or (16 if self.finetune else 1024)
@@ -142,6 +152,32 @@ def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, directory / CHECKPOINT_FILE)  # a crash mid-write never leaves a torn checkpoint
 
 
+def invalid_checkpoint(path: Path, what: str) -> EvalprismError:
+    """The one message for a checkpoint file that cannot be resumed from."""
+    return EvalprismError(f"--resume: {path} is not a valid evalprism checkpoint: {what}; start without --resume")
+
+
+def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
+    """The state saved after the last finished epoch in ``directory``, checked to be a complete
+    checkpoint of this very run (same battles and options: ``fingerprint``)."""
+    path = None if directory is None else directory / CHECKPOINT_FILE
+    if path is None or not path.is_file():
+        raise EvalprismError(f"--resume: no checkpoint at {path}; start without --resume")
+    try:
+        state = torch.load(path, weights_only=False)
+    except Exception as exc:  # torn or foreign files raise pickle, zip and EOF errors alike
+        first = (str(exc).strip() or "empty").splitlines()[0]
+        raise invalid_checkpoint(path, f"it cannot be read ({type(exc).__name__}: {first})") from None
+    needed = {"fingerprint", "epoch", "current", "optimizer", "best", "best_val", "bad_epochs", "history", "rng",
+              "torch_rng"}
+    if not isinstance(state, dict) or not needed <= set(state):
+        raise invalid_checkpoint(path, "it is not a training state saved by `evalprism p2l train`")
+    if state["fingerprint"] != fingerprint:
+        raise EvalprismError(f"--resume: the checkpoint in {directory} is from different battles or options; "
+                             "start without --resume (or use the original ones)")
+    return state
+
+
 def _batch_nll(head: CoefficientHead, feats: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Summed negative log-likelihood; outcomes with zero weight contribute nothing (even at -inf)."""
     logp = head.log_probs(feats, a, b)
@@ -172,6 +208,8 @@ def train_p2l(
         raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
     prompt_codes, distinct_prompts = pd.factorize(table["prompt"])
     is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
+    fingerprint = _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts)
+    resumed = read_checkpoint(ckpt_dir, fingerprint) if resume else None  # before any slow work
     train_idx = np.flatnonzero(keep & ~is_val)
     val_idx = np.flatnonzero(keep & is_val)
     if val_idx.size == 0 or train_idx.size == 0:
@@ -235,22 +273,18 @@ def train_p2l(
         if "backbone" in state:
             backbone.load_state_dict(state["backbone"])
 
-    fingerprint = _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts)
     rng = np.random.default_rng(opts.seed)
     history: list[dict[str, float]] = []
     start_epoch, best_val, bad_epochs = 1, nll_of(val_idx), 0
     best_state = trainable_state()
     history.append({"epoch": 0, "train_nll": nll_of(train_idx), "val_nll": best_val})
-    if resume:
-        path = ckpt_dir / CHECKPOINT_FILE if ckpt_dir is not None else None
-        if path is None or not path.is_file():
-            raise EvalprismError(f"--resume: no checkpoint at {path}; start without --resume")
-        state = torch.load(path, weights_only=False)
-        if state["fingerprint"] != fingerprint:
-            raise EvalprismError(f"--resume: the checkpoint in {ckpt_dir} is from different battles or options; "
-                                 "start without --resume (or use the original ones)")
-        restore(state["current"])
-        optimizer.load_state_dict(state["optimizer"])
+    if resumed is not None:
+        state = resumed
+        try:
+            restore(state["current"])
+            optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise invalid_checkpoint(ckpt_dir / CHECKPOINT_FILE, f"its weights do not fit this model ({exc})") from None
         best_state, best_val, bad_epochs = state["best"], state["best_val"], state["bad_epochs"]
         history, start_epoch = state["history"], state["epoch"] + 1
         rng.bit_generator.state = state["rng"]

@@ -22,7 +22,9 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
+from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
+from evalprism.io.text import read_text
 from evalprism.stem import irv as irv_kernel
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
 from evalprism.stem.irv import KINDS, Missing
@@ -106,25 +108,15 @@ class Pool:
 
     @classmethod
     def load(cls, pool_dir: str | Path) -> Pool:
-        """A pool saved by :meth:`save` (``pool.csv``, ``models.csv``, ``run.json``)."""
+        """A pool saved by :meth:`save` (``pool.csv``, ``models.csv``, ``run.json``); anything wrong with
+        them is one message, "not a valid evalprism pool directory: <what>"."""
         pool_dir = Path(pool_dir)
-        needed = [pool_dir / name for name in ("pool.csv", "models.csv", "run.json")]
-        for path in needed:
-            if not path.exists():
-                raise EvalprismError(f"{pool_dir}: not a pool directory ({path.name} is missing; "
-                                     "write one with `evalprism stem pool`)")
-        run = json.loads(needed[2].read_text(encoding="utf-8"))
-        members = read_table(needed[1])
-        table = read_table(needed[0])
-        for col in ("benchmark", "item_id", "irv"):
-            if col not in table.columns:
-                raise EvalprismError(f"{needed[0]}: missing column '{col}'")
-        matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), str(needed[0]))
-        items = pd.DataFrame({"benchmark": table["benchmark"].astype(str).to_numpy(),
-                              "item_id": table["item_id"].astype(str).to_numpy()})
-        params = pd.to_numeric(members["params"]).to_numpy(dtype=float)
-        return _assemble(run.get("family", ""), members["model"].astype(str).to_numpy(), params, items, matrix,
-                         run.get("options", {}))
+        if not pool_dir.is_dir():
+            raise EvalprismError(f"{pool_dir}: no such pool directory (write one with `evalprism stem pool`)")
+        try:
+            return _load_pool(pool_dir)
+        except EvalprismError as exc:
+            raise EvalprismError(f"{pool_dir}: not a valid evalprism pool directory: {exc}") from None
 
     def audit(self) -> Audit:
         """The contamination report of this pool."""
@@ -148,6 +140,35 @@ class Audit:
         run = {"family": self.pool.family, "options": self.pool.options}
         return write_result_dir(out_dir, OutputKind.STEM_AUDIT, self.frames(), run,
                                 pool_report(self.pool, audit=True))
+
+
+POOL_MEMBERS_SCHEMA = Schema("pool members", (Column("model", "key"),
+                                               Column("params", "number", description="parameters in billions")))
+POOL_ITEMS_SCHEMA = Schema("pool", (Column("benchmark", "key"), Column("item_id", "key"), Column("irv", "str")))
+
+
+def _load_pool(pool_dir: Path) -> Pool:
+    """Read and check a pool directory's files (errors name the file; :meth:`Pool.load` says whose)."""
+    for name in ("pool.csv", "models.csv", "run.json"):
+        if not (pool_dir / name).is_file():
+            raise EvalprismError(f"{name} is missing (write one with `evalprism stem pool`)")
+    try:
+        run = json.loads(read_text(pool_dir / "run.json"))
+    except json.JSONDecodeError as exc:
+        raise EvalprismError(f"run.json is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(run, dict) or not isinstance(run.get("options", {}), dict):
+        raise EvalprismError("run.json: expected a JSON object with the pool's 'family' and 'options'")
+    members = POOL_MEMBERS_SCHEMA.validate(read_table(pool_dir / "models.csv"), source="models.csv")
+    params = members["params"].to_numpy(dtype=float)
+    if (params <= 0).any() or (np.diff(params) <= 0).any():
+        raise EvalprismError("models.csv, column 'params': expected positive parameter counts in increasing order "
+                             "(the members ordered by size)")
+    table = POOL_ITEMS_SCHEMA.validate(read_table(pool_dir / "pool.csv"), source="pool.csv")
+    matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), "pool.csv")
+    items = pd.DataFrame({"benchmark": table["benchmark"].to_numpy(dtype=object),
+                          "item_id": table["item_id"].to_numpy(dtype=object)})
+    return _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
+                     run.get("options", {}))
 
 
 def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.DataFrame:

@@ -1,0 +1,41 @@
+"""Numeric option values: one check for every option of the library, so a notebook user and the CLI
+get the same message.
+
+An option is a finite number within its bounds; NaN and infinities are refused everywhere (a NaN
+threshold makes every comparison false, so a rule that uses it silently never fires, and a NaN
+learning rate silently trains nothing). The message names the library parameter and, where the
+command line spells it differently, its flag.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from evalprism.errors import EvalprismError
+
+
+def check_number(name: str, value: Any, *, flag: str | None = None, low: float | None = None,
+                 high: float | None = None, low_open: bool = False, high_open: bool = False,
+                 integer: bool = False) -> float:
+    """Return ``value`` as a float when it is a finite number in the interval from ``low`` to ``high``
+    (open at an end with ``low_open``/``high_open``; ``integer``: a whole number), else raise
+    :class:`EvalprismError` naming ``name`` (and ``flag``) and what was expected."""
+    kind = "a whole number" if integer else "a finite number"
+    bounds = []
+    if low is not None:
+        bounds.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        bounds.append(f"{'<' if high_open else '<='} {high:g}")
+    expected = kind + (" " + " and ".join(bounds) if bounds else "")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    ok = (not isinstance(value, bool) and math.isfinite(x) and (not integer or x.is_integer())
+          and (low is None or (x > low if low_open else x >= low))
+          and (high is None or (x < high if high_open else x <= high)))
+    if not ok:
+        where = f"{name} ({flag})" if flag else name
+        raise EvalprismError(f"{where}: expected {expected}, got {value!r}")
+    return x
