@@ -109,7 +109,7 @@ def test_demo_locates_the_planted_models(tmp_path) -> None:
     from evalprism.demo import run_stem_demo
 
     entries = run_stem_demo(tmp_path, progress=False)
-    assert [e[0] for e in entries] == ["stem/pool/report.html", "stem/locate/report.html"]
+    assert [e.link for e in entries] == ["stem/pool/report.html", "stem/locate/report.html"]
     located = json.loads((tmp_path / "locate" / "localization.json").read_text())
     assert [e["true_position"] for e in located] == [0, 1, 2, 3, 4]
     assert all(e["trials"]["accuracy_stem"] >= 0.95 for e in located)
