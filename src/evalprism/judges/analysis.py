@@ -26,6 +26,7 @@ from scipy import stats as _st
 from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.judgments import prepare_judgments
+from evalprism.io.options import check_number
 from evalprism.judges.agreement import cluster_table, overall_table, query_cluster_table
 from evalprism.judges.bias import BiasRules, flag_queries
 from evalprism.judges.clustering import ClusterOptions, cluster_pairs, cluster_purity, map_2d, purity_score, reduce_dimensions
@@ -131,17 +132,17 @@ def analyze(
     least ``min_query_pairs`` pairs of the query in the cluster. Bias rules: ``tau``, ``outlier_iqr``,
     ``flip_high``/``flip_low`` (:mod:`evalprism.judges.bias`).
     """
-    if min_query_pairs < 2:
-        raise EvalprismError(f"min_query_pairs must be at least 2, got {min_query_pairs}")
-    if not 0 < purity_percentile <= 100:
-        raise EvalprismError(f"purity_percentile must be in (0, 100], got {purity_percentile}")
-    judged = prepare_judgments(table, human, llm, scales=scales, thresholds=thresholds)
-    df = judged.table
-    instructions = list(dict.fromkeys(instructions or [DEFAULT_INSTRUCTION]))
+    check_number("min_query_pairs", min_query_pairs, flag="--min-query-pairs", low=2, integer=True)
+    check_number("purity_percentile", purity_percentile, low=0, high=100, low_open=True)
+    check_number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
     copts = ClusterOptions(reduce=reduce, n_components=n_components, min_cluster_size=min_cluster_size,
                            min_samples=min_samples, cluster_selection_method=cluster_selection_method)
     rules = BiasRules(tau=tau, iqr_k=outlier_iqr, flip_high=flip_high, flip_low=flip_low)
     copts.check()
+    judged = prepare_judgments(table, human, llm, scales=scales, thresholds=thresholds)
+    df = judged.table
+    instructions = list(dict.fromkeys(instructions or [DEFAULT_INSTRUCTION]))
+    copts.check_shape(len(df))  # the pair count is known before embedding, the dimension after
     h = judged.relevant[human]
     llm_rel = {c: judged.relevant[c] for c in judged.llm}
 
@@ -159,6 +160,7 @@ def analyze(
             emb = make_embedder(embedder, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts)
             embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
+        copts.check_shape(*x.shape)
         status(f"clustering ({copts.reduce}, min_cluster_size={copts.min_cluster_size})", progress)
         labels = cluster_pairs(reduce_dimensions(x, copts, seed), copts)
         purity = cluster_purity(labels, h)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from evalprism.io.options import check_number
+
 
 @dataclass(frozen=True)
 class BiasRules:
@@ -30,6 +32,13 @@ class BiasRules:
     iqr_k: float = 1.5
     flip_high: float = 0.8
     flip_low: float = 0.2
+
+    def __post_init__(self) -> None:
+        """Refuse thresholds no rule can use: NaN makes every comparison false (the rule never fires)."""
+        check_number("tau", self.tau, flag="--tau", low=0, high=2)  # ΔAC1 = max - min of AC1 values in [-1, 1]
+        check_number("iqr_k", self.iqr_k, low=0)
+        check_number("flip_low", self.flip_low, low=-1, high=1)
+        check_number("flip_high", self.flip_high, low=self.flip_low, high=1, low_open=True)
 
 
 def direction(false_negatives: np.ndarray, false_positives: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_number
 
 REDUCERS = ("none", "pca", "umap")
 
@@ -35,11 +36,31 @@ class ClusterOptions:
 
 
     def check(self) -> None:
-        """Refuse unknown reducers and a missing UMAP before any expensive work."""
+        """Refuse unknown reducers, values HDBSCAN cannot use and a missing UMAP before any expensive work."""
         if self.reduce not in REDUCERS:
             raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}")
+        check_number("n_components", self.n_components, flag="--components", low=1, integer=True)
+        check_number("min_cluster_size", self.min_cluster_size, flag="--min-cluster-size", low=2, integer=True)
+        if self.min_samples is not None:
+            check_number("min_samples", self.min_samples, flag="--min-samples", low=1, integer=True)
+        check_number("cluster_selection_epsilon", self.cluster_selection_epsilon, low=0)
+        check_number("umap_neighbors", self.umap_neighbors, low=2, integer=True)
         if self.reduce == "umap":
             _import_umap()
+
+
+    def check_shape(self, n_pairs: int, dim: int | None = None) -> None:
+        """Refuse a reduction to more dimensions than the vectors have (``dim``, once known) or than
+        PCA/UMAP can give for ``n_pairs`` points: it used to be clamped silently, changing the clustering."""
+        if self.reduce == "none":
+            return
+        limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
+        if dim is not None:
+            limits.append((dim, f"the embedding dimension {dim}"))
+        most, why = min(limits)
+        if self.n_components > most:
+            raise EvalprismError(f"n_components (--components) {self.n_components} is larger than {why}; "
+                                 f"expected at most {most} (or reduce='none')")
 
 
 def _import_umap():  # noqa: ANN202 - the umap module
