@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -222,12 +223,45 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id))
 
 
+def distance_dtype(n_settings: int) -> type[np.floating]:
+    """The dtype of the n x n distance matrix: float32 halves it (7.2 GB -> 3.6 GB at 30,000 settings)
+    and gives the same clustering there."""
+    return np.float32 if n_settings > FLOAT32_ABOVE else np.float64
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now: psutil's estimate where installed, else the free physical pages
+    (os.sysconf); None where neither can tell."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_distance_memory(n_settings: int, where: str) -> None:
+    """Refuse, before any embedding, a distance matrix larger than the memory available: numpy would
+    fail with a traceback about one huge array only after all the work before it."""
+    need = n_settings * n_settings * np.dtype(distance_dtype(n_settings)).itemsize
+    have = available_memory()
+    if have is not None and need > have:
+        raise EvalprismError(
+            f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
+            f"{need / 1e9:.1f} GB ({np.dtype(distance_dtype(n_settings)).itemsize} bytes per distance), more memory "
+            f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
+            "questions, or fewer --by columns)")
+
+
 def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
              progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, pd.DataFrame | None]:
     """Distances (eq. 4-5), K (given or by silhouette), k-medoids, wins (eq. 7)."""
     n = len(samples)
-    # float32 halves the n x n matrix (7.2 GB -> 3.6 GB at 30,000 settings); same clustering there
-    dtype = np.float32 if n > FLOAT32_ABOVE else np.float64
+    dtype = distance_dtype(n)
     status(f"distances between {n} ECDFs", progress)
     dist = w1_matrix(samples, dtype=dtype)
     k_curve = None
@@ -313,6 +347,7 @@ def analyze(
     n_settings = len(settings)
     if n_settings < 2:
         raise EvalprismError(f"{where}: only {n_settings} setting; clustering needs at least 2")
+    check_distance_memory(n_settings, where)
 
     scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
     df["quality"] = scored.scores
