@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal

@@ -1,0 +1,433 @@
+"""Realistic bad inputs, one case per class and command (issue 14, section 7), through the real CLI.
+
+Every case runs ``python -m evalprism.cli`` in a fresh process on a copy of small valid inputs with
+one thing broken, and asserts what the design promises: exit code 2, exactly one ``error: ...``
+message on stderr that names what is wrong and where (no traceback), and a file system left as it
+was (no output directory, inputs byte-identical). The classes: text encodings, corrupt model and
+pool directories, degenerate data, option values and scale. Separation (a model that never loses)
+is not an error: its tests at the end check the leaderboard marks those coefficients as not
+identified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import small_responses
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+@pytest.fixture(scope="session")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Small valid inputs for every command: battles, a trained model, prompts, costs, responses,
+    correctness with its family metadata, a pool, judgments and a router config."""
+    from evalprism.judges.simulate import simulate_judgments
+    from evalprism.p2l import TrainOptions, train_p2l
+    from evalprism.p2l.simulate import MODELS, simulate_topic_battles
+    from evalprism.stem import build_pool
+    from evalprism.stem.simulate import simulate_family
+
+    root = tmp_path_factory.mktemp("bad-inputs-base")
+    battles = simulate_topic_battles(600, seed=0)
+    battles.to_json(root / "battles.jsonl", orient="records", lines=True)
+    train_p2l(battles, TrainOptions(max_epochs=2, seed=0), progress=False).save(root / "model")
+    # an interrupted run's checkpoint directory (a run that is never saved keeps it)
+    train_p2l(battles, TrainOptions(max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
+              progress=False)
+    pd.DataFrame({"prompt": ["Write a haiku about rain.", "Compute 17 * 23.", "Fix this Python loop."]}).to_csv(
+        root / "prompts.csv", index=False)
+    pd.DataFrame({"model": MODELS, "cost": [0.2, 0.4, 1.0, 3.0]}).to_csv(root / "costs.csv", index=False)
+    small_responses().to_csv(root / "responses.csv", index=False)
+    correctness, meta = simulate_family(n_items=400, seed=0)
+    correctness.to_csv(root / "correctness.csv", index=False)
+    meta.to_csv(root / "models.csv", index=False)
+    build_pool(correctness, meta, family="toy").save(root / "pool")
+    simulate_judgments(n_queries=12, docs_per_genre=7, noise=0.03, seed=0).to_csv(root / "judgments.csv", index=False)
+    (root / "serve.yaml").write_text("models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\n"
+                                     "  calc-13b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.4}\n", encoding="utf-8")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every path under ``root`` with a hash of its bytes (directories as 'dir')."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        out[key] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def evalprism(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in its own process."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "evalprism.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------------------------------------ helpers that break inputs
+
+def reencode(path: Path, encoding: str) -> None:
+    path.write_bytes(path.read_text(encoding="utf-8").encode(encoding))
+
+
+def put_text_on_line(path: Path, line: int, text: str, encoding: str = "latin-1") -> None:
+    """Append ``text`` to the end of the first field of ``line`` (1-based) and save as ``encoding``."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[line - 1] = lines[line - 1].replace(",", f" {text},", 1) if "," in lines[line - 1] else text + lines[line - 1]
+    path.write_bytes("".join(lines).encode(encoding))
+
+
+def set_json_field(path: Path, line: int, field: str, value: object) -> None:
+    """Replace ``field`` on JSONL ``line`` (1-based)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[line - 1])
+    record[field] = value
+    lines[line - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def all_ties(path: Path) -> None:
+    table = pd.read_json(path, lines=True)
+    table["winner"] = "tie"
+    table.to_json(path, orient="records", lines=True)
+
+
+# ------------------------------------------------------------------------------------------ the cases
+
+Build = Callable[[Path], tuple[list[str], list[str]]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: its class, the command it is given to, and how to make it."""
+
+    cls: str
+    command: str
+    name: str
+    build: Build
+
+    @property
+    def id(self) -> str:
+        return f"{self.cls}-{self.command.replace(' ', '_')}-{self.name}"
+
+
+def _ecdf(extra: list[str] | None = None, path: str = "responses.csv") -> list[str]:
+    return ["ecdf", path, "--out", "out", "--by", "model", "--by", "temperature", "-k", "2", "-q", *(extra or [])]
+
+
+def _enc_ecdf_latin1(w: Path):
+    put_text_on_line(w / "responses.csv", 12, "Éclair")
+    return _ecdf(), ["responses.csv", "line 12, column", "UTF-8"]
+
+
+def _enc_ecdf_utf16_nobom(w: Path):
+    reencode(w / "responses.csv", "utf-16-le")
+    return _ecdf(), ["responses.csv", "UTF-16"]
+
+
+def _enc_ecdf_binary(w: Path):
+    (w / "responses.csv").write_bytes(bytes(range(256)) * 8)
+    return _ecdf(), ["responses.csv", "binary"]
+
+
+def _enc_fit_latin1(w: Path):
+    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[6] = lines[6].replace("Explain", "Expliquez É", 1).replace('"prompt":"', '"prompt":"É ', 1)
+    (w / "battles.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 7, column", "UTF-8"]
+
+
+def _enc_fit_bad_jsonl(w: Path):
+    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[9] = lines[9][:-1]  # line 10 loses its closing brace
+    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 10, column", "JSON"]
+
+
+def _enc_train_binary(w: Path):
+    (w / "battles.jsonl").write_bytes(b"PK\x03\x04\x14\x00\x00\x00" + bytes(range(256)) * 8)
+    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "binary"]
+
+
+def _enc_evaluate_bad_jsonl(w: Path):
+    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2].replace('"model_a":', '"model_a" ', 1)  # line 3: a missing colon
+    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 3, column", "JSON"]
+
+
+def _enc_leaderboard_latin1_txt(w: Path):
+    (w / "prompts.txt").write_bytes("Write a haiku.\nCompute 2+2.\nRésumé of a café owner.\n".encode("latin-1"))
+    return (["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"],
+            ["prompts.txt", "line 3, column 2", "UTF-8"])
+
+
+def _enc_route_misspelled_cost(w: Path):
+    text = (w / "costs.csv").read_text(encoding="utf-8").replace("calc-13b", "calc-13", 1)
+    (w / "costs.csv").write_text(text, encoding="utf-8")
+    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+            ["costs.csv", "line 3", "column 'model'", "calc-13"])
+
+
+def _enc_route_utf16_costs(w: Path):
+    reencode(w / "costs.csv", "utf-16-le")
+    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+            ["costs.csv", "UTF-16"])
+
+
+def _enc_stem_pool_latin1(w: Path):
+    put_text_on_line(w / "correctness.csv", 40, "modèle")
+    return (["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
+            ["correctness.csv", "line 40, column", "UTF-8"])
+
+
+def _enc_stem_locate_utf16(w: Path):
+    reencode(w / "correctness.csv", "utf-16-le")
+    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+            ["correctness.csv", "UTF-16"])
+
+
+def _enc_stem_audit_binary(w: Path):
+    (w / "models.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200))
+    return (["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
+            ["models.csv", "binary"])
+
+
+def _enc_judges_latin1(w: Path):
+    put_text_on_line(w / "judgments.csv", 5, "naïve")
+    return (["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"],
+            ["judgments.csv", "line 5, column", "UTF-8"])
+
+
+def _enc_judges_qrels_latin1(w: Path):
+    (w / "human.qrels").write_text("1 0 d1 2\n1 0 d2 0\n", encoding="utf-8")
+    (w / "llm.qrels").write_bytes("1 0 d1 2\n1 0 d2 \xe9\n".encode("latin-1"))
+    (w / "topics.tsv").write_text("1\twhat is rain\n", encoding="utf-8")
+    (w / "passages.tsv").write_text("d1\train falls\nd2\tsun shines\n", encoding="utf-8")
+    return (["judges", "--qrels", "human=human.qrels", "--qrels", "llm=llm.qrels", "--topics", "topics.tsv",
+             "--passages", "passages.tsv", "--human", "human", "--llm", "llm", "--out", "out", "-q"],
+            ["llm.qrels", "line 2, column 8", "UTF-8"])
+
+
+def _enc_serve_latin1(w: Path):
+    text = (w / "serve.yaml").read_text(encoding="utf-8") + "router_name: routeur-é\n"
+    (w / "serve.yaml").write_bytes(text.encode("latin-1"))
+    return ["serve", "model", "--config", "serve.yaml"], ["serve.yaml", "line 4, column 22", "UTF-8"]
+
+
+def _dir_leaderboard_truncated_head(w: Path):
+    head = w / "model" / "head.safetensors"
+    head.write_bytes(head.read_bytes()[:100])
+    return (["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
+            ["not a valid evalprism model directory", "head.safetensors"])
+
+
+def _dir_evaluate_empty_head(w: Path):
+    (w / "model" / "head.safetensors").write_bytes(b"")
+    return (["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"],
+            ["not a valid evalprism model directory", "head.safetensors"])
+
+
+def _dir_route_broken_marginal(w: Path):
+    (w / "model" / "marginal.csv").write_text('model,coef\n"poet-7b,0.3\n', encoding="utf-8")
+    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+            ["not a valid evalprism model directory", "marginal.csv"])
+
+
+def _dir_serve_broken_config(w: Path):
+    (w / "model" / "config.json").write_text('{"loss": "bt", "models": ', encoding="utf-8")
+    return ["serve", "model", "--config", "serve.yaml"], ["not a valid evalprism model directory", "config.json"]
+
+
+def _dir_train_corrupt_checkpoint(w: Path):
+    checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
+    return (["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "-q"],
+            ["checkpoint.pt", "not a valid evalprism checkpoint"])
+
+
+def _dir_locate_string_params(w: Path):
+    models = pd.read_csv(w / "pool" / "models.csv")
+    models["params"] = models["params"].astype(str) + " billion"
+    models.to_csv(w / "pool" / "models.csv", index=False)
+    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+            ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"])
+
+
+def _dir_locate_missing_params(w: Path):
+    pd.read_csv(w / "pool" / "models.csv").drop(columns=["params"]).to_csv(w / "pool" / "models.csv", index=False)
+    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+            ["not a valid evalprism pool directory", "models.csv", "'params'"])
+
+
+def _dir_locate_broken_run_json(w: Path):
+    (w / "pool" / "run.json").write_text('{"family": "toy", ', encoding="utf-8")
+    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+            ["not a valid evalprism pool directory", "run.json"])
+
+
+def _data_fit_all_ties(w: Path):
+    all_ties(w / "battles.jsonl")
+    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+
+
+def _data_evaluate_all_ties(w: Path):
+    all_ties(w / "battles.jsonl")
+    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+
+
+def _data_train_all_ties(w: Path):
+    all_ties(w / "battles.jsonl")
+    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+
+
+def _data_fit_nested_model(w: Path):
+    set_json_field(w / "battles.jsonl", 4, "model_a", {"name": "poet-7b", "version": 2})
+    return (["p2l", "fit", "battles.jsonl", "--out", "out", "-q"],
+            ["battles.jsonl", "row 4, column 'model_a'", "JSON object"])
+
+
+def _data_leaderboard_nested_prompt(w: Path):
+    (w / "prompts.jsonl").write_text('{"prompt": "Write a haiku."}\n{"prompt": {"role": "user", "content": "Hi"}}\n',
+                                     encoding="utf-8")
+    return (["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"],
+            ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"])
+
+
+def _data_judges_nested_query(w: Path):
+    table = pd.read_csv(w / "judgments.csv")
+    table.to_json(w / "judgments.jsonl", orient="records", lines=True)
+    set_json_field(w / "judgments.jsonl", 3, "query", {"text": "what is rain", "lang": "en"})
+    return (["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"],
+            ["judgments.jsonl", "row 3, column 'query'", "JSON object"])
+
+
+def _data_stem_pool_nested_model(w: Path):
+    table = pd.read_csv(w / "correctness.csv")
+    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
+    set_json_field(w / "correctness.jsonl", 2, "model", {"name": "toy-1b"})
+    return (["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
+            ["correctness.jsonl", "row 2, column 'model'", "JSON object"])
+
+
+def _data_stem_audit_list_score(w: Path):
+    table = pd.read_csv(w / "correctness.csv")
+    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
+    set_json_field(w / "correctness.jsonl", 5, "score", [1])
+    return (["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
+            ["correctness.jsonl", "row 5, column 'score'", "list"])
+
+
+def _data_ecdf_list_score(w: Path):
+    table = small_responses().drop(columns=["references"]).assign(score=0.5)
+    table.to_json(w / "responses.jsonl", orient="records", lines=True)
+    set_json_field(w / "responses.jsonl", 6, "score", [0.7])
+    return _ecdf(path="responses.jsonl"), ["responses.jsonl", "row 6, column 'score'", "list"]
+
+
+def _opt_train_negative_lr(w: Path):
+    return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "-1", "-q"], ["lr", "--lr", "-1"]
+
+
+def _opt_train_nan_lr(w: Path):
+    return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "nan", "-q"], ["lr", "--lr", "nan"]
+
+
+def _opt_judges_nan_tau(w: Path):
+    return ["judges", "judgments.csv", "--llm", "llm_strict", "--tau", "nan", "--out", "out", "-q"], ["tau", "nan"]
+
+
+def _opt_judges_components(w: Path):
+    return (["judges", "judgments.csv", "--llm", "llm_strict", "--components", "500", "--out", "out", "-q"],
+            ["n_components", "--components", "500", "384"])
+
+
+def _opt_serve_log_level(w: Path):
+    return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"],
+            ["log_level", "--log-level", "bogus", "debug"])
+
+
+def _opt_serve_decision_log(w: Path):
+    return (["serve", "model", "--config", "serve.yaml", "--decision-log", "prompts.csv/decisions.jsonl"],
+            ["decision log", "prompts.csv/decisions.jsonl"])
+
+
+def _scale_ecdf_100k(w: Path):
+    n = 100_000
+    pd.DataFrame({"question_id": np.arange(n), "score": np.linspace(0, 1, n)}).to_csv(w / "big.csv", index=False)
+    return ["ecdf", "big.csv", "--out", "out", "-q"], ["100000 settings", "GB", "memory"]
+
+
+CASES = [
+    Case("encoding", "ecdf", "latin1-csv", _enc_ecdf_latin1),
+    Case("encoding", "ecdf", "utf16-without-bom", _enc_ecdf_utf16_nobom),
+    Case("encoding", "ecdf", "binary", _enc_ecdf_binary),
+    Case("encoding", "p2l fit", "latin1-jsonl", _enc_fit_latin1),
+    Case("encoding", "p2l fit", "malformed-jsonl-line", _enc_fit_bad_jsonl),
+    Case("encoding", "p2l train", "binary", _enc_train_binary),
+    Case("encoding", "p2l evaluate", "malformed-jsonl-line", _enc_evaluate_bad_jsonl),
+    Case("encoding", "p2l leaderboard", "latin1-txt", _enc_leaderboard_latin1_txt),
+    Case("encoding", "p2l route", "misspelled-cost-model", _enc_route_misspelled_cost),
+    Case("encoding", "p2l route", "utf16-costs", _enc_route_utf16_costs),
+    Case("encoding", "stem pool", "latin1-csv", _enc_stem_pool_latin1),
+    Case("encoding", "stem locate", "utf16-without-bom", _enc_stem_locate_utf16),
+    Case("encoding", "stem audit", "binary-models", _enc_stem_audit_binary),
+    Case("encoding", "judges", "latin1-csv", _enc_judges_latin1),
+    Case("encoding", "judges", "latin1-qrels", _enc_judges_qrels_latin1),
+    Case("encoding", "serve", "latin1-config", _enc_serve_latin1),
+    Case("directory", "p2l leaderboard", "truncated-head", _dir_leaderboard_truncated_head),
+    Case("directory", "p2l evaluate", "empty-head", _dir_evaluate_empty_head),
+    Case("directory", "p2l route", "broken-marginal", _dir_route_broken_marginal),
+    Case("directory", "serve", "broken-config-json", _dir_serve_broken_config),
+    Case("directory", "p2l train", "corrupt-checkpoint", _dir_train_corrupt_checkpoint),
+    Case("directory", "stem locate", "string-params", _dir_locate_string_params),
+    Case("directory", "stem locate", "missing-params", _dir_locate_missing_params),
+    Case("directory", "stem locate", "broken-run-json", _dir_locate_broken_run_json),
+    Case("data", "p2l fit", "all-ties", _data_fit_all_ties),
+    Case("data", "p2l evaluate", "all-ties", _data_evaluate_all_ties),
+    Case("data", "p2l train", "all-ties", _data_train_all_ties),
+    Case("data", "p2l fit", "nested-model-id", _data_fit_nested_model),
+    Case("data", "p2l leaderboard", "nested-prompt", _data_leaderboard_nested_prompt),
+    Case("data", "judges", "nested-query", _data_judges_nested_query),
+    Case("data", "stem pool", "nested-model-id", _data_stem_pool_nested_model),
+    Case("data", "stem audit", "list-score", _data_stem_audit_list_score),
+    Case("data", "ecdf", "list-score", _data_ecdf_list_score),
+    Case("option", "p2l train", "negative-lr", _opt_train_negative_lr),
+    Case("option", "p2l train", "nan-lr", _opt_train_nan_lr),
+    Case("option", "judges", "nan-tau", _opt_judges_nan_tau),
+    Case("option", "judges", "components-above-dim", _opt_judges_components),
+    Case("option", "serve", "bogus-log-level", _opt_serve_log_level),
+    Case("option", "serve", "unwritable-decision-log", _opt_serve_decision_log),
+    Case("scale", "ecdf", "100k-settings", _scale_ecdf_100k),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_message_and_no_change(case: Case, base: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    args, fragments = case.build(work)
+    before = snapshot(work)
+    proc = evalprism(args, work)
+    err = " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    message = err[err.index(errors[0][:40]):]
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in: {message}"
+    assert snapshot(work) == before
