@@ -431,3 +431,43 @@ def test_bad_input_is_one_message_and_no_change(case: Case, base: Path, tmp_path
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in: {message}"
     assert snapshot(work) == before
+
+
+# ------------------------------------------------------------------------------------------ separation
+
+def test_separation_of_a_planted_win_graph() -> None:
+    """Core 0-1-2-3 (a cycle of wins), 4 beat 0 (never lost), 5 lost to 3 (never won), 6 beat only 5
+    (the core neither bounds it from above nor from below)."""
+    from evalprism.stats.separation import separation
+
+    wins = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 0), (3, 5), (6, 5)]
+    a, b = np.array([w for w, _ in wins]), np.array([lo for _, lo in wins])
+    sep = separation(a, b, np.ones(len(wins)), np.zeros(len(wins)), 7)
+    assert sep.identified.tolist() == [True] * 4 + [False] * 3
+    assert sep.unbounded_above.tolist() == [False] * 4 + [True, False, True]
+    assert sep.unbounded_below.tolist() == [False] * 4 + [False, True, True]
+    # a tie bounds both sides: 4 tied with 0 joins the core
+    ties = separation(a, b, np.ones(len(wins)), np.array([0, 0, 0, 0, 1, 0, 0.0]), 7)
+    assert ties.identified.tolist() == [True] * 5 + [False] * 2
+    # no core: one model beat the other
+    two = separation(np.array([0]), np.array([1]), np.array([3.0]), np.array([0.0]), 2)
+    assert two.unbounded_above.tolist() == [True, False] and two.unbounded_below.tolist() == [False, True]
+    # strongly connected: everything identified
+    assert separation(np.array([0, 1]), np.array([1, 0]), np.ones(2), np.zeros(2), 2).identified.all()
+
+
+def test_fit_reports_a_model_that_never_loses_as_not_identified(tmp_path: Path) -> None:
+    """x beat y 3 times and lost once (BT: θx - θy = log 3 in closed form); d beat both and never lost."""
+    rows = [("x", "y", "model_a")] * 3 + [("x", "y", "model_b")] + [("d", "x", "model_a"), ("y", "d", "model_b")] * 2
+    pd.DataFrame([{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w} for i, (a, b, w) in enumerate(rows)]
+                 ).to_json(tmp_path / "battles.jsonl", orient="records", lines=True)
+    proc = evalprism(["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" in proc.stderr and "d never lost" in " ".join(proc.stderr.split())
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv").set_index("model")
+    assert board.loc["d", "coef"] == np.inf and board.loc["d", "upper"] == np.inf
+    assert not board.loc["d", "identified"] and board.loc[["x", "y"], "identified"].all()
+    assert board.loc["x", "coef"] == pytest.approx(np.log(3) / 2, abs=1e-6)
+    assert board.loc["y", "coef"] == pytest.approx(-np.log(3) / 2, abs=1e-6)
+    assert np.isfinite(board.loc[["x", "y"], ["lower", "upper"]].to_numpy()).all()
+    assert "d never lost to the others" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")

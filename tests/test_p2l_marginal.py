@@ -45,7 +45,7 @@ def test_cli_fit_end_to_end_with_bootstrap(tmp_path: Path, capsys) -> None:
                             "--rounds", "50", "-q"], capsys)
     assert code == 0, err
     board = pd.read_csv(out / "leaderboard.csv")
-    assert board.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles"]
+    assert board.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles", "identified"]
     assert board["model"].tolist()[0] == "x"
     assert board["battles"].sum() == 2 * len(small_battles())
     assert json.loads((out / "run.json").read_text())["options"]["ci"] == "bootstrap"

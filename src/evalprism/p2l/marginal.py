@@ -6,14 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from evalprism.io.battles import outcome_codes, to_canonical_battles
+from evalprism.io.battles import battle_arrays, outcome_codes, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
-from evalprism.stats.pairwise import PairModel, ignored_battles_note
+from evalprism.stats.pairwise import PairCounts, PairModel, elo_ratings, ignored_battles_note, outcome_weights
+from evalprism.stats.separation import Separation, separation
 
 
 @dataclass
@@ -58,11 +60,84 @@ def fit_leaderboard(
                                 table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)
     if note:
         status(note, progress)
+    arrays = battle_arrays(table)
+    pairs = PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names), p_b=arrays.p_b)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
-        board = fit_pairwise(table, model, ci, rounds=rounds, seed=seed, on_step=bar.update)
+        board = fit_pairwise(pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update)
+        sep = pair_separation(pairs, model)
+        core = None
+        if not sep.identified.all() and sep.identified.sum() >= 2 and model != "grk":
+            # the limit of the maximum-likelihood fit for the identified models is their own fit; the
+            # full fit's intervals there are spoilt by the diverging coefficients
+            core = fit_pairwise(restrict_pairs(pairs, sep.identified), model, ci,
+                                names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
+                                rounds=rounds, seed=seed)
     options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
                "seed": seed, "n_battles": len(table), "nll": board.fit.nll}
-    return LeaderboardResult(board.frame(), board, options)
+    frame = leaderboard_frame(board, sep, core)
+    if not sep.identified.all():
+        options["not_identified"] = not_identified_note(frame)
+        warn(options["not_identified"])
+    return LeaderboardResult(frame, board, options)
+
+
+def pair_separation(pairs: PairCounts, model: str) -> Separation:
+    """:func:`~evalprism.stats.separation.separation` of the outcomes ``model`` uses: wins, ties
+    counted for both sides (they bound both coefficients), soft labels as fractional wins."""
+    w = outcome_weights(model, pairs.counts)
+    ties = w[:, 2] + w[:, 3]
+    return separation(pairs.a, pairs.b, w[:, 0] + ties, w[:, 1] + ties, pairs.n_models)
+
+
+def restrict_pairs(pairs: PairCounts, keep: np.ndarray) -> PairCounts:
+    """The pairs between models in ``keep``, renumbered among them."""
+    new = np.cumsum(keep) - 1
+    inside = keep[pairs.a] & keep[pairs.b]
+    cross = None if pairs.soft_cross is None else pairs.soft_cross[inside]
+    return PairCounts(new[pairs.a[inside]], new[pairs.b[inside]], pairs.counts[inside], int(keep.sum()), cross)
+
+
+def leaderboard_frame(board: Leaderboard, sep: Separation, core: Leaderboard | None) -> pd.DataFrame:
+    """Columns rank, model, coef, lower, upper, rating, battles, identified; best model first.
+
+    A model the battles do not identify gets its maximum-likelihood coefficient: +inf when it
+    never loses to the identified models (interval [NaN, +inf]: no finite bound was computed), -inf
+    when it never wins ([-inf, NaN]), NaN when it is unbounded both ways ([-inf, +inf]). The
+    identified models get the coefficients and intervals of their own fit (``core``), which is
+    the limit of the full fit for them."""
+    coef, lower, upper = board.coefs.copy(), board.lower.copy(), board.upper.copy()
+    ok = sep.identified
+    if core is not None:
+        coef[ok], lower[ok], upper[ok] = core.coefs, core.lower, core.upper
+    up, down = sep.unbounded_above & ~sep.unbounded_below, sep.unbounded_below & ~sep.unbounded_above
+    both = sep.unbounded_above & sep.unbounded_below
+    coef[up], lower[up], upper[up] = np.inf, np.nan, np.inf
+    coef[down], lower[down], upper[down] = -np.inf, -np.inf, np.nan
+    coef[both], lower[both], upper[both] = np.nan, -np.inf, np.inf
+    with np.errstate(invalid="ignore"):
+        rating = elo_ratings(coef)
+    frame = pd.DataFrame({"model": board.names, "coef": coef, "lower": lower, "upper": upper, "rating": rating,
+                          "battles": board.battles, "identified": ok})
+    frame = frame.sort_values(["coef", "model"], ascending=[False, True], kind="stable",
+                              na_position="last").reset_index(drop=True)
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame
+
+
+def not_identified_note(frame: pd.DataFrame) -> str:
+    """One sentence naming the models whose coefficients the battles do not identify, and why."""
+    groups = [("never lost to the others (coefficient +inf)", np.isposinf(frame["coef"])),
+              ("never won against the others (coefficient -inf)", np.isneginf(frame["coef"])),
+              ("neither lost to nor won against the identified models (coefficient undetermined)",
+               frame["coef"].isna())]
+    parts = [f"{', '.join(frame.loc[mask, 'model'])} {why}" for why, mask in groups if mask.any()]
+    return ("not identified (separation): " + "; ".join(parts) + ". Their coefficients have no finite "
+            "maximum-likelihood value and no finite 95% interval; add battles they lose (or win) to rank them.")
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, shown even without progress output (the result is incomplete)."""
+    status(f"[yellow]warning:[/yellow] {message}", True)
 
 
 def build_report(result: LeaderboardResult) -> Report:

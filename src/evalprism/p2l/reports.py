@@ -54,11 +54,13 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
                      f"do not order them; the closest: {closest}.")
     else:
         lines.append(f"All {n_pairs} pairs of models are separated: no two 95% intervals overlap.")
+    if o.get("not_identified"):
+        lines.append(o["not_identified"][0].upper() + o["not_identified"][1:])
     lines.append("One rating per model is an average over every prompt: a model that leads on some kinds of prompts "
                  "and trails on others gets one middling number. Per-prompt leaderboards need P2L "
                  "(`evalprism p2l train`, then `evalprism p2l leaderboard` for a prompt set's categories).")
     report.summary(*lines)
-    shown = board.iloc[::-1]
+    shown = board[np.isfinite(board["coef"])].iloc[::-1]  # an infinite coefficient has no point to draw
     fig = go.Figure(go.Scatter(
         x=shown["coef"], y=shown["model"], mode="markers",
         error_x={"type": "data", "symmetric": False, "array": shown["upper"] - shown["coef"],
