@@ -119,14 +119,13 @@ def main(argv: list[str] | None = None) -> None:
         ours = statistics.median(times[name])
         report.add(Row(what=name, ours=fmt_s(ours), peer=fmt_s(peer), ratio=fmt_x(peer / ours),
                        quality="import torch, sklearn"))
-    report.notes.append(f"medians of {args.repeats} runs each; every run a fresh process, in rounds of one run of "
-                        f"each command; python {sys.version.split()[0]}")
+    report.notes += [f"medians of {args.repeats} runs each; every run a fresh process, in rounds of one run of "
+                     f"each command; python {sys.version.split()[0]}", load_note(load_before)]
     if args.baseline_src:
         gains = ", ".join(f"{name}: {fmt_x(statistics.median(times[name + ' (before)']) / statistics.median(times[name]))}"
                           for name in commands if name + " (before)" in times)
         report.notes.append(f"(before): evalprism imported from {args.baseline_src.resolve()}; "
                             f"speedup of this tree over it: {gains}")
-    report.notes.append(load_note(load_before))
     print_table(report, "Command start-up (fresh process, tiny inputs)", quality="peer command", with_n=False,
                 footer="speedup = peer time / command time (> 1: the whole command is faster than the old import chain).")
 
