@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pandas as pd
 import pytest
 
 from evalprism.p2l import P2LModel, TrainOptions, route, train_p2l
@@ -349,3 +350,34 @@ def test_fuzzed_requests_never_get_a_5xx(service: ServiceProcess, upstreams: Fak
             assert response.status_code < 500, (case.method, case.path, case.body, response.text[:300])
 
         no_server_error()
+
+
+def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstreams: FakeUpstreams, capsys) -> None:
+    """The value a model is routed by is one property of the model: a grk-trained model routed by
+    `evalprism p2l route` and by /v1/route gives the same mixes, values and router coefficients."""
+    from conftest import run_cli
+
+    battles = simulate_topic_battles(1500, seed=5)
+    rng = np.random.default_rng(5)
+    battles.loc[rng.random(len(battles)) < 0.2, "winner"] = "tie"
+    battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
+    model_path = train_p2l(battles, TrainOptions(loss="grk", seed=0, max_epochs=20), cache_dir=str(tmp_path / "cache"),
+                           progress=False).save(tmp_path / "grk-model")
+    assert P2LModel.load(model_path, cache_dir=False).routing_value == "grk"
+    prompts = tmp_path / "prompts.csv"
+    pd.DataFrame({"prompt": PROMPTS}).to_csv(prompts, index=False)
+    costs = tmp_path / "costs.csv"
+    pd.DataFrame({"model": list(COSTS), "cost": list(COSTS.values())}).to_csv(costs, index=False)
+    code, _, err = run_cli(["p2l", "route", model_path, prompts, "--costs", costs, "--budget", "1.0",
+                            "--budget-scope", "prompt", "--out", tmp_path / "routes", "-q"], capsys)
+    assert code == 0, err
+    cli = pd.read_csv(tmp_path / "routes" / "routes.csv")
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
+                          seed=0, precision="float32", runtime="torch")
+    with running_service(model_path, config, ENV) as svc:
+        for row in cli.itertuples():
+            got = post(svc, "/v1/route", {"messages": user(row.prompt)}).json()
+            want = {row.model: row.prob} | ({row.model_2: row.prob_2} if row.prob_2 > 0 else {})
+            assert got["distribution"] == pytest.approx(want, abs=1e-6)
+            assert got["expected_winrate"] == pytest.approx(row.expected_winrate, abs=1e-6)
+            assert got["router_coef"] == pytest.approx(row.router_coef, abs=1e-5)

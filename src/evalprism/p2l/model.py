@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,9 @@ from torch import nn
 from evalprism.errors import EvalprismError
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
 from evalprism.stats.pairwise import PAIR_MODELS, log_outcome_probs
+
+if TYPE_CHECKING:
+    from evalprism.p2l.routing import RouteModel
 
 CONFIG_FILE = "config.json"
 HEAD_FILE = "head.safetensors"
@@ -102,6 +105,15 @@ class P2LModel:
         out = np.concatenate(coefs).astype(np.float64) if coefs else np.zeros((0, n))
         extra = np.concatenate(extras).astype(np.float64) if extras else None
         return Prediction(out, extra)
+
+    @property
+    def routing_value(self) -> RouteModel:
+        """How this model's leaderboards value a model when routing (:func:`evalprism.p2l.route`'s
+        ``model``), derived from the training loss: ``grk`` coefficients are absolute, so a model's
+        value is σ(β), its chance of not being worse than the "bad" model (seed eq. 8); every other
+        loss gives BT-scale coefficients, valued by win rate against the opponent distribution.
+        The CLI, the library and the service all read this one property."""
+        return "grk" if self.loss == "grk" else "bt"
 
     def leaderboards(self, prompts: Sequence[str]) -> np.ndarray:
         """Array (n_prompts, n_models): the coefficient of every model on every prompt."""

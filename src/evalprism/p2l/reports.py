@@ -269,6 +269,14 @@ def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMP
     return shown
 
 
+def _against(o: dict) -> str:
+    """Whom the router's win rates are against: the opponent distribution, or for a grounded-RK model
+    the fictitious "bad" model its absolute coefficients are measured from (seed eq. 8)."""
+    if o.get("routing_value") == "grk":
+        return "the 'bad' reference model (grounded Rao-Kupper: P(not worse than bad))"
+    return str(o["opponent"])
+
+
 def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
     """Router and best single models on win rate against cost, each single model named on the
     plot, the chosen budget and the router's point at it marked."""
@@ -290,7 +298,7 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
         fig.add_vline(x=o["budget"], line_dash="dash", line_color="#d62728", line_width=1,
                       annotation_text=f"chosen budget {o['budget']:g}", annotation_position="top right")
     fig.update_layout(template="plotly_white", height=420, xaxis_title="mean cost per prompt",
-                      yaxis_title=f"expected win rate vs {o['opponent']}", yaxis_tickformat=".0%",
+                      yaxis_title=f"expected win rate vs {_against(o)}", yaxis_tickformat=".0%",
                       margin={"l": 70, "r": 20, "t": 30, "b": 50})
     return fig
 
@@ -308,13 +316,13 @@ def routing_report(result: RoutingResult) -> Report:
     o = result.options
     curve, traffic = result.curve, result.traffic
     budget = "no budget" if o["budget"] is None else f"budget {o['budget']:g} ({o['budget_scope']} cost)"
-    report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {o['opponent']}")
+    report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {_against(o)}")
     used = traffic[traffic["share"] > 0.005]
     single = _best_single_within(curve, o["budget"])
     gains = curve["router_winrate"] - curve["best_single_winrate"]
     widest = curve.iloc[int(gains.argmax())]
     report.summary(
-        f"At this budget the router's expected win rate against {o['opponent']} is {o['mean_expected_winrate']:.1%} "
+        f"At this budget the router's expected win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
         f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['best_single_winrate']:.1%} for the best "
         f"single model that fits it ({single['best_single_model']}, cost {single['best_single_cost']:.4g}). It sends "
         f"traffic to {len(used)} models ({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",

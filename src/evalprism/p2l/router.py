@@ -14,9 +14,8 @@ import pandas as pd
 from evalprism.io.costs import check_costs
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.model import P2LModel
-from evalprism.p2l.routing import BudgetScope, Route, opponent_vector, route
+from evalprism.p2l.routing import BudgetScope, Route, route
 from evalprism.progress import status
-from evalprism.stats.routing import win_values
 
 
 @dataclass
@@ -40,14 +39,16 @@ class RoutingResult:
 
 
 def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
-                 scope: BudgetScope, points: int = 12) -> pd.DataFrame:
+                 scope: BudgetScope, points: int = 12, value: str = "bt") -> pd.DataFrame:
     """Expected win rate of the optimal router and of the best affordable single model, for budgets
-    from the cheapest to the most expensive model's cost."""
+    from the cheapest to the most expensive model's cost; ``value``: the routing value of the
+    leaderboards (:attr:`P2LModel.routing_value`)."""
     budgets = np.unique(np.r_[np.linspace(cost.min(), cost.max(), points), cost])
-    per_model = win_values(coefs, opponent_vector(opponent, names)).mean(axis=0)
+    values = route(coefs, cost, None, opponent, names=names, model=value, budget_scope=scope).values
+    per_model = np.atleast_2d(values).mean(axis=0)
     rows = []
     for b in budgets:
-        r = route(coefs, cost, float(b), opponent, names=names, budget_scope=scope)
+        r = route(coefs, cost, float(b), opponent, names=names, model=value, budget_scope=scope)
         affordable = cost <= b + 1e-12
         best = int(np.flatnonzero(affordable)[per_model[affordable].argmax()])
         rows.append({"budget": float(b), "router_winrate": float(np.mean(r.expected_winrate)),
@@ -77,13 +78,14 @@ def route_prompts(
     coefs = model.leaderboards(texts)
     cost = np.array([costs[m] for m in model.models], dtype=float)
     names = model.models
-    chosen = route(coefs, cost, budget, opponent, names=names, budget_scope=budget_scope)
+    chosen = route(coefs, cost, budget, opponent, names=names, model=model.routing_value, budget_scope=budget_scope)
     routes = chosen.frame().drop(columns="prompt")
     routes.insert(0, "prompt", texts)
     traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})
     traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
-    curve = budget_curve(coefs, cost, names, opponent, budget_scope)
+    curve = budget_curve(coefs, cost, names, opponent, budget_scope, value=model.routing_value)
     options = {"n_prompts": len(texts), "budget": budget, "opponent": opponent, "budget_scope": budget_scope,
+               "routing_value": model.routing_value,
                "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
                "mean_expected_cost": float(np.mean(chosen.expected_cost))}
     return RoutingResult(routes, traffic, curve, chosen, options)

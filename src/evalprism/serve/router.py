@@ -61,7 +61,7 @@ class RoutingCore:
             self.opponent: np.ndarray = weights / weights.sum()
         else:
             self.opponent = opponent_vector("uniform", self.candidates)
-        self.route_model = "grk" if model.loss == "grk" else "bt"
+        self.route_model = model.routing_value
         self.rng = np.random.default_rng(config.seed)
 
     def __call__(self, jobs: Sequence[Job]) -> list[Decision]:
