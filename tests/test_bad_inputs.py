@@ -351,8 +351,8 @@ def _opt_judges_nan_tau(w: Path):
 
 
 def _opt_judges_components(w: Path):
-    return (["judges", "judgments.csv", "--llm", "llm_strict", "--components", "500", "--out", "out", "-q"],
-            ["n_components", "--components", "500", "384"])
+    return (["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
+            ["n_components", "--components", "400", "the embedding dimension 384"])  # 420 pairs allow 419
 
 
 def _opt_serve_log_level(w: Path):
@@ -471,3 +471,22 @@ def test_fit_reports_a_model_that_never_loses_as_not_identified(tmp_path: Path) 
     assert board.loc["y", "coef"] == pytest.approx(-np.log(3) / 2, abs=1e-6)
     assert np.isfinite(board.loc[["x", "y"], ["lower", "upper"]].to_numpy()).all()
     assert "d never lost to the others" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------ what is not an error
+
+def test_text_with_a_byte_order_mark_is_read_as_utf8_would_be(tmp_path: Path) -> None:
+    """UTF-16 and UTF-8 with a byte-order mark are unambiguous: tables and the router config read the same."""
+    from evalprism.io import read_table
+    from evalprism.serve.config import load_config
+
+    small_responses().to_csv(tmp_path / "utf8.csv", index=False)
+    text = (tmp_path / "utf8.csv").read_text(encoding="utf-8")
+    (tmp_path / "utf16.csv").write_bytes(text.encode("utf-16"))
+    (tmp_path / "utf8bom.csv").write_bytes(text.encode("utf-8-sig"))
+    expected = read_table(tmp_path / "utf8.csv")
+    for name in ("utf16.csv", "utf8bom.csv"):
+        pd.testing.assert_frame_equal(read_table(tmp_path / name), expected)
+    yaml_text = "models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\nrouter_name: routeur-é\n"
+    (tmp_path / "serve.yaml").write_bytes(yaml_text.encode("utf-16"))
+    assert load_config(tmp_path / "serve.yaml").router_name == "routeur-é"
