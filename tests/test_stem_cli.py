@@ -102,7 +102,7 @@ def test_bad_inputs_exit_2_with_a_clear_message(files, tmp_path, capsys) -> None
     _expect_error(["stem", "locate", pool_dir, good_c, "--model", "nobody", "--out", out], capsys,
                   "model 'nobody' is not there", out)
     _expect_error(["stem", "locate", tmp_path, good_c, "--model", "other-a", "--out", out], capsys,
-                  "not a pool directory (pool.csv is missing", out)
+                  "not a valid evalprism pool directory: pool.csv is missing", out)
 
 
 def test_demo_locates_the_planted_models(tmp_path) -> None:
