@@ -54,5 +54,5 @@ def test_cli_route_refuses_missing_costs_and_low_budgets(model_and_inputs: Path,
     bad.to_csv(root / "bad.csv", index=False)
     code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
                             root / "bad.csv", "--out", root / "x", "-q"], capsys)
-    assert code == 2 and "row 1, column 'cost'" in err
+    assert code == 2 and "row 1 (line 2), column 'cost'" in err
     assert not (root / "x").exists()

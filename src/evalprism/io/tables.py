@@ -104,12 +104,9 @@ def _read_json_records(path: Path) -> pd.DataFrame:
 
 
 def row_location(table: pd.DataFrame, row: int) -> str:
-    """Where 0-based data ``row`` of a table read by :func:`read_table` sits in its file: ``line N``
-    for CSV/TSV (after the header; a quoted field spanning lines shifts it) and JSON Lines, else
-    ``row N`` (Parquet, JSON, tables built in memory)."""
+    """Where 0-based data ``row`` of a table read by :func:`read_table` sits in its file: ``row N``
+    as the schema messages say it, with the file's line for CSV/TSV (after the header; a quoted
+    field spanning lines shifts it) and JSON Lines: ``row 2 (line 3)``."""
     fmt = table.attrs.get("format")
-    if fmt in ("csv", "tsv"):
-        return f"line {row + 2}"
-    if fmt == "jsonl":
-        return f"line {row + 1}"
-    return f"row {row + 1}"
+    line = {"csv": row + 2, "tsv": row + 2, "jsonl": row + 1}.get(str(fmt))
+    return f"row {row + 1}" + (f" (line {line})" if line is not None else "")
