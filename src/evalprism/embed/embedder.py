@@ -54,8 +54,10 @@ class Embedder:
         todo = [i for i, k in enumerate(keys) if k not in found]
         vectors: dict[int, np.ndarray] = {i: found[k] for i, k in enumerate(keys) if k in found}
         if todo:
-            # Longest first: batches of similar length waste less padding, and the ETA is honest.
-            todo.sort(key=lambda i: -len(distinct[i]))
+            # Longest first: batches of similar length waste less padding, and the ETA is honest. Equal
+            # lengths by text: a batch's company changes its vectors in the last bits, so batches are
+            # made by content, never by the order the texts came in (results independent of row order).
+            todo.sort(key=lambda i: (-len(distinct[i]), distinct[i]))
             chunk = self.batch_size * 8
             with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), chunk):
