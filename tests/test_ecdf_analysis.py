@@ -60,10 +60,17 @@ def test_final_answer_rule_by_hand() -> None:
     vecs = np.array([[1.0, 0.0], [0.6, 0.5], [0.0, 1.0], [5.0, 5.0], [0.0, 0.0]])
     codes = np.array([0, 0, 0, 1, 1])
     eligible = np.array([True, True, True, True, False])
-    assert final_answers(codes, vecs, eligible, 3).tolist() == [1, 3, -1]
-    # a tie goes to the earlier row
+    assert final_answers(codes, vecs, eligible, 3, ["x", "y", "z", "w", ""]).tolist() == [1, 3, -1]
+    # a tie goes to the lexicographically smallest answer, wherever its row is
     tie = np.array([[1.0, 0.0], [-1.0, 0.0]])
-    assert final_answers(np.array([0, 0]), tie, np.array([True, True]), 1).tolist() == [0]
+    assert final_answers(np.array([0, 0]), tie, np.array([True, True]), 1, ["A", "B"]).tolist() == [0]
+    assert final_answers(np.array([0, 0]), tie, np.array([True, True]), 1, ["B", "A"]).tolist() == [1]
+    # two answers given equally often tie exactly (up to rounding in the mean): the smaller answer wins
+    vecs4 = np.array([[0.6, 0.8], [1.0, 0.0], [0.6, 0.8], [1.0, 0.0]], dtype=np.float32)
+    for order in ([0, 1, 2, 3], [1, 3, 0, 2], [3, 2, 1, 0]):
+        texts = np.array(["B", "A", "B", "A"])[order].tolist()
+        got = final_answers(np.zeros(4, dtype=np.int64), vecs4[order], np.ones(4, dtype=bool), 1, texts)
+        assert texts[int(got[0])] == "A"
 
 
 def test_renumbering_by_wins_by_hand() -> None:

@@ -17,6 +17,7 @@ from evalprism.ecdf.result import EcdfResult
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
+from evalprism.keyed import content_order
 from evalprism.progress import progress_bar, status
 from evalprism.stats import choose_k, ecdf_wins, kmedoids, mds_order, w1_matrix
 
@@ -37,6 +38,8 @@ ACCURACY_BINS = 5
 DEFAULT_K_MAX = 16
 #: above this many settings the distance matrix is kept in float32
 FLOAT32_ABOVE = 20_000
+#: eq. 6 distances closer than this (relative to the vectors' norm) are ties: rounding, not meaning
+TIE_RTOL = 1e-9
 
 
 def _natural_key(values: pd.Series) -> pd.Series:
@@ -52,12 +55,16 @@ def _config_label(values: Sequence[object], by: Sequence[str]) -> str:
 
 
 def _cosine_max(resp_vecs: np.ndarray, ref_lists: list[tuple[str, ...]], ref_index: dict[str, int],
-                ref_vecs: np.ndarray) -> np.ndarray:
-    """Eq. (3): each response's maximum cosine similarity to its own references (unit vectors)."""
+                ref_vecs: np.ndarray, answers: Sequence[str]) -> np.ndarray:
+    """Eq. (3): each response's maximum cosine similarity to its own references (unit vectors).
+
+    The rows sharing references form one matrix product, its rows in answer order: a row's place in
+    a float32 product changes its last bits, so the same responses in another row order must make
+    the same matrices."""
     out = np.empty(len(ref_lists), dtype=np.float64)
     by_refs: dict[tuple[str, ...], list[int]] = {}
-    for row, refs in enumerate(ref_lists):
-        by_refs.setdefault(refs, []).append(row)
+    for row in content_order(answers):
+        by_refs.setdefault(ref_lists[row], []).append(int(row))
     for refs, rows in by_refs.items():
         refs_mat = ref_vecs[[ref_index[r] for r in refs]]
         sims = resp_vecs[rows] @ refs_mat.T
@@ -65,16 +72,23 @@ def _cosine_max(resp_vecs: np.ndarray, ref_lists: list[tuple[str, ...]], ref_ind
     return np.clip(out, -1.0, 1.0)
 
 
-def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, n_settings: int) -> np.ndarray:
+def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, n_settings: int,
+                  answers: Sequence[str]) -> np.ndarray:
     """Eq. (6): per setting, the row whose embedding is nearest (L2) to the setting's mean embedding.
 
-    Only ``eligible`` rows (responses with an answer) take part; the earliest row wins ties.
+    Only ``eligible`` rows (responses with an answer) take part. Ties, the rule: distances equal up to
+    rounding (within :data:`TIE_RTOL` times the setting's largest vector norm) are equal, and among the
+    tied rows the lexicographically smallest normalised answer (``answers``, after extraction, choice
+    mapping and suffix stripping) wins. Two answers given equally often tie exactly; a rule on the
+    answers, not on row positions, gives the same final answer whatever the order of the rows (the
+    means are summed in (setting, answer) order for the same reason).
     Returns one row index per setting, -1 where a setting has no eligible row.
     """
     rows = np.flatnonzero(eligible)
     chosen = np.full(n_settings, -1, dtype=np.int64)
     if rows.size == 0:
         return chosen
+    rows = rows[content_order(codes[rows], np.asarray(answers, dtype=object)[rows])]
     c = codes[rows]
     u = vectors[rows].astype(np.float64)
     sums = np.zeros((n_settings, u.shape[1]))
@@ -82,10 +96,14 @@ def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, 
     counts = np.bincount(c, minlength=n_settings)
     means = sums / np.maximum(counts, 1)[:, None]
     dist = np.linalg.norm(u - means[c], axis=1)
-    order = np.lexsort((rows, dist, c))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = c[order][1:] != c[order][:-1]
-    chosen[c[order][first]] = rows[order][first]
+    nearest = np.full(n_settings, np.inf)
+    np.minimum.at(nearest, c, dist)
+    scale = np.zeros(n_settings)
+    np.maximum.at(scale, c, np.linalg.norm(u, axis=1))
+    tied = np.flatnonzero(dist <= nearest[c] + TIE_RTOL * scale[c])
+    # rows are in (setting, answer) order: the first tied row of a setting has the smallest answer
+    settings, first = np.unique(c[tied], return_index=True)
+    chosen[settings] = rows[tied[first]]
     return chosen
 
 
@@ -216,7 +234,7 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     vectors[answered] = all_vecs[: len(answer_texts)]
     if user_scores is None:
         ref_index = {r: i for i, r in enumerate(distinct_refs)}
-        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts):])
+        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts):], answers)
         scores[~answered] = 0.0  # a response with no answer scores 0 (documented in prepare.py)
     else:
         scores = user_scores
@@ -370,7 +388,7 @@ def analyze(
         settings["group"] = first_of[group].to_numpy()
     if scored.answers is not None:
         assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
-        chosen = final_answers(codes, scored.vectors, scored.answered, n_settings)
+        chosen = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
         settings["correct"] = [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
