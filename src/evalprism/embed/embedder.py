@@ -1,4 +1,8 @@
-"""The :class:`Embedder`: dedup, cache lookup, batched encoding with a progress bar."""
+"""The :class:`Embedder`: dedup, cache lookup, batched encoding with a progress bar.
+
+Build one with :func:`evalprism.embed.get_embedder` (the one factory from a spec string), or
+directly; either way the backend named by the spec decides how the instruction reaches the model.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +11,24 @@ from pathlib import Path
 
 import numpy as np
 
-from evalprism.embed.backends import DEFAULT_SPEC, SentenceTransformerBackend, default_device, resolve_backend
+from evalprism.embed.backends import SentenceTransformerBackend, default_device, resolve_backend
 from evalprism.embed.cache import EmbeddingCache, cache_key
+from evalprism.embed.spec import DEFAULT_SPEC, EncoderSpec, parse_spec
 from evalprism.progress import progress_bar
 
 
 class Embedder:
     """Embed texts as unit-norm float32 vectors, encoding each distinct text at most once ever.
 
-    ``instruction`` (optional) is prepended to every text as plain text (``"<instruction> <text>"``)
-    and is part of the cache key. ``cache_dir=False`` disables the persistent cache.
+    ``instruction`` (optional) is part of the cache key and reaches the model as the backend
+    defines: prepended as plain text (``"<instruction> <text>"``) for ``minilm`` and ``st:``, as
+    INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache.
     ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
     """
 
     def __init__(
         self,
-        spec: str = DEFAULT_SPEC,
+        spec: str | EncoderSpec = DEFAULT_SPEC,
         *,
         instruction: str | None = None,
         cache_dir: str | Path | None | bool = None,
@@ -30,9 +36,10 @@ class Embedder:
         progress: bool = True,
         device: str | None = None,
     ) -> None:
-        self.backend: SentenceTransformerBackend = resolve_backend(spec, device or default_device())
-        self.spec = spec
+        parsed = parse_spec(spec)
         self.instruction = instruction or None
+        self.backend: SentenceTransformerBackend = resolve_backend(parsed, device or default_device(), self.instruction)
+        self.spec = parsed.text
         self.batch_size = batch_size
         self.progress = progress
         self.cache = None if cache_dir is False else EmbeddingCache(cache_dir or None)
@@ -42,8 +49,10 @@ class Embedder:
     def model_id(self) -> str:
         return self.backend.model_id
 
-    def _model_text(self, text: str) -> str:
-        return f"{self.instruction} {text}" if self.instruction else text
+    @property
+    def dim(self) -> int:
+        """The vectors' length, from the model (loads it; encodes and caches nothing)."""
+        return self.backend.dimension()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array (len(texts), dim); identical texts share one encoding."""
@@ -62,7 +71,7 @@ class Embedder:
             with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), chunk):
                     idx = todo[start : start + chunk]
-                    enc = self.backend.encode([self._model_text(distinct[i]) for i in idx], self.batch_size)
+                    enc = self.backend.encode([self.backend.model_text(distinct[i]) for i in idx], self.batch_size)
                     if self.cache is not None:
                         self.cache.put_many([keys[i] for i in idx], enc)
                     vectors.update(zip(idx, enc, strict=True))
@@ -74,9 +83,3 @@ class Embedder:
         position = {t: i for i, t in enumerate(distinct)}
         return table[[position[t] for t in texts]]
 
-
-def get_embedder(spec: str | Embedder = DEFAULT_SPEC, **options: object) -> Embedder:
-    """An :class:`Embedder` from a spec string (an Embedder passes through unchanged)."""
-    if isinstance(spec, Embedder):
-        return spec
-    return Embedder(spec, **options)  # type: ignore[arg-type]

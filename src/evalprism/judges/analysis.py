@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from evalprism.embed import Embedder
+from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.judgments import prepare_judgments
 from evalprism.io.options import check_number
@@ -42,14 +42,10 @@ def pair_text(query: str, doc: str) -> str:
 
 
 def make_embedder(spec: str, instruction: str, *, cache_dir: str | Path | None, progress: bool) -> Embedder:
-    """An embedder for one instruction: INSTRUCTOR's format for ``instructor:`` specs, else the
-    instruction prepended as text. The instruction is part of every cache key."""
-    options = {"instruction": instruction, "cache_dir": cache_dir, "progress": progress}
-    if spec.strip().startswith("instructor:"):
-        from evalprism.embed.instructor import InstructorEmbedder
-
-        return InstructorEmbedder(spec, **options)  # type: ignore[arg-type]
-    return Embedder(spec, **options)  # type: ignore[arg-type]
+    """An embedder for one instruction, from the embedders' factory: INSTRUCTOR's format for
+    ``instructor:`` specs, else the instruction prepended as text. The instruction is part of every
+    cache key."""
+    return get_embedder(spec, instruction=instruction, cache_dir=cache_dir, progress=progress)
 
 
 def _concentration(pairs_cluster: np.ndarray, human: np.ndarray, llm: dict[str, np.ndarray],

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from evalprism.embed.spec import spec_kind
 from evalprism.report import Report
 
 if TYPE_CHECKING:
@@ -216,8 +217,8 @@ def build_report(result: JudgesResult, title: str | None = None) -> Report:
     departures = [
         "The paper embedded pairs with INSTRUCTOR-XL. With the 'minilm' or 'st:' embedders the instruction is "
         "prepended to the pair text as plain text instead of INSTRUCTOR's [instruction, text] format (use "
-        "'instructor:<path>' with local weights for the paper's format)." if not str(o.get("embedder", "")).startswith(
-            "instructor:") else "INSTRUCTOR format: the instruction is the model's prompt, excluded from pooling.",
+        "'instructor:<path>' with local weights for the paper's format)." if spec_kind(o.get("embedder")) != "instructor"
+        else "INSTRUCTOR format: the instruction is the model's prompt, excluded from pooling.",
         "HDBSCAN parameters, the reduction before it and the minimum pairs per query-cluster cell are not given "
         "in the paper; the values used are listed above.",
         "Outlier rule (the paper names no rule): ΔAC1 above Q3 + 1.5 IQR of the judge's ΔAC1 values.",

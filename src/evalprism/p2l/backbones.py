@@ -1,6 +1,7 @@
 """Backbones of a P2L model: map prompts to a feature vector that the coefficient head reads.
 
-Spec strings (the same ones the embedder uses, plus Hugging Face causal LMs):
+Spec strings (parsed by :func:`evalprism.embed.spec.parse_spec`, as the embedders' are; the
+sentence encoders come from the embedders' factory :func:`evalprism.embed.get_embedder`):
 
 - ``minilm`` (default) or ``st:<name or path>``: a sentence-transformers encoder. Frozen, its
   prompt embeddings come from the persistent embedding cache, so a second training run or a
@@ -10,7 +11,8 @@ Spec strings (the same ones the embedder uses, plus Hugging Face causal LMs):
   prompt's feature is the hidden state of its last token, as in the paper (section 3.1).
 
 Nothing is downloaded: a spec that is not a local path or a model already in the local cache is
-an error that says so.
+an error that says so. ``instructor:`` is refused: INSTRUCTOR encodes with an instruction, which a
+P2L backbone does not have. Building a backbone writes nothing: the dimension is read from the model.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from evalprism.embed import Embedder
-from evalprism.embed.backends import resolve_backend
+from evalprism.embed import get_embedder
+from evalprism.embed.backends import resolve_backend, sentence_dimension
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
+from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.errors import EvalprismError
 from evalprism.progress import progress_bar, status
+
+#: the backbone kinds that are sentence encoders (built by the embedders' factory)
+ENCODER_KINDS: tuple[Kind, ...] = ("minilm", "st")
 
 
 class Backbone(nn.Module):
@@ -55,10 +61,11 @@ class SentenceEncoderBackbone(Backbone):
     runs the frozen encoder in OpenVINO (:mod:`evalprism.embed.openvino_runtime`) at either
     precision, also without the cache: what a serving process wants, where every prompt is new."""
 
-    def __init__(self, spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
+    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
                  progress: bool = True, precision: str = "float32", runtime: str = "torch") -> None:
         super().__init__()
-        self.spec = spec
+        spec = parse_spec(spec, role="backbone", kinds=ENCODER_KINDS)
+        self.spec = spec.text
         self.trainable = finetune
         self.progress = progress
         self.encoder: Any = None
@@ -79,11 +86,11 @@ class SentenceEncoderBackbone(Backbone):
                 self.runtime = "openvino"
             else:
                 self.encoder.to(inference_dtype(precision))
-            dim_of = getattr(self.encoder, "get_embedding_dimension", None) or self.encoder.get_sentence_embedding_dimension
-            self.dim = int(dim_of())
+            self.dim = int(sentence_dimension(self.encoder))
         else:
-            self.embedder = Embedder(spec, cache_dir=cache_dir, progress=progress)
-            self.dim = int(self.embedder.embed(["dimension probe"]).shape[1])
+            self.embedder = get_embedder(spec, cache_dir=cache_dir, progress=progress, role="backbone",
+                                         kinds=ENCODER_KINDS)
+            self.dim = self.embedder.dim  # from the model: nothing is encoded into the user's cache
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
         if self.compiled is not None:
@@ -105,14 +112,15 @@ class SentenceEncoderBackbone(Backbone):
 class CausalLMBackbone(Backbone):
     """A local Hugging Face causal LM without its LM head; feature = last non-padding token's state."""
 
-    def __init__(self, spec: str, *, finetune: bool = False, progress: bool = True, batch_size: int = 8,
+    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, progress: bool = True, batch_size: int = 8,
                  root: Path | None = None) -> None:
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
-        path = Path(spec[3:].strip()).expanduser()
+        spec = parse_spec(spec, role="backbone", kinds=("hf",))
+        path = Path(spec.location).expanduser()
         if root is not None and not path.is_absolute():
             path = root / path
         if not path.is_dir():
@@ -125,7 +133,7 @@ class CausalLMBackbone(Backbone):
             raise EvalprismError(f"backbone '{spec}': cannot load '{path}' ({type(exc).__name__}: {exc})") from None
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.spec = spec
+        self.spec = spec.text
         self.trainable = finetune
         self.progress = progress
         self.batch_size = batch_size
@@ -190,7 +198,7 @@ def resolve_runtime(runtime: str, spec: str) -> str:
     (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch."""
     if runtime not in (*RUNTIMES, "auto"):
         raise EvalprismError(f"unknown runtime '{runtime}': expected auto, {' or '.join(RUNTIMES)}")
-    encoder = not (spec or "minilm").strip().startswith("hf:")
+    encoder = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS).sentence_encoder
     if runtime == "auto":
         return "openvino" if encoder and openvino_available() else "torch"
     if runtime == "openvino" and not encoder:
@@ -205,26 +213,31 @@ def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | 
     """The backbone named by ``spec``; relative ``st:``/``hf:`` paths resolve against ``root``
     (a model directory holding fine-tuned weights). ``precision``: the backbone's inference dtype;
     ``runtime``: what runs it (:func:`resolve_runtime`)."""
-    spec = (spec or "minilm").strip()
     inference_dtype(precision)
     requested, runtime = runtime, resolve_runtime(runtime, spec)
-    if spec.startswith("hf:"):
-        backbone = CausalLMBackbone(spec, finetune=finetune, progress=progress, root=root)
+    parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
+    if parsed.kind == "hf":
+        backbone = CausalLMBackbone(parsed, finetune=finetune, progress=progress, root=root)
         backbone.model.to(inference_dtype(precision))
         return backbone
-    if spec.startswith("st:") and root is not None and not Path(spec[3:]).is_absolute() and (root / spec[3:]).exists():
-        spec = f"st:{(root / spec[3:]).resolve()}"
-    if spec == "minilm" or spec.startswith("st:"):
-        try:
-            return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress,
-                                           precision=precision, runtime=runtime)
-        except EvalprismError as exc:
-            if requested != "auto" or runtime == "torch":
-                raise
-            status(f"{exc}; running it in torch instead")
-            return SentenceEncoderBackbone(spec, finetune=finetune, cache_dir=cache_dir, progress=progress,
-                                           precision=precision, runtime="torch")
-    raise EvalprismError(f"unknown backbone '{spec}': expected 'minilm', 'st:<name or path>' or 'hf:<local path>'")
+    parsed = _saved_encoder(parsed, root)
+    try:
+        return SentenceEncoderBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress,
+                                       precision=precision, runtime=runtime)
+    except EvalprismError as exc:
+        if requested != "auto" or runtime == "torch":
+            raise
+        status(f"{exc}; running it in torch instead")
+        return SentenceEncoderBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress,
+                                       precision=precision, runtime="torch")
+
+
+def _saved_encoder(spec: EncoderSpec, root: Path | None) -> EncoderSpec:
+    """An ``st:`` location relative to ``root`` (a model directory's fine-tuned encoder, saved as
+    ``st:backbone``) made absolute when it exists there; any other spec unchanged."""
+    if spec.kind != "st" or root is None or Path(spec.location).is_absolute() or not (root / spec.location).exists():
+        return spec
+    return parse_spec(f"st:{(root / spec.location).resolve()}", role="backbone", kinds=BACKBONE_KINDS)
 
 
 def describe(backbone: Backbone) -> dict[str, Any]:

@@ -1,0 +1,39 @@
+"""The one factory from a spec string to an :class:`~evalprism.embed.Embedder`.
+
+ECDF, judges and the P2L sentence-encoder backbones all build their embedders here, so a spec means
+the same everywhere: ``instructor:<path>`` always gives the INSTRUCTOR embedder (the instruction as
+the model's prompt), and a kind the caller cannot use is refused by :func:`~evalprism.embed.spec.parse_spec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalprism.embed.embedder import Embedder
+from evalprism.embed.instructor import InstructorEmbedder
+from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, Kind, parse_spec
+
+
+def get_embedder(
+    spec: str | EncoderSpec | Embedder = DEFAULT_SPEC,
+    *,
+    instruction: str | None = None,
+    cache_dir: str | Path | None | bool = None,
+    progress: bool = True,
+    batch_size: int = 64,
+    device: str | None = None,
+    role: str = "embedder",
+    kinds: Sequence[Kind] = EMBEDDER_KINDS,
+) -> Embedder:
+    """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged).
+
+    ``instruction`` goes with every text as the spec's model expects it (see :class:`Embedder`).
+    ``role`` and ``kinds``: how the caller names what it builds, and the spec kinds it accepts
+    (a P2L backbone takes ``minilm`` and ``st:`` here)."""
+    if isinstance(spec, Embedder):
+        return spec
+    parsed = parse_spec(spec, role=role, kinds=kinds)
+    cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
+    return cls(parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size,
+                device=device)
