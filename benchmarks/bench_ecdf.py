@@ -221,8 +221,9 @@ def evalprism_kmedoids(dist: np.ndarray, truth: np.ndarray, k: int, seed: int) -
 
     from evalprism.stats import kmedoids
 
-    (_, labels, loss), seconds = timed(lambda: kmedoids(dist, k, method="fasterpam", seed=seed))
-    return ClusterRun(n=dist.shape[0], seconds=seconds, loss=loss, ari=float(adjusted_rand_score(truth, labels)))
+    result, seconds = timed(lambda: kmedoids(dist, k, method="fasterpam", seed=seed))
+    return ClusterRun(n=dist.shape[0], seconds=seconds, loss=result.loss,
+                      ari=float(adjusted_rand_score(truth, result.labels)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,8 +310,8 @@ def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
     samples, _ = planted_ecdfs(n, "equal", seed)
     dtype = np.float32 if dtype_name == "float32" else np.float64
     dist, t_w1 = timed(lambda: w1_matrix(samples, dtype=dtype))
-    (_, _, loss), t_km = timed(lambda: kmedoids(dist, K, seed=seed))
-    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": loss, "peak_bytes": peak_rss_bytes()}
+    result, t_km = timed(lambda: kmedoids(dist, K, seed=seed))
+    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": result.loss, "peak_bytes": peak_rss_bytes()}
 
 
 def choose_dtype(n: int, requested: str) -> tuple[str, str]:

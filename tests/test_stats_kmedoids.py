@@ -58,7 +58,8 @@ def test_pam_reproduces_algorithm1(seed: int, n: int, k: int) -> None:
     X = rng.normal(size=(n, 2))
     D = cdist(X, X)
     want_medoids, want_loss = algorithm1(D.tolist(), k)
-    medoids, labels, loss = pam(D, k)
+    result = pam(D, k)
+    medoids, labels, loss = result.medoids, result.labels, result.loss
     assert medoids.tolist() == want_medoids
     assert loss == pytest.approx(want_loss, rel=1e-12)
     assert labels.tolist() == np.argmin(D[:, want_medoids], axis=1).tolist()
@@ -68,15 +69,17 @@ def test_pam_agrees_with_kmedoids_package() -> None:
     rng = np.random.default_rng(7)
     X = rng.normal(size=(200, 3))
     D = cdist(X, X)
-    _, _, loss = pam(D, 6)
+    loss = pam(D, 6).loss
     assert loss == pytest.approx(kmedoids_pkg.pam(D, 6).loss, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fasterpam_matches_pam_and_recovers_planted_clusters(seed: int) -> None:
     D, truth = planted(n_per=40, k=6, seed=seed)
-    _, labels_pam, loss_pam = kmedoids(D, 6, method="pam")
-    medoids, labels, loss = kmedoids(D, 6, method="fasterpam", seed=seed)
+    exact = kmedoids(D, 6, method="pam")
+    labels_pam, loss_pam = exact.labels, exact.loss
+    result = kmedoids(D, 6, method="fasterpam", seed=seed)
+    medoids, labels, loss = result.medoids, result.labels, result.loss
     assert loss <= loss_pam * 1.01
     assert adjusted_rand_score(truth, labels) >= 0.95
     assert adjusted_rand_score(truth, labels_pam) >= 0.95
@@ -86,7 +89,8 @@ def test_fasterpam_matches_pam_and_recovers_planted_clusters(seed: int) -> None:
 
 def test_fasterpam_subsampled_build_on_larger_problem() -> None:
     D, truth = planted(n_per=450, k=5, seed=4, spread=0.03)  # n = 2,250 > the exact-BUILD limit
-    _, labels, loss = kmedoids(D, 5, seed=0)
+    result = kmedoids(D, 5, seed=0)
+    labels, loss = result.labels, result.loss
     assert adjusted_rand_score(truth, labels) >= 0.95
     assert loss <= kmedoids_pkg.pam(D, 5).loss * 1.01
 
@@ -98,8 +102,8 @@ def test_same_seed_same_clustering_whatever_numpys_global_state(n_per: int) -> N
     runs = []
     for global_seed in (1, 2, 3):
         np.random.seed(global_seed)
-        medoids, labels, loss = kmedoids(D, 4, seed=11)
-        runs.append((medoids.tolist(), labels.tolist(), loss))
+        result = kmedoids(D, 4, seed=11)
+        runs.append((result.medoids.tolist(), result.labels.tolist(), result.loss))
     assert runs[0] == runs[1] == runs[2]
 
 
@@ -109,3 +113,15 @@ def test_bad_k_and_method() -> None:
         kmedoids(D, 7)
     with pytest.raises(EvalprismError, match="unknown k-medoids method"):
         kmedoids(D, 2, method="kmeans")  # type: ignore[arg-type]
+
+
+def test_result_is_named_like_the_kmedoids_package() -> None:
+    """medoids, labels, loss, n_iter, n_swap by name, as kmedoids.KMedoidsResult has them."""
+    D, _ = planted(n_per=20, k=3, seed=6, spread=0.2)
+    exact = kmedoids_pkg.pam(D, 3).loss
+    for method in ("pam", "fasterpam"):
+        result = kmedoids(D, 3, method=method)  # type: ignore[arg-type]
+        assert exact <= result.loss <= exact * 1.01
+        assert result.labels.shape == (len(D),) and result.medoids.shape == (3,)
+        assert result.n_iter is not None and result.n_iter >= 1
+        assert result.n_swap is not None and result.n_swap >= 0

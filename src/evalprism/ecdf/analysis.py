@@ -275,8 +275,21 @@ def check_distance_memory(n_settings: int, where: str) -> None:
             "questions, or fewer --by columns)")
 
 
+@dataclass
+class _Clustering:
+    """The settings' ECDFs clustered: the distance matrix (eq. 4-5), medoids and labels numbered by
+    wins (eq. 7) with the wins, the k-medoids loss, and the silhouette curve when K was chosen."""
+
+    dist: np.ndarray
+    medoids: np.ndarray
+    labels: np.ndarray
+    loss: float
+    wins: np.ndarray
+    k_curve: pd.DataFrame | None
+
+
 def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
-             progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, pd.DataFrame | None]:
+             progress: bool) -> _Clustering:
     """Distances (eq. 4-5), K (given or by silhouette), k-medoids, wins (eq. 7)."""
     n = len(samples)
     dtype = distance_dtype(n)
@@ -293,16 +306,17 @@ def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: 
         if k < 1 or k > n:
             raise EvalprismError(f"--clusters {k}: K must be between 1 and the number of settings ({n})")
     status(f"k-medoids ({method}) with K={k}", progress)
-    medoids, labels, loss = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
-    medoids, labels, wins = renumber_by_wins(samples, medoids, labels)
-    return dist, medoids, labels, loss, wins, k_curve
+    result = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
+    medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
+    return _Clustering(dist, medoids, labels, result.loss, wins, k_curve)
 
 
-def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray], dist: np.ndarray,
-                   medoids: np.ndarray, labels: np.ndarray, wins: np.ndarray) -> pd.DataFrame:
+def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray],
+                   clustering: _Clustering) -> pd.DataFrame:
+    dist, wins = clustering.dist, clustering.wins
     rows = []
-    for c, m in enumerate(medoids):
-        members = np.flatnonzero(labels == c)
+    for c, m in enumerate(clustering.medoids):
+        members = np.flatnonzero(clustering.labels == c)
         rows.append({
             "cluster": c,
             "size": members.size,
@@ -375,15 +389,15 @@ def analyze(
     bounds = np.cumsum(np.bincount(codes, minlength=n_settings))[:-1]
     samples = [np.sort(s) for s in np.split(scored.scores[order], bounds)]
 
-    dist, medoids, labels, loss, wins, k_curve = _cluster(samples, clusters, method, seed, k_max, progress)
+    clustering = _cluster(samples, clusters, method, seed, k_max, progress)
 
     # ---- per-setting table (rows stay in setting order throughout) ------------------------------
     first_of = df.groupby("setting").first()
     settings["configuration"] = [_config_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
     settings["n_responses"] = [s.size for s in samples]
     settings["mean_score"] = [float(s.mean()) for s in samples]
-    settings["cluster"] = labels
-    settings["is_medoid"] = np.isin(np.arange(n_settings), medoids)
+    settings["cluster"] = clustering.labels
+    settings["is_medoid"] = np.isin(np.arange(n_settings), clustering.medoids)
     if group:
         settings["group"] = first_of[group].to_numpy()
     if scored.answers is not None:
@@ -397,7 +411,7 @@ def analyze(
     for col in carried:
         settings[col] = first_of[col].to_numpy()
 
-    cluster_table = _cluster_table(settings, keys, samples, dist, medoids, labels, wins)
+    cluster_table = _cluster_table(settings, keys, samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
 
@@ -422,17 +436,17 @@ def analyze(
         clusters=cluster_table,
         factors=factor_table,
         accuracy=accuracy,
-        k_curve=k_curve,
+        k_curve=clustering.k_curve,
         assignment=assignment,
         samples=samples,
         responses=df,
         by=by,
         options={
-            "by": by, "clusters": clusters, "k": int(medoids.size), "method": method, "seed": seed,
+            "by": by, "clusters": clusters, "k": int(clustering.medoids.size), "method": method, "seed": seed,
             "extract": extract, "choices": choices, "group": group,
             "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
             "quality": "score column" if "score" in df.columns else "max cosine similarity to references (eq. 3)",
-            "loss": loss,
+            "loss": clustering.loss,
         },
         embed_stats=scored.embed_stats,
         notes=notes,

@@ -2,7 +2,8 @@
 
 - :func:`w1_matrix`: exact L1 distance between ECDFs (= 1-Wasserstein), all pairs at once.
 - :func:`ecdf_wins`: the seed's eq. (7) win matrix between ECDFs.
-- :func:`kmedoids`: FasterPAM (``kmedoids`` package) or the seed's Algorithm 1 (:func:`pam`).
+- :func:`kmedoids`: FasterPAM (``kmedoids`` package) or the seed's Algorithm 1 (:func:`pam`), each
+  returning a :class:`KMedoidsResult` (medoids, labels, loss, n_iter, n_swap).
 - :func:`mds_order`: 1-D MDS seriation of the rows of a matrix.
 - :func:`fit_pairwise`: marginal BT / BT-with-ties / Rao-Kupper / grounded Rao-Kupper fits with
   95% intervals -> :class:`Leaderboard` (takes a battles table: the one kernel that accepts pandas,
@@ -23,7 +24,7 @@ from evalprism._lazy import lazy_package
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
     from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
-    from evalprism.stats.kmedoids import choose_k, kmedoids, pam, pam_build
+    from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
     from evalprism.stats.leaderboard import Leaderboard, fit_pairwise
     from evalprism.stats.pairwise import PairCounts, PairwiseFit, bootstrap_coefs, elo_ratings, fit_counts, sandwich_cov
     from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
 __all__ = [
     "Agreement",
     "GroupAgreement",
+    "KMedoidsResult",
     "agreement_by_group",
     "cohen_kappa",
     "gwet_ac1",
@@ -59,7 +61,7 @@ __all__ = [
 lazy_package(__name__, {
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
     "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
-    "kmedoids": ["choose_k", "kmedoids", "pam", "pam_build"],
+    "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
     "leaderboard": ["Leaderboard", "fit_pairwise"],
     # bootstrap_coefs, fit_counts and sandwich_cov are reachable here but not in __all__, as before
     "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"],

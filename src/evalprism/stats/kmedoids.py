@@ -6,12 +6,15 @@ faster. ``method="pam"`` is the seed's Algorithm 1 literally: greedy BUILD, then
 the single best (medoid, non-medoid) exchange while it lowers the total distance. It is written
 here rather than taken from ``kmedoids.pam`` because the seed fixes its tie-breaking and stopping
 rule, and tests check it against a line-by-line transcription of Algorithm 1.
+
+Both return a :class:`KMedoidsResult`, named like the ``kmedoids`` package's result.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import kmedoids as _kmedoids
@@ -21,6 +24,22 @@ from evalprism.errors import EvalprismError
 
 Method = Literal["fasterpam", "pam"]
 _BUILD_SAMPLE = 2000
+
+
+@dataclass(frozen=True)
+class KMedoidsResult:
+    """A k-medoids clustering (the fields of ``kmedoids.KMedoidsResult``).
+
+    ``medoids``: item indices of the medoids; ``labels[i]`` indexes ``medoids`` (a medoid carries its
+    own label); ``loss``: the sum of each item's distance to its medoid; ``n_iter``: SWAP passes
+    (FasterPAM: of the winning start); ``n_swap``: medoid exchanges applied.
+    """
+
+    medoids: np.ndarray
+    labels: np.ndarray
+    loss: float
+    n_iter: int | None = None
+    n_swap: int | None = None
 
 
 def _check(dist: np.ndarray, k: int) -> np.ndarray:
@@ -60,8 +79,8 @@ def pam_build(dist: np.ndarray, k: int) -> np.ndarray:
     return np.array(medoids, dtype=np.int64)
 
 
-def pam(dist: np.ndarray, k: int, max_iter: int = 1000) -> tuple[np.ndarray, np.ndarray, float]:
-    """The seed's Algorithm 1 (BUILD + best-improvement SWAP); returns ``(medoids, labels, loss)``.
+def pam(dist: np.ndarray, k: int, max_iter: int = 1000) -> KMedoidsResult:
+    """The seed's Algorithm 1 (BUILD + best-improvement SWAP).
 
     Candidate swaps are ranked medoid by medoid (in the order they were chosen), non-medoids by
     index; a swap is taken only if it lowers the loss by more than 1e-12 relative, so floating-point
@@ -71,7 +90,9 @@ def pam(dist: np.ndarray, k: int, max_iter: int = 1000) -> tuple[np.ndarray, np.
     n = dist.shape[0]
     medoids = pam_build(dist, k)
     _, loss = _assign(dist, medoids)
+    n_iter = n_swap = 0
     for _ in range(max_iter):
+        n_iter += 1
         to_medoids = dist[:, medoids]
         order = np.argsort(to_medoids, axis=1, kind="stable")
         nearest_pos = order[:, 0]
@@ -93,11 +114,12 @@ def pam(dist: np.ndarray, k: int, max_iter: int = 1000) -> tuple[np.ndarray, np.
         medoids = medoids.copy()
         medoids[p] = j
         loss = new_loss
+        n_swap += 1
     labels, loss = _assign(dist, medoids)
-    return medoids, labels, loss
+    return KMedoidsResult(medoids, labels, loss, n_iter, n_swap)
 
 
-def _fasterpam(dist: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
     """FasterPAM started from BUILD (exact BUILD up to 2,000 points, else BUILD on a seeded
     subsample, as in the LAB initialisation), then also from a seeded random start; the lower
     loss wins. Two starts cost about twice one; on planted and real data they reach a loss at or
@@ -121,15 +143,15 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
                 warnings.simplefilter("ignore", UserWarning)
                 res = _kmedoids.fasterpam(dist, start.astype(np.uint64), random_state=random_seed, n_cpu=-1)
         medoids = np.asarray(res.medoids, dtype=np.int64)
-        if best is None or res.loss < best[2] - 1e-12 * abs(best[2]):
+        if best is None or res.loss < best.loss - 1e-12 * abs(best.loss):
             labels, loss = _assign(dist, medoids)
-            best = (medoids, labels, loss)
+            best = KMedoidsResult(medoids, labels, loss, res.n_iter, res.n_swap)
     assert best is not None
     return best
 
 
-def kmedoids(dist: np.ndarray, k: int, method: Method = "fasterpam", seed: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
-    """Cluster items given their distance matrix; returns ``(medoids, labels, loss)``.
+def kmedoids(dist: np.ndarray, k: int, method: Method = "fasterpam", seed: int = 0) -> KMedoidsResult:
+    """Cluster items given their distance matrix (:class:`KMedoidsResult`: medoids, labels, loss).
 
     ``labels[i]`` indexes ``medoids``; ``loss`` is the sum of each item's distance to its medoid.
     """
@@ -155,9 +177,9 @@ def choose_k(
     """
     curve = []
     for k in k_values:
-        _, labels, loss = kmedoids(dist, k, method=method, seed=seed)
-        sil = float(_kmedoids.silhouette(np.ascontiguousarray(dist), labels)[0]) if k > 1 else 0.0
-        curve.append((k, sil, loss))
+        result = kmedoids(dist, k, method=method, seed=seed)
+        sil = float(_kmedoids.silhouette(np.ascontiguousarray(dist), result.labels)[0]) if k > 1 else 0.0
+        curve.append((k, sil, result.loss))
         if on_step is not None:
             on_step(1)
     best_k = max(curve, key=lambda row: (row[1], -row[0]))[0]
