@@ -26,8 +26,11 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows
 from evalprism.io.tables import read_table
+from evalprism.keyed import content_order
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+#: what a battle is to every fit: battles equal in these columns are interchangeable
+BATTLE_KEY = ("prompt", "model_a", "model_b", "winner", "p_b")
 #: outcome index of each winner value, as used by the pairwise models' count matrices
 OUTCOMES_INDEX = {w: i for i, w in enumerate(WINNERS)}
 _WINNER_ALIASES = {
@@ -248,3 +251,13 @@ def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> N
         row = int(np.flatnonzero(empty.to_numpy())[0])
         raise EvalprismError(f"{where}: row {row + 1}, column '{column}': expected a non-empty prompt "
                              f"({int(empty.sum())} empty prompt(s) in all)")
+
+
+def in_content_order(table: pd.DataFrame) -> pd.DataFrame:
+    """A canonical battles table with its rows sorted by content (:data:`BATTLE_KEY`, the columns
+    present): fits sum their battles, and training splits and orders them, in this order, so the same
+    battles in another file order give the same results, bit for bit (:mod:`evalprism.keyed`). Call it
+    after every check that names a row by its place in the file."""
+    out = table.iloc[content_order(*(table[c] for c in BATTLE_KEY if c in table.columns))].reset_index(drop=True)
+    out.attrs = dict(table.attrs)
+    return out

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from scipy.special import expit
 
-from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
+from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
@@ -110,7 +110,8 @@ def function_distance(coefs: np.ndarray, truth: np.ndarray) -> float:
 def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list[int], repeats: int = 10,
                         seed: int = 0) -> pd.DataFrame:
     """Fig. 6: distance between the eq. 3 aggregate of ``k`` random prompts' leaderboards and the
-    ground-truth leaderboard ``truth``, for each k in ``sizes`` (``repeats`` draws each)."""
+    ground-truth leaderboard ``truth``, for each k in ``sizes`` (``repeats`` draws each). The draws are
+    over the rows of ``prompt_coefs``: give them in content order (by prompt), not file order."""
     rng = np.random.default_rng(seed)
     n = prompt_coefs.shape[0]
     rows = []
@@ -149,6 +150,7 @@ def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, s
     table = to_canonical_battles(battles)
     where = table.attrs.get("source") or "battles table"
     require_prompts(table["prompt"], where)
+    table = in_content_order(table)  # the scaling draws pick prompts from this order; sums run in it
     arrays = battle_arrays(table, names=model.models, min_battles=1)
     rows = outcome_rows(arrays.outcome, arrays.p_b)
     prompts = table["prompt"].astype(str).tolist()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalprism.io.battles import battle_arrays, outcome_codes, to_canonical_battles
+from evalprism.io.battles import battle_arrays, in_content_order, outcome_codes, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
@@ -54,7 +54,7 @@ def fit_leaderboard(
     Confidence intervals are 95%: ``sandwich`` (robust, closed form) or ``bootstrap`` (``rounds``
     multinomial resamples of the aggregated counts, percentile intervals).
     """
-    table = to_canonical_battles(battles)
+    table = in_content_order(to_canonical_battles(battles))  # sums of soft labels in content order
     status(f"fitting {model} to {len(table)} battles", progress)
     note = ignored_battles_note(model, outcome_codes(table["winner"]),
                                 table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)

@@ -1,7 +1,9 @@
 """Training a P2L model (seed 002 section 3.1): minimise the outcome NLL of battles given prompts.
 
 - Prompts, not battles, are split into training and validation sets, so no validation prompt was
-  seen in training (battles of one prompt are strongly correlated).
+  seen in training (battles of one prompt are strongly correlated). A prompt's side is decided by a
+  hash of its text and the seed, and the battles are trained on in content order, so the same battles
+  in another file order train the identical model.
 - The head starts at the marginal leaderboard fitted on the training battles (zero weights, the
   marginal coefficients as bias): epoch 0 *is* the marginal baseline, and early stopping on the
   validation NLL keeps the best epoch, so P2L is never worse on validation than that start.
@@ -26,8 +28,9 @@ import pandas as pd
 import torch
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import battle_arrays, require_prompts, to_canonical_battles
+from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.options import check_number
+from evalprism.keyed import keyed_choice
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -125,13 +128,15 @@ def _open_checkpoint_dir(directory: Path) -> Path:
 
 
 def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndarray:
-    """Boolean mask of battles whose prompt is in the validation set (a seeded share of distinct prompts)."""
+    """Boolean mask of battles whose prompt is in the validation set: the ``val_fraction`` share of the
+    distinct prompts (at least one, and at least one left for training) with the smallest hash of
+    (seed, prompt text) (:func:`evalprism.keyed.keyed_choice`). A prompt's side depends on its text and
+    the seed only, never on where its battles stand in the file."""
     distinct = pd.unique(prompts)
     if distinct.size < 2:
         raise EvalprismError("training needs at least two distinct prompts (one for validation)")
-    rng = np.random.default_rng(seed)
     n_val = min(max(1, int(round(val_fraction * distinct.size))), distinct.size - 1)
-    val = set(distinct[rng.permutation(distinct.size)[:n_val]])
+    val = set(distinct[keyed_choice([str(p) for p in distinct], n_val, seed)])
     return prompts.isin(val).to_numpy()
 
 
@@ -199,6 +204,9 @@ def train_p2l(
     table = to_canonical_battles(battles)
     where = table.attrs.get("source") or "battles table"
     require_prompts(table["prompt"], where)
+    # battles in content order: the prompt split, each epoch's seeded permutation, the batches and every
+    # sum over battles are then the same for the same battles in any file order
+    table = in_content_order(table)
     arrays = battle_arrays(table)
     names = arrays.names
     rows = outcome_rows(arrays.outcome, arrays.p_b)
