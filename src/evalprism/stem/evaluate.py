@@ -2,7 +2,8 @@
 
 Each trial ``t`` draws, with ``numpy.random.default_rng([seed, t])``, one balanced STS subset
 (STEM, :mod:`evalprism.stem.locate`) and then one uniform random subset of the same size that both
-baselines use (:mod:`evalprism.stem.baselines`). A trial is correct when the placed position equals
+baselines use (:mod:`evalprism.stem.baselines`), both from the items sorted by (benchmark, item_id)
+(the row order of the input changes nothing). A trial is correct when the placed position equals
 the ground truth: the number of family members whose full-benchmark reference score is below the
 model's own (:func:`evalprism.stem.locate.target_of`).
 """
@@ -28,6 +29,7 @@ from evalprism.stem.locate import (
     boundary_counts,
     draw_subset,
     interval_confidence,
+    item_order,
     Weighting,
     level_items,
     level_weights,
@@ -90,7 +92,8 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
             weighting: Weighting = "balanced") -> Trials:
     levels = level_items(pool, target)
     m = per_level(items, levels)
-    candidates = np.flatnonzero(target.outcome != NO_ROW)
+    order = item_order(pool)
+    candidates = order[(target.outcome != NO_ROW)[order]]  # drawn from in content order, as the levels
     size = np.array([min(len(lv), m) for lv in levels])
     if size.sum() == 0:
         raise EvalprismError(f"model '{target.model}' has no answer on any pool item")

@@ -4,7 +4,8 @@ Balanced subset (step 2): the pool's TI levels ``k = 1..n+1`` (easy, the strict 
 hard) each give ``m = items // (n+1)`` items drawn without replacement (a level with fewer items
 gives all it has); only items the model has an answer row for are drawn, and with
 ``missing="exclude"`` only items it answered (score != -1). Trial ``t`` of seed ``s`` draws with
-``numpy.random.default_rng([s, t])``, so :func:`locate` with a seed is trial 0 of
+``numpy.random.default_rng([s, t])`` from the items sorted by (benchmark, item_id), so the draw does
+not depend on the order of the input rows, and :func:`locate` with a seed is trial 0 of
 :func:`~evalprism.stem.evaluate` with that seed.
 
 Capability boundary (step 3), the rule chosen here (the seed only says "the lowest TI at which
@@ -40,6 +41,7 @@ from scipy import stats
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
+from evalprism.keyed import content_order
 from evalprism.stem import irv as irv_kernel
 from evalprism.stem.discriminability import reference_scores
 from evalprism.stem.pool import Pool
@@ -90,13 +92,20 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     return Target(model=model, outcome=outcome, scores=scores, reference_score=ref, truth=truth)
 
 
+def item_order(pool: Pool) -> np.ndarray:
+    """Pool item indices sorted by (benchmark, item_id): every draw picks from items in this order, so
+    the same items in another file order give the same subsets (:mod:`evalprism.keyed`)."""
+    return content_order(pool.items["benchmark"], pool.items["item_id"])
+
+
 def level_items(pool: Pool, target: Target) -> list[np.ndarray]:
-    """Pool item indices of each TI level 1..n+1 that the model can be scored on."""
+    """Pool item indices of each TI level 1..n+1 that the model can be scored on, in :func:`item_order`."""
     usable = target.outcome != NO_ROW
     if pool.options.get("missing", "wrong") == "exclude":
         usable &= target.outcome != -1
     in_pool = (pool.ti > 0) & usable
-    order = np.flatnonzero(in_pool)
+    order = item_order(pool)
+    order = order[in_pool[order]]
     ti = pool.ti[order]
     return [order[ti == k] for k in range(1, pool.n + 2)]
 
