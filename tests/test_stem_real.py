@@ -70,6 +70,7 @@ def test_mmlu_pro_anomaly_rates_match_family_sts_stats() -> None:
     expected = json.loads((root / "family_sts_stats.json").read_text())
     enc = encode_correctness(read_correctness(root / "scores_long.csv"))
     meta = read_models(root / "model_meta.csv")
+    assert set(expected) == set(MMLU_PRO)  # an empty or renamed stats file must not pass by checking nothing
     for family, stats in expected.items():
         _check(*_pools(enc, meta, MMLU_PRO[family]), stats)
 
@@ -81,4 +82,5 @@ def test_zeroeval_matrix_csv_gives_the_same_pool_as_the_long_table() -> None:
     wide = build_pool(read_correctness(root / "matrix_crux.csv", benchmark="crux"), meta[meta["model"].isin(members)])
     table = read_correctness(root / "scores_long.csv")
     long = build_pool(table[table["benchmark"] == "crux"], meta[meta["model"].isin(members)])
+    assert wide.irv.shape == long.irv.shape and wide.irv.shape[0] > 0
     assert (wide.irv == long.irv).all() and wide.benchmarks.equals(long.benchmarks)
