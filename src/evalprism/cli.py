@@ -343,7 +343,7 @@ def judges(
     """Judge-agreement bias map: where LLM relevance judges disagree with humans (query-document dense vectors)."""
     from evalprism.io import read_table
     from evalprism.io.judgments import parse_column_options, read_trec_judgments
-    from evalprism.judges import analyze
+    from evalprism.judges import BiasRules, ClusterOptions, JudgesOptions, analyze
 
     target = _claim(out, "judges", [judgments, topics, passages, cache_dir, *_qrels_paths(qrels)], overwrite, quiet)
     if qrels:
@@ -354,13 +354,14 @@ def judges(
         raise EvalprismError("give a JUDGMENTS table, or the TREC layout with --qrels, --topics and --passages")
     else:
         table = read_table(judgments)
-    result = analyze(
-        table, human=human, llm=_names(llm), instructions=instruction or None, embedder=embedder,
+    options = JudgesOptions(
+        instructions=instruction or None, embedder=embedder,
         scales=parse_column_options(scale, "scale"), thresholds=parse_column_options(threshold, "threshold"),
-        reduce=reduce.value, n_components=components, min_cluster_size=min_cluster_size, min_samples=min_samples,
-        cluster_selection_method=selection.value, min_query_pairs=min_query_pairs, tau=tau, seed=seed,
-        cache_dir=cache_dir, progress=not quiet,
+        cluster=ClusterOptions(reduce=reduce.value, n_components=components, min_cluster_size=min_cluster_size,
+                               min_samples=min_samples, cluster_selection_method=selection.value),
+        bias=BiasRules(tau=tau), min_query_pairs=min_query_pairs, seed=seed,
     )
+    result = analyze(table, human=human, llm=_names(llm), options=options, cache_dir=cache_dir, progress=not quiet)
     result.save(target)
     flagged = ", ".join(f"{j}: {len(result.bias_prone(j))}" for j in result.options["llm"])
     _wrote(out, quiet, f"; bias-prone queries {flagged}")

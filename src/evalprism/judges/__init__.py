@@ -5,7 +5,8 @@ the human and LLM relevance labels are compared per cluster and per query within
 Gwet's AC1; queries whose agreement varies strongly across clusters (ΔAC1) are flagged bias-prone
 with a direction (under-recall or over-inclusion).
 
-Entry point: :func:`analyze` -> :class:`JudgesResult` (``.frames()``, ``.save(dir)``).
+Entry point: :func:`analyze` (options in one :class:`JudgesOptions`) -> :class:`JudgesResult`
+(``.frames()``, ``.save(dir)``).
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every analysis
 package: importing one helper does not import the whole analysis.
@@ -18,12 +19,17 @@ from evalprism._lazy import lazy_package
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.judges.analysis import DEFAULT_INSTRUCTION, analyze, pair_text
     from evalprism.judges.bias import BiasRules, flag_queries
+    from evalprism.judges.clustering import ClusterOptions
+    from evalprism.judges.options import JudgesOptions
     from evalprism.judges.result import JudgesResult
 
-__all__ = ["DEFAULT_INSTRUCTION", "BiasRules", "JudgesResult", "analyze", "flag_queries", "pair_text"]
+__all__ = ["DEFAULT_INSTRUCTION", "BiasRules", "ClusterOptions", "JudgesOptions", "JudgesResult", "analyze",
+           "flag_queries", "pair_text"]
 
 lazy_package(__name__, {
     "analysis": ["DEFAULT_INSTRUCTION", "analyze", "pair_text"],
     "bias": ["BiasRules", "flag_queries"],
+    "clustering": ["ClusterOptions"],
+    "options": ["JudgesOptions"],
     "result": ["JudgesResult"],
 })

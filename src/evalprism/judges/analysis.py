@@ -17,7 +17,9 @@ Steps (section numbers of the seed):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,15 +27,15 @@ from scipy import stats as _st
 
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.judgments import prepare_judgments
-from evalprism.io.options import check_number
+from evalprism.io.judgments import Judgments, prepare_judgments
 from evalprism.judges.agreement import cluster_table, overall_table, query_cluster_table
-from evalprism.judges.bias import BiasRules, flag_queries
-from evalprism.judges.clustering import ClusterOptions, cluster_pairs, cluster_purity, map_2d, purity_score, reduce_dimensions
+from evalprism.judges.bias import flag_queries
+from evalprism.judges.clustering import cluster_pairs, cluster_purity, map_2d, purity_score, reduce_dimensions
+from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
 from evalprism.progress import status
 
-DEFAULT_INSTRUCTION = "Judge the document's relevance to the query for ad-hoc retrieval"
+__all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
 
 
 def pair_text(query: str, doc: str) -> str:
@@ -95,92 +97,136 @@ def analyze(
     table: pd.DataFrame,
     human: str,
     llm: Sequence[str],
+    options: JudgesOptions | None = None,
     *,
-    instructions: Sequence[str] | None = None,
-    embedder: str = "minilm",
     embeddings: np.ndarray | Mapping[str, np.ndarray] | None = None,
-    scales: Mapping[str, tuple[int, int] | str] | None = None,
-    thresholds: Mapping[str, float | str] | None = None,
-    reduce: str = "pca",
-    n_components: int = 10,
-    min_cluster_size: int = 15,
-    min_samples: int | None = 5,
-    cluster_selection_method: str = "eom",
-    min_query_pairs: int = 5,
-    tau: float = 0.5,
-    outlier_iqr: float = 1.5,
-    flip_high: float = 0.8,
-    flip_low: float = 0.2,
-    purity_percentile: float = 80.0,
-    confidence: float = 0.95,
-    seed: int = 0,
     cache_dir: str | Path | None = None,
     progress: bool = True,
+    **keywords: Any,
 ) -> JudgesResult:
     """Where do the LLM judges ``llm`` disagree with the human labels ``human``? (seed 004)
 
-    ``table``: judgments (query_id, query, doc_id, doc and the label columns). ``instructions``:
-    candidate task instructions (default: the seed's one); the one with the highest
-    ``purity_percentile``-th percentile cluster purity is used. ``embeddings``: precomputed pair
-    vectors (an array, or one array per instruction) instead of the embedder. Clustering:
-    ``reduce`` (none | pca | umap) to ``n_components`` dimensions, HDBSCAN with
-    ``min_cluster_size``, ``min_samples``, ``cluster_selection_method``. A per-query AC1 needs at
-    least ``min_query_pairs`` pairs of the query in the cluster. Bias rules: ``tau``, ``outlier_iqr``,
-    ``flip_high``/``flip_low`` (:mod:`evalprism.judges.bias`).
+    ``table``: judgments (query_id, query, doc_id, doc and the label columns). ``options``: a
+    :class:`JudgesOptions`; the older flat keywords (``instructions=``, ``tau=``,
+    ``min_cluster_size=``, ...) are still accepted in its place (:meth:`JudgesOptions.from_keywords`).
+    ``embeddings``: precomputed pair vectors (an array, or one array per instruction) instead of the
+    embedder.
     """
-    check_number("min_query_pairs", min_query_pairs, flag="--min-query-pairs", low=2, integer=True)
-    check_number("purity_percentile", purity_percentile, low=0, high=100, low_open=True)
-    check_number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
-    copts = ClusterOptions(reduce=reduce, n_components=n_components, min_cluster_size=min_cluster_size,
-                           min_samples=min_samples, cluster_selection_method=cluster_selection_method)
-    rules = BiasRules(tau=tau, iqr_k=outlier_iqr, flip_high=flip_high, flip_low=flip_low)
-    copts.check()
-    judged = prepare_judgments(table, human, llm, scales=scales, thresholds=thresholds)
-    df = judged.table
-    instructions = list(dict.fromkeys(instructions or [DEFAULT_INSTRUCTION]))
-    copts.check_shape(len(df))  # the pair count is known before embedding, the dimension after
-    h = judged.relevant[human]
-    llm_rel = {c: judged.relevant[c] for c in judged.llm}
+    if options is not None and keywords:
+        raise TypeError(f"analyze(): give options or the keywords {', '.join(sorted(keywords))}, not both")
+    options = options if options is not None else JudgesOptions.from_keywords(**keywords)
+    options.cluster.check()
+    judged = prepare_judgments(table, human, llm, scales=options.scales, thresholds=options.thresholds)
+    options.cluster.check_shape(len(judged.table))  # the pair count is known before embedding, the dimension after
+    candidates, embed_stats = _candidates(judged, human, options, embeddings, cache_dir, progress)
+    best = _best(candidates)
+    chosen = candidates[best]
+    status("agreement per cluster and per query", progress)
+    coords = map_2d(chosen.vectors, options.cluster, options.seed)
+    agreement = _agreement(judged, human, chosen, options)
+    record = options.record(human=human, llm=judged.llm, chosen=chosen.instruction,
+                            embedder=options.embedder if embeddings is None else "precomputed",
+                            scales={c: s.describe() for c, s in judged.scales.items()})
+    return JudgesResult(
+        pairs=_pair_table(judged, human, chosen.labels, coords), clusters=agreement.clusters,
+        queries=agreement.queries, query_clusters=agreement.cells, overall=agreement.overall,
+        instructions=_instruction_table(candidates, best, options.purity_percentile),
+        concentration=agreement.concentration, texts=judged.table[["query", "doc"]], options=record,
+        embed_stats=embed_stats or None, notes=agreement.notes)
 
+
+@dataclass
+class _Candidate:
+    """One candidate instruction: its pair vectors, their clustering, and its purity score."""
+
+    instruction: str
+    vectors: np.ndarray
+    labels: np.ndarray
+    purity: np.ndarray
+    score: float
+
+
+def _candidates(judged: Judgments, human: str, options: JudgesOptions,
+                embeddings: np.ndarray | Mapping[str, np.ndarray] | None, cache_dir: str | Path | None,
+                progress: bool) -> tuple[list[_Candidate], dict[str, object]]:
+    """Embed the pairs with each candidate instruction (3.2) and cluster them (3.3); also the
+    embedders' counts by instruction."""
+    df = judged.table
     texts = [pair_text(q, d) for q, d in zip(df["query"].tolist(), df["doc"].tolist(), strict=True)]
+    copts = options.cluster
     candidates = []
     embed_stats: dict[str, object] = {}
-    for instruction in instructions:
+    for instruction in options.candidate_instructions():
         if embeddings is not None:
             x = embeddings[instruction] if isinstance(embeddings, Mapping) else embeddings
             x = np.asarray(x, dtype=np.float32)
             if x.shape[0] != len(df):
                 raise EvalprismError(f"embeddings have {x.shape[0]} rows, expected one per pair ({len(df)})")
         else:
-            status(f"embedding {len(texts)} pairs with '{embedder}' ({instruction!r})", progress)
-            emb = make_embedder(embedder, instruction, cache_dir=cache_dir, progress=progress)
+            status(f"embedding {len(texts)} pairs with '{options.embedder}' ({instruction!r})", progress)
+            emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts)
             embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
         copts.check_shape(*x.shape)
         status(f"clustering ({copts.reduce}, min_cluster_size={copts.min_cluster_size})", progress)
-        labels = cluster_pairs(reduce_dimensions(x, copts, seed), copts)
-        purity = cluster_purity(labels, h)
-        candidates.append((instruction, x, labels, purity, purity_score(purity, purity_percentile)))
+        labels = cluster_pairs(reduce_dimensions(x, copts, options.seed), copts)
+        purity = cluster_purity(labels, judged.relevant[human])
+        candidates.append(_Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile)))
+    return candidates, embed_stats
 
-    scores = [c[4] for c in candidates]
-    best = int(np.nanargmax(scores)) if np.isfinite(scores).any() else 0
-    instruction, x, labels, purity, _ = candidates[best]
-    instruction_table = pd.DataFrame({
-        "instruction": [c[0] for c in candidates],
-        "clusters": [int(c[2].max()) + 1 for c in candidates],
-        "noise_share": [float(np.mean(c[2] < 0)) for c in candidates],
-        f"purity_p{purity_percentile:g}": scores,
-        "purity_median": [float(np.nanmedian(c[3])) if np.isfinite(c[3]).any() else np.nan for c in candidates],
+
+def _best(candidates: list[_Candidate]) -> int:
+    """The candidate with the highest purity score (the first on ties, or when none has one)."""
+    scores = [c.score for c in candidates]
+    return int(np.nanargmax(scores)) if np.isfinite(scores).any() else 0
+
+
+def _instruction_table(candidates: list[_Candidate], best: int, purity_percentile: float) -> pd.DataFrame:
+    return pd.DataFrame({
+        "instruction": [c.instruction for c in candidates],
+        "clusters": [int(c.labels.max()) + 1 for c in candidates],
+        "noise_share": [float(np.mean(c.labels < 0)) for c in candidates],
+        f"purity_p{purity_percentile:g}": [c.score for c in candidates],
+        "purity_median": [float(np.nanmedian(c.purity)) if np.isfinite(c.purity).any() else np.nan
+                          for c in candidates],
         "chosen": [i == best for i in range(len(candidates))],
     })
 
-    status("agreement per cluster and per query", progress)
-    coords = map_2d(x, copts, seed)
-    clusters = cluster_table(labels, h, llm_rel, purity, confidence)
+
+@dataclass
+class _Agreement:
+    """Agreement with the human labels over the chosen clustering (3.4-3.5, 4.1)."""
+
+    clusters: pd.DataFrame
+    cells: pd.DataFrame
+    queries: pd.DataFrame
+    overall: pd.DataFrame
+    concentration: pd.DataFrame
+    notes: list[str]
+
+
+def _agreement(judged: Judgments, human: str, chosen: _Candidate, options: JudgesOptions) -> _Agreement:
+    """AC1 per cluster and per query within each cluster, the bias flags, overall agreement and
+    whether disagreement concentrates in dense clusters, over the chosen clustering."""
+    df, labels, confidence = judged.table, chosen.labels, options.confidence
+    h = judged.relevant[human]
+    llm_rel = {c: judged.relevant[c] for c in judged.llm}
+    clusters = cluster_table(labels, h, llm_rel, chosen.purity, confidence)
     q_codes, q_ids = pd.factorize(df["query_id"], sort=True)
     cells = query_cluster_table(np.asarray(q_codes), np.asarray(q_ids, dtype=object), labels, h, llm_rel,
-                                confidence, min_query_pairs)
-    flags = flag_queries(cells, rules)
+                                confidence, options.min_query_pairs)
+    flags = flag_queries(cells, options.bias)
+    notes = list(judged.notes)
+    for judge, n_multi in flags.groupby("judge", sort=False)["n_clusters"].agg(lambda s: int((s >= 2).sum())).items():
+        notes.append(f"{judge}: {n_multi} of {len(q_ids)} queries have per-query AC1 values in two or more clusters "
+                     f"(>= {options.min_query_pairs} pairs each); ΔAC1 and the flags exist only for those")
+    return _Agreement(clusters=clusters, cells=cells, queries=_query_table(df, flags),
+                      overall=overall_table(h, llm_rel, confidence),
+                      concentration=_concentration(labels, h, llm_rel, clusters, confidence), notes=notes)
+
+
+def _query_table(df: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
+    """The flags with each query's text and pair count, ranked per judge: bias-prone first, by ΔAC1."""
     query_text = df.groupby("query_id", sort=True)["query"].first()
     pairs_per_query = df.groupby("query_id", sort=True).size()
     queries = flags.merge(pd.DataFrame({"query_id": query_text.index, "query": query_text.to_numpy(),
@@ -189,8 +235,12 @@ def analyze(
                                   kind="stable", na_position="last").reset_index(drop=True)
     queries.insert(0, "rank", queries.groupby("judge").cumcount() + 1)
     lead = ["rank", "judge", "query_id", "query", "n_query_pairs"]
-    queries = queries[lead + [c for c in queries.columns if c not in lead]]
+    return queries[lead + [c for c in queries.columns if c not in lead]]
 
+
+def _pair_table(judged: Judgments, human: str, labels: np.ndarray, coords: np.ndarray) -> pd.DataFrame:
+    """One row per pair: its cluster, raw and binarized labels, map position and the user's columns."""
+    df = judged.table
     pairs = df[["query_id", "doc_id"]].copy()
     pairs["cluster"] = labels
     for col in [human, *judged.llm]:
@@ -200,22 +250,4 @@ def analyze(
     extra = [c for c in df.columns if c not in {"query_id", "query", "doc_id", "doc", human, *judged.llm}]
     for c in extra:
         pairs[c] = df[c].to_numpy()
-
-    notes = list(judged.notes)
-    for judge, n_multi in flags.groupby("judge", sort=False)["n_clusters"].agg(lambda s: int((s >= 2).sum())).items():
-        notes.append(f"{judge}: {n_multi} of {len(q_ids)} queries have per-query AC1 values in two or more clusters "
-                     f"(>= {min_query_pairs} pairs each); ΔAC1 and the flags exist only for those")
-    overall = overall_table(h, llm_rel, confidence)
-    concentration = _concentration(labels, h, llm_rel, clusters, confidence)
-    options = {
-        "human": human, "llm": judged.llm, "embedder": embedder if embeddings is None else "precomputed",
-        "instructions": instructions, "instruction": instruction, "reduce": copts.reduce,
-        "n_components": copts.n_components, "min_cluster_size": copts.min_cluster_size,
-        "min_samples": copts.min_samples, "cluster_selection_method": copts.cluster_selection_method,
-        "min_query_pairs": min_query_pairs, "tau": tau, "outlier_iqr": outlier_iqr, "flip_high": flip_high,
-        "flip_low": flip_low, "purity_percentile": purity_percentile, "confidence": confidence, "seed": seed,
-        "scales": {c: s.describe() for c, s in judged.scales.items()},
-    }
-    return JudgesResult(pairs=pairs, clusters=clusters, queries=queries, query_clusters=cells, overall=overall,
-                        instructions=instruction_table, concentration=concentration, texts=df[["query", "doc"]],
-                        options=options, embed_stats=embed_stats or None, notes=notes)
+    return pairs
