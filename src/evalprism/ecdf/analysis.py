@@ -362,8 +362,48 @@ def analyze(
     mean silhouette). ``group`` names an optional topic column for accuracy per group.
     """
     where = table.attrs.get("source", "responses table")
-    df = RESPONSES_SCHEMA.validate(table)
     by = list(by)
+    df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
+    scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
+    df["quality"] = scored.scores
+    if scored.answers is not None:
+        df["answer"] = scored.answers
+    samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
+    clustering = _cluster(samples, clusters, method, seed, k_max, progress)
+    settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored)
+    cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
+    factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
+    factor_table = _factor_table(settings, factors)
+    settings, accuracy = _with_accuracy(settings, by, group)
+    return EcdfResult(
+        settings=settings,
+        clusters=cluster_table,
+        factors=factor_table,
+        accuracy=accuracy,
+        k_curve=clustering.k_curve,
+        assignment=_assignment(settings, seed),
+        samples=samples,
+        responses=df,
+        by=by,
+        options={
+            "by": by, "clusters": clusters, "k": int(clustering.medoids.size), "method": method, "seed": seed,
+            "extract": extract, "choices": choices, "group": group,
+            "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
+            "quality": "score column" if "score" in df.columns else "max cosine similarity to references (eq. 3)",
+            "loss": clustering.loss,
+        },
+        embed_stats=scored.embed_stats,
+        notes=notes,
+    )
+
+
+def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
+             clusters: int | str, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, str | None, list[str]]:
+    """Validate the table and the options against it, name missing setting values, note the
+    configuration columns that are pooled, and number the settings; refuse fewer than two settings
+    or a distance matrix larger than memory. Returns (rows with their ``setting`` code, settings,
+    the group column used, notes)."""
+    df = RESPONSES_SCHEMA.validate(table)
     group = _check_options(df, where, by, group, choices, clusters)
     notes: list[str] = []
     for col in by + ([group] if group else []):
@@ -373,25 +413,27 @@ def analyze(
         notes.append(f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
                      f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")
         status(notes[-1], progress)
-    keys = ["question_id", *by]
-    df, settings = _index_settings(df, keys, where, notes)
-    codes = df["setting"].to_numpy()
-    n_settings = len(settings)
-    if n_settings < 2:
-        raise EvalprismError(f"{where}: only {n_settings} setting; clustering needs at least 2")
-    check_distance_memory(n_settings, where)
+    df, settings = _index_settings(df, ["question_id", *by], where, notes)
+    if len(settings) < 2:
+        raise EvalprismError(f"{where}: only {len(settings)} setting; clustering needs at least 2")
+    check_distance_memory(len(settings), where)
+    return df, settings, group, notes
 
-    scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
-    df["quality"] = scored.scores
-    if scored.answers is not None:
-        df["answer"] = scored.answers
+
+def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.ndarray]:
+    """Each setting's quality values, sorted: the sample its ECDF is drawn from."""
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=n_settings))[:-1]
-    samples = [np.sort(s) for s in np.split(scored.scores[order], bounds)]
+    return [np.sort(s) for s in np.split(scores[order], bounds)]
 
-    clustering = _cluster(samples, clusters, method, seed, k_max, progress)
 
-    # ---- per-setting table (rows stay in setting order throughout) ------------------------------
+def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], group: str | None,
+                    choices: str | None, samples: list[np.ndarray], clustering: _Clustering,
+                    scored: _Scored) -> pd.DataFrame:
+    """One row per setting (rows stay in setting order): configuration, sample size and mean, cluster,
+    medoid flag, group, the eq. 6 final answer when responses were embedded, and the user's columns
+    that are constant within each setting."""
+    codes, n_settings = df["setting"].to_numpy(), len(settings)
     first_of = df.groupby("setting").first()
     settings["configuration"] = [_config_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
     settings["n_responses"] = [s.size for s in samples]
@@ -406,51 +448,34 @@ def analyze(
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
         settings["correct"] = [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
-    carried = _carried_columns(df, exclude=set(keys) | {"response", "references", "score", "answer", "quality",
-                                                         "setting", "_row", group or "", choices or ""})
+    carried = _carried_columns(df, exclude={"question_id", *by, "response", "references", "score", "answer", "quality",
+                                            "setting", "_row", group or "", choices or ""})
     for col in carried:
         settings[col] = first_of[col].to_numpy()
+    return settings
 
-    cluster_table = _cluster_table(settings, keys, samples, clustering)
-    factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
-    factor_table = _factor_table(settings, factors)
 
-    # ---- accuracy per group x configuration (section 4.1) ---------------------------------------
-    accuracy = None
-    if "correct" in settings.columns:
-        unit = (["group"] if group else []) + (by or ["configuration"])
-        accuracy = (settings.groupby(unit, sort=True, dropna=False)
-                    .agg(n_questions=("question_id", "size"), accuracy=("correct", "mean"),
-                         mean_score=("mean_score", "mean"))
-                    .reset_index())
-        settings = settings.merge(accuracy[unit + ["accuracy"]], on=unit, how="left", validate="many_to_one")
-        settings["accuracy_level"] = _accuracy_levels(settings["accuracy"])
+def _with_accuracy(settings: pd.DataFrame, by: list[str], group: str | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Accuracy per group x configuration (section 4.1) when final answers were judged; the settings
+    gain their unit's accuracy and its level. Without final answers: the settings as they are, None."""
+    if "correct" not in settings.columns:
+        return settings, None
+    unit = (["group"] if group else []) + (by or ["configuration"])
+    accuracy = (settings.groupby(unit, sort=True, dropna=False)
+                .agg(n_questions=("question_id", "size"), accuracy=("correct", "mean"),
+                     mean_score=("mean_score", "mean"))
+                .reset_index())
+    settings = settings.merge(accuracy[unit + ["accuracy"]], on=unit, how="left", validate="many_to_one")
+    settings["accuracy_level"] = _accuracy_levels(settings["accuracy"])
+    return settings, accuracy
 
-    # ---- assignment matrix reordered by 1-D MDS (section 4.2) -----------------------------------
+
+def _assignment(settings: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The question x configuration matrix of cluster numbers, rows and columns reordered by 1-D MDS
+    (section 4.2)."""
     assignment = settings.pivot_table(index="question_id", columns="configuration", values="cluster", aggfunc="first")
     matrix = assignment.to_numpy(dtype=float)
-    assignment = assignment.iloc[mds_order(matrix, seed=seed), mds_order(matrix.T, seed=seed)]
-
-    return EcdfResult(
-        settings=settings,
-        clusters=cluster_table,
-        factors=factor_table,
-        accuracy=accuracy,
-        k_curve=clustering.k_curve,
-        assignment=assignment,
-        samples=samples,
-        responses=df,
-        by=by,
-        options={
-            "by": by, "clusters": clusters, "k": int(clustering.medoids.size), "method": method, "seed": seed,
-            "extract": extract, "choices": choices, "group": group,
-            "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
-            "quality": "score column" if "score" in df.columns else "max cosine similarity to references (eq. 3)",
-            "loss": clustering.loss,
-        },
-        embed_stats=scored.embed_stats,
-        notes=notes,
-    )
+    return assignment.iloc[mds_order(matrix, seed=seed), mds_order(matrix.T, seed=seed)]
 
 
 def _carried_columns(df: pd.DataFrame, exclude: set[str]) -> list[str]:
