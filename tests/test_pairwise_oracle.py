@@ -22,17 +22,16 @@ import pytest
 import torch
 from scipy.optimize import approx_fprime
 
+from evalprism.p2l.likelihood import log_outcome_probs, pairwise_nll
 from evalprism.stats import fit_pairwise
+from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import (
     ELO_SCALE,
-    PAIR_MODELS,
     PairCounts,
     bootstrap_coefs,
     fit_counts,
-    log_outcome_probs,
     outcome_terms,
     outcome_weights,
-    pairwise_nll,
     sandwich_cov,
 )
 

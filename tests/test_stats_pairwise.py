@@ -8,15 +8,14 @@ import torch
 from scipy.optimize import approx_fprime
 
 from evalprism.errors import EvalprismError
+from evalprism.p2l.likelihood import log_outcome_probs, pairwise_nll
+from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import (
-    PAIR_MODELS,
     PairCounts,
     elo_ratings,
     fit_counts,
-    log_outcome_probs,
     outcome_weights,
     bootstrap_coefs,
-    pairwise_nll,
     sandwich_cov,
 )
 

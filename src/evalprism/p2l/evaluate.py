@@ -26,10 +26,9 @@ from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
 from evalprism.stats.leaderboard import fit_pairwise
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, log_outcome_probs, outcome_weights
-
-#: outcomes each loss predicts (A wins, B wins, tie, tie both bad)
-SUPPORT = {"bt": 2, "bt-tie": 2, "rk": 3, "grk": 4}
+from evalprism.p2l.likelihood import log_outcome_probs
+from evalprism.stats.outcome_models import outcome_model
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
 
 
 def outcome_rows(outcome: np.ndarray, p_b: np.ndarray | None = None) -> np.ndarray:
@@ -48,10 +47,11 @@ def outcome_rows(outcome: np.ndarray, p_b: np.ndarray | None = None) -> np.ndarr
 
 
 def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Log-probabilities (n, 4) of battles a vs b under one constant leaderboard."""
+    """Log-probabilities (n, 4) of battles a vs b under one constant leaderboard (``extra``: its
+    reported tie parameter)."""
     ex = None
     if extra is not None:
-        raw = np.log(extra - 1.0) if loss == "grk" else extra  # grk reports λ; the kernel takes log(λ - 1)
+        raw = outcome_model(loss).extra.unreport(extra)  # type: ignore[union-attr]
         ex = torch.full((a.size,), float(raw), dtype=torch.float64)
     c = torch.tensor(np.asarray(coefs, dtype=np.float64))
     return log_outcome_probs(loss, c[torch.as_tensor(np.array(a))], c[torch.as_tensor(np.array(b))], ex).numpy()
@@ -67,7 +67,7 @@ def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.nda
     """Log-probabilities (n, 4) of battles a vs b, battle i under the leaderboard ``pred`` row ``pos[i]``."""
     extra = None
     if pred.extra is not None:
-        raw = np.log(pred.extra - 1.0) if loss == "grk" else pred.extra
+        raw = outcome_model(loss).extra.unreport(pred.extra)  # type: ignore[union-attr]
         extra = torch.as_tensor(raw[pos], dtype=torch.float64)
     coefs = torch.as_tensor(pred.coefs[pos])
     rows = torch.arange(a.size)
@@ -76,7 +76,7 @@ def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.nda
 
 def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
     """Mean NLL, expected accuracy and Brier score of predictions ``logp`` against outcome ``rows``."""
-    k = SUPPORT[loss]
+    k = len(outcome_model(loss).outcomes)  # the outcomes the loss predicts are the first k
     w = outcome_weights(loss, rows)[:, :k]
     total = w.sum(axis=1)
     used = total > 0
@@ -91,7 +91,7 @@ def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, 
 
 def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray]) -> pd.DataFrame:
     """One row per predictor (constant first): battles, nll, accuracy, brier."""
-    k = SUPPORT[loss]
+    k = len(outcome_model(loss).outcomes)
     constant = np.full((rows.shape[0], 4), -np.inf)
     constant[:, :k] = -np.log(k)
     table = [{"predictor": "constant", **outcome_metrics(loss, constant, rows)}]

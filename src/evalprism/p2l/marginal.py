@@ -14,7 +14,8 @@ from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
-from evalprism.stats.pairwise import PairCounts, PairModel, elo_ratings, ignored_battles_note, outcome_weights
+from evalprism.stats.outcome_models import PairModel, outcome_model
+from evalprism.stats.pairwise import PairCounts, elo_ratings, ignored_battles_note, outcome_weights
 from evalprism.stats.separation import Separation, separation
 
 
@@ -66,9 +67,10 @@ def fit_leaderboard(
         board = fit_pairwise(pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update)
         sep = pair_separation(pairs, model)
         core = None
-        if not sep.identified.all() and sep.identified.sum() >= 2 and model != "grk":
-            # the limit of the maximum-likelihood fit for the identified models is their own fit; the
-            # full fit's intervals there are spoilt by the diverging coefficients
+        if not sep.identified.all() and sep.identified.sum() >= 2 and outcome_model(model).shift_invariant:
+            # the limit of the maximum-likelihood fit for the identified models is their own fit (taken
+            # for shift-invariant models only, as before); the full fit's intervals there are spoilt by
+            # the diverging coefficients
             core = fit_pairwise(restrict_pairs(pairs, sep.identified), model, ci,
                                 names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
                                 rounds=rounds, seed=seed)

@@ -1,10 +1,12 @@
 """The P2L model: a backbone and a coefficient head that turn a prompt into a leaderboard.
 
 The head is one linear layer with M outputs, one Bradley-Terry coefficient per model (seed 002
-section 3.1), plus one output for the tie parameter of Rao-Kupper (η = softplus(raw) ≥ 0) or of
-grounded Rao-Kupper (λ = 1 + exp(raw) ≥ 1, eq. 8), as in lmarena/p2l. The outcome
-probabilities come from the same :func:`evalprism.stats.pairwise.log_outcome_probs` as the marginal
-fits, so a P2L model with a constant head is exactly the marginal model.
+section 3.1), plus one output for the tie parameter of a loss that has one (Rao-Kupper's η ≥ 0,
+grounded Rao-Kupper's λ ≥ 1, eq. 8), mapped onto the parameter's domain as its registry entry says
+(:class:`~evalprism.stats.outcome_models.TieParameter`), as in lmarena/p2l. The outcome
+probabilities are the loss's entry in :mod:`evalprism.stats.outcome_models`, the same model as the
+marginal fits (in torch: :mod:`evalprism.p2l.likelihood`), so a P2L model with a constant head is
+exactly the marginal model.
 
 A model directory holds ``config.json`` (backbone spec, loss, model list, training options and
 metrics), ``head.safetensors``, ``marginal.csv`` (the marginal fit on the training battles, the
@@ -28,7 +30,8 @@ from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
-from evalprism.stats.pairwise import PAIR_MODELS, log_outcome_probs
+from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
+from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
 
 if TYPE_CHECKING:
     from evalprism.p2l.routing import RouteModel
@@ -39,24 +42,23 @@ MARGINAL_FILE = "marginal.csv"
 
 
 class CoefficientHead(nn.Module):
-    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) for rk / grk."""
+    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of a loss with one."""
 
     def __init__(self, dim: int, n_models: int, loss: str) -> None:
         super().__init__()
         self.n_models = n_models
         self.loss = loss
-        self.has_extra = loss in ("rk", "grk")
+        self.tie = outcome_model(loss).extra
+        self.has_extra = self.tie is not None
         self.linear = nn.Linear(dim, n_models + int(self.has_extra))
         nn.init.zeros_(self.linear.weight)  # start at the constant (marginal) leaderboard in the bias
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         out = self.linear(features)
-        if not self.has_extra:
+        if self.tie is None:
             return out, None
-        raw = out[:, self.n_models]
-        extra = nn.functional.softplus(raw) if self.loss == "rk" else raw
-        return out[:, : self.n_models], extra
+        return out[:, : self.n_models], self.tie.from_head(TORCH_OPS, out[:, self.n_models])
 
     def log_probs(self, features: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
@@ -67,7 +69,8 @@ class CoefficientHead(nn.Module):
 
 @dataclass(frozen=True)
 class Prediction:
-    """Per-prompt leaderboards ``coefs`` (n, M) and the tie parameter per prompt (η for rk, λ for grk)."""
+    """Per-prompt leaderboards ``coefs`` (n, M) and the reported tie parameter per prompt (η for rk,
+    λ for grk: :attr:`TieParameter.symbol <evalprism.stats.outcome_models.TieParameter.symbol>`)."""
 
     coefs: np.ndarray
     extra: np.ndarray | None
@@ -93,14 +96,15 @@ class P2LModel:
         batches let the embedder sort by length across more prompts (less padding)."""
         prompts = [str(p) for p in prompts]
         coefs, extras = [], []
+        tie = self.head.tie
         self.head.eval()
         self.backbone.eval()
         with torch.no_grad():
             for start in range(0, len(prompts), batch_size):
                 c, e = self.head(self.backbone.features(prompts[start:start + batch_size]).float())
                 coefs.append(c.numpy())
-                if e is not None:
-                    extras.append((1.0 + torch.exp(e) if self.loss == "grk" else e).numpy())
+                if tie is not None:
+                    extras.append(tie.report(TORCH_OPS, e).numpy())
         n = len(self.models)
         out = np.concatenate(coefs).astype(np.float64) if coefs else np.zeros((0, n))
         extra = np.concatenate(extras).astype(np.float64) if extras else None
@@ -109,11 +113,12 @@ class P2LModel:
     @property
     def routing_value(self) -> RouteModel:
         """How this model's leaderboards value a model when routing (:func:`evalprism.p2l.route`'s
-        ``model``), derived from the training loss: ``grk`` coefficients are absolute, so a model's
-        value is σ(β), its chance of not being worse than the "bad" model (seed eq. 8); every other
-        loss gives BT-scale coefficients, valued by win rate against the opponent distribution.
-        The CLI, the library and the service all read this one property."""
-        return "grk" if self.loss == "grk" else "bt"
+        ``model``), the training loss's ``route_by`` in the outcome-model registry: ``grk``
+        coefficients are absolute, so a model's value is σ(β), its chance of not being worse than
+        the "bad" model (seed eq. 8); every shift-invariant loss gives BT-scale coefficients, valued
+        by win rate against the opponent distribution. The CLI, the library and the service all read
+        this one property."""
+        return outcome_model(self.loss).route_by
 
     def leaderboards(self, prompts: Sequence[str]) -> np.ndarray:
         """Array (n_prompts, n_models): the coefficient of every model on every prompt."""
@@ -198,7 +203,7 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
     except Exception as exc:  # safetensors raises its own error type for truncated or foreign files
         raise invalid_model_dir(directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: "
                                 f"{str(exc) or 'empty file'})") from None
-    outputs = len(models) + int(config["loss"] in ("rk", "grk"))
+    outputs = len(models) + OUTCOME_MODELS[config["loss"]].n_extra
     weight = state.get("linear.weight")
     if weight is None or weight.ndim != 2 or weight.shape[0] != outputs:
         shape = "no 'linear.weight'" if weight is None else f"'linear.weight' of shape {tuple(weight.shape)}"

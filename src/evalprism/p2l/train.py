@@ -45,7 +45,8 @@ from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, outco
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.progress import progress_bar, status
 from evalprism.stats.leaderboard import fit_pairwise
-from evalprism.stats.pairwise import PAIR_MODELS, PairCounts, ignored_battles_note, outcome_weights
+from evalprism.stats.outcome_models import PAIR_MODELS
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -237,9 +238,8 @@ def train_p2l(
     head = CoefficientHead(backbone.dim, len(names), opts.loss)
     with torch.no_grad():
         head.linear.bias[: len(names)] = torch.as_tensor(marginal.coefs, dtype=torch.float32)
-        if head.has_extra:
-            raw = marginal.fit.params[-1]
-            head.linear.bias[len(names)] = float(np.log(np.expm1(raw)) if opts.loss == "rk" else raw)
+        if head.tie is not None:  # the head output that maps onto the marginal fit's raw tie parameter
+            head.linear.bias[len(names)] = head.tie.to_head(marginal.fit.params[-1])
 
     frozen_features = None if opts.finetune else backbone.features(list(distinct_prompts)).float()
     groups = [{"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
     from evalprism.stats.leaderboard import Leaderboard, fit_pairwise
+    from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
     from evalprism.stats.pairwise import PairCounts, PairwiseFit, bootstrap_coefs, elo_ratings, fit_counts, sandwich_cov
     from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
     from evalprism.stats.seriation import mds_order
@@ -39,6 +40,9 @@ __all__ = [
     "gwet_ac1",
     "percent_agreement",
     "Leaderboard",
+    "OUTCOME_MODELS",
+    "OutcomeModel",
+    "PAIR_MODELS",
     "PairCounts",
     "PairwiseFit",
     "best_mix",
@@ -50,6 +54,7 @@ __all__ = [
     "fit_pairwise",
     "kmedoids",
     "mds_order",
+    "outcome_model",
     "pam",
     "pam_build",
     "router_coefficient",
@@ -63,6 +68,7 @@ lazy_package(__name__, {
     "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
     "leaderboard": ["Leaderboard", "fit_pairwise"],
+    "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
     # bootstrap_coefs, fit_counts and sandwich_cov are reachable here but not in __all__, as before
     "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"],
     "routing": ["best_mix", "best_mix_average_budget", "router_coefficient", "win_values"],

@@ -16,9 +16,9 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import battle_arrays, to_canonical_battles
+from evalprism.stats.outcome_models import PairModel
 from evalprism.stats.pairwise import (
     PairCounts,
-    PairModel,
     PairwiseFit,
     bootstrap_coefs,
     elo_ratings,

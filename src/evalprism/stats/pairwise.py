@@ -1,28 +1,14 @@
-"""Marginal pairwise-comparison models: Bradley-Terry, BT with ties, Rao-Kupper, grounded Rao-Kupper.
+"""Marginal fits of the pairwise outcome models: battles aggregated to pairs, maximum likelihood,
+sandwich and bootstrap intervals.
 
-One outcome model per name serves both the marginal fits here and the prompt-conditioned P2L
-heads. Each maps the two coefficients of a battle (and the model's extra parameter) to
-log-probabilities of the four outcomes (A wins, B wins, tie, tie both bad):
-
-- ``bt``: P(A) = σ(θ_A − θ_B); ties are left out.
-- ``bt-tie``: as ``bt``, with every tie counted as half a win for each side.
-- ``rk`` (Rao-Kupper, seed 002 section 2.2, logistic form): P(A) = σ(θ_A − θ_B − η),
-  P(B) = σ(θ_B − θ_A − η), P(tie) = 1 − P(A) − P(B), with η ≥ 0; "tie (bothbad)" counts as a tie.
-- ``grk`` (grounded Rao-Kupper, seed 002 eq. 8): with φ = exp(β) and λ ≥ 1,
-  P(A) = φ_A / (φ_A + λ φ_B + 1), P(B) = φ_B / (φ_B + λ φ_A + 1),
-  P(both bad) = 1 / (1 + φ_A + φ_B), P(tie) = the rest; the fictitious "bad" model has β = 0,
-  so coefficients are absolute (not shift-invariant). λ = 1 + exp(s), as in lmarena/p2l.
+The models themselves (``bt``, ``bt-tie``, ``rk``, ``grk``: outcomes, tie parameter, likelihood and
+derivatives) are entries of :mod:`evalprism.stats.outcome_models`; every function here reads its
+model's entry and holds no per-model branch.
 
 Battles are aggregated to unique (a, b) pairs with outcome counts (soft labels add fractional
 counts) before fitting, so a fit costs O(unique pairs) per step. The maximum-likelihood fit uses
 L-BFGS-B (scipy) on the exact gradient in float64, then Fisher-scoring steps that take it from
 where L-BFGS-B stops (about 1e-7 to 1e-6 in the coefficients) to rounding level.
-
-The outcome models are written twice: in torch (:func:`log_outcome_probs`, for autograd in P2L
-training) and in numpy with hand-written first and second derivatives (:func:`outcome_terms`, for
-the marginal fits and their sandwich covariance). A fit evaluates the gradient tens of times and
-one torch autograd round trip costs more than a whole numpy evaluation; the tests hold the two to
-each other and to finite differences.
 """
 
 from __future__ import annotations
@@ -30,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -38,15 +24,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import WINNERS
+from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, OutcomeModel, PairModel, outcome_model
+from evalprism.stats.outcomes import BOTH_BAD, OUTCOMES, TIE
 
-if TYPE_CHECKING:  # torch is imported by the two functions that use it: the marginal fits run without it
-    import torch
-
-PairModel = Literal["bt", "bt-tie", "rk", "grk"]
-PAIR_MODELS: tuple[str, ...] = ("bt", "bt-tie", "rk", "grk")
-OUTCOMES = WINNERS  # outcome j of the count matrices is the battles table's winner value WINNERS[j]
-_LOG_FLOOR = 1e-300
 #: aggregate with a dense (n_models^2 x 4) table while n_models^2 is at most this or the battle count
 _DENSE_PAIRS = 1 << 16
 
@@ -113,190 +93,29 @@ class PairCounts:
         return cls(uniq // n_models, uniq % n_models, counts, n_models, cross)
 
 
-def log_outcome_probs(model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None) -> torch.Tensor:
-    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model``.
-
-    Outcomes a model does not have get log-probability −inf (they carry zero weight in the fits).
-    """
-    import torch
-
-    delta = coef_a - coef_b
-    neg_inf = torch.full_like(delta, -torch.inf)
-    if model in ("bt", "bt-tie"):
-        return torch.stack([torch.nn.functional.logsigmoid(delta), torch.nn.functional.logsigmoid(-delta),
-                            neg_inf, neg_inf], dim=-1)
-    if model == "rk":
-        assert extra is not None
-        eta = extra
-        p_a = torch.sigmoid(delta - eta)
-        p_b = torch.sigmoid(-delta - eta)
-        p_tie = torch.clamp(1.0 - p_a - p_b, min=_LOG_FLOOR)
-        return torch.stack([torch.nn.functional.logsigmoid(delta - eta), torch.nn.functional.logsigmoid(-delta - eta),
-                            torch.log(p_tie), neg_inf], dim=-1)
-    if model == "grk":
-        assert extra is not None
-        lam = 1.0 + torch.exp(extra)
-        phi_a, phi_b = torch.exp(coef_a), torch.exp(coef_b)
-        p_a = phi_a / (phi_a + lam * phi_b + 1.0)
-        p_b = phi_b / (phi_b + lam * phi_a + 1.0)
-        p_bad = 1.0 / (1.0 + phi_a + phi_b)
-        p_tie = torch.clamp(1.0 - p_a - p_b - p_bad, min=_LOG_FLOOR)
-        return torch.log(torch.stack([p_a, p_b, p_tie, p_bad], dim=-1))
-    raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
-
-
-def _sigmoid_parts(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """log σ(z), log σ(−z), σ(z), σ(−z) from one exp and one log1p.
-
-    Hand-written instead of scipy.special's log_expit/expit: those cost one exp/log each per call
-    and four calls per evaluation; the stable form min(z, 0) − log1p(e^−|z|) is torch's logsigmoid.
-    """
-    e = np.exp(-np.abs(z))
-    soft = np.log1p(e)
-    inv = 1.0 / (1.0 + e)
-    small = e * inv
-    pos = z >= 0
-    return np.minimum(z, 0.0) - soft, np.minimum(-z, 0.0) - soft, np.where(pos, inv, small), np.where(pos, small, inv)
-
-
-def _terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`outcome_terms` laid out for speed: logp (4, n) and dlogp (4, 3, n).
-
-    The derivatives are written out by hand rather than taken from torch autograd: the fit needs
-    them tens of times per call, and autograd's overhead per call exceeds this whole function."""
-    delta = coef_a - coef_b
-    m = delta.size
-    logp = np.full((4, m), -np.inf)
-    dlogp = np.zeros((4, 3, m))
-    if model in ("bt", "bt-tie"):
-        logp[0], logp[1], p_a, p_b = _sigmoid_parts(delta)
-        # d log σ(Δ)/dΔ = σ(−Δ) = P(B); d log σ(−Δ)/dΔ = −σ(Δ) = −P(A)
-        dlogp[0, 0], dlogp[0, 1] = p_b, -p_b
-        dlogp[1, 0], dlogp[1, 1] = -p_a, p_a
-        return logp, dlogp
-    if model == "rk":
-        assert extra is not None
-        logp[0], _, p_a, q_a = _sigmoid_parts(delta - extra)  # u = Δ − η: du = (1, −1, −1)
-        logp[1], _, p_b, q_b = _sigmoid_parts(-delta - extra)  # v = −Δ − η: dv = (−1, 1, −1)
-        dlogp[0, 0], dlogp[0, 1], dlogp[0, 2] = q_a, -q_a, -q_a
-        dlogp[1, 0], dlogp[1, 1], dlogp[1, 2] = -q_b, q_b, -q_b
-        raw_tie = 1.0 - p_a - p_b
-        others = ((p_a, 0), (p_b, 1))
-    elif model == "grk":
-        assert extra is not None
-        lam1, lam, phi_a, phi_b, den_a, den_b, den_bad = _grk_parts(coef_a, coef_b, extra)
-        p_a, p_b, p_bad = phi_a / den_a, phi_b / den_b, 1.0 / den_bad
-        with np.errstate(divide="ignore"):
-            logp[0], logp[1], logp[3] = np.log(p_a), np.log(p_b), np.log(p_bad)
-        # log P(A) = β_A − log(φ_A + λ φ_B + 1) with dλ/ds = λ − 1; log P(bad) = −log(1 + φ_A + φ_B)
-        dlogp[0, 0], dlogp[0, 1], dlogp[0, 2] = 1.0 - p_a, -lam * phi_b / den_a, -lam1 * phi_b / den_a
-        dlogp[1, 0], dlogp[1, 1], dlogp[1, 2] = -lam * phi_a / den_b, 1.0 - p_b, -lam1 * phi_a / den_b
-        dlogp[3, 0], dlogp[3, 1] = -phi_a * p_bad, -phi_b * p_bad
-        raw_tie = 1.0 - p_a - p_b - p_bad
-        others = ((p_a, 0), (p_b, 1), (p_bad, 3))
-    else:
-        raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
-    # the tie takes the rest: d P(tie) = −Σ P(k) d log P(k) over the other outcomes; where the floor
-    # is active the derivative is 0, as for torch.clamp
-    p_tie = np.maximum(raw_tie, _LOG_FLOOR)
-    logp[2] = np.log(p_tie)
-    d_tie = -sum(p_k * dlogp[k] for p_k, k in others)
-    dlogp[2] = np.where(raw_tie >= _LOG_FLOOR, d_tie / p_tie, 0.0)
-    return logp, dlogp
-
-
-def _grk_parts(coef_a: np.ndarray, coef_b: np.ndarray, extra: float) -> tuple[float, float, np.ndarray, np.ndarray,
-                                                                             np.ndarray, np.ndarray, np.ndarray]:
-    """Grounded Rao-Kupper (eq. 8) pieces shared by the first and second derivatives: λ − 1 = exp(s),
-    λ, φ = exp(β) of both sides and the denominators of P(A), P(B) and P(both bad)."""
-    lam1 = float(np.exp(extra))
-    lam = 1.0 + lam1
-    phi_a, phi_b = np.exp(coef_a), np.exp(coef_b)
-    return lam1, lam, phi_a, phi_b, phi_a + lam * phi_b + 1.0, phi_b + lam * phi_a + 1.0, 1.0 + phi_a + phi_b
-
-
-def _second_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None,
-                  logp: np.ndarray, dlogp: np.ndarray) -> np.ndarray:
-    """Second derivatives (4, 3, 3, n) of the log-probabilities of :func:`_terms` (which gave
-    ``logp`` and ``dlogp``) with respect to (coef_a, coef_b, extra) of each battle."""
-    m = coef_a.size
-    d2 = np.zeros((4, 3, 3, m))
-
-    def outer(v: np.ndarray) -> np.ndarray:
-        return v[:, None, :] * v[None, :, :]
-
-    if model in ("bt", "bt-tie"):
-        # d²/dΔ² log σ(±Δ) = −σ(Δ)σ(−Δ), and dΔ = (1, −1, 0)
-        sign = np.array([1.0, -1.0])
-        d2[0, :2, :2] = d2[1, :2, :2] = np.multiply.outer(np.outer(sign, sign), -np.exp(logp[0] + logp[1]))
-        return d2
-    if model == "rk":
-        assert extra is not None
-        p_a, p_b = np.exp(logp[0]), np.exp(logp[1])
-        # d² log σ(u) = −σ(u)σ(−u) du duᵀ, σ(−u) = dlogp[0, 0] (u = Δ − η); likewise v = −Δ − η
-        d2[0] = np.multiply.outer(np.outer([1.0, -1.0, -1.0], [1.0, -1.0, -1.0]), -p_a * dlogp[0, 0])
-        d2[1] = np.multiply.outer(np.outer([-1.0, 1.0, -1.0], [-1.0, 1.0, -1.0]), -p_b * dlogp[1, 1])
-        others = ((p_a, 0), (p_b, 1))
-    elif model == "grk":
-        assert extra is not None
-        lam1, lam, phi_a, phi_b, den_a, den_b, den_bad = _grk_parts(coef_a, coef_b, extra)
-        # log P = (β_A or β_B or 0) − log D: d² log P = −d²D / D + (dD / D)(dD / D)ᵀ
-        for j, den, first, hess in (
-            (0, den_a, (phi_a, lam * phi_b, lam1 * phi_b), {(0, 0): phi_a, (1, 1): lam * phi_b, (1, 2): lam1 * phi_b,
-                                                            (2, 2): lam1 * phi_b}),
-            (1, den_b, (lam * phi_a, phi_b, lam1 * phi_a), {(0, 0): lam * phi_a, (1, 1): phi_b, (0, 2): lam1 * phi_a,
-                                                            (2, 2): lam1 * phi_a}),
-            (3, den_bad, (phi_a, phi_b, np.zeros(m)), {(0, 0): phi_a, (1, 1): phi_b}),
-        ):
-            g = np.stack(first) / den
-            d2[j] = outer(g)
-            for (u, v), value in hess.items():
-                d2[j, u, v] -= value / den
-                if u != v:
-                    d2[j, v, u] -= value / den
-        others = ((np.exp(logp[0]), 0), (np.exp(logp[1]), 1), (np.exp(logp[3]), 3))
-    else:
-        raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
-    # P(tie) = 1 − Σ P(k): d² P(tie) = −Σ P(k) (d² log P(k) + d log P(k) d log P(k)ᵀ), and
-    # d² log P(tie) = d² P(tie) / P(tie) − d log P(tie) d log P(tie)ᵀ; 0 where the floor is active
-    p_tie = np.exp(logp[2])
-    with np.errstate(over="ignore", invalid="ignore"):
-        d2_tie = -sum(p_k * (d2[k] + outer(dlogp[k])) for p_k, k in others) / p_tie - outer(dlogp[2])
-    d2[2] = np.where(logp[2] > np.log(_LOG_FLOOR), d2_tie, 0.0)
-    return d2
-
-
 def outcome_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray,
                   extra: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """numpy twin of :func:`log_outcome_probs` with its first derivatives.
-
-    Returns ``logp`` (n, 4), as :func:`log_outcome_probs`, and ``dlogp`` (n, 4, 3): the derivative
-    of each log-probability with respect to (coef_a, coef_b, extra) of its own battle (0 for
-    outcomes the model does not have, and for ``extra`` in ``bt``/``bt-tie``).
-    """
-    logp, dlogp = _terms(model, np.asarray(coef_a, dtype=float), np.asarray(coef_b, dtype=float), extra)
+    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model`` and their
+    first derivatives (n, 4, 3) with respect to (coef_a, coef_b, raw extra) of each battle (0 for
+    outcomes the model does not have, and for ``extra`` in ``bt``/``bt-tie``): the numpy twin of
+    the P2L head's :func:`evalprism.p2l.likelihood.log_outcome_probs`."""
+    logp, dlogp = outcome_model(model).terms(np.asarray(coef_a, dtype=float), np.asarray(coef_b, dtype=float), extra)
     return logp.T, dlogp.transpose(2, 0, 1)
 
 
 def outcome_weights(model: str, counts: np.ndarray) -> np.ndarray:
-    """How each model uses the four observed outcome counts (ties dropped, halved or kept)."""
-    w = np.array(counts, dtype=float, copy=True)
-    ties = w[:, 2] + w[:, 3]
-    if model == "bt":
-        w[:, 2:] = 0.0
-    elif model == "bt-tie":
-        w[:, 0] += 0.5 * ties
-        w[:, 1] += 0.5 * ties
-        w[:, 2:] = 0.0
-    elif model == "rk":
-        w[:, 2] = ties
-        w[:, 3] = 0.0
-    return w
+    """How ``model`` uses the four observed outcome counts (ties dropped, halved or kept):
+    :meth:`~evalprism.stats.outcome_models.OutcomeModel.weights`."""
+    return outcome_model(model).weights(counts)
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None = None) -> str | None:
     """A status line saying how many battles ``loss`` cannot learn from and why, or None when it
-    uses them all. Which outcomes a loss drops is read from :func:`outcome_weights` (the one rule):
+    uses them all. Which outcomes a loss drops is read from its outcome weights (the one rule):
     today only ``bt`` drops anything, the ties; a soft-labelled battle is always used."""
     dropped = outcome_weights(loss, np.eye(4)).sum(axis=1) <= 0
     ignored = dropped[np.asarray(outcome, np.int64)]
@@ -306,8 +125,11 @@ def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None 
     if n == 0:
         return None
     kinds = " and ".join(f"'{w}'" for w, d in zip(OUTCOMES, dropped) if d)
+    half = [m.name for m in OUTCOME_MODELS.values() if m.ties == "half"]
+    modelled = [m.name for m in OUTCOME_MODELS.values() if len(m.outcomes) > 2]
     return (f"loss '{loss}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
-            "(bt-tie counts a tie as half a win for each side; rk and grk model ties)")
+            f"({_listed(half)} count{'s' if len(half) == 1 else ''} a tie as half a win for each side; "
+            f"{_listed(modelled)} model ties)")
 
 
 @dataclass(frozen=True)
@@ -342,24 +164,6 @@ def check_connected(pairs: PairCounts, names: list[str] | None = None) -> None:
         )
 
 
-def _unpack(model: str, x: np.ndarray, n_models: int) -> tuple[np.ndarray, float | None]:
-    if model in ("rk", "grk"):
-        return x[:n_models], float(x[n_models])
-    return x, None
-
-
-def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.Tensor) -> torch.Tensor:
-    """Negative log-likelihood of the aggregated counts at parameters ``x`` (coefs [+ extra])."""
-    import torch
-
-    coefs = x[: pairs.n_models]
-    extra = x[pairs.n_models] if model in ("rk", "grk") else None
-    logp = log_outcome_probs(model, coefs[torch.as_tensor(pairs.a)], coefs[torch.as_tensor(pairs.b)], extra)
-    used = weights > 0
-    return -(weights[used] * logp[used]).sum()
-
-
-_MODEL_OUTCOMES = {"bt": (0, 1), "bt-tie": (0, 1), "rk": (0, 1, 2), "grk": (0, 1, 2, 3)}
 _blas_controller: Any = None
 
 
@@ -390,19 +194,26 @@ def _scatter_matrix(local: np.ndarray, pairs: PairCounts, size: int) -> np.ndarr
 
 
 class _Likelihood:
-    """Negative log-likelihood of aggregated counts under ``model`` (+ ``l2``/2 ||coefs||^2), in numpy."""
+    """Negative log-likelihood of aggregated counts under ``model`` (+ ``l2``/2 ||coefs||^2), in numpy.
+
+    The parameters ``x`` are the coefficients, then the model's raw tie parameter if it has one."""
 
     def __init__(self, model: str, pairs: PairCounts, weights: np.ndarray, l2: float = 0.0) -> None:
         self.model, self.pairs, self.l2 = model, pairs, l2
+        self.entry: OutcomeModel = outcome_model(model)
         self.n = pairs.n_models
-        self.k = 3 if model in ("rk", "grk") else 2  # local parameters of a pair: coef_a, coef_b[, extra]
-        self.size = self.n + self.k - 2
+        self.k = self.entry.n_local  # local parameters of a pair: coef_a, coef_b[, extra]
+        self.size = self.n + self.entry.n_extra
         self.weights = np.ascontiguousarray(weights.T)  # (4, P)
-        self.used = [j for j in _MODEL_OUTCOMES[model] if self.weights[j].any()]
+        self.used = [j for j in self.entry.outcomes if self.weights[j].any()]
+
+    def extra(self, x: np.ndarray) -> float | None:
+        """The raw tie parameter in ``x`` (None for a model without one)."""
+        return float(x[self.n]) if self.entry.extra is not None else None
 
     def terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         coefs = x[: self.n]
-        return _terms(self.model, coefs[self.pairs.a], coefs[self.pairs.b], float(x[self.n]) if self.k == 3 else None)
+        return self.entry.terms(coefs[self.pairs.a], coefs[self.pairs.b], self.extra(x))
 
     def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         logp, dlogp = self.terms(x)
@@ -430,7 +241,7 @@ class _Likelihood:
         logp, dlogp = self.terms(x)
         per_pair = self.weights.sum(axis=0)
         local = np.zeros((self.k, self.k, per_pair.size))
-        for j in _MODEL_OUTCOMES[self.model]:
+        for j in self.entry.outcomes:
             s = dlogp[j, : self.k]
             local += (per_pair * np.exp(logp[j])) * s[:, None, :] * s[None, :, :]
         info = _scatter_matrix(local, self.pairs, self.size)
@@ -446,7 +257,7 @@ def _inverse_information(lik: _Likelihood, x: np.ndarray) -> np.ndarray | None:
     its gradient has no component there: adding that direction makes F invertible without
     changing F⁻¹g."""
     info = lik.fisher(x)
-    if not lik.l2 and lik.model in ("bt", "bt-tie", "rk"):
+    if not lik.l2 and lik.entry.shift_invariant:
         shift = np.zeros(lik.size)
         shift[: lik.n] = 1.0 / np.sqrt(lik.n)
         info += np.trace(info) / lik.size * np.outer(shift, shift)
@@ -477,8 +288,8 @@ def _scoring_steps(lik: _Likelihood, x: np.ndarray, inverse: np.ndarray,
         if relative <= 1e-13:
             return x, True
         trial = x - step
-        if lik.model == "rk" and trial[lik.n] < 0.0:
-            return x, False
+        if lik.entry.extra is not None and lik.entry.extra.lower is not None and trial[lik.n] < lik.entry.extra.lower:
+            return x, False  # a step out of the tie parameter's domain
         trial_grad = lik.value_and_grad(trial)[1]
         trial_norm = float(np.linalg.norm(trial_grad))
         if not trial_norm < norm:
@@ -489,15 +300,10 @@ def _scoring_steps(lik: _Likelihood, x: np.ndarray, inverse: np.ndarray,
 
 def _check_fit_input(pairs: PairCounts, model: str, weights: np.ndarray, names: list[str] | None) -> None:
     """Refuse what has no finite maximum-likelihood point: an unknown model, a disconnected
-    comparison graph, a tie parameter without ties."""
-    if model not in PAIR_MODELS:
-        raise EvalprismError(f"unknown pairwise model '{model}': expected one of {', '.join(PAIR_MODELS)}")
+    comparison graph, outcomes the model needs and the battles lack (a tie parameter without ties)."""
+    entry = outcome_model(model)
     check_connected(pairs, names)
-    if model in ("rk", "grk") and float(weights[:, 2:].sum()) == 0.0:
-        raise EvalprismError(f"model '{model}' needs ties to estimate its tie parameter; there are none")
-    if model == "grk" and float(weights[:, 3].sum()) == 0.0:
-        raise EvalprismError("model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; there are "
-                             "none (without them every coefficient grows without bound): use 'rk' instead")
+    entry.check_weights(weights)
 
 
 def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
@@ -506,8 +312,8 @@ def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol:
 
     ``l2`` adds ``l2/2 * ||coefs||^2`` (0 = plain MLE; a small value keeps coefficients finite when
     a model never loses). ``x0`` starts the optimiser from given parameters (a previous fit's
-    ``params``, e.g. the full-data optimum for bootstrap refits); the default is 0 (η = 0.5 for
-    ``rk``). L-BFGS-B (``tol``: its gradient tolerance on the per-battle loss) finds the optimum and
+    ``params``, e.g. the full-data optimum for bootstrap refits); the default is 0 for the
+    coefficients and the tie parameter's ``start`` (η = 0.5 for ``rk``). L-BFGS-B (``tol``: its gradient tolerance on the per-battle loss) finds the optimum and
     Fisher-scoring steps refine it to rounding level. Raises :class:`EvalprismError` on a
     disconnected comparison graph.
     """
@@ -515,19 +321,18 @@ def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol:
     _check_fit_input(pairs, model, weights, names)
     n = pairs.n_models
     lik = _Likelihood(model, pairs, weights, l2)
+    tie = lik.entry.extra
     start = np.zeros(lik.size)
     bounds = [(None, None)] * n
-    if model == "rk":
-        start[n] = 0.5
-        bounds.append((0.0, None))
-    elif model == "grk":
-        bounds.append((None, None))
+    if tie is not None:
+        start[n] = tie.start
+        bounds.append((tie.lower, None))
     if x0 is not None:
         start = np.array(x0, dtype=float, copy=True)
         if start.shape != (lik.size,):
             raise EvalprismError(f"x0 has {start.size} parameters; model '{model}' over {n} models has {lik.size}")
-        if model == "rk":
-            start[n] = max(start[n], 0.0)
+        if tie is not None and tie.lower is not None:
+            start[n] = max(start[n], tie.lower)
     total = float(weights.sum())
 
     def scaled(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -544,16 +349,15 @@ def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol:
 
 def _make_fit(lik: _Likelihood, x: np.ndarray, n_iter: int) -> PairwiseFit:
     """The reported fit at the optimiser's parameters ``x``."""
-    n, model = lik.n, lik.model
-    coefs, extra = _unpack(model, x, n)
-    if model in ("bt", "bt-tie", "rk") and not lik.l2:
-        coefs = coefs - coefs.mean()  # shift-invariant models: report the mean-zero solution
-    if model == "grk":
-        extra = 1.0 + float(np.exp(extra))  # type: ignore[arg-type]
+    n, entry = lik.n, lik.entry
+    coefs, raw = x[:n], lik.extra(x)
+    if entry.shift_invariant and not lik.l2:
+        coefs = coefs - coefs.mean()  # report the mean-zero solution
+    extra = None if entry.extra is None else float(entry.extra.report(NUMPY_OPS, raw))
     loss, grad = lik.value_and_grad(x)
     total = float(lik.weights.sum())
     params = np.concatenate([coefs, x[n:]])
-    return PairwiseFit(model, coefs, extra, loss, float(np.linalg.norm(grad)) / total, n_iter, params)
+    return PairwiseFit(lik.model, coefs, extra, loss, float(np.linalg.norm(grad)) / total, n_iter, params)
 
 
 def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
@@ -564,13 +368,13 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
     under ``bt-tie``, as arena-rank's outcome 0.5; (1 − p_b, p_b) for a soft label) has score
     Σ_j y_j s_j, so a pair contributes Σ_jk M_jk s_j s_kᵀ with M = Σ_battles y yᵀ: the diagonal is
     the outcome weights and the only off-diagonal entry, between A and B, is c = Σ y_A y_B
-    (¼ per ``bt-tie`` tie, p_b(1 − p_b) per soft label). Hence J = Σ_j w_j s_j s_jᵀ − c (s_A − s_B)(s_A − s_B)ᵀ.
+    (¼ per tie that counts half a win for each side, p_b(1 − p_b) per soft label). Hence J = Σ_j w_j s_j s_jᵀ − c (s_A − s_B)(s_A − s_B)ᵀ.
     The pseudo-inverse returns the covariance of the mean-zero coefficients for the shift-invariant
     models.
 
     A pair's log-likelihood depends only on its own (coef_a, coef_b, extra): both matrices are sums
-    of per-pair 3 x 3 blocks from :func:`_terms` and :func:`_second_terms` (held to torch autograd
-    on :func:`log_outcome_probs` in the tests; autograd itself is slow here, it needs one backward
+    of per-pair 3 x 3 blocks from the model's ``terms`` and ``second_terms`` (held to torch autograd
+    on :func:`evalprism.p2l.likelihood.log_outcome_probs` in the tests; autograd itself is slow here, it needs one backward
     pass per parameter or per local variable and outcome, and its thread pool stalls on a busy
     machine).
     """
@@ -578,9 +382,9 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
     lik = _Likelihood(fit.model, pairs, w)
     k = lik.k
     coef_a, coef_b = fit.params[pairs.a], fit.params[pairs.b]
-    extra = float(fit.params[lik.n]) if k == 3 else None
-    logp, dlogp = _terms(fit.model, coef_a, coef_b, extra)
-    d2logp = _second_terms(fit.model, coef_a, coef_b, extra, logp, dlogp)
+    extra = lik.extra(fit.params)
+    logp, dlogp = lik.entry.terms(coef_a, coef_b, extra)
+    d2logp = lik.entry.second_terms(coef_a, coef_b, extra, logp, dlogp)
     meat_local = np.zeros((k, k, pairs.a.size))
     hess_local = np.zeros((k, k, pairs.a.size))
     for j in lik.used:
@@ -589,8 +393,8 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
         meat_local += weight * score[:, None, :] * score[None, :, :]
         hess_local -= weight * d2logp[j, :k, :k]
     cross = np.zeros(pairs.a.size) if pairs.soft_cross is None else pairs.soft_cross
-    if fit.model == "bt-tie":
-        cross = cross + 0.25 * (pairs.counts[:, 2] + pairs.counts[:, 3])
+    if lik.entry.ties == "half":  # a tie is one battle with outcome shares (½, ½): y_A y_B = ¼
+        cross = cross + 0.25 * (pairs.counts[:, TIE] + pairs.counts[:, BOTH_BAD])
     if cross.any():
         diff = dlogp[0, :k] - dlogp[1, :k]
         meat_local -= cross * diff[:, None, :] * diff[None, :, :]
