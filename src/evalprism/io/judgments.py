@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.io.text import open_text
+from evalprism.keyed import content_order
 
 JUDGMENTS_SCHEMA = Schema(
     "judgments",
@@ -80,6 +81,16 @@ class Judgments:
     relevant: dict[str, np.ndarray]
     scales: dict[str, LabelScale]
     notes: list[str] = field(default_factory=list)
+
+    def in_pair_order(self) -> tuple[Judgments, np.ndarray]:
+        """These judgments with the pairs sorted by (query_id, doc_id), and the rows taken (pair ``i``
+        was row ``rows[i]``). Embedding, reduction, HDBSCAN (its tie-breaks and cluster numbers) and
+        every sum over pairs then see the same rows whatever the order of the input (:mod:`evalprism.keyed`)."""
+        rows = content_order(self.table["query_id"], self.table["doc_id"])
+        table = self.table.iloc[rows].reset_index(drop=True)
+        table.attrs = dict(self.table.attrs)
+        return replace(self, table=table, labels={c: v[rows] for c, v in self.labels.items()},
+                       relevant={c: v[rows] for c, v in self.relevant.items()}), rows
 
 
 def parse_scale(text: str) -> tuple[int, int]:

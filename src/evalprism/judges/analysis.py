@@ -116,9 +116,12 @@ def analyze(
         raise TypeError(f"analyze(): give options or the keywords {', '.join(sorted(keywords))}, not both")
     options = options if options is not None else JudgesOptions.from_keywords(**keywords)
     options.cluster.check()
-    judged = prepare_judgments(table, human, llm, scales=options.scales, thresholds=options.thresholds)
+    given = prepare_judgments(table, human, llm, scales=options.scales, thresholds=options.thresholds)
+    # every step sees the pairs in (query_id, doc_id) order; the pair table keeps the order given
+    judged, rows = given.in_pair_order()
+    back = np.argsort(rows)
     options.cluster.check_shape(len(judged.table))  # the pair count is known before embedding, the dimension after
-    candidates, embed_stats = _candidates(judged, human, options, embeddings, cache_dir, progress)
+    candidates, embed_stats = _candidates(judged, human, options, embeddings, rows, cache_dir, progress)
     best = _best(candidates)
     chosen = candidates[best]
     status("agreement per cluster and per query", progress)
@@ -128,10 +131,10 @@ def analyze(
                             embedder=options.embedder if embeddings is None else "precomputed",
                             scales={c: s.describe() for c, s in judged.scales.items()})
     return JudgesResult(
-        pairs=_pair_table(judged, human, chosen.labels, coords), clusters=agreement.clusters,
+        pairs=_pair_table(given, human, chosen.labels[back], coords[back]), clusters=agreement.clusters,
         queries=agreement.queries, query_clusters=agreement.cells, overall=agreement.overall,
         instructions=_instruction_table(candidates, best, options.purity_percentile),
-        concentration=agreement.concentration, texts=judged.table[["query", "doc"]], options=record,
+        concentration=agreement.concentration, texts=given.table[["query", "doc"]], options=record,
         embed_stats=embed_stats or None, notes=agreement.notes)
 
 
@@ -147,10 +150,11 @@ class _Candidate:
 
 
 def _candidates(judged: Judgments, human: str, options: JudgesOptions,
-                embeddings: np.ndarray | Mapping[str, np.ndarray] | None, cache_dir: str | Path | None,
-                progress: bool) -> tuple[list[_Candidate], dict[str, object]]:
+                embeddings: np.ndarray | Mapping[str, np.ndarray] | None, rows: np.ndarray,
+                cache_dir: str | Path | None, progress: bool) -> tuple[list[_Candidate], dict[str, object]]:
     """Embed the pairs with each candidate instruction (3.2) and cluster them (3.3); also the
-    embedders' counts by instruction."""
+    embedders' counts by instruction. Precomputed ``embeddings`` follow the table as given: their
+    row ``rows[i]`` belongs to pair ``i`` of ``judged``."""
     df = judged.table
     texts = [pair_text(q, d) for q, d in zip(df["query"].tolist(), df["doc"].tolist(), strict=True)]
     copts = options.cluster
@@ -162,6 +166,7 @@ def _candidates(judged: Judgments, human: str, options: JudgesOptions,
             x = np.asarray(x, dtype=np.float32)
             if x.shape[0] != len(df):
                 raise EvalprismError(f"embeddings have {x.shape[0]} rows, expected one per pair ({len(df)})")
+            x = x[rows]
         else:
             status(f"embedding {len(texts)} pairs with '{options.embedder}' ({instruction!r})", progress)
             emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)

@@ -6,6 +6,10 @@ Reduction first (PCA, or UMAP from the optional ``umap`` extra) makes density es
 dimensions tractable and less noisy; ``reduce="none"`` clusters the unit vectors directly (Euclidean
 distance between unit vectors is a monotone function of the cosine).
 
+Row order: the analysis gives the pairs sorted by (query_id, doc_id)
+(:meth:`evalprism.io.judgments.Judgments.in_pair_order`), so PCA, UMAP and HDBSCAN see the same
+matrix, and number the clusters the same, whatever the order of the input rows.
+
 Instruction choice (section 3.2): the 80th percentile of cluster purity with respect to the human
 label, over the dense clusters; purity = share of the cluster's pairs carrying its majority human label.
 """
@@ -106,7 +110,8 @@ def map_2d(x: np.ndarray, options: ClusterOptions, seed: int = 0) -> np.ndarray:
 
 
 def cluster_pairs(z: np.ndarray, options: ClusterOptions) -> np.ndarray:
-    """HDBSCAN labels, renumbered 0, 1, ... by decreasing size (ties: first pair); -1 = noise."""
+    """HDBSCAN labels, renumbered 0, 1, ... by decreasing size (ties: the cluster whose first row comes
+    first: with the pairs in (query_id, doc_id) order, the one holding the smallest pair); -1 = noise."""
     from sklearn.cluster import HDBSCAN
 
     if z.shape[0] < max(2, options.min_cluster_size):
