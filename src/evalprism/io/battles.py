@@ -27,12 +27,14 @@ from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows
 from evalprism.io.tables import read_table
 from evalprism.keyed import content_order
+from evalprism.stats.outcomes import OUTCOME_INDEX, OUTCOMES
 
-WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+#: the canonical winner values: the pairwise outcome codes, defined in :mod:`evalprism.stats.outcomes`
+WINNERS = OUTCOMES
 #: what a battle is to every fit: battles equal in these columns are interchangeable
 BATTLE_KEY = ("prompt", "model_a", "model_b", "winner", "p_b")
 #: outcome index of each winner value, as used by the pairwise models' count matrices
-OUTCOMES_INDEX = {w: i for i, w in enumerate(WINNERS)}
+OUTCOMES_INDEX = OUTCOME_INDEX
 _WINNER_ALIASES = {
     "model_a": "model_a", "a": "model_a",
     "model_b": "model_b", "b": "model_b",
