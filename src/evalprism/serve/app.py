@@ -18,8 +18,8 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,12 +110,39 @@ class Service:
                 "router_coef": decision.router_coef, "expected_cost": decision.expected_cost}
 
 
+#: how a handler reaches the Service, which exists only once the app has started (see :func:`_lifespan`)
+ServiceOf = Callable[[], Service]
+
+
 def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path,
                precision: str = "float32", transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
     ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime)."""
     core = RoutingCore(model, config)
     state: dict[str, Service] = {}
+    app = FastAPI(title="evalprism P2L router", version=__version__,
+                  lifespan=_lifespan(core, config, secrets, decision_log, transport, state),
+                  description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
+                              "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).")
+    _install_error_handlers(app)
+
+    def service() -> Service:
+        return state["service"]
+
+    _add_status_routes(app, service, core, model, config, precision)
+    _add_leaderboard_route(app, service, model)
+    _add_route_route(app, service, core)
+    _add_chat_route(app, service, config)
+    app.add_middleware(BearerAuth, keys=secrets.api_keys)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # outermost: before auth reads anything
+    return app
+
+
+def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision_log: str | Path,
+              transport: httpx.AsyncBaseTransport | None,
+              state: dict[str, Service]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up and shutdown: the micro-batcher (warmed up), the upstream clients and the decision
+    log make the :class:`Service` in ``state``; shutdown stops and closes them."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -139,13 +166,12 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
             await service.upstreams.aclose()
             service.decisions.close()
 
-    app = FastAPI(title="evalprism P2L router", version=__version__, lifespan=lifespan,
-                  description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
-                              "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).")
-    _install_error_handlers(app)
+    return lifespan
 
-    def service() -> Service:
-        return state["service"]
+
+def _add_status_routes(app: FastAPI, service: ServiceOf, core: RoutingCore, model: P2LModel, config: ServeConfig,
+                       precision: str) -> None:
+    """``GET /health`` and ``GET /v1/models``."""
 
     @app.get("/health", response_model=Health)
     async def health() -> Health:
@@ -158,6 +184,10 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
         cards = [ModelCard(id=config.router_name, owned_by="evalprism")]
         cards += [ModelCard(id=name, owned_by="upstream", cost=up.cost) for name, up in config.models.items()]
         return ModelList(data=cards)
+
+
+def _add_leaderboard_route(app: FastAPI, service: ServiceOf, model: P2LModel) -> None:
+    """``POST /v1/leaderboard``: per-prompt coefficients, and the aggregate leaderboard of a list."""
 
     @app.post("/v1/leaderboard", response_model=LeaderboardResponse)
     async def leaderboard(req: LeaderboardRequest) -> LeaderboardResponse:
@@ -174,6 +204,10 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
             leaderboards=[PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)
                           for p, d in zip(prompts, decisions, strict=True)],
             aggregate=None if aggregate is None else aggregate.tolist())
+
+
+def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> None:
+    """``POST /v1/route``: the routing decision for a conversation, logged."""
 
     @app.post("/v1/route", response_model=RouteResponse)
     async def route_endpoint(req: RouteRequest) -> Response:
@@ -192,6 +226,11 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
             prompt_sha256=digest)
         # the hot path: serialise the model once ourselves instead of FastAPI's re-validation + jsonable_encoder
         return Response(body.model_dump_json(), media_type="application/json")
+
+
+def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> None:
+    """``POST /v1/chat/completions``: route (or take the named candidate), forward with one failover,
+    return the upstream's answer with the decision; streaming and not."""
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(req: ChatCompletionRequest) -> JSONResponse | StreamingResponse:
@@ -227,10 +266,6 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
             failures = "; ".join(a.error or "" for a in outcome.attempts)
             return _error(502, f"every upstream attempt failed: {failures}", "upstream_error")
         return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
-
-    app.add_middleware(BearerAuth, keys=secrets.api_keys)
-    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # outermost: before auth reads anything
-    return app
 
 
 async def _logged_stream(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
