@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalprism.embed import Embedder
+from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
@@ -85,7 +85,7 @@ def analyze_prompt_set(
         source = f"column '{category_column}'"
     else:
         status("clustering prompts into categories (HDBSCAN on minilm embeddings)", progress)
-        emb = Embedder("minilm", cache_dir=cache_dir, progress=progress).embed(texts)
+        emb = get_embedder("minilm", cache_dir=cache_dir, progress=progress).embed(texts)
         categories = cluster_prompts(texts, emb, min_cluster_size)
         source = "HDBSCAN clusters"
     leaderboard = aggregated_table(coefs, model.models)
