@@ -28,22 +28,7 @@ from evalprism.progress import status
 from evalprism.stats.leaderboard import fit_pairwise
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.outcome_models import outcome_model
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
-
-
-def outcome_rows(outcome: np.ndarray, p_b: np.ndarray | None = None) -> np.ndarray:
-    """One row of outcome weights per battle: one-hot of the outcome index, or (1 - p_b, p_b, 0, 0)
-    where a soft label is given."""
-    outcome = np.asarray(outcome, np.int64)
-    rows = np.zeros((outcome.size, 4))
-    rows[np.arange(outcome.size), outcome] = 1.0
-    if p_b is not None:
-        p_b = np.asarray(p_b, dtype=float)
-        soft = np.isfinite(p_b)
-        rows[soft] = 0.0
-        rows[soft, 0] = 1.0 - p_b[soft]
-        rows[soft, 1] = p_b[soft]
-    return rows
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
 
 
 def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:

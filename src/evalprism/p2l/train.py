@@ -41,12 +41,12 @@ from evalprism.io.outputs import (
     remove_output,
 )
 from evalprism.p2l.backbones import load_backbone
-from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, outcome_rows, p2l_log_probs
+from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.progress import progress_bar, status
 from evalprism.stats.leaderboard import fit_pairwise
 from evalprism.stats.outcome_models import PAIR_MODELS
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
 
 CHECKPOINT_FILE = "checkpoint.pt"
 

@@ -25,10 +25,41 @@ from scipy.sparse.csgraph import connected_components
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, OutcomeModel, PairModel, outcome_model
-from evalprism.stats.outcomes import BOTH_BAD, OUTCOMES, TIE
+from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
 
 #: aggregate with a dense (n_models^2 x 4) table while n_models^2 is at most this or the battle count
 _DENSE_PAIRS = 1 << 16
+
+
+def battle_cells(outcome: np.ndarray,
+                 p_b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Where each battle's unit of weight goes among the four outcome cells (the one rule that
+    :meth:`PairCounts.from_battles` and :func:`outcome_rows` sum by).
+
+    A hard outcome puts 1 in its own cell. A soft label P(B preferred) (finite ``p_b``) replaces the
+    hard outcome of its battle: 1 − p_b of a win for A, then p_b of a win for B. Returns ``cells``
+    (n, parts) of outcome indices, their ``weights`` (n, parts; None: 1 each) and the mask of
+    soft-labelled battles (None without any); ``parts`` is 2 when some battle has a soft label (a
+    hard battle's second part is 0 in its own cell), else 1.
+    """
+    outcome = np.asarray(outcome, np.int64)
+    if p_b is not None:
+        p_b = np.asarray(p_b, dtype=float)
+        soft = np.isfinite(p_b)
+        if soft.any():
+            cells = np.stack([np.where(soft, A_WINS, outcome), np.where(soft, B_WINS, outcome)], axis=1)
+            weights = np.stack([np.where(soft, 1.0 - p_b, 1.0), np.where(soft, p_b, 0.0)], axis=1)
+            return cells, weights, soft
+    return outcome[:, None], None, None
+
+
+def outcome_rows(outcome: np.ndarray, p_b: np.ndarray | None = None) -> np.ndarray:
+    """One row of outcome weights (n, 4) per battle: one-hot of the outcome index, or
+    (1 − p_b, p_b, 0, 0) where a soft label is given (:func:`battle_cells`)."""
+    cells, weights, _ = battle_cells(outcome, p_b)
+    n = cells.shape[0]
+    bins = (np.arange(n)[:, None] * 4 + cells).ravel()
+    return np.bincount(bins, None if weights is None else weights.ravel(), minlength=4 * n).astype(float).reshape(n, 4)
 
 
 @dataclass(frozen=True)
@@ -49,26 +80,14 @@ class PairCounts:
     @classmethod
     def from_battles(cls, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
                      p_b: np.ndarray | None = None) -> PairCounts:
-        """Aggregate battles (model indices, outcome index into ``OUTCOMES``) to unique pairs.
-
-        Where a soft label P(B preferred) is given (finite ``p_b``), it replaces the hard outcome of
-        that battle: 1 - p_b of a win for A and p_b of a win for B."""
-        a, b, outcome = np.asarray(a, np.int64), np.asarray(b, np.int64), np.asarray(outcome, np.int64)
+        """Aggregate battles (model indices, outcome index into ``OUTCOMES``, soft label ``p_b``) to
+        unique pairs: each battle's weight goes where :func:`battle_cells` says."""
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
         key = a * n_models + b
         # Hand-written group-by (np.unique + np.add.at on an (n, 4) one-hot matrix is ~10x slower on
-        # 1M battles): one weighted bincount over (pair, outcome) cells. Every battle adds 1 to its
-        # outcome's cell; a soft-labelled battle adds 1 - p_b to A's cell and p_b to B's cell, in
+        # 1M battles): one weighted bincount over (pair, outcome) cells, the parts of each battle in
         # battle order, so the sums are bit-for-bit those of adding the battles one by one.
-        cell = outcome
-        weight: np.ndarray | None = None
-        second: tuple[np.ndarray, np.ndarray] | None = None
-        if p_b is not None:
-            p_b = np.asarray(p_b, dtype=float)
-            soft = np.isfinite(p_b)
-            if soft.any():
-                cell = np.where(soft, 0, outcome)
-                weight = np.where(soft, 1.0 - p_b, 1.0)
-                second = (np.where(soft, 1, outcome), np.where(soft, p_b, 0.0))
+        cells, weights, soft = battle_cells(outcome, p_b)
         if n_models * n_models <= max(key.size, _DENSE_PAIRS):
             uniq = np.flatnonzero(np.bincount(key, minlength=n_models * n_models))
             slot = key  # dense: the pair key is its own row of the (n_models^2, 4) table
@@ -76,16 +95,12 @@ class PairCounts:
         else:
             uniq, slot = np.unique(key, return_inverse=True)
             n_rows = uniq.size
-        if second is None:
-            bins, w = slot * 4 + cell, weight
-        else:  # interleave (A part, B part) of each battle to keep the battle order in every cell
-            bins = np.empty(2 * key.size, np.int64)
-            bins[0::2], bins[1::2] = slot * 4 + cell, slot * 4 + second[0]
-            w = np.empty(2 * key.size)
-            w[0::2], w[1::2] = weight, second[1]
+        bins = (slot[:, None] * 4 + cells).ravel()
+        w = None if weights is None else weights.ravel()
         counts = np.bincount(bins, weights=w, minlength=n_rows * 4).astype(float).reshape(n_rows, 4)
         cross = None
-        if second is not None:
+        if soft is not None:
+            p_b = np.asarray(p_b, dtype=float)
             cross = np.bincount(slot, weights=np.where(soft, p_b * (1.0 - p_b), 0.0), minlength=n_rows)
         if n_rows != uniq.size:
             counts = counts[uniq]
