@@ -2,19 +2,19 @@
 
 What is compared, and why:
 
-* **Fit + 95% intervals from a battles table.** ``evalprism.stats.fit_pairwise(df, model,
-  ci="sandwich")`` (canonicalise and index the table, aggregate to pairs, maximum likelihood,
-  sandwich covariance) against what LMArena itself uses, arena-rank's
+* **Fit + 95% intervals from a battles table.** ``evalprism.p2l.fit_leaderboard(df, model=model,
+  ci="sandwich")`` (canonicalise, order by content and index the table, aggregate to pairs, maximum
+  likelihood, sandwich covariance, separation check) against what LMArena itself uses, arena-rank's
   ``PairDataset.from_pandas(df)`` + ``BradleyTerry(...).compute_ratings_and_cis(ds)`` (its
   default 95% intervals: sandwich, with a small ridge on the Hessian diagonal). Timed end to end
-  and again from already aggregated data (``PairCounts`` / ``PairDataset``), so the table handling
-  and the numerical kernel can be told apart.
+  and again from already aggregated data (``Leaderboard.from_counts(PairCounts)`` / ``PairDataset``),
+  so the table handling and the numerical kernel can be told apart.
 * **FastChat's ``compute_mle_elo``** (the Chatbot Arena notebook recipe): a dense design matrix
   with one +ln(10)/-ln(10) row per battle, every battle duplicated so that a tie becomes one win
   for each side, scikit-learn ``LogisticRegression(fit_intercept=False)`` unpenalised (``C=inf``;
   scikit-learn 1.9 deprecates ``penalty=None``), ``tol=1e-8``. It has no intervals (FastChat
   bootstraps this fit); one fit is timed.
-* **Bootstrap.** ``fit_pairwise(..., ci="bootstrap", rounds=100)``: 100 multinomial resamples of
+* **Bootstrap.** ``Leaderboard.from_counts(..., ci="bootstrap", rounds=100)``: 100 multinomial resamples of
   the aggregated counts, each refitted exactly.
 * **Agreement.** All three estimate the same model: Bradley-Terry with a tie counted as half a win
   for each side (evalprism ``bt-tie``; with ``--tie-rate 0`` plain ``bt``). Ratings are compared on
@@ -161,20 +161,24 @@ class Run:
 
 
 def run_evalprism(battles: Battles, model: str, times: int) -> Run:
-    """``fit_pairwise`` from the battles table, and from the aggregated counts; one instrumented
-    pass splits the table time into canonicalise + index, aggregate, fit and sandwich."""
-    from evalprism.io.battles import battle_arrays, to_canonical_battles
-    from evalprism.stats import fit_pairwise
+    """``fit_leaderboard`` from the battles table, and ``Leaderboard.from_counts`` from the aggregated
+    counts; one instrumented pass splits the table time into canonicalise + order + index, aggregate,
+    fit and sandwich."""
+    from evalprism.io.battles import battle_arrays, in_content_order, to_canonical_battles
+    from evalprism.p2l import fit_leaderboard
+    from evalprism.p2l.marginal import Leaderboard
     from evalprism.stats.pairwise import PairCounts, fit_counts, sandwich_cov
 
-    board, total = repeat(lambda: fit_pairwise(battles.frame, model, ci="sandwich"), times)  # type: ignore[arg-type]
+    result, total = repeat(lambda: fit_leaderboard(battles.frame, model=model, ci="sandwich",  # type: ignore[arg-type]
+                                                   progress=False), times)
+    board = result.fit
     assert board.names == battles.names
-    arrays, t_io = timed(lambda: battle_arrays(to_canonical_battles(battles.frame)))
+    arrays, t_io = timed(lambda: battle_arrays(in_content_order(to_canonical_battles(battles.frame))))
     pairs, t_agg = timed(lambda: PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names)))
     fit, t_fit = timed(lambda: fit_counts(pairs, model))  # type: ignore[arg-type]
     _, t_cov = timed(lambda: sandwich_cov(fit, pairs))
-    _, kernel = repeat(lambda: fit_pairwise(pairs, model, ci="sandwich",  # type: ignore[arg-type]
-                                            names=arrays.names), times)
+    _, kernel = repeat(lambda: Leaderboard.from_counts(pairs, model, ci="sandwich",  # type: ignore[arg-type]
+                                                       names=arrays.names), times)
     return Run(
         ratings=ELO * board.coefs + 1000.0, half_width=ELO * (board.upper - board.lower) / 2, total=total,
         kernel=kernel,
@@ -249,7 +253,7 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
     """evalprism vs arena-rank vs FastChat/scikit-learn on the same battles."""
     at_target = args.battles == TARGET_BATTLES and args.models == TARGET_MODELS
     report.section(f"Fit + 95% CI, {args.battles:,} battles, {args.models} models, model '{model}'")
-    log("evalprism fit_pairwise")
+    log("evalprism fit_leaderboard")
     ours = run_evalprism(battles, model, args.repeat)
     log("arena-rank BradleyTerry")
     arena = run_arena_rank(battles, args.repeat)
@@ -261,7 +265,7 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
     x = ours.extra
     speedup = arena.total.best / ours.total.best
     report.add(Row(
-        what="from the battles table: fit_pairwise(df, ci='sandwich') vs PairDataset.from_pandas + "
+        what="from the battles table: fit_leaderboard(df, ci='sandwich') vs PairDataset.from_pandas + "
              "compute_ratings_and_cis", ours=ours.total.show(), peer=arena.total.show(), ratio=fmt_x(speedup),
         quality=f"1st calls: {fmt_x(arena.total.first / ours.total.first)}",
         target=f">= {TARGET_SPEEDUP:g}x at {TARGET_BATTLES:,} x {TARGET_MODELS}",
@@ -269,19 +273,19 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
     ))
     assert ours.kernel is not None and arena.kernel is not None
     report.add(Row(
-        what="from aggregated data: fit_pairwise(PairCounts) vs compute_ratings_and_cis(PairDataset)",
+        what="from aggregated data: Leaderboard.from_counts(PairCounts) vs compute_ratings_and_cis(PairDataset)",
         ours=ours.kernel.show(), peer=arena.kernel.show(), ratio=fmt_x(arena.kernel.best / ours.kernel.best),
         quality=f"1st calls: {fmt_x(arena.kernel.first / ours.kernel.first)}",
     ))
     report.add(Row(
-        what="  evalprism split: canonicalise + index | aggregate | fit | sandwich",
+        what="  evalprism split: canonicalise + order + index | aggregate | fit | sandwich",
         ours=f"{fmt_s(x['t_io'])} | {fmt_s(x['t_agg'])} | {fmt_s(x['t_fit'])} | {fmt_s(x['t_cov'])}",
         peer=f"from_pandas {fmt_s(arena.extra['t_dataset'])}",
         quality=f"{x['pairs'].a.size:,} ordered pairs; L-BFGS-B {x['n_iter']} it., |grad| {x['grad_norm']:.0e}",
     ))
     if sk is not None:
         report.add(Row(
-            what="from the battles table: fit_pairwise(df, ci='sandwich') vs FastChat compute_mle_elo "
+            what="from the battles table: fit_leaderboard(df, ci='sandwich') vs FastChat compute_mle_elo "
                  "(scikit-learn, no CI)", ours=ours.total.show(), peer=sk.total.show(),
             ratio=fmt_x(sk.total.best / ours.total.best),
             quality=f"1st calls: {fmt_x(sk.total.first / ours.total.first)}",
@@ -329,15 +333,15 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
 
 def bench_bootstrap(report: Report, args: argparse.Namespace, fitted: dict[str, Any], model: str) -> None:
     """100-round bootstrap from the aggregated counts (the full-data fit included)."""
-    from evalprism.stats import fit_pairwise
+    from evalprism.p2l.marginal import Leaderboard
 
     report.section(f"Bootstrap, {args.rounds} rounds, model '{model}'")
     log(f"bootstrap {args.rounds} rounds")
-    board, t_boot = timed(lambda: fit_pairwise(fitted["pairs"], model, ci="bootstrap",  # type: ignore[arg-type]
-                                               names=fitted["names"], rounds=args.rounds, seed=args.seed))
+    board, t_boot = timed(lambda: Leaderboard.from_counts(fitted["pairs"], model, ci="bootstrap",  # type: ignore[arg-type]
+                                                          names=fitted["names"], rounds=args.rounds, seed=args.seed))
     width = ELO * (board.upper - board.lower) / 2
     report.add(Row(
-        what="fit_pairwise(PairCounts, ci='bootstrap') incl. the full-data fit", ours=fmt_s(t_boot),
+        what="Leaderboard.from_counts(PairCounts, ci='bootstrap') incl. the full-data fit", ours=fmt_s(t_boot),
         quality=f"95% half-widths (median {np.median(width):.2f} rating points) / arena-rank sandwich: median "
                 f"{np.median(width / fitted['arena_half_width']):.3f}; / evalprism sandwich: "
                 f"{np.median(width / fitted['half_width']):.3f}",
@@ -349,15 +353,16 @@ def bench_bootstrap(report: Report, args: argparse.Namespace, fitted: dict[str, 
 
 def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str, Any]) -> None:
     """Rao-Kupper and grounded Rao-Kupper on the same counts (no peer implements them)."""
-    from evalprism.stats import fit_pairwise
+    from evalprism.p2l.marginal import Leaderboard
+    from evalprism.stats.outcome_models import outcome_model
 
     report.section("Tie models on the same counts (no peer)")
     for model in ("rk", "grk"):
         log(f"evalprism {model}")
-        board, t = repeat(lambda: fit_pairwise(fitted["pairs"], model, ci="sandwich",  # noqa: B023
-                                               names=fitted["names"]), args.repeat)
-        name = "η" if model == "rk" else "λ"
-        report.add(Row(what=f"fit_pairwise(PairCounts, '{model}', ci='sandwich')", ours=t.show(),
+        board, t = repeat(lambda: Leaderboard.from_counts(fitted["pairs"], model, ci="sandwich",  # noqa: B023
+                                                          names=fitted["names"]), args.repeat)
+        name = outcome_model(model).extra.symbol  # type: ignore[union-attr]
+        report.add(Row(what=f"Leaderboard.from_counts(PairCounts, '{model}', ci='sandwich')", ours=t.show(),
                        quality=f"{name} = {board.extra:.4f}; |grad| {board.fit.grad_norm:.0e}"))
 
 

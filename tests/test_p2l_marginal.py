@@ -78,13 +78,11 @@ def test_cli_refuses_a_model_seen_once(tmp_path: Path, capsys) -> None:
     assert not (tmp_path / "lb").exists()
 
 
-def test_stats_fit_pairwise_api_matches_the_cli_table() -> None:
-    from evalprism.stats import fit_pairwise
-
-    board = fit_pairwise(small_battles(), model="bt-tie", ci="sandwich")
+def test_library_leaderboard_matches_the_cli_table() -> None:
+    board = fit_leaderboard(small_battles(), model="bt-tie", ci="sandwich", progress=False).fit
     frame = board.frame()
     assert frame.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles"]
     # bt-tie: ties count half; x vs y (30 + 2.5 vs 10 + 2.5) etc. — coefs are mean-zero and x leads
     assert frame["coef"].sum() == pytest.approx(0.0, abs=1e-9)
     assert frame["model"].iloc[0] == "x" and (frame["lower"] < frame["coef"]).all()
-    assert fit_pairwise(small_battles(), ci=None).frame()["lower"].isna().all()
+    assert fit_leaderboard(small_battles(), ci=None, progress=False).fit.frame()["lower"].isna().all()

@@ -25,10 +25,9 @@ from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
-from evalprism.stats.leaderboard import fit_pairwise
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.outcome_models import outcome_model
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
 
 
 def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -154,9 +153,8 @@ def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, s
     metrics = compare_predictors(model.loss, rows, predictions)
 
     present = np.unique(np.concatenate([arrays.a, arrays.b]))
-    truth_board = fit_pairwise(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models),
-                                                       p_b=arrays.p_b), "bt", ci=None)
-    truth = truth_board.coefs[present]
+    truth = fit_counts(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b),
+                       "bt").coefs[present]
     prompt_coefs = pred.coefs[:, present]
     sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < len(distinct)] + [len(distinct)]
     scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)

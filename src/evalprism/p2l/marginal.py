@@ -1,7 +1,15 @@
-"""Marginal leaderboards from battles: one BT / BT-tie / RK / grounded-RK fit with confidence intervals."""
+"""Marginal leaderboards from battles: one BT / BT-tie / RK / grounded-RK fit with confidence intervals.
+
+:func:`fit_leaderboard` is the one public step from a battles table (any supported format) to a
+leaderboard: it canonicalises and indexes the table and aggregates the battles to pair counts;
+:meth:`Leaderboard.from_counts` fits those with the numeric kernels of :mod:`evalprism.stats.pairwise`
+(maximum likelihood, 95% intervals); models the battles do not identify (separation) are reported
+as such.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,14 +17,66 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalprism.io.battles import battle_arrays, in_content_order, outcome_codes, to_canonical_battles
+from evalprism.io.battles import battle_arrays, in_count_order, outcome_codes, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
-from evalprism.stats.leaderboard import CiMethod, Leaderboard, fit_pairwise
 from evalprism.stats.outcome_models import PairModel, outcome_model
-from evalprism.stats.pairwise import PairCounts, elo_ratings, ignored_battles_note, outcome_weights
+from evalprism.stats.pairwise import (
+    CiMethod,
+    PairCounts,
+    PairwiseFit,
+    battles_per_model,
+    coef_intervals,
+    elo_ratings,
+    fit_counts,
+    ignored_battles_note,
+    outcome_weights,
+)
 from evalprism.stats.separation import Separation, separation
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Fitted coefficients per model with 95% intervals (NaN when ``ci`` was None)."""
+
+    names: list[str]
+    coefs: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    battles: np.ndarray
+    fit: PairwiseFit
+    ci: str | None
+
+    @classmethod
+    def from_counts(cls, pairs: PairCounts, model: PairModel = "bt", ci: CiMethod | None = "sandwich", *,
+                    names: list[str] | None = None, rounds: int = 100, seed: int = 0,
+                    on_step: Callable[[int], None] | None = None) -> Leaderboard:
+        """Fit ``model`` to aggregated battles by maximum likelihood, with 95% intervals ``ci``
+        (:func:`~evalprism.stats.pairwise.coef_intervals`). ``names`` labels the models (default:
+        their indices)."""
+        names = names or [str(i) for i in range(pairs.n_models)]
+        fit = fit_counts(pairs, model, names=names)
+        lower, upper = coef_intervals(pairs, fit, ci, rounds=rounds, seed=seed, on_step=on_step)
+        return cls(list(names), fit.coefs, lower, upper, battles_per_model(pairs), fit, ci)
+
+    @property
+    def model(self) -> str:
+        return self.fit.model
+
+    @property
+    def extra(self) -> float | None:
+        """The reported tie parameter (η for ``rk``, λ for ``grk``), None without one."""
+        return self.fit.extra
+
+    def frame(self) -> pd.DataFrame:
+        """Columns rank, model, coef, lower, upper, rating, battles; best model first."""
+        board = pd.DataFrame({
+            "model": self.names, "coef": self.coefs, "lower": self.lower, "upper": self.upper,
+            "rating": elo_ratings(self.coefs), "battles": self.battles,
+        }).sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        board.insert(0, "rank", np.arange(1, len(board) + 1))
+        return board
 
 
 @dataclass
@@ -45,35 +105,38 @@ def fit_leaderboard(
     battles: pd.DataFrame,
     *,
     model: PairModel = "bt",
-    ci: CiMethod = "sandwich",
+    ci: CiMethod | None = "sandwich",
     rounds: int = 100,
     seed: int = 0,
     progress: bool = True,
 ) -> LeaderboardResult:
     """Fit ``model`` to ``battles`` (any supported battles format) and rank the models.
 
-    Confidence intervals are 95%: ``sandwich`` (robust, closed form) or ``bootstrap`` (``rounds``
-    multinomial resamples of the aggregated counts, percentile intervals).
+    Confidence intervals are 95%: ``sandwich`` (robust, closed form), ``bootstrap`` (``rounds``
+    multinomial resamples of the aggregated counts, percentile intervals) or None (none). The
+    ``leaderboard`` frame has the columns rank, model, coef, lower, upper, rating, battles,
+    identified; ``fit`` is the :class:`Leaderboard` of the full fit.
     """
-    table = in_content_order(to_canonical_battles(battles))  # sums of soft labels in content order
+    table = to_canonical_battles(battles)
     status(f"fitting {model} to {len(table)} battles", progress)
     note = ignored_battles_note(model, outcome_codes(table["winner"]),
                                 table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)
     if note:
         status(note, progress)
-    arrays = battle_arrays(table)
+    arrays = in_count_order(battle_arrays(table))  # soft labels summed in content order
     pairs = PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names), p_b=arrays.p_b)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
-        board = fit_pairwise(pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update)
+        board = Leaderboard.from_counts(pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed,
+                                        on_step=bar.update)
         sep = pair_separation(pairs, model)
         core = None
         if not sep.identified.all() and sep.identified.sum() >= 2 and outcome_model(model).shift_invariant:
             # the limit of the maximum-likelihood fit for the identified models is their own fit (taken
             # for shift-invariant models only, as before); the full fit's intervals there are spoilt by
             # the diverging coefficients
-            core = fit_pairwise(restrict_pairs(pairs, sep.identified), model, ci,
-                                names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
-                                rounds=rounds, seed=seed)
+            core = Leaderboard.from_counts(restrict_pairs(pairs, sep.identified), model, ci,
+                                           names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
+                                           rounds=rounds, seed=seed)
     options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
                "seed": seed, "n_battles": len(table), "nll": board.fit.nll}
     frame = leaderboard_frame(board, sep, core)

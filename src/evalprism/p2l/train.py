@@ -42,9 +42,9 @@ from evalprism.io.outputs import (
 )
 from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
+from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.progress import progress_bar, status
-from evalprism.stats.leaderboard import fit_pairwise
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
 
@@ -233,7 +233,7 @@ def train_p2l(
     torch.manual_seed(opts.seed)
     train_pairs = PairCounts.from_battles(arrays.a[train_idx], arrays.b[train_idx], arrays.outcome[train_idx],
                                           len(names), p_b=None if arrays.p_b is None else arrays.p_b[train_idx])
-    marginal = fit_pairwise(train_pairs, opts.loss, ci=None, names=names)  # type: ignore[arg-type]
+    marginal = Leaderboard.from_counts(train_pairs, opts.loss, ci=None, names=names)  # type: ignore[arg-type]
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
     head = CoefficientHead(backbone.dim, len(names), opts.loss)
     with torch.no_grad():

@@ -5,9 +5,11 @@
 - :func:`kmedoids`: FasterPAM (``kmedoids`` package) or the seed's Algorithm 1 (:func:`pam`), each
   returning a :class:`KMedoidsResult` (medoids, labels, loss, n_iter, n_swap).
 - :func:`mds_order`: 1-D MDS seriation of the rows of a matrix.
-- :func:`fit_pairwise`: marginal BT / BT-with-ties / Rao-Kupper / grounded Rao-Kupper fits with
-  95% intervals -> :class:`Leaderboard` (takes a battles table: the one kernel that accepts pandas,
-  canonicalising at the boundary so callers need not aggregate by hand).
+- :data:`OUTCOME_MODELS` / :func:`outcome_model`: the pairwise outcome models (BT, BT with ties,
+  Rao-Kupper, grounded Rao-Kupper), each defined once; :func:`fit_counts`, :func:`coef_intervals`:
+  their marginal maximum-likelihood fits to aggregated battles (:class:`PairCounts`) with sandwich
+  or bootstrap 95% intervals (a battles table becomes a leaderboard in
+  :func:`evalprism.p2l.fit_leaderboard`).
 - :func:`best_mix`, :func:`best_mix_average_budget`, :func:`router_coefficient`: the routing LP of
   seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
 - :func:`gwet_ac1`, :func:`cohen_kappa`, :func:`percent_agreement`: two-rater agreement (Gwet 2008 AC1
@@ -25,9 +27,16 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
     from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
-    from evalprism.stats.leaderboard import Leaderboard, fit_pairwise
     from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
-    from evalprism.stats.pairwise import PairCounts, PairwiseFit, bootstrap_coefs, elo_ratings, fit_counts, sandwich_cov
+    from evalprism.stats.pairwise import (
+        PairCounts,
+        PairwiseFit,
+        bootstrap_coefs,
+        coef_intervals,
+        elo_ratings,
+        fit_counts,
+        sandwich_cov,
+    )
     from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
     from evalprism.stats.seriation import mds_order
 
@@ -39,7 +48,6 @@ __all__ = [
     "cohen_kappa",
     "gwet_ac1",
     "percent_agreement",
-    "Leaderboard",
     "OUTCOME_MODELS",
     "OutcomeModel",
     "PAIR_MODELS",
@@ -51,7 +59,7 @@ __all__ = [
     "ecdf_steps",
     "ecdf_wins",
     "elo_ratings",
-    "fit_pairwise",
+    "fit_counts",
     "kmedoids",
     "mds_order",
     "outcome_model",
@@ -67,10 +75,10 @@ lazy_package(__name__, {
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
     "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
-    "leaderboard": ["Leaderboard", "fit_pairwise"],
     "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
-    # bootstrap_coefs, fit_counts and sandwich_cov are reachable here but not in __all__, as before
-    "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "elo_ratings", "fit_counts", "sandwich_cov"],
+    # bootstrap_coefs, coef_intervals and sandwich_cov are reachable here but not in __all__
+    "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "coef_intervals", "elo_ratings", "fit_counts",
+                 "sandwich_cov"],
     "routing": ["best_mix", "best_mix_average_budget", "router_coefficient", "win_values"],
     "seriation": ["mds_order"],
 })

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import minimize
@@ -29,6 +29,9 @@ from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
 
 #: aggregate with a dense (n_models^2 x 4) table while n_models^2 is at most this or the battle count
 _DENSE_PAIRS = 1 << 16
+#: how :func:`coef_intervals` computes 95% intervals
+CiMethod = Literal["sandwich", "bootstrap"]
+Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
 
 def battle_cells(outcome: np.ndarray,
@@ -449,6 +452,33 @@ def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed
             if on_step is not None:
                 on_step(1)
     return out
+
+
+def coef_intervals(pairs: PairCounts, fit: PairwiseFit, ci: CiMethod | None, *, rounds: int = 100, seed: int = 0,
+                   on_step: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """95% intervals (lower, upper) of ``fit.coefs`` on ``pairs``: ``sandwich`` (robust closed form,
+    ±1.96 standard errors from :func:`sandwich_cov`), ``bootstrap`` (percentiles 2.5 and 97.5 of
+    ``rounds`` multinomial resamples of the counts, :func:`bootstrap_coefs`; ``on_step`` is called
+    once per round) or None (NaN)."""
+    n = pairs.n_models
+    if ci == "sandwich":
+        se = np.sqrt(np.clip(np.diag(sandwich_cov(fit, pairs))[:n], 0, None))
+        return fit.coefs - Z95 * se, fit.coefs + Z95 * se
+    if ci == "bootstrap":
+        boot = bootstrap_coefs(pairs, fit.model, rounds=rounds, seed=seed, on_step=on_step,  # type: ignore[arg-type]
+                               x0=fit.params)
+        lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
+        return lower, upper
+    if ci is None:
+        return np.full(n, np.nan), np.full(n, np.nan)
+    raise EvalprismError(f"unknown confidence-interval method '{ci}': expected sandwich or bootstrap")
+
+
+def battles_per_model(pairs: PairCounts) -> np.ndarray:
+    """Battles each model took part in (soft labels count one battle each, as the hard ones)."""
+    played = np.bincount(np.concatenate([pairs.a, pairs.b]),
+                         weights=np.concatenate([pairs.counts.sum(axis=1)] * 2), minlength=pairs.n_models)
+    return np.rint(played).astype(np.int64)
 
 
 ELO_SCALE = 400.0 / np.log(10.0)
