@@ -16,7 +16,7 @@ that B is preferred). Adapters, picked from the columns present (or named by ``f
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -257,9 +257,21 @@ def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> N
 
 def in_content_order(table: pd.DataFrame) -> pd.DataFrame:
     """A canonical battles table with its rows sorted by content (:data:`BATTLE_KEY`, the columns
-    present): fits sum their battles, and training splits and orders them, in this order, so the same
-    battles in another file order give the same results, bit for bit (:mod:`evalprism.keyed`). Call it
-    after every check that names a row by its place in the file."""
+    present): P2L training splits, orders and sums its battles, and evaluation draws its prompts, in
+    this order, so the same battles in another file order give the same results, bit for bit
+    (:mod:`evalprism.keyed`). Call it after every check that names a row by its place in the file.
+    A fit of counts alone needs only :func:`in_count_order`."""
     out = table.iloc[content_order(*(table[c] for c in BATTLE_KEY if c in table.columns))].reset_index(drop=True)
     out.attrs = dict(table.attrs)
     return out
+
+
+def in_count_order(arrays: BattleArrays) -> BattleArrays:
+    """``arrays`` with the battles sorted by (model_a, model_b, outcome, p_b) when soft labels are
+    given (else unchanged): pair counts add soft labels as floats in battle order, and in this order
+    the same battles in another file order give the same sums, bit for bit. Integer counts need no
+    order, and sorting numeric arrays costs a fraction of sorting the table by its prompts."""
+    if arrays.p_b is None or not np.isfinite(arrays.p_b).any():
+        return arrays
+    rows = content_order(arrays.a, arrays.b, arrays.outcome, arrays.p_b)
+    return replace(arrays, a=arrays.a[rows], b=arrays.b[rows], outcome=arrays.outcome[rows], p_b=arrays.p_b[rows])
