@@ -171,7 +171,7 @@ def test_every_upstream_failing_is_a_502_not_a_500(service: ServiceProcess, heal
 
 
 def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, model_dir: Path) -> None:
-    from evalprism.p2l.aggregate import aggregate_leaderboards
+    from evalprism.stats.aggregate import aggregate_leaderboards
 
     model = P2LModel.load(model_dir, cache_dir=False)
     one = post(service, "/v1/leaderboard", {"messages": user(PROMPTS[0])}).json()

@@ -22,10 +22,10 @@ from scipy.special import expit
 
 from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
-from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
 from evalprism.p2l.likelihood import log_outcome_probs
+from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.outcome_models import outcome_model
 from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
 

@@ -17,7 +17,7 @@ import pandas as pd
 from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
-from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
+from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
 from evalprism.progress import status

@@ -19,7 +19,7 @@ from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from evalprism.errors import EvalprismError
-from evalprism.p2l.aggregate import Aggregation, aggregate_leaderboards
+from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 
 def cluster_prompts(prompts: list[str], embeddings: np.ndarray, min_cluster_size: int | None = None,
                     n_terms: int = 3) -> np.ndarray:

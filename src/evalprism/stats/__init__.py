@@ -10,6 +10,8 @@
   their marginal maximum-likelihood fits to aggregated battles (:class:`PairCounts`) with sandwich
   or bootstrap 95% intervals (a battles table becomes a leaderboard in
   :func:`evalprism.p2l.fit_leaderboard`).
+- :func:`aggregate_leaderboards`: one leaderboard for a prompt set from its prompts' leaderboards
+  (seed 002 eq. 3, appendix B.1).
 - :func:`best_mix`, :func:`best_mix_average_budget`, :func:`router_coefficient`: the routing LP of
   seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
 - :func:`gwet_ac1`, :func:`cohen_kappa`, :func:`percent_agreement`: two-rater agreement (Gwet 2008 AC1
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING
 from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.stats.aggregate import aggregate_leaderboards, expected_win_matrix
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
     from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
@@ -45,6 +48,7 @@ __all__ = [
     "GroupAgreement",
     "KMedoidsResult",
     "agreement_by_group",
+    "aggregate_leaderboards",
     "cohen_kappa",
     "gwet_ac1",
     "percent_agreement",
@@ -72,6 +76,7 @@ __all__ = [
 ]
 
 lazy_package(__name__, {
+    "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
     "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
