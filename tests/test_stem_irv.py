@@ -9,7 +9,7 @@ import pytest
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
-from evalprism.stem.irv import ANOMALOUS, EASY, EXCLUDED, HARD, STS, classify, inversions, irv_text, monotone, parse_irv, transition_index
+from evalprism.stats.irv import ANOMALOUS, EASY, EXCLUDED, HARD, STS, classify, inversions, irv_text, monotone, parse_irv, transition_index
 
 # the seed's own examples plus edge cases, family of 8 (rows) / 4 members
 SEED_STS = [0, 0, 0, 1, 1, 1, 1, 1]

@@ -10,13 +10,9 @@ from scipy import stats
 from evalprism.errors import EvalprismError
 from evalprism.stem import Pool, build_pool, evaluate, locate, locate_models
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
-from evalprism.stem.locate import (
-    boundary_counts,
-    interval_confidence,
-    level_weights,
-    positions_from_counts,
-    sign_test_pvalues,
-)
+from evalprism.stats.binomial import sign_test_pvalues
+from evalprism.stats.irv import boundary_counts
+from evalprism.stem.locate import interval_confidence, level_weights, positions_from_counts
 from evalprism.stem.simulate import simulate_family
 
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import shared_data
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool
-from evalprism.stem.irv import EASY, HARD
+from evalprism.stats.irv import EASY, HARD
 
 ZEROEVAL = {
     "qwen2.5 (3,7,32,72B)": ["Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct"],

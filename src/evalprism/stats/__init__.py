@@ -14,6 +14,9 @@
   (seed 002 eq. 3, appendix B.1).
 - :func:`best_mix`, :func:`best_mix_average_budget`, :func:`router_coefficient`: the routing LP of
   seed 002 Theorem 1 solved exactly, and the router's BT coefficient (Algorithm 1).
+- :func:`classify`, :func:`transition_index`, :func:`boundary_counts`: inference result vectors
+  of a model family, their transition indices and a model's discordant counts against every member
+  (seed 003); :func:`sign_test_pvalues`, :func:`clopper_pearson`: the exact binomial test and interval.
 - :func:`gwet_ac1`, :func:`cohen_kappa`, :func:`percent_agreement`: two-rater agreement (Gwet 2008 AC1
   with SE and interval as irrCAC computes it); :func:`agreement_by_group` for many groups at once.
 
@@ -28,7 +31,9 @@ from evalprism._lazy import lazy_package
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.stats.aggregate import aggregate_leaderboards, expected_win_matrix
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
+    from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
     from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
+    from evalprism.stats.irv import boundary_counts, classify, transition_index
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
     from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
     from evalprism.stats.pairwise import (
@@ -59,7 +64,10 @@ __all__ = [
     "PairwiseFit",
     "best_mix",
     "best_mix_average_budget",
+    "boundary_counts",
     "choose_k",
+    "classify",
+    "clopper_pearson",
     "ecdf_steps",
     "ecdf_wins",
     "elo_ratings",
@@ -70,6 +78,8 @@ __all__ = [
     "pam",
     "pam_build",
     "router_coefficient",
+    "sign_test_pvalues",
+    "transition_index",
     "w1_distance",
     "w1_matrix",
     "win_values",
@@ -78,7 +88,9 @@ __all__ = [
 lazy_package(__name__, {
     "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
+    "binomial": ["clopper_pearson", "sign_test_pvalues"],
     "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
+    "irv": ["boundary_counts", "classify", "transition_index"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
     "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
     # bootstrap_coefs, coef_intervals and sandwich_cov are reachable here but not in __all__

@@ -10,7 +10,7 @@
 - :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes.
 
 The rules chosen where the paper is silent are stated in the docstrings of
-:mod:`evalprism.stem.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
+:mod:`evalprism.stats.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
 :mod:`~evalprism.stem.locate` and :mod:`~evalprism.stem.baselines`.
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`): building a pool does

@@ -21,12 +21,13 @@ from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.progress import progress_bar
+from evalprism.stats.binomial import sign_test_pvalues
+from evalprism.stats.irv import boundary_counts
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
 from evalprism.stem.locate import (
     NO_ROW,
     Localization,
     Target,
-    boundary_counts,
     draw_subset,
     interval_confidence,
     item_order,
@@ -36,7 +37,6 @@ from evalprism.stem.locate import (
     locate_target,
     per_level,
     positions_from_counts,
-    sign_test_pvalues,
     target_of,
 )
 from evalprism.stem.pool import Pool

@@ -36,13 +36,13 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.keyed import content_order
-from evalprism.stem import irv as irv_kernel
+from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
+from evalprism.stats.irv import boundary_counts
 from evalprism.stem.discriminability import reference_scores
 from evalprism.stem.pool import Pool
 
@@ -139,30 +139,9 @@ def level_weights(levels: list[np.ndarray], size: np.ndarray, weighting: Weighti
     return np.where(size > 0, pool_size / np.maximum(size, 1), 0.0)
 
 
-def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray,
-                    weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Discordant counts against every member: ``b[..., j-1]`` = right at levels > j, ``c[..., j-1]``
-    = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them); each level's
-    counts multiplied by ``weight`` when given."""
-    correct = np.asarray(correct_by_level, dtype=np.int64)
-    wrong = np.asarray(size_by_level, dtype=np.int64) - correct
-    if weight is not None:
-        correct, wrong = correct * weight, wrong * weight
-    c = np.cumsum(wrong, axis=-1)[..., :-1]
-    b = correct.sum(axis=-1, keepdims=True) - np.cumsum(correct, axis=-1)[..., :-1]
-    return b, c
-
-
 def positions_from_counts(b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Members the model beats on the subset (``b_j > c_j``)."""
     return (b > c).sum(axis=-1)
-
-
-def sign_test_pvalues(b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact one-sided McNemar p-values: ``P(X >= b)`` (model better) and ``P(X <= b)`` (model
-    worse), ``X ~ Binomial(b + c, 1/2)``; 1 when there is no discordant item."""
-    total = b + c
-    return stats.binom.sf(b - 1, total, 0.5), stats.binom.cdf(b, total, 0.5)
 
 
 def interval_confidence(position: np.ndarray, p_above: np.ndarray, p_below: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,17 +153,6 @@ def interval_confidence(position: np.ndarray, p_above: np.ndarray, p_below: np.n
     p_lower = np.where(position >= 1, np.take_along_axis(p_above, lower_idx, -1)[..., 0], 0.0)
     p_upper = np.where(position <= n - 1, np.take_along_axis(p_below, upper_idx, -1)[..., 0], 0.0)
     return p_lower, p_upper, np.clip(1.0 - p_lower - p_upper, 0.0, 1.0)
-
-
-def clopper_pearson(k: np.ndarray, n: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Exact binomial interval of a proportion (NaN where n = 0)."""
-    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    a = (1 - level) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k > 0, stats.beta.ppf(a, k, n - k + 1), 0.0)
-        hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, n - k), 1.0)
-    empty = n == 0
-    return np.where(empty, np.nan, lo), np.where(empty, np.nan, hi)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The STS pool of a reference family (seed 003, Key Design 3 step 1) and the contamination audit.
 
 :func:`build_pool` orders the family by parameter count, builds every item's IRV, classifies it
-(:mod:`evalprism.stem.irv`), and summarises each benchmark: anomaly rate (share of non-monotone
+(:mod:`evalprism.stats.irv`), and summarises each benchmark: anomaly rate (share of non-monotone
 IRVs among the items considered), difficulty polarization (easy = every member right, hard = every
 member wrong, intermediate = the rest, shares of the items considered), discriminability and weight
 (:mod:`evalprism.stem.discriminability`). Items that some member has no row for are left out
@@ -25,9 +25,9 @@ from evalprism.io.correctness import EncodedCorrectness, encode_correctness, rea
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
-from evalprism.stem import irv as irv_kernel
+from evalprism.stats import irv as irv_kernel
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
-from evalprism.stem.irv import KINDS, Missing
+from evalprism.stats.irv import KINDS, Missing
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Pool:
     """A reference family's items, IRVs, kinds and transition indices, with per-benchmark summaries.
 
     ``irv``: items x members (int8, members ordered by params); ``kind``: code into
-    :data:`~evalprism.stem.irv.KINDS`; ``ti``: 1..n+1 for pool items (easy/sts/hard), 0 otherwise;
+    :data:`~evalprism.stats.irv.KINDS`; ``ti``: 1..n+1 for pool items (easy/sts/hard), 0 otherwise;
     ``items``: (benchmark, item_id) per row; ``members``: model, params, position, reference_score;
     ``benchmarks``: the per-benchmark table; ``scores``: benchmarks x members, percent.
     """

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from evalprism.report import Report
-from evalprism.stem.irv import KINDS
+from evalprism.stats.irv import KINDS
 
 if TYPE_CHECKING:
     from evalprism.stem.evaluate import LocationResult

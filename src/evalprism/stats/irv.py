@@ -13,6 +13,9 @@ member ``M_i`` (``M_1`` smallest). With ``missing="wrong"`` a -1 counts as 0; wi
   (kind ``easy``); ``2 <= TI <= n``: exactly one 0 -> 1 transition, a significant transition
   sample in the strict sense (kind ``sts``); ``TI = n + 1``: every member is wrong (kind ``hard``,
   kept in the pool as in the seed). Member ``M_j`` answers exactly the pool items with ``TI <= j``.
+
+:func:`boundary_counts` turns a model's answers per TI level into its discordant counts against
+every member (the sign test of the localization, :mod:`evalprism.stem.locate`).
 """
 
 from __future__ import annotations
@@ -91,3 +94,18 @@ def parse_irv(texts: np.ndarray | list[str], n: int, where: str = "pool.csv") ->
     if values.size != n * len(texts) or not np.isin(values, ["1", "0", "-1"]).all():
         raise EvalprismError(f"{where}: column 'irv': expected {n} values in {{1, 0, -1}} per row")
     return values.astype(np.int8).reshape(len(texts), n)
+
+
+def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray,
+                    weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Discordant counts against every member: ``b[..., j-1]`` = right at levels > j, ``c[..., j-1]``
+    = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them); each level's
+    counts multiplied by ``weight`` when given. Member ``M_j`` answers exactly the items of levels
+    <= j, so these are the items where the model and ``M_j`` disagree."""
+    correct = np.asarray(correct_by_level, dtype=np.int64)
+    wrong = np.asarray(size_by_level, dtype=np.int64) - correct
+    if weight is not None:
+        correct, wrong = correct * weight, wrong * weight
+    c = np.cumsum(wrong, axis=-1)[..., :-1]
+    b = correct.sum(axis=-1, keepdims=True) - np.cumsum(correct, axis=-1)[..., :-1]
+    return b, c
