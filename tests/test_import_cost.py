@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,6 +129,22 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
 def test_lazy_packages_import_nothing_heavy_until_a_name_is_used() -> None:
     modules = script_modules("; ".join(f"import {p}" for p in LAZY_PACKAGES))
     assert loaded(modules, NUMERIC_STACK + TORCH_STACK) == []
+
+
+#: what the numeric kernels must never import: they take arrays (numpy / scipy), not tables or tensors
+NOT_IN_STATS = ("pandas", "torch", "evalprism.io")
+STATS_MODULES = sorted(f"evalprism.stats.{m.name}" for m in pkgutil.iter_modules(
+    importlib.util.find_spec("evalprism.stats").submodule_search_locations))
+
+
+@pytest.mark.parametrize("code", ["import evalprism.stats as s; [getattr(s, name) for name in s.__all__]",
+                                  *(f"import {module}" for module in STATS_MODULES)])
+def test_stats_imports_no_pandas_torch_or_readers(code: str) -> None:
+    """Issue 15: ``evalprism.stats`` is numpy / scipy only; each submodule, and every public name,
+    loads in a fresh interpreter without pandas, torch or evalprism.io (third-party packages that
+    pull pandas in, scikit-learn and kmedoids, are imported where they are called)."""
+    modules = script_modules(code)
+    assert [m for m in sorted(modules) if any(m == p or m.startswith(p + ".") for p in NOT_IN_STATS)] == []
 
 
 def _type_checking_imports(package: str) -> dict[str, str]:

@@ -8,6 +8,10 @@ here rather than taken from ``kmedoids.pam`` because the seed fixes its tie-brea
 rule, and tests check it against a line-by-line transcription of Algorithm 1.
 
 Both return a :class:`KMedoidsResult`, named like the ``kmedoids`` package's result.
+
+The ``kmedoids`` package is imported where it is called (:func:`_kmedoids_package`): it imports
+scikit-learn, and scikit-learn pandas, and importing :mod:`evalprism.stats` must bring in numpy and
+scipy only.
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-import kmedoids as _kmedoids
 import numpy as np
 
 from evalprism.errors import EvalprismError
@@ -119,6 +122,13 @@ def pam(dist: np.ndarray, k: int, max_iter: int = 1000) -> KMedoidsResult:
     return KMedoidsResult(medoids, labels, loss, n_iter, n_swap)
 
 
+def _kmedoids_package() -> Any:
+    """The ``kmedoids`` package (FasterPAM, silhouette), imported on first use (see the module docstring)."""
+    import kmedoids
+
+    return kmedoids
+
+
 def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
     """FasterPAM started from BUILD (exact BUILD up to 2,000 points, else BUILD on a seeded
     subsample, as in the LAB initialisation), then also from a seeded random start; the lower
@@ -135,13 +145,14 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
         init = sub[pam_build(dist[np.ix_(sub, sub)], k)]
     best = None
     random_seed = int(rng.integers(2**31))
+    package = _kmedoids_package()
     for start in (init, None):
         if start is None:
-            res = _kmedoids.fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=-1)
+            res = package.fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=-1)
         else:
             with warnings.catch_warnings():  # it warns that a seed is unused with given medoids
                 warnings.simplefilter("ignore", UserWarning)
-                res = _kmedoids.fasterpam(dist, start.astype(np.uint64), random_state=random_seed, n_cpu=-1)
+                res = package.fasterpam(dist, start.astype(np.uint64), random_state=random_seed, n_cpu=-1)
         medoids = np.asarray(res.medoids, dtype=np.int64)
         if best is None or res.loss < best.loss - 1e-12 * abs(best.loss):
             labels, loss = _assign(dist, medoids)
@@ -178,7 +189,7 @@ def choose_k(
     curve = []
     for k in k_values:
         result = kmedoids(dist, k, method=method, seed=seed)
-        sil = float(_kmedoids.silhouette(np.ascontiguousarray(dist), result.labels)[0]) if k > 1 else 0.0
+        sil = float(_kmedoids_package().silhouette(np.ascontiguousarray(dist), result.labels)[0]) if k > 1 else 0.0
         curve.append((k, sil, result.loss))
         if on_step is not None:
             on_step(1)

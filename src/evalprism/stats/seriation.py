@@ -3,13 +3,14 @@
 Rows are compared by Euclidean distance over the entries both rows have (missing cells are NaN,
 scaled up as in scikit-learn's ``nan_euclidean_distances``), embedded on a line with metric MDS
 (SMACOF from a classical-MDS start, so the result is deterministic) and sorted by that coordinate.
+
+scikit-learn is imported where it is called: it imports pandas, and importing :mod:`evalprism.stats`
+must bring in numpy and scipy only.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.manifold import MDS
-from sklearn.metrics.pairwise import nan_euclidean_distances
 
 
 def mds_order(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -17,6 +18,9 @@ def mds_order(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
 
     The direction is fixed so that rows with smaller mean values come first.
     """
+    from sklearn.manifold import MDS
+    from sklearn.metrics.pairwise import nan_euclidean_distances
+
     matrix = np.asarray(matrix, dtype=np.float64)
     n = matrix.shape[0]
     if n <= 2:
