@@ -1,10 +1,12 @@
 """Prompt-to-Leaderboard (seed 002).
 
-- :func:`fit_leaderboard`: marginal BT / Rao-Kupper leaderboards with intervals.
+- :func:`fit_leaderboard`: a battles table -> a marginal BT / Rao-Kupper leaderboard with 95%
+  intervals (the outcome models are the registry :mod:`evalprism.stats.outcome_models`).
 - :func:`train_p2l` -> :class:`TrainResult`; :class:`P2LModel` (``load(dir)``, ``.models``,
   ``.leaderboards(prompts)``).
-- :func:`aggregate_leaderboards` (eq. 3 and appendix B.1), :func:`analyze_prompt_set` (per-category
-  leaderboards and strengths).
+- :func:`aggregate_leaderboards` (eq. 3 and appendix B.1; the kernel is
+  :mod:`evalprism.stats.aggregate`), :func:`analyze_prompt_set` (per-category leaderboards and
+  strengths).
 - :func:`route` -> :class:`Route`: Theorem 1's optimal router and its BT coefficient (Algorithm 1).
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`): a marginal fit does not

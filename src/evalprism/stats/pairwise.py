@@ -152,8 +152,9 @@ def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None 
 
 @dataclass(frozen=True)
 class PairwiseFit:
-    """A fitted marginal model: ``coefs`` per model (centred to mean 0 except for ``grk``), the
-    extra parameter (η for ``rk``, λ for ``grk``), the negative log-likelihood and its gradient norm."""
+    """A fitted marginal model: ``coefs`` per model (centred to mean 0 for a shift-invariant model,
+    i.e. all but ``grk``), the reported tie parameter (η for ``rk``, λ for ``grk``), the negative
+    log-likelihood and its gradient norm."""
 
     model: str
     coefs: np.ndarray
