@@ -116,3 +116,15 @@ def test_st_embedder_that_is_not_local_fails_at_once(tmp_path: Path) -> None:
     assert "not a local directory" in err and "never downloads" in err
     assert "Retrying" not in proc.stderr and "huggingface.co" not in proc.stderr.replace("huggingface-cli", "")
     assert not (tmp_path / "o").exists()
+
+
+def test_demo_default_output_directory_goes_through_the_same_rules(tmp_path: Path, capsys,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evalprism demo` with no --out (the README's first command): the default is parsed like a given
+    --out, and a foreign 'evalprism-demo' directory is refused before any work."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evalprism-demo").mkdir()
+    (tmp_path / "evalprism-demo" / "mine.txt").write_text("not evalprism's\n")
+    code, _, err = run_cli(["demo"], capsys)
+    assert code == 2 and "evalprism-demo" in err and "not written by evalprism" in " ".join(err.split())
+    assert (tmp_path / "evalprism-demo" / "mine.txt").read_text() == "not evalprism's\n"

@@ -45,9 +45,10 @@ Overwrite = Annotated[bool, typer.Option(
 Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]
 
 
-def _out_path(value: str) -> Path:
-    """--out as given: an empty value is refused here (a Path would silently turn '' into '.')."""
-    if value.strip() == "":
+def _out_path(value: str | Path) -> Path:
+    """--out as given: an empty value is refused here (a Path would silently turn '' into '.'). Typer
+    also passes a default (a Path) through this parser."""
+    if str(value).strip() == "":
         raise EvalprismError("--out '': name a new output directory, e.g. --out out/run1")
     return Path(value)
 
