@@ -1,17 +1,14 @@
-"""Shared fixtures: an isolated embedding cache, small response tables, the real-data location."""
+"""Shared fixtures: an isolated embedding cache and a small responses file. Plain helpers (the CLI
+in-process, the real-data location, the small responses table) are in helpers.py."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from helpers import small_responses
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the suite must never reach a model hub
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -25,57 +22,8 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def shared_data(name: str) -> Path:
-    """A folder of ../shared/data, or skip with the reason when this checkout has none."""
-    path = SHARED_DATA / name
-    if not path.exists():
-        pytest.skip(f"real data {path} is not present (a fresh clone has no ../shared)")
-    return path
-
-
-def small_responses() -> pd.DataFrame:
-    """3 questions x 2 models x 2 temperatures; model 'good' answers right, model 'bad' wrong.
-
-    Setting (q3, bad, 1.0) has only 3 responses, the others 5: unequal ECDF sizes.
-    """
-    questions = {
-        "q1": (["Paris"], ["Paris", "Paris.", "Lyon", "Paris", "Paris"], ["Berlin", "Rome", "Madrid", "banana", "Berlin"]),
-        "q2": (["Mount Fuji"], ["Mount Fuji", "Fuji", "Mount Fuji", "Mount Fuji,", "Mount Fuji"],
-               ["computer", "Yari-ga-take", "computer", "a river", "computer"]),
-        "q3": (["2003"], ["2003", "2003", "2003;", "2004", "2003"], ["1999", "tomato", "1999", "1999", "1999"]),
-    }
-    rows = []
-    for q, (refs, good, bad) in questions.items():
-        for temp in ("0.0", "1.0"):
-            for model, answers in (("good", good), ("bad", bad)):
-                if q == "q3" and model == "bad" and temp == "1.0":
-                    answers = answers[:3]
-                for i, a in enumerate(answers):
-                    rows.append({"question_id": q, "model": model, "temperature": temp, "response": a,
-                                 "references": json.dumps(refs), "group": "geo" if q != "q3" else "time",
-                                 "note": f"{q}-{model}"})
-    return pd.DataFrame(rows)
-
-
 @pytest.fixture
 def responses_csv(tmp_path: Path) -> Path:
     path = tmp_path / "responses.csv"
     small_responses().to_csv(path, index=False)
     return path
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run the evalprism console entry point in-process; return (exit code, stdout, stderr)."""
-    from evalprism.cli import main
-
-    old = sys.argv
-    sys.argv = ["evalprism", *map(str, args)]
-    code = 0
-    try:
-        main()
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = old
-    out = capsys.readouterr()
-    return code, out.out, out.err

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import small_responses
+from helpers import small_responses
 
 
 # ------------------------------------------------------------------------------------------ inputs

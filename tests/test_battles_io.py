@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from evalprism.errors import EvalprismError
 from evalprism.io import read_battles
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli, small_responses
+from helpers import run_cli, small_responses
 
 SETTINGS_COLUMNS = ["model", "temperature", "question_id", "group", "n_responses", "mean_score", "cluster",
                     "is_medoid", "final_answer", "correct"]

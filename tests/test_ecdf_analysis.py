@@ -12,7 +12,7 @@ from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import final_answers, renumber_by_wins
 from evalprism.errors import EvalprismError
 
-from conftest import small_responses
+from helpers import small_responses
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import typer
 
-from conftest import run_cli, small_responses
+from helpers import run_cli, small_responses
 from evalprism.cli import app
 from evalprism.ecdf.analysis import pooled_configuration_columns
 from evalprism.p2l.simulate import simulate_topic_battles

@@ -13,7 +13,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io import atomic_output_dir, read_table
 from evalprism.io.outputs import OutputKind
 
-from conftest import small_responses
+from helpers import small_responses
 
 
 @pytest.mark.parametrize("ext", ["csv", "tsv", "jsonl", "parquet", "csv.gz", "json"])

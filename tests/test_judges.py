@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 from evalprism.judges import BiasRules, analyze, flag_queries
 from evalprism.judges.simulate import genre_embeddings, simulate_judgments
 
-from conftest import run_cli
+from helpers import run_cli
 
 STRICT = {"q00", "q01", "q02", "q03"}  # llm_strict under-recalls in 'definition' for these
 LENIENT = {"q06", "q07", "q08"}  # llm_lenient over-includes in 'news' for these

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.io.outputs import STAGING_MARKER
 from evalprism.p2l.simulate import simulate_topic_battles
 
@@ -261,7 +261,7 @@ def test_library_save_obeys_the_same_rules(battles: Path, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("case", ["corrupt", "file-for-dir", "dir-for-db", "unwritable"])
 def test_broken_embedding_cache_fails_before_any_output(case: str, tmp_path: Path, capsys) -> None:
-    from conftest import small_responses
+    from helpers import small_responses
 
     data = tmp_path / "r.csv"
     small_responses().to_csv(data, index=False)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit, logit
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, aggregate_leaderboards, train_p2l

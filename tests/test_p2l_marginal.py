@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli, shared_data
+from helpers import run_cli, shared_data
 from evalprism.io import read_table
 from evalprism.p2l import fit_leaderboard
 

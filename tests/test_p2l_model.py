@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, train_p2l
 from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.p2l import TrainOptions, train_p2l
 from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 

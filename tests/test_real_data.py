@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import REPO, shared_data
+from helpers import REPO, shared_data
 from evalprism.demo import demo_data_path
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.demo import DEMO_EXTRACT, demo_data_path
 
 SHUFFLE_SEED = 20240615

@@ -355,7 +355,7 @@ def test_fuzzed_requests_never_get_a_5xx(service: ServiceProcess, upstreams: Fak
 def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstreams: FakeUpstreams, capsys) -> None:
     """The value a model is routed by is one property of the model: a grk-trained model routed by
     `evalprism p2l route` and by /v1/route gives the same mixes, values and router coefficients."""
-    from conftest import run_cli
+    from helpers import run_cli
 
     battles = simulate_topic_battles(1500, seed=5)
     rng = np.random.default_rng(5)

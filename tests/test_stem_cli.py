@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from evalprism.stem.simulate import simulate_family
 
 

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool
 from evalprism.stats.irv import EASY, HARD
