@@ -27,6 +27,8 @@ import pytest
 
 from helpers import small_responses
 
+pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
+
 
 # ------------------------------------------------------------------------------------------ inputs
 

@@ -103,6 +103,7 @@ def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, 
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
 
 
+@pytest.mark.slow
 def test_real_process_exit_code_without_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, small_responses().drop(columns=["references"]))
     proc = subprocess.run([sys.executable, "-m", "evalprism.cli", "ecdf", str(path), "--out", str(tmp_path / "o")],

@@ -18,6 +18,8 @@ import pytest
 
 from evalprism.demo import run_demo
 
+pytestmark = pytest.mark.slow  # runs the whole demo and opens every page in Chromium
+
 #: every page the demo writes (relative to its output directory) and the figures it draws at least
 PAGES = {"index.html": 0, "ecdf/report.html": 3, "p2l/marginal/report.html": 1, "p2l/model/report.html": 1,
          "p2l/leaderboard/report.html": 2, "p2l/router/report.html": 2, "judges/report.html": 3,

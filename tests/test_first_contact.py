@@ -70,6 +70,7 @@ def test_route_and_leaderboard_take_prompts_the_same_way() -> None:
         assert args == ["model_dir", "prompts"], (name, args)
 
 
+@pytest.mark.slow
 def test_fit_and_train_say_how_many_ties_bt_leaves_out(tmp_path: Path, capsys) -> None:
     battles = simulate_topic_battles(200, seed=1)
     battles.loc[::5, "winner"] = "tie"
@@ -104,6 +105,7 @@ def test_ecdf_prints_the_pooling_note(tmp_path: Path, cache_dir: Path, capsys) -
     assert "pooled within each setting: model, temperature" in " ".join(err.split())
 
 
+@pytest.mark.slow
 def test_st_embedder_that_is_not_local_fails_at_once(tmp_path: Path) -> None:
     """No Hugging Face download attempt (its retries took ~45 s): the message comes before any load."""
     path = tmp_path / "r.csv"

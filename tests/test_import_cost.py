@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # every check is a fresh interpreter
+
 #: torch and what is built on it: only training, P2L inference and encoding new texts need them
 TORCH_STACK = ("torch", "sentence_transformers", "transformers", "openvino")
 #: what --help and --version must not import

@@ -126,6 +126,7 @@ def test_instruction_choice_by_purity() -> None:
     assert result.options["instruction"] == "by label"
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, capsys) -> None:
     path = tmp_path / "judgments.csv"
     simulate_judgments().to_csv(path, index=False)
@@ -157,6 +158,7 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 200
 
 
+@pytest.mark.slow
 def test_cli_trec_layout(tmp_path: Path, capsys) -> None:
     t = simulate_judgments()
     for judge in ("human", "llm_strict"):

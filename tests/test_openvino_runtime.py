@@ -19,6 +19,8 @@ from evalprism.embed.openvino_runtime import OpenVINOEncoder
 from evalprism.errors import EvalprismError
 from evalprism.p2l.backbones import resolve_runtime
 
+pytestmark = pytest.mark.slow  # converts and compiles encoders
+
 TEXTS = [
     "Write a sonnet about the autumn sea.",
     "What is 36 * 12 + 5?",

@@ -20,6 +20,7 @@ ARENA = json.loads((GOLDEN / "arena_rank.json").read_text(encoding="utf-8"))
 IRRCAC = json.loads((GOLDEN / "irrcac.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [case[0] for case in ARENA_CASES])
 def test_bt_fits_equal_frozen_arena_rank(model: str) -> None:
     from evalprism.p2l import fit_leaderboard

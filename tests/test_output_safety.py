@@ -201,6 +201,7 @@ def test_unwritable_parent_fails_before_the_analysis(battles: Path, tmp_path: Pa
     assert "fitting" not in err
 
 
+@pytest.mark.slow
 def test_write_failure_midway_leaves_nothing_behind(battles: Path, tmp_path: Path) -> None:
     """The OS refuses a write during the save (here the file-size limit, as a full disk would): one
     message, exit 2, no partial output and no staging directory."""

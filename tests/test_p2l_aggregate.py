@@ -97,6 +97,7 @@ def test_strengths_against_a_reference() -> None:
         strengths(table, "m9")
 
 
+@pytest.mark.slow
 def test_evaluate_on_held_out_battles(tmp_path: Path, capsys) -> None:
     model_dir = tmp_path / "model"
     train_p2l(simulate_topic_battles(3000, seed=20), TrainOptions(), progress=False).save(model_dir)

@@ -16,6 +16,8 @@ from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, train_p2l
 from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts
 
+pytestmark = pytest.mark.slow  # trains P2L models
+
 TOPIC_PROMPTS = {"creative writing": "Write a short poem about a red balloon.",
                  "arithmetic": "What is 36 * 12 + 5?",
                  "coding": "Write a Python function that removes duplicates from a list."}

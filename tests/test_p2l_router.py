@@ -11,6 +11,8 @@ from helpers import run_cli
 from evalprism.p2l import TrainOptions, train_p2l
 from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 
+pytestmark = pytest.mark.slow  # trains a P2L model for the router
+
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 
 

@@ -78,6 +78,7 @@ def tied_battles() -> pd.DataFrame:
     return battles_table(30_000, 25, tie_rate=0.3, seed=11)
 
 
+@pytest.mark.slow
 def test_bt_with_ties_and_its_sandwich_intervals_equal_arena_rank(tied_battles: pd.DataFrame) -> None:
     """arena-rank maps a tie (and 'tie (bothbad)') to outcome 0.5: evalprism's 'bt-tie'. Its
     sandwich scores a tie as one battle with outcome ½; so must ours (two half battles, one won by
@@ -92,6 +93,7 @@ def test_bt_with_ties_and_its_sandwich_intervals_equal_arena_rank(tied_battles: 
     np.testing.assert_allclose(half_ours, half_peer, rtol=2e-3)
 
 
+@pytest.mark.slow
 def test_bt_and_its_sandwich_intervals_equal_arena_rank_without_ties() -> None:
     """Without ties both sandwiches use the same per-battle scores; arena-rank adds 1e-5 x battles to
     the Hessian diagonal where evalprism takes the pseudo-inverse, which widens nothing by more than
@@ -106,6 +108,7 @@ def test_bt_and_its_sandwich_intervals_equal_arena_rank_without_ties() -> None:
     np.testing.assert_allclose(half_ours, half_peer, rtol=2e-3)
 
 
+@pytest.mark.slow
 def test_bt_with_ties_equals_fastchat_logistic_regression(tied_battles: pd.DataFrame) -> None:
     """FastChat's compute_mle_elo: duplicated battles, a tie = one win for each side, ±ln(10) design,
     unpenalised logistic regression without intercept (C=inf; scikit-learn 1.9 deprecates penalty=None).

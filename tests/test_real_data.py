@@ -1,3 +1,4 @@
+
 """Checks against ../shared/data (skipped with a reason where a checkout has no ../shared)."""
 
 from __future__ import annotations
@@ -7,9 +8,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from helpers import REPO, shared_data
 from evalprism.demo import demo_data_path
+
+pytestmark = pytest.mark.slow  # real data from ../shared
 
 
 def test_packaged_demo_slice_is_rebuilt_exactly_from_the_source(tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ import pytest
 from helpers import run_cli
 from evalprism.demo import DEMO_EXTRACT, demo_data_path
 
+pytestmark = pytest.mark.slow  # runs each command twice end to end
+
 SHUFFLE_SEED = 20240615
 
 

@@ -30,6 +30,8 @@ from evalprism.errors import EvalprismError
 
 from serve_harness import FakeUpstreams, ServiceProcess, running_service, write_config
 
+pytestmark = pytest.mark.slow  # starts the router service in a subprocess
+
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 KEY = "test-bearer-token"
 UPSTREAM_KEY = "upstream-secret-key"
