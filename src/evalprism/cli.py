@@ -308,7 +308,9 @@ class SelectionName(str, Enum):
 
 def _qrels_paths(qrels: Optional[list[str]]) -> list[Path]:
     """The file paths of --qrels [NAME=]PATH values (for the output check)."""
-    return [Path(q.split("=", 1)[1] if "=" in q and not Path(q).exists() else q) for q in qrels or []]
+    from evalprism.io.judgments import named_qrels
+
+    return [named_qrels(q)[1] for q in qrels or []]
 
 
 def _names(values: Optional[list[str]]) -> list[str]:

@@ -311,6 +311,18 @@ def judge_name(path: str | Path) -> str:
     return name.split(".", 1)[0] or name
 
 
+def named_qrels(item: str | Path | tuple[str, str | Path]) -> tuple[str, Path]:
+    """(judge, path) of one qrels item: a ``(judge, path)`` pair, ``NAME=PATH`` (the CLI's form, when
+    no file of that literal name exists), or a path whose judge is its file name (:func:`judge_name`)."""
+    if isinstance(item, tuple):
+        return item[0], Path(item[1])
+    text = str(item)
+    if "=" in text and not Path(text).exists():
+        name, path = text.split("=", 1)
+        return name.strip(), Path(path.strip())
+    return judge_name(text), Path(text)
+
+
 def read_trec_judgments(
     qrels: Sequence[str | Path | tuple[str, str | Path]],
     topics: str | Path,
@@ -325,17 +337,7 @@ def read_trec_judgments(
     """
     if not qrels:
         raise EvalprismError("give at least two qrels files (the human judge and one LLM judge)")
-    named: list[tuple[str, Path]] = []
-    for item in qrels:
-        if isinstance(item, tuple):
-            named.append((item[0], Path(item[1])))
-        else:
-            text = str(item)
-            if "=" in text and not Path(text).exists():
-                name, p = text.split("=", 1)
-                named.append((name.strip(), Path(p.strip())))
-            else:
-                named.append((judge_name(text), Path(text)))
+    named = [named_qrels(item) for item in qrels]
     names = [n for n, _ in named]
     if len(set(names)) != len(names):
         raise EvalprismError(f"qrels files give the judge names {names}: every judge needs its own name "

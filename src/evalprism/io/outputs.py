@@ -269,7 +269,7 @@ def _raise(exc: OSError) -> None:
 def _probe_writable(path: Path) -> None:
     """Fail now, not after the analysis, when the output cannot be created (read-only or missing
     permissions): make and remove a probe directory where the output's parent is or will be."""
-    nearest = _nearest_existing(path.parent) if not path.parent.exists() else path.parent
+    nearest = _nearest_existing(path.parent)
     try:
         probe = _new_sibling(nearest / path.name, "probe")
         probe.mkdir()
@@ -343,7 +343,7 @@ def _remove_stale_leftovers(path: Path, progress: bool) -> None:
     output left beside it: only names evalprism gives, only marked ones, only of dead processes."""
     from evalprism.progress import status
 
-    parent = path.parent if str(path.parent) else Path(".")
+    parent = path.parent
     if not parent.is_dir():
         return
     for entry in parent.iterdir():

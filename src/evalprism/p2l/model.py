@@ -29,6 +29,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from evalprism.errors import EvalprismError
+from evalprism.io.outputs import write_json
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
 from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
@@ -134,7 +135,7 @@ class P2LModel:
         save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()}, str(directory / HEAD_FILE))
         if self.marginal is not None:
             self.marginal.to_csv(directory / MARGINAL_FILE, index=False)
-        (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2, default=str) + "\n", encoding="utf-8")
+        write_json(directory / CONFIG_FILE, config)
         self.config = config
         return directory
 
