@@ -214,13 +214,13 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
     from sentence_transformers import SentenceTransformer
 
     from evalprism.embed.backends import resolve_backend
-    from evalprism.p2l import P2LModel, TrainOptions, train_p2l
+    from evalprism.p2l import P2LModel, TrainOptions, train_model
     from evalprism.p2l.simulate import simulate_topic_battles
 
     n = args.prompts
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        train_p2l(simulate_topic_battles(2000, seed=args.seed), TrainOptions(max_epochs=3), cache_dir=cache,
+        train_model(simulate_topic_battles(2000, seed=args.seed), TrainOptions(max_epochs=3), cache_dir=cache,
                   progress=False).save(Path(tmp) / "model")
         rng = np.random.default_rng(args.seed)
         words = "model prompt write explain compute the a of poem code list number story city river".split()

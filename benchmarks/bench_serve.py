@@ -130,10 +130,10 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 def train_model(root: Path) -> Path:
-    from evalprism.p2l import TrainOptions, train_p2l
+    from evalprism.p2l import TrainOptions, train_model
     from evalprism.p2l.simulate import simulate_topic_battles
 
-    trained = train_p2l(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
+    trained = train_model(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
                         progress=False)
     return trained.save(root / "model")
 

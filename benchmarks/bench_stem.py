@@ -102,7 +102,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from evalprism.stem import build_pool, evaluate
+    from evalprism.stem import build_pool, run_trials
 
     args = parse_args(argv)
     print(f"python {platform.python_version()}, pandas {pd.__version__}, numpy {np.__version__}, "
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report.section(f"{args.trials:,} localization trials of 100 items")
     log("evalprism evaluate")
-    result, ours_t = timed(lambda: evaluate(pool, new, items=100, trials=args.trials, seed=args.seed))
+    result, ours_t = timed(lambda: run_trials(pool, new, items=100, trials=args.trials, seed=args.seed))
     pool_df = pool.pool_frame()
     peer_n = min(args.peer_trials, args.trials)
     log(f"pandas loop, {peer_n} trials")

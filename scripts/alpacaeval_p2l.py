@@ -26,8 +26,8 @@ import pandas as pd
 from scipy.stats import kendalltau, spearmanr
 
 from evalprism.io import read_table
-from evalprism.p2l import P2LModel, TrainOptions, fit_leaderboard, train_p2l
-from evalprism.p2l.evaluate import evaluate_p2l
+from evalprism.p2l import P2LModel, TrainOptions, fit_leaderboard, train_model
+from evalprism.p2l.evaluate import evaluate_model
 from evalprism.p2l.routing import route
 
 REFERENCE = "gpt4_1106_preview"
@@ -51,10 +51,10 @@ def main() -> None:
     is_test = battles["prompt_id"].isin(test_ids)
     train, test = battles[~is_test], battles[is_test]
 
-    result = train_p2l(train, TrainOptions(seed=args.seed))
+    result = train_model(train, TrainOptions(seed=args.seed))
     result.save(out / "model")
     model = P2LModel.load(out / "model")
-    evaluation = evaluate_p2l(model, test)
+    evaluation = evaluate_model(model, test)
     evaluation.save(out / "evaluation")
     metrics = evaluation.metrics.set_index("predictor")
     print(metrics.round(4).to_string())

@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -60,7 +61,7 @@ def main() -> None:
         result = analyze(part, HUMAN, JUDGES, min_cluster_size=args.min_cluster_size, min_samples=args.min_samples,
                          n_components=args.components, cluster_selection_method=args.selection,
                          progress=not args.quiet)
-        result.save(args.out / year, title=f"Where LLM relevance judges disagree with NIST assessors: TREC {year}")
+        replace(result, title=f"Where LLM relevance judges disagree with NIST assessors: TREC {year}").save(args.out / year)
         o = result.overall.assign(year=year, pairs=len(part))
         overall.append(o)
         c = result.concentration.assign(year=year, clusters_found=int(result.pairs["cluster"].max()) + 1,

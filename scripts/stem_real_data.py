@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
-from evalprism.stem import build_pool, evaluate
+from evalprism.stem import build_pool, run_trials
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FAMILIES = {
@@ -68,7 +68,7 @@ def locate_all(dataset: str, items: int, trials: int, seed: int, weighting: str)
 
 
 def _trial_row(dataset, family, setting, pool, enc, model, items, trials, seed, weighting) -> dict:
-    t = evaluate(pool, enc, items=items, trials=trials, seed=seed, model=model, weighting=weighting)
+    t = run_trials(pool, enc, items=items, trials=trials, seed=seed, model=model, weighting=weighting)
     return {"dataset": dataset, "family": family, "setting": setting, "pool": " < ".join(pool.members["model"]),
             "model": model, "reference_score": round(t.reference_score, 2), "true_position": t.truth,
             "members": pool.n, "stem": t.accuracy("stem"), "random": t.accuracy("random"),

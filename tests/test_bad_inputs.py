@@ -37,7 +37,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Small valid inputs for every command: battles, a trained model, prompts, costs, responses,
     correctness with its family metadata, a pool, judgments and a router config."""
     from evalprism.judges.simulate import simulate_judgments
-    from evalprism.p2l import TrainOptions, train_p2l
+    from evalprism.p2l import TrainOptions, train_model
     from evalprism.p2l.simulate import MODELS, simulate_topic_battles
     from evalprism.stem import build_pool
     from evalprism.stem.simulate import simulate_family
@@ -45,9 +45,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bad-inputs-base")
     battles = simulate_topic_battles(600, seed=0)
     battles.to_json(root / "battles.jsonl", orient="records", lines=True)
-    train_p2l(battles, TrainOptions(max_epochs=2, seed=0), progress=False).save(root / "model")
+    train_model(battles, TrainOptions(max_epochs=2, seed=0), progress=False).save(root / "model")
     # an interrupted run's checkpoint directory (a run that is never saved keeps it)
-    train_p2l(battles, TrainOptions(max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
+    train_model(battles, TrainOptions(max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
               progress=False)
     pd.DataFrame({"prompt": ["Write a haiku about rain.", "Compute 17 * 23.", "Fix this Python loop."]}).to_csv(
         root / "prompts.csv", index=False)

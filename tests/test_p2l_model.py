@@ -13,7 +13,7 @@ import torch
 
 from helpers import run_cli
 from evalprism.errors import EvalprismError
-from evalprism.p2l import P2LModel, TrainOptions, train_p2l
+from evalprism.p2l import P2LModel, TrainOptions, train_model
 from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts
 
 pytestmark = pytest.mark.slow  # trains P2L models
@@ -25,7 +25,7 @@ TOPIC_PROMPTS = {"creative writing": "Write a short poem about a red balloon.",
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
-    result = train_p2l(simulate_topic_battles(4000, seed=0), TrainOptions(seed=0), progress=False)
+    result = train_model(simulate_topic_battles(4000, seed=0), TrainOptions(seed=0), progress=False)
     out = tmp_path_factory.mktemp("p2l") / "model"
     result.save(out)
     return out, result
@@ -100,17 +100,17 @@ def test_openvino_runtime_gives_the_torch_leaderboards(trained) -> None:
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     """3 epochs + resume to 6 equals 6 epochs straight: optimiser, RNG and best state are restored."""
     battles = simulate_topic_battles(1500, seed=3)
-    straight = train_p2l(battles, TrainOptions(max_epochs=6, patience=50), progress=False)
+    straight = train_model(battles, TrainOptions(max_epochs=6, patience=50), progress=False)
     ckpt = tmp_path / "ckpt"
-    train_p2l(battles, TrainOptions(max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
-    resumed = train_p2l(battles, TrainOptions(max_epochs=6, patience=50), checkpoint_dir=ckpt, resume=True,
+    train_model(battles, TrainOptions(max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
+    resumed = train_model(battles, TrainOptions(max_epochs=6, patience=50), checkpoint_dir=ckpt, resume=True,
                         progress=False)
     assert resumed.history["epoch"].tolist() == list(range(7))
     np.testing.assert_allclose(resumed.history["val_nll"], straight.history["val_nll"], rtol=1e-6)
     prompts = topic_prompts("creative writing")[:5]
     np.testing.assert_allclose(resumed.model.leaderboards(prompts), straight.model.leaderboards(prompts), atol=1e-6)
     with pytest.raises(EvalprismError, match="different battles or options"):
-        train_p2l(battles, TrainOptions(max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True, progress=False)
+        train_model(battles, TrainOptions(max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True, progress=False)
 
 
 @pytest.mark.parametrize("loss", ["rk", "grk"])
@@ -119,7 +119,7 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     rng = np.random.default_rng(0)
     battles.loc[rng.random(len(battles)) < 0.15, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
-    result = train_p2l(battles, TrainOptions(loss=loss, max_epochs=5), progress=False)
+    result = train_model(battles, TrainOptions(loss=loss, max_epochs=5), progress=False)
     pred = result.model.predict(["What is 2 + 2?"])
     assert pred.coefs.shape == (1, 4) and pred.extra is not None
     assert pred.extra[0] > (1.0 if loss == "grk" else 0.0)
@@ -149,7 +149,7 @@ def test_causal_lm_backbone_with_last_token_pooling(tmp_path: Path, finetune: bo
     battles = simulate_topic_battles(300, seed=6)
     lm = _tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
     options = TrainOptions(backbone=f"hf:{lm}", finetune=finetune, max_epochs=1, batch_size=32)
-    result = train_p2l(battles, options, progress=False)
+    result = train_model(battles, options, progress=False)
     result.save(tmp_path / "model")
     loaded = P2LModel.load(tmp_path / "model")
     prompts = battles["prompt"].tolist()[:6]
@@ -163,7 +163,7 @@ def test_causal_lm_backbone_with_last_token_pooling(tmp_path: Path, finetune: bo
 
 def test_finetuned_minilm_round_trip(tmp_path: Path) -> None:
     battles = simulate_topic_battles(240, seed=7)
-    result = train_p2l(battles, TrainOptions(finetune=True, max_epochs=1, batch_size=32), progress=False)
+    result = train_model(battles, TrainOptions(finetune=True, max_epochs=1, batch_size=32), progress=False)
     result.save(tmp_path / "model")
     config = json.loads((tmp_path / "model" / "config.json").read_text())
     assert config["backbone"]["spec"] == "st:backbone" and config["backbone"]["finetuned"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers import run_cli
-from evalprism.p2l import TrainOptions, train_p2l
+from evalprism.p2l import TrainOptions, train_model
 from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 
 pytestmark = pytest.mark.slow  # trains a P2L model for the router
@@ -19,7 +19,7 @@ COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.
 @pytest.fixture(scope="module")
 def model_and_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("route")
-    train_p2l(simulate_topic_battles(3000, seed=30), TrainOptions(), progress=False).save(root / "model")
+    train_model(simulate_topic_battles(3000, seed=30), TrainOptions(), progress=False).save(root / "model")
     pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)[::2]]}).to_csv(root / "prompts.csv", index=False)
     pd.DataFrame({"model": list(COSTS), "cost": list(COSTS.values())}).to_csv(root / "costs.csv", index=False)
     return root

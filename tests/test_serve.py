@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalprism.p2l import P2LModel, TrainOptions, route, train_p2l
+from evalprism.p2l import P2LModel, TrainOptions, route, train_model
 from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
@@ -48,7 +48,7 @@ def user(text: str) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("p2l")
-    trained = train_p2l(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
+    trained = train_model(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
                         progress=False)
     return trained.save(root / "model")
 
@@ -363,7 +363,7 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
     rng = np.random.default_rng(5)
     battles.loc[rng.random(len(battles)) < 0.2, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
-    model_path = train_p2l(battles, TrainOptions(loss="grk", seed=0, max_epochs=20), cache_dir=str(tmp_path / "cache"),
+    model_path = train_model(battles, TrainOptions(loss="grk", seed=0, max_epochs=20), cache_dir=str(tmp_path / "cache"),
                            progress=False).save(tmp_path / "grk-model")
     assert P2LModel.load(model_path, cache_dir=False).routing_value == "grk"
     prompts = tmp_path / "prompts.csv"

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from evalprism.errors import EvalprismError
-from evalprism.stem import Pool, build_pool, evaluate, locate, locate_models
+from evalprism.stem import Pool, build_pool, locate_model, locate_models, run_trials
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
 from evalprism.stats.binomial import sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
@@ -83,7 +83,7 @@ def test_planted_family_localization_is_correct_and_beats_random(planted) -> Non
     stem_hits, random_hits, total = 0, 0, 0
     truths = []
     for model in others:
-        trials = evaluate(pool, correctness, items=100, trials=100, seed=1, model=model)
+        trials = run_trials(pool, correctness, items=100, trials=100, seed=1, model=model)
         assert trials.positions.shape == (100,) and trials.positions.dtype.kind == "i"
         assert trials.accuracy("stem") >= 0.95, (model, np.bincount(trials.positions))
         stem_hits += int((trials.positions == trials.truth).sum())
@@ -97,14 +97,14 @@ def test_planted_family_localization_is_correct_and_beats_random(planted) -> Non
 
 def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answers(planted) -> None:
     correctness, _, pool = planted
-    loc = locate(pool, correctness, items=100, seed=7, model="other-c")
-    trials = evaluate(pool, correctness, items=100, trials=5, seed=7, model="other-c")
+    loc = locate_model(pool, correctness, items=100, seed=7, model="other-c")
+    trials = run_trials(pool, correctness, items=100, trials=5, seed=7, model="other-c")
     assert loc.position == trials.positions[0]
     assert loc.levels["items"].tolist() == [20] * 5
     assert loc.levels["correct"].sum() == (loc.subset["score"] == 1).sum()
     # a family member answers exactly the levels up to its own index: M_j beats M_1..M_{j-1}
     for j, member in enumerate(pool.members["model"], 1):
-        placed = locate(pool, correctness, items=100, seed=0, model=member)
+        placed = locate_model(pool, correctness, items=100, seed=0, model=member)
         assert placed.levels["accuracy"].tolist() == [1.0] * j + [0.0] * (pool.n + 1 - j)
         assert placed.position == j - 1 and placed.truth == j - 1
 
@@ -121,25 +121,25 @@ def test_results_are_deterministic_and_saved_atomically(planted, tmp_path) -> No
     loaded = Pool.load(tmp_path / "pool")
     assert (loaded.irv == pool.irv).all() and (loaded.ti == pool.ti).all()
     pd.testing.assert_frame_equal(loaded.benchmarks, pool.benchmarks)
-    assert locate(loaded, correctness, model="other-d").position == locate(pool, correctness, model="other-d").position
+    assert locate_model(loaded, correctness, model="other-d").position == locate_model(pool, correctness, model="other-d").position
 
 
 def test_locate_input_errors(planted) -> None:
     correctness, _, pool = planted
     with pytest.raises(EvalprismError, match="choose one"):
-        locate(pool, correctness)
+        locate_model(pool, correctness)
     with pytest.raises(EvalprismError, match="'nobody' is not there"):
-        locate(pool, correctness, model="nobody")
+        locate_model(pool, correctness, model="nobody")
     with pytest.raises(EvalprismError, match="fewer than the 5 TI levels"):
-        locate(pool, correctness, items=3, model="other-a")
+        locate_model(pool, correctness, items=3, model="other-a")
     only_one = correctness[(correctness["model"] == "other-a") & (correctness["benchmark"] == "bench-1")]
     with pytest.raises(EvalprismError, match="no rows for benchmark bench-2"):
-        locate(pool, only_one)
+        locate_model(pool, only_one)
 
 
 def test_missing_exclude_skips_unanswered_items(planted) -> None:
     correctness, meta, _ = planted
     pool = build_pool(correctness, meta, family="toy", missing="exclude")
-    loc = locate(pool, correctness, model="other-b")
+    loc = locate_model(pool, correctness, model="other-b")
     assert (loc.subset["score"] != -1).all()
     assert pool.benchmarks["excluded"].sum() > 0

@@ -7,10 +7,9 @@ A lazy package keeps the same import paths, ``__all__`` and ``dir()``, and impor
 only when one of its names is asked for (PEP 562 ``__getattr__`` / ``__dir__``).
 
 One detail makes this more than a module ``__getattr__``: where a public function shares its
-submodule's name (``evalprism.stem.evaluate``, ``evalprism.stem.locate``,
-``evalprism.stats.kmedoids``), the import system binds the *submodule* as the package attribute
+submodule's name (``evalprism.stats.kmedoids``), the import system binds the *submodule* as the package attribute
 whenever anything imports that submodule, and a module ``__getattr__`` is never consulted for an
-attribute that exists. The eager ``from .evaluate import evaluate`` rebound the function
+attribute that exists. The eager ``from .kmedoids import kmedoids`` rebound the function
 afterwards; :class:`LazyPackage` does the same by resolving such a binding to the function.
 """
 

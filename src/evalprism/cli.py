@@ -82,7 +82,9 @@ def _claim(out: Path, kind: str, inputs: list[Optional[Path]], overwrite: bool, 
 def _wrote(out: Path, quiet: bool, detail: str = "") -> None:
     """One line naming the directory and the files the run wrote into it."""
     if not quiet:
-        files = sorted(p.name for p in Path(out).iterdir())
+        from evalprism.io.outputs import written_files
+
+        files = written_files(out)
         _err.print(f"[green]wrote[/green] {out}/ ({', '.join(files)}){detail}", highlight=False, soft_wrap=True)
 
 
@@ -199,13 +201,13 @@ def p2l_train(
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint)."""
     from evalprism.io import read_table
-    from evalprism.p2l.train import TrainOptions, checkpoint_dir_for, train_p2l
+    from evalprism.p2l.train import TrainOptions, checkpoint_dir_for, train_model
 
     options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
                            max_epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, seed=seed)
     target = _claim(out, "p2l train", [battles, cache_dir], overwrite, quiet)
     checkpoints = _claim(checkpoint_dir_for(target), "p2l train checkpoint", [battles, cache_dir], False, quiet)
-    result = train_p2l(read_table(battles), options, checkpoint_dir=checkpoints.path, resume=resume,
+    result = train_model(read_table(battles), options, checkpoint_dir=checkpoints.path, resume=resume,
                        cache_dir=cache_dir, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
@@ -251,11 +253,11 @@ def p2l_evaluate(
     """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
     from evalprism.io import read_table
     from evalprism.p2l import P2LModel
-    from evalprism.p2l.evaluate import evaluate_p2l
+    from evalprism.p2l.evaluate import evaluate_model
 
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = evaluate_p2l(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
+    result = evaluate_model(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 
@@ -404,10 +406,10 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    from evalprism.stem.pool import pool_from_files
+    from evalprism.stem.pool import build_pool_from_files
 
     target = _claim(out, "stem pool", [correctness, models], overwrite, quiet)
-    pool = pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
+    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
                            lm_eval_filter=lm_eval_filter)
     pool.save(target)
     _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members")
@@ -454,10 +456,10 @@ def stem_audit(
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    from evalprism.stem.pool import pool_from_files
+    from evalprism.stem.pool import build_pool_from_files
 
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
-    pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
+    build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
                     lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(target)
     _wrote(out, quiet)
 

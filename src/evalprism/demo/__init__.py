@@ -8,6 +8,7 @@ the public preference data sets with prompts are not licensed for redistribution
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _run_all(out_dir: Path, *, cache_dir: str | None, progress: bool) -> Path:
     table = read_table(demo_data_path())
     result = analyze(table, by=["model", "temperature"], extract=DEMO_EXTRACT, choices="choices",
                      clusters=6, seed=0, cache_dir=cache_dir, progress=progress)
-    result.save(out_dir / "ecdf", title="Demo: response-quality distributions on the Renze temperature study")
+    replace(result, title="Demo: response-quality distributions on the Renze temperature study").save(out_dir / "ecdf")
     entries = [IndexEntry("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
                           "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each",
                           index_line(result))]
@@ -59,14 +60,14 @@ def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool 
     4,000 simulated battles over three topics whose leaderboards disagree."""
     import pandas as pd
 
-    from evalprism.p2l import TrainOptions, analyze_prompt_set, fit_leaderboard, reports, train_p2l
+    from evalprism.p2l import TrainOptions, analyze_prompt_set, fit_leaderboard, reports, train_model
     from evalprism.p2l.router import route_prompts
     from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 
     battles = simulate_topic_battles(4000, seed=0)
     marginal = fit_leaderboard(battles, progress=progress)
     marginal.save(out_dir / "marginal")
-    trained = train_p2l(battles, TrainOptions(seed=0), cache_dir=cache_dir, progress=progress)
+    trained = train_model(battles, TrainOptions(seed=0), cache_dir=cache_dir, progress=progress)
     trained.save(out_dir / "model")
     prompts = pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)]})
     board = analyze_prompt_set(trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir,
@@ -98,7 +99,7 @@ def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bo
 
     table = simulate_judgments(noise=0.03, seed=0)
     result = analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache_dir, progress=progress)
-    result.save(out_dir, title="Demo: where simulated LLM judges disagree with human relevance labels")
+    replace(result, title="Demo: where simulated LLM judges disagree with human relevance labels").save(out_dir)
     return [IndexEntry("judges/report.html", "Judge-agreement bias map",
                        "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters",
                        index_line(result))]

@@ -262,7 +262,7 @@ def headline(result: EcdfResult) -> list[str]:
     return items
 
 
-def build_report(result: EcdfResult, title: str | None = None) -> Report:
+def build_report(result: EcdfResult) -> Report:
     """Assemble the report for ``result``."""
     o = result.options
     s = result.settings
@@ -273,7 +273,7 @@ def build_report(result: EcdfResult, title: str | None = None) -> Report:
     lo, hi = lo - pad, hi + pad
     x_title = "score" if o["quality"] == "score column" else "max cosine similarity"
     report = Report(
-        title=title or "Response-quality distributions (ECDF clustering)",
+        title=result.title or "Response-quality distributions (ECDF clustering)",
         subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
                  f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}",
     )

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 
 SETTINGS_FIRST = ["question_id", "group", "configuration", "n_responses", "n_answered", "mean_score", "cluster",
                   "is_medoid", "final_answer", "correct", "accuracy"]
 
 
 @dataclass
-class EcdfResult:
+class EcdfResult(SavedResult):
     """Everything :func:`evalprism.ecdf.analyze` found.
 
     ``settings``: one row per setting (question x configuration) with its cluster, mean score,
@@ -25,8 +24,11 @@ class EcdfResult:
     factor (question, group, each ``by`` column); ``accuracy``: exact-match accuracy per group x
     configuration; ``k_curve``: silhouette per K when K was chosen automatically;
     ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
-    quality values of each setting (the ECDFs), indexed like ``settings``.
+    quality values of each setting (the ECDFs), indexed like ``settings``; ``title``: the report's
+    title (None: the default).
     """
+
+    output_kind: ClassVar[OutputKind] = OutputKind.ECDF
 
     settings: pd.DataFrame
     clusters: pd.DataFrame
@@ -40,6 +42,7 @@ class EcdfResult:
     options: dict[str, Any] = field(default_factory=dict)
     embed_stats: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    title: str | None = None
 
     def settings_table(self) -> pd.DataFrame:
         """settings.csv: setting columns first, then the analysis columns, then carried-through ones."""
@@ -56,10 +59,11 @@ class EcdfResult:
             out["k_selection"] = self.k_curve
         return out
 
-    def save(self, out_dir: str | Path | OutputTarget, title: str | None = None) -> Path:
-        """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
+    def run_info(self) -> dict[str, Any]:
+        return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+                "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
+
+    def report(self) -> Any:
         from evalprism.ecdf.report import build_report
 
-        run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
-               "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
-        return write_result_dir(out_dir, OutputKind.ECDF, self.frames(), run, build_report(self, title=title))
+        return build_report(self)

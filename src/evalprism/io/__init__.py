@@ -1,16 +1,56 @@
-"""Reading tables and validating them against the canonical schemas."""
+"""Reading users' files into the canonical tables, and writing outputs safely.
 
-from evalprism.io.battles import BATTLES_SCHEMA, read_battles, to_canonical_battles
-from evalprism.io.outputs import atomic_output_dir
-from evalprism.io.schema import Column, Schema
-from evalprism.io.tables import read_table
+Every reader validates against one schema (:mod:`evalprism.io.schema`) and reports bad input as one
+:class:`~evalprism.errors.EvalprismError` naming the file, row or column. Outputs go through
+:mod:`evalprism.io.outputs` (claimed before work, written atomically, never over a user's files).
+
+The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every package.
+"""
+
+from typing import TYPE_CHECKING
+
+from evalprism._lazy import lazy_package
+
+if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
+    from evalprism.io.battles import BATTLES_SCHEMA, read_battles, to_canonical_battles
+    from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+    from evalprism.io.costs import Costs, read_costs
+    from evalprism.io.judgments import named_qrels, parse_column_options, read_trec_judgments
+    from evalprism.io.outputs import OutputKind, OutputTarget, atomic_output_dir, claim_output, save_result
+    from evalprism.io.prompts import read_prompts
+    from evalprism.io.schema import Column, Schema
+    from evalprism.io.tables import read_table
 
 __all__ = [
     "BATTLES_SCHEMA",
     "Column",
+    "Costs",
+    "OutputKind",
+    "OutputTarget",
     "Schema",
     "atomic_output_dir",
+    "claim_output",
+    "encode_correctness",
+    "named_qrels",
+    "parse_column_options",
     "read_battles",
+    "read_correctness",
+    "read_costs",
+    "read_models",
+    "read_prompts",
     "read_table",
+    "read_trec_judgments",
+    "save_result",
     "to_canonical_battles",
 ]
+
+lazy_package(__name__, {
+    "battles": ["BATTLES_SCHEMA", "read_battles", "to_canonical_battles"],
+    "correctness": ["encode_correctness", "read_correctness", "read_models"],
+    "costs": ["Costs", "read_costs"],
+    "judgments": ["named_qrels", "parse_column_options", "read_trec_judgments"],
+    "outputs": ["OutputKind", "OutputTarget", "atomic_output_dir", "claim_output", "save_result"],
+    "prompts": ["read_prompts"],
+    "schema": ["Column", "Schema"],
+    "tables": ["read_table"],
+})

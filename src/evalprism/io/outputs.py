@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from evalprism.errors import EvalprismError
 
@@ -125,19 +125,61 @@ def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Itera
         raise
 
 
-def write_result_dir(out: str | Path | OutputTarget, kind: OutputKind, frames: dict[str, Any],
-                     run: dict[str, Any], report: Any, json_files: dict[str, Any] | None = None) -> Path:
-    """An analysis output directory, atomically: ``<name>.csv`` per frame, ``<name>.json`` per
-    entry of ``json_files``, ``run.json`` and ``report.html`` (``report`` has a ``write(path)``)."""
+class AnalysisResult(Protocol):
+    """The contract every analysis result keeps, so that one :func:`save_result` writes them all.
+
+    ``output_kind``: which command's output the directory is (the manifest's kind); ``frames()``: the
+    tables, one ``<name>.csv`` each; ``run_info()``: what ``run.json`` records (options, notes)
+    beside the manifest; ``report()``: the ``report.html`` (an object with ``write(path)``);
+    ``write_extra(directory)``: any other file (a model's weights, a JSON headline).
+    """
+
+    output_kind: ClassVar[OutputKind]
+
+    def frames(self) -> dict[str, Any]: ...
+
+    def run_info(self) -> dict[str, Any]: ...
+
+    def report(self) -> Any: ...
+
+    def write_extra(self, directory: Path) -> None: ...
+
+
+class SavedResult:
+    """Mixin giving an :class:`AnalysisResult` its ``save`` and the usual defaults (``run.json`` holds
+    the ``options``; no extra files)."""
+
+    output_kind: ClassVar[OutputKind]
+
+    def run_info(self) -> dict[str, Any]:
+        return {"options": getattr(self, "options", {})}
+
+    def write_extra(self, directory: Path) -> None:
+        """No files beyond the tables, ``run.json`` and the report."""
+
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
+        """Write the result into ``out_dir`` atomically (:func:`save_result`); returns the directory."""
+        return save_result(self, out_dir)  # type: ignore[arg-type]
+
+
+def save_result(result: AnalysisResult, out: str | Path | OutputTarget) -> Path:
+    """An analysis output directory, atomically: ``<name>.csv`` per frame, the result's extra files,
+    ``run.json`` (run info plus the manifest) and ``report.html``."""
+    kind = result.output_kind
     target = as_target(out, kind)
     with atomic_output_dir(target, kind) as tmp:
-        for name, frame in frames.items():
+        for name, frame in result.frames().items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
-        for name, data in (json_files or {}).items():
-            write_json(tmp / f"{name}.json", data)
-        write_json(tmp / MARKER_FILE, run)
-        report.write(tmp / "report.html")
+        result.write_extra(tmp)
+        write_json(tmp / MARKER_FILE, result.run_info())
+        result.report().write(tmp / "report.html")
     return target.path
+
+
+def written_files(directory: str | Path) -> list[str]:
+    """The files an evalprism output directory holds, from its manifest (what the run wrote)."""
+    manifest = read_manifest(Path(directory))
+    return manifest[1] if manifest else sorted(p.name for p in Path(directory).iterdir())
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -153,11 +153,11 @@ def index_line(result: JudgesResult) -> str:
     return f"{int(result.pairs['cluster'].max()) + 1} clusters; " + "; ".join(parts)
 
 
-def build_report(result: JudgesResult, title: str | None = None) -> Report:
+def build_report(result: JudgesResult) -> Report:
     o = result.options
     n_clusters = int(result.pairs["cluster"].max()) + 1
     noise_share = float((result.pairs["cluster"] < 0).mean())
-    report = Report(title=title or "Where LLM relevance judges disagree with humans",
+    report = Report(title=result.title or "Where LLM relevance judges disagree with humans",
                     subtitle=f"{len(result.pairs):,} query-document pairs · {result.pairs['query_id'].nunique()} queries · "
                              f"{n_clusters} dense clusters + noise ({noise_share:.0%} of pairs) · judges: "
                              f"{', '.join(o['llm'])} vs human '{o['human']}'")

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 
 
 @dataclass
-class JudgesResult:
+class JudgesResult(SavedResult):
     """Everything :func:`evalprism.judges.analyze` found (all tables long: one row per judge and unit).
 
     ``pairs``: one row per query-document pair with its cluster (-1 = noise), every label, its binary
@@ -22,8 +21,10 @@ class JudgesResult:
     the per-query-per-cluster cells behind ΔAC1; ``overall``: per judge over all pairs;
     ``instructions``: the candidate instructions and their purity scores; ``concentration``: dense
     clusters against the noise set per judge. ``texts``: query and document text per pair (for the
-    report's examples; not written to the CSV files).
+    report's examples; not written to the CSV files); ``title``: the report's title (None: the default).
     """
+
+    output_kind: ClassVar[OutputKind] = OutputKind.JUDGES
 
     pairs: pd.DataFrame
     clusters: pd.DataFrame
@@ -36,6 +37,7 @@ class JudgesResult:
     options: dict[str, Any] = field(default_factory=dict)
     embed_stats: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    title: str | None = None
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The output tables by file stem."""
@@ -48,11 +50,12 @@ class JudgesResult:
         q = self.queries[self.queries["bias_prone"].astype(bool)]
         return q if judge is None else q[q["judge"] == judge]
 
-    def save(self, out_dir: str | Path | OutputTarget, title: str | None = None) -> Path:
-        """Write the CSV tables, ``run.json`` and ``report.html`` into ``out_dir`` atomically."""
+    def run_info(self) -> dict[str, Any]:
+        return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+                "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
+                "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
+
+    def report(self) -> Any:
         from evalprism.judges.report import build_report
 
-        run = {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
-               "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
-               "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
-        return write_result_dir(out_dir, OutputKind.JUDGES, self.frames(), run, build_report(self, title=title))
+        return build_report(self)

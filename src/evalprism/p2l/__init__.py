@@ -2,12 +2,17 @@
 
 - :func:`fit_leaderboard`: a battles table -> a marginal BT / Rao-Kupper leaderboard with 95%
   intervals (the outcome models are the registry :mod:`evalprism.stats.outcome_models`).
-- :func:`train_p2l` -> :class:`TrainResult`; :class:`P2LModel` (``load(dir)``, ``.models``,
-  ``.leaderboards(prompts)``).
+- :func:`train_model` -> :class:`TrainResult`; :class:`P2LModel` (``load(dir)``, ``.models``,
+  ``.leaderboards(prompts)``); :func:`evaluate_model` -> :class:`EvaluationResult` (held-out
+  battles against the marginal and constant predictors).
 - :func:`aggregate_leaderboards` (eq. 3 and appendix B.1; the kernel is
   :mod:`evalprism.stats.aggregate`), :func:`analyze_prompt_set` (per-category leaderboards and
   strengths).
-- :func:`route` -> :class:`Route`: Theorem 1's optimal router and its BT coefficient (Algorithm 1).
+- :func:`route` -> :class:`Route`: Theorem 1's optimal router and its BT coefficient (Algorithm 1)
+  for one leaderboard; :func:`route_prompts` -> :class:`RoutingResult` for a prompt file.
+
+Entry functions are named ``verb_object`` for what they do (``ecdf.analyze`` and ``judges.analyze``
+where a package has a single step).
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`): a marginal fit does not
 import torch, which only the P2L model, training and prompt-set analysis need.
@@ -19,31 +24,40 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.p2l.aggregate import aggregate_leaderboards
+    from evalprism.p2l.evaluate import EvaluationResult, evaluate_model
     from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
     from evalprism.p2l.model import P2LModel
     from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
+    from evalprism.p2l.router import RoutingResult, route_prompts
     from evalprism.p2l.routing import Route, route
-    from evalprism.p2l.train import TrainOptions, TrainResult, train_p2l
+    from evalprism.p2l.train import TrainOptions, TrainResult, checkpoint_dir_for, train_model
 
 __all__ = [
+    "EvaluationResult",
     "LeaderboardResult",
     "P2LModel",
     "PromptSetResult",
     "Route",
+    "RoutingResult",
     "TrainOptions",
     "TrainResult",
     "aggregate_leaderboards",
     "analyze_prompt_set",
+    "checkpoint_dir_for",
+    "evaluate_model",
     "fit_leaderboard",
     "route",
-    "train_p2l",
+    "route_prompts",
+    "train_model",
 ]
 
 lazy_package(__name__, {
     "aggregate": ["aggregate_leaderboards"],
+    "evaluate": ["EvaluationResult", "evaluate_model"],
     "marginal": ["LeaderboardResult", "fit_leaderboard"],
     "model": ["P2LModel"],
     "prompt_set": ["PromptSetResult", "analyze_prompt_set"],
+    "router": ["RoutingResult", "route_prompts"],
     "routing": ["Route", "route"],
-    "train": ["TrainOptions", "TrainResult", "train_p2l"],
+    "train": ["TrainOptions", "TrainResult", "checkpoint_dir_for", "train_model"],
 })

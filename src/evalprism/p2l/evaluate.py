@@ -12,8 +12,7 @@ approaches the ground-truth leaderboard of the prompt set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,7 @@ import torch
 from scipy.special import expit
 
 from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel, Prediction
 from evalprism.progress import status
 from evalprism.p2l.likelihood import log_outcome_probs
@@ -108,8 +107,10 @@ def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list
 
 
 @dataclass
-class EvaluationResult:
+class EvaluationResult(SavedResult):
     """``metrics`` (constant / marginal / P2L on the battles) and ``scaling`` (Fig. 6)."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_EVALUATE
 
     metrics: pd.DataFrame
     scaling: pd.DataFrame
@@ -118,15 +119,13 @@ class EvaluationResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"metrics": self.metrics, "scaling": self.scaling}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
+    def report(self) -> Any:
         from evalprism.p2l.reports import evaluation_report
 
-        return write_result_dir(out_dir, OutputKind.P2L_EVALUATE, self.frames(), {"options": self.options},
-                                evaluation_report(self))
+        return evaluation_report(self)
 
 
-def evaluate_p2l(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
+def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
                  progress: bool = True) -> EvaluationResult:
     """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
     marginal (training) leaderboard, and the aggregation scaling of Fig. 6 against the marginal BT

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.io.battles import battle_arrays, in_count_order, outcome_codes, to_canonical_battles
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.outcome_models import PairModel, outcome_model
@@ -80,9 +79,11 @@ class Leaderboard:
 
 
 @dataclass
-class LeaderboardResult:
+class LeaderboardResult(SavedResult):
     """A fitted marginal leaderboard: ``leaderboard`` (rank, model, coef, lower, upper, rating,
     battles), the underlying :class:`Leaderboard` fit and the options used."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_FIT
 
     leaderboard: pd.DataFrame
     fit: Leaderboard
@@ -95,10 +96,11 @@ class LeaderboardResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write ``leaderboard.csv``, ``run.json`` and ``report.html`` atomically."""
-        run = {"options": self.options, "extra": self.extra}
-        return write_result_dir(out_dir, OutputKind.P2L_FIT, self.frames(), run, build_report(self))
+    def run_info(self) -> dict[str, Any]:
+        return {"options": self.options, "extra": self.extra}
+
+    def report(self) -> Report:
+        return build_report(self)
 
 
 def fit_leaderboard(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
@@ -25,9 +25,11 @@ from evalprism.stats.pairwise import elo_ratings
 
 
 @dataclass
-class PromptSetResult:
+class PromptSetResult(SavedResult):
     """``prompts`` (one row per prompt: its category, best model and every model's coefficient),
     ``leaderboard`` (aggregated), ``categories`` (aggregated per category) and ``strengths``."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_LEADERBOARD
 
     prompts: pd.DataFrame
     leaderboard: pd.DataFrame
@@ -39,11 +41,10 @@ class PromptSetResult:
         return {"prompts": self.prompts, "leaderboard": self.leaderboard, "categories": self.categories,
                 "strengths": self.strengths}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
+    def report(self) -> Any:
         from evalprism.p2l.reports import prompt_set_report
 
-        return write_result_dir(out_dir, OutputKind.P2L_LEADERBOARD, self.frames(), {"options": self.options}, prompt_set_report(self))
+        return prompt_set_report(self)
 
 
 def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:

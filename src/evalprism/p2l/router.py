@@ -5,22 +5,23 @@ of the router and of the best single model that fits each budget)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.io.costs import check_costs
-from evalprism.io.outputs import OutputKind, OutputTarget, write_result_dir
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import BudgetScope, Route, route
 from evalprism.progress import status
 
 
 @dataclass
-class RoutingResult:
+class RoutingResult(SavedResult):
     """``routes`` (one row per prompt), ``traffic`` (share per model) and ``curve`` (budget curve)."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_ROUTE
 
     routes: pd.DataFrame
     traffic: pd.DataFrame
@@ -31,11 +32,10 @@ class RoutingResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write one CSV per frame, ``run.json`` and ``report.html`` atomically."""
+    def report(self) -> Any:
         from evalprism.p2l.reports import routing_report
 
-        return write_result_dir(out_dir, OutputKind.P2L_ROUTE, self.frames(), {"options": self.options}, routing_report(self))
+        return routing_report(self)
 
 
 def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,

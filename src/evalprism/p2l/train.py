@@ -21,7 +21,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -34,11 +34,11 @@ from evalprism.keyed import keyed_choice
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
-    as_target,
-    atomic_output_dir,
+    SavedResult,
     check_output,
     open_work_dir,
     remove_output,
+    save_result,
 )
 from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
@@ -88,8 +88,12 @@ class TrainOptions:
 
 
 @dataclass
-class TrainResult:
-    """A trained model, its epoch history, the validation comparison and where checkpoints live."""
+class TrainResult(SavedResult):
+    """A trained model, its epoch history, the validation comparison and where checkpoints live.
+    Saved, it is a model directory: the model's own files (:meth:`P2LModel.save`), ``history.csv``,
+    ``evaluation.csv``, ``run.json`` and ``report.html``."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_TRAIN
 
     model: P2LModel
     history: pd.DataFrame
@@ -100,21 +104,21 @@ class TrainResult:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"history": self.history, "evaluation": self.evaluation}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write the model directory atomically (weights, config, marginal.csv, history.csv,
-        evaluation.csv, report.html), then drop the checkpoints of the finished run (only the
-        files evalprism wrote there)."""
+    def write_extra(self, directory: Path) -> None:
+        self.model.save(directory, {"training": self.options})
+
+    def report(self) -> Any:
         from evalprism.p2l.reports import training_report
 
-        target = as_target(out_dir, OutputKind.P2L_TRAIN)
-        with atomic_output_dir(target, OutputKind.P2L_TRAIN) as tmp:
-            self.model.save(tmp, {"training": self.options})
-            self.history.to_csv(tmp / "history.csv", index=False)
-            self.evaluation.to_csv(tmp / "evaluation.csv", index=False)
-            training_report(self).write(tmp / "report.html")
+        return training_report(self)
+
+    def save(self, out_dir: str | Path | OutputTarget) -> Path:
+        """Write the model directory atomically, then drop the checkpoints of the finished run (only
+        the files evalprism wrote there)."""
+        path = save_result(self, out_dir)
         if self.checkpoint_dir is not None:
             remove_output(self.checkpoint_dir, OutputKind.P2L_CHECKPOINT)
-        return target.path
+        return path
 
 
 def checkpoint_dir_for(model_dir: str | Path | OutputTarget) -> Path:
@@ -190,7 +194,7 @@ def _batch_nll(head: CoefficientHead, feats: torch.Tensor, a: torch.Tensor, b: t
     return -torch.where(w > 0, w * logp, torch.zeros_like(logp)).sum()
 
 
-def train_p2l(
+def train_model(
     battles: pd.DataFrame,
     options: TrainOptions | None = None,
     *,

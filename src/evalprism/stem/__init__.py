@@ -1,11 +1,11 @@
 """STEM: locating an unknown model on a model family (seed 003).
 
-- :func:`build_pool` -> :class:`Pool`: IRVs over the family ordered by params, significant
+- :func:`build_pool` (or :func:`build_pool_from_files`) -> :class:`Pool`: IRVs over the family ordered by params, significant
   transition samples and transition indices, per-benchmark anomaly rates, difficulty polarization,
   discriminability and weights; ``pool.audit()`` -> :class:`Audit` (the contamination report).
-- :func:`locate` -> :class:`Localization`: accuracy per TI level on a balanced subset and the
+- :func:`locate_model` -> :class:`Localization`: accuracy per TI level on a balanced subset and the
   capability boundary as an interval between two family members, with a confidence.
-- :func:`evaluate` -> :class:`Trials`: repeated trials of STEM, random sampling and the Bayesian
+- :func:`run_trials` -> :class:`Trials`: repeated trials of STEM, random sampling and the Bayesian
   interval posterior against the full-benchmark ground truth (``.positions`` per trial).
 - :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes.
 
@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
-    from evalprism.stem.evaluate import LocationResult, Trials, evaluate, locate_models
-    from evalprism.stem.locate import Localization, locate
-    from evalprism.stem.pool import Audit, Pool, build_pool
+    from evalprism.stem.evaluate import Trials, locate_models, run_trials
+    from evalprism.stem.located import LocationResult
+    from evalprism.stem.locate import Localization, locate_model
+    from evalprism.stem.pool import Audit, Pool, build_pool, build_pool_from_files
 
 __all__ = [
     "Audit",
@@ -33,13 +34,15 @@ __all__ = [
     "Pool",
     "Trials",
     "build_pool",
-    "evaluate",
-    "locate",
+    "build_pool_from_files",
+    "locate_model",
     "locate_models",
+    "run_trials",
 ]
 
 lazy_package(__name__, {
-    "evaluate": ["LocationResult", "Trials", "evaluate", "locate_models"],
-    "locate": ["Localization", "locate"],
-    "pool": ["Audit", "Pool", "build_pool"],
+    "evaluate": ["Trials", "locate_models", "run_trials"],
+    "located": ["LocationResult"],
+    "locate": ["Localization", "locate_model"],
+    "pool": ["Audit", "Pool", "build_pool", "build_pool_from_files"],
 })

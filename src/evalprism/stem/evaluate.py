@@ -11,14 +11,13 @@ model's own (:func:`evalprism.stem.locate.target_of`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import OutputTarget
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.progress import progress_bar
 from evalprism.stats.binomial import sign_test_pvalues
@@ -26,7 +25,6 @@ from evalprism.stats.irv import boundary_counts
 from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
 from evalprism.stem.locate import (
     NO_ROW,
-    Localization,
     Target,
     draw_subset,
     interval_confidence,
@@ -39,15 +37,16 @@ from evalprism.stem.locate import (
     positions_from_counts,
     target_of,
 )
+from evalprism.stem.located import METHODS, LocationResult
 from evalprism.stem.pool import Pool
 
-METHODS = ("stem", "random", "bayesian")
-
-
 @dataclass
-class Trials:
+class Trials(SavedResult):
     """Positions placed by each method in each trial (one integer per trial: members the model is
-    placed above, 0..n), the ground truth and the accuracies."""
+    placed above, 0..n), the ground truth and the accuracies. Saved: trials.csv, summary.csv,
+    run.json and report.html."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
 
     model: str
     family: str
@@ -65,7 +64,7 @@ class Trials:
         return float((self.by_method()[method] == self.truth).mean())
 
     def by_method(self) -> dict[str, np.ndarray]:
-        return {"stem": self.positions, "random": self.random_positions, "bayesian": self.bayesian_positions}
+        return dict(zip(METHODS, (self.positions, self.random_positions, self.bayesian_positions)))
 
     def summary(self) -> pd.DataFrame:
         """Per method: accuracy, mean absolute error in members, the most frequent position."""
@@ -86,6 +85,11 @@ class Trials:
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"trials": self.frame(), "summary": self.summary()}
+
+    def report(self) -> Any:
+        from evalprism.stem.report import trials_report
+
+        return trials_report(self)
 
 
 def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, progress: bool,
@@ -125,7 +129,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
                   reference_score=target.reference_score, confidence=confidence, bayesian_mass=mass, options=options)
 
 
-def evaluate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
+def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
              seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced",
              progress: bool = False) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by STEM and both baselines."""
@@ -134,56 +138,11 @@ def evaluate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, ite
     return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting)
 
 
-@dataclass
-class LocationResult:
-    """Localizations (and, when trials ran, their trials) of several models on one pool: what
-    ``evalprism stem locate`` writes."""
-
-    pool: Pool | None
-    results: list[tuple[Localization, Trials | None]]
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def frames(self) -> dict[str, pd.DataFrame]:
-        levels = pd.concat([loc.levels.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
-        tests = pd.concat([loc.tests.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
-        subset = pd.concat([loc.subset.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
-        out = {"levels": _model_first(levels), "tests": _model_first(tests), "subset": _model_first(subset)}
-        ran = [t for _, t in self.results if t is not None]
-        if ran:
-            out["trials"] = pd.concat([t.frame() for t in ran], ignore_index=True)
-            out["summary"] = pd.concat([t.summary() for t in ran], ignore_index=True)
-        return out
-
-    def localization(self) -> list[dict[str, Any]]:
-        """``localization.json``: one entry per model (headline, and trial accuracies when run)."""
-        entries = []
-        for loc, trials in self.results:
-            entry = loc.summary()
-            if trials is not None:
-                entry["trials"] = {"n": len(trials.positions), "items": trials.options["items"],
-                                   **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in METHODS}}
-            entries.append(entry)
-        return entries
-
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write localization.json, levels.csv, tests.csv, subset.csv, trials.csv, summary.csv,
-        run.json and report.html atomically."""
-        from evalprism.io.outputs import OutputKind, write_result_dir
-        from evalprism.stem.report import location_report
-
-        return write_result_dir(out_dir, OutputKind.STEM_LOCATE, self.frames(), {"options": self.options},
-                                location_report(self), json_files={"localization": self.localization()})
-
-
-def _model_first(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[["model"] + [c for c in frame.columns if c != "model"]]
-
-
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
                   items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
                   progress: bool = True) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``) with one balanced
-    subset (:func:`~evalprism.stem.locate`) and, when ``trials`` > 0, ``trials`` repeated
+    subset (:func:`~evalprism.stem.locate_model`) and, when ``trials`` > 0, ``trials`` repeated
     trials against both baselines."""
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()

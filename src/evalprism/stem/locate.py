@@ -5,8 +5,8 @@ hard) each give ``m = items // (n+1)`` items drawn without replacement (a level 
 gives all it has); only items the model has an answer row for are drawn, and with
 ``missing="exclude"`` only items it answered (score != -1). Trial ``t`` of seed ``s`` draws with
 ``numpy.random.default_rng([s, t])`` from the items sorted by (benchmark, item_id), so the draw does
-not depend on the order of the input rows, and :func:`locate` with a seed is trial 0 of
-:func:`~evalprism.stem.evaluate` with that seed.
+not depend on the order of the input rows, and :func:`locate_model` with a seed is trial 0 of
+:func:`~evalprism.stem.run_trials` with that seed.
 
 Capability boundary (step 3), the rule chosen here (the seed only says "the lowest TI at which
 accuracy begins to drop significantly"): member ``M_j`` answers exactly the subset items with
@@ -44,6 +44,7 @@ from evalprism.keyed import content_order
 from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
 from evalprism.stem.discriminability import reference_scores
+from evalprism.stem.located import LocationResult
 from evalprism.stem.pool import Pool
 
 NO_ROW = -2  # outcome of a pool item the model has no row for
@@ -205,9 +206,8 @@ class Localization:
         return {"levels": self.levels, "tests": self.tests, "subset": self.subset}
 
     def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write levels.csv, tests.csv, subset.csv, localization.json, run.json and report.html."""
-        from evalprism.stem.evaluate import LocationResult
-
+        """Write levels.csv, tests.csv, subset.csv, localization.json, run.json and report.html: the
+        output of ``evalprism stem locate`` for this one model."""
         return LocationResult(pool=None, results=[(self, None)], options=self.options).save(out_dir)
 
 
@@ -248,7 +248,7 @@ def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx:
     )
 
 
-def locate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
+def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
            model: str | None = None, weighting: Weighting = "balanced") -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
     from one balanced subset of ``items`` STS (see the module docstring for the rule)."""
@@ -257,7 +257,7 @@ def locate(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items
 
 def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0,
                   weighting: Weighting = "balanced") -> Localization:
-    """:func:`locate` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
+    """:func:`locate_model` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
     levels = level_items(pool, target)
     m = per_level(items, levels)
     idx, labels = draw_subset(levels, m, np.random.default_rng([seed, 0]))

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import OutputTarget
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
@@ -31,14 +31,17 @@ from evalprism.stats.irv import KINDS, Missing
 
 
 @dataclass
-class Pool:
+class Pool(SavedResult):
     """A reference family's items, IRVs, kinds and transition indices, with per-benchmark summaries.
 
     ``irv``: items x members (int8, members ordered by params); ``kind``: code into
     :data:`~evalprism.stats.irv.KINDS`; ``ti``: 1..n+1 for pool items (easy/sts/hard), 0 otherwise;
     ``items``: (benchmark, item_id) per row; ``members``: model, params, position, reference_score;
-    ``benchmarks``: the per-benchmark table; ``scores``: benchmarks x members, percent.
+    ``benchmarks``: the per-benchmark table; ``scores``: benchmarks x members, percent. Saved:
+    pool.csv, benchmarks.csv, models.csv, anomalies.csv, run.json and report.html.
     """
+
+    output_kind: ClassVar[OutputKind] = OutputKind.STEM_POOL
 
     family: str
     members: pd.DataFrame
@@ -98,13 +101,13 @@ class Pool:
             out[f"score:{bench}"] = self.scores.loc[bench].to_numpy()
         return out
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write pool.csv, benchmarks.csv, models.csv, anomalies.csv, run.json and report.html."""
-        from evalprism.io.outputs import OutputKind, write_result_dir
+    def run_info(self) -> dict[str, Any]:
+        return {"family": self.family, "options": self.options}
+
+    def report(self) -> Any:
         from evalprism.stem.report import pool_report
 
-        run = {"family": self.family, "options": self.options}
-        return write_result_dir(out_dir, OutputKind.STEM_POOL, self.frames(), run, pool_report(self))
+        return pool_report(self)
 
     @classmethod
     def load(cls, pool_dir: str | Path) -> Pool:
@@ -124,22 +127,24 @@ class Pool:
 
 
 @dataclass
-class Audit:
-    """Contamination audit of a family: per-benchmark anomaly rates and the per-item anomaly list."""
+class Audit(SavedResult):
+    """Contamination audit of a family: per-benchmark anomaly rates and the per-item anomaly list.
+    Saved: benchmarks.csv, anomalies.csv, run.json and report.html."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.STEM_AUDIT
 
     pool: Pool
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"benchmarks": self.pool.benchmarks, "anomalies": self.pool.anomalies()}
 
-    def save(self, out_dir: str | Path | OutputTarget) -> Path:
-        """Write benchmarks.csv, anomalies.csv, run.json and report.html."""
-        from evalprism.io.outputs import OutputKind, write_result_dir
+    def run_info(self) -> dict[str, Any]:
+        return self.pool.run_info()
+
+    def report(self) -> Any:
         from evalprism.stem.report import pool_report
 
-        run = {"family": self.pool.family, "options": self.pool.options}
-        return write_result_dir(out_dir, OutputKind.STEM_AUDIT, self.frames(), run,
-                                pool_report(self.pool, audit=True))
+        return pool_report(self.pool, audit=True)
 
 
 POOL_MEMBERS_SCHEMA = Schema("pool members", (Column("model", "key"),
@@ -284,7 +289,7 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
                 bench_code=bench_code.astype(np.int64), benchmarks=benchmarks, scores=score_frame, options=dict(options))
 
 
-def pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
+def build_pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
                     missing: Missing = "wrong", metric: str = "acc", lm_eval_filter: str | None = None,
                     require_sts: bool = True) -> Pool:
     """:func:`build_pool` from a correctness file or directory (any adapter of

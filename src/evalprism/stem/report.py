@@ -10,9 +10,14 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
+from evalprism.stem.located import METHODS
+
+#: one colour per method of :data:`~evalprism.stem.located.METHODS` (STEM, random, Bayesian)
+_METHOD_COLOURS = ("#2ca02c", "#1f77b4", "#ff7f0e")
 
 if TYPE_CHECKING:
-    from evalprism.stem.evaluate import LocationResult
+    from evalprism.stem.evaluate import Trials
+    from evalprism.stem.located import LocationResult
     from evalprism.stem.pool import Pool
 
 _RULES = (
@@ -199,7 +204,7 @@ def _curves_figure(result: LocationResult) -> go.Figure:
 def _trials_figure(result: LocationResult) -> go.Figure:
     fig = go.Figure()
     models = [loc.model for loc, t in result.results if t is not None]
-    for method, color in (("stem", "#2ca02c"), ("random", "#1f77b4"), ("bayesian", "#ff7f0e")):
+    for method, color in zip(METHODS, _METHOD_COLOURS):
         fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) for _, t in result.results if t is not None],
                              name=method, marker_color=color))
     fig.update_layout(barmode="group", template="plotly_white", height=360, xaxis_title="located model",
@@ -209,13 +214,38 @@ def _trials_figure(result: LocationResult) -> go.Figure:
     return fig
 
 
+def trials_report(trials: Trials) -> Report:
+    """The report of one model's repeated trials: how often each method placed it right, and where."""
+    report = Report(title="STEM localization trials",
+                    subtitle=f"{trials.model} on family {trials.family}: {len(trials.positions)} trials of "
+                             f"{trials.options.get('items')} items")
+    report.summary(f"{trials.model}: ground truth position {trials.truth}. STEM {trials.accuracy('stem'):.0%}, "
+                   f"random sampling {trials.accuracy('random'):.0%}, Bayesian {trials.accuracy('bayesian'):.0%} "
+                   "of trials correct.")
+    report.html_block("How the trials are run", _LOCATE_RULES.format(
+        weighting=html.escape(str(trials.options.get("weighting", "balanced")))))
+    fig = go.Figure()
+    for (method, positions), color in zip(trials.by_method().items(), _METHOD_COLOURS):
+        fig.add_trace(go.Histogram(x=positions, name=method, marker_color=color, xbins={"size": 1}))
+    fig.add_vline(x=trials.truth, line_dash="dash", annotation_text="ground truth")
+    fig.update_layout(barmode="group", template="plotly_white", height=360,
+                      xaxis={"title": "position placed (family members below the model)", "dtick": 1},
+                      yaxis_title="trials", margin={"l": 60, "r": 20, "t": 30, "b": 60},
+                      legend={"orientation": "h", "y": 1.12})
+    report.figure(fig, "Positions placed per method", "How many trials placed the model at each position; the "
+                  "dashed line is the full-benchmark ground truth.")
+    report.table(trials.summary().round(4), "Trials per method", "modal_position: the position most trials chose.")
+    report.details.update(trials.options)
+    return report
+
+
 def location_index_line(result: LocationResult) -> str:
     """One line for an index page: models placed right, and each method's mean trial accuracy."""
     right = sum(loc.position == loc.truth for loc, _ in result.results)
     line = f"{right} of {len(result.results)} models placed at their true position"
     trials = [t for _, t in result.results if t is not None]
     if trials:
-        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in ("stem", "random", "bayesian")}
+        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in METHODS}
         line += (f"; over {len(trials[0].positions)} trials STEM {means['stem']:.0%}, random sampling "
                  f"{means['random']:.0%}, Bayesian {means['bayesian']:.0%} correct")
     return line

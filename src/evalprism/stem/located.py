@@ -1,0 +1,69 @@
+"""What ``evalprism stem locate`` writes: the localizations (and trials) of several models on one
+pool, as one result (:class:`LocationResult`). It sits below :mod:`~evalprism.stem.locate` and
+:mod:`~evalprism.stem.evaluate`, which build its parts and save a single part through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pandas as pd
+
+from evalprism.io.outputs import OutputKind, SavedResult, write_json
+
+if TYPE_CHECKING:
+    from evalprism.stem.evaluate import Trials
+    from evalprism.stem.locate import Localization
+    from evalprism.stem.pool import Pool
+
+#: the localization methods compared in trials: STEM and the two baselines
+METHODS = ("stem", "random", "bayesian")
+
+
+@dataclass
+class LocationResult(SavedResult):
+    """Localizations (and, when trials ran, their trials) of several models on one pool: what
+    ``evalprism stem locate`` writes (levels.csv, tests.csv, subset.csv, trials.csv and summary.csv
+    when trials ran, localization.json, run.json, report.html)."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
+
+    pool: Pool | None
+    results: list[tuple[Localization, Trials | None]]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        levels = pd.concat([loc.levels.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
+        tests = pd.concat([loc.tests.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
+        subset = pd.concat([loc.subset.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
+        out = {"levels": _model_first(levels), "tests": _model_first(tests), "subset": _model_first(subset)}
+        ran = [t for _, t in self.results if t is not None]
+        if ran:
+            out["trials"] = pd.concat([t.frame() for t in ran], ignore_index=True)
+            out["summary"] = pd.concat([t.summary() for t in ran], ignore_index=True)
+        return out
+
+    def localization(self) -> list[dict[str, Any]]:
+        """``localization.json``: one entry per model (headline, and trial accuracies when run)."""
+        entries = []
+        for loc, trials in self.results:
+            entry = loc.summary()
+            if trials is not None:
+                entry["trials"] = {"n": len(trials.positions), "items": trials.options["items"],
+                                   **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in METHODS}}
+            entries.append(entry)
+        return entries
+
+    def write_extra(self, directory: Path) -> None:
+        write_json(directory / "localization.json", self.localization())
+
+    def report(self) -> Any:
+        from evalprism.stem.report import location_report
+
+        return location_report(self)
+
+
+def _model_first(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[["model"] + [c for c in frame.columns if c != "model"]]
