@@ -354,12 +354,12 @@ def _opt_judges_nan_tau(w: Path):
 
 def _opt_judges_components(w: Path):
     return (["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
-            ["n_components", "--components", "400", "the embedding dimension 384"])  # 420 pairs allow 419
+            ["--components 400", "the embedding dimension 384"])  # 420 pairs allow 419
 
 
 def _opt_serve_log_level(w: Path):
     return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"],
-            ["log_level", "--log-level", "bogus", "debug"])
+            ["--log-level", "bogus", "debug"])
 
 
 def _opt_serve_decision_log(w: Path):

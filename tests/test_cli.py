@@ -111,3 +111,64 @@ def test_real_process_exit_code_without_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "needs one of the columns 'references', 'score'" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
+
+
+def _cli_flags() -> set[str]:
+    """Every option flag of every command of the CLI (from click's own parameter table)."""
+    import click
+    import typer.main
+
+    from evalprism.cli import app
+
+    flags: set[str] = set()
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            flags.update(o for o in getattr(param, "opts", []) if o.startswith("--"))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(typer.main.get_command(app))
+    return flags
+
+
+#: parameters of the library that no command exposes (their messages keep the library name)
+LIBRARY_ONLY_PARAMETERS = {"backbone_lr", "weight_decay", "cluster_selection_epsilon", "umap_neighbors",
+                           "purity_percentile", "confidence", "iqr_k", "flip_low", "flip_high"}
+
+
+def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
+    """Library messages name parameters (``val_fraction``) and the CLI shows the flag (``--val-fraction``)
+    through one map (``evalprism.cli.flag_of``): every parameter the library names must map to a flag
+    that exists, or be one no command exposes."""
+    import re
+
+    from evalprism.cli import flag_of
+
+    src = Path(__file__).resolve().parents[1] / "src" / "evalprism"
+    named: set[str] = set()
+    for path in src.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        named.update(re.findall(r'parameter="([a-z_]+)"', text))
+        named.update(re.findall(r'check_number\("([a-z_]+)"', text))
+    flags = _cli_flags()
+    assert {"resume", "by", "clusters", "val_fraction", "n_components"} <= named
+    unmapped = {p: flag_of(p) for p in named - LIBRARY_ONLY_PARAMETERS if flag_of(p) not in flags}
+    assert not unmapped, f"library parameters whose flag does not exist: {unmapped}"
+    assert LIBRARY_ONLY_PARAMETERS.isdisjoint({p for p in named if flag_of(p) in flags})
+
+
+def test_a_library_message_names_the_parameter_and_the_cli_the_flag(tmp_path: Path, responses_csv: Path,
+                                                                     capsys) -> None:
+    from evalprism.ecdf import analyze
+    from evalprism.errors import EvalprismError
+
+    with pytest.raises(EvalprismError) as caught:
+        analyze(small_responses(), by=["persona"], progress=False)
+    assert "by column 'persona' not found" in str(caught.value) and "--by" not in str(caught.value)
+    code, _, err = run_cli(["ecdf", responses_csv, "--out", tmp_path / "o", "--by", "persona", "-q"], capsys)
+    assert code == 2 and "--by column 'persona' not found" in err
+    with pytest.raises(EvalprismError, match=r"^n_components 50 is larger"):
+        from evalprism.judges import ClusterOptions
+
+        ClusterOptions(n_components=50).check_shape(n_pairs=10)

@@ -122,7 +122,7 @@ def test_input_errors(cache_dir: Path) -> None:
     table = small_responses()
     with pytest.raises(EvalprismError, match="K must be between 1 and the number of settings \\(12\\)"):
         analyze(table, by=["model", "temperature"], clusters=40, progress=False)
-    with pytest.raises(EvalprismError, match="--by column 'persona' not found"):
+    with pytest.raises(EvalprismError, match="by column 'persona' not found"):
         analyze(table, by=["persona"], progress=False)
     blank = table.copy()
     blank.loc[(blank["question_id"] == "q2") & (blank["model"] == "bad"), "response"] = None

@@ -88,15 +88,6 @@ def _wrote(out: Path, quiet: bool, detail: str = "") -> None:
         _err.print(f"[green]wrote[/green] {out}/ ({', '.join(files)}){detail}", highlight=False, soft_wrap=True)
 
 
-def _clusters(value: str) -> int | str:
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{value}'") from None
-
-
 @app.command()
 def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
@@ -120,7 +111,7 @@ def ecdf(
     target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
-        table, by=by or [], clusters=_clusters(clusters), embedder=embedder, method=method.value, seed=seed,
+        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, seed=seed,
         extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )
@@ -504,12 +495,23 @@ def serve(
                 log_level="warning" if quiet else log_level, progress=not quiet)
 
 
+#: library parameters whose flag is not "--" + the name with "-" for "_"
+FLAG_OF_PARAMETER = {"n_components": "--components", "max_epochs": "--epochs", "filter": "--lm-eval-filter",
+                     "scales": "--scale"}
+
+
+def flag_of(parameter: str) -> str:
+    """The command-line flag of a library parameter (library messages name parameters, the CLI shows flags)."""
+    return FLAG_OF_PARAMETER.get(parameter, "--" + parameter.replace("_", "-"))
+
+
 def main() -> None:
     """Console entry point: user errors become one message and exit code 2, never a traceback."""
     try:
         app()
     except EvalprismError as exc:
-        _err.print(f"[bold red]error:[/bold red] {exc}", highlight=False, soft_wrap=True)
+        message = exc.naming(flag_of(exc.parameter)) if exc.parameter else str(exc)
+        _err.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _err.print("[yellow]interrupted[/yellow]")

@@ -3,10 +3,33 @@
 Every input problem the toolkit detects is raised as :class:`EvalprismError` with a
 message that names the file, row or column and what was expected. The CLI prints the
 message and exits with code 2; library users catch the exception.
+
+A message about an option names the library parameter (``val_fraction``), which is what a notebook
+user typed; the error records that name in ``parameter`` so that the CLI can show the flag the user
+typed instead (``--val-fraction``, see ``evalprism.cli``) without the library knowing its flags.
 """
+
+from __future__ import annotations
+
+import re
 
 
 class EvalprismError(Exception):
-    """A problem with the user's input or options, explained in one message."""
+    """A problem with the user's input or options, explained in one message.
+
+    ``parameter``: the library parameter the message is about (its name appears in the message as a
+    word), or None.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+    def naming(self, spelling: str) -> str:
+        """The message with every mention of the parameter spelled ``spelling`` (e.g. a command-line flag)."""
+        message = str(self)
+        if not self.parameter:
+            return message
+        return re.sub(rf"(?<![\w-]){re.escape(self.parameter)}(?![\w-])", spelling, message)

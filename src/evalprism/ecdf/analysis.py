@@ -135,9 +135,11 @@ def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | Non
     """Validate the option values against the table; return the group column actually used."""
     for col in by:
         if col not in df.columns:
-            raise EvalprismError(f"{where}: --by column '{col}' not found (columns: {', '.join(map(str, df.columns))})")
+            raise EvalprismError(f"{where}: by column '{col}' not found (columns: {', '.join(map(str, df.columns))})",
+                                 parameter="by")
         if col in ("question_id", "response", "references", "score", "group"):
-            raise EvalprismError(f"--by '{col}': a setting column cannot be one of the canonical columns")
+            raise EvalprismError(f"by '{col}': a setting column cannot be one of the canonical columns",
+                                 parameter="by")
     if group and group not in df.columns:
         if group != "group":
             raise EvalprismError(f"{where}: group column '{group}' not found")
@@ -146,9 +148,20 @@ def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | Non
         raise EvalprismError(f"{where}: missing required column 'response' (needed with 'references')")
     if choices and choices not in df.columns:
         raise EvalprismError(f"{where}: choices column '{choices}' not found")
-    if isinstance(clusters, str) and clusters != "auto":
-        raise EvalprismError(f"--clusters: expected a whole number or 'auto', got '{clusters}'")
     return group
+
+
+def cluster_count(clusters: int | str) -> int | Literal["auto"]:
+    """The ``clusters`` option: a whole number K (also as text, e.g. from a command line) or "auto"."""
+    if clusters == "auto":
+        return "auto"
+    try:
+        if isinstance(clusters, bool) or float(clusters) != int(float(clusters)):
+            raise ValueError
+        return int(float(clusters))
+    except (TypeError, ValueError):
+        raise EvalprismError(f"clusters: expected a whole number or 'auto', got '{clusters}'",
+                             parameter="clusters") from None
 
 
 _REPLICATE_NAME = re.compile(r"(^|_)(id|idx|index|sample|replicate|rep|run|draw|seed|trial|epoch)s?$", re.I)
@@ -272,7 +285,7 @@ def check_distance_memory(n_settings: int, where: str) -> None:
             f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
             f"{need / 1e9:.1f} GB ({np.dtype(distance_dtype(n_settings)).itemsize} bytes per distance), more memory "
             f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
-            "questions, or fewer --by columns)")
+            "questions, or fewer by columns)", parameter="by")
 
 
 @dataclass
@@ -304,7 +317,8 @@ def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: 
     else:
         k = int(clusters)
         if k < 1 or k > n:
-            raise EvalprismError(f"--clusters {k}: K must be between 1 and the number of settings ({n})")
+            raise EvalprismError(f"clusters {k}: K must be between 1 and the number of settings ({n})",
+                                 parameter="clusters")
     status(f"k-medoids ({method}) with K={k}", progress)
     result = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
@@ -363,6 +377,7 @@ def analyze(
     """
     where = table.attrs.get("source", "responses table")
     by = list(by)
+    clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
     scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
     df["quality"] = scored.scores

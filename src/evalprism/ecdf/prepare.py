@@ -27,13 +27,14 @@ def strip_suffixes(text: str) -> str:
 
 
 def compile_extractor(pattern: str | None) -> re.Pattern[str] | None:
-    """Compile the ``--extract`` pattern, or explain why it is not a valid regular expression."""
+    """Compile the ``extract`` pattern, or explain why it is not a valid regular expression."""
     if not pattern:
         return None
     try:
         return re.compile(pattern, re.DOTALL)
     except re.error as exc:
-        raise EvalprismError(f"--extract: '{pattern}' is not a valid regular expression ({exc})") from None
+        raise EvalprismError(f"extract: '{pattern}' is not a valid regular expression ({exc})",
+                             parameter="extract") from None
 
 
 def extract_answer(text: str, extractor: re.Pattern[str] | None) -> str | None:

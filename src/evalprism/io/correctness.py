@@ -330,7 +330,7 @@ def _lm_eval_task(path: Path, task: str, model: str, metric: str, filter: str | 
             if metric not in rec:
                 have = [k for k in rec if k not in _SAMPLE_FIELDS]
                 raise EvalprismError(f"{path}: line {line_no}: no metric '{metric}' (metrics present: "
-                                     f"{', '.join(have) or 'none'}); choose one with --metric")
+                                     f"{', '.join(have) or 'none'}); choose one (metric)", parameter="metric")
             rows.append((str(rec["doc_id"]), str(rec.get("filter", "none")), rec[metric]))
     table = pd.DataFrame(rows, columns=["item_id", "filter", "score"])
     filters = sorted(table["filter"].unique())
@@ -340,7 +340,7 @@ def _lm_eval_task(path: Path, task: str, model: str, metric: str, filter: str | 
         table = table[table["filter"] == filter]
     elif len(filters) > 1:
         raise EvalprismError(f"{path}: task '{task}' is scored under several filters ({', '.join(filters)}); "
-                             "choose one with --lm-eval-filter")
+                             "choose one (filter)", parameter="filter")
     table = table.assign(model=model, benchmark=task)
     table.attrs["source"] = str(path)
     return table

@@ -159,7 +159,7 @@ def prepare_judgments(
     where = table.attrs.get("source") or "judgments table"
     llm = list(dict.fromkeys(llm))
     if not llm:
-        raise EvalprismError("give at least one LLM label column (--llm COL)")
+        raise EvalprismError("give at least one LLM label column (llm)", parameter="llm")
     if human in llm:
         raise EvalprismError(f"column '{human}' is both the human and an LLM label column")
     scales = {k: parse_scale(v) if isinstance(v, str) else tuple(v) for k, v in (scales or {}).items()}
@@ -204,7 +204,7 @@ def prepare_judgments(
             row = int(np.flatnonzero(bad)[0])
             raise EvalprismError(
                 f"{where}: row {row + 1}, column '{col}': label {values[row]:g} is outside the declared scale "
-                f"(whole numbers {scale.low}-{scale.high}); declare another with --scale {col}=LOW-HIGH")
+                f"(whole numbers {scale.low}-{scale.high}); declare another for '{col}' (scales)", parameter="scales")
         labels[col], used[col] = values, scale
 
     notes: list[str] = []

@@ -3,8 +3,8 @@ get the same message.
 
 An option is a finite number within its bounds; NaN and infinities are refused everywhere (a NaN
 threshold makes every comparison false, so a rule that uses it silently never fires, and a NaN
-learning rate silently trains nothing). The message names the library parameter and, where the
-command line spells it differently, its flag.
+learning rate silently trains nothing). The message names the library parameter; the CLI shows its
+flag instead (:meth:`evalprism.errors.EvalprismError.naming`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 from evalprism.errors import EvalprismError
 
 
-def check_number(name: str, value: Any, *, flag: str | None = None, low: float | None = None,
+def check_number(name: str, value: Any, *, low: float | None = None,
                  high: float | None = None, low_open: bool = False, high_open: bool = False,
                  integer: bool = False) -> float:
     """Return ``value`` as a float when it is a finite number in the interval from ``low`` to ``high``
     (open at an end with ``low_open``/``high_open``; ``integer``: a whole number), else raise
-    :class:`EvalprismError` naming ``name`` (and ``flag``) and what was expected."""
+    :class:`EvalprismError` naming ``name`` and what was expected."""
     kind = "a whole number" if integer else "a finite number"
     bounds = []
     if low is not None:
@@ -36,6 +36,5 @@ def check_number(name: str, value: Any, *, flag: str | None = None, low: float |
           and (low is None or (x > low if low_open else x >= low))
           and (high is None or (x < high if high_open else x <= high)))
     if not ok:
-        where = f"{name} ({flag})" if flag else name
-        raise EvalprismError(f"{where}: expected {expected}, got {value!r}")
+        raise EvalprismError(f"{name}: expected {expected}, got {value!r}", parameter=name)
     return x

@@ -235,8 +235,8 @@ def _as_path(out: str | Path) -> Path:
     return Path(out)
 
 
-_HOW_TO_PROCEED = ("choose a new output directory (--overwrite / overwrite=True replaces only a previous evalprism "
-                   "output, and never a directory holding an input)")
+_HOW_TO_PROCEED = ("choose a new output directory (overwrite replaces only a previous evalprism output, and never "
+                   "a directory holding an input)")
 
 
 def _check_target(target: OutputTarget) -> None:
@@ -252,19 +252,19 @@ def _check_target(target: OutputTarget) -> None:
                  Path(resolved.anchor): "the file-system root"}
     if resolved in protected:
         raise EvalprismError(f"{path}: is {protected[resolved]}; evalprism writes a whole directory and never "
-                             f"replaces that one; {_HOW_TO_PROCEED}")
+                             f"replaces that one; {_HOW_TO_PROCEED}", parameter="overwrite")
     for item in target.inputs:
         item_resolved = item.resolve(strict=False)
         if item_resolved == resolved or resolved in item_resolved.parents:
             raise EvalprismError(f"{path}: holds the input {item}; writing the output there would replace it; "
-                                 f"{_HOW_TO_PROCEED}")
+                                 f"{_HOW_TO_PROCEED}", parameter="overwrite")
     nearest = _nearest_existing(path)
     if nearest != path and not nearest.is_dir():
         raise EvalprismError(f"{path}: {nearest} is not a directory; nothing was changed")
     if not path.exists():
         return
     if not path.is_dir():
-        raise EvalprismError(f"{path}: exists and is not a directory; {_HOW_TO_PROCEED}")
+        raise EvalprismError(f"{path}: exists and is not a directory; {_HOW_TO_PROCEED}", parameter="overwrite")
     try:
         present = _files_below(path)
     except OSError as exc:
@@ -274,7 +274,7 @@ def _check_target(target: OutputTarget) -> None:
     manifest = read_manifest(path)
     if manifest is None:
         raise EvalprismError(f"{path}: the directory is not empty and was not written by evalprism; nothing was "
-                             f"changed; {_HOW_TO_PROCEED}")
+                             f"changed; {_HOW_TO_PROCEED}", parameter="overwrite")
     kind, listed = manifest
     foreign = sorted(set(present) - set(listed))
     if foreign:
@@ -282,8 +282,8 @@ def _check_target(target: OutputTarget) -> None:
         raise EvalprismError(f"{path}: holds an earlier evalprism output plus files evalprism did not write "
                              f"({shown}); nothing was changed; move those files away or choose a new output directory")
     if kind != target.kind.value and not target.overwrite:
-        raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass --overwrite (overwrite=True) "
-                             "to replace it, or choose a new output directory")
+        raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass overwrite to replace it, "
+                             "or choose a new output directory", parameter="overwrite")
 
 
 def _nearest_existing(path: Path) -> Path:

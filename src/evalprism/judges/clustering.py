@@ -42,11 +42,11 @@ class ClusterOptions:
     def check(self) -> None:
         """Refuse unknown reducers, values HDBSCAN cannot use and a missing UMAP before any expensive work."""
         if self.reduce not in REDUCERS:
-            raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}")
-        check_number("n_components", self.n_components, flag="--components", low=1, integer=True)
-        check_number("min_cluster_size", self.min_cluster_size, flag="--min-cluster-size", low=2, integer=True)
+            raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}", parameter="reduce")
+        check_number("n_components", self.n_components, low=1, integer=True)
+        check_number("min_cluster_size", self.min_cluster_size, low=2, integer=True)
         if self.min_samples is not None:
-            check_number("min_samples", self.min_samples, flag="--min-samples", low=1, integer=True)
+            check_number("min_samples", self.min_samples, low=1, integer=True)
         check_number("cluster_selection_epsilon", self.cluster_selection_epsilon, low=0)
         check_number("umap_neighbors", self.umap_neighbors, low=2, integer=True)
         if self.reduce == "umap":
@@ -63,8 +63,8 @@ class ClusterOptions:
             limits.append((dim, f"the embedding dimension {dim}"))
         most, why = min(limits)
         if self.n_components > most:
-            raise EvalprismError(f"n_components (--components) {self.n_components} is larger than {why}; "
-                                 f"expected at most {most} (or reduce='none')")
+            raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
+                                 f"expected at most {most} (or reduce 'none')", parameter="n_components")
 
 
 def _import_umap():  # noqa: ANN202 - the umap module

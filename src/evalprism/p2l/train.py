@@ -72,15 +72,15 @@ class TrainOptions:
         rate trains nothing and would silently return the marginal leaderboard)."""
         if self.loss not in PAIR_MODELS:
             raise EvalprismError(f"unknown loss '{self.loss}': expected one of {', '.join(PAIR_MODELS)}")
-        check_number("val_fraction", self.val_fraction, flag="--val-fraction", low=0, high=1, low_open=True,
+        check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True,
                      high_open=True)
-        check_number("lr", self.lr, flag="--lr", low=0, low_open=True)
+        check_number("lr", self.lr, low=0, low_open=True)
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
         check_number("weight_decay", self.weight_decay, low=0)
-        check_number("patience", self.patience, flag="--patience", low=1, integer=True)
+        check_number("patience", self.patience, low=1, integer=True)
         for name, value in (("max_epochs", self.max_epochs), ("batch_size", self.batch_size)):
             if value is not None:
-                check_number(name, value, flag="--" + name.replace("max_", "").replace("_", "-"), low=1, integer=True)
+                check_number(name, value, low=1, integer=True)
         out = TrainOptions(**asdict(self))
         out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
         out.batch_size = self.batch_size or (16 if self.finetune else 1024)
@@ -172,7 +172,7 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
     checkpoint of this very run (same battles and options: ``fingerprint``)."""
     path = None if directory is None else directory / CHECKPOINT_FILE
     if path is None or not path.is_file():
-        raise EvalprismError(f"--resume: no checkpoint at {path}; start without --resume")
+        raise EvalprismError(f"resume: no checkpoint at {path}; start without resume", parameter="resume")
     try:
         state = torch.load(path, weights_only=False)
     except Exception as exc:  # torn or foreign files raise pickle, zip and EOF errors alike
@@ -183,8 +183,8 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
     if not isinstance(state, dict) or not needed <= set(state):
         raise invalid_checkpoint(path, "it is not a training state saved by `evalprism p2l train`")
     if state["fingerprint"] != fingerprint:
-        raise EvalprismError(f"--resume: the checkpoint in {directory} is from different battles or options; "
-                             "start without --resume (or use the original ones)")
+        raise EvalprismError(f"resume: the checkpoint in {directory} is from different battles or options; "
+                             "start without it (or use the original ones)", parameter="resume")
     return state
 
 
@@ -227,7 +227,8 @@ def train_model(
     val_idx = np.flatnonzero(keep & is_val)
     if val_idx.size == 0 or train_idx.size == 0:
         raise EvalprismError(f"{where}: the prompt split left no {'validation' if val_idx.size == 0 else 'training'} "
-                             f"battles for loss '{opts.loss}'; use more prompts or another --val-fraction")
+                             f"battles for loss '{opts.loss}'; use more prompts or another val_fraction",
+                             parameter="val_fraction")
     note = ignored_battles_note(opts.loss, arrays.outcome, arrays.p_b)
     if note:
         status(note, progress)

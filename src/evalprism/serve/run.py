@@ -50,9 +50,10 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
 
     config_path = Path(config_path)
     if not 0 < port < 65536:
-        raise EvalprismError(f"--port {port}: expected a port number between 1 and 65535")
+        raise EvalprismError(f"port {port}: expected a port number between 1 and 65535", parameter="port")
     if log_level not in LOG_LEVELS:
-        raise EvalprismError(f"log_level (--log-level) {log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
+        raise EvalprismError(f"log_level {log_level!r}: expected one of {', '.join(LOG_LEVELS)}",
+                             parameter="log_level")
     config = load_config(config_path)
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
     check_writable(log_path, "decision log")

@@ -70,7 +70,8 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     names = enc.model_names.tolist()
     if model is None:
         if len(names) != 1:
-            raise EvalprismError(f"{enc.source}: holds {len(names)} models ({', '.join(names[:20])}); choose one (--model)")
+            raise EvalprismError(f"{enc.source}: holds {len(names)} models ({', '.join(names[:20])}); choose one (model)",
+                                 parameter="model")
         model = names[0]
     if model not in names:
         raise EvalprismError(f"{enc.source}: model '{model}' is not there (models: {', '.join(names[:20])}"

@@ -190,7 +190,7 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
             meta = meta[meta["family"] == family]
         elif len(families) > 1:
             raise EvalprismError(f"{where}: the metadata holds several families ({', '.join(families[:30])}); "
-                                 "choose one (--family)")
+                                 "choose one (family)", parameter="family")
     elif family is not None:
         raise EvalprismError(f"{where}: no 'family' column to select family '{family}' from")
     meta = meta.reset_index(drop=True)
