@@ -14,7 +14,7 @@ from evalprism import __version__
 from evalprism.errors import EvalprismError
 
 if TYPE_CHECKING:
-    from evalprism.io.outputs import OutputTarget
+    from evalprism.io import OutputTarget
 
 app = typer.Typer(
     name="evalprism",
@@ -74,7 +74,7 @@ def _root(
 
 def _claim(out: Path, kind: str, inputs: list[Optional[Path]], overwrite: bool, quiet: bool) -> OutputTarget:
     """Check --out before any work (see evalprism.io.outputs for the rules)."""
-    from evalprism.io.outputs import OutputKind, claim_output
+    from evalprism.io import OutputKind, claim_output
 
     return claim_output(out, OutputKind(kind), inputs=inputs, overwrite=overwrite, progress=not quiet)
 
@@ -82,7 +82,7 @@ def _claim(out: Path, kind: str, inputs: list[Optional[Path]], overwrite: bool, 
 def _wrote(out: Path, quiet: bool, detail: str = "") -> None:
     """One line naming the directory and the files the run wrote into it."""
     if not quiet:
-        from evalprism.io.outputs import written_files
+        from evalprism.io import written_files
 
         files = written_files(out)
         _err.print(f"[green]wrote[/green] {out}/ ({', '.join(files)}){detail}", highlight=False, soft_wrap=True)
@@ -192,7 +192,7 @@ def p2l_train(
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint)."""
     from evalprism.io import read_table
-    from evalprism.p2l.train import TrainOptions, checkpoint_dir_for, train_model
+    from evalprism.p2l import TrainOptions, checkpoint_dir_for, train_model
 
     options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
                            max_epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, seed=seed)
@@ -218,7 +218,7 @@ def p2l_leaderboard(
     quiet: Quiet = False,
 ) -> None:
     """Leaderboards for a prompt set: per prompt, aggregated, per category, and model strengths."""
-    from evalprism.io.prompts import read_prompts
+    from evalprism.io import read_prompts
     from evalprism.p2l import P2LModel, analyze_prompt_set
 
     target = _claim(out, "p2l leaderboard", [model_dir, prompts, cache_dir], overwrite, quiet)
@@ -243,8 +243,7 @@ def p2l_evaluate(
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
     from evalprism.io import read_table
-    from evalprism.p2l import P2LModel
-    from evalprism.p2l.evaluate import evaluate_model
+    from evalprism.p2l import P2LModel, evaluate_model
 
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
@@ -273,10 +272,8 @@ def p2l_route(
     quiet: Quiet = False,
 ) -> None:
     """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
-    from evalprism.io.costs import read_costs
-    from evalprism.io.prompts import read_prompts
-    from evalprism.p2l import P2LModel
-    from evalprism.p2l.router import route_prompts
+    from evalprism.io import read_costs, read_prompts
+    from evalprism.p2l import P2LModel, route_prompts
 
     target = _claim(out, "p2l route", [model_dir, prompts, costs, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
@@ -301,7 +298,7 @@ class SelectionName(str, Enum):
 
 def _qrels_paths(qrels: Optional[list[str]]) -> list[Path]:
     """The file paths of --qrels [NAME=]PATH values (for the output check)."""
-    from evalprism.io.judgments import named_qrels
+    from evalprism.io import named_qrels
 
     return [named_qrels(q)[1] for q in qrels or []]
 
@@ -337,8 +334,7 @@ def judges(
     quiet: Quiet = False,
 ) -> None:
     """Judge-agreement bias map: where LLM relevance judges disagree with humans (query-document dense vectors)."""
-    from evalprism.io import read_table
-    from evalprism.io.judgments import parse_column_options, read_trec_judgments
+    from evalprism.io import parse_column_options, read_table, read_trec_judgments
     from evalprism.judges import BiasRules, ClusterOptions, JudgesOptions, analyze
 
     target = _claim(out, "judges", [judgments, topics, passages, cache_dir, *_qrels_paths(qrels)], overwrite, quiet)
@@ -397,7 +393,7 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    from evalprism.stem.pool import build_pool_from_files
+    from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem pool", [correctness, models], overwrite, quiet)
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
@@ -422,7 +418,7 @@ def stem_locate(
     quiet: Quiet = False,
 ) -> None:
     """Locate new models on the pool's family: accuracy by TI level, interval, confidence, trials."""
-    from evalprism.io.correctness import read_correctness
+    from evalprism.io import read_correctness
     from evalprism.stem import Pool, locate_models
 
     target = _claim(out, "stem locate", [pool_dir, new_correctness], overwrite, quiet)
@@ -447,7 +443,7 @@ def stem_audit(
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    from evalprism.stem.pool import build_pool_from_files
+    from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
     build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.io.correctness import encode_correctness, read_correctness, read_models
     from evalprism.io.costs import Costs, read_costs
     from evalprism.io.judgments import named_qrels, parse_column_options, read_trec_judgments
-    from evalprism.io.outputs import OutputKind, OutputTarget, atomic_output_dir, claim_output, save_result
+    from evalprism.io.outputs import (OutputKind, OutputTarget, atomic_output_dir, claim_output, save_result,
+                                      written_files)
     from evalprism.io.prompts import read_prompts
     from evalprism.io.schema import Column, Schema
     from evalprism.io.tables import read_table
@@ -42,6 +43,7 @@ __all__ = [
     "read_trec_judgments",
     "save_result",
     "to_canonical_battles",
+    "written_files",
 ]
 
 lazy_package(__name__, {
@@ -49,7 +51,8 @@ lazy_package(__name__, {
     "correctness": ["encode_correctness", "read_correctness", "read_models"],
     "costs": ["Costs", "read_costs"],
     "judgments": ["named_qrels", "parse_column_options", "read_trec_judgments"],
-    "outputs": ["OutputKind", "OutputTarget", "atomic_output_dir", "claim_output", "save_result"],
+    "outputs": ["OutputKind", "OutputTarget", "atomic_output_dir", "claim_output", "save_result",
+                "written_files"],
     "prompts": ["read_prompts"],
     "schema": ["Column", "Schema"],
     "tables": ["read_table"],
