@@ -11,7 +11,8 @@ exactly the marginal model.
 A model directory holds ``config.json`` (backbone spec, loss, model list, training options and
 metrics), ``head.safetensors``, ``marginal.csv`` (the marginal fit on the training battles, the
 baseline and the head's starting point) and, when the backbone was fine-tuned, ``backbone/``.
-Loading needs no network.
+:meth:`P2LModel.load` also loads a checkpoint in the layout lmarena released (``model_list.json``
+beside a Qwen2/Llama base model and its head, :mod:`evalprism.p2l.lmarena`). Loading needs no network.
 """
 
 from __future__ import annotations
@@ -42,15 +43,36 @@ HEAD_FILE = "head.safetensors"
 MARGINAL_FILE = "marginal.csv"
 
 
-class CoefficientHead(nn.Module):
-    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of a loss with one."""
+class LeaderboardHead(nn.Module):
+    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of the loss's
+    registry entry (None for a loss without one). Subclasses define ``forward``: evalprism's own
+    :class:`CoefficientHead`, and the head of a released lmarena checkpoint
+    (:class:`evalprism.p2l.lmarena.LmarenaHead`), which maps its outputs onto the same raw values."""
 
-    def __init__(self, dim: int, n_models: int, loss: str) -> None:
+    def __init__(self, n_models: int, loss: str) -> None:
         super().__init__()
         self.n_models = n_models
         self.loss = loss
         self.tie = outcome_model(loss).extra
         self.has_extra = self.tie is not None
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # pragma: no cover
+        raise NotImplementedError
+
+    def log_probs(self, features: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
+        coefs, extra = self(features)
+        rows = torch.arange(coefs.shape[0])
+        return log_outcome_probs(self.loss, coefs[rows, a], coefs[rows, b], extra)
+
+
+class CoefficientHead(LeaderboardHead):
+    """One linear layer: M coefficients, plus one unconstrained output for the tie parameter of a
+    loss with one, mapped onto its domain by the registry entry (:meth:`TieParameter.from_head
+    <evalprism.stats.outcome_models.TieParameter.from_head>`)."""
+
+    def __init__(self, dim: int, n_models: int, loss: str) -> None:
+        super().__init__(n_models, loss)
         self.linear = nn.Linear(dim, n_models + int(self.has_extra))
         nn.init.zeros_(self.linear.weight)  # start at the constant (marginal) leaderboard in the bias
         nn.init.zeros_(self.linear.bias)
@@ -60,12 +82,6 @@ class CoefficientHead(nn.Module):
         if self.tie is None:
             return out, None
         return out[:, : self.n_models], self.tie.from_head(TORCH_OPS, out[:, self.n_models])
-
-    def log_probs(self, features: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
-        coefs, extra = self(features)
-        rows = torch.arange(coefs.shape[0])
-        return log_outcome_probs(self.loss, coefs[rows, a], coefs[rows, b], extra)
 
 
 @dataclass(frozen=True)
@@ -80,7 +96,7 @@ class Prediction:
 class P2LModel:
     """A trained prompt-to-leaderboard model. ``models`` lists the model names in coefficient order."""
 
-    def __init__(self, backbone: Backbone, head: CoefficientHead, models: list[str], config: dict[str, Any],
+    def __init__(self, backbone: Backbone, head: LeaderboardHead, models: list[str], config: dict[str, Any],
                  marginal: pd.DataFrame | None = None) -> None:
         self.backbone = backbone
         self.head = head
@@ -142,13 +158,19 @@ class P2LModel:
     @classmethod
     def load(cls, directory: str | Path, *, cache_dir: str | Path | None | bool = None,
              progress: bool = False, precision: str = "float32", runtime: str = "torch") -> P2LModel:
-        """Load a model directory written by ``evalprism p2l train`` (no network needed).
+        """Load a model directory written by ``evalprism p2l train``, or a P2L checkpoint lmarena
+        released, downloaded by the user (detected by its ``model_list.json``:
+        :mod:`evalprism.p2l.lmarena`). No network needed.
 
         ``precision="bfloat16"`` runs the backbone in bfloat16 (the head stays float32): faster
         inference on CPUs with native bf16, leaderboards within about 1e-2 of float32's.
         ``runtime="openvino"`` (or ``auto``) runs a sentence-encoder backbone in OpenVINO, the
         router service's default: the same leaderboards (float32: to ~1e-6), faster on a CPU."""
         directory = Path(directory)
+        from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena  # imports this module
+
+        if is_lmarena_checkpoint(directory):
+            return cls(*load_lmarena(directory, precision=precision, runtime=runtime, progress=progress))
         config, state, marginal = read_model_files(directory)
         models, loss = list(config["models"]), str(config["loss"])
         backbone = load_backbone(str(config["backbone"]["spec"]), cache_dir=cache_dir, progress=progress,
