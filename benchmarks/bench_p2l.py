@@ -19,6 +19,10 @@ What is compared, and why:
   sentence-transformers ``encode`` plus the head as a matmul; then the backbone's runtimes side by
   side (torch and OpenVINO, float32 and bfloat16) on fresh prompts in batches of 16, the router
   service's batch: prompts/s and the largest coefficient difference from torch float32.
+* **Released lmarena checkpoints** (issue 16): ``P2LModel.load`` on a directory in lmarena's layout
+  (random Llama weights: a tiny one and one of SmolLM2-135M's size) against a plain transformers
+  forward of the same weights (``AutoModel`` + the CLS state through the head), prompts/s at the
+  service's batch of 16 (``--skip-released`` leaves it out).
 
 Data: base strengths that rise with log price (expensive models are better on average) plus a
 per-prompt perturbation, so the best model changes from prompt to prompt; prices per query
@@ -34,7 +38,7 @@ import argparse
 from pathlib import Path
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -298,6 +302,130 @@ def report_runtimes(report: Report, speeds: list[RuntimeSpeed]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Released lmarena checkpoints (issue 16)
+# --------------------------------------------------------------------------------------------
+
+#: base-model sizes of the released-layout checkpoints (Llama architecture, random weights)
+RELEASED_SIZES: dict[str, dict[str, int]] = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=4096),
+    "SmolLM2-135M-sized": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                               num_key_value_heads=3, vocab_size=49152),
+}
+RELEASED_MODELS = [f"model-{i:02d}" for i in range(34)]
+RELEASED_WORDS = ("model prompt write explain compute the a of poem code list number story city river why how "
+                  "is are summarise translate python function bug fix proof theorem history war essay").split()
+
+
+def write_released_checkpoint(directory: Path, size: dict[str, int], seed: int) -> None:
+    """A grk P2L checkpoint in lmarena's layout: ``model.*`` (a random Llama base) and ``head.*``
+    tensors in model.safetensors, config.json, a word-level tokenizer with a chat template and the
+    CLS token, model_list.json and training_config.json."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
+
+    torch.manual_seed(seed)
+    specials = ["<unk>", "<|im_start|>", "<|im_end|>", "<|pad|>", "<|cls|>"]
+    words = Tokenizer(models.WordLevel({w: i for i, w in enumerate([*specials, "user", "#", *RELEASED_WORDS])},
+                                       unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>")
+    tokenizer.add_special_tokens({"pad_token": "<|pad|>", "cls_token": "<|cls|>",
+                                  "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.chat_template = ("{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
+                               "{% endfor %}")
+    config = LlamaConfig(**size, max_position_embeddings=8192, architectures=["P2LModel"])
+    base = LlamaModel(config)
+    hidden = size["hidden_size"]
+    state = {f"model.{k}": v.contiguous() for k, v in base.state_dict().items()}
+    state |= {"head.head.weight": torch.randn(len(RELEASED_MODELS), hidden) * 0.05,
+              "head.head.bias": torch.zeros(len(RELEASED_MODELS)),
+              "head.eta_head.weight": torch.randn(1, hidden) * 0.01, "head.eta_head.bias": torch.zeros(1)}
+    directory.mkdir(parents=True)
+    save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+    config.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    (directory / "model_list.json").write_text(json.dumps(RELEASED_MODELS))
+    (directory / "training_config.json").write_text(json.dumps({"loss_type": "grk", "model_type": "llama"}))
+
+
+def plain_forward(directory: Path, batch: int) -> Callable[[list[str]], np.ndarray]:
+    """What a user would write with transformers alone, loaded from ``directory``: the same tokenizer
+    and weights, prompts in their order in batches of ``batch`` (padded to the longest), the CLS
+    token's hidden state through the coefficient head. The function returns the coefficients (n, M)."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoModel, PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory))
+    tokenizer.truncation_side = "left"
+    model = AutoModel.from_pretrained(str(directory)).eval()
+    with safe_open(str(directory / "model.safetensors"), framework="pt") as f:
+        weight, bias = f.get_tensor("head.head.weight"), f.get_tensor("head.head.bias")
+
+    def run(prompts: list[str]) -> np.ndarray:
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(prompts), batch):
+                texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False)
+                         + tokenizer.cls_token for p in prompts[start:start + batch]]
+                enc = tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=8192,
+                                add_special_tokens=False)
+                hidden = model(**enc).last_hidden_state[enc["input_ids"] == tokenizer.cls_token_id]
+                out.append((hidden @ weight.T + bias).numpy())
+        return np.concatenate(out)
+
+    return run
+
+
+def bench_released(report: Report, args: argparse.Namespace) -> None:
+    """Prompts/s of ``P2LModel.leaderboards`` on a released-layout checkpoint (tiny, and a
+    SmolLM2-135M-sized random Llama) against :func:`plain_forward` on the same weights, both in
+    batches of :data:`SERVICE_BATCH`; prompts of 4 to 120 words. The two run alternately
+    ``args.repeats`` times and each keeps its fastest run: on a shared machine the load changes
+    from one run to the next, and torch's threads suffer most from it."""
+    import tempfile
+
+    import torch
+
+    from evalprism.p2l import P2LModel
+
+    rng = np.random.default_rng(args.seed)
+    report.section(f"Released lmarena checkpoints (grk head, {len(RELEASED_MODELS)} models), batches of "
+                   f"{SERVICE_BATCH}, torch {torch.get_num_threads()} threads")
+    for (name, size), n in zip(RELEASED_SIZES.items(), (args.released_prompts, args.released_large_prompts),
+                               strict=True):
+        prompts = [" ".join(rng.choice(RELEASED_WORDS, size=int(rng.integers(4, 121)))) + f" # {i}" for i in range(n)]
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = Path(tmp) / "checkpoint"
+            log(f"released layout, {name}: writing a random checkpoint")
+            write_released_checkpoint(directory, size, args.seed)
+            model = P2LModel.load(directory)
+            model.backbone.batch_size = SERVICE_BATCH
+            model.leaderboards(prompts[:SERVICE_BATCH])  # first-call costs, as a serving process pays once
+            plain = plain_forward(directory, SERVICE_BATCH)
+            plain(prompts[:SERVICE_BATCH])
+            log(f"released layout, {name}: evalprism and a plain transformers forward on {n:,} prompts, "
+                f"alternately, {args.repeats} times")
+            t_ours = t_peer = float("inf")
+            for _ in range(max(1, args.repeats)):
+                ours, seconds = timed(lambda: model.leaderboards(prompts))
+                t_ours = min(t_ours, seconds)
+                peer, seconds = timed(lambda: plain(prompts))
+                t_peer = min(t_peer, seconds)
+        report.add(Row(what=f"{name}: leaderboards() vs transformers forward + head", n=f"{n:,}",
+                       ours=f"{n / t_ours:,.1f}/s", peer=f"{n / t_peer:,.1f}/s", ratio=fmt_x(t_peer / t_ours),
+                       quality=f"max|coef diff| {float(np.abs(ours - peer).max()):.1e}", target="", status=""))
+    report.notes.append("[released] the peer loads the same directory with AutoModel and runs the prompts in their "
+                        "order; evalprism sorts them by length before batching (less padding). The peer's load "
+                        "time is excluded, as is evalprism's.")
+
+
+# --------------------------------------------------------------------------------------------
 # Output and CLI
 # --------------------------------------------------------------------------------------------
 
@@ -331,7 +459,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--joint-n", type=int, default=None,
                         help="prompts of the joint-LP comparison (default 2,000; quick 300)")
     parser.add_argument("--repeats", type=int, default=3, help="our timings are the best of this many runs")
+    parser.add_argument("--skip-released", action="store_true", help="skip the released-checkpoint section")
+    parser.add_argument("--released-prompts", type=int, default=None,
+                        help="prompts for the tiny released-layout checkpoint (default 512; quick 128)")
+    parser.add_argument("--released-large-prompts", type=int, default=None,
+                        help="prompts for the SmolLM2-135M-sized checkpoint (default 48; quick 16)")
     args = parser.parse_args(argv)
+    args.released_prompts = args.released_prompts or (128 if args.quick else 512)
+    args.released_large_prompts = args.released_large_prompts or (16 if args.quick else 48)
     args.n = args.n or (2_000 if args.quick else TARGET_N)
     args.peer_prompts = args.peer_prompts or (50 if args.quick else 200)
     args.joint_n = args.joint_n or (300 if args.quick else 2_000)
@@ -347,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_routing(report, args)
     if not args.skip_inference:
         bench_inference(report, args)
+    if not args.skip_released:
+        bench_released(report, args)
     report.notes.append(load_note(load_before))
     print_report(report)
     return 0
