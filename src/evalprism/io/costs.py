@@ -2,8 +2,9 @@
 query, output tokens, ...). Extra columns (provider, sampling settings) are ignored.
 
 :func:`read_costs` returns a :class:`Costs` mapping that remembers the file and line of every model,
-so that :func:`check_costs`, run once the P2L model's list is known, can point at the line of a
-misspelled model instead of only saying which model has no cost.
+so that :func:`cost_vector`, run once the models to route among are known, can point at the line
+of a misspelled model instead of only saying which model has no cost. :func:`cost_vector` is the one
+place a missing cost is found: the CLI, ``p2l.route_prompts`` and ``p2l.route`` all go through it.
 """
 
 from __future__ import annotations
@@ -54,26 +55,32 @@ def read_costs(path: str | Path) -> Costs:
                  {m: row_location(raw, row) for row, m in enumerate(names)})
 
 
-def check_costs(costs: Mapping[str, float], models: Sequence[str]) -> None:
-    """Every model of ``models`` needs a cost (it could not be routed to safely without one).
+def cost_vector(costs: Mapping[str, float], models: Sequence[str]) -> np.ndarray:
+    """The cost of each of ``models``, in their order, as floats. Every model needs a cost (it could
+    not be routed to safely without one); entries for other models are ignored.
 
     When one is missing, a model of the costs that is not in ``models`` is the likely cause (a
     misspelling): the message names its file, line and column and the closest model name."""
     missing = [m for m in models if m not in costs]
-    if not missing:
-        return
-    where = getattr(costs, "source", None) or "costs"
+    if missing:
+        raise EvalprismError(_missing_message(costs, models, missing))
+    return np.array([float(costs[m]) for m in models])
+
+
+def _missing_message(costs: Mapping[str, float], models: Sequence[str], missing: list[str]) -> str:
+    source = getattr(costs, "source", None)  # a Costs read from a file; else the costs parameter
+    where = source or "costs"
+    shown = f"{', '.join(list(models)[:8])}{', ...' if len(models) > 8 else ''}"
     unknown = [m for m in costs if m not in set(models)]
     if unknown:
         name = unknown[0]
         place = getattr(costs, "locations", {}).get(name)
         close = difflib.get_close_matches(name, missing, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; models without a cost: {', '.join(missing[:6])}"
-        raise EvalprismError(f"{where}: {place + ', ' if place else ''}column 'model': '{name}' is not a model of "
-                             f"the P2L model ({', '.join(list(models)[:8])}{', ...' if len(models) > 8 else ''})"
-                             f"{hint}")
-    raise EvalprismError(f"{where}: no cost for {len(missing)} of the P2L model's models: {', '.join(missing[:6])}"
-                         + (" …" if len(missing) > 6 else ""))
+        column = f"{place + ', ' if place else ''}column 'model': " if source else ""
+        return f"{where}: {column}'{name}' is not one of the models routed among ({shown}){hint}"
+    return (f"{where}: no cost for {len(missing)} of the {len(models)} models routed among: {', '.join(missing[:6])}"
+            + (" …" if len(missing) > 6 else ""))
 
 
 def costs_frame(costs: Mapping[str, float]) -> pd.DataFrame:

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalprism.io.costs import check_costs
+from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel
-from evalprism.p2l.routing import BudgetScope, Route, route
+from evalprism.p2l.routing import BudgetScope, Route, check_budget, route
 from evalprism.progress import status
 
 
@@ -71,13 +71,14 @@ def route_prompts(
 
     ``costs`` maps each model to its cost per query (a model without a cost is an error: it could not
     be routed to safely). ``budget_scope``: ``average`` bounds the mean cost over the prompt set,
-    ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated)."""
-    check_costs(costs, model.models)
+    ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated). Costs and budget are
+    checked before the P2L model runs."""
+    names = model.models
+    cost = cost_vector(costs, names)
+    check_budget(budget, cost, names, budget_scope)
     texts = prompts["prompt"].astype(str).tolist()
     status(f"routing {len(texts)} prompts among {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)
-    cost = np.array([costs[m] for m in model.models], dtype=float)
-    names = model.models
     chosen = route(coefs, cost, budget, opponent, names=names, model=model.routing_value, budget_scope=budget_scope)
     routes = chosen.frame().drop(columns="prompt")
     routes.insert(0, "prompt", texts)

@@ -5,6 +5,17 @@ trained P2L model), model costs and a budget, and returns a :class:`Route`: the 
 distribution per prompt (Theorem 1, at most two models per prompt), its expected win rate, its
 expected cost and the router's own BT coefficient on the prompt's leaderboard (Algorithm 1 step 3).
 The numerics live in :mod:`evalprism.stats.routing`.
+
+This module is the boundary that owns what a routing problem means, so its checks are the only
+ones a user meets, whichever front end they came through (``route`` and ``route_prompts`` in a
+notebook, ``evalprism p2l route``, the service's config and requests):
+
+- :func:`check_budget`: a budget below the cheapest model's cost (one message);
+- :func:`opponent_vector`: the opponent, ``"uniform"``, a model name, weights or a probability
+  vector (one tolerance, :data:`~evalprism.stats.routing.Q_SUM_TOL`);
+- missing costs: :func:`evalprism.io.costs.cost_vector`, which ``route`` calls for a mapping.
+
+The kernels below only assert their preconditions.
 """
 
 from __future__ import annotations
@@ -18,11 +29,11 @@ import pandas as pd
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
+from evalprism.io.costs import cost_vector
+from evalprism.stats.routing import Q_SUM_TOL, best_mix, best_mix_average_budget, router_coefficient, win_values
 
 RouteModel = Literal["bt", "grk"]
 BudgetScope = Literal["prompt", "average"]
-_Q_SUM_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -71,7 +82,7 @@ def route(
     coefs: np.ndarray,
     costs: np.ndarray | Mapping[str, float],
     budget: float | None,
-    opponent: str | np.ndarray = "uniform",
+    opponent: str | np.ndarray | Mapping[str, float] = "uniform",
     *,
     names: Sequence[str] | None = None,
     model: RouteModel = "bt",
@@ -85,9 +96,10 @@ def route(
         costs: cost per model, (M,) or (n, M) per prompt, or a mapping name -> cost (then ``names``
             is required; extra entries are ignored, a missing model is an error).
         budget: the cost limit; ``None`` or ``inf`` means unconstrained (each prompt's best model).
-        opponent: the opponent distribution q of eq. (4): ``"uniform"`` over the M models, a model
-            name (a point mass; ``"uniform"`` always means the keyword), or a probability vector
-            (M,) or (n, M) (entries >= 0 summing to 1 within 1e-9; renormalised). Ignored for ``grk``.
+        opponent: the opponent distribution q of eq. (4), see :func:`opponent_vector`: ``"uniform"``
+            over the M models, a model name (a point mass; ``"uniform"`` always means the keyword),
+            weights ``{model: weight}`` (normalised) or a probability vector (M,) or (n, M) (entries
+            >= 0 summing to 1 within 1e-9; renormalised). Ignored for ``grk``.
         names: the M model names (default ``model_0`` ...).
         model: ``"bt"``: the value of model m is its win rate against q, v = W q with
             W_ba = σ(θ_b − θ_a). ``"grk"``: the value is the probability that m is not worse than
@@ -110,7 +122,7 @@ def route(
         raise EvalprismError(f"unknown routing model {model!r}; expected 'bt' or 'grk'")
     if budget_scope not in ("prompt", "average"):
         raise EvalprismError(f"unknown budget_scope {budget_scope!r}; expected 'prompt' or 'average'")
-    names = _model_names(names, m, need=isinstance(costs, Mapping) or (model == "bt" and _is_model_name(opponent)))
+    names = _model_names(names, m, need=isinstance(costs, Mapping) or (model == "bt" and _names_models(opponent)))
     cost = _cost_array(costs, names)
     limit = float("inf") if budget is None else float(budget)
     if np.isnan(limit):
@@ -119,7 +131,9 @@ def route(
     q = None if model == "grk" else opponent_vector(opponent, names)
     _check_prompts({"coefs": theta, "costs": cost, "opponent vector": q})
     values = expit(theta) if q is None else win_values(theta, q)
-    _check_affordable(limit, cost, names, budget_scope)
+    if not np.all(np.isfinite(cost)) or np.any(cost < 0):
+        raise EvalprismError("costs must be finite numbers >= 0")
+    check_budget(limit, cost, names, budget_scope)
     if budget_scope == "average":
         probs = best_mix_average_budget(values, cost, limit)
     else:
@@ -139,8 +153,9 @@ def route(
                  expected_cost=spent, budget=limit, values=values)
 
 
-def _is_model_name(opponent: object) -> bool:
-    return isinstance(opponent, str) and opponent != "uniform"
+def _names_models(opponent: object) -> bool:
+    """Whether ``opponent`` refers to models by name (a model name or weights by name)."""
+    return isinstance(opponent, Mapping) or (isinstance(opponent, str) and opponent != "uniform")
 
 
 def _model_names(names: Sequence[str] | None, m: int, *, need: bool) -> list[str]:
@@ -160,18 +175,22 @@ def _model_names(names: Sequence[str] | None, m: int, *, need: bool) -> list[str
 def _cost_array(costs: np.ndarray | Mapping[str, float], names: list[str]) -> np.ndarray:
     """Costs as a float array aligned with ``names`` (a mapping is looked up by name)."""
     if isinstance(costs, Mapping):
-        missing = [x for x in names if x not in costs]
-        if missing:
-            raise EvalprismError(f"costs has no entry for {len(missing)} model(s): {', '.join(missing)}")
-        return np.array([float(costs[x]) for x in names])
+        return cost_vector(costs, names)
     cost = np.asarray(costs, dtype=np.float64)
     if cost.ndim not in (1, 2) or cost.shape[-1] != len(names):
         raise EvalprismError(f"costs must have shape ({len(names)},) or (n, {len(names)}); got shape {cost.shape}")
     return cost
 
 
-def opponent_vector(opponent: str | np.ndarray, names: list[str]) -> np.ndarray:
-    """q for ``"uniform"``, a model name, or a probability vector (validated, renormalised)."""
+def opponent_vector(opponent: str | np.ndarray | Mapping[str, float], names: Sequence[str]) -> np.ndarray:
+    """The opponent distribution q over ``names``: the one validator of an opponent, for the library,
+    the CLI (``--opponent``) and the service config (``opponent:``).
+
+    ``"uniform"``; a model name (a point mass); weights ``{model: weight}`` over some of the models
+    (>= 0 with a positive sum; normalised, absent models weigh 0); or a probability vector (M,) or
+    (n, M) (entries >= 0 summing to 1 within :data:`~evalprism.stats.routing.Q_SUM_TOL`;
+    renormalised)."""
+    names = list(names)
     m = len(names)
     if isinstance(opponent, str):
         if opponent == "uniform":
@@ -181,13 +200,29 @@ def opponent_vector(opponent: str | np.ndarray, names: list[str]) -> np.ndarray:
             raise EvalprismError(f"unknown opponent {opponent!r}: expected 'uniform', a model name ({shown}) "
                                  "or a probability vector")
         return np.eye(m)[names.index(opponent)]
+    if isinstance(opponent, Mapping):
+        return _opponent_weights(opponent, names)
     q = np.asarray(opponent, dtype=np.float64)
     if q.ndim not in (1, 2) or q.shape[-1] != m:
         raise EvalprismError(f"opponent vector must have shape ({m},) or (n, {m}); got shape {q.shape}")
     total = q.sum(axis=-1, keepdims=True)
-    if not np.all(np.isfinite(q)) or np.any(q < 0) or np.any(np.abs(total - 1.0) > _Q_SUM_TOL):
+    if not np.all(np.isfinite(q)) or np.any(q < 0) or np.any(np.abs(total - 1.0) > Q_SUM_TOL):
         raise EvalprismError("opponent vector must be a probability distribution: entries >= 0 summing to 1")
     return q / total
+
+
+def _opponent_weights(opponent: Mapping[str, float], names: list[str]) -> np.ndarray:
+    """q from weights by model name (see :func:`opponent_vector`)."""
+    if not opponent:
+        raise EvalprismError("opponent: expected 'uniform' or at least one {model: weight}")
+    outside = [str(k) for k in opponent if k not in names]
+    if outside:
+        raise EvalprismError(f"opponent: {', '.join(outside)} not among the candidate models; "
+                             "the opponent distribution is over the candidates")
+    weights = np.array([opponent.get(name, 0.0) for name in names], dtype=float)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise EvalprismError("opponent: expected weights >= 0 with a positive sum")
+    return weights / weights.sum()
 
 
 def _check_prompts(arrays: dict[str, np.ndarray | None]) -> None:
@@ -198,20 +233,32 @@ def _check_prompts(arrays: dict[str, np.ndarray | None]) -> None:
                              + ", ".join(f"{what} has {n}" for what, n in rows.items()))
 
 
-def _check_affordable(limit: float, cost: np.ndarray, names: list[str], scope: BudgetScope) -> None:
-    """The budget must cover the cheapest model (on average over prompts for ``scope="average"``)."""
-    if not np.all(np.isfinite(cost)) or np.any(cost < 0):
-        raise EvalprismError("costs must be finite numbers >= 0")
+def check_budget(budget: float | None, costs: np.ndarray | Sequence[float], names: Sequence[str],
+                 scope: BudgetScope = "prompt") -> None:
+    """The one check that ``budget`` can be met: it must cover the cheapest model's cost.
+
+    ``costs`` (M,) or (n, M) per prompt, aligned with ``names``. For ``scope="prompt"`` (and whenever
+    the costs are the same on every prompt) the budget must cover the cheapest model on every prompt;
+    for ``scope="average"`` with per-prompt costs, the mean over the prompts of each prompt's cheapest
+    cost. ``None`` or ``inf``: no limit. ``route`` calls it; so do ``route_prompts`` (before the P2L
+    model runs), the service's config loader and each service request, so a user meets one message:
+    ``budget 0.1 is below the cheapest model's cost 0.2 (gpt-x)``."""
+    if budget is None:
+        return
+    limit = float(budget)
+    cost = np.asarray(costs, dtype=np.float64)
     cheapest = cost.min(axis=-1)
     if scope == "average" and cost.ndim == 2 and not np.all(cost == cost[0]):
         if limit < cheapest.mean():
-            raise EvalprismError(f"budget {limit:g} is below the lowest achievable average cost "
-                                 f"{cheapest.mean():g} (every prompt on its cheapest model)")
+            raise _below_cheapest(limit, float(cheapest.mean()), "each prompt's cheapest, averaged over the prompts")
         return
     short = np.flatnonzero(np.atleast_1d(limit < cheapest))
     if short.size:
         row = np.atleast_2d(cost)[int(short[0])]
         k = int(np.argmin(row))
-        where = f" on prompt {int(short[0])}" if cost.ndim == 2 else ""
-        raise EvalprismError(f"budget {limit:g} is below the cost of the cheapest model{where}: "
-                             f"{names[k]!r} costs {row[k]:g}")
+        where = f", on prompt {int(short[0])}" if cost.ndim == 2 else ""
+        raise _below_cheapest(limit, float(row[k]), f"{names[k]}{where}")
+
+
+def _below_cheapest(budget: float, cost: float, detail: str) -> EvalprismError:
+    return EvalprismError(f"budget {budget:g} is below the cheapest model's cost {cost:g} ({detail})")

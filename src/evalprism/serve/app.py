@@ -35,6 +35,7 @@ from evalprism import __version__
 from evalprism.errors import EvalprismError
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
+from evalprism.p2l.routing import check_budget
 from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import Secrets, ServeConfig
 from evalprism.serve.decisions import DecisionLog, elapsed_ms, prompt_hash
@@ -82,11 +83,6 @@ class Service:
     upstreams: Upstreams
     decisions: DecisionLog
 
-    @property
-    def cheapest(self) -> tuple[str, float]:
-        k = int(np.argmin(self.core.costs))
-        return self.core.candidates[k], float(self.core.costs[k])
-
     def prompt_of(self, messages: Messages, param: str = "messages") -> str:
         """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
         prompt = routing_prompt(messages)
@@ -98,11 +94,12 @@ class Service:
         return prompt
 
     def budget_of(self, requested: float | None) -> float | None:
+        """The request's budget (else the config's), checked before the batch it would fail."""
         budget = self.config.budget if requested is None else requested
-        name, cost = self.cheapest
-        if budget is not None and budget < cost:
-            raise RequestError(422, f"budget {budget:g} is below the cost of the cheapest candidate "
-                                    f"({name!r}: {cost:g})", "budget")
+        try:
+            check_budget(budget, self.core.costs, self.core.candidates)
+        except EvalprismError as exc:
+            raise RequestError(422, str(exc), "budget") from None
         return budget
 
     def decision_fields(self, decision: Decision, budget: float | None) -> dict[str, Any]:

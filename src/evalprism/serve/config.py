@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalprism.errors import EvalprismError
 from evalprism.io.text import read_text
+from evalprism.p2l.routing import check_budget, opponent_vector
 
 
 class _Strict(BaseModel):
@@ -64,7 +65,7 @@ class ServeConfig(_Strict):
 
     models: dict[str, UpstreamConfig] = Field(min_length=1)
     budget: float | None = Field(None, ge=0, description="default cost bound per prompt; none: no bound")
-    opponent: Literal["uniform"] | dict[str, float] = "uniform"
+    opponent: Literal["uniform"] | dict[str, float] = "uniform"  # checked by p2l.routing.opponent_vector
     api_keys_env: list[str] = Field(default_factory=list)
     router_name: str = "evalprism-router"
     decision_log: str = "decisions.jsonl"
@@ -82,16 +83,6 @@ class ServeConfig(_Strict):
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")
     runtime: Literal["auto", "torch", "openvino"] = Field(
         "auto", description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch")
-
-    @field_validator("opponent")
-    @classmethod
-    def _weights(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            if not value:
-                raise ValueError("expected 'uniform' or at least one {model: weight}")
-            if any(not math.isfinite(w) or w < 0 for w in value.values()) or sum(value.values()) <= 0:
-                raise ValueError("expected weights >= 0 with a positive sum")
-        return value
 
 
 @dataclass(frozen=True)
@@ -112,7 +103,9 @@ def _location(error: Mapping[str, Any]) -> str:
 
 def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> ServeConfig:
     """Read and validate ``path``; with ``model_names`` (the P2L model's list), every candidate and
-    opponent must be one of them. Raises :class:`EvalprismError` naming the file and the key."""
+    opponent must be one of them. Raises :class:`EvalprismError` naming the file and the key. The
+    opponent and the budget are checked by the library's routing checks (:mod:`evalprism.p2l.routing`),
+    so the file gets the messages a library or CLI user gets, after the file's name."""
     path = Path(path)
     try:
         raw = yaml.safe_load(read_text(path))
@@ -132,15 +125,12 @@ def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> S
         raise EvalprismError(f"{path}: {_location(first)}: {first['msg']}{more}") from None
     if model_names is not None:
         check_candidates(config, model_names, str(path))
-    if isinstance(config.opponent, dict):
-        outside = [m for m in config.opponent if m not in config.models]
-        if outside:
-            raise EvalprismError(f"{path}: opponent: {', '.join(outside)} not among the candidate models; "
-                                 "the opponent distribution is over the candidates")
-    if config.budget is not None:
-        cheapest = min(m.cost for m in config.models.values())
-        if config.budget < cheapest:
-            raise EvalprismError(f"{path}: budget {config.budget:g} is below the cheapest candidate's cost {cheapest:g}")
+    candidates = list(config.models)
+    try:
+        opponent_vector(config.opponent, candidates)
+        check_budget(config.budget, [config.models[m].cost for m in candidates], candidates)
+    except EvalprismError as exc:
+        raise EvalprismError(f"{path}: {exc}") from None
     return config
 
 

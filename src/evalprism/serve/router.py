@@ -55,12 +55,7 @@ class RoutingCore:
         self.candidates = list(config.models)
         self.columns = np.array([model.models.index(name) for name in self.candidates])
         self.costs = np.array([config.models[name].cost for name in self.candidates], dtype=float)
-        opponent = config.opponent
-        if isinstance(opponent, dict):
-            weights = np.array([opponent.get(name, 0.0) for name in self.candidates], dtype=float)
-            self.opponent: np.ndarray = weights / weights.sum()
-        else:
-            self.opponent = opponent_vector("uniform", self.candidates)
+        self.opponent = opponent_vector(config.opponent, self.candidates)
         self.route_model = model.routing_value
         self.rng = np.random.default_rng(config.seed)
 

@@ -37,7 +37,10 @@ from scipy.special import expit, logit
 from evalprism.errors import EvalprismError
 
 _CHUNK_ELEMENTS = 2**21  # elements of one (rows, M, M) pair tensor: 16 MB in float64
-_Q_SUM_TOL = 1e-9
+#: how far from 1 the entries of an opponent distribution q may sum (then q is renormalised): the one
+#: tolerance of the library's opponent validation (:func:`evalprism.p2l.routing.opponent_vector`),
+#: which these kernels take as a precondition
+Q_SUM_TOL = 1e-9
 _XTOL, _RTOL = 1e-13, 4 * np.finfo(np.float64).eps  # root tolerances (brentq's smallest rtol)
 
 
@@ -76,11 +79,12 @@ def _values_costs(values: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, np
     return _broadcast(v, c, "values", "costs")
 
 
-def _cheapest_message(budget: float, c: np.ndarray, row: int, per_prompt: bool) -> str:
+def _infeasible(budget: float, c: np.ndarray, row: int) -> ValueError:
+    """The precondition every budget kernel asserts: the LP is feasible. Users get the library's own
+    check first (:func:`evalprism.p2l.routing.check_budget`); this only stops a programmer's call
+    from returning a distribution that breaks the budget."""
     m = int(np.argmin(c[row]))
-    where = f" on prompt {row}" if per_prompt else ""
-    return (f"budget {budget:g} is below the cost of the cheapest model{where}: model {m} costs "
-            f"{c[row, m]:g}; no routing can stay within the budget")
+    return ValueError(f"infeasible: budget {budget:g} is below row {row}'s smallest cost {c[row, m]:g} (column {m})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,8 +150,9 @@ def best_mix(values: np.ndarray, costs: np.ndarray, budget: float | np.ndarray) 
         that spends exactly the budget (ties: lowest (i, j)).
 
     Raises:
-        EvalprismError: non-finite or mismatched inputs, negative costs, a NaN budget, or a budget
-            below the cheapest model's cost (the message names that model and its cost).
+        EvalprismError: non-finite or mismatched inputs, negative costs, or a NaN budget.
+        ValueError: a budget below some row's smallest cost (no feasible π; a precondition: the
+            library checks budgets for users in :func:`evalprism.p2l.routing.check_budget`).
     """
     v, c, single = _values_costs(values, costs)
     n, m = v.shape
@@ -160,7 +165,7 @@ def best_mix(values: np.ndarray, costs: np.ndarray, budget: float | np.ndarray) 
     short = np.flatnonzero(b < c.min(axis=1))
     if short.size:
         row = int(short[0])
-        raise EvalprismError(_cheapest_message(float(b[row]), c, row, per_prompt=n > 1))
+        raise _infeasible(float(b[row]), c, row)
 
     probs = np.empty((n, m))
     rows_per_chunk = max(1, _CHUNK_ELEMENTS // (m * m))
@@ -238,8 +243,9 @@ def best_mix_average_budget(values: np.ndarray, costs: np.ndarray, budget: float
         π of shape (n, M) ((M,) if both inputs are 1-D).
 
     Raises:
-        EvalprismError: bad inputs, or a budget below the lowest achievable mean cost (every prompt
-            on its cheapest model).
+        EvalprismError: bad inputs.
+        ValueError: a budget below the lowest achievable mean cost (every prompt on its cheapest
+            model; a precondition, see :func:`best_mix`).
     """
     v, c, single = _values_costs(values, costs)
     if np.ndim(budget) != 0 or np.isnan(budget):
@@ -249,10 +255,7 @@ def best_mix_average_budget(values: np.ndarray, costs: np.ndarray, budget: float
     rows = np.arange(n)
     floor = float(c.min(axis=1).mean())
     if budget < floor * (1.0 - 1e-12):  # the mean of n equal costs can round just above the budget
-        if n == 1 or np.all(c == c[0]):
-            raise EvalprismError(_cheapest_message(budget, c, 0, per_prompt=False))
-        raise EvalprismError(f"budget {budget:g} is below the lowest achievable average cost {floor:g} "
-                             "(every prompt routed to its cheapest model)")
+        raise ValueError(f"infeasible: budget {budget:g} is below the mean of the rows' smallest costs {floor:g}")
 
     start, _ = _best_affordable(v, c, np.full(n, np.inf))
     probs = np.zeros((n, m))
@@ -289,13 +292,15 @@ def best_mix_average_budget(values: np.ndarray, costs: np.ndarray, budget: float
 
 
 def _opponents(q: np.ndarray, m: int) -> np.ndarray:
-    """``q`` validated as a distribution over m models (per prompt if 2-D), renormalised."""
+    """``q`` of m columns (per prompt if 2-D), renormalised. That q is a distribution (within
+    :data:`Q_SUM_TOL`) is a precondition: users' opponents are validated by the library
+    (:func:`evalprism.p2l.routing.opponent_vector`); a ValueError here is a programmer's error."""
     q = _as_matrix(q, "q")
     if q.shape[-1] != m:
         raise EvalprismError(f"q has {q.shape[-1]} entries but there are {m} models")
     total = q.sum(axis=-1, keepdims=True)
-    if np.any(q < 0) or np.any(np.abs(total - 1.0) > _Q_SUM_TOL):
-        raise EvalprismError("q must be a probability vector: entries >= 0 that sum to 1")
+    if np.any(q < 0) or np.any(np.abs(total - 1.0) > Q_SUM_TOL):
+        raise ValueError("q must be a probability vector: entries >= 0 that sum to 1")
     return q / total
 
 
@@ -303,7 +308,8 @@ def win_values(coefs: np.ndarray, q: np.ndarray) -> np.ndarray:
     """v = W q with W_ba = σ(θ_b − θ_a) (Theorem 1): each model's win rate against the opponent mix q.
 
     ``coefs`` (M,) or (n, M) BT coefficients θ per prompt; ``q`` (M,) or (n, M) opponent
-    distribution (the model itself counts as an opponent with σ(0) = 1/2). Returns the broadcast
+    distribution (the model itself counts as an opponent with σ(0) = 1/2; not a distribution:
+    ValueError, a precondition, the library validates opponents). Returns the broadcast
     shape, (M,) if both are 1-D. Chunked over prompts to bound the (n, M, M) win tensor.
     """
     theta = _as_matrix(coefs, "coefs")
@@ -347,7 +353,8 @@ def router_coefficient(coefs: np.ndarray, q: np.ndarray, target: float | np.ndar
 
     Returns -inf for target 0 and +inf for target 1 (the limits of G; a win rate can round to 1.0
     when coefficients differ by more than ~37). Raises EvalprismError for a target outside [0, 1]
-    or NaN, non-finite coefs, or a q that is not a probability vector.
+    or NaN or non-finite coefs, and ValueError for a q that is not a probability vector (a
+    precondition, see :func:`win_values`).
     """
     theta = _as_matrix(coefs, "coefs")
     q = _opponents(q, theta.shape[-1])
