@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,9 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import torch
+from torch import nn
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
+from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.options import check_number
 from evalprism.keyed import keyed_choice
 from evalprism.io.outputs import (
@@ -40,7 +42,7 @@ from evalprism.io.outputs import (
     remove_output,
     save_result,
 )
-from evalprism.p2l.backbones import load_backbone
+from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
@@ -188,10 +190,273 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
     return state
 
 
-def _batch_nll(head: CoefficientHead, feats: torch.Tensor, a: torch.Tensor, b: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """Summed negative log-likelihood; outcomes with zero weight contribute nothing (even at -inf)."""
-    logp = head.log_probs(feats, a, b)
-    return -torch.where(w > 0, w * logp, torch.zeros_like(logp)).sum()
+@dataclass
+class TrainingData:
+    """The battles as training reads them: in content order, indexed, weighted by the loss's outcome
+    rows, and split by prompt (:func:`split_prompts`). ``fingerprint`` identifies the battles and
+    options for resuming."""
+
+    where: str
+    n_battles: int
+    arrays: BattleArrays
+    rows: np.ndarray  # outcome rows (n, 4)
+    weights: np.ndarray  # the loss's weight of each outcome (n, 4)
+    prompt_codes: np.ndarray  # each battle's index into ``prompts``
+    prompts: pd.Index  # the distinct prompts
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    fingerprint: str
+
+    @property
+    def names(self) -> list[str]:
+        return self.arrays.names
+
+
+def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
+    """Step 1, the split: validate ``battles``, put them in content order (the prompt split, each
+    epoch's seeded permutation, the batches and every sum over battles are then the same for the same
+    battles in any file order) and split them by prompt; refuse a split that leaves a side empty."""
+    table = to_canonical_battles(battles)
+    where = table.attrs.get("source") or "battles table"
+    require_prompts(table["prompt"], where)
+    table = in_content_order(table)
+    arrays = battle_arrays(table)
+    rows = outcome_rows(arrays.outcome, arrays.p_b)
+    weights = outcome_weights(opts.loss, rows)
+    keep = weights.sum(axis=1) > 0
+    if not keep.any():
+        raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
+    prompt_codes, prompts = pd.factorize(table["prompt"])
+    is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
+    train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
+    return TrainingData(where, len(table), arrays, rows, weights, prompt_codes, prompts, train_idx, val_idx,
+                        _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts))
+
+
+def _check_split(data: TrainingData, loss: str) -> None:
+    """Refuse a prompt split that left no training or no validation battle for ``loss``."""
+    if data.val_idx.size == 0 or data.train_idx.size == 0:
+        side = "validation" if data.val_idx.size == 0 else "training"
+        raise EvalprismError(f"{data.where}: the prompt split left no {side} battles for loss '{loss}'; use more "
+                             "prompts or another val_fraction", parameter="val_fraction")
+
+
+def _announce(data: TrainingData, loss: str, progress: bool) -> None:
+    """Tell the user what the run trains on (and which battles the loss cannot use)."""
+    note = ignored_battles_note(loss, data.arrays.outcome, data.arrays.p_b)
+    if note:
+        status(note, progress)
+    status(f"{data.n_battles} battles, {len(data.names)} models, {len(data.prompts)} prompts; "
+           f"{data.train_idx.size} training / {data.val_idx.size} validation battles used (split by prompt)", progress)
+
+
+def fit_marginal(data: TrainingData, loss: str) -> Leaderboard:
+    """The marginal leaderboard of the training battles: the head's warm start and the baseline."""
+    a, b, idx = data.arrays.a, data.arrays.b, data.train_idx
+    p_b = None if data.arrays.p_b is None else data.arrays.p_b[idx]
+    pairs = PairCounts.from_battles(a[idx], b[idx], data.arrays.outcome[idx], len(data.names), p_b=p_b)
+    return Leaderboard.from_counts(pairs, loss, ci=None, names=data.names)  # type: ignore[arg-type]
+
+
+def warm_start(head: CoefficientHead, marginal: Leaderboard) -> None:
+    """Step 2, the warm start: zero weights and the marginal leaderboard as the head's bias (and its tie
+    parameter as the tie output), so that epoch 0 *is* the marginal model, frozen or fine-tuned."""
+    n = head.n_models
+    with torch.no_grad():
+        head.linear.weight.zero_()
+        head.linear.bias[:n] = torch.as_tensor(marginal.coefs, dtype=torch.float32)
+        if head.tie is not None:  # the head output that maps onto the marginal fit's raw tie parameter
+            head.linear.bias[n] = head.tie.to_head(marginal.fit.params[-1])
+
+
+class BattleNLL(nn.Module):
+    """The training objective: the summed outcome NLL of battles picked by index (outcomes with zero
+    weight contribute nothing, even at -inf). Frozen backbones' features are encoded once
+    (``frozen``); a fine-tuned backbone is a submodule, encoding each batch's prompts with gradients."""
+
+    def __init__(self, head: CoefficientHead, backbone: Backbone, data: TrainingData,
+                 frozen: torch.Tensor | None) -> None:
+        super().__init__()
+        self.head = head
+        self.backbone = backbone if frozen is None else None
+        self.frozen = frozen
+        self.prompts, self.prompt_codes = data.prompts, data.prompt_codes
+        self.prompt_t = torch.as_tensor(data.prompt_codes)
+        self.a, self.b = torch.from_numpy(data.arrays.a.copy()), torch.from_numpy(data.arrays.b.copy())
+        self.w = torch.as_tensor(data.weights, dtype=torch.float32)
+
+    def features(self, idx: np.ndarray) -> torch.Tensor:
+        if self.frozen is not None:
+            return self.frozen[self.prompt_t[idx]]
+        return self.backbone.features([self.prompts[i] for i in self.prompt_codes[idx]])  # type: ignore[union-attr]
+
+    def forward(self, idx: np.ndarray) -> torch.Tensor:
+        logp = self.head.log_probs(self.features(idx), self.a[idx], self.b[idx])
+        w = self.w[idx]
+        return -torch.where(w > 0, w * logp, torch.zeros_like(logp)).sum()
+
+    def weight(self, idx: np.ndarray) -> torch.Tensor:
+        """The total outcome weight of battles ``idx`` (the NLL's unit)."""
+        return self.w[idx].sum()
+
+    def trainable_state(self) -> dict[str, Any]:
+        """A copy of what training changes: the head and a fine-tuned backbone."""
+        state = {"head": {k: v.clone() for k, v in self.head.state_dict().items()}}
+        if self.backbone is not None:
+            state["backbone"] = {k: v.clone() for k, v in self.backbone.state_dict().items()}
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.head.load_state_dict(state["head"])
+        if self.backbone is not None and "backbone" in state:
+            self.backbone.load_state_dict(state["backbone"])
+
+
+def build_objective(head: CoefficientHead, backbone: Backbone, data: TrainingData, finetune: bool) -> BattleNLL:
+    """The objective; a frozen backbone encodes every distinct prompt once, here."""
+    frozen = None if finetune else backbone.features(list(data.prompts)).float()
+    return BattleNLL(head, backbone, data, frozen)
+
+
+def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Optimizer:
+    """AdamW: weight decay on the head's weights only (the marginal leaderboard in the bias is not
+    shrunk), a smaller learning rate for a fine-tuned backbone."""
+    head = objective.head
+    groups = [{"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
+              {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr}]
+    if objective.backbone is not None:
+        groups.append({"params": [p for p in objective.backbone.parameters() if p.requires_grad],
+                       "weight_decay": 0.0, "lr": opts.backbone_lr})
+    return torch.optim.AdamW(groups)
+
+
+def mean_nll(objective: BattleNLL, idx: np.ndarray) -> float:
+    """Validation: the mean NLL per unit of outcome weight over battles ``idx`` (no gradients)."""
+    objective.eval()
+    total = 0.0
+    step = 4096 if objective.frozen is not None else 64
+    with torch.no_grad():
+        for s in range(0, idx.size, step):
+            total += float(objective(idx[s:s + step]))
+    return total / float(objective.weight(idx))
+
+
+@dataclass
+class RunState:
+    """Where a run stands after its last finished epoch: what early stopping reads and a checkpoint
+    saves (with the current weights and the optimiser)."""
+
+    epoch: int
+    best: dict[str, Any]
+    best_val: float
+    bad_epochs: int
+    history: list[dict[str, float]]
+    rng: np.random.Generator
+
+    def record(self, epoch: int, train_nll: float, val_nll: float, snapshot: Callable[[], dict[str, Any]]) -> None:
+        """Add an epoch's losses; a better validation NLL makes the current weights (``snapshot()``,
+        taken only then) the best."""
+        self.epoch = epoch
+        self.history.append({"epoch": epoch, "train_nll": train_nll, "val_nll": val_nll})
+        if val_nll < self.best_val - 1e-6:
+            self.best_val, self.best, self.bad_epochs = val_nll, snapshot(), 0
+        else:
+            self.bad_epochs += 1
+
+
+def start_state(objective: BattleNLL, data: TrainingData, seed: int) -> RunState:
+    """Epoch 0: the warm start's losses, the best state so far."""
+    best_val = mean_nll(objective, data.val_idx)
+    state = RunState(0, objective.trainable_state(), best_val, 0, [], np.random.default_rng(seed))
+    state.history.append({"epoch": 0, "train_nll": mean_nll(objective, data.train_idx), "val_nll": best_val})
+    return state
+
+
+def resume_state(objective: BattleNLL, optimizer: torch.optim.Optimizer, saved: dict[str, Any],
+                 path: Path) -> RunState:
+    """The state of an interrupted run, its weights, optimiser and random generators restored."""
+    try:
+        objective.restore(saved["current"])
+        optimizer.load_state_dict(saved["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise invalid_checkpoint(path, f"its weights do not fit this model ({exc})") from None
+    rng = np.random.default_rng()
+    rng.bit_generator.state = saved["rng"]
+    torch.set_rng_state(saved["torch_rng"])
+    return RunState(saved["epoch"], saved["best"], saved["best_val"], saved["bad_epochs"], saved["history"], rng)
+
+
+def save_checkpoint(directory: Path, fingerprint: str, state: RunState, objective: BattleNLL,
+                    optimizer: torch.optim.Optimizer) -> None:
+    """Step 5, the checkpoint: everything :func:`resume_state` needs, written atomically."""
+    _save_checkpoint(directory, {
+        "fingerprint": fingerprint, "epoch": state.epoch, "current": objective.trainable_state(),
+        "optimizer": optimizer.state_dict(), "best": state.best, "best_val": state.best_val,
+        "bad_epochs": state.bad_epochs, "history": state.history, "rng": state.rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+    })
+
+
+def train_epoch(objective: BattleNLL, optimizer: torch.optim.Optimizer, order: np.ndarray, batch: int,
+                bar: Any) -> None:
+    """One pass over the training battles in ``order``: one optimiser step per batch, on the batch's
+    mean NLL per unit of outcome weight."""
+    objective.train()
+    for s in range(0, order.size, batch):
+        i = order[s:s + batch]
+        loss = objective(i) / objective.weight(i)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        bar.update(1)
+
+
+def run_epochs(objective: BattleNLL, optimizer: torch.optim.Optimizer, data: TrainingData, opts: TrainOptions,
+               state: RunState, ckpt_dir: Path | None, progress: bool) -> None:
+    """Step 3, the epoch loop: train, validate (step 4), checkpoint (step 5) until max_epochs or
+    ``patience`` epochs without a better validation NLL."""
+    batch, max_epochs = int(opts.batch_size), int(opts.max_epochs)  # type: ignore[arg-type]
+    steps = -(-data.train_idx.size // batch)
+    kind = "fine-tuning" if opts.finetune else "frozen"
+    try:
+        with progress_bar(f"training P2L ({opts.loss}, {kind} {opts.backbone})",
+                          max(max_epochs - state.epoch, 0) * steps, progress) as bar:
+            for epoch in range(state.epoch + 1, max_epochs + 1):
+                if state.bad_epochs >= opts.patience:
+                    break
+                order = data.train_idx[state.rng.permutation(data.train_idx.size)]
+                train_epoch(objective, optimizer, order, batch, bar)
+                val = mean_nll(objective, data.val_idx)
+                state.record(epoch, mean_nll(objective, data.train_idx), val, objective.trainable_state)
+                if ckpt_dir is not None:
+                    save_checkpoint(ckpt_dir, data.fingerprint, state, objective, optimizer)
+    except KeyboardInterrupt:
+        if ckpt_dir is not None and (ckpt_dir / CHECKPOINT_FILE).is_file():
+            status(f"interrupted: the last finished epoch is saved in {ckpt_dir}; rerun with --resume to continue",
+                   True)
+        raise
+
+
+def build_result(objective: BattleNLL, backbone: Backbone, marginal: Leaderboard, data: TrainingData,
+                 opts: TrainOptions, state: RunState, ckpt_dir: Path | None, progress: bool) -> TrainResult:
+    """Step 6, the result: the best epoch's weights as a :class:`P2LModel`, compared with the marginal
+    leaderboard on the validation battles."""
+    stopped = "early stopping" if state.bad_epochs >= opts.patience else "max epochs"
+    objective.restore(state.best)
+    history = state.history
+    best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
+    status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
+           f"{history[0]['val_nll']:.4f} (marginal) -> {state.best_val:.4f} (P2L)", progress)
+    model = P2LModel(backbone, objective.head, data.names, {"loss": opts.loss}, marginal.frame())
+    val, a, b = data.val_idx, data.arrays.a, data.arrays.b
+    evaluation = compare_predictors(opts.loss, data.rows[val], {
+        "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
+        "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
+    })
+    run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
+           "train_battles": int(data.train_idx.size), "val_battles": int(val.size), "best_epoch": best_epoch,
+           "stopped": stopped, "marginal_extra": marginal.extra}
+    return TrainResult(model, pd.DataFrame(history), evaluation, run, ckpt_dir)
 
 
 def train_model(
@@ -203,157 +468,25 @@ def train_model(
     cache_dir: str | Path | None | bool = None,
     progress: bool = True,
 ) -> TrainResult:
-    """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved."""
+    """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved: the
+    split, the warm start, the epoch loop with validation and checkpoints, the result."""
     opts = (options or TrainOptions()).resolved()
     ckpt_dir = None if checkpoint_dir is None else check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path
-    table = to_canonical_battles(battles)
-    where = table.attrs.get("source") or "battles table"
-    require_prompts(table["prompt"], where)
-    # battles in content order: the prompt split, each epoch's seeded permutation, the batches and every
-    # sum over battles are then the same for the same battles in any file order
-    table = in_content_order(table)
-    arrays = battle_arrays(table)
-    names = arrays.names
-    rows = outcome_rows(arrays.outcome, arrays.p_b)
-    weights = outcome_weights(opts.loss, rows)
-    keep = weights.sum(axis=1) > 0
-    if not keep.any():
-        raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
-    prompt_codes, distinct_prompts = pd.factorize(table["prompt"])
-    is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
-    fingerprint = _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts)
-    resumed = read_checkpoint(ckpt_dir, fingerprint) if resume else None  # before any slow work
-    train_idx = np.flatnonzero(keep & ~is_val)
-    val_idx = np.flatnonzero(keep & is_val)
-    if val_idx.size == 0 or train_idx.size == 0:
-        raise EvalprismError(f"{where}: the prompt split left no {'validation' if val_idx.size == 0 else 'training'} "
-                             f"battles for loss '{opts.loss}'; use more prompts or another val_fraction",
-                             parameter="val_fraction")
-    note = ignored_battles_note(opts.loss, arrays.outcome, arrays.p_b)
-    if note:
-        status(note, progress)
-    status(f"{len(table)} battles, {len(names)} models, {len(distinct_prompts)} prompts; "
-           f"{train_idx.size} training / {val_idx.size} validation battles used (split by prompt)", progress)
-
+    data = prepare_battles(battles, opts)
+    saved = read_checkpoint(ckpt_dir, data.fingerprint) if resume else None  # before any slow work
+    _check_split(data, opts.loss)
+    _announce(data, opts.loss, progress)
     torch.manual_seed(opts.seed)
-    train_pairs = PairCounts.from_battles(arrays.a[train_idx], arrays.b[train_idx], arrays.outcome[train_idx],
-                                          len(names), p_b=None if arrays.p_b is None else arrays.p_b[train_idx])
-    marginal = Leaderboard.from_counts(train_pairs, opts.loss, ci=None, names=names)  # type: ignore[arg-type]
+    marginal = fit_marginal(data, opts.loss)
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
-    head = CoefficientHead(backbone.dim, len(names), opts.loss)
-    with torch.no_grad():
-        head.linear.bias[: len(names)] = torch.as_tensor(marginal.coefs, dtype=torch.float32)
-        if head.tie is not None:  # the head output that maps onto the marginal fit's raw tie parameter
-            head.linear.bias[len(names)] = head.tie.to_head(marginal.fit.params[-1])
-
-    frozen_features = None if opts.finetune else backbone.features(list(distinct_prompts)).float()
-    groups = [{"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
-              {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr}]
-    if opts.finetune:
-        groups.append({"params": [p for p in backbone.parameters() if p.requires_grad], "weight_decay": 0.0,
-                       "lr": opts.backbone_lr})
-    optimizer = torch.optim.AdamW(groups)
-
-    a_t, b_t = torch.from_numpy(arrays.a.copy()), torch.from_numpy(arrays.b.copy())
-    w_t = torch.as_tensor(weights, dtype=torch.float32)
-    prompt_t = torch.as_tensor(prompt_codes)
-
-    def features(idx: np.ndarray) -> torch.Tensor:
-        if frozen_features is not None:
-            return frozen_features[prompt_t[idx]]
-        return backbone.features([distinct_prompts[i] for i in prompt_codes[idx]])
-
-    def nll_of(idx: np.ndarray) -> float:
-        """Mean NLL per unit of outcome weight over battles ``idx`` (no gradients)."""
-        head.eval()
-        backbone.eval()
-        total = 0.0
-        step = 4096 if frozen_features is not None else 64
-        with torch.no_grad():
-            for s in range(0, idx.size, step):
-                i = idx[s:s + step]
-                total += float(_batch_nll(head, features(i), a_t[i], b_t[i], w_t[i]))
-        return total / float(w_t[idx].sum())
-
-    def trainable_state() -> dict[str, Any]:
-        state = {"head": {k: v.clone() for k, v in head.state_dict().items()}}
-        if opts.finetune:
-            state["backbone"] = {k: v.clone() for k, v in backbone.state_dict().items()}
-        return state
-
-    def restore(state: dict[str, Any]) -> None:
-        head.load_state_dict(state["head"])
-        if "backbone" in state:
-            backbone.load_state_dict(state["backbone"])
-
-    rng = np.random.default_rng(opts.seed)
-    history: list[dict[str, float]] = []
-    start_epoch, best_val, bad_epochs = 1, nll_of(val_idx), 0
-    best_state = trainable_state()
-    history.append({"epoch": 0, "train_nll": nll_of(train_idx), "val_nll": best_val})
-    if resumed is not None:
-        state = resumed
-        try:
-            restore(state["current"])
-            optimizer.load_state_dict(state["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as exc:
-            raise invalid_checkpoint(ckpt_dir / CHECKPOINT_FILE, f"its weights do not fit this model ({exc})") from None
-        best_state, best_val, bad_epochs = state["best"], state["best_val"], state["bad_epochs"]
-        history, start_epoch = state["history"], state["epoch"] + 1
-        rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(state["torch_rng"])
-        status(f"resuming after epoch {state['epoch']} (best validation NLL {best_val:.4f})", progress)
-
-    batch = int(opts.batch_size)  # type: ignore[arg-type]
-    steps = -(-train_idx.size // batch)
-    epochs_left = int(opts.max_epochs) - start_epoch + 1  # type: ignore[operator]
-    try:
-        with progress_bar(f"training P2L ({opts.loss}, {'fine-tuning' if opts.finetune else 'frozen'} {opts.backbone})",
-                          max(epochs_left, 0) * steps, progress) as bar:
-            for epoch in range(start_epoch, int(opts.max_epochs) + 1):  # type: ignore[arg-type]
-                if bad_epochs >= opts.patience:
-                    break
-                head.train()
-                backbone.train(opts.finetune)
-                order = train_idx[rng.permutation(train_idx.size)]
-                for s in range(0, order.size, batch):
-                    i = order[s:s + batch]
-                    loss = _batch_nll(head, features(i), a_t[i], b_t[i], w_t[i]) / w_t[i].sum()
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    bar.update(1)
-                val = nll_of(val_idx)
-                history.append({"epoch": epoch, "train_nll": nll_of(train_idx), "val_nll": val})
-                if val < best_val - 1e-6:
-                    best_val, best_state, bad_epochs = val, trainable_state(), 0
-                else:
-                    bad_epochs += 1
-                if ckpt_dir is not None:
-                    _save_checkpoint(ckpt_dir, {
-                        "fingerprint": fingerprint, "epoch": epoch, "current": trainable_state(),
-                        "optimizer": optimizer.state_dict(), "best": best_state, "best_val": best_val,
-                        "bad_epochs": bad_epochs, "history": history, "rng": rng.bit_generator.state,
-                        "torch_rng": torch.get_rng_state(),
-                    })
-    except KeyboardInterrupt:
-        if ckpt_dir is not None and (ckpt_dir / CHECKPOINT_FILE).is_file():
-            status(f"interrupted: the last finished epoch is saved in {ckpt_dir}; rerun with --resume to continue",
-                   True)
-        raise
-    stopped = "early stopping" if bad_epochs >= opts.patience else "max epochs"
-    restore(best_state)
-    best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
-    status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
-           f"{history[0]['val_nll']:.4f} (marginal) -> {best_val:.4f} (P2L)", progress)
-
-    marginal_frame = marginal.frame()
-    model = P2LModel(backbone, head, names, {"loss": opts.loss}, marginal_frame)
-    evaluation = compare_predictors(opts.loss, rows[val_idx], {
-        "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, arrays.a[val_idx], arrays.b[val_idx]),
-        "p2l": p2l_log_probs(model, list(distinct_prompts[prompt_codes[val_idx]]), arrays.a[val_idx], arrays.b[val_idx]),
-    })
-    run = {**asdict(opts), "n_battles": int(len(table)), "n_prompts": int(len(distinct_prompts)),
-           "train_battles": int(train_idx.size), "val_battles": int(val_idx.size), "best_epoch": best_epoch,
-           "stopped": stopped, "marginal_extra": marginal.extra}
-    return TrainResult(model, pd.DataFrame(history), evaluation, run, ckpt_dir)
+    head = CoefficientHead(backbone.dim, len(data.names), opts.loss)
+    warm_start(head, marginal)
+    objective = build_objective(head, backbone, data, opts.finetune)
+    optimizer = build_optimizer(objective, opts)
+    if saved is None:
+        state = start_state(objective, data, opts.seed)
+    else:
+        state = resume_state(objective, optimizer, saved, ckpt_dir / CHECKPOINT_FILE)  # type: ignore[operator]
+        status(f"resuming after epoch {state.epoch} (best validation NLL {state.best_val:.4f})", progress)
+    run_epochs(objective, optimizer, data, opts, state, ckpt_dir, progress)
+    return build_result(objective, backbone, marginal, data, opts, state, ckpt_dir, progress)
