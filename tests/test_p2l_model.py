@@ -3,7 +3,9 @@ Hugging Face causal-LM backbones work offline (tiny random config)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -126,8 +128,21 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     assert np.isfinite(result.evaluation["nll"]).all()
 
 
-def _tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
-    """A randomly initialised 2-layer Qwen2 with a word-level tokenizer: no download involved."""
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread, as each torchrun process (OMP_NUM_THREADS=1): on a busy 2-core machine two
+    threads of a tiny model mostly wait for each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
+    """A randomly initialised 2-layer Qwen2 with a word-level tokenizer: no download involved (and no
+    dropout, so fine-tuning draws no random masks)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
@@ -147,7 +162,7 @@ def _tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
 @pytest.mark.parametrize("finetune", [False, True])
 def test_causal_lm_backbone_with_last_token_pooling(tmp_path: Path, finetune: bool) -> None:
     battles = simulate_topic_battles(300, seed=6)
-    lm = _tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
+    lm = tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
     options = TrainOptions(backbone=f"hf:{lm}", finetune=finetune, max_epochs=1, batch_size=32)
     result = train_model(battles, options, progress=False)
     result.save(tmp_path / "model")
@@ -200,3 +215,36 @@ def test_cli_refuses_empty_prompts(tmp_path: Path, capsys) -> None:
     battles.to_json(tmp_path / "b.jsonl", orient="records", lines=True)
     code, _, err = run_cli(["p2l", "train", tmp_path / "b.jsonl", "--out", tmp_path / "m", "-q"], capsys)
     assert code == 2 and "row 18, column 'prompt'" in err and not (tmp_path / "m").exists()
+
+
+def test_fine_tuning_options_are_checked_before_any_work() -> None:
+    battles = simulate_topic_battles(100, seed=10)
+    with pytest.raises(EvalprismError, match="apply to a fine-tuned backbone") as info:
+        train_model(battles, TrainOptions(max_length=64), progress=False)
+    assert info.value.parameter == "finetune"
+    with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
+        train_model(battles, TrainOptions(finetune=True, precision="float16"), progress=False)
+    with pytest.raises(EvalprismError, match="micro_batch_size"):
+        train_model(battles, TrainOptions(finetune=True, micro_batch_size=0), progress=False)
+
+
+def test_accumulation_and_checkpointing_train_the_same_model(tmp_path: Path) -> None:
+    """Gradient accumulation (micro-batches of 8 in a global batch of 32) and gradient checkpointing
+    change memory, not the model: the same losses as one step per batch; max_length is saved with the
+    fine-tuned backbone, and bfloat16 autocast trains where asked for."""
+    battles = simulate_topic_battles(200, seed=6)
+    lm = tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
+    base = TrainOptions(backbone=f"hf:{lm}", finetune=True, max_epochs=2, batch_size=32, backbone_lr=1e-3,
+                        max_length=12)
+    with one_thread():
+        plain = train_model(battles, base, progress=False)
+        options = TrainOptions(**{**base.__dict__, "micro_batch_size": 8, "gradient_checkpointing": True})
+        accumulated = train_model(battles, options, progress=False)
+        half = train_model(battles, TrainOptions(**{**base.__dict__, "precision": "bfloat16", "max_epochs": 1}),
+                           progress=False)
+    np.testing.assert_allclose(accumulated.history["val_nll"], plain.history["val_nll"], rtol=0, atol=1e-6)
+    assert plain.history["val_nll"].iloc[0] == pytest.approx(
+        plain.evaluation.set_index("predictor").loc["marginal", "nll"], abs=1e-5)  # warm start when fine-tuning
+    accumulated.save(tmp_path / "model")
+    assert P2LModel.load(tmp_path / "model").backbone.max_length == 12
+    assert np.isfinite(half.history["val_nll"]).all()

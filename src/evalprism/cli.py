@@ -178,30 +178,36 @@ def p2l_train(
                                           "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
                                           "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir>.")] = "minilm",
     loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
-    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU).")] = False,
+    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")] = False,
     val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
     epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per step (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
+    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).", min=1)] = None,
     lr: Annotated[float, typer.Option("--lr", help="Learning rate of the head.")] = 3e-3,
     patience: Annotated[int, typer.Option("--patience", help="Epochs without validation improvement before stopping.", min=1)] = 8,
+    max_length: Annotated[Optional[int], typer.Option("--max-length", help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).", min=1)] = None,
+    gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).")] = False,
+    precision: Annotated[str, typer.Option("--precision", help="With --finetune: auto (bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = "auto",
     seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).")] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes).")] = False,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint)."""
+    """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint). Runs
+    under `torchrun --nproc-per-node N -m evalprism p2l train ...` on N processes (rank 0 writes)."""
     from evalprism.io import read_table
-    from evalprism.p2l import TrainOptions, checkpoint_dir_for, train_model
+    from evalprism.p2l import TrainOptions, TrainResult, checkpoint_dir_for, train_model
 
     options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
-                           max_epochs=epochs, batch_size=batch_size, lr=lr, patience=patience, seed=seed)
-    target = _claim(out, "p2l train", [battles, cache_dir], overwrite, quiet)
-    checkpoints = _claim(checkpoint_dir_for(target), "p2l train checkpoint", [battles, cache_dir], False, quiet)
-    result = train_model(read_table(battles), options, checkpoint_dir=checkpoints.path, resume=resume,
-                       cache_dir=cache_dir, progress=not quiet)
+                           max_epochs=epochs, batch_size=batch_size, micro_batch_size=micro_batch_size, lr=lr,
+                           patience=patience, max_length=max_length, gradient_checkpointing=gradient_checkpointing,
+                           precision=precision, seed=seed)
+    target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)
+    result = train_model(read_table(battles), options, checkpoint_dir=checkpoint_dir_for(target), resume=resume,
+                         cache_dir=cache_dir, progress=not quiet)
     result.save(target)
-    _wrote(out, quiet)
+    _wrote(out, quiet or not result.main_process)
 
 
 @p2l_app.command("leaderboard")

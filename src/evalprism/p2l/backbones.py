@@ -51,6 +51,35 @@ class Backbone(nn.Module):
         """Write trained weights under ``directory``; return the spec that reloads them (relative)."""
         raise NotImplementedError  # pragma: no cover - interface
 
+    def configure_training(self, *, max_length: int | None = None, gradient_checkpointing: bool = False) -> None:
+        """Fine-tuning options: the longest prompt read, in tokens (saved with the fine-tuned weights,
+        so inference reads prompts as training did), and gradient checkpointing (recompute the
+        activations in the backward pass: less memory for large backbones, about a third more time).
+        A frozen backbone has neither (:meth:`TrainOptions.resolved <evalprism.p2l.TrainOptions.resolved>`
+        tells the user)."""
+        if max_length is not None or gradient_checkpointing:
+            raise ValueError(f"backbone '{self.spec}' is frozen: nothing to configure for training")
+
+
+def _on_device(batch: Any, device: torch.device) -> Any:
+    """A tokenizer's output (a mapping of tensors) on ``device``, where the backbone's weights are."""
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def _checkpoint_activations(model: nn.Module) -> None:
+    """Gradient checkpointing in every Hugging Face model inside ``model`` (a causal LM, or the
+    transformer of a sentence encoder), without the reentrant autograd function: that one fails under
+    DDP and with inputs that need no gradient (the token ids)."""
+    from transformers import PreTrainedModel
+
+    for module in model.modules():
+        if isinstance(module, PreTrainedModel):
+            enable = getattr(module, "activation_checkpointing_enable", None)  # transformers >= 5.2x
+            if enable is not None:
+                enable({"use_reentrant": False})
+            else:
+                module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
 
 class SentenceEncoderBackbone(Backbone):
     """A sentence-transformers encoder; frozen (cached embeddings) unless ``finetune``.
@@ -99,7 +128,7 @@ class SentenceEncoderBackbone(Backbone):
             return torch.from_numpy(self.embedder.embed(list(prompts)))
         else:
             prepare = getattr(self.encoder, "preprocess", None) or self.encoder.tokenize  # renamed in sentence-transformers 6
-            out = self.encoder(prepare(list(prompts)))["sentence_embedding"]
+            out = self.encoder(_on_device(prepare(list(prompts)), self.encoder.device))["sentence_embedding"]
         return nn.functional.normalize(out.float(), dim=-1)
 
     def save_weights(self, directory: Path) -> str:
@@ -108,9 +137,25 @@ class SentenceEncoderBackbone(Backbone):
         self.encoder.save(str(directory / "backbone"))
         return "st:backbone"
 
+    def configure_training(self, *, max_length: int | None = None, gradient_checkpointing: bool = False) -> None:
+        if self.encoder is None or not self.trainable:
+            super().configure_training(max_length=max_length, gradient_checkpointing=gradient_checkpointing)
+            return
+        if max_length is not None:  # saved in the encoder's sentence_bert_config.json
+            self.encoder.max_seq_length = max_length
+        if gradient_checkpointing:
+            _checkpoint_activations(self.encoder)
+
+
+#: the model-config attribute that carries a fine-tuned causal LM's max_length into its saved config.json
+MAX_LENGTH_ATTR = "evalprism_max_length"
+#: the longest prompt a causal-LM backbone reads unless fine-tuning set another (tokens)
+DEFAULT_MAX_LENGTH = 1024
+
 
 class CausalLMBackbone(Backbone):
-    """A local Hugging Face causal LM without its LM head; feature = last non-padding token's state."""
+    """A local Hugging Face causal LM without its LM head; feature = last non-padding token's state.
+    Prompts are cut after ``max_length`` tokens (1024, or what fine-tuning set)."""
 
     def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, progress: bool = True, batch_size: int = 8,
                  root: Path | None = None) -> None:
@@ -138,11 +183,13 @@ class CausalLMBackbone(Backbone):
         self.progress = progress
         self.batch_size = batch_size
         self.dim = int(self.model.config.hidden_size)
+        self.max_length = int(getattr(self.model.config, MAX_LENGTH_ATTR, None) or DEFAULT_MAX_LENGTH)
         self.model.requires_grad_(finetune)
         self._frozen_cache: dict[str, np.ndarray] = {}
 
     def _encode(self, prompts: list[str]) -> torch.Tensor:
-        batch = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True, max_length=1024)
+        batch = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_length)
+        batch = _on_device(batch, self.model.device)
         hidden = self.model(**batch).last_hidden_state
         mask = batch["attention_mask"]
         # index of the last real token, whichever side the tokenizer pads on
@@ -159,7 +206,7 @@ class CausalLMBackbone(Backbone):
             with torch.no_grad(), progress_bar(f"encoding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), self.batch_size):
                     chunk = todo[start:start + self.batch_size]
-                    self._frozen_cache.update(zip(chunk, self._encode(chunk).numpy(), strict=True))
+                    self._frozen_cache.update(zip(chunk, self._encode(chunk).cpu().numpy(), strict=True))
                     bar.update(len(chunk))
         return torch.from_numpy(np.stack([self._frozen_cache[p] for p in prompts]))
 
@@ -169,6 +216,16 @@ class CausalLMBackbone(Backbone):
         self.model.save_pretrained(directory / "backbone")
         self.tokenizer.save_pretrained(directory / "backbone")
         return "hf:backbone"
+
+    def configure_training(self, *, max_length: int | None = None, gradient_checkpointing: bool = False) -> None:
+        if not self.trainable:
+            super().configure_training(max_length=max_length, gradient_checkpointing=gradient_checkpointing)
+            return
+        if max_length is not None:
+            self.max_length = max_length
+            setattr(self.model.config, MAX_LENGTH_ATTR, max_length)  # saved in backbone/config.json
+        if gradient_checkpointing:
+            _checkpoint_activations(self.model)
 
 
 PRECISIONS = ("float32", "bfloat16")

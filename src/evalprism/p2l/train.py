@@ -11,7 +11,14 @@
   trains on the cached features: tens of thousands of battles take seconds to minutes on a CPU.
   ``finetune`` trains the backbone too (AdamW, a smaller learning rate for the backbone).
 - A checkpoint is written after every epoch (atomically); ``resume`` continues an interrupted run
-  with the same data and options from its last completed epoch.
+  with the same data and options from its last completed epoch, on any number of processes.
+- Under ``torchrun`` every process runs the same steps on its shard of each global batch, with
+  DistributedDataParallel (:mod:`evalprism.p2l.distributed`): ``batch_size`` is the global batch
+  whatever the world size (``micro_batch_size`` bounds one forward pass: gradients accumulate),
+  the split, order and early stopping are the same on every rank, and rank 0 alone writes.
+
+The steps, in order: :func:`prepare_battles` (the split), :func:`warm_start`, :meth:`Trainer.run`
+(the epoch loop, :meth:`Trainer.validate`, :meth:`Trainer.checkpoint`), :func:`build_result`.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,12 +44,15 @@ from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
     SavedResult,
+    as_target,
     check_output,
+    claim_output,
     open_work_dir,
     remove_output,
     save_result,
 )
 from evalprism.p2l.backbones import Backbone, load_backbone
+from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
@@ -68,6 +78,10 @@ class TrainOptions:
     weight_decay: float = 1e-2  # on the head's weights (not the bias: the marginal leaderboard is not shrunk)
     patience: int = 8
     seed: int = 0
+    micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
+    gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
+    precision: str = "auto"  # fine-tuning: bfloat16 autocast on GPUs that support it (auto), or float32
+    max_length: int | None = None  # fine-tuning: longest prompt read, in tokens (None: the backbone's own)
 
     def resolved(self) -> TrainOptions:
         """A copy with the defaults filled in; every value checked first (a negative or NaN learning
@@ -80,9 +94,16 @@ class TrainOptions:
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
         check_number("weight_decay", self.weight_decay, low=0)
         check_number("patience", self.patience, low=1, integer=True)
-        for name, value in (("max_epochs", self.max_epochs), ("batch_size", self.batch_size)):
+        for name, value in (("max_epochs", self.max_epochs), ("batch_size", self.batch_size),
+                            ("micro_batch_size", self.micro_batch_size), ("max_length", self.max_length)):
             if value is not None:
                 check_number(name, value, low=1, integer=True)
+        if self.precision not in TRAIN_PRECISIONS:
+            raise EvalprismError(f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
+                                 parameter="precision")
+        if not self.finetune and (self.max_length is not None or self.gradient_checkpointing):
+            raise EvalprismError("max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
+                                 "(a frozen backbone reads prompts as it does at inference)", parameter="finetune")
         out = TrainOptions(**asdict(self))
         out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
         out.batch_size = self.batch_size or (16 if self.finetune else 1024)
@@ -102,6 +123,20 @@ class TrainResult(SavedResult):
     evaluation: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
     checkpoint_dir: Path | None = None
+    main_process: bool = True  # False on the other ranks of a torchrun world: they write nothing
+
+    @staticmethod
+    def claim(out: str | Path, *, inputs: Iterable[str | Path | None] = (), overwrite: bool = False,
+              progress: bool = True) -> OutputTarget:
+        """Claim the model directory ``out`` and its checkpoint directory before any work
+        (:func:`~evalprism.io.outputs.claim_output`). In a torchrun world rank 0 alone claims them;
+        every rank gets the target, or the same error."""
+        def claim() -> OutputTarget:
+            target = claim_output(out, OutputKind.P2L_TRAIN, inputs=inputs, overwrite=overwrite, progress=progress)
+            claim_output(checkpoint_dir_for(target), OutputKind.P2L_CHECKPOINT, inputs=inputs, progress=progress)
+            return target
+
+        return join_world().on_main(claim)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"history": self.history, "evaluation": self.evaluation}
@@ -116,7 +151,9 @@ class TrainResult(SavedResult):
 
     def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write the model directory atomically, then drop the checkpoints of the finished run (only
-        the files evalprism wrote there)."""
+        the files evalprism wrote there). The other ranks of a torchrun world write nothing."""
+        if not self.main_process:
+            return as_target(out_dir, self.output_kind).path
         path = save_result(self, out_dir)
         if self.checkpoint_dir is not None:
             remove_output(self.checkpoint_dir, OutputKind.P2L_CHECKPOINT)
@@ -147,14 +184,24 @@ def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndar
     return prompts.isin(val).to_numpy()
 
 
-def _fingerprint(prompt_id: np.ndarray, a: np.ndarray, b: np.ndarray, rows: np.ndarray, options: TrainOptions) -> str:
-    h = hashlib.sha256()
-    for arr in (prompt_id, a, b, rows):
+def _content_digest(prompts: pd.Index, prompt_codes: np.ndarray, arrays: BattleArrays, rows: np.ndarray) -> str:
+    """A hash of what training reads of the battles (prompt texts, models, outcomes) in content order:
+    the same for the same battles in any file order, different for other battles."""
+    h = hashlib.sha256(json.dumps([arrays.names, [str(p) for p in prompts]]).encode())
+    for arr in (prompt_codes, arrays.a, arrays.b, rows):
         h.update(np.ascontiguousarray(arr).tobytes())
-    # max_epochs and patience may change on resume (train longer); everything else must match
-    fixed = {k: v for k, v in asdict(options).items() if k not in ("max_epochs", "patience")}
-    h.update(json.dumps(fixed, sort_keys=True).encode())
     return h.hexdigest()
+
+
+#: options a resumed run may change: train longer (max_epochs, patience), or on another number of
+#: processes with another memory budget (micro_batch_size, gradient_checkpointing)
+RESUMABLE_CHANGES = ("max_epochs", "patience", "micro_batch_size", "gradient_checkpointing")
+
+
+def _fingerprint(content: str, options: TrainOptions) -> str:
+    """What a checkpoint must match to be resumed: the battles' content and the options."""
+    fixed = {k: v for k, v in asdict(options).items() if k not in RESUMABLE_CHANGES}
+    return hashlib.sha256((content + json.dumps(fixed, sort_keys=True)).encode()).hexdigest()
 
 
 def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
@@ -193,8 +240,8 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
 @dataclass
 class TrainingData:
     """The battles as training reads them: in content order, indexed, weighted by the loss's outcome
-    rows, and split by prompt (:func:`split_prompts`). ``fingerprint`` identifies the battles and
-    options for resuming."""
+    rows, and split by prompt (:func:`split_prompts`). ``content`` hashes the battles (every rank of
+    a torchrun world must read the same), ``fingerprint`` the battles and options (for resuming)."""
 
     where: str
     n_battles: int
@@ -205,17 +252,22 @@ class TrainingData:
     prompts: pd.Index  # the distinct prompts
     train_idx: np.ndarray
     val_idx: np.ndarray
+    content: str
     fingerprint: str
 
     @property
     def names(self) -> list[str]:
         return self.arrays.names
 
+    def split_digest(self) -> str:
+        """A hash of the prompt split (the battles on each side)."""
+        return hashlib.sha256(self.train_idx.tobytes() + b"|" + self.val_idx.tobytes()).hexdigest()
+
 
 def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     """Step 1, the split: validate ``battles``, put them in content order (the prompt split, each
     epoch's seeded permutation, the batches and every sum over battles are then the same for the same
-    battles in any file order) and split them by prompt; refuse a split that leaves a side empty."""
+    battles in any file order) and split them by prompt."""
     table = to_canonical_battles(battles)
     where = table.attrs.get("source") or "battles table"
     require_prompts(table["prompt"], where)
@@ -229,8 +281,23 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     prompt_codes, prompts = pd.factorize(table["prompt"])
     is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
+    content = _content_digest(prompts, prompt_codes, arrays, rows)
     return TrainingData(where, len(table), arrays, rows, weights, prompt_codes, prompts, train_idx, val_idx,
-                        _fingerprint(prompt_codes, arrays.a, arrays.b, rows, opts))
+                        content, _fingerprint(content, opts))
+
+
+def require_same_battles(world: World, data: TrainingData) -> None:
+    """Every rank of a torchrun world must train on the same battles, options and split: compare
+    their digests (all-gathered) and stop every rank with one message when they differ (e.g. nodes
+    holding different copies of the data file)."""
+    def message(rank: int, other: tuple[str, str, str, str], first: tuple[str, str, str, str]) -> str:
+        what = ("read different battles" if other[1] != first[1] else
+                "got different training options" if other[2] != first[2] else "drew different prompt splits")
+        return (f"the processes of this torchrun world {what}: rank {rank} has {other[0]} (content hash "
+                f"{other[1][:12]}), rank 0 has {first[0]} (content hash {first[1][:12]}); every process must "
+                "read the same battles file with the same options")
+
+    world.require_same((data.where, data.content, data.fingerprint, data.split_digest()), message)
 
 
 def _check_split(data: TrainingData, loss: str) -> None:
@@ -241,13 +308,15 @@ def _check_split(data: TrainingData, loss: str) -> None:
                              "prompts or another val_fraction", parameter="val_fraction")
 
 
-def _announce(data: TrainingData, loss: str, progress: bool) -> None:
+def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> None:
     """Tell the user what the run trains on (and which battles the loss cannot use)."""
     note = ignored_battles_note(loss, data.arrays.outcome, data.arrays.p_b)
     if note:
         status(note, progress)
+    processes = f" on {world.size} processes" if world.distributed else ""
     status(f"{data.n_battles} battles, {len(data.names)} models, {len(data.prompts)} prompts; "
-           f"{data.train_idx.size} training / {data.val_idx.size} validation battles used (split by prompt)", progress)
+           f"{data.train_idx.size} training / {data.val_idx.size} validation battles used (split by prompt)"
+           f"{processes}", progress)
 
 
 def fit_marginal(data: TrainingData, loss: str) -> Leaderboard:
@@ -272,23 +341,28 @@ def warm_start(head: CoefficientHead, marginal: Leaderboard) -> None:
 class BattleNLL(nn.Module):
     """The training objective: the summed outcome NLL of battles picked by index (outcomes with zero
     weight contribute nothing, even at -inf). Frozen backbones' features are encoded once
-    (``frozen``); a fine-tuned backbone is a submodule, encoding each batch's prompts with gradients."""
+    (``frozen``); a fine-tuned backbone is a submodule, encoding each batch's prompts with gradients
+    (under bfloat16 autocast when ``autocast_to`` says so; the head computes in float32)."""
 
-    def __init__(self, head: CoefficientHead, backbone: Backbone, data: TrainingData,
-                 frozen: torch.Tensor | None) -> None:
+    def __init__(self, head: CoefficientHead, backbone: Backbone, data: TrainingData, frozen: torch.Tensor | None,
+                 device: torch.device, autocast_to: torch.dtype | None = None) -> None:
         super().__init__()
         self.head = head
         self.backbone = backbone if frozen is None else None
-        self.frozen = frozen
+        self.frozen = None if frozen is None else frozen.to(device)
+        self.device, self.autocast_to = device, autocast_to
         self.prompts, self.prompt_codes = data.prompts, data.prompt_codes
-        self.prompt_t = torch.as_tensor(data.prompt_codes)
-        self.a, self.b = torch.from_numpy(data.arrays.a.copy()), torch.from_numpy(data.arrays.b.copy())
-        self.w = torch.as_tensor(data.weights, dtype=torch.float32)
+        self.prompt_t = torch.as_tensor(data.prompt_codes).to(device)
+        self.a = torch.from_numpy(data.arrays.a.copy()).to(device)
+        self.b = torch.from_numpy(data.arrays.b.copy()).to(device)
+        self.w = torch.as_tensor(data.weights, dtype=torch.float32).to(device)
 
     def features(self, idx: np.ndarray) -> torch.Tensor:
         if self.frozen is not None:
             return self.frozen[self.prompt_t[idx]]
-        return self.backbone.features([self.prompts[i] for i in self.prompt_codes[idx]])  # type: ignore[union-attr]
+        with autocast(self.autocast_to, self.device):
+            feats = self.backbone.features([self.prompts[i] for i in self.prompt_codes[idx]])  # type: ignore[union-attr]
+        return feats.float()
 
     def forward(self, idx: np.ndarray) -> torch.Tensor:
         logp = self.head.log_probs(self.features(idx), self.a[idx], self.b[idx])
@@ -300,10 +374,10 @@ class BattleNLL(nn.Module):
         return self.w[idx].sum()
 
     def trainable_state(self) -> dict[str, Any]:
-        """A copy of what training changes: the head and a fine-tuned backbone."""
-        state = {"head": {k: v.clone() for k, v in self.head.state_dict().items()}}
+        """A copy of what training changes, on the CPU: the head and a fine-tuned backbone."""
+        state = {"head": {k: v.detach().to("cpu", copy=True) for k, v in self.head.state_dict().items()}}
         if self.backbone is not None:
-            state["backbone"] = {k: v.clone() for k, v in self.backbone.state_dict().items()}
+            state["backbone"] = {k: v.detach().to("cpu", copy=True) for k, v in self.backbone.state_dict().items()}
         return state
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -312,10 +386,17 @@ class BattleNLL(nn.Module):
             self.backbone.load_state_dict(state["backbone"])
 
 
-def build_objective(head: CoefficientHead, backbone: Backbone, data: TrainingData, finetune: bool) -> BattleNLL:
-    """The objective; a frozen backbone encodes every distinct prompt once, here."""
-    frozen = None if finetune else backbone.features(list(data.prompts)).float()
-    return BattleNLL(head, backbone, data, frozen)
+def build_objective(head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions,
+                    world: World) -> BattleNLL:
+    """The objective on this process's device. A frozen backbone encodes every distinct prompt once,
+    here (in a torchrun world on rank 0, the only one that touches the embedding cache)."""
+    backbone.to(world.device)
+    head.to(world.device)
+    if opts.finetune:
+        backbone.configure_training(max_length=opts.max_length, gradient_checkpointing=opts.gradient_checkpointing)
+        return BattleNLL(head, backbone, data, None, world.device, autocast_dtype(opts.precision, world.device))
+    frozen = world.on_main(lambda: backbone.features(list(data.prompts)).float().cpu())
+    return BattleNLL(head, backbone, data, frozen, world.device)
 
 
 def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Optimizer:
@@ -328,17 +409,6 @@ def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Opt
         groups.append({"params": [p for p in objective.backbone.parameters() if p.requires_grad],
                        "weight_decay": 0.0, "lr": opts.backbone_lr})
     return torch.optim.AdamW(groups)
-
-
-def mean_nll(objective: BattleNLL, idx: np.ndarray) -> float:
-    """Validation: the mean NLL per unit of outcome weight over battles ``idx`` (no gradients)."""
-    objective.eval()
-    total = 0.0
-    step = 4096 if objective.frozen is not None else 64
-    with torch.no_grad():
-        for s in range(0, idx.size, step):
-            total += float(objective(idx[s:s + step]))
-    return total / float(objective.weight(idx))
 
 
 @dataclass
@@ -363,100 +433,134 @@ class RunState:
         else:
             self.bad_epochs += 1
 
-
-def start_state(objective: BattleNLL, data: TrainingData, seed: int) -> RunState:
-    """Epoch 0: the warm start's losses, the best state so far."""
-    best_val = mean_nll(objective, data.val_idx)
-    state = RunState(0, objective.trainable_state(), best_val, 0, [], np.random.default_rng(seed))
-    state.history.append({"epoch": 0, "train_nll": mean_nll(objective, data.train_idx), "val_nll": best_val})
-    return state
-
-
-def resume_state(objective: BattleNLL, optimizer: torch.optim.Optimizer, saved: dict[str, Any],
-                 path: Path) -> RunState:
-    """The state of an interrupted run, its weights, optimiser and random generators restored."""
-    try:
-        objective.restore(saved["current"])
-        optimizer.load_state_dict(saved["optimizer"])
-    except (RuntimeError, ValueError, KeyError) as exc:
-        raise invalid_checkpoint(path, f"its weights do not fit this model ({exc})") from None
-    rng = np.random.default_rng()
-    rng.bit_generator.state = saved["rng"]
-    torch.set_rng_state(saved["torch_rng"])
-    return RunState(saved["epoch"], saved["best"], saved["best_val"], saved["bad_epochs"], saved["history"], rng)
+    @classmethod
+    def from_checkpoint(cls, saved: dict[str, Any]) -> RunState:
+        """The state a checkpoint saved (the caller restores the weights and optimiser)."""
+        rng = np.random.default_rng()
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        return cls(saved["epoch"], saved["best"], saved["best_val"], saved["bad_epochs"], saved["history"], rng)
 
 
-def save_checkpoint(directory: Path, fingerprint: str, state: RunState, objective: BattleNLL,
-                    optimizer: torch.optim.Optimizer) -> None:
-    """Step 5, the checkpoint: everything :func:`resume_state` needs, written atomically."""
-    _save_checkpoint(directory, {
-        "fingerprint": fingerprint, "epoch": state.epoch, "current": objective.trainable_state(),
-        "optimizer": optimizer.state_dict(), "best": state.best, "best_val": state.best_val,
-        "bad_epochs": state.bad_epochs, "history": state.history, "rng": state.rng.bit_generator.state,
-        "torch_rng": torch.get_rng_state(),
-    })
+@dataclass
+class Trainer:
+    """One run's moving parts: the objective (``model`` is the same under DistributedDataParallel in
+    a torchrun world), the optimiser, this process's place in the world, and where checkpoints go."""
+
+    data: TrainingData
+    opts: TrainOptions
+    objective: BattleNLL
+    optimizer: torch.optim.Optimizer
+    world: World
+    ckpt_dir: Path | None
+    progress: bool
+    model: nn.Module | None = None
+
+    def validate(self, idx: np.ndarray) -> float:
+        """Step 4, validation: the mean NLL per unit of outcome weight over battles ``idx`` (no
+        gradients; each rank sums its shard, the sums are added in rank order)."""
+        self.objective.eval()
+        shard, total = self.world.shard(idx), 0.0
+        step = self.opts.micro_batch_size or (4096 if self.objective.frozen is not None else 64)
+        with torch.no_grad():
+            for s in range(0, shard.size, step):
+                total += float(self.objective(shard[s:s + step]))
+        return self.world.sum(total) / float(self.objective.weight(idx))
+
+    def start(self, saved: dict[str, Any] | None) -> RunState:
+        """Epoch 0, the warm start's losses; or the state of an interrupted run, its weights, optimiser
+        and random generators restored (from a checkpoint of any number of processes)."""
+        if saved is None:
+            best_val = self.validate(self.data.val_idx)
+            state = RunState(0, self.objective.trainable_state(), best_val, 0, [], np.random.default_rng(self.opts.seed))
+            state.history.append({"epoch": 0, "train_nll": self.validate(self.data.train_idx), "val_nll": best_val})
+            return state
+        try:
+            self.objective.restore(saved["current"])
+            self.optimizer.load_state_dict(saved["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as exc:
+            path = self.ckpt_dir / CHECKPOINT_FILE  # type: ignore[operator]
+            raise invalid_checkpoint(path, f"its weights do not fit this model ({exc})") from None
+        state = RunState.from_checkpoint(saved)
+        status(f"resuming after epoch {state.epoch} (best validation NLL {state.best_val:.4f})", self.progress)
+        return state
+
+    def step(self, batch: np.ndarray) -> None:
+        """One optimiser step on one global batch: this rank's shard in micro-batches, each loss scaled
+        so that the gradient, summed over micro-batches and averaged over ranks by DDP, is the gradient
+        of the batch's mean NLL per unit of outcome weight, as on one process."""
+        model = self.model or self.objective
+        pieces = self.world.micro_batches(batch, self.opts.micro_batch_size)
+        scale = self.objective.weight(batch) / self.world.size
+        self.optimizer.zero_grad()
+        for k, piece in enumerate(pieces):
+            with self.world.accumulating(model, last=k == len(pieces) - 1):
+                # an empty share still runs forward and backward (zero loss) for DDP's all-reduce
+                loss = model(piece) / scale if piece.size else model(batch[:1]) * 0.0
+                loss.backward()
+        self.optimizer.step()
+
+    def checkpoint(self, state: RunState) -> None:
+        """Step 5, the checkpoint: everything :meth:`start` needs to resume, written atomically by rank 0."""
+        if self.ckpt_dir is None:
+            return
+        ckpt_dir, objective, optimizer = self.ckpt_dir, self.objective, self.optimizer
+        self.world.on_main(lambda: _save_checkpoint(ckpt_dir, {
+            "fingerprint": self.data.fingerprint, "epoch": state.epoch, "current": objective.trainable_state(),
+            "optimizer": optimizer.state_dict(), "best": state.best, "best_val": state.best_val,
+            "bad_epochs": state.bad_epochs, "history": state.history, "rng": state.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+        }))
+
+    def run(self, state: RunState) -> None:
+        """Step 3, the epoch loop: train, validate, checkpoint until max_epochs or ``patience`` epochs
+        without a better validation NLL."""
+        opts, train_idx = self.opts, self.data.train_idx
+        batch, max_epochs = int(opts.batch_size), int(opts.max_epochs)  # type: ignore[arg-type]
+        kind = "fine-tuning" if opts.finetune else "frozen"
+        try:
+            with progress_bar(f"training P2L ({opts.loss}, {kind} {opts.backbone})",
+                              max(max_epochs - state.epoch, 0) * -(-train_idx.size // batch), self.progress) as bar:
+                for epoch in range(state.epoch + 1, max_epochs + 1):
+                    if state.bad_epochs >= opts.patience:
+                        break
+                    order = train_idx[state.rng.permutation(train_idx.size)]
+                    (self.model or self.objective).train()
+                    for s in range(0, order.size, batch):
+                        self.step(order[s:s + batch])
+                        bar.update(1)
+                    val = self.validate(self.data.val_idx)
+                    state.record(epoch, self.validate(train_idx), val, self.objective.trainable_state)
+                    self.checkpoint(state)
+        except KeyboardInterrupt:
+            if self.world.is_main and self.ckpt_dir is not None and (self.ckpt_dir / CHECKPOINT_FILE).is_file():
+                status(f"interrupted: the last finished epoch is saved in {self.ckpt_dir}; rerun with --resume to "
+                       "continue", True)
+            raise
 
 
-def train_epoch(objective: BattleNLL, optimizer: torch.optim.Optimizer, order: np.ndarray, batch: int,
-                bar: Any) -> None:
-    """One pass over the training battles in ``order``: one optimiser step per batch, on the batch's
-    mean NLL per unit of outcome weight."""
-    objective.train()
-    for s in range(0, order.size, batch):
-        i = order[s:s + batch]
-        loss = objective(i) / objective.weight(i)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        bar.update(1)
-
-
-def run_epochs(objective: BattleNLL, optimizer: torch.optim.Optimizer, data: TrainingData, opts: TrainOptions,
-               state: RunState, ckpt_dir: Path | None, progress: bool) -> None:
-    """Step 3, the epoch loop: train, validate (step 4), checkpoint (step 5) until max_epochs or
-    ``patience`` epochs without a better validation NLL."""
-    batch, max_epochs = int(opts.batch_size), int(opts.max_epochs)  # type: ignore[arg-type]
-    steps = -(-data.train_idx.size // batch)
-    kind = "fine-tuning" if opts.finetune else "frozen"
-    try:
-        with progress_bar(f"training P2L ({opts.loss}, {kind} {opts.backbone})",
-                          max(max_epochs - state.epoch, 0) * steps, progress) as bar:
-            for epoch in range(state.epoch + 1, max_epochs + 1):
-                if state.bad_epochs >= opts.patience:
-                    break
-                order = data.train_idx[state.rng.permutation(data.train_idx.size)]
-                train_epoch(objective, optimizer, order, batch, bar)
-                val = mean_nll(objective, data.val_idx)
-                state.record(epoch, mean_nll(objective, data.train_idx), val, objective.trainable_state)
-                if ckpt_dir is not None:
-                    save_checkpoint(ckpt_dir, data.fingerprint, state, objective, optimizer)
-    except KeyboardInterrupt:
-        if ckpt_dir is not None and (ckpt_dir / CHECKPOINT_FILE).is_file():
-            status(f"interrupted: the last finished epoch is saved in {ckpt_dir}; rerun with --resume to continue",
-                   True)
-        raise
-
-
-def build_result(objective: BattleNLL, backbone: Backbone, marginal: Leaderboard, data: TrainingData,
-                 opts: TrainOptions, state: RunState, ckpt_dir: Path | None, progress: bool) -> TrainResult:
-    """Step 6, the result: the best epoch's weights as a :class:`P2LModel`, compared with the marginal
-    leaderboard on the validation battles."""
+def build_result(trainer: Trainer, backbone: Backbone, marginal: Leaderboard, state: RunState) -> TrainResult:
+    """Step 6, the result: the best epoch's weights as a :class:`P2LModel` (on the CPU), compared with
+    the marginal leaderboard on the validation battles (by rank 0; every rank returns the result)."""
+    data, opts = trainer.data, trainer.opts
     stopped = "early stopping" if state.bad_epochs >= opts.patience else "max epochs"
-    objective.restore(state.best)
+    trainer.objective.restore(state.best)
+    trainer.objective.to("cpu")
+    backbone.to("cpu")
     history = state.history
     best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
     status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
-           f"{history[0]['val_nll']:.4f} (marginal) -> {state.best_val:.4f} (P2L)", progress)
-    model = P2LModel(backbone, objective.head, data.names, {"loss": opts.loss}, marginal.frame())
+           f"{history[0]['val_nll']:.4f} (marginal) -> {state.best_val:.4f} (P2L)", trainer.progress)
+    model = P2LModel(backbone, trainer.objective.head, data.names, {"loss": opts.loss}, marginal.frame())
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
-    evaluation = compare_predictors(opts.loss, data.rows[val], {
+    evaluation = trainer.world.on_main(lambda: compare_predictors(opts.loss, data.rows[val], {
         "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
         "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
-    })
+    }))
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
            "train_battles": int(data.train_idx.size), "val_battles": int(val.size), "best_epoch": best_epoch,
-           "stopped": stopped, "marginal_extra": marginal.extra}
-    return TrainResult(model, pd.DataFrame(history), evaluation, run, ckpt_dir)
+           "stopped": stopped, "marginal_extra": marginal.extra, "processes": trainer.world.size}
+    return TrainResult(model, pd.DataFrame(history), evaluation, run, trainer.ckpt_dir, trainer.world.is_main)
 
 
 def train_model(
@@ -469,24 +573,26 @@ def train_model(
     progress: bool = True,
 ) -> TrainResult:
     """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved: the
-    split, the warm start, the epoch loop with validation and checkpoints, the result."""
+    split, the warm start, the epoch loop with validation and checkpoints, the result. Under
+    ``torchrun`` every process calls this with the same battles and options (see the module)."""
     opts = (options or TrainOptions()).resolved()
-    ckpt_dir = None if checkpoint_dir is None else check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path
-    data = prepare_battles(battles, opts)
-    saved = read_checkpoint(ckpt_dir, data.fingerprint) if resume else None  # before any slow work
+    world = join_world()
+    progress = progress and world.is_main
+    ckpt_dir = world.on_main(lambda: None if checkpoint_dir is None else
+                             check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path)
+    data = world.everywhere(lambda: prepare_battles(battles, opts))
+    require_same_battles(world, data)
+    saved = world.on_main(lambda: read_checkpoint(ckpt_dir, data.fingerprint)) if resume else None  # before slow work
     _check_split(data, opts.loss)
-    _announce(data, opts.loss, progress)
+    _announce(data, opts.loss, world, progress)
     torch.manual_seed(opts.seed)
     marginal = fit_marginal(data, opts.loss)
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
     head = CoefficientHead(backbone.dim, len(data.names), opts.loss)
     warm_start(head, marginal)
-    objective = build_objective(head, backbone, data, opts.finetune)
-    optimizer = build_optimizer(objective, opts)
-    if saved is None:
-        state = start_state(objective, data, opts.seed)
-    else:
-        state = resume_state(objective, optimizer, saved, ckpt_dir / CHECKPOINT_FILE)  # type: ignore[operator]
-        status(f"resuming after epoch {state.epoch} (best validation NLL {state.best_val:.4f})", progress)
-    run_epochs(objective, optimizer, data, opts, state, ckpt_dir, progress)
-    return build_result(objective, backbone, marginal, data, opts, state, ckpt_dir, progress)
+    objective = build_objective(head, backbone, data, opts, world)
+    trainer = Trainer(data, opts, objective, build_optimizer(objective, opts), world, ckpt_dir, progress)
+    state = trainer.start(saved)
+    trainer.model = world.wrap(objective, lambda module: module(data.train_idx[:1]))
+    trainer.run(state)
+    return build_result(trainer, backbone, marginal, state)
