@@ -23,6 +23,10 @@ What is compared, and why:
   (random Llama weights: a tiny one and one of SmolLM2-135M's size) against a plain transformers
   forward of the same weights (``AutoModel`` + the CLS state through the head), prompts/s at the
   service's batch of 16 (``--skip-released`` leaves it out).
+* **Training** (issue 16): battles/s of ``train_model`` fine-tuning a tiny random Qwen2 (``hf:DIR
+  --finetune``, global batch 32) on 1 process against the plain torch + transformers loop a user
+  would write, and on 2 processes (``torchrun``, DDP over gloo) against 1, with the largest
+  difference of the per-epoch validation NLL between them (``--skip-training`` leaves it out).
 
 Data: base strengths that rise with log price (expensive models are better on average) plus a
 per-prompt perturbation, so the best model changes from prompt to prompt; prices per query
@@ -426,6 +430,172 @@ def bench_released(report: Report, args: argparse.Namespace) -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Training a fine-tuned hf: backbone on 1 and 2 processes (issue 16)
+# --------------------------------------------------------------------------------------------
+
+#: the fine-tuned backbone: a random Qwen2 (no dropout) small enough for a CPU, real layout
+TRAIN_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2)
+TRAIN_BATCH = 32  # the global batch, whatever the number of processes
+
+
+def write_training_backbone(directory: Path, texts: list[str], seed: int) -> None:
+    """A random Qwen2 causal LM (:data:`TRAIN_SIZE`) and a word-level tokenizer of ``texts`` in
+    ``directory``: what ``--backbone hf:DIR --finetune`` trains."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2Model
+
+    words = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    words.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<eos>"]))
+    torch.manual_seed(seed)
+    Qwen2Model(Qwen2Config(vocab_size=words.get_vocab_size(), max_position_embeddings=256, pad_token_id=1,
+                           eos_token_id=2, **TRAIN_SIZE)).save_pretrained(directory)
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<pad>",
+                            eos_token="<eos>").save_pretrained(directory)
+
+
+def _evalprism_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[str, object]]:
+    """Seconds of ``train_model`` fine-tuning the backbone for ``epochs`` (whole call: load, warm start,
+    epochs with their validation passes, result); in a torchrun world every process calls it."""
+    from evalprism.io import read_table
+    from evalprism.p2l import TrainOptions, train_model
+
+    options = TrainOptions(backbone=f"hf:{args.training_lm}", finetune=True, max_epochs=epochs,
+                           batch_size=TRAIN_BATCH, patience=epochs + 1, seed=args.seed)
+    table = read_table(args.training_data)
+    result, seconds = timed(lambda: train_model(table, options, progress=False))
+    return seconds, {"train_battles": result.options["train_battles"], "val_nll": result.history["val_nll"].tolist()}
+
+
+def _plain_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[str, object]]:
+    """The peer, the loop a user writes with transformers and torch alone on the same battles, split
+    and backbone: per epoch, AdamW steps on shuffled batches of :data:`TRAIN_BATCH` (last-token state,
+    a linear head, Bradley-Terry NLL), then the NLL of the training and validation battles, as
+    evalprism's history records. Seconds of the loop (the load is outside: the 3 - 1 difference drops
+    it from both sides)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from evalprism.io import read_table
+    from evalprism.p2l.train import split_prompts
+
+    table = read_table(args.training_data)
+    table = table[table["winner"].isin(["model_a", "model_b"])].reset_index(drop=True)
+    names = sorted(set(table["model_a"]) | set(table["model_b"]))
+    a, b = (torch.as_tensor(table[c].map(names.index).to_numpy()) for c in ("model_a", "model_b"))
+    y = torch.as_tensor((table["winner"] == "model_a").to_numpy(), dtype=torch.float32)
+    prompts = table["prompt"].tolist()
+    is_val = split_prompts(table["prompt"], 0.1, args.seed)
+    train, val = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    torch.manual_seed(args.seed)
+    tokenizer, model = AutoTokenizer.from_pretrained(args.training_lm), AutoModel.from_pretrained(args.training_lm)
+    head = torch.nn.Linear(model.config.hidden_size, len(names))
+    optimizer = torch.optim.AdamW([{"params": head.parameters(), "lr": 3e-3},
+                                   {"params": model.parameters(), "lr": 2e-5, "weight_decay": 0.0}])
+
+    def nll(idx: np.ndarray) -> torch.Tensor:
+        enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=1024)
+        hidden = model(**enc).last_hidden_state
+        last = enc["attention_mask"].shape[1] - 1 - enc["attention_mask"].flip(1).argmax(dim=1)
+        coefs, rows = head(hidden[torch.arange(len(idx)), last]), torch.arange(len(idx))
+        logit = coefs[rows, a[idx]] - coefs[rows, b[idx]]
+        return torch.nn.functional.binary_cross_entropy_with_logits(logit, y[idx], reduction="sum")
+
+    def loop() -> None:
+        rng = np.random.default_rng(args.seed)
+        for _ in range(epochs):
+            model.train()
+            order = train[rng.permutation(train.size)]
+            for start in range(0, order.size, TRAIN_BATCH):
+                batch = order[start:start + TRAIN_BATCH]
+                optimizer.zero_grad()
+                (nll(batch) / batch.size).backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                for idx in (train, val):
+                    sum(float(nll(idx[s:s + 64])) for s in range(0, idx.size, 64))
+
+    _, seconds = timed(loop)
+    return seconds, {"train_battles": int(train.size)}
+
+
+def training_worker(args: argparse.Namespace) -> int:
+    """One measurement inside one process, alone or in a torchrun world: seconds per epoch of
+    ``--training-worker`` (evalprism or plain) as (4 epochs - 1 epoch) / 3, so that loading and setup
+    cancel, after a first 1-epoch run that pays the first-call costs (imports, kernels); rank 0 prints
+    one JSON line."""
+    import json
+
+    run = _evalprism_training if args.training_worker == "evalprism" else _plain_training
+    run(args, 1)
+    one, _ = run(args, 1)
+    four, info = run(args, 4)
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps({"epoch_s": (four - one) / 3, **info}), flush=True)
+    return 0
+
+
+def _measure_training(kind: str, processes: int, threads: int, data: Path, lm: Path, seed: int) -> dict:
+    """Run :func:`training_worker` in fresh processes (under torchrun when ``processes`` > 1) with
+    ``threads`` torch threads each; its JSON line."""
+    import json
+    import subprocess
+    import sys
+
+    worker = [str(Path(__file__).resolve()), "--training-worker", kind, "--training-data", str(data),
+              "--training-lm", str(lm), "--seed", str(seed)]
+    launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    done = subprocess.run([sys.executable, *launch, *worker], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"training worker failed ({kind}, {processes} processes):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_training(report: Report, args: argparse.Namespace) -> None:
+    """Battles/s of fine-tuning a tiny ``hf:`` backbone (one epoch: the steps plus the validation and
+    training NLL passes) on 1 process against the plain torch loop, and on 2 processes (DDP over gloo)
+    against 1, one torch thread per process; the per-epoch validation NLL of 2 processes against 1
+    (same global batch)."""
+    import tempfile
+
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    battles = simulate_topic_battles(args.training_battles, seed=args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        data, lm = Path(tmp) / "battles.jsonl", Path(tmp) / "lm"
+        battles.to_json(data, orient="records", lines=True)
+        write_training_backbone(lm, battles["prompt"].tolist(), args.seed)
+        runs = {}
+        for kind, processes, threads in (("evalprism", 1, 1), ("plain", 1, 1), ("evalprism", 2, 1)):
+            log(f"training: {kind}, {processes} process(es) x {threads} thread(s), {len(battles):,} battles")
+            runs[kind, processes, threads] = _measure_training(kind, processes, threads, data, lm, args.seed)
+    n = runs["evalprism", 1, 1]["train_battles"]
+
+    def speed(key: tuple[str, int, int]) -> float:
+        return runs[key]["train_battles"] / runs[key]["epoch_s"]
+
+    report.section(f"P2L training: random Qwen2 {TRAIN_SIZE['hidden_size']}x{TRAIN_SIZE['num_hidden_layers']} "
+                   f"fine-tuned (hf:), global batch {TRAIN_BATCH}, battles/s per epoch")
+    ours, peer = speed(("evalprism", 1, 1)), speed(("plain", 1, 1))
+    report.add(Row(what="1 process x 1 thread: train_model vs plain torch loop", n=f"{n:,}",
+                   ours=f"{ours:,.0f}/s", peer=f"{peer:,.0f}/s", ratio=fmt_x(ours / peer)))
+    two, one = speed(("evalprism", 2, 1)), speed(("evalprism", 1, 1))
+    drift = np.abs(np.subtract(runs["evalprism", 2, 1]["val_nll"], runs["evalprism", 1, 1]["val_nll"])).max()
+    report.add(Row(what="2 processes (DDP, gloo) x 1 thread vs 1 process x 1 thread", n=f"{n:,}",
+                   ours=f"{two:,.0f}/s", peer=f"{one:,.0f}/s", ratio=fmt_x(two / one),
+                   quality=f"max|val NLL diff| {drift:.1e}"))
+    report.notes.append("[training] seconds per epoch = (4 epochs - 1 epoch) / 3 of one call each, after a warm-up "
+                        "call, so loading and setup cancel; an epoch includes the validation and training NLL "
+                        "passes (the plain loop runs them too). Every process runs one torch thread (torchrun's "
+                        "default): a tiny model on two threads of a busy 2-core machine mostly waits. The "
+                        "2-process row's peer is evalprism on 1 process.")
+
+
+# --------------------------------------------------------------------------------------------
 # Output and CLI
 # --------------------------------------------------------------------------------------------
 
@@ -464,7 +634,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="prompts for the tiny released-layout checkpoint (default 512; quick 128)")
     parser.add_argument("--released-large-prompts", type=int, default=None,
                         help="prompts for the SmolLM2-135M-sized checkpoint (default 48; quick 16)")
+    parser.add_argument("--skip-training", action="store_true", help="skip the training section (1 and 2 processes)")
+    parser.add_argument("--training-battles", type=int, default=None,
+                        help="battles of the training section (default 1,000; quick 300)")
+    # the training section's own worker processes (this script, alone or under torchrun)
+    parser.add_argument("--training-worker", choices=["evalprism", "plain"], help=argparse.SUPPRESS)
+    parser.add_argument("--training-data", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--training-lm", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.training_battles = args.training_battles or (300 if args.quick else 1_000)
     args.released_prompts = args.released_prompts or (128 if args.quick else 512)
     args.released_large_prompts = args.released_large_prompts or (16 if args.quick else 48)
     args.n = args.n or (2_000 if args.quick else TARGET_N)
@@ -475,6 +653,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.training_worker:
+        return training_worker(args)
     report = Report()
     print(environment_line(args), flush=True)
     load_before = os.getloadavg()
@@ -484,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_inference(report, args)
     if not args.skip_released:
         bench_released(report, args)
+    if not args.skip_training:
+        bench_training(report, args)
     report.notes.append(load_note(load_before))
     print_report(report)
     return 0
