@@ -223,7 +223,7 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
     if path is None or not path.is_file():
         raise EvalprismError(f"resume: no checkpoint at {path}; start without resume", parameter="resume")
     try:
-        state = torch.load(path, weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=False)  # broadcast to ranks on other devices
     except Exception as exc:  # torn or foreign files raise pickle, zip and EOF errors alike
         first = (str(exc).strip() or "empty").splitlines()[0]
         raise invalid_checkpoint(path, f"it cannot be read ({type(exc).__name__}: {first})") from None
@@ -293,9 +293,9 @@ def require_same_battles(world: World, data: TrainingData) -> None:
     def message(rank: int, other: tuple[str, str, str, str], first: tuple[str, str, str, str]) -> str:
         what = ("read different battles" if other[1] != first[1] else
                 "got different training options" if other[2] != first[2] else "drew different prompt splits")
-        return (f"the processes of this torchrun world {what}: rank {rank} has {other[0]} (content hash "
-                f"{other[1][:12]}), rank 0 has {first[0]} (content hash {first[1][:12]}); every process must "
-                "read the same battles file with the same options")
+        return (f"the processes of this torchrun world {what}: rank {rank} read {other[0]} (content hash "
+                f"{other[1][:12]}), rank 0 read {first[0]} (content hash {first[1][:12]}); every process must "
+                "read the same battles with the same options")
 
     world.require_same((data.where, data.content, data.fingerprint, data.split_digest()), message)
 
