@@ -403,7 +403,7 @@ def stem_pool(
 
     target = _claim(out, "stem pool", [correctness, models], overwrite, quiet)
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                           lm_eval_filter=lm_eval_filter)
+                                 lm_eval_filter=lm_eval_filter)
     pool.save(target)
     _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members")
 
@@ -453,7 +453,7 @@ def stem_audit(
 
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
     build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                    lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(target)
+                          lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(target)
     _wrote(out, quiet)
 
 
