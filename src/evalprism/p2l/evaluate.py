@@ -126,7 +126,7 @@ class EvaluationResult(SavedResult):
 
 
 def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
-                 progress: bool = True) -> EvaluationResult:
+                   progress: bool = True) -> EvaluationResult:
     """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
     marginal (training) leaderboard, and the aggregation scaling of Fig. 6 against the marginal BT
     fitted on these battles themselves (the ground truth of this prompt set)."""
