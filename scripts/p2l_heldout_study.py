@@ -492,6 +492,15 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
     mcurve = budget_curve(np.tile(board.coefs, (len(test.prompts), 1)), cost, test.names, "uniform", "average",
                           value=model.routing_value)
     curve["marginal_router_winrate"] = mcurve["router_winrate"].to_numpy()
+    # the same per-prompt leaderboards valued as BT win rates against a uniform opponent (grk's own value,
+    # sigma(beta), is the chance of not losing to the fictitious 'bad' model and saturates near 1)
+    coefs = model.leaderboards(test.prompts)
+    bt = budget_curve(coefs, cost, test.names, "uniform", "average", value="bt")
+    mbt = budget_curve(np.tile(board.coefs, (len(test.prompts), 1)), cost, test.names, "uniform", "average", value="bt")
+    curve["bt_router_winrate"] = bt["router_winrate"].to_numpy()
+    curve["bt_best_single_model"] = bt["best_single_model"].to_numpy()
+    curve["bt_best_single_winrate"] = bt["best_single_winrate"].to_numpy()
+    curve["bt_marginal_router_winrate"] = mbt["router_winrate"].to_numpy()
     curve.to_csv(out / "route_curve.csv", index=False)
     res.traffic.to_csv(out / "route_traffic_unconstrained.csv", index=False)
     print(curve.to_string(), flush=True)
