@@ -128,6 +128,28 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     assert np.isfinite(result.evaluation["nll"]).all()
 
 
+
+def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -> None:
+    """evaluate_model needs the marginal's tie parameter: the trained model carries it in memory as the
+    saved one does (it used to fail with an AssertionError until saved and loaded)."""
+    from evalprism.p2l import evaluate_model
+
+    def with_ties(battles: pd.DataFrame, seed: int) -> pd.DataFrame:
+        draw = np.random.default_rng(seed).random(len(battles))
+        battles.loc[draw < 0.2, "winner"] = "tie"
+        battles.loc[draw > 0.95, "winner"] = "tie (bothbad)"
+        return battles
+
+    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk", max_epochs=3),
+                         progress=False)
+    held_out = with_ties(simulate_topic_battles(300, seed=6), 2)
+    in_memory = evaluate_model(result.model, held_out, repeats=1, progress=False).metrics
+    result.save(tmp_path / "model")
+    loaded = evaluate_model(P2LModel.load(tmp_path / "model"), held_out, repeats=1, progress=False).metrics
+    assert set(in_memory["predictor"]) >= {"marginal", "p2l"}
+    pd.testing.assert_frame_equal(in_memory, loaded, atol=1e-6, rtol=0)
+
+
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """Torch on one thread, as each torchrun process (OMP_NUM_THREADS=1): on a busy 2-core machine two

@@ -560,6 +560,7 @@ def build_result(trainer: Trainer, backbone: Backbone, marginal: Leaderboard, st
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
            "train_battles": int(data.train_idx.size), "val_battles": int(val.size), "best_epoch": best_epoch,
            "stopped": stopped, "marginal_extra": marginal.extra, "processes": trainer.world.size}
+    model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
     return TrainResult(model, pd.DataFrame(history), evaluation, run, trainer.ckpt_dir, trainer.world.is_main)
 
 
