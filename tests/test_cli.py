@@ -172,3 +172,16 @@ def test_a_library_message_names_the_parameter_and_the_cli_the_flag(tmp_path: Pa
         from evalprism.judges import ClusterOptions
 
         ClusterOptions(n_components=50).check_shape(n_pairs=10)
+
+
+def test_the_flag_replaces_the_parameter_but_never_a_path_or_a_value_the_user_gave() -> None:
+    from evalprism.errors import EvalprismError
+
+    exc = EvalprismError("/runs/overwrite/out: holds the output of `evalprism ecdf`; pass overwrite to replace it",
+                         parameter="overwrite")
+    assert exc.naming("--overwrite") == ("/runs/overwrite/out: holds the output of `evalprism ecdf`; pass "
+                                         "--overwrite to replace it")
+    exc = EvalprismError("model.csv: holds 2 models ('model', 'b'); choose one (model)", parameter="model")
+    assert exc.naming("--model") == "model.csv: holds 2 models ('model', 'b'); choose one (--model)"
+    exc = EvalprismError("by 'by': a setting column cannot be one of the canonical columns", parameter="by")
+    assert exc.naming("--by") == "--by 'by': a setting column cannot be one of the canonical columns"

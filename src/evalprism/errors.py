@@ -32,4 +32,7 @@ class EvalprismError(Exception):
         message = str(self)
         if not self.parameter:
             return message
-        return re.sub(rf"(?<![\w-]){re.escape(self.parameter)}(?![\w-])", spelling, message)
+        # a whole word, and not part of a path, a file name or a quoted value the user gave
+        # ('/runs/model/x.csv', 'model.csv', "column 'model'") which must stay as the user wrote it
+        word = rf"(?<![\w\-/\\.'\"]){re.escape(self.parameter)}(?![\w\-/\\'\"]|\.\w)"
+        return re.sub(word, spelling, message)
