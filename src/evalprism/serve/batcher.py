@@ -5,6 +5,10 @@ item, keeps collecting for at most ``window_s`` or until ``max_batch`` items, an
 function in a dedicated thread, so the event loop keeps accepting and answering requests while the
 model runs (torch releases the GIL). While a batch runs, the next one fills up: under load the batch
 size grows by itself, and an idle service adds at most ``window_s`` of latency.
+
+One item's failure never reaches another's request: when a batch raises, its items are run again
+one at a time, so each gets its own result or its own error (a poisoned prompt costs its batch one
+more pass; the innocent requests of that batch still get their answers).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class MicroBatcher(Generic[Item, Result]):
         self.window_s = window_s
         self.max_batch = max_batch
         self.stats = BatchStats()
+        #: called with each batch's size after it ran (the service's metrics)
+        self.on_batch: Callable[[int], None] | None = None
         self._queue: asyncio.Queue[tuple[Item, asyncio.Future[Result]]] | None = None
         self._worker: asyncio.Task[None] | None = None
         # one thread: the model is not run by two batches at once (torch parallelises inside a call)
@@ -83,23 +89,37 @@ class MicroBatcher(Generic[Item, Result]):
 
     async def _run(self) -> None:
         assert self._queue is not None
-        loop = asyncio.get_running_loop()
         while True:
             batch = await self._collect()
-            items = [item for item, _ in batch]
+            outcomes: list[tuple[Result | None, Exception | None]]
             try:
-                results = await loop.run_in_executor(self._executor, self.fn, items)
-                if len(results) != len(items):
-                    raise RuntimeError(f"batch function returned {len(results)} results for {len(items)} items")
-            except Exception as exc:  # noqa: BLE001 - every waiting request gets the error, the worker goes on
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-            else:
-                for (_, future), result in zip(batch, results, strict=True):
-                    if not future.done():  # the client may have gone away
-                        future.set_result(result)
+                outcomes = [(result, None) for result in await self._call([item for item, _ in batch])]
+            except Exception as exc:  # noqa: BLE001 - isolate: each item alone, so an error reaches only its own future
+                outcomes = [(None, exc)] if len(batch) == 1 else [await self._one(item) for item, _ in batch]
+            for (_, future), (result, error) in zip(batch, outcomes, strict=True):
+                if future.done():  # the client went away
+                    continue
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)  # type: ignore[arg-type]
             self.stats.batches += 1
             self.stats.items += len(batch)
+            if self.on_batch is not None:
+                self.on_batch(len(batch))
             for _ in batch:
                 self._queue.task_done()
+
+    async def _call(self, items: list[Item]) -> Sequence[Result]:
+        """``fn(items)`` in the worker thread, checked to give one result per item."""
+        results = await asyncio.get_running_loop().run_in_executor(self._executor, self.fn, items)
+        if len(results) != len(items):
+            raise RuntimeError(f"batch function returned {len(results)} results for {len(items)} items")
+        return results
+
+    async def _one(self, item: Item) -> tuple[Result | None, Exception | None]:
+        """``item`` run alone: its result, or the error it raised."""
+        try:
+            return (await self._call([item]))[0], None
+        except Exception as exc:  # noqa: BLE001 - handed to this item's request only
+            return None, exc
