@@ -1,8 +1,9 @@
 """Test and benchmark harness for the router service, over real HTTP on loopback.
 
 - :class:`FakeUpstreams`: one small OpenAI-compatible server standing in for the paid APIs. It
-  answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not) and can be
-  told, per model, to fail with a 500 or to stall past the service's timeout. It records what it
+  answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not, usage
+  included) and can be told, per model, to fail with a 500 or a 529, to refuse with a 429 and
+  ``Retry-After``, to stall past the service's timeout, or to break a stream off. It records what it
   received (to check the upstream model name and key the service sent). Only this stands in for
   something: the service under test is evalprism's own, started with ``evalprism serve``.
 - :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port.
@@ -42,8 +43,13 @@ def free_port() -> int:
 class FakeUpstreams:
     """OpenAI-compatible chat completions for every model under ``/<model>/v1``."""
 
+    RETRY_AFTER = {"poet-7b": "7", "calc-13b": "3", "coder-34b": "11", "generalist-70b": "5"}  # else "2"
+    USAGE = {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
+
     def __init__(self) -> None:
-        self.behaviour: dict[str, str] = {}  # model -> "ok" (default) | "fail" | "slow"
+        # model -> "ok" (default) | "fail" (500) | "overloaded" (529) | "rate_limited" (429, Retry-After: RETRY_AFTER)
+        #          | "slow" (5 s) | "break" (a stream stops after its first chunk, the connection dropped)
+        self.behaviour: dict[str, str] = {}
         self.received: list[dict[str, Any]] = []
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(
@@ -65,23 +71,36 @@ class FakeUpstreams:
         behaviour = self.behaviour.get(model, "ok")
         if behaviour == "fail":
             return JSONResponse({"error": {"message": "upstream exploded"}}, status_code=500)
+        if behaviour == "overloaded":
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=529)
+        if behaviour == "rate_limited":
+            return JSONResponse({"error": {"message": "slow down"}}, status_code=429,
+                                headers={"retry-after": self.RETRY_AFTER.get(model, "2")})
         if behaviour == "slow":
             await asyncio.sleep(5)
         text = self.answer(model)
         if body.get("stream"):
-            return StreamingResponse(self._events(body["model"], text), media_type="text/event-stream")
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(self._events(body["model"], text, usage, behaviour == "break"),
+                                     media_type="text/event-stream")
         return JSONResponse({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5},
+            "usage": self.USAGE,
         })
 
-    @staticmethod
-    async def _events(model: str, text: str) -> Any:
+    @classmethod
+    async def _events(cls, model: str, text: str, usage: bool, breaks: bool) -> Any:
         for i, word in enumerate(text.split(" ")):
             piece = word if i == 0 else " " + word
             chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
                      "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            yield f"data: {json.dumps(chunk)}\n\n"
+            if breaks:
+                raise ConnectionResetError("the fake upstream breaks the stream off")  # uvicorn drops the connection
+        if usage:
+            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [], "usage": cls.USAGE}
             yield f"data: {json.dumps(chunk)}\n\n"
         yield "data: [DONE]\n\n"
 
@@ -99,11 +118,17 @@ class FakeUpstreams:
         self.thread.join(timeout=10)
 
 
-def write_config(path: Path, upstreams: FakeUpstreams, costs: dict[str, float], **extra: Any) -> Path:
-    """A router.yaml for candidates ``costs`` served by ``upstreams`` (key in $FAKE_UPSTREAM_KEY)."""
+def write_config(path: Path, upstreams: FakeUpstreams, costs: dict[str, float],
+                 prices: dict[str, tuple[float, float]] | None = None, **extra: Any) -> Path:
+    """A router.yaml for candidates ``costs`` served by ``upstreams`` (key in $FAKE_UPSTREAM_KEY);
+    ``prices``: per-token (prompt, completion) prices of some of them."""
+    prices = prices or {}
     config = {
         "models": {name: {"base_url": upstreams.base_url(name), "upstream_model": f"up-{name}",
-                          "api_key_env": "FAKE_UPSTREAM_KEY", "cost": cost} for name, cost in costs.items()},
+                          "api_key_env": "FAKE_UPSTREAM_KEY", "cost": cost,
+                          **({"prompt_token_price": prices[name][0], "completion_token_price": prices[name][1]}
+                             if name in prices else {})}
+                   for name, cost in costs.items()},
         **extra,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

@@ -62,18 +62,26 @@ def upstreams() -> Iterator[FakeUpstreams]:
 @pytest.fixture(scope="module")
 def service(model_dir: Path, upstreams: FakeUpstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("service")
-    config = write_config(root / "router.yaml", upstreams, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
+    config = write_config(root / "router.yaml", upstreams, COSTS, PRICES, budget=1.0, api_keys_env=["SERVICE_KEY"],
                           timeout_s=1.0, seed=0, precision="float32")  # float32: decisions compared to 1e-6
     with running_service(model_dir, config, ENV) as svc:
         svc.log_path = root / "decisions.jsonl"  # type: ignore[attr-defined]
         yield svc
 
 
+PRICES = {"poet-7b": (0.001, 0.002)}  # per prompt / completion token
+
+
 @pytest.fixture()
-def healthy_upstreams(upstreams: FakeUpstreams) -> Iterator[FakeUpstreams]:
+def healthy_upstreams(upstreams: FakeUpstreams, service: ServiceProcess) -> Iterator[FakeUpstreams]:
+    """The upstreams, all answering; afterwards each one a test made fail answers one request naming
+    it (the only candidate is tried even with its circuit open), which closes its circuit again."""
     upstreams.behaviour.clear()
     yield upstreams
+    failed = list(upstreams.behaviour)
     upstreams.behaviour.clear()
+    for name in failed:
+        post(service, "/v1/chat/completions", {"model": name, "messages": user("reset")})
 
 
 def post(svc: ServiceProcess, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -165,11 +173,148 @@ def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstre
 
 
 def test_every_upstream_failing_is_a_502_not_a_500(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    """max_attempts (default 3) of the four candidates are tried, in the decision's order; the 502 says
+    why for each, in the structured `evalprism.attempts` of a successful answer."""
     for name in COSTS:
         healthy_upstreams.behaviour[name] = "fail"
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[3])})
     assert response.status_code == 502
-    assert "every upstream attempt failed" in response.json()["error"]["message"]
+    body = response.json()
+    assert "every upstream attempt failed" in body["error"]["message"]
+    assert body["error"]["code"] == "upstream_error" and body["error"]["param"] is None
+    attempts = body["evalprism"]["attempts"]
+    assert [a["status"] for a in attempts] == [500, 500, 500]
+    assert attempts[0]["model"] == body["evalprism"]["decided"] and len({a["model"] for a in attempts}) == 3
+
+
+def failover_order(svc: ServiceProcess, prompt: str) -> list[str]:
+    """The candidates in the order a chat on ``prompt`` (budget 5: above every cost) tries them."""
+    coefs = post(svc, "/v1/route", {"messages": user(prompt), "budget": 5.0}).json()["coefs"]
+    return sorted(COSTS, key=lambda n: -coefs[n])  # unconstrained, uniform opponent: the order of θ
+
+
+def test_a_429_then_a_529_fail_over_to_the_third_candidate(service: ServiceProcess,
+                                                           healthy_upstreams: FakeUpstreams) -> None:
+    order = failover_order(service, PROMPTS[0])
+    healthy_upstreams.behaviour |= {order[0]: "rate_limited", order[1]: "overloaded"}
+    response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), "budget": 5.0})
+    assert response.status_code == 200, response.text
+    annotation = response.json()["evalprism"]
+    assert [(a["model"], a["status"]) for a in annotation["attempts"]] == [(order[0], 429), (order[1], 529),
+                                                                          (order[2], 200)]
+    assert annotation["attempts"][0]["retry_after"] == float(FakeUpstreams.RETRY_AFTER[order[0]])
+    assert annotation["model"] == order[2]
+
+
+def test_every_attempt_rate_limited_is_a_429_with_retry_after(service: ServiceProcess,
+                                                              healthy_upstreams: FakeUpstreams) -> None:
+    order = failover_order(service, PROMPTS[0])
+    for name in COSTS:
+        healthy_upstreams.behaviour[name] = "rate_limited"
+    response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), "budget": 5.0})
+    assert response.status_code == 429, response.text
+    assert response.headers["retry-after"] == str(min(int(FakeUpstreams.RETRY_AFTER[m]) for m in order[:3]))
+    body = response.json()
+    assert body["error"]["code"] == "rate_limit_exceeded"
+    assert [a["model"] for a in body["evalprism"]["attempts"]] == order[:3]
+    health = httpx.get(service.url + "/health").json()  # rate limiting is no outage: no circuit opened
+    assert health["status"] == "ok" and {u["state"] for u in health["upstreams"].values()} == {"closed"}
+
+
+def test_a_failing_upstream_is_skipped_once_its_circuit_opens(service: ServiceProcess,
+                                                              healthy_upstreams: FakeUpstreams) -> None:
+    """breaker_failures (default 3) consecutive failures open the circuit: /health says so, and the
+    next request goes straight to the next candidate without calling the failing upstream."""
+    order = failover_order(service, PROMPTS[0])
+    healthy_upstreams.behaviour[order[0]] = "fail"
+    body = {"messages": user(PROMPTS[0]), "budget": 5.0}
+    for _ in range(3):
+        assert post(service, "/v1/chat/completions", body).json()["evalprism"]["model"] == order[1]
+    health = httpx.get(service.url + "/health").json()
+    assert health["status"] == "degraded"
+    assert health["upstreams"][order[0]]["state"] == "open"
+    assert health["upstreams"][order[0]]["consecutive_failures"] == 3
+    assert 0 < health["upstreams"][order[0]]["retry_in_s"] <= 30
+    calls = sum(r["path_model"] == order[0] for r in healthy_upstreams.received)
+    annotation = post(service, "/v1/chat/completions", body).json()["evalprism"]
+    assert sum(r["path_model"] == order[0] for r in healthy_upstreams.received) == calls
+    assert [(a["model"], a["skipped"]) for a in annotation["attempts"]] == [(order[0], True), (order[1], False)]
+
+
+def test_every_circuit_open_makes_health_unavailable(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    for name in COSTS:
+        healthy_upstreams.behaviour[name] = "fail"
+    for _ in range(3):
+        for name in COSTS:
+            post(service, "/v1/chat/completions", {"model": name, "messages": user("hi")})
+    health = httpx.get(service.url + "/health").json()
+    assert health["status"] == "unavailable"
+    assert {u["state"] for u in health["upstreams"].values()} == {"open"}
+
+
+def log_lines(svc: ServiceProcess) -> list[dict[str, Any]]:
+    """Every line of the decision log, parsed by a strict parser (Infinity and NaN are refused)."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"non-JSON constant {constant} in the decision log")
+
+    text = svc.log_path.read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
+
+
+def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess) -> None:
+    """A lone UTF-16 surrogate (what JSON.stringify writes for a string cut inside an emoji) is a 400 at
+    the boundary; the 15 requests sent with it, in the same micro-batch window, all get 200, every round."""
+    poisoned = b'{"messages": [{"role": "user", "content": "hello \\udbed"}]}'
+    headers = {**AUTH, "content-type": "application/json"}
+
+    async def round_(k: int) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=30) as client:
+            return await asyncio.gather(*(client.post("/v1/route", content=poisoned) if i == 7 else
+                                          client.post("/v1/route", json={"messages": user(f"{PROMPTS[i % 4]} {k}.{i}")})
+                                          for i in range(16)))
+
+    for k in range(4):
+        replies = asyncio.run(round_(k))
+        assert [r.status_code for i, r in enumerate(replies) if i != 7] == [200] * 15
+        assert replies[7].status_code == 400
+        assert "lone UTF-16 surrogate U+DBED" in replies[7].json()["error"]["message"]
+    for path in ("/v1/chat/completions", "/v1/leaderboard"):
+        body = poisoned if path != "/v1/leaderboard" else b'{"prompt": ["fine", "cut \\ud83d"]}'
+        response = httpx.post(service.url + path, content=body, headers=headers, timeout=30)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["param"] in ("messages.0.content", "prompt.1")
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "NaN", "1e999"])
+def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: ServiceProcess, literal: str) -> None:
+    for path in ("/v1/route", "/v1/chat/completions"):
+        content = f'{{"messages": [{{"role": "user", "content": "hi"}}], "budget": {literal}}}'.encode()
+        response = httpx.post(service.url + path, content=content, timeout=30,
+                              headers={**AUTH, "content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert response.json()["error"] == {"message": response.json()["error"]["message"],
+                                            "type": "invalid_request_error", "param": "budget", "code": None}
+        assert "is not a finite number" in response.json()["error"]["message"]
+    assert log_lines(service)  # every line parses as strict JSON
+
+
+def test_a_broken_stream_is_logged_as_broken(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    healthy_upstreams.behaviour["calc-13b"] = "break"
+    received = b""
+    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=30,
+                      headers={**AUTH, "x-request-id": "broken-stream-1"},
+                      json={"model": "calc-13b", "stream": True, "messages": user(PROMPTS[1])}) as response:
+        assert response.status_code == 200 and response.headers["x-request-id"] == "broken-stream-1"
+        for piece in response.iter_bytes():
+            received += piece
+    events = [line[5:].strip() for line in received.decode().splitlines() if line.startswith("data:")]
+    assert "[DONE]" not in events and "upstream stream broke off" in json.loads(events[-1])["error"]["message"]
+    line = next(r for r in log_lines(service) if r.get("request_id") == "broken-stream-1")
+    assert line["outcome"] == "stream_broken" and line["bytes_relayed"] == len(received)
+    whole = post(service, "/v1/chat/completions", {"model": "poet-7b", "stream": True, "messages": user("hi")},
+                 {**AUTH, "x-request-id": "whole-stream-1"})
+    line = next(r for r in log_lines(service) if r.get("request_id") == "whole-stream-1")
+    assert line["outcome"] == "completed" and line["bytes_relayed"] == len(whole.content)
 
 
 def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, model_dir: Path) -> None:
@@ -283,6 +428,119 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
     assert all({"time", "prompt_sha256", "distribution", "budget", "latency_ms"} <= r.keys() for r in lines)
     text = (tmp_path / "decisions.jsonl").read_text()
     assert "question 1" not in text and UPSTREAM_KEY not in text and UPSTREAM_KEY not in output
+
+
+def test_openai_shape_of_models_errors_and_request_ids(service: ServiceProcess) -> None:
+    listed = httpx.get(service.url + "/v1/models", headers=AUTH)
+    cards = listed.json()["data"]
+    assert all(isinstance(c["created"], int) and c["object"] == "model" for c in cards)
+    one = httpx.get(service.url + "/v1/models/calc-13b", headers=AUTH)
+    assert one.json() == next(c for c in cards if c["id"] == "calc-13b")
+    missing = httpx.get(service.url + "/v1/models/gpt-9", headers=AUTH)
+    assert missing.status_code == 404
+    assert missing.json()["error"] | {"message": ""} == {"message": "", "type": "invalid_request_error",
+                                                         "param": "model", "code": "model_not_found"}
+    unauthorised = httpx.get(service.url + "/v1/models")
+    assert unauthorised.json()["error"]["code"] == "invalid_api_key" and unauthorised.json()["error"]["param"] is None
+    # a request id on every response: the client's own if it sent one, else a fresh one
+    ids = {r.headers["x-request-id"] for r in (listed, one, missing, unauthorised)}
+    assert len(ids) == 4 and all(i.startswith("req_") for i in ids)
+    routed = post(service, "/v1/route", {"messages": user(PROMPTS[2])}, {**AUTH, "x-request-id": "client-id-42"})
+    assert routed.headers["x-request-id"] == "client-id-42"
+    line = next(r for r in log_lines(service) if r.get("request_id") == "client-id-42")
+    assert line["prompt_sha256"] == routed.json()["prompt_sha256"] and line["chosen"] == routed.json()["model"]
+    wrong_method = httpx.get(service.url + "/v1/route", headers=AUTH)
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+
+
+def test_unknown_openai_parameters_pass_through_but_near_misses_of_budget_do_not(
+        service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    extras = {"prompt_cache_key": "k1", "safety_identifier": "u-9", "verbosity": "low", "function_call": "auto",
+              "functions": [{"name": "f", "parameters": {}}], "prompt_cache_retention": "24h"}
+    before = len(healthy_upstreams.received)
+    response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), **extras})
+    assert response.status_code == 200, response.text
+    assert healthy_upstreams.received[before]["body"] | extras == healthy_upstreams.received[before]["body"]
+    for typo in ("budegt", "Budget", "buget"):
+        refused = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), typo: 1.0})
+        assert refused.status_code == 422
+        assert refused.json()["error"]["message"].startswith(f"unknown field '{typo}': did you mean 'budget'?")
+        assert refused.json()["error"]["param"] == typo
+    assert len(healthy_upstreams.received) == before + 1
+
+
+@pytest.mark.parametrize("parts,message", [
+    ([{}, {"type": "text", "text": "hi"}], "messages.0.content: part 0 has no 'type'"),
+    ([{"type": "text", "text": "hi"}, {"type": "image_url"}], "messages.0.content: part 1 (image_url): image_url: Field required"),
+    ([{"type": "image_url", "image_url": {"detail": "low"}}], "part 0 (image_url): image_url.url: Field required"),
+    ([{"type": "txet", "text": "hi"}], "part 0 has type 'txet': expected one of text, image_url"),
+    ([{"type": "text"}], "part 0 (text): text: Field required"),
+])
+def test_malformed_content_parts_are_refused_before_any_upstream_call(
+        service: ServiceProcess, healthy_upstreams: FakeUpstreams, parts: list[dict[str, Any]], message: str) -> None:
+    before = len(healthy_upstreams.received)
+    response = post(service, "/v1/chat/completions", {"messages": [{"role": "user", "content": parts}]})
+    assert response.status_code == 422 and message in response.json()["error"]["message"], response.text
+    assert len(healthy_upstreams.received) == before
+
+
+def test_well_formed_parts_route_on_their_text(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    parts = [{"type": "text", "text": PROMPTS[2]}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]
+    response = post(service, "/v1/chat/completions", {"messages": [{"role": "user", "content": parts}]})
+    assert response.status_code == 200
+    assert response.json()["evalprism"]["prompt_sha256"] == post(service, "/v1/route", {
+        "messages": user(PROMPTS[2])}).json()["prompt_sha256"]
+    assert healthy_upstreams.received[-1]["body"]["messages"][0]["content"] == parts
+
+
+def metric_samples(svc: ServiceProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """/metrics parsed by prometheus-client's own parser."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(svc.url + "/metrics", headers=AUTH).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_metrics_count_requests_decisions_batches_and_upstream_errors(
+        service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    assert httpx.get(service.url + "/metrics").status_code == 401  # behind the same auth
+    before = metric_samples(service)
+    for k in range(5):
+        post(service, "/v1/route", {"messages": user(f"{PROMPTS[0]} {k}"), "budget": 5.0})
+    healthy_upstreams.behaviour["coder-34b"] = "fail"
+    post(service, "/v1/chat/completions", {"model": "coder-34b", "messages": user("hi")})
+    after = metric_samples(service)
+
+    def delta(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert delta("evalprism_requests_total", endpoint="/v1/route", status="200") == 5
+    assert delta("evalprism_request_duration_seconds_count", endpoint="/v1/route") == 5
+    assert delta("evalprism_routing_decisions_total", model="poet-7b") == 5  # the planted best, unconstrained
+    assert delta("evalprism_batch_size_sum") == 5  # each prompt in exactly one batch
+    assert delta("evalprism_upstream_errors_total", upstream="coder-34b") == 1
+    assert delta("evalprism_requests_total", endpoint="/v1/chat/completions", status="502") == 1
+
+
+def test_realised_cost_is_usage_times_the_token_prices(service: ServiceProcess,
+                                                       healthy_upstreams: FakeUpstreams) -> None:
+    usage = FakeUpstreams.USAGE
+    want = usage["prompt_tokens"] * PRICES["poet-7b"][0] + usage["completion_tokens"] * PRICES["poet-7b"][1]
+    body = post(service, "/v1/chat/completions", {"model": "poet-7b", "messages": user("hi")},
+                {**AUTH, "x-request-id": "cost-1"}).json()
+    assert body["evalprism"]["realised_cost"] == pytest.approx(want, rel=1e-12)
+    assert "realised_cost" not in post(service, "/v1/chat/completions",
+                                       {"model": "calc-13b", "messages": user("hi")}).json()["evalprism"]  # no prices
+    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=30, headers={**AUTH, "x-request-id": "cost-2"},
+                      json={"model": "poet-7b", "stream": True, "stream_options": {"include_usage": True},
+                            "messages": user("hi")}) as response:
+        chunks = [json.loads(line[5:]) for line in response.iter_lines()
+                  if line.startswith("data:") and "[DONE]" not in line]
+    assert [c["evalprism"]["realised_cost"] for c in chunks if c.get("usage")] == [pytest.approx(want, rel=1e-12)]
+    lines = {r["request_id"]: r for r in log_lines(service) if r.get("request_id") in ("cost-1", "cost-2")}
+    assert lines["cost-1"]["realised_cost"] == lines["cost-2"]["realised_cost"] == pytest.approx(want, rel=1e-12)
 
 
 def run_serve(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

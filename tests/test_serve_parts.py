@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import pytest
+from pydantic import ValidationError
 
 from evalprism.serve.batcher import MicroBatcher
+from evalprism.serve.decisions import DecisionLog, json_line
+from evalprism.serve.health import HealthBoard
+from evalprism.serve.schemas import ChatCompletionRequest, check_values
+from evalprism.serve.upstream import retry_after_seconds
 
 
 def test_one_failing_item_fails_only_its_own_request() -> None:
@@ -33,3 +42,67 @@ def test_one_failing_item_fails_only_its_own_request() -> None:
         assert isinstance(results[9], ZeroDivisionError)
         assert [r for i, r in enumerate(results) if i != 9] == [1 / (i + 1) for i in range(16) if i != 9]
     assert max(calls) > 1  # the poisoned item really shared batches with innocent ones
+
+
+def test_circuit_opens_after_threshold_failures_and_half_opens_after_the_cool_down() -> None:
+    now = [100.0]
+    board = HealthBoard(["a", "b"], threshold=3, cooldown_s=30.0, clock=lambda: now[0])
+    board.failure("a", "boom")
+    board.failure("a", "boom")
+    assert board.state("a") == "closed"
+    board.success("a")  # a success in between resets the count
+    for _ in range(3):
+        board.failure("a", "boom")
+    assert board.state("a") == "open" and not board.available("a") and board.available("b")
+    assert board.report()["a"].retry_in_s == 30.0 and board.report()["a"].consecutive_failures == 3
+    now[0] += 29.9
+    assert board.state("a") == "open"
+    now[0] += 0.2
+    assert board.state("a") == "half_open" and board.available("a")
+    board.failure("a", "still down")  # the trial failed: open for another cool-down
+    assert board.state("a") == "open" and board.report()["a"].retry_in_s == 30.0
+    now[0] += 31
+    board.success("a")
+    assert board.state("a") == "closed" and board.report()["a"].consecutive_failures == 0
+
+
+def test_retry_after_in_seconds_or_as_an_http_date() -> None:
+    now = datetime(2026, 11, 24, 12, 0, 0, tzinfo=UTC)
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds(format_datetime(datetime(2026, 11, 24, 12, 1, 30, tzinfo=UTC), usegmt=True), now) == 90.0
+    assert retry_after_seconds("Tue, 24 Nov 2026 11:00:00 GMT", now) == 0.0  # in the past: retry now
+    assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+    assert retry_after_seconds("inf") is None
+
+
+@pytest.mark.parametrize("body,kind,param", [
+    ({"messages": [{"role": "user", "content": "cut \ud83d"}]}, "invalid_text", "messages.0.content"),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "x\udc00"}]}]}, "invalid_text",
+     "messages.0.content.0.text"),
+    ({"messages": [{"role": "user", "content": "hi"}], "metadata": {"k\udbed": "v"}}, "invalid_text", "metadata"),
+    ({"messages": [{"role": "user", "content": "hi"}], "temperature": float("nan")}, "non_finite_number", "temperature"),
+    ({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"5": float("-inf")}}, "non_finite_number",
+     "logit_bias.5"),
+])
+def test_body_checks_name_the_place(body: dict, kind: str, param: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        ChatCompletionRequest.model_validate(body)
+    error = info.value.errors()[0]
+    assert (error["type"], error["ctx"]["param"]) == (kind, param)
+
+
+def test_valid_text_passes_the_checks() -> None:
+    check_values({"messages": [{"content": "emoji \U0001f600 and accents é, 1.5e300"}], "n": 1, "t": 1e308})
+
+
+def test_decision_log_lines_are_strict_json(tmp_path) -> None:
+    assert json_line({"x": float("inf"), "y": [1.0, float("nan")], "z": 2.5}) == '{"x":null,"y":[1.0,null],"z":2.5}'
+    log = DecisionLog(tmp_path / "d.jsonl")
+    log.write({"budget": float("inf"), "ok": 1})
+    log.close()
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    line = json.loads((tmp_path / "d.jsonl").read_text(), parse_constant=refuse)
+    assert line["budget"] is None and line["ok"] == 1

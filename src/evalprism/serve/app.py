@@ -2,11 +2,13 @@
 
 Endpoints (all but ``/health`` behind bearer auth when keys are configured):
 
-- ``GET /health``; ``GET /v1/models`` (the router and the candidates);
+- ``GET /health`` (with each upstream's circuit); ``GET /v1/models``, ``GET /v1/models/{id}``;
+- ``GET /metrics``: Prometheus metrics (:mod:`~evalprism.serve.metrics`);
 - ``POST /v1/leaderboard``: per-prompt P2L coefficients, and the eq. (3) leaderboard of a list;
 - ``POST /v1/route``: the routing decision for a conversation (Theorem 1, Algorithm 1);
-- ``POST /v1/chat/completions``: routes, forwards to the chosen upstream (one failover), returns
-  the upstream's answer with the decision in the extra field ``evalprism``; streaming and not.
+- ``POST /v1/chat/completions``: routes, forwards to the chosen upstream (failover in value order,
+  :mod:`~evalprism.serve.upstream`), returns the upstream's answer with the decision in the extra
+  field ``evalprism``; streaming and not.
 
 P2L inference runs micro-batched in a worker thread (:mod:`~evalprism.serve.batcher`); every
 routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`).
@@ -17,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +40,15 @@ from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import check_budget
 from evalprism.serve.batcher import MicroBatcher
-from evalprism.serve.config import Secrets, ServeConfig
+from evalprism.serve.config import Secrets, ServeConfig, realised_cost
 from evalprism.serve.decisions import DecisionLog, elapsed_ms, prompt_hash
+from evalprism.serve.metrics import CONTENT_TYPE, Metrics
+from evalprism.serve.observe import Observe
 from evalprism.serve.router import Decision, Job, RoutingCore
 from evalprism.serve.schemas import (
+    ERROR_STATUS,
     ChatCompletionRequest,
+    ErrorBody,
     Health,
     LeaderboardRequest,
     LeaderboardResponse,
@@ -51,26 +58,43 @@ from evalprism.serve.schemas import (
     PromptLeaderboard,
     RouteRequest,
     RouteResponse,
+    UpstreamHealth,
+    error_content,
     routing_prompt,
 )
 from evalprism.serve.security import BearerAuth, BodyLimit
-from evalprism.serve.upstream import Outcome, Upstreams, relay_events
+from evalprism.serve.upstream import Outcome, Relayed, Upstreams, relay_events
 
 log = logging.getLogger("evalprism.serve")
 MAX_PROMPTS_PER_REQUEST = 1024
 
 
 class RequestError(HTTPException):
-    """A 4xx with a message for the client."""
+    """A 4xx with a message for the client (``code``: OpenAI's machine-readable error code, if any)."""
 
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
         super().__init__(status_code=status, detail=message)
         self.param = param
+        self.code = code
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}},
-                        status_code=status)
+def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+           code: str | None = None, headers: Mapping[str, str] | None = None,
+           **extra: Any) -> JSONResponse:
+    return JSONResponse({**error_content(message, kind, param, code), **extra}, status_code=status, headers=headers)
+
+
+#: the statuses each operation can answer besides 200, for the OpenAPI schema
+_COMMON = (400, 401, 413, 415, 422)
+_STATUS_TEXT = {400: "malformed JSON or text that is not valid Unicode", 401: "missing or invalid bearer token",
+                404: "unknown model", 405: "method not allowed", 413: "body or prompt too large",
+                415: "the body is not sent as JSON", 422: "invalid field values", 429: "every upstream attempt was "
+                "rate-limited (Retry-After: the shortest wait an upstream asked for)",
+                502: "no upstream answered (evalprism.attempts says why)"}
+
+
+def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": ErrorBody, "description": _STATUS_TEXT[status]} for status in statuses}
 
 
 @dataclass
@@ -82,6 +106,7 @@ class Service:
     batcher: MicroBatcher[Job, Decision]
     upstreams: Upstreams
     decisions: DecisionLog
+    metrics: Metrics
 
     def prompt_of(self, messages: Messages, param: str = "messages") -> str:
         """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
@@ -116,9 +141,10 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
     ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime)."""
     core = RoutingCore(model, config)
+    metrics = Metrics()
     state: dict[str, Service] = {}
     app = FastAPI(title="evalprism P2L router", version=__version__,
-                  lifespan=_lifespan(core, config, secrets, decision_log, transport, state),
+                  lifespan=_lifespan(core, config, secrets, decision_log, transport, metrics, state),
                   description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
                               "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).")
     _install_error_handlers(app)
@@ -130,13 +156,15 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     _add_leaderboard_route(app, service, model)
     _add_route_route(app, service, core)
     _add_chat_route(app, service, config)
+    _document_security(app, bool(secrets.api_keys))
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
-    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # outermost: before auth reads anything
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
+    app.add_middleware(Observe, metrics=metrics)  # outermost: every answer gets its request id and is counted
     return app
 
 
 def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision_log: str | Path,
-              transport: httpx.AsyncBaseTransport | None,
+              transport: httpx.AsyncBaseTransport | None, metrics: Metrics,
               state: dict[str, Service]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Start-up and shutdown: the micro-batcher (warmed up), the upstream clients and the decision
     log make the :class:`Service` in ``state``; shutdown stops and closes them."""
@@ -148,13 +176,14 @@ def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision
         await batcher.start()
         await batcher.submit(Job("warm-up", route=False))  # first-call costs (allocations, JIT) before traffic
         batcher.stats.batches = batcher.stats.items = 0
+        batcher.on_batch = metrics.batch_size.observe
         # The heap now holds millions of long-lived objects (torch, transformers, the encoder); a full
         # collection under load would walk them all (a 340 ms pause every ~2,000 requests, measured).
         # Freezing moves them out of the collector's reach; what requests allocate is still collected.
         gc.collect()
         gc.freeze()
         service = Service(config, core, batcher, Upstreams(config, secrets.upstream_keys, transport),
-                          DecisionLog(decision_log))
+                          DecisionLog(decision_log), metrics)
         state["service"] = service
         try:
             yield
@@ -166,27 +195,65 @@ def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision
     return lifespan
 
 
+def _document_security(app: FastAPI, required: bool) -> None:
+    """The bearer scheme in the OpenAPI schema (the auth itself is middleware, which FastAPI cannot see)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"}}
+            if required:
+                for path, operations in schema["paths"].items():
+                    if path != "/health":
+                        for operation in operations.values():
+                            operation["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def _add_status_routes(app: FastAPI, service: ServiceOf, core: RoutingCore, model: P2LModel, config: ServeConfig,
                        precision: str) -> None:
-    """``GET /health`` and ``GET /v1/models``."""
+    """``GET /health``, ``GET /metrics``, ``GET /v1/models`` and ``GET /v1/models/{id}``."""
+    created = int(time.time())  # models' "created": when this service started
+    cards = {config.router_name: ModelCard(id=config.router_name, created=created, owned_by="evalprism")}
+    cards |= {name: ModelCard(id=name, created=created, owned_by="upstream", cost=up.cost)
+              for name, up in config.models.items()}
 
     @app.get("/health", response_model=Health)
     async def health() -> Health:
+        """Liveness, and each upstream's circuit: ``status`` is ``degraded`` while some circuit is open,
+        ``unavailable`` while every one is (the service itself answers either way)."""
         s = service()
-        return Health(models=len(core.candidates), precision=precision, runtime=model.backbone.runtime,
-                      batches=s.batcher.stats.batches, prompts=s.batcher.stats.items, decisions=s.decisions.count)
+        upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
+        opened = sum(u.state == "open" for u in upstreams.values())
+        status = "ok" if not opened else "unavailable" if opened == len(upstreams) else "degraded"
+        return Health(status=status, models=len(core.candidates), precision=precision, runtime=model.backbone.runtime,
+                      batches=s.batcher.stats.batches, prompts=s.batcher.stats.items, decisions=s.decisions.count,
+                      upstreams=upstreams)
 
-    @app.get("/v1/models", response_model=ModelList)
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(service().metrics.render(), media_type=CONTENT_TYPE)
+
+    @app.get("/v1/models", response_model=ModelList, responses=_responses(401))
     async def models() -> ModelList:
-        cards = [ModelCard(id=config.router_name, owned_by="evalprism")]
-        cards += [ModelCard(id=name, owned_by="upstream", cost=up.cost) for name, up in config.models.items()]
-        return ModelList(data=cards)
+        return ModelList(data=list(cards.values()))
+
+    @app.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_responses(401, 404))
+    async def retrieve_model(model_id: str) -> ModelCard:
+        if model_id not in cards:
+            raise RequestError(404, f"model {model_id!r} is not served here: {', '.join(cards)}", "model",
+                               "model_not_found")
+        return cards[model_id]
 
 
 def _add_leaderboard_route(app: FastAPI, service: ServiceOf, model: P2LModel) -> None:
     """``POST /v1/leaderboard``: per-prompt coefficients, and the aggregate leaderboard of a list."""
 
-    @app.post("/v1/leaderboard", response_model=LeaderboardResponse)
+    @app.post("/v1/leaderboard", response_model=LeaderboardResponse, responses=_responses(*_COMMON))
     async def leaderboard(req: LeaderboardRequest) -> LeaderboardResponse:
         s = service()
         if (req.prompt is None) == (req.messages is None):
@@ -206,16 +273,18 @@ def _add_leaderboard_route(app: FastAPI, service: ServiceOf, model: P2LModel) ->
 def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> None:
     """``POST /v1/route``: the routing decision for a conversation, logged."""
 
-    @app.post("/v1/route", response_model=RouteResponse)
-    async def route_endpoint(req: RouteRequest) -> Response:
+    @app.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON))
+    async def route_endpoint(req: RouteRequest, request: Request) -> Response:
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
         budget = s.budget_of(req.budget)
         decision = await s.batcher.submit(Job(prompt, budget))
         digest = prompt_hash(prompt)
-        s.decisions.write({"endpoint": "/v1/route", "prompt_sha256": digest, "chosen": decision.chosen,
-                           **s.decision_fields(decision, budget), "latency_ms": elapsed_ms(start)})
+        s.metrics.decisions.labels(decision.chosen).inc()
+        s.decisions.write({"endpoint": "/v1/route", "request_id": request.state.request_id, "prompt_sha256": digest,
+                           "chosen": decision.chosen, **s.decision_fields(decision, budget),
+                           "latency_ms": elapsed_ms(start)})
         body = RouteResponse(
             model=decision.chosen, distribution=decision.probs, expected_winrate=decision.expected_winrate,
             router_coef=decision.router_coef, expected_cost=decision.expected_cost, budget=budget,
@@ -225,20 +294,27 @@ def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> Non
         return Response(body.model_dump_json(), media_type="application/json")
 
 
+_CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its server-sent events with `stream`), "
+                         "with the routing decision in `evalprism`",
+                         "content": {"application/json": {"schema": {"type": "object"}},
+                                     "text/event-stream": {"schema": {"type": "string"}}}},
+                   **_responses(*_COMMON, 404, 429, 502)}
+
+
 def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> None:
-    """``POST /v1/chat/completions``: route (or take the named candidate), forward with one failover,
+    """``POST /v1/chat/completions``: route (or take the named candidate), forward with failover,
     return the upstream's answer with the decision; streaming and not."""
 
-    @app.post("/v1/chat/completions", response_model=None)
-    async def chat(req: ChatCompletionRequest) -> JSONResponse | StreamingResponse:
+    @app.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
+    async def chat(req: ChatCompletionRequest, request: Request) -> JSONResponse | StreamingResponse:
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
-        record: dict[str, Any] = {"endpoint": "/v1/chat/completions", "prompt_sha256": prompt_hash(prompt),
-                                  "stream": req.stream}
+        annotation: dict[str, Any]
         if req.model in (None, config.router_name):
             budget = s.budget_of(req.budget)
             decision = await s.batcher.submit(Job(prompt, budget))
+            s.metrics.decisions.labels(decision.chosen).inc()
             order = [decision.chosen, *decision.fallbacks]
             annotation = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
         elif req.model in config.models:  # the client named a candidate: no routing, and no substitute
@@ -246,34 +322,73 @@ def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> No
             annotation = {"routed": False, "decided": req.model}
         else:
             raise RequestError(404, f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
-                                    f"or one of {', '.join(config.models)}", "model")
-        annotation["prompt_sha256"] = record["prompt_sha256"]
+                                    f"or one of {', '.join(config.models)}", "model", "model_not_found")
+        annotation["prompt_sha256"] = prompt_hash(prompt)
         annotation["routing_ms"] = elapsed_ms(start)
         outcome = await s.upstreams.complete(order, req.upstream_body(), stream=req.stream)
+        s.metrics.observe_attempts(outcome.attempts)
         annotation["model"] = outcome.model
         annotation["attempts"] = [vars(a) for a in outcome.attempts]
-        record.update(annotation)
+        record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
+                  **annotation}
         headers = {"x-evalprism-model": outcome.model or ""}
         if outcome.stream is not None:
             return StreamingResponse(_logged_stream(s, outcome, annotation, record, start),
                                      media_type="text/event-stream", headers=headers)
-        record.update({"status": outcome.status, "latency_ms": elapsed_ms(start)})
-        s.decisions.write(record)
         if outcome.body is None:
-            failures = "; ".join(a.error or "" for a in outcome.attempts)
-            return _error(502, f"every upstream attempt failed: {failures}", "upstream_error")
+            return _failed(s, outcome, annotation, record, start)
+        cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
+        if cost is not None:
+            annotation["realised_cost"] = cost
+        s.decisions.write({**record, "status": outcome.status, "realised_cost": cost,
+                           "outcome": "completed" if outcome.status < 400 else "upstream_refused",
+                           "latency_ms": elapsed_ms(start)})
         return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
+
+
+def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
+    cost = None if model is None else realised_cost(s.config.models[model], usage)
+    if cost is not None:
+        s.metrics.cost.labels(model).inc(cost)
+    return cost
+
+
+def _failed(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
+            start: float) -> JSONResponse:
+    """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, else 502;
+    the attempts are in the body's ``evalprism``, as in a successful answer."""
+    failures = "; ".join(a.error or "" for a in outcome.attempts)
+    rate_limited = outcome.status == 429
+    s.decisions.write({**record, "status": outcome.status, "outcome": "rate_limited" if rate_limited else
+                       "upstream_failed", "latency_ms": elapsed_ms(start)})
+    if rate_limited:
+        headers = {} if outcome.retry_after is None else {"retry-after": str(math.ceil(outcome.retry_after))}
+        return _error(429, f"every upstream attempt was rate-limited: {failures}", "rate_limit_error",
+                      code="rate_limit_exceeded", headers=headers, evalprism=annotation)
+    return _error(502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error",
+                  evalprism=annotation)
 
 
 async def _logged_stream(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
                          start: float) -> AsyncIterator[bytes]:
-    """Relay the upstream stream; the decision is logged when it ends, however it ends."""
-    assert outcome.stream is not None
+    """Relay the upstream stream; the decision is logged when it ends, however it ends, with how it
+    ended (completed, stream_broken, cut) and the bytes relayed. A broken stream counts against the
+    upstream's health."""
+    assert outcome.stream is not None and outcome.model is not None
+    model = outcome.model
+    relayed = Relayed()
     try:
-        async for chunk in relay_events(outcome.stream, annotation):
+        async for chunk in relay_events(outcome.stream, annotation, relayed,
+                                        lambda usage: _realised_cost(s, model, usage)):
             yield chunk
     finally:
-        s.decisions.write({**record, "status": outcome.status, "latency_ms": elapsed_ms(start)})
+        if relayed.end == "stream_broken":
+            s.upstreams.health.failure(model, f"{model}: {relayed.error}")
+            s.metrics.upstream_errors.labels(model).inc()
+        s.decisions.write({**record, "status": outcome.status, "outcome": relayed.end,
+                           "bytes_relayed": relayed.bytes, "stream_error": relayed.error,
+                           "realised_cost": realised_cost(s.config.models[model], relayed.usage),
+                           "latency_ms": elapsed_ms(start)})
 
 
 def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str], bool]:
@@ -300,6 +415,11 @@ def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str]
     return texts, many
 
 
+def _branch_label(part: object) -> bool:
+    """Whether a pydantic error location part names a union branch (``str``, ``list[...]``), not a field."""
+    return isinstance(part, str) and (part in ("str", "int", "float", "bool") or "[" in part)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     """Every error is an OpenAI-style ``{"error": {...}}`` with a 4xx, never a bare 500."""
 
@@ -311,7 +431,9 @@ def _install_error_handlers(app: FastAPI) -> None:
             return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {got})")
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
-        loc = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        if first.get("type") in ERROR_STATUS:  # the body checks of schemas.py: their message names the place
+            return _error(ERROR_STATUS[first["type"]], first["msg"], param=first.get("ctx", {}).get("param"))
+        loc = ".".join(str(part) for part in first.get("loc", ()) if part != "body" and not _branch_label(part))
         if first.get("type") == "json_invalid":
             return _error(400, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})")
         message = f"{loc or 'body'}: {first.get('msg')}"
@@ -322,8 +444,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(422, message, param=loc or None)
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail), param=getattr(exc, "param", None))
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # keeps e.g. Allow on a 405
+        return _error(exc.status_code, str(exc.detail), param=getattr(exc, "param", None),
+                      code=getattr(exc, "code", None), headers=exc.headers)
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:

@@ -12,7 +12,8 @@ api_keys_env: [EVALPRISM_API_KEY]   # environment variables that hold accepted b
 Secrets never live in the file: upstream keys and accepted bearer tokens are read from the
 environment variables it names, once, at startup (an unset variable is an error there, not a 401
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
-``timeout_s``, ``connect_timeout_s``, ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
+``timeout_s``, ``connect_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
+``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
 ``max_prompt_chars``, ``seed``, ``precision``, ``runtime``.
 """
 
@@ -44,6 +45,8 @@ class UpstreamConfig(_Strict):
     upstream_model: str | None = Field(None, description="the model name the upstream expects (default: the candidate name)")
     api_key_env: str | None = Field(None, description="environment variable holding the upstream's API key")
     cost: float = Field(ge=0, description="cost of one request (any unit, the same for every model)")
+    prompt_token_price: float | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
+    completion_token_price: float | None = Field(None, ge=0, description="price of one completion token")
 
     @field_validator("base_url")
     @classmethod
@@ -52,12 +55,23 @@ class UpstreamConfig(_Strict):
             raise ValueError("expected an http:// or https:// URL")
         return value.rstrip("/")
 
-    @field_validator("cost")
+    @field_validator("cost", "prompt_token_price", "completion_token_price")
     @classmethod
-    def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
             raise ValueError("expected a finite number")
         return value
+
+
+def realised_cost(upstream: UpstreamConfig, usage: Any) -> float | None:
+    """``usage`` (an OpenAI ``usage`` object) priced at the upstream's per-token prices; None when the
+    config gives no prices or the upstream reported no token counts."""
+    if (upstream.prompt_token_price is None and upstream.completion_token_price is None) or not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return prompt * (upstream.prompt_token_price or 0.0) + completion * (upstream.completion_token_price or 0.0)
 
 
 class ServeConfig(_Strict):
@@ -76,6 +90,9 @@ class ServeConfig(_Strict):
     # event loop answer one batch and read the next while the model runs, and one slow batch delays fewer
     # requests. 32 clients, four runs each (benchmarks/bench_serve.py): p99 83-90 ms at 16, 82-110 ms at 64.
     max_batch: int = Field(16, ge=1, description="most prompts in one P2L forward pass")
+    max_attempts: int = Field(3, ge=1, description="most upstreams one chat request tries, in the decision's value order")
+    breaker_failures: int = Field(3, ge=1, description="consecutive failures that open an upstream's circuit")
+    breaker_cooldown_s: float = Field(30.0, gt=0, description="how long an open circuit is skipped")
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
     seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")

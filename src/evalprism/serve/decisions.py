@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from datetime import UTC, datetime
@@ -22,6 +23,26 @@ from evalprism.errors import EvalprismError
 def prompt_hash(prompt: str) -> str:
     """SHA-256 of the prompt text (UTF-8), hex: how prompts appear in logs and responses."""
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """``record`` as one line of strict JSON. Requests with non-finite numbers are refused at the
+    boundary (:func:`evalprism.serve.schemas.check_values`); should one still come from elsewhere,
+    it is written as null rather than as the non-JSON literal ``Infinity`` or ``NaN``."""
+    try:
+        return json.dumps(record, separators=(",", ":"), default=float, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(record), separators=(",", ":"), default=float, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 class DecisionLog:
@@ -39,8 +60,7 @@ class DecisionLog:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record`` with the current UTC time as ``time`` (ISO 8601) and flush it."""
-        line = json.dumps({"time": datetime.now(UTC).isoformat(timespec="microseconds"), **record},
-                          separators=(",", ":"), default=float)
+        line = json_line({"time": datetime.now(UTC).isoformat(timespec="microseconds"), **record})
         with self._lock:
             if self._file is None:
                 raise RuntimeError("the decision log is closed")

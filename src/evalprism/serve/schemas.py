@@ -1,21 +1,156 @@
 """Request and response bodies of the router service (they are also its published OpenAPI schema).
 
-Requests are strict: an unknown field is a 422 with its name, not silently ignored, so a typo in
-``budegt`` cannot route without a budget. The chat request accepts the OpenAI Chat Completions
-parameters (forwarded to the upstream unchanged) plus one extension, ``budget``.
+Every request body passes one check of its JSON values before anything else (:func:`check_values`):
+a string that is not valid Unicode (a lone UTF-16 surrogate, as ``JSON.stringify`` writes for a string
+cut inside an emoji) is a 400, and a number that is not finite (``Infinity``, ``NaN``, ``1e999``) a 422,
+wherever they stand, so neither reaches the model, the upstream or the decision log.
+
+The evalprism endpoints (``/v1/route``, ``/v1/leaderboard``) are strict: an unknown field is a 422
+with its name. The chat request follows the OpenAI SDKs instead: parameters it does not declare are
+passed to the upstream unchanged (an SDK release that adds one must not break its callers), except
+near misses of evalprism's own extension fields (``budegt``), which are refused so that a typo cannot
+route without a budget. Content parts are validated by type (text, image_url, input_audio, file,
+refusal) and their required keys; a part may carry keys beyond those (passed on).
 """
 
 from __future__ import annotations
 
+import difflib
+import math
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from evalprism.io.battles import content_text, user_turns
+
+#: evalprism's extension fields of the chat request; an unknown field this close to one is a typo
+EXTENSION_FIELDS = ("budget",)
+NEAR_MISS_CUTOFF = 0.75  # difflib ratio: budegt, bugdet, buget, Budget are refused; verbosity, audio pass
+#: the status of each error this module raises (the app's validation handler answers with it)
+ERROR_STATUS = {"invalid_text": 400, "non_finite_number": 422, "near_miss": 422}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a decoded str, only a lone surrogate can be in this range
+
+
+def check_values(value: Any, path: str = "") -> None:
+    """Refuse a JSON value holding a string that is not valid Unicode or a number that is not finite
+    (raised as a pydantic error of a type in :data:`ERROR_STATUS`, with the value's path as ``param``)."""
+    if isinstance(value, str):
+        bad = _SURROGATE.search(value)
+        if bad is not None:
+            raise PydanticCustomError(
+                "invalid_text", "{param}: not valid Unicode: a lone UTF-16 surrogate {code} at character {at} "
+                "(a string cut inside a character?); send UTF-8 text",
+                {"param": path or "body", "code": f"U+{ord(bad.group()):04X}", "at": bad.start()})
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise PydanticCustomError("non_finite_number", "{param}: {value} is not a finite number",
+                                      {"param": path or "body", "value": str(value)})
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_values(key, path)
+            check_values(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_values(item, f"{path}.{i}" if path else str(i))
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(BaseModel):
+    message: str
+    type: str = Field(description="invalid_request_error, authentication_error, rate_limit_error, upstream_error, ...")
+    param: str | None = Field(description="the request field at fault, when there is one")
+    code: str | None = Field(description="a machine-readable code (invalid_api_key, model_not_found, ...) or null")
+
+
+class ErrorBody(BaseModel):
+    """Every error the service sends, in OpenAI's shape (``evalprism``: the attempts of a failed chat)."""
+
+    error: ErrorDetail
+    evalprism: dict[str, Any] | None = None
+
+
+def error_content(message: str, kind: str = "invalid_request_error", param: str | None = None,
+                  code: str | None = None) -> dict[str, Any]:
+    """The JSON of an error as OpenAI sends it: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class _Checked(BaseModel):
+    """A request body: its raw JSON values pass :func:`check_values` before the fields are validated."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _values(cls, data: Any) -> Any:
+        check_values(data)
+        return data
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")  # keys a newer API adds to a part pass through
+
+
+class TextPart(_Part):
+    type: Literal["text"]
+    text: str
+
+
+class ImageURL(_Part):
+    url: str
+    detail: str | None = None
+
+
+class ImagePart(_Part):
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
+class InputAudio(_Part):
+    data: str
+    format: str
+
+
+class AudioPart(_Part):
+    type: Literal["input_audio"]
+    input_audio: InputAudio
+
+
+class FilePart(_Part):
+    type: Literal["file"]
+    file: dict[str, Any]
+
+
+class RefusalPart(_Part):
+    type: Literal["refusal"]
+    refusal: str
+
+
+#: the OpenAI content parts by their ``type``: what a part of each type must hold
+PART_TYPES: dict[str, type[_Part]] = {"text": TextPart, "image_url": ImagePart, "input_audio": AudioPart,
+                                      "file": FilePart, "refusal": RefusalPart}
+
+
+def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each content part must name a known ``type`` and hold that type's required keys (kept as sent,
+    extra keys included, for the upstream)."""
+    for i, part in enumerate(parts):
+        kind = part.get("type")
+        if kind not in PART_TYPES:
+            got = "no 'type'" if kind is None else f"type {kind!r}"
+            raise PydanticCustomError("invalid_part", "part {i} has {got}: expected one of {types}",
+                                      {"i": i, "got": got, "types": ", ".join(PART_TYPES)})
+        try:
+            PART_TYPES[kind].model_validate(part)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise PydanticCustomError("invalid_part", "part {i} ({kind}): {where}: {msg}",
+                                      {"i": i, "kind": kind, "where": where, "msg": first["msg"]}) from None
+    return parts
 
 
 class ChatMessage(_Strict):
@@ -30,6 +165,11 @@ class ChatMessage(_Strict):
     refusal: str | None = None
     audio: dict[str, Any] | None = None
 
+    @field_validator("content")
+    @classmethod
+    def _parts(cls, content: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        return check_parts(content) if isinstance(content, list) else content
+
 
 Messages = list[ChatMessage]
 
@@ -39,10 +179,13 @@ def routing_prompt(messages: Messages) -> str:
     return user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages]).strip()
 
 
-class ChatCompletionRequest(_Strict):
+class ChatCompletionRequest(_Checked):
     """OpenAI Chat Completions request; ``model`` is the router's name (or absent) to route, or a
     candidate's name to bypass routing. ``budget`` (an evalprism extension) bounds this prompt's
-    expected cost; default: the config's budget."""
+    expected cost; default: the config's budget. Parameters not declared here are passed to the
+    upstream, unless they are near misses of an extension field."""
+
+    model_config = ConfigDict(extra="allow")
 
     messages: Messages = Field(min_length=1)
     model: str | None = None
@@ -81,8 +224,19 @@ class ChatCompletionRequest(_Strict):
         body["messages"] = [m.model_dump(mode="json", exclude_none=True) for m in self.messages]
         return body
 
+    @model_validator(mode="after")
+    def _no_near_misses(self) -> ChatCompletionRequest:
+        for key in self.model_extra or {}:
+            close = difflib.get_close_matches(key.lower(), EXTENSION_FIELDS, n=1, cutoff=NEAR_MISS_CUTOFF)
+            if close:
+                raise PydanticCustomError(
+                    "near_miss", "unknown field '{param}': did you mean '{field}'? (unknown OpenAI parameters are "
+                    "passed to the upstream, but not near misses of evalprism's own fields)",
+                    {"param": key, "field": close[0]})
+        return self
 
-class RouteRequest(_Strict):
+
+class RouteRequest(_Checked, _Strict):
     """A conversation to route; ``budget`` overrides the config's default cost bound."""
 
     messages: Messages = Field(min_length=1)
@@ -102,7 +256,7 @@ class RouteResponse(BaseModel):
     prompt_sha256: str
 
 
-class LeaderboardRequest(_Strict):
+class LeaderboardRequest(_Checked, _Strict):
     """One prompt or conversation, or a list of them (``prompt`` or ``messages``, not both)."""
 
     prompt: str | list[str] | None = Field(None, description="prompt text, or a list of prompts")
@@ -127,6 +281,7 @@ class LeaderboardResponse(BaseModel):
 class ModelCard(BaseModel):
     id: str
     object: Literal["model"] = "model"
+    created: int = Field(description="Unix time the service started (OpenAI: when the model was created)")
     owned_by: str
     cost: float | None = None
 
@@ -136,11 +291,22 @@ class ModelList(BaseModel):
     data: list[ModelCard]
 
 
+class UpstreamHealth(BaseModel):
+    """One upstream's circuit (:mod:`evalprism.serve.health`)."""
+
+    state: Literal["closed", "open", "half_open"]
+    consecutive_failures: int
+    retry_in_s: float | None = Field(description="while open: seconds until it is tried again")
+    last_error: str | None
+
+
 class Health(BaseModel):
-    status: Literal["ok"] = "ok"
+    status: Literal["ok", "degraded", "unavailable"] = Field(
+        description="ok; degraded: some upstream's circuit is open; unavailable: every upstream's is")
     models: int
     precision: str = Field(description="the P2L backbone's inference dtype")
     runtime: str = Field(description="what runs the P2L backbone (torch or openvino)")
     batches: int
     prompts: int
     decisions: int
+    upstreams: dict[str, UpstreamHealth]

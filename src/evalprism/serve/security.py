@@ -16,6 +16,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from evalprism.errors import EvalprismError
+from evalprism.serve.schemas import error_content
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -45,9 +46,9 @@ def check_exposure(host: str, api_keys: Sequence[str]) -> None:
 
 
 async def send_error(send: Send, status: int, message: str, kind: str,
-                     headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    """An OpenAI-style error body: ``{"error": {"message", "type", "code"}}``."""
-    body = json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode("utf-8")
+                     headers: Sequence[tuple[bytes, bytes]] = (), code: str | None = None) -> None:
+    """An OpenAI-style error body (:func:`evalprism.serve.schemas.error_content`)."""
+    body = json.dumps(error_content(message, kind, code=code)).encode("utf-8")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})
@@ -75,7 +76,7 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         await send_error(send, 401, "missing or invalid bearer token (Authorization: Bearer <key>)",
-                         "authentication_error", headers=[(b"www-authenticate", b"Bearer")])
+                         "authentication_error", headers=[(b"www-authenticate", b"Bearer")], code="invalid_api_key")
 
 
 class _TooLarge(HTTPException):

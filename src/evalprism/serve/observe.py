@@ -1,0 +1,55 @@
+"""The outermost middleware: a request id on every response, and every response counted and timed.
+
+``x-request-id``: the client's own when it sent a usable one (up to 128 printable ASCII characters),
+else a new random one; the handlers find it in ``request.state.request_id`` and write it to the
+decision log, so that a response can be matched to its line. Outermost, so that the answers of the
+auth and size guards carry it too.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from evalprism.serve.metrics import Metrics
+from evalprism.serve.security import ASGIApp, Message, Receive, Scope, Send
+
+_USABLE_ID = re.compile(rb"[\x21-\x7e]{1,128}")
+
+
+def request_id_of(scope: Scope) -> str:
+    """The id of this request: the client's ``x-request-id`` if usable, else a new one."""
+    sent = dict(scope.get("headers") or []).get(b"x-request-id")
+    if sent is not None and _USABLE_ID.fullmatch(sent):
+        return sent.decode("ascii")
+    return f"req_{uuid.uuid4().hex}"
+
+
+class Observe:
+    """Sets ``x-request-id`` and feeds :class:`Metrics` (status and time to the last byte)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_of(scope)
+        scope.setdefault("state", {})["request_id"] = request_id
+        start = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode("ascii"))]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            self.metrics.observe_request(scope["path"], status, time.perf_counter() - start)
