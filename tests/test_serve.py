@@ -543,6 +543,44 @@ def test_realised_cost_is_usage_times_the_token_prices(service: ServiceProcess,
     assert lines["cost-1"]["realised_cost"] == lines["cost-2"]["realised_cost"] == pytest.approx(want, rel=1e-12)
 
 
+def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+    """openai's Python SDK against the router: models list and retrieve, chat (routed, with the `budget`
+    extension in extra_body and parameters the SDK knows but the router does not declare), streaming with
+    usage, the request id, and the SDK's error classes for 401, 404, 422 and 429."""
+    openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
+    client = openai.OpenAI(base_url=service.url + "/v1", api_key=KEY, max_retries=0, timeout=30)
+    assert [m.id for m in client.models.list()] == ["evalprism-router", *COSTS]
+    assert client.models.retrieve("coder-34b").created > 0
+    completion = client.chat.completions.with_raw_response.create(
+        model="evalprism-router", messages=user(PROMPTS[1]), extra_body={"budget": 5.0},
+        prompt_cache_key="cache-1", safety_identifier="user-1", extra_headers={"x-request-id": "sdk-1"})
+    parsed = completion.parse()
+    annotation = parsed.model_extra["evalprism"]
+    assert annotation["decided"] == "calc-13b" and annotation["budget"] == 5.0  # the planted best on algebra
+    assert parsed.choices[0].message.content == FakeUpstreams.answer("calc-13b")
+    assert parsed._request_id == "sdk-1"
+    assert healthy_upstreams.received[-1]["body"]["prompt_cache_key"] == "cache-1"
+    stream = client.chat.completions.create(model="poet-7b", messages=user("hi"), stream=True,
+                                            stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == FakeUpstreams.answer("poet-7b")
+    assert chunks[-1].usage.total_tokens == FakeUpstreams.USAGE["total_tokens"]
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=service.url + "/v1", api_key="wrong", max_retries=0).models.list()
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(model="gpt-9", messages=user("hi"))
+    assert missing.value.code == "model_not_found"
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(model="evalprism-router", messages=user("hi"), extra_body={"budget": 0.1})
+    assert refused.value.param == "budget"
+    with pytest.raises(openai.UnprocessableEntityError):
+        client.chat.completions.create(model="poet-7b", messages=[{"role": "user", "content": [{"type": "text"}]}])
+    healthy_upstreams.behaviour["poet-7b"] = "rate_limited"
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.chat.completions.create(model="poet-7b", messages=user("hi"))
+    assert limited.value.response.headers["retry-after"] == FakeUpstreams.RETRY_AFTER["poet-7b"]
+
+
 def run_serve(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     cli = Path(sys.executable).with_name("evalprism")
     return subprocess.run([str(cli), "serve", str(model_dir), "--config", str(config), *args], env=env,
