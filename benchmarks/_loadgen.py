@@ -89,10 +89,13 @@ def encode_post(host: str, port: int, path: str, body: dict[str, Any], headers: 
 
 
 async def closed_loop(host: str, port: int, path: str, bodies: list[dict[str, Any]], clients: int,
-                      timeout_s: float = 60.0) -> Load:
-    """POST every body in ``bodies`` to ``path`` from ``clients`` concurrent connections."""
+                      timeout_s: float = 60.0, expected: list[int] | None = None) -> Load:
+    """POST every body in ``bodies`` to ``path`` from ``clients`` concurrent connections; an error is
+    an answer other than ``expected`` (one status per body; default 200 for all)."""
     loop = asyncio.get_running_loop()
-    pending = [encode_post(host, port, path, body) for body in reversed(bodies)]
+    statuses = expected if expected is not None else [200] * len(bodies)
+    pending = [(encode_post(host, port, path, body), status)
+               for body, status in zip(reversed(bodies), reversed(statuses), strict=True)]
     latencies: list[float] = []
     errors = 0
 
@@ -100,12 +103,12 @@ async def closed_loop(host: str, port: int, path: str, bodies: list[dict[str, An
         nonlocal errors
         connection: _Connection | None = None
         while pending:
-            request = pending.pop()
+            request, want = pending.pop()
             start = time.perf_counter()
             try:
                 if connection is None:
                     _, connection = await loop.create_connection(_Connection, host, port)
-                ok = await asyncio.wait_for(connection.send(request), timeout_s) == 200
+                ok = await asyncio.wait_for(connection.send(request), timeout_s) == want
             except (OSError, TimeoutError, httptools.HttpParserError):
                 ok = False
                 if connection is not None and connection.transport is not None:

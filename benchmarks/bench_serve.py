@@ -12,7 +12,8 @@ What runs, in one process tree on this machine:
   0.05 ms of CPU per request, so that it takes little from the service on the same two cores;
   ``--client httpx`` uses httpx instead): ``--clients`` concurrent clients sending ``--routes``
   ``POST /v1/route`` requests with distinct prompts, then ``--chats`` chat completions through the
-  router (non-streaming and streaming alternately).
+  router (non-streaming and streaming alternately); for the default config also the route load
+  with one request in 16 poisoned (a lone UTF-16 surrogate: 400 for it, 200 for every other).
 
 Reported: throughput, p50 / p99 latency of ``/v1/route`` seen by the clients, batching's gain
 (throughput ratio and p99 ratio against batching off), CPU per request of the service and of the
@@ -46,6 +47,7 @@ from serve_harness import FakeUpstreams, ServiceProcess, write_config  # noqa: E
 
 TARGET_P99_MS = 100.0
 TARGET_CLIENTS = 32
+POISON_EVERY = 16  # the poisoned-request mix: one request in 16 holds a lone UTF-16 surrogate
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 _SUBJECTS = ["a sonnet about the autumn sea", "the integral of x squared times sine x", "a Python function that merges "
              "two sorted lists", "the causes of the French revolution", "a haiku about debugging at night",
@@ -97,12 +99,14 @@ async def closed_loop_httpx(url: str, path: str, bodies: list[dict], clients: in
     return Load(seconds, np.array(latencies), errors, cpu * 1e3 / max(len(bodies), 1))
 
 
-def run_load(service: ServiceProcess, path: str, bodies: list[dict], args: argparse.Namespace) -> tuple[Load, float]:
-    """One closed-loop run against ``service``: what the clients saw, and the service's CPU ms per request."""
-    if args.client == "httpx":
+def run_load(service: ServiceProcess, path: str, bodies: list[dict], args: argparse.Namespace,
+             expected: list[int] | None = None) -> tuple[Load, float]:
+    """One closed-loop run against ``service``: what the clients saw, and the service's CPU ms per request
+    (``expected``: the status each body should get, default 200; the lean load generator only)."""
+    if args.client == "httpx" and expected is None:
         coroutine = closed_loop_httpx(service.url, path, bodies, args.clients)
     else:
-        coroutine = closed_loop("127.0.0.1", service.port, path, bodies, args.clients)
+        coroutine = closed_loop("127.0.0.1", service.port, path, bodies, args.clients, expected=expected)
     # this process trained the model: a full collection of its heap mid-run would stall the clients
     gc.collect()
     gc.freeze()
@@ -139,12 +143,13 @@ def train_model(root: Path) -> Path:
 
 
 def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args: argparse.Namespace,
-                chats: bool = True, **config: object) -> dict:
+                chats: bool = True, poisoned: bool = False, **config: object) -> dict:
     """Start one service, warm it up, put the load on it, stop it; its numbers and log count."""
     config_path = write_config(root / f"{name}.yaml", upstreams, COSTS, budget=1.0, decision_log=f"{name}.jsonl",
                                **config)
     service = ServiceProcess(model_dir, config_path, {"FAKE_UPSTREAM_KEY": "bench"}).start()
     n_chats = args.chats if chats else 0
+    n_poisoned = 0
     try:
         warm = [{"messages": [{"role": "user", "content": p}]} for p in prompts(64, seed=99)]
         run_load(service, "/v1/route", warm, args)
@@ -152,6 +157,14 @@ def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str
         route_bodies = [{"messages": [{"role": "user", "content": p}]} for p in prompts(args.routes, seed=1)]
         routes, routes_cpu = run_load(service, "/v1/route", route_bodies, args)
         health = httpx.get(service.url + "/health").json()
+        poisoned_load = None
+        if poisoned:
+            log(f"{name}: {args.routes} route requests, one in {POISON_EVERY} with a lone surrogate (400 expected)")
+            bodies = [{"messages": [{"role": "user", "content": p + (" \udbed" if k % POISON_EVERY == 7 else "")}]}
+                      for k, p in enumerate(prompts(args.routes, seed=3))]
+            expected = [400 if k % POISON_EVERY == 7 else 200 for k in range(args.routes)]
+            poisoned_load, _ = run_load(service, "/v1/route", bodies, args, expected)
+            n_poisoned = expected.count(400)
         chat_load = None
         if n_chats:
             log(f"{name}: {n_chats} chat completions through the router")
@@ -161,10 +174,22 @@ def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str
     finally:
         service.stop()
     lines = (root / f"{name}.jsonl").read_text().splitlines()
-    expected = len(warm) + args.routes + n_chats
+    expected = len(warm) + args.routes + (args.routes - n_poisoned if poisoned else 0) + n_chats  # a 400 is no decision
     valid = sum(1 for line in lines if json.loads(line).get("prompt_sha256"))
     return {"routes": routes, "service_cpu_ms": routes_cpu, "chats": chat_load, "health": health,
-            "log_lines": len(lines), "log_valid": valid, "expected": expected}
+            "log_lines": len(lines), "log_valid": valid, "expected": expected, "poisoned": poisoned_load}
+
+
+def cpu_note() -> str:
+    """The CPU's model and the flags the encoder's speed depends on (bf16 and AVX-512 / AVX2), from /proc/cpuinfo."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return f"cpu: {platform.processor() or 'unknown'}"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni") if f in flags]
+    return f"cpu: {model}; flags: {' '.join(wanted) or 'none of avx2/avx512/bf16'}"
 
 
 def mean_batch(health: dict) -> float:
@@ -186,6 +211,7 @@ def main() -> None:
     load_before = os.getloadavg()
     import torch
 
+    print(cpu_note())
     print(f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
           f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}, "
           f"load generator {args.client}")
@@ -194,7 +220,7 @@ def main() -> None:
         root = Path(tmp)
         log("training a P2L model (frozen minilm, simulated battles)")
         model_dir = train_model(root)
-        batched = run_service(model_dir, root, upstreams, "batched", args)
+        batched = run_service(model_dir, root, upstreams, "batched", args, poisoned=True)
         single = run_service(model_dir, root, upstreams, "one_at_a_time", args, max_batch=1, batch_window_ms=0)
         torch_run = None if args.skip_torch else run_service(model_dir, root, upstreams, "torch_runtime", args,
                                                              chats=False, runtime="torch")
@@ -219,6 +245,14 @@ def main() -> None:
                    peer=f"{single['service_cpu_ms']:.2f} / {s.client_cpu_ms:.2f} ms",
                    ratio=fmt_x(single["service_cpu_ms"] / batched["service_cpu_ms"])))
     report.add(Row(what="errors", ours=str(b.errors), peer=str(s.errors), target="0", status=status(b.errors == 0)))
+    if batched["poisoned"] is not None:
+        q = batched["poisoned"]
+        report.section(f"POST /v1/route, the same load with one request in {POISON_EVERY} poisoned (lone surrogate)")
+        report.add(Row(what="p99 / p50 latency", ours=f"{q.percentile(99):.1f} / {q.percentile(50):.1f} ms",
+                       peer=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms (clean)",
+                       ratio=fmt_x(b.percentile(99) / q.percentile(99))))
+        report.add(Row(what="answers other than 200 (innocent) / 400 (poisoned)", ours=str(q.errors), target="0",
+                       status=status(q.errors == 0)))
     if torch_run is not None:
         t = torch_run["routes"]
         report.section(f"The same, batched, encoder in {runtime} (evalprism) vs in torch (peer), both {precision}")
