@@ -47,6 +47,7 @@ from evalprism.serve.observe import Observe
 from evalprism.serve.router import Decision, Job, RoutingCore
 from evalprism.serve.schemas import (
     ERROR_STATUS,
+    MAX_PROMPTS_PER_REQUEST,
     ChatCompletionRequest,
     ErrorBody,
     Health,
@@ -66,7 +67,6 @@ from evalprism.serve.security import BearerAuth, BodyLimit
 from evalprism.serve.upstream import Outcome, Relayed, Upstreams, relay_events
 
 log = logging.getLogger("evalprism.serve")
-MAX_PROMPTS_PER_REQUEST = 1024
 
 
 class RequestError(HTTPException):
@@ -156,7 +156,7 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     _add_leaderboard_route(app, service, model)
     _add_route_route(app, service, core)
     _add_chat_route(app, service, config)
-    _document_security(app, bool(secrets.api_keys))
+    _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer gets its request id and is counted
@@ -195,19 +195,26 @@ def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision
     return lifespan
 
 
-def _document_security(app: FastAPI, required: bool) -> None:
-    """The bearer scheme in the OpenAPI schema (the auth itself is middleware, which FastAPI cannot see)."""
+def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
+    """What the OpenAPI schema cannot learn from the routes: the bearer scheme (the auth is middleware,
+    which FastAPI cannot see) and the config's lowest admissible budget (the cheapest candidate's cost)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
-            schema.setdefault("components", {})["securitySchemes"] = {
+            components = schema.setdefault("components", {})
+            components["securitySchemes"] = {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"}}
-            if required:
+            if auth:
                 for path, operations in schema["paths"].items():
                     if path != "/health":
                         for operation in operations.values():
                             operation["security"] = [{"bearer": []}]
+            for name in ("RouteRequest", "ChatCompletionRequest"):
+                budget = components["schemas"][name]["properties"]["budget"]
+                number = next(branch for branch in budget["anyOf"] if branch.get("type") == "number")
+                number["minimum"] = cheapest
+                budget["description"] = f"cost bound for this prompt, at least the cheapest candidate's cost ({cheapest:g})"
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -297,7 +304,13 @@ def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> Non
 _CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its server-sent events with `stream`), "
                          "with the routing decision in `evalprism`",
                          "content": {"application/json": {"schema": {"type": "object"}},
-                                     "text/event-stream": {"schema": {"type": "string"}}}},
+                                     # the schema of one server-sent event, as schemathesis reads it
+                                     "text/event-stream": {"schema": {
+                                         "type": "object", "required": ["data"], "properties": {
+                                             "data": {"type": "string", "description": "a chat.completion.chunk "
+                                                      "as JSON (the first with `evalprism`), or [DONE]"},
+                                             "event": {"type": "string"}, "id": {"type": "string"},
+                                             "retry": {"type": "integer"}}}}}},
                    **_responses(*_COMMON, 404, 429, 502)}
 
 

@@ -16,11 +16,13 @@ refusal) and their required keys; a part may carry keys beyond those (passed on)
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema, field_validator,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
 from evalprism.io.battles import content_text, user_turns
@@ -57,7 +59,8 @@ def check_values(value: Any, path: str = "") -> None:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: values of the JSON types the schema says (0 is not a boolean, "1" not a number); ints are still floats
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorDetail(BaseModel):
@@ -83,6 +86,8 @@ def error_content(message: str, kind: str = "invalid_request_error", param: str 
 class _Checked(BaseModel):
     """A request body: its raw JSON values pass :func:`check_values` before the fields are validated."""
 
+    model_config = ConfigDict(strict=True)
+
     @model_validator(mode="before")
     @classmethod
     def _values(cls, data: Any) -> Any:
@@ -91,7 +96,7 @@ class _Checked(BaseModel):
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="allow")  # keys a newer API adds to a part pass through
+    model_config = ConfigDict(extra="allow", strict=True)  # keys a newer API adds to a part pass through
 
 
 class TextPart(_Part):
@@ -139,8 +144,8 @@ def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     extra keys included, for the upstream)."""
     for i, part in enumerate(parts):
         kind = part.get("type")
-        if kind not in PART_TYPES:
-            got = "no 'type'" if kind is None else f"type {kind!r}"
+        if not isinstance(kind, str) or kind not in PART_TYPES:
+            got = "no 'type'" if kind is None else f"type {json.dumps(kind)}"
             raise PydanticCustomError("invalid_part", "part {i} has {got}: expected one of {types}",
                                       {"i": i, "got": got, "types": ", ".join(PART_TYPES)})
         try:
@@ -153,11 +158,62 @@ def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return parts
 
 
+# --- the published JSON schema says what the validators check, as far as JSON Schema can -------------
+# (so that a client generating requests from it, or a fuzzer such as schemathesis, produces requests the
+# service accepts; the rules themselves stay in the validators above and in the app)
+
+#: text with something besides whitespace in it
+_TEXT = {"type": "string", "pattern": "\\S"}
+#: a message the router can route on: a user turn with text (:func:`routing_prompt` is not empty)
+_USER_TEXT = {"type": "object", "required": ["role", "content"], "properties": {
+    "role": {"const": "user"},
+    "content": {"anyOf": [_TEXT, {"type": "array", "contains": {
+        "type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": _TEXT}}}]}}}
+MAX_PROMPTS_PER_REQUEST = 1024
+
+
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    """``schema`` with its ``$ref``s to ``defs`` replaced by their targets (and no discriminator, whose
+    mapping would point into ``defs``)."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inline(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+        return {k: _inline(v, defs) for k, v in schema.items() if k not in ("$defs", "discriminator")}
+    if isinstance(schema, list):
+        return [_inline(v, defs) for v in schema]
+    return schema
+
+
+def _parts_schema() -> dict[str, Any]:
+    """The JSON schema of a list of content parts, from the part models of :data:`PART_TYPES`."""
+    union = Annotated[Union[tuple(PART_TYPES.values())], Field(discriminator="type")]  # noqa: UP007 - built at run time
+    schema = TypeAdapter(list[union]).json_schema()  # type: ignore[valid-type]
+    return _inline(schema, schema.get("$defs", {}))
+
+
+def _conversation(schema: dict[str, Any]) -> None:
+    """A conversation: at least one message, one of them a user turn with text."""
+    schema.update(minItems=1, contains=_USER_TEXT)
+
+
+def _leaderboard_prompts(schema: dict[str, Any]) -> None:
+    """``prompt`` / ``messages`` of a leaderboard request: one, or a non-empty list of at most
+    :data:`MAX_PROMPTS_PER_REQUEST`, each with text; the null branch stays as it is."""
+    single, many, _ = schema["anyOf"]
+    if single.get("type") == "string":
+        single.update(_TEXT)
+        many["items"].update(_TEXT)
+    else:
+        _conversation(single)
+        _conversation(many["items"])
+    many.update(minItems=1, maxItems=MAX_PROMPTS_PER_REQUEST)
+
+
 class ChatMessage(_Strict):
     """One OpenAI chat message."""
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | Annotated[list[dict[str, Any]], WithJsonSchema(_parts_schema())] | None = None
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
@@ -187,7 +243,7 @@ class ChatCompletionRequest(_Checked):
 
     model_config = ConfigDict(extra="allow")
 
-    messages: Messages = Field(min_length=1)
+    messages: Messages = Field(min_length=1, json_schema_extra=_conversation)
     model: str | None = None
     stream: bool = False
     budget: float | None = Field(None, ge=0)
@@ -239,7 +295,7 @@ class ChatCompletionRequest(_Checked):
 class RouteRequest(_Checked, _Strict):
     """A conversation to route; ``budget`` overrides the config's default cost bound."""
 
-    messages: Messages = Field(min_length=1)
+    messages: Messages = Field(min_length=1, json_schema_extra=_conversation)
     budget: float | None = Field(None, ge=0)
 
 
@@ -259,8 +315,14 @@ class RouteResponse(BaseModel):
 class LeaderboardRequest(_Checked, _Strict):
     """One prompt or conversation, or a list of them (``prompt`` or ``messages``, not both)."""
 
-    prompt: str | list[str] | None = Field(None, description="prompt text, or a list of prompts")
-    messages: Messages | list[Messages] | None = Field(None, description="a conversation, or a list of them")
+    model_config = ConfigDict(json_schema_extra={"oneOf": [
+        {"required": [key], "properties": {key: {"not": {"type": "null"}}, other: {"type": "null"}}}
+        for key, other in (("prompt", "messages"), ("messages", "prompt"))]})
+
+    prompt: str | list[str] | None = Field(None, description="prompt text, or a list of prompts",
+                                           json_schema_extra=_leaderboard_prompts)
+    messages: Messages | list[Messages] | None = Field(None, description="a conversation, or a list of them",
+                                                       json_schema_extra=_leaderboard_prompts)
     aggregate: Literal["bt", "mean"] = Field("bt", description="eq. (3) BT fit to the soft labels, or the mean")
 
 
