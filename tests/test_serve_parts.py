@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -106,3 +107,49 @@ def test_decision_log_lines_are_strict_json(tmp_path) -> None:
 
     line = json.loads((tmp_path / "d.jsonl").read_text(), parse_constant=refuse)
     assert line["budget"] is None and line["ok"] == 1
+
+
+def _sse_response(lines: list[bytes]) -> httpx.Response:
+    """A real httpx response whose body streams ``lines`` (what an upstream sends)."""
+    async def body():  # noqa: ANN202
+        for line in lines:
+            yield line
+
+    return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+
+
+CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
+USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n\n'
+
+
+@pytest.mark.parametrize("lines,end", [
+    ([CHUNK, USAGE, b"data: [DONE]\n\n"], "completed"),
+    ([CHUNK, USAGE], "stream_broken"),  # the upstream closed without [DONE]
+])
+def test_a_relayed_stream_says_how_it_ended(lines: list[bytes], end: str) -> None:
+    from evalprism.serve.upstream import Relayed, relay_events
+
+    async def relay() -> tuple[Relayed, bytes]:
+        relayed = Relayed()
+        out = b"".join([chunk async for chunk in relay_events(_sse_response(lines), {"decided": "m"}, relayed,
+                                                                lambda usage: usage["prompt_tokens"] * 0.5)])
+        return relayed, out
+
+    relayed, out = asyncio.run(relay())
+    assert relayed.end == end and relayed.bytes == len(out) and relayed.usage["completion_tokens"] == 2
+    events = [json.loads(line[5:]) for line in out.decode().splitlines() if line.startswith("data: {")]
+    assert events[0]["evalprism"] == {"decided": "m"} and events[1]["evalprism"] == {"realised_cost": 1.5}
+
+
+def test_a_stream_the_client_leaves_is_cut() -> None:
+    from evalprism.serve.upstream import Relayed, relay_events
+
+    async def leave_after_one() -> tuple[Relayed, int]:
+        relayed = Relayed()
+        stream = relay_events(_sse_response([CHUNK, CHUNK, b"data: [DONE]\n\n"]), {}, relayed)
+        first = await anext(stream)
+        await stream.aclose()  # what Starlette does when the client disconnects or the server shuts down
+        return relayed, len(first)
+
+    relayed, sent = asyncio.run(leave_after_one())
+    assert relayed.end == "cut" and relayed.bytes == sent
