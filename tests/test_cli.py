@@ -133,7 +133,7 @@ def _cli_flags() -> set[str]:
 
 
 #: parameters of the library that no command exposes (their messages keep the library name)
-LIBRARY_ONLY_PARAMETERS = {"backbone_lr", "weight_decay", "cluster_selection_epsilon", "umap_neighbors",
+LIBRARY_ONLY_PARAMETERS = {"cluster_selection_epsilon", "umap_neighbors",
                            "purity_percentile", "confidence", "iqr_k", "flip_low", "flip_high"}
 
 
