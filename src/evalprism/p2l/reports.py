@@ -117,8 +117,13 @@ def _penalty_figure(cv: pd.DataFrame) -> go.Figure:
                                  name="chosen penalty (saved)", text=[f"λ = {chosen['penalty'].iloc[0]:g}"],
                                  textposition="bottom center",
                                  marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}}))
+    levels = cv["cv_nll"].to_numpy(dtype=float)
+    pad = 0.08 * (np.nanmax(levels) - np.nanmin(levels) or 0.01)
     fig.update_layout(template="plotly_white", height=380, xaxis_title="penalty λ on the head's weights (log scale)",
-                      xaxis_type="log", yaxis_title="out-of-fold NLL per battle",
+                      yaxis_title="out-of-fold NLL per battle", yaxis_range=[np.nanmin(levels) - pad,
+                                                                             np.nanmax(levels) + pad],
+                      xaxis={"type": "log", "tickvals": finite["penalty"].tolist(),
+                             "ticktext": [f"{v:g}" for v in finite["penalty"]]},
                       margin={"l": 60, "r": 20, "t": 30, "b": 50})
     return fig
 
@@ -166,9 +171,10 @@ def training_report(result: TrainResult) -> Report:
     if o.get("fit") == "ridge":
         if history["cv_nll"].notna().any():
             report.figure(_penalty_figure(history), "Choosing the penalty",
-                          f"Each point: the NLL on held-out folds of a {len(history)}-candidate, prompt-grouped "
-                          "cross-validation over the training battles. A larger λ pulls the prompt-dependent "
-                          "weights toward zero, i.e. toward the marginal leaderboard (the dotted level).")
+                          "Each point: the NLL on the held-out folds of a cross-validation over the training "
+                          "battles, grouped by prompt. A larger λ pulls the prompt-dependent weights toward zero, "
+                          "i.e. toward the marginal leaderboard (the dotted level). The chosen λ is the largest "
+                          "within one standard error of the best (the one-standard-error rule).")
     else:
         report.figure(_loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])),
                       "Loss by epoch",
