@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from evalprism.ecdf.scoring import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
 
@@ -42,6 +43,7 @@ def _panel_grid(n: int, cols: int = 4) -> tuple[int, int]:
 PANEL_HEIGHT = 250  # px per row of small multiples
 PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next panel's title
 MISSING = "#d9dce3"  # heatmap cells with no responses
+MAX_ROW_LABELS = 100  # heatmap rows beyond which row labels are hidden (named on hover)
 
 
 def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
@@ -108,23 +110,29 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     text = np.where(np.isnan(mean), "no responses", np.char.mod("mean score %.3f", np.nan_to_num(mean)))
     colours = _cluster_colours(k)
     scale = [[edge, colours[i]] for i in range(k) for edge in (i / k, (i + 1) / k)]
+    # the cluster index is categorical: one legend entry per colour, no continuous colour bar
     fig = go.Figure(go.Heatmap(
         z=z, x=xlabels, y=ylabels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, text=text, xgap=1, ygap=1,
-        hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>",
-        colorbar={"title": {"text": "cluster<br>(0 = best)"}, "tickvals": list(range(k)), "len": 0.8, "y": 0.4},
+        hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>", showscale=False,
     ))
+    for i in range(k):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster {i}{' (best)' if i == 0 else ''}",
+                                 marker={"symbol": "square", "size": 12, "color": colours[i]}))
     missing = np.isnan(z)
     if missing.any():
         fig.add_trace(go.Heatmap(z=np.where(missing, 1.0, np.nan), x=xlabels, y=ylabels, showscale=False, xgap=1,
                                  ygap=1, colorscale=[[0, MISSING], [1, MISSING]], hoverinfo="skip"))
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no responses upstream",
                                  marker={"symbol": "square", "size": 12, "color": MISSING}))
+    many = len(ylabels) > MAX_ROW_LABELS  # 2,400 px cannot show more row labels legibly: hover names them
+    yaxis = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
+    yaxis.update({"showticklabels": False} if many else {"tickmode": "array", "tickvals": ylabels})
     fig.update_layout(height=min(2400, max(460, 20 * len(ylabels) + 260)), template="plotly_white",
-                      margin={"l": 140, "r": 20, "t": 40, "b": 200}, xaxis={"tickangle": -45, "type": "category"},
-                      yaxis={"type": "category", "autorange": "reversed", "tickmode": "array", "tickvals": ylabels,
-                             "tickfont": {"size": 11}},
-                      showlegend=bool(missing.any()), legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
-                      xaxis_title="configuration", yaxis_title="question (group)")
+                      margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": 200},
+                      xaxis={"tickangle": -45, "type": "category"}, yaxis=yaxis,
+                      showlegend=True, legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+                      xaxis_title="configuration",
+                      yaxis_title=(f"{len(ylabels)} questions (hover for names)" if many else "question (group)"))
     return fig
 
 
@@ -136,20 +144,15 @@ def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
     return fig
 
 
-def _normalised(text: object) -> str:
-    """Text compared with a reference: case, surrounding space and final punctuation ignored."""
-    return str(text).strip().rstrip(".!?;:,").strip().casefold()
-
-
 def _answer_counts(rows: pd.DataFrame, max_answers: int) -> pd.DataFrame:
     """The distinct answers of one setting, most frequent first: answer, count, mean score, and
-    whether the answer is one of the references (see :func:`_normalised`)."""
+    whether the answer is one of the references (see :func:`normalise_answer`)."""
     answers = (rows["answer"] if "answer" in rows.columns else rows.get("response", pd.Series(dtype=str))).fillna("")
     refs = rows["references"].iloc[0] if "references" in rows.columns and len(rows) else []
-    gold = {_normalised(r) for r in (refs if isinstance(refs, (list, tuple, np.ndarray)) else [])}
+    gold = {normalise_answer(r) for r in (refs if isinstance(refs, (list, tuple, np.ndarray)) else [])}
     table = pd.DataFrame({"answer": answers.astype(str), "score": rows["quality"].to_numpy(dtype=float)})
     out = table.groupby("answer", sort=False).agg(count=("score", "size"), score=("score", "mean")).reset_index()
-    out["is_reference"] = out["answer"].map(_normalised).isin(gold)
+    out["is_reference"] = out["answer"].map(normalise_answer).isin(gold)
     return out.sort_values("count", ascending=False, kind="stable").head(max_answers)
 
 
@@ -182,16 +185,18 @@ def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
 
 def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     medoids = _medoid_answers(result, max_answers)
-    blocks = [_near_miss_note(medoids)] if result.options["quality"] != "score column" else []
+    blocks = [_near_miss_note(medoids)] if result.options.get("score") == "cosine" else []
     for row, refs, answers in medoids:
         items = "".join(
             f"<li>{html.escape(a.answer[:300]) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
             f"<span class='score'>score {a.score:.2f}{' ✓ reference' if a.is_reference else ''}</span></li>"
             for a in answers.itertuples())
-        refs_html = ", ".join(html.escape(str(r)[:200]) for r in refs) if refs else "—"
+        # each reference on its own (a reference may span lines; ", " would run them together)
+        refs_html = " ".join(f"<span class='example' style='white-space:pre-wrap;display:inline-block'>"
+                             f"{html.escape(str(r)[:200])}</span>" for r in refs) if refs else "—"
         blocks.append(
             f"<div><h3>Cluster {int(row['cluster'])} — {html.escape(str(row['medoid_setting']))}</h3>"
-            f"<p>mean score {row['medoid_mean_score']:.3f}; reference: <span class='example'>{refs_html}</span></p>"
+            f"<p>mean score {row['medoid_mean_score']:.3f}; reference{'s' if len(refs) > 1 else ''}: {refs_html}</p>"
             f"<ul class='example'>{items}</ul></div>"
         )
     return "".join(blocks)
@@ -220,10 +225,13 @@ def _settings_count(result: EcdfResult) -> str:
     questions, configurations = s["question_id"].nunique(), s["configuration"].nunique()
     cells = questions * configurations
     text = f"{len(s)} settings"
-    if len(s) < cells:
-        return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
-                f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
-    return text + f" ({questions} questions × {configurations} configurations)"
+    if len(s) == cells:
+        return text + f" ({questions} questions × {configurations} configuration{'s' if configurations > 1 else ''})"
+    if len(s) == questions:  # the settings that exist: one per question, not a grid
+        return text + (f" ({questions} questions, each under one of {configurations} configurations; the other cells "
+                       "of the heatmap are grey)")
+    return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
+            f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
 
 
 def index_line(result: EcdfResult) -> str:
@@ -235,6 +243,18 @@ def index_line(result: EcdfResult) -> str:
     return line
 
 
+def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
+    """The settings whose final answer is right though their ECDF is not in the best cluster: a
+    sentence only when there are such settings (with none, "yet 0% of them" asserts the opposite of
+    its number)."""
+    correct = s[s["correct"]]
+    outside = int((correct["cluster"] != 0).sum())
+    if not outside:
+        return []
+    return [f"{len(correct)} settings have a correct final answer, yet {outside} of them ({outside / len(correct):.0%}) "
+            "are outside the best cluster: their individual responses are spread out, which a majority answer hides."]
+
+
 def headline(result: EcdfResult) -> list[str]:
     """A few sentences a colleague can read in a minute."""
     s = result.settings
@@ -242,18 +262,15 @@ def headline(result: EcdfResult) -> list[str]:
     items = [
         f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of "
         f"similar response-quality distributions ({'K chosen by silhouette' if o['clusters'] == 'auto' else 'K given'}; "
-        "cluster 0 is best)."
+        "cluster 0 is best).",
+        f"Each response's quality: {o['quality']}.",
     ]
     f = result.factors
     if len(f):
         parts = ", ".join(f"{r.factor} (AMI {r.ami:.2f})" for r in f.itertuples())
         items.append(f"What separates the clusters, strongest first: {parts}.")
     if "correct" in s.columns:
-        correct = s[s["correct"]]
-        if len(correct):
-            outside = float((correct["cluster"] != 0).mean())
-            items.append(f"{len(correct)} settings have a correct final answer, yet {outside:.0%} of them are outside "
-                         "the best cluster: their individual responses are spread out, which a majority answer hides.")
+        items.extend(_correct_outside_sentence(s))
         pair = _same_accuracy_pair(s)
         if pair is not None:
             items.append(f"Same accuracy, different quality: '{pair[0]}' and '{pair[1]}' both have accuracy {pair[2]:.2f}, "
@@ -271,7 +288,8 @@ def build_report(result: EcdfResult) -> Report:
     lo, hi = float(allv.min()), float(allv.max())
     pad = (hi - lo) * 0.02 or 0.01
     lo, hi = lo - pad, hi + pad
-    x_title = "score" if o["quality"] == "score column" else "max cosine similarity"
+    x_title = {"cosine": "max cosine similarity", "exact": "exact match (0/1)",
+               "contains": "contains a reference (0/1)"}.get(o.get("score") or "", "score")
     report = Report(
         title=result.title or "Response-quality distributions (ECDF clustering)",
         subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stats.aggregate import aggregate_leaderboards, expected_win_matrix
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
     from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
-    from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
+    from evalprism.stats.ecdf import distinct_ecdf_count, ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.irv import boundary_counts, classify, transition_index
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
     from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
@@ -68,6 +68,7 @@ __all__ = [
     "choose_k",
     "classify",
     "clopper_pearson",
+    "distinct_ecdf_count",
     "ecdf_steps",
     "ecdf_wins",
     "elo_ratings",
@@ -89,7 +90,7 @@ lazy_package(__name__, {
     "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
     "binomial": ["clopper_pearson", "sign_test_pvalues"],
-    "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
+    "ecdf": ["distinct_ecdf_count", "ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
     "irv": ["boundary_counts", "classify", "transition_index"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
     "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
