@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import adjusted_mutual_info_score
 
+from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
 from evalprism.ecdf.result import EcdfResult
 from evalprism.ecdf.scoring import DESCRIPTIONS, ScoreRule, lexical_scores, score_rule, short_reference_share
@@ -399,6 +400,8 @@ def analyze(
     embedder: str | Embedder = "minilm",
     method: Literal["fasterpam", "pam"] = "fasterpam",
     score: ScoreRule = "cosine",
+    baseline: str | None = None,
+    permutations: int = 999,
     seed: int = 0,
     extract: str | None = None,
     choices: str | None = None,
@@ -414,12 +417,16 @@ def analyze(
     the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` with the highest
     mean silhouette). ``group`` names an optional topic column for accuracy per group. ``score``: how
     a response is scored against its references, ``"cosine"`` (eq. 3, the default), ``"exact"`` or
-    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`).
+    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). Configurations are compared pairwise
+    (or each with ``baseline``) by paired tests over shared questions with ``permutations``
+    relabellings (:mod:`evalprism.ecdf.compare`).
     """
     where = table.attrs.get("source", "responses table")
     by = list(by)
     clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
+    check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
+                                                      .itertuples(index=False)] if by else ["all"], by)
     rule = score_rule(score)
     if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
         raise EvalprismError(f"{where}: score '{rule}' compares responses with their references; the table "
@@ -436,11 +443,14 @@ def analyze(
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
+    status("paired comparisons of the configurations", progress)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
         factors=factor_table,
         accuracy=accuracy,
+        comparisons=comparisons,
         k_curve=clustering.k_curve,
         assignment=_assignment(settings, seed),
         samples=samples,
@@ -451,6 +461,7 @@ def analyze(
             "extract": extract, "choices": choices, "group": group,
             "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
             "score": None if "score" in df.columns else rule,
+            "baseline": baseline, "permutations": permutations,
             "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,
         },

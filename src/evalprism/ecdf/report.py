@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from evalprism.ecdf.compare import ALPHA, format_p, pair_sentence
 from evalprism.ecdf.scoring import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
@@ -43,6 +44,8 @@ def _panel_grid(n: int, cols: int = 4) -> tuple[int, int]:
 PANEL_HEIGHT = 250  # px per row of small multiples
 PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next panel's title
 MISSING = "#d9dce3"  # heatmap cells with no responses
+#: accuracies this close (absolute) count as the same in the headline, if the McNemar test agrees
+SAME_ACCURACY = 0.02
 MAX_ROW_LABELS = 100  # heatmap rows beyond which row labels are hidden (named on hover)
 
 
@@ -202,20 +205,35 @@ def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     return "".join(blocks)
 
 
-def _same_accuracy_pair(s: pd.DataFrame) -> tuple[str, str, float, float, float] | None:
-    """The two configurations with equal accuracy (to 2 decimals) whose mean response scores differ
-    most: (better, worse, accuracy, better score, worse score), or None."""
-    by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"),
-                                             n=("question_id", "size"))
-    by_conf = by_conf[by_conf["n"] >= 0.5 * by_conf["n"].max()]  # skip configurations with few questions
-    best = None
-    for _, grp in by_conf.groupby(by_conf["acc"].round(2)):
-        if len(grp) > 1:
-            gap = grp["score"].max() - grp["score"].min()
-            if best is None or gap > best[0]:
-                best = (gap, str(grp["score"].idxmax()), str(grp["score"].idxmin()), float(grp["acc"].iloc[0]),
-                        float(grp["score"].max()), float(grp["score"].min()))
-    return best[1:] if best is not None and best[0] > 0 else None
+def _same_accuracy_different_quality(result: EcdfResult) -> pd.Series | None:
+    """The pair of configurations with (practically) the same accuracy, within :data:`SAME_ACCURACY`
+    and not told apart by the McNemar test, whose response distributions the permutation test does
+    tell apart (both BH-adjusted, at :data:`ALPHA`), with the largest mean W1; None when no pair
+    qualifies. A non-significant test alone is not "the same": 0.84 vs 0.32 on 19 questions can be."""
+    c = result.comparisons
+    if c is None or "p_accuracy_adjusted" not in c.columns:
+        return None
+    hits = c[(c["accuracy_difference"].abs() <= SAME_ACCURACY + 1e-12) & (c["p_accuracy_adjusted"] >= ALPHA)
+             & (c["p_distribution_adjusted"] < ALPHA)]
+    return None if hits.empty else hits.loc[hits["mean_w1"].idxmax()]
+
+
+def _comparison_sentences(result: EcdfResult) -> list[str]:
+    """How many configuration pairs differ, and the widest same-accuracy quality gap, each stated
+    only as far as the paired tests support it."""
+    c = result.comparisons
+    if c is None:
+        return []
+    differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
+    text = (f"{differ} of {len(c)} configuration pairs have different response-quality distributions (paired "
+            f"permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+    if "p_accuracy_adjusted" in c.columns:
+        text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
+    items = [text + "."]
+    pair = _same_accuracy_different_quality(result)
+    if pair is not None:
+        items.append("Same accuracy, different quality: " + pair_sentence(pair, result.options["permutations"]))
+    return items
 
 
 def _settings_count(result: EcdfResult) -> str:
@@ -237,9 +255,11 @@ def _settings_count(result: EcdfResult) -> str:
 def index_line(result: EcdfResult) -> str:
     """One line for an index page: K, the settings, and the widest same-accuracy quality gap."""
     line = f"K={result.options['k']} clusters of {len(result.settings)} settings"
-    pair = _same_accuracy_pair(result.settings) if "correct" in result.settings.columns else None
+    pair = _same_accuracy_different_quality(result)
     if pair is not None:
-        line += f"; same accuracy {pair[2]:.2f}, mean response score {pair[3]:.3f} vs {pair[4]:.3f} ({pair[0]} vs {pair[1]})"
+        line += (f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
+                 f"{pair['accuracy_b']:.2f} (not significantly different), response distributions differ (mean W1 "
+                 f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})")
     return line
 
 
@@ -271,12 +291,24 @@ def headline(result: EcdfResult) -> list[str]:
         items.append(f"What separates the clusters, strongest first: {parts}.")
     if "correct" in s.columns:
         items.extend(_correct_outside_sentence(s))
-        pair = _same_accuracy_pair(s)
-        if pair is not None:
-            items.append(f"Same accuracy, different quality: '{pair[0]}' and '{pair[1]}' both have accuracy {pair[2]:.2f}, "
-                         f"but mean response score {pair[3]:.3f} vs {pair[4]:.3f}.")
+    items.extend(_comparison_sentences(result))
     items.extend(result.notes)
     return items
+
+
+MAX_PAIR_SENTENCES = 12
+
+
+def _comparisons_html(result: EcdfResult) -> str:
+    """The pairs in words, those that differ most first (up to :data:`MAX_PAIR_SENTENCES`)."""
+    c = result.comparisons
+    assert c is not None
+    order = c.assign(_sig=c["p_distribution_adjusted"] < ALPHA).sort_values(["_sig", "mean_w1"], ascending=False,
+                                                                             kind="stable")
+    items = "".join(f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
+                    for _, row in order.head(MAX_PAIR_SENTENCES).iterrows())
+    more = f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>" if len(c) > MAX_PAIR_SENTENCES else ""
+    return f"<ul>{items}</ul>{more}"
 
 
 def build_report(result: EcdfResult) -> Report:
@@ -337,6 +369,14 @@ def build_report(result: EcdfResult) -> Report:
         report.html_block("Example answers of the medoids", _examples_html(result),
                           "The distinct (extracted) answers in each medoid setting with their counts and mean "
                           "score, next to the reference; ✓ marks an answer equal to a reference.")
+    if result.comparisons is not None:
+        report.html_block("Do the configurations differ?", _comparisons_html(result),
+                          "Paired comparisons over the questions both configurations answered. Distributions: the "
+                          "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
+                          f"labels of the responses within each question ({o['permutations']} permutations). Accuracy: "
+                          "the exact McNemar (sign) test on the questions only one of them got right. p-values are "
+                          "Benjamini-Hochberg adjusted across the pairs; brackets are 95% question-level bootstrap "
+                          "intervals. Every pair is in comparisons.csv.")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
                      "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
