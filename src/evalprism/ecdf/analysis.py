@@ -22,6 +22,7 @@ from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.progress import progress_bar, status
 from evalprism.stats import choose_k, distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
+from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs, medoid_silhouette
 
 RESPONSES_SCHEMA = Schema(
     name="responses",
@@ -38,8 +39,6 @@ RESPONSES_SCHEMA = Schema(
 MAX_ACCURACY_LEVELS = 6
 ACCURACY_BINS = 5
 DEFAULT_K_MAX = 16
-#: above this many settings the distance matrix is kept in float32
-FLOAT32_ABOVE = 20_000
 #: eq. 6 distances closer than this (relative to the vectors' norm) are ties: rounding, not meaning
 TIE_RTOL = 1e-9
 
@@ -284,12 +283,6 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id))
 
 
-def distance_dtype(n_settings: int) -> type[np.floating]:
-    """The dtype of the n x n distance matrix: float32 halves it (7.2 GB -> 3.6 GB at 30,000 settings)
-    and gives the same clustering there."""
-    return np.float32 if n_settings > FLOAT32_ABOVE else np.float64
-
-
 def available_memory() -> int | None:
     """Bytes of memory available now: psutil's estimate where installed, else the free physical pages
     (os.sysconf); None where neither can tell."""
@@ -308,33 +301,50 @@ def available_memory() -> int | None:
 def check_distance_memory(n_settings: int, where: str) -> None:
     """Refuse, before any embedding, a distance matrix larger than the memory available: numpy would
     fail with a traceback about one huge array only after all the work before it."""
-    need = n_settings * n_settings * np.dtype(distance_dtype(n_settings)).itemsize
+    if n_settings > CLARA_ABOVE:  # no n x n matrix there (evalprism.stats.clara)
+        return
+    need = n_settings * n_settings * 8
     have = available_memory()
     if have is not None and need > have:
         raise EvalprismError(
             f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
-            f"{need / 1e9:.1f} GB ({np.dtype(distance_dtype(n_settings)).itemsize} bytes per distance), more memory "
+            f"{need / 1e9:.1f} GB (8 bytes per distance), more memory "
             f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
             "questions, or fewer by columns)", parameter="by")
 
 
 @dataclass
 class _Clustering:
-    """The settings' ECDFs clustered: the distance matrix (eq. 4-5), medoids and labels numbered by
-    wins (eq. 7) with the wins, the k-medoids loss, and the silhouette curve when K was chosen."""
+    """The settings' ECDFs clustered: medoids and labels numbered by wins (eq. 7) with the wins, every
+    setting's W1 distance to each medoid (n x k, columns in the new numbering), the k-medoids loss,
+    the K-selection curve when K was chosen, and whether the n x n matrix was avoided (CLARA)."""
 
-    dist: np.ndarray
+    to_medoids: np.ndarray
     medoids: np.ndarray
     labels: np.ndarray
     loss: float
     wins: np.ndarray
     k_curve: pd.DataFrame | None
+    scalable: bool
+
+
+def _choose_k_scalable(ecdfs: SortedEcdfs, k_values: list[int], seed: int, progress: bool) -> tuple[int, pd.DataFrame]:
+    """K by the highest medoid silhouette (n x k distances only; the silhouette needs n x n)."""
+    curve = []
+    with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (medoid silhouette)", len(k_values), progress) as bar:
+        for k in k_values:
+            res, to_medoids = kmedoids_ecdfs(ecdfs, k, seed=seed)
+            curve.append((k, medoid_silhouette(to_medoids), res.loss))
+            bar.update(1)
+    best = max(curve, key=lambda row: (row[1], -row[0]))[0]
+    return best, pd.DataFrame(curve, columns=["k", "medoid_silhouette", "loss"])
 
 
 def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
              progress: bool, notes: list[str]) -> _Clustering:
-    """Distances (eq. 4-5), K (given or by silhouette; never more than the distinct ECDFs),
-    k-medoids, wins (eq. 7)."""
+    """K (given or by silhouette; never more than the distinct ECDFs), k-medoids on the exact W1
+    distances (eq. 4-5) -- the n x n matrix up to CLARA_ABOVE settings, CLARA-style n x k work above
+    (:mod:`evalprism.stats.clara`) -- and wins (eq. 7)."""
     n = len(samples)
     if clusters != "auto" and not 1 <= int(clusters) <= n:
         raise EvalprismError(f"clusters {clusters}: K must be between 1 and the number of settings ({n})",
@@ -344,29 +354,37 @@ def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: 
         notes.append(f"K={clusters} was asked, but the settings have only {distinct} distinct ECDFs: more clusters "
                      f"would split identical ECDFs, so K={distinct}")
         clusters = distinct
-    dtype = distance_dtype(n)
-    status(f"distances between {n} ECDFs", progress)
-    dist = w1_matrix(samples, dtype=dtype)
-    k_curve = None
     if clusters == "auto" and distinct <= 2:
         clusters = distinct
         notes.append(f"K={distinct}: the settings have only {distinct} distinct ECDF{'s' if distinct > 1 else ''}")
-    if clusters == "auto":
-        k_values = list(range(2, min(k_max, n - 1, distinct) + 1)) or [2]
-        with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
-            k, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)  # type: ignore[arg-type]
-        k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
+    k_values = list(range(2, min(k_max, n - 1, distinct) + 1)) or [2]
+    scalable = n > CLARA_ABOVE
+    k_curve = None
+    if scalable:
+        ecdfs = SortedEcdfs(samples)
+        if clusters == "auto":
+            clusters, k_curve = _choose_k_scalable(ecdfs, k_values, seed, progress)
+        status(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress)
+        result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
     else:
-        k = int(clusters)
-    status(f"k-medoids ({method}) with K={k}", progress)
-    result = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
+        status(f"distances between {n} ECDFs", progress)
+        dist = w1_matrix(samples)
+        if clusters == "auto":
+            with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
+                clusters, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)  # type: ignore[arg-type]
+            k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
+        status(f"k-medoids ({method}) with K={clusters}", progress)
+        result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        to_medoids = dist[:, result.medoids]
+        del dist
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
-    return _Clustering(dist, medoids, labels, result.loss, wins, k_curve)
+    order = np.array([int(np.flatnonzero(result.medoids == m)[0]) for m in medoids])
+    return _Clustering(to_medoids[:, order], medoids, labels, result.loss, wins, k_curve, scalable)
 
 
 def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray],
                    clustering: _Clustering) -> pd.DataFrame:
-    dist, wins = clustering.dist, clustering.wins
+    wins = clustering.wins
     rows = []
     for c, m in enumerate(clustering.medoids):
         members = np.flatnonzero(clustering.labels == c)
@@ -377,7 +395,7 @@ def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.nda
             "medoid_setting": " · ".join(f"{k}={settings[k].iat[m]}" for k in keys),
             "mean_score": float(np.concatenate([samples[i] for i in members]).mean()),
             "medoid_mean_score": float(samples[m].mean()),
-            "mean_distance_to_medoid": float(dist[members, m].mean()),
+            "mean_distance_to_medoid": float(clustering.to_medoids[members, c].mean()),
         })
     return pd.DataFrame(rows)
 
@@ -425,6 +443,7 @@ def analyze(
     by = list(by)
     clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
+    check_method(len(settings), method)
     check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
                                                       .itertuples(index=False)] if by else ["all"], by)
     rule = score_rule(score)
@@ -464,6 +483,8 @@ def analyze(
             "baseline": baseline, "permutations": permutations,
             "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,
+            "clustering": ("CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
+                           "(no n x n matrix)") if clustering.scalable else "k-medoids on the full W1 matrix",
         },
         embed_stats=scored.embed_stats,
         notes=notes,

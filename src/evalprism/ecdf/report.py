@@ -46,7 +46,8 @@ PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next pa
 MISSING = "#d9dce3"  # heatmap cells with no responses
 #: accuracies this close (absolute) count as the same in the headline, if the McNemar test agrees
 SAME_ACCURACY = 0.02
-MAX_ROW_LABELS = 100  # heatmap rows beyond which row labels are hidden (named on hover)
+MAX_ROW_LABELS = 100
+MAX_HEATMAP_ROWS = 1_000  # more rows are drawn as an evenly spaced sample (in MDS order)  # heatmap rows beyond which row labels are hidden (named on hover)
 
 
 def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
@@ -102,6 +103,8 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     """The reordered question × configuration grid coloured by cluster (one discrete colour each);
     cells without responses are grey and named in the legend."""
     a = result.assignment
+    if len(a) > MAX_HEATMAP_ROWS:  # an evenly spaced sample of the rows in their MDS order: the page stays small
+        a = a.iloc[np.linspace(0, len(a) - 1, MAX_HEATMAP_ROWS).round().astype(int)]
     s = result.settings
     groups = s.groupby("question_id")["group"].first() if "group" in s.columns else None
     ylabels = [f"{q} ({groups[q]})" if groups is not None else str(q) for q in a.index]
@@ -135,15 +138,22 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
                       xaxis={"tickangle": -45, "type": "category"}, yaxis=yaxis,
                       showlegend=True, legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
                       xaxis_title="configuration",
-                      yaxis_title=(f"{len(ylabels)} questions (hover for names)" if many else "question (group)"))
+                      yaxis_title=(f"{len(ylabels)} {'of ' + str(len(result.assignment)) + ' ' if len(ylabels) < len(result.assignment) else ''}"
+                                   "questions (hover for names)" if many else "question (group)"))
     return fig
 
 
+def _k_criterion(curve: pd.DataFrame) -> str:
+    """The column of the K curve that chose K: the silhouette, or the medoid silhouette (CLARA path)."""
+    return "silhouette" if "silhouette" in curve.columns else "medoid_silhouette"
+
+
 def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
-    fig = go.Figure(go.Scatter(x=curve["k"], y=curve["silhouette"], mode="lines+markers", name="silhouette"))
+    criterion = _k_criterion(curve)
+    fig = go.Figure(go.Scatter(x=curve["k"], y=curve[criterion], mode="lines+markers", name=criterion))
     fig.add_vline(x=chosen, line_dash="dash", line_color=CENTROID, annotation_text=f"K={chosen}")
     fig.update_layout(height=320, template="plotly_white", xaxis_title="K (number of clusters)",
-                      yaxis_title="mean silhouette", margin={"l": 60, "r": 20, "t": 20, "b": 50})
+                      yaxis_title=f"mean {criterion.replace('_', ' ')}", margin={"l": 60, "r": 20, "t": 20, "b": 50})
     return fig
 
 
@@ -275,13 +285,19 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
             "are outside the best cluster: their individual responses are spread out, which a majority answer hides."]
 
 
+def _k_origin(result: EcdfResult) -> str:
+    if result.k_curve is not None:
+        return f"K chosen by {_k_criterion(result.k_curve).replace('_', ' ')}"
+    return "K given" if result.options["clusters"] != "auto" else "K set by the number of distinct ECDFs"
+
+
 def headline(result: EcdfResult) -> list[str]:
     """A few sentences a colleague can read in a minute."""
     s = result.settings
     o = result.options
     items = [
         f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of "
-        f"similar response-quality distributions ({'K chosen by silhouette' if o['clusters'] == 'auto' else 'K given'}; "
+        f"similar response-quality distributions ({_k_origin(result)}; "
         "cluster 0 is best).",
         f"Each response's quality: {o['quality']}.",
     ]
@@ -325,7 +341,7 @@ def build_report(result: EcdfResult) -> Report:
     report = Report(
         title=result.title or "Response-quality distributions (ECDF clustering)",
         subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
-                 f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}",
+                 f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}; {o.get('clustering', '')}",
     )
     report.summary(*headline(result))
     groups = []
@@ -359,8 +375,10 @@ def build_report(result: EcdfResult) -> Report:
         )
     if result.k_curve is not None:
         report.figure(_k_figure(result.k_curve, o["k"]), "Choosing K",
-                      "Mean silhouette of the k-medoids clustering for each K on the precomputed ECDF distances; "
-                      "the K with the highest value (smallest on ties) was used.")
+                      "Mean silhouette of the k-medoids clustering for each K on the exact ECDF distances (above "
+                      "20,000 settings the medoid silhouette, 1 - a/b with a, b the distances to the nearest and "
+                      "second-nearest medoid, which needs no n x n matrix); the K with the highest value (smallest "
+                      "on ties) was used.")
     report.table(result.factors, "What the clusters separate",
                  "Adjusted mutual information between the cluster labels and each factor: 1 = the clusters follow the "
                  "factor exactly, 0 = no more than chance.")
