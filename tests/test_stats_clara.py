@@ -11,7 +11,7 @@ from scipy import stats
 from sklearn.metrics import adjusted_rand_score
 
 from evalprism.stats import kmedoids, mds_order, w1_matrix
-from evalprism.stats.clara import SortedEcdfs, clara_ecdfs, kmedoids_ecdfs, medoid_silhouette
+from evalprism.stats.clara import SortedEcdfs, clara_ecdfs, kmedoids_ecdfs
 
 
 def planted(n: int, k: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -56,11 +56,6 @@ def test_below_the_threshold_the_full_matrix_path_runs() -> None:
     expected = kmedoids(w1_matrix(samples), 3, seed=5)
     assert result.medoids.tolist() == expected.medoids.tolist() and result.loss == pytest.approx(expected.loss)
     assert to_medoids.shape == (300, 3)
-
-
-def test_medoid_silhouette_by_hand() -> None:
-    # a = 1, b = 4 -> 0.75; a = 0, b = 2 -> 1; a = b = 0 -> 0
-    assert medoid_silhouette(np.array([[1.0, 4.0], [2.0, 0.0], [0.0, 0.0]])) == pytest.approx((0.75 + 1 + 0) / 3)
 
 
 def test_many_rows_are_ordered_without_the_row_distance_matrix() -> None:

@@ -21,8 +21,9 @@ from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.progress import progress_bar, status
-from evalprism.stats import choose_k, distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
-from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs, medoid_silhouette
+from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
+from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
+from evalprism.stats.stability import choose_k_by_stability
 
 RESPONSES_SCHEMA = Schema(
     name="responses",
@@ -39,6 +40,8 @@ RESPONSES_SCHEMA = Schema(
 MAX_ACCURACY_LEVELS = 6
 ACCURACY_BINS = 5
 DEFAULT_K_MAX = 16
+#: --clusters auto measures stability on at most this many settings (whole questions, seeded)
+STABILITY_MAX_SETTINGS = 3_000
 #: eq. 6 distances closer than this (relative to the vectors' norm) are ties: rounding, not meaning
 TIE_RTOL = 1e-9
 
@@ -328,21 +331,30 @@ class _Clustering:
     scalable: bool
 
 
-def _choose_k_scalable(ecdfs: SortedEcdfs, k_values: list[int], seed: int, progress: bool) -> tuple[int, pd.DataFrame]:
-    """K by the highest medoid silhouette (n x k distances only; the silhouette needs n x n)."""
-    curve = []
-    with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (medoid silhouette)", len(k_values), progress) as bar:
-        for k in k_values:
-            res, to_medoids = kmedoids_ecdfs(ecdfs, k, seed=seed)
-            curve.append((k, medoid_silhouette(to_medoids), res.loss))
-            bar.update(1)
-    best = max(curve, key=lambda row: (row[1], -row[0]))[0]
-    return best, pd.DataFrame(curve, columns=["k", "medoid_silhouette", "loss"])
+def _choose_k_by_stability(samples: list[np.ndarray], questions: np.ndarray, dist: np.ndarray | None,
+                           k_values: list[int], seed: int, progress: bool, notes: list[str]) -> tuple[int, pd.DataFrame]:
+    """K by clustering stability under resampling of questions (:mod:`evalprism.stats.stability`), on
+    all settings up to STABILITY_MAX_SETTINGS, else on a seeded random subset of whole questions of
+    at most that many settings (the curve's cost grows with the square of its settings)."""
+    n = len(samples)
+    rows = np.arange(n)
+    if n > STABILITY_MAX_SETTINGS:
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(np.unique(questions))
+        sizes = np.bincount(questions)[order]
+        chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), STABILITY_MAX_SETTINGS, side="right")))]
+        rows = np.flatnonzero(np.isin(questions, chosen))
+        notes.append(f"K was chosen on a random subset of {chosen.size} questions ({rows.size} of {n} settings): "
+                     "stability costs grow with the square of the settings")
+    sub = dist[np.ix_(rows, rows)] if dist is not None else w1_matrix([samples[i] for i in rows])
+    with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (stability)", len(k_values), progress) as bar:
+        k, curve = choose_k_by_stability(sub, questions[rows], k_values, seed=seed, on_step=bar.update)
+    return k, pd.DataFrame(curve, columns=["k", "stability", "stability_sd", "silhouette"])
 
 
-def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
-             progress: bool, notes: list[str]) -> _Clustering:
-    """K (given or by silhouette; never more than the distinct ECDFs), k-medoids on the exact W1
+def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | str, method: str, seed: int,
+             k_max: int, progress: bool, notes: list[str]) -> _Clustering:
+    """K (given or by stability; never more than the distinct ECDFs), k-medoids on the exact W1
     distances (eq. 4-5) -- the n x n matrix up to CLARA_ABOVE settings, CLARA-style n x k work above
     (:mod:`evalprism.stats.clara`) -- and wins (eq. 7)."""
     n = len(samples)
@@ -363,16 +375,14 @@ def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: 
     if scalable:
         ecdfs = SortedEcdfs(samples)
         if clusters == "auto":
-            clusters, k_curve = _choose_k_scalable(ecdfs, k_values, seed, progress)
+            clusters, k_curve = _choose_k_by_stability(samples, questions, None, k_values, seed, progress, notes)
         status(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress)
         result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
     else:
         status(f"distances between {n} ECDFs", progress)
         dist = w1_matrix(samples)
         if clusters == "auto":
-            with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
-                clusters, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)  # type: ignore[arg-type]
-            k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
+            clusters, k_curve = _choose_k_by_stability(samples, questions, dist, k_values, seed, progress, notes)
         status(f"k-medoids ({method}) with K={clusters}", progress)
         result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
         to_medoids = dist[:, result.medoids]
@@ -432,8 +442,8 @@ def analyze(
 
     ``table`` holds one row per response: ``question_id``, ``response`` and ``references``, or a
     precomputed ``score`` (then nothing is embedded unless references are also given, which adds
-    the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` with the highest
-    mean silhouette). ``group`` names an optional topic column for accuracy per group. ``score``: how
+    the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` by clustering
+    stability under resampling of questions, :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group. ``score``: how
     a response is scored against its references, ``"cosine"`` (eq. 3, the default), ``"exact"`` or
     ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). Configurations are compared pairwise
     (or each with ``baseline``) by paired tests over shared questions with ``permutations``
@@ -456,7 +466,8 @@ def analyze(
     if scored.answers is not None:
         df["answer"] = scored.answers
     samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
-    clustering = _cluster(samples, clusters, method, seed, k_max, progress, notes)
+    questions = pd.factorize(settings["question_id"])[0]
+    clustering = _cluster(samples, questions, clusters, method, seed, k_max, progress, notes)
     settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored)
     cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])

@@ -23,7 +23,7 @@ class EcdfResult(SavedResult):
     cluster (0 = best); ``factors``: adjusted mutual information between the clusters and each
     factor (question, group, each ``by`` column); ``accuracy``: exact-match accuracy per group x
     configuration; ``comparisons``: paired tests between configurations over shared questions
-    (:mod:`evalprism.ecdf.compare`; None with one configuration); ``k_curve``: silhouette per K when K was chosen automatically;
+    (:mod:`evalprism.ecdf.compare`; None with one configuration); ``k_curve``: stability per K when K was chosen automatically;
     ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
     quality values of each setting (the ECDFs), indexed like ``settings``; ``title``: the report's
     title (None: the default).

@@ -213,16 +213,3 @@ def kmedoids_ecdfs(samples: Sequence[np.ndarray] | SortedEcdfs, k: int, method: 
         return res, dist[:, res.medoids].astype(np.float64)
     check_method(ecdfs.n, method)
     return clara_ecdfs(ecdfs, k, seed)
-
-
-def medoid_silhouette(to_medoids: np.ndarray) -> float:
-    """The medoid silhouette (Van der Laan et al. 2003; Lenssen & Schubert 2022): the mean of
-    1 - a/b with a, b the distances to the nearest and second-nearest medoid (0 where both are 0).
-    It needs n x k distances only, where the silhouette needs all n x n."""
-    if to_medoids.shape[1] < 2:
-        return 0.0
-    part = np.partition(to_medoids, 1, axis=1)
-    a, b = part[:, 0], part[:, 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.where(b > 0, 1 - a / b, 0.0)
-    return float(s.mean())
