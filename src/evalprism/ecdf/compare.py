@@ -126,17 +126,17 @@ def format_p(p: float, permutations: int | None = None) -> str:
 
 
 def pair_sentence(row: pd.Series, permutations: int) -> str:
-    """One comparison in words: accuracy (when judged) and distributions, each called different
-    only when its BH-adjusted p-value is below :data:`ALPHA`."""
-    text = f"'{row['configuration_a']}' vs '{row['configuration_b']}' ({row['n_questions']} questions): "
+    """One comparison in words, the distributions first: each difference is called one only when its
+    BH-adjusted p-value is below :data:`ALPHA`."""
+    differ = row["p_distribution_adjusted"] < ALPHA
+    text = (f"'{row['configuration_a']}' vs '{row['configuration_b']}' ({row['n_questions']} questions): "
+            f"response-quality distributions {'differ' if differ else 'not significantly different'}, mean W1 "
+            f"{row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], "
+            f"{format_p(row['p_distribution_adjusted'], permutations)}; mean score {row['mean_score_a']:.3f} vs "
+            f"{row['mean_score_b']:.3f}")
     if "accuracy_a" in row and pd.notna(row.get("accuracy_a")):
         same = row["p_accuracy_adjusted"] >= ALPHA
-        text += (f"{'no significant accuracy difference' if same else 'accuracy differs'}, "
-                 f"{row['accuracy_a']:.2f} vs {row['accuracy_b']:.2f} "
-                 f"(McNemar, adjusted {format_p(row['p_accuracy_adjusted'])}); ")
-    differ = row["p_distribution_adjusted"] < ALPHA
-    text += (f"response-quality distributions {'differ' if differ else 'do not differ significantly'}: mean W1 "
-             f"{row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], mean score "
-             f"{row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f} (permutation test, adjusted "
-             f"{format_p(row['p_distribution_adjusted'], permutations)})")
+        text += (f"; accuracy {row['accuracy_a']:.2f} vs {row['accuracy_b']:.2f} "
+                 f"({'difference not significant' if same else 'differs'}, McNemar "
+                 f"{format_p(row['p_accuracy_adjusted'])})")
     return text + "."

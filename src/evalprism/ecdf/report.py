@@ -374,8 +374,9 @@ def build_report(result: EcdfResult) -> Report:
                       "For each K, two random subsets of 80% of the questions are clustered (k-medoids on the exact "
                       "ECDF distances), both clusterings are extended to every setting (nearest medoid) and compared "
                       "by the adjusted Rand index (1 = the same clustering); the mean over resampled pairs, with one "
-                      "standard deviation, is the stability of K. The smallest K within 0.005 of the most stable was "
-                      "used: a K that splits a real cluster arbitrarily, or merges two, does not reproduce.")
+                      "standard deviation, is the stability of K: a K that splits a real cluster arbitrarily does "
+                      "not reproduce. Among the K within 0.005 of the most stable, the highest mean silhouette "
+                      "(shown for those K only) decided.")
     report.table(result.factors, "What the clusters separate",
                  "Adjusted mutual information between the cluster labels and each factor: 1 = the clusters follow the "
                  "factor exactly, 0 = no more than chance.")
@@ -392,6 +393,10 @@ def build_report(result: EcdfResult) -> Report:
                           "the exact McNemar (sign) test on the questions only one of them got right. p-values are "
                           "Benjamini-Hochberg adjusted across the pairs; brackets are 95% question-level bootstrap "
                           "intervals. Every pair is in comparisons.csv.")
+        shown = ["configuration_a", "configuration_b", "n_questions", "mean_w1", "p_distribution_adjusted",
+                 "score_difference", "accuracy_difference", "p_accuracy_adjusted"]
+        report.table(result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4),
+                     "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted.")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
                      "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
