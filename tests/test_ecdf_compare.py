@@ -111,3 +111,29 @@ def test_cli_writes_comparisons_and_refuses_a_bad_baseline(tmp_path: Path, capsy
     code, _, err = run_cli(["ecdf", path, "--out", tmp_path / "o2", "--by", "temperature", "--baseline", "9", "-q"],
                            capsys)
     assert code == 2 and "--baseline '9': no such configuration" in err and "Traceback" not in err
+
+
+def _same_answers_table(spread_b: bool) -> pd.DataFrame:
+    """12 questions, configurations A and B both end on the right final answer; B's responses score
+    low (a wrong answer) a third of the time when ``spread_b``."""
+    rows = []
+    for q in range(12):
+        for cfg in ("A", "B"):
+            for i in range(6):
+                low = spread_b and cfg == "B" and i % 3 == 1
+                rows.append({"question_id": q, "cfg": cfg, "response": "Lyon" if low else "Paris",
+                             "references": '["Paris"]', "score": 0.2 + 0.01 * q if low else 0.9 - 0.01 * i})
+    return pd.DataFrame(rows)
+
+
+def test_same_accuracy_different_quality_only_when_the_tests_say_so(cache_dir: Path) -> None:
+    from evalprism.ecdf.report import headline
+
+    res = analyze(_same_answers_table(spread_b=True), by=["cfg"], clusters=2, permutations=199, progress=False)
+    row = res.comparisons.iloc[0]
+    assert row["accuracy_a"] == row["accuracy_b"] == 1.0 and row["p_accuracy"] == 1.0
+    assert row["p_distribution_adjusted"] < 0.01
+    assert any(line.startswith("Same accuracy, different quality: 'cfg=A' vs 'cfg=B'") for line in headline(res))
+    same = analyze(_same_answers_table(spread_b=False), by=["cfg"], clusters=2, permutations=199, progress=False)
+    assert same.comparisons.iloc[0]["p_distribution"] == 1.0  # identical samples: every relabelling ties
+    assert not any("Same accuracy" in line for line in headline(same))
