@@ -317,7 +317,8 @@ def add_pam_row(report: Report, ours: ClusterRun, pam: PamRun) -> None:
         report.add(Row(
             what="default clustering vs kmedoids.pam: issue-18 target", n=f"{ours.n:,}", ratio=fmt_x(speedup),
             quality=f"loss ratio {ratio:.4f}", target=f">= {TARGET_PAM_SPEEDUP:g}x faster, loss ratio <= 1",
-            status=status(speedup >= TARGET_PAM_SPEEDUP and ratio <= 1.0),
+            # 1e-12: the same medoids summed in another order (kmedoids.pam's own sum vs NumPy's)
+            status=status(speedup >= TARGET_PAM_SPEEDUP and ratio <= 1.0 + 1e-12),
         ))
 
 
