@@ -34,6 +34,14 @@ class KMethod(str, Enum):
     pam = "pam"
 
 
+class ScoreRuleName(str, Enum):
+    """The score rules of evalprism.ecdf.scoring (listed here so that --help imports no numpy)."""
+
+    cosine = "cosine"
+    exact = "exact"
+    contains = "contains"
+
+
 CacheDir = Annotated[
     Optional[Path],
     typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
@@ -96,6 +104,15 @@ def ecdf(
     clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
+    score: Annotated[ScoreRuleName, typer.Option(
+        "--score", help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
+                        "(normalised exact match, 0/1) or contains (a reference occurs in the response, 0/1).")
+    ] = ScoreRuleName.cosine,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs.")
+    ] = None,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", help="Label permutations per paired test (999 resolves p = 0.001).")] = 999,
     seed: Seed = 0,
     extract: Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")] = None,
     choices: Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")] = None,
@@ -111,7 +128,8 @@ def ecdf(
     target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
-        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, seed=seed,
+        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, score=score.value,
+        baseline=baseline, permutations=permutations, seed=seed,
         extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )
