@@ -45,6 +45,19 @@ def test_exact_score_through_the_analysis(cache_dir: Path) -> None:
         analyze(small_responses(), score="fuzzy", progress=False)  # type: ignore[arg-type]
 
 
+def test_correct_follows_the_score_rule(cache_dir: Path) -> None:
+    """Under exact/contains a final answer is correct by that same rule ('paris' against 'Paris'),
+    so a score of 1 and a ✓ never disagree; under cosine by the seed's exact match."""
+    rows = [{"question_id": "q", "cfg": c, "response": r, "references": json.dumps(["Paris"])}
+            for c, answers in {"lower": ["paris"] * 3, "sentence": ["It is Paris"] * 3, "wrong": ["Lyon"] * 3}.items()
+            for r in answers]
+    correct = {rule: analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score=rule, progress=False)
+               .settings.set_index("cfg")["correct"].to_dict() for rule in ("exact", "contains", "cosine")}
+    assert correct["exact"] == {"lower": True, "sentence": False, "wrong": False}
+    assert correct["contains"] == {"lower": True, "sentence": True, "wrong": False}
+    assert correct["cosine"] == {"lower": False, "sentence": False, "wrong": False}
+
+
 def _score_table(per_cfg: dict[str, list[float]], questions: int = 6) -> pd.DataFrame:
     return pd.DataFrame([{"question_id": q, "cfg": c, "score": v}
                          for q in range(questions) for c, vals in per_cfg.items() for v in vals])

@@ -241,6 +241,7 @@ class _Scored:
     answers: list[str] | None = None
     ref_lists: list[tuple[str, ...]] | None = None
     embed_stats: dict | None = None
+    rule: ScoreRule = "cosine"
 
 
 def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, rule: ScoreRule,
@@ -283,7 +284,7 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
                          "scores them right or wrong")
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
-    return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id))
+    return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
 
 
 def available_memory() -> int | None:
@@ -560,6 +561,20 @@ def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.
     return [np.sort(s) for s in np.split(scores[order], bounds)]
 
 
+def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
+    """Whether each setting's final answer (row ``chosen``, -1: none) is correct: under the exact or
+    contains score, by that same rule (so a ✓ and a score of 1 always agree); under cosine, by the
+    seed's exact match of the suffix-stripped answer to a reference."""
+    assert scored.answers is not None and scored.ref_lists is not None
+    if scored.rule == "cosine":
+        return [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
+    rows = [int(c) for c in chosen if c >= 0]
+    hits = lexical_scores([scored.answers[c] for c in rows], np.ones(len(rows), bool),
+                          [scored.ref_lists[c] for c in rows], scored.rule)  # type: ignore[arg-type]
+    by_row = dict(zip(rows, hits, strict=True))
+    return [bool(c >= 0 and by_row[int(c)] == 1.0) for c in chosen]
+
+
 def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], group: str | None,
                     choices: str | None, samples: list[np.ndarray], clustering: _Clustering,
                     scored: _Scored) -> pd.DataFrame:
@@ -579,7 +594,7 @@ def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], gro
         assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
         chosen = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
-        settings["correct"] = [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
+        settings["correct"] = _final_answer_correct(scored, chosen)
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
     carried = _carried_columns(df, exclude={"question_id", *by, "response", "references", "score", "answer", "quality",
                                             "setting", "_row", group or "", choices or ""})
