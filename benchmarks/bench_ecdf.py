@@ -14,6 +14,12 @@ What is compared, and why:
   output says at which n each number was taken.
 * **Scale.** n = 30,000 ECDFs: distances + clustering wall time and peak resident memory,
   measured in a fresh (spawned) process so that nothing from the earlier stages counts.
+* **Beyond the matrix.** n = 100,000 and 1,000,000 ECDFs through the CLARA path of
+  :mod:`evalprism.stats.clara` (fresh process each: wall time, peak RSS); at n = 30,000 its loss
+  against full-matrix FasterPAM on the same ECDFs. At n = 3,000 the default clustering against
+  ``kmedoids.pam``: at least 10x faster with a loss no higher (issue 18).
+* **Paired tests.** The permutation test of :mod:`evalprism.stats.paired`, 49 configurations against
+  one baseline on 10,000 settings, against a scipy ``wasserstein_distance`` loop (extrapolated).
 * **Embedding.** ``Embedder("minilm")`` with a fresh persistent cache: cold throughput (with and
   without model load), then warm throughput from the cache (nothing may be re-encoded), against
   plain ``SentenceTransformer.encode`` on the same texts.
@@ -56,6 +62,12 @@ TARGET_LARGE_S = 60.0
 TARGET_LARGE_BYTES = 8e9  # 8 GB (decimal)
 MEMORY_HEADROOM_BYTES = 0.5e9  # interpreter, libraries, cdist blocks on top of the n x n matrix
 PAM_ASSUMED_ITERATIONS = K  # for the PAM time estimate: SWAP iterations from BUILD (typically <= k)
+PAM_TARGET_N = 3_000
+TARGET_PAM_SPEEDUP = 10.0  # at n = 3,000: evalprism's default clustering vs kmedoids.pam, loss no higher
+TARGET_CLARA_LOSS_RATIO = 1.01  # CLARA path / full-matrix FasterPAM at n = 30,000
+SCALE_TARGETS = {100_000: (60.0, 4e9), 1_000_000: (600.0, 12e9)}  # n: (seconds, peak bytes)
+PERM_QUESTIONS, PERM_CONFIGURATIONS, PERM_RESPONSES, PERM_COUNT = 200, 50, 10, 999
+TARGET_PERM_S = 30.0  # all 49 pairs against one baseline, 10,000 settings
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,6 +312,14 @@ def add_pam_row(report: Report, ours: ClusterRun, pam: PamRun) -> None:
         quality=f"loss {ours.loss:.2f} / {pam.loss:.2f} = {ratio:.4f}, ARI {ours.ari:.3f}",
         target=f"loss ratio <= {TARGET_LOSS_RATIO}", status=status(ratio <= TARGET_LOSS_RATIO),
     ))
+    if ours.n == PAM_TARGET_N:
+        speedup = pam.seconds / ours.seconds
+        report.add(Row(
+            what="default clustering vs kmedoids.pam: issue-18 target", n=f"{ours.n:,}", ratio=fmt_x(speedup),
+            quality=f"loss ratio {ratio:.4f}", target=f">= {TARGET_PAM_SPEEDUP:g}x faster, loss ratio <= 1",
+            # 1e-12: the same medoids summed in another order (kmedoids.pam's own sum vs NumPy's)
+            status=status(speedup >= TARGET_PAM_SPEEDUP and ratio <= 1.0 + 1e-12),
+        ))
 
 
 def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
@@ -311,7 +331,13 @@ def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
     dtype = np.float32 if dtype_name == "float32" else np.float64
     dist, t_w1 = timed(lambda: w1_matrix(samples, dtype=dtype))
     result, t_km = timed(lambda: kmedoids(dist, K, seed=seed))
-    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": result.loss, "peak_bytes": peak_rss_bytes()}
+    peak = peak_rss_bytes()
+    dist = None  # free the n x n matrix before the CLARA run
+    from evalprism.stats.clara import SortedEcdfs, clara_ecdfs
+
+    (clara, _), t_clara = timed(lambda: clara_ecdfs(SortedEcdfs(samples), K, seed=seed))
+    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": result.loss, "peak_bytes": peak,
+            "clara_s": t_clara, "clara_loss": clara.loss}
 
 
 def choose_dtype(n: int, requested: str) -> tuple[str, str]:
@@ -344,6 +370,74 @@ def bench_large(report: Report, args: argparse.Namespace) -> None:
     report.add(Row(what="peak RSS (whole worker process)", n=f"{n:,}", ours=fmt_gb(res["peak_bytes"]),
                    target=f"<= {fmt_gb(TARGET_LARGE_BYTES)} at n={LARGE_N:,}",
                    status=status(res["peak_bytes"] <= TARGET_LARGE_BYTES if at_target else None)))
+    ratio = res["clara_loss"] / res["loss"]
+    report.add(Row(what="CLARA path (no n x n) vs full-matrix FasterPAM", n=f"{n:,}", ours=fmt_s(res["clara_s"]),
+                   peer=fmt_s(total), ratio=fmt_x(total / res["clara_s"]),
+                   quality=f"loss {res['clara_loss']:.2f} / {res['loss']:.2f} = {ratio:.4f}",
+                   target=f"loss ratio <= {TARGET_CLARA_LOSS_RATIO}", status=status(ratio <= TARGET_CLARA_LOSS_RATIO)))
+
+
+def scale_worker(n: int, seed: int) -> dict[str, Any]:
+    """Fresh spawned process: the CLARA path at ``n`` ECDFs of size 10; times and peak RSS."""
+    from evalprism.stats.clara import SortedEcdfs, clara_ecdfs
+
+    samples, truth = planted_ecdfs(n, "equal", seed)
+    ecdfs, t_prep = timed(lambda: SortedEcdfs(samples))
+    samples = None  # the stacked copy is all CLARA needs
+    (result, _), t_km = timed(lambda: clara_ecdfs(ecdfs, K, seed=seed))
+    from sklearn.metrics import adjusted_rand_score
+
+    return {"prep_s": t_prep, "kmedoids_s": t_km, "loss": result.loss, "swaps": result.n_swap,
+            "ari": float(adjusted_rand_score(truth, result.labels)), "peak_bytes": peak_rss_bytes()}
+
+
+def bench_scale(report: Report, args: argparse.Namespace) -> None:
+    """100,000 and 1,000,000 ECDFs: no n x n matrix (evalprism.stats.clara); time and peak memory.
+    No peer runs at this size: the full float64 matrix alone would need n^2 x 8 bytes."""
+    for n in args.scale_n:
+        report.section(f"Scale without the n x n matrix: ECDFs, sizes 10, n={n:,}, k={K}")
+        log(f"CLARA n={n:,} in a spawned process")
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            res = pool.apply(scale_worker, (n, args.seed))
+        total = res["prep_s"] + res["kmedoids_s"]
+        seconds, peak = SCALE_TARGETS.get(n, (None, None))
+        report.add(Row(what="sort/stack + CLARA k-medoids (exact W1 losses)", n=f"{n:,}", ours=fmt_s(total),
+                       peer=f"n x n matrix: {fmt_gb(n * n * 8)}",
+                       quality=f"loss {res['loss']:.2f}, {res['swaps']} swaps, ARI {res['ari']:.3f}",
+                       target=f"<= {seconds:g} s" if seconds else "", status=status(total <= seconds if seconds else None)))
+        report.add(Row(what="peak RSS (whole worker process)", n=f"{n:,}", ours=fmt_gb(res["peak_bytes"]),
+                       target=f"<= {fmt_gb(peak)}" if peak else "",
+                       status=status(res["peak_bytes"] <= peak if peak else None)))
+
+
+def bench_permutation(report: Report, args: argparse.Namespace) -> None:
+    """Paired permutation tests, every configuration against one baseline, on 10,000 settings
+    (200 questions x 50 configurations x 10 responses), against what a user would write: a loop of
+    ``scipy.stats.wasserstein_distance`` over relabellings (timed on a few, extrapolated)."""
+    from scipy.stats import wasserstein_distance
+
+    from evalprism.stats.paired import paired_w1_test
+
+    q, c, r = PERM_QUESTIONS, PERM_CONFIGURATIONS, PERM_RESPONSES
+    report.section(f"Paired permutation tests: {q} questions x {c} configurations x {r} responses, {PERM_COUNT} permutations")
+    rng = np.random.default_rng(args.seed)
+    data = rng.beta(2, 3, size=(c, q, r)) + np.linspace(0, 0.1, c)[:, None, None]
+    tests, seconds = timed(lambda: [paired_w1_test(list(data[0]), list(data[j]), PERM_COUNT, seed=j)
+                                    for j in range(1, c)])
+    peer_perms = 5
+
+    def peer() -> None:
+        for _ in range(peer_perms):
+            for i in range(q):
+                pooled = rng.permutation(np.concatenate([data[0, i], data[1, i]]))
+                wasserstein_distance(pooled[:r], pooled[r:])
+
+    _, peer_s = timed(peer)
+    peer_total = peer_s / peer_perms * PERM_COUNT * (c - 1)
+    report.add(Row(what=f"{c - 1} pairs vs baseline (vectorised) vs scipy loop (extrapolated)", n=f"{q * c:,}",
+                   ours=fmt_s(seconds), peer=fmt_s(peer_total), ratio=fmt_x(peer_total / seconds),
+                   quality=f"min p {min(t[1] for t in tests):.3f}", target=f"<= {TARGET_PERM_S:g} s",
+                   status=status(seconds <= TARGET_PERM_S)))
 
 
 def bench_embedding(report: Report, args: argparse.Namespace) -> None:
@@ -454,6 +548,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="seconds; if exact PAM is estimated slower, it runs at --pam-n instead")
     parser.add_argument("--pam-n", type=int, default=3_000, help="fallback n for the PAM comparison")
     parser.add_argument("--large-n", type=int, default=LARGE_N, help="n of the scale stage (targets apply at 30,000)")
+    parser.add_argument("--skip-scale", action="store_true", help="skip the 100,000 / 1,000,000 CLARA stages")
+    parser.add_argument("--scale-n", type=lambda v: [int(x) for x in v.split(",")], default=[100_000, 1_000_000],
+                        help="comma-separated n of the CLARA scale stages (targets at 100,000 and 1,000,000)")
+    parser.add_argument("--skip-perm", action="store_true", help="skip the permutation-test stage")
     parser.add_argument("--large-dtype", choices=["auto", "float64", "float32"], default="auto",
                         help="dtype of the n=30,000 matrix (auto: float64 if it fits the memory target)")
     args = parser.parse_args(argv)
@@ -462,6 +560,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.texts = args.texts or (200 if args.quick else 2_000)
     args.pam_n = min(args.pam_n, args.n)
     args.skip_30k = args.skip_30k or args.quick
+    args.skip_scale = args.skip_scale or args.quick
     return args
 
 
@@ -477,6 +576,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_regime(report, regime, args)  # type: ignore[arg-type]
     if not args.skip_30k:
         bench_large(report, args)
+    if not args.skip_scale:
+        bench_scale(report, args)
+    if not args.skip_perm:
+        bench_permutation(report, args)
     if not args.skip_embed:
         bench_embedding(report, args)
     report.notes.append(load_note(load_before))

@@ -11,9 +11,11 @@ on the training battles minus its own 10% validation prompts).
 
 Configurations (``--configs``, comma separated):
 
-- ``lib:<backbone>[:finetune]``: the library's trainer, `evalprism.p2l.train_model` with default
-  options and ``--loss`` (``lib:minilm`` is the issue's baseline, ``lib:minilm:finetune`` fine-tunes
-  MiniLM, ``lib:st:/path`` any sentence-transformers directory); scored with `evaluate_model`.
+- ``lib:<backbone>[:adamw|:finetune]``: the library's trainer, `evalprism.p2l.train_model` with default
+  options and ``--loss`` (``lib:minilm`` is today's default, the cross-validated ridge fit;
+  ``lib:minilm:adamw`` the epoch loop that was the default before, the issue's baseline;
+  ``lib:minilm:finetune`` fine-tunes MiniLM; ``lib:st:/path`` any sentence-transformers directory);
+  scored with `evaluate_model`.
 - ``shrink:<backbone>``: the library model of ``lib:<backbone>`` with its coefficients (and raw tie
   parameter) shrunk toward its starting marginal, c = m + a (p - m), ``a`` chosen on the trainer's
   validation prompts.
@@ -57,7 +59,7 @@ from evalprism.p2l.evaluate import (
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, Prediction
-from evalprism.p2l.train import split_prompts
+from evalprism.p2l.train import fit_line, split_prompts
 from evalprism.stats.outcome_models import outcome_model
 from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_rows, outcome_weights
 
@@ -289,8 +291,8 @@ def run(args: argparse.Namespace) -> None:
         kind, _, rest = config.partition(":")
         t0 = time.perf_counter()
         if kind in ("lib", "shrink"):
-            finetune = rest.endswith(":finetune")
-            spec = rest[: -len(":finetune")] if finetune else rest
+            finetune, adamw = rest.endswith(":finetune"), rest.endswith(":adamw")
+            spec = rest.rsplit(":", 1)[0] if finetune or adamw else rest
             key = rest
             if key not in libmodels:
                 # embeddings first (timed apart) for a frozen backbone, so train_s is the trainer's own time
@@ -298,13 +300,11 @@ def run(args: argparse.Namespace) -> None:
                 if not finetune:
                     features(spec, list(dict.fromkeys(train.prompts + test.prompts)), args.cache_dir)
                 embed_s = time.perf_counter() - te
-                opts = TrainOptions(backbone=spec, loss=loss, finetune=finetune, seed=args.seed)
+                opts = TrainOptions(backbone=spec, loss=loss, finetune=finetune, seed=args.seed,
+                                    fit="adamw" if adamw else None)
                 tt = time.perf_counter()
                 res = train_model(train_tab, opts, cache_dir=args.cache_dir, progress=False)
                 train_s = time.perf_counter() - tt
-                # evaluate_model reads the marginal's tie parameter from config["training"], which only
-                # TrainResult.save writes; an unsaved model needs it set (else grk asserts)
-                res.model.config.setdefault("training", res.options)
                 libmodels[key] = res.model
                 ev = evaluate_model(res.model, test_tab, progress=False)
                 m = ev.metrics.set_index("predictor")
@@ -313,8 +313,7 @@ def run(args: argparse.Namespace) -> None:
                 ev.metrics.assign(config=config).to_csv(out / f"evaluate_model_{_slug(config)}.csv", index=False)
                 ev.scaling.to_csv(out / f"scaling_evaluate_model_{_slug(config)}.csv", index=False)
                 lib_logp = prediction_log_probs(loss, res.model.predict(test.prompts), test.pid, test.a, test.b)
-                add(f"lib:{key}", lib_logp, train_s, embed_s,
-                    f"best epoch {res.options['best_epoch']} ({res.options['stopped']})")
+                add(f"lib:{key}", lib_logp, train_s, embed_s, fit_line(res.options))
             if kind == "shrink":
                 model = libmodels[key]
                 inner = train.subset(inner_val)
@@ -527,7 +526,8 @@ def main() -> None:
     p.add_argument("--fig6", default="", help="configs (comma separated) for the aggregation scaling")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--route", default="", help="config to route the held-out prompts with")
-    p.add_argument("--costs", default="/work/study/rwq_costs.csv")
+    p.add_argument("--costs", default=str(Path(__file__).resolve().parent.parent / "docs" / "p2l_study" / "rwq_costs.csv"),
+                   help="per-model cost per 1k-token response (RWQ models: exact or proxy prices, see its source column)")
     run(p.parse_args())
 
 

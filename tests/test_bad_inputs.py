@@ -45,9 +45,9 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bad-inputs-base")
     battles = simulate_topic_battles(600, seed=0)
     battles.to_json(root / "battles.jsonl", orient="records", lines=True)
-    train_model(battles, TrainOptions(max_epochs=2, seed=0), progress=False).save(root / "model")
+    train_model(battles, TrainOptions(seed=0), progress=False).save(root / "model")
     # an interrupted run's checkpoint directory (a run that is never saved keeps it)
-    train_model(battles, TrainOptions(max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
+    train_model(battles, TrainOptions(fit="adamw", max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
               progress=False)
     pd.DataFrame({"prompt": ["Write a haiku about rain.", "Compute 17 * 23.", "Fix this Python loop."]}).to_csv(
         root / "prompts.csv", index=False)
@@ -257,7 +257,7 @@ def _dir_serve_broken_config(w: Path):
 def _dir_train_corrupt_checkpoint(w: Path):
     checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
-    return (["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "-q"],
+    return (["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
             ["checkpoint.pt", "not a valid evalprism checkpoint"])
 
 
@@ -344,6 +344,11 @@ def _opt_train_negative_lr(w: Path):
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "-1", "-q"], ["lr", "--lr", "-1"]
 
 
+def _opt_train_epochs_with_ridge(w: Path):
+    return (["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"],
+            ["--epochs applies to the epoch loop", "fit 'adamw'"])
+
+
 def _opt_train_nan_lr(w: Path):
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "nan", "-q"], ["lr", "--lr", "nan"]
 
@@ -368,9 +373,11 @@ def _opt_serve_decision_log(w: Path):
 
 
 def _scale_ecdf_100k(w: Path):
+    # 100,000 settings cluster without the n x n matrix (evalprism.stats.clara), but exact PAM needs it
     n = 100_000
     pd.DataFrame({"question_id": np.arange(n), "score": np.linspace(0, 1, n)}).to_csv(w / "big.csv", index=False)
-    return ["ecdf", "big.csv", "--out", "out", "-q"], ["100000 settings", "GB", "memory"]
+    return ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"], ["100000 x 100000", "--method 'pam'",
+                                                                          "fasterpam"]
 
 
 CASES = [
@@ -409,6 +416,7 @@ CASES = [
     Case("data", "ecdf", "list-score", _data_ecdf_list_score),
     Case("option", "p2l train", "negative-lr", _opt_train_negative_lr),
     Case("option", "p2l train", "nan-lr", _opt_train_nan_lr),
+    Case("option", "p2l train", "epochs-with-ridge", _opt_train_epochs_with_ridge),
     Case("option", "judges", "nan-tau", _opt_judges_nan_tau),
     Case("option", "judges", "components-above-dim", _opt_judges_components),
     Case("option", "serve", "bogus-log-level", _opt_serve_log_level),

@@ -20,8 +20,8 @@ def test_ecdf_end_to_end(tmp_path: Path, responses_csv: Path, cache_dir: Path, c
     code, _, err = run_cli(["ecdf", responses_csv, "--out", out, "--by", "model", "--by", "temperature",
                             "--clusters", "2", "-q"], capsys)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["accuracy.csv", "clusters.csv", "factors.csv", "report.html",
-                                                     "run.json", "settings.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["accuracy.csv", "clusters.csv", "comparisons.csv", "factors.csv",
+                                                     "report.html", "run.json", "settings.csv"]
     settings = pd.read_csv(out / "settings.csv")
     assert all(c in settings.columns for c in SETTINGS_COLUMNS)
     assert settings["is_medoid"].sum() == 2
@@ -133,7 +133,7 @@ def _cli_flags() -> set[str]:
 
 
 #: parameters of the library that no command exposes (their messages keep the library name)
-LIBRARY_ONLY_PARAMETERS = {"backbone_lr", "weight_decay", "cluster_selection_epsilon", "umap_neighbors",
+LIBRARY_ONLY_PARAMETERS = {"cluster_selection_epsilon", "umap_neighbors",
                            "purity_percentile", "confidence", "iqr_k", "flip_low", "flip_high"}
 
 

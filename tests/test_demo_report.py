@@ -135,7 +135,8 @@ def test_p2l_reports_say_what_the_average_hides(demo_dir: Path) -> None:
     assert "have overlapping 95% intervals" in fit or "no two 95% intervals overlap" in fit
     train = (demo_dir / "p2l" / "model" / "report.html").read_text()
     assert "<code>P2LModel.load(dir)</code>" in train and "`" not in _visible_text(train)
-    assert '"name":"best epoch (saved)"' in train
+    # the demo trains with the default ridge head: the report shows how the penalty was chosen
+    assert '"name":"chosen penalty (saved)"' in train and "Choosing the penalty" in train
 
 
 def test_stem_localization_has_a_panel_per_model(demo_dir: Path) -> None:

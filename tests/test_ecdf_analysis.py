@@ -99,14 +99,15 @@ def test_score_mode_needs_no_embedder() -> None:
     assert s["n_responses"].tolist() == [4 + q % 3 for q in range(6) for _ in range(2)]
 
 
-def test_auto_k_reports_the_silhouette_curve() -> None:
+def test_auto_k_reports_the_stability_curve() -> None:
+    rng = np.random.default_rng(0)
     rows = [{"question_id": q, "cfg": c, "score": v}
-            for q in range(8) for c, base in (("a", 0.1), ("b", 0.5), ("c", 0.9))
-            for v in (base, base + 0.01, base + 0.02)]
+            for q in range(10) for c, base in (("a", 0.1), ("b", 0.5), ("c", 0.9))
+            for v in base + rng.normal(0, 0.02, 4)]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters="auto", progress=False)
     assert res.options["k"] == 3
     assert res.k_curve["k"].tolist()[0] == 2
-    assert res.k_curve.set_index("k")["silhouette"].idxmax() == 3
+    assert res.k_curve.set_index("k")["stability"].idxmax() == 3
 
 
 def test_same_seed_gives_identical_tables(tmp_path: Path, cache_dir: Path) -> None:

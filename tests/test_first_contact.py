@@ -83,7 +83,7 @@ def test_fit_and_train_say_how_many_ties_bt_leaves_out(tmp_path: Path, capsys) -
     assert f"leaves out {n_ties} of 200 battles" in err
     code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "fit-tie", "--model", "bt-tie"], capsys)
     assert code == 0 and "leaves out" not in err  # bt-tie uses every battle
-    code, _, err = run_cli(["p2l", "train", path, "--out", tmp_path / "model", "--epochs", "2"], capsys)
+    code, _, err = run_cli(["p2l", "train", path, "--out", tmp_path / "model"], capsys)
     assert code == 0, err
     assert f"leaves out {n_ties} of 200 battles" in err
 

@@ -37,7 +37,7 @@ def test_train_killed_mid_run_resumes_bit_identical(tmp_path: Path, cache_dir: P
     battles = tmp_path / "battles.jsonl"
     simulate_topic_battles(400, seed=2).to_json(battles, orient="records", lines=True)
     # batch size 1: thousands of optimiser steps, so the run is still going when it is killed
-    options = ["--epochs", "12", "--patience", "50", "--batch-size", "1", "-q", "--cache-dir", cache_dir]
+    options = ["--fit", "adamw", "--epochs", "12", "--patience", "50", "--batch-size", "1", "-q", "--cache-dir", cache_dir]
     straight = tmp_path / "straight"
     subprocess.run(evalprism("p2l", "train", battles, "--out", straight, *options), check=True, timeout=600)
 

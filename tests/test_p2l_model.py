@@ -42,8 +42,11 @@ def test_frozen_p2l_beats_marginal_bt_on_held_out_prompts(trained) -> None:
     assert ev.loc["p2l", "nll"] < ev.loc["marginal", "nll"] - 0.08
     assert ev.loc["p2l", "accuracy"] > ev.loc["marginal", "accuracy"] + 0.1
     assert ev.loc["p2l", "brier"] < ev.loc["marginal", "brier"]
-    # epoch 0 is the marginal start: validation NLL there equals the marginal baseline's
-    assert result.history["val_nll"].iloc[0] == pytest.approx(ev.loc["marginal", "nll"], abs=1e-5)
+    # the default ridge fit chose a finite penalty over the marginal (λ = ∞), by cross-validation
+    cv = result.history.set_index("penalty")
+    chosen = float(cv.index[cv["chosen"]][0])
+    assert np.isfinite(chosen) and result.options["penalty_chosen"] == chosen
+    assert cv.loc[chosen, "cv_nll"] < cv.loc[np.inf, "cv_nll"] - 0.05
 
 
 def test_unseen_prompts_get_their_topic_leaderboard(trained) -> None:
@@ -102,17 +105,21 @@ def test_openvino_runtime_gives_the_torch_leaderboards(trained) -> None:
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     """3 epochs + resume to 6 equals 6 epochs straight: optimiser, RNG and best state are restored."""
     battles = simulate_topic_battles(1500, seed=3)
-    straight = train_model(battles, TrainOptions(max_epochs=6, patience=50), progress=False)
+    straight = train_model(battles, TrainOptions(fit="adamw", max_epochs=6, patience=50), progress=False)
     ckpt = tmp_path / "ckpt"
-    train_model(battles, TrainOptions(max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
-    resumed = train_model(battles, TrainOptions(max_epochs=6, patience=50), checkpoint_dir=ckpt, resume=True,
-                        progress=False)
+    train_model(battles, TrainOptions(fit="adamw", max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
+    resumed = train_model(battles, TrainOptions(fit="adamw", max_epochs=6, patience=50), checkpoint_dir=ckpt,
+                          resume=True, progress=False)
     assert resumed.history["epoch"].tolist() == list(range(7))
+    # epoch 0 is the marginal start: validation NLL there equals the marginal baseline's
+    marginal_nll = straight.evaluation.set_index("predictor").loc["marginal", "nll"]
+    assert straight.history["val_nll"].iloc[0] == pytest.approx(marginal_nll, abs=1e-5)
     np.testing.assert_allclose(resumed.history["val_nll"], straight.history["val_nll"], rtol=1e-6)
     prompts = topic_prompts("creative writing")[:5]
     np.testing.assert_allclose(resumed.model.leaderboards(prompts), straight.model.leaderboards(prompts), atol=1e-6)
     with pytest.raises(EvalprismError, match="different battles or options"):
-        train_model(battles, TrainOptions(max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True, progress=False)
+        train_model(battles, TrainOptions(fit="adamw", max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True,
+                    progress=False)
 
 
 @pytest.mark.parametrize("loss", ["rk", "grk"])
@@ -121,7 +128,7 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     rng = np.random.default_rng(0)
     battles.loc[rng.random(len(battles)) < 0.15, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
-    result = train_model(battles, TrainOptions(loss=loss, max_epochs=5), progress=False)
+    result = train_model(battles, TrainOptions(loss=loss), progress=False)
     pred = result.model.predict(["What is 2 + 2?"])
     assert pred.coefs.shape == (1, 4) and pred.extra is not None
     assert pred.extra[0] > (1.0 if loss == "grk" else 0.0)
@@ -140,7 +147,7 @@ def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -
         battles.loc[draw > 0.95, "winner"] = "tie (bothbad)"
         return battles
 
-    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk", max_epochs=3),
+    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk"),
                          progress=False)
     held_out = with_ties(simulate_topic_battles(300, seed=6), 2)
     in_memory = evaluate_model(result.model, held_out, repeats=1, progress=False).metrics
@@ -185,7 +192,8 @@ def tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
 def test_causal_lm_backbone_with_last_token_pooling(tmp_path: Path, finetune: bool) -> None:
     battles = simulate_topic_battles(300, seed=6)
     lm = tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
-    options = TrainOptions(backbone=f"hf:{lm}", finetune=finetune, max_epochs=1, batch_size=32)
+    epochs = {"max_epochs": 1, "batch_size": 32} if finetune else {}  # a frozen backbone's head: ridge
+    options = TrainOptions(backbone=f"hf:{lm}", finetune=finetune, **epochs)
     result = train_model(battles, options, progress=False)
     result.save(tmp_path / "model")
     loaded = P2LModel.load(tmp_path / "model")

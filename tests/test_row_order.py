@@ -91,7 +91,9 @@ def test_ecdf_ignores_row_order(tmp_path: Path, capsys) -> None:
     assert "settings.csv" in names
 
 
-def test_p2l_train_ignores_row_order(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("fit", [["--fit", "ridge"], ["--fit", "adamw", "--epochs", "4", "--batch-size", "64"]],
+                         ids=["ridge", "adamw"])
+def test_p2l_train_ignores_row_order(tmp_path: Path, capsys, fit: list[str]) -> None:
     import torch
     from safetensors.torch import load_file
 
@@ -99,8 +101,7 @@ def test_p2l_train_ignores_row_order(tmp_path: Path, capsys) -> None:
 
     original, shuffled = _two_inputs(tmp_path, simulate_topic_battles(600, seed=11), "battles.csv")
     for path in (original, shuffled):
-        _run(["p2l", "train", path, "--out", path.parent / "model", "--epochs", "4", "--batch-size", "64",
-              "--cache-dir", path.parent / "cache"], capsys)
+        _run(["p2l", "train", path, "--out", path.parent / "model", *fit, "--cache-dir", path.parent / "cache"], capsys)
     first, second = original.parent / "model", shuffled.parent / "model"
     assert {"history.csv", "evaluation.csv"} <= set(assert_same_tables(first, second))
     weights = [load_file(d / "head.safetensors") for d in (first, second)]

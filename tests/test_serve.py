@@ -650,7 +650,7 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
     rng = np.random.default_rng(5)
     battles.loc[rng.random(len(battles)) < 0.2, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
-    model_path = train_model(battles, TrainOptions(loss="grk", seed=0, max_epochs=20), cache_dir=str(tmp_path / "cache"),
+    model_path = train_model(battles, TrainOptions(loss="grk", seed=0), cache_dir=str(tmp_path / "cache"),
                            progress=False).save(tmp_path / "grk-model")
     assert P2LModel.load(model_path, cache_dir=False).routing_value == "grk"
     prompts = tmp_path / "prompts.csv"

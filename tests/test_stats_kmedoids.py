@@ -87,8 +87,8 @@ def test_fasterpam_matches_pam_and_recovers_planted_clusters(seed: int) -> None:
     assert all(labels[m] == i for i, m in enumerate(medoids))
 
 
-def test_fasterpam_subsampled_build_on_larger_problem() -> None:
-    D, truth = planted(n_per=450, k=5, seed=4, spread=0.03)  # n = 2,250 > the exact-BUILD limit
+def test_fasterpam_random_starts_on_larger_problem() -> None:
+    D, truth = planted(n_per=450, k=5, seed=4, spread=0.03)  # n = 2,250 > the exact-BUILD limit: random starts only
     result = kmedoids(D, 5, seed=0)
     labels, loss = result.labels, result.loss
     assert adjusted_rand_score(truth, labels) >= 0.95

@@ -32,7 +32,7 @@ BELOW = "budget 0.1 is below the cheapest model's cost 0.2 (poet-7b)"
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("validate-once")
-    options = TrainOptions(max_epochs=2, seed=0)  # any model will do: every check runs before routing
+    options = TrainOptions(seed=0)  # any model will do: every check runs before routing
     return train_model(simulate_topic_battles(300, seed=0), options, progress=False).save(root / "model")
 
 

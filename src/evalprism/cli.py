@@ -34,6 +34,14 @@ class KMethod(str, Enum):
     pam = "pam"
 
 
+class ScoreRuleName(str, Enum):
+    """The score rules of evalprism.ecdf.scoring (listed here so that --help imports no numpy)."""
+
+    cosine = "cosine"
+    exact = "exact"
+    contains = "contains"
+
+
 CacheDir = Annotated[
     Optional[Path],
     typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
@@ -96,6 +104,15 @@ def ecdf(
     clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
+    score: Annotated[ScoreRuleName, typer.Option(
+        "--score", help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
+                        "(normalised exact match, 0/1) or contains (a reference occurs in the response, 0/1).")
+    ] = ScoreRuleName.cosine,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs.")
+    ] = None,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", help="Label permutations per paired test (999 resolves p = 0.001).")] = 999,
     seed: Seed = 0,
     extract: Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")] = None,
     choices: Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")] = None,
@@ -111,7 +128,8 @@ def ecdf(
     target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
-        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, seed=seed,
+        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, score=score.value,
+        baseline=baseline, permutations=permutations, seed=seed,
         extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )
@@ -180,11 +198,15 @@ def p2l_train(
     loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
     finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")] = False,
     val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", help="Maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="Battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
-    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="Battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).", min=1)] = None,
-    lr: Annotated[float, typer.Option("--lr", help="Learning rate of the head.")] = 3e-3,
-    patience: Annotated[int, typer.Option("--patience", help="Epochs without validation improvement before stopping.", min=1)] = 8,
+    fit: Annotated[Optional[str], typer.Option("--fit", help="How the head is fitted: ridge (the default with a frozen backbone: to convergence, the penalty chosen by cross-validation over training prompts) | adamw (epochs with early stopping; always with --finetune).")] = None,
+    penalty: Annotated[Optional[float], typer.Option("--penalty", help="With --fit ridge: the penalty λ on the head's weights (default: chosen by 5-fold cross-validation).")] = None,
+    epochs: Annotated[Optional[int], typer.Option("--epochs", help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="With --fit adamw: battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
+    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="With --fit adamw: battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).", min=1)] = None,
+    lr: Annotated[Optional[float], typer.Option("--lr", help="With --fit adamw: learning rate of the head (default 3e-3).")] = None,
+    backbone_lr: Annotated[float, typer.Option("--backbone-lr", help="With --finetune: learning rate of the backbone.")] = 2e-5,
+    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="With --fit adamw: AdamW weight decay on the head's weights, not its bias (default 1e-2).")] = None,
+    patience: Annotated[Optional[int], typer.Option("--patience", help="With --fit adamw: epochs without validation improvement before stopping (default 8).", min=1)] = None,
     max_length: Annotated[Optional[int], typer.Option("--max-length", help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).", min=1)] = None,
     gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).")] = False,
     precision: Annotated[str, typer.Option("--precision", help="With --finetune: auto (bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = "auto",
@@ -199,8 +221,9 @@ def p2l_train(
     from evalprism.io import read_table
     from evalprism.p2l import TrainOptions, TrainResult, checkpoint_dir_for, train_model
 
-    options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, val_fraction=val_fraction,
-                           max_epochs=epochs, batch_size=batch_size, micro_batch_size=micro_batch_size, lr=lr,
+    options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, fit=fit, penalty=penalty,
+                           val_fraction=val_fraction, max_epochs=epochs, batch_size=batch_size,
+                           micro_batch_size=micro_batch_size, lr=lr, backbone_lr=backbone_lr, weight_decay=weight_decay,
                            patience=patience, max_length=max_length, gradient_checkpointing=gradient_checkpointing,
                            precision=precision, seed=seed)
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)

@@ -12,14 +12,18 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import adjusted_mutual_info_score
 
+from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
 from evalprism.ecdf.result import EcdfResult
+from evalprism.ecdf.scoring import DESCRIPTIONS, ScoreRule, lexical_scores, score_rule, short_reference_share
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.progress import progress_bar, status
-from evalprism.stats import choose_k, ecdf_wins, kmedoids, mds_order, w1_matrix
+from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
+from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
+from evalprism.stats.stability import choose_k_by_stability
 
 RESPONSES_SCHEMA = Schema(
     name="responses",
@@ -36,8 +40,8 @@ RESPONSES_SCHEMA = Schema(
 MAX_ACCURACY_LEVELS = 6
 ACCURACY_BINS = 5
 DEFAULT_K_MAX = 16
-#: above this many settings the distance matrix is kept in float32
-FLOAT32_ABOVE = 20_000
+#: --clusters auto measures stability on at most this many settings (whole questions, seeded)
+STABILITY_MAX_SETTINGS = 3_000
 #: eq. 6 distances closer than this (relative to the vectors' norm) are ties: rounding, not meaning
 TIE_RTOL = 1e-9
 
@@ -120,14 +124,32 @@ def renumber_by_wins(samples: list[np.ndarray], medoids: np.ndarray, labels: np.
     return medoids[order], new_of_old[labels], wins[order]
 
 
+def _decimals_to_tell_apart(values: np.ndarray, least: int = 2, most: int = 6) -> int:
+    """The fewest decimals (at least ``least``) that give distinct values distinct labels: 0.7688 and
+    0.7670 are one panel "0.77" with two decimals."""
+    for d in range(least, most + 1):
+        if len({f"{v:.{d}f}" for v in values}) == len(values):
+            return d
+    return most
+
+
 def _accuracy_levels(acc: pd.Series) -> pd.Series:
-    """Accuracy values for the section 4.1 view: as they are when few, else equal-width bins."""
+    """Accuracy values for the section 4.1 view: each exact value when few (labelled with enough
+    decimals to tell them apart), else equal-width bins labelled with their closed/open ends."""
     values = acc.dropna().unique()
     if len(values) <= MAX_ACCURACY_LEVELS:
-        return acc.map(lambda a: f"{a:.2f}" if pd.notna(a) else None)
+        d = _decimals_to_tell_apart(np.asarray(values, dtype=float))
+        return acc.map(lambda a: f"{a:.{d}f}" if pd.notna(a) else None)
     edges = np.linspace(0, 1, ACCURACY_BINS + 1)
     bins = pd.cut(acc, edges, include_lowest=True)
-    return bins.map(lambda b: f"{max(b.left, 0.0):.1f}–{b.right:.1f}" if pd.notna(b) else None).astype(object)
+
+    def label(b: pd.Interval) -> str | None:
+        if pd.isna(b):
+            return None
+        left = max(b.left, 0.0)
+        return f"{left:.1f} {'≤' if left == 0 else '<'} a ≤ {b.right:.1f}"
+
+    return bins.map(label).astype(object)
 
 
 def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
@@ -219,11 +241,14 @@ class _Scored:
     answers: list[str] | None = None
     ref_lists: list[tuple[str, ...]] | None = None
     embed_stats: dict | None = None
+    rule: ScoreRule = "cosine"
 
 
-def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices: str | None,
+def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, rule: ScoreRule,
                      embedder: str | Embedder, cache_dir: str | None, progress: bool, notes: list[str]) -> _Scored:
-    """Eq. (3) from embeddings when references are given (the user's ``score`` wins if both are)."""
+    """Quality per response when references are given: eq. (3) from embeddings, or the exact/contains
+    rule of :mod:`evalprism.ecdf.scoring` (the user's ``score`` wins if both are). Responses are
+    embedded whatever the rule: the final answers (eq. 6) need the embeddings."""
     user_scores = df["score"].to_numpy(dtype=np.float64) if "score" in df.columns else None
     if "references" not in df.columns:
         assert user_scores is not None
@@ -245,19 +270,21 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     all_vecs = emb.embed(answer_texts + distinct_refs)
     vectors = np.zeros((len(df), all_vecs.shape[1]), dtype=np.float32)
     vectors[answered] = all_vecs[: len(answer_texts)]
-    if user_scores is None:
+    if user_scores is not None:
+        scores = user_scores
+    elif rule == "cosine":
         ref_index = {r: i for i, r in enumerate(distinct_refs)}
         scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts):], answers)
         scores[~answered] = 0.0  # a response with no answer scores 0 (documented in prepare.py)
+        share = short_reference_share(ref_lists)
+        if share > 0.5:
+            notes.append(f"{share:.0%} of the distinct references are short (at most 3 words: dates, numbers, "
+                         "names, yes/no); cosine similarity of sentence embeddings ranks near misses of such answers "
+                         "above correct ones worded differently: score='exact' / --score exact (or 'contains') "
+                         "scores them right or wrong")
     else:
-        scores = user_scores
-    return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id))
-
-
-def distance_dtype(n_settings: int) -> type[np.floating]:
-    """The dtype of the n x n distance matrix: float32 halves it (7.2 GB -> 3.6 GB at 30,000 settings)
-    and gives the same clustering there."""
-    return np.float32 if n_settings > FLOAT32_ABOVE else np.float64
+        scores = lexical_scores(answers, answered, ref_lists, rule)
+    return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
 
 
 def available_memory() -> int | None:
@@ -278,56 +305,97 @@ def available_memory() -> int | None:
 def check_distance_memory(n_settings: int, where: str) -> None:
     """Refuse, before any embedding, a distance matrix larger than the memory available: numpy would
     fail with a traceback about one huge array only after all the work before it."""
-    need = n_settings * n_settings * np.dtype(distance_dtype(n_settings)).itemsize
+    if n_settings > CLARA_ABOVE:  # no n x n matrix there (evalprism.stats.clara)
+        return
+    need = n_settings * n_settings * 8
     have = available_memory()
     if have is not None and need > have:
         raise EvalprismError(
             f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
-            f"{need / 1e9:.1f} GB ({np.dtype(distance_dtype(n_settings)).itemsize} bytes per distance), more memory "
+            f"{need / 1e9:.1f} GB (8 bytes per distance), more memory "
             f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
             "questions, or fewer by columns)", parameter="by")
 
 
 @dataclass
 class _Clustering:
-    """The settings' ECDFs clustered: the distance matrix (eq. 4-5), medoids and labels numbered by
-    wins (eq. 7) with the wins, the k-medoids loss, and the silhouette curve when K was chosen."""
+    """The settings' ECDFs clustered: medoids and labels numbered by wins (eq. 7) with the wins, every
+    setting's W1 distance to each medoid (n x k, columns in the new numbering), the k-medoids loss,
+    the K-selection curve when K was chosen, and whether the n x n matrix was avoided (CLARA)."""
 
-    dist: np.ndarray
+    to_medoids: np.ndarray
     medoids: np.ndarray
     labels: np.ndarray
     loss: float
     wins: np.ndarray
     k_curve: pd.DataFrame | None
+    scalable: bool
 
 
-def _cluster(samples: list[np.ndarray], clusters: int | str, method: str, seed: int, k_max: int,
-             progress: bool) -> _Clustering:
-    """Distances (eq. 4-5), K (given or by silhouette), k-medoids, wins (eq. 7)."""
+def _choose_k_by_stability(samples: list[np.ndarray], questions: np.ndarray, dist: np.ndarray | None,
+                           k_values: list[int], seed: int, progress: bool, notes: list[str]) -> tuple[int, pd.DataFrame]:
+    """K by clustering stability under resampling of questions (:mod:`evalprism.stats.stability`), on
+    all settings up to STABILITY_MAX_SETTINGS, else on a seeded random subset of whole questions of
+    at most that many settings (the curve's cost grows with the square of its settings)."""
     n = len(samples)
-    dtype = distance_dtype(n)
-    status(f"distances between {n} ECDFs", progress)
-    dist = w1_matrix(samples, dtype=dtype)
+    rows = np.arange(n)
+    if n > STABILITY_MAX_SETTINGS:
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(np.unique(questions))
+        sizes = np.bincount(questions)[order]
+        chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), STABILITY_MAX_SETTINGS, side="right")))]
+        rows = np.flatnonzero(np.isin(questions, chosen))
+        notes.append(f"K was chosen on a random subset of {chosen.size} questions ({rows.size} of {n} settings): "
+                     "stability costs grow with the square of the settings")
+    sub = dist[np.ix_(rows, rows)] if dist is not None else w1_matrix([samples[i] for i in rows])
+    with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (stability)", len(k_values), progress) as bar:
+        k, curve = choose_k_by_stability(sub, questions[rows], k_values, seed=seed, on_step=bar.update)
+    return k, pd.DataFrame(curve, columns=["k", "stability", "stability_sd", "silhouette"])
+
+
+def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | str, method: str, seed: int,
+             k_max: int, progress: bool, notes: list[str]) -> _Clustering:
+    """K (given or by stability; never more than the distinct ECDFs), k-medoids on the exact W1
+    distances (eq. 4-5) -- the n x n matrix up to CLARA_ABOVE settings, CLARA-style n x k work above
+    (:mod:`evalprism.stats.clara`) -- and wins (eq. 7)."""
+    n = len(samples)
+    if clusters != "auto" and not 1 <= int(clusters) <= n:
+        raise EvalprismError(f"clusters {clusters}: K must be between 1 and the number of settings ({n})",
+                             parameter="clusters")
+    distinct = distinct_ecdf_count(samples)
+    if clusters != "auto" and int(clusters) > distinct:
+        notes.append(f"K={clusters} was asked, but the settings have only {distinct} distinct ECDFs: more clusters "
+                     f"would split identical ECDFs, so K={distinct}")
+        clusters = distinct
+    if clusters == "auto" and distinct <= 2:
+        clusters = distinct
+        notes.append(f"K={distinct}: the settings have only {distinct} distinct ECDF{'s' if distinct > 1 else ''}")
+    k_values = list(range(2, min(k_max, n - 1, distinct) + 1)) or [2]
+    scalable = n > CLARA_ABOVE
     k_curve = None
-    if clusters == "auto":
-        k_values = list(range(2, min(k_max, n - 1) + 1)) or [2]
-        with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (silhouette)", len(k_values), progress) as bar:
-            k, curve = choose_k(dist, k_values, method=method, seed=seed, on_step=bar.update)  # type: ignore[arg-type]
-        k_curve = pd.DataFrame(curve, columns=["k", "silhouette", "loss"])
+    if scalable:
+        ecdfs = SortedEcdfs(samples)
+        if clusters == "auto":
+            clusters, k_curve = _choose_k_by_stability(samples, questions, None, k_values, seed, progress, notes)
+        status(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress)
+        result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
     else:
-        k = int(clusters)
-        if k < 1 or k > n:
-            raise EvalprismError(f"clusters {k}: K must be between 1 and the number of settings ({n})",
-                                 parameter="clusters")
-    status(f"k-medoids ({method}) with K={k}", progress)
-    result = kmedoids(dist, k, method=method, seed=seed)  # type: ignore[arg-type]
+        status(f"distances between {n} ECDFs", progress)
+        dist = w1_matrix(samples)
+        if clusters == "auto":
+            clusters, k_curve = _choose_k_by_stability(samples, questions, dist, k_values, seed, progress, notes)
+        status(f"k-medoids ({method}) with K={clusters}", progress)
+        result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        to_medoids = dist[:, result.medoids]
+        del dist
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
-    return _Clustering(dist, medoids, labels, result.loss, wins, k_curve)
+    order = np.array([int(np.flatnonzero(result.medoids == m)[0]) for m in medoids])
+    return _Clustering(to_medoids[:, order], medoids, labels, result.loss, wins, k_curve, scalable)
 
 
 def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray],
                    clustering: _Clustering) -> pd.DataFrame:
-    dist, wins = clustering.dist, clustering.wins
+    wins = clustering.wins
     rows = []
     for c, m in enumerate(clustering.medoids):
         members = np.flatnonzero(clustering.labels == c)
@@ -338,7 +406,7 @@ def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.nda
             "medoid_setting": " · ".join(f"{k}={settings[k].iat[m]}" for k in keys),
             "mean_score": float(np.concatenate([samples[i] for i in members]).mean()),
             "medoid_mean_score": float(samples[m].mean()),
-            "mean_distance_to_medoid": float(dist[members, m].mean()),
+            "mean_distance_to_medoid": float(clustering.to_medoids[members, c].mean()),
         })
     return pd.DataFrame(rows)
 
@@ -360,6 +428,9 @@ def analyze(
     clusters: int | Literal["auto"] = "auto",
     embedder: str | Embedder = "minilm",
     method: Literal["fasterpam", "pam"] = "fasterpam",
+    score: ScoreRule = "cosine",
+    baseline: str | None = None,
+    permutations: int = 999,
     seed: int = 0,
     extract: str | None = None,
     choices: str | None = None,
@@ -372,29 +443,45 @@ def analyze(
 
     ``table`` holds one row per response: ``question_id``, ``response`` and ``references``, or a
     precomputed ``score`` (then nothing is embedded unless references are also given, which adds
-    the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` with the highest
-    mean silhouette). ``group`` names an optional topic column for accuracy per group.
+    the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` by clustering
+    stability under resampling of questions, :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group. ``score``: how
+    a response is scored against its references, ``"cosine"`` (eq. 3, the default), ``"exact"`` or
+    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). Configurations are compared pairwise
+    (or each with ``baseline``) by paired tests over shared questions with ``permutations``
+    relabellings (:mod:`evalprism.ecdf.compare`).
     """
     where = table.attrs.get("source", "responses table")
     by = list(by)
     clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
-    scored = _score_responses(df, where, extract, choices, embedder, cache_dir, progress, notes)
+    check_method(len(settings), method)
+    check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
+                                                      .itertuples(index=False)] if by else ["all"], by)
+    rule = score_rule(score)
+    if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
+        raise EvalprismError(f"{where}: score '{rule}' compares responses with their references; the table "
+                             f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
+                             parameter="score")
+    scored = _score_responses(df, where, extract, choices, rule, embedder, cache_dir, progress, notes)
     df["quality"] = scored.scores
     if scored.answers is not None:
         df["answer"] = scored.answers
     samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
-    clustering = _cluster(samples, clusters, method, seed, k_max, progress)
+    questions = pd.factorize(settings["question_id"])[0]
+    clustering = _cluster(samples, questions, clusters, method, seed, k_max, progress, notes)
     settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored)
     cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
+    status("paired comparisons of the configurations", progress)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
         factors=factor_table,
         accuracy=accuracy,
+        comparisons=comparisons,
         k_curve=clustering.k_curve,
         assignment=_assignment(settings, seed),
         samples=samples,
@@ -404,8 +491,12 @@ def analyze(
             "by": by, "clusters": clusters, "k": int(clustering.medoids.size), "method": method, "seed": seed,
             "extract": extract, "choices": choices, "group": group,
             "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
-            "quality": "score column" if "score" in df.columns else "max cosine similarity to references (eq. 3)",
+            "score": None if "score" in df.columns else rule,
+            "baseline": baseline, "permutations": permutations,
+            "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,
+            "clustering": ("CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
+                           "(no n x n matrix)") if clustering.scalable else "k-medoids on the full W1 matrix",
         },
         embed_stats=scored.embed_stats,
         notes=notes,
@@ -429,10 +520,38 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
                      f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")
         status(notes[-1], progress)
     df, settings = _index_settings(df, ["question_id", *by], where, notes)
+    _collision_notes(df, ["question_id", *by], notes)
     if len(settings) < 2:
         raise EvalprismError(f"{where}: only {len(settings)} setting; clustering needs at least 2")
     check_distance_memory(len(settings), where)
     return df, settings, group, notes
+
+
+def _collision_notes(df: pd.DataFrame, keys: list[str], notes: list[str]) -> None:
+    """Warn when a setting looks like several questions merged: question ids that repeat across
+    datasets (0..358 and 0..102) pool their responses into one setting when no ``by`` column
+    separates them. Two signs: different reference answers within one setting, and settings with
+    exactly 2x, 3x, ... the usual number of responses."""
+    label = ", ".join(keys)
+    if "references" in df.columns:
+        refs = df["references"].map(lambda r: tuple(r) if isinstance(r, list | tuple | np.ndarray) else (r,))
+        per_setting = refs.groupby(df["setting"]).nunique()
+        mixed = per_setting[per_setting > 1]
+        if len(mixed):
+            first = df.loc[df["setting"] == mixed.index[0], keys].iloc[0]
+            notes.append(f"{len(mixed)} settings mix responses with different reference answers (first: "
+                         f"{', '.join(f'{k}={first[k]}' for k in keys)}): their question ids probably repeat across "
+                         f"datasets; add the column that tells them apart to by=[...] / --by, or make question_id "
+                         "unique")
+            return
+    sizes = np.bincount(df["setting"].to_numpy())
+    values, counts = np.unique(sizes, return_counts=True)
+    usual = int(values[np.argmax(counts)])
+    multiple = (sizes > usual) & (sizes % usual == 0)
+    if usual > 1 and counts.max() >= 0.5 * sizes.size and multiple.any():
+        notes.append(f"{int(multiple.sum())} settings have exactly 2, 3, ... times the usual {usual} responses: if "
+                     f"their question ids repeat across datasets, their responses were merged (settings are {label}); "
+                     "add the column that tells them apart to by=[...] / --by")
 
 
 def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.ndarray]:
@@ -440,6 +559,20 @@ def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.
     order = np.argsort(codes, kind="stable")
     bounds = np.cumsum(np.bincount(codes, minlength=n_settings))[:-1]
     return [np.sort(s) for s in np.split(scores[order], bounds)]
+
+
+def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
+    """Whether each setting's final answer (row ``chosen``, -1: none) is correct: under the exact or
+    contains score, by that same rule (so a ✓ and a score of 1 always agree); under cosine, by the
+    seed's exact match of the suffix-stripped answer to a reference."""
+    assert scored.answers is not None and scored.ref_lists is not None
+    if scored.rule == "cosine":
+        return [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
+    rows = [int(c) for c in chosen if c >= 0]
+    hits = lexical_scores([scored.answers[c] for c in rows], np.ones(len(rows), bool),
+                          [scored.ref_lists[c] for c in rows], scored.rule)  # type: ignore[arg-type]
+    by_row = dict(zip(rows, hits, strict=True))
+    return [bool(c >= 0 and by_row[int(c)] == 1.0) for c in chosen]
 
 
 def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], group: str | None,
@@ -461,7 +594,7 @@ def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], gro
         assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
         chosen = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
-        settings["correct"] = [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
+        settings["correct"] = _final_answer_correct(scored, chosen)
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
     carried = _carried_columns(df, exclude={"question_id", *by, "response", "references", "score", "answer", "quality",
                                             "setting", "_row", group or "", choices or ""})

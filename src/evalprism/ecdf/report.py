@@ -11,6 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from evalprism.ecdf.compare import ALPHA, format_p, pair_sentence
+from evalprism.ecdf.scoring import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
 
@@ -42,6 +44,10 @@ def _panel_grid(n: int, cols: int = 4) -> tuple[int, int]:
 PANEL_HEIGHT = 250  # px per row of small multiples
 PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next panel's title
 MISSING = "#d9dce3"  # heatmap cells with no responses
+#: accuracies this close (absolute) count as the same in the headline, if the McNemar test agrees
+SAME_ACCURACY = 0.02
+MAX_ROW_LABELS = 100
+MAX_HEATMAP_ROWS = 1_000  # more rows are drawn as an evenly spaced sample (in MDS order)  # heatmap rows beyond which row labels are hidden (named on hover)
 
 
 def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
@@ -97,6 +103,8 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     """The reordered question × configuration grid coloured by cluster (one discrete colour each);
     cells without responses are grey and named in the legend."""
     a = result.assignment
+    if len(a) > MAX_HEATMAP_ROWS:  # an evenly spaced sample of the rows in their MDS order: the page stays small
+        a = a.iloc[np.linspace(0, len(a) - 1, MAX_HEATMAP_ROWS).round().astype(int)]
     s = result.settings
     groups = s.groupby("question_id")["group"].first() if "group" in s.columns else None
     ylabels = [f"{q} ({groups[q]})" if groups is not None else str(q) for q in a.index]
@@ -108,48 +116,52 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     text = np.where(np.isnan(mean), "no responses", np.char.mod("mean score %.3f", np.nan_to_num(mean)))
     colours = _cluster_colours(k)
     scale = [[edge, colours[i]] for i in range(k) for edge in (i / k, (i + 1) / k)]
+    # the cluster index is categorical: one legend entry per colour, no continuous colour bar
     fig = go.Figure(go.Heatmap(
         z=z, x=xlabels, y=ylabels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, text=text, xgap=1, ygap=1,
-        hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>",
-        colorbar={"title": {"text": "cluster<br>(0 = best)"}, "tickvals": list(range(k)), "len": 0.8, "y": 0.4},
+        hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>", showscale=False,
     ))
+    for i in range(k):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster {i}{' (best)' if i == 0 else ''}",
+                                 marker={"symbol": "square", "size": 12, "color": colours[i]}))
     missing = np.isnan(z)
     if missing.any():
         fig.add_trace(go.Heatmap(z=np.where(missing, 1.0, np.nan), x=xlabels, y=ylabels, showscale=False, xgap=1,
                                  ygap=1, colorscale=[[0, MISSING], [1, MISSING]], hoverinfo="skip"))
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no responses upstream",
                                  marker={"symbol": "square", "size": 12, "color": MISSING}))
+    many = len(ylabels) > MAX_ROW_LABELS  # 2,400 px cannot show more row labels legibly: hover names them
+    yaxis = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
+    yaxis.update({"showticklabels": False} if many else {"tickmode": "array", "tickvals": ylabels})
     fig.update_layout(height=min(2400, max(460, 20 * len(ylabels) + 260)), template="plotly_white",
-                      margin={"l": 140, "r": 20, "t": 40, "b": 200}, xaxis={"tickangle": -45, "type": "category"},
-                      yaxis={"type": "category", "autorange": "reversed", "tickmode": "array", "tickvals": ylabels,
-                             "tickfont": {"size": 11}},
-                      showlegend=bool(missing.any()), legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
-                      xaxis_title="configuration", yaxis_title="question (group)")
+                      margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": 200},
+                      xaxis={"tickangle": -45, "type": "category"}, yaxis=yaxis,
+                      showlegend=True, legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+                      xaxis_title="configuration",
+                      yaxis_title=(f"{len(ylabels)} {'of ' + str(len(result.assignment)) + ' ' if len(ylabels) < len(result.assignment) else ''}"
+                                   "questions (hover for names)" if many else "question (group)"))
     return fig
 
 
 def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
-    fig = go.Figure(go.Scatter(x=curve["k"], y=curve["silhouette"], mode="lines+markers", name="silhouette"))
+    """Stability (mean adjusted Rand index between clusterings of resampled questions) per K, +- 1 sd."""
+    fig = go.Figure(go.Scatter(x=curve["k"], y=curve["stability"], mode="lines+markers", name="stability",
+                               error_y={"type": "data", "array": curve["stability_sd"], "visible": True}))
     fig.add_vline(x=chosen, line_dash="dash", line_color=CENTROID, annotation_text=f"K={chosen}")
     fig.update_layout(height=320, template="plotly_white", xaxis_title="K (number of clusters)",
-                      yaxis_title="mean silhouette", margin={"l": 60, "r": 20, "t": 20, "b": 50})
+                      yaxis_title="stability (mean adjusted Rand index)", margin={"l": 60, "r": 20, "t": 20, "b": 50})
     return fig
-
-
-def _normalised(text: object) -> str:
-    """Text compared with a reference: case, surrounding space and final punctuation ignored."""
-    return str(text).strip().rstrip(".!?;:,").strip().casefold()
 
 
 def _answer_counts(rows: pd.DataFrame, max_answers: int) -> pd.DataFrame:
     """The distinct answers of one setting, most frequent first: answer, count, mean score, and
-    whether the answer is one of the references (see :func:`_normalised`)."""
+    whether the answer is one of the references (see :func:`normalise_answer`)."""
     answers = (rows["answer"] if "answer" in rows.columns else rows.get("response", pd.Series(dtype=str))).fillna("")
     refs = rows["references"].iloc[0] if "references" in rows.columns and len(rows) else []
-    gold = {_normalised(r) for r in (refs if isinstance(refs, (list, tuple, np.ndarray)) else [])}
+    gold = {normalise_answer(r) for r in (refs if isinstance(refs, (list, tuple, np.ndarray)) else [])}
     table = pd.DataFrame({"answer": answers.astype(str), "score": rows["quality"].to_numpy(dtype=float)})
     out = table.groupby("answer", sort=False).agg(count=("score", "size"), score=("score", "mean")).reset_index()
-    out["is_reference"] = out["answer"].map(_normalised).isin(gold)
+    out["is_reference"] = out["answer"].map(normalise_answer).isin(gold)
     return out.sort_values("count", ascending=False, kind="stable").head(max_answers)
 
 
@@ -182,35 +194,52 @@ def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
 
 def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     medoids = _medoid_answers(result, max_answers)
-    blocks = [_near_miss_note(medoids)] if result.options["quality"] != "score column" else []
+    blocks = [_near_miss_note(medoids)] if result.options.get("score") == "cosine" else []
     for row, refs, answers in medoids:
         items = "".join(
             f"<li>{html.escape(a.answer[:300]) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
             f"<span class='score'>score {a.score:.2f}{' ✓ reference' if a.is_reference else ''}</span></li>"
             for a in answers.itertuples())
-        refs_html = ", ".join(html.escape(str(r)[:200]) for r in refs) if refs else "—"
+        # each reference on its own (a reference may span lines; ", " would run them together)
+        refs_html = " ".join(f"<span class='example' style='white-space:pre-wrap;display:inline-block'>"
+                             f"{html.escape(str(r)[:200])}</span>" for r in refs) if refs else "—"
         blocks.append(
             f"<div><h3>Cluster {int(row['cluster'])} — {html.escape(str(row['medoid_setting']))}</h3>"
-            f"<p>mean score {row['medoid_mean_score']:.3f}; reference: <span class='example'>{refs_html}</span></p>"
+            f"<p>mean score {row['medoid_mean_score']:.3f}; reference{'s' if len(refs) > 1 else ''}: {refs_html}</p>"
             f"<ul class='example'>{items}</ul></div>"
         )
     return "".join(blocks)
 
 
-def _same_accuracy_pair(s: pd.DataFrame) -> tuple[str, str, float, float, float] | None:
-    """The two configurations with equal accuracy (to 2 decimals) whose mean response scores differ
-    most: (better, worse, accuracy, better score, worse score), or None."""
-    by_conf = s.groupby("configuration").agg(acc=("correct", "mean"), score=("mean_score", "mean"),
-                                             n=("question_id", "size"))
-    by_conf = by_conf[by_conf["n"] >= 0.5 * by_conf["n"].max()]  # skip configurations with few questions
-    best = None
-    for _, grp in by_conf.groupby(by_conf["acc"].round(2)):
-        if len(grp) > 1:
-            gap = grp["score"].max() - grp["score"].min()
-            if best is None or gap > best[0]:
-                best = (gap, str(grp["score"].idxmax()), str(grp["score"].idxmin()), float(grp["acc"].iloc[0]),
-                        float(grp["score"].max()), float(grp["score"].min()))
-    return best[1:] if best is not None and best[0] > 0 else None
+def _same_accuracy_different_quality(result: EcdfResult) -> pd.Series | None:
+    """The pair of configurations with (practically) the same accuracy, within :data:`SAME_ACCURACY`
+    and not told apart by the McNemar test, whose response distributions the permutation test does
+    tell apart (both BH-adjusted, at :data:`ALPHA`), with the largest mean W1; None when no pair
+    qualifies. A non-significant test alone is not "the same": 0.84 vs 0.32 on 19 questions can be."""
+    c = result.comparisons
+    if c is None or "p_accuracy_adjusted" not in c.columns:
+        return None
+    hits = c[(c["accuracy_difference"].abs() <= SAME_ACCURACY + 1e-12) & (c["p_accuracy_adjusted"] >= ALPHA)
+             & (c["p_distribution_adjusted"] < ALPHA)]
+    return None if hits.empty else hits.loc[hits["mean_w1"].idxmax()]
+
+
+def _comparison_sentences(result: EcdfResult) -> list[str]:
+    """How many configuration pairs differ, and the widest same-accuracy quality gap, each stated
+    only as far as the paired tests support it."""
+    c = result.comparisons
+    if c is None:
+        return []
+    differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
+    text = (f"{differ} of {len(c)} configuration pairs have different response-quality distributions (paired "
+            f"permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+    if "p_accuracy_adjusted" in c.columns:
+        text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
+    items = [text + "."]
+    pair = _same_accuracy_different_quality(result)
+    if pair is not None:
+        items.append("Same accuracy, different quality: " + pair_sentence(pair, result.options["permutations"]))
+    return items
 
 
 def _settings_count(result: EcdfResult) -> str:
@@ -220,19 +249,42 @@ def _settings_count(result: EcdfResult) -> str:
     questions, configurations = s["question_id"].nunique(), s["configuration"].nunique()
     cells = questions * configurations
     text = f"{len(s)} settings"
-    if len(s) < cells:
-        return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
-                f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
-    return text + f" ({questions} questions × {configurations} configurations)"
+    if len(s) == cells:
+        return text + f" ({questions} questions × {configurations} configuration{'s' if configurations > 1 else ''})"
+    if len(s) == questions:  # the settings that exist: one per question, not a grid
+        return text + (f" ({questions} questions, each under one of {configurations} configurations; the other cells "
+                       "of the heatmap are grey)")
+    return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
+            f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
 
 
 def index_line(result: EcdfResult) -> str:
     """One line for an index page: K, the settings, and the widest same-accuracy quality gap."""
     line = f"K={result.options['k']} clusters of {len(result.settings)} settings"
-    pair = _same_accuracy_pair(result.settings) if "correct" in result.settings.columns else None
+    pair = _same_accuracy_different_quality(result)
     if pair is not None:
-        line += f"; same accuracy {pair[2]:.2f}, mean response score {pair[3]:.3f} vs {pair[4]:.3f} ({pair[0]} vs {pair[1]})"
+        line += (f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
+                 f"{pair['accuracy_b']:.2f} (not significantly different), response distributions differ (mean W1 "
+                 f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})")
     return line
+
+
+def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
+    """The settings whose final answer is right though their ECDF is not in the best cluster: a
+    sentence only when there are such settings (with none, "yet 0% of them" asserts the opposite of
+    its number)."""
+    correct = s[s["correct"]]
+    outside = int((correct["cluster"] != 0).sum())
+    if not outside:
+        return []
+    return [f"{len(correct)} settings have a correct final answer, yet {outside} of them ({outside / len(correct):.0%}) "
+            "are outside the best cluster: their individual responses are spread out, which a majority answer hides."]
+
+
+def _k_origin(result: EcdfResult) -> str:
+    if result.k_curve is not None:
+        return "K chosen by clustering stability under resampling of questions"
+    return "K given" if result.options["clusters"] != "auto" else "K set by the number of distinct ECDFs"
 
 
 def headline(result: EcdfResult) -> list[str]:
@@ -241,25 +293,34 @@ def headline(result: EcdfResult) -> list[str]:
     o = result.options
     items = [
         f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of "
-        f"similar response-quality distributions ({'K chosen by silhouette' if o['clusters'] == 'auto' else 'K given'}; "
-        "cluster 0 is best)."
+        f"similar response-quality distributions ({_k_origin(result)}; "
+        "cluster 0 is best).",
+        f"Each response's quality: {o['quality']}.",
     ]
     f = result.factors
     if len(f):
         parts = ", ".join(f"{r.factor} (AMI {r.ami:.2f})" for r in f.itertuples())
         items.append(f"What separates the clusters, strongest first: {parts}.")
     if "correct" in s.columns:
-        correct = s[s["correct"]]
-        if len(correct):
-            outside = float((correct["cluster"] != 0).mean())
-            items.append(f"{len(correct)} settings have a correct final answer, yet {outside:.0%} of them are outside "
-                         "the best cluster: their individual responses are spread out, which a majority answer hides.")
-        pair = _same_accuracy_pair(s)
-        if pair is not None:
-            items.append(f"Same accuracy, different quality: '{pair[0]}' and '{pair[1]}' both have accuracy {pair[2]:.2f}, "
-                         f"but mean response score {pair[3]:.3f} vs {pair[4]:.3f}.")
+        items.extend(_correct_outside_sentence(s))
+    items.extend(_comparison_sentences(result))
     items.extend(result.notes)
     return items
+
+
+MAX_PAIR_SENTENCES = 12
+
+
+def _comparisons_html(result: EcdfResult) -> str:
+    """The pairs in words, those that differ most first (up to :data:`MAX_PAIR_SENTENCES`)."""
+    c = result.comparisons
+    assert c is not None
+    order = c.assign(_sig=c["p_distribution_adjusted"] < ALPHA).sort_values(["_sig", "mean_w1"], ascending=False,
+                                                                             kind="stable")
+    items = "".join(f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
+                    for _, row in order.head(MAX_PAIR_SENTENCES).iterrows())
+    more = f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>" if len(c) > MAX_PAIR_SENTENCES else ""
+    return f"<ul>{items}</ul>{more}"
 
 
 def build_report(result: EcdfResult) -> Report:
@@ -271,11 +332,12 @@ def build_report(result: EcdfResult) -> Report:
     lo, hi = float(allv.min()), float(allv.max())
     pad = (hi - lo) * 0.02 or 0.01
     lo, hi = lo - pad, hi + pad
-    x_title = "score" if o["quality"] == "score column" else "max cosine similarity"
+    x_title = {"cosine": "max cosine similarity", "exact": "exact match (0/1)",
+               "contains": "contains a reference (0/1)"}.get(o.get("score") or "", "score")
     report = Report(
         title=result.title or "Response-quality distributions (ECDF clustering)",
         subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
-                 f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}",
+                 f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}; {o.get('clustering', '')}",
     )
     report.summary(*headline(result))
     groups = []
@@ -309,8 +371,12 @@ def build_report(result: EcdfResult) -> Report:
         )
     if result.k_curve is not None:
         report.figure(_k_figure(result.k_curve, o["k"]), "Choosing K",
-                      "Mean silhouette of the k-medoids clustering for each K on the precomputed ECDF distances; "
-                      "the K with the highest value (smallest on ties) was used.")
+                      "For each K, two random subsets of 80% of the questions are clustered (k-medoids on the exact "
+                      "ECDF distances), both clusterings are extended to every setting (nearest medoid) and compared "
+                      "by the adjusted Rand index (1 = the same clustering); the mean over resampled pairs, with one "
+                      "standard deviation, is the stability of K: a K that splits a real cluster arbitrarily does "
+                      "not reproduce. Among the K within 0.005 of the most stable, the highest mean silhouette "
+                      "(shown for those K only) decided.")
     report.table(result.factors, "What the clusters separate",
                  "Adjusted mutual information between the cluster labels and each factor: 1 = the clusters follow the "
                  "factor exactly, 0 = no more than chance.")
@@ -319,6 +385,18 @@ def build_report(result: EcdfResult) -> Report:
         report.html_block("Example answers of the medoids", _examples_html(result),
                           "The distinct (extracted) answers in each medoid setting with their counts and mean "
                           "score, next to the reference; ✓ marks an answer equal to a reference.")
+    if result.comparisons is not None:
+        report.html_block("Do the configurations differ?", _comparisons_html(result),
+                          "Paired comparisons over the questions both configurations answered. Distributions: the "
+                          "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
+                          f"labels of the responses within each question ({o['permutations']} permutations). Accuracy: "
+                          "the exact McNemar (sign) test on the questions only one of them got right. p-values are "
+                          "Benjamini-Hochberg adjusted across the pairs; brackets are 95% question-level bootstrap "
+                          "intervals. Every pair is in comparisons.csv.")
+        shown = ["configuration_a", "configuration_b", "n_questions", "mean_w1", "p_distribution_adjusted",
+                 "score_difference", "accuracy_difference", "p_accuracy_adjusted"]
+        report.table(result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4),
+                     "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted.")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
                      "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")

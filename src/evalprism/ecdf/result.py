@@ -22,7 +22,8 @@ class EcdfResult(SavedResult):
     final answer (eq. 6) and correctness; ``clusters``: size, wins (eq. 7), medoid and scores per
     cluster (0 = best); ``factors``: adjusted mutual information between the clusters and each
     factor (question, group, each ``by`` column); ``accuracy``: exact-match accuracy per group x
-    configuration; ``k_curve``: silhouette per K when K was chosen automatically;
+    configuration; ``comparisons``: paired tests between configurations over shared questions
+    (:mod:`evalprism.ecdf.compare`; None with one configuration); ``k_curve``: stability per K when K was chosen automatically;
     ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
     quality values of each setting (the ECDFs), indexed like ``settings``; ``title``: the report's
     title (None: the default).
@@ -34,6 +35,7 @@ class EcdfResult(SavedResult):
     clusters: pd.DataFrame
     factors: pd.DataFrame
     accuracy: pd.DataFrame | None
+    comparisons: pd.DataFrame | None
     k_curve: pd.DataFrame | None
     assignment: pd.DataFrame
     samples: list[np.ndarray]
@@ -55,6 +57,8 @@ class EcdfResult(SavedResult):
         out = {"settings": self.settings_table(), "clusters": self.clusters, "factors": self.factors}
         if self.accuracy is not None:
             out["accuracy"] = self.accuracy
+        if self.comparisons is not None:
+            out["comparisons"] = self.comparisons
         if self.k_curve is not None:
             out["k_selection"] = self.k_curve
         return out

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -99,35 +100,87 @@ def _loss_figure(history: pd.DataFrame, marginal_nll: float, best_epoch: int) ->
     return fig
 
 
+def _penalty_figure(cv: pd.DataFrame) -> go.Figure:
+    """Cross-validated NLL by ridge penalty, the marginal leaderboard (λ = ∞) as a level, the chosen
+    penalty starred."""
+    finite = cv[np.isfinite(cv["penalty"])]
+    fig = go.Figure(go.Scatter(x=finite["penalty"], y=finite["cv_nll"], mode="lines+markers",
+                               name="P2L, cross-validated"))
+    marginal = cv[~np.isfinite(cv["penalty"])]
+    if len(marginal):
+        fig.add_hline(y=float(marginal["cv_nll"].iloc[0]), line_dash="dot",
+                      annotation_text="marginal leaderboard (λ = ∞), cross-validated",
+                      annotation_position="top right")
+    chosen = finite[finite["chosen"]]
+    if len(chosen):
+        fig.add_trace(go.Scatter(x=chosen["penalty"], y=chosen["cv_nll"], mode="markers+text",
+                                 name="chosen penalty (saved)", text=[f"λ = {chosen['penalty'].iloc[0]:g}"],
+                                 textposition="bottom center",
+                                 marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}}))
+    levels = cv["cv_nll"].to_numpy(dtype=float)
+    pad = 0.08 * (np.nanmax(levels) - np.nanmin(levels) or 0.01)
+    fig.update_layout(template="plotly_white", height=380, xaxis_title="penalty λ on the head's weights (log scale)",
+                      yaxis_title="out-of-fold NLL per battle", yaxis_range=[np.nanmin(levels) - pad,
+                                                                             np.nanmax(levels) + pad],
+                      xaxis={"type": "log", "tickvals": finite["penalty"].tolist(),
+                             "ticktext": [f"{v:g}" for v in finite["penalty"]]},
+                      margin={"l": 60, "r": 20, "t": 30, "b": 50})
+    return fig
+
+
+def _fit_sentence(o: dict[str, Any]) -> str:
+    """How the head was fitted and what the fit chose, for the report's summary."""
+    if o.get("fit") == "ridge":
+        lam = float(o["penalty_chosen"])
+        if o.get("penalty_by") == "option":
+            return f"The head was fitted by ridge with the given penalty λ = {lam:g}."
+        if math.isinf(lam):
+            return ("Cross-validation over the training prompts chose λ = ∞: these battles support no prompt "
+                    "dependence, and the model is the marginal leaderboard.")
+        return f"Cross-validation over the training prompts chose the ridge penalty λ = {lam:g}."
+    return f"Best epoch {o['best_epoch']} of {o['epochs_run']} ({o['stopped']})."
+
+
 def training_index_line(result: TrainResult) -> str:
     """One line for an index page: held-out NLL of P2L against the marginal leaderboard."""
     ev = result.evaluation.set_index("predictor")["nll"]
-    return (f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); "
-            f"best epoch {result.options['best_epoch']}")
+    o = result.options
+    chose = (f"ridge λ = {float(o['penalty_chosen']):g}" if o.get("fit") == "ridge" else f"best epoch {o['best_epoch']}")
+    return f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); {chose}"
 
 
 def training_report(result: TrainResult) -> Report:
     o = result.options
     history, evaluation = result.history, result.evaluation.set_index("predictor")
     report = Report(title="P2L training",
-                    subtitle=f"{o['loss']} loss on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}); "
-                             f"{o['train_battles']} training and {o['val_battles']} validation battles")
+                    subtitle=f"{o['loss']} loss on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
+                             f"fit {o['fit']}); {o['train_battles']} training and {o['val_battles']} validation battles")
     gain_marginal = evaluation.loc["constant", "nll"] - evaluation.loc["marginal", "nll"]
     gain_p2l = evaluation.loc["marginal", "nll"] - evaluation.loc["p2l", "nll"]
     report.summary(
         f"On held-out prompts, P2L's NLL is {evaluation.loc['p2l', 'nll']:.4f} per battle against "
         f"{evaluation.loc['marginal', 'nll']:.4f} for the marginal leaderboard and "
         f"{evaluation.loc['constant', 'nll']:.4f} for the constant predictor.",
-        f"The prompt adds {gain_p2l:.4f} nats per battle over the marginal leaderboard, "
-        + (f"{gain_p2l / gain_marginal:.1f}× what the marginal leaderboard adds over a coin flip."
-           if gain_marginal > 1e-9 else "while the marginal leaderboard adds nothing over a coin flip."),
-        f"Best epoch {o['best_epoch']} ({o['stopped']}); the model directory loads with "
-        "`P2LModel.load(dir)` and needs no network.",
+        (f"The prompt adds {gain_p2l:.4f} nats per battle over the marginal leaderboard, "
+         + (f"{gain_p2l / gain_marginal:.1f}× what the marginal leaderboard adds over a coin flip."
+            if gain_marginal > 1e-9 else "while the marginal leaderboard adds nothing over a coin flip."))
+        if gain_p2l >= 0 else
+        f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
+        _fit_sentence(o) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
     )
-    report.figure(_loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])), "Loss by epoch",
-                  "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training battles. "
-                  "Validation prompts were never seen in training; the saved model is the best epoch (star): the "
-                  "lowest validation loss.")
+    if o.get("fit") == "ridge":
+        if history["cv_nll"].notna().any():
+            report.figure(_penalty_figure(history), "Choosing the penalty",
+                          "Each point: the NLL on the held-out folds of a cross-validation over the training "
+                          "battles, grouped by prompt. A larger λ pulls the prompt-dependent weights toward zero, "
+                          "i.e. toward the marginal leaderboard (the dotted level). The chosen λ is the largest "
+                          "within one standard error of the best (the one-standard-error rule).")
+    else:
+        report.figure(_loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])),
+                      "Loss by epoch",
+                      "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training "
+                      "battles. Validation prompts were never seen in training; the saved model is the best epoch "
+                      "(star): the lowest validation loss.")
     report.table(result.evaluation.round(4), "Held-out prediction of votes",
                  "nll: mean negative log-likelihood per battle (lower is better); accuracy: expected share of "
                  "outcomes predicted right; brier: squared error of the outcome probabilities.")

@@ -5,11 +5,15 @@
   hash of its text and the seed, and the battles are trained on in content order, so the same battles
   in another file order train the identical model.
 - The head starts at the marginal leaderboard fitted on the training battles (zero weights, the
-  marginal coefficients as bias): epoch 0 *is* the marginal baseline, and early stopping on the
-  validation NLL keeps the best epoch, so P2L is never worse on validation than that start.
-- Frozen backbones encode each distinct prompt once (through the embedding cache), then the head
-  trains on the cached features: tens of thousands of battles take seconds to minutes on a CPU.
-  ``finetune`` trains the backbone too (AdamW, a smaller learning rate for the backbone).
+  marginal coefficients as bias), so a head that learns nothing *is* the marginal baseline.
+- Frozen backbones encode each distinct prompt once (through the embedding cache); by default the
+  head is then fitted by ridge (:mod:`evalprism.p2l.ridge`): to convergence, with a penalty on its
+  weights chosen by cross-validation over the training prompts, infinite (the marginal itself)
+  included: with little data it falls back to the marginal leaderboard. On real battles it beat the
+  epoch loop (``docs/p2l_heldout_study.md``).
+- ``fit='adamw'`` (and always with ``finetune``, which trains the backbone too with a smaller
+  learning rate) is the epoch loop: AdamW on mini-batches, early stopping on the validation NLL,
+  the best epoch kept, so P2L is never worse on validation than its start.
 - A checkpoint is written after every epoch (atomically); ``resume`` continues an interrupted run
   with the same data and options from its last completed epoch, on any number of processes.
 - Under ``torchrun`` every process runs the same steps on its shard of each global batch, with
@@ -17,14 +21,16 @@
   whatever the world size (``micro_batch_size`` bounds one forward pass: gradients accumulate),
   the split, order and early stopping are the same on every rank, and rank 0 alone writes.
 
-The steps, in order: :func:`prepare_battles` (the split), :func:`warm_start`, :meth:`Trainer.run`
-(the epoch loop, :meth:`Trainer.validate`, :meth:`Trainer.checkpoint`), :func:`build_result`.
+The steps, in order: :func:`prepare_battles` (the split), :func:`warm_start`, then :func:`fit_ridge`
+or :meth:`Trainer.run` (the epoch loop, :meth:`Trainer.validate`, :meth:`Trainer.checkpoint`), and
+:func:`build_result`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -56,6 +62,7 @@ from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocas
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
@@ -63,20 +70,38 @@ from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_r
 CHECKPOINT_FILE = "checkpoint.pt"
 
 
+#: how the head is fitted: ``ridge`` (frozen backbones' default) fits it to convergence with a penalty
+#: chosen by cross-validation (:mod:`evalprism.p2l.ridge`); ``adamw`` is the epoch loop with early
+#: stopping on the validation prompts (the only choice when the backbone is fine-tuned)
+HEAD_FITS = ("ridge", "adamw")
+#: options of the epoch loop only, with their defaults (``None`` in :class:`TrainOptions`: not given)
+EPOCH_DEFAULTS: dict[str, Any] = {"lr": 3e-3, "weight_decay": 1e-2, "patience": 8}
+#: options that only the epoch loop reads: given with fit 'ridge', they are refused rather than ignored
+EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
+#: the options that may be None (the default), and the range each takes when given
+OPTIONAL_NUMBERS: dict[str, dict[str, Any]] = {
+    "lr": {"low": 0, "low_open": True}, "weight_decay": {"low": 0}, "penalty": {"low": 0},
+    **{name: {"low": 1, "integer": True}
+       for name in ("patience", "max_epochs", "batch_size", "micro_batch_size", "max_length")},
+}
+
+
 @dataclass
 class TrainOptions:
-    """Options of one training run; ``None`` means the default for the backbone kind."""
+    """Options of one training run; ``None`` means the default for the backbone kind and fit."""
 
     backbone: str = "minilm"
     loss: str = "bt"
     finetune: bool = False
+    fit: str | None = None  # ridge (frozen default) or adamw (fine-tuning: always)
+    penalty: float | None = None  # ridge: λ on the head's weights (None: chosen by cross-validation)
     val_fraction: float = 0.1
-    max_epochs: int | None = None  # frozen: 200, fine-tuning: 3
-    batch_size: int | None = None  # frozen: 1024 battles, fine-tuning: 16
-    lr: float = 3e-3  # head
+    max_epochs: int | None = None  # adamw: frozen 200, fine-tuning 3
+    batch_size: int | None = None  # adamw: frozen 1024 battles, fine-tuning 16
+    lr: float | None = None  # adamw: the head's learning rate (3e-3)
     backbone_lr: float = 2e-5
-    weight_decay: float = 1e-2  # on the head's weights (not the bias: the marginal leaderboard is not shrunk)
-    patience: int = 8
+    weight_decay: float | None = None  # adamw: on the head's weights, not the bias (1e-2)
+    patience: int | None = None  # adamw: epochs without a better validation NLL before stopping (8)
     seed: int = 0
     micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
     gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
@@ -85,19 +110,30 @@ class TrainOptions:
 
     def resolved(self) -> TrainOptions:
         """A copy with the defaults filled in; every value checked first (a negative or NaN learning
-        rate trains nothing and would silently return the marginal leaderboard)."""
+        rate trains nothing and would silently return the marginal leaderboard), and options that the
+        chosen fit would ignore refused (a ridge fit has no epochs)."""
         if self.loss not in PAIR_MODELS:
             raise EvalprismError(f"unknown loss '{self.loss}': expected one of {', '.join(PAIR_MODELS)}")
+        fit = self.fit or ("adamw" if self.finetune else "ridge")
+        if fit not in HEAD_FITS:
+            raise EvalprismError(f"unknown fit '{fit}': expected one of {', '.join(HEAD_FITS)}", parameter="fit")
+        if fit == "ridge" and self.finetune:
+            raise EvalprismError("fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'",
+                                 parameter="fit")
         check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True,
                      high_open=True)
-        check_number("lr", self.lr, low=0, low_open=True)
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
-        check_number("weight_decay", self.weight_decay, low=0)
-        check_number("patience", self.patience, low=1, integer=True)
-        for name, value in (("max_epochs", self.max_epochs), ("batch_size", self.batch_size),
-                            ("micro_batch_size", self.micro_batch_size), ("max_length", self.max_length)):
-            if value is not None:
-                check_number(name, value, low=1, integer=True)
+        for name, rule in OPTIONAL_NUMBERS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            check_number(name, value, **rule)
+            if fit == "ridge" and name in EPOCH_ONLY:
+                raise EvalprismError(f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
+                                     "fitted by ridge by default: drop it, or choose fit 'adamw'", parameter=name)
+        if fit == "adamw" and self.penalty is not None:
+            raise EvalprismError("penalty applies to fit 'ridge' (adamw's counterpart is weight_decay)",
+                                 parameter="penalty")
         if self.precision not in TRAIN_PRECISIONS:
             raise EvalprismError(f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
                                  parameter="precision")
@@ -105,8 +141,13 @@ class TrainOptions:
             raise EvalprismError("max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
                                  "(a frozen backbone reads prompts as it does at inference)", parameter="finetune")
         out = TrainOptions(**asdict(self))
-        out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
-        out.batch_size = self.batch_size or (16 if self.finetune else 1024)
+        out.fit = fit
+        if fit == "adamw":
+            out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
+            out.batch_size = self.batch_size or (16 if self.finetune else 1024)
+            for name, default in EPOCH_DEFAULTS.items():
+                if getattr(out, name) is None:
+                    setattr(out, name, default)
         return out
 
 
@@ -319,9 +360,10 @@ def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> No
            f"{processes}", progress)
 
 
-def fit_marginal(data: TrainingData, loss: str) -> Leaderboard:
-    """The marginal leaderboard of the training battles: the head's warm start and the baseline."""
-    a, b, idx = data.arrays.a, data.arrays.b, data.train_idx
+def fit_marginal(data: TrainingData, loss: str, idx: np.ndarray | None = None) -> Leaderboard:
+    """The marginal leaderboard of battles ``idx`` (default: the training battles): the head's warm
+    start and the baseline."""
+    a, b, idx = data.arrays.a, data.arrays.b, data.train_idx if idx is None else idx
     p_b = None if data.arrays.p_b is None else data.arrays.p_b[idx]
     pairs = PairCounts.from_battles(a[idx], b[idx], data.arrays.outcome[idx], len(data.names), p_b=p_b)
     return Leaderboard.from_counts(pairs, loss, ci=None, names=data.names)  # type: ignore[arg-type]
@@ -539,29 +581,73 @@ class Trainer:
             raise
 
 
-def build_result(trainer: Trainer, backbone: Backbone, marginal: Leaderboard, state: RunState) -> TrainResult:
-    """Step 6, the result: the best epoch's weights as a :class:`P2LModel` (on the CPU), compared with
-    the marginal leaderboard on the validation battles (by rank 0; every rank returns the result)."""
-    data, opts = trainer.data, trainer.opts
-    stopped = "early stopping" if state.bad_epochs >= opts.patience else "max epochs"
-    trainer.objective.restore(state.best)
-    trainer.objective.to("cpu")
+def fit_ridge(head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World,
+              progress: bool) -> pd.DataFrame:
+    """The ridge fit (:mod:`evalprism.p2l.ridge`), in place of steps 3-5: encode every distinct prompt
+    once, choose the penalty by cross-validation over the training prompts (unless ``opts.penalty``
+    fixes it) and fit the warm-started ``head`` on all training battles. Rank 0 computes (it is
+    seconds of work on cached features) and every rank receives the head. Returns the
+    cross-validation table (one row per candidate penalty)."""
+    def compute() -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+        features = backbone.features(list(data.prompts)).double().cpu().numpy()
+        idx = data.train_idx
+        battles = RidgeBattles(data.prompt_codes[idx], data.arrays.a[idx], data.arrays.b[idx], data.weights[idx])
+        if opts.penalty is None:
+            fits = (len(PENALTY_GRID) + 1) * CV_FOLDS
+            with progress_bar(f"choosing the ridge penalty ({CV_FOLDS}-fold CV over training prompts)", fits,
+                              progress) as bar:
+                table = choose_penalty(features, [str(p) for p in data.prompts], battles, opts.loss,
+                                       lambda inside: fit_marginal(data, opts.loss, idx[inside]), warm_start,
+                                       seed=opts.seed, step=lambda: bar.update(1))
+        else:
+            table = pd.DataFrame({"penalty": [float(opts.penalty)], "cv_nll": [np.nan], "cv_se": [np.nan], "chosen": [True]})
+        fit_penalised(head, features, battles, float(table.loc[table["chosen"], "penalty"].iloc[0]))
+        return {k: v.detach().clone() for k, v in head.state_dict().items()}, table
+
+    state, table = world.on_main(compute)
+    head.load_state_dict(state)
+    return table
+
+
+def build_result(data: TrainingData, opts: TrainOptions, world: World, head: CoefficientHead, backbone: Backbone,
+                 marginal: Leaderboard, history: pd.DataFrame, summary: dict[str, Any], ckpt_dir: Path | None,
+                 progress: bool) -> TrainResult:
+    """Step 6, the result: the fitted head as a :class:`P2LModel` (on the CPU), compared with the
+    marginal leaderboard on the validation battles (by rank 0; every rank returns the result).
+    ``history`` is the epoch history (adamw) or the penalty's cross-validation (ridge); ``summary``
+    what the fit chose (best epoch and why it stopped, or the penalty)."""
+    head.to("cpu")
     backbone.to("cpu")
-    history = state.history
-    best_epoch = int(min(history, key=lambda r: r["val_nll"])["epoch"])
-    status(f"best epoch {best_epoch} of {int(history[-1]['epoch'])} ({stopped}); validation NLL "
-           f"{history[0]['val_nll']:.4f} (marginal) -> {state.best_val:.4f} (P2L)", trainer.progress)
-    model = P2LModel(backbone, trainer.objective.head, data.names, {"loss": opts.loss}, marginal.frame())
+    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, marginal.frame())
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
-    evaluation = trainer.world.on_main(lambda: compare_predictors(opts.loss, data.rows[val], {
+    evaluation = world.on_main(lambda: compare_predictors(opts.loss, data.rows[val], {
         "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
         "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
     }))
+    ev = evaluation.set_index("predictor")["nll"]
+    status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
-           "train_battles": int(data.train_idx.size), "val_battles": int(val.size), "best_epoch": best_epoch,
-           "stopped": stopped, "marginal_extra": marginal.extra, "processes": trainer.world.size}
+           "train_battles": int(data.train_idx.size), "val_battles": int(val.size), **summary,
+           "marginal_extra": marginal.extra, "processes": world.size}
     model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
-    return TrainResult(model, pd.DataFrame(history), evaluation, run, trainer.ckpt_dir, trainer.world.is_main)
+    return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main)
+
+
+def fit_line(summary: dict[str, Any]) -> str:
+    """What the fit chose, in words: the penalty (ridge) or the best epoch (adamw)."""
+    if "penalty_chosen" in summary:
+        lam = summary["penalty_chosen"]
+        how = "fixed" if summary.get("penalty_by") == "option" else f"{CV_FOLDS}-fold cross-validation"
+        return ("penalty ∞: the marginal leaderboard" if math.isinf(lam) else f"penalty λ = {lam:g}") + f" ({how})"
+    return f"best epoch {summary['best_epoch']} of {summary['epochs_run']} ({summary['stopped']})"
+
+
+def epoch_summary(state: RunState, opts: TrainOptions) -> dict[str, Any]:
+    """What the epoch loop chose: the best epoch, how many ran and why it stopped."""
+    history = state.history
+    return {"best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
+            "epochs_run": int(history[-1]["epoch"]),
+            "stopped": "early stopping" if state.bad_epochs >= int(opts.patience) else "max epochs"}  # type: ignore[arg-type]
 
 
 def train_model(
@@ -583,6 +669,9 @@ def train_model(
                              check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path)
     data = world.everywhere(lambda: prepare_battles(battles, opts))
     require_same_battles(world, data)
+    if resume and opts.fit == "ridge":
+        raise EvalprismError("resume: a ridge fit keeps no checkpoints (it takes seconds once the prompts are "
+                             "encoded, and their embeddings are cached); start without resume", parameter="resume")
     saved = world.on_main(lambda: read_checkpoint(ckpt_dir, data.fingerprint)) if resume else None  # before slow work
     _check_split(data, opts.loss)
     _announce(data, opts.loss, world, progress)
@@ -591,9 +680,16 @@ def train_model(
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
     head = CoefficientHead(backbone.dim, len(data.names), opts.loss)
     warm_start(head, marginal)
+    if opts.fit == "ridge":
+        table = fit_ridge(head, backbone, data, opts, world, progress)
+        chosen = float(table.loc[table["chosen"], "penalty"].iloc[0])
+        summary = {"penalty_chosen": chosen, "penalty_by": "option" if opts.penalty is not None else "cv"}
+        return build_result(data, opts, world, head, backbone, marginal, table, summary, None, progress)
     objective = build_objective(head, backbone, data, opts, world)
     trainer = Trainer(data, opts, objective, build_optimizer(objective, opts), world, ckpt_dir, progress)
     state = trainer.start(saved)
     trainer.model = world.wrap(objective, lambda module: module(data.train_idx[:1]))
     trainer.run(state)
-    return build_result(trainer, backbone, marginal, state)
+    objective.restore(state.best)
+    return build_result(data, opts, world, head, backbone, marginal, pd.DataFrame(state.history),
+                        epoch_summary(state, opts), ckpt_dir, progress)

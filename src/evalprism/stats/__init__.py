@@ -4,6 +4,12 @@
 - :func:`ecdf_wins`: the seed's eq. (7) win matrix between ECDFs.
 - :func:`kmedoids`: FasterPAM (``kmedoids`` package) or the seed's Algorithm 1 (:func:`pam`), each
   returning a :class:`KMedoidsResult` (medoids, labels, loss, n_iter, n_swap).
+- :func:`kmedoids_ecdfs`: k-medoids of ECDFs by exact W1, CLARA-style without the n x n matrix above
+  20,000 ECDFs (:class:`SortedEcdfs`: exact W1 from all ECDFs to a few).
+- :func:`choose_k_by_stability`: K by clustering stability under resampling of questions.
+- :func:`paired_w1_test`, :func:`mcnemar_exact`, :func:`bootstrap_mean_ci`: paired comparison of two
+  configurations over shared questions (within-question permutation test of the mean W1, exact sign
+  test on correctness, question-level bootstrap).
 - :func:`mds_order`: 1-D MDS seriation of the rows of a matrix.
 - :data:`OUTCOME_MODELS` / :func:`outcome_model`: the pairwise outcome models (BT, BT with ties,
   Rao-Kupper, grounded Rao-Kupper), each defined once; :func:`fit_counts`, :func:`coef_intervals`:
@@ -32,9 +38,11 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stats.aggregate import aggregate_leaderboards, expected_win_matrix
     from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
     from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
-    from evalprism.stats.ecdf import ecdf_steps, ecdf_wins, w1_distance, w1_matrix
+    from evalprism.stats.clara import SortedEcdfs, kmedoids_ecdfs
+    from evalprism.stats.ecdf import distinct_ecdf_count, ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.irv import boundary_counts, classify, transition_index
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
+    from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
     from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
     from evalprism.stats.pairwise import (
         PairCounts,
@@ -47,36 +55,44 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     )
     from evalprism.stats.routing import best_mix, best_mix_average_budget, router_coefficient, win_values
     from evalprism.stats.seriation import mds_order
+    from evalprism.stats.stability import choose_k_by_stability
 
 __all__ = [
+    "OUTCOME_MODELS",
+    "PAIR_MODELS",
     "Agreement",
     "GroupAgreement",
     "KMedoidsResult",
-    "agreement_by_group",
-    "aggregate_leaderboards",
-    "cohen_kappa",
-    "gwet_ac1",
-    "percent_agreement",
-    "OUTCOME_MODELS",
     "OutcomeModel",
-    "PAIR_MODELS",
     "PairCounts",
     "PairwiseFit",
+    "SortedEcdfs",
+    "aggregate_leaderboards",
+    "agreement_by_group",
     "best_mix",
     "best_mix_average_budget",
+    "bootstrap_mean_ci",
     "boundary_counts",
     "choose_k",
+    "choose_k_by_stability",
     "classify",
     "clopper_pearson",
+    "cohen_kappa",
+    "distinct_ecdf_count",
     "ecdf_steps",
     "ecdf_wins",
     "elo_ratings",
     "fit_counts",
+    "gwet_ac1",
     "kmedoids",
+    "kmedoids_ecdfs",
+    "mcnemar_exact",
     "mds_order",
     "outcome_model",
+    "paired_w1_test",
     "pam",
     "pam_build",
+    "percent_agreement",
     "router_coefficient",
     "sign_test_pvalues",
     "transition_index",
@@ -89,7 +105,10 @@ lazy_package(__name__, {
     "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
     "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
     "binomial": ["clopper_pearson", "sign_test_pvalues"],
-    "ecdf": ["ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
+    "clara": ["SortedEcdfs", "kmedoids_ecdfs"],
+    "paired": ["bootstrap_mean_ci", "mcnemar_exact", "paired_w1_test"],
+    "stability": ["choose_k_by_stability"],
+    "ecdf": ["distinct_ecdf_count", "ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
     "irv": ["boundary_counts", "classify", "transition_index"],
     "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
     "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],

@@ -150,3 +150,22 @@ def ecdf_steps(sample: np.ndarray, lo: float | None = None, hi: float | None = N
         x = np.append(x, hi)
         y = np.append(y, 1.0)
     return x, y
+
+
+def distinct_ecdf_count(samples: Sequence[np.ndarray]) -> int:
+    """How many different ECDFs the samples have (eq. 1): samples with the same values in the same
+    proportions have one ECDF (W1 distance 0), whatever their sizes (``[1, 2]`` and ``[1, 1, 2, 2]``).
+
+    k-medoids with more clusters than distinct ECDFs must split equal ECDFs. Within one sample size,
+    equal sorted samples are found by one vectorised ``np.unique(axis=0)``; only those representatives
+    are keyed by (values, counts / gcd of counts).
+    """
+    sorted_samples = [np.sort(np.asarray(s, dtype=np.float64).ravel()) for s in samples]
+    sizes = np.array([s.size for s in sorted_samples])
+    keys = set()
+    for size in np.unique(sizes):
+        rows = np.unique(np.stack([sorted_samples[i] for i in np.flatnonzero(sizes == size)]), axis=0)
+        for row in rows:
+            values, counts = np.unique(row, return_counts=True)
+            keys.add((values.tobytes(), (counts // math.gcd(*counts.tolist())).tobytes()))
+    return len(keys)
