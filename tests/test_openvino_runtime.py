@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from evalprism.embed.backends import resolve_backend
+from evalprism.embed.length_groups import length_groups
 from evalprism.embed.openvino_runtime import OpenVINOEncoder
 from evalprism.errors import EvalprismError
 from evalprism.p2l.backbones import resolve_runtime
@@ -58,6 +60,34 @@ def test_float32_equals_sentence_transformers(float32_encoder: OpenVINOEncoder, 
     np.testing.assert_allclose(one_by_one, reference, atol=2e-6)
     np.testing.assert_allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-6)  # the model's Normalize module ran
     assert float32_encoder.encode([]).shape == (0, 384)
+    lengths = sentence_transformer_lengths(float32_encoder, TEXTS)
+    assert len(length_groups(lengths)) > 1  # the batch above really ran in several length-bucketed calls
+
+
+def sentence_transformer_lengths(encoder: OpenVINOEncoder, texts: list[str]) -> np.ndarray:
+    return encoder.model.preprocess(texts)["attention_mask"].sum(axis=1).numpy()
+
+
+@pytest.mark.parametrize("runtime", ["openvino", "torch"])
+def test_a_token_cap_reads_prompts_as_a_shorter_encoder_would(runtime: str) -> None:
+    """Serving's ``max_prompt_tokens``: the backbone's features equal sentence-transformers' own
+    embeddings with ``max_seq_length`` set to the cap (long prompts cut, short ones untouched)."""
+    from sentence_transformers import SentenceTransformer
+
+    from evalprism.p2l.backbones import load_backbone
+
+    backbone = load_backbone("minilm", runtime=runtime, cache_dir=False)
+    backbone.limit_prompt_tokens(12)
+    peer = SentenceTransformer(resolve_backend("minilm").location, device="cpu")
+    peer.max_seq_length = 12
+    expected = peer.encode(TEXTS, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+    with torch.no_grad():
+        np.testing.assert_allclose(backbone.features(TEXTS).numpy(), expected, atol=2e-6)
+    uncut = load_backbone("minilm", runtime=runtime, cache_dir=False).features(TEXTS[:5]).detach().numpy()
+    # the sonnet request (9 tokens) is read whole; the 40-token Bradley-Terry question is cut
+    assert np.abs(uncut[0] - expected[0]).max() < 2e-6 and np.abs(uncut[4] - expected[4]).max() > 1e-3
+    with pytest.raises(EvalprismError, match="max_prompt_tokens 0"):
+        backbone.limit_prompt_tokens(0)
 
 
 def test_bfloat16_stays_within_a_cosine_of_1e_4(sentence_transformer, reference: np.ndarray) -> None:

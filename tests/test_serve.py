@@ -407,9 +407,12 @@ def test_a_body_sent_as_a_form_is_told_to_send_json(service: ServiceProcess) -> 
 def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, upstreams: FakeUpstreams,
                                                                     tmp_path: Path) -> None:
     upstreams.behaviour.clear()
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=2.0)
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=2.0, max_prompt_tokens=6)
     service = ServiceProcess(model_dir, config, {"FAKE_UPSTREAM_KEY": UPSTREAM_KEY}).start()
+    long_prompt = "Write a sonnet about the autumn sea, then explain its rhyme scheme line by line."
     try:
+        capped = httpx.post(service.url + "/v1/leaderboard", json={"prompt": long_prompt}, timeout=30).json()
+
         async def traffic() -> None:
             async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
                 await asyncio.gather(*(client.post("/v1/route", json={"messages": user(f"question {k}")}) for k in range(40)),
@@ -422,6 +425,12 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
     assert code in (0, -15), output  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit by it
     assert health["precision"] == ("bfloat16" if native_bf16() else "float32")  # precision: auto (the default)
     assert health["runtime"] == "openvino"  # runtime: auto (the default) for a sentence encoder
+    # max_prompt_tokens: 6 reads the prompt as a backbone capped at six tokens would, not as the whole prompt
+    model = P2LModel.load(model_dir, cache_dir=False, precision=health["precision"], runtime="openvino")
+    whole = model.leaderboards([long_prompt])[0]
+    model.backbone.limit_prompt_tokens(6)
+    np.testing.assert_allclose(capped["leaderboards"][0]["coefs"], model.leaderboards([long_prompt])[0], atol=1e-5)
+    assert np.abs(np.asarray(capped["leaderboards"][0]["coefs"]) - whole).max() > 1e-3
     lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
     assert len(lines) == 50
     assert sum(r["endpoint"] == "/v1/route" for r in lines) == 40

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from evalprism.embed.length_groups import length_groups
 from evalprism.errors import EvalprismError
 
 #: evalprism precision names -> OpenVINO's inference precision hint
@@ -97,16 +98,31 @@ class OpenVINOEncoder:
                                  "use runtime 'torch'") from None
         self._local = threading.local()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Sentence embeddings of ``texts`` in one inference call (padded to the longest text)."""
+    def encode(self, texts: Sequence[str], *, length_buckets: bool = True) -> np.ndarray:
+        """Sentence embeddings of ``texts``, tokenised once and run in length-bucketed calls
+        (:func:`~evalprism.embed.length_groups.length_groups`): each call is padded to the longest
+        text of its group, not of the batch. The vectors are the same as one padded call's (the
+        attention mask hides padding), to float32 rounding. ``length_buckets=False``: one call
+        padded to the longest text (the peer in ``benchmarks/bench_serve.py``)."""
+        dim = self._compiled.outputs[0].get_partial_shape()[-1].get_length()
         if not texts:
-            return np.zeros((0, self._compiled.outputs[0].get_partial_shape()[-1].get_length()), dtype=np.float32)
+            return np.zeros((0, dim), dtype=np.float32)
         request = getattr(self._local, "request", None)
         if request is None:
             request = self._local.request = self._compiled.create_infer_request()
-        features = self.model.preprocess(list(texts))
-        outputs = request.infer([features[name].numpy() for name in self.input_names])
-        return np.array(outputs[0], dtype=np.float32)  # a copy: the request reuses its output buffer
+        tokenised = self.model.preprocess(list(texts))
+        features = {name: tokenised[name].numpy() for name in self.input_names}
+        mask = features.get("attention_mask")
+        if not length_buckets or mask is None or getattr(self.model.tokenizer, "padding_side", "right") != "right":
+            groups = [np.arange(len(texts))]  # padding is not a suffix: one call, as the model pads
+        else:
+            groups = length_groups(mask.sum(axis=1))
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        for rows in groups:
+            width = int(mask[rows].sum(axis=1).max()) if len(groups) > 1 else features[self.input_names[0]].shape[1]
+            outputs = request.infer([features[name][rows, :width] for name in self.input_names])
+            out[rows] = outputs[0]  # copied out: the request reuses its output buffer
+        return out
 
 
 def _sentence_embedding_module(model: Any, input_names: list[str]) -> Any:

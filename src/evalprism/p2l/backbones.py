@@ -60,6 +60,18 @@ class Backbone(nn.Module):
         if max_length is not None or gradient_checkpointing:
             raise ValueError(f"backbone '{self.spec}' is frozen: nothing to configure for training")
 
+    def limit_prompt_tokens(self, tokens: int) -> None:
+        """Read at most ``tokens`` tokens of each prompt from now on (never more than the backbone
+        already reads): the serving-side cap that bounds one long prompt's cost. Truncation changes the
+        coefficients of the prompts it cuts; ``benchmarks/bench_serve.py`` measures by how much."""
+        if tokens < 1:
+            raise EvalprismError(f"max_prompt_tokens {tokens}: expected a positive number of tokens")
+        self._cap_tokens(int(tokens))
+
+    def _cap_tokens(self, tokens: int) -> None:
+        self.max_length = min(int(self.max_length), tokens)
+        getattr(self, "_frozen_cache", {}).clear()  # features of the uncut prompts
+
 
 def _on_device(batch: Any, device: torch.device) -> Any:
     """A tokenizer's output (a mapping of tensors) on ``device``, where the backbone's weights are."""
@@ -102,14 +114,7 @@ class SentenceEncoderBackbone(Backbone):
         if finetune and runtime != "torch":
             raise EvalprismError(f"runtime '{runtime}' is for inference; a fine-tuned backbone trains in torch")
         if finetune or precision != "float32" or runtime != "torch":
-            from sentence_transformers import SentenceTransformer
-
-            location = resolve_backend(spec).location
-            try:
-                # A private copy: the embedder's process-wide model must keep its pretrained weights.
-                self.encoder = SentenceTransformer(location, device="cpu")
-            except Exception as exc:  # noqa: BLE001 - one message for any load failure
-                raise EvalprismError(f"backbone '{spec}': cannot load '{location}' ({type(exc).__name__}: {exc})") from None
+            self.encoder = self._private_encoder()
             if runtime == "openvino":  # traced from the float32 weights; OpenVINO computes in `precision`
                 self.compiled = OpenVINOEncoder(self.encoder, precision=precision)
                 self.runtime = "openvino"
@@ -120,6 +125,23 @@ class SentenceEncoderBackbone(Backbone):
             self.embedder = get_embedder(spec, cache_dir=cache_dir, progress=progress, role="backbone",
                                          kinds=ENCODER_KINDS)
             self.dim = self.embedder.dim  # from the model: nothing is encoded into the user's cache
+
+    def _private_encoder(self) -> Any:
+        """A private copy of the encoder: the embedder's process-wide model must keep its pretrained
+        weights and its own prompt length (its cache is keyed by the model, not by a cap)."""
+        from sentence_transformers import SentenceTransformer
+
+        location = resolve_backend(parse_spec(self.spec, role="backbone", kinds=ENCODER_KINDS)).location
+        try:
+            return SentenceTransformer(location, device="cpu")
+        except Exception as exc:  # noqa: BLE001 - one message for any load failure
+            raise EvalprismError(f"backbone '{self.spec}': cannot load '{location}' ({type(exc).__name__}: {exc})") from None
+
+    def _cap_tokens(self, tokens: int) -> None:
+        if self.encoder is None:
+            self.encoder = self._private_encoder()
+        # OpenVINO tokenises with this encoder's own preprocess: the cap holds there too
+        self.encoder.max_seq_length = min(int(self.encoder.max_seq_length), tokens)
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
         if self.compiled is not None:

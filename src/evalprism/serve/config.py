@@ -14,7 +14,7 @@ environment variables it names, once, at startup (an unset variable is an error 
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
 ``timeout_s``, ``connect_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
 ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
-``max_prompt_chars``, ``seed``, ``precision``, ``runtime``.
+``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,9 @@ class ServeConfig(_Strict):
     breaker_cooldown_s: float = Field(30.0, gt=0, description="how long an open circuit is skipped")
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
+    max_prompt_tokens: int | None = Field(
+        None, ge=1, description="routing reads at most this many tokens of a prompt (None: as many as the backbone "
+                                "reads, 256 for minilm); a cap bounds one long prompt's encoder cost")
     seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")

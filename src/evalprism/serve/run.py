@@ -63,6 +63,8 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
     status(f"loading the P2L model from {model_dir} ({precision} inference, runtime {config.runtime})", progress)
     model = P2LModel.load(model_dir, cache_dir=False, precision=precision, runtime=config.runtime)
     check_candidates(config, model.models, str(config_path))
+    if config.max_prompt_tokens is not None:
+        model.backbone.limit_prompt_tokens(config.max_prompt_tokens)
     app = create_app(model, config, secrets, decision_log=log_path, precision=precision)
     status(f"routing among {len(config.models)} candidates ({model.backbone.runtime} runs the encoder); "
            f"decisions go to {log_path}", progress)
