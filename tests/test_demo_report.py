@@ -199,3 +199,11 @@ def test_page_renders_in_headless_chromium(demo_dir: Path, browser: str, tmp_pat
     assert shown.probe["scroll"] <= shown.probe["client"], shown.probe
     assert shown.probe["wide"] == [], shown.probe["wide"]
     assert not re.search(r"\bNone\b", _visible_text(shown.dom)), "Python's None is printed on the page"
+
+
+def test_p2l_gain_over_the_marginal_is_never_printed_as_zero_times() -> None:
+    from evalprism.p2l.reports import _relative_gain
+
+    # the RWQ model: 0.0045 nats over the marginal, which gains 0.354 over a coin flip
+    assert _relative_gain(0.0045 / 0.3544) == "1.3% of what the marginal leaderboard adds over a coin flip."
+    assert _relative_gain(2.5) == "2.5× what the marginal leaderboard adds over a coin flip."

@@ -149,6 +149,14 @@ def training_index_line(result: TrainResult) -> str:
     return f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); {chose}"
 
 
+def _relative_gain(ratio: float) -> str:
+    """P2L's gain over the marginal as a share of the marginal's gain over a coin flip: a percentage
+    below 1 (a "0.0×" would read as no gain at all), a multiple above."""
+    if ratio < 1:
+        return f"{ratio:.1%} of what the marginal leaderboard adds over a coin flip."
+    return f"{ratio:.1f}× what the marginal leaderboard adds over a coin flip."
+
+
 def training_report(result: TrainResult) -> Report:
     o = result.options
     history, evaluation = result.history, result.evaluation.set_index("predictor")
@@ -162,7 +170,7 @@ def training_report(result: TrainResult) -> Report:
         f"{evaluation.loc['marginal', 'nll']:.4f} for the marginal leaderboard and "
         f"{evaluation.loc['constant', 'nll']:.4f} for the constant predictor.",
         (f"The prompt adds {gain_p2l:.4f} nats per battle over the marginal leaderboard, "
-         + (f"{gain_p2l / gain_marginal:.1f}× what the marginal leaderboard adds over a coin flip."
+         + (_relative_gain(gain_p2l / gain_marginal)
             if gain_marginal > 1e-9 else "while the marginal leaderboard adds nothing over a coin flip."))
         if gain_p2l >= 0 else
         f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
