@@ -21,18 +21,26 @@ import numpy as np
 
 
 
-def random_positions(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray,
-                     member_scores: np.ndarray) -> np.ndarray:
-    """Position of each draw by its weighted score. ``draws``: trials x items indices into the
+def random_scores(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted score (a fraction) of each draw. ``draws``: trials x items indices into the
     candidate items, whose benchmark codes and 0/1 results are ``bench_code`` and ``right``;
-    ``member_scores``: the members' reference scores (percent)."""
+    benchmarks absent from a draw are left out and the weights renormalised."""
     nb = len(weights)
     trials = draws.shape[0]
     bench = bench_code[draws] + nb * np.arange(trials)[:, None]
     counts = np.bincount(bench.ravel(), minlength=trials * nb).reshape(trials, nb)
-    hits = np.bincount(bench.ravel(), weights=right[draws].ravel(), minlength=trials * nb).reshape(trials, nb)
+    hits = np.bincount(bench.ravel(), weights=np.asarray(right, dtype=float)[draws].ravel(),
+                       minlength=trials * nb).reshape(trials, nb)
     w = np.asarray(weights)[None, :] * (counts > 0)
-    score = 100.0 * (hits / np.maximum(counts, 1) * w).sum(axis=1) / w.sum(axis=1)
+    total = w.sum(axis=1)
+    return (hits / np.maximum(counts, 1) * w).sum(axis=1) / np.where(total > 0, total, 1.0)
+
+
+def random_positions(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray,
+                     member_scores: np.ndarray) -> np.ndarray:
+    """Position of each draw by its weighted score (:func:`random_scores`, in percent) against the
+    members' reference scores (percent)."""
+    score = 100.0 * random_scores(bench_code, right, draws, weights)
     return (np.asarray(member_scores)[None, :] < score[:, None]).sum(axis=1)
 
 

@@ -1,17 +1,32 @@
-"""Repeated localization trials of STEM beside the two baselines (seed 003, Table 2 protocol).
+"""Repeated localization trials of every method side by side (seed 003's Table 2 protocol, issue 17).
 
-Each trial ``t`` draws, with ``numpy.random.default_rng([seed, t])``, one balanced STS subset
-(STEM, :mod:`evalprism.stem.locate`) and then one uniform random subset of the same size that both
-baselines use (:mod:`evalprism.stem.baselines`), both from the items sorted by (benchmark, item_id)
-(the row order of the input changes nothing). A trial is correct when the placed position equals
-the ground truth: the number of family members whose full-benchmark reference score is below the
-model's own (:func:`evalprism.stem.locate.target_of`).
+Methods (:data:`~evalprism.stem.located.METHODS`):
+
+- ``paper``: the paper's rule on a balanced STS subset (:mod:`evalprism.stem.locate`);
+- ``stratified`` (A): the stratified estimate of the full-benchmark score (:mod:`evalprism.stem.estimate`);
+- ``irt`` (B): the IRT difference (GREG) estimator on a simple random sample, when the pool has a
+  reference panel (``design="stratified"`` runs it on A's stratified draw instead);
+- ``random``: plain random sampling placed by its weighted score; ``bayesian``: the interval
+  posterior of Xiao et al. on the random draw (:mod:`evalprism.stem.baselines`).
+
+Each trial ``t`` draws, with ``numpy.random.default_rng([seed, t])``, first the balanced subset,
+then one uniform random subset of the same size (random sampling, Bayesian and B use it), then A's
+stratified sample, all from the items sorted by (benchmark, item_id) (the row order of the input
+changes nothing). A trial is correct when the placed position equals the ground truth: the number
+of family members whose full-benchmark reference score is below the model's own
+(:func:`evalprism.stem.locate.target_of`). ``method="auto"`` chooses ``irt`` when the pool has a
+reference panel of at least :data:`MIN_PANEL` models (the located model left out), else
+``stratified``; the chosen method's positions are :attr:`Trials.positions`.
+
+Paired comparisons: every method runs on the same trials as random sampling, so its difference to
+random sampling (accuracy, absolute position error) is a mean of per-trial differences, with the
+normal 95% interval ``mean +- 1.96 sd / sqrt(trials)``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -22,66 +37,164 @@ from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.progress import progress_bar
 from evalprism.stats.binomial import sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
-from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
+from evalprism.stem.baselines import bayesian_positions, interval_success, random_scores
+from evalprism.stem.estimate import (
+    allocate,
+    build_strata,
+    design_estimate,
+    positions_of,
+    score_confidence,
+    stratified_draw,
+)
 from evalprism.stem.locate import (
     NO_ROW,
     Target,
+    Weighting,
     draw_subset,
     interval_confidence,
     item_order,
-    Weighting,
     level_items,
     level_weights,
-    locate_target,
     per_level,
     positions_from_counts,
     target_of,
 )
-from evalprism.stem.located import METHODS, LocationResult
+from evalprism.stem.located import METHODS, SCORE_METHODS, LocationResult
 from evalprism.stem.pool import Pool
+
+Method = Literal["auto", "paper", "stratified", "irt"]
+Design = Literal["random", "stratified"]
+#: ``method="auto"`` uses the IRT estimator from this many reference-panel models on
+MIN_PANEL = 10
+Z95 = 1.959963984540054
+
+
+def choose_method(pool: Pool, model: str, method: str = "auto") -> str:
+    """The method ``method`` resolves to for ``model`` (``auto``: irt with a panel of at least
+    :data:`MIN_PANEL` models without ``model``, else stratified)."""
+    if method not in ("auto", "paper", "stratified", "irt"):
+        raise EvalprismError(f"method: expected auto, paper, stratified or irt, got {method!r}")
+    if method == "auto":
+        return "irt" if pool.panel_size(model) >= MIN_PANEL else "stratified"
+    if method == "irt" and pool.panel is None:
+        raise EvalprismError("method irt needs a reference panel: build the pool with other models' results on the "
+                             "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)")
+    return method
+
+
+def paired_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Mean of ``x - y`` over paired trials and its normal 95% interval."""
+    d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+    mean = float(d.mean())
+    half = Z95 * float(d.std(ddof=1)) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return mean, mean - half, mean + half
+
 
 @dataclass
 class Trials(SavedResult):
     """Positions placed by each method in each trial (one integer per trial: members the model is
-    placed above, 0..n), the ground truth and the accuracies. Saved: trials.csv, summary.csv,
-    run.json and report.html."""
+    placed above, 0..n), the ground truth and the accuracies.
+
+    ``positions``: the chosen ``method``'s; ``paper_positions``, ``stratified_positions``,
+    ``irt_positions`` (None without a reference panel), ``random_positions``,
+    ``bayesian_positions``: every method's. ``scores`` / ``standard_errors``: per score method
+    (stratified, irt, random; percent) the estimate of the reference score per trial (random
+    sampling has no standard error). ``confidences``: per method the confidence of each trial's
+    interval (paper: the McNemar Bonferroni confidence; A and B: the normal interval probability;
+    bayesian: the posterior mass). Saved: trials.csv, summary.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
 
     model: str
     family: str
+    method: str
     positions: np.ndarray
+    paper_positions: np.ndarray
+    stratified_positions: np.ndarray
+    irt_positions: np.ndarray | None
     random_positions: np.ndarray
     bayesian_positions: np.ndarray
     truth: int
     reference_score: float
-    confidence: np.ndarray
-    bayesian_mass: np.ndarray
+    member_scores: np.ndarray
+    scores: dict[str, np.ndarray]
+    standard_errors: dict[str, np.ndarray]
+    confidences: dict[str, np.ndarray]
     options: dict[str, Any] = field(default_factory=dict)
 
-    def accuracy(self, method: str = "stem") -> float:
-        """Share of trials placing the model at its true position."""
-        return float((self.by_method()[method] == self.truth).mean())
+    @property
+    def confidence(self) -> np.ndarray:
+        """The chosen method's confidence per trial."""
+        return self.confidences[self.method]
 
-    def by_method(self) -> dict[str, np.ndarray]:
-        return dict(zip(METHODS, (self.positions, self.random_positions, self.bayesian_positions)))
+    @property
+    def methods(self) -> list[str]:
+        """The methods that ran (irt only with a reference panel)."""
+        return [m for m in METHODS if self.by_method().get(m) is not None]
+
+    def by_method(self) -> dict[str, np.ndarray | None]:
+        return {"paper": self.paper_positions, "stratified": self.stratified_positions, "irt": self.irt_positions,
+                "random": self.random_positions, "bayesian": self.bayesian_positions}
+
+    def positions_of(self, method: str | None = None) -> np.ndarray:
+        """A method's positions per trial (None or ``"chosen"``: the chosen method's)."""
+        if method in (None, "chosen"):
+            return self.positions
+        pos = self.by_method().get(method)
+        if pos is None:
+            raise EvalprismError(f"method {method!r} did not run (methods here: {', '.join(self.methods)})")
+        return pos
+
+    def accuracy(self, method: str | None = None) -> float:
+        """Share of trials placing the model at its true position (default: the chosen method)."""
+        return float((self.positions_of(method) == self.truth).mean())
+
+    def rmse(self, method: str) -> float:
+        """Root mean squared error of a score method's estimate against the reference score (points)."""
+        return float(np.sqrt(np.mean((self.scores[method] - self.reference_score) ** 2)))
+
+    def coverage(self, method: str) -> float:
+        """Share of trials whose nominal 95% interval (estimate +- 1.96 se) holds the reference score."""
+        est, se = self.scores[method], self.standard_errors[method]
+        return float((np.abs(est - self.reference_score) <= Z95 * se).mean())
 
     def summary(self) -> pd.DataFrame:
-        """Per method: accuracy, mean absolute error in members, the most frequent position."""
+        """Per method: accuracy and mean absolute error with the paired 95% interval of their
+        difference to random sampling, score RMSE and 95% coverage (score methods), modal position."""
         rows = []
-        for method, pos in self.by_method().items():
+        rand = self.random_positions
+        for method in self.methods:
+            pos = self.positions_of(method)
             counts = np.bincount(pos)
-            rows.append({"model": self.model, "method": method, "trials": len(pos), "true_position": self.truth,
-                         "accuracy": float((pos == self.truth).mean()),
-                         "mean_abs_error": float(np.abs(pos - self.truth).mean()),
-                         "modal_position": int(counts.argmax()), "modal_share": float(counts.max() / len(pos))})
+            hit, hit_r = pos == self.truth, rand == self.truth
+            err, err_r = np.abs(pos - self.truth), np.abs(rand - self.truth)
+            d_acc, lo_acc, hi_acc = paired_difference(hit, hit_r)
+            d_err, lo_err, hi_err = paired_difference(err, err_r)
+            rows.append({
+                "model": self.model, "method": method, "chosen": method == self.method, "trials": len(pos),
+                "true_position": self.truth, "accuracy": float(hit.mean()),
+                "accuracy_vs_random": d_acc, "accuracy_vs_random_low": lo_acc, "accuracy_vs_random_high": hi_acc,
+                "mean_abs_error": float(err.mean()),
+                "mae_vs_random": d_err, "mae_vs_random_low": lo_err, "mae_vs_random_high": hi_err,
+                "score_rmse": self.rmse(method) if method in self.scores else np.nan,
+                "coverage_95": self.coverage(method) if method in self.standard_errors else np.nan,
+                "modal_position": int(counts.argmax()), "modal_share": float(counts.max() / len(pos)),
+            })
         return pd.DataFrame(rows)
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"model": self.model, "trial": np.arange(len(self.positions)), "stem": self.positions,
-                             "stem_confidence": self.confidence, "random": self.random_positions,
-                             "bayesian": self.bayesian_positions, "bayesian_mass": self.bayesian_mass,
-                             "truth": self.truth})
+        out = {"model": self.model, "trial": np.arange(len(self.positions)), "method": self.method,
+               "position": self.positions}
+        for method in self.methods:
+            out[method] = self.positions_of(method)
+            if method in self.scores:
+                out[f"{method}_score"] = self.scores[method]
+            if method in self.standard_errors:
+                out[f"{method}_se"] = self.standard_errors[method]
+            out[f"{method}_confidence"] = self.confidences[method]
+        out["truth"] = self.truth
+        out["reference_score"] = self.reference_score
+        return pd.DataFrame(out)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"trials": self.frame(), "summary": self.summary()}
@@ -92,65 +205,165 @@ class Trials(SavedResult):
         return trials_report(self)
 
 
+@dataclass
+class Run:
+    """Everything one model's trials computed; ``draws`` keeps trial 0's subsets (for a localization)."""
+
+    trials: Trials
+    levels: list[np.ndarray]
+    per_level: int
+    first: dict[str, Any]
+    strata: Any
+    alloc: np.ndarray
+
+
 def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, progress: bool,
-            weighting: Weighting = "balanced") -> Trials:
+            weighting: Weighting = "balanced", method: str = "auto", design: Design = "random") -> Run:
+    chosen = choose_method(pool, target.model, method)
+    if design not in ("random", "stratified"):
+        raise EvalprismError(f"design: expected 'random' or 'stratified', got {design!r}")
+    missing = pool.options.get("missing", "wrong")
     levels = level_items(pool, target)
     m = per_level(items, levels)
     order = item_order(pool)
-    candidates = order[(target.outcome != NO_ROW)[order]]  # drawn from in content order, as the levels
+    has_row = target.outcome != NO_ROW
+    usable = has_row & (target.outcome != -1) if missing == "exclude" else has_row
+    candidates = order[has_row[order]]  # random sampling: every item with a row, in content order
+    population = order[usable[order]]  # A and B: the items the model can be scored on
     size = np.array([min(len(lv), m) for lv in levels])
-    if size.sum() == 0:
+    if size.sum() == 0 or len(population) == 0:
         raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
+    strata = build_strata(population, pool.bench_code, pool.members_right, pool.weights, pool.n)
+    alloc = allocate(items, strata.size, strata.share)
+    strata_members = strata.members()
     draw_n = min(items, len(candidates))
     right_levels = np.zeros((trials, pool.n + 1), dtype=np.int64)
     draws = np.empty((trials, draw_n), dtype=np.int64)
+    n_strat = int(np.minimum(alloc, strata.size).sum())
+    strat = np.empty((trials, n_strat), dtype=np.int64)
     right = target.outcome == 1
+    first: dict[str, Any] = {}
     with progress_bar(f"trials for {target.model}", trials, progress) as bar:
         for t in range(trials):
             rng = np.random.default_rng([seed, t])
             idx, labels = draw_subset(levels, m, rng)
             right_levels[t] = np.bincount(labels, weights=right[idx], minlength=pool.n + 2)[1:]
             draws[t] = rng.choice(len(candidates), draw_n, replace=False)
+            strat[t] = stratified_draw(strata_members, alloc, rng)
+            if t == 0:
+                first = {"balanced": (idx, labels), "random": candidates[draws[0]], "stratified": strat[0].copy()}
             if t % 50 == 49:
                 bar.update(50)
         bar.update(trials % 50)
+    member_scores = pool.members["reference_score"].to_numpy(dtype=float)
+    w = strata.weights
+
+    # the paper's rule
     b, c = boundary_counts(right_levels, size)
-    stem = positions_from_counts(*boundary_counts(right_levels, size, level_weights(levels, size, weighting)))
+    paper = positions_from_counts(*boundary_counts(right_levels, size, level_weights(levels, size, weighting)))
     p_above, p_below = sign_test_pvalues(b, c)
-    confidence = interval_confidence(stem, p_above, p_below)[2]
+    paper_conf = interval_confidence(paper, p_above, p_below)[2]
+
+    # random sampling and the Bayesian interval posterior on the random draw
     cand_right = right[candidates]
-    rand = random_positions(pool.bench_code[candidates], cand_right, draws, pool.weights,
-                            pool.members["reference_score"].to_numpy())
+    rand_score = 100.0 * random_scores(pool.bench_code[candidates], cand_right, draws, pool.weights)
+    rand = positions_of(rand_score, member_scores)
     bayes, mass = bayesian_positions(interval_success(pool.irv[candidates]), cand_right, draws)
-    options = {"items": items, "per_level": m, "trials": trials, "seed": seed,
-               "missing": pool.options.get("missing", "wrong"), "weighting": weighting}
-    return Trials(model=target.model, family=pool.family, positions=stem.astype(np.int64),
-                  random_positions=rand.astype(np.int64), bayesian_positions=bayes.astype(np.int64), truth=target.truth,
-                  reference_score=target.reference_score, confidence=confidence, bayesian_mass=mass, options=options)
+
+    # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
+    col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))
+    y_strat = right[strat].astype(float)
+    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size)
+    a_score, a_se = 100.0 * est, 100.0 * np.sqrt(var)
+    scores = {"stratified": a_score, "random": rand_score}
+    ses = {"stratified": a_se}
+    confidences = {"paper": paper_conf, "stratified": score_confidence(a_score, a_se, member_scores),
+                   "bayesian": mass, "random": np.full(trials, np.nan)}
+    irt_pos = None
+    if pool.panel is not None:
+        b_score, b_se, first["theta"] = _irt_estimates(pool, target, strata, draws, candidates, usable, strat,
+                                                       col_stratum, right, design)
+        scores["irt"], ses["irt"] = b_score, b_se
+        confidences["irt"] = score_confidence(b_score, b_se, member_scores)
+        irt_pos = positions_of(b_score, member_scores)
+    stratified_pos = positions_of(a_score, member_scores)
+    chosen_pos = {"paper": paper, "stratified": stratified_pos, "irt": irt_pos}[chosen]
+    options = {"items": items, "per_level": m, "trials": trials, "seed": seed, "missing": missing,
+               "weighting": weighting, "method": chosen, "method_requested": method, "design": design,
+               "strata": int(len(alloc)), "panel_models": pool.panel_size(target.model)}
+    result = Trials(
+        model=target.model, family=pool.family, method=chosen, positions=np.asarray(chosen_pos, dtype=np.int64),
+        paper_positions=paper.astype(np.int64), stratified_positions=stratified_pos.astype(np.int64),
+        irt_positions=None if irt_pos is None else irt_pos.astype(np.int64), random_positions=rand.astype(np.int64),
+        bayesian_positions=bayes.astype(np.int64), truth=target.truth, reference_score=target.reference_score,
+        member_scores=member_scores, scores=scores, standard_errors=ses, confidences=confidences, options=options)
+    return Run(trials=result, levels=levels, per_level=m, first=first, strata=strata, alloc=alloc)
+
+
+def _irt_estimates(pool: Pool, target: Target, strata, draws: np.ndarray, candidates: np.ndarray, usable: np.ndarray,
+                   strat: np.ndarray, col_stratum: np.ndarray, right: np.ndarray,
+                   design: Design) -> tuple[np.ndarray, np.ndarray, float]:
+    """B: the IRT difference estimator (percent) and its standard error per trial; trial 0's theta."""
+    from evalprism.stem.irt import mean_probability, theta_map
+
+    fit = pool.irt_fit(exclude=target.model)
+    nb = len(strata.weights)
+    if design == "random":
+        picked = candidates[draws]
+        valid = usable[picked]  # under missing="exclude" a drawn -1 is outside the population
+        group = pool.bench_code[picked]
+        sizes, group_bench = strata.bench_size, np.arange(nb)
+    else:
+        picked = strat
+        valid = np.ones(strat.shape, dtype=bool)
+        group = np.broadcast_to(col_stratum, strat.shape)
+        sizes, group_bench = strata.size.astype(float), strata.bench
+    y = right[picked].astype(float)
+    a = np.where(valid, fit.a[picked], 0.0)  # a = 0, c = 0: an item outside the population adds nothing
+    c = np.where(valid, fit.c[picked], 0.0)
+    theta = theta_map(a, c, np.where(valid, y, 0.5))
+    p = 1.0 / (1.0 + np.exp(-(theta[:, None] * fit.a[picked] + fit.c[picked])))
+    resid = y - p
+    by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
+    plug_in = np.nan_to_num(mean_probability(fit, by_bench, theta))  # trials x benchmarks
+    est, var = design_estimate(resid, group, group_bench, sizes, np.asarray(strata.weights), strata.bench_size,
+                               valid=valid)
+    total = (plug_in * strata.weights).sum(axis=1) + est
+    return 100.0 * total, 100.0 * np.sqrt(var), float(theta[0])
 
 
 def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
-             seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced",
-             progress: bool = False) -> Trials:
-    """``trials`` localizations of one model with ``items`` items each, by STEM and both baselines."""
+               seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced", method: Method = "auto",
+               design: Design = "random", progress: bool = False) -> Trials:
+    """``trials`` localizations of one model with ``items`` items each, by every method; ``method``
+    chooses which one :attr:`Trials.positions` holds (see the module docstring)."""
     if trials < 1:
         raise EvalprismError(f"trials: expected at least 1, got {trials}")
-    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting)
+    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting, method,
+                   design).trials
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
                   items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
-                  progress: bool = True) -> LocationResult:
-    """Locate each of ``models`` (default: every model in ``new_correctness``) with one balanced
-    subset (:func:`~evalprism.stem.locate_model`) and, when ``trials`` > 0, ``trials`` repeated
-    trials against both baselines."""
+                  method: Method = "auto", design: Design = "random", progress: bool = True) -> LocationResult:
+    """Locate each of ``models`` (default: every model in ``new_correctness``) with one sample
+    (:func:`~evalprism.stem.locate_model`, by ``method``) and, when ``trials`` > 0, ``trials``
+    repeated trials of every method."""
+    from evalprism.stem.locate import locate_target
+
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     results = []
     for name in names:
         target = target_of(pool, enc, name)
-        ran = _trials(pool, target, items, trials, seed, progress, weighting) if trials > 0 else None
-        results.append((locate_target(pool, target, items, seed, weighting), ran))
+        ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials if trials > 0 else None
+        results.append((locate_target(pool, target, items, seed, weighting, method=method, design=design), ran))
     options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
-               "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting, "models": names}
+               "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting,
+               "method": method, "design": design, "models": names,
+               "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
     return LocationResult(pool=pool, results=results, options=options)
+
+
+__all__ = ["METHODS", "SCORE_METHODS", "MIN_PANEL", "Trials", "choose_method", "locate_models", "paired_difference",
+           "run_trials"]

@@ -181,6 +181,27 @@ class Localization:
     tests: pd.DataFrame
     subset: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    method: str = "paper"
+    estimate: float | None = None
+    standard_error: float | None = None
+    member_scores: np.ndarray | None = None
+
+    @property
+    def nearest_member(self) -> tuple[str, float] | None:
+        """The member whose reference score is closest to the estimate, and the distance (points);
+        None for the paper's rule (it estimates no score)."""
+        if self.estimate is None or self.member_scores is None:
+            return None
+        gaps = np.abs(np.asarray(self.member_scores) - self.estimate)
+        j = int(gaps.argmin())
+        return str(self.tests["member"].iloc[j]), float(gaps[j])
+
+    @property
+    def too_close(self) -> bool:
+        """True when the estimate lies within one standard error of a member's reference score: no
+        100-item method can place the model reliably against that member."""
+        near = self.nearest_member
+        return near is not None and self.standard_error is not None and near[1] < self.standard_error
 
     @property
     def interval(self) -> str:
@@ -198,6 +219,12 @@ class Localization:
             "p_lower": round(self.p_lower, 6), "p_upper": round(self.p_upper, 6),
             "capability_boundary": {"last_level_solved": self.position, "first_level_beyond": self.position + 1},
             "items_used": int(len(self.subset)), "reference_score": round(self.reference_score, 4),
+            "method": self.method,
+            "estimate": None if self.estimate is None else round(self.estimate, 4),
+            "standard_error": None if self.standard_error is None else round(self.standard_error, 4),
+            "nearest_member": None if self.nearest_member is None else
+            {"model": self.nearest_member[0], "distance": round(self.nearest_member[1], 4),
+             "within_one_se": self.too_close},
             "true_position": self.truth, "correct": self.position == self.truth,
             "accuracy_by_ti": {int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
                                for r in self.levels.itertuples()},
@@ -250,20 +277,81 @@ def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx:
 
 
 def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
-           model: str | None = None, weighting: Weighting = "balanced") -> Localization:
+                 model: str | None = None, weighting: Weighting = "balanced", method: str = "auto",
+                 design: str = "random") -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
-    from one balanced subset of ``items`` STS (see the module docstring for the rule)."""
-    return locate_target(pool, target_of(pool, new_correctness, model), items, seed, weighting)
+    from one sample of ``items`` items by ``method`` (auto | paper | stratified | irt: see
+    :mod:`evalprism.stem.evaluate`); trial 0 of :func:`~evalprism.stem.run_trials` with the same seed."""
+    return locate_target(pool, target_of(pool, new_correctness, model), items, seed, weighting, method=method,
+                         design=design)
 
 
-def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0,
-                  weighting: Weighting = "balanced") -> Localization:
+def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, weighting: Weighting = "balanced", *,
+                  method: str = "auto", design: str = "random") -> Localization:
     """:func:`locate_model` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
-    levels = level_items(pool, target)
-    m = per_level(items, levels)
-    idx, labels = draw_subset(levels, m, np.random.default_rng([seed, 0]))
-    if len(idx) == 0:
-        raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
-    options = {"items": items, "per_level": m, "seed": seed, "missing": pool.options.get("missing", "wrong"),
-               "weighting": weighting}
-    return _localization(pool, target, levels, idx, labels, options)
+    from evalprism.stem.evaluate import _trials
+
+    run = _trials(pool, target, items, 1, seed, False, weighting, method, design)
+    trials = run.trials
+    options = {"items": items, "per_level": run.per_level, "seed": seed, "missing": pool.options.get("missing", "wrong"),
+               "weighting": weighting, "method": trials.method, "method_requested": method, "design": design,
+               "strata": trials.options["strata"], "panel_models": trials.options["panel_models"]}
+    if trials.method == "paper":
+        idx, labels = run.first["balanced"]
+        if len(idx) == 0:
+            raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
+        loc = _localization(pool, target, run.levels, idx, labels, options)
+        return loc
+    idx = run.first["stratified"] if trials.method == "stratified" or design == "stratified" else run.first["random"]
+    return _score_localization(pool, target, idx, float(trials.scores[trials.method][0]),
+                               float(trials.standard_errors[trials.method][0]), options, trials.method)
+
+
+def _score_localization(pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float,
+                        options: dict[str, Any], method: str) -> Localization:
+    """A localization by a score estimate (A or B): placed above every member with a lower reference
+    score; the interval's probability under the estimate's normal distribution is its confidence."""
+    from scipy.special import ndtr
+
+    from evalprism.stem.estimate import positions_of, score_confidence
+
+    n = pool.n
+    names = pool.members["model"].tolist()
+    mu = pool.members["reference_score"].to_numpy(dtype=float)
+    position = int(positions_of(np.array(estimate), mu))
+    ranked = np.argsort(mu, kind="stable")
+    lower = names[ranked[position - 1]] if position >= 1 else None
+    upper = names[ranked[position]] if position < n else None
+    sorted_mu = np.concatenate([[-np.inf], mu[ranked], [np.inf]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_lower = float(ndtr((sorted_mu[position] - estimate) / se)) if se > 0 else 0.0
+        p_upper = float(1 - ndtr((sorted_mu[position + 1] - estimate) / se)) if se > 0 else 0.0
+        z = (estimate - mu) / se if se > 0 else np.where(estimate > mu, np.inf, -np.inf)
+    conf = float(score_confidence(np.array(estimate), np.array(se), mu))
+    right = pool.members_right[idx]
+    level = n - right + 1  # TI for monotone items; for anomalous ones: by how many members are right
+    correct = target.outcome[idx] == 1
+    size = np.bincount(level, minlength=n + 2)[1:]
+    hits = np.bincount(level, weights=correct, minlength=n + 2)[1:].astype(np.int64)
+    lo, hi = clopper_pearson(hits, size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = np.where(size > 0, hits / np.maximum(size, 1), np.nan)
+    levels = pd.DataFrame({
+        "ti": np.arange(1, n + 2),
+        "solved_by": [f"{n + 1 - k} member{'s' if n + 1 - k != 1 else ''}" for k in range(1, n + 2)],
+        "items": size, "correct": hits, "accuracy": acc, "ci_low": lo, "ci_high": hi,
+    })
+    tests = pd.DataFrame({
+        "member": names, "params": pool.members["params"].to_numpy(), "reference_score": mu,
+        "difference": estimate - mu, "z": z, "placed_above": mu < estimate,
+        "p_better": 1 - ndtr(z), "p_worse": ndtr(z),
+    })
+    subset = pd.DataFrame({"benchmark": pool.items["benchmark"].to_numpy()[idx],
+                           "item_id": pool.items["item_id"].to_numpy()[idx], "ti": level,
+                           "members_right": right, "score": target.outcome[idx].astype(np.int64)})
+    return Localization(
+        model=target.model, family=pool.family, position=position, lower=lower, upper=upper, confidence=conf,
+        p_lower=p_lower, p_upper=p_upper, reference_score=target.reference_score, truth=target.truth,
+        levels=levels, tests=tests, subset=subset, options=options, method=method, estimate=estimate,
+        standard_error=se, member_scores=mu,
+    )

@@ -18,8 +18,15 @@ if TYPE_CHECKING:
     from evalprism.stem.locate import Localization
     from evalprism.stem.pool import Pool
 
-#: the localization methods compared in trials: STEM and the two baselines
-METHODS = ("stem", "random", "bayesian")
+#: the localization methods compared in trials: the paper's rule, estimators A (stratified) and B
+#: (irt, with a reference panel), and the two baselines
+METHODS = ("paper", "stratified", "irt", "random", "bayesian")
+#: the methods that estimate the reference score (and so have an RMSE)
+SCORE_METHODS = ("stratified", "irt", "random")
+#: what each method is, in a report's words
+METHOD_LABELS = {"paper": "STEM paper rule", "stratified": "A: stratified (benchmark x members right)",
+                 "irt": "B: random sample + IRT difference", "random": "random sampling",
+                 "bayesian": "Bayesian interval posterior"}
 
 
 @dataclass
@@ -52,7 +59,11 @@ class LocationResult(SavedResult):
             entry = loc.summary()
             if trials is not None:
                 entry["trials"] = {"n": len(trials.positions), "items": trials.options["items"],
-                                   **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in METHODS}}
+                                   "method": trials.method, "accuracy": round(trials.accuracy(), 4),
+                                   **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in trials.methods},
+                                   **{f"score_rmse_{m}": round(trials.rmse(m), 4) for m in trials.scores},
+                                   **{f"coverage_95_{m}": round(trials.coverage(m), 4)
+                                      for m in trials.standard_errors}}
             entries.append(entry)
         return entries
 

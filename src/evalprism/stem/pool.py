@@ -39,6 +39,11 @@ class Pool(SavedResult):
     ``items``: (benchmark, item_id) per row; ``members``: model, params, position, reference_score;
     ``benchmarks``: the per-benchmark table; ``scores``: benchmarks x members, percent. Saved:
     pool.csv, benchmarks.csv, models.csv, anomalies.csv, run.json and report.html.
+
+    ``panel`` (optional, issue 17): items x other models (int8: 1, 0, -1, -2 for no row) of models
+    outside the family answering the same items, ``panel_models`` their names. The reference panel
+    of the IRT estimator is the family plus these models (:meth:`reference_panel`); its 2PL fit
+    (:meth:`irt_fit`) is cached here and saved as ``irt.csv`` (and the panel as ``panel.csv``).
     """
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_POOL
@@ -53,6 +58,9 @@ class Pool(SavedResult):
     benchmarks: pd.DataFrame
     scores: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    panel: np.ndarray | None = None
+    panel_models: list[str] = field(default_factory=list)
+    _irt: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:
@@ -91,8 +99,64 @@ class Pool(SavedResult):
         return frame.sort_values(["inversions", "benchmark"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {"pool": self.pool_frame(), "benchmarks": self.benchmarks, "models": self.members_frame(),
-                "anomalies": self.anomalies()}
+        out = {"pool": self.pool_frame(), "benchmarks": self.benchmarks, "models": self.members_frame(),
+               "anomalies": self.anomalies()}
+        if self.panel is not None:
+            out["panel"] = self.panel_frame()
+            fit = self.irt_fit()
+            out["irt"] = pd.DataFrame({"benchmark": self.items["benchmark"].to_numpy(),
+                                       "item_id": self.items["item_id"].to_numpy(), "a": fit.a, "c": fit.c})
+            out["irt_models"] = pd.DataFrame({"model": fit.models, "theta": fit.theta,
+                                              "in_family": [m in set(self.members["model"]) for m in fit.models]})
+        return out
+
+    def panel_frame(self) -> pd.DataFrame:
+        """``panel.csv``: benchmark, item_id and one column per panel model (1, 0, -1; empty: no row)."""
+        frame = pd.DataFrame({"benchmark": self.items["benchmark"].to_numpy(),
+                              "item_id": self.items["item_id"].to_numpy()})
+        for j, name in enumerate(self.panel_models):
+            col = self.panel[:, j].astype(np.int64)
+            frame[name] = pd.arrays.IntegerArray(col, mask=col == -2)
+        return frame
+
+    @property
+    def members_right(self) -> np.ndarray:
+        """Per item: how many family members answer it right (the strata of estimator A)."""
+        return (self.irv == 1).sum(axis=1).astype(np.int64)
+
+    def reference_panel(self, exclude: str | None = None) -> tuple[list[str], np.ndarray]:
+        """The IRT reference panel: the family and the panel models, without ``exclude`` (the model
+        being located); names and a models x items matrix (1 right, 0 wrong, negative: not observed;
+        a -1 is wrong, or not observed under ``missing="exclude"``)."""
+        names = list(self.members["model"]) + list(self.panel_models)
+        matrix = self.irv if self.panel is None else np.concatenate([self.irv, self.panel], axis=1)
+        keep = [j for j, m in enumerate(names) if m != exclude]
+        resp = matrix[:, keep].T.astype(np.int8)
+        if self.options.get("missing", "wrong") == "wrong":
+            resp = np.where(resp == -1, 0, resp).astype(np.int8)
+        else:
+            resp = np.where(resp == -1, -2, resp).astype(np.int8)
+        return [names[j] for j in keep], resp
+
+    def panel_size(self, exclude: str | None = None) -> int:
+        """Models in the reference panel without ``exclude`` (0 when the pool has no panel)."""
+        if self.panel is None:
+            return 0
+        return len([m for m in list(self.members["model"]) + list(self.panel_models) if m != exclude])
+
+    def irt_fit(self, exclude: str | None = None) -> Any:
+        """The 2PL (or 1PL, ``options["irt"]``) MAP fit on the reference panel without ``exclude``
+        (:func:`evalprism.stem.irt.fit_irt`), cached per excluded model."""
+        from evalprism.stem.irt import fit_irt
+
+        if self.panel is None:
+            raise EvalprismError("the pool has no reference panel: build it with a panel (`evalprism stem pool "
+                                 "--panel OTHER_CORRECTNESS`) to use the IRT estimator")
+        names, resp = self.reference_panel(exclude)
+        key = None if len(names) == self.panel_size() else exclude
+        if key not in self._irt or self._irt[key].models != names:
+            self._irt[key] = fit_irt(resp, names, kind=self.options.get("irt", "2pl"))
+        return self._irt[key]
 
     def members_frame(self) -> pd.DataFrame:
         """Members with their per-benchmark scores (percent) beside the reference score."""
@@ -102,7 +166,10 @@ class Pool(SavedResult):
         return out
 
     def run_info(self) -> dict[str, Any]:
-        return {"family": self.family, "options": self.options}
+        info: dict[str, Any] = {"family": self.family, "options": self.options}
+        if self.panel is not None:
+            info["irt_fit"] = self.irt_fit().info
+        return info
 
     def report(self) -> Any:
         from evalprism.stem.report import pool_report
@@ -172,8 +239,34 @@ def _load_pool(pool_dir: Path) -> Pool:
     matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), "pool.csv")
     items = pd.DataFrame({"benchmark": table["benchmark"].to_numpy(dtype=object),
                           "item_id": table["item_id"].to_numpy(dtype=object)})
-    return _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
+    pool = _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
                      run.get("options", {}))
+    if (pool_dir / "panel.csv").is_file():
+        _load_panel(pool, pool_dir)
+    return pool
+
+
+def _load_panel(pool: Pool, pool_dir: Path) -> None:
+    """The reference panel (panel.csv) and its cached fit (irt.csv, irt_models.csv) of a saved pool."""
+    panel = read_table(pool_dir / "panel.csv")
+    if list(panel.columns[:2]) != ["benchmark", "item_id"] or len(panel) != len(pool.items):
+        raise EvalprismError("panel.csv: expected the pool's items (benchmark, item_id, then one column per model)")
+    names = [str(c) for c in panel.columns[2:]]
+    values = panel[panel.columns[2:]].apply(pd.to_numeric, errors="coerce")
+    matrix = values.fillna(-2).to_numpy(dtype=float)
+    if not np.isin(matrix, [1, 0, -1, -2]).all():
+        raise EvalprismError("panel.csv: expected 1, 0, -1 or empty in the model columns")
+    pool.panel, pool.panel_models = matrix.astype(np.int8), names
+    if (pool_dir / "irt.csv").is_file() and (pool_dir / "irt_models.csv").is_file():
+        from evalprism.stem.irt import IRTFit
+
+        items = read_table(pool_dir / "irt.csv")
+        models = read_table(pool_dir / "irt_models.csv")
+        if len(items) == len(pool.items) and {"a", "c"} <= set(items.columns) and {"model", "theta"} <= set(models.columns):
+            pool._irt[None] = IRTFit(a=items["a"].to_numpy(dtype=float), c=items["c"].to_numpy(dtype=float),
+                                     theta=models["theta"].to_numpy(dtype=float),
+                                     models=[str(m) for m in models["model"]],
+                                     kind=pool.options.get("irt", "2pl"), info={"cached": True})
 
 
 def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.DataFrame:
@@ -200,13 +293,19 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
 
 def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFrame | str | Path, *,
                family: str | None = None, missing: Missing = "wrong", min_models: int = 3,
-               require_sts: bool = True) -> Pool:
+               require_sts: bool = True, panel: pd.DataFrame | EncodedCorrectness | None = None,
+               panel_models: list[str] | None = None, irt: str = "2pl") -> Pool:
     """The STS pool of a family: ``models`` are the family's metadata rows (model, params[, family]);
     ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`).
 
     Raises :class:`EvalprismError` for a member missing from ``correctness``, a member without
     params, two members of equal size, fewer than ``min_models`` members, or (``require_sts``) an
     item set without a single significant transition sample.
+
+    ``panel``: correctness of other models on the same items (long table or encoded; the family's
+    own rows there are ignored), stored as the pool's reference panel for the IRT estimator
+    (``panel_models``: which of its models; default all but the family). ``irt``: ``"2pl"`` or
+    ``"1pl"``. The panel's fit runs when the pool is saved or first used.
     """
     if missing not in ("wrong", "exclude"):
         raise EvalprismError(f"missing: expected 'wrong' or 'exclude', got {missing!r}")
@@ -240,6 +339,11 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
     pool = _assemble(name, members, meta["params"].to_numpy(dtype=float), enc.items[complete].reset_index(drop=True),
                      matrix[complete], {"missing": missing, "min_models": min_models},
                      incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
+    if irt not in ("2pl", "1pl"):
+        raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}")
+    if panel is not None:
+        attach_panel(pool, panel, panel_models)
+        pool.options["irt"] = irt
     if require_sts and not (pool.kind == irv_kernel.STS).any():
         raise EvalprismError(f"{enc.source}: no significant transition sample: no item is answered wrong by the "
                              f"smaller and right by the larger members of {', '.join(members)} (of "
@@ -247,6 +351,31 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
                              f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
                              f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)")
     return pool
+
+
+def attach_panel(pool: Pool, panel: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None) -> None:
+    """Align other models' correctness to the pool's items and store it as the reference panel."""
+    enc = panel if isinstance(panel, EncodedCorrectness) else encode_correctness(panel)
+    family = set(pool.members["model"])
+    names = [m for m in (models if models is not None else enc.model_names.tolist()) if m not in family]
+    known = set(enc.model_names.tolist())
+    unknown = [m for m in names if m not in known]
+    if unknown:
+        raise EvalprismError(f"{enc.source}: panel model '{unknown[0]}' is not there")
+    if not names:
+        raise EvalprismError(f"{enc.source}: the panel holds no model outside the family "
+                             f"({', '.join(pool.members['model'])})")
+    matrix, _ = enc.matrix(names)
+    keys = pd.MultiIndex.from_frame(enc.items[["benchmark", "item_id"]])
+    where = keys.get_indexer(pd.MultiIndex.from_frame(pool.items[["benchmark", "item_id"]]))
+    aligned = np.where((where >= 0)[:, None], matrix[np.maximum(where, 0)], -2).astype(np.int8)
+    has = (aligned != -2).any(axis=0)
+    if not has.any():
+        raise EvalprismError(f"{enc.source}: no panel model has a row for any pool item (the panel must answer "
+                             "the same items, matched by benchmark and item_id)")
+    pool.panel = aligned[:, has]
+    pool.panel_models = [n for n, h in zip(names, has, strict=True) if h]
+    pool._irt.clear()
 
 
 def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.DataFrame, matrix: np.ndarray,
@@ -291,8 +420,10 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
 
 def build_pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
                     missing: Missing = "wrong", metric: str = "acc", lm_eval_filter: str | None = None,
-                    require_sts: bool = True) -> Pool:
+                    require_sts: bool = True, panel: str | Path | None = None, irt: str = "2pl") -> Pool:
     """:func:`build_pool` from a correctness file or directory (any adapter of
-    :func:`~evalprism.io.correctness.read_correctness`) and a metadata table."""
+    :func:`~evalprism.io.correctness.read_correctness`) and a metadata table; ``panel``: another
+    correctness file of other models on the same items (the IRT reference panel)."""
     table = read_correctness(correctness, metric=metric, lm_eval_filter=lm_eval_filter)
-    return build_pool(table, models, family=family, missing=missing, require_sts=require_sts)
+    other = read_correctness(panel, metric=metric, lm_eval_filter=lm_eval_filter) if panel is not None else None
+    return build_pool(table, models, family=family, missing=missing, require_sts=require_sts, panel=other, irt=irt)
