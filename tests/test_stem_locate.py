@@ -83,9 +83,12 @@ def test_planted_family_localization_is_correct_and_beats_random(planted) -> Non
     stem_hits, random_hits, total = 0, 0, 0
     truths = []
     for model in others:
-        trials = run_trials(pool, correctness, items=100, trials=100, seed=1, model=model)
+        trials = run_trials(pool, correctness, items=100, trials=100, seed=1, model=model, method="paper")
         assert trials.positions.shape == (100,) and trials.positions.dtype.kind == "i"
-        assert trials.accuracy("stem") >= 0.95, (model, np.bincount(trials.positions))
+        assert (trials.positions == trials.paper_positions).all() and trials.method == "paper"
+        assert trials.accuracy("paper") >= 0.95, (model, np.bincount(trials.positions))
+        assert trials.accuracy("stratified") >= 0.95, (model, np.bincount(trials.stratified_positions))
+        assert trials.irt_positions is None  # no reference panel
         stem_hits += int((trials.positions == trials.truth).sum())
         random_hits += int((trials.random_positions == trials.truth).sum())
         total += 100
@@ -97,14 +100,21 @@ def test_planted_family_localization_is_correct_and_beats_random(planted) -> Non
 
 def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answers(planted) -> None:
     correctness, _, pool = planted
-    loc = locate_model(pool, correctness, items=100, seed=7, model="other-c")
+    loc = locate_model(pool, correctness, items=100, seed=7, model="other-c", method="paper")
     trials = run_trials(pool, correctness, items=100, trials=5, seed=7, model="other-c")
-    assert loc.position == trials.positions[0]
+    assert loc.position == trials.paper_positions[0] and loc.method == "paper"
     assert loc.levels["items"].tolist() == [20] * 5
     assert loc.levels["correct"].sum() == (loc.subset["score"] == 1).sum()
+    # without a panel, auto is estimator A; its localization is trial 0 of the trials
+    auto = locate_model(pool, correctness, items=100, seed=7, model="other-c")
+    assert auto.method == trials.method == "stratified"
+    assert auto.position == trials.positions[0] == trials.stratified_positions[0]
+    assert auto.estimate == pytest.approx(trials.scores["stratified"][0])
+    assert auto.standard_error == pytest.approx(trials.standard_errors["stratified"][0])
+    assert auto.confidence == pytest.approx(trials.confidence[0]) and len(auto.subset) == 100
     # a family member answers exactly the levels up to its own index: M_j beats M_1..M_{j-1}
     for j, member in enumerate(pool.members["model"], 1):
-        placed = locate_model(pool, correctness, items=100, seed=0, model=member)
+        placed = locate_model(pool, correctness, items=100, seed=0, model=member, method="paper")
         assert placed.levels["accuracy"].tolist() == [1.0] * j + [0.0] * (pool.n + 1 - j)
         assert placed.position == j - 1 and placed.truth == j - 1
 
@@ -132,6 +142,10 @@ def test_locate_input_errors(planted) -> None:
         locate_model(pool, correctness, model="nobody")
     with pytest.raises(EvalprismError, match="fewer than the 5 TI levels"):
         locate_model(pool, correctness, items=3, model="other-a")
+    with pytest.raises(EvalprismError, match="method irt needs a reference panel"):
+        locate_model(pool, correctness, model="other-a", method="irt")
+    with pytest.raises(EvalprismError, match="method: expected auto, paper, stratified or irt"):
+        locate_model(pool, correctness, model="other-a", method="best")
     only_one = correctness[(correctness["model"] == "other-a") & (correctness["benchmark"] == "bench-1")]
     with pytest.raises(EvalprismError, match="no rows for benchmark bench-2"):
         locate_model(pool, only_one)

@@ -401,6 +401,23 @@ class StemWeighting(str, Enum):
     stratified = "stratified"
 
 
+class StemMethod(str, Enum):
+    auto = "auto"
+    paper = "paper"
+    stratified = "stratified"
+    irt = "irt"
+
+
+class StemDesign(str, Enum):
+    random = "random"
+    stratified = "stratified"
+
+
+class StemIRT(str, Enum):
+    two = "2pl"
+    one = "1pl"
+
+
 StemCorrectness = Annotated[Path, typer.Argument(help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory or inspect_ai .eval logs.")]
 StemModels = Annotated[Path, typer.Option("--models", help="Model metadata table: model, params (billions), family.")]
 StemFamily = Annotated[Optional[str], typer.Option("--family", help="Family to use from the metadata (needed when it lists several).")]
@@ -418,17 +435,21 @@ def stem_pool(
     missing: StemMissingOpt = StemMissing.wrong,
     metric: StemMetric = "acc",
     lm_eval_filter: StemFilter = None,
+    panel: Annotated[Optional[Path], typer.Option("--panel", help="Correctness of other models on the same items: the reference panel of the IRT estimator (method irt; auto uses it from 10 panel models with the family).", metavar="OTHER_CORRECTNESS")] = None,
+    irt: Annotated[StemIRT, typer.Option("--irt", help="Item-response model fitted on the panel: 2pl, or 1pl (every discrimination 1).")] = StemIRT.two,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
     from evalprism.stem import build_pool_from_files
 
-    target = _claim(out, "stem pool", [correctness, models], overwrite, quiet)
+    target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                                 lm_eval_filter=lm_eval_filter)
+                                 lm_eval_filter=lm_eval_filter, panel=panel, irt=irt.value)
     pool.save(target)
-    _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members")
+    extra = (f"; reference panel of {pool.panel_size()} models ({irt.value} fit in "
+             f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
+    _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members{extra}")
 
 
 @stem_app.command("locate")
@@ -437,10 +458,12 @@ def stem_locate(
     new_correctness: StemCorrectness,
     out: Out,
     model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
-    items: Annotated[int, typer.Option("--items", help="Items per localization (split equally over the TI levels).", min=1)] = 100,
-    trials: Annotated[int, typer.Option("--trials", help="Repeated trials against both baselines (0: none).", min=0)] = 100,
+    items: Annotated[int, typer.Option("--items", help="Items per localization.", min=1)] = 100,
+    trials: Annotated[int, typer.Option("--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0)] = 100,
     seed: Seed = 0,
-    weighting: Annotated[StemWeighting, typer.Option("--weighting", help="balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
+    method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
+    design: Annotated[StemDesign, typer.Option("--design", help="The IRT estimator's sample: random (simple random sample) or stratified (A's strata).")] = StemDesign.random,
+    weighting: Annotated[StemWeighting, typer.Option("--weighting", help="The paper's rule: balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
     metric: StemMetric = "acc",
     lm_eval_filter: StemFilter = None,
     overwrite: Overwrite = False,
@@ -454,7 +477,7 @@ def stem_locate(
     pool = Pool.load(pool_dir)
     table = read_correctness(new_correctness, metric=metric, lm_eval_filter=lm_eval_filter)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
-                           progress=not quiet)
+                           method=method.value, design=design.value, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 

@@ -194,7 +194,7 @@ def design_estimate(values: np.ndarray, stratum: np.ndarray, strata_bench: np.nd
 
 def positions_of(score: np.ndarray, member_scores: np.ndarray) -> np.ndarray:
     """Members with a lower reference score than each estimate."""
-    return (np.asarray(member_scores)[None, :] < np.asarray(score)[..., None]).sum(axis=-1)
+    return (np.asarray(member_scores, dtype=float) < np.asarray(score, dtype=float)[..., None]).sum(axis=-1)
 
 
 def score_confidence(score: np.ndarray, se: np.ndarray, member_scores: np.ndarray) -> np.ndarray:

@@ -10,13 +10,13 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
-from evalprism.stem.located import METHODS
+from evalprism.stem.located import METHOD_LABELS, METHODS
 
-#: one colour per method of :data:`~evalprism.stem.located.METHODS` (STEM, random, Bayesian)
-_METHOD_COLOURS = ("#2ca02c", "#1f77b4", "#ff7f0e")
+#: one colour per method of :data:`~evalprism.stem.located.METHODS` (paper, A, B, random, Bayesian)
+_METHOD_COLOURS = dict(zip(METHODS, ("#2ca02c", "#9467bd", "#d62728", "#1f77b4", "#ff7f0e"), strict=True))
 
 if TYPE_CHECKING:
-    from evalprism.stem.evaluate import Trials
+    from evalprism.stem.evaluate import Trials  # noqa: F401
     from evalprism.stem.located import LocationResult
     from evalprism.stem.pool import Pool
 
@@ -39,24 +39,33 @@ _RULES = (
 
 _LOCATE_RULES = (
     "<ul>"
-    "<li><b>Balanced subset</b>: items // (n+1) items from each TI level, drawn without replacement "
-    "(trial t of seed s uses numpy's default_rng([s, t])); a level with fewer items gives all it has.</li>"
-    "<li><b>Capability boundary</b> (rule chosen here; the paper only says 'where accuracy begins to drop "
-    "significantly'): member M<sub>j</sub> answers exactly the levels ≤ j. The model is placed above M<sub>j</sub> "
-    "when it is right on more items of levels &gt; j than it is wrong on items of levels ≤ j (it beats M<sub>j</sub> "
-    "on the subset; ties: not above). The members beaten are always M<sub>1</sub>..M<sub>p</sub>: the boundary lies "
-    "between TI levels p and p+1, the interval is (M<sub>p</sub>, M<sub>p+1</sub>).</li>"
-    "<li><b>Confidence</b> = 1 − p<sub>lower</sub> − p<sub>upper</sub> (Bonferroni), from exact one-sided McNemar "
-    "(sign) tests on the discordant items against M<sub>p</sub> (is it better?) and M<sub>p+1</sub> (is it "
-    "worse?).</li>"
+    "<li><b>Method</b> ({method}). <b>auto</b> (the default) uses B when the pool has a reference panel of at "
+    "least 10 models, else A. The real-data study (ZeroEval, MMLU-Pro; README) found the paper's rule worse than "
+    "plain random sampling of the same items, and A and B better than random sampling in every family.</li>"
+    "<li><b>A: stratified</b> estimate of the full-benchmark reference score. Strata h = (benchmark b, number "
+    "of members right on the item), anomalous items included; n<sub>h</sub> ∝ w<sub>b</sub> N<sub>h</sub>/N<sub>b</sub>, "
+    "at least one item per non-empty stratum, largest-remainder rounding; T = 100 Σ<sub>b</sub> w<sub>b</sub> "
+    "Σ<sub>h</sub> (N<sub>h</sub>/N<sub>b</sub>) mean<sub>h</sub>(y); V = 10<sup>4</sup> Σ<sub>b</sub> "
+    "w<sub>b</sub><sup>2</sup> Σ<sub>h</sub> (N<sub>h</sub>/N<sub>b</sub>)<sup>2</sup> (1 − n<sub>h</sub>/N<sub>h</sub>) "
+    "s<sub>h</sub><sup>2</sup>/n<sub>h</sub> (n<sub>h</sub> = 1: the benchmark's pooled sample variance).</li>"
+    "<li><b>B: IRT difference (GREG) estimator</b>: a 2PL P<sub>i</sub>(θ) = σ(a<sub>i</sub>θ + c<sub>i</sub>) fitted "
+    "by MAP on the reference panel (the family and the pool's panel models, never the located model); the "
+    "model's θ by MAP from its sampled items; T = 100 Σ<sub>b</sub> w<sub>b</sub> [ mean<sub>i∈b</sub> "
+    "P<sub>i</sub>(θ) + mean of the sampled residuals y − P(θ) ]; V as in A on the residuals.</li>"
+    "<li><b>Placement</b> (A and B): above every member whose reference score is below T; the confidence is the "
+    "probability of the interval between the two bounding members under N(T, V): Φ((μ<sub>p+1</sub> − T)/√V) − "
+    "Φ((μ<sub>p</sub> − T)/√V).</li>"
+    "<li><b>The paper's rule</b> (STEM as published): items // (n+1) items from each TI level (a balanced subset); "
+    "the model is placed above M<sub>j</sub> when it is right on more items of levels &gt; j than it is wrong on "
+    "items of levels ≤ j; confidence = 1 − the two exact one-sided McNemar p-values. Weighting ({weighting}): "
+    "<i>balanced</i> (the paper) or <i>stratified</i> (each level by its pool size; not in the paper).</li>"
     "<li><b>Ground truth</b>: members whose full-benchmark reference score is below the model's. <b>Random "
     "sampling</b>: the same number of items drawn uniformly from all benchmark items, placed by its weighted score. "
     "<b>Bayesian</b> (after Xiao et al. 2025): uniform prior over the n+1 intervals, per-item success probability "
     "of an interval = mean of its bounding members' results, shrunk to [0.05, 0.95]; MAP interval.</li>"
-    "<li><b>Weighting</b> ({weighting}): <i>balanced</i> (the paper) counts every drawn item once in the decision; "
-    "<i>stratified</i> (an option, not in the paper) counts an item of level k as N<sub>k</sub>/m<sub>k</sub> "
-    "(pool items of the level over items drawn), so that the decision estimates the comparison on the whole pool "
-    "— the full-benchmark ground truth weighs a level by its size, the balanced subset does not.</li>"
+    "<li><b>Trials</b>: trial t of seed s uses numpy's default_rng([s, t]) for every method's draw, so each "
+    "method is compared with random sampling on the same trials: the differences carry paired 95% intervals "
+    "(mean ± 1.96 sd/√trials).</li>"
     "</ul>"
 )
 
@@ -203,15 +212,66 @@ def _curves_figure(result: LocationResult) -> go.Figure:
 
 def _trials_figure(result: LocationResult) -> go.Figure:
     fig = go.Figure()
-    models = [loc.model for loc, t in result.results if t is not None]
-    for method, color in zip(METHODS, _METHOD_COLOURS):
-        fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) for _, t in result.results if t is not None],
-                             name=method, marker_color=color))
-    fig.update_layout(barmode="group", template="plotly_white", height=360, xaxis_title="located model",
+    ran = [t for _, t in result.results if t is not None]
+    models = [t.model for t in ran]
+    for method in METHODS:
+        if not any(method in t.methods for t in ran):
+            continue
+        fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) if method in t.methods else None for t in ran],
+                             name=METHOD_LABELS[method], marker_color=_METHOD_COLOURS[method]))
+    fig.update_layout(barmode="group", template="plotly_white", height=380, xaxis_title="located model",
                       yaxis={"title": "localization accuracy",
                       "tickformat": ".0%", "range": [0, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 80},
-                      legend={"orientation": "h", "y": 1.1})
+                      legend={"orientation": "h", "y": 1.15})
     return fig
+
+
+def _methods_table(trials: list[Trials]):
+    """Every method's accuracy and mean absolute position error with the paired 95% interval of the
+    difference to random sampling, the score RMSE and the 95% coverage, per located model."""
+    import pandas as pd
+
+    frames = []
+    for t in trials:
+        s = t.summary()
+        frames.append(pd.DataFrame({
+            "model": s["model"], "method": [METHOD_LABELS[m] + (" (chosen)" if c else "")
+                                            for m, c in zip(s["method"], s["chosen"], strict=True)],
+            "accuracy": s["accuracy"].round(3),
+            "vs random (95%)": [_diff(d, lo, hi) if m != "random" else "" for m, d, lo, hi in
+                                zip(s["method"], s["accuracy_vs_random"], s["accuracy_vs_random_low"],
+                                    s["accuracy_vs_random_high"], strict=True)],
+            "mean abs. error": s["mean_abs_error"].round(3),
+            "MAE vs random (95%)": [_diff(d, lo, hi) if m != "random" else "" for m, d, lo, hi in
+                                    zip(s["method"], s["mae_vs_random"], s["mae_vs_random_low"],
+                                        s["mae_vs_random_high"], strict=True)],
+            "score RMSE (pp)": s["score_rmse"].round(2),
+            "95% coverage": s["coverage_95"].round(3),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _diff(d: float, lo: float, hi: float) -> str:
+    if np.isnan(lo):
+        return f"{d:+.3f}"
+    return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _accuracy_line(trials: Trials) -> str:
+    parts = [f"{METHOD_LABELS[m]} {trials.accuracy(m):.0%}" for m in trials.methods]
+    return f"Over {len(trials.positions)} trials of {trials.options.get('items')} items: " + ", ".join(parts) + " correct."
+
+
+def _closeness_line(loc) -> str:
+    """How close the estimate is to the nearest member, and what follows."""
+    near = loc.nearest_member
+    if near is None:
+        return ""
+    name, gap = near
+    if loc.too_close:
+        return (f" Its estimated score is {gap:.1f} points from {name}'s, within one standard error "
+                f"({loc.standard_error:.1f}): no 100-item method can place it reliably against {name}.")
+    return f" Its estimated score is {gap:.1f} points ({gap / loc.standard_error:.1f} standard errors) from the nearest member, {name}."
 
 
 def trials_report(trials: Trials) -> Report:
@@ -219,14 +279,14 @@ def trials_report(trials: Trials) -> Report:
     report = Report(title="STEM localization trials",
                     subtitle=f"{trials.model} on family {trials.family}: {len(trials.positions)} trials of "
                              f"{trials.options.get('items')} items")
-    report.summary(f"{trials.model}: ground truth position {trials.truth}. STEM {trials.accuracy('stem'):.0%}, "
-                   f"random sampling {trials.accuracy('random'):.0%}, Bayesian {trials.accuracy('bayesian'):.0%} "
-                   "of trials correct.")
+    report.summary(f"{trials.model}: ground truth position {trials.truth}; method used: "
+                   f"{METHOD_LABELS[trials.method]}.", _accuracy_line(trials))
     report.html_block("How the trials are run", _LOCATE_RULES.format(
-        weighting=html.escape(str(trials.options.get("weighting", "balanced")))))
+        method=html.escape(trials.method), weighting=html.escape(str(trials.options.get("weighting", "balanced")))))
     fig = go.Figure()
-    for (method, positions), color in zip(trials.by_method().items(), _METHOD_COLOURS):
-        fig.add_trace(go.Histogram(x=positions, name=method, marker_color=color, xbins={"size": 1}))
+    for method in trials.methods:
+        fig.add_trace(go.Histogram(x=trials.positions_of(method), name=METHOD_LABELS[method],
+                                   marker_color=_METHOD_COLOURS[method], xbins={"size": 1}))
     fig.add_vline(x=trials.truth, line_dash="dash", annotation_text="ground truth")
     fig.update_layout(barmode="group", template="plotly_white", height=360,
                       xaxis={"title": "position placed (family members below the model)", "dtick": 1},
@@ -234,7 +294,9 @@ def trials_report(trials: Trials) -> Report:
                       legend={"orientation": "h", "y": 1.12})
     report.figure(fig, "Positions placed per method", "How many trials placed the model at each position; the "
                   "dashed line is the full-benchmark ground truth.")
-    report.table(trials.summary().round(4), "Trials per method", "modal_position: the position most trials chose.")
+    report.table(_methods_table([trials]), "Every method against random sampling",
+                 "Differences to random sampling on the same trials with paired 95% intervals; score RMSE against "
+                 "the full-benchmark reference score; 95% coverage: trials whose estimate ± 1.96 se holds it.")
     report.details.update(trials.options)
     return report
 
@@ -245,10 +307,15 @@ def location_index_line(result: LocationResult) -> str:
     line = f"{right} of {len(result.results)} models placed at their true position"
     trials = [t for _, t in result.results if t is not None]
     if trials:
-        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in METHODS}
-        line += (f"; over {len(trials[0].positions)} trials STEM {means['stem']:.0%}, random sampling "
-                 f"{means['random']:.0%}, Bayesian {means['bayesian']:.0%} correct")
+        shown = [m for m in METHODS if all(m in t.methods for t in trials)]
+        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in shown}
+        line += f"; over {len(trials[0].positions)} trials " + ", ".join(
+            f"{_SHORT[m]} {means[m]:.0%}" for m in shown) + " correct"
     return line
+
+
+_SHORT = {"paper": "paper rule", "stratified": "A (stratified)", "irt": "B (IRT)", "random": "random sampling",
+          "bayesian": "Bayesian"}
 
 
 def location_report(result: LocationResult) -> Report:
@@ -258,34 +325,43 @@ def location_report(result: LocationResult) -> Report:
                                                        f"({', '.join(members)}); {first.options.get('items')} items")
     lines = []
     for loc, trials in result.results:
-        line = (f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, confidence "
-                f"{loc.confidence:.1%}); ground truth from full-benchmark scores: position {loc.truth}.")
+        how = METHOD_LABELS.get(loc.method, loc.method)
+        line = f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, {how}"
+        if loc.estimate is not None:
+            line += f", estimated score {loc.estimate:.1f} ± {loc.standard_error:.1f}"
+        line += f", confidence {loc.confidence:.1%}); ground truth from full-benchmark scores: position {loc.truth}."
+        line += _closeness_line(loc)
         if trials is not None:
-            line += (f" Over {len(trials.positions)} trials: STEM {trials.accuracy('stem'):.0%}, random sampling "
-                     f"{trials.accuracy('random'):.0%}, Bayesian {trials.accuracy('bayesian'):.0%} correct.")
+            line += " " + _accuracy_line(trials)
         lines.append(line)
     report.summary(*lines)
-    report.html_block("What this shows", "<p>Each new model answered a small balanced subset of the family's pool: "
-                      "the same number of items per transition-index level. Its accuracy per level (solid lines) "
-                      "falls where its capability ends; the family's own curves (dotted) are steps by construction: "
-                      "member j answers exactly the levels up to j. The drop is read as an interval between two "
-                      "family members.</p>"
-                      + _LOCATE_RULES.format(weighting=html.escape(str(first.options.get("weighting", "balanced")))))
+    report.html_block("What this shows", "<p>Each new model answered a small sample of the family's items. "
+                      "Estimators A and B estimate its full-benchmark reference score and place it between the two "
+                      "members whose scores bound the estimate; the paper's rule reads the drop of its accuracy "
+                      "across transition-index levels. The curves show its accuracy per level (for A and B, level "
+                      "k holds the items n+1−k members answer right, anomalous ones included) beside the family's "
+                      "own curves (dotted; member j answers exactly the levels up to j).</p>"
+                      + _LOCATE_RULES.format(method=html.escape(str(first.method)),
+                                             weighting=html.escape(str(first.options.get("weighting", "balanced")))))
     report.figure(_curves_figure(result), "Accuracy by transition index",
                   "One panel per located model: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
                   "Dotted steps: the family's members, lighter for smaller ones, each named where it drops (member j "
                   "answers exactly the levels up to j). A model between members j and j+1 keeps high accuracy up to "
                   "level j and loses it from level j+2; level j+1, shaded, sits in between.")
-    report.table(_locations_table(result), "Localizations", "p_lower / p_upper: one-sided exact McNemar p-values "
-                 "for being above the lower and below the upper member.")
-    if any(t is not None for _, t in result.results):
+    report.table(_locations_table(result), "Localizations", "estimate ± se: the estimated reference score (A, B); "
+                 "nearest member: the member whose reference score is closest to the estimate; p_lower / p_upper: "
+                 "the chance of lying below the lower / above the upper member (the paper's rule: one-sided exact "
+                 "McNemar p-values).")
+    ran = [t for _, t in result.results if t is not None]
+    if ran:
         report.figure(_trials_figure(result), "Localization accuracy over repeated trials",
                       "Share of trials that place the model at its true position (members with a lower full-benchmark "
-                      "reference score), for STEM and both baselines on the same number of items.")
-        import pandas as pd
-
-        summary = pd.concat([t.summary() for _, t in result.results if t is not None], ignore_index=True)
-        report.table(summary.round(4), "Trials per method", "modal_position: the position most trials chose.")
+                      "reference score), for every method on the same number of items and the same trials.")
+        report.table(_methods_table(ran), "Every method against random sampling",
+                     "Per located model: each method's trial accuracy and mean absolute position error with the "
+                     "paired 95% interval of its difference to random sampling (same trials), the score estimate's "
+                     "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
+                     "interval holds it.")
     if result.pool is not None:
         report.table(result.pool.benchmarks[["benchmark", "items", "anomaly_rate", "sts", "easy_share",
                                              "intermediate_share", "hard_share", "D", "weight"]].round(4),
@@ -298,9 +374,15 @@ def _locations_table(result: LocationResult):
     import pandas as pd
 
     rows = []
-    for loc, trials in result.results:
-        rows.append({"model": loc.model, "interval": loc.interval, "position": loc.position,
-                     "confidence": round(loc.confidence, 4), "p_lower": loc.p_lower, "p_upper": loc.p_upper,
+    for loc, _ in result.results:
+        near = loc.nearest_member
+        rows.append({"model": loc.model, "method": loc.method, "interval": loc.interval, "position": loc.position,
+                     "estimate": None if loc.estimate is None else round(loc.estimate, 2),
+                     "se": None if loc.standard_error is None else round(loc.standard_error, 2),
+                     "confidence": round(loc.confidence, 4), "p_lower": round(loc.p_lower, 4),
+                     "p_upper": round(loc.p_upper, 4),
+                     "nearest member": "" if near is None else f"{near[0]} ({near[1]:.1f} pp"
+                                                              f"{', within 1 se' if loc.too_close else ''})",
                      "reference_score": round(loc.reference_score, 2), "true_position": loc.truth,
                      "items": len(loc.subset)})
     return pd.DataFrame(rows)
