@@ -7,11 +7,23 @@ What is compared, and why:
   difficulty shares, D and weights) against what a user would write with pandas: ``pivot`` to a
   wide items x models table, ``diff`` along the family for monotonicity, row sums for TI and a
   ``groupby`` per benchmark. Both must give the same anomaly rates and TI histogram.
-* **Localization trials.** :func:`evalprism.stem.evaluate` (1,000 trials of 100 items: STEM plus
-  both baselines, the new model's alignment to the pool included) against a pandas loop that per
-  trial draws the balanced subset with ``groupby("ti").sample``, scores it by ``groupby`` and
-  applies the same boundary rule. The pandas loop is timed on a share of the trials and
-  extrapolated; the STEM positions of those trials must be equally accurate.
+* **Localization trials.** :func:`evalprism.stem.evaluate` (1,000 trials of 100 items: the paper's
+  rule, estimator A and both baselines, the new model's alignment to the pool included) against a
+  pandas loop that per trial draws the balanced subset with ``groupby("ti").sample``, scores it by
+  ``groupby`` and applies the same boundary rule. The pandas loop is timed on a share of the trials
+  and extrapolated; the paper-rule positions of those trials must be equally accurate.
+* **Estimators A and B with a reference panel (issue 17).** 40 more models of the same world on the
+  same items are attached as the pool's reference panel (built as an
+  :class:`~evalprism.io.correctness.EncodedCorrectness` directly: a 40-million-row long DataFrame
+  would only measure pandas), the 2PL MAP fit on the 50-model panel runs once (cached in the pool,
+  timed on its own), then 1,000 trials of every method. The peer is random sampling in the same
+  trials: accuracy and score RMSE of A and B against it.
+* **The 2PL fit on 50 models x 100,000 items** (:func:`evalprism.stem.irt.fit_irt`, target <= 30 s)
+  against girth's joint maximum likelihood 2PL (``girth.twopl_jml``, the maintained pure-Python IRT
+  library; skipped when girth is not installed), which is timed on 5,000 items and extrapolated
+  linearly per item. Quality: correlation of the fitted discriminations and intercepts with the
+  planted ones (with 50 models the discrimination is information-limited: even a fit that knows the
+  abilities reaches about 0.78).
 
 Data: a planted 2PL family of 10 members (abilities evenly spaced, parameter counts doubling) and
 one new model, on 1,000,000 items in two benchmarks (10 million correctness rows for the family).
@@ -32,22 +44,38 @@ from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, statu
 
 TARGET_POOL_S = 2.0  # 1,000,000 items x 10 models
 TARGET_TRIALS_S = 1.0  # 1,000 localization trials
+TARGET_FIT_S = 30.0  # 2PL MAP fit, 50 models x 100,000 items
 FULL_ITEMS = 1_000_000
+FIT_ITEMS = 100_000
+PANEL_MODELS = 40
+
+
+def item_parameters(n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Planted 2PL items: discrimination a ~ lognormal(log 2, 0.3), difficulty b ~ N(0, 1.5)."""
+    return rng.lognormal(np.log(2.0), 0.3, n_items), rng.normal(0.0, 1.5, n_items)
+
+
+def responses(theta: np.ndarray, a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
+              missing: float = 0.0) -> np.ndarray:
+    """Models x items int8 correctness (1 / 0, ``-1`` on a ``missing`` share) of the 2PL world."""
+    out = np.empty((len(theta), len(a)), dtype=np.int8)
+    for j, t in enumerate(theta):  # one model at a time: 1M floats, not 50M
+        out[j] = rng.random(len(a)) < 1.0 / (1.0 + np.exp(-a * (t - b)))
+        if missing:
+            out[j][rng.random(len(a)) < missing] = -1
+    return out
 
 
 def simulate(n_items: int, n_models: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Family correctness (long), the new model's correctness, and the family metadata."""
+    """Family correctness (long), the new model's correctness, and the family metadata (the panel
+    of :func:`panel_of` is drawn from the same seed's items)."""
     rng = np.random.default_rng(seed)
-    b = rng.normal(0.0, 1.5, n_items)
-    a = rng.lognormal(np.log(2.0), 0.3, n_items)
+    a, b = item_parameters(n_items, rng)
     members = np.linspace(-2.0, 2.0, n_models)
     theta = np.append(members, members[n_models // 2:n_models // 2 + 2].mean())  # midway between two members
     names = [f"fam-{i}" for i in range(n_models)] + ["new"]
-    p = 1.0 / (1.0 + np.exp(-a[None, :] * (theta[:, None] - b[None, :])))
-    score = (rng.random(p.shape) < p).astype(np.int8)
-    score[rng.random(p.shape) < 0.01] = -1
-    ids = np.char.add("q", np.arange(n_items).astype(str))
-    bench = np.where(np.arange(n_items) % 2 == 0, "bench-a", "bench-b")
+    score = responses(theta, a, b, rng, missing=0.01)
+    bench, ids = item_keys(n_items)
 
     def long(rows: slice) -> pd.DataFrame:
         k = len(names[rows])
@@ -58,6 +86,38 @@ def simulate(n_items: int, n_models: int, seed: int) -> tuple[pd.DataFrame, pd.D
 
     meta = pd.DataFrame({"model": names[:-1], "params": 2.0 ** np.arange(n_models), "family": "fam"})
     return long(slice(0, n_models)), long(slice(n_models, None)), meta
+
+
+def item_keys(n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Benchmark and item id of each simulated item (two benchmarks, alternating)."""
+    ids = np.char.add("q", np.arange(n_items).astype(str))
+    return np.where(np.arange(n_items) % 2 == 0, "bench-a", "bench-b"), ids
+
+
+def panel_of(n_items: int, n_panel: int, seed: int):
+    """``n_panel`` other models of :func:`simulate`'s world (same items; abilities ~ N(0, 1.2)) as
+    an EncodedCorrectness, built directly from the models x items matrix."""
+    from evalprism.io.correctness import EncodedCorrectness
+
+    a, b = item_parameters(n_items, np.random.default_rng(seed))
+    rng = np.random.default_rng([seed, 1])
+    score = responses(rng.normal(0.0, 1.2, n_panel), a, b, rng)
+    bench, ids = item_keys(n_items)
+    return EncodedCorrectness(
+        model_names=np.array([f"panel-{j}" for j in range(n_panel)]),
+        items=pd.DataFrame({"benchmark": bench, "item_id": ids}),
+        model_code=np.repeat(np.arange(n_panel), n_items), item_code=np.tile(np.arange(n_items), n_panel),
+        score=score.ravel(), source="simulated panel")
+
+
+def girth_fit(resp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """girth's joint maximum likelihood 2PL on a models x items 0/1 matrix: (a, c) per item with
+    c = -a b (girth's parametrisation is a (theta - b))."""
+    import girth
+
+    out = girth.twopl_jml(resp.T.astype(int))
+    a = np.asarray(out["Discrimination"], dtype=float)
+    return a, -a * np.asarray(out["Difficulty"], dtype=float)
 
 
 def pandas_pool(df: pd.DataFrame, meta: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -96,6 +156,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--peer-trials", type=int, default=50, help="pandas trials actually run (extrapolated)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--peer-fit-items", type=int, default=5000, help="items girth's fit actually runs on")
+    parser.add_argument("--skip-panel", action="store_true", help="skip estimators A/B with a panel and the 2PL fit")
     args = parser.parse_args(argv)
     args.items = 100_000 if args.quick else FULL_ITEMS
     return args
@@ -133,17 +195,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"pandas loop, {peer_n} trials")
     peer_pos, peer_t = timed(lambda: pandas_trials(pool_df, new, pool.n, 100, peer_n, args.seed))
     peer_total = peer_t * args.trials / peer_n
-    report.add(Row(what="evaluate: STEM + random + Bayesian, alignment included", n=f"{args.trials:,}",
+    report.add(Row(what="evaluate: paper rule + A + random + Bayesian, alignment included", n=f"{args.trials:,}",
                    ours=fmt_s(ours_t), peer=f"pandas (STEM only) {fmt_s(peer_total)}"
                    + ("" if peer_n == args.trials else f" (from {peer_n})"), ratio=fmt_x(peer_total / ours_t),
-                   quality=f"STEM accuracy {result.accuracy('stem'):.0%} vs pandas "
+                   quality=f"paper-rule accuracy {result.accuracy('paper'):.0%} vs pandas "
                            f"{(peer_pos == result.truth).mean():.0%} (truth {result.truth})",
                    target=f"<= {TARGET_TRIALS_S:g} s", status=status(ours_t <= TARGET_TRIALS_S)))
     report.notes.append(f"baselines in the same trials: random sampling {result.accuracy('random'):.0%}, "
                         f"Bayesian {result.accuracy('bayesian'):.0%} correct")
+    if not args.skip_panel:
+        panel_section(report, pool, new, args)
+        fit_section(report, args)
     report.notes.append(load_note(load_before))
     print_table(report, "STEM: pool construction and localization trials", quality="agreement")
     return 0
+
+
+def panel_section(report: Report, pool, new: pd.DataFrame, args: argparse.Namespace) -> None:
+    """Estimators A and B on 1,000 trials with a 40-model panel, against random sampling."""
+    from evalprism.stem import run_trials
+    from evalprism.stem.pool import attach_panel
+
+    report.section(f"estimators A and B, {PANEL_MODELS}-model reference panel, {args.trials:,} trials of 100 items")
+    log(f"simulating the {PANEL_MODELS}-model panel")
+    attach_panel(pool, panel_of(args.items, PANEL_MODELS, args.seed))
+    log(f"2PL MAP fit on {pool.panel_size()} models x {args.items:,} items")
+    fit, fit_s = timed(lambda: pool.irt_fit())
+    report.add(Row(what="2PL MAP fit of the panel (once, cached in the pool)",
+                   n=f"{pool.panel_size()} x {args.items:,}", ours=fmt_s(fit_s),
+                   quality=f"{fit.info.get('iterations', '?')} iterations"))
+    log("evalprism evaluate, method irt")
+    result, trials_s = timed(lambda: run_trials(pool, new, items=100, trials=args.trials, seed=args.seed,
+                                                method="irt"))
+    summary = result.summary().set_index("method")
+
+    def versus(method: str) -> str:
+        row = summary.loc[method]
+        return (f"{row['accuracy']:.1%} right ({row['accuracy_vs_random']:+.3f} vs random, 95% "
+                f"[{row['accuracy_vs_random_low']:+.3f}, {row['accuracy_vs_random_high']:+.3f}]); RMSE "
+                f"{row['score_rmse']:.2f} vs {result.rmse('random'):.2f} pp; 95% coverage {row['coverage_95']:.1%}")
+
+    report.add(Row(what="evaluate: every method, B chosen (fit cached)", n=f"{args.trials:,}", ours=fmt_s(trials_s),
+                   peer=f"random sampling {result.accuracy('random'):.1%} right", quality="A: " + versus("stratified"),
+                   target=f"<= {TARGET_TRIALS_S:g} s", status=status(trials_s <= TARGET_TRIALS_S)))
+    report.add(Row(what="", quality="B: " + versus("irt")))
+
+
+def fit_section(report: Report, args: argparse.Namespace) -> None:
+    """The 2PL MAP fit on 50 models x 100,000 items against girth's JML on a share of the items."""
+    from evalprism.stem.irt import fit_irt
+
+    n_items = min(FIT_ITEMS, args.items)
+    report.section(f"2PL fit, 50 models x {n_items:,} items")
+    rng = np.random.default_rng([args.seed, 2])
+    a, b = item_parameters(n_items, rng)
+    resp = responses(rng.normal(0.0, 1.0, 50), a, b, rng)
+    c = -a * b
+    log(f"evalprism fit_irt, 50 x {n_items:,}")
+    fit, ours = timed(lambda: fit_irt(resp))
+    quality = f"corr a {np.corrcoef(fit.a, a)[0, 1]:.2f}, c {np.corrcoef(fit.c, c)[0, 1]:.3f}"
+    try:
+        import girth  # noqa: F401
+    except ImportError:
+        peer, ratio = "girth not installed (pip install girth)", ""
+    else:
+        k = min(args.peer_fit_items, n_items)
+        log(f"girth twopl_jml, 50 x {k:,}")
+        (ga, gc), peer_s = timed(lambda: girth_fit(resp[:, :k]))
+        total = peer_s * n_items / k
+        peer = (f"girth JML {fmt_s(total)}" + ("" if k == n_items else f" (from {k:,} items)")
+                + f", corr a {np.corrcoef(ga, a[:k])[0, 1]:.2f}, c {np.corrcoef(gc, c[:k])[0, 1]:.3f}")
+        ratio = fmt_x(total / ours)
+    full = n_items == FIT_ITEMS
+    report.add(Row(what="fit_irt (MAP, preconditioned L-BFGS)", n=f"50 x {n_items:,}", ours=fmt_s(ours), peer=peer,
+                   ratio=ratio, quality=quality, target=f"<= {TARGET_FIT_S:g} s",
+                   status=status(ours <= TARGET_FIT_S if full else None)))
 
 
 if __name__ == "__main__":
