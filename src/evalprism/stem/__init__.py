@@ -5,8 +5,10 @@
   discriminability and weights; ``pool.audit()`` -> :class:`Audit` (the contamination report).
 - :func:`locate_model` -> :class:`Localization`: accuracy per TI level on a balanced subset and the
   capability boundary as an interval between two family members, with a confidence.
-- :func:`run_trials` -> :class:`Trials`: repeated trials of STEM, random sampling and the Bayesian
-  interval posterior against the full-benchmark ground truth (``.positions`` per trial).
+- :func:`attach_panel`: other models' results on the pool's items as the reference panel of the IRT
+  estimator (issue 17's B).
+- :func:`run_trials` -> :class:`Trials`: repeated trials of every method (the paper's rule, A, B,
+  random sampling, the Bayesian interval posterior) against the full-benchmark ground truth.
 - :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes.
 
 The rules chosen where the paper is silent are stated in the docstrings of
@@ -25,7 +27,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stem.evaluate import Trials, locate_models, run_trials
     from evalprism.stem.located import LocationResult
     from evalprism.stem.locate import Localization, locate_model
-    from evalprism.stem.pool import Audit, Pool, build_pool, build_pool_from_files
+    from evalprism.stem.pool import Audit, Pool, attach_panel, build_pool, build_pool_from_files
 
 __all__ = [
     "Audit",
@@ -33,6 +35,7 @@ __all__ = [
     "LocationResult",
     "Pool",
     "Trials",
+    "attach_panel",
     "build_pool",
     "build_pool_from_files",
     "locate_model",
@@ -44,5 +47,5 @@ lazy_package(__name__, {
     "evaluate": ["Trials", "locate_models", "run_trials"],
     "located": ["LocationResult"],
     "locate": ["Localization", "locate_model"],
-    "pool": ["Audit", "Pool", "build_pool", "build_pool_from_files"],
+    "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
 })
