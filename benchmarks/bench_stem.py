@@ -27,7 +27,8 @@ What is compared, and why:
 
 Data: a planted 2PL family of 10 members (abilities evenly spaced, parameter counts doubling) and
 one new model, on 1,000,000 items in two benchmarks (10 million correctness rows for the family).
-Run ``python benchmarks/bench_stem.py`` (about a minute) or ``--quick`` (100,000 items). The
+Run ``python benchmarks/bench_stem.py`` (about 10 minutes, 8 of them the 2PL fit of the 50-model panel
+on 1,000,000 items) or ``--quick`` (100,000 items; ``--skip-panel`` leaves out A/B and the fit). The
 script prints one table and always exits 0; PASS/MISS refer to the targets below.
 """
 
@@ -237,7 +238,8 @@ def panel_section(report: Report, pool, new: pd.DataFrame, args: argparse.Namesp
 
     report.add(Row(what="evaluate: every method, B chosen (fit cached)", n=f"{args.trials:,}", ours=fmt_s(trials_s),
                    peer=f"random sampling {result.accuracy('random'):.1%} right", quality="A: " + versus("stratified"),
-                   target=f"<= {TARGET_TRIALS_S:g} s", status=status(trials_s <= TARGET_TRIALS_S)))
+                   target="A and B above random", status=status(min(summary.loc[m, "accuracy_vs_random_low"]
+                                                                    for m in ("stratified", "irt")) > 0)))
     report.add(Row(what="", quality="B: " + versus("irt")))
 
 
