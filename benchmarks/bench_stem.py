@@ -35,6 +35,7 @@ script prints one table and always exits 0; PASS/MISS refer to the targets below
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 from collections.abc import Sequence
@@ -256,9 +257,7 @@ def fit_section(report: Report, args: argparse.Namespace) -> None:
     log(f"evalprism fit_irt, 50 x {n_items:,}")
     fit, ours = timed(lambda: fit_irt(resp))
     quality = f"corr a {np.corrcoef(fit.a, a)[0, 1]:.2f}, c {np.corrcoef(fit.c, c)[0, 1]:.3f}"
-    try:
-        import girth  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("girth") is None:
         peer, ratio = "girth not installed (pip install girth)", ""
     else:
         k = min(args.peer_fit_items, n_items)
