@@ -12,13 +12,12 @@ import pytest
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import (
     encode_correctness,
-    inspect_scores_to_correctness,
     read_correctness,
-    read_lm_eval,
     read_models,
     read_wide_matrix,
     to_canonical_correctness,
 )
+from evalprism.io.harness_options import HarnessOptions
 
 
 def test_long_table_normalises_scores_and_keeps_other_columns() -> None:
@@ -116,36 +115,41 @@ def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
                  {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 1.0)]})
     out = read_correctness(tmp_path)
     got = out.set_index(["model", "benchmark", "item_id"])["score"].to_dict()
-    assert got == {("org/large", "arc_easy", "0"): 1, ("org/large", "arc_easy", "1"): 1,
-                   ("org/small", "arc_easy", "0"): 1, ("org/small", "arc_easy", "1"): 0}
-    with pytest.raises(EvalprismError, match="no metric 'exact_match' .*acc"):
-        read_lm_eval(tmp_path, metric="exact_match")
+    # names from the directory layout (lm-eval's directory per model), not the results file's model_name
+    assert got == {("org__large", "arc_easy", "0"): 1, ("org__large", "arc_easy", "1"): 1,
+                   ("org__small", "arc_easy", "0"): 1, ("org__small", "arc_easy", "1"): 0}
+    with pytest.raises(EvalprismError, match="no 'exact_match' value for task 'arc_easy' .*acc"):
+        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="exact_match"))
 
 
-def test_lm_eval_several_filters_need_a_choice(tmp_path: Path) -> None:
+def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None:
     lines = [_sample(0, "exact_match", 1.0, "strict-match"), _sample(0, "exact_match", 0.0, "flexible-extract"),
              _sample(1, "exact_match", 0.0, "strict-match"), _sample(1, "exact_match", 1.0, "flexible-extract")]
     _lm_eval_dir(tmp_path, "m", {}, {"gsm8k": lines})
-    with pytest.raises(EvalprismError, match="several filters .*flexible-extract, strict-match"):
-        read_lm_eval(tmp_path, metric="exact_match")
-    out = read_lm_eval(tmp_path, metric="exact_match", filter="strict-match")
-    assert out["model"].unique().tolist() == ["m"]  # no results file naming it: the directory name
+    out = read_correctness(tmp_path / "m")  # no results file: the sample's metrics list names exact_match
+    assert out["model"].unique().tolist() == ["m"]
     assert out.sort_values("item_id")["score"].tolist() == [1, 0]
     assert out["filter"].unique().tolist() == ["strict-match"]
+    flexible = read_correctness(tmp_path, harness=HarnessOptions.parse(lm_eval_filter="flexible-extract"))
+    assert flexible.sort_values("item_id")["score"].tolist() == [0, 1]
 
 
-def test_inspect_records_map_correct_incorrect_and_no_answer() -> None:
-    records = [
-        {"model": "openai/x", "task": "mmlu", "sample_id": 1, "epoch": 1, "value": "C", "error": None},
-        {"model": "openai/x", "task": "mmlu", "sample_id": 2, "epoch": 1, "value": "I", "error": None},
-        {"model": "openai/x", "task": "mmlu", "sample_id": 3, "epoch": 1, "value": "N", "error": None},
-        {"model": "openai/x", "task": "mmlu", "sample_id": 4, "epoch": 1, "value": None, "error": "timeout"},
-        {"model": "openai/x", "task": "mmlu", "sample_id": 5, "epoch": 1, "value": 1.0, "error": None},
-    ]
-    out = inspect_scores_to_correctness(records)
-    assert out["score"].tolist() == [1, 0, -1, -1, 1]
+def _inspect_json_log(path: Path, model: str, values: list) -> None:
+    """A minimal log in inspect_ai's JSON format: eval (task, model) and samples with scores."""
+    samples = [{"id": i, "epoch": 1, "scores": {"choice": {"value": v}} if v is not None else {},
+                "error": {"message": "timeout"} if v is None else None} for i, v in enumerate(values)]
+    path.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "mmlu", "model": model,
+                                                                           "config": {}}, "samples": samples}),
+                    encoding="utf-8")
+
+
+def test_inspect_values_map_correct_incorrect_and_no_answer(tmp_path: Path) -> None:
+    _inspect_json_log(tmp_path / "x.json", "openai/x", ["C", "I", "N", None, 1.0, True])
+    out = read_correctness(tmp_path / "x.json")
+    assert out.sort_values("item_id")["score"].tolist() == [1, 0, -1, -1, 1, 1]
+    _inspect_json_log(tmp_path / "p.json", "openai/x", ["C", "P"])
     with pytest.raises(EvalprismError, match="column 'score'"):
-        inspect_scores_to_correctness([{**records[0], "value": "P"}])
+        read_correctness(tmp_path / "p.json")
 
 
 def test_inspect_logs_through_inspect_api(tmp_path: Path) -> None:
@@ -153,7 +157,7 @@ def test_inspect_logs_through_inspect_api(tmp_path: Path) -> None:
     from inspect_ai.log import EvalLog, EvalSample, EvalSpec, write_eval_log
     from inspect_ai.scorer import Score
 
-    from evalprism.io.correctness import read_inspect_logs
+    from evalprism.io.inspect_logs import read_inspect_logs
 
     for model, values in (("openai/small", ["C", "I", "I"]), ("openai/large", ["C", "C", "N"])):
         spec = EvalSpec(created="2024-06-01T10:00:00", task="mmlu", dataset={"name": "mmlu"}, model=model, config={})

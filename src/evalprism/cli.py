@@ -413,17 +413,41 @@ class StemDesign(str, Enum):
     stratified = "stratified"
 
 
+class StemEpochsChoice(str, Enum):
+    mean = "mean"
+    first = "first"
+    all = "all"
+
+
 class StemIRT(str, Enum):
     two = "2pl"
     one = "1pl"
 
 
-StemCorrectness = Annotated[Path, typer.Argument(help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory or inspect_ai .eval logs.")]
+StemCorrectness = Annotated[Path, typer.Argument(help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory, inspect_ai log (.eval, .json) or a directory of harness output.")]
 StemModels = Annotated[Path, typer.Option("--models", help="Model metadata table: model, params (billions), family.")]
 StemFamily = Annotated[Optional[str], typer.Option("--family", help="Family to use from the metadata (needed when it lists several).")]
 StemMissingOpt = Annotated[StemMissing, typer.Option("--missing", help="A -1 (no answer): count it as wrong, or exclude the item.")]
-StemMetric = Annotated[str, typer.Option("--metric", help="lm-eval samples: the metric column holding 0/1.")]
-StemFilter = Annotated[Optional[str], typer.Option("--lm-eval-filter", help="lm-eval samples: the filter to use when a task has several.")]
+StemMetric = Annotated[Optional[list[str]], typer.Option("--metric", help="lm-eval samples: the metric holding 0/1, as TASK=METRIC (repeat) or METRIC for every task (default per task: the first in the results file's higher_is_better).", metavar="[TASK=]METRIC")]
+StemFilter = Annotated[Optional[list[str]], typer.Option("--lm-eval-filter", help="lm-eval samples: the filter, as TASK=FILTER (repeat) or FILTER for every task (default: the task's only filter, else strict-match, else the first listed).", metavar="[TASK=]FILTER")]
+StemModelName = Annotated[Optional[list[str]], typer.Option("--model-name", help="lm-eval run directory (relative path or name) to model name (repeat; default: the directory's name).", metavar="DIR=NAME")]
+StemScorer = Annotated[Optional[str], typer.Option("--scorer", help="inspect_ai logs: the scorer to read (default: the only one).")]
+StemEpochs = Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch its own item).")]
+
+
+def _harness(metric: Optional[list[str]], lm_eval_filter: Optional[list[str]], model_name: Optional[list[str]],
+             scorer: Optional[str], epochs: StemEpochsChoice):
+    from evalprism.io.harness_options import HarnessOptions
+
+    return HarnessOptions.parse(metric=metric, lm_eval_filter=lm_eval_filter, model_name=model_name, scorer=scorer,
+                                epochs=epochs.value)
+
+
+def _read_notes(lines: list[str], quiet: bool) -> None:
+    """What the harness readers chose, one line each (metric, filter, scorer, epochs per task)."""
+    if not quiet:
+        for line in lines:
+            _err.print(f"[dim]read[/dim] {line}", highlight=False, soft_wrap=True)
 
 
 @stem_app.command("pool")
@@ -433,8 +457,11 @@ def stem_pool(
     out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
-    metric: StemMetric = "acc",
+    metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
+    model_name: StemModelName = None,
+    scorer: StemScorer = None,
+    epochs: StemEpochs = StemEpochsChoice.mean,
     panel: Annotated[Optional[Path], typer.Option("--panel", help="Correctness of other models on the same items: the reference panel of the IRT estimator (method irt; auto uses it from 10 panel models with the family).", metavar="OTHER_CORRECTNESS")] = None,
     irt: Annotated[StemIRT, typer.Option("--irt", help="Item-response model fitted on the panel: 2pl, or 1pl (every discrimination 1).")] = StemIRT.two,
     overwrite: Overwrite = False,
@@ -444,8 +471,10 @@ def stem_pool(
     from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
-    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                                 lm_eval_filter=lm_eval_filter, panel=panel, irt=irt.value)
+    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
+                                 harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), panel=panel,
+                                 irt=irt.value)
+    _read_notes(pool.options.get("read", []), quiet)
     pool.save(target)
     extra = (f"; reference panel of {pool.panel_size()} models ({irt.value} fit in "
              f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
@@ -464,8 +493,11 @@ def stem_locate(
     method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
     design: Annotated[StemDesign, typer.Option("--design", help="The IRT estimator's sample: random (simple random sample) or stratified (A's strata).")] = StemDesign.random,
     weighting: Annotated[StemWeighting, typer.Option("--weighting", help="The paper's rule: balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
-    metric: StemMetric = "acc",
+    metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
+    model_name: StemModelName = None,
+    scorer: StemScorer = None,
+    epochs: StemEpochs = StemEpochsChoice.mean,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -475,7 +507,8 @@ def stem_locate(
 
     target = _claim(out, "stem locate", [pool_dir, new_correctness], overwrite, quiet)
     pool = Pool.load(pool_dir)
-    table = read_correctness(new_correctness, metric=metric, lm_eval_filter=lm_eval_filter)
+    table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
+    _read_notes(table.attrs.get("choices", []), quiet)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
                            method=method.value, design=design.value, progress=not quiet)
     result.save(target)
@@ -489,8 +522,11 @@ def stem_audit(
     out: Out,
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
-    metric: StemMetric = "acc",
+    metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
+    model_name: StemModelName = None,
+    scorer: StemScorer = None,
+    epochs: StemEpochs = StemEpochsChoice.mean,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -498,8 +534,10 @@ def stem_audit(
     from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
-    build_pool_from_files(correctness, models, family=family, missing=missing.value, metric=metric,
-                          lm_eval_filter=lm_eval_filter, require_sts=False).audit().save(target)
+    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
+                                 harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), require_sts=False)
+    _read_notes(pool.options.get("read", []), quiet)
+    pool.audit().save(target)
     _wrote(out, quiet)
 
 

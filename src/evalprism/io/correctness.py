@@ -12,11 +12,12 @@ Adapters (:func:`read_correctness` picks one from the path):
 - a long table in any format :func:`~evalprism.io.tables.read_table` reads;
 - a wide model x item matrix (``.csv``/``.tsv``/``.parquet``): a ``model`` column (else the first
   column) and one column per item, cells 1/0/-1, blank = not run;
-- an lm-evaluation-harness ``--log_samples`` output directory (:func:`read_lm_eval`): one
-  ``samples_<task>_<date>.jsonl`` per task in a directory per model; item key = task + doc_id +
-  filter, the score taken from the metric column chosen by ``metric``;
-- inspect_ai logs (:func:`read_inspect_logs`, ``.eval`` or ``.json``), read through inspect_ai's own
-  log API (``pip install evalprism[inspect]``; imported lazily).
+- an lm-evaluation-harness ``--log_samples`` output directory (:mod:`evalprism.io.lm_eval`): one
+  ``samples_<task>_<date>.jsonl`` per task in a directory per model; item = (task, doc_id), metric
+  and filter chosen per task, model names from the directory layout;
+- inspect_ai logs (:mod:`evalprism.io.inspect_logs`): ``.json`` read directly, ``.eval`` through
+  inspect_ai's own log API (``pip install evalprism[inspect]``; imported lazily);
+- a directory holding any mix of the two harnesses' output (read whole).
 
 :func:`encode_correctness` validates a long table into integer codes (a 10-million-row table is
 factorized once, never looped over in Python): the form :mod:`evalprism.stem` computes on.
@@ -24,9 +25,7 @@ factorized once, never looped over in Python): the form :mod:`evalprism.stem` co
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,9 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.tables import FORMATS, read_table, table_format
-from evalprism.io.text import json_line_error, open_text, read_text
+from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
+from evalprism.io.lm_eval import read_lm_eval, sample_files
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",
@@ -225,26 +226,49 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
 # ---------------------------------------------------------------- adapters
 
 
-def read_correctness(path: str | Path, *, benchmark: str | None = None, metric: str = "acc",
-                     lm_eval_filter: str | None = None) -> pd.DataFrame:
+def read_correctness(path: str | Path, *, benchmark: str | None = None, harness: HarnessOptions | None = None,
+                     choices: ReadChoices | None = None) -> pd.DataFrame:
     """Read correctness from a long table, a wide model x item matrix, an lm-eval ``--log_samples``
-    directory or inspect_ai logs (``.eval``); return the canonical long table."""
+    directory, inspect_ai logs (``.eval``, ``.json``) or a directory holding any of these harness
+    outputs; return the canonical long table. ``harness``: per-task metric and filter, model names,
+    inspect scorer and epochs (:class:`~evalprism.io.harness_options.HarnessOptions`); every choice
+    the readers made is added to ``choices`` and kept in ``attrs["choices"]``."""
     path = Path(path)
+    choices = choices if choices is not None else ReadChoices()
     if not path.exists():
         raise EvalprismError(f"{path}: file not found")
     if path.is_dir():
-        if any(path.rglob("*.eval")) and not any(path.rglob("samples_*.jsonl")):
-            return read_inspect_logs(sorted(path.rglob("*.eval")))
-        return read_lm_eval(path, metric=metric, filter=lm_eval_filter)
-    if path.suffix.lower() == ".eval":
-        return read_inspect_logs([path])
-    df = read_table(path)
-    if "item_id" in df.columns or "score" in df.columns:  # a long table, possibly missing a column: say which
-        return to_canonical_correctness(df, str(path), benchmark)
-    if table_format(path) in ("csv", "tsv", "parquet"):
-        return read_wide_matrix(df, str(path), benchmark)
-    raise EvalprismError(f"{path}: expected a long correctness table (model, item_id, score) or a wide model x item "
-                         "matrix (.csv/.tsv/.parquet)")
+        table = _read_harness_directory(path, harness or HarnessOptions(), choices)
+    elif path.suffix.lower() == ".eval" or (path.suffix.lower() == ".json" and looks_like_inspect_json(path)):
+        table = to_canonical_correctness(read_inspect_logs([path], harness, choices), str(path))
+    else:
+        df = read_table(path)
+        if "item_id" in df.columns or "score" in df.columns:  # a long table, possibly missing a column: say which
+            return to_canonical_correctness(df, str(path), benchmark)
+        if table_format(path) in ("csv", "tsv", "parquet"):
+            return read_wide_matrix(df, str(path), benchmark)
+        raise EvalprismError(f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
+                             "item matrix (.csv/.tsv/.parquet)")
+    table.attrs["choices"] = list(choices.lines)
+    return table
+
+
+def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadChoices) -> pd.DataFrame:
+    """Every lm-eval samples file and inspect log under ``root``, read together (a directory mixing
+    both is read whole, never half); JSON files that are neither are reported as ignored."""
+    logs, ignored = inspect_paths(root)
+    frames = []
+    if sample_files(root):
+        frames.append(read_lm_eval(root, harness, choices))
+    if logs:
+        frames.append(read_inspect_logs(logs, harness, choices))
+    if not frames:
+        raise EvalprismError(f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples) "
+                             "and no inspect_ai logs (.eval, .json)")
+    for f in ignored:
+        choices.add(f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file")
+    table = pd.concat(frames, ignore_index=True)
+    return to_canonical_correctness(table, str(root))
 
 
 def read_wide_matrix(df: pd.DataFrame | str | Path, source: str | None = None, benchmark: str | None = None) -> pd.DataFrame:
@@ -260,133 +284,3 @@ def read_wide_matrix(df: pd.DataFrame | str | Path, source: str | None = None, b
     long = df.melt(id_vars=[model_col], var_name="item_id", value_name="score").rename(columns={model_col: "model"})
     long = long[long["score"].notna()].reset_index(drop=True)
     return to_canonical_correctness(long, where, benchmark or _default_benchmark(where))
-
-
-_SAMPLE_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
-                  "doc_hash", "prompt_hash", "target_hash"}
-
-
-def read_lm_eval(path: str | Path, *, metric: str = "acc", filter: str | None = None,
-                 model: str | None = None) -> pd.DataFrame:
-    """lm-evaluation-harness ``--log_samples`` output: ``path`` is one model's directory (holding
-    ``samples_<task>_<date>.jsonl`` and ``results_<date>.json``) or a directory of such directories.
-
-    Each sample line gives ``doc_id``, ``filter`` and one value per metric; the score is the
-    ``metric`` value (0/1). Benchmark = task, item_id = doc_id. A task logged under several filters
-    (e.g. gsm8k ``strict-match`` and ``flexible-extract``) needs ``filter`` to pick one, so that
-    each (task, doc_id, filter) item is counted once. The model name comes from the results file
-    (``model_name``, else ``pretrained=`` in ``model_args``), else the directory name.
-    """
-    root = Path(path)
-    files = sorted(root.rglob("samples_*.jsonl"))
-    if not files:
-        raise EvalprismError(f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples)")
-    frames = []
-    for directory in sorted({f.parent for f in files}):
-        name = model or _lm_eval_model_name(directory)
-        latest: dict[str, Path] = {}
-        for f in sorted(directory.glob("samples_*.jsonl")):  # the newest run of a task wins (dates sort)
-            task = re.sub(r"_\d{4}-\d{2}-\d{2}T[\d\-.:]+$", "", f.stem[len("samples_"):])
-            latest[task] = f
-        for task, f in latest.items():
-            frames.append(_lm_eval_task(f, task, name, metric, filter))
-    table = pd.concat(frames, ignore_index=True)
-    table.attrs["source"] = str(root)
-    return to_canonical_correctness(table, str(root))
-
-
-def _lm_eval_model_name(directory: Path) -> str:
-    for results in sorted(directory.glob("results_*.json"), reverse=True):
-        try:
-            data = json.loads(read_text(results))
-        except (EvalprismError, json.JSONDecodeError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        if data.get("model_name"):
-            return str(data["model_name"])
-        args = str((data.get("config") or {}).get("model_args") or "")
-        found = re.search(r"pretrained=([^,]+)", args)
-        if found:
-            return found.group(1)
-    return directory.name
-
-
-def _lm_eval_task(path: Path, task: str, model: str, metric: str, filter: str | None) -> pd.DataFrame:
-    rows = []
-    with open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line.rstrip("\r\n"))
-            except json.JSONDecodeError as exc:
-                raise json_line_error(path, line_no, exc) from None
-            if not isinstance(rec, dict):
-                raise EvalprismError(f"{path}: line {line_no}: expected an lm-eval samples object, got a JSON "
-                                     f"{type(rec).__name__}")
-            if "doc_id" not in rec:
-                raise EvalprismError(f"{path}: line {line_no}: no 'doc_id' (expected an lm-eval samples line)")
-            if metric not in rec:
-                have = [k for k in rec if k not in _SAMPLE_FIELDS]
-                raise EvalprismError(f"{path}: line {line_no}: no metric '{metric}' (metrics present: "
-                                     f"{', '.join(have) or 'none'}); choose one (metric)", parameter="metric")
-            rows.append((str(rec["doc_id"]), str(rec.get("filter", "none")), rec[metric]))
-    table = pd.DataFrame(rows, columns=["item_id", "filter", "score"])
-    filters = sorted(table["filter"].unique())
-    if filter is not None:
-        if filter not in filters:
-            raise EvalprismError(f"{path}: task '{task}' has no filter '{filter}' (filters: {', '.join(filters)})")
-        table = table[table["filter"] == filter]
-    elif len(filters) > 1:
-        raise EvalprismError(f"{path}: task '{task}' is scored under several filters ({', '.join(filters)}); "
-                             "choose one (filter)", parameter="filter")
-    table = table.assign(model=model, benchmark=task)
-    table.attrs["source"] = str(path)
-    return table
-
-
-def inspect_scores_to_correctness(records: Iterable[dict[str, Any]], where: str = "inspect_ai logs") -> pd.DataFrame:
-    """Rows (model, task, sample_id, epoch, value, error) from inspect_ai samples as the canonical
-    table: value ``C``/``I`` (inspect's CORRECT/INCORRECT) or a 0/1 number or boolean; ``N``
-    (NOANSWER), a sample error or no score -> -1; anything else (partial credit) is refused."""
-    rows = []
-    for r in records:
-        value = r.get("value")
-        if r.get("error") or value is None or (isinstance(value, str) and value.strip().upper() == "N"):
-            score: Any = -1
-        elif isinstance(value, str) and value.strip().upper() in ("C", "I"):
-            score = 1 if value.strip().upper() == "C" else 0
-        else:
-            score = value
-        rows.append({"model": r["model"], "benchmark": r["task"], "item_id": str(r["sample_id"]), "score": score,
-                     "epoch": r.get("epoch", 1)})
-    if not rows:
-        raise EvalprismError(f"{where}: no scored samples")
-    return to_canonical_correctness(pd.DataFrame(rows), where)
-
-
-def read_inspect_logs(paths: Sequence[str | Path], *, scorer: str | None = None, epoch: int = 1) -> pd.DataFrame:
-    """inspect_ai evaluation logs read with ``inspect_ai.log.read_eval_log``: model =
-    ``log.eval.model``, benchmark = ``log.eval.task``, item_id = sample id; ``scorer`` picks one
-    scorer when a log has several; ``epoch`` picks one epoch when samples were run several times."""
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise EvalprismError("reading inspect_ai logs needs the optional extra: pip install 'evalprism[inspect]'") from None
-    records = []
-    for path in paths:
-        try:
-            log = read_eval_log(str(path))
-        except Exception as exc:  # inspect raises its own errors for unreadable logs
-            raise EvalprismError(f"{path}: cannot be read as an inspect_ai log: {exc}") from None
-        for sample in log.samples or []:
-            if sample.epoch != epoch:
-                continue
-            scores = sample.scores or {}
-            if scorer is None and len(scores) > 1:
-                raise EvalprismError(f"{path}: samples have several scorers ({', '.join(scores)}); choose one with scorer=")
-            chosen = scores.get(scorer) if scorer else next(iter(scores.values()), None)
-            records.append({"model": log.eval.model, "task": log.eval.task, "sample_id": sample.id, "epoch": sample.epoch,
-                            "value": None if chosen is None else chosen.value, "error": sample.error})
-    return inspect_scores_to_correctness(records, ", ".join(map(str, paths)))

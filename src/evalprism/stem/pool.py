@@ -22,6 +22,7 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
+from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
@@ -419,11 +420,16 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
 
 
 def build_pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
-                    missing: Missing = "wrong", metric: str = "acc", lm_eval_filter: str | None = None,
-                    require_sts: bool = True, panel: str | Path | None = None, irt: str = "2pl") -> Pool:
+                          missing: Missing = "wrong", harness: HarnessOptions | None = None, require_sts: bool = True,
+                          panel: str | Path | None = None, irt: str = "2pl") -> Pool:
     """:func:`build_pool` from a correctness file or directory (any adapter of
-    :func:`~evalprism.io.correctness.read_correctness`) and a metadata table; ``panel``: another
-    correctness file of other models on the same items (the IRT reference panel)."""
-    table = read_correctness(correctness, metric=metric, lm_eval_filter=lm_eval_filter)
-    other = read_correctness(panel, metric=metric, lm_eval_filter=lm_eval_filter) if panel is not None else None
-    return build_pool(table, models, family=family, missing=missing, require_sts=require_sts, panel=other, irt=irt)
+    :func:`~evalprism.io.correctness.read_correctness`, read with ``harness``) and a metadata table;
+    ``panel``: another correctness file of other models on the same items (the IRT reference panel).
+    What the readers chose (metric, filter, scorer, epochs per task) is kept in ``options["read"]``."""
+    table = read_correctness(correctness, harness=harness)
+    other = read_correctness(panel, harness=harness) if panel is not None else None
+    pool = build_pool(table, models, family=family, missing=missing, require_sts=require_sts, panel=other, irt=irt)
+    read = table.attrs.get("choices", []) + (other.attrs.get("choices", []) if other is not None else [])
+    if read:
+        pool.options["read"] = read
+    return pool

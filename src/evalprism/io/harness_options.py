@@ -1,0 +1,103 @@
+"""How to read evaluation-harness output: the one place the reader choices are parsed and kept.
+
+An lm-evaluation-harness run directory can hold tasks with different metrics and filters, and an
+inspect_ai log can hold several scorers and epochs. :class:`HarnessOptions` carries what the user
+chose (per task where it applies); the readers (:mod:`evalprism.io.lm_eval`,
+:mod:`evalprism.io.inspect_logs`) fill in a default for whatever is left open and report every
+choice they made (:class:`ReadChoices`), so a user can see what a directory was read as.
+
+Per-task choices are written ``TASK=VALUE`` (``--metric gsm8k=exact_match``); a value without ``=``
+applies to every task that has it (``--metric acc``), and ``TASK=VALUE`` entries override it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from evalprism.errors import EvalprismError
+
+Epochs = Literal["first", "mean", "all"]
+EPOCHS: tuple[str, ...] = ("first", "mean", "all")
+#: the key of a choice that applies to every task
+ANY_TASK = "*"
+
+
+def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, allow_global: bool = True) -> dict[str, str]:
+    """``["acc", "gsm8k=exact_match"]`` -> ``{"*": "acc", "gsm8k": "exact_match"}``.
+
+    ``parameter`` names the option in messages (the CLI spells it as its flag). Refused: an empty
+    side of ``=``, a key given twice, or (``allow_global=False``) a value without ``KEY=``."""
+    flag = parameter
+    if values is None:
+        return {}
+    if isinstance(values, str):
+        values = [values]
+    out: dict[str, str] = {}
+    for raw in values:
+        key, sep, value = (s.strip() for s in str(raw).partition("="))
+        if not sep:
+            if not allow_global:
+                raise EvalprismError(f"{flag} {raw!r}: expected KEY=VALUE", parameter=parameter)
+            key, value = ANY_TASK, key
+        if not key or not value:
+            raise EvalprismError(f"{flag} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
+                                 "with both sides non-empty", parameter=parameter)
+        if key in out:
+            what = "a value for every task" if key == ANY_TASK else f"'{key}'"
+            raise EvalprismError(f"{flag}: {what} is given twice ({out[key]!r} and {value!r})", parameter=parameter)
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class HarnessOptions:
+    """What the user chose for reading harness output (empty: the readers' defaults).
+
+    ``metric`` / ``lm_eval_filter``: per lm-eval task (key :data:`ANY_TASK` for every task);
+    ``model_names``: lm-eval run directory (relative to the path read, or its last component) ->
+    model name; ``scorer``: the inspect_ai scorer (None: the only one, else refused);
+    ``epochs``: inspect_ai samples run several times: ``first`` epoch, ``mean`` over epochs
+    (inspect's default reducer; refused where the mean is not 0 or 1) or ``all`` (each epoch its own
+    item, ``<id>#<epoch>``)."""
+
+    metric: Mapping[str, str] = field(default_factory=dict)
+    lm_eval_filter: Mapping[str, str] = field(default_factory=dict)
+    model_names: Mapping[str, str] = field(default_factory=dict)
+    scorer: str | None = None
+    epochs: Epochs = "mean"
+
+    def __post_init__(self) -> None:
+        if self.epochs not in EPOCHS:
+            raise EvalprismError(f"epochs: expected one of {', '.join(EPOCHS)}, got {self.epochs!r}", parameter="epochs")
+
+    @classmethod
+    def parse(cls, *, metric: Iterable[str] | str | None = None, lm_eval_filter: Iterable[str] | str | None = None,
+              model_name: Iterable[str] | str | None = None, scorer: str | None = None,
+              epochs: str = "mean") -> HarnessOptions:
+        """From the CLI's repeatable ``--metric``, ``--lm-eval-filter``, ``--model-name DIR=NAME``,
+        ``--scorer`` and ``--epochs``."""
+        return cls(metric=parse_assignments(metric, "metric"),
+                   lm_eval_filter=parse_assignments(lm_eval_filter, "lm_eval_filter"),
+                   model_names=parse_assignments(model_name, "model_name", allow_global=False),
+                   scorer=scorer or None, epochs=epochs)  # type: ignore[arg-type]
+
+    def for_task(self, choices: Mapping[str, str], task: str) -> str | None:
+        """The user's choice for ``task`` from ``choices`` (its own entry, else the global one)."""
+        return choices.get(task, choices.get(ANY_TASK))
+
+
+@dataclass
+class ReadChoices:
+    """Every choice a reader made, one sentence each, in reading order (shown by the CLI and saved
+    in the output's run.json)."""
+
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def extend(self, other: ReadChoices | None) -> None:
+        if other is not None:
+            self.lines.extend(other.lines)
