@@ -175,12 +175,14 @@ def _curves_figure(result: LocationResult) -> go.Figure:
     n = len(result.results)
     cols = min(n, 3)
     rows = -(-n // cols)
-    titles = [f"{loc.model}: {loc.interval}" for loc, _ in result.results]
-    margin = {"l": 60, "r": 20, "t": 50, "b": 110}
-    panel, gap = 300, 90  # px: panel height, space between rows for the axis title and next panel title
+    # model and interval on two lines: side by side, "model: between A and B" overran the next panel
+    titles = [f"<b>{loc.model}</b><br>{loc.interval.replace(' and ', '<br>and ')}" for loc, _ in result.results]
+    margin = {"l": 60, "r": 20, "t": 90, "b": 110}
+    panel, gap = 300, 130  # px: panel height, space between rows for the axis title and next (three-line) title
     plot_height = panel * rows + gap * (rows - 1)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_yaxes=True,
                         horizontal_spacing=0.05, vertical_spacing=gap / plot_height if rows > 1 else 0.0)
+    fig.update_annotations(font_size=12)  # the subplot titles (the member labels below set their own size)
     for i, (loc, _) in enumerate(result.results):
         r, c = divmod(i, cols)
         r, c = r + 1, c + 1
