@@ -142,7 +142,9 @@ def test_p2l_reports_say_what_the_average_hides(demo_dir: Path) -> None:
 def test_stem_localization_has_a_panel_per_model(demo_dir: Path) -> None:
     page = (demo_dir / "stem" / "locate" / "report.html").read_text()
     for model in pd.read_csv(demo_dir / "stem" / "locate" / "summary.csv")["model"].unique():
-        assert re.search(rf'"text":"{re.escape(model)}: (between|below|above) ', page), model
+        # the panel title: the model in bold, then its interval (plotly's JSON escapes the tags)
+        title = rf'"text":"\\u003cb\\u003e{re.escape(model)}\\u003c\\u002fb\\u003e\\u003cbr\\u003e(between|below|above) '
+        assert re.search(title, page), model
 
 
 def _chromium() -> str | None:
