@@ -128,3 +128,27 @@ def test_map_fit_recovers_planted_item_parameters() -> None:
     pick = rng.choice(2000, 200, replace=False)
     estimate = theta_map(fit.a[pick], fit.c[pick], new[pick][None, :])[0]
     assert abs(estimate - np.interp(1.2, np.sort(theta), np.sort(fit.theta))) < 0.35
+
+
+def test_map_fit_is_a_stationary_point_of_the_joint_posterior() -> None:
+    """The profiled fit (items by Newton given the abilities, L-BFGS over the abilities) must land on
+    the joint MAP: every partial derivative of the joint log posterior, written out here from the
+    model and the priors, is ~0 at the returned theta, a and c, also with unobserved cells."""
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0.5, 2.5, 1500)
+    c = rng.normal(0.0, 1.5, 1500)
+    theta = rng.normal(0.0, 1.0, 30)
+    y = (rng.random((30, 1500)) < 1.0 / (1.0 + np.exp(-(np.outer(theta, a) + c)))).astype(np.int8)
+    y[rng.random(y.shape) < 0.2] = -2  # not observed
+    observed = (y >= 0).astype(float)
+    for kind in ("2pl", "1pl"):
+        fit = fit_irt(y, kind=kind)
+        r = (np.where(y == 1, 1.0, 0.0) - 1.0 / (1.0 + np.exp(-(np.outer(fit.theta, fit.a) + fit.c)))) * observed
+        g_theta = r @ fit.a - fit.theta            # prior theta ~ N(0, 1)
+        g_c = r.sum(axis=0) - fit.c / 9.0          # prior c ~ N(0, 9)
+        assert np.abs(g_theta).max() < 1e-4 and np.abs(g_c).max() < 1e-6  # 0.01 off in theta: ~2
+        if kind == "2pl":
+            g_a = fit.theta @ r - (fit.a - 1.0)    # prior a ~ N(1, 1)
+            assert np.abs(g_a).max() < 1e-6
+        else:
+            assert (fit.a == 1.0).all()
