@@ -268,7 +268,10 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
     cand_right = right[candidates]
     rand_score = 100.0 * random_scores(pool.bench_code[candidates], cand_right, draws, pool.weights)
     rand = positions_of(rand_score, member_scores)
-    bayes, mass = bayesian_positions(interval_success(pool.irv[candidates]), cand_right, draws)
+    # the interval likelihoods only of items some trial drew (1,000 x 100 of a million-item pool)
+    drawn, local = np.unique(draws, return_inverse=True)
+    bayes, mass = bayesian_positions(interval_success(pool.irv[candidates[drawn]]), cand_right[drawn],
+                                     local.reshape(draws.shape))
 
     # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
     col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))

@@ -40,7 +40,6 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputTarget
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
-from evalprism.keyed import content_order
 from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
 from evalprism.stem.discriminability import reference_scores
@@ -95,9 +94,8 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
 
 
 def item_order(pool: Pool) -> np.ndarray:
-    """Pool item indices sorted by (benchmark, item_id): every draw picks from items in this order, so
-    the same items in another file order give the same subsets (:mod:`evalprism.keyed`)."""
-    return content_order(pool.items["benchmark"], pool.items["item_id"])
+    """Pool item indices sorted by (benchmark, item_id) (:attr:`Pool.item_order`)."""
+    return pool.item_order
 
 
 def level_items(pool: Pool, target: Target) -> list[np.ndarray]:

@@ -26,6 +26,7 @@ from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
+from evalprism.keyed import content_order
 from evalprism.stats import irv as irv_kernel
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
 from evalprism.stats.irv import KINDS, Missing
@@ -62,6 +63,16 @@ class Pool(SavedResult):
     panel: np.ndarray | None = None
     panel_models: list[str] = field(default_factory=list)
     _irt: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    _order: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def item_order(self) -> np.ndarray:
+        """Item indices sorted by (benchmark, item_id): every draw picks from items in this order, so
+        the same items in another file order give the same subsets (:mod:`evalprism.keyed`).
+        Computed once per pool (sorting a million string ids is most of a trial run's setup)."""
+        if self._order is None:
+            self._order = content_order(self.items["benchmark"], self.items["item_id"])
+        return self._order
 
     @property
     def n(self) -> int:
