@@ -29,7 +29,6 @@ def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, all
 
     ``parameter`` names the option in messages (the CLI spells it as its flag). Refused: an empty
     side of ``=``, a key given twice, or (``allow_global=False``) a value without ``KEY=``."""
-    flag = parameter
     if values is None:
         return {}
     if isinstance(values, str):
@@ -39,14 +38,14 @@ def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, all
         key, sep, value = (s.strip() for s in str(raw).partition("="))
         if not sep:
             if not allow_global:
-                raise EvalprismError(f"{flag} {raw!r}: expected KEY=VALUE", parameter=parameter)
+                raise EvalprismError(f"{parameter} {raw!r}: expected KEY=VALUE", parameter=parameter)
             key, value = ANY_TASK, key
         if not key or not value:
-            raise EvalprismError(f"{flag} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
+            raise EvalprismError(f"{parameter} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
                                  "with both sides non-empty", parameter=parameter)
         if key in out:
             what = "a value for every task" if key == ANY_TASK else f"'{key}'"
-            raise EvalprismError(f"{flag}: {what} is given twice ({out[key]!r} and {value!r})", parameter=parameter)
+            raise EvalprismError(f"{parameter}: {what} is given twice ({out[key]!r} and {value!r})", parameter=parameter)
         out[key] = value
     return out
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,7 @@ def model_names(root: Path, directories: list[Path], mapping: Mapping[str, str])
         return root.name if r == "." else r
 
     leaf = {d: (root.name if d == root else d.name) for d in directories}
-    shared = {n for n in leaf.values() if list(leaf.values()).count(n) > 1}
+    shared = {n for n, k in Counter(leaf.values()).items() if k > 1}
     out = {d: rel(d) if leaf[d] in shared else leaf[d] for d in directories}
     for key, name in mapping.items():
         hits = [d for d in directories if key in (rel(d), d.relative_to(root).as_posix(), leaf[d])]

@@ -52,7 +52,6 @@ from evalprism.stem.locate import (
     Weighting,
     draw_subset,
     interval_confidence,
-    item_order,
     level_items,
     level_weights,
     per_level,
@@ -225,7 +224,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
     missing = pool.options.get("missing", "wrong")
     levels = level_items(pool, target)
     m = per_level(items, levels)
-    order = item_order(pool)
+    order = pool.item_order
     has_row = target.outcome != NO_ROW
     usable = has_row & (target.outcome != -1) if missing == "exclude" else has_row
     candidates = order[has_row[order]]  # random sampling: every item with a row, in content order

@@ -93,18 +93,13 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     return Target(model=model, outcome=outcome, scores=scores, reference_score=ref, truth=truth)
 
 
-def item_order(pool: Pool) -> np.ndarray:
-    """Pool item indices sorted by (benchmark, item_id) (:attr:`Pool.item_order`)."""
-    return pool.item_order
-
-
 def level_items(pool: Pool, target: Target) -> list[np.ndarray]:
-    """Pool item indices of each TI level 1..n+1 that the model can be scored on, in :func:`item_order`."""
+    """Pool item indices of each TI level 1..n+1 that the model can be scored on, in :attr:`Pool.item_order`."""
     usable = target.outcome != NO_ROW
     if pool.options.get("missing", "wrong") == "exclude":
         usable &= target.outcome != -1
     in_pool = (pool.ti > 0) & usable
-    order = item_order(pool)
+    order = pool.item_order
     order = order[in_pool[order]]
     ti = pool.ti[order]
     return [order[ti == k] for k in range(1, pool.n + 2)]

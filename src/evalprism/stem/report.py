@@ -176,7 +176,8 @@ def _curves_figure(result: LocationResult) -> go.Figure:
     cols = min(n, 3)
     rows = -(-n // cols)
     # model and interval on two lines: side by side, "model: between A and B" overran the next panel
-    titles = [f"<b>{loc.model}</b><br>{loc.interval.replace(' and ', '<br>and ')}" for loc, _ in result.results]
+    titles = [f"<b>{html.escape(loc.model)}</b><br>{html.escape(loc.interval).replace(' and ', '<br>and ')}"
+              for loc, _ in result.results]
     margin = {"l": 60, "r": 20, "t": 90, "b": 110}
     panel, gap = 300, 130  # px: panel height, space between rows for the axis title and next (three-line) title
     plot_height = panel * rows + gap * (rows - 1)
