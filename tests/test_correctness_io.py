@@ -134,6 +134,13 @@ def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None
     assert flexible.sort_values("item_id")["score"].tolist() == [0, 1]
 
 
+def test_lm_eval_partial_credit_is_named_by_file_and_line(tmp_path: Path) -> None:
+    _lm_eval_dir(tmp_path, "m", {}, {"squad": [_sample(0, "f1", 1.0), _sample(1, "f1", 0.5)]})
+    with pytest.raises(EvalprismError, match=r"samples_squad_\S+\.jsonl: line 2: 'f1' is 0\.5 for task 'squad': "
+                                             r"expected 1 \(right\), 0 \(wrong\)"):
+        read_correctness(tmp_path)
+
+
 def _inspect_json_log(path: Path, model: str, values: list) -> None:
     """A minimal log in inspect_ai's JSON format: eval (task, model) and samples with scores."""
     samples = [{"id": i, "epoch": 1, "scores": {"choice": {"value": v}} if v is not None else {},
@@ -148,8 +155,8 @@ def test_inspect_values_map_correct_incorrect_and_no_answer(tmp_path: Path) -> N
     out = read_correctness(tmp_path / "x.json")
     assert out.sort_values("item_id")["score"].tolist() == [1, 0, -1, -1, 1, 1]
     _inspect_json_log(tmp_path / "p.json", "openai/x", ["C", "P"])
-    with pytest.raises(EvalprismError, match="column 'score'"):
-        read_correctness(tmp_path / "p.json")
+    with pytest.raises(EvalprismError, match=r"p\.json: sample '1', scorer 'choice': value 'P', expected C/I/N"):
+        read_correctness(tmp_path / "p.json")  # named by log and sample, not by a row of an internal table
 
 
 def test_inspect_logs_through_inspect_api(tmp_path: Path) -> None:

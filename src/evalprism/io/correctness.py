@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
+from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.tables import FORMATS, read_table, table_format
 from evalprism.io.harness_options import HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
@@ -61,8 +61,6 @@ MODELS_SCHEMA = Schema(
 
 #: spellings accepted for the ``params`` column of model metadata
 PARAMS_ALIASES = ("params_b", "params_b_nominal", "params_billions")
-_SCORE_EXPECTED = "1 (right), 0 (wrong) or -1 (no answer), or true/false"
-_SCORE_TEXT = {"1": 1, "0": 0, "-1": -1, "true": 1, "false": 0, "1.0": 1, "0.0": 0, "-1.0": -1}
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ def _factorize_keys(series: pd.Series, name: str, where: str) -> tuple[np.ndarra
 
 def _score_codes(series: pd.Series, where: str) -> np.ndarray:
     """Scores as int8 in {1, 0, -1}; the first value outside that set is reported by row."""
-    require_scalars(series, "score", _SCORE_EXPECTED, where)
+    require_scalars(series, "score", SCORE_EXPECTED, where)
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
@@ -127,21 +125,13 @@ def _score_codes(series: pd.Series, where: str) -> np.ndarray:
     table = np.empty(len(uniques), dtype=np.int8)
     first = first_rows(codes, len(uniques))
     for k, value in enumerate(list(uniques)):
-        converted = _score_value(value)
+        converted = score_value(value)
         if converted is None:
             row = int(first[k])
-            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected {_SCORE_EXPECTED}, "
+            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected {SCORE_EXPECTED}, "
                                  f"got {value!r}")
         table[k] = converted
     return table[codes]
-
-
-def _score_value(value: Any) -> int | None:
-    if isinstance(value, bool | np.bool_):
-        return int(value)
-    if isinstance(value, int | np.integer | float | np.floating):
-        return int(value) if float(value) in (1.0, 0.0, -1.0) else None
-    return _SCORE_TEXT.get(str(value).strip().lower())
 
 
 def encode_correctness(df: pd.DataFrame, source: str | None = None, benchmark: str | None = None) -> EncodedCorrectness:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.text import read_text
 
 _VALUE_CODES = {"C": 1, "I": 0, "N": -1}
@@ -112,12 +113,22 @@ def read_content(path: Path) -> LogContent:
 
 
 def _code(value: Any, error: bool) -> Any:
-    """1 / 0 / -1 for a correctness value; other values are returned for the validator to refuse."""
+    """1 / 0 / -1 for a correctness value; any other value is returned as it is (a reduction's
+    fraction is reported by the caller, the rest by :func:`_checked`)."""
     if error or value is None:
         return -1
     if isinstance(value, str) and value.strip().upper() in _VALUE_CODES:
         return _VALUE_CODES[value.strip().upper()]
     return value
+
+
+def _checked(content: LogContent, item: str, scorer: str, value: Any) -> int:
+    """``value`` as a score, or one message naming the log, the sample and the scorer."""
+    code = score_value(value)
+    if code is None:
+        raise EvalprismError(f"{content.source}: sample '{item}', scorer '{scorer}': value {value!r}, expected "
+                             f"C/I/N or {SCORE_EXPECTED} (partial credit is not a correctness)", parameter="scorer")
+    return code
 
 
 def _scorer(content: LogContent, wanted: str | None) -> str:
@@ -146,7 +157,8 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices) 
             if epochs == "first" and s["epoch"] != 1:
                 continue
             item = f"{s['id']}#{s['epoch']}" if epochs == "all" else str(s["id"])
-            rows.append({**base, "item_id": item, "score": _code(s["scores"].get(scorer), s["error"])})
+            rows.append({**base, "item_id": item,
+                         "score": _checked(content, item, scorer, _code(s["scores"].get(scorer), s["error"]))})
     else:
         reduced = content.reductions.get(scorer)
         reducer = content.reducer.get(scorer, "mean")
@@ -163,7 +175,7 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices) 
                 raise EvalprismError(f"{content.source}: sample '{sample_id}' scores {code:.3g} under inspect's "
                                      f"'{reducer}' reduction over {content.epochs} runs, not 0 or 1: use epochs "
                                      "first (the first run) or epochs all (each run its own item)", parameter="epochs")
-            rows.append({**base, "item_id": sample_id, "score": code})
+            rows.append({**base, "item_id": sample_id, "score": _checked(content, sample_id, scorer, code)})
     how = {"first": "epoch 1", "all": "every epoch its own item", "mean": "inspect's reduction over epochs"}[epochs]
     choices.add(f"inspect {Path(content.source).name}: {content.model} on {content.task}, scorer {scorer}"
                 f"{'' if options.scorer else ' (the only one)'}, {content.epochs} epoch(s): {how}, {len(rows)} items")

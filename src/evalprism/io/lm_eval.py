@@ -35,6 +35,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import ANY_TASK, HarnessOptions, ReadChoices
+from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.text import json_line_error, open_text, read_text
 
 #: sample-line keys that are not metrics
@@ -193,6 +194,9 @@ def _read_task(path: Path, task: str, model: str, results: dict[str, Any], optio
             raise EvalprismError(f"{path}: line {line_no}: no '{metric}' value for task '{task}' (values present: "
                                  f"{', '.join(have) or 'none'}); choose: metric {task}=NAME",
                                  parameter="metric")
+        if score_value(rec[metric]) is None:
+            raise EvalprismError(f"{path}: line {line_no}: '{metric}' is {rec[metric]!r} for task '{task}': expected "
+                                 f"{SCORE_EXPECTED} (choose a 0/1 value: metric {task}=NAME)", parameter="metric")
         rows.append((str(rec["doc_id"]), str(rec.get("filter", "none")), rec[metric]))
     table = pd.DataFrame(rows, columns=["item_id", "filter", "score"])
     filters = list(dict.fromkeys(table["filter"]))
