@@ -114,3 +114,46 @@ def test_demo_locates_the_planted_models(tmp_path) -> None:
     assert [e["true_position"] for e in located] == [0, 1, 2, 3, 4]
     assert all(e["trials"]["accuracy_paper"] >= 0.95 and e["trials"]["accuracy"] >= 0.95 for e in located)
     assert (tmp_path / "pool" / "anomalies.csv").exists()
+
+
+def test_equal_params_name_each_tie_group_with_its_size_models_and_rows(files, tmp_path, capsys) -> None:
+    meta = pd.read_csv(files["meta"], dtype=str)
+    meta.loc[meta["model"] == "toy-4b", "params"] = "1"  # ties toy-1b (row 1)
+    meta.loc[meta["model"] == "toy-70b", "params"] = "14"  # ties toy-14b (row 3)
+    out = tmp_path / "out"
+    _expect_error(["stem", "audit", files["correctness"], "--models", _write(tmp_path / "tie.csv", meta), "--family",
+                   "toy", "--out", out], capsys,
+                  "2 sizes are shared: 1B is shared by 'toy-1b' (row 1), 'toy-4b' (row 2); 14B is shared by "
+                  "'toy-14b' (row 3), 'toy-70b' (row 4); the family must be ordered strictly by size", out)
+    meta = pd.read_csv(files["meta"], dtype=str)
+    meta.loc[meta["model"] == "toy-70b", "params"] = "14"
+    _expect_error(["stem", "pool", files["correctness"], "--models", _write(tmp_path / "tie1.csv", meta), "--family",
+                   "toy", "--out", out], capsys,
+                  "two models have the same params: 14B is shared by 'toy-14b' (row 3), 'toy-70b' (row 4)", out)
+
+
+def test_pool_says_which_benchmark_it_leaves_out_and_why(files, tmp_path, capsys) -> None:
+    correctness = pd.read_csv(files["correctness"], dtype=str)
+    extra = correctness[(correctness["benchmark"] == "bench-1") & (correctness["model"] != "toy-14b")].assign(
+        benchmark="bench-3")  # toy-14b has no row on bench-3
+    path = _write(tmp_path / "three.csv", pd.concat([correctness, extra]))
+    out = tmp_path / "pool"
+    code, _, err = run_cli(["stem", "pool", path, "--models", files["meta"], "--family", "toy", "--out", out], capsys)
+    assert code == 0, err
+    said = ("benchmark 'bench-3' (300 items) is left out of the pool: toy-14b has no row for it (every pool item "
+            "needs the result of every family member)")
+    assert f"note {said}" in " ".join(err.split())
+    assert list(pd.read_csv(out / "benchmarks.csv")["benchmark"]) == ["bench-1", "bench-2"]
+    assert json.loads((out / "run.json").read_text())["options"]["left_out"] == [said]
+    assert "Benchmark 'bench-3' (300 items) is left out of the pool" in (out / "report.html").read_text()
+    # nothing left out: no note
+    code, _, err = run_cli(["stem", "pool", files["correctness"], "--models", files["meta"], "--family", "toy",
+                            "--out", tmp_path / "pool2"], capsys)
+    assert code == 0 and "note" not in err
+    # every benchmark left out: one message, not an empty pool
+    only = correctness[~((correctness["model"] == "toy-14b") & (correctness["benchmark"] == "bench-2"))
+                       & ~((correctness["model"] == "toy-4b") & (correctness["benchmark"] == "bench-1"))]
+    _expect_error(["stem", "pool", _write(tmp_path / "none.csv", only), "--models", files["meta"], "--family", "toy",
+                   "--out", tmp_path / "pool3"], capsys,
+                  "no item has a row from every member of the family, so the pool would be empty: benchmark "
+                  "'bench-1' (300 items) is left out of the pool: toy-4b has no row for it", tmp_path / "pool3")

@@ -450,6 +450,13 @@ def _read_notes(lines: list[str], quiet: bool) -> None:
             _err.print(f"[dim]read[/dim] {line}", highlight=False, soft_wrap=True)
 
 
+def _notes(lines: list[str], quiet: bool) -> None:
+    """What the analysis left out or changed from what was asked, one line each."""
+    if not quiet:
+        for line in lines:
+            _err.print(f"[yellow]note[/yellow] {line}", highlight=False, soft_wrap=True)
+
+
 @stem_app.command("pool")
 def stem_pool(
     correctness: StemCorrectness,
@@ -475,6 +482,7 @@ def stem_pool(
                                  harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), panel=panel,
                                  irt=irt.value)
     _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
     extra = (f"; reference panel of {pool.panel_size()} models ({irt.value} fit in "
              f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
@@ -537,6 +545,7 @@ def stem_audit(
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
                                  harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), require_sts=False)
     _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
     pool.audit().save(target)
     _wrote(out, quiet)
 

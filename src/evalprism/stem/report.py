@@ -124,6 +124,7 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         f"Highest anomaly rate: {worst['benchmark']} at {worst['anomaly_rate']:.1%} — items a smaller member "
         "answers right while a larger one fails; candidates for contamination or noisy grading.",
         "Reference scores: " + ", ".join(f"{r.model} {r.reference_score:.1f}" for r in members.itertuples()) + ".",
+        *[note[0].upper() + note[1:] + "." for note in pool.options.get("left_out", [])],
     )
     report.html_block("What this shows", "<p>STEM orders a model family by size and looks at every item's "
                       "results across it (its IRV). Items that flip once from wrong to right as the models grow are "
