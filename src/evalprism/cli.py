@@ -101,7 +101,7 @@ def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
     out: Out,
     by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
-    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
+    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto': the K whose clusterings of random question subsets agree best (stability: adjusted Rand index); the mean silhouette only decides among the most stable K.")] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
     score: Annotated[ScoreRuleName, typer.Option(
