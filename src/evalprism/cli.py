@@ -519,6 +519,7 @@ def stem_locate(
     _read_notes(table.attrs.get("choices", []), quiet)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
                            method=method.value, design=design.value, progress=not quiet)
+    _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)
 

@@ -249,6 +249,8 @@ def _load_pool(pool_dir: Path) -> Pool:
                              "(the members ordered by size)")
     table = POOL_ITEMS_SCHEMA.validate(read_table(pool_dir / "pool.csv"), source="pool.csv")
     matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), "pool.csv")
+    if (pool_dir / "benchmarks.csv").is_file():
+        _check_item_counts(table, read_table(pool_dir / "benchmarks.csv"))
     items = pd.DataFrame({"benchmark": table["benchmark"].to_numpy(dtype=object),
                           "item_id": table["item_id"].to_numpy(dtype=object)})
     pool = _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
@@ -256,6 +258,26 @@ def _load_pool(pool_dir: Path) -> Pool:
     if (pool_dir / "panel.csv").is_file():
         _load_panel(pool, pool_dir)
     return pool
+
+
+def _check_item_counts(table: pd.DataFrame, benchmarks: pd.DataFrame) -> None:
+    """pool.csv must hold as many items per benchmark as benchmarks.csv (written with it) lists: a
+    pool.csv cut at a line end parses cleanly, and would locate models on a part of the pool."""
+    if not {"benchmark", "items"} <= set(benchmarks.columns):
+        raise EvalprismError("benchmarks.csv: expected the columns 'benchmark' and 'items' (write the pool again)")
+    listed = pd.Series(pd.to_numeric(benchmarks["items"], errors="coerce").to_numpy(),
+                       index=benchmarks["benchmark"].astype(str))
+    found = table["benchmark"].astype(str).value_counts()
+    if listed.isna().any() or not found.reindex(listed.index, fill_value=0).eq(listed).all() or \
+            not set(found.index) <= set(listed.index):
+        def counts(series: pd.Series) -> str:
+            return ", ".join(f"{b} {int(series[b]):,}" for b in sorted(series.index))
+
+        last = table.iloc[-1]
+        raise EvalprismError(f"pool.csv holds {len(table):,} items ({counts(found)}) but benchmarks.csv lists "
+                             f"{int(listed.sum()):,} ({counts(listed)}): pool.csv is truncated or was edited (its last "
+                             f"row, {len(table):,}, is {last['benchmark']}, {last['item_id']}); write the pool again "
+                             "with `evalprism stem pool`")
 
 
 def _load_panel(pool: Pool, pool_dir: Path) -> None:
