@@ -114,3 +114,128 @@ def test_demo_locates_the_planted_models(tmp_path) -> None:
     assert [e["true_position"] for e in located] == [0, 1, 2, 3, 4]
     assert all(e["trials"]["accuracy_paper"] >= 0.95 and e["trials"]["accuracy"] >= 0.95 for e in located)
     assert (tmp_path / "pool" / "anomalies.csv").exists()
+
+
+def test_equal_params_name_each_tie_group_with_its_size_models_and_rows(files, tmp_path, capsys) -> None:
+    meta = pd.read_csv(files["meta"], dtype=str)
+    meta.loc[meta["model"] == "toy-4b", "params"] = "1"  # ties toy-1b (row 1)
+    meta.loc[meta["model"] == "toy-70b", "params"] = "14"  # ties toy-14b (row 3)
+    out = tmp_path / "out"
+    _expect_error(["stem", "audit", files["correctness"], "--models", _write(tmp_path / "tie.csv", meta), "--family",
+                   "toy", "--out", out], capsys,
+                  "2 sizes are shared: 1B is shared by 'toy-1b' (row 1), 'toy-4b' (row 2); 14B is shared by "
+                  "'toy-14b' (row 3), 'toy-70b' (row 4); the family must be ordered strictly by size", out)
+    meta = pd.read_csv(files["meta"], dtype=str)
+    meta.loc[meta["model"] == "toy-70b", "params"] = "14"
+    _expect_error(["stem", "pool", files["correctness"], "--models", _write(tmp_path / "tie1.csv", meta), "--family",
+                   "toy", "--out", out], capsys,
+                  "two models have the same params: 14B is shared by 'toy-14b' (row 3), 'toy-70b' (row 4)", out)
+
+
+def test_pool_says_which_benchmark_it_leaves_out_and_why(files, tmp_path, capsys) -> None:
+    correctness = pd.read_csv(files["correctness"], dtype=str)
+    extra = correctness[(correctness["benchmark"] == "bench-1") & (correctness["model"] != "toy-14b")].assign(
+        benchmark="bench-3")  # toy-14b has no row on bench-3
+    path = _write(tmp_path / "three.csv", pd.concat([correctness, extra]))
+    out = tmp_path / "pool"
+    code, _, err = run_cli(["stem", "pool", path, "--models", files["meta"], "--family", "toy", "--out", out], capsys)
+    assert code == 0, err
+    said = ("benchmark 'bench-3' (300 items) is left out of the pool: toy-14b has no row for it (every pool item "
+            "needs the result of every family member)")
+    assert f"note {said}" in " ".join(err.split())
+    assert list(pd.read_csv(out / "benchmarks.csv")["benchmark"]) == ["bench-1", "bench-2"]
+    assert json.loads((out / "run.json").read_text())["options"]["left_out"] == [said]
+    assert "Benchmark 'bench-3' (300 items) is left out of the pool" in (out / "report.html").read_text()
+    # nothing left out: no note
+    code, _, err = run_cli(["stem", "pool", files["correctness"], "--models", files["meta"], "--family", "toy",
+                            "--out", tmp_path / "pool2"], capsys)
+    assert code == 0 and "note" not in err
+    # every benchmark left out: one message, not an empty pool
+    only = correctness[~((correctness["model"] == "toy-14b") & (correctness["benchmark"] == "bench-2"))
+                       & ~((correctness["model"] == "toy-4b") & (correctness["benchmark"] == "bench-1"))]
+    _expect_error(["stem", "pool", _write(tmp_path / "none.csv", only), "--models", files["meta"], "--family", "toy",
+                   "--out", tmp_path / "pool3"], capsys,
+                  "no item has a row from every member of the family, so the pool would be empty: benchmark "
+                  "'bench-1' (300 items) is left out of the pool: toy-4b has no row for it", tmp_path / "pool3")
+
+
+@pytest.fixture(scope="module")
+def pool_dir(files, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from evalprism.stem import build_pool_from_files
+
+    out = tmp_path_factory.mktemp("stem-pool") / "pool"
+    build_pool_from_files(files["correctness"], files["meta"], family="toy").save(out)
+    return out
+
+
+def _one_model(files, name: str, score: str) -> pd.DataFrame:
+    """other-b's rows renamed to ``name``, every score set to ``score``."""
+    correctness = pd.read_csv(files["correctness"], dtype=str)
+    return correctness[correctness["model"] == "other-b"].assign(model=name, score=score)
+
+
+def test_more_items_than_answered_is_a_clamp_that_is_said(files, pool_dir, tmp_path, capsys) -> None:
+    available = len(pd.read_csv(pool_dir / "pool.csv"))  # other-b has a row for every item; A and B use them all
+    out = tmp_path / "loc"
+    code, _, err = run_cli(["stem", "locate", pool_dir, files["correctness"], "--model", "other-b", "--out", out,
+                            "--items", "1000000", "--trials", "3"], capsys)
+    assert code == 0, err
+    said = (f"'other-b' can be scored on {available:,} pool items, fewer than the 1,000,000 asked (items): every "
+            "method drew all it could, so the estimates are its full-benchmark score (standard error 0) and the "
+            f"trials repeat one another; ask for fewer than {available:,} items to test a sample")
+    assert f"note {said}" in " ".join(err.split()) and "Traceback" not in err
+    entry = json.loads((out / "localization.json").read_text())[0]
+    assert entry["standard_error"] == 0 and entry["items_used"] == available
+    assert entry["estimate"] == pytest.approx(entry["reference_score"], abs=1e-6)
+    assert json.loads((out / "run.json").read_text())["options"]["notes"] == [said]
+    page = (out / "report.html").read_text()
+    assert f"Every one of the {available:,} pool items it can be scored on was drawn" in page
+    # exactly as many as it answered: nothing clamped, no note, the same sentence for the standard error 0
+    code, _, err = run_cli(["stem", "locate", pool_dir, files["correctness"], "--model", "other-b", "--out",
+                            tmp_path / "exact", "--items", str(available), "--trials", "0"], capsys)
+    assert code == 0, err
+    assert "note" not in err
+    assert "(standard error 0)" in (tmp_path / "exact" / "report.html").read_text()
+
+
+def test_every_item_right_gives_standard_error_0_said_not_divided(files, pool_dir, tmp_path, capsys) -> None:
+    path = _write(tmp_path / "perfect.csv", _one_model(files, "perfect", "1"))
+    out = tmp_path / "loc"
+    code, _, err = run_cli(["stem", "locate", pool_dir, path, "--out", out, "--items", "60", "--trials", "5"], capsys)
+    assert code == 0, err
+    entry = json.loads((out / "localization.json").read_text())[0]
+    assert entry["standard_error"] == 0 and entry["estimate"] == 100 and entry["position"] == 4
+    assert ("Its 60 sampled answers do not vary within any stratum (e.g. all right or all wrong), so the estimated "
+            "standard error is 0, which understates the uncertainty") in (out / "report.html").read_text()
+
+
+def test_a_model_that_answered_nothing_is_one_message_naming_it(files, pool_dir, tmp_path, capsys) -> None:
+    path = _write(tmp_path / "nothing.csv", _one_model(files, "silent", "-1"))
+    n_rows = len(pd.read_csv(pool_dir / "pool.csv"))
+    out = tmp_path / "loc"
+    _expect_error(["stem", "locate", pool_dir, path, "--out", out], capsys,
+                  f"nothing.csv: model 'silent' answered none of the pool's items: all its {n_rows:,} rows on them are "
+                  "-1 (no answer); there is nothing to locate it by", out)
+
+
+def test_a_truncated_pool_csv_is_one_message_naming_the_file_and_row(files, pool_dir, tmp_path, capsys) -> None:
+    import shutil
+
+    lines = (pool_dir / "pool.csv").read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut"
+    shutil.copytree(pool_dir, cut)
+    out = tmp_path / "loc"
+    # cut at a line end: parses cleanly, but holds fewer items than benchmarks.csv lists
+    (cut / "pool.csv").write_text("".join(lines[:31]))
+    last = lines[30].split(",")
+    bench = pd.read_csv(pool_dir / "benchmarks.csv")
+    listed = ", ".join(f"{b} {n:,}" for b, n in zip(bench["benchmark"], bench["items"], strict=True))
+    _expect_error(["stem", "locate", cut, files["correctness"], "--model", "other-b", "--out", out], capsys,
+                  f"{cut}: not a valid evalprism pool directory: pool.csv holds 30 items ", out)
+    _expect_error(["stem", "locate", cut, files["correctness"], "--model", "other-b", "--out", out], capsys,
+                  f"but benchmarks.csv lists {bench['items'].sum():,} ({listed}): pool.csv is truncated or was edited "
+                  f"(its last row, 30, is {last[0]}, {last[1]})", out)
+    # cut inside a row's IRV: the row is named
+    (cut / "pool.csv").write_text("".join(lines[:41]) + lines[41][: lines[41].index(",", lines[41].index(",") + 1) + 4])
+    _expect_error(["stem", "locate", cut, files["correctness"], "--model", "other-b", "--out", out], capsys,
+                  "pool.csv: row 41, column 'irv': expected 4 values in {1, 0, -1} (one per family member), got", out)

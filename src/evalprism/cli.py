@@ -101,7 +101,7 @@ def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
     out: Out,
     by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
-    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto' (silhouette).")] = "auto",
+    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto': the K whose clusterings of random question subsets agree best (stability: adjusted Rand index); the mean silhouette only decides among the most stable K.")] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
     score: Annotated[ScoreRuleName, typer.Option(
@@ -450,6 +450,13 @@ def _read_notes(lines: list[str], quiet: bool) -> None:
             _err.print(f"[dim]read[/dim] {line}", highlight=False, soft_wrap=True)
 
 
+def _notes(lines: list[str], quiet: bool) -> None:
+    """What the analysis left out or changed from what was asked, one line each."""
+    if not quiet:
+        for line in lines:
+            _err.print(f"[yellow]note[/yellow] {line}", highlight=False, soft_wrap=True)
+
+
 @stem_app.command("pool")
 def stem_pool(
     correctness: StemCorrectness,
@@ -475,6 +482,7 @@ def stem_pool(
                                  harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), panel=panel,
                                  irt=irt.value)
     _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
     extra = (f"; reference panel of {pool.panel_size()} models ({irt.value} fit in "
              f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
@@ -511,6 +519,7 @@ def stem_locate(
     _read_notes(table.attrs.get("choices", []), quiet)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
                            method=method.value, design=design.value, progress=not quiet)
+    _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)
 
@@ -537,6 +546,7 @@ def stem_audit(
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
                                  harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), require_sts=False)
     _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
     pool.audit().save(target)
     _wrote(out, quiet)
 

@@ -46,8 +46,13 @@ PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next pa
 MISSING = "#d9dce3"  # heatmap cells with no responses
 #: accuracies this close (absolute) count as the same in the headline, if the McNemar test agrees
 SAME_ACCURACY = 0.02
-MAX_ROW_LABELS = 100
-MAX_HEATMAP_ROWS = 1_000  # more rows are drawn as an evenly spaced sample (in MDS order)  # heatmap rows beyond which row labels are hidden (named on hover)
+MAX_ROW_LABELS = 100  # heatmap rows beyond which row labels are hidden (named on hover)
+MAX_HEATMAP_ROWS = 1_000  # more rows are drawn as an evenly spaced sample (in MDS order)
+#: heatmap columns up to which every configuration is labelled; past it every k-th label is shown,
+#: upright, so that the labels never overlap (hover names every column)
+MAX_COLUMN_LABELS = 40
+#: answers and references in the examples are cut at this many characters, marked "…"
+EXAMPLE_CHARS = 300
 
 
 def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
@@ -99,6 +104,12 @@ def _cluster_colours(k: int) -> list[str]:
     return sample_colorscale("Viridis", [1 - i / max(k - 1, 1) for i in range(k)])
 
 
+def column_label_step(n_columns: int) -> int:
+    """Label every k-th heatmap column: 1 up to :data:`MAX_COLUMN_LABELS` columns, else the
+    smallest k that leaves at most that many labels."""
+    return max(1, math.ceil(n_columns / MAX_COLUMN_LABELS))
+
+
 def _assignment_figure(result: EcdfResult) -> go.Figure:
     """The reordered question × configuration grid coloured by cluster (one discrete colour each);
     cells without responses are grey and named in the legend."""
@@ -133,14 +144,46 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     many = len(ylabels) > MAX_ROW_LABELS  # 2,400 px cannot show more row labels legibly: hover names them
     yaxis = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
     yaxis.update({"showticklabels": False} if many else {"tickmode": "array", "tickvals": ylabels})
-    fig.update_layout(height=min(2400, max(460, 20 * len(ylabels) + 260)), template="plotly_white",
-                      margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": 200},
-                      xaxis={"tickangle": -45, "type": "category"}, yaxis=yaxis,
+    step = column_label_step(len(xlabels))
+    xaxis = {"tickangle": -45 if step == 1 else -90, "type": "category", "tickmode": "array",
+             "tickvals": xlabels[::step], "tickfont": {"size": 11 if step == 1 else 10}}
+    # room below for the slanted (or upright) labels, so that they do not squeeze the rows
+    label_px = 6.5 * max(len(x) for x in xlabels[::step]) * (0.71 if step == 1 else 1.0)
+    bottom = int(min(600, max(200, label_px + 70)))
+    fig.update_layout(height=min(2200, max(260, 20 * len(ylabels) + 60)) + bottom, template="plotly_white",
+                      margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": bottom},
+                      xaxis=xaxis, yaxis=yaxis,
                       showlegend=True, legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
-                      xaxis_title="configuration",
+                      xaxis_title="configuration" if step == 1 else
+                      f"configuration ({len(xlabels)}: every {_ordinal(step)} labelled, hover for each)",
                       yaxis_title=(f"{len(ylabels)} {'of ' + str(len(result.assignment)) + ' ' if len(ylabels) < len(result.assignment) else ''}"
                                    "questions (hover for names)" if many else "question (group)"))
     return fig
+
+
+def _ordinal(k: int) -> str:
+    """2nd, 3rd, 4th, 11th, 21st, ..."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _heatmap_caption(result: EcdfResult) -> str:
+    """How to read the assignment heatmap, and which columns carry a label when not all do."""
+    text = ("Rows are questions (with their group), columns configurations; the colour is the cluster of that setting "
+            "(bright = better). Rows and columns are sorted by one-dimensional MDS so that similar ones sit together: "
+            "horizontal bands mean the question decides the distribution, vertical bands mean the configuration does.")
+    n = result.assignment.shape[1]
+    step = column_label_step(n)
+    if step > 1:
+        text += (f" With {n} configurations only every {_ordinal(step)} column is labelled (upright, in the sorted "
+                 "order), so that the labels do not overlap; hover over a cell for its configuration.")
+    return text
+
+
+def clip(text: object, limit: int = EXAMPLE_CHARS) -> str:
+    """``text`` HTML-escaped, cut at ``limit`` characters with "…" marking the cut."""
+    text = str(text)
+    return html.escape(text) if len(text) <= limit else html.escape(text[:limit].rstrip()) + "…"
 
 
 def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
@@ -187,8 +230,8 @@ def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
             "whether they are right is in the accuracy view.")
     if wrong:
         score, answer, refs = max(wrong, key=lambda w: w[0])
-        text += (f" Here, the wrong answer <span class='example'>{html.escape(answer[:200])}</span> scores "
-                 f"{score:.2f} against <span class='example'>{html.escape(str(refs[0])[:200])}</span>.")
+        text += (f" Here, the wrong answer <span class='example'>{clip(answer)}</span> scores "
+                 f"{score:.2f} against <span class='example'>{clip(refs[0])}</span>.")
     return text + "</p>"
 
 
@@ -197,12 +240,12 @@ def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     blocks = [_near_miss_note(medoids)] if result.options.get("score") == "cosine" else []
     for row, refs, answers in medoids:
         items = "".join(
-            f"<li>{html.escape(a.answer[:300]) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
+            f"<li>{clip(a.answer) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
             f"<span class='score'>score {a.score:.2f}{' ✓ reference' if a.is_reference else ''}</span></li>"
             for a in answers.itertuples())
         # each reference on its own (a reference may span lines; ", " would run them together)
         refs_html = " ".join(f"<span class='example' style='white-space:pre-wrap;display:inline-block'>"
-                             f"{html.escape(str(r)[:200])}</span>" for r in refs) if refs else "—"
+                             f"{clip(r)}</span>" for r in refs) if refs else "—"
         blocks.append(
             f"<div><h3>Cluster {int(row['cluster'])} — {html.escape(str(row['medoid_setting']))}</h3>"
             f"<p>mean score {row['medoid_mean_score']:.3f}; reference{'s' if len(refs) > 1 else ''}: {refs_html}</p>"
@@ -353,10 +396,7 @@ def build_report(result: EcdfResult) -> Report:
         "its responses pooled. Clusters are numbered by wins (eq. 7): cluster 0 beats the most other medoids.",
     )
     report.figure(
-        _assignment_figure(result), "Cluster of every question × configuration (reordered)",
-        "Rows are questions (with their group), columns configurations; the colour is the cluster of that setting "
-        "(bright = better). Rows and columns are sorted by one-dimensional MDS so that similar ones sit together: "
-        "horizontal bands mean the question decides the distribution, vertical bands mean the configuration does.",
+        _assignment_figure(result), "Cluster of every question × configuration (reordered)", _heatmap_caption(result),
     )
     if "accuracy_level" in s.columns:
         acc_groups = []
@@ -384,7 +424,8 @@ def build_report(result: EcdfResult) -> Report:
     if "answer" in result.responses.columns:
         report.html_block("Example answers of the medoids", _examples_html(result),
                           "The distinct (extracted) answers in each medoid setting with their counts and mean "
-                          "score, next to the reference; ✓ marks an answer equal to a reference.")
+                          "score, next to the reference; ✓ marks an answer equal to a reference. Answers and references "
+                          f"longer than {EXAMPLE_CHARS} characters are cut, marked …")
     if result.comparisons is not None:
         report.html_block("Do the configurations differ?", _comparisons_html(result),
                           "Paired comparisons over the questions both configurations answered. Distributions: the "

@@ -92,7 +92,10 @@ def parse_irv(texts: np.ndarray | list[str], n: int, where: str = "pool.csv") ->
     flat = " ".join(map(str, texts)).split()
     values = np.array(flat, dtype=object)
     if values.size != n * len(texts) or not np.isin(values, ["1", "0", "-1"]).all():
-        raise EvalprismError(f"{where}: column 'irv': expected {n} values in {{1, 0, -1}} per row")
+        row = next(i for i, t in enumerate(texts)
+                   if len(parts := str(t).split()) != n or not set(parts) <= {"1", "0", "-1"})
+        raise EvalprismError(f"{where}: row {row + 1}, column 'irv': expected {n} values in {{1, 0, -1}} (one per "
+                             f"family member), got {str(texts[row])!r}")
     return values.astype(np.int8).reshape(len(texts), n)
 
 

@@ -292,7 +292,8 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
     chosen_pos = {"paper": paper, "stratified": stratified_pos, "irt": irt_pos}[chosen]
     options = {"items": items, "per_level": m, "trials": trials, "seed": seed, "missing": missing,
                "weighting": weighting, "method": chosen, "method_requested": method, "design": design,
-               "strata": int(len(alloc)), "panel_models": pool.panel_size(target.model)}
+               "strata": int(len(alloc)), "panel_models": pool.panel_size(target.model),
+               "available": len(population)}
     result = Trials(
         model=target.model, family=pool.family, method=chosen, positions=np.asarray(chosen_pos, dtype=np.int64),
         paper_positions=paper.astype(np.int64), stratified_positions=stratified_pos.astype(np.int64),
@@ -356,15 +357,32 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     results = []
+    notes = []
     for name in names:
         target = target_of(pool, enc, name)
         ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials if trials > 0 else None
-        results.append((locate_target(pool, target, items, seed, weighting, method=method, design=design), ran))
+        loc = locate_target(pool, target, items, seed, weighting, method=method, design=design)
+        results.append((loc, ran))
+        if items > loc.options["available"]:
+            notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
     options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
                "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting,
                "method": method, "design": design, "models": names,
                "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
+    if notes:
+        options["notes"] = notes
     return LocationResult(pool=pool, results=results, options=options)
+
+
+def more_items_than_answered(model: str, items: int, available: int, trials: int) -> str:
+    """What happens when ``items`` exceeds the pool items a model can be scored on: every method
+    draws all it can (a clamp, said once per model rather than refused: other models of the same
+    run may have answered enough)."""
+    text = (f"'{model}' can be scored on {available:,} pool items, fewer than the {items:,} asked (items): every "
+            "method drew all it could, so the estimates are its full-benchmark score (standard error 0)")
+    if trials > 1:
+        text += " and the trials repeat one another"
+    return text + f"; ask for fewer than {available:,} items to test a sample"
 
 
 __all__ = ["METHODS", "SCORE_METHODS", "MIN_PANEL", "Trials", "choose_method", "locate_models", "paired_difference",

@@ -86,6 +86,10 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     if lacking:
         raise EvalprismError(f"{enc.source}: model '{model}' has no rows for benchmark{'s' if len(lacking) > 1 else ''} "
                              f"{', '.join(lacking)} of the pool; its reference score needs every pool benchmark")
+    if not (outcome[has] >= 0).any():
+        raise EvalprismError(f"{enc.source}: model '{model}' answered none of the pool's items: all its "
+                             f"{int(has.sum()):,} rows on them are -1 (no answer); there is nothing to locate it by "
+                             "(was its run complete?)")
     right = np.bincount(pool.bench_code, weights=outcome == 1, minlength=nb)
     scores = 100.0 * right / answered
     ref = float(reference_scores(scores[:, None], pool.weights)[0])
@@ -288,7 +292,8 @@ def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, w
     trials = run.trials
     options = {"items": items, "per_level": run.per_level, "seed": seed, "missing": pool.options.get("missing", "wrong"),
                "weighting": weighting, "method": trials.method, "method_requested": method, "design": design,
-               "strata": trials.options["strata"], "panel_models": trials.options["panel_models"]}
+               "strata": trials.options["strata"], "panel_models": trials.options["panel_models"],
+               "available": trials.options["available"]}
     if trials.method == "paper":
         idx, labels = run.first["balanced"]
         if len(idx) == 0:

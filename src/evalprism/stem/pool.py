@@ -249,6 +249,8 @@ def _load_pool(pool_dir: Path) -> Pool:
                              "(the members ordered by size)")
     table = POOL_ITEMS_SCHEMA.validate(read_table(pool_dir / "pool.csv"), source="pool.csv")
     matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), "pool.csv")
+    if (pool_dir / "benchmarks.csv").is_file():
+        _check_item_counts(table, read_table(pool_dir / "benchmarks.csv"))
     items = pd.DataFrame({"benchmark": table["benchmark"].to_numpy(dtype=object),
                           "item_id": table["item_id"].to_numpy(dtype=object)})
     pool = _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
@@ -256,6 +258,26 @@ def _load_pool(pool_dir: Path) -> Pool:
     if (pool_dir / "panel.csv").is_file():
         _load_panel(pool, pool_dir)
     return pool
+
+
+def _check_item_counts(table: pd.DataFrame, benchmarks: pd.DataFrame) -> None:
+    """pool.csv must hold as many items per benchmark as benchmarks.csv (written with it) lists: a
+    pool.csv cut at a line end parses cleanly, and would locate models on a part of the pool."""
+    if not {"benchmark", "items"} <= set(benchmarks.columns):
+        raise EvalprismError("benchmarks.csv: expected the columns 'benchmark' and 'items' (write the pool again)")
+    listed = pd.Series(pd.to_numeric(benchmarks["items"], errors="coerce").to_numpy(),
+                       index=benchmarks["benchmark"].astype(str))
+    found = table["benchmark"].astype(str).value_counts()
+    if listed.isna().any() or not found.reindex(listed.index, fill_value=0).eq(listed).all() or \
+            not set(found.index) <= set(listed.index):
+        def counts(series: pd.Series) -> str:
+            return ", ".join(f"{b} {int(series[b]):,}" for b in sorted(series.index))
+
+        last = table.iloc[-1]
+        raise EvalprismError(f"pool.csv holds {len(table):,} items ({counts(found)}) but benchmarks.csv lists "
+                             f"{int(listed.sum()):,} ({counts(listed)}): pool.csv is truncated or was edited (its last "
+                             f"row, {len(table):,}, is {last['benchmark']}, {last['item_id']}); write the pool again "
+                             "with `evalprism stem pool`")
 
 
 def _load_panel(pool: Pool, pool_dir: Path) -> None:
@@ -342,15 +364,20 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
     meta = meta.sort_values("params", kind="stable").reset_index(drop=True)
     same = meta["params"].duplicated(keep=False)
     if same.any():
-        tied = meta[same]
-        raise EvalprismError(f"{where}: models {', '.join(tied['model'])} have the same params "
-                             f"({tied['params'].iloc[0]:g}B); the family must be ordered strictly by size")
+        raise EvalprismError(f"{where}: {_ties(meta[same])}; the family must be ordered strictly by size: keep one "
+                             "model of each size (e.g. a metadata file listing only those)")
     members = meta["model"].to_numpy(dtype=object)
     matrix, complete = enc.matrix(list(members))
+    left_out = left_out_benchmarks(enc.items["benchmark"].to_numpy(dtype=object), matrix, list(members))
+    if not complete.any():
+        raise EvalprismError(f"{enc.source}: no item has a row from every member of the family, so the pool would be "
+                             f"empty: {'; '.join(left_out)}")
     name = family or (str(meta["family"].iloc[0]) if "family" in meta.columns else "")
+    options: dict[str, Any] = {"missing": missing, "min_models": min_models}
+    if left_out:
+        options["left_out"] = left_out
     pool = _assemble(name, members, meta["params"].to_numpy(dtype=float), enc.items[complete].reset_index(drop=True),
-                     matrix[complete], {"missing": missing, "min_models": min_models},
-                     incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
+                     matrix[complete], options, incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
     if irt not in ("2pl", "1pl"):
         raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}")
     if panel is not None:
@@ -363,6 +390,36 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
                              f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
                              f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)")
     return pool
+
+
+def left_out_benchmarks(bench: np.ndarray, matrix: np.ndarray, members: list[str]) -> list[str]:
+    """One sentence per benchmark of the correctness data that the pool leaves out whole because no
+    item of it has a row from every member (items some member lacks are left out, see
+    :func:`build_pool`): which benchmark, how many items, and which members have no row for it."""
+    notes = []
+    codes, names = pd.factorize(pd.Series(bench), sort=True)
+    for b, benchmark in enumerate(names):
+        rows = matrix[codes == b]
+        if (rows != -2).all(axis=1).any():
+            continue
+        absent = [m for j, m in enumerate(members) if (rows[:, j] == -2).all()]
+        if absent:
+            why = f"{', '.join(absent)} {'has' if len(absent) == 1 else 'have'} no row for it"
+        else:
+            why = "no item of it has a row from every member"
+        notes.append(f"benchmark '{benchmark}' ({len(rows):,} items) is left out of the pool: {why} (every pool item "
+                     "needs the result of every family member)")
+    return notes
+
+
+def _ties(tied: pd.DataFrame) -> str:
+    """Each group of members with equal params, named with its size, models and metadata rows."""
+    groups = [f"{params:g}B is shared by " + ", ".join(f"'{m}' (row {r})" for m, r in
+                                                      sorted(zip(group["model"], group["_row"]), key=lambda x: x[1]))
+              for params, group in tied.groupby("params", sort=True)]
+    lead = "two models have the same params" if len(tied) == 2 else (
+        f"{len(groups)} sizes are shared" if len(groups) > 1 else "models have the same params")
+    return f"{lead}: " + "; ".join(groups)
 
 
 def attach_panel(pool: Pool, panel: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None) -> None:

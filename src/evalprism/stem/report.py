@@ -124,6 +124,7 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         f"Highest anomaly rate: {worst['benchmark']} at {worst['anomaly_rate']:.1%} — items a smaller member "
         "answers right while a larger one fails; candidates for contamination or noisy grading.",
         "Reference scores: " + ", ".join(f"{r.model} {r.reference_score:.1f}" for r in members.itertuples()) + ".",
+        *[note[0].upper() + note[1:] + "." for note in pool.options.get("left_out", [])],
     )
     report.html_block("What this shows", "<p>STEM orders a model family by size and looks at every item's "
                       "results across it (its IRV). Items that flip once from wrong to right as the models grow are "
@@ -271,6 +272,14 @@ def _closeness_line(loc) -> str:
     if near is None:
         return ""
     name, gap = near
+    if not loc.standard_error:  # 0: no division; say why it is 0
+        drawn, available = len(loc.subset), loc.options.get("available")
+        if available is not None and drawn >= available:
+            return (f" Every one of the {available:,} pool items it can be scored on was drawn, so its estimated score "
+                    f"is its full-benchmark score (standard error 0), {gap:.1f} points from the nearest member, {name}.")
+        return (f" Its {drawn:,} sampled answers do not vary within any stratum (e.g. all right or all wrong), so the "
+                f"estimated standard error is 0, which understates the uncertainty; its estimated score is {gap:.1f} "
+                f"points from the nearest member, {name}.")
     if loc.too_close:
         return (f" Its estimated score is {gap:.1f} points from {name}'s, within one standard error "
                 f"({loc.standard_error:.1f}): no 100-item method can place it reliably against {name}.")
@@ -337,7 +346,7 @@ def location_report(result: LocationResult) -> Report:
         if trials is not None:
             line += " " + _accuracy_line(trials)
         lines.append(line)
-    report.summary(*lines)
+    report.summary(*lines, *[note[0].upper() + note[1:] + "." for note in result.options.get("notes", [])])
     report.html_block("What this shows", "<p>Each new model answered a small sample of the family's items. "
                       "Estimators A and B estimate its full-benchmark reference score and place it between the two "
                       "members whose scores bound the estimate; the paper's rule reads the drop of its accuracy "
