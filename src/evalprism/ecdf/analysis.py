@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
+from evalprism.memory import available_memory
 from evalprism.progress import progress_bar, status
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
@@ -285,21 +285,6 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available now: psutil's estimate where installed, else the free physical pages
-    (os.sysconf); None where neither can tell."""
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def check_distance_memory(n_settings: int, where: str) -> None:
