@@ -20,7 +20,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
-from evalprism.progress import progress_bar, status
+from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
@@ -362,15 +362,15 @@ def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | s
         ecdfs = SortedEcdfs(samples)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, None, k_values, seed, progress, notes)
-        status(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress)
-        result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        with working(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress):
+            result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
     else:
-        status(f"distances between {n} ECDFs", progress)
-        dist = w1_matrix(samples)
+        with working(f"distances between {n} ECDFs", progress):
+            dist = w1_matrix(samples)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, dist, k_values, seed, progress, notes)
-        status(f"k-medoids ({method}) with K={clusters}", progress)
-        result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        with working(f"k-medoids ({method}) with K={clusters}", progress):
+            result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
         to_medoids = dist[:, result.medoids]
         del dist
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
@@ -459,8 +459,7 @@ def analyze(
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
-    status("paired comparisons of the configurations", progress)
-    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
