@@ -107,6 +107,30 @@ def test_a_real_cli_run_into_a_log_reports_its_embedding(tmp_path: Path, respons
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
+def test_a_long_single_call_shows_it_is_alive_in_a_log() -> None:
+    """working(): the status line, 'still working' lines while a step without counts runs, and a final
+    line only for a step that ran longer than the interval."""
+    driver = textwrap.dedent("""
+        import time
+        from evalprism.progress import working
+        with working("slow step"):
+            time.sleep(0.45)
+        with working("quick step"):
+            pass
+        with working("silent step", enabled=False):
+            time.sleep(0.3)
+    """)
+    proc = _run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=120,
+                env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1"))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and lines[0] == "· slow step", proc.stderr
+    alive = [line for line in lines if re.fullmatch(r"slow step: still working, \d+ s elapsed", line)]
+    assert len(alive) >= 2 and lines[1:len(alive) + 1] == alive, lines
+    assert re.fullmatch(r"slow step: done in \d+ s", lines[len(alive) + 1]), lines
+    assert lines[len(alive) + 2:] == ["· quick step"], lines
+    assert "silent" not in proc.stderr
+
+
 def test_bad_interval_is_one_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ("soon", "0", "-5", "inf", "nan"):
         monkeypatch.setenv("EVALPRISM_PROGRESS_INTERVAL", bad)
