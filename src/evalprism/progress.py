@@ -1,12 +1,40 @@
-"""One place that decides how progress is shown (rich bars on stderr, silent when disabled)."""
+"""One place that decides how progress is shown on stderr, and whether at all.
+
+- Interactive (stderr is a terminal, or a Jupyter notebook): a rich progress bar.
+- Not a terminal (a log file, a pipe, CI): a rich bar would print nothing until the end and then one
+  line cropped to 80 columns, so a long step looks hung. Instead a plain line every
+  ``EVALPRISM_PROGRESS_INTERVAL`` seconds (default 15) from a background timer, so a step whose
+  units are slow (an epoch, a chunk of 512 texts) still reports, and one final line:
+  ``embedding (minilm): 4,000/20,646 (19%), 85/s, 47 s elapsed, ~3 min left``.
+- Disabled (``-q``, ``progress=False``): nothing.
+
+Every long loop reports through :func:`progress_bar`, every long single call (a distance matrix,
+k-medoids, clustering) through :func:`working`; :func:`status` prints the step a run is in.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from evalprism.errors import EvalprismError
+
+INTERVAL_ENV = "EVALPRISM_PROGRESS_INTERVAL"
+DEFAULT_INTERVAL = 15.0  # seconds between plain lines in a log
 
 _console = Console(stderr=True)
 
@@ -24,11 +52,120 @@ class _Bar:
         self._progress.advance(self._task, advance)
 
 
+class _Lines:
+    """Plain progress lines for a non-terminal stderr: a timer thread writes the state every
+    ``interval`` seconds; :meth:`close` writes the final line. ``update`` only counts (cheap).
+    ``total=None`` is a step of unknown size (one library call): its lines say how long it has run,
+    and a final line only if it ran long enough to have printed one."""
+
+    def __init__(self, description: str, total: int | None, interval: float, write: Callable[[str], None]) -> None:
+        self.description, self.total, self.interval, self._write = description, total, interval, write
+        self.done = 0
+        self.ticks = 0
+        self._start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="evalprism-progress", daemon=True)
+        self._thread.start()
+
+    def update(self, advance: int = 1) -> None:
+        self.done += advance
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.ticks += 1
+            self._write(self.line())
+
+    def close(self, finished: bool) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.total is not None or self.ticks:
+            self._write(self.line(final=True, finished=finished))
+
+    def line(self, final: bool = False, finished: bool = True) -> str:
+        """The state in words: done/total, percent, rate, elapsed, and the time left (or the total time)."""
+        elapsed = time.monotonic() - self._start
+        done, total = self.done, self.total
+        if total is None:
+            ended = "done" if finished else "stopped"
+            return f"{self.description}: {ended} in {format_duration(elapsed)}" if final else \
+                f"{self.description}: still working, {format_duration(elapsed)} elapsed"
+        parts = [f"{self.description}: {done:,}/{total:,} ({100 * done / total:.0f}%)"]
+        rate = done / elapsed if elapsed > 0 and done > 0 else None
+        if rate is not None:
+            parts.append(format_rate(rate))
+        if final:
+            parts.append(f"{'done' if finished and done >= total else 'stopped'} in {format_duration(elapsed)}")
+        else:
+            parts.append(f"{format_duration(elapsed)} elapsed")
+            if rate is not None and done < total:
+                parts.append(f"~{format_duration((total - done) / rate)} left")
+        return ", ".join(parts)
+
+
 @contextlib.contextmanager
-def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator[_Bar | _Silent]:
-    """A progress bar on stderr for ``total`` units of work; call ``.update(n)`` as work completes."""
+def _lines(description: str, total: int | None) -> Iterator[_Lines]:
+    lines = _Lines(description, total, progress_interval(), _write_line)
+    finished = False
+    try:
+        yield lines
+        finished = True
+    finally:
+        lines.close(finished)
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as a person reads it in a log: ``40 s``, ``3 min``, ``1.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def format_rate(per_second: float) -> str:
+    """Items per second (``85/s``, ``2.5/s``), or the time per item when slower than one a second."""
+    if per_second >= 10:
+        return f"{per_second:,.0f}/s"
+    if per_second >= 1:
+        return f"{per_second:.1f}/s"
+    return f"{format_duration(1 / per_second)} each"
+
+
+def progress_interval() -> float:
+    """Seconds between plain progress lines: ``EVALPRISM_PROGRESS_INTERVAL`` or 15."""
+    raw = os.environ.get(INTERVAL_ENV, "").strip()
+    if not raw:
+        return DEFAULT_INTERVAL
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise EvalprismError(f"{INTERVAL_ENV}={raw!r}: expected the seconds between progress lines, a number above 0")
+    return value
+
+
+def interactive() -> bool:
+    """True where a live bar can be drawn: stderr is a terminal (as rich sees it) or a notebook."""
+    return bool(_console.is_terminal or _console.is_jupyter)
+
+
+def _write_line(line: str) -> None:
+    stream = sys.stderr
+    stream.write(line + "\n")  # one write per line: lines from two threads never interleave mid-line
+    stream.flush()
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator[_Bar | _Lines | _Silent]:
+    """Progress of ``total`` units of work on stderr; call ``.update(n)`` as work completes. A rich bar
+    on a terminal, plain lines at a steady interval otherwise, nothing when disabled."""
     if not enabled or total <= 0:
         yield _Silent()
+        return
+    if not interactive():
+        with _lines(description, total) as lines:
+            yield lines
         return
     columns = (
         TextColumn("[bold]{task.description}"),
@@ -45,3 +182,16 @@ def status(message: str, enabled: bool = True) -> None:
     """Print one status line on stderr (the user sees what step a long run is in)."""
     if enabled:
         _console.print(f"[dim]·[/dim] {message}", soft_wrap=True, highlight=False)
+
+
+@contextlib.contextmanager
+def working(message: str, enabled: bool = True) -> Iterator[None]:
+    """A step of unknown length (one library call: a distance matrix, k-medoids, clustering): its
+    :func:`status` line, and when stderr is not a terminal a ``still working, 2 min elapsed`` line at
+    the progress interval, so a log shows the run is alive, and how long the step took if it was long."""
+    status(message, enabled)
+    if not enabled or interactive():
+        yield
+        return
+    with _lines(message, None):
+        yield

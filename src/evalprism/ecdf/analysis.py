@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
-from evalprism.progress import progress_bar, status
+from evalprism.memory import available_memory
+from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
@@ -287,21 +287,6 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available now: psutil's estimate where installed, else the free physical pages
-    (os.sysconf); None where neither can tell."""
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def check_distance_memory(n_settings: int, where: str) -> None:
     """Refuse, before any embedding, a distance matrix larger than the memory available: numpy would
     fail with a traceback about one huge array only after all the work before it."""
@@ -377,15 +362,15 @@ def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | s
         ecdfs = SortedEcdfs(samples)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, None, k_values, seed, progress, notes)
-        status(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress)
-        result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        with working(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress):
+            result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
     else:
-        status(f"distances between {n} ECDFs", progress)
-        dist = w1_matrix(samples)
+        with working(f"distances between {n} ECDFs", progress):
+            dist = w1_matrix(samples)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, dist, k_values, seed, progress, notes)
-        status(f"k-medoids ({method}) with K={clusters}", progress)
-        result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        with working(f"k-medoids ({method}) with K={clusters}", progress):
+            result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
         to_medoids = dist[:, result.medoids]
         del dist
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)
@@ -474,8 +459,7 @@ def analyze(
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
-    status("paired comparisons of the configurations", progress)
-    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,

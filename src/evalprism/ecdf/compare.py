@@ -18,6 +18,7 @@ import pandas as pd
 from scipy.stats import false_discovery_control
 
 from evalprism.errors import EvalprismError
+from evalprism.progress import progress_bar
 from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
 
 #: more pairs than this and no baseline: each configuration against the first one
@@ -66,12 +67,13 @@ def _pairs(configurations: list[str], baseline: str | None, notes: list[str]) ->
 
 
 def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], baseline: str | None,
-                           by: list[str], permutations: int, seed: int, notes: list[str]) -> pd.DataFrame | None:
+                           by: list[str], permutations: int, seed: int, notes: list[str],
+                           progress: bool = False) -> pd.DataFrame | None:
     """One row per pair of configurations (see the module docstring); None with one configuration.
 
     ``settings`` needs ``question_id``, ``configuration``, ``setting`` (index into ``samples``) and
     ``mean_score``, and ``correct`` for the accuracy columns. Pairs with no shared question are
-    left out.
+    left out. ``progress`` shows one step per pair (a permutation test and a bootstrap each).
     """
     configurations = list(dict.fromkeys(settings["configuration"]))
     if len(configurations) < 2:
@@ -81,30 +83,13 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
     table = settings.set_index(["configuration", "question_id"])
     per_conf = {c: table.loc[c] for c in configurations}
     rows = []
-    for i, (a, b) in enumerate(_pairs(configurations, base, notes)):
-        shared = per_conf[a].index.intersection(per_conf[b].index, sort=False)
-        if not len(shared):
-            continue
-        sa, sb = per_conf[a].loc[shared], per_conf[b].loc[shared]
-        w1, p_dist = paired_w1_test([samples[j] for j in sa["setting"]], [samples[j] for j in sb["setting"]],
-                                    permutations=permutations, seed=seed + i)
-        score_diff = sb["mean_score"].to_numpy(float) - sa["mean_score"].to_numpy(float)
-        columns = [w1, score_diff]
-        row = {"configuration_a": a, "configuration_b": b, "n_questions": len(shared),
-               "mean_w1": float(w1.mean()), "p_distribution": p_dist,
-               "mean_score_a": float(sa["mean_score"].mean()), "mean_score_b": float(sb["mean_score"].mean()),
-               "score_difference": float(score_diff.mean())}
-        if judged:
-            ca, cb = sa["correct"].to_numpy(bool), sb["correct"].to_numpy(bool)
-            only_a, only_b, p_acc = mcnemar_exact(ca, cb)
-            columns.append(cb.astype(float) - ca.astype(float))
-            row.update({"accuracy_a": float(ca.mean()), "accuracy_b": float(cb.mean()),
-                        "accuracy_difference": float(cb.mean() - ca.mean()), "n_right_only_a": only_a,
-                        "n_right_only_b": only_b, "p_accuracy": p_acc})
-        ci = bootstrap_mean_ci(np.column_stack(columns), BOOTSTRAP_RESAMPLES, seed=seed + i)
-        for name, (lo, hi) in zip(["mean_w1", "score_difference", "accuracy_difference"], ci, strict=False):
-            row[f"{name}_low"], row[f"{name}_high"] = float(lo), float(hi)
-        rows.append(row)
+    pairs = _pairs(configurations, base, notes)
+    with progress_bar(f"paired comparisons of the configurations ({permutations} permutations each)", len(pairs), progress) as bar:
+        for i, (a, b) in enumerate(pairs):
+            row = _compare_pair(per_conf[a], per_conf[b], a, b, samples, judged, permutations, seed + i)
+            if row is not None:
+                rows.append(row)
+            bar.update(1)
     if not rows:
         return None
     out = pd.DataFrame(rows)
@@ -114,6 +99,35 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
         out.insert(out.columns.get_loc("p_accuracy") + 1, "p_accuracy_adjusted",
                    false_discovery_control(out["p_accuracy"].to_numpy()))
     return out
+
+
+def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, samples: list[np.ndarray],
+                  judged: bool, permutations: int, seed: int) -> dict[str, object] | None:
+    """One row of :func:`compare_configurations`: configurations ``a`` and ``b`` on their shared
+    questions (None when they share none); ``seed`` is the pair's own."""
+    shared = table_a.index.intersection(table_b.index, sort=False)
+    if not len(shared):
+        return None
+    sa, sb = table_a.loc[shared], table_b.loc[shared]
+    w1, p_dist = paired_w1_test([samples[j] for j in sa["setting"]], [samples[j] for j in sb["setting"]],
+                                permutations=permutations, seed=seed)
+    score_diff = sb["mean_score"].to_numpy(float) - sa["mean_score"].to_numpy(float)
+    columns = [w1, score_diff]
+    row = {"configuration_a": a, "configuration_b": b, "n_questions": len(shared),
+           "mean_w1": float(w1.mean()), "p_distribution": p_dist,
+           "mean_score_a": float(sa["mean_score"].mean()), "mean_score_b": float(sb["mean_score"].mean()),
+           "score_difference": float(score_diff.mean())}
+    if judged:
+        ca, cb = sa["correct"].to_numpy(bool), sb["correct"].to_numpy(bool)
+        only_a, only_b, p_acc = mcnemar_exact(ca, cb)
+        columns.append(cb.astype(float) - ca.astype(float))
+        row.update({"accuracy_a": float(ca.mean()), "accuracy_b": float(cb.mean()),
+                    "accuracy_difference": float(cb.mean() - ca.mean()), "n_right_only_a": only_a,
+                    "n_right_only_b": only_b, "p_accuracy": p_acc})
+    ci = bootstrap_mean_ci(np.column_stack(columns), BOOTSTRAP_RESAMPLES, seed=seed)
+    for name, (lo, hi) in zip(["mean_w1", "score_difference", "accuracy_difference"], ci, strict=False):
+        row[f"{name}_low"], row[f"{name}_high"] = float(lo), float(hi)
+    return row
 
 
 def format_p(p: float, permutations: int | None = None) -> str:

@@ -67,15 +67,22 @@ class Embedder:
             # lengths by text: a batch's company changes its vectors in the last bits, so batches are
             # made by content, never by the order the texts came in (results independent of row order).
             todo.sort(key=lambda i: (-len(distinct[i]), distinct[i]))
+            # One encode call per batch, so progress counts every batch (a slow encoder on a CPU takes
+            # minutes per 512 texts); the cache is written per chunk of 8 batches (one transaction each).
             chunk = self.batch_size * 8
             with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), chunk):
                     idx = todo[start : start + chunk]
-                    enc = self.backend.encode([self.backend.model_text(distinct[i]) for i in idx], self.batch_size)
+                    parts = []
+                    for b in range(0, len(idx), self.batch_size):
+                        batch = idx[b : b + self.batch_size]
+                        parts.append(self.backend.encode([self.backend.model_text(distinct[i]) for i in batch],
+                                                         self.batch_size))
+                        bar.update(len(batch))
+                    enc = np.concatenate(parts)
                     if self.cache is not None:
                         self.cache.put_many([keys[i] for i in idx], enc)
                     vectors.update(zip(idx, enc, strict=True))
-                    bar.update(len(idx))
         self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)

@@ -33,7 +33,7 @@ from evalprism.judges.bias import flag_queries
 from evalprism.judges.clustering import cluster_pairs, cluster_purity, map_2d, purity_score, reduce_dimensions
 from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
-from evalprism.progress import status
+from evalprism.progress import status, working
 
 __all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
 
@@ -124,8 +124,9 @@ def analyze(
     candidates, embed_stats = _candidates(judged, human, options, embeddings, rows, cache_dir, progress)
     best = _best(candidates)
     chosen = candidates[best]
+    with working(f"the 2-D map of {len(judged.table)} pairs", progress):
+        coords = map_2d(chosen.vectors, options.cluster, options.seed)
     status("agreement per cluster and per query", progress)
-    coords = map_2d(chosen.vectors, options.cluster, options.seed)
     agreement = _agreement(judged, human, chosen, options)
     record = options.record(human=human, llm=judged.llm, chosen=chosen.instruction,
                             embedder=options.embedder if embeddings is None else "precomputed",
@@ -173,8 +174,8 @@ def _candidates(judged: Judgments, human: str, options: JudgesOptions,
             x = emb.embed(texts)
             embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
         copts.check_shape(*x.shape)
-        status(f"clustering ({copts.reduce}, min_cluster_size={copts.min_cluster_size})", progress)
-        labels = cluster_pairs(reduce_dimensions(x, copts, options.seed), copts)
+        with working(f"clustering ({copts.reduce}, min_cluster_size={copts.min_cluster_size})", progress):
+            labels = cluster_pairs(reduce_dimensions(x, copts, options.seed), copts)
         purity = cluster_purity(labels, judged.relevant[human])
         candidates.append(_Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile)))
     return candidates, embed_stats
