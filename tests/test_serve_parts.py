@@ -153,3 +153,53 @@ def test_a_stream_the_client_leaves_is_cut() -> None:
 
     relayed, sent = asyncio.run(leave_after_one())
     assert relayed.end == "cut" and relayed.bytes == sent
+
+
+_TWO = "models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1}\n  b: {base_url: 'http://127.0.0.1:9/v1', cost: 2}\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("models: {a: {base_url: 'http://x/v1', cost: true}}\n", "models.a.cost: expected a number, not the boolean true"),
+    (_TWO + "budget: false\n", "budget: expected a number, not the boolean false"),
+    (_TWO + "opponent: {a: true, b: 1}\n", "opponent.a: expected a number, not the boolean true"),
+    ("models: {a: {base_url: 'http:///v1', cost: 1}}\n", "models.a.base_url: expected a URL with a host"),
+    ("models: {a: {base_url: 'http://x:99999/v1', cost: 1}}\n",
+     "models.a.base_url: expected a port number between 1 and 65535 after the host (got 'http://x:99999/v1')"),
+    ("models: {a: {base_url: 'http://x:80a/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+    ("models: {a: {base_url: 'http://x:/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+    ("models: {a: {base_url: 'http://x /v1', cost: 1}}\n", "models.a.base_url: expected a URL without spaces"),
+    (_TWO + "router_name: ''\n", "router_name: expected a non-empty name"),
+    (_TWO + "router_name: b\n", "router_name: expected a name that is not also a candidate's"),
+    (_TWO + "timeout_s: .inf\n", "timeout_s: expected a finite number (got .inf)"),
+    (_TWO + "breaker_cooldown_s: .inf\n", "breaker_cooldown_s: expected a finite number (got .inf)"),
+    (_TWO + "connect_timeout_s: .inf\n", "connect_timeout_s: expected a finite number (got .inf)"),
+    (_TWO + "batch_window_ms: .inf\n", "batch_window_ms: Input should be less than or equal to 1000 (got .inf)"),
+    (_TWO + "batch_window_ms: 60000\n", "batch_window_ms: Input should be less than or equal to 1000 (got 60000)"),
+    (_TWO + "  a: {base_url: 'http://127.0.0.1:9/v1', cost: 5}\n",
+     "models.a: the key 'a' is given twice (lines 2 and 4); expected each key once"),
+    ("models:\n  a: {base_url: 'http://x/v1', cost: 1}\nbudget: 2\nbudget: 3\n",
+     "budget: the key 'budget' is given twice (lines 3 and 4)"),
+])
+def test_config_values_the_service_would_misuse_are_refused(tmp_path, text: str, message: str) -> None:
+    """Each is refused by load_config with one message naming the file and the key path (before,
+    a boolean cost was 1.0, a duplicate model the later one, a window of .inf a service never healthy)."""
+    from evalprism.errors import EvalprismError
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(EvalprismError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value), str(info.value)
+    assert "more problem" not in str(info.value)
+
+
+def test_config_limits_that_are_fine_pass(tmp_path) -> None:
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(_TWO.replace("127.0.0.1:9", "[::1]:65535") + "batch_window_ms: 1000\nrouter_name: auto\n"
+                    "timeout_s: 1\nopponent: {a: 1, b: 3}\n", encoding="utf-8")
+    config = load_config(path)
+    assert config.batch_window_ms == 1000 and config.router_name == "auto" and config.timeout_s == 1.0
+    assert config.models["a"].base_url == "http://[::1]:65535/v1" and config.opponent == {"a": 1.0, "b": 3.0}
