@@ -189,10 +189,12 @@ def not_a_decision_log(path: Path) -> str | None:
                 try:
                     record = json.loads(raw)
                 except ValueError:
+                    record = None
+                if not isinstance(record, dict):
                     return f"line {number} is not a JSON object"
-                if (not isinstance(record, dict) or not isinstance(record.get("time"), str)
-                        or record.get("endpoint") not in ENDPOINTS or "prompt_sha256" not in record):
-                    return f"line {number} is not a routing decision (time, endpoint, prompt_sha256)"
+                if (not isinstance(record.get("time"), str) or record.get("endpoint") not in ENDPOINTS
+                        or "prompt_sha256" not in record):
+                    return f"line {number} is not a routing decision (expected time, endpoint and prompt_sha256)"
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
     return None
