@@ -838,3 +838,48 @@ def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir
     assert lines[1]["late"] == {"answered": False, "reason": "the disk is full"}
     assert all("late" not in r for r in (lines[0], *lines[2:])) and not_a_decision_log(path) is None
     assert health["decisions"] == 2  # the first decision and the late one
+
+
+def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
+    """The same with a real file system: the decision log on a 64 KiB tmpfs that another file fills up
+    (needs the right to mount; skipped elsewhere). 503 and degraded health while full, whole lines
+    only, and back to normal once the space is freed."""
+    import os
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                                                   capture_output=True).returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
+    try:
+        upstreams.behaviour.clear()
+        config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
+                              runtime="torch")
+        log = disk / "decisions.jsonl"
+        with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:
+            assert post(svc, "/v1/route", {"messages": user(PROMPTS[0])}).status_code == 200
+            fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+            try:
+                while os.write(fd, b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            statuses = []
+            for _ in range(60):  # the log's last page may hold a few more lines before a write needs a new one
+                statuses.append(post(svc, "/v1/route", {"messages": user(PROMPTS[1])}).status_code)
+                if statuses[-1] != 200:
+                    break
+            assert statuses[-1] == 503 and set(statuses[:-1]) <= {200}
+            health = httpx.get(svc.url + "/health").json()
+            assert health["status"] == "degraded" and health["decision_log"]["error"] == "the disk is full"
+            assert log.read_bytes().endswith(b"\n")
+            (disk / "filler").unlink()
+            assert httpx.get(svc.url + "/health").json()["status"] == "ok"
+            assert post(svc, "/v1/route", {"messages": user(PROMPTS[2])}).status_code == 200
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        assert len(lines) == len(statuses) + 2 and sum("late" in r for r in lines) == 1
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
