@@ -742,12 +742,12 @@ def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model
         taken.listen()
         port = taken.getsockname()[1]
         cases = [
-            (["--port", str(port)], f"error: cannot listen on 127.0.0.1:{port}: --port {port} is in use by another "
-                                    "process; choose another --port"),
+            (["--port", str(port)], (f"error: cannot listen on 127.0.0.1:{port}: --port {port} is in use by another "
+                                     "process; choose another --port")),
             (["--host", "192.0.2.1", "--port", "8000"],  # TEST-NET-1: no machine's own address
              "error: cannot listen on 192.0.2.1:8000: --host '192.0.2.1' is not an address of this machine"),
-            (["--host", "no-such-host.invalid"], "error: --host 'no-such-host.invalid': not an address this machine "
-                                                 "can listen on"),
+            (["--host", "no-such-host.invalid"], ("error: --host 'no-such-host.invalid': not an address this machine "
+                                                  "can listen on")),
         ]
         for args, message in cases:
             done = run_serve(model_dir, config, env, *args, "--decision-log", str(tmp_path / "d.jsonl"))
@@ -824,8 +824,8 @@ def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir
         assert chat.status_code == 503 and len(upstreams.received) == sent  # refused before any upstream call
         health = client.get("/health").json()
         assert health["status"] == "degraded"
-        assert health["reasons"] == [f"the decision log {path} cannot be written (the disk is full): routing and chat "
-                                     "answer 503"]
+        assert health["reasons"] == [(f"the decision log {path} cannot be written (the disk is full): routing and chat "
+                                      "answer 503")]
         assert health["decision_log"] == {"path": str(path), "writable": False, "error": "the disk is full",
                                           "unwritten": 1, "dropped": 0}
         disks[0].full = False  # space freed
@@ -849,7 +849,7 @@ def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams
     disk = tmp_path / "disk"
     disk.mkdir()
     mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
-                                                   capture_output=True).returncode == 0
+                                                   capture_output=True, check=False).returncode == 0
     if not mounted:
         pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
     try:
@@ -882,4 +882,4 @@ def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams
         lines = [json.loads(line) for line in log.read_text().splitlines()]
         assert len(lines) == len(statuses) + 2 and sum("late" in r for r in lines) == 1
     finally:
-        subprocess.run(["umount", str(disk)], capture_output=True)
+        subprocess.run(["umount", str(disk)], capture_output=True, check=False)
