@@ -679,3 +679,207 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
             assert got["distribution"] == pytest.approx(want, abs=1e-6)
             assert got["expected_winrate"] == pytest.approx(row.expected_winrate, abs=1e-6)
             assert got["router_coef"] == pytest.approx(row.router_coef, abs=1e-5)
+
+
+# ------------------------------------------------------------------ the decision log and the address, before the model
+
+def test_decision_log_never_lands_in_an_input_or_a_foreign_file(model_dir: Path, upstreams: FakeUpstreams,
+                                                                 tmp_path: Path) -> None:
+    """`--decision-log` at the model's config.json once appended decision lines to it and the model no
+    longer loaded. Every such path is refused with exit 2 before the model loads, and nothing changes."""
+    import os
+
+    env = {**os.environ, **ENV}
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"])
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"time": "2026-01-01", "note": "mine"}\n', encoding="utf-8")
+    cases = [
+        (model_dir / "config.json", f"it is inside the input {model_dir}"),
+        (model_dir / "decisions.jsonl", f"it is inside the input {model_dir}"),
+        (config, f"it is the input {config}"),
+        (notes, "the file exists and is not a decision log evalprism wrote (line 1 is not a routing decision"),
+        (model_dir, f"it is the input {model_dir}"),
+    ]
+    before = {p: p.read_bytes() for p in [*model_dir.rglob("*"), config, notes] if p.is_file()}
+    for log, message in cases:
+        done = run_serve(model_dir, config, env, "--decision-log", str(log), "--port", "1")
+        assert done.returncode == 2, done.stderr
+        assert f"error: {log}: cannot be the decision log: {message}" in done.stderr.replace("\n", " "), done.stderr
+        assert "Traceback" not in done.stderr and "loading the P2L model" not in done.stderr
+    assert {p: p.read_bytes() for p in before} == before and not (model_dir / "decisions.jsonl").exists()
+    P2LModel.load(model_dir, cache_dir=False)  # still loads
+
+
+def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Path, upstreams: FakeUpstreams,
+                                                                   tmp_path: Path) -> None:
+    import os
+
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
+                          runtime="torch")
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text('{"time":"2026-01-01T00:00:00+00:00","endpoint":"/v1/route","prompt_sha256":"ab",'
+                       '"chosen":"poet-7b"}\n', encoding="utf-8")
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    for log, lines_before in ((earlier, 1), (empty, 0)):
+        with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:
+            assert post(svc, "/v1/route", {"messages": user(PROMPTS[0])}).status_code == 200
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        assert len(lines) == lines_before + 1 and lines[-1]["endpoint"] == "/v1/route"
+
+
+def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model_dir: Path, upstreams: FakeUpstreams,
+                                                                           tmp_path: Path) -> None:
+    """A port in use or a host that is not this machine's: `error: ...` and exit 2, not uvicorn's
+    message and exit 3 after the model loaded."""
+    import os
+    import socket
+
+    env = {**os.environ, **ENV}
+    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = [
+            (["--port", str(port)], (f"error: cannot listen on 127.0.0.1:{port}: --port {port} is in use by another "
+                                     "process; choose another --port")),
+            (["--host", "192.0.2.1", "--port", "8000"],  # TEST-NET-1: no machine's own address
+             "error: cannot listen on 192.0.2.1:8000: --host '192.0.2.1' is not an address of this machine"),
+            (["--host", "no-such-host.invalid"], ("error: --host 'no-such-host.invalid': not an address this machine "
+                                                  "can listen on")),
+        ]
+        for args, message in cases:
+            done = run_serve(model_dir, config, env, *args, "--decision-log", str(tmp_path / "d.jsonl"))
+            assert done.returncode == 2, done.stderr
+            assert message in done.stderr.replace("\n", " "), done.stderr
+            assert "Traceback" not in done.stderr and "loading the P2L model" not in done.stderr
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+class FillingDisk:
+    """The decision log's file, on a disk that can fill up: while ``full``, a write puts out at most
+    ``room`` more bytes (a line cut mid-way, as a real disk does) and then fails with ENOSPC."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("ab", buffering=0)
+        self.full = False
+        self.room = 0
+
+    def write(self, data: bytes) -> int:
+        import errno
+        import os
+
+        if not self.full:
+            return self.file.write(data)
+        if self.room:
+            written = self.file.write(bytes(data[:self.room]))
+            self.room -= written
+            return written
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.file.seek(offset, whence)
+
+    def truncate(self, size: int) -> int:
+        return self.file.truncate(size)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir: Path, upstreams: FakeUpstreams,
+                                                                       tmp_path: Path) -> None:
+    """The service in-process with the real DecisionLog whose file fills up: routing and chat answer 503
+    naming the log and the reason (no 500 with a traceback, no upstream paid), the file keeps whole lines
+    only, /health is degraded naming it; once writes succeed, the refused decision is written (marked
+    late) and everything is as before."""
+    from fastapi.testclient import TestClient
+
+    from evalprism.serve.app import create_app
+    from evalprism.serve.config import read_secrets
+    from evalprism.serve.decisions import DecisionLog, not_a_decision_log
+
+    upstreams.behaviour.clear()
+    config = load_config(write_config(tmp_path / "router.yaml", upstreams, COSTS, seed=0), ["poet-7b", "calc-13b",
+                                                                                              "coder-34b", "generalist-70b"])
+    model = P2LModel.load(model_dir, cache_dir=False, precision="float32", runtime="torch")
+    disks: list[FillingDisk] = []
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(path, opener=lambda p: disks.append(FillingDisk(p)) or disks[0])  # type: ignore[func-returns-value]
+    app = create_app(model, config, read_secrets(config, {"FAKE_UPSTREAM_KEY": "k"}), decision_log=log)
+    route_body = {"messages": user(PROMPTS[0])}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.post("/v1/route", json=route_body).status_code == 200
+        assert client.get("/health").json()["status"] == "ok"
+        disks[0].full, disks[0].room = True, 7
+        refused = client.post("/v1/route", json=route_body)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "decision_log_unwritable"
+        assert refused.json()["error"]["message"].startswith(f"the decision log {path} cannot be written (the disk is "
+                                                             "full)")
+        assert len(path.read_text().splitlines()) == 1 and path.read_text().endswith("\n")  # the cut line is gone
+        sent = len(upstreams.received)
+        chat = client.post("/v1/chat/completions", json={"messages": user("hello")})
+        assert chat.status_code == 503 and len(upstreams.received) == sent  # refused before any upstream call
+        health = client.get("/health").json()
+        assert health["status"] == "degraded"
+        assert health["reasons"] == [(f"the decision log {path} cannot be written (the disk is full): routing and chat "
+                                      "answer 503")]
+        assert health["decision_log"] == {"path": str(path), "writable": False, "error": "the disk is full",
+                                          "unwritten": 1, "dropped": 0}
+        disks[0].full = False  # space freed
+        health = client.get("/health").json()
+        assert health["status"] == "ok" and health["reasons"] == [] and health["decision_log"]["writable"]
+        assert client.post("/v1/chat/completions", json={"messages": user("hello")}).status_code == 200
+        assert client.post("/v1/route", json=route_body).status_code == 200
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["endpoint"] for r in lines] == ["/v1/route", "/v1/route", "/v1/chat/completions", "/v1/route"]
+    assert lines[1]["late"] == {"answered": False, "reason": "the disk is full"}
+    assert all("late" not in r for r in (lines[0], *lines[2:])) and not_a_decision_log(path) is None
+    assert health["decisions"] == 2  # the first decision and the late one
+
+
+def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
+    """The same with a real file system: the decision log on a 64 KiB tmpfs that another file fills up
+    (needs the right to mount; skipped elsewhere). 503 and degraded health while full, whole lines
+    only, and back to normal once the space is freed."""
+    import os
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                                                   capture_output=True, check=False).returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
+    try:
+        upstreams.behaviour.clear()
+        config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
+                              runtime="torch")
+        log = disk / "decisions.jsonl"
+        with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:
+            assert post(svc, "/v1/route", {"messages": user(PROMPTS[0])}).status_code == 200
+            fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+            try:
+                while os.write(fd, b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            statuses = []
+            for _ in range(60):  # the log's last page may hold a few more lines before a write needs a new one
+                statuses.append(post(svc, "/v1/route", {"messages": user(PROMPTS[1])}).status_code)
+                if statuses[-1] != 200:
+                    break
+            assert statuses[-1] == 503 and set(statuses[:-1]) <= {200}
+            health = httpx.get(svc.url + "/health").json()
+            assert health["status"] == "degraded" and health["decision_log"]["error"] == "the disk is full"
+            assert log.read_bytes().endswith(b"\n")
+            (disk / "filler").unlink()
+            assert httpx.get(svc.url + "/health").json()["status"] == "ok"
+            assert post(svc, "/v1/route", {"messages": user(PROMPTS[2])}).status_code == 200
+        lines = [json.loads(line) for line in log.read_text().splitlines()]
+        assert len(lines) == len(statuses) + 2 and sum("late" in r for r in lines) == 1
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True, check=False)

@@ -153,3 +153,164 @@ def test_a_stream_the_client_leaves_is_cut() -> None:
 
     relayed, sent = asyncio.run(leave_after_one())
     assert relayed.end == "cut" and relayed.bytes == sent
+
+
+_TWO = "models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1}\n  b: {base_url: 'http://127.0.0.1:9/v1', cost: 2}\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("models: {a: {base_url: 'http://x/v1', cost: true}}\n", "models.a.cost: expected a number, not the boolean true"),
+    (_TWO + "budget: false\n", "budget: expected a number, not the boolean false"),
+    (_TWO + "opponent: {a: true, b: 1}\n", "opponent.a: expected a number, not the boolean true"),
+    ("models: {a: {base_url: 'http:///v1', cost: 1}}\n", "models.a.base_url: expected a URL with a host"),
+    ("models: {a: {base_url: 'http://x:99999/v1', cost: 1}}\n",
+     "models.a.base_url: expected a port number between 1 and 65535 after the host (got 'http://x:99999/v1')"),
+    ("models: {a: {base_url: 'http://x:80a/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+    ("models: {a: {base_url: 'http://x:/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+    ("models: {a: {base_url: 'http://x /v1', cost: 1}}\n", "models.a.base_url: expected a URL without spaces"),
+    (_TWO + "router_name: ''\n", "router_name: expected a non-empty name"),
+    (_TWO + "router_name: b\n", "router_name: expected a name that is not also a candidate's"),
+    (_TWO + "timeout_s: .inf\n", "timeout_s: expected a finite number (got .inf)"),
+    (_TWO + "breaker_cooldown_s: .inf\n", "breaker_cooldown_s: expected a finite number (got .inf)"),
+    (_TWO + "connect_timeout_s: .inf\n", "connect_timeout_s: expected a finite number (got .inf)"),
+    (_TWO + "batch_window_ms: .inf\n", "batch_window_ms: Input should be less than or equal to 1000 (got .inf)"),
+    (_TWO + "batch_window_ms: 60000\n", "batch_window_ms: Input should be less than or equal to 1000 (got 60000)"),
+    (_TWO + "  a: {base_url: 'http://127.0.0.1:9/v1', cost: 5}\n",
+     "models.a: the key 'a' is given twice (lines 2 and 4); expected each key once"),
+    ("models:\n  a: {base_url: 'http://x/v1', cost: 1}\nbudget: 2\nbudget: 3\n",
+     "budget: the key 'budget' is given twice (lines 3 and 4)"),
+])
+def test_config_values_the_service_would_misuse_are_refused(tmp_path, text: str, message: str) -> None:
+    """Each is refused by load_config with one message naming the file and the key path (before,
+    a boolean cost was 1.0, a duplicate model the later one, a window of .inf a service never healthy)."""
+    from evalprism.errors import EvalprismError
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(EvalprismError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value), str(info.value)
+    assert "more problem" not in str(info.value)
+
+
+def test_config_limits_that_are_fine_pass(tmp_path) -> None:
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(_TWO.replace("127.0.0.1:9", "[::1]:65535") + "batch_window_ms: 1000\nrouter_name: auto\n"
+                    "timeout_s: 1\nopponent: {a: 1, b: 3}\n", encoding="utf-8")
+    config = load_config(path)
+    assert config.batch_window_ms == 1000 and config.router_name == "auto" and config.timeout_s == 1.0
+    assert config.models["a"].base_url == "http://[::1]:65535/v1" and config.opponent == {"a": 1.0, "b": 3.0}
+
+
+def test_a_real_enospc_is_reported_and_the_decision_kept(tmp_path) -> None:
+    """/dev/full fails every write with the kernel's ENOSPC: the log says why, keeps the decision
+    (marked late, refused) and never raises anything but DecisionLogUnwritable."""
+    import os
+
+    from evalprism.serve.decisions import DecisionLogUnwritable
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    log = DecisionLog("/dev/full")
+    with pytest.raises(DecisionLogUnwritable) as info:
+        log.write({"endpoint": "/v1/route", "prompt_sha256": "ab"})
+    assert str(info.value) == "the decision log /dev/full cannot be written (the disk is full)"
+    assert (log.error, log.unwritten, log.count) == ("the disk is full", 1, 0)
+    assert not log.retry() and log.unwritten == 1
+    with pytest.raises(DecisionLogUnwritable):
+        log.require()
+    log.close()
+
+
+def test_decisions_kept_while_the_log_fails_are_bounded_and_counted(tmp_path, monkeypatch) -> None:
+    import errno
+    import os
+
+    from evalprism.serve import decisions
+    from evalprism.serve.decisions import DecisionLogUnwritable
+
+    class Full:
+        def __init__(self, path) -> None:
+            self.file, self.full = path.open("ab", buffering=0), True
+
+        def write(self, data: bytes) -> int:
+            if self.full:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return self.file.write(data)
+
+        def seek(self, offset: int, whence: int = 0) -> int:
+            return self.file.seek(offset, whence)
+
+        def truncate(self, size: int) -> int:
+            return self.file.truncate(size)
+
+        def close(self) -> None:
+            self.file.close()
+
+    monkeypatch.setattr(decisions, "MAX_UNWRITTEN", 3)
+    disk: list[Full] = []
+    log = DecisionLog(tmp_path / "d.jsonl", opener=lambda p: disk.append(Full(p)) or disk[0])
+    for k in range(5):
+        with pytest.raises(DecisionLogUnwritable):
+            log.write({"endpoint": "/v1/route", "prompt_sha256": str(k)}, answered=k == 4)
+    assert (log.unwritten, log.dropped) == (3, 2)
+    disk[0].full = False
+    assert log.retry() and log.error is None and log.count == 3
+    log.close()
+    lines = [json.loads(line) for line in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert [r["prompt_sha256"] for r in lines] == ["2", "3", "4"]  # the oldest two were dropped
+    assert [r["late"]["answered"] for r in lines] == [False, False, True]
+
+
+@pytest.mark.parametrize("text,reason", [
+    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n', None),
+    ('{"time":"t","endpoint":"/v1/chat/completions","prompt_sha256":"a","late":{}}\n', None),
+    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n\n', "line 2 is not a JSON object"),
+    ('{"_name_or_path": "x",\n "hidden_size": 384}\n', "line 1 is not a JSON object"),
+    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n[1, 2]\n', "line 2 is not a JSON object"),
+    ('{"time":"t","endpoint":"/v1/leaderboard","prompt_sha256":"a"}\n', "line 1 is not a routing decision (expected time, endpoint and prompt_sha256)"),
+    ("models:\n  a: {cost: 1}\n", "line 1 is not a JSON object"),
+])
+def test_what_counts_as_a_decision_log(tmp_path, text: str, reason: str | None) -> None:
+    from evalprism.serve.decisions import not_a_decision_log
+
+    (tmp_path / "log.jsonl").write_text(text, encoding="utf-8")
+    assert not_a_decision_log(tmp_path / "log.jsonl") == reason
+
+
+def test_the_output_rules_for_an_appended_file(tmp_path) -> None:
+    from evalprism.errors import EvalprismError
+    from evalprism.io.outputs import check_output_file
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}\n")
+    config = tmp_path / "router.yaml"
+    config.write_text("models: {}\n")
+    (tmp_path / "link.jsonl").symlink_to(model / "config.json")
+    (tmp_path / "empty.jsonl").touch()
+    (tmp_path / "foreign.txt").write_text("hello\n")
+    inputs = [model, config]
+
+    def refusal(path) -> str:
+        with pytest.raises(EvalprismError) as info:
+            check_output_file(path, "decision log", inputs=inputs, not_ours=lambda p: "line 1 is not mine")
+        return str(info.value)
+
+    assert refusal(model / "config.json").endswith(f"it is inside the input {model}, which appending would change; "
+                                                   "name a file outside the run's inputs")
+    assert refusal(model / "sub" / "new.jsonl").startswith(f"{model / 'sub' / 'new.jsonl'}: cannot be the decision "
+                                                           f"log: it is inside the input {model}")
+    assert f"it is the input {config}" in refusal(config)
+    assert "it is a symbolic link" in refusal(tmp_path / "link.jsonl")
+    assert "it is a directory" in refusal(tmp_path)
+    assert refusal(tmp_path / "foreign.txt") == (
+        f"{tmp_path / 'foreign.txt'}: cannot be the decision log: the file exists and is not a decision log evalprism "
+        "wrote (line 1 is not mine); evalprism appends only to its own decision logs; name a new file")
+    assert "foreign.txt is a file, not a directory" in refusal(tmp_path / "foreign.txt" / "d.jsonl")
+    for fine in (tmp_path / "empty.jsonl", tmp_path / "new" / "d.jsonl"):
+        assert check_output_file(fine, "decision log", inputs=inputs, not_ours=lambda p: "never") == fine
+    assert (model / "config.json").read_text() == "{}\n" and not (tmp_path / "new").exists()

@@ -18,6 +18,11 @@ Files are written into a hidden sibling ``.<name>.partial-<pid>-<token>`` that r
 only when complete. A run killed mid-save leaves that staging directory behind; the next run of the
 same output removes such leftovers of dead processes (only directories evalprism named and marked)
 and says so.
+
+A file evalprism appends to (the router service's decision log) keeps the same promises, checked by
+:func:`check_output_file` before anything loads: it may be a new file or an empty one or a file the
+caller recognises as its own (every line a decision of the service); never a symbolic link, a
+directory, one of the run's inputs or a path inside one (a model directory, the config file).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -227,6 +232,53 @@ def read_manifest(path: Path) -> tuple[str, list[str]] | None:
         return None
 
 
+def check_output_file(path: str | Path, what: str, *, inputs: Iterable[str | Path | None] = (),
+                      not_ours: Callable[[Path], str | None]) -> Path:
+    """The rules for a file evalprism appends to (see the module docstring), before any work: raise
+    unless ``path`` may receive the ``what`` (e.g. "decision log"). ``not_ours(path)`` reads an
+    existing non-empty file and says why it is not one evalprism wrote for this purpose (None: it is)."""
+    path = Path(path)
+    if str(path).strip() == "":
+        raise EvalprismError(f"the {what} path is empty (''): name a file, e.g. decisions.jsonl")
+    if path.is_symlink():
+        raise EvalprismError(f"{path}: cannot be the {what}: it is a symbolic link; name the file itself")
+    try:
+        resolved = path.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:
+        raise EvalprismError(f"{path}: cannot be the {what}: the path cannot be resolved ({exc})") from None
+    for item in (Path(p) for p in inputs if p is not None and str(p) != ""):
+        item_resolved = item.resolve(strict=False)
+        if item_resolved == resolved or item_resolved in resolved.parents:
+            where = "is" if item_resolved == resolved else "is inside"
+            raise EvalprismError(f"{path}: cannot be the {what}: it {where} the input {item}, which appending "
+                                 f"would change; name a file outside the run's inputs")
+    if path.exists():
+        if not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file"
+            raise EvalprismError(f"{path}: cannot be the {what}: it is {kind}")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise EvalprismError(f"{path}: cannot be the {what}: it is not a readable and writable file")
+        if path.stat().st_size > 0:
+            reason = not_ours(path)
+            if reason is not None:
+                raise EvalprismError(f"{path}: cannot be the {what}: the file exists and is not a {what} evalprism "
+                                     f"wrote ({reason}); evalprism appends only to its own {what}s; name a new file")
+        return path
+    nearest = _nearest_existing(path.parent)
+    if not nearest.is_dir():
+        raise EvalprismError(f"{path}: cannot be the {what}: {nearest} is a file, not a directory")
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise EvalprismError(f"{path}: cannot be the {what}: the directory {nearest} is not writable")
+    return path
+
+
+def describe_write_error(exc: OSError) -> str:
+    """Why a write failed, in words (the disk is full, permission denied, ...)."""
+    return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+            errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+            errno.EPERM: "permission denied"}.get(exc.errno or 0, exc.strerror or str(exc))
+
+
 # --- the rules ---------------------------------------------------------------------------------
 
 def _as_path(out: str | Path) -> Path:
@@ -321,10 +373,7 @@ def _probe_writable(path: Path) -> None:
 
 
 def _write_error(path: Path, exc: OSError) -> EvalprismError:
-    what = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-            errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied"}.get(exc.errno or 0, exc.strerror or str(exc))
-    return EvalprismError(f"{path}: cannot write the output ({what}); nothing was written")
+    return EvalprismError(f"{path}: cannot write the output ({describe_write_error(exc)}); nothing was written")
 
 
 # --- staging, moving, cleaning -------------------------------------------------------------------

@@ -11,12 +11,14 @@ Endpoints (all but ``/health`` behind bearer auth when keys are configured):
   field ``evalprism``; streaming and not.
 
 P2L inference runs micro-batched in a worker thread (:mod:`~evalprism.serve.batcher`); every
-routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`).
+routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`); while that
+log cannot be written, routing and chat answer 503 and ``/health`` is degraded, naming the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import math
@@ -41,7 +43,12 @@ from evalprism.p2l.model import P2LModel
 from evalprism.p2l.routing import check_budget
 from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import Secrets, ServeConfig, realised_cost
-from evalprism.serve.decisions import DecisionLog, elapsed_ms, prompt_hash
+from evalprism.serve.decisions import (
+    DecisionLog,
+    DecisionLogUnwritable,
+    elapsed_ms,
+    prompt_hash,
+)
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
 from evalprism.serve.router import Decision, Job, RoutingCore
@@ -49,6 +56,7 @@ from evalprism.serve.schemas import (
     ERROR_STATUS,
     MAX_PROMPTS_PER_REQUEST,
     ChatCompletionRequest,
+    DecisionLogHealth,
     ErrorBody,
     Health,
     LeaderboardRequest,
@@ -90,7 +98,8 @@ _STATUS_TEXT = {400: "malformed JSON or text that is not valid Unicode", 401: "m
                 404: "unknown model", 405: "method not allowed", 413: "body or prompt too large",
                 415: "the body is not sent as JSON", 422: "invalid field values", 429: "every upstream attempt was "
                 "rate-limited (Retry-After: the shortest wait an upstream asked for)",
-                502: "no upstream answered (evalprism.attempts says why)"}
+                502: "no upstream answered (evalprism.attempts says why)",
+                503: "the decision log cannot be written (the error names it and why; GET /health too)"}
 
 
 def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -136,10 +145,11 @@ class Service:
 ServiceOf = Callable[[], Service]
 
 
-def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path,
+def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path | DecisionLog,
                precision: str = "float32", transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
-    ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime)."""
+    ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime);
+    ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown)."""
     core = RoutingCore(model, config)
     metrics = Metrics()
     state: dict[str, Service] = {}
@@ -163,7 +173,7 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     return app
 
 
-def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision_log: str | Path,
+def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision_log: str | Path | DecisionLog,
               transport: httpx.AsyncBaseTransport | None, metrics: Metrics,
               state: dict[str, Service]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Start-up and shutdown: the micro-batcher (warmed up), the upstream clients and the decision
@@ -183,7 +193,8 @@ def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision
         gc.collect()
         gc.freeze()
         service = Service(config, core, batcher, Upstreams(config, secrets.upstream_keys, transport),
-                          DecisionLog(decision_log), metrics)
+                          decision_log if isinstance(decision_log, DecisionLog) else DecisionLog(decision_log),
+                          metrics)
         state["service"] = service
         try:
             yield
@@ -231,15 +242,24 @@ def _add_status_routes(app: FastAPI, service: ServiceOf, core: RoutingCore, mode
 
     @app.get("/health", response_model=Health)
     async def health() -> Health:
-        """Liveness, and each upstream's circuit: ``status`` is ``degraded`` while some circuit is open,
-        ``unavailable`` while every one is (the service itself answers either way)."""
+        """Liveness, each upstream's circuit and the decision log: ``status`` is ``degraded`` while some
+        circuit is open or the decision log cannot be written (``reasons`` say which), ``unavailable``
+        while every circuit is open (the service itself answers either way). While the log fails, each
+        call tries again to write the decisions kept meanwhile."""
         s = service()
         upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
-        opened = sum(u.state == "open" for u in upstreams.values())
-        status = "ok" if not opened else "unavailable" if opened == len(upstreams) else "degraded"
-        return Health(status=status, models=len(core.candidates), precision=precision, runtime=model.backbone.runtime,
-                      batches=s.batcher.stats.batches, prompts=s.batcher.stats.items, decisions=s.decisions.count,
-                      upstreams=upstreams)
+        opened = [name for name, u in upstreams.items() if u.state == "open"]
+        writable = s.decisions.retry()
+        reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
+        if not writable:
+            reasons.append(f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): "
+                           "routing and chat answer 503")
+        status = "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
+        log_health = DecisionLogHealth(path=str(s.decisions.path), writable=writable, error=s.decisions.error,
+                                       unwritten=s.decisions.unwritten, dropped=s.decisions.dropped)
+        return Health(status=status, reasons=reasons, models=len(core.candidates), precision=precision,
+                      runtime=model.backbone.runtime, batches=s.batcher.stats.batches, prompts=s.batcher.stats.items,
+                      decisions=s.decisions.count, decision_log=log_health, upstreams=upstreams)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics() -> Response:
@@ -280,12 +300,13 @@ def _add_leaderboard_route(app: FastAPI, service: ServiceOf, model: P2LModel) ->
 def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> None:
     """``POST /v1/route``: the routing decision for a conversation, logged."""
 
-    @app.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON))
+    @app.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON, 503))
     async def route_endpoint(req: RouteRequest, request: Request) -> Response:
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
         budget = s.budget_of(req.budget)
+        s.decisions.require()
         decision = await s.batcher.submit(Job(prompt, budget))
         digest = prompt_hash(prompt)
         s.metrics.decisions.labels(decision.chosen).inc()
@@ -311,7 +332,7 @@ _CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its 
                                                       "as JSON (the first with `evalprism`), or [DONE]"},
                                              "event": {"type": "string"}, "id": {"type": "string"},
                                              "retry": {"type": "integer"}}}}}},
-                   **_responses(*_COMMON, 404, 429, 502)}
+                   **_responses(*_COMMON, 404, 429, 502, 503)}
 
 
 def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> None:
@@ -323,6 +344,7 @@ def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> No
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
+        s.decisions.require()  # before an upstream is paid for an answer that could not be logged
         annotation: dict[str, Any]
         if req.model in (None, config.router_name):
             budget = s.budget_of(req.budget)
@@ -398,10 +420,11 @@ async def _logged_stream(s: Service, outcome: Outcome, annotation: dict[str, Any
         if relayed.end == "stream_broken":
             s.upstreams.health.failure(model, f"{model}: {relayed.error}")
             s.metrics.upstream_errors.labels(model).inc()
-        s.decisions.write({**record, "status": outcome.status, "outcome": relayed.end,
-                           "bytes_relayed": relayed.bytes, "stream_error": relayed.error,
-                           "realised_cost": realised_cost(s.config.models[model], relayed.usage),
-                           "latency_ms": elapsed_ms(start)})
+        with contextlib.suppress(DecisionLogUnwritable):  # the stream has gone out; the line is kept for later
+            s.decisions.write({**record, "status": outcome.status, "outcome": relayed.end,
+                               "bytes_relayed": relayed.bytes, "stream_error": relayed.error,
+                               "realised_cost": realised_cost(s.config.models[model], relayed.usage),
+                               "latency_ms": elapsed_ms(start)}, answered=True)
 
 
 def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str], bool]:
@@ -460,6 +483,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # keeps e.g. Allow on a 405
         return _error(exc.status_code, str(exc.detail), param=getattr(exc, "param", None),
                       code=getattr(exc, "code", None), headers=exc.headers)
+
+    @app.exception_handler(DecisionLogUnwritable)
+    async def unlogged(request: Request, exc: DecisionLogUnwritable) -> JSONResponse:
+        return _error(503, f"{exc}; the service refuses to route until it can, as every decision is logged "
+                           "(GET /health shows the log's state)", "server_error", code="decision_log_unwritable")
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:

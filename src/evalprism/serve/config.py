@@ -24,10 +24,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from evalprism.errors import EvalprismError
 from evalprism.io.text import read_text
@@ -35,32 +44,60 @@ from evalprism.p2l.routing import check_budget, opponent_vector
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Strict types: a YAML ``true`` is not the number 1, nor ``"5"`` the number 5."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# --- one validator per meaning -------------------------------------------------------------------
+
+def _finite(value: float | None) -> float | None:
+    """A number of the config (a cost, a price, a duration) is finite: ``.inf`` means nothing there."""
+    if value is not None and not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def _upstream_url(value: str) -> str:
+    """An upstream's base URL: http(s), a host, a port in range if one is given, no whitespace
+    (a space would reach httpx only on the first request, as a connection error)."""
+    if any(c.isspace() for c in value):
+        raise ValueError("expected a URL without spaces or line breaks")
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// URL")
+    parts = urlsplit(value)
+    if not parts.hostname:
+        raise ValueError("expected a URL with a host, e.g. http://127.0.0.1:8001/v1")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (port is None and parts.netloc.endswith(":")):
+        raise ValueError("expected a port number between 1 and 65535 after the host")
+    return value.rstrip("/")
+
+
+def _name(value: str) -> str:
+    """A name clients send (the router's): not empty, no leading or trailing spaces."""
+    if not value.strip() or value != value.strip():
+        raise ValueError("expected a non-empty name without leading or trailing spaces")
+    return value
+
+
+Finite = Annotated[float, AfterValidator(_finite)]
+Seconds = Annotated[float, Field(gt=0), AfterValidator(_finite)]
 
 
 class UpstreamConfig(_Strict):
     """One candidate model: where to send its requests and what a request costs."""
 
-    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:port/v1")
+    base_url: Annotated[str, AfterValidator(_upstream_url)] = Field(
+        description="OpenAI-compatible base URL, e.g. http://host:port/v1")
     upstream_model: str | None = Field(None, description="the model name the upstream expects (default: the candidate name)")
     api_key_env: str | None = Field(None, description="environment variable holding the upstream's API key")
-    cost: float = Field(ge=0, description="cost of one request (any unit, the same for every model)")
-    prompt_token_price: float | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
-    completion_token_price: float | None = Field(None, ge=0, description="price of one completion token")
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        return value.rstrip("/")
-
-    @field_validator("cost", "prompt_token_price", "completion_token_price")
-    @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("expected a finite number")
-        return value
+    cost: Finite = Field(ge=0, description="cost of one request (any unit, the same for every model)")
+    prompt_token_price: Finite | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
+    completion_token_price: Finite | None = Field(None, ge=0, description="price of one completion token")
 
 
 def realised_cost(upstream: UpstreamConfig, usage: Any) -> float | None:
@@ -81,18 +118,20 @@ class ServeConfig(_Strict):
     budget: float | None = Field(None, ge=0, description="default cost bound per prompt; none: no bound")
     opponent: Literal["uniform"] | dict[str, float] = "uniform"  # checked by p2l.routing.opponent_vector
     api_keys_env: list[str] = Field(default_factory=list)
-    router_name: str = "evalprism-router"
+    router_name: Annotated[str, AfterValidator(_name)] = "evalprism-router"
     decision_log: str = "decisions.jsonl"
-    timeout_s: float = Field(60.0, gt=0, description="upstream read timeout per request")
-    connect_timeout_s: float = Field(5.0, gt=0)
-    batch_window_ms: float = Field(4.0, ge=0, description="how long a P2L batch waits for more prompts")
+    timeout_s: Seconds = Field(60.0, description="upstream read timeout per request")
+    connect_timeout_s: Seconds = 5.0
+    # at most a second: the warm-up batch waits one window before the service reports healthy, and every
+    # request waits up to one window for company
+    batch_window_ms: float = Field(4.0, ge=0, le=1000, description="how long a P2L batch waits for more prompts")
     # 16: the encoder is compute-bound, so a bigger batch gains little per prompt, while a smaller one lets the
     # event loop answer one batch and read the next while the model runs, and one slow batch delays fewer
     # requests. 32 clients, four runs each (benchmarks/bench_serve.py): p99 83-90 ms at 16, 82-110 ms at 64.
     max_batch: int = Field(16, ge=1, description="most prompts in one P2L forward pass")
     max_attempts: int = Field(3, ge=1, description="most upstreams one chat request tries, in the decision's value order")
     breaker_failures: int = Field(3, ge=1, description="consecutive failures that open an upstream's circuit")
-    breaker_cooldown_s: float = Field(30.0, gt=0, description="how long an open circuit is skipped")
+    breaker_cooldown_s: Seconds = Field(30.0, description="how long an open circuit is skipped")
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
     max_prompt_tokens: int | None = Field(
@@ -103,6 +142,15 @@ class ServeConfig(_Strict):
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")
     runtime: Literal["auto", "torch", "openvino"] = Field(
         "auto", description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch")
+
+    @field_validator("router_name")
+    @classmethod
+    def _not_a_candidate(cls, value: str, info: ValidationInfo) -> str:
+        """The router's name and a candidate's would make ``model: <name>`` mean two things."""
+        if value in (info.data.get("models") or {}):
+            raise ValueError("expected a name that is not also a candidate's: a request naming it could not say "
+                             "whether to route or to call that candidate")
+        return value
 
 
 @dataclass(frozen=True)
@@ -118,7 +166,87 @@ class Secrets:
 
 
 def _location(error: Mapping[str, Any]) -> str:
-    return ".".join(str(part) for part in error.get("loc", ())) or "(top level)"
+    """The key path of an error, without pydantic's union branch labels (``literal['uniform']``)."""
+    parts = [str(part) for part in error.get("loc", ()) if not _branch(part)]
+    return ".".join(parts) or "(top level)"
+
+
+def _branch(part: object) -> bool:
+    return isinstance(part, str) and ("[" in part or part in ("str", "int", "float", "bool"))
+
+
+def _first_error(exc: ValidationError) -> tuple[dict[str, Any], int]:
+    """The error to report and how many other problems there are: the first key with a problem, and of
+    a key whose value fits none of a union's branches, the branch that got furthest (``opponent: {a:
+    true}`` is about ``a``'s weight, not about the value not being ``uniform``)."""
+    errors = exc.errors()
+    key = errors[0]["loc"][:1]
+    first = max((e for e in errors if e["loc"][:1] == key), key=lambda e: len(e["loc"]))
+
+    def branch(error: Any) -> tuple[str, ...]:
+        return tuple(str(part) for part in error["loc"] if _branch(part))
+
+    others = [e for e in errors if e is not first and (e["loc"][:1] != key or branch(e) == branch(first))]
+    return dict(first), len(others)
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    """A pydantic error as "what was expected (got what the file says)", the value in YAML's spelling."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    value = error.get("input")
+    if isinstance(value, bool) and error.get("type") in ("float_type", "int_type"):
+        return f"expected a number, not the boolean {_yaml(value)}"
+    if isinstance(value, bool | int | float | str) and error.get("type") != "missing":
+        return f"{message} (got {_yaml(value)})"
+    return message
+
+
+def _yaml(value: bool | float | str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _read_yaml(path: Path) -> Any:
+    """The YAML document in ``path``; a key given twice in one mapping is refused (YAML loaders keep the
+    later silently), naming the key's path and both lines."""
+    try:
+        text = read_text(path)
+    except OSError as exc:
+        raise EvalprismError(f"{path}: cannot read the router config ({exc.strerror})") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_duplicate_keys(path, node, ())
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise EvalprismError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
+
+
+def _refuse_duplicate_keys(path: Path, node: yaml.Node, where: tuple[str, ...]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key != "<<":
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    dotted = ".".join((*where, key))
+                    raise EvalprismError(f"{path}: {dotted}: the key {key!r} is given twice (lines {first_line[key]} "
+                                         f"and {line}); expected each key once")
+                first_line[key] = line
+            _refuse_duplicate_keys(path, value_node, (*where, key if key is not None else "?"))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(path, item, (*where, str(i)))
 
 
 def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> ServeConfig:
@@ -127,22 +255,15 @@ def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> S
     opponent and the budget are checked by the library's routing checks (:mod:`evalprism.p2l.routing`),
     so the file gets the messages a library or CLI user gets, after the file's name."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(read_text(path))
-    except OSError as exc:
-        raise EvalprismError(f"{path}: cannot read the router config ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise EvalprismError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    raw = _read_yaml(path)
     if not isinstance(raw, dict):
         raise EvalprismError(f"{path}: expected a mapping with a 'models' key at the top level")
     try:
         config = ServeConfig.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise EvalprismError(f"{path}: {_location(first)}: {first['msg']}{more}") from None
+        first, others = _first_error(exc)
+        more = f" (and {others} more problem(s))" if others else ""
+        raise EvalprismError(f"{path}: {_location(first)}: {_message(first)}{more}") from None
     if model_names is not None:
         check_candidates(config, model_names, str(path))
     candidates = list(config.models)

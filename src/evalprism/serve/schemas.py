@@ -362,13 +362,26 @@ class UpstreamHealth(BaseModel):
     last_error: str | None
 
 
+class DecisionLogHealth(BaseModel):
+    """The decision log's state (:mod:`evalprism.serve.decisions`)."""
+
+    path: str
+    writable: bool = Field(description="false: the last write failed; routing and chat answer 503")
+    error: str | None = Field(description="why writing fails (e.g. the disk is full)")
+    unwritten: int = Field(description="decisions kept in memory until the log can be written again")
+    dropped: int = Field(description="decisions beyond the kept ones, lost")
+
+
 class Health(BaseModel):
     status: Literal["ok", "degraded", "unavailable"] = Field(
-        description="ok; degraded: some upstream's circuit is open; unavailable: every upstream's is")
+        description="ok; degraded: some upstream's circuit is open or the decision log cannot be written; "
+                    "unavailable: every upstream's circuit is open")
+    reasons: list[str] = Field(description="why the status is not ok, one line per cause")
     models: int
     precision: str = Field(description="the P2L backbone's inference dtype")
     runtime: str = Field(description="what runs the P2L backbone (torch or openvino)")
     batches: int
     prompts: int
     decisions: int
+    decision_log: DecisionLogHealth
     upstreams: dict[str, UpstreamHealth]
