@@ -281,6 +281,21 @@ def test_what_counts_as_a_decision_log(tmp_path, text: str, reason: str | None) 
     assert not_a_decision_log(tmp_path / "log.jsonl") == reason
 
 
+def test_a_long_decision_log_is_recognised_by_its_head_and_tail(tmp_path) -> None:
+    """A log of many decisions is read at both ends only (a service's log of millions of decisions must not
+    cost seconds at start), and a foreign text appended after its first lines is still found at its end."""
+    from evalprism.serve.decisions import not_a_decision_log
+
+    line = '{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n'
+    log = tmp_path / "log.jsonl"
+    log.write_text(line * 50, encoding="utf-8")
+    assert not_a_decision_log(log, sample_lines=10) is None
+    log.write_text(line * 50 + "models:\n  a: {cost: 1}\n", encoding="utf-8")
+    assert not_a_decision_log(log, sample_lines=10) == "a line near its end is not a JSON object"
+    log.write_text(line * 5 + "oops\n" + line * 50, encoding="utf-8")
+    assert not_a_decision_log(log, sample_lines=10) == "line 6 is not a JSON object"
+
+
 def test_the_output_rules_for_an_appended_file(tmp_path) -> None:
     from evalprism.errors import EvalprismError
     from evalprism.io.outputs import check_output_file

@@ -180,23 +180,34 @@ class DecisionLog:
                 self._file = None
 
 
-def not_a_decision_log(path: Path) -> str | None:
-    """Why ``path`` is not a decision log this service wrote (None: every line is one of its decisions,
-    a JSON object with ``time``, ``endpoint`` and ``prompt_sha256``)."""
+def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
+    """Why ``path`` is not a decision log this service wrote (None: its first and last ``sample_lines``
+    lines are each one of its decisions, a JSON object with ``time``, ``endpoint`` and ``prompt_sha256``).
+
+    Only the head and the tail are read: a foreign file (a config, a model's ``config.json``) fails on its
+    first lines, and a service's log of millions of decisions must not cost seconds at every start."""
     try:
         with path.open("rb") as file:
-            for number, raw in enumerate(file, 1):
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    record = None
-                if not isinstance(record, dict):
-                    return f"line {number} is not a JSON object"
-                if (not isinstance(record.get("time"), str) or record.get("endpoint") not in ENDPOINTS
-                        or "prompt_sha256" not in record):
-                    return f"line {number} is not a routing decision (expected time, endpoint and prompt_sha256)"
+            head = [line for _, line in zip(range(sample_lines), file, strict=False)]
+            size = path.stat().st_size
+            file.seek(max(0, size - 256 * 1024))
+            tail = file.read().splitlines(keepends=True)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
+    lines = list(enumerate(head, 1))
+    if tail and len(head) == sample_lines:  # a long file: check its end too (the first tail line may be cut)
+        lines += [(None, raw) for raw in tail[1:][-sample_lines:]]
+    for number, raw in lines:
+        where = f"line {number}" if number is not None else "a line near its end"
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            return f"{where} is not a JSON object"
+        if (not isinstance(record.get("time"), str) or record.get("endpoint") not in ENDPOINTS
+                or "prompt_sha256" not in record):
+            return f"{where} is not a routing decision (expected time, endpoint and prompt_sha256)"
     return None
 
 
