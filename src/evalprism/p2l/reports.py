@@ -176,6 +176,9 @@ def training_report(result: TrainResult) -> Report:
         f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
         _fit_sentence(o) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
     )
+    verdict = p2l_versus_marginal(result.evaluation)
+    if verdict:
+        report.summary(verdict.replace("on these battles", "on these validation battles"))
     if o.get("fit") == "ridge":
         if history["cv_nll"].notna().any():
             report.figure(_penalty_figure(history), "Choosing the penalty",
@@ -196,13 +199,49 @@ def training_report(result: TrainResult) -> Report:
     return report
 
 
+#: below this share of prompts the leader's is "only" that share: clearly less than all of them
+ONLY_BELOW = 0.9
+
+
+def _share_of_prompts(share: float, n_prompts: int) -> str:
+    """A share of the prompts in words that fit it: "every prompt", "all but 3 of the 400 prompts",
+    or a percentage that never rounds a share short of all to 100% (or a non-zero one to 0%)."""
+    count = round(share * n_prompts)
+    if count >= n_prompts:
+        return f"every one of the {n_prompts} prompts"
+    if share >= ONLY_BELOW:
+        return f"all but {n_prompts - count} of the {n_prompts} prompts"
+    if count == 0:
+        return f"none of the {n_prompts} prompts"
+    return f"{count} of the {n_prompts} prompts ({'<1%' if share < 0.005 else f'{share:.0%}'})"
+
+
+def _leader_sentence(board: pd.DataFrame, n_prompts: int) -> str:
+    """How often the aggregated leader is each prompt's best model; "only" when clearly less than all."""
+    leader = board.iloc[0]
+    top = board.sort_values("best_share", ascending=False, kind="stable").iloc[0]
+    share = float(leader["best_share"])
+    if share >= ONLY_BELOW:
+        text = (f"{leader['model']} leads the aggregated leaderboard and is the best model on "
+                f"{_share_of_prompts(share, n_prompts)}.")
+    else:
+        text = (f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
+                f"{_share_of_prompts(share, n_prompts)}.")
+    if top["model"] != leader["model"]:
+        text += (f" {top['model']} is best on the most prompts "
+                 f"({_share_of_prompts(float(top['best_share']), n_prompts)}).")
+    return text
+
+
 def prompt_set_index_line(result: PromptSetResult) -> str:
     """One line for an index page: the overall leader, how often it is best, and category leaders."""
     board, cats = result.leaderboard, result.categories
     leader = board.iloc[0]
     leaders = cats[cats["rank"] == 1]
     others = int((leaders["model"] != leader["model"]).sum())
-    return (f"{leader['model']} leads overall but is best on {leader['best_share']:.0%} of prompts; "
+    share = float(leader["best_share"])
+    link = "but" if share < ONLY_BELOW else "and"
+    return (f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.options['n_prompts'])}; "
             f"another model leads {others} of {len(leaders)} categories")
 
 
@@ -210,15 +249,12 @@ def prompt_set_report(result: PromptSetResult) -> Report:
     o = result.options
     board, cats, strong = result.leaderboard, result.categories, result.strengths
     leader = board.iloc[0]
-    top_share = board.sort_values("best_share", ascending=False).iloc[0]
     report = Report(title="Prompt-set leaderboard (P2L)",
                     subtitle=f"{o['n_prompts']} prompts, {o['models']} models; categories from {o['categories']}")
     category_leaders = cats[cats["rank"] == 1]
     n_other = int((category_leaders["model"] != leader["model"]).sum())
     report.summary(
-        f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
-        f"{leader['best_share']:.0%} of the prompts; {top_share['model']} is best on the most prompts "
-        f"({top_share['best_share']:.0%}).",
+        _leader_sentence(board, int(o["n_prompts"])),
         f"In {n_other} of {len(category_leaders)} categories another model leads: "
         + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples()
                     if r.model != leader["model"])[:600] + "." if n_other else
@@ -264,13 +300,55 @@ def prompt_set_report(result: PromptSetResult) -> Report:
     return report
 
 
+#: a difference of more than this many paired standard errors is called a win or a loss, not noise
+NOISE_SES = 2.0
+
+
+def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
+    """One plain sentence on whether P2L beat the marginal leaderboard on these battles: better, worse,
+    or within noise (the NLL difference within :data:`NOISE_SES` paired standard errors by prompt).
+    None when there is no marginal leaderboard to compare with."""
+    m = metrics.set_index("predictor")
+    if "marginal" not in m.index or "nll_vs_marginal" not in m.columns:
+        return None
+    diff, se = float(m.loc["p2l", "nll_vs_marginal"]), float(m.loc["p2l", "se_vs_marginal"])
+    size = f"{abs(diff):.4f} nats per battle"
+    if not np.isfinite(se) or se <= 0:
+        noise = "(no paired standard error: the battles come from fewer than two prompts)"
+        within = False
+    else:
+        noise = f"(paired standard error by prompt {se:.4f}, so {abs(diff) / se:.1f} SE)"
+        within = abs(diff) <= NOISE_SES * se
+    if within:
+        side = "worse" if diff > 0 else "better"
+        return (f"P2L does slightly {side} than the marginal leaderboard, by {size} of NLL {noise}: within "
+                "noise, so on these battles the prompt adds nothing measurable to the marginal leaderboard.")
+    if diff > 0:
+        return (f"**P2L loses to the marginal leaderboard**: its NLL is higher by {size} {noise}; on these "
+                "battles conditioning on the prompt predicts the votes worse than one leaderboard for all prompts.")
+    return f"P2L beats the marginal leaderboard: its NLL is lower by {size} {noise}."
+
+
+def _battles_subtitle(o: dict[str, Any]) -> str:
+    """The held-out battles and prompts, and how many the loss used (``bt`` leaves out ties)."""
+    text = f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts"
+    used = o.get("battles_used", o["n_battles"])
+    if used < o["n_battles"]:
+        text += (f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
+                 f"model), so the metrics use {used} battles")
+    return text
+
+
 def evaluation_report(result: EvaluationResult) -> Report:
     o = result.options
     metrics = result.metrics.set_index("predictor")
-    report = Report(title="P2L evaluation", subtitle=f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts")
+    report = Report(title="P2L evaluation", subtitle=_battles_subtitle(o))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
              + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
              + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
+    verdict = p2l_versus_marginal(result.metrics)
+    if verdict:
+        lines.append(verdict)
     scaling = result.scaling.groupby("prompts")["l1"].agg(["mean", "std"]).reset_index()
     full = scaling.iloc[-1]
     lines.append(f"Aggregating P2L over all {int(full['prompts'])} prompts gives a leaderboard whose win probabilities "
@@ -291,8 +369,10 @@ def evaluation_report(result: EvaluationResult) -> Report:
                   "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
                   "early means a few prompts already give a stable leaderboard.")
     report.table(result.metrics.round(4), "Prediction of the held-out votes",
-                 "nll: mean negative log-likelihood per battle; accuracy: expected share of outcomes predicted "
-                 "right; brier: squared error of the outcome probabilities.")
+                 "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
+                 "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
+                 "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
+                 "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.")
     report.details.update(o)
     return report
 
