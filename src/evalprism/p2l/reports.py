@@ -302,6 +302,13 @@ def prompt_set_report(result: PromptSetResult) -> Report:
 
 #: a difference of more than this many paired standard errors is called a win or a loss, not noise
 NOISE_SES = 2.0
+#: NLL differences below this are float rounding (a float32 head against a float64 marginal), not a difference
+SAME_NLL = 1e-6
+
+
+def _small(x: float) -> str:
+    """A small non-negative number readably: 4 decimals, or 2 significant digits below 0.001 (never "0.0000")."""
+    return f"{x:.4f}" if x >= 1e-3 else f"{x:.1e}"
 
 
 def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
@@ -312,12 +319,15 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
     if "marginal" not in m.index or "nll_vs_marginal" not in m.columns:
         return None
     diff, se = float(m.loc["p2l", "nll_vs_marginal"]), float(m.loc["p2l", "se_vs_marginal"])
-    size = f"{abs(diff):.4f} nats per battle"
+    size = f"{_small(abs(diff))} nats per battle"
+    if abs(diff) < SAME_NLL and not se > SAME_NLL:
+        return (f"P2L predicts these votes as the marginal leaderboard does (the same NLL to within {SAME_NLL:g} "
+                "per battle): the prompt changes nothing here.")
     if not np.isfinite(se) or se <= 0:
         noise = "(no paired standard error: the battles come from fewer than two prompts)"
         within = False
     else:
-        noise = f"(paired standard error by prompt {se:.4f}, so {abs(diff) / se:.1f} SE)"
+        noise = f"(paired standard error by prompt {_small(se)}, so {abs(diff) / se:.1f} SE)"
         within = abs(diff) <= NOISE_SES * se
     if within:
         side = "worse" if diff > 0 else "better"
