@@ -120,3 +120,14 @@ def test_prompt_set_headline_fits_the_share(best: list[int], expected: str) -> N
     report = prompt_set_report(result)
     assert report.summary_items[0] == expected
     assert "only" not in report.summary_items[0] or best[0] < 90
+
+
+def test_report_tables_show_line_breaks_and_keep_model_names_whole() -> None:
+    from evalprism.report import Report
+
+    frame = pd.DataFrame({"prompt": ["Line one.\n\nLine <two>\tend"], "model": ["stablelm-tuned-alpha-7b"],
+                          "note": ["a\nb"]})
+    body = Report("t").table(frame, "routes", nowrap=["model"], lines=["prompt"]).sections[0].body
+    assert '<span class="lines">Line one.<br><br>Line &lt;two&gt; end</span>' in body
+    assert '<span class="nowrap">stablelm-tuned-alpha-7b</span>' in body
+    assert "<td>a b</td>" in body and "\\n" not in body  # never the characters backslash-n

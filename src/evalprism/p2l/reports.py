@@ -69,15 +69,16 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
         hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
     ))
     fig.update_layout(height=max(320, 22 * len(board) + 120), template="plotly_white",
-                      xaxis_title="coefficient (higher is better)", margin={"l": 200, "r": 20, "t": 20, "b": 50},
-                      yaxis={"type": "category"})
+                      xaxis_title="coefficient (higher is better)", margin={"l": 20, "r": 20, "t": 20, "b": 50},
+                      yaxis={"type": "category", "automargin": True})
     report.figure(fig, "Coefficients with 95% intervals",
                   "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
                   "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.")
-    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.")
+    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.", nowrap=["model"])
     if len(overlaps):
         report.table(overlaps.round(1), "Pairs the battles do not order",
-                     "Pairs of models whose 95% intervals overlap, closest ratings first.")
+                     "Pairs of models whose 95% intervals overlap, closest ratings first.",
+                     nowrap=["upper_model", "lower_model"])
     report.details.update(o)
     return report
 
@@ -268,7 +269,7 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                                 marker={"symbol": "diamond", "size": 9, "color": "#d62728"})])
     fig.update_layout(template="plotly_white", height=max(320, 22 * len(board) + 120),
                       xaxis_title="coefficient (higher is better)",
-                      margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"},
+                      margin={"l": 20, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True},
                       legend={"orientation": "h", "y": 1.05})
     report.figure(fig, "Aggregated leaderboard of the prompt set",
                   "Bars: the BT leaderboard that best predicts the average win rate over these prompts (eq. 3). "
@@ -284,7 +285,8 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         texttemplate="%{text}", hovertemplate="%{y} in %{x}<br>win rate %{z:.1%}<extra></extra>",
         colorbar={"title": "win rate"}))
     fig.update_layout(template="plotly_white", height=max(320, 24 * len(heat) + 180),
-                      margin={"l": 200, "r": 20, "t": 20, "b": 180}, xaxis={"tickangle": -35},
+                      margin={"l": 20, "r": 20, "t": 20, "b": 20}, xaxis={"tickangle": -35, "automargin": True},
+                      yaxis={"automargin": True},
                       xaxis_title="category (prompts)", yaxis_title="model")
     report.figure(fig, f"Strengths and weaknesses against {o['reference']}",
                   f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
@@ -292,10 +294,10 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                   "row to see where one model is strong or weak; a row that changes colour is what the average hides.")
     report.table(board.round(4), "Aggregated leaderboard",
                  "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
-                 "prompts on which the model has the top coefficient.")
+                 "prompts on which the model has the top coefficient.", nowrap=["model"])
     report.table(category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
                  "Leader of each category", f"The model with the top coefficient on each category's aggregated "
-                 f"leaderboard; {leader['model']} leads the whole prompt set.")
+                 f"leaderboard; {leader['model']} leads the whole prompt set.", nowrap=["leader"])
     report.details.update(o)
     return report
 
@@ -415,9 +417,19 @@ def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMP
             take = pd.concat([take, pure.iloc[picks]])
         parts.append(take)
     shown = pd.concat(parts) if parts else routes.head(rows)
-    shown = shown.astype({"prob_2": object})
+    shown = shown.assign(prompt=[_clip(p) for p in shown["prompt"]]).astype({"prob_2": object})
     shown.loc[shown["model_2"].isna(), "prob_2"] = None
     return shown
+
+
+#: characters of a prompt shown in a report table (routes.csv has the whole text)
+PROMPT_CHARS = 300
+
+
+def _clip(prompt: object) -> str:
+    """A prompt for a table cell: at most :data:`PROMPT_CHARS` characters, "…" where cut."""
+    text = str(prompt).strip()
+    return text if len(text) <= PROMPT_CHARS else text[:PROMPT_CHARS].rstrip() + " …"
 
 
 def _against(o: dict) -> str:
@@ -492,7 +504,7 @@ def routing_report(result: RoutingResult) -> Report:
                            hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>"))
     fig.update_layout(template="plotly_white", height=max(300, 22 * len(traffic) + 100), xaxis_tickformat=".0%",
                       xaxis_title="share of prompts at the chosen budget",
-                      margin={"l": 200, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category"})
+                      margin={"l": 20, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True})
     report.figure(fig, "Where the traffic goes", "Share of prompts routed to each model at the chosen budget.")
     sample = _route_sample(result.routes, traffic["model"].tolist())
     if result.routes["model_2"].notna().any():
@@ -504,6 +516,7 @@ def routing_report(result: RoutingResult) -> Report:
     report.table(sample, "Routes of sample prompts, by routed model",
                  f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
                  f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
-                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).")
+                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
+                 nowrap=["model", "model_2"], lines=["prompt"])
     report.details.update(o)
     return report
