@@ -380,7 +380,7 @@ def evaluation_report(result: EvaluationResult) -> Report:
                   "How close the eq. 3 aggregate of k random prompts' P2L leaderboards comes to the BT leaderboard "
                   "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
                   "early means a few prompts already give a stable leaderboard.")
-    report.table(result.metrics.round(4), "Prediction of the held-out votes",
+    report.table(result.metrics, "Prediction of the held-out votes",
                  "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
                  "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
                  "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
