@@ -500,3 +500,75 @@ def test_text_with_a_byte_order_mark_is_read_as_utf8_would_be(tmp_path: Path) ->
     yaml_text = "models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\nrouter_name: routeur-é\n"
     (tmp_path / "serve.yaml").write_bytes(yaml_text.encode("utf-16"))
     assert load_config(tmp_path / "serve.yaml").router_name == "routeur-é"
+
+
+# ------------------------------------------------------------------------------------------ p2l route: costs and budget
+
+class TestRouteCostsAndBudget:
+    """`p2l route` checks its costs and budget against the model list before loading the encoder, and
+    says plainly when no routed model has a price; arena-catalog price lists are read as costs."""
+
+    MODELS = [f"model-{c}" for c in "abcdefghij"]  # ten: more than a message lists
+
+    def _model_dir(self, tmp_path: Path) -> Path:
+        """A valid model directory whose backbone cannot load: any check that runs after loading it
+        fails with the backbone's error instead of its own."""
+        import torch
+        from safetensors.torch import save_file
+
+        directory = tmp_path / "model"
+        if directory.is_dir():
+            return directory
+        directory.mkdir()
+        (directory / "config.json").write_text(json.dumps(
+            {"models": self.MODELS, "loss": "bt", "backbone": {"spec": f"st:{tmp_path / 'no-such-encoder'}"}}))
+        save_file({"linear.weight": torch.zeros(len(self.MODELS), 4), "linear.bias": torch.zeros(len(self.MODELS))},
+                  str(directory / "head.safetensors"))
+        (tmp_path / "prompts.txt").write_text("Write a haiku.\nWhat is 2 + 2?\n")
+        return directory
+
+    def _route(self, tmp_path: Path, costs: Path, capsys, *extra: str) -> tuple[int, str]:
+        from helpers import run_cli
+
+        code, _, err = run_cli(["p2l", "route", self._model_dir(tmp_path), tmp_path / "prompts.txt", "--costs", costs,
+                                "--out", tmp_path / "out", "-q", *extra], capsys)
+        return code, " ".join(err.split())
+
+    def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
+        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(tmp_path / "c.csv", index=False)
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
+        assert code == 2
+        assert "no routed model has a cost" in err
+        assert ", ".join(self.MODELS[:8]) + " … and 2 more" in err
+        assert "is not one of the models" not in err  # extra rows are ignored, not blamed
+        assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
+
+    def test_budget_below_the_cheapest_fails_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
+        pd.DataFrame({"model": self.MODELS, "cost": np.arange(1.0, 11.0)}).to_csv(tmp_path / "c.csv", index=False)
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys, "--budget", "0.5")
+        assert code == 2 and "budget 0.5 is below the cheapest model's cost 1 (model-a)" in err
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys, "--opponent", "model-z")
+        assert code == 2 and "model-z" in err and "no-such-encoder" not in err
+        # with valid costs and budget, the next step is loading the encoder, which fails here
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys, "--budget", "2")
+        assert code == 2 and "no-such-encoder" in err
+
+    def test_a_misspelt_model_is_pointed_at_with_the_others_still_missing(self, tmp_path: Path, capsys) -> None:
+        costs = pd.DataFrame({"model": ["model-a", "model-bb", *self.MODELS[2:]], "cost": np.arange(1.0, 11.0)})
+        costs.to_csv(tmp_path / "c.csv", index=False)
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
+        assert code == 2 and "row 2 (line 3), column 'model': 'model-bb'" in err and "did you mean 'model-b'?" in err
+
+    def test_arena_catalog_prices_are_costs(self, tmp_path: Path) -> None:
+        from evalprism.io import read_costs
+
+        pd.DataFrame({"model_api_name": ["m1", "m2", "m3"], "input_usd_per_1M": ["1", "", "0.5"],
+                      "output_usd_per_1M": ["4", "", "2"]}).to_csv(tmp_path / "prices.csv", index=False)
+        costs = read_costs(tmp_path / "prices.csv")
+        assert dict(costs) == {"m1": 4.0, "m3": 2.0} and costs.column == "output_usd_per_1M" and costs.unpriced == 1
+        assert costs.locations["m3"] == "row 3 (line 4)"
+        assert dict(read_costs(tmp_path / "prices.csv", "input_usd_per_1M")) == {"m1": 1.0, "m3": 0.5}
+        (tmp_path / "scatter.json").write_text(json.dumps([
+            {"name": "M1", "model_api_name": "m1", "input_token_price": "2.5", "output_token_price": "10"},
+            {"name": "M2", "model_api_name": "m2", "input_token_price": "0.15", "output_token_price": "0.6"}]))
+        assert dict(read_costs(tmp_path / "scatter.json")) == {"m1": 10.0, "m2": 0.6}

@@ -156,3 +156,16 @@ def test_conversion_sends_no_telemetry(tmp_path: Path) -> None:
     assert "intel" in control["home"] and control["forks"], control  # telemetry is on by default here
     ours = _convert_in_fresh_process(tmp_path / "library", "library")
     assert ours == {"forks": [], "home": []}
+
+
+def test_serving_backbone_loads_without_transformers_warnings() -> None:
+    """The router service's backbone (minilm in OpenVINO) loads without transformers' load-time chatter:
+    no weight-loading bar and no "`loss_type=None` ... unrecognized" warning, which tracing triggered."""
+    code = ("from evalprism.p2l.backbones import load_backbone\n"
+            "b = load_backbone('minilm', runtime='openvino', cache_dir=False, progress=False)\n"
+            "print(tuple(b.features(['hello']).shape))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(1, 384)"
+    assert "loss_type" not in proc.stderr and "Loading weights" not in proc.stderr, proc.stderr

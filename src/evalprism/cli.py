@@ -183,6 +183,29 @@ def p2l_fit(
     _wrote(out, quiet, f"; {len(result.leaderboard)} models")
 
 
+@p2l_app.command("split")
+def p2l_split(
+    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
+    out: Out,
+    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of prompts held out for testing.")] = 0.2,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).")] = 0,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
+) -> None:
+    """Split battles by prompt into OUT/train and OUT/test (the input's format), for `p2l evaluate`:
+    training's own rule, so --test-fraction F --seed S holds out the prompts `p2l train --val-fraction F
+    --seed S` validates on."""
+    from evalprism.io import read_table
+    from evalprism.p2l import split_battles
+
+    target = _claim(out, "p2l split", [battles], overwrite, quiet)
+    result = split_battles(read_table(battles), test_fraction=test_fraction, seed=seed)
+    result.save(target)
+    b, p = result.options["battles"], result.options["prompts"]
+    _wrote(out, quiet, f"; train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on "
+                       f"{p['test']} prompts")
+
+
 class AggregationName(str, Enum):
     bt = "bt"
     mean = "mean"
@@ -290,26 +313,26 @@ class BudgetScopeName(str, Enum):
 def p2l_route(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
-    costs: Annotated[Path, typer.Option("--costs", help="Table with columns model, cost (cost per query).")],
+    costs: Annotated[Path, typer.Option("--costs", help="Cost table: columns model, cost (cost per query, any unit), or lmarena arena-catalog prices (model_api_name, output_token_price or output_usd_per_1M: the output price is the cost). Extra columns and models are ignored.")],
     out: Out,
     budget: Annotated[Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")] = None,
     opponent: Annotated[str, typer.Option("--opponent", help="uniform, or a model name (point mass).")] = "uniform",
     scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: mean cost over the prompts; prompt: every prompt.")] = BudgetScopeName.average,
     prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
+    cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
     from evalprism.io import read_costs, read_prompts
-    from evalprism.p2l import P2LModel, route_prompts
+    from evalprism.p2l import route_model_dir
 
     target = _claim(out, "p2l route", [model_dir, prompts, costs, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
-    cost_table = read_costs(costs)
-    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = route_prompts(model, table, cost_table, budget, opponent=opponent, budget_scope=scope.value,
-                           progress=not quiet)
+    cost_table = read_costs(costs, cost_column)
+    result = route_model_dir(model_dir, table, cost_table, budget, opponent=opponent, budget_scope=scope.value,
+                             cache_dir=cache_dir, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 

@@ -52,6 +52,7 @@ class OutputKind(str, Enum):
     ECDF = "ecdf"
     JUDGES = "judges"
     P2L_FIT = "p2l fit"
+    P2L_SPLIT = "p2l split"
     P2L_TRAIN = "p2l train"
     P2L_CHECKPOINT = "p2l train checkpoint"
     P2L_LEADERBOARD = "p2l leaderboard"

@@ -2,6 +2,8 @@
 
 - :func:`fit_leaderboard`: a battles table -> a marginal BT / Rao-Kupper leaderboard with 95%
   intervals (the outcome models are the registry :mod:`evalprism.stats.outcome_models`).
+- :func:`split_battles` -> :class:`SplitResult`: training and held-out battles by prompt, by the rule
+  training uses for its validation prompts (``evalprism p2l split``).
 - :func:`train_model` -> :class:`TrainResult`; :class:`P2LModel` (``load(dir)``, ``.models``,
   ``.leaderboards(prompts)``); :func:`evaluate_model` -> :class:`EvaluationResult` (held-out
   battles against the marginal and constant predictors).
@@ -28,8 +30,9 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
     from evalprism.p2l.model import P2LModel
     from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
-    from evalprism.p2l.router import RoutingResult, route_prompts
+    from evalprism.p2l.router import RoutingResult, route_model_dir, route_prompts
     from evalprism.p2l.routing import Route, route
+    from evalprism.p2l.split import SplitResult, split_battles
     from evalprism.p2l.train import TrainOptions, TrainResult, checkpoint_dir_for, train_model
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "PromptSetResult",
     "Route",
     "RoutingResult",
+    "SplitResult",
     "TrainOptions",
     "TrainResult",
     "aggregate_leaderboards",
@@ -47,7 +51,9 @@ __all__ = [
     "evaluate_model",
     "fit_leaderboard",
     "route",
+    "route_model_dir",
     "route_prompts",
+    "split_battles",
     "train_model",
 ]
 
@@ -57,7 +63,8 @@ lazy_package(__name__, {
     "marginal": ["LeaderboardResult", "fit_leaderboard"],
     "model": ["P2LModel"],
     "prompt_set": ["PromptSetResult", "analyze_prompt_set"],
-    "router": ["RoutingResult", "route_prompts"],
+    "router": ["RoutingResult", "route_model_dir", "route_prompts"],
     "routing": ["Route", "route"],
+    "split": ["SplitResult", "split_battles"],
     "train": ["TrainOptions", "TrainResult", "checkpoint_dir_for", "train_model"],
 })

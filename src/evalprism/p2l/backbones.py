@@ -93,6 +93,18 @@ def _checkpoint_activations(model: nn.Module) -> None:
                 module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
+def quiet_transformers() -> None:
+    """Silence transformers where a backbone is loaded, as the embedders do: its per-load weight bar
+    (evalprism reports its own progress) and its warnings about training-only settings, such as
+    "`loss_type=None` was set in the config but it is unrecognized", which OpenVINO's trace of a
+    sentence encoder (the router service) triggers by reading every attribute of the model; they
+    say nothing about inference. Errors still show."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
 class SentenceEncoderBackbone(Backbone):
     """A sentence-transformers encoder; frozen (cached embeddings) unless ``finetune``.
 
@@ -131,6 +143,7 @@ class SentenceEncoderBackbone(Backbone):
         weights and its own prompt length (its cache is keyed by the model, not by a cap)."""
         from sentence_transformers import SentenceTransformer
 
+        quiet_transformers()
         location = resolve_backend(parse_spec(self.spec, role="backbone", kinds=ENCODER_KINDS)).location
         try:
             return SentenceTransformer(location, device="cpu")
@@ -183,9 +196,8 @@ class CausalLMBackbone(Backbone):
                  root: Path | None = None) -> None:
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
+        quiet_transformers()
         spec = parse_spec(spec, role="backbone", kinds=("hf",))
         path = Path(spec.location).expanduser()
         if root is not None and not path.is_absolute():

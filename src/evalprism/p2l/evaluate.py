@@ -57,29 +57,68 @@ def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.nda
     return log_outcome_probs(loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra).numpy()
 
 
-def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
-    """Mean NLL, expected accuracy and Brier score of predictions ``logp`` against outcome ``rows``."""
+def _observed(loss: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The battles the loss uses (mask), their outcome weights normalised per battle, and the number of
+    outcomes the loss predicts (the first k)."""
     k = len(outcome_model(loss).outcomes)  # the outcomes the loss predicts are the first k
     w = outcome_weights(loss, rows)[:, :k]
     total = w.sum(axis=1)
     used = total > 0
-    w = w[used] / total[used, None]
+    return used, w[used] / total[used, None], k
+
+
+def battle_nll(loss: str, logp: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each used battle's negative log-likelihood under predictions ``logp`` (the battles the loss
+    leaves out, ties under ``bt``, are dropped: the mask is ``outcome_weights(...).sum(1) > 0``)."""
+    used, w, k = _observed(loss, rows)
+    return -(w * np.where(w > 0, logp[used, :k], 0.0)).sum(axis=1)
+
+
+def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
+    """Mean NLL, expected accuracy and Brier score of predictions ``logp`` against outcome ``rows``."""
+    used, w, k = _observed(loss, rows)
     p = np.exp(logp[used, :k])
-    logp_used = np.where(w > 0, logp[used, :k], 0.0)
-    nll = float(-(w * logp_used).sum(axis=1).mean())
+    nll = float(battle_nll(loss, logp, rows).mean())
     accuracy = float(w[np.arange(w.shape[0]), p.argmax(axis=1)].mean())
     brier = float(((p - w) ** 2).sum(axis=1).mean())
     return {"battles": int(used.sum()), "nll": nll, "accuracy": accuracy, "brier": brier}
 
 
-def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray]) -> pd.DataFrame:
-    """One row per predictor (constant first): battles, nll, accuracy, brier."""
+def paired_difference(values: np.ndarray, clusters: np.ndarray) -> tuple[float, float]:
+    """Mean of per-battle ``values`` (a difference of two predictors' NLL on the same battles) and its
+    standard error clustered by ``clusters`` (the prompt of each battle): battles of one prompt are
+    correlated, so they count as one draw (the sandwich estimator with the small-sample factor
+    G/(G-1)). NaN for the SE with fewer than two prompts."""
+    n = values.size
+    mean = float(values.mean())
+    codes, uniques = pd.factorize(clusters)
+    g = len(uniques)
+    if g < 2:
+        return mean, float("nan")
+    per_prompt = np.bincount(codes, weights=values - mean, minlength=g)
+    return mean, float(np.sqrt(g / (g - 1) * np.sum(per_prompt ** 2)) / n)
+
+
+def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray],
+                       prompts: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per predictor (constant first): battles, nll, accuracy, brier. With ``prompts`` (each
+    battle's prompt) and a ``marginal`` predictor: ``nll_vs_marginal``, each predictor's mean NLL minus
+    the marginal's on the same battles (negative: better), and ``se_vs_marginal``, its paired standard
+    error clustered by prompt (:func:`paired_difference`)."""
     k = len(outcome_model(loss).outcomes)
     constant = np.full((rows.shape[0], 4), -np.inf)
     constant[:, :k] = -np.log(k)
-    table = [{"predictor": "constant", **outcome_metrics(loss, constant, rows)}]
-    table += [{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in predictions.items()]
-    return pd.DataFrame(table)
+    everything = {"constant": constant, **predictions}
+    table = pd.DataFrame([{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in everything.items()])
+    if prompts is not None and "marginal" in predictions:
+        used = _observed(loss, rows)[0]
+        base = battle_nll(loss, predictions["marginal"], rows)
+        pairs = [paired_difference(battle_nll(loss, logp, rows) - base, np.asarray(prompts)[used])
+                 for logp in everything.values()]
+        table["nll_vs_marginal"] = [d for d, _ in pairs]
+        table["se_vs_marginal"] = [se for _, se in pairs]
+        table.loc[table["predictor"] == "marginal", ["nll_vs_marginal", "se_vs_marginal"]] = np.nan
+    return table
 
 
 def function_distance(coefs: np.ndarray, truth: np.ndarray) -> float:
@@ -149,7 +188,7 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     if marginal is not None:
         extra = model.config.get("training", {}).get("marginal_extra")
         predictions = {"marginal": marginal_log_probs(model.loss, marginal, extra, arrays.a, arrays.b), **predictions}
-    metrics = compare_predictors(model.loss, rows, predictions)
+    metrics = compare_predictors(model.loss, rows, predictions, np.asarray(prompts, dtype=object))
 
     present = np.unique(np.concatenate([arrays.a, arrays.b]))
     truth = fit_counts(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b),
@@ -159,5 +198,6 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
     if marginal is not None:
         scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
-    options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed}
+    options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed,
+               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note}
     return EvaluationResult(metrics, scaling, options)

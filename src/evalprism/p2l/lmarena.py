@@ -231,7 +231,8 @@ def _read_json(directory: Path, name: str) -> Any:
                                             f"{exc.msg})") from None
 
 
-def _read_models(directory: Path) -> list[str]:
+def read_model_list(directory: Path) -> list[str]:
+    """The checkpoint's model names in coefficient order (``model_list.json``), checked."""
     models = _read_json(directory, MODEL_LIST_FILE)
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
         raise invalid_checkpoint(directory, f"{MODEL_LIST_FILE} must be a non-empty JSON list of model names")
@@ -404,7 +405,7 @@ def load_lmarena(directory: str | Path, *, precision: str = "float32", runtime: 
     if max_length < 2:
         raise EvalprismError(f"max_length {max_length}: expected at least 2 tokens (the prompt and the CLS token)",
                              parameter="max_length")
-    models = _read_models(directory)
+    models = read_model_list(directory)
     base_config = _base_config(directory)
     hidden, vocab = base_config["hidden_size"], base_config.get("vocab_size")
     weights = _read_head(directory, hidden, models)

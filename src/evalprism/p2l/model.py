@@ -184,6 +184,18 @@ class P2LModel:
         return cls(backbone, head, models, config, marginal)
 
 
+def model_names(directory: str | Path) -> list[str]:
+    """The model list of a model directory (evalprism's or a released lmarena checkpoint), read and
+    checked without loading the backbone: routing checks costs, budget and opponent against it before
+    the slow part (loading the encoder, encoding every prompt)."""
+    from evalprism.p2l.lmarena import is_lmarena_checkpoint, read_model_list  # imports this module
+
+    directory = Path(directory)
+    if is_lmarena_checkpoint(directory):
+        return read_model_list(directory)
+    return list(read_model_files(directory)[0]["models"])
+
+
 def invalid_model_dir(directory: str | Path, what: str) -> EvalprismError:
     """The one message for a model directory that cannot be used, whatever part of it is wrong."""
     return EvalprismError(f"{directory}: not a valid evalprism model directory: {what}")

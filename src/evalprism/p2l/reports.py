@@ -69,15 +69,16 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
         hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
     ))
     fig.update_layout(height=max(320, 22 * len(board) + 120), template="plotly_white",
-                      xaxis_title="coefficient (higher is better)", margin={"l": 200, "r": 20, "t": 20, "b": 50},
-                      yaxis={"type": "category"})
+                      xaxis_title="coefficient (higher is better)", margin={"l": 20, "r": 20, "t": 20, "b": 50},
+                      yaxis={"type": "category", "automargin": True})
     report.figure(fig, "Coefficients with 95% intervals",
                   "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
                   "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.")
-    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.")
+    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.", nowrap=["model"])
     if len(overlaps):
         report.table(overlaps.round(1), "Pairs the battles do not order",
-                     "Pairs of models whose 95% intervals overlap, closest ratings first.")
+                     "Pairs of models whose 95% intervals overlap, closest ratings first.",
+                     nowrap=["upper_model", "lower_model"])
     report.details.update(o)
     return report
 
@@ -176,6 +177,9 @@ def training_report(result: TrainResult) -> Report:
         f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
         _fit_sentence(o) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
     )
+    verdict = p2l_versus_marginal(result.evaluation)
+    if verdict:
+        report.summary(verdict.replace("on these battles", "on these validation battles"))
     if o.get("fit") == "ridge":
         if history["cv_nll"].notna().any():
             report.figure(_penalty_figure(history), "Choosing the penalty",
@@ -196,13 +200,49 @@ def training_report(result: TrainResult) -> Report:
     return report
 
 
+#: below this share of prompts the leader's is "only" that share: clearly less than all of them
+ONLY_BELOW = 0.9
+
+
+def _share_of_prompts(share: float, n_prompts: int) -> str:
+    """A share of the prompts in words that fit it: "every prompt", "all but 3 of the 400 prompts",
+    or a percentage that never rounds a share short of all to 100% (or a non-zero one to 0%)."""
+    count = round(share * n_prompts)
+    if count >= n_prompts:
+        return f"every one of the {n_prompts} prompts"
+    if share >= ONLY_BELOW:
+        return f"all but {n_prompts - count} of the {n_prompts} prompts"
+    if count == 0:
+        return f"none of the {n_prompts} prompts"
+    return f"{count} of the {n_prompts} prompts ({'<1%' if share < 0.005 else f'{share:.0%}'})"
+
+
+def _leader_sentence(board: pd.DataFrame, n_prompts: int) -> str:
+    """How often the aggregated leader is each prompt's best model; "only" when clearly less than all."""
+    leader = board.iloc[0]
+    top = board.sort_values("best_share", ascending=False, kind="stable").iloc[0]
+    share = float(leader["best_share"])
+    if share >= ONLY_BELOW:
+        text = (f"{leader['model']} leads the aggregated leaderboard and is the best model on "
+                f"{_share_of_prompts(share, n_prompts)}.")
+    else:
+        text = (f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
+                f"{_share_of_prompts(share, n_prompts)}.")
+    if top["model"] != leader["model"]:
+        text += (f" {top['model']} is best on the most prompts "
+                 f"({_share_of_prompts(float(top['best_share']), n_prompts)}).")
+    return text
+
+
 def prompt_set_index_line(result: PromptSetResult) -> str:
     """One line for an index page: the overall leader, how often it is best, and category leaders."""
     board, cats = result.leaderboard, result.categories
     leader = board.iloc[0]
     leaders = cats[cats["rank"] == 1]
     others = int((leaders["model"] != leader["model"]).sum())
-    return (f"{leader['model']} leads overall but is best on {leader['best_share']:.0%} of prompts; "
+    share = float(leader["best_share"])
+    link = "but" if share < ONLY_BELOW else "and"
+    return (f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.options['n_prompts'])}; "
             f"another model leads {others} of {len(leaders)} categories")
 
 
@@ -210,15 +250,12 @@ def prompt_set_report(result: PromptSetResult) -> Report:
     o = result.options
     board, cats, strong = result.leaderboard, result.categories, result.strengths
     leader = board.iloc[0]
-    top_share = board.sort_values("best_share", ascending=False).iloc[0]
     report = Report(title="Prompt-set leaderboard (P2L)",
                     subtitle=f"{o['n_prompts']} prompts, {o['models']} models; categories from {o['categories']}")
     category_leaders = cats[cats["rank"] == 1]
     n_other = int((category_leaders["model"] != leader["model"]).sum())
     report.summary(
-        f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
-        f"{leader['best_share']:.0%} of the prompts; {top_share['model']} is best on the most prompts "
-        f"({top_share['best_share']:.0%}).",
+        _leader_sentence(board, int(o["n_prompts"])),
         f"In {n_other} of {len(category_leaders)} categories another model leads: "
         + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples()
                     if r.model != leader["model"])[:600] + "." if n_other else
@@ -232,7 +269,7 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                                 marker={"symbol": "diamond", "size": 9, "color": "#d62728"})])
     fig.update_layout(template="plotly_white", height=max(320, 22 * len(board) + 120),
                       xaxis_title="coefficient (higher is better)",
-                      margin={"l": 200, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category"},
+                      margin={"l": 20, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True},
                       legend={"orientation": "h", "y": 1.05})
     report.figure(fig, "Aggregated leaderboard of the prompt set",
                   "Bars: the BT leaderboard that best predicts the average win rate over these prompts (eq. 3). "
@@ -248,7 +285,8 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         texttemplate="%{text}", hovertemplate="%{y} in %{x}<br>win rate %{z:.1%}<extra></extra>",
         colorbar={"title": "win rate"}))
     fig.update_layout(template="plotly_white", height=max(320, 24 * len(heat) + 180),
-                      margin={"l": 200, "r": 20, "t": 20, "b": 180}, xaxis={"tickangle": -35},
+                      margin={"l": 20, "r": 20, "t": 20, "b": 20}, xaxis={"tickangle": -35, "automargin": True},
+                      yaxis={"automargin": True},
                       xaxis_title="category (prompts)", yaxis_title="model")
     report.figure(fig, f"Strengths and weaknesses against {o['reference']}",
                   f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
@@ -256,21 +294,73 @@ def prompt_set_report(result: PromptSetResult) -> Report:
                   "row to see where one model is strong or weak; a row that changes colour is what the average hides.")
     report.table(board.round(4), "Aggregated leaderboard",
                  "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
-                 "prompts on which the model has the top coefficient.")
+                 "prompts on which the model has the top coefficient.", nowrap=["model"])
     report.table(category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
                  "Leader of each category", f"The model with the top coefficient on each category's aggregated "
-                 f"leaderboard; {leader['model']} leads the whole prompt set.")
+                 f"leaderboard; {leader['model']} leads the whole prompt set.", nowrap=["leader"])
     report.details.update(o)
     return report
+
+
+#: a difference of more than this many paired standard errors is called a win or a loss, not noise
+NOISE_SES = 2.0
+#: NLL differences below this are float rounding (a float32 head against a float64 marginal), not a difference
+SAME_NLL = 1e-6
+
+
+def _small(x: float) -> str:
+    """A small non-negative number readably: 4 decimals, or 2 significant digits below 0.001 (never "0.0000")."""
+    return f"{x:.4f}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
+    """One plain sentence on whether P2L beat the marginal leaderboard on these battles: better, worse,
+    or within noise (the NLL difference within :data:`NOISE_SES` paired standard errors by prompt).
+    None when there is no marginal leaderboard to compare with."""
+    m = metrics.set_index("predictor")
+    if "marginal" not in m.index or "nll_vs_marginal" not in m.columns:
+        return None
+    diff, se = float(m.loc["p2l", "nll_vs_marginal"]), float(m.loc["p2l", "se_vs_marginal"])
+    size = f"{_small(abs(diff))} nats per battle"
+    if abs(diff) < SAME_NLL and not se > SAME_NLL:
+        return (f"P2L predicts these votes as the marginal leaderboard does (the same NLL to within {SAME_NLL:g} "
+                "per battle): the prompt changes nothing here.")
+    if not np.isfinite(se) or se <= 0:
+        noise = "(no paired standard error: the battles come from fewer than two prompts)"
+        within = False
+    else:
+        noise = f"(paired standard error by prompt {_small(se)}, so {abs(diff) / se:.1f} SE)"
+        within = abs(diff) <= NOISE_SES * se
+    if within:
+        side = "worse" if diff > 0 else "better"
+        return (f"P2L does slightly {side} than the marginal leaderboard, by {size} of NLL {noise}: within "
+                "noise, so on these battles the prompt adds nothing measurable to the marginal leaderboard.")
+    if diff > 0:
+        return (f"**P2L loses to the marginal leaderboard**: its NLL is higher by {size} {noise}; on these "
+                "battles conditioning on the prompt predicts the votes worse than one leaderboard for all prompts.")
+    return f"P2L beats the marginal leaderboard: its NLL is lower by {size} {noise}."
+
+
+def _battles_subtitle(o: dict[str, Any]) -> str:
+    """The held-out battles and prompts, and how many the loss used (``bt`` leaves out ties)."""
+    text = f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts"
+    used = o.get("battles_used", o["n_battles"])
+    if used < o["n_battles"]:
+        text += (f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
+                 f"model), so the metrics use {used} battles")
+    return text
 
 
 def evaluation_report(result: EvaluationResult) -> Report:
     o = result.options
     metrics = result.metrics.set_index("predictor")
-    report = Report(title="P2L evaluation", subtitle=f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts")
+    report = Report(title="P2L evaluation", subtitle=_battles_subtitle(o))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
              + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
              + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
+    verdict = p2l_versus_marginal(result.metrics)
+    if verdict:
+        lines.append(verdict)
     scaling = result.scaling.groupby("prompts")["l1"].agg(["mean", "std"]).reset_index()
     full = scaling.iloc[-1]
     lines.append(f"Aggregating P2L over all {int(full['prompts'])} prompts gives a leaderboard whose win probabilities "
@@ -290,9 +380,11 @@ def evaluation_report(result: EvaluationResult) -> Report:
                   "How close the eq. 3 aggregate of k random prompts' P2L leaderboards comes to the BT leaderboard "
                   "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
                   "early means a few prompts already give a stable leaderboard.")
-    report.table(result.metrics.round(4), "Prediction of the held-out votes",
-                 "nll: mean negative log-likelihood per battle; accuracy: expected share of outcomes predicted "
-                 "right; brier: squared error of the outcome probabilities.")
+    report.table(result.metrics, "Prediction of the held-out votes",
+                 "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
+                 "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
+                 "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
+                 "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.")
     report.details.update(o)
     return report
 
@@ -325,9 +417,19 @@ def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMP
             take = pd.concat([take, pure.iloc[picks]])
         parts.append(take)
     shown = pd.concat(parts) if parts else routes.head(rows)
-    shown = shown.astype({"prob_2": object})
+    shown = shown.assign(prompt=[_clip(p) for p in shown["prompt"]]).astype({"prob_2": object})
     shown.loc[shown["model_2"].isna(), "prob_2"] = None
     return shown
+
+
+#: characters of a prompt shown in a report table (routes.csv has the whole text)
+PROMPT_CHARS = 300
+
+
+def _clip(prompt: object) -> str:
+    """A prompt for a table cell: at most :data:`PROMPT_CHARS` characters, "…" where cut."""
+    text = str(prompt).strip()
+    return text if len(text) <= PROMPT_CHARS else text[:PROMPT_CHARS].rstrip() + " …"
 
 
 def _against(o: dict) -> str:
@@ -402,7 +504,7 @@ def routing_report(result: RoutingResult) -> Report:
                            hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>"))
     fig.update_layout(template="plotly_white", height=max(300, 22 * len(traffic) + 100), xaxis_tickformat=".0%",
                       xaxis_title="share of prompts at the chosen budget",
-                      margin={"l": 200, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category"})
+                      margin={"l": 20, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True})
     report.figure(fig, "Where the traffic goes", "Share of prompts routed to each model at the chosen budget.")
     sample = _route_sample(result.routes, traffic["model"].tolist())
     if result.routes["model_2"].notna().any():
@@ -414,6 +516,7 @@ def routing_report(result: RoutingResult) -> Report:
     report.table(sample, "Routes of sample prompts, by routed model",
                  f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
                  f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
-                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).")
+                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
+                 nowrap=["model", "model_2"], lines=["prompt"])
     report.details.update(o)
     return report

@@ -5,6 +5,7 @@ of the router and of the best single model that fits each budget)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -12,8 +13,8 @@ import pandas as pd
 
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.p2l.model import P2LModel
-from evalprism.p2l.routing import BudgetScope, Route, check_budget, route
+from evalprism.p2l.model import P2LModel, model_names
+from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
 from evalprism.progress import status
 
 
@@ -74,8 +75,7 @@ def route_prompts(
     ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated). Costs and budget are
     checked before the P2L model runs."""
     names = model.models
-    cost = cost_vector(costs, names)
-    check_budget(budget, cost, names, budget_scope)
+    cost = check_route_options(names, costs, budget, opponent, budget_scope)
     texts = prompts["prompt"].astype(str).tolist()
     status(f"routing {len(texts)} prompts among {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)
@@ -86,7 +86,39 @@ def route_prompts(
     traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
     curve = budget_curve(coefs, cost, names, opponent, budget_scope, value=model.routing_value)
     options = {"n_prompts": len(texts), "budget": budget, "opponent": opponent, "budget_scope": budget_scope,
-               "routing_value": model.routing_value,
+               "routing_value": model.routing_value, "cost_column": getattr(costs, "column", "cost"),
                "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
                "mean_expected_cost": float(np.mean(chosen.expected_cost))}
     return RoutingResult(routes, traffic, curve, chosen, options)
+
+
+def check_route_options(names: list[str], costs: dict[str, float], budget: float | None, opponent: str,
+                        budget_scope: BudgetScope) -> np.ndarray:
+    """Every check of a routing run that needs only the model list: a cost for each model
+    (:func:`~evalprism.io.costs.cost_vector`), a budget that covers the cheapest
+    (:func:`~evalprism.p2l.routing.check_budget`) and a known opponent; returns the costs in ``names``
+    order."""
+    cost = cost_vector(costs, names)
+    check_budget(budget, cost, names, budget_scope)
+    opponent_vector(opponent, names)
+    return cost
+
+
+def route_model_dir(
+    model_dir: str | Path,
+    prompts: pd.DataFrame,
+    costs: dict[str, float],
+    budget: float | None,
+    *,
+    opponent: str = "uniform",
+    budget_scope: BudgetScope = "average",
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> RoutingResult:
+    """:func:`route_prompts` with the model in ``model_dir``: costs, budget and opponent are checked
+    against its model list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so a bad
+    one fails before the encoder loads and encodes every prompt (tens of seconds)."""
+    check_route_options(model_names(model_dir), costs, budget, opponent, budget_scope)
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
+    return route_prompts(model, prompts, costs, budget, opponent=opponent, budget_scope=budget_scope,
+                         progress=progress)

@@ -45,7 +45,6 @@ from torch import nn
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.options import check_number
-from evalprism.keyed import keyed_choice
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -62,6 +61,7 @@ from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocas
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.p2l.split import split_prompts
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
@@ -210,19 +210,6 @@ def checkpoint_dir_for(model_dir: str | Path | OutputTarget) -> Path:
 def _open_checkpoint_dir(directory: Path) -> Path:
     """Create (or reuse) the checkpoint directory, marked as evalprism's with the files it may hold."""
     return open_work_dir(directory, OutputKind.P2L_CHECKPOINT, [CHECKPOINT_FILE, CHECKPOINT_FILE + ".tmp"])
-
-
-def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndarray:
-    """Boolean mask of battles whose prompt is in the validation set: the ``val_fraction`` share of the
-    distinct prompts (at least one, and at least one left for training) with the smallest hash of
-    (seed, prompt text) (:func:`evalprism.keyed.keyed_choice`). A prompt's side depends on its text and
-    the seed only, never on where its battles stand in the file."""
-    distinct = pd.unique(prompts)
-    if distinct.size < 2:
-        raise EvalprismError("training needs at least two distinct prompts (one for validation)")
-    n_val = min(max(1, int(round(val_fraction * distinct.size))), distinct.size - 1)
-    val = set(distinct[keyed_choice([str(p) for p in distinct], n_val, seed)])
-    return prompts.isin(val).to_numpy()
 
 
 def _content_digest(prompts: pd.Index, prompt_codes: np.ndarray, arrays: BattleArrays, rows: np.ndarray) -> str:
@@ -623,7 +610,7 @@ def build_result(data: TrainingData, opts: TrainOptions, world: World, head: Coe
     evaluation = world.on_main(lambda: compare_predictors(opts.loss, data.rows[val], {
         "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
         "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
-    }))
+    }, data.prompt_codes[val]))
     ev = evaluation.set_index("predictor")["nll"]
     status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),

@@ -7,6 +7,7 @@ import html
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -71,9 +72,23 @@ def _detail(value: Any) -> str:
     return str(value)
 
 
-def _table_html(frame: pd.DataFrame) -> str:
-    """``frame`` as an HTML table whose headers may wrap after underscores (``false_negatives``)."""
-    body = frame.map(_cell).to_html(index=False, classes="data", border=0)
+def _table_html(frame: pd.DataFrame, nowrap: Sequence[str] = (), lines: Sequence[str] = ()) -> str:
+    """``frame`` as an HTML table whose headers may wrap after underscores (``false_negatives``).
+
+    ``nowrap``: columns whose cells never wrap (model names: a browser breaks ``gpt-4-turbo`` at its
+    hyphens in a narrow column); ``lines``: columns whose line breaks show (prompts: paragraphs stay
+    paragraphs), elsewhere a line break is a space. Cells are escaped here and the HTML passed through:
+    pandas would print a text's line breaks and tabs as the characters ``\\n`` and ``\\t``."""
+    columns = {}
+    for i, name in enumerate(frame.columns):
+        kept = "<br>" if name in lines else " "
+        css = "lines" if name in lines else "nowrap" if name in nowrap else None
+        texts = [html.escape(_cell(v), quote=False).replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+                 .replace("\n", kept) for v in frame.iloc[:, i]]
+        columns[i] = [f'<span class="{css}">{t}</span>' if css and t else t for t in texts]
+    cells = pd.DataFrame(columns, index=range(len(frame)))
+    cells.columns = [html.escape(str(c), quote=False) for c in frame.columns]
+    body = cells.to_html(index=False, classes="data", border=0, escape=False)
     return _TH.sub(lambda m: m[1] + m[2].replace("_", "_<wbr>") + m[3], body)
 
 
@@ -117,17 +132,18 @@ class Report:
         return self
 
     def table(self, frame: pd.DataFrame, title: str, caption: str = "", max_rows: int = 60, *,
-              transpose: bool = False) -> Report:
+              transpose: bool = False, nowrap: Sequence[str] = (), lines: Sequence[str] = ()) -> Report:
         """A table (first ``max_rows`` rows; the CSV next to the report has all of them).
 
         ``transpose``: one row per column of ``frame``, one column per row headed by the first
         column's values; for a few rows of many measures, which do not fit side by side.
+        ``nowrap``: columns that never wrap (model names); ``lines``: columns whose line breaks show.
         """
         shown = frame.head(max_rows)
         if transpose:
             key = shown.columns[0]
             shown = shown.set_index(key).T.rename_axis(index="measure", columns=None).reset_index()
-        body = _table_html(shown)
+        body = _table_html(shown, nowrap, lines)
         if len(frame) > max_rows:
             body += f'<p class="more">{len(frame) - max_rows} more rows in the CSV file.</p>'
         self.sections.append(_Section("table", title, body, caption, self._anchor()))
