@@ -4,7 +4,10 @@ locations, a small responses table, and the CLI run in-process. Fixtures live in
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +15,30 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+HANG_LIMIT_S = 1200.0
+"""The tests' one wall-clock bound, on every subprocess, client request and wait: 20 minutes, which only
+a hung process reaches. A slow machine never does (the suite has taken 12 times its idle time at load
+16-32): tests wait on what a process signals (its exit, a file, /health answering), never on a guess
+of how long that takes."""
+
+
+def wait_while_running(ready: Callable[[], bool], proc: subprocess.Popen, what: str) -> None:
+    """Return once ``ready()`` holds, however long that takes while ``proc`` keeps running.
+
+    Raises :class:`ProcessExited` at once if ``proc`` exits first (the caller adds its output), and
+    :class:`TimeoutError` only after :data:`HANG_LIMIT_S` of a process that runs without getting there."""
+    deadline = time.monotonic() + HANG_LIMIT_S
+    while not ready():
+        if proc.poll() is not None:
+            raise ProcessExited(f"{what}: the process exited with {proc.returncode} first")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not so after {HANG_LIMIT_S:.0f} s of the process running (a hang)")
+        time.sleep(0.01)
+
+
+class ProcessExited(AssertionError):
+    """The process :func:`wait_while_running` waited on exited before it got ready."""
 
 
 def shared_data(name: str) -> Path:

@@ -3,10 +3,14 @@
 - :class:`FakeUpstreams`: one small OpenAI-compatible server standing in for the paid APIs. It
   answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not, usage
   included) and can be told, per model, to fail with a 500 or a 529, to refuse with a 429 and
-  ``Retry-After``, to stall past the service's timeout, or to break a stream off. It records what it
-  received (to check the upstream model name and key the service sent). Only this stands in for
-  something: the service under test is evalprism's own, started with ``evalprism serve``.
-- :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port.
+  ``Retry-After``, to stall (until it shuts down: past any timeout of the service, however slow the
+  machine), or to break a stream off. It records what it received (to check the upstream model name
+  and key the service sent). Only this stands in for something: the service under test is evalprism's
+  own, started with ``evalprism serve``.
+- :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port, ready once /health
+  answers, however long that takes while the process runs.
+
+Clients of the service use :data:`CLIENT_TIMEOUT_S`: a bound for a hang only, never for a slow answer.
 """
 
 from __future__ import annotations
@@ -28,10 +32,14 @@ from typing import Any
 import httpx
 import uvicorn
 import yaml
+from helpers import HANG_LIMIT_S, ProcessExited, wait_while_running
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+CLIENT_TIMEOUT_S = HANG_LIMIT_S
+"""httpx/openai timeout of a test's request to the service: a slow machine answers late, not never."""
 
 
 def free_port() -> int:
@@ -48,7 +56,7 @@ class FakeUpstreams:
 
     def __init__(self) -> None:
         # model -> "ok" (default) | "fail" (500) | "overloaded" (529) | "rate_limited" (429, Retry-After: RETRY_AFTER)
-        #          | "slow" (5 s) | "break" (a stream stops after its first chunk, the connection dropped)
+        #          | "slow" (no answer until the server shuts down) | "break" (a stream stops after its first chunk, the connection dropped)
         self.behaviour: dict[str, str] = {}
         self.received: list[dict[str, Any]] = []
         self.port = free_port()
@@ -76,8 +84,9 @@ class FakeUpstreams:
         if behaviour == "rate_limited":
             return JSONResponse({"error": {"message": "slow down"}}, status_code=429,
                                 headers={"retry-after": self.RETRY_AFTER.get(model, "2")})
-        if behaviour == "slow":
-            await asyncio.sleep(5)
+        if behaviour == "slow":  # stalls past any timeout of the service; released only to let the server exit
+            while not self.server.should_exit:
+                await asyncio.sleep(0.05)
         text = self.answer(model)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -106,16 +115,16 @@ class FakeUpstreams:
 
     def __enter__(self) -> FakeUpstreams:
         self.thread.start()
-        deadline = time.time() + 10
-        while not self.server.started:
-            if time.time() > deadline:
+        deadline = time.monotonic() + HANG_LIMIT_S
+        while not self.server.started:  # uvicorn's own signal that it listens
+            if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the fake upstream server did not start")
             time.sleep(0.02)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=HANG_LIMIT_S)
 
 
 def write_config(path: Path, upstreams: FakeUpstreams, costs: dict[str, float],
@@ -147,20 +156,26 @@ class ServiceProcess:
         self.env = {**os.environ, **env}
         self.proc: subprocess.Popen[str] | None = None
 
-    def start(self, timeout: float = 120.0) -> ServiceProcess:
+    def start(self) -> ServiceProcess:
+        """Start the service and return once /health answers 200: no deadline while the process runs
+        (loading a model on a busy machine takes what it takes); its output at once if it exits first,
+        and a failure after :data:`HANG_LIMIT_S` of running without answering (a hang)."""
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"evalprism serve exited with {self.proc.returncode}:\n{self.proc.stdout.read()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
+        try:
+            wait_while_running(self._healthy, self.proc, "evalprism serve answering /health")
+        except ProcessExited as exc:
+            raise RuntimeError(f"{exc}:\n{self.proc.stdout.read()}") from None
+        except TimeoutError:
+            _, output = self.stop()
+            raise RuntimeError(f"evalprism serve ran {HANG_LIMIT_S:.0f} s without answering /health:\n{output}") from None
+        return self
+
+    def _healthy(self) -> bool:
+        try:  # refused until uvicorn listens; a slow answer is waited for
+            return httpx.get(self.url + "/health", timeout=CLIENT_TIMEOUT_S).status_code == 200
+        except httpx.TransportError:
             time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("evalprism serve did not become healthy in time")
+            return False
 
     @property
     def pid(self) -> int:
@@ -173,7 +188,7 @@ class ServiceProcess:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            out, _ = self.proc.communicate(timeout=30)
+            out, _ = self.proc.communicate(timeout=HANG_LIMIT_S)  # a graceful shutdown, however slow
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, _ = self.proc.communicate()

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import small_responses
+from helpers import HANG_LIMIT_S, small_responses
 
 pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
 
@@ -72,7 +72,7 @@ def snapshot(root: Path) -> dict[str, str]:
     return out
 
 
-def evalprism(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def evalprism(args: list[str], cwd: Path, timeout: float = HANG_LIMIT_S) -> subprocess.CompletedProcess[str]:
     """The real console entry point in its own process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
     return subprocess.run([sys.executable, "-m", "evalprism.cli", *args], cwd=cwd, env=env, capture_output=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import run_cli, small_responses
+from helpers import HANG_LIMIT_S, run_cli, small_responses
 
 SETTINGS_COLUMNS = ["model", "temperature", "question_id", "group", "n_responses", "mean_score", "cluster",
                     "is_medoid", "final_answer", "correct"]
@@ -107,7 +107,7 @@ def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, 
 def test_real_process_exit_code_without_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, small_responses().drop(columns=["references"]))
     proc = subprocess.run([sys.executable, "-m", "evalprism.cli", "ecdf", str(path), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert proc.returncode == 2
     assert "needs one of the columns 'references', 'score'" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr

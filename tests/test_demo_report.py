@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import HANG_LIMIT_S
 
 from evalprism.demo import run_demo
 
@@ -178,7 +179,7 @@ def _render(browser: str, page: Path, work: Path) -> Rendered:
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          f"--user-data-dir={work / 'profile'}", "--enable-logging=stderr", "--v=0",
          "--virtual-time-budget=15000", "--window-size=1400,4000", "--dump-dom", copy.as_uri()],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True, text=True, timeout=HANG_LIMIT_S,
     )
     probe = re.search(r'<pre id="evalprism-probe">(.*?)</pre>', proc.stdout, re.S)
     assert probe, f"the page did not finish loading: {proc.stderr[-2000:]}"

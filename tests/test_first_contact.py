@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import typer
 
-from helpers import run_cli, small_responses
+from helpers import HANG_LIMIT_S, run_cli, small_responses
 from evalprism.cli import app
 from evalprism.ecdf.analysis import pooled_configuration_columns
 from evalprism.p2l.simulate import simulate_topic_battles
@@ -112,7 +112,7 @@ def test_st_embedder_that_is_not_local_fails_at_once(tmp_path: Path) -> None:
     small_responses().to_csv(path, index=False)
     proc = subprocess.run([sys.executable, "-m", "evalprism", "ecdf", str(path), "--out", str(tmp_path / "o"),
                            "--by", "model", "--embedder", "st:no-such-org/no-such-model"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert proc.returncode == 2
     err = " ".join(proc.stderr.split())
     assert "not a local directory" in err and "never downloads" in err

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import HANG_LIMIT_S
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -163,13 +164,13 @@ def test_cli_reports_choices_and_refuses_bad_options(tmp_path: Path) -> None:
     models.write_text("model,params,family\n3ykv54sv,1,f\nrun3/org__tiny,2,f\nrun4/org__tiny,3,f\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "evalprism.cli", "stem", "audit", str(LM_EVAL), "--models", str(models),
            "--out", str(tmp_path / "audit")]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 0, done.stderr
     assert "read lm-eval run3/org__tiny/gen_local: metric exact_match" in " ".join(done.stderr.split())
     run = json.loads((tmp_path / "audit" / "run.json").read_text(encoding="utf-8"))
     assert any("filter strict-match" in line for line in run["options"]["read"])
     bad = subprocess.run(cmd[:-2] + ["--out", str(tmp_path / "bad"), "--metric", "nosuch=acc"], capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=HANG_LIMIT_S)
     assert bad.returncode == 2
     assert "--metric nosuch=acc:" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "bad").exists()
@@ -188,7 +189,7 @@ def test_lm_eval_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         (tasks / name).write_text(text, encoding="utf-8")
     done = subprocess.run([exe, "--model", "dummy", "--tasks", "mc_local,gen_local", "--include_path", str(tasks),
                            "--log_samples", "--output_path", str(tmp_path / "out"), "--seed", "1"],
-                          capture_output=True, text=True, timeout=600, env={"HF_DATASETS_OFFLINE": "1",
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S, env={"HF_DATASETS_OFFLINE": "1",
                                                                             "HF_HUB_OFFLINE": "1", "PATH": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "out")
@@ -203,7 +204,7 @@ def test_inspect_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         pytest.skip("inspect_ai is not installed (the fixtures above are its real output)")
     for name in ("inspect_task.py", "inspect_gen.py"):
         shutil.copy(FIXTURES / "make" / name, tmp_path / name)
-    done = subprocess.run([sys.executable, "inspect_gen.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "inspect_gen.py"], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "logs", harness=HarnessOptions(scorer="match", epochs="all"))
     small = table[table["model"] == "mockllm/small"].sort_values("item_id")["score"].tolist()

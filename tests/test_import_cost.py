@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import HANG_LIMIT_S
 
 pytestmark = pytest.mark.slow  # every check is a fresh interpreter
 
@@ -50,7 +51,7 @@ main()
 def command_modules(args: list[object], dump: Path) -> set[str]:
     """The modules ``evalprism ARGS`` imported, run in a fresh interpreter; the command must succeed."""
     done = subprocess.run([sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 0, done.stderr
     return set(json.loads(dump.read_text()))
 
@@ -58,7 +59,7 @@ def command_modules(args: list[object], dump: Path) -> set[str]:
 def script_modules(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code``."""
     done = subprocess.run([sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.splitlines()[-1]))
 
@@ -183,5 +184,5 @@ import evalprism.stats.kmedoids
 from evalprism.stats import kmedoids
 import evalprism.stats as stats
 print(all(callable(f) and f.__name__ == n for f, n in [(kmedoids, "kmedoids"), (stats.kmedoids, "kmedoids")]))
-"""], capture_output=True, text=True, timeout=600)
+"""], capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.stdout.strip() == "True", done.stderr

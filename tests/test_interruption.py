@@ -6,11 +6,11 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import HANG_LIMIT_S, wait_while_running
 
 from evalprism.demo import DEMO_EXTRACT, demo_data_path
 from evalprism.p2l.simulate import simulate_topic_battles
@@ -22,13 +22,10 @@ def evalprism(*args: object) -> list[str]:
     return [sys.executable, "-m", "evalprism", *map(str, args)]
 
 
-def kill_when(proc: subprocess.Popen, ready, timeout: float = 240) -> None:
-    """SIGKILL ``proc`` as soon as ``ready()`` holds; fail if it finished first."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert proc.poll() is None, "the run finished before it could be interrupted"
-        assert time.monotonic() < deadline, "the run never reached the point to interrupt"
-        time.sleep(0.01)
+def kill_when(proc: subprocess.Popen, ready) -> None:
+    """SIGKILL ``proc`` as soon as ``ready()`` holds, however long the run takes to get there; fail if
+    it finished first."""
+    wait_while_running(ready, proc, "the run reaching the point to interrupt")
     proc.kill()
     proc.wait()
 
@@ -39,7 +36,7 @@ def test_train_killed_mid_run_resumes_bit_identical(tmp_path: Path, cache_dir: P
     # batch size 1: thousands of optimiser steps, so the run is still going when it is killed
     options = ["--fit", "adamw", "--epochs", "12", "--patience", "50", "--batch-size", "1", "-q", "--cache-dir", cache_dir]
     straight = tmp_path / "straight"
-    subprocess.run(evalprism("p2l", "train", battles, "--out", straight, *options), check=True, timeout=600)
+    subprocess.run(evalprism("p2l", "train", battles, "--out", straight, *options), check=True, timeout=HANG_LIMIT_S)
 
     out = tmp_path / "model"
     checkpoint = tmp_path / "model.checkpoint" / "checkpoint.pt"
@@ -47,7 +44,7 @@ def test_train_killed_mid_run_resumes_bit_identical(tmp_path: Path, cache_dir: P
     kill_when(proc, checkpoint.is_file)
     assert not out.exists()
     resumed = subprocess.run(evalprism("p2l", "train", battles, "--out", out, "--resume", *options),
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert resumed.returncode == 0, resumed.stderr
     for name in ("head.safetensors", "history.csv", "evaluation.csv", "marginal.csv"):
         assert (out / name).read_bytes() == (straight / name).read_bytes(), name
@@ -79,10 +76,10 @@ def test_ecdf_killed_while_embedding_leaves_a_consistent_cache(tmp_path: Path) -
     assert not out.exists()
     with sqlite3.connect(cache / "embeddings.sqlite") as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    rerun = subprocess.run(_ecdf_args(data, out, cache), capture_output=True, text=True, timeout=900)
+    rerun = subprocess.run(_ecdf_args(data, out, cache), capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert rerun.returncode == 0, rerun.stderr
     fresh = subprocess.run(_ecdf_args(data, tmp_path / "fresh", tmp_path / "fresh-cache"), capture_output=True,
-                           text=True, timeout=900)
+                           text=True, timeout=HANG_LIMIT_S)
     assert fresh.returncode == 0, fresh.stderr
     # the vectors written before the kill are the ones a clean run computes: same tables
     for name in ("settings.csv", "clusters.csv"):
@@ -99,7 +96,7 @@ def test_three_processes_share_one_cache(tmp_path: Path) -> None:
         table[(table["model"] == model) | (table["question_id"] == table["question_id"].iloc[0])].to_csv(part, index=False)
         procs.append(subprocess.Popen(_ecdf_args(part, tmp_path / f"out{i}", cache), stderr=subprocess.PIPE, text=True))
     for proc in procs:
-        _, err = proc.communicate(timeout=900)
+        _, err = proc.communicate(timeout=HANG_LIMIT_S)
         assert proc.returncode == 0, err
         assert "locked" not in err
     with sqlite3.connect(cache / "embeddings.sqlite") as con:

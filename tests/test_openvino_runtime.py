@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import HANG_LIMIT_S
 
 from evalprism.embed.backends import resolve_backend
 from evalprism.embed.length_groups import length_groups
@@ -144,7 +145,7 @@ def _convert_in_fresh_process(home: Path, how: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
     env["HOME"] = str(home)
     done = subprocess.run([sys.executable, "-c", _CONVERT, how], env=env, capture_output=True, text=True,
-                          timeout=300, check=True)
+                          timeout=HANG_LIMIT_S, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import run_cli
+from helpers import HANG_LIMIT_S, run_cli
 from evalprism.io.outputs import STAGING_MARKER
 from evalprism.p2l.simulate import simulate_topic_battles
 
@@ -213,7 +213,7 @@ def test_write_failure_midway_leaves_nothing_behind(battles: Path, tmp_path: Pat
 
     before = snapshot(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "evalprism", "p2l", "fit", str(battles), "--out", str(out), "-q"],
-                          capture_output=True, text=True, preexec_fn=limit_file_size, timeout=300)
+                          capture_output=True, text=True, preexec_fn=limit_file_size, timeout=HANG_LIMIT_S)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "cannot write the output" in proc.stderr
     assert snapshot(tmp_path) == before

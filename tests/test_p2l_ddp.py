@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import run_cli
+from helpers import HANG_LIMIT_S, run_cli
 from test_p2l_model import one_thread, tiny_causal_lm
 from evalprism.io import read_table
 from evalprism.p2l import P2LModel, TrainOptions, TrainResult, train_model
@@ -107,7 +107,7 @@ def test_two_processes_train_what_one_process_trains(setup: tuple[Path, Path], t
     driver.write_text(DRIVER.replace("EPOCHS", str(EPOCHS)).replace("BATCH", str(BATCH)).replace("LR", repr(LR)))
     out = tmp_path / "model"
     run = subprocess.run(_torchrun(2, [str(driver), str(battles), str(lm), str(out), str(MICRO)]), cwd=tmp_path,
-                         env=ENV, capture_output=True, text=True, timeout=300)
+                         env=ENV, capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert run.returncode == 0, run.stderr[-3000:]
     two, history = pd.read_csv(out / "history.csv"), one.history
     assert two["epoch"].tolist() == list(range(EPOCHS + 1))
@@ -161,7 +161,7 @@ def test_a_run_killed_on_two_processes_resumes_on_one(setup: tuple[Path, Path], 
             time.sleep(0.005)
     finally:
         _kill_tree(proc.pid)
-        _, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=HANG_LIMIT_S)
     assert checkpoint.exists(), err.decode()[-3000:]
     killed_at = torch.load(checkpoint, weights_only=False)["epoch"]
     assert 1 <= killed_at < EPOCHS and not (out / "history.csv").exists()
@@ -198,7 +198,7 @@ def test_processes_reading_different_battles_stop_with_one_message(setup: tuple[
         program = ["-m", "evalprism", *_cli_args(data, lm, tmp_path / "model")]
         procs.append(subprocess.Popen(_torchrun(1, program, *rendezvous), cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for node, proc in enumerate(procs):
-        _, launcher = proc.communicate(timeout=300)
+        _, launcher = proc.communicate(timeout=HANG_LIMIT_S)
         assert proc.returncode != 0 and "exitcode  : 2" in launcher, launcher[-3000:]
         rank_err = next((tmp_path / f"logs{node}").rglob("stderr.log")).read_text()
         assert rank_err.count(MESSAGE) == 1 and "Traceback" not in rank_err, rank_err

@@ -338,7 +338,7 @@ def test_bad_checkpoints_get_one_message_and_exit_2(checkpoints: dict, tmp_path:
 def test_serve_routes_a_prompt_with_a_released_checkpoint(checkpoints: dict, tmp_path: Path) -> None:
     import httpx
 
-    from serve_harness import FakeUpstreams, running_service, write_config
+    from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, running_service, write_config
 
     directory, ref_model, tokenizer = checkpoints["qwen-rk"]
     costs = {"alpha-7b": 0.2, "gamma-34b": 1.0, "delta-70b": 3.0}
@@ -351,8 +351,8 @@ def test_serve_routes_a_prompt_with_a_released_checkpoint(checkpoints: dict, tmp
                               runtime="auto", seed=0)
         with running_service(directory, config, {"FAKE_UPSTREAM_KEY": "k"}) as service:
             got = httpx.post(service.url + "/v1/route", json={"messages": [{"role": "user", "content": prompt}]},
-                             timeout=60).json()
-            health = httpx.get(service.url + "/health").json()
+                             timeout=CLIENT_TIMEOUT_S).json()
+            health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     assert health["runtime"] == "torch"
     np.testing.assert_allclose([got["coefs"][m] for m in costs], want_coefs[0, columns], atol=1e-5)
     np.testing.assert_allclose([got["distribution"].get(m, 0.0) for m in costs], want.probs, atol=1e-6)

@@ -28,7 +28,8 @@ from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
 from evalprism.errors import EvalprismError
 
-from serve_harness import FakeUpstreams, ServiceProcess, running_service, write_config
+from helpers import HANG_LIMIT_S
+from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, running_service, write_config
 
 pytestmark = pytest.mark.slow  # starts the router service in a subprocess
 
@@ -63,13 +64,19 @@ def upstreams() -> Iterator[FakeUpstreams]:
 def service(model_dir: Path, upstreams: FakeUpstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     root = tmp_path_factory.mktemp("service")
     config = write_config(root / "router.yaml", upstreams, COSTS, PRICES, budget=1.0, api_keys_env=["SERVICE_KEY"],
-                          timeout_s=1.0, seed=0, precision="float32")  # float32: decisions compared to 1e-6
+                          timeout_s=UPSTREAM_TIMEOUT_S, breaker_cooldown_s=BREAKER_COOLDOWN_S,
+                          seed=0, precision="float32")  # float32: decisions compared to 1e-6
     with running_service(model_dir, config, ENV) as svc:
         svc.log_path = root / "decisions.jsonl"  # type: ignore[attr-defined]
         yield svc
 
 
 PRICES = {"poet-7b": (0.001, 0.002)}  # per prompt / completion token
+# The service's own timers, set so that no test races them on a slow machine: a "slow" upstream never
+# answers (so it times out however late), while an answering one has 5 s, far beyond its answer time
+# even at load 32; an opened circuit stays open for the hour a test has to observe it.
+UPSTREAM_TIMEOUT_S = 5.0
+BREAKER_COOLDOWN_S = 3600.0
 
 
 @pytest.fixture()
@@ -85,11 +92,11 @@ def healthy_upstreams(upstreams: FakeUpstreams, service: ServiceProcess) -> Iter
 
 
 def post(svc: ServiceProcess, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.post(svc.url + path, json=body, headers=AUTH if headers is None else headers, timeout=30)
+    return httpx.post(svc.url + path, json=body, headers=AUTH if headers is None else headers, timeout=CLIENT_TIMEOUT_S)
 
 
 def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: ServiceProcess, model_dir: Path) -> None:
-    runtime = httpx.get(service.url + "/health").json()["runtime"]
+    runtime = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["runtime"]
     model = P2LModel.load(model_dir, cache_dir=False, runtime=runtime)  # what the service runs (openvino by default)
     names = list(COSTS)
     columns = [model.models.index(n) for n in names]
@@ -137,7 +144,7 @@ def test_naming_a_candidate_bypasses_routing(service: ServiceProcess, healthy_up
 
 
 def test_streaming_relays_the_upstream_events(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
-    with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, timeout=30,
+    with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, timeout=CLIENT_TIMEOUT_S,
                       json={"stream": True, "messages": user(PROMPTS[2])}) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -153,7 +160,7 @@ def test_streaming_relays_the_upstream_events(service: ServiceProcess, healthy_u
 @pytest.mark.parametrize("stream", [False, True])
 def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstreams: FakeUpstreams,
                                          failure: str, stream: bool) -> None:
-    """A 500 or a timeout (the config's timeout_s is 1 s, the upstream stalls 5 s) of the chosen
+    """A 500 or a timeout (the config's timeout_s is 5 s, the upstream never answers) of the chosen
     model's upstream: the answer comes from the decision's next model, and both attempts are told."""
     decision = post(service, "/v1/route", {"messages": user(PROMPTS[0]), "budget": 5.0}).json()
     chosen = decision["model"]
@@ -161,7 +168,7 @@ def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstre
     healthy_upstreams.behaviour[chosen] = failure
     body = {"messages": user(PROMPTS[0]), "budget": 5.0, "stream": stream}
     if stream:
-        with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, json=body, timeout=30) as r:
+        with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, json=body, timeout=CLIENT_TIMEOUT_S) as r:
             first = json.loads(next(line for line in r.iter_lines() if line.startswith("data:"))[5:])
         annotation = first["evalprism"]
     else:
@@ -217,7 +224,7 @@ def test_every_attempt_rate_limited_is_a_429_with_retry_after(service: ServicePr
     body = response.json()
     assert body["error"]["code"] == "rate_limit_exceeded"
     assert [a["model"] for a in body["evalprism"]["attempts"]] == order[:3]
-    health = httpx.get(service.url + "/health").json()  # rate limiting is no outage: no circuit opened
+    health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()  # rate limiting is no outage: no circuit opened
     assert health["status"] == "ok" and {u["state"] for u in health["upstreams"].values()} == {"closed"}
 
 
@@ -230,11 +237,11 @@ def test_a_failing_upstream_is_skipped_once_its_circuit_opens(service: ServicePr
     body = {"messages": user(PROMPTS[0]), "budget": 5.0}
     for _ in range(3):
         assert post(service, "/v1/chat/completions", body).json()["evalprism"]["model"] == order[1]
-    health = httpx.get(service.url + "/health").json()
+    health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     assert health["status"] == "degraded"
     assert health["upstreams"][order[0]]["state"] == "open"
     assert health["upstreams"][order[0]]["consecutive_failures"] == 3
-    assert 0 < health["upstreams"][order[0]]["retry_in_s"] <= 30
+    assert 0 < health["upstreams"][order[0]]["retry_in_s"] <= BREAKER_COOLDOWN_S
     calls = sum(r["path_model"] == order[0] for r in healthy_upstreams.received)
     annotation = post(service, "/v1/chat/completions", body).json()["evalprism"]
     assert sum(r["path_model"] == order[0] for r in healthy_upstreams.received) == calls
@@ -247,7 +254,7 @@ def test_every_circuit_open_makes_health_unavailable(service: ServiceProcess, he
     for _ in range(3):
         for name in COSTS:
             post(service, "/v1/chat/completions", {"model": name, "messages": user("hi")})
-    health = httpx.get(service.url + "/health").json()
+    health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     assert health["status"] == "unavailable"
     assert {u["state"] for u in health["upstreams"].values()} == {"open"}
 
@@ -268,7 +275,7 @@ def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess)
     headers = {**AUTH, "content-type": "application/json"}
 
     async def round_(k: int) -> list[httpx.Response]:
-        async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=CLIENT_TIMEOUT_S) as client:
             return await asyncio.gather(*(client.post("/v1/route", content=poisoned) if i == 7 else
                                           client.post("/v1/route", json={"messages": user(f"{PROMPTS[i % 4]} {k}.{i}")})
                                           for i in range(16)))
@@ -280,7 +287,7 @@ def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess)
         assert "lone UTF-16 surrogate U+DBED" in replies[7].json()["error"]["message"]
     for path in ("/v1/chat/completions", "/v1/leaderboard"):
         body = poisoned if path != "/v1/leaderboard" else b'{"prompt": ["fine", "cut \\ud83d"]}'
-        response = httpx.post(service.url + path, content=body, headers=headers, timeout=30)
+        response = httpx.post(service.url + path, content=body, headers=headers, timeout=CLIENT_TIMEOUT_S)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["param"] in ("messages.0.content", "prompt.1")
 
@@ -289,7 +296,7 @@ def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess)
 def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: ServiceProcess, literal: str) -> None:
     for path in ("/v1/route", "/v1/chat/completions"):
         content = f'{{"messages": [{{"role": "user", "content": "hi"}}], "budget": {literal}}}'.encode()
-        response = httpx.post(service.url + path, content=content, timeout=30,
+        response = httpx.post(service.url + path, content=content, timeout=CLIENT_TIMEOUT_S,
                               headers={**AUTH, "content-type": "application/json"})
         assert response.status_code == 422, response.text
         assert response.json()["error"] == {"message": response.json()["error"]["message"],
@@ -301,7 +308,7 @@ def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: ServiceP
 def test_a_broken_stream_is_logged_as_broken(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
     healthy_upstreams.behaviour["calc-13b"] = "break"
     received = b""
-    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=30,
+    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=CLIENT_TIMEOUT_S,
                       headers={**AUTH, "x-request-id": "broken-stream-1"},
                       json={"model": "calc-13b", "stream": True, "messages": user(PROMPTS[1])}) as response:
         assert response.status_code == 200 and response.headers["x-request-id"] == "broken-stream-1"
@@ -332,23 +339,23 @@ def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, 
 
 
 def test_models_and_health(service: ServiceProcess) -> None:
-    ids = [m["id"] for m in httpx.get(service.url + "/v1/models", headers=AUTH).json()["data"]]
+    ids = [m["id"] for m in httpx.get(service.url + "/v1/models", headers=AUTH, timeout=CLIENT_TIMEOUT_S).json()["data"]]
     assert ids == ["evalprism-router", *COSTS]
-    health = httpx.get(service.url + "/health").json()  # no token needed
+    health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()  # no token needed
     assert health["status"] == "ok" and health["precision"] == "float32" and health["models"] == 4
 
 
 def test_concurrent_requests_are_micro_batched(service: ServiceProcess) -> None:
-    before = httpx.get(service.url + "/health").json()
+    before = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
 
     async def burst() -> list[int]:
-        async with httpx.AsyncClient(base_url=service.url, headers=AUTH, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=service.url, headers=AUTH, timeout=CLIENT_TIMEOUT_S) as client:
             replies = await asyncio.gather(*(client.post("/v1/route", json={"messages": user(f"{PROMPTS[k % 4]} #{k}")})
                                              for k in range(48)))
         return [r.status_code for r in replies]
 
     assert asyncio.run(burst()) == [200] * 48
-    after = httpx.get(service.url + "/health").json()
+    after = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     assert after["prompts"] - before["prompts"] == 48
     assert after["batches"] - before["batches"] < 48 / 2  # shared model calls, not one each
 
@@ -384,7 +391,7 @@ def test_auth_is_required_everywhere_but_health(service: ServiceProcess, headers
     ],
 )
 def test_bad_requests_get_a_clear_4xx(service: ServiceProcess, path: str, content: bytes, status: int, message: str) -> None:
-    response = httpx.post(service.url + path, content=content, timeout=30,
+    response = httpx.post(service.url + path, content=content, timeout=CLIENT_TIMEOUT_S,
                           headers={**AUTH, "content-type": "application/json"})
     assert response.status_code == status, response.text
     assert message in response.json()["error"]["message"]
@@ -393,15 +400,15 @@ def test_bad_requests_get_a_clear_4xx(service: ServiceProcess, path: str, conten
 def test_a_body_sent_as_a_form_is_told_to_send_json(service: ServiceProcess) -> None:
     """``curl -d '{...}'`` without a content-type header sends a form: the answer says what to send instead."""
     body = b'{"messages": [{"role": "user", "content": "hi"}]}'
-    response = httpx.post(service.url + "/v1/route", content=body, timeout=30,
+    response = httpx.post(service.url + "/v1/route", content=body, timeout=CLIENT_TIMEOUT_S,
                           headers={**AUTH, "content-type": "application/x-www-form-urlencoded"})
     assert response.status_code == 415, response.text
     assert response.json()["error"]["message"] == ("send the body as JSON with 'Content-Type: application/json' "
                                                    "(got 'application/x-www-form-urlencoded')")
-    bare = httpx.post(service.url + "/v1/route", content=body, timeout=30, headers=AUTH)
+    bare = httpx.post(service.url + "/v1/route", content=body, timeout=CLIENT_TIMEOUT_S, headers=AUTH)
     assert (bare.status_code, bare.json()["error"]["message"].endswith("(got no Content-Type)")) == (415, True)
     json_type = {**AUTH, "content-type": "application/json; charset=utf-8"}
-    assert httpx.post(service.url + "/v1/route", content=body, timeout=30, headers=json_type).status_code == 200
+    assert httpx.post(service.url + "/v1/route", content=body, timeout=CLIENT_TIMEOUT_S, headers=json_type).status_code == 200
 
 
 def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, upstreams: FakeUpstreams,
@@ -411,15 +418,15 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
     service = ServiceProcess(model_dir, config, {"FAKE_UPSTREAM_KEY": UPSTREAM_KEY}).start()
     long_prompt = "Write a sonnet about the autumn sea, then explain its rhyme scheme line by line."
     try:
-        capped = httpx.post(service.url + "/v1/leaderboard", json={"prompt": long_prompt}, timeout=30).json()
+        capped = httpx.post(service.url + "/v1/leaderboard", json={"prompt": long_prompt}, timeout=CLIENT_TIMEOUT_S).json()
 
         async def traffic() -> None:
-            async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
+            async with httpx.AsyncClient(base_url=service.url, timeout=CLIENT_TIMEOUT_S) as client:
                 await asyncio.gather(*(client.post("/v1/route", json={"messages": user(f"question {k}")}) for k in range(40)),
                                      *(client.post("/v1/chat/completions", json={"messages": user(f"chat {k}"),
                                                                                "stream": k % 2 == 0}) for k in range(10)))
         asyncio.run(traffic())
-        health = httpx.get(service.url + "/health").json()
+        health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     finally:
         code, output = service.stop()  # SIGTERM
     assert code in (0, -15), output  # uvicorn shuts down gracefully, then re-raises SIGTERM to exit by it
@@ -440,16 +447,16 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
 
 
 def test_openai_shape_of_models_errors_and_request_ids(service: ServiceProcess) -> None:
-    listed = httpx.get(service.url + "/v1/models", headers=AUTH)
+    listed = httpx.get(service.url + "/v1/models", headers=AUTH, timeout=CLIENT_TIMEOUT_S)
     cards = listed.json()["data"]
     assert all(isinstance(c["created"], int) and c["object"] == "model" for c in cards)
-    one = httpx.get(service.url + "/v1/models/calc-13b", headers=AUTH)
+    one = httpx.get(service.url + "/v1/models/calc-13b", headers=AUTH, timeout=CLIENT_TIMEOUT_S)
     assert one.json() == next(c for c in cards if c["id"] == "calc-13b")
-    missing = httpx.get(service.url + "/v1/models/gpt-9", headers=AUTH)
+    missing = httpx.get(service.url + "/v1/models/gpt-9", headers=AUTH, timeout=CLIENT_TIMEOUT_S)
     assert missing.status_code == 404
     assert missing.json()["error"] | {"message": ""} == {"message": "", "type": "invalid_request_error",
                                                          "param": "model", "code": "model_not_found"}
-    unauthorised = httpx.get(service.url + "/v1/models")
+    unauthorised = httpx.get(service.url + "/v1/models", timeout=CLIENT_TIMEOUT_S)
     assert unauthorised.json()["error"]["code"] == "invalid_api_key" and unauthorised.json()["error"]["param"] is None
     # a request id on every response: the client's own if it sent one, else a fresh one
     ids = {r.headers["x-request-id"] for r in (listed, one, missing, unauthorised)}
@@ -458,7 +465,7 @@ def test_openai_shape_of_models_errors_and_request_ids(service: ServiceProcess) 
     assert routed.headers["x-request-id"] == "client-id-42"
     line = next(r for r in log_lines(service) if r.get("request_id") == "client-id-42")
     assert line["prompt_sha256"] == routed.json()["prompt_sha256"] and line["chosen"] == routed.json()["model"]
-    wrong_method = httpx.get(service.url + "/v1/route", headers=AUTH)
+    wrong_method = httpx.get(service.url + "/v1/route", headers=AUTH, timeout=CLIENT_TIMEOUT_S)
     assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
 
 
@@ -507,14 +514,14 @@ def metric_samples(svc: ServiceProcess) -> dict[tuple[str, tuple[tuple[str, str]
     """/metrics parsed by prometheus-client's own parser."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(svc.url + "/metrics", headers=AUTH).text
+    text = httpx.get(svc.url + "/metrics", headers=AUTH, timeout=CLIENT_TIMEOUT_S).text
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 def test_metrics_count_requests_decisions_batches_and_upstream_errors(
         service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
-    assert httpx.get(service.url + "/metrics").status_code == 401  # behind the same auth
+    assert httpx.get(service.url + "/metrics", timeout=CLIENT_TIMEOUT_S).status_code == 401  # behind the same auth
     before = metric_samples(service)
     for k in range(5):
         post(service, "/v1/route", {"messages": user(f"{PROMPTS[0]} {k}"), "budget": 5.0})
@@ -543,7 +550,7 @@ def test_realised_cost_is_usage_times_the_token_prices(service: ServiceProcess,
     assert body["evalprism"]["realised_cost"] == pytest.approx(want, rel=1e-12)
     assert "realised_cost" not in post(service, "/v1/chat/completions",
                                        {"model": "calc-13b", "messages": user("hi")}).json()["evalprism"]  # no prices
-    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=30, headers={**AUTH, "x-request-id": "cost-2"},
+    with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=CLIENT_TIMEOUT_S, headers={**AUTH, "x-request-id": "cost-2"},
                       json={"model": "poet-7b", "stream": True, "stream_options": {"include_usage": True},
                             "messages": user("hi")}) as response:
         chunks = [json.loads(line[5:]) for line in response.iter_lines()
@@ -558,7 +565,7 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
     extension in extra_body and parameters the SDK knows but the router does not declare), streaming with
     usage, the request id, and the SDK's error classes for 401, 404, 422 and 429."""
     openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
-    client = openai.OpenAI(base_url=service.url + "/v1", api_key=KEY, max_retries=0, timeout=30)
+    client = openai.OpenAI(base_url=service.url + "/v1", api_key=KEY, max_retries=0, timeout=CLIENT_TIMEOUT_S)
     assert [m.id for m in client.models.list()] == ["evalprism-router", *COSTS]
     assert client.models.retrieve("coder-34b").created > 0
     completion = client.chat.completions.with_raw_response.create(
@@ -576,7 +583,7 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == FakeUpstreams.answer("poet-7b")
     assert chunks[-1].usage.total_tokens == FakeUpstreams.USAGE["total_tokens"]
     with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(base_url=service.url + "/v1", api_key="wrong", max_retries=0).models.list()
+        openai.OpenAI(base_url=service.url + "/v1", api_key="wrong", max_retries=0, timeout=CLIENT_TIMEOUT_S).models.list()
     with pytest.raises(openai.NotFoundError) as missing:
         client.chat.completions.create(model="gpt-9", messages=user("hi"))
     assert missing.value.code == "model_not_found"
@@ -594,7 +601,7 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
 def run_serve(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     cli = Path(sys.executable).with_name("evalprism")
     return subprocess.run([str(cli), "serve", str(model_dir), "--config", str(config), *args], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
 
 
 def test_startup_refusals_exit_2_with_one_message(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
@@ -638,13 +645,16 @@ def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message:
 def test_schemathesis_checks_all_find_no_failure(service: ServiceProcess, upstreams: FakeUpstreams) -> None:
     """schemathesis's own CLI with ``--checks all`` on the published schema: no 5xx, every status and
     response (SSE events included) as documented, schema-valid requests accepted and schema-violating ones
-    refused, auth enforced, 405 with Allow. Deterministic generation, 25 examples per operation and phase."""
+    refused, auth enforced, 405 with Allow. Deterministic generation, 25 examples per operation and phase.
+    A busy machine answers late, not wrongly: each request may take up to the hang limit (schemathesis's own
+    default is 10 s) and a request that fails at the network level is sent again, up to 3 times."""
     pytest.importorskip("schemathesis", reason="schemathesis (the dev extra) is not installed")
     upstreams.behaviour.clear()
     cli = Path(sys.executable).with_name("schemathesis")
     done = subprocess.run([str(cli), "run", service.url + "/openapi.json", "--checks", "all", "-H",
-                           f"Authorization: Bearer {KEY}", "-n", "25", "--generation-deterministic", "--no-color"],
-                          capture_output=True, text=True, timeout=600)
+                           f"Authorization: Bearer {KEY}", "-n", "25", "--generation-deterministic", "--no-color",
+                           "--request-timeout", str(CLIENT_TIMEOUT_S), "--request-retries", "3"],
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
     assert done.returncode == 0, done.stdout[-4000:]
     assert "Tested: 6" in done.stdout  # health, models, one model, leaderboard, route, chat (/metrics is not in it)
     assert re.search(r"(\d+) generated, \1 passed", done.stdout), done.stdout[-2000:]
