@@ -166,7 +166,7 @@ def test_serving_backbone_loads_without_transformers_warnings() -> None:
             "b = load_backbone('minilm', runtime='openvino', cache_dir=False, progress=False)\n"
             "print(tuple(b.features(['hello']).shape))\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=HANG_LIMIT_S)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "(1, 384)"
     assert "loss_type" not in proc.stderr and "Loading weights" not in proc.stderr, proc.stderr
