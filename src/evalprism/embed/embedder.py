@@ -69,6 +69,7 @@ class Embedder:
             # made by content, never by the order the texts came in (results independent of row order).
             todo.sort(key=lambda i: (-len(distinct[i]), distinct[i]))
             chunk = self.batch_size * 8
+            clipped = getattr(self.backend, "clipped", 0)
             with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), chunk):
                     idx = todo[start : start + chunk]
@@ -78,6 +79,9 @@ class Embedder:
                         self.cache.put_many([keys[i] for i in idx], enc)
                     vectors.update(zip(idx, enc, strict=True))
                     bar.update(len(idx))
+            if getattr(self.backend, "clipped", 0) > clipped:
+                status(f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
+                       "tokenizing (the model reads only its first tokens; the vectors are the same)", self.progress)
         self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
