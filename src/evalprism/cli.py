@@ -275,8 +275,9 @@ def p2l_evaluate(
     from evalprism.p2l import P2LModel, evaluate_model
 
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
+    table = read_table(battles)  # the battles first: a bad file fails before the model loads
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = evaluate_model(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
+    result = evaluate_model(model, table, repeats=repeats, seed=seed, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 

@@ -482,7 +482,10 @@ def analyze(
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
     status("paired comparisons of the configurations", progress)
+    said = len(notes)
     comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes)
+    for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
+        status(note, progress)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
