@@ -558,18 +558,26 @@ def _with_bytes_at_line(path: Path, line: int, column: int, data: bytes) -> None
     path.write_bytes(b"\n".join(lines))
 
 
+@pytest.fixture(scope="module")
+def cache_first_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clean run of ecdf (as the CLI makes it) and the cache it filled, made once."""
+    from evalprism.ecdf import analyze
+    from evalprism.io import read_table
+
+    root = tmp_path_factory.mktemp("cache-first-run")
+    small_responses().to_csv(root / "responses.csv", index=False)
+    analyze(read_table(root / "responses.csv"), by=["model"], cache_dir=str(root / "cache"),
+            progress=False).save(root / "clean")
+    return root
+
+
 class TestCorruptEmbeddingCache:
     """A damaged cache of ours is repaired (bad entries recomputed, the same result as a clean run); a
     file that is not a readable SQLite cache of ours is refused with its path and left as it is."""
 
     @pytest.fixture
-    def clean(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, bytes]:
-        from helpers import run_cli
-
-        small_responses().to_csv(tmp_path / "responses.csv", index=False)
-        code, _, err = run_cli(["ecdf", tmp_path / "responses.csv", "--out", tmp_path / "clean", "--by", "model",
-                                "--cache-dir", tmp_path / "cache", "-q"], capsys)
-        assert code == 0, err
+    def clean(self, cache_first_run: Path, tmp_path: Path) -> tuple[Path, Path, bytes]:
+        shutil.copytree(cache_first_run, tmp_path, dirs_exist_ok=True)
         return tmp_path, tmp_path / "cache" / "embeddings.sqlite", (tmp_path / "clean" / "settings.csv").read_bytes()
 
     @pytest.mark.parametrize("damage", ["short-blob", "other-dimension", "nan"])
@@ -611,8 +619,7 @@ class TestCorruptEmbeddingCache:
             why = "is not evalprism's embedding cache"
         else:
             with sqlite3.connect(db_path) as db:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                db.execute("PRAGMA journal_mode=DELETE")
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
             data = bytearray(db_path.read_bytes())
             page = int.from_bytes(data[16:18], "big")
             assert len(data) >= 3 * page
@@ -621,8 +628,11 @@ class TestCorruptEmbeddingCache:
             why = "malformed"
         for leftover in root.glob("cache/embeddings.sqlite-*"):
             leftover.unlink()
+        damaged = db_path.read_bytes()
+        # SQLite itself may add an empty -wal beside a WAL database it opens: the file is what must not change
         _refused(["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model", "--cache-dir",
-                  root / "cache"], capsys, root, f"embedding cache {db_path}", why, "leaves it as it is")
+                  root / "cache"], capsys, root / "clean", f"embedding cache {db_path}", why, "leaves it as it is")
+        assert db_path.read_bytes() == damaged and not (root / "again").exists()
 
     def test_non_finite_encoder_output_is_refused_before_caching(self) -> None:
         from evalprism.embed.embedder import check_finite
