@@ -84,7 +84,7 @@ class EmbeddingCache:
         except sqlite3.DatabaseError as exc:  # includes OperationalError: locked, malformed, not a database
             self._db.close()
             raise EvalprismError(
-                f"embedding cache {self.path}: cannot be read as evalprism's SQLite cache ({exc}); evalprism leaves "
+                f"embedding cache {self.path}: cannot be opened as evalprism's SQLite cache ({exc}); evalprism leaves "
                 "it as it is: move it away (evalprism then builds a new cache and recomputes the vectors) or "
                 "choose another --cache-dir") from None
 
