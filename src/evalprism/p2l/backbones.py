@@ -28,6 +28,7 @@ from torch import nn
 from evalprism.embed import get_embedder
 from evalprism.embed.backends import resolve_backend, sentence_dimension
 from evalprism.embed.clip import clip_texts, token_counter
+from evalprism.embed.embedder import check_finite
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.errors import EvalprismError
@@ -231,7 +232,9 @@ class CausalLMBackbone(Backbone):
             with torch.no_grad(), progress_bar(f"encoding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), self.batch_size):
                     chunk = todo[start:start + self.batch_size]
-                    self._frozen_cache.update(zip(chunk, self._encode(chunk).cpu().numpy(), strict=True))
+                    vectors = self._encode(chunk).cpu().numpy()
+                    check_finite(vectors, chunk, self.spec)  # a NaN feature would train or score nothing
+                    self._frozen_cache.update(zip(chunk, vectors, strict=True))
                     bar.update(len(chunk))
         return torch.from_numpy(np.stack([self._frozen_cache[p] for p in prompts]))
 
