@@ -572,3 +572,341 @@ class TestRouteCostsAndBudget:
             {"name": "M1", "model_api_name": "m1", "input_token_price": "2.5", "output_token_price": "10"},
             {"name": "M2", "model_api_name": "m2", "input_token_price": "0.15", "output_token_price": "0.6"}]))
         assert dict(read_costs(tmp_path / "scatter.json")) == {"m1": 10.0, "m2": 0.6}
+# ------------------------------------------------------------------------- issue 25: the input sweep
+# Each class is one kind of bad input the sweep found ending in a traceback, accepted silently or
+# hanging. They run the console entry point in-process (helpers.run_cli) on inputs built in tmp_path;
+# the FIFO case runs in its own process, so that a regression fails on the timeout instead of hanging.
+
+def _refused(args: list[str], capsys: pytest.CaptureFixture[str], root: Path, *fragments: str) -> str:
+    """Run the CLI; assert exit 2, one error line holding every fragment, no traceback, and nothing
+    under ``root`` changed. Returns the error line."""
+    from helpers import run_cli
+
+    before = _snapshot(root)
+    code, _, err = run_cli(args, capsys)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    message = " ".join(err[err.index("error:"):].split())
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in: {message}"
+    assert _snapshot(root) == before
+    return message
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """:func:`snapshot`, with symbolic links by their target (a loop cannot be read)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        if path.is_symlink():
+            out[key] = "link " + os.readlink(path)
+        else:
+            out[key] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _battles(path: Path, n: int = 200) -> Path:
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    simulate_topic_battles(n, seed=0).to_json(path, orient="records", lines=True)
+    return path
+
+
+def _family(root: Path) -> tuple[Path, Path]:
+    from evalprism.stem.simulate import simulate_family
+
+    correctness, meta = simulate_family(n_items=400, seed=0)
+    correctness.to_csv(root / "correctness.csv", index=False)
+    meta.to_csv(root / "models.csv", index=False)
+    return root / "correctness.csv", root / "models.csv"
+
+
+def _with_bytes_at_line(path: Path, line: int, column: int, data: bytes) -> None:
+    """Insert ``data`` in 1-based ``line`` before 1-based ``column``."""
+    lines = path.read_bytes().split(b"\n")
+    lines[line - 1] = lines[line - 1][: column - 1] + data + lines[line - 1][column - 1:]
+    path.write_bytes(b"\n".join(lines))
+
+
+@pytest.fixture(scope="module")
+def cache_first_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clean run of ecdf (as the CLI makes it) and the cache it filled, made once."""
+    from evalprism.ecdf import analyze
+    from evalprism.io import read_table
+
+    root = tmp_path_factory.mktemp("cache-first-run")
+    small_responses().to_csv(root / "responses.csv", index=False)
+    analyze(read_table(root / "responses.csv"), by=["model"], cache_dir=str(root / "cache"),
+            progress=False).save(root / "clean")
+    return root
+
+
+class TestCorruptEmbeddingCache:
+    """A damaged cache of ours is repaired (bad entries recomputed, the same result as a clean run); a
+    file that is not a readable SQLite cache of ours is refused with its path and left as it is."""
+
+    @pytest.fixture
+    def clean(self, cache_first_run: Path, tmp_path: Path) -> tuple[Path, Path, bytes]:
+        shutil.copytree(cache_first_run, tmp_path, dirs_exist_ok=True)
+        return tmp_path, tmp_path / "cache" / "embeddings.sqlite", (tmp_path / "clean" / "settings.csv").read_bytes()
+
+    @pytest.mark.parametrize("damage", ["short-blob", "other-dimension", "nan"])
+    def test_bad_entries_are_recomputed(self, clean: tuple[Path, Path, bytes], damage: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        import sqlite3
+
+        from helpers import run_cli
+
+        root, db_path, expected = clean
+        with sqlite3.connect(db_path) as db:
+            keys = [k for (k,) in db.execute("SELECT key FROM emb")]
+            for key in keys:
+                vec = {"short-blob": np.zeros(20, np.float32), "other-dimension": np.ones(16, np.float32) / 4,
+                       "nan": np.full(384, np.nan, np.float32)}[damage]
+                dim = 384 if damage == "short-blob" else len(vec)
+                db.execute("UPDATE emb SET dim = ?, vec = ? WHERE key = ?", (dim, vec.tobytes(), key))
+        code, _, err = run_cli(["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model",
+                                "--cache-dir", root / "cache"], capsys)
+        assert code == 0 and "Traceback" not in err, err
+        assert f"{len(keys)} cached vector(s)" in " ".join(err.split()) and "recomputing them" in err
+        assert (root / "again" / "settings.csv").read_bytes() == expected
+        with sqlite3.connect(db_path) as db:  # repaired in place
+            assert {d for (d,) in db.execute("SELECT DISTINCT dim FROM emb")} == {384}
+
+    @pytest.mark.parametrize("damage", ["garbage-file", "other-schema", "garbage-page"])
+    def test_a_file_that_is_not_our_readable_cache_is_refused_and_kept(
+            self, clean: tuple[Path, Path, bytes], damage: str, capsys: pytest.CaptureFixture[str]) -> None:
+        import sqlite3
+
+        root, db_path, _ = clean
+        if damage == "garbage-file":
+            db_path.write_bytes(b"not a database at all\n" * 200)
+            why = "file is not a database"
+        elif damage == "other-schema":
+            db_path.unlink()
+            with sqlite3.connect(db_path) as db:
+                db.execute("CREATE TABLE emb (id INTEGER, text TEXT)")
+            why = "is not evalprism's embedding cache"
+        else:
+            with sqlite3.connect(db_path) as db:
+                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+            data = bytearray(db_path.read_bytes())
+            page = int.from_bytes(data[16:18], "big")
+            assert len(data) >= 3 * page
+            data[page: 3 * page] = b"\xde\xad\xbe\xef" * (page // 2)
+            db_path.write_bytes(bytes(data))
+            why = "malformed"
+        for leftover in root.glob("cache/embeddings.sqlite-*"):
+            leftover.unlink()
+        damaged = db_path.read_bytes()
+        # SQLite itself may add an empty -wal beside a WAL database it opens: the file is what must not change
+        _refused(["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model", "--cache-dir",
+                  root / "cache"], capsys, root / "clean", f"embedding cache {db_path}", why, "leaves it as it is")
+        assert db_path.read_bytes() == damaged and not (root / "again").exists()
+
+    def test_non_finite_encoder_output_is_refused_before_caching(self) -> None:
+        from evalprism.embed.embedder import check_finite
+        from evalprism.errors import EvalprismError
+
+        vectors = np.ones((3, 4), np.float32)
+        check_finite(vectors, ["a", "b", "c"], "minilm")
+        vectors[1, 2] = np.nan
+        with pytest.raises(EvalprismError, match=r"encoder minilm: produced non-finite vectors for 1 of 3 texts "
+                                                 r"\(the first: 'b'\)"):
+            check_finite(vectors, ["a", "b", "c"], "minilm")
+
+
+class TestSymlinkLoop:
+    """An input that is a loop of symbolic links: one message, not RuntimeError from pathlib."""
+
+    @pytest.mark.parametrize("command", ["ecdf", "p2l fit"])
+    def test_refused(self, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        name = "loop.csv" if command == "ecdf" else "loop.jsonl"
+        (tmp_path / name).symlink_to(tmp_path / ("other" + Path(name).suffix))
+        (tmp_path / ("other" + Path(name).suffix)).symlink_to(tmp_path / name)
+        extra = ["--by", "model"] if command == "ecdf" else []
+        _refused([*command.split(), tmp_path / name, "--out", tmp_path / "out", *extra], capsys, tmp_path,
+                 f"{tmp_path / name}: is a loop of symbolic links, expected a file")
+
+
+class TestDuplicateColumnNames:
+    """A header naming a column twice: pandas renames the copy ('model.1') and every analysis read the
+    first; now refused with the file, the name and both positions (from the raw header)."""
+
+    @pytest.mark.parametrize("command", ["ecdf", "p2l fit", "p2l evaluate", "judges"])
+    def test_refused(self, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from evalprism.judges.simulate import simulate_judgments
+
+        if command == "ecdf":
+            table = small_responses()
+        elif command == "judges":
+            table = simulate_judgments(n_queries=4, docs_per_genre=3, seed=0)
+        else:
+            table = pd.read_json(_battles(tmp_path / "b.jsonl", 50), lines=True)
+        columns = list(table.columns)
+        copied = {"ecdf": "model", "judges": "human"}.get(command, "winner")
+        at = columns.index(copied)
+        path = tmp_path / "input.csv"
+        table.to_csv(path, index=False, header=columns[:at + 1] + [copied] + columns[at + 2:])
+        args = {"ecdf": ["ecdf", path, "--by", "model"], "p2l fit": ["p2l", "fit", path],
+                "p2l evaluate": ["p2l", "evaluate", tmp_path / "model", path],  # the battles are read first
+                "judges": ["judges", path, "--human", "human", "--llm", "llm_strict"]}[command]
+        _refused([*args, "--out", tmp_path / "out"], capsys, tmp_path,
+                 f"{path}: line 1 (the header): the column name '{copied}' appears 2 times (columns {at + 1}, {at + 2})")
+
+
+class TestLateNulByte:
+    """A NUL byte after the first 64 KB (only the head was sniffed): refused by line and column."""
+
+    @pytest.mark.parametrize("command", ["ecdf", "judges", "stem pool"])
+    def test_refused(self, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from evalprism.judges.simulate import simulate_judgments
+
+        if command == "ecdf":
+            table = pd.concat([small_responses()] * 300, ignore_index=True)
+            table["question_id"] = table["question_id"] + "-" + (table.index // 58).astype(str)
+            path = tmp_path / "responses.csv"
+            table.to_csv(path, index=False)
+            args = ["ecdf", path, "--by", "model", "--score", "exact"]
+        elif command == "judges":
+            path = tmp_path / "judgments.csv"
+            simulate_judgments(n_queries=40, docs_per_genre=7, seed=0).to_csv(path, index=False)
+            args = ["judges", path, "--human", "human", "--llm", "llm_strict"]
+        else:
+            path, models = _family(tmp_path)
+            args = ["stem", "pool", path, "--models", models, "--family", "toy"]
+        lines = path.read_bytes().count(b"\n")
+        assert path.stat().st_size > 70_000, "the NUL must lie past the 64 KB head"
+        _with_bytes_at_line(path, lines - 2, 4, b"\x00")
+        _refused([*args, "--out", tmp_path / "out"], capsys, tmp_path,
+                 f"{path}: line {lines - 2}, column 4: a NUL byte")
+
+
+class TestAbsurdScores:
+    """ECDF scores of 1e308 overflowed means and W1 distances and gave K=1 without a word."""
+
+    def test_refused(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        table = small_responses().drop(columns=["references"])
+        table["score"] = np.where(table.index % 2 == 0, 1e308, 0.0)
+        table.loc[0, "score"] = 0.5
+        table.to_csv(tmp_path / "r.csv", index=False)
+        _refused(["ecdf", tmp_path / "r.csv", "--by", "model", "--out", tmp_path / "out"], capsys, tmp_path,
+                 "r.csv: row 3, column 'score': expected a number between -1e+12 and 1e+12, got '1e+308'")
+
+    def test_a_wide_but_sane_scale_is_accepted(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from helpers import run_cli
+
+        table = small_responses().drop(columns=["references"])
+        table["score"] = np.where(table["model"] == "good", 1e9, -1e9)
+        table.to_csv(tmp_path / "r.csv", index=False)
+        code, _, err = run_cli(["ecdf", tmp_path / "r.csv", "--by", "model", "--out", tmp_path / "out", "-q"], capsys)
+        assert code == 0, err
+        assert pd.read_csv(tmp_path / "out" / "settings.csv")["cluster"].nunique() == 2
+
+
+class TestInapplicableOptions:
+    """An option that has no effect on this input is refused with the reason, not ignored."""
+
+    def test_rounds_without_bootstrap(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        battles = _battles(tmp_path / "b.jsonl")
+        _refused(["p2l", "fit", battles, "--rounds", "50", "--out", tmp_path / "out"], capsys, tmp_path,
+                 "--rounds 50: does not apply here: only ci='bootstrap' resamples", "drop --rounds")
+
+    def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        correctness, models = _family(tmp_path)
+        _refused(["stem", "pool", correctness, "--models", models, "--family", "toy", "--irt", "1pl", "--out",
+                  tmp_path / "out"], capsys, tmp_path, "--irt 1pl: does not apply here", "none is given (panel)")
+
+    def test_design_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from evalprism.stem import build_pool
+        from evalprism.stem.simulate import simulate_family
+
+        correctness, meta = simulate_family(n_items=200, seed=0)
+        build_pool(correctness, meta, family="toy").save(tmp_path / "pool")
+        correctness.to_csv(tmp_path / "new.csv", index=False)
+        _refused(["stem", "locate", tmp_path / "pool", tmp_path / "new.csv", "--model", "toy-4b", "--design",
+                  "stratified", "--out", tmp_path / "out"], capsys, tmp_path,
+                 "--design stratified: does not apply here", "no reference panel")
+
+    @pytest.mark.parametrize(("flag", "value", "reader"), [("--metric", "acc", "lm-eval samples"),
+                                                          ("--model-name", "run=m", "lm-eval samples"),
+                                                          ("--scorer", "match", "inspect_ai logs")])
+    def test_harness_options_on_a_table(self, flag: str, value: str, reader: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        correctness, models = _family(tmp_path)
+        _refused(["stem", "pool", correctness, "--models", models, "--family", "toy", flag, value, "--out",
+                  tmp_path / "out"], capsys, tmp_path, f"{flag} {value}: does not apply here: it steers the reader "
+                 f"of {reader}", "holds no such input")
+
+    def test_given_where_they_apply_they_still_work(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        from helpers import run_cli
+
+        battles = _battles(tmp_path / "b.jsonl")
+        code, _, err = run_cli(["p2l", "fit", battles, "--ci", "bootstrap", "--rounds", "10", "--out",
+                                tmp_path / "out", "-q"], capsys)
+        assert code == 0, err
+        assert json.loads((tmp_path / "out" / "run.json").read_text())["options"]["rounds"] == 10
+
+
+class TestFifoInput:
+    """A FIFO as input blocked `ecdf` forever (nobody writes to it); refused before any read."""
+
+    def test_refused_at_once(self, tmp_path: Path) -> None:
+        os.mkfifo(tmp_path / "responses.csv")
+        proc = evalprism(["ecdf", "responses.csv", "--by", "model", "--out", "out"], tmp_path, timeout=120)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert "responses.csv: is a FIFO (named pipe), expected a regular file" in " ".join(proc.stderr.split())
+        assert not (tmp_path / "out").exists()
+
+
+class TestHugePrompt:
+    """A 50 MB prompt spent minutes in the tokenizer for a window of 256 tokens; the text is cut
+    before tokenizing, at a point past the window, so the vector is the one of the whole text."""
+
+    def test_cut_text_has_the_same_vector(self) -> None:
+        from evalprism.embed import get_embedder
+
+        rng = np.random.default_rng(0)
+        words = np.array(["alpha", "beta,", "gamma.", "über", "naïve", "x" * 150, "12345", "\n", "a-b"])
+        texts = [" ".join(rng.choice(words, 4000)), "short text", " " * 20_000 + "tail"]
+        embedder = get_embedder("minilm", cache_dir=False, progress=False)
+        got = embedder.embed(texts)
+        assert embedder.backend.clipped == 1  # the long text only; whitespace holds no tokens, so no cut
+        model = embedder.backend.load()
+        full = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        np.testing.assert_array_equal(got, full)
+
+    def test_fifty_megabytes_embed(self) -> None:
+        from evalprism.embed import get_embedder
+
+        embedder = get_embedder("minilm", cache_dir=False, progress=False)
+        vec = embedder.embed(["lorem ipsum dolor " * 3_000_000])  # 54 MB; minutes before the cut
+        assert vec.shape == (1, 384) and embedder.backend.clipped == 1
+
+
+class TestManyConfigurations:
+    """100,000 configurations listed 5e9 pairs before comparing any; the pairs are counted, and more
+    than MAX_COMPARED_PAIRS even against one baseline are skipped with a note."""
+
+    def test_skipped_with_a_note(self) -> None:
+        from evalprism.ecdf.compare import MAX_COMPARED_PAIRS, compare_configurations
+
+        n = 100_000
+        settings = pd.DataFrame({"configuration": [f"c{i}" for i in range(n)], "question_id": "q", "setting": 0,
+                                 "mean_score": 0.0})
+        notes: list[str] = []
+        assert compare_configurations(settings, [], None, ["c"], 9, 0, notes) is None
+        assert notes[0].startswith(f"{n} configurations make {n * (n - 1) // 2} pairs: each was compared with the first")
+        assert notes[1].startswith(f"paired comparisons skipped: {n} configurations make {n - 1} pairs even against "
+                                   f"one baseline, more than {MAX_COMPARED_PAIRS}")
+
+    def test_below_the_cap_every_configuration_is_compared_with_the_baseline(self) -> None:
+        from evalprism.ecdf.compare import compare_configurations
+
+        n = 30  # 435 pairs > MAX_ALL_PAIRS: each against the baseline
+        settings = pd.DataFrame({"configuration": [f"c{i}" for i in range(n)], "question_id": "q",
+                                 "setting": range(n), "mean_score": np.linspace(0, 1, n)})
+        samples = [np.array([x, x + 0.1]) for x in np.linspace(0, 1, n)]
+        notes: list[str] = []
+        out = compare_configurations(settings, samples, None, ["c"], 9, 0, notes)
+        assert out is not None and len(out) == n - 1 and set(out["configuration_a"]) == {"c0"}

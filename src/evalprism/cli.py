@@ -167,7 +167,7 @@ def p2l_fit(
     out: Out,
     model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
-    rounds: Annotated[int, typer.Option("--rounds", help="Bootstrap rounds.", min=10)] = 100,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)] = None,
     seed: Seed = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -298,8 +298,9 @@ def p2l_evaluate(
     from evalprism.p2l import P2LModel, evaluate_model
 
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
+    table = read_table(battles)  # the battles first: a bad file fails before the model loads
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = evaluate_model(model, read_table(battles), repeats=repeats, seed=seed, progress=not quiet)
+    result = evaluate_model(model, table, repeats=repeats, seed=seed, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 
@@ -493,7 +494,7 @@ def stem_pool(
     scorer: StemScorer = None,
     epochs: StemEpochs = StemEpochsChoice.mean,
     panel: Annotated[Optional[Path], typer.Option("--panel", help="Correctness of other models on the same items: the reference panel of the IRT estimator (method irt; auto uses it from 10 panel models with the family).", metavar="OTHER_CORRECTNESS")] = None,
-    irt: Annotated[StemIRT, typer.Option("--irt", help="Item-response model fitted on the panel: 2pl, or 1pl (every discrimination 1).")] = StemIRT.two,
+    irt: Annotated[Optional[StemIRT], typer.Option("--irt", help="With --panel: item-response model fitted on the panel: 2pl (default), or 1pl (every discrimination 1).")] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -503,11 +504,11 @@ def stem_pool(
     target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
     pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
                                  harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), panel=panel,
-                                 irt=irt.value)
+                                 irt=irt.value if irt else None)
     _read_notes(pool.options.get("read", []), quiet)
     _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
-    extra = (f"; reference panel of {pool.panel_size()} models ({irt.value} fit in "
+    extra = (f"; reference panel of {pool.panel_size()} models ({pool.options['irt']} fit in "
              f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
     _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members{extra}")
 
@@ -522,7 +523,7 @@ def stem_locate(
     trials: Annotated[int, typer.Option("--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0)] = 100,
     seed: Seed = 0,
     method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
-    design: Annotated[StemDesign, typer.Option("--design", help="The IRT estimator's sample: random (simple random sample) or stratified (A's strata).")] = StemDesign.random,
+    design: Annotated[Optional[StemDesign], typer.Option("--design", help="With a pool that has a reference panel: the IRT estimator's sample: random (simple random sample, the default) or stratified (A's strata).")] = None,
     weighting: Annotated[StemWeighting, typer.Option("--weighting", help="The paper's rule: balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
     metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
@@ -541,7 +542,7 @@ def stem_locate(
     table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
     _read_notes(table.attrs.get("choices", []), quiet)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
-                           method=method.value, design=design.value, progress=not quiet)
+                           method=method.value, design=design.value if design else None, progress=not quiet)
     _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)

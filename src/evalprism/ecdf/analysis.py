@@ -25,13 +25,20 @@ from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order,
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
 
+#: the largest score magnitude accepted in a responses table's ``score`` column. A quality scale
+#: (a 0-1 similarity, 0-100 percent, a reward model's logit) never nears it; a value beyond it is a unit
+#: or parsing mistake, and near 1e308 means and W1 distances overflow to inf and every ECDF falls into
+#: one cluster without a word.
+SCORE_MAGNITUDE = 1e12
+
 RESPONSES_SCHEMA = Schema(
     name="responses",
     columns=(
         Column("question_id", "key", description="question identifier"),
         Column("response", "str", required=False, nullable=True, description="one response text"),
         Column("references", "str_list", required=False, description="reference answers (list or JSON list)"),
-        Column("score", "number", required=False, description="a precomputed quality value per response"),
+        Column("score", "number", required=False, magnitude=SCORE_MAGNITUDE,
+               description="a precomputed quality value per response"),
     ),
     one_of=(("references", "score"),),
 )
@@ -459,7 +466,10 @@ def analyze(
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
+    said = len(notes)
     comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress)
+    for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
+        status(note, progress)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,

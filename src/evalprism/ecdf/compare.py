@@ -23,6 +23,10 @@ from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_t
 
 #: more pairs than this and no baseline: each configuration against the first one
 MAX_ALL_PAIRS = 300
+#: more pairs than this even against one baseline and the comparisons are skipped, said in the notes:
+#: each pair runs a permutation test and a bootstrap (about 10 ms), so 100,000 configurations would
+#: spend hours on a side table while the clustering itself scales (CLARA-style above CLARA_ABOVE)
+MAX_COMPARED_PAIRS = 2000
 #: the level at which a difference is called significant in the report (BH-adjusted)
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
@@ -58,12 +62,13 @@ def check_comparison_options(baseline: str | None, permutations: int, configurat
 def _pairs(configurations: list[str], baseline: str | None, notes: list[str]) -> list[tuple[str, str]]:
     if baseline is not None:
         return [(baseline, c) for c in configurations if c != baseline]
-    pairs = list(combinations(configurations, 2))
-    if len(pairs) > MAX_ALL_PAIRS:
-        notes.append(f"{len(configurations)} configurations make {len(pairs)} pairs: each was compared with the "
+    n = len(configurations)
+    n_pairs = n * (n - 1) // 2  # counted, never listed: 100,000 configurations make 5e9 pairs
+    if n_pairs > MAX_ALL_PAIRS:
+        notes.append(f"{n} configurations make {n_pairs} pairs: each was compared with the "
                      f"first, '{configurations[0]}' (choose another with baseline=... / --baseline)")
         return [(configurations[0], c) for c in configurations[1:]]
-    return pairs
+    return list(combinations(configurations, 2))
 
 
 def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], baseline: str | None,
@@ -79,11 +84,16 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
     if len(configurations) < 2:
         return None
     base = resolve_baseline(baseline, configurations, by)
+    pairs = _pairs(configurations, base, notes)
+    if len(pairs) > MAX_COMPARED_PAIRS:
+        notes.append(f"paired comparisons skipped: {len(configurations)} configurations make {len(pairs)} pairs even "
+                     f"against one baseline, more than {MAX_COMPARED_PAIRS} (each a permutation test and a "
+                     "bootstrap); compare fewer configurations (fewer by / --by columns, or a subset of the table)")
+        return None
     judged = "correct" in settings.columns
     table = settings.set_index(["configuration", "question_id"])
-    per_conf = {c: table.loc[c] for c in configurations}
+    per_conf = {c: table.loc[c] for c in dict.fromkeys(c for pair in pairs for c in pair)}
     rows = []
-    pairs = _pairs(configurations, base, notes)
     with progress_bar(f"paired comparisons of the configurations ({permutations} permutations each)", len(pairs), progress) as bar:
         for i, (a, b) in enumerate(pairs):
             row = _compare_pair(per_conf[a], per_conf[b], a, b, samples, judged, permutations, seed + i)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from evalprism.embed.clip import clip_texts, token_counter
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
 
@@ -42,6 +43,8 @@ class SentenceTransformerBackend:
     device: str = "cpu"
     instruction: str | None = None
     _model: Any = field(default=None, init=False, repr=False)
+    #: texts cut before tokenizing because they were far longer than the model reads (:meth:`encode`)
+    clipped: int = field(default=0, init=False, repr=False)
     #: models loaded in this process, by (location, device): a second Embedder reuses the weights
     _loaded: ClassVar[dict[tuple[str, str], Any]] = {}
 
@@ -78,9 +81,14 @@ class SentenceTransformerBackend:
         return f"{self.instruction} {text}" if self.instruction else text
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Unit-norm float32 vectors (len(texts), dim) of model texts (:meth:`model_text`)."""
-        vecs = self.load().encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True,
-                                  normalize_embeddings=True, **self._encode_options())
+        """Unit-norm float32 vectors (len(texts), dim) of model texts (:meth:`model_text`). A text far
+        longer than the model reads is cut first (:func:`~evalprism.embed.clip.clip_text`: same
+        vector, without tokenizing megabytes that would be dropped); ``clipped`` counts them."""
+        model = self.load()
+        texts, cut = clip_texts(texts, token_counter(model.tokenizer), int(model.max_seq_length))
+        self.clipped += cut
+        vecs = model.encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True,
+                            normalize_embeddings=True, **self._encode_options())
         return np.asarray(vecs, dtype=np.float32)
 
     def _encode_options(self) -> dict[str, Any]:

@@ -7,6 +7,13 @@ no server), vectors as float32 blobs.
 
 Location: the ``cache_dir`` argument, else ``$EVALPRISM_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/evalprism`` (``~/.cache/evalprism``).
+
+Damage is handled by whose file it is. A file that is not a readable SQLite database, or one whose
+tables are not this cache's, is refused with its path and left as it is (it may be someone else's).
+In evalprism's own cache, an entry that cannot be a vector of the model (a blob whose length is not
+its ``dim``, another length than the model's, non-finite values) is reported by :meth:`get_many` as
+bad, and the embedder recomputes and replaces it. The model's vector length is recorded per model
+id (table ``models``) the first time it is known, so a lookup never needs to load the model.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +30,12 @@ import numpy as np
 from evalprism.errors import EvalprismError
 
 CACHE_ENV = "EVALPRISM_CACHE_DIR"
+CACHE_FILE = "embeddings.sqlite"
 _SQLITE_MAX_VARS = 900
+#: this cache's tables and their columns (anything else in the file means the file is not ours)
+_TABLES = {"emb": ("key", "dim", "vec"), "models": ("model_id", "dim")}
+_CREATE = ("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, dim INTEGER, vec BLOB)",
+           "CREATE TABLE IF NOT EXISTS models (model_id TEXT PRIMARY KEY, dim INTEGER)")
 
 
 def default_cache_dir() -> Path:
@@ -48,33 +61,95 @@ class EmbeddingCache:
 
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = Path(directory).expanduser() if directory else default_cache_dir()
+        self.path = self.directory / CACHE_FILE
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.directory / "embeddings.sqlite", timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, dim INTEGER, vec BLOB)")
+            self._db = sqlite3.connect(self.path, timeout=60)
         except (OSError, sqlite3.Error) as exc:
             raise EvalprismError(f"embedding cache {self.directory}: cannot be opened ({exc})") from None
+        with self._guard():
+            self._check_tables()
+            self._db.execute("PRAGMA journal_mode=WAL")
+            for statement in _CREATE:
+                self._db.execute(statement)
 
-    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """Return the cached vectors among ``keys``."""
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite failures as one message naming the file; the file is never changed or removed."""
+        try:
+            yield
+        except EvalprismError:
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError as exc:  # includes OperationalError: locked, malformed, not a database
+            self._db.close()
+            raise EvalprismError(
+                f"embedding cache {self.path}: cannot be opened as evalprism's SQLite cache ({exc}); evalprism leaves "
+                "it as it is: move it away (evalprism then builds a new cache and recomputes the vectors) or "
+                "choose another --cache-dir") from None
+
+    def _check_tables(self) -> None:
+        """Refuse a database that holds tables this cache did not create (another program's file)."""
+        tables = [name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for name in tables:
+            columns = tuple(row[1] for row in self._db.execute(f"PRAGMA table_info('{name}')"))
+            if _TABLES.get(name) != columns:
+                raise EvalprismError(
+                    f"embedding cache {self.path}: is not evalprism's embedding cache (it holds a table '{name}' with "
+                    f"columns {', '.join(columns) or 'none'}; expected tables emb(key, dim, vec) and "
+                    "models(model_id, dim)); evalprism leaves it as it is: choose another --cache-dir")
+
+    def model_dim(self, model_id: str) -> int | None:
+        """The vector length recorded for ``model_id`` (None when this cache has not recorded it)."""
+        with self._guard():
+            row = self._db.execute("SELECT dim FROM models WHERE model_id = ?", (model_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def record_model(self, model_id: str, dim: int) -> None:
+        """Record the vector length of ``model_id`` (what :meth:`get_many` checks entries against)."""
+        with self._guard(), self._db:
+            self._db.execute("INSERT OR REPLACE INTO models (model_id, dim) VALUES (?, ?)", (model_id, int(dim)))
+
+    def get_many(self, keys: Sequence[bytes], dim: int | None = None) -> tuple[dict[bytes, np.ndarray], list[bytes]]:
+        """The cached vectors among ``keys``, and the keys whose entries are damaged: a blob that does
+        not hold ``dim`` float32 values as its row says, another length than ``dim`` (the model's), or
+        a value that is not finite. Damaged entries are to be recomputed (:meth:`put_many` replaces them)."""
         found: dict[bytes, np.ndarray] = {}
-        for start in range(0, len(keys), _SQLITE_MAX_VARS):
-            chunk = keys[start : start + _SQLITE_MAX_VARS]
-            marks = ",".join("?" * len(chunk))
-            for key, _dim, blob in self._db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
-                found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        bad: list[bytes] = []
+        with self._guard():
+            for start in range(0, len(keys), _SQLITE_MAX_VARS):
+                chunk = keys[start : start + _SQLITE_MAX_VARS]
+                marks = ",".join("?" * len(chunk))
+                for key, row_dim, blob in self._db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})",
+                                                           chunk):
+                    vec = _vector(blob, row_dim, dim)
+                    if vec is None:
+                        bad.append(bytes(key))
+                    else:
+                        found[bytes(key)] = vec
+        return found, bad
 
     def put_many(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
-        """Store ``vectors[i]`` under ``keys[i]`` (existing keys are left as they are)."""
+        """Store ``vectors[i]`` under ``keys[i]``, replacing what is there (keys are content addresses:
+        a replaced entry was either the same vector or a damaged one)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         rows = [(k, vectors.shape[1], v.tobytes()) for k, v in zip(keys, vectors, strict=True)]
-        with self._db:
-            self._db.executemany("INSERT OR IGNORE INTO emb (key, dim, vec) VALUES (?, ?, ?)", rows)
+        with self._guard(), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO emb (key, dim, vec) VALUES (?, ?, ?)", rows)
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM emb").fetchone()[0])
+        with self._guard():
+            return int(self._db.execute("SELECT COUNT(*) FROM emb").fetchone()[0])
 
     def close(self) -> None:
         self._db.close()
+
+
+def _vector(blob: object, row_dim: object, dim: int | None) -> np.ndarray | None:
+    """The float32 vector in ``blob`` when it is whole and finite (and ``dim`` long, if given), else None."""
+    if not isinstance(blob, bytes) or not isinstance(row_dim, int) or row_dim <= 0 or len(blob) != 4 * row_dim:
+        return None
+    if dim is not None and row_dim != dim:
+        return None
+    vec = np.frombuffer(blob, dtype=np.float32)
+    return vec if np.isfinite(vec).all() else None

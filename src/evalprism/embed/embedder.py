@@ -14,7 +14,8 @@ import numpy as np
 from evalprism.embed.backends import SentenceTransformerBackend, default_device, resolve_backend
 from evalprism.embed.cache import EmbeddingCache, cache_key
 from evalprism.embed.spec import DEFAULT_SPEC, EncoderSpec, parse_spec
-from evalprism.progress import progress_bar
+from evalprism.errors import EvalprismError
+from evalprism.progress import progress_bar, status
 
 
 class Embedder:
@@ -59,7 +60,7 @@ class Embedder:
         texts = list(texts)
         distinct = list(dict.fromkeys(texts))
         keys = [cache_key(self.model_id, self.instruction, t) for t in distinct]
-        found = self.cache.get_many(keys) if self.cache is not None else {}
+        found = self._cached(keys)
         todo = [i for i, k in enumerate(keys) if k not in found]
         vectors: dict[int, np.ndarray] = {i: found[k] for i, k in enumerate(keys) if k in found}
         if todo:
@@ -70,6 +71,7 @@ class Embedder:
             # One encode call per batch, so progress counts every batch (a slow encoder on a CPU takes
             # minutes per 512 texts); the cache is written per chunk of 8 batches (one transaction each).
             chunk = self.batch_size * 8
+            clipped = getattr(self.backend, "clipped", 0)
             with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), chunk):
                     idx = todo[start : start + chunk]
@@ -80,13 +82,44 @@ class Embedder:
                                                          self.batch_size))
                         bar.update(len(batch))
                     enc = np.concatenate(parts)
+                    check_finite(enc, [distinct[i] for i in idx], self.spec)
                     if self.cache is not None:
                         self.cache.put_many([keys[i] for i in idx], enc)
                     vectors.update(zip(idx, enc, strict=True))
+            if getattr(self.backend, "clipped", 0) > clipped:
+                status(f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
+                       "tokenizing (the model reads only its first tokens; the vectors are the same)", self.progress)
         self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         table = np.stack([vectors[i] for i in range(len(distinct))]).astype(np.float32, copy=False)
         position = {t: i for i, t in enumerate(distinct)}
         return table[[position[t] for t in texts]]
+
+    def _cached(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        """The valid cached vectors among ``keys``; damaged entries are left out (so the caller
+        recomputes and replaces them) and said once. The model's vector length comes from the cache's record; a cache without
+        one (written before lengths were recorded) learns it from the model, once."""
+        if self.cache is None or not keys:
+            return {}
+        dim = self.cache.model_dim(self.model_id)
+        if dim is None:
+            dim = self.dim
+            self.cache.record_model(self.model_id, dim)
+        found, damaged = self.cache.get_many(keys, dim)
+        if damaged:
+            status(f"embedding cache {self.cache.path}: {len(damaged)} cached vector(s) of {self.model_id} were "
+                   f"damaged (not {dim} finite numbers); recomputing them", self.progress)
+        return found
+
+
+def check_finite(vectors: np.ndarray, texts: Sequence[str], spec: str) -> None:
+    """Refuse vectors from an encoder that are not finite (a broken or wrongly converted model): they
+    would be cached and silently turn every distance and score built on them into NaN."""
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if bad.any():
+        first = texts[int(np.flatnonzero(bad)[0])]
+        shown = first if len(first) <= 60 else first[:57] + "..."
+        raise EvalprismError(f"encoder {spec}: produced non-finite vectors for {int(bad.sum())} of {len(texts)} "
+                             f"texts (the first: {shown!r}); nothing was cached; check the model's weights")
 

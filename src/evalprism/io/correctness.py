@@ -36,7 +36,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.tables import FORMATS, read_table, table_format
-from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
 from evalprism.io.lm_eval import read_lm_eval, sample_files
 
@@ -217,28 +217,41 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
 
 
 def read_correctness(path: str | Path, *, benchmark: str | None = None, harness: HarnessOptions | None = None,
-                     choices: ReadChoices | None = None) -> pd.DataFrame:
+                     choices: ReadChoices | None = None, check_harness: bool = True) -> pd.DataFrame:
     """Read correctness from a long table, a wide model x item matrix, an lm-eval ``--log_samples``
     directory, inspect_ai logs (``.eval``, ``.json``) or a directory holding any of these harness
     outputs; return the canonical long table. ``harness``: per-task metric and filter, model names,
     inspect scorer and epochs (:class:`~evalprism.io.harness_options.HarnessOptions`); every choice
-    the readers made is added to ``choices`` and kept in ``attrs["choices"]``."""
+    the readers made is added to ``choices`` and kept in ``attrs["choices"]``; the harness readers that
+    ran are kept in ``attrs["readers"]``, and an option of ``harness`` for a reader that did not run is
+    refused (``check_harness=False``: the caller checks, over several files read with the same options)."""
     path = Path(path)
     choices = choices if choices is not None else ReadChoices()
+    harness = harness or HarnessOptions()
     if not path.exists():
         raise EvalprismError(f"{path}: file not found")
     if path.is_dir():
-        table = _read_harness_directory(path, harness or HarnessOptions(), choices)
+        table = _read_harness_directory(path, harness, choices)
+        what = f"{path} holds only {' and '.join(table.attrs['readers'])}"
     elif path.suffix.lower() == ".eval" or (path.suffix.lower() == ".json" and looks_like_inspect_json(path)):
         table = to_canonical_correctness(read_inspect_logs([path], harness, choices), str(path))
+        table.attrs["readers"] = [INSPECT]
+        what = f"{path} is an inspect_ai log"
     else:
+        if check_harness:
+            harness.check_applies([], f"{path} is a table (its scores are read as they are)")
         df = read_table(path)
         if "item_id" in df.columns or "score" in df.columns:  # a long table, possibly missing a column: say which
-            return to_canonical_correctness(df, str(path), benchmark)
-        if table_format(path) in ("csv", "tsv", "parquet"):
-            return read_wide_matrix(df, str(path), benchmark)
-        raise EvalprismError(f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
-                             "item matrix (.csv/.tsv/.parquet)")
+            table = to_canonical_correctness(df, str(path), benchmark)
+        elif table_format(path) in ("csv", "tsv", "parquet"):
+            table = read_wide_matrix(df, str(path), benchmark)
+        else:
+            raise EvalprismError(f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
+                                 "item matrix (.csv/.tsv/.parquet)")
+        table.attrs["readers"] = []
+        return table
+    if check_harness:
+        harness.check_applies(table.attrs["readers"], what)
     table.attrs["choices"] = list(choices.lines)
     return table
 
@@ -257,8 +270,9 @@ def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadCh
                              "and no inspect_ai logs (.eval, .json)")
     for f in ignored:
         choices.add(f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file")
-    table = pd.concat(frames, ignore_index=True)
-    return to_canonical_correctness(table, str(root))
+    table = to_canonical_correctness(pd.concat(frames, ignore_index=True), str(root))
+    table.attrs["readers"] = [LM_EVAL] * bool(sample_files(root)) + [INSPECT] * bool(logs)
+    return table
 
 
 def read_wide_matrix(df: pd.DataFrame | str | Path, source: str | None = None, benchmark: str | None = None) -> pd.DataFrame:

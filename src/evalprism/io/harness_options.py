@@ -6,6 +6,9 @@ chose (per task where it applies); the readers (:mod:`evalprism.io.lm_eval`,
 :mod:`evalprism.io.inspect_logs`) fill in a default for whatever is left open and report every
 choice they made (:class:`ReadChoices`), so a user can see what a directory was read as.
 
+Each option steers one reader (:data:`READER_OF`); an option given for input that reader never
+reads (``--metric`` on a CSV table, ``--scorer`` on lm-eval samples) is refused, not ignored.
+
 Per-task choices are written ``TASK=VALUE`` (``--metric gsm8k=exact_match``); a value without ``=``
 applies to every task that has it (``--metric acc``), and ``TASK=VALUE`` entries override it.
 """
@@ -17,11 +20,16 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_applies
 
 Epochs = Literal["first", "mean", "all"]
 EPOCHS: tuple[str, ...] = ("first", "mean", "all")
 #: the key of a choice that applies to every task
 ANY_TASK = "*"
+LM_EVAL = "lm-eval samples"
+INSPECT = "inspect_ai logs"
+#: the reader each option steers (the library parameter of :meth:`HarnessOptions.parse`)
+READER_OF = {"metric": LM_EVAL, "lm_eval_filter": LM_EVAL, "model_name": LM_EVAL, "scorer": INSPECT, "epochs": INSPECT}
 
 
 def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, allow_global: bool = True) -> dict[str, str]:
@@ -81,6 +89,24 @@ class HarnessOptions:
                    lm_eval_filter=parse_assignments(lm_eval_filter, "lm_eval_filter"),
                    model_names=parse_assignments(model_name, "model_name", allow_global=False),
                    scorer=scorer or None, epochs=epochs)  # type: ignore[arg-type]
+
+    def given(self) -> dict[str, str]:
+        """The options the user set, by parameter, as they would write them (``epochs`` when not the default)."""
+        shown = {"metric": self.metric, "lm_eval_filter": self.lm_eval_filter, "model_name": self.model_names}
+        out = {name: " ".join(v if k == ANY_TASK else f"{k}={v}" for k, v in values.items())
+               for name, values in shown.items() if values}
+        if self.scorer is not None:
+            out["scorer"] = self.scorer
+        if self.epochs != "mean":
+            out["epochs"] = self.epochs
+        return out
+
+    def check_applies(self, readers: Iterable[str], what: str) -> None:
+        """Refuse an option whose reader (:data:`READER_OF`) did not read any of the input, ``what``
+        (e.g. "x.csv is a table: its score column is read as it is")."""
+        readers = set(readers)
+        for name, value in self.given().items():
+            check_applies(name, value, READER_OF[name] in readers, f"it steers the reader of {READER_OF[name]}, and {what}")
 
     def for_task(self, choices: Mapping[str, str], task: str) -> str | None:
         """The user's choice for ``task`` from ``choices`` (its own entry, else the global one)."""

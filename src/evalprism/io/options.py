@@ -1,5 +1,7 @@
-"""Numeric option values: one check for every option of the library, so a notebook user and the CLI
-get the same message.
+"""Option values: one check for every option of the library, so a notebook user and the CLI get the
+same message. :func:`check_number` for numbers; :func:`check_applies` for an option given where it
+has no effect (``rounds`` without bootstrap intervals, an IRT setting without a reference panel,
+a harness reader's option on a plain table).
 
 An option is a finite number within its bounds; NaN and infinities are refused everywhere (a NaN
 threshold makes every comparison false, so a rule that uses it silently never fires, and a NaN
@@ -38,3 +40,12 @@ def check_number(name: str, value: Any, *, low: float | None = None,
     if not ok:
         raise EvalprismError(f"{name}: expected {expected}, got {value!r}", parameter=name)
     return x
+
+
+def check_applies(name: str, value: Any, applies: bool, why: str) -> None:
+    """Refuse option ``name`` when the user gave it (``value`` is not None) but it has no effect on
+    this run, with ``why`` (what it applies to and what is missing). An option that is silently
+    ignored makes a user believe a result was computed the way they asked. Options that depend on
+    another one take None as their default so that "not given" is visible here."""
+    if value is not None and not applies:
+        raise EvalprismError(f"{name} {value}: does not apply here: {why}; drop {name}", parameter=name)

@@ -307,7 +307,10 @@ def _check_target(target: OutputTarget) -> None:
         raise EvalprismError(f"{path}: is {protected[resolved]}; evalprism writes a whole directory and never "
                              f"replaces that one; {_HOW_TO_PROCEED}", parameter="overwrite")
     for item in target.inputs:
-        item_resolved = item.resolve(strict=False)
+        try:
+            item_resolved = item.resolve(strict=False)
+        except (OSError, RuntimeError):  # a symlink loop: no directory can be inside it; its reader says what it is
+            continue
         if item_resolved == resolved or resolved in item_resolved.parents:
             raise EvalprismError(f"{path}: holds the input {item}; writing the output there would replace it; "
                                  f"{_HOW_TO_PROCEED}", parameter="overwrite")

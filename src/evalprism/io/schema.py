@@ -35,7 +35,8 @@ class Column:
 
     ``kind`` is ``str`` (any text, may be empty), ``key`` (non-empty identifier, numbers are
     turned into their text form), ``number`` (finite float) or ``str_list``.
-    ``nullable`` allows missing values (they stay ``None``/NaN).
+    ``nullable`` allows missing values (they stay ``None``/NaN). ``magnitude`` (numbers only): the
+    largest absolute value that makes sense in the column; beyond it a value is refused.
     """
 
     name: str
@@ -43,6 +44,8 @@ class Column:
     required: bool = True
     nullable: bool = False
     description: str = ""
+    magnitude: float | None = None
+
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,9 @@ def _convert(v: Any, col: Column, where: str, row: int) -> Any:
             raise _fail(where, row, col, v) from None
         if not math.isfinite(x):
             raise _fail(where, row, col, v)
+        if col.magnitude is not None and abs(x) > col.magnitude:
+            raise EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected a number between "
+                                 f"{-col.magnitude:g} and {col.magnitude:g}, got {describe_value(v)}")
         return x
     if col.kind == "key":
         if isinstance(v, float) and v.is_integer():

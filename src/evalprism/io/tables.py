@@ -9,12 +9,13 @@ that is not UTF-8 or a JSON Lines line that does not parse, the line and column)
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.text import decode_error, jsonl_error, open_text, text_encoding
+from evalprism.io.text import decode_error, input_file, jsonl_error, open_text, text_encoding
 
 _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 FORMATS = {
@@ -50,10 +51,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     fmt = table_format(path)
-    if not path.exists():
-        raise EvalprismError(f"{path}: file not found")
-    if path.is_dir():
-        raise EvalprismError(f"{path}: is a directory, expected a table file")
+    input_file(path)
     encoding = "utf-8" if fmt == "parquet" else text_encoding(path)
     try:
         if fmt == "jsonl":
@@ -61,6 +59,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         elif fmt == "json":
             df = _read_json_records(path)
         elif fmt in ("csv", "tsv"):
+            _refuse_duplicate_names(_csv_header(path, fmt, encoding), path, "line 1 (the header)")
             df = pd.read_csv(
                 path,
                 sep="\t" if fmt == "tsv" else ",",
@@ -85,11 +84,30 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise EvalprismError(f"{path}: cannot be read as {fmt}: {first_line}") from None
     except Exception as exc:  # pyarrow raises its own hierarchy for corrupt parquet
         raise EvalprismError(f"{path}: cannot be read as {fmt}: {type(exc).__name__}: {exc}") from None
+    _refuse_duplicate_names([str(c) for c in df.columns], path, "the header")
     if fmt in ("csv", "tsv"):
         df = df.astype(object).where(df.notna(), None)
     df.attrs["source"] = str(path)
     df.attrs["format"] = fmt
     return df
+
+
+def _csv_header(path: Path, fmt: str, encoding: str) -> list[str]:
+    """The column names exactly as the first record of a CSV/TSV file spells them (pandas renames a
+    repeated name to ``name.1`` before anyone can see it)."""
+    raw = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", header=None, nrows=1, dtype=str,
+                      keep_default_na=False, encoding=encoding)
+    return [str(v) for v in raw.iloc[0].tolist()] if len(raw) else []
+
+
+def _refuse_duplicate_names(names: list[str], path: Path, where: str) -> None:
+    """One message for column names that appear more than once (which column would an analysis read?)."""
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        name = repeated[0]
+        positions = [str(i + 1) for i, n in enumerate(names) if n == name]
+        raise EvalprismError(f"{path}: {where}: the column name '{name}' appears {len(positions)} times (columns "
+                             f"{', '.join(positions)}); expected each column name once: rename or drop the copies")
 
 
 def _read_json_records(path: Path) -> pd.DataFrame:

@@ -12,9 +12,11 @@ A line of JSON Lines that does not parse is reported the same way, by line and c
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import json
 import lzma
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,31 +42,76 @@ def _open_binary(path: Path) -> BinaryIO:
     return opener(path, "rb") if opener is not None else open(path, "rb")  # type: ignore[return-value]
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def input_file(path: str | Path) -> Path:
+    """``path`` when it names a regular file (through any symbolic links), else :class:`EvalprismError`:
+    missing, a directory, a loop of symbolic links, or a FIFO, socket or device. Inputs are read
+    whole, some more than once, so a pipe would block the run (or be half consumed) instead of failing."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise EvalprismError(f"{path}: file not found") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EvalprismError(f"{path}: is a loop of symbolic links, expected a file") from None
+        raise EvalprismError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise EvalprismError(f"{path}: is a directory, expected a file")
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise EvalprismError(f"{path}: is {kind}, expected a regular file (evalprism reads its inputs whole and "
+                             "may read them twice; save the stream to a file first)")
+    return path
+
+
 def text_encoding(path: str | Path) -> str:
     """The encoding to read ``path`` with: from its byte-order mark, else UTF-8.
 
-    Raises :class:`EvalprismError` for a file that holds NUL bytes without a byte-order mark: binary
-    data, or UTF-16 saved without a mark (which is unreadable without guessing)."""
-    path = Path(path)
+    Raises :class:`EvalprismError` for a path that is not a regular file (:func:`input_file`) and for
+    a file that holds NUL bytes without a byte-order mark: binary data, UTF-16 saved without a mark
+    (which is unreadable without guessing), or a NUL anywhere later in the file (named by line and
+    column; the scan reads the file once more, at disk speed)."""
+    path = input_file(path)
     if path.suffix.lower() == ".zst":  # no decompressor in the standard library: pandas reads it as UTF-8
         return "utf-8"
     try:
         with _open_binary(path) as fh:
             head = fh.read(_SNIFF_BYTES)
+            for bom, encoding in _BOMS:
+                if head.startswith(bom):
+                    return encoding
+            if b"\x00" in head:
+                pairs = head[: len(head) // 2 * 2]
+                even, odd = pairs[0::2], pairs[1::2]
+                if pairs and (even.count(0) > 0.4 * len(even) or odd.count(0) > 0.4 * len(odd)) and \
+                        min(even.count(0), odd.count(0)) < 0.05 * len(even):
+                    raise EvalprismError(f"{path}: looks like UTF-16 text without a byte-order mark (a NUL byte in "
+                                         "every other position); save it as UTF-8 (or UTF-16 with a byte-order mark)")
+                raise _nul_error(path, head.index(b"\x00"))
+            offset = len(head)
+            while chunk := fh.read(1 << 22):
+                at = chunk.find(b"\x00")
+                if at >= 0:
+                    raise _nul_error(path, offset + at)
+                offset += len(chunk)
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise EvalprismError(f"{path}: cannot be read ({exc})") from None
-    for bom, encoding in _BOMS:
-        if head.startswith(bom):
-            return encoding
-    if b"\x00" in head:
-        pairs = head[: len(head) // 2 * 2]
-        even, odd = pairs[0::2], pairs[1::2]
-        if pairs and (even.count(0) > 0.4 * len(even) or odd.count(0) > 0.4 * len(odd)) and \
-                min(even.count(0), odd.count(0)) < 0.05 * len(even):
-            raise EvalprismError(f"{path}: looks like UTF-16 text without a byte-order mark (a NUL byte in every "
-                                 "other position); save it as UTF-8 (or UTF-16 with a byte-order mark)")
-        raise EvalprismError(f"{path}: is a binary file (it holds NUL bytes), expected UTF-8 text")
     return "utf-8"
+
+
+def _nul_error(path: Path, offset: int) -> EvalprismError:
+    """The message for a NUL byte at byte ``offset`` of the (decompressed) file: its line and column."""
+    with _open_binary(path) as fh:
+        before = fh.read(offset)
+    line_start = before.rfind(b"\n") + 1
+    column = len(before[line_start:].decode("utf-8", errors="replace")) + 1
+    line = before.count(b"\n") + 1
+    return EvalprismError(f"{path}: line {line}, column {column}: a NUL byte; expected UTF-8 "
+                          "text (the file is binary, or damaged at that point)")
 
 
 def decode_error(path: str | Path, encoding: str = "utf-8") -> EvalprismError:
@@ -113,9 +160,6 @@ def open_text(path: str | Path, newline: str | None = None) -> Iterator[IO[str]]
 
 def read_text(path: str | Path) -> str:
     """The whole text of ``path`` by the encoding rule (:func:`open_text`)."""
-    path = Path(path)
-    if not path.is_file():
-        raise EvalprismError(f"{path}: {'is a directory, expected a file' if path.is_dir() else 'file not found'}")
     with open_text(path) as fh:
         return fh.read()
 

@@ -27,6 +27,8 @@ from torch import nn
 
 from evalprism.embed import get_embedder
 from evalprism.embed.backends import resolve_backend, sentence_dimension
+from evalprism.embed.clip import clip_texts, token_counter
+from evalprism.embed.embedder import check_finite
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.errors import EvalprismError
@@ -157,10 +159,11 @@ class SentenceEncoderBackbone(Backbone):
         self.encoder.max_seq_length = min(int(self.encoder.max_seq_length), tokens)
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
+        if self.encoder is None:
+            return torch.from_numpy(self.embedder.embed(list(prompts)))  # the embedder cuts over-long prompts
+        prompts, _ = clip_texts(list(prompts), token_counter(self.encoder.tokenizer), int(self.encoder.max_seq_length))
         if self.compiled is not None:
-            out = torch.from_numpy(self.compiled.encode(list(prompts)))
-        elif self.encoder is None:
-            return torch.from_numpy(self.embedder.embed(list(prompts)))
+            out = torch.from_numpy(self.compiled.encode(prompts))
         else:
             prepare = getattr(self.encoder, "preprocess", None) or self.encoder.tokenize  # renamed in sentence-transformers 6
             out = self.encoder(_on_device(prepare(list(prompts)), self.encoder.device))["sentence_embedding"]
@@ -222,6 +225,7 @@ class CausalLMBackbone(Backbone):
         self._frozen_cache: dict[str, np.ndarray] = {}
 
     def _encode(self, prompts: list[str]) -> torch.Tensor:
+        prompts, _ = clip_texts(prompts, token_counter(self.tokenizer), self.max_length)  # same tokens, no 50 MB tokenizing
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_length)
         batch = _on_device(batch, self.model.device)
         hidden = self.model(**batch).last_hidden_state
@@ -240,7 +244,9 @@ class CausalLMBackbone(Backbone):
             with torch.no_grad(), progress_bar(f"encoding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), self.batch_size):
                     chunk = todo[start:start + self.batch_size]
-                    self._frozen_cache.update(zip(chunk, self._encode(chunk).cpu().numpy(), strict=True))
+                    vectors = self._encode(chunk).cpu().numpy()
+                    check_finite(vectors, chunk, self.spec)  # a NaN feature would train or score nothing
+                    self._frozen_cache.update(zip(chunk, vectors, strict=True))
                     bar.update(len(chunk))
         return torch.from_numpy(np.stack([self._frozen_cache[p] for p in prompts]))
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.io.battles import battle_arrays, in_count_order, outcome_codes, to_canonical_battles
+from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
@@ -33,6 +34,9 @@ from evalprism.stats.pairwise import (
     outcome_weights,
 )
 from evalprism.stats.separation import Separation, separation
+
+#: bootstrap rounds when ``ci='bootstrap'`` and none are given
+DEFAULT_ROUNDS = 100
 
 
 @dataclass(frozen=True)
@@ -108,17 +112,21 @@ def fit_leaderboard(
     *,
     model: PairModel = "bt",
     ci: CiMethod | None = "sandwich",
-    rounds: int = 100,
+    rounds: int | None = None,
     seed: int = 0,
     progress: bool = True,
 ) -> LeaderboardResult:
     """Fit ``model`` to ``battles`` (any supported battles format) and rank the models.
 
     Confidence intervals are 95%: ``sandwich`` (robust, closed form), ``bootstrap`` (``rounds``
-    multinomial resamples of the aggregated counts, percentile intervals) or None (none). The
+    multinomial resamples of the aggregated counts, default 100, percentile intervals; ``rounds`` is
+    refused with another ``ci``) or None (none). The
     ``leaderboard`` frame has the columns rank, model, coef, lower, upper, rating, battles,
     identified; ``fit`` is the :class:`Leaderboard` of the full fit.
     """
+    check_applies("rounds", rounds, ci == "bootstrap",
+                  f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})")
+    rounds = DEFAULT_ROUNDS if rounds is None else rounds
     table = to_canonical_battles(battles)
     status(f"fitting {model} to {len(table)} battles", progress)
     note = ignored_battles_note(model, outcome_codes(table["winner"]),

@@ -33,6 +33,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.options import check_applies
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.progress import progress_bar
 from evalprism.stats.binomial import sign_test_pvalues
@@ -79,6 +80,17 @@ def choose_method(pool: Pool, model: str, method: str = "auto") -> str:
         raise EvalprismError("method irt needs a reference panel: build the pool with other models' results on the "
                              "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)")
     return method
+
+
+def resolve_design(pool: Pool, design: str | None) -> Design:
+    """The IRT estimator's sample design: ``design`` (default ``random``); refused when given for a
+    pool without a reference panel, where no IRT estimate is made and the design would change nothing."""
+    check_applies("design", design, pool.panel is not None, "it chooses the IRT estimator's sample, and this pool "
+                  "has no reference panel (build it with `stem pool --panel`)")
+    design = design or "random"
+    if design not in ("random", "stratified"):
+        raise EvalprismError(f"design: expected 'random' or 'stratified', got {design!r}", parameter="design")
+    return design  # type: ignore[return-value]
 
 
 def paired_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -217,10 +229,9 @@ class Run:
 
 
 def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, progress: bool,
-            weighting: Weighting = "balanced", method: str = "auto", design: Design = "random") -> Run:
+            weighting: Weighting = "balanced", method: str = "auto", design: Design | None = None) -> Run:
     chosen = choose_method(pool, target.model, method)
-    if design not in ("random", "stratified"):
-        raise EvalprismError(f"design: expected 'random' or 'stratified', got {design!r}")
+    design = resolve_design(pool, design)
     missing = pool.options.get("missing", "wrong")
     levels = level_items(pool, target)
     m = per_level(items, levels)
@@ -337,7 +348,7 @@ def _irt_estimates(pool: Pool, target: Target, strata, draws: np.ndarray, candid
 
 def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
                seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced", method: Method = "auto",
-               design: Design = "random", progress: bool = False) -> Trials:
+               design: Design | None = None, progress: bool = False) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by every method; ``method``
     chooses which one :attr:`Trials.positions` holds (see the module docstring)."""
     if trials < 1:
@@ -348,7 +359,7 @@ def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, i
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
                   items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
-                  method: Method = "auto", design: Design = "random", progress: bool = True) -> LocationResult:
+                  method: Method = "auto", design: Design | None = None, progress: bool = True) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``) with one sample
     (:func:`~evalprism.stem.locate_model`, by ``method``) and, when ``trials`` > 0, ``trials``
     repeated trials of every method."""
@@ -367,7 +378,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
             notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
     options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
                "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting,
-               "method": method, "design": design, "models": names,
+               "method": method, "design": design or "random", "models": names,
                "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
     if notes:
         options["notes"] = notes

@@ -275,7 +275,7 @@ def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx:
 
 def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
                  model: str | None = None, weighting: Weighting = "balanced", method: str = "auto",
-                 design: str = "random") -> Localization:
+                 design: str | None = None) -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
     from one sample of ``items`` items by ``method`` (auto | paper | stratified | irt: see
     :mod:`evalprism.stem.evaluate`); trial 0 of :func:`~evalprism.stem.run_trials` with the same seed."""
@@ -284,11 +284,12 @@ def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness,
 
 
 def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, weighting: Weighting = "balanced", *,
-                  method: str = "auto", design: str = "random") -> Localization:
+                  method: str = "auto", design: str | None = None) -> Localization:
     """:func:`locate_model` for an aligned :class:`Target` (trial 0 of seed ``seed``)."""
     from evalprism.stem.evaluate import _trials
 
-    run = _trials(pool, target, items, 1, seed, False, weighting, method, design)
+    run = _trials(pool, target, items, 1, seed, False, weighting, method, design)  # checks design
+    design = design or "random"
     trials = run.trials
     options = {"items": items, "per_level": run.per_level, "seed": seed, "missing": pool.options.get("missing", "wrong"),
                "weighting": weighting, "method": trials.method, "method_requested": method, "design": design,

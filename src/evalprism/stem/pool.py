@@ -23,6 +23,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.options import check_applies
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
@@ -328,7 +329,7 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
 def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFrame | str | Path, *,
                family: str | None = None, missing: Missing = "wrong", min_models: int = 3,
                require_sts: bool = True, panel: pd.DataFrame | EncodedCorrectness | None = None,
-               panel_models: list[str] | None = None, irt: str = "2pl") -> Pool:
+               panel_models: list[str] | None = None, irt: str | None = None) -> Pool:
     """The STS pool of a family: ``models`` are the family's metadata rows (model, params[, family]);
     ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`).
 
@@ -338,7 +339,7 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
 
     ``panel``: correctness of other models on the same items (long table or encoded; the family's
     own rows there are ignored), stored as the pool's reference panel for the IRT estimator
-    (``panel_models``: which of its models; default all but the family). ``irt``: ``"2pl"`` or
+    (``panel_models``: which of its models; default all but the family). ``irt`` (only with a panel): ``"2pl"`` (default) or
     ``"1pl"``. The panel's fit runs when the pool is saved or first used.
     """
     if missing not in ("wrong", "exclude"):
@@ -378,8 +379,11 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
         options["left_out"] = left_out
     pool = _assemble(name, members, meta["params"].to_numpy(dtype=float), enc.items[complete].reset_index(drop=True),
                      matrix[complete], options, incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
+    check_applies("irt", irt, panel is not None, "the item-response model is fitted on a reference panel, and none "
+                  "is given (panel)")
+    irt = irt or "2pl"
     if irt not in ("2pl", "1pl"):
-        raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}")
+        raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}", parameter="irt")
     if panel is not None:
         attach_panel(pool, panel, panel_models)
         pool.options["irt"] = irt
@@ -489,13 +493,17 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
 
 def build_pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
                           missing: Missing = "wrong", harness: HarnessOptions | None = None, require_sts: bool = True,
-                          panel: str | Path | None = None, irt: str = "2pl") -> Pool:
+                          panel: str | Path | None = None, irt: str | None = None) -> Pool:
     """:func:`build_pool` from a correctness file or directory (any adapter of
     :func:`~evalprism.io.correctness.read_correctness`, read with ``harness``) and a metadata table;
     ``panel``: another correctness file of other models on the same items (the IRT reference panel).
     What the readers chose (metric, filter, scorer, epochs per task) is kept in ``options["read"]``."""
-    table = read_correctness(correctness, harness=harness)
-    other = read_correctness(panel, harness=harness) if panel is not None else None
+    table = read_correctness(correctness, harness=harness, check_harness=False)
+    other = read_correctness(panel, harness=harness, check_harness=False) if panel is not None else None
+    if harness is not None:  # the options steer both files: refused only if neither is read by their reader
+        readers = table.attrs["readers"] + (other.attrs["readers"] if other is not None else [])
+        inputs = f"{correctness}" + (f" and {panel}" if panel is not None else "")
+        harness.check_applies(readers, f"{inputs} hold{'s' * (panel is None)} no such input")
     pool = build_pool(table, models, family=family, missing=missing, require_sts=require_sts, panel=other, irt=irt)
     read = table.attrs.get("choices", []) + (other.attrs.get("choices", []) if other is not None else [])
     if read:
