@@ -318,6 +318,9 @@ def test_collections_are_clustered_apart() -> None:
     # every cluster holds one collection, named in clusters.csv
     assert result.clusters.groupby("cluster")["collection"].nunique().max() == 1
     assert set(result.clusters.loc[~result.clusters["is_noise"], "collection"]) == {"A", "B"}
+    # each query's collection in queries.csv; the planted queries of both collections are found
+    assert dict(zip(result.queries["query_id"], result.queries["collection"], strict=True))["bq00"] == "B"
+    assert flagged(result, "llm_strict") == STRICT | {"b" + q for q in STRICT}
     # pooled on request: the genres, each holding both collections
     pooled = analyze(table, "human", JUDGES, embeddings=x, by=None, progress=False)
     assert pooled.clustering["by"] is None and len(pooled.clustering["groups"]) == 1

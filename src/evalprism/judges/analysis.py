@@ -148,6 +148,8 @@ def analyze(
         group_of = pd.Series(judged.table[groups.column].to_numpy()[chosen.labels >= 0], index=chosen.labels[chosen.labels >= 0])
         group_of = group_of[~group_of.index.duplicated()]
         agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
+        query_group = judged.table.groupby("query_id", sort=False)[groups.column].first()
+        agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
     record = options.record(human=human, llm=judged.llm, chosen=chosen.instruction,
                             embedder=options.embedder if embeddings is None else "precomputed",
                             scales={c: s.describe() for c, s in judged.scales.items()})

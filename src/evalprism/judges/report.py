@@ -126,8 +126,10 @@ def _top_queries(result: JudgesResult, judge: str) -> str:
     for _, r in q.iterrows():
         flags = ", ".join(n for n, f in (("ΔAC1≥τ", r["flag_abs"]), ("outlier", r["flag_outlier"]),
                                           ("flip", r["flag_flip"])) if f)
+        by = result.clustering.get("by")
+        where = f"<br><span class='more'>{html.escape(str(r[by]))}</span>" if by and by in r.index else ""
         rows.append(
-            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}</td><td>{html.escape(str(r['query']))}"
+            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}{where}</td><td>{html.escape(str(r['query']))}"
             f"{_examples(result, judge, r['query_id'], int(r['cluster_min']))}</td><td>{r['dac1']:.2f}</td>"
             f"<td>{r['ac1_max']:.2f} (C{int(r['cluster_max'])}) / {r['ac1_min']:.2f} (C{int(r['cluster_min'])})</td>"
             f"<td>{flags}</td><td>{html.escape(str(r['direction']))} (FN {int(r['false_negatives_min'])}, "
@@ -263,7 +265,10 @@ def build_report(result: JudgesResult) -> Report:
     report.table(counts_readable(result.instructions), "Instruction choice",
                  f"Cluster purity w.r.t. the human label, {o['purity_percentile']:g}th percentile over the dense "
                  "clusters (the seed's criterion); the chosen instruction is used for everything above.")
-    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in o.items())
+    shown_opts = dict(o)
+    if shown_opts.get("min_cluster_size") is None:
+        shown_opts["min_cluster_size"] = "scaled with the pairs: max(15, pairs / 700) per collection (see How the pairs were clustered)"
+    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in shown_opts.items())
     departures = [
         "The paper embedded pairs with INSTRUCTOR-XL. With the 'minilm' or 'st:' embedders the instruction is "
         "prepended to the pair text as plain text instead of INSTRUCTOR's [instruction, text] format (use "
