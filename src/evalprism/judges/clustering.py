@@ -97,6 +97,14 @@ class ClusterOptions:
         min_cluster_size or min_samples above the number of pairs (HDBSCAN's own message is a traceback),
         a reduction to more dimensions than the vectors have (``dim``, once known) or than PCA/UMAP can
         give for ``n_pairs`` points (it used to be clamped silently, changing the clustering)."""
+        if self.reduce != "none":
+            limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
+            if dim is not None:
+                limits.append((dim, f"the embedding dimension {dim}"))
+            most, why = min(limits)
+            if self.n_components > most:
+                raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
+                                     f"expected at most {most} (or reduce 'none')", parameter="n_components")
         size = self.size_for(n_pairs)
         if n_pairs < max(2, size):
             raise EvalprismError(f"{n_pairs} pairs{where} are fewer than min_cluster_size={size}: "
@@ -105,15 +113,6 @@ class ClusterOptions:
             raise EvalprismError(f"min_samples {self.min_samples} is larger than the {n_pairs:,} pairs{where}; "
                                  f"expected at most {n_pairs:,} (HDBSCAN counts a pair's neighbours among them)",
                                  parameter="min_samples")
-        if self.reduce == "none":
-            return
-        limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
-        if dim is not None:
-            limits.append((dim, f"the embedding dimension {dim}"))
-        most, why = min(limits)
-        if self.n_components > most:
-            raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
-                                 f"expected at most {most} (or reduce 'none')", parameter="n_components")
 
 
 def _import_umap():  # noqa: ANN202 - the umap module
