@@ -240,7 +240,7 @@ def test_health_of_hand_made_labels() -> None:
     # the same labels with a laxer share are fine; with min_query_pairs 5, query 0 has no ΔAC1 either
     assert not assess(labels, q, ClusterOptions(max_cluster_share=0.9), min_query_pairs=2).degenerate
     h = assess(labels, q, ClusterOptions(max_cluster_share=0.9), min_query_pairs=5)
-    assert h.queries_with_dac1 == 0 and "only 0 of 4 queries" in h.reasons[0]
+    assert h.queries_with_dac1 == 0 and not h.degenerate and "only 0 of 4 queries" in h.caveats[0]
     # all noise: no cluster at all
     h = assess(np.full(40, -1), q, ClusterOptions(), min_query_pairs=2)
     assert h.n_clusters == 0 and any("0 dense clusters" in r for r in h.reasons)

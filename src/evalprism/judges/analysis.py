@@ -199,8 +199,12 @@ def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOp
                             "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
                             "leaf selection, or clustering each collection apart (--min-cluster-size, "
                             "--cluster-selection leaf, --by COLUMN)")
+        for caveat in checked.health.caveats:
+            warnings.append(f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
+                            "ranked among those only (the pairs cluster mostly by query)")
     return renumber(labels), {"by": groups.column, "by_requested": options.by, "groups": records,
-                              "degenerate": any(r["degenerate"] for r in records), "warnings": warnings}
+                              "degenerate": any(r["degenerate"] for r in records),
+                              "thin": any(r["caveats"] for r in records), "warnings": warnings}
 
 
 def _candidates(judged: Judgments, human: str, options: JudgesOptions, groups: Groups,
