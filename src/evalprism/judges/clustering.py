@@ -12,7 +12,7 @@ matrix, and number the clusters the same, whatever the order of the input rows.
 
 Defaults that scale with the number of pairs: ``min_cluster_size=None`` is
 :func:`scaled_min_cluster_size` of the pairs clustered (15, the value that suits a TREC DL year of
-about 10,000 pairs, up to 10,500 pairs; then one per 700 pairs), and ``cluster_selection_method="auto"``
+about 10,000 pairs, up to 10,850 pairs; then one per 700 pairs), and ``cluster_selection_method="auto"``
 is excess of mass, the usual HDBSCAN selection, unless that collapses into a degenerate clustering
 (:mod:`evalprism.judges.degeneracy`), in which case the leaf clusters are taken. On TREC DL 2019 + 2020
 pooled (20,646 pairs), excess of mass put 97% of the pairs into one cluster.
@@ -41,9 +41,9 @@ def scaled_min_cluster_size(n_pairs: int) -> int:
     """The default HDBSCAN ``min_cluster_size`` for ``n_pairs`` pairs: max(15, round(n / 700)).
 
     A fixed size lets the number of clusters grow with the input (and excess of mass merge them into
-    one); relative to n it keeps a cluster a comparable share of the pairs. 15 below 10,500 pairs,
-    so one TREC DL year (9,260 or 11,386 pairs) clusters as with the earlier fixed default; 29 for
-    both years pooled (20,646)."""
+    one); relative to n it keeps a cluster a comparable share of the pairs. 15 below 10,850 pairs
+    (TREC DL 2019, 9,260 pairs, clusters as with the earlier fixed default), 16 for TREC DL 2020
+    (11,386), 29 for both years pooled (20,646)."""
     return max(MIN_CLUSTER_SIZE_FLOOR, round(n_pairs / PAIRS_PER_MIN_SIZE))
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from evalprism.judges.result import JudgesResult
 
 MAP_POINTS = 6000
+MAX_MAP_LABELS = 20  # clusters named on the map itself (all are in the legend)
 TOP = 10
 EXAMPLES = 2
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
@@ -41,6 +42,7 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
     """The pairs coloured by cluster: one legend entry per cluster (and the noise set), each cluster
     also labelled at its median position so the map reads without matching colours."""
     p = result.pairs.iloc[idx]
+    n_clusters = int(result.pairs["cluster"].max()) + 1
     fig = go.Figure()
     for cluster in sorted(p["cluster"].unique(), key=lambda c: (c < 0, c)):
         members = p[p["cluster"] == cluster]
@@ -50,7 +52,7 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
             x=members["map_x"], y=members["map_y"], mode="markers", marker={"size": 5, "color": colour},
             name=f"{name} ({len(members)} pairs)" + (" — in no dense region" if cluster < 0 else ""),
             text=members["query_id"], hovertemplate=f"{name} · query %{{text}}<extra></extra>"))
-        if cluster >= 0:
+        if 0 <= cluster and n_clusters <= MAX_MAP_LABELS:  # beyond that the labels cover the points
             fig.add_annotation(x=float(members["map_x"].median()), y=float(members["map_y"].median()), text=f"<b>{name}</b>",
                                showarrow=False, font={"size": 13, "color": colour}, bgcolor="rgba(255,255,255,0.75)")
     fig.update_layout(height=520, template="plotly_white", margin={"l": 50, "r": 20, "t": 20, "b": 50},
@@ -227,7 +229,7 @@ def build_report(result: JudgesResult) -> Report:
     map_name = "UMAP" if o.get("reduce") == "umap" else "PCA"
     report.figure(_cluster_map(result, idx, map_name), "Map of the pairs by cluster",
                   f"Each point is a query-document pair, placed by a 2-D {map_name} of its embedding{shown}; colour = "
-                  "HDBSCAN cluster, named in the legend and at its median position (the names of the bars below); grey = noise. Clusters were found in the reduced space, so the 2-D map only "
+                  f"HDBSCAN cluster, named in the legend and, up to {MAX_MAP_LABELS} clusters, at its median position (the names of the bars below); grey = noise. Clusters were found in the reduced space, so the 2-D map only "
                   "approximates them.")
     report.figure(_agreement_map(result, idx, map_name), "Map of the pairs by agreement, per judge",
                   "Green: the judge agrees with the human (after binarization). Red: the human said relevant, the "
