@@ -61,6 +61,7 @@ class JudgesResult(SavedResult):
     def run_info(self) -> dict[str, Any]:
         return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
                 "clustering": self.clustering, "degenerate_clustering": bool(self.clustering.get("degenerate")),
+                "thin_clustering": bool(self.clustering.get("thin")),
                 "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
                 "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
 
