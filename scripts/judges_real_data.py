@@ -13,7 +13,7 @@ Usage::
 
     EVALPRISM_CACHE_DIR=/tmp/evalprism-cache python scripts/judges_real_data.py \\
         [--data ../shared/data/dl1920-llmjudge] [--out /tmp/judges-dl1920] [--top 5] \\
-        [--min-cluster-size 15] [--min-samples 5] [--components 10] [--selection eom|leaf]
+        [--min-cluster-size N] [--min-samples 5] [--components 10] [--selection auto|eom|leaf]
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/dl1920-llmjudge")
     parser.add_argument("--out", type=Path, default=Path("/tmp/judges-dl1920"))
     parser.add_argument("--top", type=int, default=5)
-    parser.add_argument("--min-cluster-size", type=int, default=15)
+    parser.add_argument("--min-cluster-size", type=int, default=None, help="default: max(15, pairs/700)")
     parser.add_argument("--min-samples", type=int, default=5)
     parser.add_argument("--components", type=int, default=10)
-    parser.add_argument("--selection", choices=["eom", "leaf"], default="eom", help="HDBSCAN cluster_selection_method")
+    parser.add_argument("--selection", choices=["auto", "eom", "leaf"], default="auto",
+                        help="HDBSCAN cluster_selection_method (auto: eom, leaf when eom is degenerate)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
@@ -72,7 +73,8 @@ def main() -> None:
         n_flagged = result.queries.groupby("judge")["bias_prone"].sum()
         print(f"{year}: {len(part)} pairs, {part['query_id'].nunique()} queries, "
               f"{int(result.pairs['cluster'].max()) + 1} clusters, noise {c['noise_share'].iat[0]:.1%}; "
-              f"bias-prone queries per judge: {n_flagged.to_dict()}")
+              f"bias-prone queries per judge: {n_flagged.to_dict()}"
+              + (" (DEGENERATE clustering: see the report)" if result.degenerate else ""))
 
     overall_df = pd.concat(overall)
     print("\n## Overall agreement per judge and year (binary: human >= 2; graded LLM >= 2)\n")

@@ -133,7 +133,8 @@ def _cli_flags() -> set[str]:
 
 
 #: parameters of the library that no command exposes (their messages keep the library name)
-LIBRARY_ONLY_PARAMETERS = {"cluster_selection_epsilon", "umap_neighbors",
+LIBRARY_ONLY_PARAMETERS = {"cluster_selection_epsilon", "umap_neighbors", "max_cluster_share", "min_clusters",
+                           "min_query_share",
                            "purity_percentile", "confidence", "iqr_k", "flip_low", "flip_high"}
 
 

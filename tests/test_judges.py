@@ -205,3 +205,184 @@ def test_cli_option_errors(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "umap", None)  # as without the 'umap' extra (import fails)
     code, _, err = run_cli(["judges", path, "--llm", "llm_strict", "--reduce", "umap", "--out", tmp_path / "o", "-q"], capsys)
     assert code == 2 and "optional extra 'umap': pip install umap-learn" in " ".join(err.split())
+
+
+# --- degenerate clusterings, per-collection clustering, scaled defaults (issue: the bias map on the
+# --- pooled DL19 + DL20 file put 97% of the pairs in one cluster and flagged nothing, silently)
+
+def nested_blobs(table: pd.DataFrame, far_queries: tuple[str, ...] = ("q09", "q10", "q11")) -> np.ndarray:
+    """The genres as five sub-blobs of one super-blob (centres 0.05 apart per coordinate), plus the
+    'news' pairs of ``far_queries`` far away: excess of mass keeps the super-blob as one cluster
+    (95% of the pairs, as on the pooled TREC DL file); its leaves are the genres."""
+    rng = np.random.default_rng(0)
+    genres = pd.factorize(table["genre"])[0]
+    centre = np.eye(16)[0]
+    x = (centre + 0.05 * rng.normal(size=(5, 16)))[genres] + 0.03 * rng.normal(size=(len(table), 16))
+    far = (table["genre"] == "news").to_numpy() & table["query_id"].isin(far_queries).to_numpy()
+    x[far] += 3 * np.eye(16)[1]
+    return x
+
+
+def test_health_of_hand_made_labels() -> None:
+    from evalprism.judges import ClusterOptions
+    from evalprism.judges.degeneracy import assess
+
+    # 4 queries x 10 pairs; cluster 0 holds 34 of 40 pairs (85%), cluster 1 four, two pairs noise
+    q = np.repeat(np.arange(4), 10)
+    labels = np.zeros(40, dtype=int)
+    labels[[0, 1, 2, 3]] = 1
+    labels[[38, 39]] = -1
+    h = assess(labels, q, ClusterOptions(), min_query_pairs=2)
+    assert (h.n_clusters, h.n_pairs, h.n_queries) == (2, 40, 4)
+    assert h.largest_share == pytest.approx(34 / 40) and h.noise_share == pytest.approx(2 / 40)
+    assert h.queries_with_dac1 == 1  # query 0: 4 pairs in C1 and 6 in C0; the others have one cluster
+    assert h.degenerate and len(h.reasons) == 1 and "one cluster holds 85% of the pairs" in h.reasons[0]
+    # the same labels with a laxer share are fine; with min_query_pairs 5, query 0 has no ΔAC1 either
+    assert not assess(labels, q, ClusterOptions(max_cluster_share=0.9), min_query_pairs=2).degenerate
+    h = assess(labels, q, ClusterOptions(max_cluster_share=0.9), min_query_pairs=5)
+    assert h.queries_with_dac1 == 0 and not h.degenerate and "only 0 of 4 queries" in h.caveats[0]
+    # all noise: no cluster at all
+    h = assess(np.full(40, -1), q, ClusterOptions(), min_query_pairs=2)
+    assert h.n_clusters == 0 and any("0 dense clusters" in r for r in h.reasons)
+
+
+def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -> None:
+    import json
+
+    table = simulate_judgments()
+    x = nested_blobs(table)
+    result = analyze(table, "human", JUDGES, embeddings=x, reduce="none", cluster_selection_method="eom", progress=False)
+    assert result.degenerate
+    group = result.clustering["groups"][0]
+    assert (group["n_clusters"], group["selection"]) == (2, "eom") and group["largest_share"] > 0.9
+    assert len(group["attempts"]) == 1  # eom asked for explicitly: no fallback
+    # the planted cells sit inside the big cluster: nothing is flagged, which is why it must be said
+    assert flagged(result, "llm_strict") == set()
+    err = capsys.readouterr().err
+    assert "warning: degenerate clustering: one cluster holds 95% of the pairs" in " ".join(err.split())
+    result.save(tmp_path / "out")
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["degenerate_clustering"] is True and run["clustering"]["groups"][0]["degenerate"] is True
+    html = (tmp_path / "out" / "report.html").read_text()
+    summary = html[html.index('<div class="summary">'): html.index("<section")]
+    first = summary[summary.index("<li>"):]
+    assert first.startswith("<li><b>Warning: degenerate clustering")  # the headline's first line
+
+
+def test_multi_blob_is_not_degenerate_and_excess_of_mass_is_kept(capsys) -> None:
+    table = simulate_judgments()
+    result = analyze(table, "human", JUDGES, embeddings=genre_embeddings(table), progress=False)
+    assert not result.degenerate and result.clustering["warnings"] == []
+    group = result.clustering["groups"][0]
+    assert (group["selection"], group["n_clusters"], len(group["attempts"])) == ("eom", 5, 1)
+    assert group["largest_share"] == pytest.approx(0.2) and group["queries_with_dac1"] == 12
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_auto_selection_falls_back_to_leaf_and_recovers_the_planted_queries() -> None:
+    table = simulate_judgments()
+    result = analyze(table, "human", JUDGES, embeddings=nested_blobs(table), reduce="none", progress=False)
+    group = result.clustering["groups"][0]
+    assert [a["selection"] for a in group["attempts"]] == ["eom", "leaf"]
+    assert group["attempts"][0]["degenerate"] and not group["degenerate"] and group["selection"] == "leaf"
+    assert not result.degenerate and result.options["cluster_selection_method"] == "auto"
+    # the leaves are the five genres and the far blob (leaf selection leaves 19 edge pairs as noise)
+    far = (table["genre"] == "news") & table["query_id"].isin(["q09", "q10", "q11"])
+    truth = table["genre"].where(~far, "far")
+    dense = result.pairs["cluster"] >= 0
+    assert result.pairs["cluster"].max() == 5 and (~dense).sum() == 19
+    assert adjusted_rand_score(truth[dense], result.pairs["cluster"][dense]) == pytest.approx(1.0)
+    assert flagged(result, "llm_strict") == STRICT
+
+
+def two_collections() -> tuple[pd.DataFrame, np.ndarray]:
+    """Two collections with the same five genres: pooled, each genre is one cluster holding both
+    collections; per collection, the clusters are (collection, genre)."""
+    a = simulate_judgments()
+    b = simulate_judgments(seed=1)
+    b = b.assign(query_id="b" + b["query_id"], doc_id="b" + b["doc_id"])
+    table = pd.concat([a.assign(collection="A"), b.assign(collection="B")], ignore_index=True)
+    x = genre_embeddings(table)
+    x[len(a):] += 0.02  # B's pairs a little apart from A's, much less than the genres are
+    return table, x
+
+
+def test_collections_are_clustered_apart() -> None:
+    table, x = two_collections()
+    result = analyze(table, "human", JUDGES, embeddings=x, progress=False)
+    assert result.clustering["by"] == "collection" and result.options["by"] == "auto"
+    assert [g["group"] for g in result.clustering["groups"]] == ["A", "B"]
+    assert all(g["n_clusters"] == 5 and g["n_pairs"] == 360 for g in result.clustering["groups"])
+    truth = table["collection"] + "/" + table["genre"]
+    assert adjusted_rand_score(truth, result.pairs["cluster"]) == pytest.approx(1.0)
+    # every cluster holds one collection, named in clusters.csv
+    assert result.clusters.groupby("cluster")["collection"].nunique().max() == 1
+    assert set(result.clusters.loc[~result.clusters["is_noise"], "collection"]) == {"A", "B"}
+    # each query's collection in queries.csv; the planted queries of both collections are found
+    assert dict(zip(result.queries["query_id"], result.queries["collection"], strict=True))["bq00"] == "B"
+    assert flagged(result, "llm_strict") == STRICT | {"b" + q for q in STRICT}
+    # pooled on request: the genres, each holding both collections
+    pooled = analyze(table, "human", JUDGES, embeddings=x, by=None, progress=False)
+    assert pooled.clustering["by"] is None and len(pooled.clustering["groups"]) == 1
+    assert adjusted_rand_score(table["genre"], pooled.pairs["cluster"]) == pytest.approx(1.0)
+    # an explicit column, and one that does not exist
+    by_year = analyze(table.assign(year=table["collection"].map({"A": 2019, "B": 2020})).drop(columns="collection"),
+                      "human", JUDGES, embeddings=x, by="year", progress=False)
+    assert [g["group"] for g in by_year.clustering["groups"]] == ["2019", "2020"]
+    from evalprism.errors import EvalprismError
+
+    with pytest.raises(EvalprismError, match="by column 'track' not found"):
+        analyze(table, "human", JUDGES, embeddings=x, by="track", progress=False)
+
+
+def test_min_cluster_size_scales_with_the_pairs() -> None:
+    from evalprism.judges import ClusterOptions
+    from evalprism.judges.clustering import scaled_min_cluster_size
+
+    assert [scaled_min_cluster_size(n) for n in (30, 360, 9260, 10500, 11386, 20646, 70000)] == \
+        [15, 15, 15, 15, 16, 29, 100]
+    assert ClusterOptions().size_for(20646) == 29 and ClusterOptions(min_cluster_size=40).size_for(20646) == 40
+    # recorded per collection clustered
+    table, x = two_collections()
+    result = analyze(table, "human", JUDGES, embeddings=x, progress=False)
+    assert [g["min_cluster_size"] for g in result.clustering["groups"]] == [15, 15]
+    assert result.options["min_cluster_size"] is None  # the scaled default was asked for
+
+
+def test_a_single_query_gives_a_result() -> None:
+    from evalprism.stats import gwet_ac1
+
+    table = simulate_judgments()
+    one = table[table["query_id"] == "q00"].reset_index(drop=True)
+    result = analyze(one, "human", JUDGES, embeddings=genre_embeddings(one), min_cluster_size=5, progress=False)
+    assert result.pairs["cluster"].max() == 4  # five genres of six pairs each
+    ref = gwet_ac1((one["human"] >= 2).astype(int), one["llm_strict"], categories=[0, 1])
+    assert result.overall.set_index("judge").loc["llm_strict", "ac1"] == pytest.approx(ref.value, abs=1e-12)
+    # with the default min_cluster_size, 30 pairs form no cluster: a result with the warning, no crash
+    result = analyze(one, "human", JUDGES, embeddings=genre_embeddings(one), progress=False)
+    assert result.degenerate and result.query_clusters.empty and result.bias_prone().empty
+
+
+def test_counts_read_as_integers_with_thousands_separators() -> None:
+    from evalprism.judges.report import counts_readable
+    from evalprism.report import Report
+
+    frame = pd.DataFrame({"judge": ["a", "b"], "n_dense": [20060, 586], "ac1_dense": [0.81234, 0.5]})
+    report = Report("t").table(counts_readable(frame), "concentration", transpose=True)
+    html = report.render()
+    assert "20,060" in html and "586" in html and "0.8123" in html
+    assert "e+04" not in html and "2.006" not in html
+
+
+def test_cli_single_query_min_samples_and_empty_qrels_path(tmp_path: Path, capsys) -> None:
+    table = simulate_judgments()
+    path = tmp_path / "j.csv"
+    table.to_csv(path, index=False)
+    code, _, err = run_cli(["judges", path, "--human", "human", "--llm", "llm_strict", "--min-samples", "100000",
+                            "--out", tmp_path / "o", "-q"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert "--min-samples 100000 is larger than the 360 pairs; expected at most 360" in " ".join(err.split())
+    code, _, err = run_cli(["judges", "--qrels", "human=", "--qrels", f"x={path}", "--topics", path, "--passages", path,
+                            "--human", "human", "--llm", "x", "--out", tmp_path / "o", "-q"], capsys)
+    assert code == 2 and "qrels 'human=': the path after '=' is empty" in " ".join(err.split())
+    assert not (tmp_path / "o").exists()

@@ -345,6 +345,7 @@ class ReduceName(str, Enum):
 
 
 class SelectionName(str, Enum):
+    auto = "auto"
     eom = "eom"
     leaf = "leaf"
 
@@ -376,9 +377,10 @@ def judges(
     threshold: Annotated[Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")] = None,
     reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]').")] = ReduceName.pca,
     components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
-    min_cluster_size: Annotated[int, typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size.", min=2)] = 15,
+    min_cluster_size: Annotated[Optional[int], typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).", min=2)] = None,
     min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
-    selection: Annotated[SelectionName, typer.Option("--cluster-selection", help="HDBSCAN cluster_selection_method (leaf: finer clusters).")] = SelectionName.eom,
+    selection: Annotated[SelectionName, typer.Option("--cluster-selection", help="HDBSCAN cluster_selection_method (auto: eom, then leaf if eom is degenerate; leaf: finer clusters).")] = SelectionName.auto,
+    by: Annotated[str, typer.Option("--by", help="Column whose values are clustered apart (auto: 'collection' or 'year' if present; none: pool all pairs).")] = "auto",
     min_query_pairs: Annotated[int, typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2)] = 5,
     tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
     seed: Seed = 0,
@@ -404,7 +406,7 @@ def judges(
         scales=parse_column_options(scale, "scale"), thresholds=parse_column_options(threshold, "threshold"),
         cluster=ClusterOptions(reduce=reduce.value, n_components=components, min_cluster_size=min_cluster_size,
                                min_samples=min_samples, cluster_selection_method=selection.value),
-        bias=BiasRules(tau=tau), min_query_pairs=min_query_pairs, seed=seed,
+        bias=BiasRules(tau=tau), min_query_pairs=min_query_pairs, by=by, seed=seed,
     )
     result = analyze(table, human=human, llm=_names(llm), options=options, cache_dir=cache_dir, progress=not quiet)
     result.save(target)
@@ -617,7 +619,7 @@ def serve(
 
 #: library parameters whose flag is not "--" + the name with "-" for "_"
 FLAG_OF_PARAMETER = {"n_components": "--components", "max_epochs": "--epochs", "filter": "--lm-eval-filter",
-                     "scales": "--scale"}
+                     "scales": "--scale", "cluster_selection_method": "--cluster-selection"}
 
 
 def flag_of(parameter: str) -> str:

@@ -318,8 +318,11 @@ def named_qrels(item: str | Path | tuple[str, str | Path]) -> tuple[str, Path]:
         return item[0], Path(item[1])
     text = str(item)
     if "=" in text and not Path(text).exists():
-        name, path = text.split("=", 1)
-        return name.strip(), Path(path.strip())
+        name, path = (part.strip() for part in text.split("=", 1))
+        if not name or not path:
+            raise EvalprismError(f"qrels '{text}': the {'path after' if not path else 'judge name before'} '=' is empty; "
+                                 "expected NAME=PATH (or a PATH, whose file name names the judge)")
+        return name, Path(path)
     return judge_name(text), Path(text)
 
 

@@ -6,8 +6,11 @@ Steps (section numbers of the seed):
 2. embed every query-document pair as one text with a task instruction (3.2); ``instructor:<path>``
    gives the instruction as INSTRUCTOR's prompt, ``minilm`` and ``st:`` prepend it as text (a
    departure: the paper used INSTRUCTOR-XL);
-3. for each candidate instruction: reduce, cluster with HDBSCAN (3.3) and score the 80th-percentile
-   cluster purity w.r.t. the human label; keep the best instruction's clustering;
+3. for each candidate instruction: reduce, cluster with HDBSCAN (3.3), per collection when the input
+   mixes collections (:mod:`evalprism.judges.groups`), check that the clustering is not degenerate
+   (:mod:`evalprism.judges.degeneracy`: excess of mass, else leaf) and score the 80th-percentile
+   cluster purity w.r.t. the human label; keep the best instruction's clustering (a degenerate one only
+   when every candidate is);
 4. agreement (3.4): Gwet's AC1 with SE and interval, Cohen's kappa and percent agreement, overall, per
    cluster (noise apart) and per query within each cluster;
 5. ΔAC1 per query and the three bias rules with a direction (3.5, :mod:`evalprism.judges.bias`);
@@ -30,12 +33,21 @@ from evalprism.errors import EvalprismError
 from evalprism.io.judgments import Judgments, prepare_judgments
 from evalprism.judges.agreement import cluster_table, overall_table, query_cluster_table
 from evalprism.judges.bias import flag_queries
-from evalprism.judges.clustering import cluster_pairs, cluster_purity, map_2d, purity_score, reduce_dimensions
+from evalprism.judges.clustering import cluster_purity, map_2d, purity_score, reduce_dimensions, renumber
+from evalprism.judges.degeneracy import cluster_checked
+from evalprism.judges.groups import Groups, split_groups
 from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
 from evalprism.progress import status, working
 
 __all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
+
+
+def warning(message: str) -> None:
+    """A warning on stderr, shown even without progress output (the result may mislead)."""
+    from rich.markup import escape
+
+    status(f"[yellow]warning:[/yellow] {escape(message)}", True)
 
 
 def pair_text(query: str, doc: str) -> str:
@@ -120,14 +132,25 @@ def analyze(
     # every step sees the pairs in (query_id, doc_id) order; the pair table keeps the order given
     judged, rows = given.in_pair_order()
     back = np.argsort(rows)
-    options.cluster.check_shape(len(judged.table))  # the pair count is known before embedding, the dimension after
-    candidates, embed_stats = _candidates(judged, human, options, embeddings, rows, cache_dir, progress)
+    groups = split_groups(judged.table, options.by)
+    for name, idx in groups.parts:  # the pair counts are known before embedding, the dimension after
+        options.cluster.check_shape(idx.size, where=groups.where(name))
+    candidates, embed_stats = _candidates(judged, human, options, groups, embeddings, rows, cache_dir, progress)
     best = _best(candidates)
     chosen = candidates[best]
+    clustering = chosen.clustering
+    for line in clustering["warnings"]:
+        warning(line)
     with working(f"the 2-D map of {len(judged.table)} pairs", progress):
         coords = map_2d(chosen.vectors, options.cluster, options.seed)
     status("agreement per cluster and per query", progress)
     agreement = _agreement(judged, human, chosen, options)
+    if groups.column is not None:
+        group_of = pd.Series(judged.table[groups.column].to_numpy()[chosen.labels >= 0], index=chosen.labels[chosen.labels >= 0])
+        group_of = group_of[~group_of.index.duplicated()]
+        agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
+        query_group = judged.table.groupby("query_id", sort=False)[groups.column].first()
+        agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
     record = options.record(human=human, llm=judged.llm, chosen=chosen.instruction,
                             embedder=options.embedder if embeddings is None else "precomputed",
                             scales={c: s.describe() for c, s in judged.scales.items()})
@@ -136,7 +159,7 @@ def analyze(
         queries=agreement.queries, query_clusters=agreement.cells, overall=agreement.overall,
         instructions=_instruction_table(candidates, best, options.purity_percentile),
         concentration=agreement.concentration, texts=given.table[["query", "doc"]], options=record,
-        embed_stats=embed_stats or None, notes=agreement.notes)
+        embed_stats=embed_stats or None, notes=agreement.notes, clustering=clustering)
 
 
 @dataclass
@@ -148,9 +171,44 @@ class _Candidate:
     labels: np.ndarray
     purity: np.ndarray
     score: float
+    clustering: dict[str, Any]
+
+    @property
+    def degenerate(self) -> bool:
+        return bool(self.clustering["degenerate"])
 
 
-def _candidates(judged: Judgments, human: str, options: JudgesOptions,
+def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions) -> tuple[np.ndarray, dict[str, Any]]:
+    """Reduce and cluster each group of pairs on its own (all pairs: one group); the labels of all
+    groups renumbered together by size, and what run.json records: per group the selection used, its
+    min_cluster_size, its health and every attempt, and one warning per degenerate group."""
+    copts = options.cluster
+    q_codes = np.asarray(pd.factorize(judged.table["query_id"], sort=True)[0])
+    labels = np.full(len(judged.table), -1, dtype=np.int64)
+    offset = 0
+    records, warnings = [], []
+    for name, idx in groups.parts:
+        where = groups.where(name)
+        copts.check_shape(idx.size, x.shape[1], where)
+        checked = cluster_checked(reduce_dimensions(x[idx], copts, options.seed), q_codes[idx], copts,
+                                  options.min_query_pairs)
+        labels[idx] = np.where(checked.labels >= 0, checked.labels + offset, -1)
+        offset += checked.health.n_clusters
+        records.append({"group": name, **checked.record()})
+        if checked.health.degenerate:
+            warnings.append(f"degenerate clustering{where}: {'; '.join(checked.health.reasons)}. Per-cluster AC1, "
+                            "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
+                            "leaf selection, or clustering each collection apart (--min-cluster-size, "
+                            "--cluster-selection leaf, --by COLUMN)")
+        for caveat in checked.health.caveats:
+            warnings.append(f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
+                            "ranked among those only (the pairs cluster mostly by query)")
+    return renumber(labels), {"by": groups.column, "by_requested": options.by, "groups": records,
+                              "degenerate": any(r["degenerate"] for r in records),
+                              "thin": any(r["caveats"] for r in records), "warnings": warnings}
+
+
+def _candidates(judged: Judgments, human: str, options: JudgesOptions, groups: Groups,
                 embeddings: np.ndarray | Mapping[str, np.ndarray] | None, rows: np.ndarray,
                 cache_dir: str | Path | None, progress: bool) -> tuple[list[_Candidate], dict[str, object]]:
     """Embed the pairs with each candidate instruction (3.2) and cluster them (3.3); also the
@@ -173,18 +231,22 @@ def _candidates(judged: Judgments, human: str, options: JudgesOptions,
             emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts)
             embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
-        copts.check_shape(*x.shape)
-        with working(f"clustering ({copts.reduce}, min_cluster_size={copts.min_cluster_size})", progress):
-            labels = cluster_pairs(reduce_dimensions(x, copts, options.seed), copts)
+        sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)
+        with working(f"clustering ({copts.reduce}, {copts.cluster_selection_method} selection, min_cluster_size={sizes}"
+                     f"{f', per {groups.column}' if groups.column else ''})", progress):
+            labels, clustering = _cluster(x, judged, groups, options)
         purity = cluster_purity(labels, judged.relevant[human])
-        candidates.append(_Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile)))
+        candidates.append(_Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile),
+                                     clustering))
     return candidates, embed_stats
 
 
 def _best(candidates: list[_Candidate]) -> int:
-    """The candidate with the highest purity score (the first on ties, or when none has one)."""
-    scores = [c.score for c in candidates]
-    return int(np.nanargmax(scores)) if np.isfinite(scores).any() else 0
+    """The candidate with the highest purity score among those whose clustering is not degenerate
+    (among all when every one is; the first on ties, or when none has a score)."""
+    usable = [not c.degenerate for c in candidates]
+    scores = np.array([c.score if (ok or not any(usable)) else np.nan for c, ok in zip(candidates, usable, strict=True)])
+    return int(np.nanargmax(scores)) if np.isfinite(scores).any() else (usable.index(True) if any(usable) else 0)
 
 
 def _instruction_table(candidates: list[_Candidate], best: int, purity_percentile: float) -> pd.DataFrame:
@@ -192,6 +254,7 @@ def _instruction_table(candidates: list[_Candidate], best: int, purity_percentil
         "instruction": [c.instruction for c in candidates],
         "clusters": [int(c.labels.max()) + 1 for c in candidates],
         "noise_share": [float(np.mean(c.labels < 0)) for c in candidates],
+        "degenerate": [c.degenerate for c in candidates],
         f"purity_p{purity_percentile:g}": [c.score for c in candidates],
         "purity_median": [float(np.nanmedian(c.purity)) if np.isfinite(c.purity).any() else np.nan
                           for c in candidates],

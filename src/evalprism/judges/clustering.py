@@ -10,6 +10,13 @@ Row order: the analysis gives the pairs sorted by (query_id, doc_id)
 (:meth:`evalprism.io.judgments.Judgments.in_pair_order`), so PCA, UMAP and HDBSCAN see the same
 matrix, and number the clusters the same, whatever the order of the input rows.
 
+Defaults that scale with the number of pairs: ``min_cluster_size=None`` is
+:func:`scaled_min_cluster_size` of the pairs clustered (15, the value that suits a TREC DL year of
+about 10,000 pairs, up to 10,850 pairs; then one per 700 pairs), and ``cluster_selection_method="auto"``
+is excess of mass, the usual HDBSCAN selection, unless that collapses into a degenerate clustering
+(:mod:`evalprism.judges.degeneracy`), in which case the leaf clusters are taken. On TREC DL 2019 + 2020
+pooled (20,646 pairs), excess of mass put 97% of the pairs into one cluster.
+
 Instruction choice (section 3.2): the 80th percentile of cluster purity with respect to the human
 label, over the dense clusters; purity = share of the cluster's pairs carrying its majority human label.
 """
@@ -24,6 +31,20 @@ from evalprism.errors import EvalprismError
 from evalprism.io.options import check_number
 
 REDUCERS = ("none", "pca", "umap")
+SELECTIONS = ("auto", "eom", "leaf")
+#: the scaled min_cluster_size: this many at least, and one per PAIRS_PER_MIN_SIZE pairs above that
+MIN_CLUSTER_SIZE_FLOOR = 15
+PAIRS_PER_MIN_SIZE = 700
+
+
+def scaled_min_cluster_size(n_pairs: int) -> int:
+    """The default HDBSCAN ``min_cluster_size`` for ``n_pairs`` pairs: max(15, round(n / 700)).
+
+    A fixed size lets the number of clusters grow with the input (and excess of mass merge them into
+    one); relative to n it keeps a cluster a comparable share of the pairs. 15 below 10,850 pairs
+    (TREC DL 2019, 9,260 pairs, clusters as with the earlier fixed default), 16 for TREC DL 2020
+    (11,386), 29 for both years pooled (20,646)."""
+    return max(MIN_CLUSTER_SIZE_FLOOR, round(n_pairs / PAIRS_PER_MIN_SIZE))
 
 
 @dataclass(frozen=True)
@@ -32,39 +53,66 @@ class ClusterOptions:
 
     reduce: str = "pca"
     n_components: int = 10
-    min_cluster_size: int = 15
+    #: None: :func:`scaled_min_cluster_size` of the pairs clustered (per collection when split)
+    min_cluster_size: int | None = None
     min_samples: int | None = 5
-    cluster_selection_method: str = "eom"
+    #: "auto": excess of mass ("eom"), then "leaf" when excess of mass is degenerate
+    cluster_selection_method: str = "auto"
     cluster_selection_epsilon: float = 0.0
     umap_neighbors: int = 15
+    #: a clustering is degenerate (:mod:`evalprism.judges.degeneracy`) when one cluster holds more than
+    #: this share of the pairs, there are fewer than ``min_clusters`` clusters, or fewer than
+    #: ``min_query_share`` of the queries have pairs in two clusters
+    max_cluster_share: float = 0.8
+    min_clusters: int = 2
+    min_query_share: float = 0.2
 
+    def size_for(self, n_pairs: int) -> int:
+        """The min_cluster_size used for ``n_pairs`` pairs: the one given, or the scaled default."""
+        return self.min_cluster_size if self.min_cluster_size is not None else scaled_min_cluster_size(n_pairs)
 
     def check(self) -> None:
         """Refuse unknown reducers, values HDBSCAN cannot use and a missing UMAP before any expensive work."""
         if self.reduce not in REDUCERS:
             raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}", parameter="reduce")
         check_number("n_components", self.n_components, low=1, integer=True)
-        check_number("min_cluster_size", self.min_cluster_size, low=2, integer=True)
+        if self.min_cluster_size is not None:
+            check_number("min_cluster_size", self.min_cluster_size, low=2, integer=True)
+        if self.cluster_selection_method not in SELECTIONS:
+            raise EvalprismError(f"cluster_selection_method '{self.cluster_selection_method}': expected one of "
+                                 f"{', '.join(SELECTIONS)}", parameter="cluster_selection_method")
         if self.min_samples is not None:
             check_number("min_samples", self.min_samples, low=1, integer=True)
         check_number("cluster_selection_epsilon", self.cluster_selection_epsilon, low=0)
         check_number("umap_neighbors", self.umap_neighbors, low=2, integer=True)
+        check_number("max_cluster_share", self.max_cluster_share, low=0, high=1, low_open=True)
+        check_number("min_clusters", self.min_clusters, low=1, integer=True)
+        check_number("min_query_share", self.min_query_share, low=0, high=1)
         if self.reduce == "umap":
             _import_umap()
 
 
-    def check_shape(self, n_pairs: int, dim: int | None = None) -> None:
-        """Refuse a reduction to more dimensions than the vectors have (``dim``, once known) or than
-        PCA/UMAP can give for ``n_pairs`` points: it used to be clamped silently, changing the clustering."""
-        if self.reduce == "none":
-            return
-        limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
-        if dim is not None:
-            limits.append((dim, f"the embedding dimension {dim}"))
-        most, why = min(limits)
-        if self.n_components > most:
-            raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
-                                 f"expected at most {most} (or reduce 'none')", parameter="n_components")
+    def check_shape(self, n_pairs: int, dim: int | None = None, where: str = "") -> None:
+        """Refuse what ``n_pairs`` pairs (``where``: of which collection, when split) cannot give: a
+        min_cluster_size or min_samples above the number of pairs (HDBSCAN's own message is a traceback),
+        a reduction to more dimensions than the vectors have (``dim``, once known) or than PCA/UMAP can
+        give for ``n_pairs`` points (it used to be clamped silently, changing the clustering)."""
+        if self.reduce != "none":
+            limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
+            if dim is not None:
+                limits.append((dim, f"the embedding dimension {dim}"))
+            most, why = min(limits)
+            if self.n_components > most:
+                raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
+                                     f"expected at most {most} (or reduce 'none')", parameter="n_components")
+        size = self.size_for(n_pairs)
+        if n_pairs < max(2, size):
+            raise EvalprismError(f"{n_pairs} pairs{where} are fewer than min_cluster_size={size}: "
+                                 "lower it or give more pairs", parameter="min_cluster_size")
+        if self.min_samples is not None and self.min_samples > n_pairs:
+            raise EvalprismError(f"min_samples {self.min_samples} is larger than the {n_pairs:,} pairs{where}; "
+                                 f"expected at most {n_pairs:,} (HDBSCAN counts a pair's neighbours among them)",
+                                 parameter="min_samples")
 
 
 def _import_umap():  # noqa: ANN202 - the umap module
@@ -109,17 +157,24 @@ def map_2d(x: np.ndarray, options: ClusterOptions, seed: int = 0) -> np.ndarray:
     return PCA(n_components=2, svd_solver="full", random_state=seed).fit_transform(x)
 
 
-def cluster_pairs(z: np.ndarray, options: ClusterOptions) -> np.ndarray:
-    """HDBSCAN labels, renumbered 0, 1, ... by decreasing size (ties: the cluster whose first row comes
-    first: with the pairs in (query_id, doc_id) order, the one holding the smallest pair); -1 = noise."""
+def cluster_pairs(z: np.ndarray, options: ClusterOptions, selection: str | None = None) -> np.ndarray:
+    """HDBSCAN labels with one selection method (``selection``, default the options' own; "auto" is
+    excess of mass here, the fallback to leaf is :func:`evalprism.judges.degeneracy.cluster_checked`),
+    renumbered by :func:`renumber`; -1 = noise."""
     from sklearn.cluster import HDBSCAN
 
-    if z.shape[0] < max(2, options.min_cluster_size):
-        raise EvalprismError(f"{z.shape[0]} pairs are fewer than min_cluster_size={options.min_cluster_size}: "
-                             "lower it or give more pairs")
-    labels = HDBSCAN(min_cluster_size=options.min_cluster_size, min_samples=options.min_samples,
-                     cluster_selection_method=options.cluster_selection_method,
+    options.check_shape(z.shape[0])
+    method = selection or options.cluster_selection_method
+    labels = HDBSCAN(min_cluster_size=options.size_for(z.shape[0]), min_samples=options.min_samples,
+                     cluster_selection_method="eom" if method == "auto" else method,
                      cluster_selection_epsilon=options.cluster_selection_epsilon, copy=True).fit_predict(z)
+    return renumber(labels)
+
+
+def renumber(labels: np.ndarray) -> np.ndarray:
+    """Cluster labels renumbered 0, 1, ... by decreasing size (ties: the cluster whose first row comes
+    first: with the pairs in (query_id, doc_id) order, the one holding the smallest pair); -1 = noise."""
+    labels = np.asarray(labels, dtype=np.int64)
     dense = labels >= 0
     if not dense.any():
         return labels

@@ -23,7 +23,8 @@ DEFAULT_INSTRUCTION = "Judge the document's relevance to the query for ad-hoc re
 #: flat keyword -> BiasRules field
 _BIAS_KEYWORDS = {"tau": "tau", "outlier_iqr": "iqr_k", "flip_high": "flip_high", "flip_low": "flip_low"}
 #: flat keywords that are ClusterOptions fields of the same name
-_CLUSTER_KEYWORDS = ("reduce", "n_components", "min_cluster_size", "min_samples", "cluster_selection_method")
+_CLUSTER_KEYWORDS = ("reduce", "n_components", "min_cluster_size", "min_samples", "cluster_selection_method",
+                     "max_cluster_share", "min_clusters", "min_query_share")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,9 @@ class JudgesOptions:
     embedder spec (:mod:`evalprism.embed.spec`). ``scales``/``thresholds``: per label column, its
     declared scale and the label from which a pair counts as relevant. ``cluster``: reduction and
     HDBSCAN; ``bias``: the three bias rules. A per-query AC1 needs at least ``min_query_pairs`` pairs
-    of the query in the cluster; intervals are at ``confidence``.
+    of the query in the cluster; intervals are at ``confidence``. ``by``: the column whose values are
+    clustered apart ("auto": ``collection`` or ``year`` when the input has two or more; None: pooled;
+    :mod:`evalprism.judges.groups`).
     """
 
     instructions: Sequence[str] | None = None
@@ -45,6 +48,7 @@ class JudgesOptions:
     cluster: ClusterOptions = field(default_factory=ClusterOptions)
     bias: BiasRules = field(default_factory=BiasRules)
     min_query_pairs: int = 5
+    by: str | None = "auto"
     purity_percentile: float = 80.0
     confidence: float = 0.95
     seed: int = 0
@@ -78,6 +82,8 @@ class JudgesOptions:
             "instructions": self.candidate_instructions(), "instruction": chosen, "reduce": c.reduce,
             "n_components": c.n_components, "min_cluster_size": c.min_cluster_size,
             "min_samples": c.min_samples, "cluster_selection_method": c.cluster_selection_method,
+            "max_cluster_share": c.max_cluster_share, "min_clusters": c.min_clusters,
+            "min_query_share": c.min_query_share, "by": self.by,
             "min_query_pairs": self.min_query_pairs, "tau": b.tau, "outlier_iqr": b.iqr_k, "flip_high": b.flip_high,
             "flip_low": b.flip_low, "purity_percentile": self.purity_percentile, "confidence": self.confidence,
             "seed": self.seed, "scales": scales,

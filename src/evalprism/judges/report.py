@@ -6,6 +6,7 @@ import html
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from evalprism.judges.result import JudgesResult
 
 MAP_POINTS = 6000
+MAX_MAP_LABELS = 20  # clusters named on the map itself (all are in the legend)
 TOP = 10
 EXAMPLES = 2
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
@@ -40,6 +42,7 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
     """The pairs coloured by cluster: one legend entry per cluster (and the noise set), each cluster
     also labelled at its median position so the map reads without matching colours."""
     p = result.pairs.iloc[idx]
+    n_clusters = int(result.pairs["cluster"].max()) + 1
     fig = go.Figure()
     for cluster in sorted(p["cluster"].unique(), key=lambda c: (c < 0, c)):
         members = p[p["cluster"] == cluster]
@@ -49,7 +52,7 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
             x=members["map_x"], y=members["map_y"], mode="markers", marker={"size": 5, "color": colour},
             name=f"{name} ({len(members)} pairs)" + (" — in no dense region" if cluster < 0 else ""),
             text=members["query_id"], hovertemplate=f"{name} · query %{{text}}<extra></extra>"))
-        if cluster >= 0:
+        if 0 <= cluster and n_clusters <= MAX_MAP_LABELS:  # beyond that the labels cover the points
             fig.add_annotation(x=float(members["map_x"].median()), y=float(members["map_y"].median()), text=f"<b>{name}</b>",
                                showarrow=False, font={"size": 13, "color": colour}, bgcolor="rgba(255,255,255,0.75)")
     fig.update_layout(height=520, template="plotly_white", margin={"l": 50, "r": 20, "t": 20, "b": 50},
@@ -125,8 +128,10 @@ def _top_queries(result: JudgesResult, judge: str) -> str:
     for _, r in q.iterrows():
         flags = ", ".join(n for n, f in (("ΔAC1≥τ", r["flag_abs"]), ("outlier", r["flag_outlier"]),
                                           ("flip", r["flag_flip"])) if f)
+        by = result.clustering.get("by")
+        where = f"<br><span class='more'>{html.escape(str(r[by]))}</span>" if by and by in r.index else ""
         rows.append(
-            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}</td><td>{html.escape(str(r['query']))}"
+            f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}{where}</td><td>{html.escape(str(r['query']))}"
             f"{_examples(result, judge, r['query_id'], int(r['cluster_min']))}</td><td>{r['dac1']:.2f}</td>"
             f"<td>{r['ac1_max']:.2f} (C{int(r['cluster_max'])}) / {r['ac1_min']:.2f} (C{int(r['cluster_min'])})</td>"
             f"<td>{flags}</td><td>{html.escape(str(r['direction']))} (FN {int(r['false_negatives_min'])}, "
@@ -150,7 +155,38 @@ def index_line(result: JudgesResult) -> str:
             worst = mine.loc[mine["ac1"].idxmin()]
             parts.append(f"{r['judge']} AC1 {_fmt(r['ac1'], 2)} overall, {_fmt(worst['ac1'], 2)} in "
                          f"{cluster_name(int(worst['cluster']))}")
-    return f"{int(result.pairs['cluster'].max()) + 1} clusters; " + "; ".join(parts)
+    warn = " (degenerate clustering: see the report's warning)" if result.degenerate else ""
+    return f"{int(result.pairs['cluster'].max()) + 1} clusters{warn}; " + "; ".join(parts)
+
+
+def counts_readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its whole-number columns as text with thousands separators (20,060, not the
+    2.006e+04 a float column or a transposed table would show)."""
+    out = frame.copy()
+    for col in out.columns:
+        values = out[col]
+        if pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            out[col] = values.map(lambda v: f"{int(v):,}").astype(object)
+    return out
+
+
+def _clustering_lines(result: JudgesResult) -> list[str]:
+    """The headline about the clustering: how it was made (per collection, selection, min_cluster_size)
+    and, first and in bold, a warning when it is degenerate."""
+    c = result.clustering
+    if not c:
+        return []
+    lines = [f"**Warning: {w}**" for w in c.get("warnings", [])]
+    parts = []
+    for g in c.get("groups", []):
+        name = "" if g["group"] is None else f"{g['group']}: "
+        fallback = " (after excess of mass was degenerate)" if len(g.get("attempts", [])) > 1 and g["selection"] == "leaf" else ""
+        parts.append(f"{name}{g['n_clusters']:,} clusters ({g['selection']} selection{fallback}, min_cluster_size "
+                     f"{g['min_cluster_size']:,}), the largest holding {g['largest_share']:.0%} of {g['n_pairs']:,} pairs; "
+                     f"ΔAC1 defined for {g['queries_with_dac1']:,} of {g['n_queries']:,} queries")
+    split = f"Clustered per `{c['by']}`. " if c.get("by") else ""
+    lines.append(split + "; ".join(parts) + ".")
+    return lines
 
 
 def build_report(result: JudgesResult) -> Report:
@@ -158,20 +194,25 @@ def build_report(result: JudgesResult) -> Report:
     n_clusters = int(result.pairs["cluster"].max()) + 1
     noise_share = float((result.pairs["cluster"] < 0).mean())
     report = Report(title=result.title or "Where LLM relevance judges disagree with humans",
-                    subtitle=f"{len(result.pairs):,} query-document pairs · {result.pairs['query_id'].nunique()} queries · "
-                             f"{n_clusters} dense clusters + noise ({noise_share:.0%} of pairs) · judges: "
+                    subtitle=f"{len(result.pairs):,} query-document pairs · {result.pairs['query_id'].nunique():,} queries · "
+                             f"{n_clusters:,} dense clusters + noise ({noise_share:.0%} of pairs) · judges: "
                              f"{', '.join(o['llm'])} vs human '{o['human']}'")
+    report.summary(*_clustering_lines(result))
     for _, r in result.overall.iterrows():
         flagged = int(result.bias_prone(r["judge"]).shape[0])
         report.summary(f"{r['judge']}: AC1 {_fmt(r['ac1'])} [{_fmt(r['ac1_lo'])}, {_fmt(r['ac1_hi'])}], "
                        f"kappa {_fmt(r['kappa'])}, agreement {_fmt(r['percent_agreement'])}; "
                        f"{flagged} bias-prone queries.")
     for _, r in result.concentration.iterrows():
-        report.summary(f"{r['judge']}: disagreement {_fmt(r['disagreement_dense'])} in dense clusters vs "
-                       f"{_fmt(r['disagreement_noise'])} in noise; per-cluster AC1 from {_fmt(r['cluster_ac1_min'], 2)} "
-                       f"to {_fmt(r['cluster_ac1_max'], 2)}; the worst clusters holding "
-                       f"{_fmt(r['worst_clusters_pair_share'] * 100, 0)}% of dense pairs hold "
-                       f"{_fmt(r['worst_clusters_disagreement_share'] * 100, 0)}% of their disagreements.")
+        line = (f"{r['judge']}: disagreement {_fmt(r['disagreement_dense'])} in dense clusters vs "
+                f"{_fmt(r['disagreement_noise'])} in noise; per-cluster AC1 from {_fmt(r['cluster_ac1_min'], 2)} "
+                f"to {_fmt(r['cluster_ac1_max'], 2)}")
+        if r["clusters"] >= 2 and r["worst_clusters_pair_share"] <= 0.5:
+            line += (f"; the worst clusters holding {_fmt(r['worst_clusters_pair_share'] * 100, 0)}% of dense pairs "
+                     f"hold {_fmt(r['worst_clusters_disagreement_share'] * 100, 0)}% of their disagreements")
+        else:  # one cluster holds most dense pairs: there is no concentration to measure
+            line += f"; the worst cluster alone holds {_fmt(r['worst_clusters_pair_share'] * 100, 0)}% of dense pairs"
+        report.summary(line + ".")
     report.html_block("What this shows", (
         "<p>Every query-document pair is embedded as one text together with a task instruction, the pairs are "
         "grouped into dense semantic neighbourhoods by HDBSCAN (pairs in no dense region form the noise set, "
@@ -188,7 +229,7 @@ def build_report(result: JudgesResult) -> Report:
     map_name = "UMAP" if o.get("reduce") == "umap" else "PCA"
     report.figure(_cluster_map(result, idx, map_name), "Map of the pairs by cluster",
                   f"Each point is a query-document pair, placed by a 2-D {map_name} of its embedding{shown}; colour = "
-                  "HDBSCAN cluster, named in the legend and at its median position (the names of the bars below); grey = noise. Clusters were found in the reduced space, so the 2-D map only "
+                  f"HDBSCAN cluster, named in the legend and, up to {MAX_MAP_LABELS} clusters, at its median position (the names of the bars below); grey = noise. Clusters were found in the reduced space, so the 2-D map only "
                   "approximates them.")
     report.figure(_agreement_map(result, idx, map_name), "Map of the pairs by agreement, per judge",
                   "Green: the judge agrees with the human (after binarization). Red: the human said relevant, the "
@@ -197,9 +238,9 @@ def build_report(result: JudgesResult) -> Report:
     report.figure(_cluster_bars(result), "Agreement per cluster (Gwet's AC1 with 95% intervals)",
                   "One group of bars per cluster (C0 is the largest), the noise set last. Bars far below the others "
                   "with intervals that do not overlap theirs are the regions where a judge departs from the humans.")
-    report.table(result.overall, "Overall agreement per judge",
+    report.table(counts_readable(result.overall), "Overall agreement per judge",
                  "All pairs with both labels; AC1 interval: Student t with n-1 degrees of freedom (as irrCAC).")
-    report.table(result.concentration, "Dense clusters against the noise set",
+    report.table(counts_readable(result.concentration), "Dense clusters against the noise set",
                  "The seed's claim is that disagreement concentrates in dense clusters rather than noise. "
                  "homogeneity_p: chi-square test that every dense cluster has the same disagreement rate "
                  "(small = disagreement is not spread evenly). worst_clusters_*: the clusters with the highest "
@@ -210,10 +251,26 @@ def build_report(result: JudgesResult) -> Report:
                           "Ranked by ΔAC1 among the flagged queries; all queries are in queries.csv. Examples: up to "
                           f"{EXAMPLES} pairs of the query's lowest-AC1 cluster where the judge and the human disagree "
                           "(raw labels shown).")
-    report.table(result.instructions, "Instruction choice",
+    if result.clustering.get("groups"):
+        keys = ["group", "selection", "min_cluster_size", "n_pairs", "n_clusters", "largest_share", "noise_share",
+                "n_queries", "queries_with_dac1", "degenerate"]
+        table = pd.DataFrame([{k: g[k] for k in keys} for g in result.clustering["groups"]])
+        table["group"] = table["group"].fillna("all pairs")
+        by = result.clustering.get("by")
+        report.table(counts_readable(table.rename(columns={"group": by or "group"})), "How the pairs were clustered",
+                     "One row per collection clustered apart (all pairs when the input holds one). Selection: HDBSCAN's "
+                     "excess of mass (eom), or leaf clusters when excess of mass was degenerate. A clustering is "
+                     f"degenerate when one cluster holds more than {o['max_cluster_share']:.0%} of the pairs, there are fewer "
+                     f"than {o['min_clusters']} clusters, or fewer than {o['min_query_share']:.0%} of the queries have "
+                     f"at least {o['min_query_pairs']} pairs in each of two clusters (queries_with_dac1); run.json "
+                     "records every attempt.")
+    report.table(counts_readable(result.instructions), "Instruction choice",
                  f"Cluster purity w.r.t. the human label, {o['purity_percentile']:g}th percentile over the dense "
                  "clusters (the seed's criterion); the chosen instruction is used for everything above.")
-    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in o.items())
+    shown_opts = dict(o)
+    if shown_opts.get("min_cluster_size") is None:
+        shown_opts["min_cluster_size"] = "scaled with the pairs: max(15, pairs / 700) per collection (see How the pairs were clustered)"
+    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in shown_opts.items())
     departures = [
         "The paper embedded pairs with INSTRUCTOR-XL. With the 'minilm' or 'st:' embedders the instruction is "
         "prepended to the pair text as plain text instead of INSTRUCTOR's [instruction, text] format (use "

@@ -20,7 +20,9 @@ class JudgesResult(SavedResult):
     AC1 range ΔAC1 over its clusters, the three bias flags and the direction, ranked; ``query_clusters``:
     the per-query-per-cluster cells behind ΔAC1; ``overall``: per judge over all pairs;
     ``instructions``: the candidate instructions and their purity scores; ``concentration``: dense
-    clusters against the noise set per judge. ``texts``: query and document text per pair (for the
+    clusters against the noise set per judge. ``clustering``: how the pairs were clustered (the
+    grouping column, per group the selection and min_cluster_size used, the health of the clustering,
+    every attempt) and whether it is degenerate, with its ``warnings``. ``texts``: query and document text per pair (for the
     report's examples; not written to the CSV files); ``title``: the report's title (None: the default).
     """
 
@@ -37,6 +39,7 @@ class JudgesResult(SavedResult):
     options: dict[str, Any] = field(default_factory=dict)
     embed_stats: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    clustering: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -45,6 +48,11 @@ class JudgesResult(SavedResult):
                 "query_clusters": self.query_clusters, "overall": self.overall,
                 "instructions": self.instructions, "concentration": self.concentration}
 
+    @property
+    def degenerate(self) -> bool:
+        """Whether the clustering (of some collection) is degenerate: its warnings say why."""
+        return bool(self.clustering.get("degenerate"))
+
     def bias_prone(self, judge: str | None = None) -> pd.DataFrame:
         """The flagged queries (of one judge, or all), most variable first."""
         q = self.queries[self.queries["bias_prone"].astype(bool)]
@@ -52,6 +60,8 @@ class JudgesResult(SavedResult):
 
     def run_info(self) -> dict[str, Any]:
         return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
+                "clustering": self.clustering, "degenerate_clustering": bool(self.clustering.get("degenerate")),
+                "thin_clustering": bool(self.clustering.get("thin")),
                 "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
                 "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
 

@@ -198,8 +198,10 @@ def agreement_by_group(
 
 
 def _cell_sum(groups: np.ndarray, codes: np.ndarray, weights: np.ndarray, n_groups: int, q: int) -> np.ndarray:
-    """Sum of ``weights`` per (group, category) cell as a (n_groups, q) array (one bincount)."""
-    return np.bincount(groups * q + codes, weights=weights, minlength=n_groups * q).reshape(n_groups, q)
+    """Sum of ``weights`` per (group, category) cell as a (n_groups, q) float array (one bincount;
+    numpy gives an integer array for empty input, even with weights)."""
+    cells = np.bincount(groups * q + codes, weights=weights, minlength=n_groups * q)
+    return cells.astype(np.float64, copy=False).reshape(n_groups, q)
 
 
 def gwet_ac1(
