@@ -114,8 +114,10 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
     from evalprism.judges.simulate import genre_embeddings, simulate_judgments
 
     table = simulate_judgments()
+    # the stand-in's vectors have the model's own length (384): the cache checks entries against it
     vectors = {f"{DEFAULT_INSTRUCTION} {pair_text(q, d)}": v
-               for q, d, v in zip(table["query"], table["doc"], genre_embeddings(table), strict=True)}
+               for q, d, v in zip(table["query"], table["doc"], genre_embeddings(table, dim=384, spread=0.01),
+                                  strict=True)}
     monkeypatch.setattr(SentenceTransformerBackend, "encode",
                         lambda self, texts, batch_size=64: np.stack([vectors[t] for t in texts]))
     cache = tmp_path / "cache"
