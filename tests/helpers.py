@@ -3,7 +3,9 @@ locations, a small responses table, and the CLI run in-process. Fixtures live in
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 import time
@@ -88,3 +90,31 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
         sys.argv = old
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+class FillingDisk:
+    """The decision log's file, on a disk that can fill up: while ``full``, a write puts out at most
+    ``room`` more bytes (a line cut mid-way, as a real disk does) and then fails with ENOSPC."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = path.open("ab", buffering=0)
+        self.full = False
+        self.room = 0
+
+    def write(self, data: bytes) -> int:
+        if not self.full:
+            return self.file.write(data)
+        if self.room:
+            written = self.file.write(bytes(data[:self.room]))
+            self.room -= written
+            return written
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.file.seek(offset, whence)
+
+    def truncate(self, size: int) -> int:
+        return self.file.truncate(size)
+
+    def close(self) -> None:
+        self.file.close()

@@ -28,7 +28,7 @@ from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
 from evalprism.errors import EvalprismError
 
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, FillingDisk
 from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, running_service, write_config
 
 pytestmark = pytest.mark.slow  # starts the router service in a subprocess
@@ -765,37 +765,6 @@ def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model
             assert message in done.stderr.replace("\n", " "), done.stderr
             assert "Traceback" not in done.stderr and "loading the P2L model" not in done.stderr
     assert not (tmp_path / "d.jsonl").exists()
-
-
-class FillingDisk:
-    """The decision log's file, on a disk that can fill up: while ``full``, a write puts out at most
-    ``room`` more bytes (a line cut mid-way, as a real disk does) and then fails with ENOSPC."""
-
-    def __init__(self, path: Path) -> None:
-        self.file = path.open("ab", buffering=0)
-        self.full = False
-        self.room = 0
-
-    def write(self, data: bytes) -> int:
-        import errno
-        import os
-
-        if not self.full:
-            return self.file.write(data)
-        if self.room:
-            written = self.file.write(bytes(data[:self.room]))
-            self.room -= written
-            return written
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.file.seek(offset, whence)
-
-    def truncate(self, size: int) -> int:
-        return self.file.truncate(size)
-
-    def close(self) -> None:
-        self.file.close()
 
 
 def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir: Path, upstreams: FakeUpstreams,

@@ -226,33 +226,21 @@ def test_a_real_enospc_is_reported_and_the_decision_kept(tmp_path) -> None:
 
 
 def test_decisions_kept_while_the_log_fails_are_bounded_and_counted(tmp_path, monkeypatch) -> None:
-    import errno
-    import os
+    from helpers import FillingDisk
 
     from evalprism.serve import decisions
     from evalprism.serve.decisions import DecisionLogUnwritable
 
-    class Full:
-        def __init__(self, path) -> None:
-            self.file, self.full = path.open("ab", buffering=0), True
-
-        def write(self, data: bytes) -> int:
-            if self.full:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return self.file.write(data)
-
-        def seek(self, offset: int, whence: int = 0) -> int:
-            return self.file.seek(offset, whence)
-
-        def truncate(self, size: int) -> int:
-            return self.file.truncate(size)
-
-        def close(self) -> None:
-            self.file.close()
-
     monkeypatch.setattr(decisions, "MAX_UNWRITTEN", 3)
-    disk: list[Full] = []
-    log = DecisionLog(tmp_path / "d.jsonl", opener=lambda p: disk.append(Full(p)) or disk[0])
+    disk: list[FillingDisk] = []
+
+    def full_disk(path):  # the log's file, on a disk that is full from the start
+        if not disk:
+            disk.append(FillingDisk(path))
+            disk[0].full = True
+        return disk[0]
+
+    log = DecisionLog(tmp_path / "d.jsonl", opener=full_disk)
     for k in range(5):
         with pytest.raises(DecisionLogUnwritable):
             log.write({"endpoint": "/v1/route", "prompt_sha256": str(k)}, answered=k == 4)
