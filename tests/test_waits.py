@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,8 @@ def test_a_ready_signal_is_waited_for_however_late_it_comes(tmp_path: Path) -> N
 
 def test_a_process_that_exits_first_fails_the_wait_at_once(tmp_path: Path) -> None:
     proc = python("import sys; sys.exit(3)")
-    start = time.monotonic()
-    with pytest.raises(ProcessExited, match="the ready file: the process exited with 3 first"):
+    with pytest.raises(ProcessExited, match="the ready file: the process exited with 3 first"):  # not TimeoutError
         wait_while_running((tmp_path / "never").exists, proc, "the ready file")
-    assert time.monotonic() - start < 600  # not the hang limit
 
 
 def test_a_service_that_refuses_to_start_fails_with_its_output(tmp_path: Path) -> None:
