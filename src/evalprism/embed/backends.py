@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evalprism.embed.clip import clip_texts, token_counter
+from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
 
@@ -85,7 +85,7 @@ class SentenceTransformerBackend:
         longer than the model reads is cut first (:func:`~evalprism.embed.clip.clip_text`: same
         vector, without tokenizing megabytes that would be dropped); ``clipped`` counts them."""
         model = self.load()
-        texts, cut = clip_texts(texts, token_counter(model.tokenizer), int(model.max_seq_length))
+        texts, cut = clip_for_tokenizer(texts, model.tokenizer, int(model.max_seq_length))
         self.clipped += cut
         vecs = model.encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True,
                             normalize_embeddings=True, **self._encode_options())

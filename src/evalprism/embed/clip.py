@@ -38,6 +38,14 @@ def clip_texts(texts: Sequence[str], count_tokens: Callable[[str], int], max_tok
     return out, sum(a is not b for a, b in zip(out, texts, strict=True))
 
 
+def clip_for_tokenizer(texts: Sequence[str], tokenizer: object, max_tokens: int) -> tuple[list[str], int]:
+    """:func:`clip_texts` for a Hugging Face tokenizer that truncates on the right (its default). One that
+    truncates on the left (lmarena's P2L reads the end of a prompt) keeps the end, so nothing is cut."""
+    if getattr(tokenizer, "truncation_side", "right") != "right":
+        return list(texts), 0
+    return clip_texts(texts, token_counter(tokenizer), max_tokens)
+
+
 def token_counter(tokenizer: object) -> Callable[[str], int]:
     """The number of tokens a Hugging Face tokenizer makes of a text (without special tokens)."""
     def count(text: str) -> int:

@@ -27,7 +27,7 @@ from torch import nn
 
 from evalprism.embed import get_embedder
 from evalprism.embed.backends import resolve_backend, sentence_dimension
-from evalprism.embed.clip import clip_texts, token_counter
+from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.embedder import check_finite
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
@@ -161,7 +161,7 @@ class SentenceEncoderBackbone(Backbone):
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
         if self.encoder is None:
             return torch.from_numpy(self.embedder.embed(list(prompts)))  # the embedder cuts over-long prompts
-        prompts, _ = clip_texts(list(prompts), token_counter(self.encoder.tokenizer), int(self.encoder.max_seq_length))
+        prompts, _ = clip_for_tokenizer(list(prompts), self.encoder.tokenizer, int(self.encoder.max_seq_length))
         if self.compiled is not None:
             out = torch.from_numpy(self.compiled.encode(prompts))
         else:
@@ -225,7 +225,7 @@ class CausalLMBackbone(Backbone):
         self._frozen_cache: dict[str, np.ndarray] = {}
 
     def _encode(self, prompts: list[str]) -> torch.Tensor:
-        prompts, _ = clip_texts(prompts, token_counter(self.tokenizer), self.max_length)  # same tokens, no 50 MB tokenizing
+        prompts, _ = clip_for_tokenizer(prompts, self.tokenizer, self.max_length)  # same tokens, no 50 MB tokenizing
         batch = self.tokenizer(prompts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_length)
         batch = _on_device(batch, self.model.device)
         hidden = self.model(**batch).last_hidden_state
