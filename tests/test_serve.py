@@ -852,11 +852,11 @@ def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams
                 if statuses[-1] != 200:
                     break
             assert statuses[-1] == 503 and set(statuses[:-1]) <= {200}
-            health = httpx.get(svc.url + "/health").json()
+            health = httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
             assert health["status"] == "degraded" and health["decision_log"]["error"] == "the disk is full"
             assert log.read_bytes().endswith(b"\n")
             (disk / "filler").unlink()
-            assert httpx.get(svc.url + "/health").json()["status"] == "ok"
+            assert httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["status"] == "ok"
             assert post(svc, "/v1/route", {"messages": user(PROMPTS[2])}).status_code == 200
         lines = [json.loads(line) for line in log.read_text().splitlines()]
         assert len(lines) == len(statuses) + 2 and sum("late" in r for r in lines) == 1
