@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of  # noqa: E402
+from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
 
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models  # noqa: E402
-from evalprism.stem import build_pool, locate_models, make_plan  # noqa: E402
-from evalprism.stem.evaluate import Z95  # noqa: E402
-from evalprism.stem.locate import target_of  # noqa: E402
-from evalprism.stem.pool import attach_panel  # noqa: E402
+from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+from evalprism.stem import build_pool, locate_models, make_plan
+from evalprism.stem.evaluate import Z95
+from evalprism.stem.locate import target_of
+from evalprism.stem.pool import attach_panel
 
 LOCATED = ["Meta-Llama-3.1-8B-Instruct", "claude-3-opus-20240229", "gpt-4o-2024-08-06"]
 

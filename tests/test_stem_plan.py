@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import run_cli
 from test_stem_estimators import FAMILY_THETA, _world
+
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, locate_models, make_plan
 from evalprism.stem.locate import NO_ROW, target_of
@@ -208,3 +208,15 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     code, _, err = run_cli(["stem", "locate", other, tmp_path / "planned.csv", "--plan", tmp_path / "nope",
                             "--out", tmp_path / "loc2"], capsys)
     assert code == 2 and "not a plan directory" in err and "Traceback" not in err
+
+
+def test_python_api_on_part_of_the_pool(world) -> None:
+    from evalprism.stem import locate_model, run_trials
+
+    pool, answers, target = world
+    part = answers.sample(100, random_state=0)  # 100 answers of the 1,000 pool items
+    loc = locate_model(pool, part, method="stratified")
+    assert loc.truth is None and loc.options["answered"] == 100 and loc.options["design"].startswith("simple random")
+    with pytest.raises(EvalprismError, match="answered 100 of the 1,000 pool items; trials"):
+        run_trials(pool, part, items=50, trials=3)
+    assert locate_model(pool, answers, items=100, method="stratified").truth == target.truth

@@ -343,10 +343,16 @@ def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, i
                design: Design | None = None, progress: bool = False) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by every method; ``method``
     chooses which one :attr:`Trials.positions` holds (see the module docstring)."""
+    from evalprism.stem.subset import answered_whole_pool
+
     if trials < 1:
         raise EvalprismError(f"trials: expected at least 1, got {trials}")
-    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting, method,
-                   design).trials
+    target = target_of(pool, new_correctness, model)
+    if not answered_whole_pool(target):
+        raise EvalprismError(f"model '{target.model}' answered {int((target.outcome != NO_ROW).sum()):,} of the "
+                             f"{len(pool.items):,} pool items; trials compare samples with the full-pool truth and need "
+                             "answers on the whole pool (locate it from its answers with locate_model)")
+    return _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,

@@ -288,12 +288,20 @@ def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx:
 
 def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
                  model: str | None = None, weighting: Weighting = "balanced", method: str = "auto",
-                 design: str | None = None) -> Localization:
-    """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
-    from one sample of ``items`` items by ``method`` (auto | paper | stratified | irt: see
-    :mod:`evalprism.stem.evaluate`); trial 0 of :func:`~evalprism.stem.run_trials` with the same seed."""
-    return locate_target(pool, target_of(pool, new_correctness, model), items, seed, weighting, method=method,
-                         design=design)
+                 design: str | None = None, plan: Any = None) -> Localization:
+    """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family.
+
+    Answers on every pool item: from one sample of ``items`` items by ``method`` (auto | paper |
+    stratified | irt: see :mod:`evalprism.stem.evaluate`), trial 0 of
+    :func:`~evalprism.stem.run_trials` with the same seed. Answers on part of the pool, or a
+    ``plan`` (:class:`~evalprism.stem.plan.Plan`): from those answers alone, an estimate of the
+    full-pool score (:mod:`evalprism.stem.subset`)."""
+    from evalprism.stem.subset import answered_whole_pool, locate_subset
+
+    target = target_of(pool, new_correctness, model)
+    if plan is not None or not answered_whole_pool(target):
+        return locate_subset(pool, target, plan=plan, method=method)
+    return locate_target(pool, target, items, seed, weighting, method=method, design=design)
 
 
 def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, weighting: Weighting = "balanced", *,
