@@ -86,13 +86,15 @@ def _command_cases(tmp: Path) -> dict[str, tuple[list, Path]]:
         "stem pool": (["stem", "pool", data / "correctness.csv", "--models", data / "models.csv", "--out", data], data),
         "stem locate": (["stem", "locate", pool, data / "correctness.csv", "--out", pool], pool),
         "stem audit": (["stem", "audit", data / "correctness.csv", "--models", data / "models.csv", "--out", data], data),
+        "stem plan": (["stem", "plan", pool, "--out", pool], pool),
+        "stem locate plan": (["stem", "locate", pool, data / "correctness.csv", "--plan", model, "--out", model], model),
         "demo": (["demo", "--out", data], data),
     }
 
 
 COMMANDS = [
     "ecdf", "judges", "judges-trec", "p2l fit", "p2l train", "p2l leaderboard", "p2l leaderboard model",
-    "p2l evaluate", "p2l route", "stem pool", "stem locate", "stem audit", "demo",
+    "p2l evaluate", "p2l route", "stem pool", "stem locate", "stem audit", "stem plan", "stem locate plan", "demo",
 ]
 
 

@@ -532,22 +532,52 @@ def stem_locate(
     model_name: StemModelName = None,
     scorer: StemScorer = None,
     epochs: StemEpochs = StemEpochsChoice.mean,
+    plan: Annotated[Path | None, typer.Option("--plan", help="Plan directory from `evalprism stem plan`: estimate the full-pool score from the planned items by the plan's design weights (without it, answers on part of the pool are taken as a simple random sample of the pool).", metavar="PLAN_DIR")] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Locate new models on the pool's family: accuracy by TI level, interval, confidence, trials."""
+    """Locate new models on the pool's family: from their answers on the whole pool (with trials against the truth)
+    or on part of it (a plan's items, or any subset: an estimate of the full-pool score)."""
     from evalprism.io import read_correctness
-    from evalprism.stem import Pool, locate_models
+    from evalprism.stem import Plan, Pool, locate_models
 
-    target = _claim(out, "stem locate", [pool_dir, new_correctness], overwrite, quiet)
+    target = _claim(out, "stem locate", [pool_dir, new_correctness, plan], overwrite, quiet)
     pool = Pool.load(pool_dir)
+    the_plan = Plan.load(plan) if plan is not None else None
     table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
     _read_notes(table.attrs.get("choices", []), quiet)
     result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
-                           method=method.value, design=design.value if design else None, progress=not quiet)
+                           method=method.value, design=design.value if design else None, plan=the_plan,
+                           progress=not quiet)
     _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)
+
+
+class StemPlanMethod(str, Enum):
+    auto = "auto"
+    stratified = "stratified"
+    irt = "irt"
+
+
+@stem_app.command("plan")
+def stem_plan(
+    pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN")],
+    items: Annotated[int, typer.Option("--items", help="Items to run the new model on.", min=1)] = 100,
+    seed: Seed = 0,
+    method: Annotated[StemPlanMethod, typer.Option("--method", help="Estimator the answers will be read with: auto (irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: not yet.")] = StemPlanMethod.auto,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
+) -> None:
+    """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight), and the
+    lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed)."""
+    from evalprism.stem import Pool, make_plan
+
+    target = _claim(out, "stem plan", [pool_dir], overwrite, quiet)
+    plan = make_plan(Pool.load(pool_dir), items=items, seed=seed, method=method.value)
+    plan.save(target)
+    _wrote(out, quiet, f"; {len(plan.items)} of {plan.options['pool_items']} pool items, {plan.options['strata']} strata")
 
 
 @stem_app.command("audit")

@@ -61,6 +61,7 @@ class OutputKind(str, Enum):
     STEM_POOL = "stem pool"
     STEM_LOCATE = "stem locate"
     STEM_AUDIT = "stem audit"
+    STEM_PLAN = "stem plan"
     DEMO = "demo"
 
 

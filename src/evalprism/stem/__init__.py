@@ -9,7 +9,10 @@
   estimator (issue 17's B).
 - :func:`run_trials` -> :class:`Trials`: repeated trials of every method (the paper's rule, A, B,
   random sampling, the Bayesian interval posterior) against the full-benchmark ground truth.
-- :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes.
+- :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes; a
+  model with answers on part of the pool (a plan's items or any subset) is located from them alone
+  (:mod:`~evalprism.stem.subset`).
+- :func:`make_plan` -> :class:`Plan`: which items to run a new model on (``stem plan``).
 
 The rules chosen where the paper is silent are stated in the docstrings of
 :mod:`evalprism.stats.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
@@ -27,12 +30,14 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stem.evaluate import Trials, locate_models, run_trials
     from evalprism.stem.located import LocationResult
     from evalprism.stem.locate import Localization, locate_model
+    from evalprism.stem.plan import Plan, make_plan
     from evalprism.stem.pool import Audit, Pool, attach_panel, build_pool, build_pool_from_files
 
 __all__ = [
     "Audit",
     "Localization",
     "LocationResult",
+    "Plan",
     "Pool",
     "Trials",
     "attach_panel",
@@ -40,6 +45,7 @@ __all__ = [
     "build_pool_from_files",
     "locate_model",
     "locate_models",
+    "make_plan",
     "run_trials",
 ]
 
@@ -47,5 +53,6 @@ lazy_package(__name__, {
     "evaluate": ["Trials", "locate_models", "run_trials"],
     "located": ["LocationResult"],
     "locate": ["Localization", "locate_model"],
+    "plan": ["Plan", "make_plan"],
     "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
 })

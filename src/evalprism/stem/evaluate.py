@@ -318,7 +318,7 @@ def _irt_estimates(pool: Pool, target: Target, strata, draws: np.ndarray, candid
                    strat: np.ndarray, col_stratum: np.ndarray, right: np.ndarray,
                    design: Design) -> tuple[np.ndarray, np.ndarray, float]:
     """B: the IRT difference estimator (percent) and its standard error per trial; trial 0's theta."""
-    from evalprism.stem.irt import mean_probability, theta_map
+    from evalprism.stem.irt import difference_estimate
 
     fit = pool.irt_fit(exclude=target.model)
     nb = len(strata.weights)
@@ -332,17 +332,9 @@ def _irt_estimates(pool: Pool, target: Target, strata, draws: np.ndarray, candid
         valid = np.ones(strat.shape, dtype=bool)
         group = np.broadcast_to(col_stratum, strat.shape)
         sizes, group_bench = strata.size.astype(float), strata.bench
-    y = right[picked].astype(float)
-    a = np.where(valid, fit.a[picked], 0.0)  # a = 0, c = 0: an item outside the population adds nothing
-    c = np.where(valid, fit.c[picked], 0.0)
-    theta = theta_map(a, c, np.where(valid, y, 0.5))
-    p = 1.0 / (1.0 + np.exp(-(theta[:, None] * fit.a[picked] + fit.c[picked])))
-    resid = y - p
     by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
-    plug_in = np.nan_to_num(mean_probability(fit, by_bench, theta))  # trials x benchmarks
-    est, var = design_estimate(resid, group, group_bench, sizes, np.asarray(strata.weights), strata.bench_size,
-                               valid=valid)
-    total = (plug_in * strata.weights).sum(axis=1) + est
+    total, var, theta = difference_estimate(fit, picked, right[picked].astype(float), valid, group, group_bench,
+                                            sizes, np.asarray(strata.weights), strata.bench_size, by_bench)
     return 100.0 * total, 100.0 * np.sqrt(var), float(theta[0])
 
 
@@ -351,35 +343,60 @@ def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, i
                design: Design | None = None, progress: bool = False) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by every method; ``method``
     chooses which one :attr:`Trials.positions` holds (see the module docstring)."""
+    from evalprism.stem.subset import answered_whole_pool
+
     if trials < 1:
         raise EvalprismError(f"trials: expected at least 1, got {trials}")
-    return _trials(pool, target_of(pool, new_correctness, model), items, trials, seed, progress, weighting, method,
-                   design).trials
+    target = target_of(pool, new_correctness, model)
+    if not answered_whole_pool(target):
+        raise EvalprismError(f"model '{target.model}' answered {int((target.outcome != NO_ROW).sum()):,} of the "
+                             f"{len(pool.items):,} pool items; trials compare samples with the full-pool truth and need "
+                             "answers on the whole pool (locate it from its answers with locate_model)")
+    return _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
                   items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
-                  method: Method = "auto", design: Design | None = None, progress: bool = True) -> LocationResult:
-    """Locate each of ``models`` (default: every model in ``new_correctness``) with one sample
+                  method: Method = "auto", design: Design | None = None, plan: Any = None,
+                  progress: bool = True) -> LocationResult:
+    """Locate each of ``models`` (default: every model in ``new_correctness``).
+
+    A model with answers on every pool item gets the validation view: one sample of ``items`` items
     (:func:`~evalprism.stem.locate_model`, by ``method``) and, when ``trials`` > 0, ``trials``
-    repeated trials of every method."""
+    repeated trials of every method against its full-pool truth. A model with answers on part of
+    the pool, or any model when a ``plan`` (:class:`~evalprism.stem.plan.Plan`) is given, is located
+    from those answers alone, its full-pool score estimated by the plan's design or, without a plan,
+    as a simple random sample of the pool (:mod:`evalprism.stem.subset`); trials need the whole pool."""
     from evalprism.stem.locate import locate_target
+    from evalprism.stem.subset import answered_whole_pool, locate_subset
 
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     results = []
-    notes = []
+    notes: list[str] = []
     for name in names:
         target = target_of(pool, enc, name)
-        ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials if trials > 0 else None
-        loc = locate_target(pool, target, items, seed, weighting, method=method, design=design)
+        whole = answered_whole_pool(target)
+        ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials \
+            if trials > 0 and whole else None
+        if plan is not None or not whole:
+            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes)
+            if not whole:
+                notes.append(f"'{name}' answered {loc.options['answered']:,} of the {len(pool.items):,} pool items: its "
+                             f"full-pool score is estimated under the design '{loc.options['design']}'; no "
+                             "truth to compare with" + (" and no trials (they need answers on the whole pool)"
+                                                        if trials > 0 else ""))
+        else:
+            loc = locate_target(pool, target, items, seed, weighting, method=method, design=design)
+            if items > loc.options["available"]:
+                notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
         results.append((loc, ran))
-        if items > loc.options["available"]:
-            notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
     options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
                "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting,
                "method": method, "design": design or "random", "models": names,
                "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
+    if plan is not None:
+        options["plan"] = {k: plan.options.get(k) for k in ("items", "seed", "method", "design", "strata")}
     if notes:
         options["notes"] = notes
     return LocationResult(pool=pool, results=results, options=options)

@@ -260,3 +260,25 @@ def mean_probability(fit: IRTFit, items_by_group: list[np.ndarray], theta: np.nd
             out[s:s + chunk, g] = _sigmoid(points[s:s + chunk, None] * a + c).mean(axis=1)
     values = CubicSpline(points, out, axis=0)(flat) if use_grid else out
     return values[inverse].reshape(theta.shape + (len(items_by_group),))
+
+
+def difference_estimate(fit: IRTFit, picked: np.ndarray, y: np.ndarray, valid: np.ndarray, group: np.ndarray,
+                        group_bench: np.ndarray, group_size: np.ndarray, weights: np.ndarray, bench_size: np.ndarray,
+                        items_by_bench: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Estimator B, the IRT difference (GREG) estimate of ``sum_b w_b S_b`` (fractions) and its
+    variance per trial, and each trial's theta (:mod:`evalprism.stem.estimate` states the formula).
+
+    ``picked``: trials x items, pool indices drawn; ``y``: their correctness (1/0); ``valid``: which
+    drawn items count; ``group``: each drawn item's design group (a benchmark for a simple random
+    sample, a stratum for A's design) with the group's benchmark ``group_bench`` and size
+    ``group_size`` (N_h); ``items_by_bench``: the population's pool indices per benchmark (the
+    plug-in mean runs over them)."""
+    from evalprism.stem.estimate import design_estimate
+
+    a = np.where(valid, fit.a[picked], 0.0)  # a = 0, c = 0: an item outside the population adds nothing
+    c = np.where(valid, fit.c[picked], 0.0)
+    theta = theta_map(a, c, np.where(valid, y, 0.5))
+    p = _sigmoid(theta[:, None] * fit.a[picked] + fit.c[picked])
+    plug_in = np.nan_to_num(mean_probability(fit, items_by_bench, theta))  # trials x benchmarks
+    est, var = design_estimate(y - p, group, group_bench, group_size, weights, bench_size, valid=valid)
+    return (plug_in * weights).sum(axis=1) + est, var, theta

@@ -85,7 +85,8 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     lacking = [b for b, k in zip(pool.benchmarks["benchmark"], answered, strict=True) if k == 0]
     if lacking:
         raise EvalprismError(f"{enc.source}: model '{model}' has no rows for benchmark{'s' if len(lacking) > 1 else ''} "
-                             f"{', '.join(lacking)} of the pool; its reference score needs every pool benchmark")
+                             f"{', '.join(lacking)} of the pool; its full-pool score needs answers on at least one "
+                             "item of every pool benchmark")
     if not (outcome[has] >= 0).any():
         raise EvalprismError(f"{enc.source}: model '{model}' answered none of the pool's items: all its "
                              f"{int(has.sum()):,} rows on them are -1 (no answer); there is nothing to locate it by "
@@ -172,8 +173,8 @@ class Localization:
     confidence: float
     p_lower: float
     p_upper: float
-    reference_score: float
-    truth: int
+    reference_score: float | None
+    truth: int | None
     levels: pd.DataFrame
     tests: pd.DataFrame
     subset: pd.DataFrame
@@ -215,17 +216,29 @@ class Localization:
             "upper": self.upper, "interval": self.interval, "confidence": round(self.confidence, 6),
             "p_lower": round(self.p_lower, 6), "p_upper": round(self.p_upper, 6),
             "capability_boundary": {"last_level_solved": self.position, "first_level_beyond": self.position + 1},
-            "items_used": int(len(self.subset)), "reference_score": round(self.reference_score, 4),
+            "items_used": int(len(self.subset)),
             "method": self.method,
             "estimate": None if self.estimate is None else round(self.estimate, 4),
             "standard_error": None if self.standard_error is None else round(self.standard_error, 4),
             "nearest_member": None if self.nearest_member is None else
             {"model": self.nearest_member[0], "distance": round(self.nearest_member[1], 4),
              "within_one_se": self.too_close},
-            "true_position": self.truth, "correct": self.position == self.truth,
+            **self._truth_or_design(),
             "accuracy_by_ti": {int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
                                for r in self.levels.itertuples()},
         }
+
+    def _truth_or_design(self) -> dict[str, Any]:
+        """The full-pool truth when the model answered the whole pool; else how much of the pool it
+        answered and under which design its full-pool score was estimated (no truth to compare with)."""
+        out: dict[str, Any] = {}
+        if "whole_pool" in self.options:
+            out = {"pool_items": self.options["pool_items"], "answered": self.options["answered"],
+                   "design": self.options["design"], "estimate_of": "full-pool weighted score"}
+        if self.truth is None:
+            return out
+        return {**out, "reference_score": round(float(self.reference_score), 4), "true_position": self.truth,
+                "correct": self.position == self.truth}
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"levels": self.levels, "tests": self.tests, "subset": self.subset}
@@ -275,12 +288,20 @@ def _localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx:
 
 def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
                  model: str | None = None, weighting: Weighting = "balanced", method: str = "auto",
-                 design: str | None = None) -> Localization:
-    """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family
-    from one sample of ``items`` items by ``method`` (auto | paper | stratified | irt: see
-    :mod:`evalprism.stem.evaluate`); trial 0 of :func:`~evalprism.stem.run_trials` with the same seed."""
-    return locate_target(pool, target_of(pool, new_correctness, model), items, seed, weighting, method=method,
-                         design=design)
+                 design: str | None = None, plan: Any = None) -> Localization:
+    """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family.
+
+    Answers on every pool item: from one sample of ``items`` items by ``method`` (auto | paper |
+    stratified | irt: see :mod:`evalprism.stem.evaluate`), trial 0 of
+    :func:`~evalprism.stem.run_trials` with the same seed. Answers on part of the pool, or a
+    ``plan`` (:class:`~evalprism.stem.plan.Plan`): from those answers alone, an estimate of the
+    full-pool score (:mod:`evalprism.stem.subset`)."""
+    from evalprism.stem.subset import answered_whole_pool, locate_subset
+
+    target = target_of(pool, new_correctness, model)
+    if plan is not None or not answered_whole_pool(target):
+        return locate_subset(pool, target, plan=plan, method=method)
+    return locate_target(pool, target, items, seed, weighting, method=method, design=design)
 
 
 def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, weighting: Weighting = "balanced", *,

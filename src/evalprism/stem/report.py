@@ -315,8 +315,10 @@ def trials_report(trials: Trials) -> Report:
 
 def location_index_line(result: LocationResult) -> str:
     """One line for an index page: models placed right, and each method's mean trial accuracy."""
-    right = sum(loc.position == loc.truth for loc, _ in result.results)
-    line = f"{right} of {len(result.results)} models placed at their true position"
+    known = [loc for loc, _ in result.results if loc.truth is not None]
+    right = sum(loc.position == loc.truth for loc in known)
+    line = f"{right} of {len(known)} models placed at their true position" if known else \
+        f"{len(result.results)} model(s) located from part of the pool (no truth to compare with)"
     trials = [t for _, t in result.results if t is not None]
     if trials:
         shown = [m for m in METHODS if all(m in t.methods for t in trials)]
@@ -341,7 +343,13 @@ def location_report(result: LocationResult) -> Report:
         line = f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, {how}"
         if loc.estimate is not None:
             line += f", estimated score {loc.estimate:.1f} ± {loc.standard_error:.1f}"
-        line += f", confidence {loc.confidence:.1%}); ground truth from full-benchmark scores: position {loc.truth}."
+        line += f", confidence {loc.confidence:.1%})"
+        if loc.options.get("whole_pool") is False:
+            line += (f"; from its answers on {loc.options['items']:,} of the {loc.options['pool_items']:,} pool items "
+                     f"({loc.options['design']}), an estimate of its full-pool score; it did not answer the whole "
+                     "pool, so there is no truth to compare with.")
+        else:
+            line += f"; ground truth from full-benchmark scores: position {loc.truth}."
         line += _closeness_line(loc)
         if trials is not None:
             line += " " + _accuracy_line(trials)
@@ -395,6 +403,29 @@ def _locations_table(result: LocationResult):
                      "p_upper": round(loc.p_upper, 4),
                      "nearest member": "" if near is None else f"{near[0]} ({near[1]:.1f} pp"
                                                               f"{', within 1 se' if loc.too_close else ''})",
-                     "reference_score": round(loc.reference_score, 2), "true_position": loc.truth,
+                     "reference_score": None if loc.reference_score is None else round(loc.reference_score, 2),
+                     "true_position": loc.truth,
                      "items": len(loc.subset)})
     return pd.DataFrame(rows)
+
+
+def plan_report(plan) -> Report:
+    """The report of ``stem plan``: which items to run, per benchmark and stratum, and how to run them."""
+    import pandas as pd
+
+    opts = plan.options
+    report = Report(title="STEM plan", subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family "
+                                                f"{opts.get('family')}; seed {opts.get('seed')}")
+    report.summary(f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem locate "
+                   f"POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
+                   f"({opts.get('design')}; estimator {opts.get('method')}).")
+    by_bench = plan.items.groupby("benchmark", sort=True).agg(items=("item_id", "size"),
+                                                              strata=("stratum", "nunique")).reset_index()
+    report.table(by_bench, "Planned items per benchmark")
+    strata = plan.items.drop_duplicates("stratum")[["benchmark", "members_right", "stratum_size", "stratum_drawn",
+                                                     "inclusion_probability", "design_weight"]]
+    report.table(pd.DataFrame(strata).round(4), "Strata (benchmark x members right)",
+                 "stratum_size: pool items N_h; stratum_drawn: planned items n_h; inclusion probability n_h / N_h; "
+                 "design weight N_h / n_h.")
+    report.details.update(opts)
+    return report

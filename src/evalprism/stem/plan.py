@@ -1,0 +1,150 @@
+"""Which items a new model should run: ``evalprism stem plan`` (issue 26, part 1).
+
+A plan is one draw of estimator A's stratified design (:mod:`evalprism.stem.estimate`) over the
+whole pool, made before the new model has answered anything:
+
+- population: every pool item (``pool.csv``'s rows), strata ``h = (benchmark, members right)``;
+- allocation: :func:`~evalprism.stem.estimate.allocate` (proportional to ``w_b N_h / N_b``, at least
+  one item per stratum);
+- draw: :func:`~evalprism.stem.estimate.stratified_draw` with ``numpy.random.default_rng([seed, 0])``
+  from the items sorted by (benchmark, item_id), so the plan depends only on (pool, items, seed).
+
+Each planned item carries its stratum, the stratum's size ``N_h`` and draw ``n_h``, its inclusion
+probability ``n_h / N_h`` and design weight ``N_h / n_h``. ``stem locate --plan`` reads them back and
+estimates the **full-pool** score from the answers by the design (:mod:`evalprism.stem.subset`).
+
+``method`` names the estimator the answers will be read with: ``stratified`` (A) or ``irt`` (B,
+the IRT difference estimator on this same stratified sample; it needs a reference panel);
+``auto`` is what :func:`~evalprism.stem.evaluate.choose_method` would choose for a model outside
+the panel. Both use the same draw: stratifying by how many members are right already spreads the
+items over the ability range an IRT-informative design would target. Adaptive (staged) designs are
+not implemented.
+
+Harness lists (``write_extra``): ``lm_eval_samples.json`` maps each benchmark (an lm-eval task) to
+its planned doc indices (lm-evaluation-harness ``--samples``, a JSON string); it is written only
+when every planned item_id is a non-negative integer, as lm-eval's doc ids are.
+``inspect_sample_ids.json`` maps each benchmark (an inspect_ai task) to its planned sample ids
+joined by commas (``inspect eval TASK --sample-id ...``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.outputs import OutputKind, SavedResult, write_json
+from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_draw
+from evalprism.stem.pool import Pool
+
+PLAN_FILE = "plan.csv"
+PLAN_METHODS = ("auto", "stratified", "irt")
+#: columns of plan.csv
+PLAN_COLUMNS = ["benchmark", "item_id", "stratum", "members_right", "stratum_size", "stratum_drawn",
+                "inclusion_probability", "design_weight"]
+
+
+def pool_strata(pool: Pool) -> Strata:
+    """Estimator A's strata over every pool item (the population a plan draws from)."""
+    return build_strata(pool.item_order, pool.bench_code, pool.members_right, pool.weights, pool.n)
+
+
+@dataclass
+class Plan(SavedResult):
+    """The planned items (``items``: the columns of :data:`PLAN_COLUMNS`, grouped by stratum) and
+    how they were chosen (``options``: pool family and size, items, seed, method, design)."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.STEM_PLAN
+
+    items: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"plan": self.items}
+
+    def lm_eval_samples(self) -> dict[str, list[int]] | None:
+        """Benchmark -> planned doc indices (lm-eval ``--samples``), or None when an item_id is not
+        a non-negative integer (then the pool did not come from lm-eval doc ids)."""
+        out: dict[str, list[int]] = {}
+        for bench, ids in self.items.groupby("benchmark", sort=True)["item_id"]:
+            text = ids.astype(str)
+            if not text.str.fullmatch(r"\d+").all():
+                return None
+            out[str(bench)] = sorted(int(i) for i in text)
+        return out
+
+    def inspect_sample_ids(self) -> dict[str, str]:
+        """Benchmark -> planned sample ids joined by commas (inspect_ai ``--sample-id``)."""
+        return {str(bench): ",".join(sorted(ids.astype(str), key=_natural))
+                for bench, ids in self.items.groupby("benchmark", sort=True)["item_id"]}
+
+    def write_extra(self, directory: Path) -> None:
+        samples = self.lm_eval_samples()
+        if samples is not None:
+            write_json(directory / "lm_eval_samples.json", samples)
+        write_json(directory / "inspect_sample_ids.json", self.inspect_sample_ids())
+
+    def report(self) -> Any:
+        from evalprism.stem.report import plan_report
+
+        return plan_report(self)
+
+    @classmethod
+    def load(cls, plan_dir: str | Path) -> Plan:
+        """A plan written by :meth:`save` (``plan.csv`` and ``run.json``); anything wrong is one message."""
+        import json
+
+        plan_dir = Path(plan_dir)
+        path = plan_dir / PLAN_FILE
+        if not path.is_file():
+            raise EvalprismError(f"{plan_dir}: not a plan directory (no {PLAN_FILE}; write one with `evalprism stem plan`)")
+        try:
+            items = pd.read_csv(path, dtype={"benchmark": str, "item_id": str})
+            options = json.loads((plan_dir / "run.json").read_text(encoding="utf-8")).get("options", {})
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            raise EvalprismError(f"{plan_dir}: not a valid evalprism plan directory: {exc}") from None
+        missing = [c for c in PLAN_COLUMNS if c not in items.columns]
+        if missing:
+            raise EvalprismError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(PLAN_COLUMNS)})")
+        return cls(items=items, options=options)
+
+
+def _natural(text: str) -> tuple:
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto") -> Plan:
+    """The ``items`` pool items to run a new model on, by A's stratified design (module docstring)."""
+    from evalprism.stem.evaluate import MIN_PANEL
+
+    if method not in PLAN_METHODS:
+        raise EvalprismError(f"method: expected auto, stratified or irt, got {method!r} (adaptive designs are not "
+                             "implemented yet)", parameter="method")
+    if items < 1:
+        raise EvalprismError(f"items: expected at least 1, got {items}", parameter="items")
+    if method == "irt" and pool.panel is None:
+        raise EvalprismError("method irt needs a reference panel: build the pool with other models' results on the "
+                             "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)")
+    chosen = method if method != "auto" else ("irt" if pool.panel_size() >= MIN_PANEL else "stratified")
+    strata = pool_strata(pool)
+    alloc = allocate(items, strata.size, strata.share)
+    picked = stratified_draw(strata.members(), alloc, np.random.default_rng([seed, 0]))
+    stratum_of = np.empty(len(pool.items), dtype=np.int64)
+    stratum_of[strata.items] = strata.stratum
+    h = stratum_of[picked]
+    size, drawn = strata.size[h], np.minimum(alloc, strata.size)[h]
+    frame = pd.DataFrame({
+        "benchmark": pool.items["benchmark"].to_numpy()[picked], "item_id": pool.items["item_id"].to_numpy()[picked],
+        "stratum": h, "members_right": strata.right[h], "stratum_size": size, "stratum_drawn": drawn,
+        "inclusion_probability": drawn / size, "design_weight": size / drawn,
+    })
+    options = {"family": pool.family, "pool_items": len(pool.items), "items": len(frame),
+               "items_requested": items, "seed": seed, "method": chosen, "method_requested": method,
+               "design": "stratified (benchmark x members right), proportional allocation",
+               "strata": len(strata.size), "panel_models": pool.panel_size(),
+               "benchmarks": pool.benchmarks["benchmark"].tolist(), "weights": [float(w) for w in strata.weights]}
+    return Plan(items=frame, options=options)
