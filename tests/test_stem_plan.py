@@ -58,8 +58,9 @@ def test_plan_then_locate_is_unbiased_and_covers_the_full_pool_score(world, meth
     assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(len(err)), (err.mean(), err.std())
     coverage = float((np.abs(err) <= Z95 * np.array(se)).mean())
     assert 0.91 <= coverage <= 0.985, coverage  # 300 plans: nominal 0.95 +- 3 binomial sd
-    # the reported standard error is the spread the estimates really have (within 15%)
-    assert np.sqrt(np.mean(np.square(se))) == pytest.approx(err.std(ddof=1), rel=0.15)
+    # the reported standard error is the spread the estimates really have (within 20%: A floors the
+    # variance of strata answered all right or all wrong, which errs on the wide side; 1.16 here)
+    assert np.sqrt(np.mean(np.square(se))) == pytest.approx(err.std(ddof=1), rel=0.2)
 
 
 def test_without_a_plan_answers_are_a_simple_random_sample_of_the_pool(world) -> None:
@@ -100,13 +101,23 @@ def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
     plan = make_plan(pool, items=100, seed=0, method="stratified")
     planned = _planned_only(target, plan, pool)
     has = planned.outcome != NO_ROW
+    # all right / all wrong: every stratum is uniform, so its variance is the add-one floor
+    # p~(1 - p~) with p~ = (k + 1)/(k + 2) (or 1/(k + 2)), k the benchmark's planned items
+    strata = plan.items.groupby("stratum").agg(bench=("benchmark", "first"), n=("stratum_drawn", "first"),
+                                               N=("stratum_size", "first"))
+    n_b = strata.groupby("bench")["N"].transform("sum")
+    k_b = strata.groupby("bench")["n"].transform("sum")
+    w_b = strata["bench"].map(dict(zip(plan.options["benchmarks"], plan.options["weights"], strict=True)))
+    floor = (k_b + 1) / (k_b + 2) ** 2
+    expected_se = 100 * np.sqrt((w_b**2 * (strata["N"] / n_b) ** 2 * (1 - strata["n"] / strata["N"])
+                                 * floor / strata["n"]).sum())
     for value, position in ((1, pool.n), (0, 0)):  # all right: above every member; all wrong: below
         outcome = np.where(has, value, NO_ROW).astype(np.int8)
         notes: list[str] = []
         loc = locate_subset(pool, replace(planned, outcome=outcome), plan=plan, method="stratified", design_note=notes)
-        assert loc.estimate == pytest.approx(100.0 * value) and loc.standard_error == 0.0
-        assert loc.position == position and loc.confidence == 1.0
-        assert any("standard error is 0" in n for n in notes)
+        assert loc.estimate == pytest.approx(100.0 * value)
+        assert loc.standard_error == pytest.approx(expected_se) and 0 < loc.standard_error < 3
+        assert loc.position == position and loc.confidence > 0.99
     # one answered item: in a two-benchmark pool, one message naming the benchmark without answers
     one = np.full_like(target.outcome, NO_ROW)
     first = int(np.flatnonzero(pool.bench_code == 0)[0])

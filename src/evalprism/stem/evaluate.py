@@ -286,7 +286,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
     # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
     col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))
     y_strat = right[strat].astype(float)
-    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size)
+    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size, binary=True)
     a_score, a_se = 100.0 * est, 100.0 * np.sqrt(var)
     scores = {"stratified": a_score, "random": rand_score}
     ses = {"stratified": a_se}
