@@ -111,7 +111,7 @@ class Trials(SavedResult):
     ``bayesian_positions``: every method's. ``scores`` / ``standard_errors``: per score method
     (stratified, irt, random; percent) the estimate of the reference score per trial (random
     sampling has no standard error). ``confidences``: per method the confidence of each trial's
-    interval (paper: the McNemar Bonferroni confidence; A and B: the normal interval probability;
+    interval (paper: its rule strength, 1 - the two McNemar p-values, not calibrated; A and B: the normal interval probability;
     bayesian: the posterior mass). Saved: trials.csv, summary.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
@@ -202,7 +202,8 @@ class Trials(SavedResult):
                 out[f"{method}_score"] = self.scores[method]
             if method in self.standard_errors:
                 out[f"{method}_se"] = self.standard_errors[method]
-            out[f"{method}_confidence"] = self.confidences[method]
+            # the paper's number is a test statistic, not a calibrated confidence (RULE_STRENGTH_NOTE)
+            out[f"{method}_{'rule_strength' if method == 'paper' else 'confidence'}"] = self.confidences[method]
         out["truth"] = self.truth
         out["reference_score"] = self.reference_score
         return pd.DataFrame(out)
