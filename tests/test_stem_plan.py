@@ -147,7 +147,7 @@ def test_every_pool_item_answered_keeps_the_validation_view(world) -> None:
     assert entry["true_position"] == target.truth and "trials" in entry
     # with a plan: the plan's items estimate the score, and the truth (known: the whole pool) is beside it
     plan = make_plan(pool, items=100, seed=0, method="stratified")
-    result = locate_models(pool, answers, items=100, trials=0, plan=plan, method="stratified", progress=False)
+    result = locate_models(pool, answers, trials=0, plan=plan, method="stratified", progress=False)
     entry = result.localization()[0]
     assert entry["items_used"] == 100 and entry["true_position"] == target.truth
     assert entry["answered"] == entry["pool_items"] == len(pool.items)
@@ -211,6 +211,12 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     assert not (loc_dir / "trials.csv").exists()
     report = (loc_dir / "report.html").read_text()
     assert "ground truth from full-benchmark scores" not in report and "no truth to compare with" in report
+    # --items / --weighting on planned answers change nothing: refused, naming the flag, nothing written
+    for flag, value in (("--items", "50"), ("--weighting", "stratified")):
+        code, _, err = run_cli(["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir,
+                                flag, value, "--out", tmp_path / "loc3"], capsys)
+        assert code != 0 and f"{flag} {value}: does not apply here" in " ".join(err.split()), err
+        assert "Traceback" not in err and not (tmp_path / "loc3" / "report.html").exists()
     # a plan of another pool is refused with one message
     other = tmp_path / "pool2"
     code, _, err = run_cli(["stem", "pool", numeric_files["correctness"], "--models", numeric_files["meta"],
@@ -231,3 +237,25 @@ def test_python_api_on_part_of_the_pool(world) -> None:
     with pytest.raises(EvalprismError, match="answered 100 of the 1,000 pool items; trials"):
         run_trials(pool, part, items=50, trials=3)
     assert locate_model(pool, answers, items=100, method="stratified").truth == target.truth
+
+
+def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
+    """On a plan (no trials) or on answers to part of the pool, items, weighting and design change
+    nothing: giving one is refused, naming it; with trials on a whole-pool model they steer the trials."""
+    pool, answers, _ = world
+    plan = make_plan(pool, items=100, seed=0, method="stratified")
+    keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
+    subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
+    for kwargs in ({"items": 50}, {"weighting": "stratified"}, {"design": "stratified"}):
+        name = next(iter(kwargs))
+        with pytest.raises(EvalprismError, match=f"^{name} .*does not apply here: every model is located from its "
+                                                 "own answers alone \\(the plan's items\\)") as err:
+            locate_models(pool, subset, plan=plan, trials=0, progress=False, **kwargs)
+        assert err.value.parameter == name
+        with pytest.raises(EvalprismError, match="answers on part of the pool"):
+            locate_models(pool, subset, trials=5, progress=False, **kwargs)
+        with pytest.raises(EvalprismError, match=f"^{name} "):  # whole-pool model, plan, no trials
+            locate_models(pool, answers, plan=plan, trials=0, progress=False, **kwargs)
+    # a whole-pool model with trials: items steers them
+    result = locate_models(pool, answers, plan=plan, trials=3, items=60, method="stratified", progress=False)
+    assert result.results[0][1].options["items"] == 60
