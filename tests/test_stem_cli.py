@@ -253,7 +253,7 @@ def test_report_has_one_summary_table_sorted_by_estimate_then_per_model_paragrap
     entries = {e["model"]: e for e in json.loads((out / "localization.json").read_text())}
     # one row per model, highest estimate first, the columns the summary promises
     assert list(located.columns) == ["model", "interval", "estimate ± se", "confidence", "nearest member",
-                                     "distance (pp)", "within 1 se", "items"]
+                                     "distance (pp)", "≤ 1 se", "items"]
     order = sorted(entries, key=lambda m: -entries[m]["estimate"])
     assert located["model"].tolist() == order
     top = entries[order[0]]

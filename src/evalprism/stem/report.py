@@ -366,7 +366,7 @@ def location_report(result: LocationResult) -> Report:
                  "reference score (points) and standard error (A, B; the paper's rule estimates no score); "
                  "confidence: the probability of that interval under N(estimate, se²), calibrated (A, B); rule "
                  "strength: the paper's rule's 1 − McNemar p-values, not a probability; nearest member and its "
-                 "distance in points (\u2264 1 se: no 100-item method can place it reliably against that member); "
+                 "distance in points (≤ 1 se: yes when within one standard error; no 100-item method can place it reliably against that member); "
                  "items: answers used. Sorted by estimate (the paper's rule: by position).",
                  max_rows=500, nowrap=("model", "interval", "estimate ± se", "nearest member"))
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
@@ -461,7 +461,7 @@ def located_table(result: LocationResult):
                      "rule strength": round(loc.confidence, 3) if paper else None,
                      "nearest member": "" if near is None else near[0],
                      "distance (pp)": None if near is None else round(near[1], 1),
-                     "within 1 se": "" if near is None else ("yes" if loc.too_close else ""),
+                     "≤ 1 se": "" if near is None else ("yes" if loc.too_close else ""),
                      "items": len(loc.subset)})
     frame = pd.DataFrame(rows)
     if frame["method"].nunique() == 1:  # said in the headline
@@ -471,7 +471,7 @@ def located_table(result: LocationResult):
     if not frame["confidence"].notna().any():
         frame = frame.drop(columns="confidence")
     if not frame["nearest member"].astype(bool).any():
-        frame = frame.drop(columns=["estimate ± se", "nearest member", "distance (pp)", "within 1 se"])
+        frame = frame.drop(columns=["estimate ± se", "nearest member", "distance (pp)", "≤ 1 se"])
     return frame
 
 
