@@ -157,7 +157,8 @@ def test_map_fit_is_a_stationary_point_of_the_joint_posterior() -> None:
 @pytest.mark.parametrize("theta", [4.0, 5.0, 6.0])
 def test_stratified_interval_covers_models_near_100_percent(theta: float) -> None:
     """A model at 96-99% accuracy leaves most strata answered all right (s_h^2 = 0); the floor on
-    those strata keeps A's 95% interval at >= 0.93 coverage over 500 trials (without it: 0.95, 0.92, 0.62 at 97.3, 97.8, 99.1)."""
+    those strata keeps A's 95% interval at >= 0.93 coverage over 500 trials (without it: 0.95, 0.92
+    and 0.62 at full-benchmark scores 97.3, 97.8 and 99.1)."""
     table, meta = _world(seed=1, n_panel=0)
     table = table.copy()
     # the target at the planted theta (the world draws it at TARGET_THETA = 0): redraw its answers

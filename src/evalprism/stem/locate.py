@@ -18,8 +18,11 @@ answers right and ``c_j`` = items of levels up to j it answers wrong. The model 
 levels ``p`` and ``p+1``, the interval is (``M_p``, ``M_{p+1}``). Each side is tested with the exact
 one-sided McNemar (sign) test on the discordant items, ``b ~ Binomial(b + c, 1/2)`` under "as
 capable as the member": ``p_lower = P(X >= b_p)`` (evidence of being above ``M_p``) and
-``p_upper = P(X <= b_{p+1})`` (evidence of being below ``M_{p+1}``). The interval's confidence is
-``1 - p_lower - p_upper`` (Bonferroni), floored at 0; an open end (p = 0 or n) contributes 0.
+``p_upper = P(X <= b_{p+1})`` (evidence of being below ``M_{p+1}``). The paper calls
+``1 - p_lower - p_upper`` (Bonferroni, floored at 0; an open end, p = 0 or n, contributes 0) the
+interval's confidence; it is shown as the *rule strength* (:data:`RULE_STRENGTH_NOTE`), since it is a
+test statistic and not a probability of being right (out of sample, values near 0.97 were right 39%
+of the time).
 
 ``weighting="stratified"`` (an option, not in the paper): the balanced subset gives every TI level
 the same weight, while the full-benchmark ground truth weighs each level by its size (on MMLU-Pro
