@@ -263,6 +263,9 @@ def test_report_has_one_summary_table_sorted_by_estimate_then_per_model_paragrap
     assert "2 models located on family toy" in page
     assert page.index("Located models") < page.index("Per model") < page.index("Localizations in detail")
     assert page.index(f"<p>{order[0]}:") < page.index(f"<p>{order[1]}:")
+    # the per-model curve panels follow the table's order too (titles inside plotly's escaped JSON)
+    title = "\\u003cb\\u003e{}\\u003c\\u002fb\\u003e"
+    assert page.index(title.format(order[0])) < page.index(title.format(order[1]))
 
 
 def test_paper_rule_shows_a_rule_strength_not_a_confidence(files, pool_dir, tmp_path, capsys) -> None:

@@ -182,14 +182,14 @@ def _curves_figure(result: LocationResult) -> go.Figure:
     rows = -(-n // cols)
     # model and interval on two lines: side by side, "model: between A and B" overran the next panel
     titles = [f"<b>{html.escape(loc.model)}</b><br>{html.escape(loc.interval).replace(' and ', '<br>and ')}"
-              for loc, _ in result.results]
+              for loc, _ in _sorted(result)]
     margin = {"l": 60, "r": 20, "t": 90, "b": 110}
     panel, gap = 300, 130  # px: panel height, space between rows for the axis title and next (three-line) title
     plot_height = panel * rows + gap * (rows - 1)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_yaxes=True,
                         horizontal_spacing=0.05, vertical_spacing=gap / plot_height if rows > 1 else 0.0)
     fig.update_annotations(font_size=12)  # the subplot titles (the member labels below set their own size)
-    for i, (loc, _) in enumerate(result.results):
+    for i, (loc, _) in enumerate(_sorted(result)):
         r, c = divmod(i, cols)
         r, c = r + 1, c + 1
         for j, (name, shade) in enumerate(zip(names, shades, strict=True), 1):
@@ -379,7 +379,7 @@ def location_report(result: LocationResult) -> Report:
                       + _LOCATE_RULES.format(method=html.escape(str(first.method)),
                                              weighting=html.escape(str(first.options.get("weighting", "balanced")))))
     report.figure(_curves_figure(result), "Accuracy by transition index",
-                  "One panel per located model: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
+                  "One panel per located model, in the order of the table above: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
                   "Dotted steps: the family's members, lighter for smaller ones, each named where it drops (member j "
                   "answers exactly the levels up to j). A model between members j and j+1 keeps high accuracy up to "
                   "level j and loses it from level j+2; level j+1, shaded, sits in between.")
