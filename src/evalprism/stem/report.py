@@ -346,29 +346,39 @@ def location_report(result: LocationResult) -> Report:
     used = [len(loc.subset) for loc, _ in result.results]
     common = max(set(used), key=lambda k: (used.count(k), -k))
     others = n - used.count(common)
-    items = f"{common:,} items" + (f" each ({others} model{'s' if others != 1 else ''} used another number: see "
-                                   "the items column)" if others else " each")
-    report = Report(title="STEM localization", subtitle=f"{n} model(s) on family {first.family} "
-                                                       f"({', '.join(members)}); {items}")
+    each = " each" if n > 1 else ""
+    items = f"{common:,} items{each}" + (f" ({others} model{'s' if others != 1 else ''} used another number: see "
+                                         "the items column)" if others else "")
+    report = Report(title="STEM localization", subtitle=f"{n} model{'s' if n != 1 else ''} on family "
+                                                       f"{first.family} ({', '.join(members)}); {items}")
     how = ", ".join(METHOD_LABELS.get(m, m) for m in methods)
     order = "highest position" if methods == ["paper"] else "highest estimate"
+    layout = (f"the table below has one row per model, {order} first, and the paragraphs under it say more per "
+              "model" if n > 1 else "the table below sums it up and the paragraph under it says more")
     headline = [(f"{n} model{'s' if n != 1 else ''} located on family {first.family} ({len(members)} members: "
-                 f"{', '.join(members)}) with {how}, from {items}; the table below has one row per model, {order} "
-                 "first, and the paragraphs under it say more per model.")]
+                 f"{', '.join(members)}) with {how}, from {items}; {layout}.")]
     if "paper" in methods:
         headline.append("The paper's rule gives a position but no probability of it being right: its 'rule "
                         "strength' (1 − the two one-sided exact McNemar p-values) is not calibrated; measured out "
                         "of sample, placements with a rule strength near 0.97 were right 39% of the time. A and B "
                         "give a calibrated confidence.")
     report.summary(*headline, *[note[0].upper() + note[1:] + "." for note in result.options.get("notes", [])])
-    report.table(located_table(result), "Located models",
-                 "interval: the two family members it lies between (lower – upper); estimate ± se: its estimated full-benchmark "
-                 "reference score (points) and standard error (A, B; the paper's rule estimates no score); "
-                 "confidence: the probability of that interval under N(estimate, se²), calibrated (A, B); rule "
-                 "strength: the paper's rule's 1 − McNemar p-values, not a probability; nearest member and its "
-                 "distance in points (≤ 1 se: yes when within one standard error; no 100-item method can place it reliably against that member); "
-                 "items: answers used. Sorted by estimate (the paper's rule: by position).",
-                 max_rows=500, nowrap=("model", "interval", "estimate ± se", "nearest member"))
+    table = located_table(result)
+    explain = {"interval": "interval: the two family members it lies between (lower – upper)",
+               "estimate ± se": "estimate ± se: its estimated full-benchmark reference score (points) and standard "
+                                "error",
+               "confidence": "confidence: the probability of that interval under N(estimate, se²), calibrated",
+               "rule strength": "rule strength (the paper's rule): 1 − the two one-sided McNemar p-values, a test "
+                                "statistic, not a probability of being right",
+               "nearest member": "nearest member: the member whose reference score is closest to the estimate, "
+                                 "distance in points; ≤ 1 se: yes when within one standard error (no 100-item "
+                                 "method can place it reliably against that member)",
+               "items": "items: answers used"}
+    caption = "; ".join(text for column, text in explain.items() if column in table.columns)
+    caption += ". Sorted by estimate" + (" (the paper's rule, which estimates no score: by position)."
+                                         if "paper" in methods else ".")
+    report.table(table, "Located models", caption, max_rows=500,
+                 nowrap=("model", "interval", "estimate ± se", "nearest member"))
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
     report.html_block("What this shows", "<p>Each new model answered a small sample of the family's items. "
                       "Estimators A and B estimate its full-benchmark reference score and place it between the two "
