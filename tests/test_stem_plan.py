@@ -58,8 +58,9 @@ def test_plan_then_locate_is_unbiased_and_covers_the_full_pool_score(world, meth
     assert abs(err.mean()) <= 3 * err.std(ddof=1) / np.sqrt(len(err)), (err.mean(), err.std())
     coverage = float((np.abs(err) <= Z95 * np.array(se)).mean())
     assert 0.91 <= coverage <= 0.985, coverage  # 300 plans: nominal 0.95 +- 3 binomial sd
-    # the reported standard error is the spread the estimates really have (within 15%)
-    assert np.sqrt(np.mean(np.square(se))) == pytest.approx(err.std(ddof=1), rel=0.15)
+    # the reported standard error is the spread the estimates really have (within 20%: A floors the
+    # variance of strata answered all right or all wrong, which errs on the wide side; 1.16 here)
+    assert np.sqrt(np.mean(np.square(se))) == pytest.approx(err.std(ddof=1), rel=0.2)
 
 
 def test_without_a_plan_answers_are_a_simple_random_sample_of_the_pool(world) -> None:
@@ -100,13 +101,23 @@ def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
     plan = make_plan(pool, items=100, seed=0, method="stratified")
     planned = _planned_only(target, plan, pool)
     has = planned.outcome != NO_ROW
+    # all right / all wrong: every stratum is uniform, so its variance is the add-one floor
+    # p~(1 - p~) with p~ = (k + 1)/(k + 2) (or 1/(k + 2)), k the benchmark's planned items
+    strata = plan.items.groupby("stratum").agg(bench=("benchmark", "first"), n=("stratum_drawn", "first"),
+                                               N=("stratum_size", "first"))
+    n_b = strata.groupby("bench")["N"].transform("sum")
+    k_b = strata.groupby("bench")["n"].transform("sum")
+    w_b = strata["bench"].map(dict(zip(plan.options["benchmarks"], plan.options["weights"], strict=True)))
+    floor = (k_b + 1) / (k_b + 2) ** 2
+    expected_se = 100 * np.sqrt((w_b**2 * (strata["N"] / n_b) ** 2 * (1 - strata["n"] / strata["N"])
+                                 * floor / strata["n"]).sum())
     for value, position in ((1, pool.n), (0, 0)):  # all right: above every member; all wrong: below
         outcome = np.where(has, value, NO_ROW).astype(np.int8)
         notes: list[str] = []
         loc = locate_subset(pool, replace(planned, outcome=outcome), plan=plan, method="stratified", design_note=notes)
-        assert loc.estimate == pytest.approx(100.0 * value) and loc.standard_error == 0.0
-        assert loc.position == position and loc.confidence == 1.0
-        assert any("standard error is 0" in n for n in notes)
+        assert loc.estimate == pytest.approx(100.0 * value)
+        assert loc.standard_error == pytest.approx(expected_se) and 0 < loc.standard_error < 3
+        assert loc.position == position and loc.confidence > 0.99
     # one answered item: in a two-benchmark pool, one message naming the benchmark without answers
     one = np.full_like(target.outcome, NO_ROW)
     first = int(np.flatnonzero(pool.bench_code == 0)[0])
@@ -136,7 +147,7 @@ def test_every_pool_item_answered_keeps_the_validation_view(world) -> None:
     assert entry["true_position"] == target.truth and "trials" in entry
     # with a plan: the plan's items estimate the score, and the truth (known: the whole pool) is beside it
     plan = make_plan(pool, items=100, seed=0, method="stratified")
-    result = locate_models(pool, answers, items=100, trials=0, plan=plan, method="stratified", progress=False)
+    result = locate_models(pool, answers, trials=0, plan=plan, method="stratified", progress=False)
     entry = result.localization()[0]
     assert entry["items_used"] == 100 and entry["true_position"] == target.truth
     assert entry["answered"] == entry["pool_items"] == len(pool.items)
@@ -200,6 +211,12 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     assert not (loc_dir / "trials.csv").exists()
     report = (loc_dir / "report.html").read_text()
     assert "ground truth from full-benchmark scores" not in report and "no truth to compare with" in report
+    # --items / --weighting on planned answers change nothing: refused, naming the flag, nothing written
+    for flag, value in (("--items", "50"), ("--weighting", "stratified")):
+        code, _, err = run_cli(["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir,
+                                flag, value, "--out", tmp_path / "loc3"], capsys)
+        assert code != 0 and f"{flag} {value}: does not apply here" in " ".join(err.split()), err
+        assert "Traceback" not in err and not (tmp_path / "loc3" / "report.html").exists()
     # a plan of another pool is refused with one message
     other = tmp_path / "pool2"
     code, _, err = run_cli(["stem", "pool", numeric_files["correctness"], "--models", numeric_files["meta"],
@@ -220,3 +237,25 @@ def test_python_api_on_part_of_the_pool(world) -> None:
     with pytest.raises(EvalprismError, match="answered 100 of the 1,000 pool items; trials"):
         run_trials(pool, part, items=50, trials=3)
     assert locate_model(pool, answers, items=100, method="stratified").truth == target.truth
+
+
+def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
+    """On a plan (no trials) or on answers to part of the pool, items, weighting and design change
+    nothing: giving one is refused, naming it; with trials on a whole-pool model they steer the trials."""
+    pool, answers, _ = world
+    plan = make_plan(pool, items=100, seed=0, method="stratified")
+    keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
+    subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
+    for kwargs in ({"items": 50}, {"weighting": "stratified"}, {"design": "stratified"}):
+        name = next(iter(kwargs))
+        with pytest.raises(EvalprismError, match=f"^{name} .*does not apply here: every model is located from its "
+                                                 "own answers alone \\(the plan's items\\)") as err:
+            locate_models(pool, subset, plan=plan, trials=0, progress=False, **kwargs)
+        assert err.value.parameter == name
+        with pytest.raises(EvalprismError, match="answers on part of the pool"):
+            locate_models(pool, subset, trials=5, progress=False, **kwargs)
+        with pytest.raises(EvalprismError, match=f"^{name} "):  # whole-pool model, plan, no trials
+            locate_models(pool, answers, plan=plan, trials=0, progress=False, **kwargs)
+    # a whole-pool model with trials: items steers them
+    result = locate_models(pool, answers, plan=plan, trials=3, items=60, method="stratified", progress=False)
+    assert result.results[0][1].options["items"] == 60

@@ -521,12 +521,12 @@ def stem_locate(
     new_correctness: StemCorrectness,
     out: Out,
     model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
-    items: Annotated[int, typer.Option("--items", help="Items per localization.", min=1)] = 100,
+    items: Annotated[Optional[int], typer.Option("--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1)] = None,
     trials: Annotated[int, typer.Option("--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0)] = 100,
     seed: Seed = 0,
     method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
     design: Annotated[Optional[StemDesign], typer.Option("--design", help="With a pool that has a reference panel: the IRT estimator's sample: random (simple random sample, the default) or stratified (A's strata).")] = None,
-    weighting: Annotated[StemWeighting, typer.Option("--weighting", help="The paper's rule: balanced: every TI level counts the same (paper); stratified: each level by its size in the pool.")] = StemWeighting.balanced,
+    weighting: Annotated[Optional[StemWeighting], typer.Option("--weighting", help="The paper's rule: balanced (the default): every TI level counts the same (paper); stratified: each level by its size in the pool.")] = None,
     metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
     model_name: StemModelName = None,
@@ -546,9 +546,9 @@ def stem_locate(
     the_plan = Plan.load(plan) if plan is not None else None
     table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
     _read_notes(table.attrs.get("choices", []), quiet)
-    result = locate_models(pool, table, model, items=items, trials=trials, seed=seed, weighting=weighting.value,
-                           method=method.value, design=design.value if design else None, plan=the_plan,
-                           progress=not quiet)
+    result = locate_models(pool, table, model, items=items, trials=trials, seed=seed,
+                           weighting=weighting.value if weighting else None, method=method.value,
+                           design=design.value if design else None, plan=the_plan, progress=not quiet)
     _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)

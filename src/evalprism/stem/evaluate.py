@@ -111,7 +111,7 @@ class Trials(SavedResult):
     ``bayesian_positions``: every method's. ``scores`` / ``standard_errors``: per score method
     (stratified, irt, random; percent) the estimate of the reference score per trial (random
     sampling has no standard error). ``confidences``: per method the confidence of each trial's
-    interval (paper: the McNemar Bonferroni confidence; A and B: the normal interval probability;
+    interval (paper: its rule strength, 1 - the two McNemar p-values, not calibrated; A and B: the normal interval probability;
     bayesian: the posterior mass). Saved: trials.csv, summary.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
@@ -202,7 +202,8 @@ class Trials(SavedResult):
                 out[f"{method}_score"] = self.scores[method]
             if method in self.standard_errors:
                 out[f"{method}_se"] = self.standard_errors[method]
-            out[f"{method}_confidence"] = self.confidences[method]
+            # the paper's number is a test statistic, not a calibrated confidence (RULE_STRENGTH_NOTE)
+            out[f"{method}_{'rule_strength' if method == 'paper' else 'confidence'}"] = self.confidences[method]
         out["truth"] = self.truth
         out["reference_score"] = self.reference_score
         return pd.DataFrame(out)
@@ -286,7 +287,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
     # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
     col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))
     y_strat = right[strat].astype(float)
-    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size)
+    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size, binary=True)
     a_score, a_se = 100.0 * est, 100.0 * np.sqrt(var)
     scores = {"stratified": a_score, "random": rand_score}
     ses = {"stratified": a_se}
@@ -356,7 +357,7 @@ def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, i
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
-                  items: int = 100, trials: int = 100, seed: int = 0, weighting: Weighting = "balanced",
+                  items: int | None = None, trials: int = 100, seed: int = 0, weighting: Weighting | None = None,
                   method: Method = "auto", design: Design | None = None, plan: Any = None,
                   progress: bool = True) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``).
@@ -366,17 +367,29 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     repeated trials of every method against its full-pool truth. A model with answers on part of
     the pool, or any model when a ``plan`` (:class:`~evalprism.stem.plan.Plan`) is given, is located
     from those answers alone, its full-pool score estimated by the plan's design or, without a plan,
-    as a simple random sample of the pool (:mod:`evalprism.stem.subset`); trials need the whole pool."""
+    as a simple random sample of the pool (:mod:`evalprism.stem.subset`); trials need the whole pool.
+
+    ``items`` (default 100), ``weighting`` (default ``balanced``) and ``design`` steer the sample
+    drawn from a whole-pool model; when no model is sampled (every one is located from its answers
+    alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
+    since it would change nothing."""
     from evalprism.stem.locate import locate_target
     from evalprism.stem.subset import answered_whole_pool, locate_subset
 
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
+    targets = [target_of(pool, enc, name) for name in names]
+    wholes = [answered_whole_pool(target) for target in targets]
+    sampled = any(whole and (plan is None or trials > 0) for whole in wholes)
+    why = ("every model is located from its own answers alone (" + ("the plan's items" if plan is not None else
+           "answers on part of the pool") + ") and no trials run, so no sample is drawn")
+    for name, value in (("items", items), ("weighting", weighting), ("design", design)):
+        check_applies(name, value, sampled, why)
+    items = 100 if items is None else items
+    weighting = weighting or "balanced"
     results = []
     notes: list[str] = []
-    for name in names:
-        target = target_of(pool, enc, name)
-        whole = answered_whole_pool(target)
+    for name, target, whole in zip(names, targets, wholes, strict=True):
         ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials \
             if trials > 0 and whole else None
         if plan is not None or not whole:

@@ -32,7 +32,7 @@ METHOD_LABELS = {"paper": "STEM paper rule", "stratified": "A: stratified (bench
 @dataclass
 class LocationResult(SavedResult):
     """Localizations (and, when trials ran, their trials) of several models on one pool: what
-    ``evalprism stem locate`` writes (levels.csv, tests.csv, subset.csv, trials.csv and summary.csv
+    ``evalprism stem locate`` writes (located.csv: one row per model, the report's summary table; levels.csv, tests.csv, subset.csv, trials.csv and summary.csv
     when trials ran, localization.json, run.json, report.html)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
@@ -45,7 +45,10 @@ class LocationResult(SavedResult):
         levels = pd.concat([loc.levels.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
         tests = pd.concat([loc.tests.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
         subset = pd.concat([loc.subset.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
-        out = {"levels": _model_first(levels), "tests": _model_first(tests), "subset": _model_first(subset)}
+        from evalprism.stem.report import located_table
+
+        out = {"located": located_table(self), "levels": _model_first(levels), "tests": _model_first(tests),
+               "subset": _model_first(subset)}
         ran = [t for _, t in self.results if t is not None]
         if ran:
             out["trials"] = pd.concat([t.frame() for t in ran], ignore_index=True)

@@ -118,7 +118,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
                                           np.ones(y.shape, dtype=bool), group[None, :], group_bench, group_size,
                                           weights, strata.bench_size, by_bench)
     else:
-        est, var = design_estimate(y, group, group_bench, group_size, weights, strata.bench_size)
+        est, var = design_estimate(y, group, group_bench, group_size, weights, strata.bench_size, binary=True)
     estimate, se = 100.0 * float(est[0]), 100.0 * float(np.sqrt(var[0]))
     options: dict[str, Any] = {"items": len(idx), "pool_items": len(pool.items),
                                "answered": int((target.outcome != NO_ROW).sum()), "design": design,
