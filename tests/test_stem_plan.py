@@ -259,3 +259,17 @@ def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
     # a whole-pool model with trials: items steers them
     result = locate_models(pool, answers, plan=plan, trials=3, items=60, method="stratified", progress=False)
     assert result.results[0][1].options["items"] == 60
+
+
+def test_models_on_part_of_the_pool_share_one_note_per_design() -> None:
+    """38 planned checkpoints used to put 38 identical notes above the summary table: one per design now."""
+    from evalprism.stem.evaluate import partial_answers_notes
+
+    plan = "plan: stratified (benchmark x members right)"
+    notes = partial_answers_notes([("a", 100, plan), ("b", 98, plan), ("c", 40, "a simple random sample")], 1521, 0)
+    assert notes == [f"2 models answered 98-100 of the 1,521 pool items: their full-pool scores are estimated under "
+                     f"the design '{plan}'; no truth to compare with",
+                     "'c' answered 40 of the 1,521 pool items: its full-pool score is estimated under the design "
+                     "'a simple random sample'; no truth to compare with"]
+    assert partial_answers_notes([("a", 5, plan)], 10, 100)[0].endswith(
+        "no truth to compare with and no trials (they need answers on the whole pool)")

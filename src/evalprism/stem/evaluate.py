@@ -389,16 +389,14 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     weighting = weighting or "balanced"
     results = []
     notes: list[str] = []
+    partial: list[tuple[str, int, str]] = []  # (model, items answered, design) of models that answered part of the pool
     for name, target, whole in zip(names, targets, wholes, strict=True):
         ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials \
             if trials > 0 and whole else None
         if plan is not None or not whole:
             loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes)
             if not whole:
-                notes.append(f"'{name}' answered {loc.options['answered']:,} of the {len(pool.items):,} pool items: its "
-                             f"full-pool score is estimated under the design '{loc.options['design']}'; no "
-                             "truth to compare with" + (" and no trials (they need answers on the whole pool)"
-                                                        if trials > 0 else ""))
+                partial.append((name, loc.options["answered"], loc.options["design"]))
         else:
             loc = locate_target(pool, target, items, seed, weighting, method=method, design=design)
             if items > loc.options["available"]:
@@ -410,9 +408,26 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
                "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
     if plan is not None:
         options["plan"] = {k: plan.options.get(k) for k in ("items", "seed", "method", "design", "strata")}
+    notes += partial_answers_notes(partial, len(pool.items), trials)
     if notes:
         options["notes"] = notes
     return LocationResult(pool=pool, results=results, options=options)
+
+
+def partial_answers_notes(partial: list[tuple[str, int, str]], pool_items: int, trials: int) -> list[str]:
+    """One note per design for the models that answered part of the pool (38 planned checkpoints make one
+    line, not 38): how many answered how much, and that their full-pool scores are estimates."""
+    notes = []
+    for design in dict.fromkeys(d for _, _, d in partial):
+        group = [(name, answered) for name, answered, d in partial if d == design]
+        counts = sorted({answered for _, answered in group})
+        answered = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,}-{counts[-1]:,}"
+        who, whose = (f"'{group[0][0]}' answered", "its full-pool score is") if len(group) == 1 else \
+            (f"{len(group)} models answered", "their full-pool scores are")
+        notes.append(f"{who} {answered} of the {pool_items:,} pool items: {whose} estimated under the "
+                     f"design '{design}'; no truth to compare with"
+                     + (" and no trials (they need answers on the whole pool)" if trials > 0 else ""))
+    return notes
 
 
 def more_items_than_answered(model: str, items: int, available: int, trials: int) -> str:
