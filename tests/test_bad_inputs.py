@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import HANG_LIMIT_S, small_responses
+from helpers import HANG_LIMIT_S, run_cli, small_responses
 
 pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
 
@@ -927,3 +927,16 @@ class TestManyConfigurations:
         notes: list[str] = []
         out = compare_configurations(settings, samples, None, ["c"], 9, 0, notes)
         assert out is not None and len(out) == n - 1 and set(out["configuration_a"]) == {"c0"}
+
+
+class TestClusterCountBeforeEmbedding:
+    """`ecdf --clusters 0` failed after 726 s of embedding on a real file: K is checked against the number of
+    settings, which the table gives before anything is embedded."""
+
+    @pytest.mark.parametrize("k", ["0", "1000"])
+    def test_refused_before_the_embedder_loads(self, tmp_path: Path, responses_csv: Path, capsys, k: str) -> None:
+        cache = tmp_path / "cache"
+        code, _, err = run_cli(["ecdf", responses_csv, "--by", "model", "--by", "temperature", "--clusters", k,
+                                "--cache-dir", cache, "--out", tmp_path / "out"], capsys)
+        assert code == 2 and "K must be between 1 and the number of settings (12)" in " ".join(err.split()), err
+        assert not (cache / "embeddings.sqlite").exists() and not (tmp_path / "out").exists()

@@ -318,7 +318,7 @@ def p2l_route(
     out: Out,
     budget: Annotated[Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")] = None,
     opponent: Annotated[str, typer.Option("--opponent", help="uniform, or a model name (point mass).")] = "uniform",
-    scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: mean cost over the prompts; prompt: every prompt.")] = BudgetScopeName.average,
+    scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: the mean expected cost over the prompts stays within the budget; prompt: each prompt's expected cost does (a routing mixes models: an expectation, not a cap on one call).")] = BudgetScopeName.average,
     prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
     cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
     cache_dir: CacheDir = None,

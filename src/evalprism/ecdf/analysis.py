@@ -351,9 +351,7 @@ def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | s
     distances (eq. 4-5) -- the n x n matrix up to CLARA_ABOVE settings, CLARA-style n x k work above
     (:mod:`evalprism.stats.clara`) -- and wins (eq. 7)."""
     n = len(samples)
-    if clusters != "auto" and not 1 <= int(clusters) <= n:
-        raise EvalprismError(f"clusters {clusters}: K must be between 1 and the number of settings ({n})",
-                             parameter="clusters")
+    check_cluster_range(clusters, n)
     distinct = distinct_ecdf_count(samples)
     if clusters != "auto" and int(clusters) > distinct:
         notes.append(f"K={clusters} was asked, but the settings have only {distinct} distinct ECDFs: more clusters "
@@ -518,7 +516,15 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
     if len(settings) < 2:
         raise EvalprismError(f"{where}: only {len(settings)} setting; clustering needs at least 2")
     check_distance_memory(len(settings), where)
+    check_cluster_range(clusters, len(settings))  # before any embedding: a bad K used to fail after minutes of it
     return df, settings, group, notes
+
+
+def check_cluster_range(clusters: int | str, n_settings: int) -> None:
+    """Refuse a given K outside 1..the number of settings (known from the table, before any embedding)."""
+    if clusters != "auto" and not 1 <= int(clusters) <= n_settings:
+        raise EvalprismError(f"clusters {clusters}: K must be between 1 and the number of settings ({n_settings})",
+                             parameter="clusters")
 
 
 def _collision_notes(df: pd.DataFrame, keys: list[str], notes: list[str]) -> None:
