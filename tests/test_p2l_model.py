@@ -237,6 +237,11 @@ def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
     assert poet["creative writing"] > 0.5 > poet["arithmetic"]
     for name in ("prompts.csv", "leaderboard.csv", "report.html"):
         assert (tmp_path / "lb" / name).exists()
+    # a category column the file lacks: refused naming the file, before any prompt is encoded
+    code, _, err = run_cli(["p2l", "leaderboard", tmp_path / "model", tmp_path / "prompts.csv", "--out",
+                            tmp_path / "lb2", "--category-column", "topics"], capsys)
+    assert code == 2 and "prompts.csv: no column 'topics' (columns: prompt, topic)" in " ".join(err.split()), err
+    assert "predicting leaderboards" not in err and not (tmp_path / "lb2").exists()
 
 
 def test_cli_refuses_empty_prompts(tmp_path: Path, capsys) -> None:

@@ -77,11 +77,14 @@ def analyze_prompt_set(
     is compared with in the strengths table.
     """
     texts = prompts["prompt"].astype(str).tolist()
+    # the options are checked before the prompts are encoded (minutes on a large prompt set)
+    if category_column is not None and category_column not in prompts.columns:
+        where = prompts.attrs.get("source", "prompts")
+        raise EvalprismError(f"{where}: no column '{category_column}' (columns: {', '.join(map(str, prompts.columns))})",
+                             parameter="category_column")
     status(f"predicting leaderboards for {len(texts)} prompts over {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)
     if category_column is not None:
-        if category_column not in prompts.columns:
-            raise EvalprismError(f"prompts: no column '{category_column}' (columns: {', '.join(map(str, prompts.columns))})")
         categories = prompts[category_column].fillna("(none)").astype(str).to_numpy()
         source = f"column '{category_column}'"
     else:
