@@ -386,3 +386,17 @@ def test_cli_single_query_min_samples_and_empty_qrels_path(tmp_path: Path, capsy
                             "--human", "human", "--llm", "x", "--out", tmp_path / "o", "-q"], capsys)
     assert code == 2 and "qrels 'human=': the path after '=' is empty" in " ".join(err.split())
     assert not (tmp_path / "o").exists()
+
+
+def test_pairs_without_a_human_label_are_said_before_the_embedding(capsys) -> None:
+    """Human qrels for a few queries beside an LLM's for all: the pairs the human never judged are said on
+    stderr (they are clustered but cannot enter any agreement), not only in the report's notes."""
+    from evalprism.judges import analyze
+    from evalprism.judges.simulate import genre_embeddings, simulate_judgments
+
+    table = simulate_judgments()
+    unjudged = table["query_id"].isin(table["query_id"].unique()[2:])
+    table["human"] = table["human"].where(~unjudged)
+    analyze(table, "human", ["llm_strict"], embeddings=genre_embeddings(table), progress=False)
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{int(unjudged.sum()):,} of {len(table):,} pairs have no human label ('human')" in err, err

@@ -132,6 +132,10 @@ def analyze(
     # every step sees the pairs in (query_id, doc_id) order; the pair table keeps the order given
     judged, rows = given.in_pair_order()
     back = np.argsort(rows)
+    unlabelled = int(np.isnan(judged.labels[human]).sum())
+    if unlabelled:  # said before the embedding: e.g. human qrels of 2 queries beside an LLM's of 43
+        warning(f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{human}'): they are embedded and "
+                "clustered, but left out of every agreement")
     groups = split_groups(judged.table, options.by)
     for name, idx in groups.parts:  # the pair counts are known before embedding, the dimension after
         options.cluster.check_shape(idx.size, where=groups.where(name))
