@@ -543,6 +543,18 @@ class TestRouteCostsAndBudget:
         assert "is not one of the models" not in err  # extra rows are ignored, not blamed
         assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
 
+    def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
+        from helpers import run_cli
+
+        battles = pd.DataFrame({"prompt": ["Write a haiku.", "What is 2 + 2?"], "model_a": ["model-a", "model-b"],
+                                "model_b": ["model-b", "gpt-9"], "winner": ["model_a", "model_b"]})
+        battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
+        code, _, err = run_cli(["p2l", "evaluate", self._model_dir(tmp_path), tmp_path / "held_out.jsonl", "--out",
+                                tmp_path / "out", "-q"], capsys)
+        err = " ".join(err.split())
+        assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
+        assert not (tmp_path / "out").exists()
+
     def test_budget_below_the_cheapest_fails_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
         pd.DataFrame({"model": self.MODELS, "cost": np.arange(1.0, 11.0)}).to_csv(tmp_path / "c.csv", index=False)
         code, err = self._route(tmp_path, tmp_path / "c.csv", capsys, "--budget", "0.5")

@@ -295,12 +295,11 @@ def p2l_evaluate(
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
     from evalprism.io import read_table
-    from evalprism.p2l import P2LModel, evaluate_model
+    from evalprism.p2l import evaluate_model_dir
 
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
     table = read_table(battles)  # the battles first: a bad file fails before the model loads
-    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = evaluate_model(model, table, repeats=repeats, seed=seed, progress=not quiet)
+    result = evaluate_model_dir(model_dir, table, repeats=repeats, seed=seed, cache_dir=cache_dir, progress=not quiet)
     result.save(target)
     _wrote(out, quiet)
 

@@ -26,7 +26,7 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.p2l.aggregate import aggregate_leaderboards
-    from evalprism.p2l.evaluate import EvaluationResult, evaluate_model
+    from evalprism.p2l.evaluate import EvaluationResult, evaluate_model, evaluate_model_dir
     from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
     from evalprism.p2l.model import P2LModel
     from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
@@ -49,6 +49,7 @@ __all__ = [
     "analyze_prompt_set",
     "checkpoint_dir_for",
     "evaluate_model",
+    "evaluate_model_dir",
     "fit_leaderboard",
     "route",
     "route_model_dir",
@@ -59,7 +60,7 @@ __all__ = [
 
 lazy_package(__name__, {
     "aggregate": ["aggregate_leaderboards"],
-    "evaluate": ["EvaluationResult", "evaluate_model"],
+    "evaluate": ["EvaluationResult", "evaluate_model", "evaluate_model_dir"],
     "marginal": ["LeaderboardResult", "fit_leaderboard"],
     "model": ["P2LModel"],
     "prompt_set": ["PromptSetResult", "analyze_prompt_set"],

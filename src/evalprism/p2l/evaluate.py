@@ -12,6 +12,7 @@ approaches the ground-truth leaderboard of the prompt set.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,7 +22,7 @@ from scipy.special import expit
 
 from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.p2l.model import P2LModel, Prediction
+from evalprism.p2l.model import P2LModel, Prediction, model_names
 from evalprism.progress import status
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.aggregate import aggregate_leaderboards
@@ -162,6 +163,16 @@ class EvaluationResult(SavedResult):
         from evalprism.p2l.reports import evaluation_report
 
         return evaluation_report(self)
+
+
+def evaluate_model_dir(model_dir: str | Path, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
+                       cache_dir: str | Path | None = None, progress: bool = True) -> EvaluationResult:
+    """:func:`evaluate_model` with the model in ``model_dir``: the battles are checked against its model
+    list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so battles of models it does not
+    rank fail before the encoder loads (tens of seconds)."""
+    battle_arrays(to_canonical_battles(battles), names=model_names(model_dir), min_battles=1)
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
+    return evaluate_model(model, battles, repeats=repeats, seed=seed, progress=progress)
 
 
 def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
