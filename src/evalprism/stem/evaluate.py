@@ -58,6 +58,7 @@ from evalprism.stem.locate import (
     per_level,
     positions_from_counts,
     target_of,
+    usable_items,
 )
 from evalprism.stem.located import METHODS, SCORE_METHODS, LocationResult
 from evalprism.stem.pool import Pool
@@ -233,12 +234,11 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
             weighting: Weighting = "balanced", method: str = "auto", design: Design | None = None) -> Run:
     chosen = choose_method(pool, target.model, method)
     design = resolve_design(pool, design)
-    missing = pool.options.get("missing", "wrong")
     levels = level_items(pool, target)
     m = per_level(items, levels)
     order = pool.item_order
     has_row = target.outcome != NO_ROW
-    usable = has_row & (target.outcome != -1) if missing == "exclude" else has_row
+    usable = usable_items(pool, target)
     candidates = order[has_row[order]]  # random sampling: every item with a row, in content order
     population = order[usable[order]]  # A and B: the items the model can be scored on
     size = np.array([min(len(lv), m) for lv in levels])
@@ -302,7 +302,7 @@ def _trials(pool: Pool, target: Target, items: int, trials: int, seed: int, prog
         irt_pos = positions_of(b_score, member_scores)
     stratified_pos = positions_of(a_score, member_scores)
     chosen_pos = {"paper": paper, "stratified": stratified_pos, "irt": irt_pos}[chosen]
-    options = {"items": items, "per_level": m, "trials": trials, "seed": seed, "missing": missing,
+    options = {"items": items, "per_level": m, "trials": trials, "seed": seed, "missing": pool.options.get("missing", "wrong"),
                "weighting": weighting, "method": chosen, "method_requested": method, "design": design,
                "strata": int(len(alloc)), "panel_models": pool.panel_size(target.model),
                "available": len(population)}

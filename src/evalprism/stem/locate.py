@@ -101,12 +101,18 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     return Target(model=model, outcome=outcome, scores=scores, reference_score=ref, truth=truth)
 
 
-def level_items(pool: Pool, target: Target) -> list[np.ndarray]:
-    """Pool item indices of each TI level 1..n+1 that the model can be scored on, in :attr:`Pool.item_order`."""
+def usable_items(pool: Pool, target: Target) -> np.ndarray:
+    """Which pool items the model can be scored on: those with a row, and under ``missing="exclude"``
+    only those it answered (a -1 is outside the population there, wrong otherwise)."""
     usable = target.outcome != NO_ROW
     if pool.options.get("missing", "wrong") == "exclude":
         usable &= target.outcome != -1
-    in_pool = (pool.ti > 0) & usable
+    return usable
+
+
+def level_items(pool: Pool, target: Target) -> list[np.ndarray]:
+    """Pool item indices of each TI level 1..n+1 that the model can be scored on, in :attr:`Pool.item_order`."""
+    in_pool = (pool.ti > 0) & usable_items(pool, target)
     order = pool.item_order
     order = order[in_pool[order]]
     ti = pool.ti[order]

@@ -27,7 +27,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.stem.estimate import design_estimate
-from evalprism.stem.locate import NO_ROW, Localization, Target, _score_localization
+from evalprism.stem.locate import NO_ROW, Localization, Target, _score_localization, usable_items
 from evalprism.stem.plan import Plan, pool_strata
 from evalprism.stem.pool import Pool
 
@@ -35,13 +35,6 @@ from evalprism.stem.pool import Pool
 def answered_whole_pool(target: Target) -> bool:
     """True when the model has an answer row for every pool item (the validation view applies)."""
     return bool((target.outcome != NO_ROW).all())
-
-
-def _usable(pool: Pool, target: Target) -> np.ndarray:
-    usable = target.outcome != NO_ROW
-    if pool.options.get("missing", "wrong") == "exclude":
-        usable &= target.outcome != -1
-    return usable
 
 
 def _plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
@@ -73,7 +66,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
         raise EvalprismError("method paper draws its own balanced subset from answers on the whole pool; for answers "
                              "on part of the pool use auto, stratified or irt", parameter="method")
     chosen = choose_method(pool, target.model, method)
-    usable = _usable(pool, target)
+    usable = usable_items(pool, target)
     whole = answered_whole_pool(target)
     strata = pool_strata(pool)
     nb = len(strata.weights)
