@@ -92,8 +92,10 @@ def test_plan_is_deterministic_and_its_weights_add_up_to_the_pool(world) -> None
     assert (a.items["inclusion_probability"] * a.items["design_weight"]).to_numpy() == pytest.approx(1.0)
     per_stratum = a.items.groupby("stratum").agg(n=("item_id", "size"), drawn=("stratum_drawn", "first"))
     assert (per_stratum["n"] == per_stratum["drawn"]).all()
-    with pytest.raises(EvalprismError, match="adaptive designs are not implemented yet"):
-        make_plan(pool, items=100, method="adaptive")
+    # stage 1 of an adaptive plan is this same draw, marked as stage 1
+    first = make_plan(pool, items=100, seed=7, method="adaptive")
+    assert first.items["item_id"].tolist() == a.items["item_id"].tolist() and (first.items["stage"] == 1).all()
+    assert first.options["method"] == "adaptive" and first.stage_sizes() == [100]
 
 
 def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:

@@ -557,26 +557,50 @@ class StemPlanMethod(str, Enum):
     auto = "auto"
     stratified = "stratified"
     irt = "irt"
+    adaptive = "adaptive"
 
 
 @stem_app.command("plan")
 def stem_plan(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN")],
-    items: Annotated[int, typer.Option("--items", help="Items to run the new model on.", min=1)] = 100,
+    items: Annotated[int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)] = 100,
     seed: Seed = 0,
-    method: Annotated[StemPlanMethod, typer.Option("--method", help="Estimator the answers will be read with: auto (irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: not yet.")] = StemPlanMethod.auto,
+    method: Annotated[Optional[StemPlanMethod], typer.Option("--method", help="Estimator the answers will be read with: auto (the default: irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: stage 1 of an adaptive plan (the same draw); later stages with --plan and --answers.")] = None,
+    previous: Annotated[Optional[Path], typer.Option("--plan", help="An adaptive plan (stages 1..K) to extend by stage K+1, picked from the model's --answers on its items.", metavar="PLAN_DIR")] = None,
+    stage: Annotated[Optional[int], typer.Option("--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2)] = None,
+    answers: Annotated[Optional[Path], typer.Option("--answers", help="With --plan: the model's answers on the plan's items (any correctness file `stem locate` reads).", metavar="ANSWERS")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="With --answers: the model to plan for (default: the only model in the file).")] = None,
+    target_confidence: Annotated[Optional[float], typer.Option("--target-confidence", help="With --plan: add no item when the localization so far already has this confidence (e.g. 0.95).")] = None,
+    metric: StemMetric = None,
+    lm_eval_filter: StemFilter = None,
+    model_name: StemModelName = None,
+    scorer: StemScorer = None,
+    epochs: StemEpochs = StemEpochsChoice.mean,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight), and the
-    lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed)."""
-    from evalprism.stem import Pool, make_plan
+    """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight, stage), and
+    the lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed);
+    an adaptive plan's later stages also in the model's answers."""
+    from evalprism.io import read_correctness
+    from evalprism.stem import Plan, Pool, plan_stage
 
-    target = _claim(out, "stem plan", [pool_dir], overwrite, quiet)
-    plan = make_plan(Pool.load(pool_dir), items=items, seed=seed, method=method.value)
+    target = _claim(out, "stem plan", [pool_dir, previous, answers], overwrite, quiet)
+    pool = Pool.load(pool_dir)
+    prior = Plan.load(previous) if previous is not None else None
+    table = None
+    if answers is not None:
+        table = read_correctness(answers, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
+        _read_notes(table.attrs.get("choices", []), quiet)
+    plan, current = plan_stage(pool, items=items, seed=seed, method=method.value if method else None, previous=prior,
+                               answers=table, model=model, stage=stage, target_confidence=target_confidence,
+                               progress=not quiet)
     plan.save(target)
-    _wrote(out, quiet, f"; {len(plan.items)} of {plan.options['pool_items']} pool items, {plan.options['strata']} strata")
+    if "stopped" in plan.options:
+        _notes([plan.options["stopped"]], quiet)
+    _wrote(out, quiet, f"; {len(plan.items)} of {plan.options['pool_items']} pool items, {plan.options['strata']} strata"
+           + (f", stage {plan.options['stage']}" if plan.options.get("method") == "adaptive" else ""))
 
 
 @stem_app.command("audit")

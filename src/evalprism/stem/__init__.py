@@ -12,7 +12,9 @@
 - :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes; a
   model with answers on part of the pool (a plan's items or any subset) is located from them alone
   (:mod:`~evalprism.stem.subset`).
-- :func:`make_plan` -> :class:`Plan`: which items to run a new model on (``stem plan``).
+- :func:`make_plan` -> :class:`Plan`: which items to run a new model on (``stem plan``);
+  :func:`plan_stage` and :class:`AdaptiveSession`: an adaptive plan's later stages, picked from the
+  model's answers so far (:mod:`~evalprism.stem.adaptive`).
 
 The rules chosen where the paper is silent are stated in the docstrings of
 :mod:`evalprism.stats.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
@@ -32,8 +34,10 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stem.locate import Localization, locate_model
     from evalprism.stem.plan import Plan, make_plan
     from evalprism.stem.pool import Audit, Pool, attach_panel, build_pool, build_pool_from_files
+    from evalprism.stem.staging import AdaptiveSession, plan_stage
 
 __all__ = [
+    "AdaptiveSession",
     "Audit",
     "Localization",
     "LocationResult",
@@ -46,6 +50,7 @@ __all__ = [
     "locate_model",
     "locate_models",
     "make_plan",
+    "plan_stage",
     "run_trials",
 ]
 
@@ -55,4 +60,5 @@ lazy_package(__name__, {
     "locate": ["Localization", "locate_model"],
     "plan": ["Plan", "make_plan"],
     "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
+    "staging": ["AdaptiveSession", "plan_stage"],
 })

@@ -394,7 +394,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
         ran = _trials(pool, target, items, trials, seed, progress, weighting, method, design).trials \
             if trials > 0 and whole else None
         if plan is not None or not whole:
-            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes)
+            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes, progress=progress)
             if not whole:
                 partial.append((name, loc.options["answered"], loc.options["design"]))
         else:

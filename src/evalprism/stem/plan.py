@@ -42,10 +42,13 @@ from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_d
 from evalprism.stem.pool import Pool
 
 PLAN_FILE = "plan.csv"
-PLAN_METHODS = ("auto", "stratified", "irt")
+PLAN_METHODS = ("auto", "stratified", "irt", "adaptive")
+STRATIFIED_DESIGN = "stratified (benchmark x members right), proportional allocation"
+ADAPTIVE_DESIGN = ("adaptive: stage 1 stratified (benchmark x members right), later stages by expected Fisher "
+                   "information")
 #: columns of plan.csv
 PLAN_COLUMNS = ["benchmark", "item_id", "stratum", "members_right", "stratum_size", "stratum_drawn",
-                "inclusion_probability", "design_weight"]
+                "inclusion_probability", "design_weight", "stage"]
 
 
 def pool_strata(pool: Pool) -> Strata:
@@ -65,6 +68,10 @@ class Plan(SavedResult):
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"plan": self.items}
+
+    def stage_sizes(self) -> list[int]:
+        """Items of each stage, stage 1 first (a stratified plan has one stage)."""
+        return [int(k) for k in self.items.groupby("stage", sort=True).size()]
 
     def lm_eval_samples(self) -> dict[str, list[int]] | None:
         """Benchmark -> planned doc indices (lm-eval ``--samples``), or None when an item_id is not
@@ -107,6 +114,8 @@ class Plan(SavedResult):
             options = json.loads((plan_dir / "run.json").read_text(encoding="utf-8")).get("options", {})
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             raise EvalprismError(f"{plan_dir}: not a valid evalprism plan directory: {exc}") from None
+        if "stage" not in items.columns:  # a plan written before stages existed: one stage
+            items["stage"] = 1
         missing = [c for c in PLAN_COLUMNS if c not in items.columns]
         if missing:
             raise EvalprismError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(PLAN_COLUMNS)})")
@@ -122,13 +131,13 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
     from evalprism.stem.evaluate import MIN_PANEL
 
     if method not in PLAN_METHODS:
-        raise EvalprismError(f"method: expected auto, stratified or irt, got {method!r} (adaptive designs are not "
-                             "implemented yet)", parameter="method")
+        raise EvalprismError(f"method: expected {', '.join(PLAN_METHODS)}, got {method!r}", parameter="method")
     if items < 1:
         raise EvalprismError(f"items: expected at least 1, got {items}", parameter="items")
-    if method == "irt" and pool.panel is None:
-        raise EvalprismError("method irt needs a reference panel: build the pool with other models' results on the "
-                             "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)")
+    if method in ("irt", "adaptive") and pool.panel is None:
+        raise EvalprismError(f"method {method} needs a reference panel ({'the IRT estimator' if method == 'irt' else 'later stages are picked with its 2PL'}): "
+                             "build the pool with other models' results on the same items (`evalprism stem pool ... "
+                             "--panel OTHER_CORRECTNESS`), or plan stratified", parameter="method")
     chosen = method if method != "auto" else ("irt" if pool.panel_size() >= MIN_PANEL else "stratified")
     strata = pool_strata(pool)
     alloc = allocate(items, strata.size, strata.share)
@@ -140,11 +149,31 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
     frame = pd.DataFrame({
         "benchmark": pool.items["benchmark"].to_numpy()[picked], "item_id": pool.items["item_id"].to_numpy()[picked],
         "stratum": h, "members_right": strata.right[h], "stratum_size": size, "stratum_drawn": drawn,
-        "inclusion_probability": drawn / size, "design_weight": size / drawn,
+        "inclusion_probability": drawn / size, "design_weight": size / drawn, "stage": 1,
     })
     options = {"family": pool.family, "pool_items": len(pool.items), "items": len(frame),
                "items_requested": items, "seed": seed, "method": chosen, "method_requested": method,
-               "design": "stratified (benchmark x members right), proportional allocation",
+               "design": STRATIFIED_DESIGN if chosen != "adaptive" else ADAPTIVE_DESIGN,
                "strata": len(strata.size), "panel_models": pool.panel_size(),
                "benchmarks": pool.benchmarks["benchmark"].tolist(), "weights": [float(w) for w in strata.weights]}
+    if chosen == "adaptive":
+        options.update(stage=1, stages=[len(frame)])
     return Plan(items=frame, options=options)
+
+
+def plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
+    """Pool indices of the plan's items; refuses a plan made on another pool."""
+    if plan.options.get("family") not in (None, pool.family) or \
+            plan.options.get("pool_items") not in (None, len(pool.items)):
+        raise EvalprismError(f"plan: made on a pool of family {plan.options.get('family')!r} with "
+                             f"{plan.options.get('pool_items')} items, not this pool ({pool.family!r}, "
+                             f"{len(pool.items)} items); plan again on this pool (`evalprism stem plan`)")
+    keys = pd.MultiIndex.from_arrays([pool.items["benchmark"].astype(str).to_numpy(),
+                                      pool.items["item_id"].astype(str).to_numpy()])
+    where = keys.get_indexer(pd.MultiIndex.from_arrays([plan.items["benchmark"].astype(str).to_numpy(),
+                                                        plan.items["item_id"].astype(str).to_numpy()]))
+    if (where < 0).any():
+        row = int(np.flatnonzero(where < 0)[0])
+        raise EvalprismError(f"plan.csv row {row + 2}: item ({plan.items['benchmark'].iat[row]}, "
+                             f"{plan.items['item_id'].iat[row]}) is not in the pool; the plan was made on another pool")
+    return where

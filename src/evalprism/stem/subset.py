@@ -23,12 +23,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.stats.pairwise import Z95
 from evalprism.stem.estimate import design_estimate
-from evalprism.stem.locate import NO_ROW, Localization, Target, _score_localization, usable_items
-from evalprism.stem.plan import Plan, pool_strata
+from evalprism.stem.locate import (
+    NO_ROW,
+    Localization,
+    Target,
+    _score_localization,
+    usable_items,
+)
+from evalprism.stem.plan import Plan, plan_rows, pool_strata
 from evalprism.stem.pool import Pool
 
 
@@ -37,41 +43,30 @@ def answered_whole_pool(target: Target) -> bool:
     return bool((target.outcome != NO_ROW).all())
 
 
-def _plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
-    """Pool indices of the plan's items; refuses a plan made on another pool."""
-    if plan.options.get("family") not in (None, pool.family) or \
-            plan.options.get("pool_items") not in (None, len(pool.items)):
-        raise EvalprismError(f"plan: made on a pool of family {plan.options.get('family')!r} with "
-                             f"{plan.options.get('pool_items')} items, not this pool ({pool.family!r}, "
-                             f"{len(pool.items)} items); plan again on this pool (`evalprism stem plan`)")
-    keys = pd.MultiIndex.from_arrays([pool.items["benchmark"].astype(str).to_numpy(),
-                                      pool.items["item_id"].astype(str).to_numpy()])
-    where = keys.get_indexer(pd.MultiIndex.from_arrays([plan.items["benchmark"].astype(str).to_numpy(),
-                                                        plan.items["item_id"].astype(str).to_numpy()]))
-    if (where < 0).any():
-        row = int(np.flatnonzero(where < 0)[0])
-        raise EvalprismError(f"plan.csv row {row + 2}: item ({plan.items['benchmark'].iat[row]}, "
-                             f"{plan.items['item_id'].iat[row]}) is not in the pool; the plan was made on another pool")
-    return where
-
-
 def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, method: str = "auto",
-                  design_note: list[str] | None = None) -> Localization:
+                  design_note: list[str] | None = None, progress: bool = False) -> Localization:
     """Place ``target`` from the pool items it answered (module docstring); ``design_note`` collects
-    what the user should be told (items left out, the design assumed, a standard error of 0)."""
+    what the user should be told (items left out, the design assumed, a standard error of 0). An
+    adaptive plan is read with its own estimator (:mod:`evalprism.stem.adaptive`), which calibrates on
+    the panel (``progress``: a bar for that)."""
     from evalprism.stem.evaluate import choose_method
 
     notes = design_note if design_note is not None else []
     if method == "paper":
         raise EvalprismError("method paper draws its own balanced subset from answers on the whole pool; for answers "
                              "on part of the pool use auto, stratified or irt", parameter="method")
-    chosen = choose_method(pool, target.model, method)
+    adaptive = plan is not None and plan.options.get("method") == "adaptive"
+    if adaptive and method != "auto":
+        raise EvalprismError(f"method {method}: an adaptive plan is read with its own estimator (the IRT ability "
+                             "posterior, calibrated on the panel); its stage-1 design-based estimate is reported "
+                             "beside it; drop --method", parameter="method")
+    chosen = "adaptive" if adaptive else choose_method(pool, target.model, method)
     usable = usable_items(pool, target)
     whole = answered_whole_pool(target)
     strata = pool_strata(pool)
     nb = len(strata.weights)
     if plan is not None:
-        idx = _plan_rows(pool, plan)
+        idx = plan_rows(pool, plan)
         codes = plan.items["stratum"].to_numpy(dtype=np.int64)
         ok = (codes >= 0) & (codes < len(strata.size))
         if not ok.all() or not (strata.size[np.clip(codes, 0, len(strata.size) - 1)]
@@ -103,7 +98,10 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
         design = "simple random sample of the pool within each benchmark (assumed: no plan given)"
     y = (target.outcome[idx] == 1).astype(float)[None, :]
     weights = np.asarray(strata.weights)
-    if chosen == "irt":
+    extra: dict[str, Any] = {}
+    if adaptive:
+        est, var, extra = _adaptive(pool, target, plan, idx, notes, progress)  # type: ignore[arg-type]
+    elif chosen == "irt":
         from evalprism.stem.irt import difference_estimate
 
         by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
@@ -117,7 +115,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
                                "answered": int((target.outcome != NO_ROW).sum()), "design": design,
                                "method": chosen, "method_requested": method, "whole_pool": whole,
                                "missing": pool.options.get("missing", "wrong"),
-                               "panel_models": pool.panel_size(target.model), "available": len(pool.items)}
+                               "panel_models": pool.panel_size(target.model), "available": len(pool.items), **extra}
     if se == 0:
         notes.append(f"'{target.model}': its {len(idx):,} answers do not vary within any "
                      f"{'stratum' if plan is not None else 'benchmark'} (e.g. all right or all wrong), so the estimated "
@@ -125,3 +123,23 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
     view = target if whole else Target(model=target.model, outcome=target.outcome, scores=target.scores,
                                        reference_score=None, truth=None)  # type: ignore[arg-type]
     return _score_localization(pool, view, idx, estimate, se, options, chosen)
+
+
+def _adaptive(pool: Pool, target: Target, plan: Plan, idx: np.ndarray, notes: list[str],
+              progress: bool) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The adaptive estimate (fractions, as the design estimators return) and, beside it, the
+    design-based estimate B from the plan's stage-1 items alone (a probability sample)."""
+    from evalprism.stem.adaptive import adaptive_estimate
+
+    estimate, se, info = adaptive_estimate(pool, target, plan, idx, progress=progress)
+    first = plan.items["stage"].to_numpy() == 1
+    stage1 = Plan(items=plan.items[first].reset_index(drop=True), options={**plan.options, "method": "irt"})
+    check = locate_subset(pool, target, plan=stage1, method="irt")
+    info["stage1_check"] = {"items": int(first.sum()), "estimate": round(float(check.estimate), 4),
+                            "standard_error": round(float(check.standard_error), 4)}
+    if abs(estimate - check.estimate) > Z95 * check.standard_error:
+        notes.append(f"'{target.model}': the adaptive estimate {estimate:.1f} is more than 1.96 standard errors from "
+                     f"the design-based estimate {check.estimate:.1f} ± {check.standard_error:.1f} of its "
+                     f"{int(first.sum())} stage-1 items: the panel's 2PL may not fit this model (contamination, "
+                     "another kind of model); the stage-1 estimate assumes no model and is the safer of the two")
+    return np.array([estimate / 100]), np.array([(se / 100) ** 2]), {"adaptive": info}
