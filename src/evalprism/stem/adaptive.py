@@ -141,6 +141,16 @@ def run_plan(fit: IRTFit, y_pool: np.ndarray, stage1: np.ndarray, sizes: list[in
 
 
 @dataclass(frozen=True)
+class PanelRuns:
+    """The plan run on reference-panel models by leave-one-out: per model (``names``) and run, the
+    adaptive estimate's error against the model's full-pool score and its posterior variance."""
+
+    names: list[str]
+    errors: np.ndarray  # models x runs (fractions)
+    variances: np.ndarray
+
+
+@dataclass(frozen=True)
 class Calibration:
     """The leave-one-out calibration of the posterior's variance on the reference panel."""
 
@@ -150,6 +160,14 @@ class Calibration:
     mean_posterior_sd: float
     bias: float
 
+    @classmethod
+    def of(cls, errors: np.ndarray, variances: np.ndarray) -> Calibration:
+        """``extra = max(0, mean(err^2) - mean(var))`` over every run of every model given."""
+        err, var = np.asarray(errors, dtype=float), np.asarray(variances, dtype=float)
+        return cls(extra_variance=max(0.0, float(np.mean(err**2) - np.mean(var))), models=len(err),
+                   rmse=float(np.sqrt(np.mean(err**2))), mean_posterior_sd=float(np.sqrt(np.mean(var))),
+                   bias=float(err.mean()))
+
     def summary(self) -> dict[str, Any]:
         return {"models": self.models, "runs_per_model": CALIBRATION_RUNS,
                 "panel_rmse": round(100 * self.rmse, 4), "panel_bias": round(100 * self.bias, 4),
@@ -157,11 +175,11 @@ class Calibration:
                 "extra_se": round(100 * float(np.sqrt(self.extra_variance)), 4)}
 
 
-def calibrate(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None,
-              progress: bool = False) -> Calibration:
-    """Run the plan (stage-1 items ``stage1``, later stages of ``sizes``) on every panel model with
-    answers on every pool item, each by leave-one-out (module docstring); ``exclude`` (the model
-    being located, when it is in the panel) is left out."""
+def panel_runs(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None,
+               progress: bool = False) -> PanelRuns:
+    """Run the plan (stage-1 items ``stage1``, later stages of ``sizes``) :data:`CALIBRATION_RUNS`
+    times on every panel model with answers on every pool item, each with the 2PL refitted without
+    it (module docstring); ``exclude`` (the model being located, when it is in the panel) is left out."""
     names, resp = pool.reference_panel(exclude)
     complete = [j for j in range(len(names)) if (resp[j] >= 0).all()]
     if len(complete) < MIN_CALIBRATION_MODELS:
@@ -169,9 +187,10 @@ def calibrate(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclu
                              f"pool item: this pool has {len(complete)}, fewer than {MIN_CALIBRATION_MODELS}; build "
                              "the pool with a larger panel (`stem pool --panel`) or use a stratified plan")
     weights = ScoreWeights.of(pool)
-    errors, variances = [], []
+    errors = np.empty((len(complete), CALIBRATION_RUNS))
+    variances = np.empty_like(errors)
     with progress_bar("calibrating on the panel", len(complete), progress) as bar:
-        for j in complete:
+        for row, j in enumerate(complete):
             fit = pool.irt_fit(exclude=names[j])
             y = (resp[j] == 1).astype(float)
             truth = float(weights.per_item @ y)
@@ -179,13 +198,16 @@ def calibrate(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclu
                 planned = run_plan(fit, y, stage1, sizes, seed + 7919 * (run + 1))
                 mean, var = score_posterior(fit, weights, planned, y[planned],
                                             ability_posterior(fit, planned, y[planned]))
-                errors.append(mean - truth)
-                variances.append(var)
+                errors[row, run], variances[row, run] = mean - truth, var
             bar.update(1)
-    err, var = np.array(errors), np.array(variances)
-    extra = max(0.0, float(np.mean(err**2) - np.mean(var)))
-    return Calibration(extra_variance=extra, models=len(complete), rmse=float(np.sqrt(np.mean(err**2))),
-                       mean_posterior_sd=float(np.sqrt(np.mean(var))), bias=float(err.mean()))
+    return PanelRuns(names=[names[j] for j in complete], errors=errors, variances=variances)
+
+
+def calibrate(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None,
+              progress: bool = False) -> Calibration:
+    """:class:`Calibration` from :func:`panel_runs` (module docstring)."""
+    runs = panel_runs(pool, stage1, sizes, seed, exclude, progress)
+    return Calibration.of(runs.errors, runs.variances)
 
 
 def adaptive_estimate(pool: Pool, target: Target, plan: Plan, idx: np.ndarray,

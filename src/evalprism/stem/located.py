@@ -26,7 +26,8 @@ SCORE_METHODS = ("stratified", "irt", "random")
 #: what each method is, in a report's words
 METHOD_LABELS = {"paper": "STEM paper rule", "stratified": "A: stratified (benchmark x members right)",
                  "irt": "B: random sample + IRT difference", "random": "random sampling",
-                 "bayesian": "Bayesian interval posterior"}
+                 "bayesian": "Bayesian interval posterior",
+                 "adaptive": "adaptive plan: IRT ability posterior, calibrated on the panel"}
 
 
 @dataclass

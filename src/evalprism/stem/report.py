@@ -442,10 +442,25 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
         else:
             line += f"; ground truth from full-benchmark scores: position {loc.truth}."
         line += _closeness_line(loc)
+        line += _adaptive_line(loc)
         if trials is not None:
             line += " " + _accuracy_line(trials)
         lines.append(line)
     return lines
+
+
+def _adaptive_line(loc) -> str:
+    """For an adaptive plan: what the estimate rests on (the panel's 2PL, calibrated) and the stage-1
+    design-based estimate beside it."""
+    info = loc.options.get("adaptive")
+    if not info:
+        return ""
+    cal, check = info["calibration"], info["stage1_check"]
+    return (f" Adaptive estimate (stages {' + '.join(map(str, info['stages']))}): the IRT ability posterior gives "
+            f"± {info['posterior_se']:.1f}; run through the same plan, the {cal['models']} panel models erred by "
+            f"{cal['panel_rmse']:.1f} points (RMS), so {cal['extra_se']:.1f} is added in quadrature. The design-based "
+            f"estimate from the {check['items']} stage-1 items alone (B, no model assumed): {check['estimate']:.1f} "
+            f"± {check['standard_error']:.1f}.")
 
 
 def _sorted(result: LocationResult) -> list:
@@ -501,22 +516,53 @@ def _locations_table(result: LocationResult):
 
 
 def plan_report(plan) -> Report:
-    """The report of ``stem plan``: which items to run, per benchmark and stratum, and how to run them."""
+    """The report of ``stem plan``: which items to run, per benchmark and stratum (and stage, for an
+    adaptive plan, with the localization so far), and how to run them."""
     import pandas as pd
 
     opts = plan.options
-    report = Report(title="STEM plan", subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family "
-                                                f"{opts.get('family')}; seed {opts.get('seed')}")
-    report.summary(f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem locate "
-                   f"POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
-                   f"({opts.get('design')}; estimator {opts.get('method')}).")
+    adaptive = opts.get("method") == "adaptive"
+    report = Report(title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
+                    subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "
+                             f"seed {opts.get('seed')}")
+    if not adaptive:
+        report.summary(f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem "
+                       f"locate POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
+                       f"({opts.get('design')}; estimator {opts.get('method')}).")
+    else:
+        stage = int(opts.get("stage", 1))
+        sizes = plan.stage_sizes()
+        lines = [f"Adaptive plan, stage {stage}: {len(plan.items)} items in {len(sizes)} stage"
+                 f"{'s' if len(sizes) != 1 else ''} ({' + '.join(map(str, sizes))}). Stage 1 is a stratified sample "
+                 "(benchmark x members right); each later stage holds the items whose answers say most about the "
+                 "model's ability given its answers so far (expected Fisher information of the panel's 2PL)."]
+        so_far = opts.get("so_far")
+        if so_far:
+            lines.append(f"From its {so_far['items']} answers so far: {so_far['interval']}, estimated full-pool score "
+                         f"{so_far['estimate']:.1f} ± {so_far['standard_error']:.1f}, confidence "
+                         f"{so_far['confidence']:.1%}.")
+        if opts.get("stopped"):
+            lines.append(opts["stopped"][0].upper() + opts["stopped"][1:] + ".")
+        else:
+            new = sizes[-1] if stage > 1 else sizes[0]
+            lines.append(f"Run the model on the {new} items of stage {stage} (the stage column), then either plan "
+                         f"stage {stage + 1} (`evalprism stem plan POOL --plan PLAN_DIR --answers ANSWERS --items K "
+                         "--out NEXT`, ANSWERS holding its answers on every stage's items) or locate it (`evalprism "
+                         "stem locate POOL ANSWERS --plan PLAN_DIR`): the adaptive estimate is the IRT ability "
+                         "posterior, calibrated on the reference panel.")
+        report.summary(*lines)
+        by_stage = plan.items.groupby("stage", sort=True).agg(items=("item_id", "size"),
+                                                              benchmarks=("benchmark", "nunique")).reset_index()
+        report.table(by_stage, "Items per stage")
     by_bench = plan.items.groupby("benchmark", sort=True).agg(items=("item_id", "size"),
                                                               strata=("stratum", "nunique")).reset_index()
     report.table(by_bench, "Planned items per benchmark")
-    strata = plan.items.drop_duplicates("stratum")[["benchmark", "members_right", "stratum_size", "stratum_drawn",
-                                                     "inclusion_probability", "design_weight"]]
-    report.table(pd.DataFrame(strata).round(4), "Strata (benchmark x members right)",
+    first = plan.items[plan.items["stage"] == 1] if "stage" in plan.items else plan.items
+    strata = first.drop_duplicates("stratum")[["benchmark", "members_right", "stratum_size", "stratum_drawn",
+                                               "inclusion_probability", "design_weight"]]
+    report.table(pd.DataFrame(strata).round(4), "Strata (benchmark x members right)" + (" of stage 1" if adaptive else ""),
                  "stratum_size: pool items N_h; stratum_drawn: planned items n_h; inclusion probability n_h / N_h; "
-                 "design weight N_h / n_h.")
+                 "design weight N_h / n_h." + (" Later stages are not a probability sample: their rows in plan.csv "
+                                               "leave these empty." if adaptive else ""))
     report.details.update(opts)
     return report

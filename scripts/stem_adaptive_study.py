@@ -1,0 +1,198 @@
+"""Real data: do adaptively planned items place an unseen model as well as random sampling of 100
+items, from at most 50 (issue 26, part 3's target), and does the adaptive interval cover?
+
+For every family x setting cell of stem_real_data.py (ZeroEval Qwen2.5 / Llama-3.1 / gemma-2,
+MMLU-Pro Llama-2; leave-one-out and other families), every located model X and plan seed s:
+
+- adaptive K (K = 30, 40, 50): stage 1 the stratified plan of K/2 items (``make_plan(..., "adaptive")``),
+  stage 2 the K/2 most informative items given X's stage-1 answers (``run_plan``, what
+  ``stem plan --stage 2`` picks), read with the calibrated IRT ability posterior
+  (:mod:`evalprism.stem.adaptive`): X's 2PL is fitted on the panel without X and its other-provider
+  copies; the calibration's panel runs are every panel model by leave-one-out except X and its copies.
+- B plan K (K = 50, 100): B on a stratified plan of K items (``stem locate --plan`` of ``stem plan``).
+- random 100: plain random sampling of 100 items, placed by its weighted score (200 draws).
+
+Placement is right when the position (members with a lower reference score than the estimate)
+equals X's true position (its full-pool reference score against the members'); covered when
+|estimate - full-pool score| <= 1.96 se. Run from the repository root:
+
+    PYTHONPATH=src python scripts/stem_adaptive_study.py [--seeds 20] [--out out/stem-adaptive]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
+
+from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+from evalprism.stem import build_pool, make_plan
+from evalprism.stem.adaptive import Calibration, ScoreWeights, ability_posterior, panel_runs, run_plan, score_posterior
+from evalprism.stem.baselines import random_scores
+from evalprism.stem.estimate import positions_of
+from evalprism.stem.locate import NO_ROW, target_of
+from evalprism.stem.plan import plan_rows
+from evalprism.stem.pool import attach_panel
+from evalprism.stem.subset import locate_subset
+
+Z95 = 1.959963984540054
+ADAPTIVE = (30, 40, 50)
+PLANNED = (50, 100)
+RANDOM_DRAWS = 200
+
+
+def study(dataset: str, seeds: int) -> list[dict]:
+    table = read_correctness(DATA / dataset / "scores_long.csv")
+    table = table[table["benchmark"].isin(BENCHMARKS[dataset])]
+    enc = encode_correctness(table)
+    meta = read_models(DATA / dataset / "model_meta.csv")
+    have = table.groupby("model")["benchmark"].nunique()
+    complete = set(have[have == len(BENCHMARKS[dataset])].index)
+    rows: list[dict] = []
+    for family, members in FAMILIES[dataset].items():
+        fam_rows = meta[meta["model"].isin(members)]
+        kin = set(meta.loc[meta["family"].isin(set(fam_rows["family"])), "model"])
+        jobs = [("leave-one-out", fam_rows[fam_rows["model"] != held], [held]) for held in members]
+        jobs.append(("other families", fam_rows, sorted(complete - kin)))
+        for setting, pool_rows, located in jobs:
+            started = time.perf_counter()
+            shared = build_pool(enc, pool_rows, min_models=2)  # the calibration's panel: every other model
+            attach_panel(shared, enc, sorted(complete - set(shared.members["model"]) - set(located if setting == "leave-one-out" else [])))
+            runs = {}
+            for seed in range(seeds):
+                for k in ADAPTIVE:
+                    stage1 = plan_rows(shared, make_plan(shared, items=k // 2, seed=seed, method="adaptive"))
+                    runs[seed, k] = (stage1, panel_runs(shared, stage1, [k - k // 2], seed))
+            for model in located:
+                rows += locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds)
+            print(f"{dataset} {family} {setting}: {len(located)} models, {time.perf_counter() - started:.0f} s",
+                  flush=True)
+    return rows
+
+
+def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds) -> list[dict]:
+    pool = build_pool(enc, pool_rows, min_models=2)
+    copies = copies_of(meta, model)
+    attach_panel(pool, enc, sorted(complete - set(pool.members["model"]) - copies))
+    target = target_of(pool, enc, model)
+    fit = pool.irt_fit(exclude=model)
+    weights = ScoreWeights.of(pool)
+    mu = pool.members["reference_score"].to_numpy(dtype=float)
+    y = (target.outcome == 1).astype(float)
+    truth = target.reference_score
+    base = {"dataset": dataset, "family": family, "setting": setting, "model": model,
+            "reference_score": truth, "true_position": target.truth}
+    out = []
+    rng = np.random.default_rng(12345)
+    order = pool.item_order
+    draws = np.stack([rng.choice(len(order), 100, replace=False) for _ in range(RANDOM_DRAWS)])
+    for r, score in enumerate(100 * random_scores(pool.bench_code[order], y[order] > 0, draws, pool.weights)):
+        out.append({**base, "arm": "random 100", "seed": r, "estimate": score, "se": np.nan,
+                    "position": int(positions_of(np.array(score), mu))})
+    for seed in range(seeds):
+        for k in ADAPTIVE:
+            stage1, panel = runs[seed, k]
+            keep = [i for i, name in enumerate(panel.names) if name not in copies]
+            cal = Calibration.of(panel.errors[keep], panel.variances[keep])
+            try:
+                planned = run_plan(fit, y, stage1, [k - k // 2], seed)
+                mean, var = score_posterior(fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned]))
+                est, se, error = 100 * mean, 100 * np.sqrt(var + cal.extra_variance), ""
+            except Exception as exc:  # a traceback in the study is a finding: counted, never fatal
+                est, se, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
+            out.append({**base, "arm": f"adaptive {k}", "seed": seed, "estimate": est, "se": se,
+                        "posterior_se": 100 * np.sqrt(var) if not error else np.nan,
+                        "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
+        for k in PLANNED:
+            plan = make_plan(pool, items=k, seed=seed, method="irt")
+            idx = plan_rows(pool, plan)
+            answered = replace(target, outcome=np.where(np.isin(np.arange(len(y)), idx), target.outcome,
+                                                        NO_ROW).astype(np.int8))
+            try:
+                loc = locate_subset(pool, answered, plan=plan, method="irt")
+                est, se, error = loc.estimate, loc.standard_error, ""
+            except Exception as exc:
+                est, se, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
+            out.append({**base, "arm": f"B plan {k}", "seed": seed, "estimate": est, "se": se,
+                        "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
+    return out
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = runs.assign(right=runs["position"] == runs["true_position"],
+                       covered=(runs["estimate"] - runs["reference_score"]).abs() <= Z95 * runs["se"],
+                       err=runs["estimate"] - runs["reference_score"])
+    cells = []
+    keys = [("dataset", "family", "setting")]
+    groups = list(runs.groupby(["dataset", "family", "setting"], sort=False)) + \
+        [(("all", "all", s), g) for s, g in runs.groupby("setting", sort=False)] + [(("all", "all", "all"), runs)]
+    del keys
+    for (dataset, family, setting), g in groups:
+        per_model = g.groupby(["model", "arm"])["right"].mean().unstack()
+        row = {"dataset": dataset, "family": family, "setting": setting, "models": g["model"].nunique()}
+        for arm in per_model.columns:
+            row[f"{arm} accuracy"] = float(per_model[arm].mean())
+            sub = g[g["arm"] == arm]
+            row[f"{arm} rmse"] = float(np.sqrt(np.mean(sub["err"] ** 2)))
+            if arm != "random 100":
+                row[f"{arm} coverage"] = float(sub["covered"].mean())
+                row[f"{arm} bias"] = float(sub["err"].mean())
+                row[f"{arm} mean se"] = float(sub["se"].mean())
+                row[f"{arm} tracebacks"] = int((sub["error"].fillna("") != "").sum())
+        cells.append(row)
+    return pd.DataFrame(cells)
+
+
+def tables(cells: pd.DataFrame, seeds: int) -> str:
+    arms = [f"adaptive {k}" for k in ADAPTIVE] + [f"B plan {k}" for k in PLANNED] + ["random 100"]
+    lines = [f"Placement accuracy (share of (model, seed) runs placing the model at its true position; random 100: "
+             f"{RANDOM_DRAWS} draws per model), {seeds} plan seeds:", "",
+             "| dataset | family | setting | models | " + " | ".join(arms) + " | smallest adaptive >= random 100 |",
+             "|---|---|---|---|" + "---|" * (len(arms) + 1)]
+    for r in cells.to_dict("records"):
+        smallest = next((f"{k}" for k in ADAPTIVE if r[f"adaptive {k} accuracy"] >= r["random 100 accuracy"]),
+                        "none (missed)")
+        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['models']} | "
+                     + " | ".join(f"{r[f'{a} accuracy']:.3f}" for a in arms) + f" | {smallest} |")
+    lines += ["", "95% coverage of the full-pool score, bias and RMSE (points), mean reported se:", "",
+              "| dataset | family | setting | " + " | ".join(f"{a} coverage" for a in arms[:-1])
+              + " | adaptive 50 bias | adaptive 50 RMSE | B plan 50 RMSE | B plan 100 RMSE | random 100 RMSE | "
+              "adaptive 50 mean se | tracebacks |", "|---|---|---|" + "---|" * (len(arms) - 1 + 7)]
+    for r in cells.to_dict("records"):
+        trace = sum(r.get(f"{a} tracebacks", 0) for a in arms[:-1])
+        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | "
+                     + " | ".join(f"{r[f'{a} coverage']:.3f}" for a in arms[:-1])
+                     + f" | {r['adaptive 50 bias']:+.2f} | {r['adaptive 50 rmse']:.2f} | {r['B plan 50 rmse']:.2f} | "
+                     f"{r['B plan 100 rmse']:.2f} | {r['random 100 rmse']:.2f} | {r['adaptive 50 mean se']:.2f} | "
+                     f"{trace} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=Path("out/stem-adaptive"))
+    parser.add_argument("--datasets", nargs="*", default=list(FAMILIES))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    runs = pd.DataFrame([row for dataset in args.datasets for row in study(dataset, args.seeds)])
+    cells = summarise(runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(args.out / "runs.csv", index=False)
+    cells.to_csv(args.out / "cells.csv", index=False)
+    text = tables(cells, args.seeds)
+    (args.out / "tables.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
