@@ -17,9 +17,9 @@ from test_stem_estimators import FAMILY_THETA, _world
 
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, locate_models, make_plan
-from evalprism.stem.locate import NO_ROW, target_of
 from evalprism.stem.plan import Plan
 from evalprism.stem.subset import locate_subset
+from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
 

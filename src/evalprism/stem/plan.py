@@ -119,7 +119,7 @@ def _natural(text: str) -> tuple:
 
 def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto") -> Plan:
     """The ``items`` pool items to run a new model on, by A's stratified design (module docstring)."""
-    from evalprism.stem.evaluate import MIN_PANEL
+    from evalprism.stem.methods import MIN_PANEL
 
     if method not in PLAN_METHODS:
         raise EvalprismError(f"method: expected auto, stratified or irt, got {method!r} (adaptive designs are not "

@@ -27,14 +27,10 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.stem.estimate import design_estimate
-from evalprism.stem.locate import NO_ROW, Localization, Target, _score_localization, usable_items
+from evalprism.stem.localization import Localization, score_localization
 from evalprism.stem.plan import Plan, pool_strata
 from evalprism.stem.pool import Pool
-
-
-def answered_whole_pool(target: Target) -> bool:
-    """True when the model has an answer row for every pool item (the validation view applies)."""
-    return bool((target.outcome != NO_ROW).all())
+from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, usable_items
 
 
 def _plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
@@ -59,7 +55,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
                   design_note: list[str] | None = None) -> Localization:
     """Place ``target`` from the pool items it answered (module docstring); ``design_note`` collects
     what the user should be told (items left out, the design assumed, a standard error of 0)."""
-    from evalprism.stem.evaluate import choose_method
+    from evalprism.stem.methods import choose_method
 
     notes = design_note if design_note is not None else []
     if method == "paper":
@@ -124,4 +120,4 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
                      "standard error is 0 and the confidence 1, which understates the uncertainty")
     view = target if whole else Target(model=target.model, outcome=target.outcome, scores=target.scores,
                                        reference_score=None, truth=None)  # type: ignore[arg-type]
-    return _score_localization(pool, view, idx, estimate, se, options, chosen)
+    return score_localization(pool, view, idx, estimate, se, options, chosen)
