@@ -7,7 +7,7 @@ What is compared, and why:
   difficulty shares, D and weights) against what a user would write with pandas: ``pivot`` to a
   wide items x models table, ``diff`` along the family for monotonicity, row sums for TI and a
   ``groupby`` per benchmark. Both must give the same anomaly rates and TI histogram.
-* **Localization trials.** :func:`evalprism.stem.evaluate` (1,000 trials of 100 items: the paper's
+* **Localization trials.** :func:`evalprism.stem.run_trials` (1,000 trials of 100 items: the paper's
   rule, estimator A and both baselines, the new model's alignment to the pool included) against a
   pandas loop that per trial draws the balanced subset with ``groupby("ti").sample``, scores it by
   ``groupby`` and applies the same boundary rule. The pandas loop is timed on a share of the trials

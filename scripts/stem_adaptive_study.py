@@ -35,13 +35,20 @@ from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
 
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool, make_plan
-from evalprism.stem.adaptive import Calibration, ScoreWeights, ability_posterior, panel_runs, run_plan, score_posterior
+from evalprism.stem.adaptive import (
+    Calibration,
+    ScoreWeights,
+    ability_posterior,
+    panel_runs,
+    run_plan,
+    score_posterior,
+)
 from evalprism.stem.baselines import random_scores
 from evalprism.stem.estimate import positions_of
-from evalprism.stem.locate import NO_ROW, target_of
 from evalprism.stem.plan import plan_rows
 from evalprism.stem.pool import attach_panel
 from evalprism.stem.subset import locate_subset
+from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
 ADAPTIVE = (30, 40, 50)

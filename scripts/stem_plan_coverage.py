@@ -23,9 +23,9 @@ from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
 
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool, locate_models, make_plan
-from evalprism.stem.evaluate import Z95
-from evalprism.stem.locate import target_of
 from evalprism.stem.pool import attach_panel
+from evalprism.stem.target import target_of
+from evalprism.stem.trials import Z95
 
 LOCATED = ["Meta-Llama-3.1-8B-Instruct", "claude-3-opus-20240229", "gpt-4o-2024-08-06"]
 

@@ -14,7 +14,7 @@ Families and what is located:
 - Cross-family: every model with rows on all pool benchmarks and not of the family (other
   providers' copies of a member are left out) is located on the full family.
 
-Methods, all on the same trials (:mod:`evalprism.stem.evaluate`): the paper's rule (balanced
+Methods, all on the same trials (:mod:`evalprism.stem.trials`): the paper's rule (balanced
 subset; ``--weighting``), A (stratified by benchmark x members right), B (IRT difference estimator on
 the random sample), random sampling and the Bayesian interval posterior. B's reference panel for a
 located model X: every model of the dataset with rows on all pool benchmarks (the family included),
@@ -45,9 +45,9 @@ import pandas as pd
 
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool
-from evalprism.stem.evaluate import Z95, _trials
-from evalprism.stem.locate import target_of
 from evalprism.stem.pool import attach_panel
+from evalprism.stem.target import target_of
+from evalprism.stem.trials import Z95, trial_run
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FAMILIES = {
@@ -96,7 +96,7 @@ def locate_all(dataset: str, items: list[int], trials: int, seed: int, weighting
             started = time.perf_counter()
             fit = pool.irt_fit(exclude=model)
             for k in items:
-                run = _trials(pool, target, k, trials, seed, False, weighting, "auto", "random").trials
+                run = trial_run(pool, target, k, trials, seed, weighting=weighting, method="auto", design="random").trials
                 rows.append(_row(dataset, family, setting, pool, run, k, fit.info))
             print(f"  {dataset} {family} {setting} {model}: truth {target.truth}, panel {pool.panel_size(model)}, "
                   f"{time.perf_counter() - started:.1f} s", flush=True)

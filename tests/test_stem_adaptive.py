@@ -17,10 +17,16 @@ from test_stem_estimators import FAMILY_THETA, TARGET_THETA, _world
 
 from evalprism.errors import EvalprismError
 from evalprism.stem import AdaptiveSession, build_pool, make_plan, plan_stage
-from evalprism.stem.adaptive import ScoreWeights, ability_posterior, calibrate, run_plan, score_posterior
-from evalprism.stem.locate import NO_ROW, target_of
+from evalprism.stem.adaptive import (
+    ScoreWeights,
+    ability_posterior,
+    calibrate,
+    run_plan,
+    score_posterior,
+)
 from evalprism.stem.plan import plan_rows
 from evalprism.stem.subset import locate_subset
+from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
 PANEL = 40
@@ -43,7 +49,7 @@ def _answers_on(answers: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_the_session_loop_picks_informative_items_and_locates(world) -> None:
-    pool, answers, target = world
+    pool, answers, _ = world
     session = AdaptiveSession(pool, seed=3, model="target")
     first = session.plan_items(20)
     assert len(first) == 20 and session.plan.options["method"] == "adaptive"
@@ -151,15 +157,15 @@ def test_plan_stage_refuses_what_does_not_fit(world) -> None:
     # a confidence already reached: no item added, and said
     done, current = plan_stage(pool, items=20, previous=first, answers=on_first, target_confidence=0.01)
     assert len(done.items) == 20 and "no item added" in done.options["stopped"] and current.confidence >= 0.01
-    table, meta = _world(seed=4, n_items=1000, n_panel=14)
+    table, meta = _world(seed=4, n_items=1000, n_panel=PANEL)
     no_panel = build_pool(table[table["model"].isin(list(FAMILY_THETA))], meta)
     with pytest.raises(EvalprismError, match="method adaptive needs a reference panel"):
         make_plan(no_panel, items=20, method="adaptive")
 
 
 def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None:
-    pool, answers, target = world
-    table, meta = _world(seed=4, n_items=1000, n_panel=14)
+    _, answers, target = world
+    table, meta = _world(seed=4, n_items=1000, n_panel=PANEL)
     table.to_csv(tmp_path / "all.csv", index=False)
     meta.to_csv(tmp_path / "meta.csv", index=False)
     family = table[table["model"].isin(list(FAMILY_THETA))]

@@ -8,12 +8,21 @@ import pytest
 from scipy import stats
 
 from evalprism.errors import EvalprismError
-from evalprism.stem import Pool, build_pool, locate_model, locate_models, run_trials
-from evalprism.stem.baselines import bayesian_positions, interval_success, random_positions
 from evalprism.stats.binomial import sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
-from evalprism.stem.locate import interval_confidence, level_weights, positions_from_counts
+from evalprism.stem import Pool, build_pool, locate_model, locate_models, run_trials
+from evalprism.stem.baselines import (
+    bayesian_positions,
+    interval_success,
+    random_positions,
+)
+from evalprism.stem.rule import (
+    interval_confidence,
+    level_weights,
+    positions_from_counts,
+)
 from evalprism.stem.simulate import simulate_family
+from evalprism.stem.trials import trial_run
 
 
 def test_boundary_counts_and_position_by_hand() -> None:
@@ -117,6 +126,34 @@ def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answer
         placed = locate_model(pool, correctness, items=100, seed=0, model=member, method="paper")
         assert placed.levels["accuracy"].tolist() == [1.0] * j + [0.0] * (pool.n + 1 - j)
         assert placed.position == j - 1 and placed.truth == j - 1
+
+
+def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, monkeypatch) -> None:
+    # with trials, locate_models reads the localization off trial 0 of those trials instead of running
+    # trial 0 again: it is the one locate_model gives with the same seed, and trial 0 of what it saved
+    from evalprism.stem import evaluate, locate
+
+    correctness, _, pool = planted
+    runs: list[int] = []  # trials per run of the engine, wherever locate_models starts one
+
+    def counted(*args, **kwargs):
+        runs.append(args[3])
+        return trial_run(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "trial_run", counted)
+    monkeypatch.setattr(locate, "trial_run", counted)
+    for method, weighting in (("paper", "balanced"), ("paper", "stratified"), ("auto", "balanced")):
+        runs.clear()
+        result = locate_models(pool, correctness, ["other-c"], items=100, trials=20, seed=7, method=method,
+                               weighting=weighting, progress=False)
+        assert runs == [20]
+        (loc, trials), = result.results
+        alone = locate_model(pool, correctness, items=100, seed=7, model="other-c", method=method, weighting=weighting)
+        for frame in ("levels", "tests", "subset"):
+            pd.testing.assert_frame_equal(getattr(loc, frame), getattr(alone, frame))
+        assert loc.summary() == alone.summary() and loc.options == alone.options
+        assert loc.position == trials.positions[0] and len(trials.positions) == 20
+        assert loc.confidence == trials.confidence[0]
 
 
 def test_results_are_deterministic_and_saved_atomically(planted, tmp_path) -> None:

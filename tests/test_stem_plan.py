@@ -17,9 +17,9 @@ from test_stem_estimators import FAMILY_THETA, _world
 
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, locate_models, make_plan
-from evalprism.stem.locate import NO_ROW, target_of
 from evalprism.stem.plan import Plan
 from evalprism.stem.subset import locate_subset
+from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
 
@@ -193,7 +193,8 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     assert code == 0, err
     plan = pd.read_csv(plan_dir / "plan.csv")
     assert list(plan.columns) == ["benchmark", "item_id", "stratum", "members_right", "stratum_size", "stratum_drawn",
-                                  "inclusion_probability", "design_weight"]
+                                  "inclusion_probability", "design_weight", "stage"]
+    assert (plan["stage"] == 1).all()
     assert len(plan) == 60
     samples = json.loads((plan_dir / "lm_eval_samples.json").read_text())
     assert {b: sorted(ids) for b, ids in samples.items()} == \

@@ -15,7 +15,7 @@ member ``M_i`` (``M_1`` smallest). With ``missing="wrong"`` a -1 counts as 0; wi
   kept in the pool as in the seed). Member ``M_j`` answers exactly the pool items with ``TI <= j``.
 
 :func:`boundary_counts` turns a model's answers per TI level into its discordant counts against
-every member (the sign test of the localization, :mod:`evalprism.stem.locate`).
+every member (the sign test of the localization, :mod:`evalprism.stem.rule`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,37 @@
 
 The rules chosen where the paper is silent are stated in the docstrings of
 :mod:`evalprism.stats.irv`, :mod:`~evalprism.stem.discriminability`, :mod:`~evalprism.stem.pool`,
-:mod:`~evalprism.stem.locate` and :mod:`~evalprism.stem.baselines`.
+:mod:`~evalprism.stem.balanced`, :mod:`~evalprism.stem.rule` and :mod:`~evalprism.stem.baselines`.
+
+The package runs one way: from the pool, the designs and the estimators, through the trial engine,
+to one model's localization and the commands' results. Layers, lowest first: each module imports (at its top or inside a function) only modules
+listed before it, and each formula lives in one of them (tests/test_stem_layers.py holds every
+module to this list; an import under ``if TYPE_CHECKING:`` names a type for an annotation, runs
+nothing and is not counted):
+
+- ``discriminability``: benchmark discriminability, weights and the reference score
+- ``simulate``: a planted model family (tests, the demo, the benchmark)
+- ``estimate``: estimator A (strata, allocation, the stratified draw, the design estimate) and the
+  placement of any score estimate
+- ``irt``: estimator B's 2PL (fit, ability, the difference estimate)
+- ``baselines``: random sampling and the Bayesian interval posterior
+- ``methods``: the methods' names, which one ``auto`` chooses, B's sample design
+- ``report``: the HTML reports and located.csv's table; below every result, since each result's
+  ``save`` writes its report
+- ``pool``: the STS pool of the family and the contamination audit (:class:`Pool`)
+- ``target``: a model aligned to the pool, the items it can be scored on, its full-pool truth
+- ``balanced``: the paper's balanced subset (the design of its rule)
+- ``rule``: the paper's rule (the capability boundary and its rule strength)
+- ``plan``: which items a new model should run (A's design over the whole pool)
+- ``adaptive``: an adaptive plan's later stages (2PL information) and its estimate (the calibrated
+  IRT ability posterior)
+- ``trials``: the trial engine: every method's draws and estimates in T trials (:class:`Trials`)
+- ``located``: what ``stem locate`` writes (:class:`LocationResult`)
+- ``localization``: one model's place from one sample (:class:`Localization`)
+- ``subset``: a model located from its own answers on part of the pool or a plan's items
+- ``staging``: the adaptive loop (``stem plan --plan --answers``, :class:`AdaptiveSession`)
+- ``locate``: :func:`locate_model`: trial 0 of the engine, or :mod:`~evalprism.stem.subset`
+- ``evaluate``: :func:`run_trials` and :func:`locate_models`
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`): building a pool does
 not import the localization and its trials.
@@ -29,12 +59,20 @@ from typing import TYPE_CHECKING
 from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
-    from evalprism.stem.evaluate import Trials, locate_models, run_trials
+    from evalprism.stem.evaluate import locate_models, run_trials
+    from evalprism.stem.localization import Localization
+    from evalprism.stem.locate import locate_model
     from evalprism.stem.located import LocationResult
-    from evalprism.stem.locate import Localization, locate_model
     from evalprism.stem.plan import Plan, make_plan
-    from evalprism.stem.pool import Audit, Pool, attach_panel, build_pool, build_pool_from_files
+    from evalprism.stem.pool import (
+        Audit,
+        Pool,
+        attach_panel,
+        build_pool,
+        build_pool_from_files,
+    )
     from evalprism.stem.staging import AdaptiveSession, plan_stage
+    from evalprism.stem.trials import Trials
 
 __all__ = [
     "AdaptiveSession",
@@ -55,10 +93,12 @@ __all__ = [
 ]
 
 lazy_package(__name__, {
-    "evaluate": ["Trials", "locate_models", "run_trials"],
+    "evaluate": ["locate_models", "run_trials"],
+    "locate": ["locate_model"],
     "located": ["LocationResult"],
-    "locate": ["Localization", "locate_model"],
+    "localization": ["Localization"],
     "plan": ["Plan", "make_plan"],
     "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
     "staging": ["AdaptiveSession", "plan_stage"],
+    "trials": ["Trials"],
 })

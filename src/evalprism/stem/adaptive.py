@@ -55,7 +55,7 @@ from evalprism.stem.plan import Plan, pool_strata
 from evalprism.stem.pool import Pool
 
 if TYPE_CHECKING:
-    from evalprism.stem.locate import Target
+    from evalprism.stem.target import Target
 
 #: the ability grid of the posterior (the panel's abilities lie within +-4 under the N(0, 1) prior)
 GRID = np.linspace(-8.0, 8.0, 321)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalprism.stem.estimate import positions_of
 
 
 def random_scores(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -40,8 +41,7 @@ def random_positions(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarra
                      member_scores: np.ndarray) -> np.ndarray:
     """Position of each draw by its weighted score (:func:`random_scores`, in percent) against the
     members' reference scores (percent)."""
-    score = 100.0 * random_scores(bench_code, right, draws, weights)
-    return (np.asarray(member_scores)[None, :] < score[:, None]).sum(axis=1)
+    return positions_of(100.0 * random_scores(bench_code, right, draws, weights), member_scores)
 
 
 def interval_success(irv: np.ndarray, epsilon: float = 0.05) -> np.ndarray:

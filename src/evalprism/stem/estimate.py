@@ -238,9 +238,11 @@ def positions_of(score: np.ndarray, member_scores: np.ndarray) -> np.ndarray:
     return (np.asarray(member_scores, dtype=float) < np.asarray(score, dtype=float)[..., None]).sum(axis=-1)
 
 
-def score_confidence(score: np.ndarray, se: np.ndarray, member_scores: np.ndarray) -> np.ndarray:
-    """``Phi((mu_(p+1) - T)/se) - Phi((mu_(p) - T)/se)`` with p = members below T, over the sorted
-    member scores with open ends at -inf and +inf (1 when se = 0)."""
+def bounding_cdf(score: np.ndarray, se: np.ndarray, member_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Phi((mu_(p) - T)/se)`` and ``Phi((mu_(p+1) - T)/se)``: the normal distribution of the
+    estimate T at the two members bounding it, p = members below T, over the sorted member scores
+    with open ends at -inf and +inf (0 and 1 when se = 0). Below the interval lies the first, above
+    it one minus the second (a score localization's ``p_lower`` and ``p_upper``)."""
     score = np.asarray(score, dtype=float)
     se = np.asarray(se, dtype=float)
     mu = np.concatenate([[-np.inf], np.sort(np.asarray(member_scores, dtype=float)), [np.inf]])
@@ -249,4 +251,11 @@ def score_confidence(score: np.ndarray, se: np.ndarray, member_scores: np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         z_hi = np.where(se > 0, (hi - score) / se, np.inf)
         z_lo = np.where(se > 0, (lo - score) / se, -np.inf)
-    return ndtr(z_hi) - ndtr(z_lo)
+    return ndtr(z_lo), ndtr(z_hi)
+
+
+def score_confidence(score: np.ndarray, se: np.ndarray, member_scores: np.ndarray) -> np.ndarray:
+    """``Phi((mu_(p+1) - T)/se) - Phi((mu_(p) - T)/se)`` (:func:`bounding_cdf`): the probability of
+    the interval the estimate places the model in (1 when se = 0)."""
+    below, up_to = bounding_cdf(score, se, member_scores)
+    return up_to - below

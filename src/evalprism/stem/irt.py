@@ -23,11 +23,13 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.stem.estimate import design_estimate
 
 IRTKind = Literal["2pl", "1pl"]
 
@@ -49,8 +51,15 @@ class IRTFit:
 
     def probability(self, theta: np.ndarray | float, items: np.ndarray | slice = slice(None)) -> np.ndarray:
         """``P_i(theta)`` for the given items (last axis) at each theta (leading axes)."""
-        theta = np.asarray(theta, dtype=float)
-        return _sigmoid(theta[..., None] * self.a[items] + self.c[items])
+        return probability(theta, self.a[items], self.c[items])
+
+
+def probability(theta: np.ndarray | float, a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The 2PL, once: ``P(theta) = sigmoid(a theta + c)`` for items with parameters ``a``, ``c``
+    (last axis) at each theta (leading axes). The fit's inner loops (:func:`_block`,
+    :func:`_items_newton`) compute the same sigmoid in place, for speed on large panels."""
+    theta = np.asarray(theta, dtype=float)
+    return _sigmoid(theta[..., None] * a + c)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -158,7 +167,7 @@ def fit_irt(responses: np.ndarray, models: list[str] | None = None, kind: IRTKin
     cells = n_models * n_items
     n_blocks = max(1, min(threads * 4, cells // 500_000)) if threads > 1 else max(1, cells // 2_000_000)
     edges = np.linspace(0, n_items, n_blocks + 1).astype(int)
-    bounds = [(int(s), int(e)) for s, e in zip(edges[:-1], edges[1:]) if e > s]
+    bounds = [(int(s), int(e)) for s, e in pairwise(edges) if e > s]
     executor = ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else None
     counts = {"inner": 0, "evaluations": 0}
 
@@ -186,7 +195,7 @@ def fit_irt(responses: np.ndarray, models: list[str] | None = None, kind: IRTKin
         profile(t0)
         # L-BFGS on u = sqrt(h) (theta - t0), h the abilities' curvature at the start (it sums over
         # every item a model answered: thousands of times the prior's on a large benchmark)
-        w = _sigmoid(np.multiply.outer(t0, a) + c)
+        w = probability(t0, a, c)
         w *= 1 - w
         if mask is not None:
             w *= mask
@@ -224,7 +233,7 @@ def theta_map(a: np.ndarray, c: np.ndarray, y: np.ndarray, *, iterations: int = 
     y = np.asarray(y, dtype=float)
     theta = np.zeros(y.shape[:-1])
     for _ in range(iterations):
-        p = _sigmoid(theta[..., None] * a + c)
+        p = probability(theta, a, c)
         grad = ((y - p) * a).sum(axis=-1) - theta / PRIOR_THETA_VAR
         hess = (a * a * p * (1 - p)).sum(axis=-1) + 1.0 / PRIOR_THETA_VAR
         step = np.clip(grad / hess, -2.0, 2.0)
@@ -257,7 +266,7 @@ def mean_probability(fit: IRTFit, items_by_group: list[np.ndarray], theta: np.nd
             continue
         a, c = fit.a[items], fit.c[items]
         for s in range(0, len(points), chunk):
-            out[s:s + chunk, g] = _sigmoid(points[s:s + chunk, None] * a + c).mean(axis=1)
+            out[s:s + chunk, g] = probability(points[s:s + chunk], a, c).mean(axis=1)
     values = CubicSpline(points, out, axis=0)(flat) if use_grid else out
     return values[inverse].reshape(theta.shape + (len(items_by_group),))
 
@@ -273,12 +282,10 @@ def difference_estimate(fit: IRTFit, picked: np.ndarray, y: np.ndarray, valid: n
     sample, a stratum for A's design) with the group's benchmark ``group_bench`` and size
     ``group_size`` (N_h); ``items_by_bench``: the population's pool indices per benchmark (the
     plug-in mean runs over them)."""
-    from evalprism.stem.estimate import design_estimate
-
     a = np.where(valid, fit.a[picked], 0.0)  # a = 0, c = 0: an item outside the population adds nothing
     c = np.where(valid, fit.c[picked], 0.0)
     theta = theta_map(a, c, np.where(valid, y, 0.5))
-    p = _sigmoid(theta[:, None] * fit.a[picked] + fit.c[picked])
+    p = fit.probability(theta, picked)
     plug_in = np.nan_to_num(mean_probability(fit, items_by_bench, theta))  # trials x benchmarks
     est, var = design_estimate(y - p, group, group_bench, group_size, weights, bench_size, valid=valid)
     return (plug_in * weights).sum(axis=1) + est, var, theta

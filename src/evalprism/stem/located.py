@@ -1,6 +1,8 @@
 """What ``evalprism stem locate`` writes: the localizations (and trials) of several models on one
-pool, as one result (:class:`LocationResult`). It sits below :mod:`~evalprism.stem.locate` and
-:mod:`~evalprism.stem.evaluate`, which build its parts and save a single part through it.
+pool, as one result (:class:`LocationResult`). It holds its parts and writes them; it computes
+nothing, so it sits below :mod:`~evalprism.stem.localization` (a single localization saves through
+it) and :mod:`~evalprism.stem.evaluate` (which builds it for several models), and above
+:mod:`~evalprism.stem.report` (its summary table and report).
 """
 
 from __future__ import annotations
@@ -14,20 +16,9 @@ import pandas as pd
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 
 if TYPE_CHECKING:
-    from evalprism.stem.evaluate import Trials
-    from evalprism.stem.locate import Localization
+    from evalprism.stem.localization import Localization
     from evalprism.stem.pool import Pool
-
-#: the localization methods compared in trials: the paper's rule, estimators A (stratified) and B
-#: (irt, with a reference panel), and the two baselines
-METHODS = ("paper", "stratified", "irt", "random", "bayesian")
-#: the methods that estimate the reference score (and so have an RMSE)
-SCORE_METHODS = ("stratified", "irt", "random")
-#: what each method is, in a report's words
-METHOD_LABELS = {"paper": "STEM paper rule", "stratified": "A: stratified (benchmark x members right)",
-                 "irt": "B: random sample + IRT difference", "random": "random sampling",
-                 "bayesian": "Bayesian interval posterior",
-                 "adaptive": "adaptive plan: IRT ability posterior, calibrated on the panel"}
+    from evalprism.stem.trials import Trials
 
 
 @dataclass

@@ -128,7 +128,7 @@ def _natural(text: str) -> tuple:
 
 def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto") -> Plan:
     """The ``items`` pool items to run a new model on, by A's stratified design (module docstring)."""
-    from evalprism.stem.evaluate import MIN_PANEL
+    from evalprism.stem.methods import MIN_PANEL
 
     if method not in PLAN_METHODS:
         raise EvalprismError(f"method: expected {', '.join(PLAN_METHODS)}, got {method!r}", parameter="method")

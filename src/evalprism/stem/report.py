@@ -1,4 +1,11 @@
-"""HTML reports of STEM: the pool / contamination audit and the localization of new models."""
+"""HTML reports of STEM: the pool / contamination audit, the plan and the localization of new models.
+
+Every STEM result writes its report (``save`` calls ``report()``, the contract of
+:mod:`evalprism.io.outputs`), the pool first of all, so this module sits below every result class:
+at run time it imports of STEM only the method names (:mod:`~evalprism.stem.methods`); the results
+it renders it names for annotations alone. ``located.csv`` is the summary table of the locate report
+(:func:`located_table`), so it is built here too.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +17,15 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
-from evalprism.stem.located import METHOD_LABELS, METHODS
+from evalprism.stem.methods import METHOD_LABELS, METHODS
 
-#: one colour per method of :data:`~evalprism.stem.located.METHODS` (paper, A, B, random, Bayesian)
+#: one colour per method of :data:`~evalprism.stem.methods.METHODS` (paper, A, B, random, Bayesian)
 _METHOD_COLOURS = dict(zip(METHODS, ("#2ca02c", "#9467bd", "#d62728", "#1f77b4", "#ff7f0e"), strict=True))
 
 if TYPE_CHECKING:
-    from evalprism.stem.evaluate import Trials  # noqa: F401
     from evalprism.stem.located import LocationResult
     from evalprism.stem.pool import Pool
+    from evalprism.stem.trials import Trials
 
 _RULES = (
     "<ul>"

@@ -27,10 +27,11 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_applies
 from evalprism.stem.adaptive import ability_posterior, pick_informative
-from evalprism.stem.locate import NO_ROW, Localization, Target, target_of
+from evalprism.stem.localization import Localization
 from evalprism.stem.plan import PLAN_COLUMNS, Plan, make_plan, plan_rows, pool_strata
 from evalprism.stem.pool import Pool
 from evalprism.stem.subset import locate_subset
+from evalprism.stem.target import NO_ROW, Target, target_of
 
 
 def next_stage(pool: Pool, plan: Plan, target: Target, items: int, target_confidence: float | None = None,

@@ -27,20 +27,10 @@ import numpy as np
 from evalprism.errors import EvalprismError
 from evalprism.stats.pairwise import Z95
 from evalprism.stem.estimate import design_estimate
-from evalprism.stem.locate import (
-    NO_ROW,
-    Localization,
-    Target,
-    _score_localization,
-    usable_items,
-)
+from evalprism.stem.localization import Localization, score_localization
 from evalprism.stem.plan import Plan, plan_rows, pool_strata
 from evalprism.stem.pool import Pool
-
-
-def answered_whole_pool(target: Target) -> bool:
-    """True when the model has an answer row for every pool item (the validation view applies)."""
-    return bool((target.outcome != NO_ROW).all())
+from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, usable_items
 
 
 def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, method: str = "auto",
@@ -49,7 +39,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
     what the user should be told (items left out, the design assumed, a standard error of 0). An
     adaptive plan is read with its own estimator (:mod:`evalprism.stem.adaptive`), which calibrates on
     the panel (``progress``: a bar for that)."""
-    from evalprism.stem.evaluate import choose_method
+    from evalprism.stem.methods import choose_method
 
     notes = design_note if design_note is not None else []
     if method == "paper":
@@ -122,7 +112,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
                      "standard error is 0 and the confidence 1, which understates the uncertainty")
     view = target if whole else Target(model=target.model, outcome=target.outcome, scores=target.scores,
                                        reference_score=None, truth=None)  # type: ignore[arg-type]
-    return _score_localization(pool, view, idx, estimate, se, options, chosen)
+    return score_localization(pool, view, idx, estimate, se, options, chosen)
 
 
 def _adaptive(pool: Pool, target: Target, plan: Plan, idx: np.ndarray, notes: list[str],
