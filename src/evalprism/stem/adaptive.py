@@ -92,7 +92,7 @@ def pick_informative(fit: IRTFit, posterior: np.ndarray, planned: np.ndarray, k:
     info[planned] = -np.inf
     free = int(np.isfinite(info).sum())
     k = min(k, free)
-    top = np.argsort(-info, kind="stable")[:min(EXPOSURE * k, free)]
+    top = np.argsort(-info, kind="stable")[:min(int(np.ceil(EXPOSURE * k)), free)]
     return np.sort(rng.choice(top, k, replace=False))
 
 

@@ -75,7 +75,7 @@ def locate_subset(pool: Pool, target: Target, *, plan: Plan | None = None, metho
             notes.append(f"'{target.model}': {outside:,} answered items outside the plan were left out (the plan's "
                          "design weights hold for its own items only)")
         group, group_bench, group_size = codes, strata.bench, strata.size.astype(float)
-        design = "plan: stratified (benchmark x members right)"
+        design = "plan: " + (str(plan.options.get("design")) if adaptive else "stratified (benchmark x members right)")
     else:
         idx = pool.item_order[usable[pool.item_order]]  # content order
         group = pool.bench_code[idx]
