@@ -6,7 +6,7 @@ MMLU-Pro Llama-2; leave-one-out and other families), every located model X and p
 
 - adaptive K (K = 30, 40, 50): stage 1 the stratified plan of K/2 items (``make_plan(..., "adaptive")``),
   stage 2 the K/2 most informative items given X's stage-1 answers (``run_plan``, what
-  ``stem plan --stage 2`` picks), read with the calibrated IRT ability posterior
+  ``stem plan --plan S1 --answers`` picks); and 50 items in 5 stages of 10; each read with the calibrated IRT ability posterior
   (:mod:`evalprism.stem.adaptive`): X's 2PL is fitted on the panel without X and its other-provider
   copies; the calibration's panel runs are every panel model by leave-one-out except X and its copies.
 - B plan K (K = 50, 100): B on a stratified plan of K items (``stem locate --plan`` of ``stem plan``).
@@ -33,6 +33,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
 
+from evalprism.errors import EvalprismError
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool, make_plan
 from evalprism.stem.adaptive import (
@@ -51,7 +52,9 @@ from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
-ADAPTIVE = (30, 40, 50)
+#: adaptive arms: name -> (stage-1 items, later stages' items)
+ADAPTIVE = {"adaptive 30": (15, [15]), "adaptive 40": (20, [20]), "adaptive 50": (25, [25]),
+            "adaptive 50, 5 stages": (10, [10, 10, 10, 10])}
 PLANNED = (50, 100)
 RANDOM_DRAWS = 200
 
@@ -75,9 +78,9 @@ def study(dataset: str, seeds: int) -> list[dict]:
             attach_panel(shared, enc, sorted(complete - set(shared.members["model"]) - set(located if setting == "leave-one-out" else [])))
             runs = {}
             for seed in range(seeds):
-                for k in ADAPTIVE:
-                    stage1 = plan_rows(shared, make_plan(shared, items=k // 2, seed=seed, method="adaptive"))
-                    runs[seed, k] = (stage1, panel_runs(shared, stage1, [k - k // 2], seed))
+                for arm, (first, later) in ADAPTIVE.items():
+                    stage1 = plan_rows(shared, make_plan(shared, items=first, seed=seed, method="adaptive"))
+                    runs[seed, arm] = (stage1, panel_runs(shared, stage1, later, seed))
             for model in located:
                 rows += locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds)
             print(f"{dataset} {family} {setting}: {len(located)} models, {time.perf_counter() - started:.0f} s",
@@ -105,17 +108,17 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
         out.append({**base, "arm": "random 100", "seed": r, "estimate": score, "se": np.nan,
                     "position": int(positions_of(np.array(score), mu))})
     for seed in range(seeds):
-        for k in ADAPTIVE:
-            stage1, panel = runs[seed, k]
+        for arm, (_, later) in ADAPTIVE.items():
+            stage1, panel = runs[seed, arm]
             keep = [i for i, name in enumerate(panel.names) if name not in copies]
             cal = Calibration.of(panel.errors[keep], panel.variances[keep])
             try:
-                planned = run_plan(fit, y, stage1, [k - k // 2], seed)
+                planned = run_plan(fit, y, stage1, later, seed)
                 mean, var = score_posterior(fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned]))
                 est, se, error = 100 * mean, 100 * np.sqrt(var + cal.extra_variance), ""
-            except Exception as exc:  # a traceback in the study is a finding: counted, never fatal
-                est, se, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
-            out.append({**base, "arm": f"adaptive {k}", "seed": seed, "estimate": est, "se": se,
+            except Exception as exc:  # noqa: BLE001 - a failure is a finding: counted, never fatal
+                est, se, error = np.nan, np.nan, _failure(exc)
+            out.append({**base, "arm": arm, "seed": seed, "estimate": est, "se": se,
                         "posterior_se": 100 * np.sqrt(var) if not error else np.nan,
                         "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
         for k in PLANNED:
@@ -126,14 +129,23 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
             try:
                 loc = locate_subset(pool, answered, plan=plan, method="irt")
                 est, se, error = loc.estimate, loc.standard_error, ""
-            except Exception as exc:
-                est, se, error = np.nan, np.nan, f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001
+                est, se, error = np.nan, np.nan, _failure(exc)
             out.append({**base, "arm": f"B plan {k}", "seed": seed, "estimate": est, "se": se,
                         "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
     return out
 
 
+def _failure(exc: Exception) -> str:
+    """A refusal (one clear message: e.g. the data lack a row for a planned item) or a traceback."""
+    kind = "refused" if isinstance(exc, EvalprismError) else "traceback"
+    return f"{kind}: {type(exc).__name__}: {exc}"
+
+
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    failed = runs["error"].fillna("")
+    refused_models = set(runs.loc[failed.str.startswith("refused"), "model"])
+    runs = runs.assign(refused=failed.str.startswith("refused"), traceback=failed.str.startswith("traceback"))
     runs = runs.assign(right=runs["position"] == runs["true_position"],
                        covered=(runs["estimate"] - runs["reference_score"]).abs() <= Z95 * runs["se"],
                        err=runs["estimate"] - runs["reference_score"])
@@ -143,8 +155,10 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         [(("all", "all", s), g) for s, g in runs.groupby("setting", sort=False)] + [(("all", "all", "all"), runs)]
     del keys
     for (dataset, family, setting), g in groups:
-        per_model = g.groupby(["model", "arm"])["right"].mean().unstack()
-        row = {"dataset": dataset, "family": family, "setting": setting, "models": g["model"].nunique()}
+        g = g[~g["model"].isin(refused_models) | ~g["refused"]]  # a refused run places nothing
+        # a model located on three families' pools counts three times (one per cell), as in stem_real_data.py
+        per_model = g.groupby(["dataset", "family", "setting", "model", "arm"])["right"].mean().unstack()
+        row = {"dataset": dataset, "family": family, "setting": setting, "models": len(per_model)}
         for arm in per_model.columns:
             row[f"{arm} accuracy"] = float(per_model[arm].mean())
             sub = g[g["arm"] == arm]
@@ -153,20 +167,21 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                 row[f"{arm} coverage"] = float(sub["covered"].mean())
                 row[f"{arm} bias"] = float(sub["err"].mean())
                 row[f"{arm} mean se"] = float(sub["se"].mean())
-                row[f"{arm} tracebacks"] = int((sub["error"].fillna("") != "").sum())
+                row[f"{arm} tracebacks"] = int(sub["traceback"].sum())
+                row[f"{arm} refused"] = int(sub["refused"].sum())
         cells.append(row)
     return pd.DataFrame(cells)
 
 
 def tables(cells: pd.DataFrame, seeds: int) -> str:
-    arms = [f"adaptive {k}" for k in ADAPTIVE] + [f"B plan {k}" for k in PLANNED] + ["random 100"]
-    lines = [f"Placement accuracy (share of (model, seed) runs placing the model at its true position; random 100: "
-             f"{RANDOM_DRAWS} draws per model), {seeds} plan seeds:", "",
+    arms = list(ADAPTIVE) + [f"B plan {k}" for k in PLANNED] + ["random 100"]
+    lines = [(f"Placement accuracy (share of (model, seed) runs placing the model at its true position; random 100: "
+              f"{RANDOM_DRAWS} draws per model), {seeds} plan seeds:"), "",
              "| dataset | family | setting | models | " + " | ".join(arms) + " | smallest adaptive >= random 100 |",
              "|---|---|---|---|" + "---|" * (len(arms) + 1)]
     for r in cells.to_dict("records"):
-        smallest = next((f"{k}" for k in ADAPTIVE if r[f"adaptive {k} accuracy"] >= r["random 100 accuracy"]),
-                        "none (missed)")
+        smallest = next((arm.removeprefix("adaptive ") for arm in ADAPTIVE
+                         if r[f"{arm} accuracy"] >= r["random 100 accuracy"]), "none (missed)")
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['models']} | "
                      + " | ".join(f"{r[f'{a} accuracy']:.3f}" for a in arms) + f" | {smallest} |")
     lines += ["", "95% coverage of the full-pool score, bias and RMSE (points), mean reported se:", "",
@@ -175,11 +190,12 @@ def tables(cells: pd.DataFrame, seeds: int) -> str:
               "adaptive 50 mean se | tracebacks |", "|---|---|---|" + "---|" * (len(arms) - 1 + 7)]
     for r in cells.to_dict("records"):
         trace = sum(r.get(f"{a} tracebacks", 0) for a in arms[:-1])
+        refused = sum(r.get(f"{a} refused", 0) for a in arms[:-1])
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | "
                      + " | ".join(f"{r[f'{a} coverage']:.3f}" for a in arms[:-1])
                      + f" | {r['adaptive 50 bias']:+.2f} | {r['adaptive 50 rmse']:.2f} | {r['B plan 50 rmse']:.2f} | "
                      f"{r['B plan 100 rmse']:.2f} | {r['random 100 rmse']:.2f} | {r['adaptive 50 mean se']:.2f} | "
-                     f"{trace} |")
+                     f"{trace} ({refused} refused) |")
     return "\n".join(lines) + "\n"
 
 

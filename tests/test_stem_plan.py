@@ -215,7 +215,7 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     report = (loc_dir / "report.html").read_text()
     assert "ground truth from full-benchmark scores" not in report and "no truth to compare with" in report
     # --items / --weighting on planned answers change nothing: refused, naming the flag, nothing written
-    for flag, value in (("--items", "50"), ("--weighting", "stratified")):
+    for flag, value in (("--items", "50"), ("--seed", "5"), ("--weighting", "stratified")):
         code, _, err = run_cli(["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir,
                                 flag, value, "--out", tmp_path / "loc3"], capsys)
         assert code != 0 and f"{flag} {value}: does not apply here" in " ".join(err.split()), err
@@ -244,12 +244,13 @@ def test_python_api_on_part_of_the_pool(world) -> None:
 
 def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
     """On a plan (no trials) or on answers to part of the pool, items, weighting and design change
-    nothing: giving one is refused, naming it; with trials on a whole-pool model they steer the trials."""
+    nothing (seed too: it was silently ignored there): giving one is refused, naming it; with trials on a
+    whole-pool model they steer the trials."""
     pool, answers, _ = world
     plan = make_plan(pool, items=100, seed=0, method="stratified")
     keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
     subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
-    for kwargs in ({"items": 50}, {"weighting": "stratified"}, {"design": "stratified"}):
+    for kwargs in ({"items": 50}, {"seed": 5}, {"weighting": "stratified"}, {"design": "stratified"}):
         name = next(iter(kwargs))
         with pytest.raises(EvalprismError, match=f"^{name} .*does not apply here: every model is located from its "
                                                  "own answers alone \\(the plan's items\\)") as err:

@@ -46,7 +46,8 @@ def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, i
 
 
 def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
-                  items: int | None = None, trials: int = 100, seed: int = 0, weighting: Weighting | None = None,
+                  items: int | None = None, trials: int = 100, seed: int | None = None,
+                  weighting: Weighting | None = None,
                   method: Method = "auto", design: Design | None = None, plan: Any = None,
                   progress: bool = True) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``).
@@ -58,7 +59,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     from those answers alone, its full-pool score estimated by the plan's design or, without a plan,
     as a simple random sample of the pool (:mod:`evalprism.stem.subset`); trials need the whole pool.
 
-    ``items`` (default 100), ``weighting`` (default ``balanced``) and ``design`` steer the sample
+    ``items`` (default 100), ``seed`` (default 0), ``weighting`` (default ``balanced``) and ``design`` steer the sample
     drawn from a whole-pool model; when no model is sampled (every one is located from its answers
     alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
     since it would change nothing."""
@@ -69,9 +70,10 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     sampled = any(whole and (plan is None or trials > 0) for whole in wholes)
     why = ("every model is located from its own answers alone (" + ("the plan's items" if plan is not None else
            "answers on part of the pool") + ") and no trials run, so no sample is drawn")
-    for name, value in (("items", items), ("weighting", weighting), ("design", design)):
+    for name, value in (("items", items), ("seed", seed), ("weighting", weighting), ("design", design)):
         check_applies(name, value, sampled, why)
     items = 100 if items is None else items
+    seed = 0 if seed is None else seed
     weighting = weighting or "balanced"
     results = []
     notes: list[str] = []
