@@ -31,10 +31,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
+from stem_real_data import FAMILIES, copies_of, family_jobs, load
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stem import build_pool, make_plan
 from evalprism.stem.adaptive import (
     Calibration,
@@ -60,19 +59,14 @@ RANDOM_DRAWS = 200
 
 
 def study(dataset: str, seeds: int) -> list[dict]:
-    table = read_correctness(DATA / dataset / "scores_long.csv")
-    table = table[table["benchmark"].isin(BENCHMARKS[dataset])]
-    enc = encode_correctness(table)
-    meta = read_models(DATA / dataset / "model_meta.csv")
-    have = table.groupby("model")["benchmark"].nunique()
-    complete = set(have[have == len(BENCHMARKS[dataset])].index)
+    _, enc, meta, complete = load(dataset)
     rows: list[dict] = []
     for family, members in FAMILIES[dataset].items():
-        fam_rows = meta[meta["model"].isin(members)]
-        kin = set(meta.loc[meta["family"].isin(set(fam_rows["family"])), "model"])
-        jobs = [("leave-one-out", fam_rows[fam_rows["model"] != held], [held]) for held in members]
-        jobs.append(("other families", fam_rows, sorted(complete - kin)))
-        for setting, pool_rows, located in jobs:
+        jobs = family_jobs(meta, members, complete)
+        # each left-out member has a pool of its own; the other families share the family's
+        cells = [(setting, pool_rows, [model]) for model, setting, pool_rows in jobs if setting == "leave-one-out"]
+        cells.append(("other families", jobs[-1][2], [m for m, setting, _ in jobs if setting == "other families"]))
+        for setting, pool_rows, located in cells:
             started = time.perf_counter()
             shared = build_pool(enc, pool_rows, min_models=2)  # the calibration's panel: every other model
             attach_panel(shared, enc, sorted(complete - set(shared.members["model"]) - set(located if setting == "leave-one-out" else [])))

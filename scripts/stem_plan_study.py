@@ -48,10 +48,9 @@ import pandas as pd
 from scipy.stats import binom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stem_real_data import BENCHMARKS, DATA, FAMILIES, copies_of
+from stem_real_data import FAMILIES, copies_of, family_jobs, load
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models
 from evalprism.stats.binomial import clopper_pearson
 from evalprism.stem import attach_panel, build_pool, locate_models, make_plan
 from evalprism.stem.target import target_of
@@ -101,19 +100,10 @@ def arms(items: int) -> dict[str, Arm]:
 def jobs(dataset: str) -> Iterator[tuple[str, str, str, Any, pd.DataFrame, Any]]:
     """(family, setting, model, pool, the model's rows on the pool, its Target) for every cell of
     stem_real_data.py; the pool carries the reference panel without the model and its copies."""
-    table = read_correctness(DATA / dataset / "scores_long.csv")
-    table = table[table["benchmark"].isin(BENCHMARKS[dataset])]
-    enc = encode_correctness(table)
-    meta = read_models(DATA / dataset / "model_meta.csv")
-    have = table.groupby("model")["benchmark"].nunique()
-    complete = set(have[have == len(BENCHMARKS[dataset])].index)
+    table, enc, meta, complete = load(dataset)
     by_model = dict(tuple(table.groupby("model", sort=False)))
     for family, members in FAMILIES[dataset].items():
-        fam_rows = meta[meta["model"].isin(members)]
-        kin = set(meta.loc[meta["family"].isin(set(fam_rows["family"])), "model"])
-        cell = [(held, "leave-one-out", fam_rows[fam_rows["model"] != held]) for held in members]
-        cell += [(other, "other families", fam_rows) for other in sorted(complete - kin)]
-        for model, setting, pool_rows in cell:
+        for model, setting, pool_rows in family_jobs(meta, members, complete):
             pool = build_pool(enc, pool_rows, min_models=2)
             attach_panel(pool, enc, sorted(complete - set(pool.members["model"]) - copies_of(meta, model)))
             target = target_of(pool, enc, model)

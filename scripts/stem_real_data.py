@@ -43,7 +43,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+from evalprism.io.correctness import (
+    EncodedCorrectness,
+    encode_correctness,
+    read_correctness,
+    read_models,
+)
 from evalprism.stem import build_pool
 from evalprism.stem.pool import attach_panel
 from evalprism.stem.target import target_of
@@ -75,19 +80,30 @@ def copies_of(meta: pd.DataFrame, model: str) -> set[str]:
     return set(same["model"]) | {model}
 
 
-def locate_all(dataset: str, items: list[int], trials: int, seed: int, weighting: str) -> list[dict]:
+def load(dataset: str) -> tuple[pd.DataFrame, EncodedCorrectness, pd.DataFrame, set[str]]:
+    """The dataset's rows on its pool benchmarks, encoded, its model metadata, and the models with rows
+    on every pool benchmark (the ones located and the panel's candidates)."""
     table = read_correctness(DATA / dataset / "scores_long.csv")
     table = table[table["benchmark"].isin(BENCHMARKS[dataset])]
-    enc = encode_correctness(table)
     meta = read_models(DATA / dataset / "model_meta.csv")
     have = table.groupby("model")["benchmark"].nunique()
-    complete = set(have[have == len(BENCHMARKS[dataset])].index)
+    return table, encode_correctness(table), meta, set(have[have == len(BENCHMARKS[dataset])].index)
+
+
+def family_jobs(meta: pd.DataFrame, members: list[str], complete: set[str]) -> list[tuple[str, str, pd.DataFrame]]:
+    """(located model, setting, the pool's member rows) of one family: each member left out of the pool
+    of the others, then every complete model of another metadata family on the whole family."""
+    fam_rows = meta[meta["model"].isin(members)]
+    kin = set(meta.loc[meta["family"].isin(set(fam_rows["family"])), "model"])
+    jobs = [(held, "leave-one-out", fam_rows[fam_rows["model"] != held]) for held in members]
+    return jobs + [(other, "other families", fam_rows) for other in sorted(complete - kin)]
+
+
+def locate_all(dataset: str, items: list[int], trials: int, seed: int, weighting: str) -> list[dict]:
+    _, enc, meta, complete = load(dataset)
     rows = []
     for family, members in FAMILIES[dataset].items():
-        fam_rows = meta[meta["model"].isin(members)]
-        kin = set(meta.loc[meta["family"].isin(set(fam_rows["family"])), "model"])
-        jobs = [(held, "leave-one-out", fam_rows[fam_rows["model"] != held]) for held in members]
-        jobs += [(other, "other families", fam_rows) for other in sorted(complete - kin)]
+        jobs = family_jobs(meta, members, complete)
         for model, setting, pool_rows in jobs:
             pool = build_pool(enc, pool_rows, min_models=2)
             panel = sorted(complete - set(pool.members["model"]) - copies_of(meta, model))
@@ -170,8 +186,8 @@ def tables(cells: pd.DataFrame, items: int, trials: int) -> str:
     per_cell = cells[cells["dataset"] != "all"]
     loo, other = overall.loc["leave-one-out"], overall.loc["other families"]
     lines = [f"### {items} items, {trials:,} trials", "",
-             f"| {items} items, {trials:,} trials | leave-one-out ({int(loo['models'])}) | other families "
-             f"({int(other['models'])}) | worst family cell | score RMSE (pp) |", "|---|---|---|---|---|"]
+             (f"| {items} items, {trials:,} trials | leave-one-out ({int(loo['models'])}) | other families "
+             f"({int(other['models'])}) | worst family cell | score RMSE (pp) |"), "|---|---|---|---|---|"]
     for m in METHODS:
         rmse = f"{overall.loc['all', f'{m}_rmse']:.2f}" if f"{m}_rmse" in overall.columns else "-"
         lines.append(f"| {LABELS[m]} | {loo[m]:.3f} | {other[m]:.3f} | {per_cell[m].min():.3f} | {rmse} |")
@@ -193,8 +209,8 @@ def tables(cells: pd.DataFrame, items: int, trials: int) -> str:
                            f"{r[m + '_mae_vs_random_high']:+.3f}]" for m in ("stratified", "irt"))
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {maes} | {diffs} |")
     lines += ["", "Score estimates: RMSE and mean error (pp) and the coverage of nominal 95% intervals:", "",
-              "| dataset | family | setting | RMSE A | RMSE B | RMSE random | bias A | bias B | bias random | "
-              "coverage A | coverage B |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              ("| dataset | family | setting | RMSE A | RMSE B | RMSE random | bias A | bias B | bias random | "
+              "coverage A | coverage B |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in cells.itertuples(index=False):
         r = r._asdict()
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['stratified_rmse']:.2f} | "

@@ -511,7 +511,9 @@ def stem_pool(
     pool.save(target)
     extra = (f"; reference panel of {pool.panel_size()} models ({pool.options['irt']} fit in "
              f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
-    _wrote(out, quiet, f"; {int((pool.ti > 0).sum())} pool items over {pool.n} members{extra}")
+    monotone = int((pool.ti > 0).sum())
+    _wrote(out, quiet, f"; {len(pool.items):,} pool items over {pool.n} members ({monotone:,} with a monotone IRV, "
+           f"{len(pool.items) - monotone:,} anomalous){extra}")
 
 
 @stem_app.command("locate")
