@@ -200,7 +200,7 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
         cut = [i for i in by_id if i not in whole]
         if not whole:
             raise EvalprismError(f"{content.source}: status {content.status}: no sample was scored in all "
-                                 f"{content.epochs} epochs, so there is no reduction over epochs to read: use epochs "
+                                 f"{content.epochs} of its runs, so there is no reduction over runs to read: use epochs "
                                  "first (the first run) or epochs all (each run its own item)", parameter="epochs")
         if cut:
             said.append(f"scored in fewer than {content.epochs} epochs before the run stopped, left out (not counted "
@@ -235,7 +235,7 @@ def _reduced_only(content: LogContent, scorer: str, mode: str, said: list[str]) 
     if content.epochs > 1 and mode != "mean":
         raise EvalprismError(f"{content.source}: the log has no samples (written with --no-log-samples): epochs "
                              f"{mode} needs them; what is there is inspect's '{reducer}' reduction over "
-                             f"{content.epochs} epochs (epochs mean)", parameter="epochs")
+                             f"{content.epochs} runs (epochs mean)", parameter="epochs")
     values: dict[str, Any] = {}
     for i, value in content.reductions[(scorer, reducer)].items():
         code = _code(value)
