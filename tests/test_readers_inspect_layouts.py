@@ -237,3 +237,15 @@ def test_cli_refuses_a_manifest_and_a_failed_runs_mean_naming_the_file(tmp_path:
         assert expected in message and "Traceback" not in done.stderr
         assert "use --epochs first" in message or "manifest" in message
         assert not (tmp_path / "audit").exists()
+
+
+def test_killed_run_with_nothing_scored_is_left_out_and_said() -> None:
+    killed = _log("killed", "arith")
+    assert _json(killed)["status"] == "started" and not _json(killed).get("samples")  # the process died mid-run
+    table = read_correctness(LAYOUTS / "killed")
+    assert set(table["benchmark"]) == {"arith_epochs"} and _scores(table) == ONE
+    assert (f"inspect {killed.name}: mockllm/model on arith, status started: started (never finished) with no scored "
+            "sample, left out") in _choices(table)
+    with pytest.raises(EvalprismError, match=rf"{killed.name} \(status started\): no scored samples: the run did not "
+                                             "finish"):
+        read_correctness(killed)

@@ -10,6 +10,8 @@ epochs, status, sample errors). This module decides which files count:
 - Reruns (every ``./logs`` directory; an eval-set's retries): several logs of one task by one model
   would score the same items twice. The newest complete one (status ``success``, by ``eval.created``)
   is read, else the newest; the others are named as left out.
+- A log of a run that did not finish and scored nothing (killed before writing a sample) is left
+  out, said; the read fails only when nothing else was scored.
 """
 
 from __future__ import annotations
@@ -107,7 +109,9 @@ def read_inspect_logs(paths: Sequence[str | Path], options: HarnessOptions | Non
     for content in _newest(contents, shown, choices):
         rows.extend(records(content, options, choices, shown(content.source)))
     if not rows:
-        raise EvalprismError(f"{', '.join(map(str, paths))}: no scored samples")
+        stopped = [f"{c.source} (status {c.status})" for c in contents if c.status != "success"]
+        raise EvalprismError(f"{', '.join(stopped) or ', '.join(map(str, logs))}: no scored samples"
+                             + (": the run did not finish" if stopped else ""))
     table = pd.DataFrame(rows)
     table.attrs["source"] = ", ".join(map(str, paths))
     return table

@@ -12,7 +12,7 @@ log has none, refused where it is not 0 or 1 with a pointer to ``first`` / ``all
 only; ``all``: every epoch its own item ``<id>#<epoch>``. A one-epoch log reads the same under all three.
 
 Status: a log that did not finish (``cancelled``, ``error``, ``started``) is read for the samples it
-scored; the samples it never answered (never run, or stopped by the cancel or the failure) are left
+scored (one that scored none is left out, said); the samples it never answered (never run, or stopped by the cancel or the failure) are left
 out, never counted wrong, and the read line says ``cancelled: 2 of 6 samples scored``. Under ``mean``
 only samples scored in every epoch are reduced (a "mean" of one epoch is not inspect's mean).
 
@@ -112,6 +112,10 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
     """Rows (model, benchmark, item_id, score) of one log under ``options``' scorer and epochs; what
     was read and what was not goes to ``choices`` (``shown``: the log's name there)."""
     shown = shown or content.source
+    if content.status != "success" and nothing_scored(content):
+        choices.add(f"inspect {shown}: {content.model} on {content.task}, status {content.status}: "
+                    f"{_STOPPED.get(content.status, content.status)} with no scored sample, left out")
+        return []
     scorer = _scorer(content, options.scorer)
     mode = options.epochs if content.epochs > 1 else "first"
     stopped = content.status != "success"
@@ -134,6 +138,11 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
     for extra in said:
         choices.add(f"inspect {shown}: {extra}")
     return rows
+
+
+def nothing_scored(content: LogContent) -> bool:
+    """True when a log holds no score at all (a run killed before writing a sample, or cancelled at once)."""
+    return not content.reductions and not any(s["scores"] and s["error"] is None for s in content.samples)
 
 
 def _stopped(content: LogContent, scorer: str) -> str:
