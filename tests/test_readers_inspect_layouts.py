@@ -249,3 +249,28 @@ def test_killed_run_with_nothing_scored_is_left_out_and_said() -> None:
     with pytest.raises(EvalprismError, match=rf"{killed.name} \(status started\): no scored samples: the run did not "
                                              "finish"):
         read_correctness(killed)
+
+
+def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
+    """A family read by ``stem audit`` from one inspect log directory: the rerun choice and, once only a
+    cancelled log is left for a model, its status are printed and kept in run.json."""
+    models = tmp_path / "models.csv"
+    models.write_text("model,params,family\nmockllm/small,1,f\nmockllm/medium,2,f\nmockllm/large,3,f\n", encoding="utf-8")
+    complete = "2026-11-25T19-24-59-00-00_arith_ZgVcKFjyb4B9MDsuix2Ydw.json"
+    cancelled = "2026-11-25T19-25-00-00-00_arith_mkWTuqXKfM26me98PFCtVm.json"
+    shutil.copytree(LAYOUTS / "family", tmp_path / "logs")
+    for step, expected in (("all", f"read the newest complete one, {complete}"),
+                           ("cancelled only", ("status cancelled; cancelled: 3 of 6 samples scored; never answered, "
+                                              "left out (not counted wrong): q4, q5, q6"))):
+        if step == "cancelled only":
+            (tmp_path / "logs" / complete).unlink()
+        out = tmp_path / f"audit {step}"
+        done = subprocess.run([sys.executable, "-m", "evalprism.cli", "stem", "audit", str(tmp_path / "logs"),
+                               "--models", str(models), "--out", str(out)], check=False, capture_output=True, text=True,
+                              timeout=HANG_LIMIT_S)
+        assert done.returncode == 0, done.stderr
+        assert expected in " ".join(done.stderr.split())
+        read = json.loads((out / "run.json").read_text(encoding="utf-8"))["options"]["read"]
+        assert any(expected in line for line in read)
+        named = f"left out: {cancelled} (cancelled" if step == "all" else f"inspect {cancelled}: mockllm/large on arith"
+        assert any(named in line for line in read)
