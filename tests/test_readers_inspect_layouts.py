@@ -167,7 +167,7 @@ def test_sample_errors_are_no_answer_under_every_epochs_choice() -> None:
     # inspect's accuracy is over the samples it scored: the -1 is not in it
     assert mean[mean["score"] >= 0]["score"].mean() == pytest.approx(log["results"]["scores"][0]["metrics"]["accuracy"]["value"])
     said = _choices(mean)
-    assert "1 sample(s) errored in every epoch, absent from inspect's reduction, read as -1 (no answer" in said
+    assert "1 sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 (no answer" in said
     assert "errored in some epochs, reduced by inspect over the others: q2 (epochs 2)" in said
     first = read_correctness(path, harness=HarnessOptions(epochs="first"))
     assert _scores(first) == ONE | {"q4": -1}

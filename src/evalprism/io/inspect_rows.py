@@ -175,8 +175,8 @@ def _per_epoch(content: LogContent, scorer: str, mode: str, stopped: bool,
         if stopped and (s["error"] is not None or value is None):
             left.append(item)
             continue
-        if s["error"] is not None:
-            errored.append(f"{item} ({s['error']})")
+        if s["error"] is not None or value is None:
+            errored.append(f"{item} ({s['error'] or 'no score'})")
             value = None
         values[item] = _code(value)
     if errored:
@@ -221,7 +221,7 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
         partly = [f"{i} (epochs {', '.join(str(s['epoch']) for s in by_id[i] if s not in ok[i])})"
                   for i in ids if ok[i] and len(ok[i]) < len(by_id[i])]
         if failed:
-            said.append(f"{len(failed)} sample(s) errored in every epoch, absent from inspect's reduction, read as -1 "
+            said.append(f"{len(failed)} sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 "
                         f"(no answer; stem counts it wrong unless --missing exclude): {_ids(failed)}")
         if partly:
             said.append(f"sample(s) errored in some epochs, reduced by inspect over the others: {_ids(partly)}")
