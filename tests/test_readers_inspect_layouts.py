@@ -117,6 +117,17 @@ def test_several_reducers_are_kept_apart_and_mean_is_the_mean() -> None:
     assert per.mean().mean() == pytest.approx(accuracy["mean"]) and per.max().mean() == pytest.approx(accuracy["max"])
 
 
+def test_a_log_whose_reducers_are_not_the_mean_reads_its_only_one_or_is_refused() -> None:
+    only = _log("reducers_max", "arith_epochs")
+    table = read_correctness(only)  # Epochs(3, "max"): the reduction inspect reports is the max, said
+    assert _scores(table) == {k: int(v) for k, v in _reduction(_json(only), "max").items()}
+    assert _scores(table) == ONE | {"q2": 1, "q4": 1}  # right in at least one epoch
+    assert "3 epoch(s): inspect's 'max' reduction over epochs, 6 items" in _choices(table)
+    with pytest.raises(EvalprismError, match=r"scorer 'match' has several epoch reducers \(max, at_least_2\) and none is "
+                                             "the mean: use epochs first"):
+        read_correctness(_log("reducers_no_mean", "arith_epochs"))
+
+
 # ---------------------------------------------------------------- item 4: log status
 
 
