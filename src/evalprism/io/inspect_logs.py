@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,14 @@ def _eval_set_notes(sets: list[tuple[Path, str, dict[str, Any]]], contents: list
         choices.add(f"inspect {shown(path)}: {text}")
 
 
+def _when(content: LogContent) -> tuple[float, str]:
+    """Sort key of a log's creation (``eval.created``, ISO 8601 with its offset), then its path."""
+    try:
+        return datetime.fromisoformat(content.created).timestamp(), content.source
+    except ValueError:
+        return float("-inf"), content.source
+
+
 def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> list[LogContent]:
     """One log per (model, task): the newest complete one, else the newest; the others named."""
     groups: dict[tuple[str, str], list[LogContent]] = {}
@@ -75,11 +84,11 @@ def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> lis
             kept.append(logs[0])
             continue
         complete = [c for c in logs if c.status == "success"]
-        pick = max(complete or logs, key=lambda c: (c.created, c.source))
+        pick = max(complete or logs, key=_when)
         kept.append(pick)
         which = "the newest complete one" if complete else "the newest (none of them finished)"
         others = "; ".join(f"{shown(c.source)} ({c.status}, created {c.created})"
-                           for c in sorted(logs, key=lambda c: (c.created, c.source)) if c is not pick)
+                           for c in sorted(logs, key=_when) if c is not pick)
         choices.add(f"inspect {model} on {task}: {len(logs)} logs (reruns); read {which}, {shown(pick.source)} "
                     f"(created {pick.created}); left out: {others}")
     return kept
