@@ -50,7 +50,7 @@ def _code(value: Any) -> Any:
     return value
 
 
-def _checked(content: LogContent, shown: str, item: str, scorer: str, value: Any) -> int:
+def _checked(content: LogContent, item: str, scorer: str, value: Any) -> int:
     """``value`` as a score, or one message naming the log, the sample and the scorer."""
     code = score_value(value)
     if code is None:
@@ -127,7 +127,7 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
     else:
         values, how = _per_epoch(content, scorer, mode, stopped, said)
     base = {"model": content.model, "benchmark": content.task}
-    rows = [{**base, "item_id": item, "score": _checked(content, shown, item, scorer, value)}
+    rows = [{**base, "item_id": item, "score": _checked(content, item, scorer, value)}
             for item, value in values.items()]
     picked = f"scorer {scorer}{'' if options.scorer else ' (the only one)'}"
     line = (f"inspect {shown}: {content.model} on {content.task}, {picked}, {content.epochs} epoch(s): {how}, "
@@ -147,8 +147,12 @@ def nothing_scored(content: LogContent) -> bool:
 
 def _stopped(content: LogContent, scorer: str) -> str:
     """``cancelled: 2 of 6 samples scored ...``: what a log that did not finish holds and leaves out."""
-    scored = [s for s in content.samples if s["error"] is None and s["scores"].get(scorer) is not None]
     size = content.dataset_size or (len(content.dataset_ids) if content.dataset_ids else None)
+    if not content.samples:  # --no-log-samples: the reduction is what was scored
+        reduced = next((r for (k, _), r in content.reductions.items() if k == scorer), {})
+        return (f"{_STOPPED.get(content.status, content.status)}: {len(reduced)}{f' of {size}' if size else ''} "
+                "samples in inspect's reduction, the others never answered (left out, not counted wrong)")
+    scored = [s for s in content.samples if s["error"] is None and s["scores"].get(scorer) is not None]
     expected = size * content.epochs if size else None
     unit = "samples" if content.epochs == 1 else "sample-epochs"
     of = f" of {expected}" if expected else ""
