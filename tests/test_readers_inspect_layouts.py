@@ -231,6 +231,15 @@ def test_logs_without_samples_read_their_reductions_and_say_so() -> None:
             read_correctness(three, harness=HarnessOptions(epochs=epochs))
 
 
+def test_cancelled_log_without_samples_reads_its_reduction_and_says_the_status() -> None:
+    path = _log("no_samples_cancelled", "arith")
+    assert _json(path)["results"]["completed_samples"] == 2
+    table = read_correctness(path)
+    assert _scores(table) == {"q1": 1, "q2": 1} == {k: int(v) for k, v in _reduction(_json(path)).items()}
+    assert ("status cancelled; cancelled: 2 of 6 samples in inspect's reduction, the others never answered (left "
+            "out, not counted wrong)") in _choices(table)
+
+
 # ---------------------------------------------------------------- the CLI: one message naming the file
 
 
