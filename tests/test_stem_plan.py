@@ -277,3 +277,15 @@ def test_models_on_part_of_the_pool_share_one_note_per_design() -> None:
                      "'a simple random sample'; no truth to compare with"]
     assert partial_answers_notes([("a", 5, plan)], 10, 100)[0].endswith(
         "no truth to compare with and no trials (they need answers on the whole pool)")
+
+
+def test_what_the_readers_chose_is_kept_in_the_result(world) -> None:
+    """The `read ...` lines of the harness readers (metric, filter, scorer, epochs, files left out)
+    reach localization's run.json options, as they reach a pool's."""
+    pool, answers, _ = world
+    plan = make_plan(pool, items=60, seed=0, method="stratified")
+    keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
+    subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]].copy()
+    subset.attrs["choices"] = ["read logs/a.eval: cancelled: 2 of 6 samples scored"]
+    result = locate_models(pool, subset, plan=plan, trials=0, progress=False)
+    assert result.options["read"] == ["read logs/a.eval: cancelled: 2 of 6 samples scored"]

@@ -99,6 +99,9 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
                "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
     if plan is not None:
         options["plan"] = {k: plan.options.get(k) for k in ("items", "seed", "method", "design", "strata")}
+    read = getattr(new_correctness, "attrs", {}).get("choices", [])  # what the harness readers chose and left out
+    if read:
+        options["read"] = list(read)
     notes += partial_answers_notes(partial, len(pool.items), trials)
     if notes:
         options["notes"] = notes

@@ -105,7 +105,11 @@ def plan_stage(pool: Pool, *, items: int, seed: int | None = None, method: str |
     if answers is None:
         raise EvalprismError("answers: a later stage is picked from the model's answers on the previous stages' items; "
                              "give them with --answers", parameter="answers")
-    return next_stage(pool, previous, target_of(pool, answers, model), items, target_confidence, progress)
+    plan, current = next_stage(pool, previous, target_of(pool, answers, model), items, target_confidence, progress)
+    read = answers.attrs.get("choices", [])  # what the harness readers chose and left out
+    if read:
+        plan.options["read"] = list(read)
+    return plan, current
 
 
 def _so_far(loc: Localization) -> dict[str, object]:
