@@ -108,6 +108,8 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
             cal = Calibration.of(panel.errors[keep], panel.variances[keep])
             try:
                 planned = run_plan(fit, y, stage1, later, seed)
+                if (target.outcome[planned] == NO_ROW).any():  # what `stem locate --plan` refuses
+                    raise EvalprismError(f"model '{model}' has no answer row on {int((target.outcome[planned] == NO_ROW).sum())} planned items")
                 mean, var = score_posterior(fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned]))
                 est, se, error = 100 * mean, 100 * np.sqrt(var + cal.extra_variance), ""
             except Exception as exc:  # noqa: BLE001 - a failure is a finding: counted, never fatal
@@ -149,10 +151,15 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         [(("all", "all", s), g) for s, g in runs.groupby("setting", sort=False)] + [(("all", "all", "all"), runs)]
     del keys
     for (dataset, family, setting), g in groups:
-        g = g[~g["model"].isin(refused_models) | ~g["refused"]]  # a refused run places nothing
+        g0 = g
+        refused = int(g["refused"].sum())
+        # a model with a refused run (its data lack rows for planned items) is left out of every arm, so the
+        # arms compare the same models
+        g = g[~g["model"].isin(refused_models)]
         # a model located on three families' pools counts three times (one per cell), as in stem_real_data.py
         per_model = g.groupby(["dataset", "family", "setting", "model", "arm"])["right"].mean().unstack()
-        row = {"dataset": dataset, "family": family, "setting": setting, "models": len(per_model)}
+        row = {"dataset": dataset, "family": family, "setting": setting, "models": len(per_model),
+               "refused runs": refused, "models left out": ", ".join(sorted(set(refused_models) & set(g0["model"])))}
         for arm in per_model.columns:
             row[f"{arm} accuracy"] = float(per_model[arm].mean())
             sub = g[g["arm"] == arm]
@@ -162,7 +169,6 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                 row[f"{arm} bias"] = float(sub["err"].mean())
                 row[f"{arm} mean se"] = float(sub["se"].mean())
                 row[f"{arm} tracebacks"] = int(sub["traceback"].sum())
-                row[f"{arm} refused"] = int(sub["refused"].sum())
         cells.append(row)
     return pd.DataFrame(cells)
 
@@ -184,12 +190,12 @@ def tables(cells: pd.DataFrame, seeds: int) -> str:
               "adaptive 50 mean se | tracebacks |", "|---|---|---|" + "---|" * (len(arms) - 1 + 7)]
     for r in cells.to_dict("records"):
         trace = sum(r.get(f"{a} tracebacks", 0) for a in arms[:-1])
-        refused = sum(r.get(f"{a} refused", 0) for a in arms[:-1])
+        refused = r["refused runs"]
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | "
                      + " | ".join(f"{r[f'{a} coverage']:.3f}" for a in arms[:-1])
                      + f" | {r['adaptive 50 bias']:+.2f} | {r['adaptive 50 rmse']:.2f} | {r['B plan 50 rmse']:.2f} | "
                      f"{r['B plan 100 rmse']:.2f} | {r['random 100 rmse']:.2f} | {r['adaptive 50 mean se']:.2f} | "
-                     f"{trace} ({refused} refused) |")
+                     f"{trace} ({refused} refused{': ' + r['models left out'] + ' left out' if r['models left out'] else ''}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -198,9 +204,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("out/stem-adaptive"))
     parser.add_argument("--datasets", nargs="*", default=list(FAMILIES))
+    parser.add_argument("--runs", nargs="*", type=Path, help="summarise these runs.csv files instead of running")
     args = parser.parse_args()
     started = time.perf_counter()
-    runs = pd.DataFrame([row for dataset in args.datasets for row in study(dataset, args.seeds)])
+    if args.runs:
+        runs = pd.concat([pd.read_csv(path) for path in args.runs], ignore_index=True)
+    else:
+        runs = pd.DataFrame([row for dataset in args.datasets for row in study(dataset, args.seeds)])
     cells = summarise(runs)
     args.out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(args.out / "runs.csv", index=False)
