@@ -240,7 +240,7 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
             seen[(name, task)] = f
             frames.append(_read_task(f, task, name, run, options, choices, applied))
     for r in unread:
-        tasks = ", ".join(sorted((r.results.get("configs") or r.results.get("results") or {}))) or "none"
+        tasks = ", ".join(sorted(r.results.get("configs") or r.results.get("results") or {})) or "none"
         leaf = r.leaf(root)[0] if r.results_path else "?"
         choices.add(f"lm-eval {_rel(root, r.results_path or r.directory)}: not read: no samples files of this run "
                     f"(lm_eval ran without --log_samples); model {leaf}, tasks {tasks}")
@@ -301,7 +301,8 @@ def _pick(model: str, task: str, runs: list[Run], choices: ReadChoices) -> Run:
                    (with_results[-1], "the newest with a results file; none is complete") if with_results else
                    (runs[-1], "the newest; none has a results file"))
     others = ", ".join(r.samples[task].name + ("" if r.results_path else " (no results file)") +
-                       (f" (--limit {r.limit()})" if r.limit() is not None else "") for r in runs if r is not chosen)
+                       (f" (--limit {_number(r.limit())})" if r.limit() is not None else "") for r in runs
+                       if r is not chosen)
     choices.add(f"lm-eval {model}/{task}: {len(runs)} runs; read {chosen.samples[task].name} ({why}); ignored "
                 f"{others}")
     return chosen
@@ -489,13 +490,18 @@ def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOpti
     return table.drop(columns="where").assign(model=model, benchmark=task, metric=metric)
 
 
+def _number(value: Any) -> Any:
+    """3.0 -> 3 (lm-eval records ``--limit 3`` as a float)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _partial(task: str, run: Run) -> str:
     """``--limit`` as lm-eval recorded it: the documents read of the task's total."""
     limit = run.limit()
     if limit is None:
         return ""
     original, effective = run.counts(task)
-    shown = int(limit) if isinstance(limit, float) and limit.is_integer() else limit
+    shown = _number(limit)
     if original is not None and effective is not None and effective < original:
         return f"; PARTIAL run (lm_eval --limit {shown}): {effective} of the task's {original} documents"
     return f"; lm_eval --limit {shown} (covers all {original if original is not None else '?'} documents)"
