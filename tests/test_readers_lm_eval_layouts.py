@@ -216,3 +216,14 @@ def test_a_broken_results_file_is_one_message_naming_it(tmp_path: Path) -> None:
     results.write_text(results.read_text(encoding="utf-8")[:200], encoding="utf-8")
     with pytest.raises(EvalprismError, match=rf"{results.name}: not valid JSON .*expected an lm-eval results file"):
         read_correctness(tmp_path)
+
+
+def test_results_without_samples_beside_inspect_logs_are_said_not_refused(tmp_path: Path) -> None:
+    """Item 7 in a mixed directory: the inspect log is read, the lm-eval results file is said not read."""
+    shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "runs" / "org__small")
+    shutil.copy(LAYOUTS.parent / "inspect_json" / "arith_two_scorers.json", tmp_path / "runs" / "arith.json")
+    table = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
+    assert set(table["model"]) == {"mockllm/small"} and len(table) == 4
+    choices = _choices(table)
+    assert "lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files" in choices
+    assert "ignored" not in choices

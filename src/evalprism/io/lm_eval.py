@@ -89,7 +89,14 @@ class Run:
 
     @property
     def version(self) -> str:
-        return str(self.results.get("lm_eval_version") or ("<= 0.4.2" if self.legacy else "not recorded"))
+        """``lm-eval 0.4.13``, or that the results file does not say (before 0.4.7 it does not)."""
+        v = self.results.get("lm_eval_version")
+        return f"lm-eval {v}" if v else "lm-eval version not recorded"
+
+    def order(self) -> tuple[str, str, float]:
+        """Oldest first: by directory, date in the file names, then the results file's own ``date``."""
+        stamp = self.results.get("date")
+        return str(self.directory), self.date, float(stamp) if isinstance(stamp, int | float) else 0.0
 
     def limit(self) -> Any:
         return (self.results.get("config") or {}).get("limit")
@@ -199,7 +206,7 @@ def find_runs(root: Path) -> list[Run]:
         key = (f.parent, m["date"] if m else "")
         run = runs.setdefault(key, Run(f.parent, key[1], None, {}))
         run.samples[task_of(f)] = f
-    return sorted(runs.values(), key=lambda r: (str(r.directory), r.date))
+    return sorted(runs.values(), key=Run.order)
 
 
 def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choices: ReadChoices | None = None,
@@ -228,7 +235,7 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
     for (directory, _), (name, how, unit_runs) in units.items():
         tasks = sorted({t for r in unit_runs for t in r.samples})
         first = unit_runs[-1]
-        choices.add(f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, lm-eval "
+        choices.add(f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, "
                     f"{first.version}), model named after {how}; tasks {', '.join(tasks)}")
         for task in tasks:
             run = _pick(name, task, [r for r in unit_runs if task in r.samples], choices)
@@ -416,10 +423,9 @@ def _label_filters(path: Path, task: str, metric: str, run: Run, table: pd.DataF
              if isinstance(f, dict)]
     if k == 1:
         return table.assign(filter=names[0] if len(names) == 1 else "none"), ""
-    version = f"lm-eval {run.version}"
     if len(names) != k or set(per_doc.values()) != {k}:
         raise EvalprismError(f"{path}: task '{task}': documents appear {', '.join(map(str, sorted(set(per_doc.values()))))}"
-                             f" times and no line says its filter ({version} writes no 'filter' key), while the "
+                             f" times and no line says its filter (lm-eval <= 0.4.6 writes no 'filter' key), while the "
                              f"results file lists {len(names)} filter(s): cannot tell the filters apart")
     table = table.assign(filter=[names[i] for i in table.groupby("item_id").cumcount()])
     aggregates = (run.results.get("results") or {}).get(task) or {}
@@ -429,16 +435,16 @@ def _label_filters(path: Path, task: str, metric: str, run: Run, table: pd.DataF
         if isinstance(expected, int | float):
             got = table.loc[table["filter"] == name, "score"].astype(float).mean()
             if abs(got - float(expected)) > _TOLERANCE:
-                raise EvalprismError(f"{path}: task '{task}': no line says its filter ({version} writes no 'filter' "
+                raise EvalprismError(f"{path}: task '{task}': no line says its filter (lm-eval <= 0.4.6 writes no 'filter' "
                                      f"key); read in the order of the task's filters ({', '.join(names)}), '{name}' "
                                      f"gives {metric} {got:.6g} where the results file says {float(expected):.6g}: "
                                      "cannot tell the filters apart")
             checked.append(name)
     if not checked:
         raise EvalprismError(f"{path}: task '{task}': each document appears {k} times and no line says its filter "
-                             f"({version} writes no 'filter' key), and the results file has no per-filter {metric} "
+                             f"(lm-eval <= 0.4.6 writes no 'filter' key), and the results file has no per-filter {metric} "
                              "to check an order against: cannot tell the filters apart")
-    return table, (f"; no line names its filter ({version}): lines labelled {', '.join(names)} in the task's order, "
+    return table, (f"; no line names its filter (lm-eval <= 0.4.6): lines labelled {', '.join(names)} in the task's order, "
                    f"checked against the results file's means")
 
 
