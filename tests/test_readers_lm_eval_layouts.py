@@ -227,3 +227,31 @@ def test_results_without_samples_beside_inspect_logs_are_said_not_refused(tmp_pa
     choices = _choices(table)
     assert "lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files" in choices
     assert "ignored" not in choices
+
+
+@pytest.mark.slow
+def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
+    """Where lm-eval >= 0.4.9 is installed: write two models with --output_path out/both.json now and read them."""
+    exe = shutil.which("lm_eval")
+    if exe is None:
+        pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    make = LAYOUTS.parent / "make"
+    for name in ("mc.jsonl", "gen.jsonl", "mc_local.yaml", "gen_local.yaml"):
+        text = (make / name).read_text(encoding="utf-8").replace("/tmp/gen/lme/tasks", str(tasks))
+        (tasks / name).write_text(text, encoding="utf-8")
+    for model, seed in (("org/tiny", "3"), ("org/small", "5")):
+        done = subprocess.run([exe, "--model", "dummy", "--model_args", f"pretrained={model}", "--tasks",
+                               "mc_local,gen_local", "--include_path", str(tasks), "--log_samples", "--output_path",
+                               str(tmp_path / "out" / "both.json"), "--seed", seed], check=False, capture_output=True,
+                              text=True, timeout=HANG_LIMIT_S, env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
+                                                                    "PATH": ""})
+        assert done.returncode == 0, done.stderr[-2000:]
+    table = read_correctness(tmp_path / "out")
+    assert sorted(table["model"].unique()) == ["org__small", "org__tiny"] and len(table) == 24
+    for results_file in (tmp_path / "out").glob("both_*.json"):
+        results = json.loads(results_file.read_text(encoding="utf-8"))
+        model = results["model_name_sanitized"]
+        assert _mean(table, model, "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
+        assert _scores(table, model, "gen_local") == STRICT
