@@ -255,3 +255,12 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
         model = results["model_name_sanitized"]
         assert _mean(table, model, "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
         assert _scores(table, model, "gen_local") == STRICT
+
+
+def test_a_task_of_the_results_file_without_its_samples_file_is_said(tmp_path: Path) -> None:
+    shutil.copytree(V13 / "nosamples" / "org__tiny", tmp_path / "org__tiny")
+    next((tmp_path / "org__tiny").glob("samples_mc_local_*.jsonl")).unlink()
+    table = read_correctness(tmp_path)
+    assert set(table["benchmark"]) == {"gen_local"}
+    assert ("lm-eval org__tiny: results_2026-11-25T19-19-21.154324.json lists task(s) mc_local with no samples file "
+            "of its run (not read)") in _choices(table)

@@ -237,6 +237,11 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
         first = unit_runs[-1]
         choices.add(f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, "
                     f"{first.version}), model named after {how}; tasks {', '.join(tasks)}")
+        for r in unit_runs:
+            missing = sorted(set(r.results.get("configs") or {}) - set(r.samples))
+            if missing and r.results_path is not None:
+                choices.add(f"lm-eval {name}: {r.results_path.name} lists task(s) {', '.join(missing)} with no samples "
+                            "file of its run (not read)")
         for task in tasks:
             run = _pick(name, task, [r for r in unit_runs if task in r.samples], choices)
             f = run.samples[task]
