@@ -146,11 +146,16 @@ def test_results_without_samples_are_said(tmp_path: Path) -> None:
 
 
 def test_lm_eval_0_4_2_results_json_and_json_array_samples() -> None:
-    """Item 12: lm-eval 0.4.2 wrote tiny/results.json and tiny/pretrained__org__tiny_<task>.jsonl (JSON arrays)."""
+    """Item 12: lm-eval 0.4.2 wrote tiny/results.json and tiny/pretrained__org__tiny_<task>.jsonl (JSON arrays)
+    with --output_path v0.4.2/tiny, and small.json beside pretrained__org__small_<task>.jsonl with
+    --output_path v0.4.2/small.json."""
     run = LAYOUTS / "v0.4.2" / "tiny"
     table = read_correctness(LAYOUTS / "v0.4.2")
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))["results"]
-    assert set(table["model"]) == {"org__tiny"} and len(table) == 12
+    assert sorted(table["model"].unique()) == ["org__small", "org__tiny"] and len(table) == 24
+    small = json.loads((LAYOUTS / "v0.4.2" / "small.json").read_text(encoding="utf-8"))["results"]
+    assert _mean(table, "org__small", "mc_local") == pytest.approx(small["mc_local"]["acc,none"])
+    assert _scores(table, "org__small", "gen_local") == STRICT
     assert _scores(table, "org__tiny", "gen_local") == STRICT
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["mc_local"]["acc,none"])
     assert _mean(table, "org__tiny", "gen_local") == pytest.approx(results["gen_local"]["exact_match,strict-match"])
