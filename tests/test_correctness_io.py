@@ -119,7 +119,9 @@ def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
     assert got == {("org__large", "arc_easy", "0"): 1, ("org__large", "arc_easy", "1"): 1,
                    ("org__small", "arc_easy", "0"): 1, ("org__small", "arc_easy", "1"): 0}
     with pytest.raises(EvalprismError, match="no 'exact_match' value for task 'arc_easy' .*acc"):
-        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="exact_match"))
+        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="arc_easy=exact_match"))
+    with pytest.raises(EvalprismError, match="metric exact_match: no task under .* has a value 'exact_match'"):
+        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="exact_match"))  # for every task that has it
 
 
 def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None:

@@ -69,7 +69,12 @@ def test_lm_eval_per_task_overrides() -> None:
     with pytest.raises(EvalprismError, match="task 'gen_local' has no filter 'none'"):
         read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(lm_eval_filter=["gen_local=none"]))
     with pytest.raises(EvalprismError, match=r"no 'exact_match' value for task 'mc_local' \(values present: acc, acc_norm\)"):
-        read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["exact_match"]))
+        read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["mc_local=exact_match"]))
+    # a value without TASK= applies to every task that has it (issue 27, item 14): mc_local keeps its default
+    every = read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["exact_match"]))
+    assert _scores(every, "3ykv54sv", "gen_local") == STRICT
+    assert "mc_local: metric acc (first in the results file's higher_is_better; the task has no 'exact_match' value)" \
+        in "\n".join(every.attrs["choices"])
 
 
 def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:

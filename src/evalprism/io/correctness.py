@@ -13,8 +13,9 @@ Adapters (:func:`read_correctness` picks one from the path):
 - a wide model x item matrix (``.csv``/``.tsv``/``.parquet``): a ``model`` column (else the first
   column) and one column per item, cells 1/0/-1, blank = not run;
 - an lm-evaluation-harness ``--log_samples`` output directory (:mod:`evalprism.io.lm_eval`): one
-  ``samples_<task>_<date>.jsonl`` per task in a directory per model; item = (task, doc_id), metric
-  and filter chosen per task, model names from the directory layout;
+  samples file per task and run, paired with its run's results file (a directory per model, the
+  flat ``--output_path DIR/NAME.json`` layout, or lm-eval <= 0.4.2's ``results.json``); item =
+  (task, doc_id), metric and filter chosen per task;
 - inspect_ai logs (:mod:`evalprism.io.inspect_logs`): ``.json`` read directly, ``.eval`` through
   inspect_ai's own log API (``pip install evalprism[inspect]``; imported lazily);
 - a directory holding any mix of the two harnesses' output (read whole).
@@ -38,7 +39,7 @@ from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.tables import FORMATS, read_table, table_format
 from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
-from evalprism.io.lm_eval import read_lm_eval, sample_files
+from evalprism.io.lm_eval import has_lm_eval_output, looks_like_results, read_lm_eval
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",
@@ -260,9 +261,11 @@ def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadCh
     """Every lm-eval samples file and inspect log under ``root``, read together (a directory mixing
     both is read whole, never half); JSON files that are neither are reported as ignored."""
     logs, ignored = inspect_paths(root)
+    ignored = [f for f in ignored if not looks_like_results(f)]  # lm-eval results of any name: its reader says them
     frames = []
-    if sample_files(root):
-        frames.append(read_lm_eval(root, harness, choices))
+    lm_eval = has_lm_eval_output(root)
+    if lm_eval:  # results without samples: an error unless inspect logs are read beside them (then a note)
+        frames.append(read_lm_eval(root, harness, choices, allow_empty=bool(logs)))
     if logs:
         frames.append(read_inspect_logs(logs, harness, choices))
     if not frames:
@@ -270,8 +273,8 @@ def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadCh
                              "and no inspect_ai logs (.eval, .json)")
     for f in ignored:
         choices.add(f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file")
-    table = to_canonical_correctness(pd.concat(frames, ignore_index=True), str(root))
-    table.attrs["readers"] = [LM_EVAL] * bool(sample_files(root)) + [INSPECT] * bool(logs)
+    table = to_canonical_correctness(pd.concat([f for f in frames if len(f)] or frames, ignore_index=True), str(root))
+    table.attrs["readers"] = [LM_EVAL] * lm_eval + [INSPECT] * bool(logs)
     return table
 
 

@@ -62,10 +62,11 @@ def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, all
 class HarnessOptions:
     """What the user chose for reading harness output (empty: the readers' defaults).
 
-    ``metric`` / ``lm_eval_filter``: per lm-eval task (key :data:`ANY_TASK` for every task);
-    ``model_names``: lm-eval run directory (relative to the path read, or its last component) ->
-    model name; ``scorer``: the inspect_ai scorer (None: the only one, else refused);
-    ``epochs``: inspect_ai samples run several times: ``first`` epoch, ``mean`` over epochs
+    ``metric`` / ``lm_eval_filter``: per lm-eval task (key :data:`ANY_TASK`: every task that has
+    that metric or filter; the others keep their default, said in the read notes, and a value that
+    no task has is refused); ``model_names``: lm-eval run directory (relative to the path read, or
+    its last component) or model name -> model name; ``scorer``: the inspect_ai scorer (None: the
+    only one, else refused); ``epochs``: inspect_ai samples run several times: ``first`` epoch, ``mean`` over epochs
     (inspect's default reducer; refused where the mean is not 0 or 1) or ``all`` (each epoch its own
     item, ``<id>#<epoch>``)."""
 
