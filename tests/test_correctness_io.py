@@ -157,7 +157,7 @@ def test_inspect_values_map_correct_incorrect_and_no_answer(tmp_path: Path) -> N
     out = read_correctness(tmp_path / "x.json")
     assert out.sort_values("item_id")["score"].tolist() == [1, 0, -1, -1, 1, 1]
     _inspect_json_log(tmp_path / "p.json", "openai/x", ["C", "P"])
-    with pytest.raises(EvalprismError, match=r"p\.json: sample '1', scorer 'choice': value 'P', expected C/I/N"):
+    with pytest.raises(EvalprismError, match=r"p\.json: sample '1' scored 'P' by 'choice', expected C/I/N"):
         read_correctness(tmp_path / "p.json")  # named by log and sample, not by a row of an internal table
 
 

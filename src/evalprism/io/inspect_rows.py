@@ -54,8 +54,9 @@ def _checked(content: LogContent, item: str, scorer: str, value: Any) -> int:
     """``value`` as a score, or one message naming the log, the sample and the scorer."""
     code = score_value(value)
     if code is None:
-        raise EvalprismError(f"{content.source}: sample '{item}', scorer '{scorer}': value {value!r}, expected "
-                             f"C/I/N or {SCORE_EXPECTED} (partial credit is not a correctness)", parameter="scorer")
+        raise EvalprismError(f"{content.source}: sample '{item}' scored {value!r} by '{scorer}', expected C/I/N or "
+                             f"{SCORE_EXPECTED} (partial credit is not a correctness); choose another (scorer NAME)",
+                             parameter="scorer")
     return code
 
 
