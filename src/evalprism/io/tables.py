@@ -1,5 +1,7 @@
 """Read a table from JSONL, CSV/TSV or Parquet, picking the format from the extension.
 
+A ``.json`` text value with a lone UTF-16 surrogate (a ``\\ud83d`` escape without its other half,
+which no string column holds) is read with U+FFFD in its place; ``attrs["mended"]`` names the rows.
 Compressed variants (``.gz``, ``.bz2``, ``.xz``, ``.zst``) of the text formats are read
 transparently by pandas. Text formats follow :mod:`evalprism.io.text`'s encoding rule (UTF-8, or a
 byte-order mark). Every failure becomes one :class:`EvalprismError` naming the file (and, for a byte
@@ -15,7 +17,14 @@ from pathlib import Path
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.text import decode_error, input_file, jsonl_error, open_text, text_encoding
+from evalprism.io.text import (
+    decode_error,
+    input_file,
+    jsonl_error,
+    mend_surrogates,
+    open_text,
+    text_encoding,
+)
 
 _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 FORMATS = {
@@ -118,7 +127,18 @@ def _read_json_records(path: Path) -> pd.DataFrame:
         data = data["data"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise EvalprismError(f"{path}: expected a JSON list of row objects")
-    return pd.DataFrame.from_records(data)
+    try:
+        return pd.DataFrame.from_records(data)
+    except UnicodeEncodeError:  # a lone surrogate (a "\\ud83d" escape) in a text value: no string column holds it
+        mended: dict[str, list[int]] = {}
+        for row, record in enumerate(data):
+            for key, value in record.items():
+                if isinstance(value, str) and (fixed := mend_surrogates(value)) is not value:
+                    record[key] = fixed
+                    mended.setdefault(str(key), []).append(row)
+        df = pd.DataFrame.from_records(data)
+        df.attrs["mended"] = mended  # column -> 0-based rows whose lone surrogates became U+FFFD
+        return df
 
 
 def row_location(table: pd.DataFrame, row: int) -> str:
