@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import run_cli, shared_data
 
 from evalprism.errors import EvalprismError
 from evalprism.io import read_battles, read_table
 from evalprism.p2l import fit_leaderboard, split_battles
 from evalprism.p2l.train import TrainOptions, prepare_battles
-from helpers import run_cli, shared_data
 
 FIXTURES = Path(__file__).parent / "fixtures" / "arena_layouts"
 CANONICAL = FIXTURES / "battles.jsonl"
@@ -108,15 +108,19 @@ def test_lone_surrogate_is_mended_and_said(name: str, tmp_path: Path, capsys: py
     assert "replaced by U+FFFD" in (tmp_path / "lb" / "run.json").read_text(encoding="utf-8")
 
 
-def test_lone_surrogate_in_a_canonical_json_table(tmp_path: Path) -> None:
-    """A canonical .json table whose prompt holds a lone surrogate: pandas' string column refused it
-    ("cannot be read as json"); now read mended, the row named."""
-    path = tmp_path / "battles.json"
-    path.write_text('[{"prompt": "ok", "model_a": "x", "model_b": "y", "winner": "model_a"},'
-                    ' {"prompt": "Rate this emoji: \\ud83d please", "model_a": "y", "model_b": "x", "winner": "tie"}]',
-                    encoding="utf-8")
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_lone_surrogate_in_a_canonical_table(suffix: str, tmp_path: Path) -> None:
+    """A canonical JSON / JSON Lines table whose prompt holds a lone surrogate: .json was refused
+    ("cannot be read as json", pandas' string column), .jsonl lost the character without a word
+    (pandas' parser drops it); both now read it as U+FFFD and name the row."""
+    rows = ['{"prompt": "ok", "model_a": "x", "model_b": "y", "winner": "model_a"}',
+            '{"prompt": "Rate this emoji: \\ud83d please", "model_a": "y", "model_b": "x", "winner": "tie"}',
+            '{"prompt": "a pair \\ud83d\\ude00 stays", "model_a": "x", "model_b": "y", "winner": "model_b"}']
+    path = tmp_path / f"battles{suffix}"
+    path.write_text("[" + ", ".join(rows) + "]" if suffix == ".json" else "\n".join(rows) + "\n", encoding="utf-8")
     got = read_battles(path)
-    assert got["prompt"].tolist() == ["ok", MENDED]
+    assert got["prompt"].tolist() == ["ok", MENDED, "a pair \U0001F600 stays"]
+    assert "1 prompt(s) hold a lone UTF-16 surrogate" in got.attrs["choices"][1]
     assert "replaced by U+FFFD (row(s) 2)" in got.attrs["choices"][1]
 
 
