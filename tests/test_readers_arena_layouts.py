@@ -106,6 +106,10 @@ def test_lone_surrogate_is_mended_and_said(name: str, tmp_path: Path, capsys: py
     assert code == 0 and "Traceback" not in out + err
     assert "replaced by U+FFFD (row(s) 2)" in err
     assert "replaced by U+FFFD" in (tmp_path / "lb" / "run.json").read_text(encoding="utf-8")
+    code, out, err = run_cli(["p2l", "split", FIXTURES / name, "--out", tmp_path / "split"], capsys)
+    assert code == 0 and "Traceback" not in out + err  # the .json split crashed writing the surrogate
+    written = "".join(p.read_text(encoding="utf-8") for p in sorted((tmp_path / "split").glob("t*.*")))
+    assert "\\ud83d" in written and "\ufffd" not in written  # the rows copied as they were, escape included
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
