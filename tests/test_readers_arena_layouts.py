@@ -83,6 +83,22 @@ def test_clean_battle_without_conversations_fits_like_the_table(tmp_path: Path, 
     assert "not used: judge, turn, anony, language, tstamp" in read and "9 of 12 battles anonymous" in read
 
 
+def test_public_clean_battle_says_what_the_leaderboard_keeps(tmp_path: Path) -> None:
+    """Arena's public clean_battle_<date>_public.json adds dedup_tag (the leaderboard keeps the sampled
+    battles) and category_tag: read with every battle, the two filters said, the fit unchanged."""
+    rows = json.loads(SIMPLE.read_text(encoding="utf-8"))
+    for i, row in enumerate(rows):
+        row.update(dedup_tag={"high_freq": i == 0, "sampled": i != 0}, category_tag={"if_v0.1": {"if": False}},
+                   is_code=False, is_refusal=False, num_tokens_info={"user_tokens": 9})
+    path = tmp_path / "clean_battle_20240814_public.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    got = read_battles(path, prompts=False)
+    assert "11 of 12 battles have dedup_tag.sampled; all 12 are read" in got.attrs["choices"][-1]
+    assert "9 of 12 battles anonymous (column anony); all 12 are read" in got.attrs["choices"][-2]
+    pd.testing.assert_frame_equal(fit_leaderboard(read_table(path), progress=False).leaderboard,
+                                  fit_leaderboard(read_table(CANONICAL), progress=False).leaderboard)
+
+
 def test_clean_battle_without_conversations_refused_where_prompts_are_read(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(EvalprismError, match="clean_battle_20240601.json: FastChat clean_battle JSON without "

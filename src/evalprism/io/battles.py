@@ -348,15 +348,20 @@ def read_notes(table: pd.DataFrame, where: str, fmt: str, columns: list[str], n_
         lines.append(f"{where}: {len(mended)} prompt(s) hold a lone UTF-16 surrogate (half of a pair, no "
                      f"character): replaced by U+FFFD (row(s) {rows})")
     if anony is not None:
-        lines.append(f"{where}: {anony} of {n} battles anonymous (column anony); all are read (FastChat's "
-                     "anonymous leaderboard keeps anony == true alone)")
+        lines.append(f"{where}: {anony} of {n} battles anonymous (column anony); all {n} are read (FastChat's "
+                     "Elo script fits the anonymous ones alone: keep anony == true for its leaderboard)")
+    if fmt == "fastchat" and "dedup_tag" in table.columns:
+        sampled = sum(isinstance(t, dict) and bool(t.get("sampled")) for t in table["dedup_tag"])
+        lines.append(f"{where}: {sampled} of {n} battles have dedup_tag.sampled; all {n} are read (Arena's "
+                     "leaderboard notebooks keep the sampled ones alone)")
     return lines
 
 
-def read_battles(path: str | Path, fmt: Format = "auto") -> pd.DataFrame:
-    """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised."""
+def read_battles(path: str | Path, fmt: Format = "auto", prompts: bool = True) -> pd.DataFrame:
+    """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised
+    (``prompts=False``: a file without prompt text is read too, see :func:`to_canonical_battles`)."""
     df = read_table(path)
-    return to_canonical_battles(df, fmt, source=str(path))
+    return to_canonical_battles(df, fmt, source=str(path), prompts=prompts)
 
 
 @dataclass(frozen=True)
