@@ -179,6 +179,7 @@ def p2l_fit(
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(read_table(battles), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
                              progress=not quiet)
+    _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     _wrote(out, quiet, f"; {len(result.leaderboard)} models")
 
@@ -200,6 +201,7 @@ def p2l_split(
 
     target = _claim(out, "p2l split", [battles], overwrite, quiet)
     result = split_battles(read_table(battles), test_fraction=test_fraction, seed=seed)
+    _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     b, p = result.options["battles"], result.options["prompts"]
     _wrote(out, quiet, f"; train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on "
@@ -252,6 +254,7 @@ def p2l_train(
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)
     result = train_model(read_table(battles), options, checkpoint_dir=checkpoint_dir_for(target), resume=resume,
                          cache_dir=cache_dir, progress=not quiet)
+    _read_notes(result.options.get("read", []), quiet or not result.main_process)
     result.save(target)
     _wrote(out, quiet or not result.main_process)
 
@@ -300,6 +303,7 @@ def p2l_evaluate(
     target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
     table = read_table(battles)  # the battles first: a bad file fails before the model loads
     result = evaluate_model_dir(model_dir, table, repeats=repeats, seed=seed, cache_dir=cache_dir, progress=not quiet)
+    _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     _wrote(out, quiet)
 

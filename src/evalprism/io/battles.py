@@ -6,17 +6,26 @@ normalised), optional ``category`` and optional soft label ``p_b`` in [0, 1] (th
 that B is preferred). Adapters, picked from the columns present (or named by ``fmt``):
 
 - ``canonical``: the table above;
-- ``fastchat``: FastChat ``clean_battle`` JSON; the prompt is the user turns of ``conversation_a``;
+- ``fastchat``: FastChat ``clean_battle`` JSON and Arena's releases in that layout (JSON or Parquet);
+  the prompt is the user turns of ``conversation_a``, whose message content is a string or a list
+  of parts (Arena's newer releases: ``{type, text, image, ...}``; the text parts are read). The
+  default ``clean_battle_<date>.json`` (``--mode simple``) has no conversations, so no prompt: it is
+  read for the marginal fit (``prompts=False``), which needs none, and refused where prompts are read;
 - ``arena55k``: arena-55k style CSV with one-hot ``winner_model_a/_b/_tie`` columns and
   JSON-encoded turn lists in ``prompt``;
 - ``alpacaeval``: AlpacaEval annotations, raw (``instruction``, ``generator_1/2``, ``preference``
   in [1, 2]) or flattened (``instruction``, ``model_a``, ``model_b``, ``p_b`` or ``preference``).
+
+A lone UTF-16 surrogate in a prompt (a ``\\ud83d`` escape without its other half, which Arena's JSON
+carries now and then and no UTF-8 writer accepts) is replaced by U+FFFD. What the read did is kept as
+lines in ``attrs["choices"]`` (format, battles, columns used and not, messages read from parts,
+prompts mended), for the commands to print and keep in ``run.json``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +35,7 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema, first_rows
 from evalprism.io.tables import read_table
+from evalprism.io.text import mend_surrogates
 from evalprism.keyed import content_order
 from evalprism.stats.outcomes import OUTCOME_INDEX, OUTCOMES
 
@@ -55,22 +65,71 @@ BATTLES_SCHEMA = Schema(
     ),
 )
 
+#: the same table for the analyses that read no prompt (the marginal fit): the prompt may be absent
+BATTLES_SCHEMA_NO_PROMPT = Schema(
+    name="battles",
+    columns=(Column("prompt", "str", required=False, nullable=True, description="the prompt (user turns)"),
+             *BATTLES_SCHEMA.columns[1:]),
+)
+
 Format = Literal["auto", "canonical", "fastchat", "arena55k", "alpacaeval"]
+_LABELS = {"canonical": "battles table", "fastchat": "FastChat/Arena battles (conversation_a/_b)",
+           "arena55k": "arena-55k battles (one-hot winner_model_a/_b/_tie)", "alpacaeval": "AlpacaEval annotations"}
+#: columns only FastChat's clean_battle records have (clean_battle_data.py; also judge, turn, language)
+_FASTCHAT_FIELDS = {"anony", "tstamp"}
+#: part types whose ``text`` is text (OpenAI-style ``text``; ``input_text`` of the Responses API)
+_TEXT_PARTS = (None, "text", "input_text")
 
 
-def content_text(content: Any) -> str:
-    """The text of one message's content: a string, or OpenAI-style parts whose ``text`` parts are
-    joined by newlines (images and other parts carry no text)."""
-    if isinstance(content, list | tuple):
-        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part)
-                         for part in content
-                         if not isinstance(part, dict) or part.get("type", "text") == "text")
-    return "" if content is None else str(content)
+class UnreadableContent(ValueError):
+    """A message or conversation that holds no text evalprism can read (the caller names file, row, column)."""
 
 
-def user_turns(conversation: Any) -> str:
+@dataclass
+class TextTally:
+    """What reading the prompts did: messages whose content was a list of parts, the parts without
+    text left out (by type), prompts with a lone surrogate mended (their 0-based rows)."""
+
+    part_messages: int = 0
+    skipped_parts: dict[str, int] = field(default_factory=dict)
+    mended_rows: list[int] = field(default_factory=list)
+
+
+def content_text(content: Any, tally: TextTally | None = None) -> str:
+    """The text of one message's content: a string, or a list of parts (OpenAI-style, and Arena's
+    newer releases, where Parquet hands the list over as a numpy array) whose text parts are joined by
+    newlines; image and other parts carry no text and are left out (counted in ``tally``). Anything
+    else raises :class:`UnreadableContent`: never the repr of a structure as a prompt."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list | tuple | np.ndarray):
+        raise UnreadableContent(f"a message's content is {type(content).__name__}, expected text or a list of parts")
+    if tally is not None:
+        tally.part_messages += 1
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            kind, text = part.get("type"), part.get("text")
+            if kind in _TEXT_PARTS and isinstance(text, str):
+                texts.append(text)
+            elif kind in _TEXT_PARTS and text is not None:
+                raise UnreadableContent(f"a text part's 'text' is {type(text).__name__}, expected text")
+            elif tally is not None:
+                name = str(kind) if kind is not None else "untyped, no text"
+                tally.skipped_parts[name] = tally.skipped_parts.get(name, 0) + 1
+        elif part is not None:
+            raise UnreadableContent(f"a message part is {type(part).__name__}, expected a {{type, text}} object or text")
+    return "\n".join(texts)
+
+
+def user_turns(conversation: Any, tally: TextTally | None = None) -> str:
     """The user turns of a conversation (list of {role, content}, or a JSON list of strings),
-    joined by blank lines: the prompt P2L is trained and queried on."""
+    joined by blank lines: the prompt P2L is trained and queried on. Raises
+    :class:`UnreadableContent` for a structure that holds no readable text."""
     if isinstance(conversation, str):
         try:
             conversation = json.loads(conversation)
@@ -81,11 +140,27 @@ def user_turns(conversation: Any) -> str:
         for turn in conversation:
             if isinstance(turn, dict):
                 if turn.get("role") in ("user", "human"):
-                    turns.append(content_text(turn.get("content")))
-            elif turn is not None:
+                    turns.append(content_text(turn.get("content"), tally))
+            elif isinstance(turn, str | int | float):
                 turns.append(str(turn))
+            elif turn is not None:
+                raise UnreadableContent(f"a turn is {type(turn).__name__}, expected a {{role, content}} object or text")
         return "\n\n".join(turns)
-    return "" if conversation is None else str(conversation)
+    if conversation is None or isinstance(conversation, str | int | float):
+        return "" if conversation is None else str(conversation)
+    raise UnreadableContent(f"the conversation is {type(conversation).__name__}, expected a list of messages")
+
+
+def _prompts(values: Any, where: str, column: str, tally: TextTally) -> list[str]:
+    """Each row's prompt from its conversation (or JSON turn list): one message naming the row and
+    the column for a row that holds no readable text."""
+    out = []
+    for row, value in enumerate(values):
+        try:
+            out.append(user_turns(value, tally))
+        except UnreadableContent as exc:
+            raise EvalprismError(f"{where}: row {row + 1}, column '{column}': {exc}") from None
+    return out
 
 
 def detect_format(df: pd.DataFrame) -> str:
@@ -95,6 +170,8 @@ def detect_format(df: pd.DataFrame) -> str:
         return "arena55k"
     if "conversation_a" in cols and "winner" in cols:
         return "fastchat"
+    if "prompt" not in cols and {"model_a", "model_b", "winner"} <= cols and _FASTCHAT_FIELDS <= cols:
+        return "fastchat"  # clean_battle_<date>.json of --mode simple: the conversations are dropped
     if "instruction" in cols and ("generator_1" in cols or "preference" in cols or "p_b" in cols):
         return "alpacaeval"
     return "canonical"
@@ -109,7 +186,7 @@ def normalise_winner(value: Any, where: str, row: int) -> str:
     return _WINNER_ALIASES[key]
 
 
-def _from_arena55k(df: pd.DataFrame, where: str) -> pd.DataFrame:
+def _from_arena55k(df: pd.DataFrame, where: str, tally: TextTally) -> pd.DataFrame:
     onehot = df[["winner_model_a", "winner_model_b", "winner_tie"]].apply(pd.to_numeric, errors="coerce")
     bad = onehot.isna().any(axis=1) | (onehot.sum(axis=1) != 1)
     if bad.any():
@@ -117,13 +194,41 @@ def _from_arena55k(df: pd.DataFrame, where: str) -> pd.DataFrame:
         raise EvalprismError(f"{where}: row {row + 1}: winner_model_a/winner_model_b/winner_tie must be one-hot (0/1)")
     out = df.drop(columns=["winner_model_a", "winner_model_b", "winner_tie"]).copy()
     out["winner"] = np.array(["model_a", "model_b", "tie"])[onehot.to_numpy().argmax(axis=1)]
-    out["prompt"] = [user_turns(p) for p in df["prompt"]]
+    out["prompt"] = _mended(_prompts(df["prompt"], where, "prompt", tally), tally)
     return out
 
 
-def _from_fastchat(df: pd.DataFrame) -> pd.DataFrame:
+def _from_fastchat(df: pd.DataFrame, where: str, tally: TextTally) -> pd.DataFrame:
     out = df.drop(columns=[c for c in ("conversation_a", "conversation_b") if c in df.columns]).copy()
-    out["prompt"] = [user_turns(c) for c in df["conversation_a"]]
+    if "conversation_a" in df.columns:
+        out["prompt"] = _mended(_prompts(df["conversation_a"], where, "conversation_a", tally), tally)
+    return out
+
+
+def _mended(prompts: list[str], tally: TextTally) -> list[str]:
+    """``prompts`` with lone surrogates replaced by U+FFFD (their rows noted in ``tally``): a string
+    column refuses them, and pandas makes one of a list of str."""
+    for row, text in enumerate(prompts):
+        fixed = mend_surrogates(text)
+        if fixed is not text:
+            prompts[row] = fixed
+            tally.mended_rows.append(row)
+    return prompts
+
+
+def _mend_column(df: pd.DataFrame, tally: TextTally) -> pd.DataFrame:
+    """``df`` with the lone surrogates of its text ``prompt`` values replaced (other values are left to
+    the schema, which names them)."""
+    values = list(df["prompt"])
+    before = len(tally.mended_rows)
+    for row, value in enumerate(values):
+        if isinstance(value, str) and (fixed := mend_surrogates(value)) is not value:
+            values[row] = fixed
+            tally.mended_rows.append(row)
+    if len(tally.mended_rows) == before:
+        return df
+    out = df.copy()
+    out["prompt"] = pd.Series(values, index=df.index, dtype=object)
     return out
 
 
@@ -141,19 +246,33 @@ def _from_alpacaeval(df: pd.DataFrame, where: str) -> pd.DataFrame:
     return out
 
 
-def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | None = None) -> pd.DataFrame:
-    """Convert a battles table in any supported format to the canonical, validated form."""
+def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | None = None,
+                         prompts: bool = True) -> pd.DataFrame:
+    """Convert a battles table in any supported format to the canonical, validated form.
+
+    With ``prompts=False`` (the marginal fit, which reads no prompt) a table without prompt text is
+    read as it is (no ``prompt`` column); otherwise it is refused. ``attrs["choices"]`` says what was
+    read and what was not."""
     where = source or df.attrs.get("source") or "battles table"
     fmt = detect_format(df) if fmt == "auto" else fmt
+    columns = [str(c) for c in df.columns]
+    n_rows = len(df)
+    tally = TextTally()
+    mended_on_read = dict(df.attrs.get("mended", {}))  # by read_table, in top-level text values
+    anony = _anony_count(df) if fmt == "fastchat" else None
     if fmt == "arena55k":
-        df = _from_arena55k(df, where)
+        df = _from_arena55k(df, where, tally)
     elif fmt == "fastchat":
-        df = _from_fastchat(df)
+        df = _from_fastchat(df, where, tally)
     elif fmt == "alpacaeval":
         df = _from_alpacaeval(df, where)
     elif fmt != "canonical":
         raise EvalprismError(f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval")
-    out = BATTLES_SCHEMA.validate(df, source=where)
+    if "prompt" not in df.columns and prompts:
+        _refuse_no_prompts(fmt, where, columns)
+    if "prompt" in df.columns and fmt in ("canonical", "alpacaeval") and df["prompt"].dtype == object:
+        df = _mend_column(df, tally)  # a string column cannot hold a lone surrogate: object columns only
+    out = (BATTLES_SCHEMA if prompts else BATTLES_SCHEMA_NO_PROMPT).validate(df, source=where)
     codes, uniques = pd.factorize(out["winner"], use_na_sentinel=False)
     first = first_rows(codes, len(uniques))
     outcome = np.array([OUTCOMES_INDEX[normalise_winner(w, where, int(row))]
@@ -171,13 +290,78 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
             row = int(np.flatnonzero(outside)[0])
             raise EvalprismError(f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}")
     out.attrs["battles_format"] = fmt
+    out.attrs["choices"] = read_notes(out, where, fmt, columns, n_rows, tally, anony,
+                                      mended_on_read=mended_on_read)
     return out
 
 
-def read_battles(path: str | Path, fmt: Format = "auto") -> pd.DataFrame:
-    """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised."""
+def _anony_count(df: pd.DataFrame) -> int | None:
+    """How many battles FastChat marked anonymous (``anony`` true), None without the column."""
+    if "anony" not in df.columns:
+        return None
+    return int(sum(v is True or v is np.True_ or str(v).strip().lower() == "true" for v in df["anony"]))
+
+
+def _refuse_no_prompts(fmt: str, where: str, columns: list[str]) -> None:
+    """One message for battles without prompt text where the command reads prompts."""
+    if fmt == "fastchat":
+        raise EvalprismError(
+            f"{where}: FastChat clean_battle JSON without conversations (the default output of "
+            "clean_battle_data.py, --mode simple) has no prompt text, which this command reads; "
+            "`evalprism p2l fit` reads this file as it is (a marginal fit needs no prompts), and "
+            "clean_battle_data.py --mode conv_release writes the conversations")
+    raise EvalprismError(f"{where}: missing required column 'prompt' for a battles table (columns present: "
+                         f"{', '.join(columns[:20])}); this command reads the prompt text (`evalprism p2l fit` "
+                         "needs none)")
+
+
+def read_notes(table: pd.DataFrame, where: str, fmt: str, columns: list[str], n_rows: int, tally: TextTally,
+               anony: int | None, mended_on_read: dict[str, list[int]] | None = None) -> list[str]:
+    """What reading the battles did, one line each: the layout, battles and models, the columns used
+    and not, the messages read from parts and the parts left out, the prompts mended."""
+    n = len(table)
+    models = pd.concat([table["model_a"], table["model_b"]]).nunique()
+    used = {"canonical": ["prompt", "model_a", "model_b", "winner"],
+            "fastchat": ["conversation_a", "model_a", "model_b", "winner"],
+            "arena55k": ["prompt", "model_a", "model_b", "winner_model_a", "winner_model_b", "winner_tie"],
+            "alpacaeval": ["instruction", "prompt", "generator_1", "generator_2", "model_a", "model_b",
+                           "preference", "p_b", "winner"]}[fmt]
+    used = [c for c in [*used, "category", "p_b"] if c in columns]
+    unused = [c for c in columns if c not in used]
+    prompt = "" if "prompt" in table.columns else "; no prompt text (read for the marginal fit, which needs none)"
+    if fmt == "fastchat" and "prompt" in table.columns:
+        prompt = "; prompt: the user turns of conversation_a"
+    not_used = ", ".join(unused[:12]) + (" …" if len(unused) > 12 else "") or "none"
+    label = _LABELS[fmt] if fmt != "fastchat" or "conversation_a" in columns else \
+        "FastChat clean_battle JSON without conversations (clean_battle_data.py --mode simple)"
+    head = (f"{where}: {label}, {n_rows} rows read as {n} battles of {models} models; columns used: "
+            f"{', '.join(used)}; not used: {not_used}{prompt}")
+    lines = [head]
+    if tally.part_messages:
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.skipped_parts.items()))
+        lines.append(f"{where}: {tally.part_messages} user message(s) hold a list of parts: their text parts read, "
+                     f"joined by newlines" + (f"; parts without text left out: {skipped}" if skipped else ""))
+    mended = sorted({*tally.mended_rows, *(r for c in ("prompt", "instruction")
+                                          for r in (mended_on_read or {}).get(c, []))})
+    if mended:
+        rows = ", ".join(str(r + 1) for r in mended[:5]) + (" …" if len(mended) > 5 else "")
+        lines.append(f"{where}: {len(mended)} prompt(s) hold a lone UTF-16 surrogate (half of a pair, no "
+                     f"character): replaced by U+FFFD (row(s) {rows})")
+    if anony is not None:
+        lines.append(f"{where}: {anony} of {n} battles anonymous (column anony); all {n} are read (FastChat's "
+                     "Elo script fits the anonymous ones alone: keep anony == true for its leaderboard)")
+    if fmt == "fastchat" and "dedup_tag" in table.columns:
+        sampled = sum(isinstance(t, dict) and bool(t.get("sampled")) for t in table["dedup_tag"])
+        lines.append(f"{where}: {sampled} of {n} battles have dedup_tag.sampled; all {n} are read (Arena's "
+                     "leaderboard notebooks keep the sampled ones alone)")
+    return lines
+
+
+def read_battles(path: str | Path, fmt: Format = "auto", prompts: bool = True) -> pd.DataFrame:
+    """Read a battles file (JSONL / JSON / CSV / Parquet) in any supported format, canonicalised
+    (``prompts=False``: a file without prompt text is read too, see :func:`to_canonical_battles`)."""
     df = read_table(path)
-    return to_canonical_battles(df, fmt, source=str(path))
+    return to_canonical_battles(df, fmt, source=str(path), prompts=prompts)
 
 
 @dataclass(frozen=True)

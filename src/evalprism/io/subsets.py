@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.io.tables import table_format
-from evalprism.io.text import open_text
+from evalprism.io.text import mend_surrogates, open_text
 
 #: the file extension written for each input format
 EXTENSIONS = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "tsv": ".tsv", "parquet": ".parquet"}
@@ -73,5 +73,12 @@ def _source_records(table: pd.DataFrame, fmt: str) -> list[str] | None:
     else:
         data = json.loads(text)
         data = data["data"] if isinstance(data, dict) else data
-        records = [json.dumps(r, ensure_ascii=False) for r in data]
+        records = [_dumps(r) for r in data]
     return records if len(records) == len(table) else None
+
+
+def _dumps(record: object) -> str:
+    """``record`` as JSON text, non-ASCII characters as they are; a record holding a lone UTF-16
+    surrogate (no UTF-8 file can hold one) keeps it as the ``\\ud83d`` escape it was read from."""
+    text = json.dumps(record, ensure_ascii=False)
+    return text if mend_surrogates(text) is text else json.dumps(record)

@@ -1,5 +1,7 @@
 """Read a table from JSONL, CSV/TSV or Parquet, picking the format from the extension.
 
+A ``.json`` or ``.jsonl`` text value with a lone UTF-16 surrogate (a ``\\ud83d`` escape without its other half,
+which no string column holds) is read with U+FFFD in its place; ``attrs["mended"]`` names the rows.
 Compressed variants (``.gz``, ``.bz2``, ``.xz``, ``.zst``) of the text formats are read
 transparently by pandas. Text formats follow :mod:`evalprism.io.text`'s encoding rule (UTF-8, or a
 byte-order mark). Every failure becomes one :class:`EvalprismError` naming the file (and, for a byte
@@ -9,13 +11,22 @@ that is not UTF-8 or a JSON Lines line that does not parse, the line and column)
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.text import decode_error, input_file, jsonl_error, open_text, text_encoding
+from evalprism.io.text import (
+    decode_error,
+    input_file,
+    json_line_error,
+    jsonl_error,
+    mend_surrogates,
+    open_text,
+    text_encoding,
+)
 
 _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
 FORMATS = {
@@ -54,7 +65,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
     input_file(path)
     encoding = "utf-8" if fmt == "parquet" else text_encoding(path)
     try:
-        if fmt == "jsonl":
+        if fmt == "jsonl" and _has_lone_surrogate_escape(path):
+            df = _read_jsonl_records(path)  # pandas' JSON parser drops a lone surrogate without a word
+        elif fmt == "jsonl":
             df = pd.read_json(path, lines=True, dtype=False, encoding=encoding)
         elif fmt == "json":
             df = _read_json_records(path)
@@ -118,7 +131,62 @@ def _read_json_records(path: Path) -> pd.DataFrame:
         data = data["data"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise EvalprismError(f"{path}: expected a JSON list of row objects")
-    return pd.DataFrame.from_records(data)
+    return _records_frame(data)
+
+
+#: the JSON escape of a lone UTF-16 surrogate: a high half without a low half after it, or a low half alone
+_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate_escape(path: Path) -> bool:
+    """Whether the text of ``path`` may hold the JSON escape of a lone surrogate (a pair split across
+    two chunks counts: a false alarm only takes the slower exact reader)."""
+    if path.suffix.lower() not in (".jsonl", ".ndjson", ".gz", ".bz2", ".xz"):
+        return False  # .zst: pandas decompresses it, open_text cannot
+    tail = ""
+    with open_text(path) as fh:
+        while chunk := fh.read(1 << 22):
+            if _LONE_ESCAPE.search(tail + chunk):
+                return True
+            tail = chunk[-12:]
+    return False
+
+
+def _read_jsonl_records(path: Path) -> pd.DataFrame:
+    """A JSON Lines file read line by line with :mod:`json`, which keeps a lone surrogate for
+    :func:`_records_frame` to mend (pandas' parser drops it)."""
+    rows = []
+    with open_text(path) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise json_line_error(path, line_no, exc) from None
+            if not isinstance(row, dict):
+                raise EvalprismError(f"{path}: line {line_no}: expected a JSON object (one row per line)")
+            rows.append(row)
+    return _records_frame(rows)
+
+
+def _records_frame(data: list[dict]) -> pd.DataFrame:
+    """Row objects as a DataFrame. A text value with a lone UTF-16 surrogate (no string column holds
+    one) gets U+FFFD in its place; ``attrs["mended"]`` maps each column to the 0-based rows mended."""
+    try:
+        return pd.DataFrame.from_records(data)
+    except UnicodeEncodeError:
+        pass
+    mended: dict[str, list[int]] = {}
+    for row, record in enumerate(data):
+        for key, value in record.items():
+            if isinstance(value, str) and (fixed := mend_surrogates(value)) is not value:
+                record[key] = fixed
+                mended.setdefault(str(key), []).append(row)
+    df = pd.DataFrame.from_records(data)
+    df.attrs["mended"] = mended
+    return df
 
 
 def row_location(table: pd.DataFrame, row: int) -> str:

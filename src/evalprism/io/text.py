@@ -184,3 +184,14 @@ def jsonl_error(path: str | Path) -> EvalprismError | None:
                 return EvalprismError(f"{path}: line {line_no}: expected one JSON object per line, got a JSON "
                                       f"{type(record).__name__}")
     return None
+
+
+def mend_surrogates(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (a half of a pair, which JSON's ``\\ud83d`` escapes can
+    carry and no UTF-8 writer accepts) replaced by U+FFFD; a high and a low half side by side become the
+    character they encode. Text without surrogates comes back unchanged (the same object)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text

@@ -210,5 +210,5 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     if marginal is not None:
         scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
     options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed,
-               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note}
+               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note, "read": table.attrs.get("choices", [])}
     return EvaluationResult(metrics, scaling, options)

@@ -127,7 +127,7 @@ def fit_leaderboard(
     check_applies("rounds", rounds, ci == "bootstrap",
                   f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})")
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
-    table = to_canonical_battles(battles)
+    table = to_canonical_battles(battles, prompts=False)  # a marginal fit reads no prompt
     status(f"fitting {model} to {len(table)} battles", progress)
     note = ignored_battles_note(model, outcome_codes(table["winner"]),
                                 table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)
@@ -148,7 +148,7 @@ def fit_leaderboard(
                                            names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
                                            rounds=rounds, seed=seed)
     options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
-               "seed": seed, "n_battles": len(table), "nll": board.fit.nll}
+               "seed": seed, "n_battles": len(table), "nll": board.fit.nll, "read": table.attrs.get("choices", [])}
     frame = leaderboard_frame(board, sep, core)
     if not sep.identified.all():
         options["not_identified"] = not_identified_note(frame)

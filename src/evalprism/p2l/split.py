@@ -90,5 +90,6 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
         "`p2l train --val-fraction F --seed S`)",
         "battles": {"train": int(train.size), "test": int(test.size)},
         "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
+        "read": canonical.attrs.get("choices", []),
     }
     return SplitResult(battles, train, test, options)

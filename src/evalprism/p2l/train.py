@@ -282,6 +282,7 @@ class TrainingData:
     val_idx: np.ndarray
     content: str
     fingerprint: str
+    read: list[str] = field(default_factory=list)  # what reading the battles did (to_canonical_battles)
 
     @property
     def names(self) -> list[str]:
@@ -311,7 +312,7 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
     content = _content_digest(prompts, prompt_codes, arrays, rows)
     return TrainingData(where, len(table), arrays, rows, weights, prompt_codes, prompts, train_idx, val_idx,
-                        content, _fingerprint(content, opts))
+                        content, _fingerprint(content, opts), list(table.attrs.get("choices", [])))
 
 
 def require_same_battles(world: World, data: TrainingData) -> None:
@@ -615,7 +616,7 @@ def build_result(data: TrainingData, opts: TrainOptions, world: World, head: Coe
     status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
            "train_battles": int(data.train_idx.size), "val_battles": int(val.size), **summary,
-           "marginal_extra": marginal.extra, "processes": world.size}
+           "marginal_extra": marginal.extra, "processes": world.size, "read": data.read}
     model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
     return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main)
 
