@@ -548,10 +548,10 @@ def plan_report(plan) -> Report:
     else:
         stage = int(opts.get("stage", 1))
         sizes = plan.stage_sizes()
-        lines = [f"Adaptive plan, stage {stage}: {len(plan.items)} items in {len(sizes)} stage"
-                 f"{'s' if len(sizes) != 1 else ''} ({' + '.join(map(str, sizes))}). Stage 1 is a stratified sample "
-                 "(benchmark x members right); each later stage holds the items whose answers say most about the "
-                 "model's ability given its answers so far (expected Fisher information of the panel's 2PL)."]
+        lines = [(f"Adaptive plan, stage {stage}: {len(plan.items)} items in {len(sizes)} stage"
+                  f"{'s' if len(sizes) != 1 else ''} ({' + '.join(map(str, sizes))}). Stage 1 is a stratified sample "
+                  "(benchmark x members right); each later stage holds the items whose answers say most about the "
+                  "model's ability given its answers so far (expected Fisher information of the panel's 2PL).")]
         so_far = opts.get("so_far")
         if so_far:
             lines.append(f"From its {so_far['items']} answers so far: {so_far['interval']}, estimated full-pool score "
