@@ -273,9 +273,18 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
     c = result.comparisons
     if c is None:
         return []
+    tested = c["p_distribution_adjusted"].notna()
     differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
-    text = (f"{differ} of {len(c)} configuration pairs have different response-quality distributions (paired "
-            f"permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+    if tested.any():
+        text = (f"{differ} of {int(tested.sum())} configuration pairs tested have different response-quality "
+                f"distributions (paired permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+        if not tested.all():
+            text += f"; for the other {int((~tested).sum())} the distribution test is not applicable"
+    else:
+        text = (f"The response-quality distribution test is not applicable to any of the {len(c)} configuration "
+                "pairs (one response per question on a side: p would be 1 by construction); read the score and "
+                "accuracy tests")
+    text += f"; {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ in mean score (paired sign-flip test)"
     if "p_accuracy_adjusted" in c.columns:
         text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
     items = [text + "."]
@@ -358,8 +367,11 @@ def _comparisons_html(result: EcdfResult) -> str:
     """The pairs in words, those that differ most first (up to :data:`MAX_PAIR_SENTENCES`)."""
     c = result.comparisons
     assert c is not None
-    order = c.assign(_sig=c["p_distribution_adjusted"] < ALPHA).sort_values(["_sig", "mean_w1"], ascending=False,
-                                                                             kind="stable")
+    sig = (c["p_distribution_adjusted"] < ALPHA) | (c["p_score_adjusted"] < ALPHA)
+    if "p_accuracy_adjusted" in c.columns:
+        sig |= c["p_accuracy_adjusted"] < ALPHA
+    order = c.assign(_sig=sig, _gap=c["score_difference"].abs()).sort_values(["_sig", "mean_w1", "_gap"],
+                                                                            ascending=False, kind="stable")
     items = "".join(f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
                     for _, row in order.head(MAX_PAIR_SENTENCES).iterrows())
     more = f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>" if len(c) > MAX_PAIR_SENTENCES else ""
@@ -430,14 +442,21 @@ def build_report(result: EcdfResult) -> Report:
         report.html_block("Do the configurations differ?", _comparisons_html(result),
                           "Paired comparisons over the questions both configurations answered. Distributions: the "
                           "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
-                          f"labels of the responses within each question ({o['permutations']} permutations). Accuracy: "
-                          "the exact McNemar (sign) test on the questions only one of them got right. p-values are "
-                          "Benjamini-Hochberg adjusted across the pairs; brackets are 95% question-level bootstrap "
-                          "intervals. Every pair is in comparisons.csv.")
+                          f"labels of the responses within each question ({o['permutations']} permutations); not "
+                          "applicable, and said so, when a side has one response per question (greedy decoding: "
+                          "every relabelling ties, p = 1 by construction). Mean score: the mean per-question "
+                          "difference with its standard error, tested by random sign flips of the per-question "
+                          "differences. Accuracy: the exact McNemar test (binomial on the questions only one of them "
+                          "got right). p-values are Benjamini-Hochberg adjusted across the pairs, each test apart; "
+                          "brackets are 95% question-level bootstrap intervals. Every pair is in comparisons.csv.")
         shown = ["configuration_a", "configuration_b", "n_questions", "mean_w1", "p_distribution_adjusted",
-                 "score_difference", "accuracy_difference", "p_accuracy_adjusted"]
-        report.table(result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4),
-                     "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted.")
+                 "score_difference", "score_difference_se", "p_score_adjusted", "accuracy_difference",
+                 "p_accuracy_adjusted"]
+        table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
+        table["p_distribution_adjusted"] = table["p_distribution_adjusted"].where(
+            result.comparisons["p_distribution_adjusted"].notna(), "not applicable")
+        report.table(table, "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted; "
+                     "'not applicable': the distribution test cannot tell (see above).")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
                      "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
