@@ -70,3 +70,19 @@ def test_kernels_against_scipy() -> None:
     exact = np.mean(np.abs(signs @ d) >= abs(d.sum()) - 1e-12)
     assert sign_flip_test(d, 20000, seed=1) == pytest.approx(exact, abs=0.01)
     assert sign_flip_test(np.zeros(5)) == 1.0
+
+
+def test_pooled_sources_make_the_distribution_test_say_it_is_conservative() -> None:
+    # per configuration three models of very different quality, pooled (model is not a --by column); the
+    # configurations differ by 0.1 in every model: the score test sees it, the pooled permutation test may not
+    rng = np.random.default_rng(2)
+    rows = [{"question_id": q, "cfg": c, "model": m, "score": float(0.3 * m + 0.1 * (c == "b") + rng.normal(0, 0.02))}
+            for q in range(20) for c in "ab" for m in range(3) for _ in range(3)]
+    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
+    row = res.comparisons.iloc[0]
+    assert row["distribution_test"].startswith("within-question permutation, conservative: the responses of "
+                                               "several model values are pooled")
+    assert row["p_score"] == pytest.approx(1 / 200) and row["score_difference"] == pytest.approx(0.1, abs=0.01)
+    assert any(n.startswith("distribution tests: conservative") for n in res.notes)
+    text = pair_sentence(row, 199)
+    assert "not significantly different" not in text

@@ -444,6 +444,7 @@ def analyze(
     by = list(by)
     clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
+    pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)
     check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
                                                       .itertuples(index=False)] if by else ["all"], by)
@@ -465,7 +466,8 @@ def analyze(
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
     said = len(notes)
-    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress,
+                                         pooled=pooled)
     for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
         status(note, progress)
     return EcdfResult(
@@ -506,7 +508,7 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
     notes: list[str] = []
     for col in by + ([group] if group else []):
         df[col] = df[col].where(df[col].notna(), "(missing)")
-    pooled = pooled_configuration_columns(df, by, ignore=[group, choices])
+    pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     if pooled:
         notes.append(f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
                      f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")

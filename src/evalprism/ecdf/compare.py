@@ -21,6 +21,7 @@ the tests to read for such pairs.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import combinations
 
 import numpy as np
@@ -92,12 +93,15 @@ def _pairs(configurations: list[str], baseline: str | None, notes: list[str]) ->
 
 def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], baseline: str | None,
                            by: list[str], permutations: int, seed: int, notes: list[str],
-                           progress: bool = False) -> pd.DataFrame | None:
+                           progress: bool = False, pooled: Sequence[str] = ()) -> pd.DataFrame | None:
     """One row per pair of configurations (see the module docstring); None with one configuration.
 
     ``settings`` needs ``question_id``, ``configuration``, ``setting`` (index into ``samples``) and
     ``mean_score``, and ``correct`` for the accuracy columns. Pairs with no shared question are
     left out. ``progress`` shows one step per pair (a permutation test and a bootstrap each).
+    ``pooled``: columns whose values (models, sources) are pooled within each setting; the permutation
+    test then treats responses of different sources as exchangeable, which makes it conservative, and
+    each such pair says so in ``distribution_test`` (and the notes once).
     """
     configurations = list(dict.fromkeys(settings["configuration"]))
     if len(configurations) < 2:
@@ -122,10 +126,25 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
     if not rows:
         return None
     out = pd.DataFrame(rows)
+    if pooled:
+        caveat = pooled_caveat(pooled)
+        ran = out["p_distribution"].notna()
+        out.loc[ran, "distribution_test"] = f"within-question permutation, {caveat}"
+        if ran.any():
+            notes.append(f"distribution tests: {caveat}")
     for name in ["p_distribution", "p_score", "p_accuracy"]:
         if name in out.columns:
             out.insert(out.columns.get_loc(name) + 1, f"{name}_adjusted", bh_adjust(out[name].to_numpy(float)))
     return out
+
+
+def pooled_caveat(pooled: Sequence[str]) -> str:
+    """What pooling sources under one configuration does to the within-question permutation test."""
+    cols = ", ".join(pooled)
+    return (f"conservative: the responses of several {cols} values are pooled under each configuration and "
+            "permuted one by one as if exchangeable, so the differences between those sources widen the null "
+            "distribution and p is too large; read the paired score and McNemar tests, or add "
+            f"--by {' --by '.join(pooled)} to compare the sources themselves")
 
 
 def bh_adjust(p: np.ndarray) -> np.ndarray:
@@ -225,7 +244,10 @@ def pair_sentence(row: pd.Series, permutations: int) -> str:
     head = f"'{row['configuration_a']}' vs '{row['configuration_b']}' ({row['n_questions']} questions): "
     if distribution_applicable(row):
         differ = row["p_distribution_adjusted"] < ALPHA
-        text = (head + f"response-quality distributions {'differ' if differ else 'not significantly different'}, "
+        conservative = "conservative" in str(row.get("distribution_test", ""))
+        verdict = "differ" if differ else ("no difference detected by this conservative test (sources pooled)"
+                                           if conservative else "not significantly different")
+        text = (head + f"response-quality distributions {verdict}, "
                 f"mean W1 {row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], "
                 f"{format_p(row['p_distribution_adjusted'], permutations)}")
     else:
