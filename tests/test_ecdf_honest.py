@@ -86,3 +86,28 @@ def test_pooled_sources_make_the_distribution_test_say_it_is_conservative() -> N
     assert any(n.startswith("distribution tests: conservative") for n in res.notes)
     text = pair_sentence(row, 199)
     assert "not significantly different" not in text
+
+
+@pytest.mark.parametrize(("answer", "reference", "hit"), [
+    ("3.0", "3", 1.0), ("$70", "70", 1.0), ("1,000", "1000", 1.0), ("$1,000.50", "1000.5", 1.0),
+    ("-0.50", "-.5", 1.0), ("70.", "70", 1.0), ("1,5", "15", 0.0), ("3.01", "3", 0.0), ("70 dollars", "70", 0.0),
+    ("Paris", "paris", 1.0),
+])
+def test_exact_compares_numbers_as_numbers(answer: str, reference: str, hit: float) -> None:
+    from evalprism.ecdf.scoring import lexical_scores
+
+    assert lexical_scores([answer], np.array([True]), [(reference,)], "exact")[0] == hit
+
+
+def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
+    rows = [{"question_id": q, "cfg": c, "response": r, "references": f'["{q + 10}"]'}
+            for q in range(6) for c, r in (("a", f"so the answer is ${q + 10}."), ("b", f"{q + 10}.0"), ("b", "7"))]
+    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    by_cfg = res.settings.groupby("configuration")["mean_score"].mean()
+    assert by_cfg["cfg=a"] == 0.0 and by_cfg["cfg=b"] == 0.5  # "10.0" matches "10"; "7" does not
+    # 6 of the 12 mismatches ("so the answer is $10.") hold the reference number: half, not most: no warning
+    assert not any("mismatches end on the reference number" in n for n in res.notes)
+    rows = [r for r in rows if r["response"] != "7"]
+    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    assert any(n.startswith("6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $")
+               for n in res.notes)

@@ -106,7 +106,7 @@ def ecdf(
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
     score: Annotated[ScoreRuleName, typer.Option(
         "--score", help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
-                        "(normalised exact match, 0/1) or contains (a reference occurs in the response, 0/1).")
+                        "(normalised exact match, numbers as numbers: 3.0 = 3, $70 = 70, 1,000 = 1000; 0/1) or contains (a reference occurs in the response, 0/1).")
     ] = ScoreRuleName.cosine,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs.")

@@ -14,7 +14,14 @@ from sklearn.metrics import adjusted_mutual_info_score
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
 from evalprism.ecdf.result import EcdfResult
-from evalprism.ecdf.scoring import DESCRIPTIONS, ScoreRule, lexical_scores, score_rule, short_reference_share
+from evalprism.ecdf.scoring import (
+    DESCRIPTIONS,
+    ScoreRule,
+    lexical_scores,
+    numeric_mismatches,
+    score_rule,
+    short_reference_share,
+)
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
@@ -291,7 +298,21 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
                          "scores them right or wrong")
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
+        if rule == "exact":
+            _numeric_mismatch_note(answers, answered, ref_lists, scores, notes)
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
+
+
+def _numeric_mismatch_note(answers: list[str], answered: np.ndarray, ref_lists: list[tuple[str, ...]],
+                           scores: np.ndarray, notes: list[str]) -> None:
+    """Warn when most exact-match mismatches end on the reference number: the answers hold more than
+    the answer, and exact match counts them wrong."""
+    hits, total, example = numeric_mismatches(answers, answered, ref_lists, scores)
+    if total and hits > total / 2:
+        cut = example if len(example) <= 60 else "…" + example[-59:]
+        notes.append(f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
+                     "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
+                     "'(-?[\\d,.]+)\\D*$'), or score with 'contains'")
 
 
 def check_distance_memory(n_settings: int, where: str) -> None:
