@@ -10,6 +10,7 @@ from scipy import stats
 from evalprism.ecdf import analyze
 from evalprism.ecdf.compare import mcnemar_binomtest, pair_sentence
 from evalprism.ecdf.report import headline
+from evalprism.embed import Embedder
 from evalprism.stats.paired import paired_mean_se, sign_flip_test
 
 
@@ -111,3 +112,66 @@ def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
     assert any(n.startswith("6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $")
                for n in res.notes)
+
+
+def _vote_vs_medoid() -> pd.DataFrame:
+    """One question, 40 samples: the gold answer '12' 18 times, '11' 5 times, and 17 answers of one vote each
+    ('10.1' .. '10.17'); a planted embedding puts '11' at the mean, so the medoid and the vote differ."""
+    answers = ["12"] * 18 + ["11"] * 5 + [f"10.{i}" for i in range(1, 18)]
+    rows = [{"question_id": 0, "cfg": "x", "response": a, "references": '["12"]'} for a in answers]
+    rows += [{"question_id": 1, "cfg": "x", "response": "12", "references": '["12"]'}]
+    return pd.DataFrame(rows)
+
+
+class _PlantedEmbedder(Embedder):
+    """'11' and '12' on two axes, the one-vote answers on a circle placed so that the mean embedding lies
+    nearest '11' (a planted geometry, not a model)."""
+
+    def __init__(self) -> None:  # no model to load
+        self.spec = "planted"
+        self.stats: dict = {}
+
+    @property
+    def model_id(self) -> str:
+        return "planted"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = []
+        for t in texts:
+            if t == "12":
+                v = [1.0, 0.0, 0.0]
+            elif t == "11":
+                v = [0.0, 0.0, 1.0]
+            else:
+                angle = float(t.split(".")[1]) * 2 * np.pi / 17
+                v = [-0.95, 0.2 * np.cos(angle), 0.31 + 0.2 * np.sin(angle)]
+            out.append(np.asarray(v) / np.linalg.norm(v))
+        return np.asarray(out, dtype=np.float32)
+
+
+@pytest.mark.parametrize("final", ["medoid", "majority"])
+def test_majority_vote_beside_the_medoid(final: str) -> None:
+    res = analyze(_vote_vs_medoid(), by=["cfg"], clusters=1, score="exact", embedder=_PlantedEmbedder(),
+                  final=final, permutations=9, progress=False)
+    q0 = res.settings.set_index("question_id").loc["0"]
+    vote, medoid = ("final", "medoid") if final == "majority" else ("majority", "final")
+    right = {"final": "correct", "medoid": "medoid_correct", "majority": "majority_correct"}
+    assert q0[f"{vote}_answer"] == "12" and q0["majority_votes"] == 18 and q0[right[vote]]
+    assert q0[f"{medoid}_answer"] == "11" and not q0[right[medoid]]
+    line = next(x for x in headline(res) if x.startswith("Final answers:"))
+    if final == "medoid":
+        assert line.startswith("Final answers: the answer nearest the mean embedding (eq. 6 medoid), accuracy 0.5000")
+        assert "the majority vote picks another answer in 1 settings (accuracy 1.0000" in line
+    else:
+        assert line.startswith("Final answers: the majority vote over normalised answers (self-consistency), "
+                               "accuracy 1.0000")
+    assert "majority answer" not in " ".join(headline(res))
+
+
+def test_majority_vote_counts_numbers_as_numbers_and_breaks_ties_by_answer() -> None:
+    from evalprism.ecdf.analysis import majority_answers
+
+    answers = ["3.0", "3", "4", "b", "a", "$5", "5"]
+    codes = np.array([0, 0, 0, 1, 1, 2, 2])
+    chosen, votes = majority_answers(codes, np.ones(7, bool), 4, answers)
+    assert chosen.tolist() == [0, 4, 5, -1] and votes.tolist() == [2, 1, 2, 0]

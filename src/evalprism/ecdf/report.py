@@ -330,7 +330,34 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     if not outside:
         return []
     return [f"{len(correct)} settings have a correct final answer, yet {outside} of them ({outside / len(correct):.0%}) "
-            "are outside the best cluster: their individual responses are spread out, which a majority answer hides."]
+            "are outside the best cluster: their individual responses are spread out, which a single final answer hides."]
+
+
+def final_name(options: dict) -> str:
+    """What the final answer of each setting is, in words."""
+    from evalprism.ecdf.analysis import FINAL_NAMES
+
+    return FINAL_NAMES[options.get("final") or "medoid"]
+
+
+def _final_answer_sentence(result: EcdfResult) -> list[str]:
+    """Accuracy by the final-answer rule used and by the other one, when they differ: the eq. 6
+    medoid is not the self-consistency vote."""
+    s = result.settings
+    other = "majority" if (result.options.get("final") or "medoid") == "medoid" else "medoid"
+    if f"{other}_correct" not in s.columns or "correct" not in s.columns:
+        return []
+    used, alt = float(s["correct"].mean()), float(s[f"{other}_correct"].mean())
+    differ = int((s["final_answer"] != s[f"{other}_answer"]).sum())
+    if not differ:
+        return []
+    flag = "--final majority" if other == "majority" else "--final medoid"
+    return [f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
+            f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
+            "settings.csv has both)."]
+
+
+FINAL_WORDS = {"medoid": "the answer nearest the mean embedding (eq. 6)", "majority": "the majority vote"}
 
 
 def _k_origin(result: EcdfResult) -> str:
@@ -354,6 +381,7 @@ def headline(result: EcdfResult) -> list[str]:
         parts = ", ".join(f"{r.factor} (AMI {r.ami:.2f})" for r in f.itertuples())
         items.append(f"What separates the clusters, strongest first: {parts}.")
     if "correct" in s.columns:
+        items.extend(_final_answer_sentence(result))
         items.extend(_correct_outside_sentence(s))
     items.extend(_comparison_sentences(result))
     items.extend(result.notes)
@@ -417,8 +445,8 @@ def build_report(result: EcdfResult) -> Report:
             acc_groups.append((f"accuracy {level} (n={members.size})", [samples[i] for i in members], None))
         report.figure(
             _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]), "ECDFs grouped by accuracy",
-            "Settings grouped by the exact-match accuracy of their group × configuration (final answer = the "
-            "response nearest the mean embedding, eq. 6); blue is the pooled centroid. Wide grey bands inside one "
+            "Settings grouped by the exact-match accuracy of their group × configuration (final answer = "
+            f"{final_name(o)}); blue is the pooled centroid. Wide grey bands inside one "
             "panel show distributions that the same accuracy value hides.",
         )
     if result.k_curve is not None:
@@ -459,7 +487,7 @@ def build_report(result: EcdfResult) -> Report:
                      "'not applicable': the distribution test cannot tell (see above).")
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
-                     "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
+                     f"Exact-match accuracy of the final answers ({final_name(o)}) and the mean response score.")
     report.details.update({k: v for k, v in o.items()})
     if result.embed_stats:
         report.details["embedding"] = result.embed_stats
