@@ -175,3 +175,17 @@ def test_majority_vote_counts_numbers_as_numbers_and_breaks_ties_by_answer() -> 
     codes = np.array([0, 0, 0, 1, 1, 2, 2])
     chosen, votes = majority_answers(codes, np.ones(7, bool), 4, answers)
     assert chosen.tolist() == [0, 4, 5, -1] and votes.tolist() == [2, 1, 2, 0]
+
+
+def test_wording_nits() -> None:
+    from evalprism.ecdf.report import build_report, rows_caption, share_text
+
+    assert [share_text(1, 300), share_text(0, 5), share_text(299, 300), share_text(3, 3), share_text(1, 4)] == \
+        ["<1%", "0%", ">99%", "100%", "25%"]
+    assert rows_caption(pd.DataFrame({"a": range(10)}), "C.") == "C."
+    assert rows_caption(pd.DataFrame({"a": range(40)}), "C.") == "C. 40 rows (scroll inside the box to see them all)."
+    assert rows_caption(pd.DataFrame({"a": range(70)}), "C.") == ("C. 70 rows, the first 60 here (scroll inside the "
+                                                                 "box to see them all).")
+    res = analyze(_greedy(), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    fig = next(sec for sec in build_report(res).sections if sec.title == "ECDFs grouped by accuracy")
+    assert "accuracy 0.00: cfg=wrong (n=30)" in fig.body and "accuracy 1.00: cfg=right (n=30)" in fig.body

@@ -329,8 +329,41 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     outside = int((correct["cluster"] != 0).sum())
     if not outside:
         return []
-    return [f"{len(correct)} settings have a correct final answer, yet {outside} of them ({outside / len(correct):.0%}) "
-            "are outside the best cluster: their individual responses are spread out, which a single final answer hides."]
+    return [(f"{len(correct)} settings have a correct final answer, yet {outside} of them "
+             f"({share_text(outside, len(correct))}) are outside the best cluster: their individual responses are "
+             "spread out, which a single final answer hides.")]
+
+
+def share_text(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage that never rounds a nonzero share to 0% or a partial one to 100%."""
+    share = part / whole
+    if 0 < share < 0.005:
+        return "<1%"
+    if 0.995 <= share < 1:
+        return ">99%"
+    return f"{share:.0%}"
+
+
+#: the report's table box shows about this many rows before it scrolls (max-height 520px)
+ROWS_IN_VIEW = 15
+
+
+def rows_caption(frame: pd.DataFrame, caption: str, max_rows: int = 60) -> str:
+    """``caption`` with how many rows the table has when its box scrolls, so hidden rows are not missed."""
+    if len(frame) <= ROWS_IN_VIEW:
+        return caption
+    shown = min(len(frame), max_rows)
+    return caption + f" {len(frame)} rows" + (f", the first {shown} here" if shown < len(frame) else "") + \
+        " (scroll inside the box to see them all)."
+
+
+def _accuracy_panel_title(s: pd.DataFrame, level: object, members: np.ndarray, group: str | None) -> str:
+    """An accuracy panel's title: the value and which group × configurations have it (up to 3 named)."""
+    units = s.iloc[members]
+    names = (units["group"].astype(str) + " · " + units["configuration"] if group and "group" in units.columns
+             else units["configuration"]).drop_duplicates().tolist()
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+    return f"accuracy {level}: {shown} (n={members.size})"
 
 
 def final_name(options: dict) -> str:
@@ -352,9 +385,9 @@ def _final_answer_sentence(result: EcdfResult) -> list[str]:
     if not differ:
         return []
     flag = "--final majority" if other == "majority" else "--final medoid"
-    return [f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
-            f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
-            "settings.csv has both)."]
+    return [(f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
+             f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
+             "settings.csv has both).")]
 
 
 FINAL_WORDS = {"medoid": "the answer nearest the mean embedding (eq. 6)", "majority": "the majority vote"}
@@ -442,7 +475,8 @@ def build_report(result: EcdfResult) -> Report:
         acc_groups = []
         for level in sorted(s["accuracy_level"].dropna().unique()):
             members = np.flatnonzero((s["accuracy_level"] == level).to_numpy())
-            acc_groups.append((f"accuracy {level} (n={members.size})", [samples[i] for i in members], None))
+            acc_groups.append((_accuracy_panel_title(s, level, members, o.get("group")), [samples[i] for i in members],
+                               None))
         report.figure(
             _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]), "ECDFs grouped by accuracy",
             "Settings grouped by the exact-match accuracy of their group × configuration (final answer = "
@@ -483,11 +517,12 @@ def build_report(result: EcdfResult) -> Report:
         table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
         table["p_distribution_adjusted"] = table["p_distribution_adjusted"].where(
             result.comparisons["p_distribution_adjusted"].notna(), "not applicable")
-        report.table(table, "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted; "
-                     "'not applicable': the distribution test cannot tell (see above).")
+        report.table(table, "Paired comparisons", rows_caption(table, "Differences are b minus a; p-values "
+                     "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above)."))
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
-                     f"Exact-match accuracy of the final answers ({final_name(o)}) and the mean response score.")
+                     rows_caption(result.accuracy, f"Exact-match accuracy of the final answers ({final_name(o)}) and "
+                                  "the mean response score."))
     report.details.update({k: v for k, v in o.items()})
     if result.embed_stats:
         report.details["embedding"] = result.embed_stats
