@@ -189,3 +189,16 @@ def test_wording_nits() -> None:
     res = analyze(_greedy(), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
     fig = next(sec for sec in build_report(res).sections if sec.title == "ECDFs grouped by accuracy")
     assert "accuracy 0.00: cfg=wrong (n=30)" in fig.body and "accuracy 1.00: cfg=right (n=30)" in fig.body
+
+
+def test_a_correctness_table_gets_mcnemar() -> None:
+    # one 0/1 score per question: 'b' right on 12 questions 'a' missed, 'a' right on 2 'b' missed, 26 alike
+    right_a = [1] * 2 + [0] * 12 + [1] * 13 + [0] * 13
+    right_b = [0] * 2 + [1] * 12 + [1] * 13 + [0] * 13
+    rows = [{"question_id": q, "cfg": c, "score": float(v)} for c, vals in (("a", right_a), ("b", right_b))
+            for q, v in enumerate(vals)]
+    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
+    row = res.comparisons.iloc[0]
+    assert row["distribution_test"].startswith("not applicable")
+    assert (row["n_right_only_a"], row["n_right_only_b"]) == (2, 12)
+    assert row["p_accuracy"] == pytest.approx(stats.binomtest(12, 14, 0.5).pvalue)

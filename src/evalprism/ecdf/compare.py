@@ -113,6 +113,7 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
                      f"against one baseline, more than {MAX_COMPARED_PAIRS} (each a permutation test and a "
                      "bootstrap); compare fewer configurations (fewer by / --by columns, or a subset of the table)")
         return None
+    settings = _scores_as_correctness(settings, notes)
     judged = "correct" in settings.columns
     table = settings.set_index(["configuration", "question_id"])
     per_conf = {c: table.loc[c] for c in dict.fromkeys(c for pair in pairs for c in pair)}
@@ -145,6 +146,18 @@ def pooled_caveat(pooled: Sequence[str]) -> str:
             "permuted one by one as if exchangeable, so the differences between those sources widen the null "
             "distribution and p is too large; read the paired score and McNemar tests, or add "
             f"--by {' --by '.join(pooled)} to compare the sources themselves")
+
+
+def _scores_as_correctness(settings: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """With no judged final answers but one 0/1 score per setting (a correctness table: greedy runs
+    scored right or wrong), the score is the correctness, so McNemar applies to it."""
+    if "correct" in settings.columns or not (settings["n_responses"] == 1).all():
+        return settings
+    if not settings["mean_score"].isin([0.0, 1.0]).all():
+        return settings
+    notes.append("one 0/1 score per question and configuration: accuracy is that score, compared by the exact "
+                 "McNemar test")
+    return settings.assign(correct=settings["mean_score"] == 1.0)
 
 
 def bh_adjust(p: np.ndarray) -> np.ndarray:
