@@ -264,10 +264,10 @@ def pair_sentence(row: pd.Series, permutations: int) -> str:
                 f"mean W1 {row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], "
                 f"{format_p(row['p_distribution_adjusted'], permutations)}")
     else:
-        text = head + f"distribution test {row['distribution_test']}"
+        text = head + f"distribution test {str(row['distribution_test']).split(';')[0]}"  # the why is in the CSV
     score_differs = row["p_score_adjusted"] < ALPHA
     se = f", SE {row['score_difference_se']:.3f}" if pd.notna(row.get("score_difference_se")) else ""
-    text += (f"; mean score {row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f}, difference "
+    text += (f"; mean score {row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f}, difference (b − a) "
              f"{row['score_difference']:+.3f} [{row['score_difference_low']:.3f}, {row['score_difference_high']:.3f}]{se} "
              f"({'differs' if score_differs else 'difference not significant'}, paired sign-flip "
              f"{format_p(row['p_score_adjusted'], permutations)})")

@@ -282,9 +282,10 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
             text += f"; for the other {int((~tested).sum())} the distribution test is not applicable"
     else:
         text = (f"The response-quality distribution test is not applicable to any of the {len(c)} configuration "
-                "pairs (one response per question on a side: p would be 1 by construction); read the score and "
-                "accuracy tests")
-    text += f"; {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ in mean score (paired sign-flip test)"
+                "pairs (one response per question on a side: p would be 1 by construction), so the paired score "
+                "and accuracy tests answer")
+    text += (f"{':' if not tested.any() else ';'} {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ "
+             "in mean score (paired sign-flip test)")
     if "p_accuracy_adjusted" in c.columns:
         text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
     items = [text + "."]
@@ -332,6 +333,15 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     return [(f"{len(correct)} settings have a correct final answer, yet {outside} of them "
              f"({share_text(outside, len(correct))}) are outside the best cluster: their individual responses are "
              "spread out, which a single final answer hides.")]
+
+
+def _p_cell(p: float, permutations: int | None) -> str:
+    """A p-value in a table cell: ``0.015``, ``≤ 0.005`` at a permutation floor, ``< 0.001``; a test
+    that was not run reads "not applicable"."""
+    if pd.isna(p):
+        return "not applicable"
+    text = format_p(p, permutations)
+    return text.removeprefix("p = ").removeprefix("p ")
 
 
 def share_text(part: int, whole: int) -> str:
@@ -515,8 +525,9 @@ def build_report(result: EcdfResult) -> Report:
                  "score_difference", "score_difference_se", "p_score_adjusted", "accuracy_difference",
                  "p_accuracy_adjusted"]
         table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
-        table["p_distribution_adjusted"] = table["p_distribution_adjusted"].where(
-            result.comparisons["p_distribution_adjusted"].notna(), "not applicable")
+        for col in [c for c in table.columns if c.startswith("p_")]:
+            table[col] = [_p_cell(p, o["permutations"] if col != "p_accuracy_adjusted" else None)
+                          for p in result.comparisons[col]]
         report.table(table, "Paired comparisons", rows_caption(table, "Differences are b minus a; p-values "
                      "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above)."))
     if result.accuracy is not None:
