@@ -113,7 +113,7 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
                      f"against one baseline, more than {MAX_COMPARED_PAIRS} (each a permutation test and a "
                      "bootstrap); compare fewer configurations (fewer by / --by columns, or a subset of the table)")
         return None
-    settings = _scores_as_correctness(settings, notes)
+    settings = _scores_as_correctness(settings, samples, notes)
     judged = "correct" in settings.columns
     table = settings.set_index(["configuration", "question_id"])
     per_conf = {c: table.loc[c] for c in dict.fromkeys(c for pair in pairs for c in pair)}
@@ -148,10 +148,10 @@ def pooled_caveat(pooled: Sequence[str]) -> str:
             f"--by {' --by '.join(pooled)} to compare the sources themselves")
 
 
-def _scores_as_correctness(settings: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+def _scores_as_correctness(settings: pd.DataFrame, samples: list[np.ndarray], notes: list[str]) -> pd.DataFrame:
     """With no judged final answers but one 0/1 score per setting (a correctness table: greedy runs
     scored right or wrong), the score is the correctness, so McNemar applies to it."""
-    if "correct" in settings.columns or not (settings["n_responses"] == 1).all():
+    if "correct" in settings.columns or any(samples[j].size != 1 for j in settings["setting"]):
         return settings
     if not settings["mean_score"].isin([0.0, 1.0]).all():
         return settings

@@ -489,8 +489,8 @@ def build_report(result: EcdfResult) -> Report:
                                None))
         report.figure(
             _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]), "ECDFs grouped by accuracy",
-            "Settings grouped by the exact-match accuracy of their group × configuration (final answer = "
-            f"{final_name(o)}); blue is the pooled centroid. Wide grey bands inside one "
+            "Settings grouped by the exact-match accuracy of their group × configuration; final answer: "
+            f"{final_name(o)}. Blue is the pooled centroid. Wide grey bands inside one "
             "panel show distributions that the same accuracy value hides.",
         )
     if result.k_curve is not None:
@@ -532,8 +532,8 @@ def build_report(result: EcdfResult) -> Report:
                      "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above)."))
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
-                     rows_caption(result.accuracy, f"Exact-match accuracy of the final answers ({final_name(o)}) and "
-                                  "the mean response score."))
+                     rows_caption(result.accuracy, "Exact-match accuracy of the final answers and the mean "
+                                  f"response score; final answer: {final_name(o)}."))
     report.details.update({k: v for k, v in o.items()})
     if result.embed_stats:
         report.details["embedding"] = result.embed_stats

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 import numpy as np
@@ -47,8 +47,8 @@ def normalise_answer(text: object) -> str:
 
 
 _CURRENCY = "$€£¥"
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
-_NUMBER_IN_TEXT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+")
+_NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?", re.ASCII)
+_NUMBER_IN_TEXT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+", re.ASCII)
 
 
 def numeric_key(text: str) -> str | None:
@@ -62,7 +62,10 @@ def numeric_key(text: str) -> str | None:
     body = body.lstrip(_CURRENCY).strip()
     if not body or not _NUMBER.fullmatch(body) or not any(ch.isdigit() for ch in body):
         return None
-    value = Decimal(sign + body.replace(",", ""))
+    try:
+        value = Decimal(sign + body.replace(",", ""))
+    except InvalidOperation:  # the pattern admits only plain decimals; this is a guard, not a path
+        return None
     out = format(value.normalize(), "f")
     return "0" if out in ("-0", "+0") else out
 
