@@ -952,3 +952,28 @@ class TestClusterCountBeforeEmbedding:
                                 "--cache-dir", cache, "--out", tmp_path / "out"], capsys)
         assert code == 2 and "K must be between 1 and the number of settings (12)" in " ".join(err.split()), err
         assert not (cache / "embeddings.sqlite").exists() and not (tmp_path / "out").exists()
+
+
+class TestFinalAndExactNumbers:
+    """Issue 28: `--final` takes medoid or majority only, refused before any embedding; odd numeric-looking
+    answers under `--score exact` are compared as text, never a traceback."""
+
+    def test_unknown_final_rule_is_refused(self, tmp_path: Path, responses_csv: Path, capsys) -> None:
+        code, _, err = run_cli(["ecdf", responses_csv, "--by", "model", "--final", "vote", "-k", "2",
+                                "--out", tmp_path / "out"], capsys)
+        assert code == 2 and "--final" in err and "Traceback" not in err and not (tmp_path / "out").exists()
+
+    def test_unknown_final_rule_in_the_library(self) -> None:
+        from evalprism.ecdf import analyze
+        from evalprism.errors import EvalprismError
+
+        with pytest.raises(EvalprismError, match="final: expected one of medoid, majority, got 'vote'"):
+            analyze(small_responses(), by=["model"], clusters=2, final="vote", progress=False)
+
+    @pytest.mark.parametrize("answer", ["", ".", "-", "+", "$", "1,5", "1,,000", "--3", "$-", "1e999", "٣", "NaN",
+                                        "inf", "0x10", "1_000", " 3 . 0 "])
+    def test_odd_numbers_are_text(self, answer: str) -> None:
+        from evalprism.ecdf.scoring import answer_key, lexical_scores
+
+        assert isinstance(answer_key(answer), str)
+        assert lexical_scores([answer], np.array([True]), [("3",)], "exact")[0] == 0.0

@@ -85,6 +85,6 @@ def test_clusters_help_says_k_is_chosen_by_stability(capsys) -> None:
     code, out, _ = run_cli(["ecdf", "--help"], capsys)
     assert code == 0
     text = " ".join(out.split())
-    assert "agree best (stability: adjusted Rand index)" in text
-    assert "the mean silhouette only decides among the most stable K" in text
+    assert "K chosen by stability, the K whose clusterings of random 80% question subsets agree best" in text
+    assert "among K within 0.005 of the most stable, the mean silhouette breaks the tie" in text
     assert "(silhouette)" not in text

@@ -34,6 +34,13 @@ class KMethod(str, Enum):
     pam = "pam"
 
 
+class FinalRuleName(str, Enum):
+    """The final-answer rules of evalprism.ecdf.analysis (listed here so that --help imports no numpy)."""
+
+    medoid = "medoid"
+    majority = "majority"
+
+
 class ScoreRuleName(str, Enum):
     """The score rules of evalprism.ecdf.scoring (listed here so that --help imports no numpy)."""
 
@@ -101,13 +108,18 @@ def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
     out: Out,
     by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
-    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto': the K whose clusterings of random question subsets agree best (stability: adjusted Rand index); the mean silhouette only decides among the most stable K.")] = "auto",
+    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto': K chosen by stability, the K whose clusterings of random 80% question subsets agree best (adjusted Rand index); among K within 0.005 of the most stable, the mean silhouette breaks the tie.")] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
     score: Annotated[ScoreRuleName, typer.Option(
         "--score", help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
-                        "(normalised exact match, 0/1) or contains (a reference occurs in the response, 0/1).")
+                        "(normalised exact match, numbers as numbers: 3.0 = 3, $70 = 70, 1,000 = 1000; 0/1) or contains (a reference occurs in the response, 0/1).")
     ] = ScoreRuleName.cosine,
+    final: Annotated[FinalRuleName, typer.Option(
+        "--final", help="Each setting's final answer (for accuracy): medoid (eq. 6, the answer nearest the mean "
+                        "embedding) or majority (the self-consistency vote over normalised answers); the other is "
+                        "kept beside it in settings.csv.")
+    ] = FinalRuleName.medoid,
     baseline: Annotated[Optional[str], typer.Option(
         "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs.")
     ] = None,
@@ -129,7 +141,7 @@ def ecdf(
     table = read_table(responses)
     result = analyze(
         table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, score=score.value,
-        baseline=baseline, permutations=permutations, seed=seed,
+        baseline=baseline, permutations=permutations, seed=seed, final=final.value,
         extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )

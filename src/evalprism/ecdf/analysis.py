@@ -14,7 +14,15 @@ from sklearn.metrics import adjusted_mutual_info_score
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
 from evalprism.ecdf.result import EcdfResult
-from evalprism.ecdf.scoring import DESCRIPTIONS, ScoreRule, lexical_scores, score_rule, short_reference_share
+from evalprism.ecdf.scoring import (
+    DESCRIPTIONS,
+    ScoreRule,
+    answer_key,
+    lexical_scores,
+    numeric_mismatches,
+    score_rule,
+    short_reference_share,
+)
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
@@ -116,6 +124,41 @@ def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, 
     settings, first = np.unique(c[tied], return_index=True)
     chosen[settings] = rows[tied[first]]
     return chosen
+
+
+FinalRule = Literal["medoid", "majority"]
+FINAL_RULES: tuple[str, ...] = ("medoid", "majority")
+#: what the report calls each rule's final answer
+FINAL_NAMES = {"medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
+               "majority": "the majority vote over normalised answers (self-consistency)"}
+
+
+def final_rule(value: str) -> FinalRule:
+    """The ``final`` option, checked."""
+    if value not in FINAL_RULES:
+        raise EvalprismError(f"final: expected one of {', '.join(FINAL_RULES)}, got '{value}'", parameter="final")
+    return value  # type: ignore[return-value]
+
+
+def majority_answers(codes: np.ndarray, eligible: np.ndarray, n_settings: int,
+                     answers: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The self-consistency vote: per setting, the answer given most often among ``eligible`` rows,
+    answers counted by :func:`evalprism.ecdf.scoring.answer_key` (``3.0`` and ``3`` are one vote).
+    Ties: the smallest key wins (a rule on answers, not on row order). Returns one row index per
+    setting (the first row giving the winning answer, -1 where none is eligible) and its votes."""
+    chosen = np.full(n_settings, -1, dtype=np.int64)
+    votes = np.zeros(n_settings, dtype=np.int64)
+    rows = np.flatnonzero(eligible)
+    if rows.size == 0:
+        return chosen, votes
+    keys = pd.Series([answer_key(answers[r]) for r in rows])
+    counted = (pd.DataFrame({"setting": codes[rows], "key": keys, "row": rows})
+               .groupby(["setting", "key"], sort=True).agg(votes=("row", "size"), row=("row", "min")).reset_index()
+               .sort_values(["setting", "votes", "key"], ascending=[True, False, True], kind="stable")
+               .drop_duplicates("setting"))
+    chosen[counted["setting"].to_numpy()] = counted["row"].to_numpy()
+    votes[counted["setting"].to_numpy()] = counted["votes"].to_numpy()
+    return chosen, votes
 
 
 def renumber_by_wins(samples: list[np.ndarray], medoids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -291,7 +334,21 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
                          "scores them right or wrong")
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
+        if rule == "exact":
+            _numeric_mismatch_note(answers, answered, ref_lists, scores, notes)
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
+
+
+def _numeric_mismatch_note(answers: list[str], answered: np.ndarray, ref_lists: list[tuple[str, ...]],
+                           scores: np.ndarray, notes: list[str]) -> None:
+    """Warn when most exact-match mismatches end on the reference number: the answers hold more than
+    the answer, and exact match counts them wrong."""
+    hits, total, example = numeric_mismatches(answers, answered, ref_lists, scores)
+    if total and hits > total / 2:
+        cut = example if len(example) <= 60 else "…" + example[-59:]
+        notes.append(f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
+                     "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
+                     "'(-?[\\d,.]+)\\D*$'), or score with 'contains'")
 
 
 def check_distance_memory(n_settings: int, where: str) -> None:
@@ -428,6 +485,7 @@ def analyze(
     k_max: int = DEFAULT_K_MAX,
     cache_dir: str | None = None,
     progress: bool = True,
+    final: FinalRule = "medoid",
 ) -> EcdfResult:
     """Cluster the response-quality ECDFs of every setting (question x ``by`` columns).
 
@@ -436,7 +494,9 @@ def analyze(
     the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` by clustering
     stability under resampling of questions, :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group. ``score``: how
     a response is scored against its references, ``"cosine"`` (eq. 3, the default), ``"exact"`` or
-    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). Configurations are compared pairwise
+    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). ``final``: each setting's final answer,
+    ``"medoid"`` (eq. 6, the answer nearest the mean embedding) or ``"majority"`` (the self-consistency
+    vote over normalised answers); the other one is kept beside it in the settings. Configurations are compared pairwise
     (or each with ``baseline``) by paired tests over shared questions with ``permutations``
     relabellings (:mod:`evalprism.ecdf.compare`).
     """
@@ -444,10 +504,12 @@ def analyze(
     by = list(by)
     clusters = cluster_count(clusters)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
+    pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)
     check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
                                                       .itertuples(index=False)] if by else ["all"], by)
     rule = score_rule(score)
+    final = final_rule(final)
     if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
         raise EvalprismError(f"{where}: score '{rule}' compares responses with their references; the table "
                              f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
@@ -459,13 +521,14 @@ def analyze(
     samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
     questions = pd.factorize(settings["question_id"])[0]
     clustering = _cluster(samples, questions, clusters, method, seed, k_max, progress, notes)
-    settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored)
+    settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored, final)
     cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
     said = len(notes)
-    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress)
+    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress,
+                                         pooled=pooled)
     for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
         status(note, progress)
     return EcdfResult(
@@ -484,7 +547,7 @@ def analyze(
             "extract": extract, "choices": choices, "group": group,
             "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
             "score": None if "score" in df.columns else rule,
-            "baseline": baseline, "permutations": permutations,
+            "baseline": baseline, "permutations": permutations, "final": final,
             "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,
             "clustering": ("CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
@@ -506,7 +569,7 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
     notes: list[str] = []
     for col in by + ([group] if group else []):
         df[col] = df[col].where(df[col].notna(), "(missing)")
-    pooled = pooled_configuration_columns(df, by, ignore=[group, choices])
+    pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     if pooled:
         notes.append(f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
                      f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")
@@ -577,7 +640,7 @@ def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
 
 def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], group: str | None,
                     choices: str | None, samples: list[np.ndarray], clustering: _Clustering,
-                    scored: _Scored) -> pd.DataFrame:
+                    scored: _Scored, final: FinalRule = "medoid") -> pd.DataFrame:
     """One row per setting (rows stay in setting order): configuration, sample size and mean, cluster,
     medoid flag, group, the eq. 6 final answer when responses were embedded, and the user's columns
     that are constant within each setting."""
@@ -592,9 +655,15 @@ def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], gro
         settings["group"] = first_of[group].to_numpy()
     if scored.answers is not None:
         assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
-        chosen = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
+        medoid = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
+        vote, votes = majority_answers(codes, scored.answered, n_settings, scored.answers)
+        chosen, other = (vote, medoid) if final == "majority" else (medoid, vote)
+        other_name = "medoid" if final == "majority" else "majority"
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
         settings["correct"] = _final_answer_correct(scored, chosen)
+        settings[f"{other_name}_answer"] = [scored.answers[c] if c >= 0 else "" for c in other]
+        settings[f"{other_name}_correct"] = _final_answer_correct(scored, other)
+        settings["majority_votes"] = votes
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
     carried = _carried_columns(df, exclude={"question_id", *by, "response", "references", "score", "answer", "quality",
                                             "setting", "_row", group or "", choices or ""})

@@ -273,9 +273,19 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
     c = result.comparisons
     if c is None:
         return []
+    tested = c["p_distribution_adjusted"].notna()
     differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
-    text = (f"{differ} of {len(c)} configuration pairs have different response-quality distributions (paired "
-            f"permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+    if tested.any():
+        text = (f"{differ} of {int(tested.sum())} configuration pairs tested have different response-quality "
+                f"distributions (paired permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+        if not tested.all():
+            text += f"; for the other {int((~tested).sum())} the distribution test is not applicable"
+    else:
+        text = (f"The response-quality distribution test is not applicable to any of the {len(c)} configuration "
+                "pairs (one response per question on a side: p would be 1 by construction), so the paired score "
+                "and accuracy tests answer")
+    text += (f"{':' if not tested.any() else ';'} {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ "
+             "in mean score (paired sign-flip test)")
     if "p_accuracy_adjusted" in c.columns:
         text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
     items = [text + "."]
@@ -320,8 +330,77 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     outside = int((correct["cluster"] != 0).sum())
     if not outside:
         return []
-    return [f"{len(correct)} settings have a correct final answer, yet {outside} of them ({outside / len(correct):.0%}) "
-            "are outside the best cluster: their individual responses are spread out, which a majority answer hides."]
+    return [(f"{len(correct)} settings have a correct final answer, yet {outside} of them "
+             f"({share_text(outside, len(correct))}) are outside the best cluster: their individual responses are "
+             "spread out, which a single final answer hides.")]
+
+
+def _p_cell(p: float, permutations: int | None) -> str:
+    """A p-value in a table cell: ``0.015``, ``≤ 0.005`` at a permutation floor, ``< 0.001``; a test
+    that was not run reads "not applicable"."""
+    if pd.isna(p):
+        return "not applicable"
+    text = format_p(p, permutations)
+    return text.removeprefix("p = ").removeprefix("p ")
+
+
+def share_text(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage that never rounds a nonzero share to 0% or a partial one to 100%."""
+    share = part / whole
+    if 0 < share < 0.005:
+        return "<1%"
+    if 0.995 <= share < 1:
+        return ">99%"
+    return f"{share:.0%}"
+
+
+#: the report's table box shows about this many rows before it scrolls (max-height 520px)
+ROWS_IN_VIEW = 15
+
+
+def rows_caption(frame: pd.DataFrame, caption: str, max_rows: int = 60) -> str:
+    """``caption`` with how many rows the table has when its box scrolls, so hidden rows are not missed."""
+    if len(frame) <= ROWS_IN_VIEW:
+        return caption
+    shown = min(len(frame), max_rows)
+    return caption + f" {len(frame)} rows" + (f", the first {shown} here" if shown < len(frame) else "") + \
+        " (scroll inside the box to see them all)."
+
+
+def _accuracy_panel_title(s: pd.DataFrame, level: object, members: np.ndarray, group: str | None) -> str:
+    """An accuracy panel's title: the value and which group × configurations have it (up to 3 named)."""
+    units = s.iloc[members]
+    names = (units["group"].astype(str) + " · " + units["configuration"] if group and "group" in units.columns
+             else units["configuration"]).drop_duplicates().tolist()
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+    return f"accuracy {level}: {shown} (n={members.size})"
+
+
+def final_name(options: dict) -> str:
+    """What the final answer of each setting is, in words."""
+    from evalprism.ecdf.analysis import FINAL_NAMES
+
+    return FINAL_NAMES[options.get("final") or "medoid"]
+
+
+def _final_answer_sentence(result: EcdfResult) -> list[str]:
+    """Accuracy by the final-answer rule used and by the other one, when they differ: the eq. 6
+    medoid is not the self-consistency vote."""
+    s = result.settings
+    other = "majority" if (result.options.get("final") or "medoid") == "medoid" else "medoid"
+    if f"{other}_correct" not in s.columns or "correct" not in s.columns:
+        return []
+    used, alt = float(s["correct"].mean()), float(s[f"{other}_correct"].mean())
+    differ = int((s["final_answer"] != s[f"{other}_answer"]).sum())
+    if not differ:
+        return []
+    flag = "--final majority" if other == "majority" else "--final medoid"
+    return [(f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
+             f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
+             "settings.csv has both).")]
+
+
+FINAL_WORDS = {"medoid": "the answer nearest the mean embedding (eq. 6)", "majority": "the majority vote"}
 
 
 def _k_origin(result: EcdfResult) -> str:
@@ -345,6 +424,7 @@ def headline(result: EcdfResult) -> list[str]:
         parts = ", ".join(f"{r.factor} (AMI {r.ami:.2f})" for r in f.itertuples())
         items.append(f"What separates the clusters, strongest first: {parts}.")
     if "correct" in s.columns:
+        items.extend(_final_answer_sentence(result))
         items.extend(_correct_outside_sentence(s))
     items.extend(_comparison_sentences(result))
     items.extend(result.notes)
@@ -358,8 +438,11 @@ def _comparisons_html(result: EcdfResult) -> str:
     """The pairs in words, those that differ most first (up to :data:`MAX_PAIR_SENTENCES`)."""
     c = result.comparisons
     assert c is not None
-    order = c.assign(_sig=c["p_distribution_adjusted"] < ALPHA).sort_values(["_sig", "mean_w1"], ascending=False,
-                                                                             kind="stable")
+    sig = (c["p_distribution_adjusted"] < ALPHA) | (c["p_score_adjusted"] < ALPHA)
+    if "p_accuracy_adjusted" in c.columns:
+        sig |= c["p_accuracy_adjusted"] < ALPHA
+    order = c.assign(_sig=sig, _gap=c["score_difference"].abs()).sort_values(["_sig", "mean_w1", "_gap"],
+                                                                            ascending=False, kind="stable")
     items = "".join(f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
                     for _, row in order.head(MAX_PAIR_SENTENCES).iterrows())
     more = f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>" if len(c) > MAX_PAIR_SENTENCES else ""
@@ -402,11 +485,12 @@ def build_report(result: EcdfResult) -> Report:
         acc_groups = []
         for level in sorted(s["accuracy_level"].dropna().unique()):
             members = np.flatnonzero((s["accuracy_level"] == level).to_numpy())
-            acc_groups.append((f"accuracy {level} (n={members.size})", [samples[i] for i in members], None))
+            acc_groups.append((_accuracy_panel_title(s, level, members, o.get("group")), [samples[i] for i in members],
+                               None))
         report.figure(
             _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]), "ECDFs grouped by accuracy",
-            "Settings grouped by the exact-match accuracy of their group × configuration (final answer = the "
-            "response nearest the mean embedding, eq. 6); blue is the pooled centroid. Wide grey bands inside one "
+            "Settings grouped by the exact-match accuracy of their group × configuration; final answer: "
+            f"{final_name(o)}. Blue is the pooled centroid. Wide grey bands inside one "
             "panel show distributions that the same accuracy value hides.",
         )
     if result.k_curve is not None:
@@ -430,17 +514,26 @@ def build_report(result: EcdfResult) -> Report:
         report.html_block("Do the configurations differ?", _comparisons_html(result),
                           "Paired comparisons over the questions both configurations answered. Distributions: the "
                           "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
-                          f"labels of the responses within each question ({o['permutations']} permutations). Accuracy: "
-                          "the exact McNemar (sign) test on the questions only one of them got right. p-values are "
-                          "Benjamini-Hochberg adjusted across the pairs; brackets are 95% question-level bootstrap "
-                          "intervals. Every pair is in comparisons.csv.")
+                          f"labels of the responses within each question ({o['permutations']} permutations); not "
+                          "applicable, and said so, when a side has one response per question (greedy decoding: "
+                          "every relabelling ties, p = 1 by construction). Mean score: the mean per-question "
+                          "difference with its standard error, tested by random sign flips of the per-question "
+                          "differences. Accuracy: the exact McNemar test (binomial on the questions only one of them "
+                          "got right). p-values are Benjamini-Hochberg adjusted across the pairs, each test apart; "
+                          "brackets are 95% question-level bootstrap intervals. Every pair is in comparisons.csv.")
         shown = ["configuration_a", "configuration_b", "n_questions", "mean_w1", "p_distribution_adjusted",
-                 "score_difference", "accuracy_difference", "p_accuracy_adjusted"]
-        report.table(result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4),
-                     "Paired comparisons", "Differences are b minus a; p-values Benjamini-Hochberg adjusted.")
+                 "score_difference", "score_difference_se", "p_score_adjusted", "accuracy_difference",
+                 "p_accuracy_adjusted"]
+        table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
+        for col in [c for c in table.columns if c.startswith("p_")]:
+            table[col] = [_p_cell(p, o["permutations"] if col != "p_accuracy_adjusted" else None)
+                          for p in result.comparisons[col]]
+        report.table(table, "Paired comparisons", rows_caption(table, "Differences are b minus a; p-values "
+                     "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above)."))
     if result.accuracy is not None:
         report.table(result.accuracy, "Accuracy per group × configuration",
-                     "Exact-match accuracy of the final answers (eq. 6) and the mean response score.")
+                     rows_caption(result.accuracy, "Exact-match accuracy of the final answers and the mean "
+                                  f"response score; final answer: {final_name(o)}."))
     report.details.update({k: v for k, v in o.items()})
     if result.embed_stats:
         report.details["embedding"] = result.embed_stats

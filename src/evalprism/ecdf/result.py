@@ -11,7 +11,8 @@ import pandas as pd
 from evalprism.io.outputs import OutputKind, SavedResult
 
 SETTINGS_FIRST = ["question_id", "group", "configuration", "n_responses", "n_answered", "mean_score", "cluster",
-                  "is_medoid", "final_answer", "correct", "accuracy"]
+                  "is_medoid", "final_answer", "correct", "majority_votes", "medoid_answer", "medoid_correct",
+                  "majority_answer", "majority_correct", "accuracy"]
 
 
 @dataclass

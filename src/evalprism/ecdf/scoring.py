@@ -8,7 +8,9 @@
   (not inside a longer word or number: ``"4"`` is not found in ``"42"``), else 0.
 
 Normalisation (:func:`normalise_answer`, one rule for scores and for the report's ✓ marks): case
-folded, runs of whitespace collapsed, surrounding space and final punctuation removed.
+folded, runs of whitespace collapsed, surrounding space and final punctuation removed. ``exact``
+also compares numbers as numbers (:func:`answer_key`): ``3.0`` = ``3``, ``$70`` = ``70``,
+``1,000`` = ``1000``, ``-0.50`` = ``-.5``; the vote of ``final="majority"`` counts answers by the same key.
 A response without an answer (no ``--extract`` match) scores 0 under every rule.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 import numpy as np
@@ -28,7 +31,7 @@ SCORE_RULES: tuple[str, ...] = ("cosine", "exact", "contains")
 #: what the report says the quality value is, per rule
 DESCRIPTIONS = {
     "cosine": "max cosine similarity to references (eq. 3)",
-    "exact": "exact match to a reference (normalised text, 0/1)",
+    "exact": "exact match to a reference (normalised text, numbers compared as numbers, 0/1)",
     "contains": "contains a reference (normalised text, 0/1)",
 }
 #: a reference this short (in words) is a canonical answer: a date, a number, yes/no, a name
@@ -41,6 +44,37 @@ def normalise_answer(text: object) -> str:
     """Text compared with a reference: case, runs of whitespace, surrounding space and final
     punctuation ignored."""
     return _SPACE.sub(" ", str(text)).strip().rstrip(".!?;:,").strip().casefold()
+
+
+_CURRENCY = "$€£¥"
+_NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?", re.ASCII)
+_NUMBER_IN_TEXT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+", re.ASCII)
+
+
+def numeric_key(text: str) -> str | None:
+    """The canonical form of a number written as text (``$1,000.50`` -> ``1000.5``, ``3.0`` -> ``3``),
+    or None when ``text`` (already normalised) is not one number. A currency sign before the number and
+    thousands separators in groups of three are ignored; ``1,5`` is not a number here."""
+    body = text.strip()
+    sign = ""
+    if body and body[0] in "+-":
+        sign, body = body[0], body[1:].lstrip()
+    body = body.lstrip(_CURRENCY).strip()
+    if not body or not _NUMBER.fullmatch(body) or not any(ch.isdigit() for ch in body):
+        return None
+    try:
+        value = Decimal(sign + body.replace(",", ""))
+    except InvalidOperation:  # the pattern admits only plain decimals; this is a guard, not a path
+        return None
+    out = format(value.normalize(), "f")
+    return "0" if out in ("-0", "+0") else out
+
+
+def answer_key(text: object) -> str:
+    """What ``exact`` compares (and the majority vote counts): a number's canonical form, else the
+    normalised text."""
+    norm = normalise_answer(text)
+    return numeric_key(norm) or norm
 
 
 def score_rule(value: str) -> ScoreRule:
@@ -62,14 +96,32 @@ def lexical_scores(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequ
         if norm is None:
             gold = [g for g in (normalise_answer(r) for r in refs) if g]
             if rule == "exact":
-                norm = frozenset(gold)
+                norm = frozenset(answer_key(g) for g in gold)
             else:  # a whole phrase: no word character directly before or after it
                 norm = re.compile("|".join(rf"(?<!\w){re.escape(g)}(?!\w)" for g in gold) or r"(?!x)x")
             patterns[refs] = norm
-        text = normalise_answer(answer)
+        text = answer_key(answer) if isinstance(norm, frozenset) else normalise_answer(answer)
         hit = text in norm if isinstance(norm, frozenset) else norm.search(text) is not None
         out[i] = float(hit)
     return out
+
+
+def numeric_mismatches(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]],
+                       scores: np.ndarray) -> tuple[int, int, str]:
+    """Of the answered responses scored 0, how many contain the reference number as their last
+    number (``"so she pays $70 in total"`` for ``70``): the answer span was not isolated, not wrong.
+    Returns (such mismatches, all mismatches, the first such answer)."""
+    hits, total, example = 0, 0, ""
+    for answer, ok, refs, score in zip(answers, answered, ref_lists, scores, strict=True):
+        if not ok or score > 0:
+            continue
+        total += 1
+        gold = {k for k in (numeric_key(normalise_answer(r)) for r in refs) if k is not None}
+        numbers = _NUMBER_IN_TEXT.findall(normalise_answer(answer))
+        if gold and numbers and numeric_key(numbers[-1]) in gold:
+            hits += 1
+            example = example or answer
+    return hits, total, example
 
 
 def short_reference_share(ref_lists: Sequence[tuple[str, ...]]) -> float:

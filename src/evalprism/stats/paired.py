@@ -105,3 +105,47 @@ def bootstrap_mean_ci(values: np.ndarray, resamples: int = 2000, level: float = 
     means = counts @ values / q
     alpha = (1 - level) / 2
     return np.quantile(means, [alpha, 1 - alpha], axis=0).T
+
+
+def sign_flip_test(differences: np.ndarray, permutations: int = 999, seed: int = 0) -> float:
+    """Two-sided paired permutation p-value of the mean of per-question ``differences`` (B - A):
+    under the null each difference is as likely negative as positive, so random sign flips give the
+    null distribution of the mean. p = (1 + #{|mean_perm| >= |mean|}) / (1 + permutations); 1 when
+    every difference is 0."""
+    d = np.asarray(differences, dtype=np.float64)
+    stat = abs(d.mean())
+    if stat == 0:
+        return 1.0
+    rng = np.random.default_rng(seed)
+    tol = 1e-12 * stat
+    exceed = 0
+    block = max(1, _BLOCK_ELEMENTS // max(d.size, 1))
+    for start in range(0, permutations, block):
+        size = min(block, permutations - start)
+        signs = rng.integers(0, 2, size=(size, d.size), dtype=np.int8) * 2 - 1
+        exceed += int((np.abs(signs @ d) / d.size >= stat - tol).sum())
+    return (1 + exceed) / (1 + permutations)
+
+
+def paired_mean_se(differences: np.ndarray) -> tuple[float, float, float, float]:
+    """The mean of per-question ``differences``, its standard error (sample SD / sqrt(n)) and the 95%
+    t interval; SE and interval NaN with one question."""
+    from scipy.stats import t as t_dist
+
+    d = np.asarray(differences, dtype=np.float64)
+    mean = float(d.mean())
+    if d.size < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    se = float(d.std(ddof=1) / np.sqrt(d.size))
+    half = float(t_dist.ppf(0.975, d.size - 1)) * se
+    return mean, se, mean - half, mean + half
+
+
+def permutation_design(n_a: np.ndarray, n_b: np.ndarray) -> float:
+    """log10 of the number of distinct within-question relabellings (product over questions of
+    C(n_a + n_b, n_a)): the permutation test's p-value cannot go below 1 / that number."""
+    from scipy.special import gammaln
+
+    n_a, n_b = np.asarray(n_a, dtype=np.float64), np.asarray(n_b, dtype=np.float64)
+    log_c = gammaln(n_a + n_b + 1) - gammaln(n_a + 1) - gammaln(n_b + 1)
+    return float(log_c.sum() / np.log(10))
