@@ -175,7 +175,9 @@ def test_variance_components_separate_within_from_between() -> None:
     effect = rng.normal(0, 0.2, items)
     a = [e + rng.normal(0, 0.5, k) for e in effect]
     b = [rng.normal(0, 0.5, k) for _ in effect]
-    total, within, between = variance_components(a, b)
+    d = np.array([x.mean() - y.mean() for x, y in zip(a, b, strict=True)])
+    var_a, var_b = np.array([x.var(ddof=1) for x in a]), np.array([y.var(ddof=1) for y in b])
+    total, within, between = variance_components(d, var_a, np.full(items, k), var_b, np.full(items, k))
     assert within == pytest.approx(0.025, rel=0.05)
     assert between == pytest.approx(0.04, rel=0.12)
     assert total == pytest.approx(within + between)

@@ -99,19 +99,22 @@ def paired_difference(d: np.ndarray, clusters: np.ndarray | None = None, level: 
     return PairedDifference(mean, float(se), mean - half, mean + half, n, g, df, sd)
 
 
-def variance_components(samples_a: list[np.ndarray], samples_b: list[np.ndarray]) -> tuple[float, float, float]:
-    """Per item several scores under A and under B: the variance of the per-item mean difference
-    (total), its within-item part ``mean_i(s2_Ai/k_Ai + s2_Bi/k_Bi)`` (items with one sample on a
-    side add 0 for that side) and the between-item part ``max(total - within, 0)``."""
-    assert len(samples_a) == len(samples_b) and len(samples_a) > 1
-    d = np.array([np.mean(a) - np.mean(b) for a, b in zip(samples_a, samples_b, strict=True)])
+def variance_components(d: np.ndarray, var_a: np.ndarray, k_a: np.ndarray, var_b: np.ndarray,
+                        k_b: np.ndarray) -> tuple[float, float, float]:
+    """Several scores per item under A and B: ``d`` the per-item mean differences, ``var_*`` the
+    per-item sample variances (ddof 1; ignored where ``k_* == 1``) over ``k_*`` samples. Returns the
+    variance of ``d`` over items (total), its within-item part ``mean_i(s2_Ai/k_Ai + s2_Bi/k_Bi)``
+    (the sampling noise more samples per item would shrink) and the between-item part
+    ``max(total - within, 0)`` (what only more items shrink)."""
+    d = np.asarray(d, dtype=np.float64)
+    assert d.ndim == 1 and d.size > 1
+
+    def part(v: np.ndarray, k: np.ndarray) -> np.ndarray:
+        k = np.asarray(k, dtype=np.float64)
+        return np.where(k > 1, np.nan_to_num(np.asarray(v, dtype=np.float64)) / np.maximum(k, 1), 0.0)
+
     total = float(d.var(ddof=1))
-
-    def part(x: np.ndarray) -> float:
-        x = np.asarray(x, dtype=np.float64)
-        return float(x.var(ddof=1) / x.size) if x.size > 1 else 0.0
-
-    within = float(np.mean([part(a) + part(b) for a, b in zip(samples_a, samples_b, strict=True)]))
+    within = float(np.mean(part(var_a, k_a) + part(var_b, k_b)))
     return total, within, max(total - within, 0.0)
 
 

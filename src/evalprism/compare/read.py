@@ -1,0 +1,175 @@
+"""Reading the runs to compare: every RUN is anything evalprism reads as item-level results.
+
+A run is identified by its model name: an lm-eval directory, inspect log or correctness table
+holding several models gives several runs. The result is one long table ``run, benchmark, item_id,
+score`` (float in 0..1), plus the ``--cluster`` column when asked, and ``source`` (the file read).
+
+Score tables (``model, item_id, score[, benchmark][, cluster columns]``) are read here rather than
+by :func:`~evalprism.io.correctness.read_correctness` because comparisons accept what correctness
+does not: scores anywhere in 0..1 (partial credit, a judge's grade) and several rows per
+(model, benchmark, item_id) (several samples per item). -1 means no answer and counts as 0 (said in
+the notes); anything else outside 0..1 is refused by file, row and column. Harness output and wide
+matrices go through ``read_correctness`` with the harness options.
+
+``--model-name KEY=NAME`` whose KEY is one of the RUN paths as given (or its last component) renames
+that run's model (two runs of one model name, e.g. two lm-eval output directories of the same
+checkpoint, are told apart this way); any other key is passed to the lm-eval reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.correctness import read_correctness
+from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.inspect_logs import looks_like_inspect_json
+from evalprism.io.tables import read_table, row_location
+
+Run = str | Path | pd.DataFrame
+
+_TRUE_FALSE = {"true": 1.0, "false": 0.0}
+
+
+def _is_score_table(path: Path) -> bool:
+    if path.is_dir() or path.suffix.lower() == ".eval":
+        return False
+    return not (path.suffix.lower() == ".json" and looks_like_inspect_json(path))
+
+
+def _scores(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
+    """Scores as floats in 0..1 and how many were -1 (no answer, counted as 0)."""
+    series = df["score"]
+    text = series.astype(str).str.strip().str.lower()
+    numeric = pd.to_numeric(series.where(~text.isin(list(_TRUE_FALSE)), text.map(_TRUE_FALSE)), errors="coerce")
+    if series.dtype == bool:
+        numeric = series.astype(float)
+    values = numeric.to_numpy(dtype=np.float64)
+    no_answer = values == -1
+    bad = np.flatnonzero(np.isnan(values) | (((values < 0) | (values > 1)) & ~no_answer))
+    if bad.size:
+        r = int(bad[0])
+        raise EvalprismError(f"{where}: {row_location(df, r)}, column 'score': expected a score in 0..1 "
+                             f"(1 right, 0 wrong, partial credit between; -1 no answer; true/false), got {series.iloc[r]!r}")
+    values[no_answer] = 0.0
+    return values, int(no_answer.sum())
+
+
+def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tuple[pd.DataFrame, int]:
+    needed = ["model", "item_id", "score"]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise EvalprismError(f"{where}: no column '{missing[0]}': expected a score table with columns model, item_id, "
+                             f"score[, benchmark] (columns: {', '.join(map(str, df.columns))})")
+    if len(df) == 0:
+        raise EvalprismError(f"{where}: the table has no rows")
+    for col in ("model", "item_id", *(["benchmark"] if "benchmark" in df.columns else [])):
+        empty = df[col].isna() | (df[col].astype(str).str.strip() == "")
+        if empty.any():
+            r = int(np.flatnonzero(empty.to_numpy())[0])
+            raise EvalprismError(f"{where}: {row_location(df, r)}, column '{col}': missing value, expected a non-empty identifier")
+    scores, no_answer = _scores(df, where)
+    out = pd.DataFrame({
+        "run": df["model"].astype(str).str.strip().to_numpy(),
+        "benchmark": (df["benchmark"].astype(str).str.strip() if "benchmark" in df.columns
+                      else pd.Series("all", index=df.index)).to_numpy(),
+        "item_id": df["item_id"].map(_identifier).to_numpy(),
+        "score": scores,
+    })
+    if cluster is not None:
+        _require_cluster(df, cluster, where)
+        out["cluster"] = df[cluster].astype(str).to_numpy()
+    return out, no_answer
+
+
+def _identifier(value: object) -> str:
+    """An item id as text; ``3.0`` read as a float is item ``3``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def _require_cluster(df: pd.DataFrame, cluster: str, where: str) -> None:
+    if cluster not in df.columns:
+        raise EvalprismError(f"{where}: no column '{cluster}' for --cluster (columns: {', '.join(map(str, df.columns))})",
+                             parameter="cluster")
+    empty = df[cluster].isna() | (df[cluster].astype(str).str.strip() == "")
+    if empty.any():
+        r = int(np.flatnonzero(empty.to_numpy())[0])
+        raise EvalprismError(f"{where}: {row_location(df, r)}, column '{cluster}': missing value, expected the item's cluster "
+                             "(--cluster)")
+
+
+def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int, str], HarnessOptions]:
+    """--model-name keys naming a RUN (as given, or its last component) -> run index; the rest stay
+    for the lm-eval reader."""
+    by_run: dict[int, str] = {}
+    rest = {}
+    for key, name in harness.model_names.items():
+        hits = [i for i, r in enumerate(runs) if not isinstance(r, pd.DataFrame)
+                and key.rstrip("/") in {str(r).rstrip("/"), Path(r).name, Path(r).resolve().as_posix()}]
+        if hits:
+            for i in hits:
+                by_run[i] = name
+        else:
+            rest[key] = name
+    return by_run, dataclasses.replace(harness, model_names=rest)
+
+
+def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: HarnessOptions | None = None,
+              choices: ReadChoices | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The long table of every run (see the module docstring) and notes on what was read."""
+    harness = harness or HarnessOptions()
+    choices = choices if choices is not None else ReadChoices()
+    renames, reader_options = _split_names(runs, harness)
+    frames: list[pd.DataFrame] = []
+    notes: list[str] = []
+    readers: list[str] = []
+    owner: dict[str, str] = {}
+    for i, run in enumerate(runs):
+        if isinstance(run, pd.DataFrame):
+            where = str(run.attrs.get("source") or f"table {i + 1}")
+            table, no_answer = _read_score_table(run.reset_index(drop=True), where, cluster)
+        else:
+            path = Path(run)
+            where = str(path)
+            if not path.exists():
+                raise EvalprismError(f"{path}: file not found")
+            df = read_table(path) if _is_score_table(path) else None
+            if df is not None and ("item_id" in df.columns or "score" in df.columns):
+                table, no_answer = _read_score_table(df, where, cluster)
+            else:  # harness output, or a wide model x item matrix
+                canonical = read_correctness(path, harness=reader_options, choices=choices, check_harness=False)
+                readers.extend(canonical.attrs.get("readers", []))
+                if cluster is not None:
+                    _require_cluster(canonical, cluster, where)
+                no_answer = int((canonical["score"] == -1).sum())
+                table = pd.DataFrame({"run": canonical["model"].astype(str).to_numpy(),
+                                      "benchmark": canonical["benchmark"].astype(str).to_numpy(),
+                                      "item_id": canonical["item_id"].astype(str).to_numpy(),
+                                      "score": canonical["score"].clip(lower=0).astype(float).to_numpy()})
+                if cluster is not None:
+                    table["cluster"] = canonical[cluster].astype(str).to_numpy()
+        if i in renames:
+            models = table["run"].unique()
+            if len(models) == 1:
+                table["run"] = renames[i]
+            else:
+                table["run"] = renames[i] + ":" + table["run"]
+        if no_answer:
+            notes.append(f"{where}: {no_answer:,} answer(s) scored -1 (no answer) counted as 0 (wrong)")
+        for model in table["run"].unique():
+            if model in owner and owner[model] != where:
+                raise EvalprismError(f"{where}: model '{model}' is also in {owner[model]}: two runs need two names "
+                                     f"(e.g. --model-name {Path(owner[model]).name}=A --model-name {Path(where).name}=B)",
+                                     parameter="model_name")
+            owner[model] = where
+        table["source"] = where
+        frames.append(table)
+    reader_options.check_applies(readers, "no input is read by that reader")
+    return pd.concat(frames, ignore_index=True), notes
