@@ -168,7 +168,8 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         if cluster is not None:
             pair_items.insert(2, "cluster", merged["cluster_a"].fillna(merged["cluster_b"]))
         item_rows.append(pair_items)
-        benches = list(dict.fromkeys(merged["benchmark"]))
+        present = set(merged["benchmark"])
+        benches = [bx for bx in dict.fromkeys(items["benchmark"]) if bx in present]  # input order
         scopes = [(bx, merged["benchmark"] == bx) for bx in benches] if len(benches) > 1 else []
         scopes.append((ALL, pd.Series(True, index=merged.index)))
         for bench, sel in scopes:

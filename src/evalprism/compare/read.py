@@ -49,7 +49,7 @@ def _scores(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
     numeric = pd.to_numeric(series.where(~text.isin(list(_TRUE_FALSE)), text.map(_TRUE_FALSE)), errors="coerce")
     if series.dtype == bool:
         numeric = series.astype(float)
-    values = numeric.to_numpy(dtype=np.float64)
+    values = np.array(numeric, dtype=np.float64)
     no_answer = values == -1
     bad = np.flatnonzero(np.isnan(values) | (((values < 0) | (values > 1)) & ~no_answer))
     if bad.size:
