@@ -85,6 +85,10 @@ def _verdict(row: dict) -> str:
         side = "better" if row["difference"] > 0 else "worse"
         return (f"{b} is {_points(abs(row['difference']))} points {side} than {a} "
                 f"[{_points(row['ci_low'])}, {_points(row['ci_high'])}], p_adj = {_p(row['p_adj'])}")
+    if row["p"] < ALPHA:  # the test alone would tell, the correction for several pairs does not
+        return (f"no difference detectable after correcting for several pairs: the MDE is {_points(row['mde'])} "
+                f"points ({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, "
+                f"{_points(row['ci_high'])}], p = {_p(row['p'])} but p_adj = {_p(row['p_adj'])})")
     return (f"no difference detectable: the MDE is {_points(row['mde'])} points "
             f"({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}], "
             f"p_adj = {_p(row['p_adj'])})")

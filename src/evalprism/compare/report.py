@@ -105,15 +105,21 @@ def build_report(result: CompareResult) -> Report:
     shown = c.copy()
     for col in ("mean_a", "mean_b", "difference", "ci_low", "ci_high", "se", "se_naive", "mde"):
         shown[col] = (100 * shown[col]).round(2)
-    cols = ["run_a", "run_b", "benchmark", "items", "only_a", "only_b", "mean_a", "mean_b", "difference", "ci_low",
-            "ci_high", "se", "se_naive", "clusters", "test", "p", "p_adj", "mde", "items_needed"]
-    report.table(shown[cols], "Comparisons (points)",
-                 "Scores, differences, SEs and MDE in points. se_naive: the SE if items were independent (compare "
-                 "with se when clustered). items_needed: items to detect a "
-                 f"{100 * o['effect']:.1f}-point difference at 80% power with this pair's per-item variance. "
-                 "only_a / only_b: items one run answered and the other did not (left out of the comparison, "
-                 "listed in items.csv). comparisons.csv has the same rows on the 0-1 scale, with the variance parts.",
-                 nowrap=["run_a", "run_b", "benchmark"])
+    one_sided = bool((c["only_a"] > 0).any() or (c["only_b"] > 0).any())
+    cols = ["run_a", "run_b", "benchmark", "items", *(["only_a", "only_b"] if one_sided else []), "mean_a", "mean_b",
+            "difference", "ci_low", "ci_high", "se", *(["se_naive"] if o["cluster"] else []), "test", "p_adj", "mde",
+            "items_needed"]
+    caption = ["Scores, differences, SEs and MDE in points."]
+    if o["cluster"]:
+        caption.append("se_naive: the SE if items were independent (compare with se).")
+    caption.append(f"items_needed: items to detect a {100 * o['effect']:.1f}-point difference at 80% power with this "
+                   "pair's per-item variance.")
+    caption.append("only_a / only_b: items one run answered and the other did not (left out of the comparison, listed "
+                   "in items.csv)." if one_sided else "Both runs of every pair answered the same items.")
+    caption.append("comparisons.csv has the same rows on the 0-1 scale, with the unadjusted p, the number of clusters "
+                   "and the variance parts.")
+    report.table(shown[cols], "Comparisons (points)", " ".join(caption),
+                 nowrap=["run_a", "run_b", "benchmark", "test"])
     if c["var_within"].notna().any():
         v = c[c["var_within"].notna()][["run_a", "run_b", "benchmark", "items", "var_total", "var_within", "var_between"]]
         report.table(v, "Within-item and between-item variance",
