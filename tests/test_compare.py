@@ -190,3 +190,29 @@ def test_score_table_file_with_true_false_and_no_answer(tmp_path: Path) -> None:
     row = res.overall().iloc[0]
     assert row["mean_a"] == pytest.approx(1 / 3) and row["mean_b"] == 1.0
     assert res.notes == [f"{path}: 1 answer(s) scored -1 (no answer) counted as 0 (wrong)"]
+
+
+def test_readme_example_prints_what_the_readme_says(tmp_path: Path, capsys) -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Comparing runs"):readme.index("## Embeddings and their cache")]
+    promised = section[section.index("prints `") + len("prints `"):].split("`")[0]
+    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=A",
+                            "--model-name", "run4=B", "--out", tmp_path / "out"], capsys)
+    assert code == 0 and promised in " ".join(err.split()), err
+
+
+def test_a_difference_hidden_only_by_the_correction_is_said_so() -> None:
+    """Unadjusted p < 0.05 but p_adj >= 0.05: the sentence says the correction is what hides it."""
+    rng = np.random.default_rng(7)
+    base = (rng.random(400) < 0.5).astype(int)
+    runs = {"base": base}
+    for k in range(6):
+        runs[f"m{k}"] = base.copy()
+    wrong = np.flatnonzero(base == 0)[:9]
+    runs["m0"][wrong] = 1  # 9 discordant items, all one way: p = 2 / 2^9 = 0.0039; Holm over 6 pairs: 0.023
+    runs["m1"][np.flatnonzero(base == 0)[:6]] = 1  # 6 one way: p = 0.031, Holm keeps it above 0.05
+    res = compare_runs([_table(runs)], baseline="base", adjust="holm")
+    row = res.overall().set_index("run_b").loc["m1"]
+    assert row["p"] == pytest.approx(2 / 2**6) and row["p_adj"] >= 0.05
+    assert row["verdict"].startswith("no difference detectable after correcting for several pairs: the MDE is")
+    assert f"p = {row['p']:.2g} but p_adj = {row['p_adj']:.2g}" in row["verdict"]
