@@ -216,3 +216,23 @@ def test_a_difference_hidden_only_by_the_correction_is_said_so() -> None:
     assert row["p"] == pytest.approx(2 / 2**6) and row["p_adj"] >= 0.05
     assert row["verdict"].startswith("no difference detectable after correcting for several pairs: the MDE is")
     assert f"p = {row['p']:.2g} but p_adj = {row['p_adj']:.2g}" in row["verdict"]
+
+
+def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
+    """A real inspect_ai log with 3 epochs per sample, against a score table of the same task: with
+    --epochs all each epoch is one sample of its item (item score = mean over epochs)."""
+    log = REPO / "tests" / "fixtures" / "harness" / "inspect_json" / "arith_three_epochs.json"
+    from evalprism.io.correctness import read_correctness
+    from evalprism.io.harness_options import HarnessOptions
+
+    epochs = read_correctness(log, harness=HarnessOptions.parse(epochs="all"))
+    other = pd.DataFrame({"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"],
+                          "score": [0, 0, 0, 0]})
+    res = compare_runs([log, other], harness=HarnessOptions.parse(epochs="all"), permutations=999)
+    row = res.overall().iloc[0]
+    assert row["items"] == 4 and row["only_a"] == 0 and row["only_b"] == 0
+    assert (res.items["samples_a"] == 3).all()
+    per_item = epochs.assign(item=epochs["item_id"].str.split("#").str[0]).groupby("item")["score"].mean()
+    assert row["mean_a"] == pytest.approx(per_item.mean()) and row["difference"] == pytest.approx(-per_item.mean())
+    assert row["test"] == "sign-flip" and np.isfinite(row["var_within"])
+    assert any("--epochs all" in n for n in res.notes)

@@ -655,7 +655,7 @@ def compare(
     lm_eval_filter: StemFilter = None,
     model_name: Annotated[Optional[list[str]], typer.Option("--model-name", help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).", metavar="KEY=NAME")] = None,
     scorer: StemScorer = None,
-    epochs: StemEpochs = StemEpochsChoice.mean,
+    epochs: Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).")] = StemEpochsChoice.mean,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:

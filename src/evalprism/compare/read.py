@@ -11,6 +11,9 @@ does not: scores anywhere in 0..1 (partial credit, a judge's grade) and several 
 the notes); anything else outside 0..1 is refused by file, row and column. Harness output and wide
 matrices go through ``read_correctness`` with the harness options.
 
+With ``--epochs all``, the epochs of an inspect_ai sample are samples of one item (inspect's reader
+names them ``<id>#<epoch>``; here the suffix is dropped).
+
 ``--model-name KEY=NAME`` whose KEY is one of the RUN paths as given (or its last component) renames
 that run's model (two runs of one model name, e.g. two lm-eval output directories of the same
 checkpoint, are told apart this way); any other key is passed to the lm-eval reader.
@@ -27,7 +30,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
-from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.harness_options import INSPECT, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import looks_like_inspect_json
 from evalprism.io.tables import read_table, row_location
 
@@ -155,6 +158,11 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                                       "score": canonical["score"].clip(lower=0).astype(float).to_numpy()})
                 if cluster is not None:
                     table["cluster"] = canonical[cluster].astype(str).to_numpy()
+                if reader_options.epochs == "all" and canonical.attrs.get("readers") == [INSPECT]:
+                    # inspect's `<id>#<epoch>` items are samples of one item here, not items of their own
+                    table["item_id"] = table["item_id"].str.replace(r"#\d+$", "", regex=True)
+                    notes.append(f"{where}: --epochs all: every epoch of a sample is one sample of its item (the "
+                                 "item's score is the mean over epochs, its within-item variance reported)")
         if i in renames:
             models = table["run"].unique()
             if len(models) == 1:
