@@ -14,6 +14,7 @@ from evalprism.stats.compare_tests import (
     ols_cluster_robust,
     paired_difference,
     sign_flip_test,
+    sign_flip_tests,
     variance_components,
 )
 
@@ -139,12 +140,12 @@ def test_sign_flip_detects_two_points_on_1000_items() -> None:
 
 def test_sign_flip_exact_small_case_and_clusters() -> None:
     # 3 positive differences of 1: the two-sided exact p is 2/8; with many permutations close to it
-    assert sign_flip_test(np.array([1.0, 1.0, 1.0]), permutations=20000, seed=0) == pytest.approx(0.25, abs=0.01)
+    assert sign_flip_test(np.array([1.0, 1.0, 1.0]), permutations=100_000, seed=0) == pytest.approx(0.25, abs=0.006)
     assert sign_flip_test(np.zeros(10)) == 1.0
     # clustered: the 4 items of one cluster flip together -> the two clusters (sums 4 and 4): p = 1/2
     d = np.ones(8)
-    p = sign_flip_test(d, permutations=20000, seed=1, clusters=np.repeat([0, 1], 4))
-    assert p == pytest.approx(0.5, abs=0.015)
+    p = sign_flip_test(d, permutations=100_000, seed=1, clusters=np.repeat([0, 1], 4))
+    assert p == pytest.approx(0.5, abs=0.008)
 
 
 def test_adjust_bh_and_holm() -> None:
@@ -181,3 +182,16 @@ def test_variance_components_separate_within_from_between() -> None:
     assert within == pytest.approx(0.025, rel=0.05)
     assert between == pytest.approx(0.04, rel=0.12)
     assert total == pytest.approx(within + between)
+
+
+def test_batched_sign_flips_share_signs_and_stay_uniform() -> None:
+    """Sets of equal length get the very p-value of their own test with the same seed; sets of
+    different lengths (zero-padded) are each uniform under the null."""
+    rng = np.random.default_rng(8)
+    d1, d2 = rng.normal(0, 1, 300), rng.normal(0.1, 1, 300)
+    batch = sign_flip_tests([d1, d2], permutations=999, seed=4)
+    assert batch[0] == sign_flip_test(d1, 999, 4) and batch[1] == sign_flip_test(d2, 999, 4)
+    nulls = [rng.normal(0, 1, int(n)) for n in rng.integers(20, 400, 200)]
+    ps = sign_flip_tests(nulls, permutations=999, seed=5)
+    assert stats.kstest(ps, "uniform").pvalue > 0.01
+    assert sign_flip_tests([np.zeros(5), np.array([1.0, 1.0])], 999, 0)[0] == 1.0

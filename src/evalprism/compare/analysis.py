@@ -39,7 +39,7 @@ from evalprism.stats.compare_tests import (
     mcnemar_exact,
     minimum_detectable_effect,
     paired_difference,
-    sign_flip_test,
+    sign_flip_tests,
     variance_components,
 )
 
@@ -95,7 +95,8 @@ def _verdict(row: dict) -> str:
 
 
 def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only_b: int, *, cluster: str | None,
-               binary: bool, permutations: int, seed: int, effect: float) -> dict:
+               binary: bool, effect: float) -> dict:
+    """One comparison row; a sign-flip row carries its units in ``_units`` for the batched test."""
     n = len(both)
     row: dict = {"run_a": a, "run_b": b, "benchmark": bench, "items": n, "only_a": only_a, "only_b": only_b}
     nan = float("nan")
@@ -111,12 +112,14 @@ def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only
     several = bool((both["samples_a"] > 1).any() or (both["samples_b"] > 1).any())
     if n < 2:
         test, p = "", nan
-    elif cluster is not None:
-        test, p = "sign-flip (clusters)", sign_flip_test(d, permutations, seed, groups)
+    elif cluster is not None:  # whole clusters flip: the units are the cluster sums (p filled in by the batch)
+        test, p = "sign-flip (clusters)", nan
+        row["_units"] = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=d)
     elif binary and not several:
         test, p = "McNemar exact", mcnemar_exact(both["score_a"].to_numpy() == 1, both["score_b"].to_numpy() == 1)[2]
     else:
-        test, p = "sign-flip", sign_flip_test(d, permutations, seed)
+        test, p = "sign-flip", nan
+        row["_units"] = d
     mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) else nan
     deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
     needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else np.nan
@@ -156,7 +159,6 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
     items = _per_item(table, cluster)
     rows, item_rows = [], []
-    seq = 0
     for a, b in _pairs(names, baseline):
         left = items[items["run"] == a].drop(columns="run")
         right = items[items["run"] == b].drop(columns="run")
@@ -180,8 +182,11 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
             part = merged[sel]
             rows.append(_scope_row(a, b, bench, part[part["_merge"] == "both"], int((part["_merge"] == "left_only").sum()),
                                    int((part["_merge"] == "right_only").sum()), cluster=cluster, binary=binary,
-                                   permutations=permutations, seed=seed + seq, effect=effect))
-            seq += 1
+                                   effect=effect))
+    flips = [k for k, r in enumerate(rows) if "_units" in r]
+    if flips:  # every sign-flip test at once, sharing the random signs (see sign_flip_tests)
+        for k, p in zip(flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True):
+            rows[k]["p"] = float(p)
     comparisons = pd.DataFrame(rows)
     comparisons["p_adj"] = np.nan
     for idx in comparisons.groupby("benchmark", sort=False).groups.values():
