@@ -149,16 +149,18 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
                              parameter="effect")
     choices = ReadChoices()
     table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices)
-    names = list(dict.fromkeys(table["run"]))
-    sources = dict(zip(table["run"], table["source"], strict=False))
+    names = [str(n) for n in pd.unique(table["run"])]  # input order
+    first = table.drop_duplicates("run")
+    sources = dict(zip(first["run"], first["source"], strict=True))
     if len(names) < 2:
-        raise EvalprismError(f"{', '.join(dict.fromkeys(table['source']))}: only one run ('{names[0]}'): compare needs "
+        raise EvalprismError(f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
                              "at least two (several RUN arguments, or a table with several models)")
     if baseline is not None and baseline not in names:
         raise EvalprismError(f"--baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
     items = _per_item(table, cluster)
     rows, item_rows = [], []
+    bench_order = [str(b) for b in pd.unique(items["benchmark"])]
     for a, b in _pairs(names, baseline):
         left = items[items["run"] == a].drop(columns="run")
         right = items[items["run"] == b].drop(columns="run")
@@ -175,7 +177,7 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
             pair_items.insert(2, "cluster", merged["cluster_a"].fillna(merged["cluster_b"]))
         item_rows.append(pair_items)
         present = set(merged["benchmark"])
-        benches = [bx for bx in dict.fromkeys(items["benchmark"]) if bx in present]  # input order
+        benches = [bx for bx in bench_order if bx in present]  # input order
         scopes = [(bx, merged["benchmark"] == bx) for bx in benches] if len(benches) > 1 else []
         scopes.append((ALL, pd.Series(True, index=merged.index)))
         for bench, sel in scopes:
