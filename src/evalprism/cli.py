@@ -643,7 +643,7 @@ class CompareAdjust(str, Enum):
 
 @app.command()
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, or score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item). A model name is a run: a file holding several models gives several runs.", metavar="RUN...")],
+    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, or score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item). A model name is a run: a file holding several models gives several runs.", metavar="RUN")],
     out: Out,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one (a model name) instead of all pairs.", metavar="NAME")] = None,
     cluster: Annotated[Optional[str], typer.Option("--cluster", help="Column grouping items that are not independent (passage, template, question group): cluster-robust (CR1) standard errors and cluster sign-flips.", metavar="COL")] = None,
