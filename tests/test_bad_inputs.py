@@ -1021,3 +1021,7 @@ class TestCompareBadInputs:
     def test_compare_metric_option_for_tables(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)])
         self._refused(tmp_path, [f, "--metric", "acc"], "metric")
+
+    def test_compare_empty_cluster_value(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "")], "model,item_id,score,passage")
+        self._refused(tmp_path, [f, "--cluster", "passage"], "s.csv: row 2 (line 3), column 'passage': missing value")

@@ -236,3 +236,15 @@ def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
     assert row["mean_a"] == pytest.approx(per_item.mean()) and row["difference"] == pytest.approx(-per_item.mean())
     assert row["test"] == "sign-flip" and np.isfinite(row["var_within"])
     assert any("--epochs all" in n for n in res.notes)
+
+
+def test_rerun_replaces_its_own_output_and_seed_gives_identical_files(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "scores.csv"
+    rng = np.random.default_rng(9)
+    _table({"A": rng.random(200).round(3), "B": rng.random(200).round(3)}).to_csv(path, index=False)
+    out = tmp_path / "out"
+    args = ["compare", path, "--out", out, "--permutations", "499", "--seed", "2", "-q"]
+    assert run_cli(args, capsys)[0] == 0
+    first = {p.name: p.read_bytes() for p in out.glob("*.csv")}
+    assert run_cli(args, capsys)[0] == 0  # its own previous output is replaced
+    assert {p.name: p.read_bytes() for p in out.glob("*.csv")} == first

@@ -46,13 +46,18 @@ def _is_score_table(path: Path) -> bool:
 
 
 def _scores(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
-    """Scores as floats in 0..1 and how many were -1 (no answer, counted as 0)."""
+    """Scores as floats in 0..1 and how many were -1 (no answer, counted as 0). Text is converted
+    once per distinct value (a 5-million-row table has few)."""
     series = df["score"]
-    text = series.astype(str).str.strip().str.lower()
-    numeric = pd.to_numeric(series.where(~text.isin(list(_TRUE_FALSE)), text.map(_TRUE_FALSE)), errors="coerce")
     if series.dtype == bool:
-        numeric = series.astype(float)
-    values = np.array(numeric, dtype=np.float64)
+        values = series.to_numpy(dtype=np.float64)
+    elif pd.api.types.is_numeric_dtype(series.dtype):
+        values = np.array(series, dtype=np.float64)
+    else:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        text = pd.Series(pd.Index(uniques).astype(str).str.strip().str.lower())
+        table = pd.to_numeric(text.where(~text.isin(list(_TRUE_FALSE)), text.map(_TRUE_FALSE)), errors="coerce")
+        values = np.append(table.to_numpy(dtype=np.float64), np.nan)[codes]  # code -1 (missing) -> NaN
     no_answer = values == -1
     bad = np.flatnonzero(np.isnan(values) | (((values < 0) | (values > 1)) & ~no_answer))
     if bad.size:
@@ -63,6 +68,18 @@ def _scores(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
     return values, int(no_answer.sum())
 
 
+def _keys(df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier") -> np.ndarray:
+    """An identifier column as stripped text (``3.0`` read as a float is ``3``), converted once per
+    distinct value; the first missing or empty value is reported by row."""
+    codes, uniques = pd.factorize(df[col], use_na_sentinel=True)
+    texts = np.array([_identifier(v) for v in uniques], dtype=object)
+    bad = (codes < 0) | (texts == "")[np.maximum(codes, 0)] if len(texts) else codes < 0
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise EvalprismError(f"{where}: {row_location(df, r)}, column '{col}': missing value, expected {expected}")
+    return texts[codes]
+
+
 def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tuple[pd.DataFrame, int]:
     needed = ["model", "item_id", "score"]
     missing = [c for c in needed if c not in df.columns]
@@ -71,22 +88,14 @@ def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tupl
                              f"score[, benchmark] (columns: {', '.join(map(str, df.columns))})")
     if len(df) == 0:
         raise EvalprismError(f"{where}: the table has no rows")
-    for col in ("model", "item_id", *(["benchmark"] if "benchmark" in df.columns else [])):
-        empty = df[col].isna() | (df[col].astype(str).str.strip() == "")
-        if empty.any():
-            r = int(np.flatnonzero(empty.to_numpy())[0])
-            raise EvalprismError(f"{where}: {row_location(df, r)}, column '{col}': missing value, expected a non-empty identifier")
+    run = _keys(df, "model", where)
+    item = _keys(df, "item_id", where)
+    bench = _keys(df, "benchmark", where) if "benchmark" in df.columns else np.full(len(df), "all", dtype=object)
     scores, no_answer = _scores(df, where)
-    out = pd.DataFrame({
-        "run": df["model"].astype(str).str.strip().to_numpy(),
-        "benchmark": (df["benchmark"].astype(str).str.strip() if "benchmark" in df.columns
-                      else pd.Series("all", index=df.index)).to_numpy(),
-        "item_id": df["item_id"].map(_identifier).to_numpy(),
-        "score": scores,
-    })
+    out = pd.DataFrame({"run": run, "benchmark": bench, "item_id": item, "score": scores})
     if cluster is not None:
         _require_cluster(df, cluster, where)
-        out["cluster"] = df[cluster].astype(str).to_numpy()
+        out["cluster"] = _keys(df, cluster, where, "the item's cluster (--cluster)")
     return out, no_answer
 
 
@@ -101,11 +110,6 @@ def _require_cluster(df: pd.DataFrame, cluster: str, where: str) -> None:
     if cluster not in df.columns:
         raise EvalprismError(f"{where}: no column '{cluster}' for --cluster (columns: {', '.join(map(str, df.columns))})",
                              parameter="cluster")
-    empty = df[cluster].isna() | (df[cluster].astype(str).str.strip() == "")
-    if empty.any():
-        r = int(np.flatnonzero(empty.to_numpy())[0])
-        raise EvalprismError(f"{where}: {row_location(df, r)}, column '{cluster}': missing value, expected the item's cluster "
-                             "(--cluster)")
 
 
 def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int, str], HarnessOptions]:
@@ -157,7 +161,7 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                                       "item_id": canonical["item_id"].astype(str).to_numpy(),
                                       "score": canonical["score"].clip(lower=0).astype(float).to_numpy()})
                 if cluster is not None:
-                    table["cluster"] = canonical[cluster].astype(str).to_numpy()
+                    table["cluster"] = _keys(canonical, cluster, where, "the item's cluster (--cluster)")
                 if reader_options.epochs == "all" and canonical.attrs.get("readers") == [INSPECT]:
                     # inspect's `<id>#<epoch>` items are samples of one item here, not items of their own
                     table["item_id"] = table["item_id"].str.replace(r"#\d+$", "", regex=True)
