@@ -169,10 +169,13 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         if both.empty:
             raise EvalprismError(f"runs '{a}' ({sources[a]}) and '{b}' ({sources[b]}) have no item in common "
                                  f"({len(left):,} and {len(right):,} items; items match on benchmark and item_id)")
-        status = merged["_merge"].map({"both": "both", "left_only": f"only {a}", "right_only": f"only {b}"})
+        labels = {"both": "both", "left_only": f"only {a}", "right_only": f"only {b}"}
+        merge = merged["_merge"].cat
+        status = pd.Series(np.array([labels[c] for c in merge.categories], dtype=object)[merge.codes.to_numpy()],
+                           index=merged.index)
         cols = ["benchmark", "item_id", "score_a", "score_b", "samples_a", "samples_b"]
         pair_items = merged[cols].assign(run_a=a, run_b=b, difference=merged["score_b"] - merged["score_a"],
-                                         status=status.astype(str))
+                                         status=status)
         if cluster is not None:
             pair_items.insert(2, "cluster", merged["cluster_a"].fillna(merged["cluster_b"]))
         item_rows.append(pair_items)
