@@ -16,6 +16,7 @@ Run ``python benchmarks/bench_compare.py`` (about a minute) or ``--quick`` (10,0
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -58,6 +59,7 @@ def main() -> None:
     print(f"scipy permutation_test loop (extrapolated from {args.peer_pairs} pairs): {peer:8.1f} s   ratio {peer / ours:.1f}x")
     for k, p in enumerate(peer_p, 1):
         print(f"  pair m{k:02d}: evalprism p = {overall.loc[k - 1, 'p']:.4f}, scipy p = {p:.4f}")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (other processes distort every timing)")
 
 
 if __name__ == "__main__":
