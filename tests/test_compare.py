@@ -150,6 +150,7 @@ def test_per_benchmark_rows_and_overall() -> None:
     assert c.loc["math", "difference"] == -1.0 and c.loc["code", "difference"] == 0.0
     assert c.loc["all", "difference"] == pytest.approx(-20 / 50) and c.loc["all", "items"] == 50
     assert c.loc["code", "verdict"] == "B and A score the same on every one of the 30 items"
+    assert np.isnan(c.loc["code", "mde"]) and np.isnan(c.loc["code", "items_needed"])  # no variance: no MDE
 
 
 def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:

@@ -120,7 +120,8 @@ def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only
     else:
         test, p = "sign-flip", nan
         row["_units"] = d
-    mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) else nan
+    # every item the same difference: no variance to size an effect against, so no MDE (not 0)
+    mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) and res.se > 0 else nan
     deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
     needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else np.nan
     if several and n > 1:
