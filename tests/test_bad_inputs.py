@@ -977,3 +977,76 @@ class TestFinalAndExactNumbers:
 
         assert isinstance(answer_key(answer), str)
         assert lexical_scores([answer], np.array([True]), [("3",)], "exact")[0] == 0.0
+
+
+class TestCompareBadInputs:
+    """`evalprism compare`: each bad input is one message naming the file, column or option, exit 2, and
+    nothing written (no --out directory, inputs untouched)."""
+
+    LM_EVAL = Path(__file__).resolve().parent / "fixtures" / "harness" / "lm_eval"
+
+    @staticmethod
+    def _scores(path: Path, rows: list[tuple], header: str = "model,item_id,score") -> Path:
+        path.write_text(header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    def _refused(self, tmp_path: Path, args: list[str], *expected: str) -> str:
+        before = snapshot(tmp_path)
+        proc = evalprism(["compare", *map(str, args), "--out", str(tmp_path / "out")], cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len([ln for ln in lines if ln.startswith("error:")]) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        message = " ".join(proc.stderr.split())
+        for text in expected:
+            assert text in message, message
+        assert snapshot(tmp_path) == before and not (tmp_path / "out").exists()
+        return message
+
+    def test_compare_one_run_only(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "a.csv", [("A", 1, 1), ("A", 2, 0)])
+        self._refused(tmp_path, [f], "a.csv", "only one run ('A')", "at least two")
+
+    def test_compare_no_item_in_common(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("A", 2, 0), ("B", 3, 1), ("B", 4, 1)])
+        self._refused(tmp_path, [f], "runs 'A' (", "and 'B' (", "have no item in common")
+
+    def test_compare_unknown_baseline(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)])
+        self._refused(tmp_path, [f, "--baseline", "C"], "--baseline 'C': no such run (runs: A, B)")
+
+    def test_compare_cluster_column_missing(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "p1")], "model,item_id,score,passage")
+        self._refused(tmp_path, [f, "--cluster", "template"], "s.csv: no column 'template' for --cluster",
+                      "columns: model, item_id, score, passage")
+
+    def test_compare_cluster_column_missing_in_lm_eval_output(self, tmp_path: Path) -> None:
+        self._refused(tmp_path, [self.LM_EVAL / "run3", self.LM_EVAL / "run4", "--model-name", "run3=A",
+                                 "--model-name", "run4=B", "--cluster", "passage"], "run3: no column 'passage'")
+
+    def test_compare_score_outside_0_1(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("A", 2, 0), ("B", 1, 0), ("B", 2, 5)])
+        self._refused(tmp_path, [f], "s.csv: row 4 (line 5), column 'score': expected a score in 0..1", "got '5'")
+
+    def test_compare_score_not_a_number(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, "yes")])
+        self._refused(tmp_path, [f], "s.csv: row 2 (line 3), column 'score'", "got 'yes'")
+
+    def test_compare_missing_score_column(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)], "model,item_id,points")
+        self._refused(tmp_path, [f], "s.csv: no column 'score'", "model, item_id, score")
+
+    def test_compare_two_runs_of_one_model_name(self, tmp_path: Path) -> None:
+        self._refused(tmp_path, [self.LM_EVAL / "run3", self.LM_EVAL / "run4"], "model 'org__tiny' is also in",
+                      "--model-name run3=A --model-name run4=B")
+
+    def test_compare_missing_run(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)])
+        self._refused(tmp_path, [f, tmp_path / "nope.csv"], "nope.csv: file not found")
+
+    def test_compare_metric_option_for_tables(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)])
+        self._refused(tmp_path, [f, "--metric", "acc"], "metric")
+
+    def test_compare_empty_cluster_value(self, tmp_path: Path) -> None:
+        f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "")], "model,item_id,score,passage")
+        self._refused(tmp_path, [f, "--cluster", "passage"], "s.csv: row 2 (line 3), column 'passage': missing value")

@@ -648,6 +648,45 @@ def stem_audit(
     _wrote(out, quiet)
 
 
+class CompareAdjust(str, Enum):
+    bh = "bh"
+    holm = "holm"
+
+
+@app.command()
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, or score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item). A model name is a run: a file holding several models gives several runs.", metavar="RUN")],
+    out: Out,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one (a model name) instead of all pairs.", metavar="NAME")] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Column grouping items that are not independent (passage, template, question group): cluster-robust (CR1) standard errors and cluster sign-flips.", metavar="COL")] = None,
+    adjust: Annotated[CompareAdjust, typer.Option("--adjust", help="Multiple-comparison correction across pairs: bh (Benjamini-Hochberg) or holm.")] = CompareAdjust.bh,
+    permutations: Annotated[int, typer.Option("--permutations", help="Sign flips per permutation test (scores not 0/1, or clustered).")] = 9999,
+    effect: Annotated[float, typer.Option("--effect", help="Difference (0..1 scale) whose items_needed is reported (0.02 = 2 points).")] = 0.02,
+    seed: Seed = 0,
+    metric: StemMetric = None,
+    lm_eval_filter: StemFilter = None,
+    model_name: Annotated[Optional[list[str]], typer.Option("--model-name", help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).", metavar="KEY=NAME")] = None,
+    scorer: StemScorer = None,
+    epochs: Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).")] = StemEpochsChoice.mean,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
+) -> None:
+    """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
+    from evalprism.compare import compare_runs
+
+    target = _claim(out, "compare", list(runs), overwrite, quiet)
+    result = compare_runs(runs, baseline=baseline, cluster=cluster,
+                          harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), adjust=adjust.value,
+                          permutations=permutations, seed=seed, effect=effect)
+    _read_notes(result.read, quiet)
+    _notes(result.notes, quiet)
+    result.save(target)
+    if not quiet:
+        for _, r in result.overall().iterrows():
+            _err.print(f"{r['run_b']} vs {r['run_a']}: {r['verdict']}", highlight=False, soft_wrap=True)
+    _wrote(out, quiet)
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR")] = Path("evalprism-demo"),

@@ -63,6 +63,7 @@ class OutputKind(str, Enum):
     STEM_AUDIT = "stem audit"
     STEM_PLAN = "stem plan"
     DEMO = "demo"
+    COMPARE = "compare"
 
 
 @dataclass(frozen=True)

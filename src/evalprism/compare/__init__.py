@@ -1,0 +1,7 @@
+"""Paired, clustered, corrected comparison of evaluation runs: is B better than A, by how much, and
+can the items tell? (`evalprism compare`; kernels in :mod:`evalprism.stats.compare_tests`)."""
+
+from evalprism.compare.analysis import compare_runs
+from evalprism.compare.result import CompareResult
+
+__all__ = ["CompareResult", "compare_runs"]

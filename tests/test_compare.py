@@ -1,0 +1,251 @@
+"""`evalprism compare` and `evalprism.compare.compare_runs`: planted differences with known answers,
+items in one run only, several samples per item, clusters, and the real lm-eval fixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import REPO, run_cli
+from scipy import stats
+
+from evalprism.compare import compare_runs
+from evalprism.stats.compare_tests import adjust_pvalues
+
+LM_EVAL = REPO / "tests" / "fixtures" / "harness" / "lm_eval"
+
+
+def _table(scores: dict[str, np.ndarray], benchmark: str | None = None, **extra) -> pd.DataFrame:
+    frames = []
+    for model, s in scores.items():
+        df = pd.DataFrame({"model": model, "item_id": [f"i{k}" for k in range(len(s))], "score": s, **extra})
+        if benchmark:
+            df["benchmark"] = benchmark
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_binary_scores_use_mcnemar_and_say_how_much_better() -> None:
+    rng = np.random.default_rng(0)
+    a = (rng.random(500) < 0.6).astype(int)
+    b = np.where(rng.random(500) < 0.3, 1, a)  # B fixes ~30% of A's errors, never breaks one
+    res = compare_runs([_table({"A": a, "B": b})])
+    row = res.overall().iloc[0]
+    assert row["test"] == "McNemar exact"
+    assert row["difference"] == pytest.approx(b.mean() - a.mean())
+    only_b = int(((b == 1) & (a == 0)).sum())
+    assert row["p"] == pytest.approx(stats.binomtest(0, only_b, 0.5).pvalue)
+    d = b - a
+    assert row["se"] == pytest.approx(d.std(ddof=1) / np.sqrt(500))
+    assert row["verdict"].startswith(f"B is {100 * d.mean():.1f} points better than A [")
+    assert "p_adj = " in row["verdict"]
+
+
+def test_one_response_always_right_vs_always_wrong_is_a_detected_difference() -> None:
+    """The Faithful-CoT case: one response per question, one configuration always right, the other
+    always wrong. The paired test tells (McNemar p = 2 / 2^10), never 'not significantly different'."""
+    res = compare_runs([_table({"wrong": np.zeros(10), "right": np.ones(10)})])
+    row = res.overall().iloc[0]
+    assert row["p"] == pytest.approx(2 / 2**10)
+    assert row["verdict"].startswith("right is 100.0 points better than wrong")
+    assert "significant" not in " ".join(res.comparisons["verdict"])
+
+
+def test_no_detectable_difference_names_the_mde() -> None:
+    rng = np.random.default_rng(1)
+    a = (rng.random(200) < 0.5).astype(int)
+    b = a.copy()
+    flip = rng.choice(200, 6, replace=False)
+    b[flip] = 1 - b[flip]  # a few discordant items either way
+    row = compare_runs([_table({"A": a, "B": b})]).overall().iloc[0]
+    assert row["p_adj"] >= 0.05
+    assert row["mde"] == pytest.approx(2.8015852 * row["se"], rel=1e-6)
+    assert row["verdict"].startswith(f"no difference detectable: the MDE is {100 * row['mde']:.1f} points")
+
+
+def test_items_in_one_run_only_are_counted_and_listed() -> None:
+    a = pd.DataFrame({"model": "A", "item_id": [f"i{k}" for k in range(100)], "score": 1})
+    b = pd.DataFrame({"model": "B", "item_id": [f"i{k}" for k in range(10, 105)], "score": 0})
+    res = compare_runs([a, b])
+    row = res.overall().iloc[0]
+    assert (row["items"], row["only_a"], row["only_b"]) == (90, 10, 5)
+    assert row["difference"] == -1.0
+    counts = res.items["status"].value_counts().to_dict()
+    assert counts == {"both": 90, "only A": 10, "only B": 5}
+    assert res.items.loc[res.items["status"] == "only A", "score_b"].isna().all()
+
+
+def test_continuous_scores_use_the_sign_flip_test_and_planted_difference_is_found() -> None:
+    rng = np.random.default_rng(2)
+    base = rng.random(1000) * 0.8
+    res = compare_runs([_table({"A": base, "B": np.clip(base + 0.03 + rng.normal(0, 0.1, 1000), 0, 1)})],
+                       permutations=999)
+    row = res.overall().iloc[0]
+    assert row["test"] == "sign-flip" and row["p"] == pytest.approx(1 / 1000)
+    assert row["ci_low"] > 0 and row["verdict"].startswith("B is ")
+
+
+def test_several_samples_per_item_split_the_variance() -> None:
+    """Rows repeating (model, item) are samples: the item's score is their mean, and the variance of
+    the item differences splits into within (sampling) and between (items) parts."""
+    rng = np.random.default_rng(3)
+    items, k = 400, 8
+    p_a = rng.random(items)
+    p_b = np.clip(p_a + rng.normal(0.05, 0.1, items), 0, 1)
+    rows = []
+    for model, p in (("A", p_a), ("B", p_b)):
+        draws = (rng.random((items, k)) < p[:, None]).astype(int)
+        for i in range(items):
+            rows += [{"model": model, "item_id": i, "score": int(s)} for s in draws[i]]
+    res = compare_runs([pd.DataFrame(rows)], permutations=999)
+    row = res.overall().iloc[0]
+    assert row["test"] == "sign-flip"  # 0/1 scores, but several per item: not McNemar
+    means = pd.DataFrame(rows).groupby(["model", "item_id"])["score"].agg(["mean", "var"])
+    d = means.loc["B", "mean"].to_numpy() - means.loc["A", "mean"].to_numpy()
+    assert row["difference"] == pytest.approx(d.mean())
+    within = ((means.loc["A", "var"] + means.loc["B", "var"]) / k).mean()
+    assert row["var_within"] == pytest.approx(within)
+    assert row["var_total"] == pytest.approx(d.var(ddof=1))
+    assert row["var_between"] == pytest.approx(d.var(ddof=1) - within)
+    assert (res.items["samples_a"] == k).all()
+
+
+def test_clusters_widen_the_interval_and_flip_whole_clusters() -> None:
+    rng = np.random.default_rng(4)
+    G, m = 40, 25
+    passage = np.repeat(np.arange(G), m)
+    a = rng.random(G * m)
+    b = np.clip(a + rng.normal(0, 0.15, G)[passage] + rng.normal(0, 0.05, G * m), 0, 1)
+    df = _table({"A": a, "B": b}, passage=np.tile(passage.astype(str), 1))
+    res = compare_runs([df], cluster="passage", permutations=999)
+    row = res.overall().iloc[0]
+    assert row["test"] == "sign-flip (clusters)" and row["clusters"] == G
+    assert row["se"] > 2 * row["se_naive"]
+    assert "cluster" in res.items.columns
+
+
+def test_baseline_pairs_and_adjustment_across_pairs() -> None:
+    rng = np.random.default_rng(5)
+    base = (rng.random(300) < 0.5).astype(int)
+    runs = {"base": base}
+    for k, lift in enumerate((0.0, 0.1, 0.3)):
+        runs[f"m{k}"] = np.where(rng.random(300) < lift, 1, base)
+    for adjust in ("bh", "holm"):
+        res = compare_runs([_table(runs)], baseline="base", adjust=adjust)
+        ov = res.overall()
+        assert list(ov["run_a"]) == ["base"] * 3 and list(ov["run_b"]) == ["m0", "m1", "m2"]
+        np.testing.assert_allclose(ov["p_adj"], adjust_pvalues(ov["p"].to_numpy(), adjust))
+    assert len(compare_runs([_table(runs)]).overall()) == 6  # all pairs without a baseline
+
+
+def test_per_benchmark_rows_and_overall() -> None:
+    t1 = _table({"A": np.ones(20), "B": np.zeros(20)}, benchmark="math")
+    t2 = _table({"A": np.zeros(30), "B": np.zeros(30)}, benchmark="code")
+    res = compare_runs([pd.concat([t1, t2], ignore_index=True)])
+    c = res.comparisons.set_index("benchmark")
+    assert list(c.index) == ["math", "code", "all"]
+    assert c.loc["math", "difference"] == -1.0 and c.loc["code", "difference"] == 0.0
+    assert c.loc["all", "difference"] == pytest.approx(-20 / 50) and c.loc["all", "items"] == 50
+    assert c.loc["code", "verdict"] == "B and A score the same on every one of the 30 items"
+    assert np.isnan(c.loc["code", "mde"]) and np.isnan(c.loc["code", "items_needed"])  # no variance: no MDE
+
+
+def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:
+    """Two lm-eval output directories of one model name, told apart with --model-name."""
+    out = tmp_path / "cmp"
+    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=first",
+                            "--model-name", "run4=second", "--out", out], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["comparisons.csv", "items.csv", "report.html", "run.json"]
+    c = pd.read_csv(out / "comparisons.csv").set_index("benchmark")
+    assert list(c.index) == ["gen_local", "mc_local", "all"]
+    assert (c["run_a"] == "first").all() and (c["run_b"] == "second").all()
+    items = pd.read_csv(out / "items.csv")
+    assert len(items) == 12 and (items["status"] == "both").all()
+    for bench in ("gen_local", "mc_local"):
+        part = items[items["benchmark"] == bench]
+        assert c.loc[bench, "difference"] == pytest.approx((part["score_b"] - part["score_a"]).mean())
+    assert c.loc["all", "test"] == "McNemar exact"
+    assert "second vs first: no difference detectable: the MDE is" in err
+    html = (out / "report.html").read_text()
+    assert "no difference detectable" in html and "not significantly different" not in html
+    info = json.loads((out / "run.json").read_text())
+    assert info["options"]["run_names"] == ["first", "second"]
+
+
+def test_same_seed_same_tables(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    df = _table({"A": rng.random(300), "B": rng.random(300)})
+    one = compare_runs([df], permutations=499, seed=3).comparisons
+    two = compare_runs([df], permutations=499, seed=3).comparisons
+    pd.testing.assert_frame_equal(one, two)
+
+
+def test_score_table_file_with_true_false_and_no_answer(tmp_path: Path) -> None:
+    path = tmp_path / "scores.csv"
+    path.write_text("model,item_id,score\nA,1,true\nA,2,false\nA,3,-1\nB,1,1\nB,2,1\nB,3,1\n")
+    res = compare_runs([path])
+    row = res.overall().iloc[0]
+    assert row["mean_a"] == pytest.approx(1 / 3) and row["mean_b"] == 1.0
+    assert res.notes == [f"{path}: 1 answer(s) scored -1 (no answer) counted as 0 (wrong)"]
+
+
+def test_readme_example_prints_what_the_readme_says(tmp_path: Path, capsys) -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Comparing runs"):readme.index("## Embeddings and their cache")]
+    promised = section[section.index("prints `") + len("prints `"):].split("`")[0]
+    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=A",
+                            "--model-name", "run4=B", "--out", tmp_path / "out"], capsys)
+    assert code == 0 and promised in " ".join(err.split()), err
+
+
+def test_a_difference_hidden_only_by_the_correction_is_said_so() -> None:
+    """Unadjusted p < 0.05 but p_adj >= 0.05: the sentence says the correction is what hides it."""
+    rng = np.random.default_rng(7)
+    base = (rng.random(400) < 0.5).astype(int)
+    runs = {"base": base}
+    for k in range(6):
+        runs[f"m{k}"] = base.copy()
+    wrong = np.flatnonzero(base == 0)[:9]
+    runs["m0"][wrong] = 1  # 9 discordant items, all one way: p = 2 / 2^9 = 0.0039; Holm over 6 pairs: 0.023
+    runs["m1"][np.flatnonzero(base == 0)[:6]] = 1  # 6 one way: p = 0.031, Holm keeps it above 0.05
+    res = compare_runs([_table(runs)], baseline="base", adjust="holm")
+    row = res.overall().set_index("run_b").loc["m1"]
+    assert row["p"] == pytest.approx(2 / 2**6) and row["p_adj"] >= 0.05
+    assert row["verdict"].startswith("no difference detectable after correcting for several pairs: the MDE is")
+    assert f"p = {row['p']:.2g} but p_adj = {row['p_adj']:.2g}" in row["verdict"]
+
+
+def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
+    """A real inspect_ai log with 3 epochs per sample, against a score table of the same task: with
+    --epochs all each epoch is one sample of its item (item score = mean over epochs)."""
+    log = REPO / "tests" / "fixtures" / "harness" / "inspect_json" / "arith_three_epochs.json"
+    from evalprism.io.correctness import read_correctness
+    from evalprism.io.harness_options import HarnessOptions
+
+    epochs = read_correctness(log, harness=HarnessOptions.parse(epochs="all"))
+    other = pd.DataFrame({"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"],
+                          "score": [0, 0, 0, 0]})
+    res = compare_runs([log, other], harness=HarnessOptions.parse(epochs="all"), permutations=999)
+    row = res.overall().iloc[0]
+    assert row["items"] == 4 and row["only_a"] == 0 and row["only_b"] == 0
+    assert (res.items["samples_a"] == 3).all()
+    per_item = epochs.assign(item=epochs["item_id"].str.split("#").str[0]).groupby("item")["score"].mean()
+    assert row["mean_a"] == pytest.approx(per_item.mean()) and row["difference"] == pytest.approx(-per_item.mean())
+    assert row["test"] == "sign-flip" and np.isfinite(row["var_within"])
+    assert any("--epochs all" in n for n in res.notes)
+
+
+def test_rerun_replaces_its_own_output_and_seed_gives_identical_files(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "scores.csv"
+    rng = np.random.default_rng(9)
+    _table({"A": rng.random(200).round(3), "B": rng.random(200).round(3)}).to_csv(path, index=False)
+    out = tmp_path / "out"
+    args = ["compare", path, "--out", out, "--permutations", "499", "--seed", "2", "-q"]
+    assert run_cli(args, capsys)[0] == 0
+    first = {p.name: p.read_bytes() for p in out.glob("*.csv")}
+    assert run_cli(args, capsys)[0] == 0  # its own previous output is replaced
+    assert {p.name: p.read_bytes() for p in out.glob("*.csv")} == first
