@@ -18,7 +18,7 @@ from evalprism.ecdf.analysis import pooled_configuration_columns
 from evalprism.p2l.simulate import simulate_topic_battles
 
 WRITING = {"ecdf", "judges", "demo", "p2l fit", "p2l train", "p2l leaderboard", "p2l evaluate", "p2l route",
-           "stem pool", "stem locate", "stem audit", "stem plan"}
+           "stem pool", "stem locate", "stem audit", "stem plan", "compare"}
 
 
 def _commands() -> dict:

@@ -87,6 +87,9 @@ def _command_cases(tmp: Path) -> dict[str, tuple[list, Path]]:
         "stem locate": (["stem", "locate", pool, data / "correctness.csv", "--out", pool], pool),
         "stem audit": (["stem", "audit", data / "correctness.csv", "--models", data / "models.csv", "--out", data], data),
         "stem plan": (["stem", "plan", pool, "--out", pool], pool),
+        "stem plan stage": (["stem", "plan", pool, "--plan", model, "--answers", data / "correctness.csv", "--out",
+                             model], model),
+        "compare": (["compare", data / "correctness.csv", data / "battles.jsonl", "--out", data], data),
         "stem locate plan": (["stem", "locate", pool, data / "correctness.csv", "--plan", model, "--out", model], model),
         "demo": (["demo", "--out", data], data),
     }
@@ -94,7 +97,8 @@ def _command_cases(tmp: Path) -> dict[str, tuple[list, Path]]:
 
 COMMANDS = [
     "ecdf", "judges", "judges-trec", "p2l fit", "p2l train", "p2l leaderboard", "p2l leaderboard model",
-    "p2l evaluate", "p2l route", "stem pool", "stem locate", "stem audit", "stem plan", "stem locate plan", "demo",
+    "p2l evaluate", "p2l route", "stem pool", "stem locate", "stem audit", "stem plan", "stem plan stage",
+    "stem locate plan", "compare", "demo",
 ]
 
 
