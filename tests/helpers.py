@@ -118,3 +118,14 @@ class FillingDisk:
 
     def close(self) -> None:
         self.file.close()
+
+
+def lm_eval_local_tasks(tmp_path: Path, make: Path) -> Path:
+    """The fixtures' local lm-eval tasks (tests/fixtures/harness/make), their data path pointed at a
+    fresh directory, so lm_eval can run them now (the tests that regenerate harness output)."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    for name in ("mc.jsonl", "gen.jsonl", "mc_local.yaml", "gen_local.yaml"):
+        text = (make / name).read_text(encoding="utf-8").replace("/tmp/gen/lme/tasks", str(tasks))
+        (tasks / name).write_text(text, encoding="utf-8")
+    return tasks

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, lm_eval_local_tasks
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -187,11 +187,7 @@ def test_lm_eval_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
     exe = shutil.which("lm_eval")
     if exe is None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    for name in ("mc.jsonl", "gen.jsonl", "mc_local.yaml", "gen_local.yaml"):
-        text = (FIXTURES / "make" / name).read_text(encoding="utf-8").replace("/tmp/gen/lme/tasks", str(tasks))
-        (tasks / name).write_text(text, encoding="utf-8")
+    tasks = lm_eval_local_tasks(tmp_path, FIXTURES / "make")
     done = subprocess.run([exe, "--model", "dummy", "--tasks", "mc_local,gen_local", "--include_path", str(tasks),
                            "--log_samples", "--output_path", str(tmp_path / "out"), "--seed", "1"],
                           capture_output=True, text=True, timeout=HANG_LIMIT_S, env={"HF_DATASETS_OFFLINE": "1",

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, lm_eval_local_tasks
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -240,12 +240,7 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
     exe = shutil.which("lm_eval")
     if exe is None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
-    tasks = tmp_path / "tasks"
-    tasks.mkdir()
-    make = LAYOUTS.parent / "make"
-    for name in ("mc.jsonl", "gen.jsonl", "mc_local.yaml", "gen_local.yaml"):
-        text = (make / name).read_text(encoding="utf-8").replace("/tmp/gen/lme/tasks", str(tasks))
-        (tasks / name).write_text(text, encoding="utf-8")
+    tasks = lm_eval_local_tasks(tmp_path, LAYOUTS.parent / "make")
     for model, seed in (("org/tiny", "3"), ("org/small", "5")):
         done = subprocess.run([exe, "--model", "dummy", "--model_args", f"pretrained={model}", "--tasks",
                                "mc_local,gen_local", "--include_path", str(tasks), "--log_samples", "--output_path",

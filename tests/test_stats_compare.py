@@ -35,13 +35,19 @@ def _textbook_cr1(X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> tuple[np.
     return beta, G / (G - 1) * (n - 1) / (n - k) * bread @ meat @ bread
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_cr1_equals_textbook_sandwich(seed: int) -> None:
+def _clustered_design(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random regression design with a cluster effect (the designs the statsmodels numbers were taken on)."""
     rng = np.random.default_rng(seed)
     n, k, G = 300 + 50 * seed, 2 + seed, 20 + 7 * seed
     X = np.column_stack([np.ones(n), rng.normal(size=(n, k - 1))])
     groups = rng.integers(0, G, n)
     y = X @ rng.normal(size=k) + rng.normal(size=G)[groups] + rng.normal(size=n)
+    return X, y, groups
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cr1_equals_textbook_sandwich(seed: int) -> None:
+    X, y, groups = _clustered_design(seed)
     beta, cov = ols_cluster_robust(X, y, groups)
     beta_ref, cov_ref = _textbook_cr1(X, y, groups)
     np.testing.assert_allclose(beta, beta_ref, rtol=0, atol=1e-10)
@@ -63,11 +69,7 @@ STATSMODELS_BSE = {
 
 @pytest.mark.parametrize("seed", range(5))
 def test_cr1_matches_statsmodels_recorded(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n, k, G = 300 + 50 * seed, 2 + seed, 20 + 7 * seed
-    X = np.column_stack([np.ones(n), rng.normal(size=(n, k - 1))])
-    groups = rng.integers(0, G, n)
-    y = X @ rng.normal(size=k) + rng.normal(size=G)[groups] + rng.normal(size=n)
+    X, y, groups = _clustered_design(seed)
     _, cov = ols_cluster_robust(X, y, groups)
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), STATSMODELS_BSE[seed], rtol=1e-10)
 
