@@ -74,18 +74,27 @@ def _per_item(table: pd.DataFrame, names: list[str], cluster: str | None) -> _It
     key, pairs = pd.factorize(bench_codes.astype(np.int64) * len(item_ids) + item_codes, sort=True)
     nkeys = len(pairs)
     group = run * nkeys + key
-    grouped = pd.DataFrame({"g": group, "score": table["score"].to_numpy()}).groupby("g", sort=True)["score"]
-    agg = grouped.agg(score="mean", samples="size", var="var")
-    g = agg.index.to_numpy()
+    values = table["score"].to_numpy(dtype=np.float64)
+    order = np.argsort(group, kind="stable")  # each group's rows in input order
+    sorted_group = group[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    g = sorted_group[starts]
+    samples = np.diff(np.r_[starts, len(group)])
+    score = values[order[starts]]  # the mean of one sample is that sample
+    var = np.full(len(g), np.nan)  # and its sample variance undefined
+    several = samples > 1
+    if several.any():  # pandas' own group mean and variance where there is something to average
+        rows = np.repeat(several, samples)
+        sub = pd.DataFrame({"g": sorted_group[rows], "score": values[order[rows]]}).groupby("g", sort=True)["score"]
+        agg = sub.agg(score="mean", var="var")
+        score[several], var[several] = agg["score"].to_numpy(), agg["var"].to_numpy()
     runs, keys = g // nkeys, g % nkeys
     bounds = np.searchsorted(runs, np.arange(len(names) + 1))
     split = [slice(bounds[i], bounds[i + 1]) for i in range(len(names))]
-    score, samples, var = (agg[c].to_numpy() for c in ("score", "samples", "var"))
     clusters = cluster_names = None
     if cluster is not None:
         codes, cluster_names = pd.factorize(table["cluster"])
-        _, first = np.unique(group, return_index=True)  # the item's first row, as sorted as g
-        clusters = [codes[first][s] for s in split]
+        clusters = [codes[order[starts]][s] for s in split]  # the item's first row
         cluster_names = np.asarray(cluster_names, dtype=object)
     return _Items(bench_names=np.asarray(benches, dtype=object)[pairs // len(item_ids)],
                   item_names=np.asarray(item_ids, dtype=object)[pairs % len(item_ids)],
