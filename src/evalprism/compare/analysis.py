@@ -66,11 +66,22 @@ class _Items:
     cluster_names: np.ndarray | None
 
 
+def _sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes numbering a text column's distinct values in lexicographic order (a categorical's
+    own category order is its input order, so it is not used), and those values."""
+    codes, uniques = pd.factorize(column)
+    values = np.asarray(uniques, dtype=object)
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], values[order]
+
+
 def _per_item(table: pd.DataFrame, names: list[str], cluster: str | None) -> _Items:
     """One entry per (run, benchmark, item): mean score, samples, sample variance, cluster."""
     run = pd.Categorical(table["run"], categories=names).codes.astype(np.int64)
-    bench_codes, benches = pd.factorize(table["benchmark"], sort=True)
-    item_codes, item_ids = pd.factorize(table["item_id"], sort=True)
+    bench_codes, benches = _sorted_codes(table["benchmark"])
+    item_codes, item_ids = _sorted_codes(table["item_id"])
     key, pairs = pd.factorize(bench_codes.astype(np.int64) * len(item_ids) + item_codes, sort=True)
     nkeys = len(pairs)
     group = run * nkeys + key
