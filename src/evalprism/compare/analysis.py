@@ -195,7 +195,7 @@ def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
     key order, ``in_a``/``in_b`` masks, both sides' scores, samples, variances (NaN where absent) and
     the item's cluster code (A's, else B's)."""
     ka, kb = items.keys[ia], items.keys[ib]
-    key = np.union1d(ka, kb)
+    key = ka if np.array_equal(ka, kb) else np.union1d(ka, kb)  # runs of one item set: no set union
     out: dict[str, np.ndarray] = {"key": key}
     pos = {}
     for side, k in (("a", ka), ("b", kb)):
