@@ -249,3 +249,20 @@ def test_rerun_replaces_its_own_output_and_seed_gives_identical_files(tmp_path: 
     first = {p.name: p.read_bytes() for p in out.glob("*.csv")}
     assert run_cli(args, capsys)[0] == 0  # its own previous output is replaced
     assert {p.name: p.read_bytes() for p in out.glob("*.csv")} == first
+
+
+def test_items_listed_by_benchmark_then_item_id_as_text_whatever_the_input_order() -> None:
+    # items and benchmarks appear out of lexicographic order; ids 3 and 3.0 are one item; B lacks "a"
+    a = pd.DataFrame({"model": "A", "benchmark": ["z", "z", "y", "y", "y"], "item_id": ["10", "2", "b", "a", 3.0],
+                      "score": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    b = pd.DataFrame({"model": "B", "benchmark": ["y", "y", "z", "z"], "item_id": ["3", "b", "2", "10"],
+                      "score": [0.9, 0.8, 0.7, 0.6]})
+    res = compare_runs([pd.concat([a, b], ignore_index=True)], permutations=99)
+    items = res.items
+    assert list(zip(items["benchmark"].astype(str), items["item_id"].astype(str), strict=True)) == [
+        ("y", "3"), ("y", "a"), ("y", "b"), ("z", "10"), ("z", "2")]
+    assert list(items["status"].astype(str)) == ["both", "only A", "both", "both", "both"]
+    assert items["difference"].tolist()[:1] == [pytest.approx(0.4)] and np.isnan(items["difference"].iloc[1])
+    assert items["samples_b"].isna().iloc[1] and items["samples_a"].tolist() == [1, 1, 1, 1, 1]
+    assert list(res.comparisons["benchmark"]) == ["z", "y", "all"]  # benchmarks in input order
+    assert res.overall().iloc[0][["items", "only_a", "only_b"]].tolist() == [4, 1, 0]

@@ -24,6 +24,7 @@ or "no difference detectable: the MDE is X points" (never "not significantly dif
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -49,14 +50,67 @@ ALPHA = 0.05
 _KEY = ["benchmark", "item_id"]
 
 
-def _per_item(table: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
-    """One row per (run, benchmark, item): mean score, samples, sample variance, cluster."""
-    grouped = table.groupby(["run", *_KEY], sort=False, observed=True)["score"]
-    out = grouped.agg(score="mean", samples="size", var="var").reset_index()
+@dataclass
+class _Items:
+    """The per-item table in integer codes, factorised once: ``key`` numbers the (benchmark, item_id)
+    pairs in lexicographic order (the order the items are listed in), each run's rows sorted by key.
+    Joining two runs is then a merge of two sorted integer arrays, not of strings."""
+
+    bench_names: np.ndarray  # benchmark of each key code (object array of str)
+    item_names: np.ndarray  # item_id of each key code
+    keys: list[np.ndarray]  # per run: its key codes, sorted
+    score: list[np.ndarray]  # per run, aligned with keys: mean score over samples
+    samples: list[np.ndarray]
+    var: list[np.ndarray]  # sample variance over the item's samples (NaN with one)
+    clusters: list[np.ndarray] | None  # per run: cluster code of the item's first row
+    cluster_names: np.ndarray | None
+
+
+def _sorted_codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes numbering a text column's distinct values in lexicographic order (a categorical's
+    own category order is its input order, so it is not used), and those values."""
+    codes, uniques = pd.factorize(column)
+    values = np.asarray(uniques, dtype=object)
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], values[order]
+
+
+def _per_item(table: pd.DataFrame, names: list[str], cluster: str | None) -> _Items:
+    """One entry per (run, benchmark, item): mean score, samples, sample variance, cluster."""
+    run = pd.Categorical(table["run"], categories=names).codes.astype(np.int64)
+    bench_codes, benches = _sorted_codes(table["benchmark"])
+    item_codes, item_ids = _sorted_codes(table["item_id"])
+    key, pairs = pd.factorize(bench_codes.astype(np.int64) * len(item_ids) + item_codes, sort=True)
+    nkeys = len(pairs)
+    group = run * nkeys + key
+    values = table["score"].to_numpy(dtype=np.float64)
+    order = np.argsort(group, kind="stable")  # each group's rows in input order
+    sorted_group = group[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    g = sorted_group[starts]
+    samples = np.diff(np.r_[starts, len(group)])
+    score = values[order[starts]]  # the mean of one sample is that sample
+    var = np.full(len(g), np.nan)  # and its sample variance undefined
+    several = samples > 1
+    if several.any():  # pandas' own group mean and variance where there is something to average
+        rows = np.repeat(several, samples)
+        sub = pd.DataFrame({"g": sorted_group[rows], "score": values[order[rows]]}).groupby("g", sort=True)["score"]
+        agg = sub.agg(score="mean", var="var")
+        score[several], var[several] = agg["score"].to_numpy(), agg["var"].to_numpy()
+    runs, keys = g // nkeys, g % nkeys
+    bounds = np.searchsorted(runs, np.arange(len(names) + 1))
+    split = [slice(bounds[i], bounds[i + 1]) for i in range(len(names))]
+    clusters = cluster_names = None
     if cluster is not None:
-        first = table.drop_duplicates(["run", *_KEY])[["run", *_KEY, "cluster"]]
-        out = out.merge(first, on=["run", *_KEY], how="left")
-    return out
+        codes, cluster_names = pd.factorize(table["cluster"])
+        clusters = [codes[order[starts]][s] for s in split]  # the item's first row
+        cluster_names = np.asarray(cluster_names, dtype=object)
+    return _Items(bench_names=np.asarray(benches, dtype=object)[pairs // len(item_ids)],
+                  item_names=np.asarray(item_ids, dtype=object)[pairs % len(item_ids)],
+                  keys=[keys[s] for s in split], score=[score[s] for s in split], samples=[samples[s] for s in split],
+                  var=[var[s] for s in split], clusters=clusters, cluster_names=cluster_names)
 
 
 def _pairs(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
@@ -94,10 +148,12 @@ def _verdict(row: dict) -> str:
             f"p_adj = {_p(row['p_adj'])})")
 
 
-def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only_b: int, *, cluster: str | None,
+def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: int, only_b: int, *, cluster: str | None,
                binary: bool, effect: float) -> dict:
-    """One comparison row; a sign-flip row carries its units in ``_units`` for the batched test."""
-    n = len(both)
+    """One comparison row from the items both runs answered (``both``: aligned arrays ``score_a``,
+    ``score_b``, ``samples_*``, ``var_*``, and ``groups``, the clusters as ``benchmark\x1fcluster`` text
+    or None); a sign-flip row carries its units in ``_units`` for the batched test."""
+    n = len(both["score_a"])
     row: dict = {"run_a": a, "run_b": b, "benchmark": bench, "items": n, "only_a": only_a, "only_b": only_b}
     nan = float("nan")
     if n == 0:
@@ -105,8 +161,8 @@ def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only
                    clusters=0, test="", p=nan, mde=nan, items_needed=np.nan, var_total=nan, var_within=nan,
                    var_between=nan)
         return row
-    d = (both["score_b"] - both["score_a"]).to_numpy()
-    groups = (both["benchmark"] + "\x1f" + both["cluster_a"]).to_numpy() if cluster is not None else None
+    d = both["score_b"] - both["score_a"]
+    groups = both["groups"]
     res = paired_difference(d, groups)
     naive = paired_difference(d)
     several = bool((both["samples_a"] > 1).any() or (both["samples_b"] > 1).any())
@@ -116,7 +172,7 @@ def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only
         test, p = "sign-flip (clusters)", nan
         row["_units"] = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=d)
     elif binary and not several:
-        test, p = "McNemar exact", mcnemar_exact(both["score_a"].to_numpy() == 1, both["score_b"].to_numpy() == 1)[2]
+        test, p = "McNemar exact", mcnemar_exact(both["score_a"] == 1, both["score_b"] == 1)[2]
     else:
         test, p = "sign-flip", nan
         row["_units"] = d
@@ -125,14 +181,69 @@ def _scope_row(a: str, b: str, bench: str, both: pd.DataFrame, only_a: int, only
     deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
     needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else np.nan
     if several and n > 1:
-        total, within, between = variance_components(d, both["var_a"].to_numpy(), both["samples_a"].to_numpy(),
-                                                     both["var_b"].to_numpy(), both["samples_b"].to_numpy())
+        total, within, between = variance_components(d, both["var_a"], both["samples_a"], both["var_b"], both["samples_b"])
     else:
         total, within, between = (float(np.var(d, ddof=1)) if n > 1 else nan), nan, nan
-    row.update(mean_a=float(both["score_a"].mean()), mean_b=float(both["score_b"].mean()), difference=res.mean,
+    row.update(mean_a=float(pd.Series(both["score_a"]).mean()), mean_b=float(pd.Series(both["score_b"]).mean()), difference=res.mean,
                se=res.se, ci_low=res.low, ci_high=res.high, se_naive=naive.se, clusters=res.clusters, test=test,
                p=p, mde=mde, items_needed=needed, var_total=total, var_within=within, var_between=between)
     return row
+
+
+def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
+    """The outer join of runs ``ia`` and ``ib`` on their sorted key codes: the union of their items in
+    key order, ``in_a``/``in_b`` masks, both sides' scores, samples, variances (NaN where absent) and
+    the item's cluster code (A's, else B's)."""
+    ka, kb = items.keys[ia], items.keys[ib]
+    key = ka if np.array_equal(ka, kb) else np.union1d(ka, kb)  # runs of one item set: no set union
+    out: dict[str, np.ndarray] = {"key": key}
+    pos = {}
+    for side, k in (("a", ka), ("b", kb)):
+        at = np.minimum(np.searchsorted(k, key), len(k) - 1)
+        pos[side] = at
+        out[f"in_{side}"] = k[at] == key
+    for side, i in (("a", ia), ("b", ib)):
+        at, there = pos[side], out[f"in_{side}"]
+        out[f"score_{side}"] = np.where(there, items.score[i][at], np.nan)
+        out[f"samples_{side}"] = np.where(there, items.samples[i][at], np.nan)
+        out[f"var_{side}"] = np.where(there, items.var[i][at], np.nan)
+    if items.clusters is not None:
+        out["cluster"] = np.where(out["in_a"], items.clusters[ia][pos["a"]], items.clusters[ib][pos["b"]])
+    return out
+
+
+def _both(items: _Items, part: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The arrays :func:`_scope_row` reads, on the rows of ``part`` selected by ``mask``."""
+    both = {c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")}
+    both["groups"] = None
+    if items.clusters is not None:
+        both["groups"] = items.bench_names[part["key"][mask]] + "\x1f" + items.cluster_names[part["cluster"][mask]]
+    return both
+
+
+def _item_table(items: _Items, parts: list[dict[str, np.ndarray]], names: list[str],
+                pairs: list[tuple[str, str]], cluster: str | None) -> pd.DataFrame:
+    """items.csv: one row per (pair, item of either run), built column by column from the joins' code
+    arrays (text only through categoricals, which write as their values)."""
+    col = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+    index = {n: i for i, n in enumerate(names)}
+    pair = col["pair"]
+    key = col["key"]
+    status_names = ["both", *(f"only {n}" for n in names)]
+    bench_cat, bench_code = np.unique(items.bench_names, return_inverse=True)
+    item_cat, item_code = np.unique(items.item_names, return_inverse=True)
+    out = {"run_a": pd.Categorical.from_codes(np.array([index[a] for a, _ in pairs])[pair], categories=names),
+           "run_b": pd.Categorical.from_codes(np.array([index[b] for _, b in pairs])[pair], categories=names),
+           "benchmark": pd.Categorical.from_codes(bench_code.ravel()[key], categories=bench_cat),
+           "item_id": pd.Categorical.from_codes(item_code.ravel()[key], categories=item_cat)}
+    if cluster is not None:
+        out["cluster"] = pd.Categorical.from_codes(col["cluster"], categories=items.cluster_names)
+    out["status"] = pd.Categorical.from_codes(col["status"], categories=status_names)
+    out["score_a"], out["score_b"] = col["score_a"], col["score_b"]
+    for c in ("samples_a", "samples_b"):
+        out[c] = col[c] if np.isnan(col[c]).any() else col[c].astype(np.int64)
+    out["difference"] = col["score_b"] - col["score_a"]
+    return pd.DataFrame(out)
 
 
 def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str | None = None, *,
@@ -159,36 +270,34 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
     if baseline is not None and baseline not in names:
         raise EvalprismError(f"--baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
-    items = _per_item(table, cluster)
-    rows, item_rows = [], []
-    bench_order = [str(b) for b in pd.unique(items["benchmark"])]
+    bench_order = [str(b) for b in pd.unique(table["benchmark"])]  # input order
+    items = _per_item(table, names, cluster)
+    del table
+    rows: list[dict] = []
+    parts: list[dict[str, np.ndarray]] = []
+    bench_code = pd.Categorical(items.bench_names, categories=bench_order).codes
+    index = {n: i for i, n in enumerate(names)}
     for a, b in _pairs(names, baseline):
-        left = items[items["run"] == a].drop(columns="run")
-        right = items[items["run"] == b].drop(columns="run")
-        merged = left.merge(right, on=_KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
-        both = merged[merged["_merge"] == "both"]
-        if both.empty:
+        ia, ib = index[a], index[b]
+        part = _join(items, ia, ib)
+        in_a, in_b = part.pop("in_a"), part.pop("in_b")
+        if not (in_a & in_b).any():
             raise EvalprismError(f"runs '{a}' ({sources[a]}) and '{b}' ({sources[b]}) have no item in common "
-                                 f"({len(left):,} and {len(right):,} items; items match on benchmark and item_id)")
-        labels = {"both": "both", "left_only": f"only {a}", "right_only": f"only {b}"}
-        merge = merged["_merge"].cat
-        status = pd.Series(np.array([labels[c] for c in merge.categories], dtype=object)[merge.codes.to_numpy()],
-                           index=merged.index)
-        cols = ["benchmark", "item_id", "score_a", "score_b", "samples_a", "samples_b"]
-        pair_items = merged[cols].assign(run_a=a, run_b=b, difference=merged["score_b"] - merged["score_a"],
-                                         status=status)
-        if cluster is not None:
-            pair_items.insert(2, "cluster", merged["cluster_a"].fillna(merged["cluster_b"]))
-        item_rows.append(pair_items)
-        present = set(merged["benchmark"])
-        benches = [bx for bx in bench_order if bx in present]  # input order
-        scopes = [(bx, merged["benchmark"] == bx) for bx in benches] if len(benches) > 1 else []
-        scopes.append((ALL, pd.Series(True, index=merged.index)))
+                                 f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
+                                 "benchmark and item_id)")
+        part["pair"] = np.full(len(in_a), len(parts), dtype=np.int64)
+        parts.append(part)
+        status = np.where(in_a & in_b, 0, np.where(in_a, 1 + ia, 1 + ib))
+        part["status"] = status
+        codes = bench_code[part["key"]]
+        present = np.unique(codes)
+        scopes = [(bench_order[c], codes == c) for c in present] if len(present) > 1 else []
+        scopes.append((ALL, None))
         for bench, sel in scopes:
-            part = merged[sel]
-            rows.append(_scope_row(a, b, bench, part[part["_merge"] == "both"], int((part["_merge"] == "left_only").sum()),
-                                   int((part["_merge"] == "right_only").sum()), cluster=cluster, binary=binary,
-                                   effect=effect))
+            rows.append(_scope_row(a, b, bench, _both(items, part, in_a & in_b if sel is None else in_a & in_b & sel),
+                                   int(np.count_nonzero((status == 1 + ia) if sel is None else (status == 1 + ia) & sel)),
+                                   int(np.count_nonzero((status == 1 + ib) if sel is None else (status == 1 + ib) & sel)),
+                                   cluster=cluster, binary=binary, effect=effect))
     flips = [k for k, r in enumerate(rows) if "_units" in r]
     if flips:  # every sign-flip test at once, sharing the random signs (see sign_flip_tests)
         for k, p in zip(flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True):
@@ -201,9 +310,7 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
     order = ["run_a", "run_b", "benchmark", "items", "only_a", "only_b", "mean_a", "mean_b", "difference", "se",
              "ci_low", "ci_high", "se_naive", "clusters", "test", "p", "p_adj", "mde", "items_needed", "var_total",
              "var_within", "var_between", "verdict"]
-    item_table = pd.concat(item_rows, ignore_index=True)
-    front = ["run_a", "run_b", "benchmark", "item_id", *(["cluster"] if cluster else []), "status"]
-    item_table = item_table[front + [c for c in item_table.columns if c not in front]]
+    item_table = _item_table(items, parts, names, _pairs(names, baseline), cluster)
     options = {"runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
                "run_names": names, "baseline": baseline, "cluster": cluster, "adjust": adjust,
                "permutations": permutations, "seed": seed, "effect": effect, "scores": "0/1" if binary else "0..1",

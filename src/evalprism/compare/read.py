@@ -68,16 +68,18 @@ def _scores(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
     return values, int(no_answer.sum())
 
 
-def _keys(df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier") -> np.ndarray:
+def _keys(df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier") -> pd.Categorical:
     """An identifier column as stripped text (``3.0`` read as a float is ``3``), converted once per
-    distinct value; the first missing or empty value is reported by row."""
+    distinct value and kept as a categorical (integer codes: 5 million rows of a few thousand
+    items are never materialised as strings); the first missing or empty value is reported by row."""
     codes, uniques = pd.factorize(df[col], use_na_sentinel=True)
     texts = np.array([_identifier(v) for v in uniques], dtype=object)
     bad = (codes < 0) | (texts == "")[np.maximum(codes, 0)] if len(texts) else codes < 0
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise EvalprismError(f"{where}: {row_location(df, r)}, column '{col}': missing value, expected {expected}")
-    return texts[codes]
+    recode, distinct = pd.factorize(texts)  # `3` and `3.0` are one item
+    return pd.Categorical.from_codes(recode[codes], categories=pd.Index(distinct, dtype=object))
 
 
 def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tuple[pd.DataFrame, int]:
@@ -90,7 +92,7 @@ def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tupl
         raise EvalprismError(f"{where}: the table has no rows")
     run = _keys(df, "model", where)
     item = _keys(df, "item_id", where)
-    bench = _keys(df, "benchmark", where) if "benchmark" in df.columns else np.full(len(df), "all", dtype=object)
+    bench = _keys(df, "benchmark", where) if "benchmark" in df.columns else pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index(["all"], dtype=object))
     scores, no_answer = _scores(df, where)
     out = pd.DataFrame({"run": run, "benchmark": bench, "item_id": item, "score": scores})
     if cluster is not None:
@@ -172,7 +174,7 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
             if len(models) == 1:
                 table["run"] = renames[i]
             else:
-                table["run"] = renames[i] + ":" + table["run"]
+                table["run"] = renames[i] + ":" + table["run"].astype(str)
         if no_answer:
             notes.append(f"{where}: {no_answer:,} answer(s) scored -1 (no answer) counted as 0 (wrong)")
         for model in table["run"].unique():

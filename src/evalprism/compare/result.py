@@ -15,7 +15,8 @@ class CompareResult(SavedResult):
     """``comparisons``: one row per (pair, benchmark) plus the ``all`` row of each pair (difference
     B - A on the 0..1 scale, SE, interval, test, p, adjusted p, MDE, items needed, variance parts,
     verdict); ``items``: one row per (pair, item) with both scores and the difference, including
-    items only one run answered (``status``); ``notes``: what was changed from the input (no-answer
+    items only one run answered (``status``; the text columns are categoricals, built from integer
+    codes, and write as their values); ``notes``: what was changed from the input (no-answer
     scores); ``read``: what the harness readers chose; ``sources``: the file each run came from."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.COMPARE
