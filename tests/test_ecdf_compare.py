@@ -141,7 +141,7 @@ def test_same_accuracy_different_quality_only_when_the_tests_say_so(cache_dir: P
 
 def test_sequential_p_values_are_valid_under_a_planted_null() -> None:
     # Besag-Clifford stops these after about 20 exceedances; the p-values must stay (super)uniform
-    import evalprism.stats.paired as paired
+    from evalprism.stats import paired
 
     ps = np.array([paired.paired_w1_test(*_planted(np.random.default_rng(900 + s), questions=60, shift=0.0),
                                          permutations=999, seed=s)[1] for s in range(200)])
@@ -152,7 +152,7 @@ def test_sequential_p_values_are_valid_under_a_planted_null() -> None:
 def test_sequential_decisions_equal_the_full_tests(monkeypatch: pytest.MonkeyPatch) -> None:
     # planted differences of several sizes (some pairs clearly significant: the 8-SD stop; some not:
     # the Besag-Clifford stop); the full test runs all 999 permutations with both stops switched off
-    import evalprism.stats.paired as paired
+    from evalprism.stats import paired
 
     designs = [_planted(np.random.default_rng(1300 + s), questions=60, shift=[0.0, 0.02, 0.04, 0.1][s % 4])
                for s in range(100)]
