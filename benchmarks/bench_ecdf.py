@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import numpy as np
-from _table import Report, Row, load_note, fmt_s, fmt_x, log, print_table, status, timed
+from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
 SizeRegime = Literal["equal", "mixed"]
 T = TypeVar("T")
@@ -68,6 +68,7 @@ TARGET_CLARA_LOSS_RATIO = 1.01  # CLARA path / full-matrix FasterPAM at n = 30,0
 SCALE_TARGETS = {100_000: (60.0, 4e9), 1_000_000: (600.0, 12e9)}  # n: (seconds, peak bytes)
 PERM_QUESTIONS, PERM_CONFIGURATIONS, PERM_RESPONSES, PERM_COUNT = 200, 50, 10, 999
 TARGET_PERM_S = 30.0  # all 49 pairs against one baseline, 10,000 settings
+TARGET_E2E_S = 180.0  # ECDF end to end, 10,000 questions x 10 configurations, K = 4 (issue 28)
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,6 +441,52 @@ def bench_permutation(report: Report, args: argparse.Namespace) -> None:
                    status=status(seconds <= TARGET_PERM_S)))
 
 
+def bench_ecdf_end_to_end(report: Report, args: argparse.Namespace) -> None:
+    """``evalprism.ecdf.analyze`` end to end on a score table (issue 28): ``--e2e-questions`` questions
+    x 10 configurations x 10 responses, K = 4, all 45 pairs with 999 permutations. Peer: the same
+    pairs' tests as they ran before the sequential stops (all 999 permutations, a fresh bootstrap per
+    pair), timed on 2 pairs and extrapolated to 45."""
+    import pandas as pd
+
+    from evalprism.ecdf import analyze
+    from evalprism.stats import paired
+
+    q, c, r = args.e2e_questions, 10, 10
+    report.section(f"ECDF end to end: {q:,} questions x {c} configurations x {r} responses (score input, K=4)")
+    rng = np.random.default_rng(args.seed)
+    qid = np.repeat(np.arange(q), c * r)
+    conf = np.tile(np.repeat(np.arange(c), r), q)
+    score = np.clip(rng.beta(2, 2, q)[qid] + 0.02 * conf + rng.normal(0, 0.2, qid.size), 0, 1).round(4)
+    table = pd.DataFrame({"question_id": qid, "configuration": [f"c{x}" for x in conf], "score": score})
+    res, seconds = timed(lambda: analyze(table, by=["configuration"], clusters=4, permutations=999,
+                                         seed=args.seed, progress=False))
+    cmp = res.comparisons
+    samples = {(cf, qq): score[i * r:(i + 1) * r] for i, (cf, qq) in enumerate(zip(conf[::r], qid[::r], strict=True))}
+
+    def full_pairs() -> None:
+        saved = paired.SEQUENTIAL_EXCEEDANCES, paired.NORMAL_STOP_Z
+        paired.SEQUENTIAL_EXCEEDANCES, paired.NORMAL_STOP_Z = 10**9, np.inf
+        try:
+            for j in (1, 2):
+                a = [samples[(0, i)] for i in range(q)]
+                b = [samples[(j, i)] for i in range(q)]
+                paired.paired_w1_test(a, b, 999, seed=j)
+                paired._bootstrap_counts.cache_clear()
+                paired.bootstrap_mean_ci(np.column_stack([np.zeros(q), np.ones(q)]), 2000, seed=j)
+        finally:
+            paired.SEQUENTIAL_EXCEEDANCES, paired.NORMAL_STOP_Z = saved
+
+    _, peer_s = timed(full_pairs)
+    peer_total = peer_s / 2 * 45
+    target = TARGET_E2E_S if q == 10_000 else None
+    report.add(Row(what="analyze() end to end (45 pairs) vs full tests of the 45 pairs alone (extrapolated)",
+                   n=f"{q * c:,} settings", ours=fmt_s(seconds), peer=fmt_s(peer_total),
+                   ratio=fmt_x(peer_total / seconds),
+                   quality=f"{int((cmp['p_distribution'] < 0.05).sum())} of {len(cmp)} pairs p < 0.05",
+                   target=f"<= {TARGET_E2E_S:g} s" if target else "",
+                   status=status(seconds <= target if target else None)))
+
+
 def bench_embedding(report: Report, args: argparse.Namespace) -> None:
     """Embedder cold (fresh cache), warm (same cache, new Embedder) and plain SentenceTransformer."""
     from evalprism.embed import Embedder
@@ -552,6 +599,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scale-n", type=lambda v: [int(x) for x in v.split(",")], default=[100_000, 1_000_000],
                         help="comma-separated n of the CLARA scale stages (targets at 100,000 and 1,000,000)")
     parser.add_argument("--skip-perm", action="store_true", help="skip the permutation-test stage")
+    parser.add_argument("--ecdf-e2e", action="store_true",
+                        help="add the ECDF end-to-end stage (issue 28: 10,000 questions x 10 configurations)")
+    parser.add_argument("--e2e-questions", type=int, default=10_000, help="questions of the end-to-end stage")
     parser.add_argument("--large-dtype", choices=["auto", "float64", "float32"], default="auto",
                         help="dtype of the n=30,000 matrix (auto: float64 if it fits the memory target)")
     args = parser.parse_args(argv)
@@ -580,6 +630,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_scale(report, args)
     if not args.skip_perm:
         bench_permutation(report, args)
+    if args.ecdf_e2e:
+        bench_ecdf_end_to_end(report, args)
     if not args.skip_embed:
         bench_embedding(report, args)
     report.notes.append(load_note(load_before))

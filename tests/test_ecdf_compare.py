@@ -137,3 +137,34 @@ def test_same_accuracy_different_quality_only_when_the_tests_say_so(cache_dir: P
     same = analyze(_same_answers_table(spread_b=False), by=["cfg"], clusters=2, permutations=199, progress=False)
     assert same.comparisons.iloc[0]["p_distribution"] == 1.0  # identical samples: every relabelling ties
     assert not any("Same accuracy" in line for line in headline(same))
+
+
+def test_sequential_p_values_are_valid_under_a_planted_null() -> None:
+    # Besag-Clifford stops these after about 20 exceedances; the p-values must stay (super)uniform
+    from evalprism.stats import paired
+
+    ps = np.array([paired.paired_w1_test(*_planted(np.random.default_rng(900 + s), questions=60, shift=0.0),
+                                         permutations=999, seed=s)[1] for s in range(200)])
+    assert np.mean(ps <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200)
+    assert stats.kstest(ps, "uniform").pvalue > 0.01
+
+
+def test_sequential_decisions_equal_the_full_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # planted differences of several sizes (some pairs clearly significant: the 8-SD stop; some not:
+    # the Besag-Clifford stop); the full test runs all 999 permutations with both stops switched off
+    from evalprism.stats import paired
+
+    designs = [_planted(np.random.default_rng(1300 + s), questions=60, shift=[0.0, 0.02, 0.04, 0.1][s % 4])
+               for s in range(100)]
+    seq = np.array([paired.paired_w1_test(a, b, permutations=999, seed=s)[1] for s, (a, b) in enumerate(designs)])
+    monkeypatch.setattr(paired, "SEQUENTIAL_EXCEEDANCES", 10**9)
+    monkeypatch.setattr(paired, "NORMAL_STOP_Z", np.inf)
+    full = np.array([paired.paired_w1_test(a, b, permutations=999, seed=s)[1] for s, (a, b) in enumerate(designs)])
+    differ = (seq < 0.05) != (full < 0.05)
+    # with h = 20 the sequential p has a relative error of about 22%, so the two decisions can differ
+    # only where the full p is itself within Monte-Carlo error of 0.05; everywhere else they agree
+    assert np.mean(differ) <= 0.03
+    assert np.all((full[differ] > 0.025) & (full[differ] < 0.1))
+    assert np.mean(~differ[(full < 0.025) | (full > 0.1)]) == 1.0
+    assert 0.1 < np.mean(full < 0.05) < 0.9  # the decisions are not all the same
+    assert np.all(seq[full <= 0.001] == pytest.approx(0.001))  # the clearly significant are reported at the floor

@@ -120,7 +120,7 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
     rows = []
     with progress_bar(f"paired comparisons of the configurations ({permutations} permutations each)", len(pairs), progress) as bar:
         for i, (a, b) in enumerate(pairs):
-            row = _compare_pair(per_conf[a], per_conf[b], a, b, samples, judged, permutations, seed + i)
+            row = _compare_pair(per_conf[a], per_conf[b], a, b, samples, judged, permutations, seed + i, seed)
             if row is not None:
                 rows.append(row)
             bar.update(1)
@@ -198,9 +198,11 @@ def distribution_test_applicability(n_a: np.ndarray, n_b: np.ndarray, a: str, b:
 
 
 def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, samples: list[np.ndarray],
-                  judged: bool, permutations: int, seed: int) -> dict[str, object] | None:
+                  judged: bool, permutations: int, seed: int, bootstrap_seed: int) -> dict[str, object] | None:
     """One row of :func:`compare_configurations`: configurations ``a`` and ``b`` on their shared
-    questions (None when they share none); ``seed`` is the pair's own."""
+    questions (None when they share none); ``seed`` is the pair's own (its permutations);
+    ``bootstrap_seed`` is shared by all pairs, so pairs on the same questions resample the same ones
+    and the resampling counts are drawn once (:func:`~evalprism.stats.paired.bootstrap_mean_ci`)."""
     shared = table_a.index.intersection(table_b.index, sort=False)
     if not len(shared):
         return None
@@ -230,7 +232,7 @@ def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, 
         row.update({"accuracy_a": float(ca.mean()), "accuracy_b": float(cb.mean()),
                     "accuracy_difference": float(cb.mean() - ca.mean()), "n_right_only_a": only_a,
                     "n_right_only_b": only_b, "p_accuracy": p_acc})
-    ci = bootstrap_mean_ci(np.column_stack(columns), BOOTSTRAP_RESAMPLES, seed=seed)
+    ci = bootstrap_mean_ci(np.column_stack(columns), BOOTSTRAP_RESAMPLES, seed=bootstrap_seed)
     for name, (lo, hi) in zip(["mean_w1", "score_difference", "accuracy_difference"], ci, strict=False):
         row[f"{name}_low"], row[f"{name}_high"] = float(lo), float(hi)
     return row
