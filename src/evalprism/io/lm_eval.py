@@ -52,7 +52,7 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import ANY_TASK, HarnessOptions, ReadChoices
 from evalprism.io.scores import SCORE_EXPECTED, score_value
-from evalprism.io.text import json_line_error, open_text, read_text
+from evalprism.io.text import json_lines, read_text
 
 #: sample-line keys that are not metrics
 SAMPLE_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
@@ -346,15 +346,7 @@ def _records(path: Path, legacy: bool) -> list[tuple[str, dict[str, Any]]]:
             raise EvalprismError(f"{path}: expected a JSON array of lm-eval samples, got a JSON {type(data).__name__}")
         pairs = [(f"sample {k}", rec) for k, rec in enumerate(data, 1)]
     else:
-        pairs = []
-        with open_text(path) as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    pairs.append((f"line {line_no}", json.loads(line.rstrip("\r\n"))))
-                except json.JSONDecodeError as exc:
-                    raise json_line_error(path, line_no, exc) from None
+        pairs = [(f"line {line_no}", rec) for line_no, rec in json_lines(path)]
     for where, rec in pairs:
         if not isinstance(rec, dict):
             raise EvalprismError(f"{path}: {where}: expected an lm-eval samples object, got a JSON "

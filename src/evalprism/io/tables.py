@@ -21,7 +21,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.text import (
     decode_error,
     input_file,
-    json_line_error,
+    json_lines,
     jsonl_error,
     mend_surrogates,
     open_text,
@@ -157,17 +157,10 @@ def _read_jsonl_records(path: Path) -> pd.DataFrame:
     """A JSON Lines file read line by line with :mod:`json`, which keeps a lone surrogate for
     :func:`_records_frame` to mend (pandas' parser drops it)."""
     rows = []
-    with open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise json_line_error(path, line_no, exc) from None
-            if not isinstance(row, dict):
-                raise EvalprismError(f"{path}: line {line_no}: expected a JSON object (one row per line)")
-            rows.append(row)
+    for line_no, row in json_lines(path):
+        if not isinstance(row, dict):
+            raise EvalprismError(f"{path}: line {line_no}: expected a JSON object (one row per line)")
+        rows.append(row)
     return _records_frame(rows)
 
 

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from evalprism.errors import EvalprismError
 
@@ -167,6 +167,20 @@ def read_text(path: str | Path) -> str:
 def json_line_error(path: str | Path, line_no: int, exc: json.JSONDecodeError) -> EvalprismError:
     """The message for JSON Lines line ``line_no`` that does not parse: where, and what the parser expected."""
     return EvalprismError(f"{path}: line {line_no}, column {exc.colno}: not valid JSON ({exc.msg})")
+
+
+def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of the JSON Lines file ``path`` (1-based, read
+    with :mod:`json`, which keeps a lone surrogate for the caller to mend); a line that does not parse
+    is :func:`json_line_error`'s message."""
+    with open_text(path) as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line.rstrip("\r\n"))
+            except json.JSONDecodeError as exc:
+                raise json_line_error(path, line_no, exc) from None
 
 
 def jsonl_error(path: str | Path) -> EvalprismError | None:
