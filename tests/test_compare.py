@@ -169,9 +169,11 @@ def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:
         part = items[items["benchmark"] == bench]
         assert c.loc[bench, "difference"] == pytest.approx((part["score_b"] - part["score_a"]).mean())
     assert c.loc["all", "test"] == "McNemar exact"
-    assert "second vs first: no difference detectable: the MDE is" in err
+    # the runs differ on one item of twelve: no data on one item can reach p < 0.05, and the verdict says so
+    assert "second vs first: the items cannot tell: only 1 of the 12 items differs between first and second" in err
+    assert c.loc["all", "differing"] == 1 and c.loc["all", "p_floor"] == 1.0
     html = (out / "report.html").read_text()
-    assert "no difference detectable" in html and "not significantly different" not in html
+    assert "the items cannot tell" in html and "not significantly different" not in html
     info = json.loads((out / "run.json").read_text())
     assert info["options"]["run_names"] == ["first", "second"]
 
@@ -193,13 +195,26 @@ def test_score_table_file_with_true_false_and_no_answer(tmp_path: Path) -> None:
     assert res.notes == [f"{path}: 1 answer(s) scored -1 (no answer) counted as 0 (wrong)"]
 
 
-def test_readme_example_prints_what_the_readme_says(tmp_path: Path, capsys) -> None:
+def test_readme_examples_print_what_the_readme_says(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Every `evalprism compare` command of the README section, run from the repository root as a user
+    would, prints the sentence the README promises after it."""
+    import re
+    import shlex
+
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("## Comparing runs"):readme.index("## Embeddings and their cache")]
-    promised = section[section.index("prints `") + len("prints `"):].split("`")[0]
-    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=A",
-                            "--model-name", "run4=B", "--out", tmp_path / "out"], capsys)
-    assert code == 0 and promised in " ".join(err.split()), err
+    blocks = section.split("```")  # code blocks at odd positions, the prose after each at the next one
+    examples = [(blocks[i].strip(), re.search(r"prints `(.*?)`", blocks[i + 1], flags=re.S))
+                for i in range(1, len(blocks) - 1, 2) if blocks[i].lstrip().startswith("evalprism compare tests/")
+                or blocks[i].lstrip().startswith("evalprism compare src/")]
+    assert len(examples) == 3 and all(m is not None for _, m in examples)
+    monkeypatch.chdir(REPO)
+    for k, (command, match) in enumerate(examples):
+        promised = match.group(1)
+        args = shlex.split(command.replace("\\\n", " "))[1:]
+        args[args.index("--out") + 1] = str(tmp_path / f"out{k}")
+        code, _, err = run_cli(args, capsys)
+        assert code == 0 and promised in " ".join(err.split()), err
 
 
 def test_a_difference_hidden_only_by_the_correction_is_said_so() -> None:
@@ -266,3 +281,128 @@ def test_items_listed_by_benchmark_then_item_id_as_text_whatever_the_input_order
     assert items["samples_b"].isna().iloc[1] and items["samples_a"].tolist() == [1, 1, 1, 1, 1]
     assert list(res.comparisons["benchmark"]) == ["z", "y", "all"]  # benchmarks in input order
     assert res.overall().iloc[0][["items", "only_a", "only_b"]].tolist() == [4, 1, 0]
+
+
+# --- what a test can tell on few differing items -------------------------------------------------
+
+
+@pytest.mark.parametrize("k", range(0, 13))
+def test_sign_test_floor_is_the_smallest_binomtest_p(k: int) -> None:
+    """Oracle: scipy's exact binomial test over every split of k discordant items."""
+    from evalprism.stats.compare_tests import sign_test_floor
+
+    smallest = min((stats.binomtest(j, k, 0.5).pvalue for j in range(k + 1)), default=1.0) if k else 1.0
+    assert sign_test_floor(k) == pytest.approx(smallest, rel=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_sign_flip_floor_is_the_smallest_exact_p(k: int) -> None:
+    """Oracle: the exact sign-flip distribution by enumeration of all 2^k sign patterns; the smallest
+    p over data is attained when every difference has one sign (and a Monte Carlo test cannot go
+    below 1/(1+B))."""
+    import itertools
+
+    from evalprism.stats.compare_tests import sign_flip_floor
+
+    rng = np.random.default_rng(k)
+    smallest = 1.0
+    for _ in range(20):
+        d = rng.normal(size=k) * rng.choice([-1, 1], size=k)
+        d[0] = abs(d[0])
+        for signs in ([np.sign(d)], [np.ones(k)]):
+            dd = np.abs(d) * signs[0]
+            sums = [abs(np.dot(s, np.abs(dd))) for s in itertools.product([-1, 1], repeat=k)]
+            p = np.mean(np.asarray(sums) >= abs(dd.sum()) - 1e-12)
+            smallest = min(smallest, float(p))
+    assert sign_flip_floor(k, 10**9) == pytest.approx(smallest, rel=1e-12)
+    assert sign_flip_floor(k, 9) == pytest.approx(max(smallest, 0.1))
+    assert sign_flip_floor(0, 9999) == 1.0
+
+
+def test_too_few_differing_items_cannot_tell_and_say_so() -> None:
+    """Six items, four of them won by B and none by A: McNemar's smallest possible p is 2/2^4 =
+    0.125, so no data on these items could show a difference. The verdict says the items cannot
+    tell (never 'no difference detectable' or 'not significantly different'), and the 95% interval
+    stays within the possible range [-100, 100] points."""
+    res = compare_runs([_table({"A": np.array([1, 1, 0, 0, 0, 0]), "B": np.ones(6)})])
+    row = res.overall().iloc[0]
+    assert row["test"] == "McNemar exact" and row["differing"] == 4
+    assert row["p_floor"] == pytest.approx(0.125) and row["p"] == pytest.approx(0.125)
+    assert row["verdict"].startswith("the items cannot tell: only 4 of the 6 items differ between A and B")
+    assert "smallest possible p is 0.12" in row["verdict"]
+    assert row["ci_high"] <= 1.0 and row["ci_low"] >= -1.0
+    assert row["ci_high"] == 1.0  # the t interval (6 items) reaches past +100 points: cut to the possible range
+    # two more items won by B: the floor 2/2^6 = 0.031 is below 0.05 and the exact test now decides
+    res = compare_runs([_table({"A": np.array([1, 1, 0, 0, 0, 0, 0, 0]), "B": np.ones(8)})])
+    row = res.overall().iloc[0]
+    assert row["p"] == pytest.approx(2 / 2**6) and row["verdict"].startswith("B is 75.0 points better than A")
+
+
+# --- ECDF responses files as runs ----------------------------------------------------------------
+
+
+def _responses(tmp_path: Path) -> tuple[Path, dict[tuple[str, str], float]]:
+    """Two models x two temperatures, 30 questions with numeric references, 3 responses each; the
+    right/wrong pattern is planted, with answers written as numbers the exact rule must read
+    (``$7.0`` is ``7``)."""
+    rng = np.random.default_rng(3)
+    rows, truth = [], {}
+    rate = {("a", "0.0"): 0.3, ("a", "1.0"): 0.4, ("b", "0.0"): 0.9, ("b", "1.0"): 0.8}
+    for (model, temp), p in rate.items():
+        right = rng.random((30, 3)) < p
+        truth[(model, temp)] = right
+        for q in range(30):
+            for r in range(3):
+                answer = f"so the answer is ${q + 7}.0" if right[q, r] else f"{q + 100}"
+                rows.append({"question_id": q, "model": model, "temperature": temp, "response": answer,
+                             "references": json.dumps([str(q + 7)])})
+    path = tmp_path / "responses.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path, truth
+
+
+def test_an_ecdf_responses_file_is_one_run_per_configuration(tmp_path: Path) -> None:
+    path, truth = _responses(tmp_path)
+    res = compare_runs([path], baseline="temperature=0.0 , model=a",
+                       responses=__import__("evalprism.compare", fromlist=["ResponseOptions"]).ResponseOptions(
+                           by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"))
+    rows = res.overall().set_index("run_b")
+    assert set(rows["run_a"]) == {"model=a · temperature=0.0"}
+    for (model, temp), right in truth.items():
+        if (model, temp) == ("a", "0.0"):
+            continue
+        row = rows.loc[f"model={model} · temperature={temp}"]
+        # each response one sample of its question: the item score is the question's mean over 3 responses
+        expected = right.mean(axis=1) - truth[("a", "0.0")].mean(axis=1)
+        assert row["difference"] == pytest.approx(expected.mean())
+        assert row["se"] == pytest.approx(expected.std(ddof=1) / np.sqrt(30))
+        assert row["test"] == "sign-flip" and row["items"] == 30
+        assert np.isfinite(row["var_within"])
+    assert rows.loc["model=b · temperature=0.0", "p_adj"] < 0.05
+    assert any("an ECDF responses file: runs by model, temperature (4)" in n for n in res.notes)
+
+
+def test_responses_file_cli_default_by_model_and_greedy_mcnemar(tmp_path: Path, capsys) -> None:
+    """One response per question and model (greedy): 0/1 items, the exact McNemar test; --by defaults
+    to the model column; cosine is refused (a closeness is not a correctness)."""
+    rows = [{"question_id": q, "model": m, "response": "yes" if (m == "good" or q < 5) else "no",
+             "references": '["yes"]'} for q in range(20) for m in ("good", "bad")]
+    path = tmp_path / "greedy.jsonl"
+    pd.DataFrame(rows).to_json(path, orient="records", lines=True)
+    out = tmp_path / "cmp"
+    code, _, err = run_cli(["compare", path, "--out", out], capsys)
+    assert code == 0, err
+    row = pd.read_csv(out / "comparisons.csv").iloc[0]
+    assert row["test"] == "McNemar exact" and row["differing"] == 15
+    assert row["p"] == pytest.approx(2 / 2**15)
+    assert "good is 75.0 points better than bad" in err or "bad is 75.0 points worse than good" in err
+    assert json.loads((out / "run.json").read_text())["options"]["responses"] is None  # defaults only
+    code, _, err = run_cli(["compare", path, "--score", "cosine", "--out", tmp_path / "c2"], capsys)
+    assert code == 2 and "cosine similarity is a closeness" in err and not (tmp_path / "c2").exists()
+
+
+def test_response_options_need_a_responses_file(tmp_path: Path, capsys) -> None:
+    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=A",
+                            "--model-name", "run4=B", "--by", "model", "--out", tmp_path / "o"], capsys)
+    assert code == 2 and "--by: applies to ECDF responses files" in err
+    assert not (tmp_path / "o").exists()

@@ -49,6 +49,8 @@ class ScoreRuleName(str, Enum):
     contains = "contains"
 
 
+Extract = Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")]
+Choices = Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")]
 CacheDir = Annotated[
     Optional[Path],
     typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
@@ -126,8 +128,8 @@ def ecdf(
     permutations: Annotated[int, typer.Option(
         "--permutations", help="Label permutations per paired test (999 resolves p = 0.001).")] = 999,
     seed: Seed = 0,
-    extract: Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")] = None,
-    choices: Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")] = None,
+    extract: Extract = None,
+    choices: Choices = None,
     group: Annotated[str, typer.Option("--group", help="Topic/subject column, if present.")] = "group",
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
@@ -655,7 +657,7 @@ class CompareAdjust(str, Enum):
 
 @app.command()
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, or score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item). A model name is a run: a file holding several models gives several runs.", metavar="RUN")],
+    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item), or ECDF responses files (one run per --by configuration, each response a sample of its question). A model name is a run: a file holding several models gives several runs.", metavar="RUN")],
     out: Out,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one (a model name) instead of all pairs.", metavar="NAME")] = None,
     cluster: Annotated[Optional[str], typer.Option("--cluster", help="Column grouping items that are not independent (passage, template, question group): cluster-robust (CR1) standard errors and cluster sign-flips.", metavar="COL")] = None,
@@ -668,16 +670,21 @@ def compare(
     model_name: Annotated[Optional[list[str]], typer.Option("--model-name", help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).", metavar="KEY=NAME")] = None,
     scorer: StemScorer = None,
     epochs: Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).")] = StemEpochsChoice.mean,
+    by: Annotated[Optional[list[str]], typer.Option("--by", help="ECDF responses files: the setting columns that make a run (repeat; default: model).")] = None,
+    score: Annotated[ScoreRuleName, typer.Option("--score", help="ECDF responses files with references: exact (normalised, numbers as numbers) or contains; a 'score' column in 0..1 is used as it is.")] = ScoreRuleName.exact,
+    extract: Extract = None,
+    choices: Choices = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
-    from evalprism.compare import compare_runs
+    from evalprism.compare import ResponseOptions, compare_runs
 
     target = _claim(out, "compare", list(runs), overwrite, quiet)
     result = compare_runs(runs, baseline=baseline, cluster=cluster,
                           harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), adjust=adjust.value,
-                          permutations=permutations, seed=seed, effect=effect)
+                          permutations=permutations, seed=seed, effect=effect,
+                          responses=ResponseOptions(tuple(by or ()), score.value, extract, choices))
     _read_notes(result.read, quiet)
     _notes(result.notes, quiet)
     result.save(target)

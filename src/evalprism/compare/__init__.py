@@ -2,6 +2,7 @@
 can the items tell? (`evalprism compare`; kernels in :mod:`evalprism.stats.compare_tests`)."""
 
 from evalprism.compare.analysis import compare_runs
+from evalprism.compare.responses import ResponseOptions
 from evalprism.compare.result import CompareResult
 
-__all__ = ["CompareResult", "compare_runs"]
+__all__ = ["CompareResult", "ResponseOptions", "compare_runs"]

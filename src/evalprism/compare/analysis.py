@@ -8,7 +8,8 @@ and over all benchmarks (the ``all`` rows), over the items both runs answered:
   the variance of the item differences is split into its within-item part (sampling noise) and its
   between-item part;
 - ``se`` the paired standard error: naive (items independent) or, with ``cluster``, cluster-robust
-  (CR1; clusters are (benchmark, cluster value)), and the 95% t interval;
+  (CR1; clusters are (benchmark, cluster value)), and the 95% t interval, cut to the possible range
+  [-1, 1] (a t interval on 6 items can reach past it);
 - the test: exact McNemar when every score is 0/1 with one sample per item and no clusters; else the
   paired sign-flip permutation test (whole clusters flipped together with ``cluster``);
 - ``p_adj``: Benjamini-Hochberg (``adjust="bh"``) or Holm across the pairs compared on the same
@@ -17,12 +18,18 @@ and over all benchmarks (the ``all`` rows), over the items both runs answered:
   ``items_needed`` to detect ``effect`` with that pair's per-item variance (and cluster design effect);
 - items present in one run only: counted per row (``only_a``, ``only_b``) and listed in items.csv.
 
-The verdict sentence says what the test can tell: a difference with its interval and adjusted p,
-or "no difference detectable: the MDE is X points" (never "not significantly different").
+- ``differing``: the items (clusters) whose difference is not zero, and ``p_floor`` the smallest p the
+  test can reach on them (McNemar: ``2 * 0.5**k``; sign-flip: ``2 / 2**k``, and ``1/(1+B)``).
+
+The verdict sentence says what the test can tell: a difference with its interval and adjusted p;
+"the items cannot tell" when ``p_floor`` is at or above 0.05 (4 discordant items never give p < 0.05,
+whatever they are); else "no difference detectable: the MDE is X points" (never "not significantly
+different").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -31,7 +38,9 @@ import numpy as np
 import pandas as pd
 
 from evalprism.compare.read import Run, read_runs
+from evalprism.compare.responses import ResponseOptions
 from evalprism.compare.result import CompareResult
+from evalprism.ecdf.responses import same_configuration
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions, ReadChoices
 from evalprism.stats.compare_tests import (
@@ -40,7 +49,9 @@ from evalprism.stats.compare_tests import (
     mcnemar_exact,
     minimum_detectable_effect,
     paired_difference,
+    sign_flip_floor,
     sign_flip_tests,
+    sign_test_floor,
     variance_components,
 )
 
@@ -135,6 +146,18 @@ def _verdict(row: dict) -> str:
         return f"too few items in common to tell (n = {n})"
     if row["difference"] == 0 and row["se"] == 0:
         return f"{b} and {a} score the same on every one of the {n:,} items"
+    if row["p_floor"] >= ALPHA:  # no outcome of these items could reach the level: the test cannot tell
+        unit = "clusters" if row["test"].endswith("(clusters)") else "items"
+        k = row["differing"]
+        only = f"only {k:,}" if k else "none"
+        caveat = ""
+        if row["ci_low"] > 0 or row["ci_high"] < 0:  # a t interval on so few items is a large-sample approximation
+            caveat = f"; the t interval leaves out 0, but {n:,} items are too few for it: the test decides"
+        return (f"the items cannot tell: {only} of the {row['clusters'] if unit == 'clusters' else n:,} {unit} "
+                f"{'differs' if k == 1 else 'differ'} between {a} and {b}, too few for the test to reach "
+                f"p < {ALPHA} (its smallest possible p is {_p(row['p_floor'])}; {b} - {a} = "
+                f"{float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}]"
+                f"{caveat})")
     if row["p_adj"] < ALPHA:
         side = "better" if row["difference"] > 0 else "worse"
         return (f"{b} is {_points(abs(row['difference']))} points {side} than {a} "
@@ -149,7 +172,7 @@ def _verdict(row: dict) -> str:
 
 
 def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: int, only_b: int, *, cluster: str | None,
-               binary: bool, effect: float) -> dict:
+               binary: bool, effect: float, permutations: int) -> dict:
     """One comparison row from the items both runs answered (``both``: aligned arrays ``score_a``,
     ``score_b``, ``samples_*``, ``var_*``, and ``groups``, the clusters as ``benchmark\x1fcluster`` text
     or None); a sign-flip row carries its units in ``_units`` for the batched test."""
@@ -158,7 +181,7 @@ def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: 
     nan = float("nan")
     if n == 0:
         row.update(mean_a=nan, mean_b=nan, difference=nan, se=nan, ci_low=nan, ci_high=nan, se_naive=nan,
-                   clusters=0, test="", p=nan, mde=nan, items_needed=np.nan, var_total=nan, var_within=nan,
+                   clusters=0, test="", p=nan, differing=0, p_floor=nan, mde=nan, items_needed=np.nan, var_total=nan, var_within=nan,
                    var_between=nan)
         return row
     d = both["score_b"] - both["score_a"]
@@ -167,15 +190,21 @@ def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: 
     naive = paired_difference(d)
     several = bool((both["samples_a"] > 1).any() or (both["samples_b"] > 1).any())
     if n < 2:
-        test, p = "", nan
+        test, p, differing, floor = "", nan, int(np.count_nonzero(d)), nan
     elif cluster is not None:  # whole clusters flip: the units are the cluster sums (p filled in by the batch)
         test, p = "sign-flip (clusters)", nan
         row["_units"] = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=d)
+        differing = int(np.count_nonzero(row["_units"]))
+        floor = sign_flip_floor(differing, permutations)
     elif binary and not several:
-        test, p = "McNemar exact", mcnemar_exact(both["score_a"] == 1, both["score_b"] == 1)[2]
+        only_a, only_b, p = mcnemar_exact(both["score_a"] == 1, both["score_b"] == 1)
+        test, differing = "McNemar exact", only_a + only_b
+        floor = sign_test_floor(differing)
     else:
         test, p = "sign-flip", nan
         row["_units"] = d
+        differing = int(np.count_nonzero(d))
+        floor = sign_flip_floor(differing, permutations)
     # every item the same difference: no variance to size an effect against, so no MDE (not 0)
     mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) and res.se > 0 else nan
     deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
@@ -185,8 +214,8 @@ def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: 
     else:
         total, within, between = (float(np.var(d, ddof=1)) if n > 1 else nan), nan, nan
     row.update(mean_a=float(pd.Series(both["score_a"]).mean()), mean_b=float(pd.Series(both["score_b"]).mean()), difference=res.mean,
-               se=res.se, ci_low=res.low, ci_high=res.high, se_naive=naive.se, clusters=res.clusters, test=test,
-               p=p, mde=mde, items_needed=needed, var_total=total, var_within=within, var_between=between)
+               se=res.se, ci_low=max(res.low, -1.0), ci_high=min(res.high, 1.0), se_naive=naive.se,
+               clusters=res.clusters, test=test, p=p, differing=differing, p_floor=floor, mde=mde, items_needed=needed, var_total=total, var_within=within, var_between=between)
     return row
 
 
@@ -248,10 +277,11 @@ def _item_table(items: _Items, parts: list[dict[str, np.ndarray]], names: list[s
 
 def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str | None = None, *,
                  harness: HarnessOptions | None = None, adjust: str = "bh", permutations: int = 9999,
-                 seed: int = 0, effect: float = 0.02) -> CompareResult:
+                 seed: int = 0, effect: float = 0.02, responses: ResponseOptions | None = None) -> CompareResult:
     """Compare runs pairwise (see the module docstring). ``runs``: paths (lm-eval directories, inspect
     logs, score tables) or score DataFrames; ``effect``: the difference (0..1 scale) whose
-    ``items_needed`` is reported."""
+    ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
+    ``--score``, ``--extract``)."""
     if adjust not in ADJUST:
         raise EvalprismError(f"--adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
     if permutations < 1:
@@ -260,13 +290,15 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         raise EvalprismError(f"--effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)",
                              parameter="effect")
     choices = ReadChoices()
-    table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices)
+    table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices, responses=responses)
     names = [str(n) for n in pd.unique(table["run"])]  # input order
     first = table.drop_duplicates("run")
     sources = dict(zip(first["run"], first["source"], strict=True))
     if len(names) < 2:
         raise EvalprismError(f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
                              "at least two (several RUN arguments, or a table with several models)")
+    if baseline is not None and baseline not in names:  # a configuration's parts in any order (ECDF responses runs)
+        baseline = next((n for n in names if "=" in baseline and same_configuration(n, baseline)), baseline)
     if baseline is not None and baseline not in names:
         raise EvalprismError(f"--baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
@@ -297,7 +329,7 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
             rows.append(_scope_row(a, b, bench, _both(items, part, in_a & in_b if sel is None else in_a & in_b & sel),
                                    int(np.count_nonzero((status == 1 + ia) if sel is None else (status == 1 + ia) & sel)),
                                    int(np.count_nonzero((status == 1 + ib) if sel is None else (status == 1 + ib) & sel)),
-                                   cluster=cluster, binary=binary, effect=effect))
+                                   cluster=cluster, binary=binary, effect=effect, permutations=permutations))
     flips = [k for k, r in enumerate(rows) if "_units" in r]
     if flips:  # every sign-flip test at once, sharing the random signs (see sign_flip_tests)
         for k, p in zip(flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True):
@@ -308,12 +340,13 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         comparisons.loc[idx, "p_adj"] = adjust_pvalues(comparisons.loc[idx, "p"].to_numpy(dtype=float), adjust)
     comparisons["verdict"] = [_verdict(r) for r in comparisons.to_dict("records")]
     order = ["run_a", "run_b", "benchmark", "items", "only_a", "only_b", "mean_a", "mean_b", "difference", "se",
-             "ci_low", "ci_high", "se_naive", "clusters", "test", "p", "p_adj", "mde", "items_needed", "var_total",
+             "ci_low", "ci_high", "se_naive", "clusters", "test", "differing", "p_floor", "p", "p_adj", "mde", "items_needed", "var_total",
              "var_within", "var_between", "verdict"]
     item_table = _item_table(items, parts, names, _pairs(names, baseline), cluster)
     options = {"runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
                "run_names": names, "baseline": baseline, "cluster": cluster, "adjust": adjust,
                "permutations": permutations, "seed": seed, "effect": effect, "scores": "0/1" if binary else "0..1",
-               "harness": (harness or HarnessOptions()).given()}
+               "harness": (harness or HarnessOptions()).given(),
+               "responses": dataclasses.asdict(responses) if responses and responses.given() else None}
     return CompareResult(comparisons=comparisons[order], items=item_table, options=options, notes=notes,
                          read=list(choices.lines), sources=sources)

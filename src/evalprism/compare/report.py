@@ -31,9 +31,11 @@ def _forest(rows: pd.DataFrame):
     mde = 100 * rows["mde"].to_numpy(dtype=float)
     detected = (rows["p_adj"] < 0.05).to_numpy()
     colour = np.where(detected, np.where(x > 0, "#1a7f37", "#cf222e"), "#57606a")
+    untestable = (rows["p_floor"] >= 0.05).to_numpy()  # too few differing items for any p < 0.05
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        x=x, y=labels, mode="markers", marker={"color": colour, "size": 10, "symbol": "diamond"},
+        x=x, y=labels, mode="markers",
+        marker={"color": colour, "size": 10, "symbol": np.where(untestable, "diamond-open", "diamond")},
         error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(hi - x), "arrayminus": np.nan_to_num(x - lo),
                  "thickness": 2, "width": 6},
         customdata=np.column_stack([lo, hi, mde, rows["p_adj"].to_numpy(dtype=float), rows["items"].to_numpy()]),
@@ -48,8 +50,10 @@ def _forest(rows: pd.DataFrame):
     span = np.nanmax(np.abs(np.concatenate([lo, hi, mde, [1.0]])))
     fig.update_xaxes(title="difference B − A (points, 0-100 scale)", range=[-1.15 * span, 1.6 * span], zeroline=False)
     same = ((rows["se"] == 0) & (rows["difference"] == 0)).to_numpy()
-    for label, m, identical in zip(labels, mde, same, strict=True):
-        text = "identical scores" if identical else f"MDE {m:.1f}" if np.isfinite(m) else "MDE —"
+    differing = rows["differing"].to_numpy()
+    for label, m, identical, cannot, k in zip(labels, mde, same, untestable, differing, strict=True):
+        text = ("identical scores" if identical else f"cannot tell ({k} differ)" if cannot
+                else f"MDE {m:.1f}" if np.isfinite(m) else "MDE —")
         fig.add_annotation(x=1.0, xref="paper", y=label, text=text,
                            showarrow=False, xanchor="right", font={"size": 12, "color": "#57606a"})
     fig.update_layout(height=140 + 34 * len(labels), margin={"l": 10, "r": 10, "t": 30, "b": 50},
@@ -91,6 +95,10 @@ def build_report(result: CompareResult) -> Report:
         "<p><b>MDE</b> (minimum detectable effect) is the smallest true difference this many items would find "
         "80% of the time with a two-sided 5% test. When the test finds nothing, the MDE says how large a "
         "difference could still be hiding: \"no difference detectable\" is not \"no difference\".</p>"
+        "<p><b>The items cannot tell</b> when too few items differ between the two runs for the test to reach "
+        "p &lt; 0.05 whatever they say: McNemar on k items that only one run got right cannot go below 2/2<sup>k</sup> "
+        "(4 such items: 0.125), and a sign-flip test not below 2/2<sup>k</sup> either. Such a pair is evidence of "
+        "nothing yet, in either direction (columns <i>differing</i> and <i>p_floor</i>).</p>"
         f"<p>Tests used here: {test_names}. p_adj corrects for comparing several pairs "
         f"({'Benjamini-Hochberg, false discovery rate' if o['adjust'] == 'bh' else 'Holm, family-wise error'}); "
         "a difference is reported when p_adj &lt; 0.05.</p>"))
@@ -100,14 +108,15 @@ def build_report(result: CompareResult) -> Report:
                           "benchmark.")
     report.figure(_forest(c), "Differences with 95% intervals",
                   "One row per pair (and per benchmark when there are several; all items: every benchmark together). Diamond: the mean difference B − A; bar: its 95% interval; grey ticks: ± the MDE. Green "
-                  "or red: a difference the test detects (p_adj < 0.05); grey: not detectable. An interval wholly "
+                  "or red: a difference the test detects (p_adj < 0.05); grey: not detectable; hollow: the items cannot "
+                  "tell (too few differ for any p < 0.05). An interval wholly "
                   "inside the MDE ticks means a difference of that size was within reach and is not there.")
     shown = c.copy()
     for col in ("mean_a", "mean_b", "difference", "ci_low", "ci_high", "se", "se_naive", "mde"):
         shown[col] = (100 * shown[col]).round(2)
     one_sided = bool((c["only_a"] > 0).any() or (c["only_b"] > 0).any())
     cols = ["run_a", "run_b", "benchmark", "items", *(["only_a", "only_b"] if one_sided else []), "mean_a", "mean_b",
-            "difference", "ci_low", "ci_high", "se", *(["se_naive"] if o["cluster"] else []), "test", "p_adj", "mde",
+            "difference", "ci_low", "ci_high", "se", *(["se_naive"] if o["cluster"] else []), "test", "differing", "p_adj", "mde",
             "items_needed"]
     caption = ["Scores, differences, SEs and MDE in points."]
     if o["cluster"]:

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING
 from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
-    from evalprism.ecdf.analysis import RESPONSES_SCHEMA, analyze
+    from evalprism.ecdf.analysis import analyze
+    from evalprism.ecdf.responses import RESPONSES_SCHEMA
     from evalprism.ecdf.result import EcdfResult
 
 __all__ = ["RESPONSES_SCHEMA", "EcdfResult", "analyze"]
 
 lazy_package(__name__, {
-    "analysis": ["RESPONSES_SCHEMA", "analyze"],
+    "analysis": ["analyze"],
+    "responses": ["RESPONSES_SCHEMA"],
     "result": ["EcdfResult"],
 })

@@ -13,43 +13,25 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
+from evalprism.ecdf.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.ecdf.result import EcdfResult
 from evalprism.ecdf.scoring import (
     DESCRIPTIONS,
     ScoreRule,
     answer_key,
     lexical_scores,
-    numeric_mismatches,
+    numeric_mismatch_notes,
     score_rule,
     short_reference_share,
 )
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
 from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
-
-#: the largest score magnitude accepted in a responses table's ``score`` column. A quality scale
-#: (a 0-1 similarity, 0-100 percent, a reward model's logit) never nears it; a value beyond it is a unit
-#: or parsing mistake, and near 1e308 means and W1 distances overflow to inf and every ECDF falls into
-#: one cluster without a word.
-SCORE_MAGNITUDE = 1e12
-
-RESPONSES_SCHEMA = Schema(
-    name="responses",
-    columns=(
-        Column("question_id", "key", description="question identifier"),
-        Column("response", "str", required=False, nullable=True, description="one response text"),
-        Column("references", "str_list", required=False, description="reference answers (list or JSON list)"),
-        Column("score", "number", required=False, magnitude=SCORE_MAGNITUDE,
-               description="a precomputed quality value per response"),
-    ),
-    one_of=(("references", "score"),),
-)
 
 #: accuracy values are shown as they are up to this many distinct values, else in equal-width bins
 MAX_ACCURACY_LEVELS = 6
@@ -65,12 +47,6 @@ def _natural_key(values: pd.Series) -> pd.Series:
     """Sort ids numerically when they all are numbers ('2' before '10'), else as text."""
     as_num = pd.to_numeric(values, errors="coerce")
     return as_num if as_num.notna().all() else values.astype(str)
-
-
-def _config_label(values: Sequence[object], by: Sequence[str]) -> str:
-    if not by:
-        return "all"
-    return " · ".join(f"{c}={v}" for c, v in zip(by, values, strict=True))
 
 
 def _cosine_max(resp_vecs: np.ndarray, ref_lists: list[tuple[str, ...]], ref_index: dict[str, int],
@@ -205,13 +181,7 @@ def _accuracy_levels(acc: pd.Series) -> pd.Series:
 def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
                    clusters: int | str) -> str | None:
     """Validate the option values against the table; return the group column actually used."""
-    for col in by:
-        if col not in df.columns:
-            raise EvalprismError(f"{where}: by column '{col}' not found (columns: {', '.join(map(str, df.columns))})",
-                                 parameter="by")
-        if col in ("question_id", "response", "references", "score", "group"):
-            raise EvalprismError(f"by '{col}': a setting column cannot be one of the canonical columns",
-                                 parameter="by")
+    check_setting_columns(df, where, by)
     if group and group not in df.columns:
         if group != "group":
             raise EvalprismError(f"{where}: group column '{group}' not found")
@@ -335,20 +305,8 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
         if rule == "exact":
-            _numeric_mismatch_note(answers, answered, ref_lists, scores, notes)
+            notes.extend(numeric_mismatch_notes(answers, answered, ref_lists, scores))
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
-
-
-def _numeric_mismatch_note(answers: list[str], answered: np.ndarray, ref_lists: list[tuple[str, ...]],
-                           scores: np.ndarray, notes: list[str]) -> None:
-    """Warn when most exact-match mismatches end on the reference number: the answers hold more than
-    the answer, and exact match counts them wrong."""
-    hits, total, example = numeric_mismatches(answers, answered, ref_lists, scores)
-    if total and hits > total / 2:
-        cut = example if len(example) <= 60 else "…" + example[-59:]
-        notes.append(f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
-                     "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
-                     "'(-?[\\d,.]+)\\D*$'), or score with 'contains'")
 
 
 def check_distance_memory(n_settings: int, where: str) -> None:
@@ -506,7 +464,7 @@ def analyze(
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)
-    check_comparison_options(baseline, permutations, [_config_label(r, by) for r in settings[by].drop_duplicates()
+    check_comparison_options(baseline, permutations, [configuration_label(r, by) for r in settings[by].drop_duplicates()
                                                       .itertuples(index=False)] if by else ["all"], by)
     rule = score_rule(score)
     final = final_rule(final)
@@ -646,7 +604,7 @@ def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], gro
     that are constant within each setting."""
     codes, n_settings = df["setting"].to_numpy(), len(settings)
     first_of = df.groupby("setting").first()
-    settings["configuration"] = [_config_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
+    settings["configuration"] = [configuration_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
     settings["n_responses"] = [s.size for s in samples]
     settings["mean_score"] = [float(s.mean()) for s in samples]
     settings["cluster"] = clustering.labels

@@ -20,7 +20,6 @@ the tests to read for such pairs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from itertools import combinations
 
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, false_discovery_control
 
+from evalprism.ecdf.responses import same_configuration
 from evalprism.errors import EvalprismError
 from evalprism.progress import progress_bar
 from evalprism.stats.paired import (
@@ -35,7 +35,9 @@ from evalprism.stats.paired import (
     paired_mean_se,
     paired_w1_test,
     permutation_design,
+    sign_flip_floor,
     sign_flip_test,
+    sign_test_floor,
 )
 
 #: more pairs than this and no baseline: each configuration against the first one
@@ -52,18 +54,13 @@ BOOTSTRAP_RESAMPLES = 2000
 SINGLE_RESPONSE_SHARE = 0.5
 
 
-def _label_parts(label: str) -> frozenset[str]:
-    return frozenset(p.strip() for p in re.split(r"[·,]", label) if p.strip())
-
-
 def resolve_baseline(baseline: str | None, configurations: list[str], by: list[str]) -> str | None:
     """The configuration named by ``baseline``: its label (``temperature=0.0``, parts in any order,
     separated by ``,`` or ``·``) or, with one ``by`` column, its value (``0.0``)."""
     if baseline is None:
         return None
-    wanted = _label_parts(baseline)
     for conf in configurations:
-        if _label_parts(conf) == wanted or (len(by) == 1 and conf == f"{by[0]}={baseline.strip()}"):
+        if same_configuration(conf, baseline) or (len(by) == 1 and conf == f"{by[0]}={baseline.strip()}"):
             return conf
     shown = ", ".join(configurations[:8]) + (", ..." if len(configurations) > 8 else "")
     raise EvalprismError(f"baseline '{baseline}': no such configuration (configurations: {shown})",
@@ -224,7 +221,8 @@ def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, 
            "p_distribution": p_dist,
            "mean_score_a": float(sa["mean_score"].mean()), "mean_score_b": float(sb["mean_score"].mean()),
            "score_difference": float(score_diff.mean()), "score_difference_se": score_se,
-           "p_score": sign_flip_test(score_diff, permutations, seed=seed)}
+           "p_score": sign_flip_test(score_diff, permutations, seed=seed),
+           "n_questions_differ": int(np.count_nonzero(score_diff))}
     if judged:
         ca, cb = sa["correct"].to_numpy(bool), sb["correct"].to_numpy(bool)
         only_a, only_b, p_acc = mcnemar_binomtest(ca, cb)
@@ -267,16 +265,28 @@ def pair_sentence(row: pd.Series, permutations: int) -> str:
                 f"{format_p(row['p_distribution_adjusted'], permutations)}")
     else:
         text = head + f"distribution test {str(row['distribution_test']).split(';')[0]}"  # the why is in the CSV
-    score_differs = row["p_score_adjusted"] < ALPHA
     se = f", SE {row['score_difference_se']:.3f}" if pd.notna(row.get("score_difference_se")) else ""
+    differ = row.get("n_questions_differ")
+    score_floor = sign_flip_floor(int(differ), permutations) if pd.notna(differ) else 0.0
     text += (f"; mean score {row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f}, difference (b − a) "
              f"{row['score_difference']:+.3f} [{row['score_difference_low']:.3f}, {row['score_difference_high']:.3f}]{se} "
-             f"({'differs' if score_differs else 'difference not significant'}, paired sign-flip "
+             f"({_test_says(row['p_score_adjusted'], score_floor, differ)}, paired sign-flip "
              f"{format_p(row['p_score_adjusted'], permutations)})")
     if "accuracy_a" in row and pd.notna(row.get("accuracy_a")):
-        same = row["p_accuracy_adjusted"] >= ALPHA
+        discordant = int(row["n_right_only_a"] + row["n_right_only_b"])
         text += (f"; accuracy {row['accuracy_a']:.2f} vs {row['accuracy_b']:.2f} "
-                 f"({'difference not significant' if same else 'differs'}, McNemar "
+                 f"({_test_says(row['p_accuracy_adjusted'], sign_test_floor(discordant), discordant)}, McNemar "
                  f"{format_p(row['p_accuracy_adjusted'])} on {row['n_right_only_a']} + {row['n_right_only_b']} "
                  "questions only one got right)")
     return text + "."
+
+
+def _test_says(p_adjusted: float, floor: float, differing: object) -> str:
+    """What a paired test's adjusted p-value tells: a difference, none detected, or (when even the most
+    extreme outcome on so few differing questions could not reach the level) that it cannot tell."""
+    if p_adjusted < ALPHA:
+        return "differs"
+    if floor >= ALPHA:
+        k = int(differing)  # type: ignore[call-overload]
+        return f"the test cannot tell: only {k} question{'s differ' if k != 1 else ' differs'}"
+    return "difference not significant"

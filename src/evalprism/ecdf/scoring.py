@@ -124,6 +124,19 @@ def numeric_mismatches(answers: Sequence[str], answered: np.ndarray, ref_lists: 
     return hits, total, example
 
 
+def numeric_mismatch_notes(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]],
+                           scores: np.ndarray) -> list[str]:
+    """A warning when most exact-match mismatches end on the reference number: the answers hold more
+    than the answer, and exact match counts them wrong (no warning: an empty list)."""
+    hits, total, example = numeric_mismatches(answers, answered, ref_lists, scores)
+    if not total or hits <= total / 2:
+        return []
+    cut = example if len(example) <= 60 else "…" + example[-59:]
+    return [f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
+            "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
+            "'(-?[\\d,.]+)\\D*$'), or score with 'contains'"]
+
+
 def short_reference_share(ref_lists: Sequence[tuple[str, ...]]) -> float:
     """The share of distinct references of at most :data:`SHORT_REFERENCE_WORDS` words."""
     distinct = {r for refs in ref_lists for r in refs}

@@ -14,7 +14,9 @@ Pure numpy/scipy, shapes asserted only (the checks users see live in :mod:`evalp
   its between-item part (what more items would shrink).
 - :func:`sign_flip_test`: the paired permutation test: under the null each item's (or each
   cluster's) difference is as likely to have either sign; p = (1 + #{|T*| >= |T|}) / (1 + B).
-- :func:`mcnemar_exact` (from :mod:`evalprism.stats.paired`): the exact test for 0/1 scores.
+- :func:`mcnemar_exact` (from :mod:`evalprism.stats.paired`): the exact test for 0/1 scores;
+  :func:`sign_test_floor` / :func:`sign_flip_floor`: the smallest p either test can reach on so many
+  differing items (at or above the level, the test cannot tell).
 - :func:`adjust_pvalues`: Benjamini-Hochberg (scipy's ``false_discovery_control``) or Holm.
 - :func:`minimum_detectable_effect` / :func:`items_needed`: the smallest true difference a
   two-sided 5% test finds with 80% power, for a standard error or for n items and a paired SD.
@@ -27,11 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from evalprism.stats.paired import mcnemar_exact
+from evalprism.stats.paired import mcnemar_exact, sign_flip_floor, sign_test_floor
 
 __all__ = ["PairedDifference", "adjust_pvalues", "items_needed", "mcnemar_exact", "minimum_detectable_effect",
-           "ols_cluster_robust", "paired_difference", "sign_flip_test", "sign_flip_tests",
-           "variance_components"]
+           "ols_cluster_robust", "paired_difference", "sign_flip_floor", "sign_flip_test", "sign_flip_tests",
+           "sign_test_floor", "variance_components"]
 
 _BLOCK_ELEMENTS = 8_000_000  # permutations x units per block: >= 64 draws per matrix product keeps BLAS efficient
 

@@ -9,6 +9,9 @@ Each question contributes one sample of response scores per configuration. Three
   stays fixed. p = (1 + #{T_perm >= T}) / (1 + permutations), so 999 permutations resolve 0.001;
   sequential (Besag-Clifford): a clearly non-significant pair stops after 20 exceedances.
 - :func:`mcnemar_exact`: the exact two-sided sign (McNemar) test on per-question correctness.
+- :func:`sign_test_floor`, :func:`sign_flip_floor`: the smallest p-value those tests can reach on a
+  given number of differing questions; at or above the level the test cannot tell, and a report says
+  so instead of "not significant".
 - :func:`bootstrap_mean_ci`: percentile intervals of per-question means, resampling questions.
 
 Why the permutation statistic needs no sorting per permutation: with the pooled values of one
@@ -159,6 +162,24 @@ def mcnemar_exact(correct_a: np.ndarray, correct_b: np.ndarray) -> tuple[int, in
     only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
     upper, lower = sign_test_pvalues(np.array(only_a), np.array(only_b))
     return only_a, only_b, float(min(1.0, 2 * min(float(upper), float(lower))))
+
+
+def sign_test_floor(differing: int) -> float:
+    """The smallest two-sided p-value the exact sign (McNemar) test can give on ``differing``
+    discordant questions: every one of them on the same side, ``2 * 0.5**k`` (1 with none). At or
+    above the test level the test cannot tell, whatever the data: 4 discordant questions never give
+    p < 0.05 (the floor is 0.125)."""
+    return 1.0 if differing <= 0 else float(min(1.0, 2.0 * 0.5**differing))
+
+
+def sign_flip_floor(nonzero: int, permutations: int) -> float:
+    """The smallest p-value a sign-flip test on ``nonzero`` non-zero unit differences can give: of
+    the ``2**k`` sign patterns, the observed one and its mirror are always as extreme, so the exact
+    p is at least ``2 / 2**k``; a Monte Carlo test with ``permutations`` draws also cannot go below
+    ``1 / (1 + permutations)``."""
+    if nonzero <= 0:
+        return 1.0
+    return float(max(min(1.0, 2.0 * 0.5**nonzero), 1.0 / (1.0 + permutations)))
 
 
 @lru_cache(maxsize=1)
