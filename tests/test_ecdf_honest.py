@@ -202,3 +202,24 @@ def test_a_correctness_table_gets_mcnemar() -> None:
     assert row["distribution_test"].startswith("not applicable")
     assert (row["n_right_only_a"], row["n_right_only_b"]) == (2, 12)
     assert row["p_accuracy"] == pytest.approx(stats.binomtest(12, 14, 0.5).pvalue)
+
+
+def test_few_discordant_questions_say_the_test_cannot_tell() -> None:
+    """Greedy outputs on 30 questions that differ on 3 only (all won by 'b'): McNemar's smallest
+    possible p on 3 discordant questions is 2/2^3 = 0.25, so the accuracy sentence says the test cannot
+    tell, never 'difference not significant'; the same for the sign-flip score test."""
+    rows = []
+    for q in range(30):
+        b_right = q < 20
+        a_right = q < 17
+        for cfg, right in (("a", a_right), ("b", b_right)):
+            rows.append({"question_id": q, "cfg": cfg, "response": f"{q + (100 if right else 500)}",
+                         "references": f'["{q + 100}"]'})
+    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=199, progress=False)
+    row = res.comparisons.iloc[0]
+    assert (row["n_right_only_a"], row["n_right_only_b"]) == (0, 3) and row["n_questions_differ"] == 3
+    assert row["p_accuracy"] == pytest.approx(0.25)
+    text = pair_sentence(row, 199)
+    assert "the test cannot tell: only 3 questions differ, McNemar" in text
+    assert "the test cannot tell: only 3 questions differ, paired sign-flip" in text
+    assert "not significant" not in text

@@ -317,7 +317,7 @@ def index_line(result: EcdfResult) -> str:
     pair = _same_accuracy_different_quality(result)
     if pair is not None:
         line += (f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
-                 f"{pair['accuracy_b']:.2f} (not significantly different), response distributions differ (mean W1 "
+                 f"{pair['accuracy_b']:.2f} (within {SAME_ACCURACY:.2f}), response distributions differ (mean W1 "
                  f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})")
     return line
 
