@@ -77,6 +77,7 @@ def test_outcome_metrics_closed_form() -> None:
     assert m["brier"] == pytest.approx((2 * 0.2**2 + 2 * 0.4**2 + 0.2**2 + 0.2**2) / 3)
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_hdbscan_categories_recover_planted_topics() -> None:
     prompts = [p for t in TOPICS for p in topic_prompts(t)]
     topics = np.array([t for t in TOPICS for _ in topic_prompts(t)])

@@ -99,6 +99,7 @@ def test_planted_prompt_dependence_is_recovered_and_infinite_penalty_is_the_marg
     assert np.abs(heavy(torch.as_tensor(x, dtype=torch.float32))[0].detach().numpy() - board.coefs).max() < 1e-3
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 @pytest.mark.parametrize("seed", [2, 3, 4])
 def test_cross_validation_falls_back_to_the_marginal_when_prompts_carry_no_signal(seed: int) -> None:
     """Outcomes from one leaderboard for every prompt, 400 training battles over 100 prompts with
@@ -155,6 +156,7 @@ def test_train_model_fixed_penalty_and_refusals() -> None:
         train_model(battles, TrainOptions(), resume=True, progress=False)
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_cli_ridge_report_shows_the_penalty_curve(tmp_path: Path, capsys) -> None:
     from helpers import run_cli
 

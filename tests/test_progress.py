@@ -86,6 +86,7 @@ def test_a_terminal_still_gets_the_rich_bar() -> None:
     assert "done in" not in out and "elapsed," not in out, out  # no plain lines on a terminal
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_a_real_cli_run_into_a_log_reports_its_embedding(tmp_path: Path, responses_csv: Path) -> None:
     """`evalprism ecdf` with stderr piped and a cold embedding cache: 'embedding ...' is followed by
     plain progress lines naming the counts, no bar glyphs; -q prints nothing at all."""

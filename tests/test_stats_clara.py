@@ -31,6 +31,7 @@ def test_distances_to_a_few_ecdfs_are_exact() -> None:
     assert got[5, 1] == pytest.approx(stats.wasserstein_distance(samples[5], samples[17]), abs=1e-12)
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_clara_matches_full_fasterpam_without_the_matrix() -> None:
     n, k = 6_000, 6
     samples, truth = planted(n, k, seed=2)

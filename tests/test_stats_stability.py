@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evalprism.stats import w1_matrix
 from evalprism.stats.stability import choose_k_by_stability, stable_ks
@@ -17,6 +18,7 @@ def planted(k_star: int, n: int, seed: int) -> list[np.ndarray]:
             for c in rng.integers(0, k_star, n)]
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_planted_k_is_recovered_in_nine_of_ten_seeds() -> None:
     for k_star in (4, 8, 12):
         found = []

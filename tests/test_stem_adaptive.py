@@ -48,6 +48,7 @@ def _answers_on(answers: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return answers[mask]
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_the_session_loop_picks_informative_items_and_locates(world) -> None:
     pool, answers, _ = world
     session = AdaptiveSession(pool, seed=3, model="target")
@@ -96,6 +97,7 @@ def test_posterior_variance_counts_the_unanswered_items_own_answers(world) -> No
     assert var == pytest.approx(((weights.per_item**2) * p * (1 - p))[rest].sum())
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(world) -> None:
     """200 plans of 25 + 25 items, each for a fresh draw of the target's answers from the planted 2PL
     (theta 0): the calibrated posterior estimate of the realized full-pool score covers it at the
@@ -163,6 +165,7 @@ def test_plan_stage_refuses_what_does_not_fit(world) -> None:
         make_plan(no_panel, items=20, method="adaptive")
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None:
     _, answers, target = world
     table, meta = _world(seed=4, n_items=1000, n_panel=PANEL)

@@ -43,6 +43,7 @@ def _planned_only(target, plan: Plan, pool):
     return replace(target, outcome=outcome)
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 @pytest.mark.parametrize("method", ["stratified", "irt"])
 def test_plan_then_locate_is_unbiased_and_covers_the_full_pool_score(world, method: str) -> None:
     pool, _, target = world

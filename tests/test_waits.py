@@ -33,6 +33,7 @@ def test_a_process_that_exits_first_fails_the_wait_at_once(tmp_path: Path) -> No
         wait_while_running((tmp_path / "never").exists, proc, "the ready file")
 
 
+@pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
 def test_a_service_that_refuses_to_start_fails_with_its_output(tmp_path: Path) -> None:
     from serve_harness import ServiceProcess
 
