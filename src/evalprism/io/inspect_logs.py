@@ -100,10 +100,11 @@ def read_inspect_logs(paths: Sequence[str | Path], options: HarnessOptions | Non
     eval-set manifests among them are said, reruns resolved to the newest complete log)."""
     options = options or HarnessOptions()
     choices = choices if choices is not None else ReadChoices()
-    paths = [Path(p) for p in paths]
-    shown = _namer(paths)
-    sets, logs = [], []
-    for path in paths:
+    files = [Path(p) for p in paths]
+    shown = _namer(files)
+    sets: list[tuple[Path, str, dict[str, Any]]] = []
+    logs: list[Path] = []
+    for path in files:
         found = eval_set_file(path)
         if found is None:
             logs.append(path)

@@ -162,7 +162,7 @@ def prepare_judgments(
         raise EvalprismError("give at least one LLM label column (llm)", parameter="llm")
     if human in llm:
         raise EvalprismError(f"column '{human}' is both the human and an LLM label column")
-    scales = {k: parse_scale(v) if isinstance(v, str) else tuple(v) for k, v in (scales or {}).items()}
+    declared = {k: parse_scale(v) if isinstance(v, str) else (int(v[0]), int(v[1])) for k, v in (scales or {}).items()}
     thr: dict[str, float] = {}
     for k, v in (thresholds or {}).items():
         try:
@@ -170,7 +170,7 @@ def prepare_judgments(
         except ValueError:
             raise EvalprismError(f"threshold of column '{k}': expected a number, got '{v}'") from None
     label_cols = [human, *llm]
-    for name in [*scales, *thr]:
+    for name in [*declared, *thr]:
         if name not in label_cols:
             raise EvalprismError(f"a scale or threshold is given for '{name}', which is not a label column "
                                  f"(label columns: {', '.join(label_cols)})")
@@ -198,7 +198,7 @@ def prepare_judgments(
         values = df[col].to_numpy(dtype=float)
         if np.isnan(values).all():
             raise EvalprismError(f"{where}: column '{col}': every label is missing, expected at least one label")
-        scale = _label_scale(values, col, scales.get(col), thr.get(col))
+        scale = _label_scale(values, col, declared.get(col), thr.get(col))
         bad = ~np.isnan(values) & ((values < scale.low) | (values > scale.high) | (values != np.round(values)))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])

@@ -29,7 +29,7 @@ import inspect
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -155,7 +155,7 @@ class World:
         _freeze_unused(module, probe)
         ids = [self.device.index] if self.device.type == "cuda" else None
         # buffers (e.g. rotary frequencies) are the same on every rank: no sync before each forward
-        quiet = ({"forward_sync_buffers": False} if "forward_sync_buffers" in
+        quiet: dict[str, Any] = ({"forward_sync_buffers": False} if "forward_sync_buffers" in
                  inspect.signature(DistributedDataParallel).parameters else {"broadcast_buffers": False})
         return DistributedDataParallel(module, device_ids=ids, **quiet)
 
@@ -164,7 +164,7 @@ class World:
         micro-batch of a global batch only (DDP's ``no_sync`` before it)."""
         if last or not hasattr(model, "no_sync"):
             return contextlib.nullcontext()
-        return model.no_sync()
+        return cast(Any, model).no_sync()
 
 
 def _freeze_unused(module: nn.Module, probe: Callable[[nn.Module], torch.Tensor]) -> None:

@@ -96,7 +96,7 @@ def fit_penalised(head: CoefficientHead, features: np.ndarray, battles: RidgeBat
 
     optimizer.step(closure)
     with torch.no_grad():
-        work.linear.bias -= work.linear.weight @ torch.as_tensor(centre, dtype=torch.float64)
+        work.linear.bias.sub_(work.linear.weight @ torch.as_tensor(centre, dtype=torch.float64))
         head.load_state_dict({k: v.to(torch.float32) for k, v in work.state_dict().items()})
 
 

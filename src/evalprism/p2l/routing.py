@@ -66,11 +66,13 @@ class Route:
         rows = np.arange(n)
         names = np.asarray(self.names, dtype=object)
         second = probs[rows, order[:, 1]] if probs.shape[1] > 1 else np.zeros(n)
+        runner_up = np.asarray(names[order[:, -1]], dtype=object)
+        runner_up[~(second > 0)] = None
         return pd.DataFrame({
             "prompt": rows,
             "model": names[order[:, 0]],
             "prob": probs[rows, order[:, 0]],
-            "model_2": np.where(second > 0, names[order[:, -1]], None),
+            "model_2": runner_up,
             "prob_2": second,
             "expected_winrate": np.atleast_1d(self.expected_winrate),
             "expected_cost": np.atleast_1d(self.expected_cost),

@@ -83,9 +83,9 @@ class SortedEcdfs:
         """Exact W1 from every ECDF to each of ``targets`` (indices): shape (n, len(targets))."""
         targets = np.asarray(targets, dtype=np.int64)
         out = np.empty((self.n, targets.size))
-        by_size: dict[int, np.ndarray] = {}
+        by_size: dict[int, list[int]] = {}
         for j, t in enumerate(targets):
-            by_size.setdefault(int(self.sizes[t]), []).append(j)  # type: ignore[arg-type]
+            by_size.setdefault(int(self.sizes[t]), []).append(j)
         tasks = []
         for a, rows in self.groups.items():
             for b, cols in by_size.items():

@@ -342,7 +342,7 @@ def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol:
     lik = _Likelihood(model, pairs, weights, l2)
     tie = lik.entry.extra
     start = np.zeros(lik.size)
-    bounds = [(None, None)] * n
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] * n
     if tie is not None:
         start[n] = tie.start
         bounds.append((tie.lower, None))
