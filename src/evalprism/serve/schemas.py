@@ -32,7 +32,7 @@ from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
                       model_validator)
 from pydantic_core import PydanticCustomError
 
-from evalprism.io.battles import content_text, user_turns
+from evalprism.io.battles import Conversation, content_text, user_turns
 
 #: evalprism's extension fields of the chat request; an unknown field this close to one is a typo
 EXTENSION_FIELDS = ("budget",)
@@ -259,8 +259,13 @@ Messages = list[ChatMessage]
 
 
 def routing_prompt(messages: Messages) -> str:
-    """The text P2L scores: the conversation's user turns, as in training (FastChat's convention)."""
-    return user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages]).strip()
+    """The text P2L scores: the conversation's user turns, as in training (FastChat's convention),
+    the ends stripped; of two turns or more a :class:`~evalprism.io.battles.Conversation`, which
+    keeps the turns apart for a released lmarena checkpoint (each its own user message, as lmarena's
+    router sends every user message's content to its P2L endpoint)."""
+    prompt = user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages])
+    text = prompt.strip()
+    return Conversation(prompt.turns, text) if isinstance(prompt, Conversation) and text else text
 
 
 class ChatCompletionRequest(_Checked):
