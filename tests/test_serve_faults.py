@@ -24,6 +24,8 @@ from serve_harness import (
     write_config,
 )
 
+import evalprism.serve.app  # noqa: F401 - torch and the app load once, when the module is collected, not in its first test
+
 openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
 
 MODELS = ["alpha", "beta", "gamma", "delta"]
@@ -182,24 +184,30 @@ def test_a_full_connection_pool_is_a_503_not_an_upstream_failure(fake: FakeUpstr
     model = ConstantBackbone.model(MODELS, [3.0, 2.0, 1.0, 0.0])
     with InProcessService(model, config, tmp_path / "decisions.jsonl", dict.fromkeys(MODELS)) as svc:
 
-        async def scenario() -> tuple[httpx.Response, httpx.Response, httpx.Response]:
-            async with httpx.AsyncClient(base_url=svc.url, timeout=CLIENT_TIMEOUT_S) as client:
-                holder = asyncio.ensure_future(client.post("/v1/chat/completions",
-                                                           json={"model": "alpha", "messages": user("hold")}))
-                while fake.arrivals("alpha") < 1:
-                    await asyncio.sleep(0.01)
-                busy = await client.post("/v1/chat/completions", json={"model": "alpha", "messages": user("wait")})
-                routed = await client.post("/v1/chat/completions", json={"messages": user("routed")})
-                fake.released.set()
-                return busy, routed, await holder
+        async def scenario() -> tuple[Any, Any, Any]:
+            client = openai.AsyncOpenAI(base_url=svc.url + "/v1", api_key="unused", max_retries=0,
+                                        timeout=CLIENT_TIMEOUT_S)
+            holder = asyncio.ensure_future(client.chat.completions.create(model="alpha", messages=user("hold")))
+            while fake.arrivals("alpha") < 1:
+                await asyncio.sleep(0.01)
+            busy: Any = None
+            try:
+                await client.chat.completions.create(model="alpha", messages=user("wait"))
+            except openai.APIStatusError as exc:
+                busy = exc
+            routed = await client.chat.completions.create(model="evalprism-router", messages=user("routed"))
+            fake.released.set()
+            held = await holder
+            await client.close()
+            return busy, routed, held
 
         busy, routed, held = asyncio.run(scenario())
-        assert busy.status_code == 503, busy.text
-        message = busy.json()["error"]["message"]
-        assert "alpha: busy: all 1 connections" in message and "max_connections" in message
-        assert routed.status_code == 200 and routed.json()["evalprism"]["model"] == "beta"
-        assert routed.json()["evalprism"]["attempts"][0]["busy"] is True
-        assert held.status_code == 200
+        assert busy is not None and busy.status_code == 503 and busy.code == "upstream_unavailable"
+        assert "alpha: busy: all 1 connections" in busy.message and "max_connections" in busy.message
+        assert routed.model_extra["evalprism"]["model"] == "beta"
+        assert routed.model_extra["evalprism"]["attempts"][0]["busy"] is True
+        assert held.choices[0].message.content == FakeUpstreams.answer("alpha")
+        assert fake.arrivals("alpha") == 1  # the waiting request never reached the upstream
         state = health(svc)["upstreams"]["alpha"]
         assert state["state"] == "closed" and state["consecutive_failures"] == 0 and state["last_error"] is None
 
@@ -235,25 +243,27 @@ def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_p
             time.sleep(0.05)
         before = fake.arrivals("alpha")
 
-        async def scenario() -> tuple[list[httpx.Response], list[httpx.Response], httpx.Response]:
-            async with httpx.AsyncClient(base_url=svc.url, timeout=CLIENT_TIMEOUT_S) as client:
-                routed = [asyncio.ensure_future(client.post("/v1/chat/completions", json={"messages": user(f"r{i}")}))
-                          for i in range(16)]
-                while fake.arrivals("alpha") - before < 1 or sum(t.done() for t in routed) < 15:
-                    await asyncio.sleep(0.01)
-                named = await asyncio.gather(*(client.post("/v1/chat/completions",
-                                                           json={"model": "alpha", "messages": user(f"n{i}")})
-                                               for i in range(16)))
-                fake.released.set()
-                return await asyncio.gather(*routed), named, await client.get("/health")
+        async def scenario() -> tuple[list[Any], list[Any], dict[str, Any]]:
+            client = openai.AsyncOpenAI(base_url=svc.url + "/v1", api_key="unused", max_retries=0,
+                                        timeout=CLIENT_TIMEOUT_S)
+            routed = [asyncio.ensure_future(client.chat.completions.create(model="evalprism-router",
+                                                                           messages=user(f"r{i}")))
+                      for i in range(16)]
+            while fake.arrivals("alpha") - before < 1 or sum(t.done() for t in routed) < 15:
+                await asyncio.sleep(0.01)
+            named = await asyncio.gather(*(client.chat.completions.create(model="alpha", messages=user(f"n{i}"))
+                                           for i in range(16)), return_exceptions=True)
+            fake.released.set()
+            answers = await asyncio.gather(*routed)
+            await client.close()
+            return answers, named, health(svc)
 
         routed, named, after = asyncio.run(scenario())
         assert fake.arrivals("alpha") - before == 1
-        models = sorted(r.json()["evalprism"]["model"] for r in routed)
-        assert models == ["alpha"] + ["beta"] * 15
-        assert {r.status_code for r in named} == {503}
-        assert "its one trial request is in flight" in named[0].json()["error"]["message"]
-        assert after.json()["upstreams"]["alpha"]["state"] == "closed"
+        assert sorted(r.model_extra["evalprism"]["model"] for r in routed) == ["alpha"] + ["beta"] * 15
+        assert all(isinstance(e, openai.APIStatusError) and e.status_code == 503 for e in named), named
+        assert "its one trial request is in flight" in named[0].message
+        assert after["upstreams"]["alpha"]["state"] == "closed"
 
 
 # --- 6. the decision log says what the client got ------------------------------------------------
