@@ -126,10 +126,12 @@ class FakeUpstreams:
         return sum(r["path_model"] == model for r in list(self.received))
 
     async def _events(self, model: str, text: str, usage: bool, behaviour: str) -> Any:
-        for i, word in enumerate(text.split(" ")):
+        words = text.split(" ")
+        for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
+            finish = "stop" if i == len(words) - 1 else None  # on the last content chunk, as some providers send it
             chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
-                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]}
             yield f"data: {json.dumps(chunk)}\n\n"
             if behaviour == "hang_after_first":
                 await self._hang()
