@@ -70,6 +70,17 @@ def health(svc: InProcessService) -> dict[str, Any]:
     return httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
 
 
+def attempt_counts(svc: InProcessService, upstream: str) -> dict[str, float]:
+    """/metrics' upstream attempts of ``upstream`` by result, and its upstream errors as ``errors``."""
+    counts = {}
+    for line in httpx.get(svc.url + "/metrics", timeout=CLIENT_TIMEOUT_S).text.splitlines():
+        if line.startswith("evalprism_upstream_attempts_total{") and f'upstream="{upstream}"' in line:
+            counts[line.split('result="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("evalprism_upstream_errors_total{") and f'upstream="{upstream}"' in line:
+            counts["errors"] = float(line.rsplit(" ", 1)[1])
+    return counts
+
+
 # --- 1. the SDK's own multi-turn and tool loop -----------------------------------------------------
 
 def test_the_sdk_tool_loop_sends_back_its_own_message_objects(fake: FakeUpstreams, tmp_path: Path) -> None:
@@ -210,6 +221,7 @@ def test_a_full_connection_pool_is_a_503_not_an_upstream_failure(fake: FakeUpstr
         assert fake.arrivals("alpha") == 1  # the waiting request never reached the upstream
         state = health(svc)["upstreams"]["alpha"]
         assert state["state"] == "closed" and state["consecutive_failures"] == 0 and state["last_error"] is None
+        assert attempt_counts(svc, "alpha") == {"busy": 2.0, "ok": 1.0}
 
 
 def test_connection_limits_are_checked_in_the_config(tmp_path: Path) -> None:
@@ -284,6 +296,7 @@ def test_a_client_that_left_before_the_first_byte_is_not_completed(fake: FakeUps
             assert "bytes_relayed" not in line
         state = health(svc)["upstreams"]["alpha"]
         assert state["consecutive_failures"] == 0 and state["state"] == "closed"
+        assert attempt_counts(svc, "alpha") == {"abandoned": 2.0}
 
 
 def test_a_cut_stream_counts_only_the_bytes_written(fake: FakeUpstreams, tmp_path: Path) -> None:

@@ -62,6 +62,10 @@ UPSTREAM_FAULT_STATUS: dict[int, str] = {
 }
 
 
+#: the error of an attempt cancelled because the client left
+ABANDONED = "abandoned: the client left before the upstream answered"
+
+
 class UpstreamFailure(Exception):
     """One attempt failed in a way that warrants the next model; the message names no secret.
     ``counts``: whether it counts against the upstream's circuit; ``busy``: no free connection."""
@@ -104,6 +108,11 @@ class Attempt:
     retry_after: float | None = None
     skipped: bool = False
     busy: bool = False
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the client left while this attempt waited on the upstream (the attempt was cancelled)."""
+        return self.error == f"{self.model}: {ABANDONED}"
 
 
 @dataclass
@@ -212,7 +221,7 @@ class Upstreams:
                 self.health.release(ticket)
             return None
         except BaseException:  # cancelled: the client left (or the service stops) while the upstream answered
-            attempt.error = f"{model}: abandoned: the client left before the upstream answered"
+            attempt.error = f"{model}: {ABANDONED}"
             self.health.release(ticket)
             raise
         finally:
