@@ -3,10 +3,12 @@
 - :class:`FakeUpstreams`: one small OpenAI-compatible server standing in for the paid APIs. It
   answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not, usage
   included) and can be told, per model, to fail with a 500 or a 529, to refuse with a 429 and
-  ``Retry-After``, to stall (until it shuts down: past any timeout of the service, however slow the
-  machine), or to break a stream off. It records what it received (to check the upstream model name
-  and key the service sent). Only this stands in for something: the service under test is evalprism's
-  own, started with ``evalprism serve``.
+  ``Retry-After``, to answer 400, 401, 403, 404 or 422, to stall (until it shuts down: past any
+  timeout of the service, however slow the machine), to hang until the test releases it, to break a
+  stream off, or to send a stream's first event and then hang. It records what it received (to check
+  the upstream model name and key the service sent). Only this stands in for something: the service
+  under test is evalprism's own, started with ``evalprism serve``, or in-process by
+  :class:`InProcessService` (the same app on a real port, with a tiny stand-in P2L model).
 - :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port, ready once /health
   answers, however long that takes while the process runs.
 
@@ -57,8 +59,12 @@ class FakeUpstreams:
     def __init__(self) -> None:
         # model -> "ok" (default) | "fail" (500) | "overloaded" (529) | "rate_limited" (429, Retry-After: RETRY_AFTER)
         #          | "slow" (no answer until the server shuts down) | "break" (a stream stops after its first chunk, the connection dropped)
+        #          | "hang" (no answer until release() or shutdown) | "hang_after_first" (a stream's first event, then hang)
+        #          | "status:NNN" (that status with an OpenAI-style error body)
         self.behaviour: dict[str, str] = {}
         self.received: list[dict[str, Any]] = []
+        self.released = threading.Event()
+        self.tool_call = False  # answer a conversation whose last turn is the user's with a tool call
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(
             Starlette(routes=[Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]),
@@ -84,32 +90,56 @@ class FakeUpstreams:
         if behaviour == "rate_limited":
             return JSONResponse({"error": {"message": "slow down"}}, status_code=429,
                                 headers={"retry-after": self.RETRY_AFTER.get(model, "2")})
+        if behaviour.startswith("status:"):
+            status = int(behaviour.split(":")[1])
+            return JSONResponse({"error": {"message": f"fake upstream says {status}", "type": "invalid_request_error",
+                                           "param": None, "code": None}}, status_code=status)
         if behaviour == "slow":  # stalls past any timeout of the service; released only to let the server exit
             while not self.server.should_exit:
                 await asyncio.sleep(0.05)
+        if behaviour == "hang":
+            await self._hang()
         text = self.answer(model)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(self._events(body["model"], text, usage, behaviour == "break"),
+            return StreamingResponse(self._events(body["model"], text, usage, behaviour),
                                      media_type="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+        finish = "stop"
+        if self.tool_call and body["messages"][-1]["role"] == "user":
+            message = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]}
+            finish = "tool_calls"
         return JSONResponse({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": self.USAGE,
         })
 
-    @classmethod
-    async def _events(cls, model: str, text: str, usage: bool, breaks: bool) -> Any:
-        for i, word in enumerate(text.split(" ")):
+    async def _hang(self) -> None:
+        """Wait until the test releases the upstream (or the server shuts down)."""
+        while not (self.released.is_set() or self.server.should_exit):
+            await asyncio.sleep(0.01)
+
+    def arrivals(self, model: str) -> int:
+        """How many requests reached ``model``'s upstream so far."""
+        return sum(r["path_model"] == model for r in list(self.received))
+
+    async def _events(self, model: str, text: str, usage: bool, behaviour: str) -> Any:
+        words = text.split(" ")
+        for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
+            finish = "stop" if i == len(words) - 1 else None  # on the last content chunk, as some providers send it
             chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
-                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]}
             yield f"data: {json.dumps(chunk)}\n\n"
-            if breaks:
+            if behaviour == "hang_after_first":
+                await self._hang()
+            if behaviour == "break":
                 raise ConnectionResetError("the fake upstream breaks the stream off")  # uvicorn drops the connection
         if usage:
             chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
-                     "choices": [], "usage": cls.USAGE}
+                     "choices": [], "usage": self.USAGE}
             yield f"data: {json.dumps(chunk)}\n\n"
         yield "data: [DONE]\n\n"
 
@@ -202,3 +232,72 @@ def running_service(model_dir: Path, config: Path, env: dict[str, str], *args: s
         yield service
     finally:
         service.stop()
+
+
+class ConstantBackbone:
+    """A stand-in P2L backbone for tests of the service's HTTP behaviour, not of P2L: every prompt gets
+    the same one-dimensional feature, so the leaderboard is the head's bias and every routed request
+    has the same decision and failover order (the order of ``bias``, best first)."""
+
+    @staticmethod
+    def model(models: list[str], bias: list[float]) -> Any:
+        import torch
+
+        from evalprism.p2l.backbones import Backbone
+        from evalprism.p2l.model import CoefficientHead, P2LModel
+
+        class _Constant(Backbone):
+            spec, dim, trainable = "constant", 1, False
+
+            def features(self, prompts: Any) -> torch.Tensor:
+                return torch.ones((len(prompts), 1))
+
+        head = CoefficientHead(1, len(models), "bt")
+        with torch.no_grad():
+            head.linear.bias.copy_(torch.tensor(bias))
+        return P2LModel(_Constant(), head, models, {"loss": "bt", "models": models})
+
+
+class InProcessService:
+    """The service's app (:func:`evalprism.serve.app.create_app`) served by uvicorn on a free loopback
+    port in a thread of the test process: real HTTP, started in well under a second."""
+
+    def __init__(self, model: Any, config_path: Path, log_path: Path, upstream_keys: dict[str, str | None]) -> None:
+        from evalprism.serve.app import create_app
+        from evalprism.serve.config import Secrets, load_config
+
+        config = load_config(config_path, model.models)
+        app = create_app(model, config, Secrets((), upstream_keys), decision_log=log_path, precision="float32")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> InProcessService:
+        self.thread.start()
+        deadline = time.monotonic() + HANG_LIMIT_S
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the in-process service did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=HANG_LIMIT_S)
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        text = self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
+        return [json.loads(line) for line in text.splitlines()]
+
+    def log_line(self, request_id: str) -> dict[str, Any]:
+        """The decision log's line of ``request_id``, once written (a stream's is written when it ends)."""
+        deadline = time.monotonic() + HANG_LIMIT_S
+        while True:
+            found = [r for r in self.log_lines() if r.get("request_id") == request_id]
+            if found:
+                return found[-1]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no decision log line for request {request_id}")
+            time.sleep(0.01)

@@ -357,3 +357,58 @@ def test_serve_routes_a_prompt_with_a_released_checkpoint(checkpoints: dict, tmp
     np.testing.assert_allclose([got["coefs"][m] for m in costs], want_coefs[0, columns], atol=1e-5)
     np.testing.assert_allclose([got["distribution"].get(m, 0.0) for m in costs], want.probs, atol=1e-6)
     assert got["router_coef"] == pytest.approx(want.router_coef, abs=1e-5)
+
+
+def lmarena_collator(tokenizer: Any, data: list[str | list[str]], max_length: int = 8192) -> dict[str, torch.Tensor]:
+    """lmarena's training ``DataCollator.__call__`` (p2l/dataset.py), written out again: a prompt that is
+    a list of turns becomes one user message per turn; templated without special tokens; inner CLS
+    tokens scrubbed, the CLS token appended; one padded batch, no special tokens added."""
+    prompts = []
+    for seq in data:
+        if isinstance(seq, str):
+            prompts.append([{"role": "user", "content": seq}])
+        else:
+            prompts.append([{"role": "user", "content": turn} for turn in seq])
+    formatted_prompts = tokenizer.apply_chat_template(prompts, tokenize=False, add_generation_prompt=False,
+                                                      add_special_tokens=False)
+    formatted_prompts = [prompt.replace(tokenizer.cls_token, "<cls>") for prompt in formatted_prompts]
+    formatted_prompts = [seq + tokenizer.cls_token for seq in formatted_prompts]
+    return tokenizer(formatted_prompts, padding=True, return_tensors="pt", add_special_tokens=False, truncation=True,
+                     max_length=max_length)
+
+
+MULTI_TURN = [["Write a sonnet about the autumn sea.", "Now make it rhyme in French."],
+              ["Solve the equation 3x + 7 = 22 for x.", "Explain each step.", "And check the answer <|cls|>."],
+              ["hi"]]
+
+
+@pytest.mark.parametrize("name", ["qwen-rk", "llama-grk"])
+def test_multi_turn_prompts_are_formatted_as_lmarena_trains_them(checkpoints: dict, name: str) -> None:
+    """Each user turn its own user message of the chat template, as lmarena's collator and router do:
+    through the library (a Conversation), the battle reader's user_turns and the service's
+    routing_prompt (assistant turns left out); the blank-line join, one message, gives other
+    coefficients, so the comparison can fail."""
+    from evalprism.io.battles import Conversation, user_turns
+    from evalprism.serve.schemas import ChatMessage, routing_prompt
+
+    directory, ref_model, tokenizer = checkpoints[name]
+    tokenizer.truncation_side, tokenizer.padding_side = "left", "right"
+    batch = lmarena_collator(tokenizer, MULTI_TURN)
+    with torch.no_grad():
+        want = ref_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0].numpy()
+    model = P2LModel.load(directory)
+    conversations = [Conversation(turns) if len(turns) > 1 else turns[0] for turns in MULTI_TURN]
+    np.testing.assert_allclose(model.leaderboards(conversations), want, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(model.backbone.token_ids(conversations)[0],
+                               batch["input_ids"][0][batch["attention_mask"][0].bool()].tolist())
+    messages = [[m for turn in turns for m in ({"role": "user", "content": turn}, {"role": "assistant", "content": "ok"})]
+                for turns in MULTI_TURN]
+    read = [user_turns(conversation) for conversation in messages]
+    served = [routing_prompt([ChatMessage.model_validate(m) for m in conversation]) for conversation in messages]
+    for prompts in (read, served):
+        np.testing.assert_allclose(model.leaderboards(prompts), want, atol=1e-5, rtol=0)
+    joined = model.leaderboards(["\n\n".join(turns) for turns in MULTI_TURN])
+    assert np.abs(joined[:2] - want[:2]).max() > 1e-3  # one message of joined turns is not what lmarena reads
+    # the same text as one turn and as two turns are two prompts, also within one batch
+    both = model.leaderboards([conversations[0], str(conversations[0])])
+    np.testing.assert_allclose(both, [want[0], joined[0]], atol=1e-5, rtol=0)

@@ -48,23 +48,47 @@ def test_one_failing_item_fails_only_its_own_request() -> None:
 def test_circuit_opens_after_threshold_failures_and_half_opens_after_the_cool_down() -> None:
     now = [100.0]
     board = HealthBoard(["a", "b"], threshold=3, cooldown_s=30.0, clock=lambda: now[0])
-    board.failure("a", "boom")
-    board.failure("a", "boom")
+    board.failure(board.acquire("a"), "boom")
+    board.failure(board.acquire("a"), "boom")
     assert board.state("a") == "closed"
-    board.success("a")  # a success in between resets the count
+    board.success(board.acquire("a"))  # a success in between resets the count
     for _ in range(3):
-        board.failure("a", "boom")
-    assert board.state("a") == "open" and not board.available("a") and board.available("b")
+        board.failure(board.acquire("a"), "boom")
+    assert board.state("a") == "open" and board.acquire("a") is None and board.acquire("b") is not None
     assert board.report()["a"].retry_in_s == 30.0 and board.report()["a"].consecutive_failures == 3
     now[0] += 29.9
     assert board.state("a") == "open"
     now[0] += 0.2
-    assert board.state("a") == "half_open" and board.available("a")
-    board.failure("a", "still down")  # the trial failed: open for another cool-down
+    assert board.state("a") == "half_open" and board.admits("a")
+    trial = board.acquire("a")
+    board.failure(trial, "still down")  # the trial failed: open for another cool-down
     assert board.state("a") == "open" and board.report()["a"].retry_in_s == 30.0
     now[0] += 31
-    board.success("a")
+    board.success(board.acquire("a"))
     assert board.state("a") == "closed" and board.report()["a"].consecutive_failures == 0
+
+
+def test_a_half_open_circuit_gives_one_trial_ticket_at_a_time() -> None:
+    now = [0.0]
+    board = HealthBoard(["a"], threshold=1, cooldown_s=10.0, clock=lambda: now[0])
+    board.failure(board.acquire("a"), "boom")
+    assert board.acquire("a") is None
+    now[0] = 10.0
+    tickets = [board.acquire("a") for _ in range(16)]
+    trial = tickets[0]
+    assert trial is not None and trial.trial and tickets[1:] == [None] * 15
+    assert board.blocked_by_trial("a") and board.acquire("a", force=True) is None
+    board.release(trial)  # the trial's client left: no verdict, the slot is free again
+    assert board.state("a") == "half_open" and board.report()["a"].consecutive_failures == 1
+    second = board.acquire("a")
+    assert second is not None and second.trial
+    board.success(second)
+    board.failure(second, "reported twice")  # a ticket reports once; the second report is ignored
+    assert board.state("a") == "closed" and board.report()["a"].consecutive_failures == 0
+    board.failure(board.acquire("a"), "boom")  # open again: only a forced request (no other candidate) gets in
+    assert board.acquire("a") is None
+    forced = board.acquire("a", force=True)
+    assert forced is not None and forced.trial and board.acquire("a", force=True) is None
 
 
 def test_retry_after_in_seconds_or_as_an_http_date() -> None:
@@ -136,7 +160,7 @@ def test_a_relayed_stream_says_how_it_ended(lines: list[bytes], end: str) -> Non
         return relayed, out
 
     relayed, out = asyncio.run(relay())
-    assert relayed.end == end and relayed.bytes == len(out) and relayed.usage["completion_tokens"] == 2
+    assert relayed.end == end and relayed.usage["completion_tokens"] == 2
     events = [json.loads(line[5:]) for line in out.decode().splitlines() if line.startswith("data: {")]
     assert events[0]["evalprism"] == {"decided": "m"} and events[1]["evalprism"] == {"realised_cost": 1.5}
 
@@ -152,7 +176,7 @@ def test_a_stream_the_client_leaves_is_cut() -> None:
         return relayed, len(first)
 
     relayed, sent = asyncio.run(leave_after_one())
-    assert relayed.end == "cut" and relayed.bytes == sent
+    assert relayed.end == "cut" and sent > 0
 
 
 _TWO = "models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1}\n  b: {base_url: 'http://127.0.0.1:9/v1', cost: 2}\n"

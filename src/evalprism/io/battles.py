@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 import pandas as pd
@@ -126,10 +126,34 @@ def content_text(content: Any, tally: TextTally | None = None) -> str:
     return "\n".join(texts)
 
 
+class Conversation(str):
+    """A prompt of several user turns. As a string it is the turns joined by blank lines (what
+    evalprism's own P2L models read, hash and cache); ``turns`` keeps the turns apart for a backbone
+    that reads each as its own user message in a chat template, as lmarena's released P2L models
+    were trained and are served (:mod:`evalprism.p2l.lmarena`). ``text``: the string, when it is not
+    the plain join (the service strips the join's ends). A table column of strings keeps only the text."""
+
+    turns: tuple[str, ...]
+
+    def __new__(cls, turns: list[str] | tuple[str, ...], text: str | None = None) -> Self:
+        obj = super().__new__(cls, "\n\n".join(turns) if text is None else text)
+        obj.turns = tuple(turns)
+        return obj
+
+    def __getnewargs__(self) -> tuple[tuple[str, ...], str]:  # type: ignore[override] - pickles with its turns
+        return self.turns, str(self)
+
+
+def prompt_turns(prompt: str) -> tuple[str, ...]:
+    """The user turns of a prompt: a :class:`Conversation`'s, or the prompt as its one turn."""
+    return prompt.turns if isinstance(prompt, Conversation) else (str(prompt),)
+
+
 def user_turns(conversation: Any, tally: TextTally | None = None) -> str:
     """The user turns of a conversation (list of {role, content}, or a JSON list of strings),
-    joined by blank lines: the prompt P2L is trained and queried on. Raises
-    :class:`UnreadableContent` for a structure that holds no readable text."""
+    joined by blank lines: the prompt P2L is trained and queried on; with two turns or more a
+    :class:`Conversation`, which keeps them apart as well. Raises :class:`UnreadableContent` for a
+    structure that holds no readable text."""
     if isinstance(conversation, str):
         try:
             conversation = json.loads(conversation)
@@ -145,7 +169,7 @@ def user_turns(conversation: Any, tally: TextTally | None = None) -> str:
                 turns.append(str(turn))
             elif turn is not None:
                 raise UnreadableContent(f"a turn is {type(turn).__name__}, expected a {{role, content}} object or text")
-        return "\n\n".join(turns)
+        return Conversation(turns) if len(turns) > 1 else "\n\n".join(turns)
     if conversation is None or isinstance(conversation, str | int | float):
         return "" if conversation is None else str(conversation)
     raise UnreadableContent(f"the conversation is {type(conversation).__name__}, expected a list of messages")

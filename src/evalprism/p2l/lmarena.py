@@ -12,10 +12,20 @@ lmarena's training code (repository lmarena/p2l, ``p2l/model.py``, ``p2l/train.p
 - a tokenizer with an added CLS token (and a chat template); ``training_config.json`` (the
   training options, ``loss_type`` among them).
 
-A prompt is wrapped as one user message by the chat template, any CLS token inside it is replaced
-by ``<cls>`` (as their data collator does), the CLS token is appended, the text is tokenized
+A prompt is formatted as lmarena's data collator (``p2l/dataset.py``, ``DataCollator``) formats a
+training prompt: each user turn is its own user message of the chat template (a one-turn prompt
+one message; a multi-turn :class:`~evalprism.io.battles.Conversation`, as the service and the
+battle readers make of a conversation, one message per user turn, in order, the assistant turns
+left out, as lmarena's router sends every user message's content to its endpoint, ``route/routers.py``),
+any CLS token inside it is replaced by ``<cls>``, the CLS token is appended, the text is tokenized
 without further special tokens and truncated from the left to ``max_length`` tokens (their
 endpoint's 8192), and the base model's hidden state at the CLS position feeds the head.
+
+No BOS token is added beyond what the chat template writes, as in lmarena's training collator. Their
+serving endpoint (``p2l/endpoint.py``) tokenizes the templated text with the tokenizer's default
+special tokens instead, which for a Llama-type tokenizer puts a second BOS before the template's own;
+Qwen2 tokenizers add none, so for the Qwen2-based checkpoints the two agree, while a Llama-based
+checkpoint reads here as it was trained, one token shorter than their endpoint reads it.
 
 The tie parameter. lmarena's losses map the eta head's output ``e`` (n,) onto the tie parameter
 differently from evalprism's head (:meth:`TieParameter.from_head
@@ -51,6 +61,7 @@ from safetensors import safe_open
 from torch import nn
 
 from evalprism.errors import EvalprismError
+from evalprism.io.battles import prompt_turns
 from evalprism.p2l.backbones import Backbone, inference_dtype, resolve_runtime
 from evalprism.p2l.model import HEAD_FILE, LeaderboardHead
 from evalprism.progress import progress_bar
@@ -333,10 +344,10 @@ class LmarenaBackbone(Backbone):
         self.pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.cls_id)
 
     def format(self, prompts: Sequence[str]) -> list[str]:
-        """Each prompt as lmarena's model reads it: one user turn in the chat template, inner CLS
-        tokens replaced, the CLS token appended."""
-        texts = self.tokenizer.apply_chat_template([[{"role": "user", "content": p}] for p in prompts],
-                                                   tokenize=False, add_generation_prompt=False)
+        """Each prompt as lmarena's model reads it: each user turn its own user message in the chat
+        template, inner CLS tokens replaced, the CLS token appended."""
+        conversations = [[{"role": "user", "content": turn} for turn in prompt_turns(p)] for p in prompts]
+        texts = self.tokenizer.apply_chat_template(conversations, tokenize=False, add_generation_prompt=False)
         return [t.replace(self.cls, CLS_STAND_IN) + self.cls for t in texts]
 
     def token_ids(self, prompts: Sequence[str]) -> list[list[int]]:
@@ -371,7 +382,9 @@ class LmarenaBackbone(Backbone):
         return hidden[torch.arange(len(ids)), last].float()
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
-        distinct = list(dict.fromkeys(str(p) for p in prompts))
+        keys = [prompt_turns(p) for p in prompts]  # two prompts of the same text but other turns differ
+        first = dict(zip(keys, prompts, strict=True))
+        distinct = [first[k] for k in dict.fromkeys(keys)]
         out = torch.zeros((len(distinct), self.dim))
         if distinct:
             ids = self.token_ids(distinct)
@@ -380,8 +393,8 @@ class LmarenaBackbone(Backbone):
                 for batch in self._batches(np.array([len(x) for x in ids])):
                     out[torch.from_numpy(batch)] = self._cls_states([ids[i] for i in batch])
                     bar.update(len(batch))
-        row = {p: i for i, p in enumerate(distinct)}
-        return out[[row[str(p)] for p in prompts]]
+        row = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        return out[[row[k] for k in keys]]
 
     def save_weights(self, directory: Path) -> str:
         raise EvalprismError(f"{self.spec}: a released lmarena checkpoint is used in place; it is not re-saved")

@@ -111,7 +111,7 @@ class P2LModel:
     def predict(self, prompts: Sequence[str], batch_size: int = 4096) -> Prediction:
         """Leaderboards for ``prompts`` (features in batches of ``batch_size``; no gradients). Large
         batches let the embedder sort by length across more prompts (less padding)."""
-        prompts = [str(p) for p in prompts]
+        prompts = [p if isinstance(p, str) else str(p) for p in prompts]  # a Conversation keeps its turns
         coefs, extras = [], []
         tie = self.head.tie
         self.head.eval()

@@ -33,7 +33,7 @@ import httpx
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from evalprism import __version__
@@ -72,7 +72,8 @@ from evalprism.serve.schemas import (
     routing_prompt,
 )
 from evalprism.serve.security import BearerAuth, BodyLimit
-from evalprism.serve.upstream import Outcome, Relayed, Upstreams, relay_events
+from evalprism.serve.streaming import ClientLeft, RelayResponse, until_client_leaves
+from evalprism.serve.upstream import Attempt, Outcome, Relayed, Upstreams, relay_events
 
 log = logging.getLogger("evalprism.serve")
 
@@ -99,7 +100,8 @@ _STATUS_TEXT = {400: "malformed JSON or text that is not valid Unicode", 401: "m
                 415: "the body is not sent as JSON", 422: "invalid field values", 429: "every upstream attempt was "
                 "rate-limited (Retry-After: the shortest wait an upstream asked for)",
                 502: "no upstream answered (evalprism.attempts says why)",
-                503: "the decision log cannot be written (the error names it and why; GET /health too)"}
+                503: "the decision log cannot be written (the error names it and why; GET /health too); for a "
+                     "chat: no upstream could take it now (all connections busy, or a circuit's one trial in flight)"}
 
 
 def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -340,7 +342,7 @@ def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> No
     return the upstream's answer with the decision; streaming and not."""
 
     @app.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
-    async def chat(req: ChatCompletionRequest, request: Request) -> JSONResponse | StreamingResponse:
+    async def chat(req: ChatCompletionRequest, request: Request) -> Response:
         start = time.perf_counter()
         s = service()
         prompt = s.prompt_of(req.messages)
@@ -360,16 +362,22 @@ def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> No
                                     f"or one of {', '.join(config.models)}", "model", "model_not_found")
         annotation["prompt_sha256"] = prompt_hash(prompt)
         annotation["routing_ms"] = elapsed_ms(start)
-        outcome = await s.upstreams.complete(order, req.upstream_body(), stream=req.stream)
+        record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
+                  **annotation}
+        attempts: list[Attempt] = []
+        try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
+            outcome = await until_client_leaves(
+                request.receive, s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
+                lambda abandoned: _abandon(s, abandoned))
+        except ClientLeft:
+            return _client_left(s, attempts, record, start)
         s.metrics.observe_attempts(outcome.attempts)
         annotation["model"] = outcome.model
         annotation["attempts"] = [vars(a) for a in outcome.attempts]
-        record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
-                  **annotation}
+        record.update(model=outcome.model, attempts=annotation["attempts"])
         headers = {"x-evalprism-model": outcome.model or ""}
         if outcome.stream is not None:
-            return StreamingResponse(_logged_stream(s, outcome, annotation, record, start),
-                                     media_type="text/event-stream", headers=headers)
+            return _relay(s, outcome, annotation, record, start, headers)
         if outcome.body is None:
             return _failed(s, outcome, annotation, record, start)
         cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
@@ -381,6 +389,28 @@ def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> No
         return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
 
 
+async def _abandon(s: Service, outcome: Outcome) -> None:
+    """An upstream answer that arrived as the client left: close its stream, free its circuit ticket."""
+    if outcome.stream is not None:
+        await outcome.stream.aclose()
+        s.upstreams.stream_ended(outcome, Relayed())
+
+
+#: the status logged for a client that left before its response started (nginx's "client closed request")
+CLIENT_LEFT_STATUS = 499
+
+
+def _client_left(s: Service, attempts: list[Attempt], record: dict[str, Any], start: float) -> Response:
+    """The client disconnected while the upstream was answering: the attempt was abandoned (no count
+    against the upstream), and the log says so; the response goes nowhere."""
+    s.metrics.observe_attempts(attempts)
+    chosen = attempts[-1].model if attempts else None
+    with contextlib.suppress(DecisionLogUnwritable):  # kept for later; nobody is there to answer 503 to
+        s.decisions.write({**record, "model": chosen, "attempts": [vars(a) for a in attempts],
+                           "status": CLIENT_LEFT_STATUS, "outcome": "client_left", "latency_ms": elapsed_ms(start)})
+    return Response(status_code=CLIENT_LEFT_STATUS)
+
+
 def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
     cost = None if model is None else realised_cost(s.config.models[model], usage)
     if cost is not None:
@@ -390,41 +420,50 @@ def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
 
 def _failed(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
             start: float) -> JSONResponse:
-    """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, else 502;
-    the attempts are in the body's ``evalprism``, as in a successful answer."""
+    """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
+    none could be made now (every connection busy, or every circuit open with its trial in flight),
+    else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
+    names each upstream and why it failed."""
     failures = "; ".join(a.error or "" for a in outcome.attempts)
-    rate_limited = outcome.status == 429
-    s.decisions.write({**record, "status": outcome.status, "outcome": "rate_limited" if rate_limited else
-                       "upstream_failed", "latency_ms": elapsed_ms(start)})
-    if rate_limited:
+    kind = {429: "rate_limited", 503: "unavailable"}.get(outcome.status, "upstream_failed")
+    s.decisions.write({**record, "status": outcome.status, "outcome": kind, "latency_ms": elapsed_ms(start)})
+    if outcome.status == 429:
         headers = {} if outcome.retry_after is None else {"retry-after": str(math.ceil(outcome.retry_after))}
         return _error(429, f"every upstream attempt was rate-limited: {failures}", "rate_limit_error",
                       code="rate_limit_exceeded", headers=headers, evalprism=annotation)
+    if outcome.status == 503:
+        return _error(503, f"no upstream can take the request now, none failed: {failures}", "server_error",
+                      code="upstream_unavailable", headers={"retry-after": "1"}, evalprism=annotation)
     return _error(502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error",
                   evalprism=annotation)
 
 
-async def _logged_stream(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
-                         start: float) -> AsyncIterator[bytes]:
-    """Relay the upstream stream; the decision is logged when it ends, however it ends, with how it
-    ended (completed, stream_broken, cut) and the bytes relayed. A broken stream counts against the
-    upstream's health."""
+def _relay(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any], start: float,
+           headers: dict[str, str]) -> RelayResponse:
+    """Relay the upstream stream; when it ends, however it ends, the circuit hears how (completed is a
+    success, broken a failure, a client that left neither) and the decision is logged with how it ended
+    (completed, stream_broken, cut, or client_left before any byte) and the bytes written to the client."""
     assert outcome.stream is not None and outcome.model is not None
     model = outcome.model
     relayed = Relayed()
-    try:
-        async for chunk in relay_events(outcome.stream, annotation, relayed,
-                                        lambda usage: _realised_cost(s, model, usage)):
-            yield chunk
-    finally:
+
+    def ended(written: int, left: bool) -> None:
+        relayed.bytes = written
+        if left and relayed.end == "cut" and written == 0:
+            end, status = "client_left", CLIENT_LEFT_STATUS
+        else:
+            end, status = relayed.end, outcome.status
+        s.upstreams.stream_ended(outcome, relayed)
         if relayed.end == "stream_broken":
-            s.upstreams.health.failure(model, f"{model}: {relayed.error}")
             s.metrics.upstream_errors.labels(model).inc()
         with contextlib.suppress(DecisionLogUnwritable):  # the stream has gone out; the line is kept for later
-            s.decisions.write({**record, "status": outcome.status, "outcome": relayed.end,
-                               "bytes_relayed": relayed.bytes, "stream_error": relayed.error,
+            s.decisions.write({**record, "status": status, "outcome": end, "bytes_relayed": written,
+                               "stream_error": relayed.error,
                                "realised_cost": realised_cost(s.config.models[model], relayed.usage),
                                "latency_ms": elapsed_ms(start)}, answered=True)
+
+    events = relay_events(outcome.stream, annotation, relayed, lambda usage: _realised_cost(s, model, usage))
+    return RelayResponse(events, ended, headers=headers)
 
 
 def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str], bool]:

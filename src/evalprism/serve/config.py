@@ -12,9 +12,10 @@ api_keys_env: [EVALPRISM_API_KEY]   # environment variables that hold accepted b
 Secrets never live in the file: upstream keys and accepted bearer tokens are read from the
 environment variables it names, once, at startup (an unset variable is an error there, not a 401
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
-``timeout_s``, ``connect_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
+``timeout_s``, ``connect_timeout_s``, ``pool_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
 ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
-``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``.
+``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``; per model,
+``max_connections`` (the router's connections to that upstream, default 128) and token prices.
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ class UpstreamConfig(_Strict):
     cost: Finite = Field(ge=0, description="cost of one request (any unit, the same for every model)")
     prompt_token_price: Finite | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
     completion_token_price: Finite | None = Field(None, ge=0, description="price of one completion token")
+    max_connections: int = Field(128, ge=1, le=10_000, description="most connections the router opens to this "
+                                 "upstream at once; a request that finds none free within pool_timeout_s is "
+                                 "not the upstream's failure (it tries the next candidate, else 503)")
 
 
 def realised_cost(upstream: UpstreamConfig, usage: Any) -> float | None:
@@ -122,6 +126,8 @@ class ServeConfig(_Strict):
     decision_log: str = "decisions.jsonl"
     timeout_s: Seconds = Field(60.0, description="upstream read timeout per request")
     connect_timeout_s: Seconds = 5.0
+    pool_timeout_s: Seconds = Field(5.0, description="how long a request waits for a free connection to an "
+                                                     "upstream (its max_connections) before trying the next")
     # at most a second: the warm-up batch waits one window before the service reports healthy, and every
     # request waits up to one window for company
     batch_window_ms: float = Field(4.0, ge=0, le=1000, description="how long a P2L batch waits for more prompts")

@@ -8,7 +8,7 @@ share counters). Labels are bounded: endpoints are the service's routes (anythin
   (until the last byte, streams included);
 - ``evalprism_batch_size``: prompts per P2L forward pass;
 - ``evalprism_routing_decisions_total{model}``: the candidate each routing decision chose;
-- ``evalprism_upstream_attempts_total{upstream,result}`` (ok, failed, rate_limited, skipped) and
+- ``evalprism_upstream_attempts_total{upstream,result}`` (ok, failed, rate_limited, busy, abandoned, skipped) and
   ``evalprism_upstream_errors_total{upstream}``;
 - ``evalprism_realised_cost_total{model}``: usage x per-token prices, where the config gives prices.
 """
@@ -70,6 +70,10 @@ class Metrics:
                 result = "ok"
             elif a.status == 429:
                 result = "rate_limited"
+            elif a.busy:  # the router's own connection limit, not the upstream's error
+                result = "busy"
+            elif a.abandoned:  # the client left; the upstream did nothing wrong
+                result = "abandoned"
             else:
                 result = "failed"
                 self.upstream_errors.labels(a.model).inc()

@@ -9,8 +9,14 @@ The evalprism endpoints (``/v1/route``, ``/v1/leaderboard``) are strict: an unkn
 with its name. The chat request follows the OpenAI SDKs instead: parameters it does not declare are
 passed to the upstream unchanged (an SDK release that adds one must not break its callers), except
 near misses of evalprism's own extension fields (``budegt``), which are refused so that a typo cannot
-route without a budget. Content parts are validated by type (text, image_url, input_audio, file,
-refusal) and their required keys; a part may carry keys beyond those (passed on).
+route without a budget. Messages follow the same rule on every endpoint: a message may carry keys
+beyond the ones declared here (``annotations`` of every assistant message the OpenAI SDK returns,
+vLLM's and DeepSeek's ``reasoning_content``, Anthropic's ``cache_control`` through LiteLLM), passed to
+the upstream as sent, so that a client's multi-turn and tool loop can append the SDK's own message
+objects (evalprism reads no field of its own inside a message, so there is no near miss to refuse
+there). Content
+parts are validated by type (text, image_url, input_audio, file, refusal) and their required keys; a
+part may carry keys beyond those (passed on).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema, field_validator,
                       model_validator)
 from pydantic_core import PydanticCustomError
 
-from evalprism.io.battles import content_text, user_turns
+from evalprism.io.battles import Conversation, content_text, user_turns
 
 #: evalprism's extension fields of the chat request; an unknown field this close to one is a typo
 EXTENSION_FIELDS = ("budget",)
@@ -209,8 +216,22 @@ def _leaderboard_prompts(schema: dict[str, Any]) -> None:
     many.update(minItems=1, maxItems=MAX_PROMPTS_PER_REQUEST)
 
 
-class ChatMessage(_Strict):
-    """One OpenAI chat message."""
+def refuse_near_misses(keys: Iterable[str]) -> None:
+    """Refuse an undeclared key that is a near miss of one of evalprism's extension fields (a typo
+    would silently drop the field); every other undeclared key passes."""
+    for key in keys:
+        close = difflib.get_close_matches(key.lower(), EXTENSION_FIELDS, n=1, cutoff=NEAR_MISS_CUTOFF)
+        if close:
+            raise PydanticCustomError(
+                "near_miss", "unknown field '{param}': did you mean '{field}'? (unknown OpenAI parameters are "
+                "passed to the upstream, but not near misses of evalprism's own fields)",
+                {"param": key, "field": close[0]})
+
+
+class ChatMessage(BaseModel):
+    """One OpenAI chat message; keys beyond the declared ones are kept and passed to the upstream."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | Annotated[list[dict[str, Any]], WithJsonSchema(_parts_schema())] | None = None
@@ -226,13 +247,25 @@ class ChatMessage(_Strict):
     def _parts(cls, content: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
         return check_parts(content) if isinstance(content, list) else content
 
+    def upstream(self) -> dict[str, Any]:
+        """The message as the upstream receives it: the declared fields the client set to a value,
+        and every undeclared key exactly as sent (a ``null`` included)."""
+        extra = self.model_extra or {}
+        declared = self.model_dump(mode="json", exclude_none=True, exclude=set(extra))
+        return {**declared, **extra}
+
 
 Messages = list[ChatMessage]
 
 
 def routing_prompt(messages: Messages) -> str:
-    """The text P2L scores: the conversation's user turns, as in training (FastChat's convention)."""
-    return user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages]).strip()
+    """The text P2L scores: the conversation's user turns, as in training (FastChat's convention),
+    the ends stripped; of two turns or more a :class:`~evalprism.io.battles.Conversation`, which
+    keeps the turns apart for a released lmarena checkpoint (each its own user message, as lmarena's
+    router sends every user message's content to its P2L endpoint)."""
+    prompt = user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages])
+    text = prompt.strip()
+    return Conversation(prompt.turns, text) if isinstance(prompt, Conversation) and text else text
 
 
 class ChatCompletionRequest(_Checked):
@@ -277,18 +310,12 @@ class ChatCompletionRequest(_Checked):
         """The request as an upstream receives it (its ``model`` is set per upstream): the fields
         the client set, without evalprism's ``budget``."""
         body = self.model_dump(mode="json", exclude_unset=True, exclude={"budget", "model"})
-        body["messages"] = [m.model_dump(mode="json", exclude_none=True) for m in self.messages]
+        body["messages"] = [m.upstream() for m in self.messages]
         return body
 
     @model_validator(mode="after")
     def _no_near_misses(self) -> ChatCompletionRequest:
-        for key in self.model_extra or {}:
-            close = difflib.get_close_matches(key.lower(), EXTENSION_FIELDS, n=1, cutoff=NEAR_MISS_CUTOFF)
-            if close:
-                raise PydanticCustomError(
-                    "near_miss", "unknown field '{param}': did you mean '{field}'? (unknown OpenAI parameters are "
-                    "passed to the upstream, but not near misses of evalprism's own fields)",
-                    {"param": key, "field": close[0]})
+        refuse_near_misses(self.model_extra or {})
         return self
 
 

@@ -1,14 +1,33 @@
 """Forwarding chat completions to the candidates' OpenAI-compatible upstreams, with failover.
 
-One pooled ``httpx.AsyncClient`` serves every upstream (keep-alive connections, a connect and a
-read timeout). An attempt *fails* when the upstream cannot be reached, times out, answers 408, 409,
-429 or 5xx, or answers something that is not JSON; then the next candidate of the routing decision's
-failover order is tried, until one answers or ``max_attempts`` upstreams have been tried. Upstreams
-whose circuit is open (:mod:`~evalprism.serve.health`) are skipped while another candidate remains.
-Any other 4xx is the client's request being refused: it is passed back as it is, not retried. When
-every attempt was rate-limited (429), the outcome is a 429 with the shortest ``Retry-After`` the
-upstreams gave, so that clients back off. For a stream, failover is possible until the first byte has
-been sent to the client; a failure after that ends the stream with an error event.
+Each upstream has its own ``httpx.AsyncClient`` and so its own connection pool (keep-alive
+connections, at most its config's ``max_connections``, a connect and a read timeout): one busy
+upstream cannot starve the others of connections. Who is at fault decides what happens to an attempt:
+
+- *the upstream's failure* (fail over to the next candidate, and count against its circuit,
+  :mod:`~evalprism.serve.health`): it cannot be reached, times out, answers 408, 409 or 5xx, answers
+  something that is not JSON, or refuses the router's own configuration of it: 401 and 403 (the key
+  in its ``api_key_env`` is wrong or revoked), 402 (the account behind that key cannot pay), 404, 405
+  and 410 (a wrong ``base_url`` or ``upstream_model``), 407 (a proxy wants credentials) and 422 (it
+  refuses a request that passed the router's own validation: its API differs from the one the
+  router speaks). The attempt names the upstream and the status; the upstream's own text is left
+  out, since an authentication error may quote part of the key;
+- *rate limited* (429): fail over, but no count (the upstream is refusing for now, not failing);
+  when every attempt was rate-limited the outcome is a 429 with the shortest ``Retry-After`` the
+  upstreams gave, so that clients back off;
+- *busy* (no connection of the router's pool for that upstream fell free within ``pool_timeout_s``):
+  the router's own limit, not the upstream's failure: fail over, no count; when every attempt was
+  busy the outcome is a 503;
+- *the client's request* (any other 4xx, e.g. 400 for a parameter value the upstream does not
+  accept, a conversation longer than its context, a content-policy refusal, or 413): the upstream
+  works and said no to this request, which another upstream would most likely refuse too; it is
+  passed back to the client as it is, not retried, and counts as the upstream answering.
+
+Upstreams whose circuit is open, or half open with its one trial request in flight, are skipped;
+when every candidate is skipped, the first is tried anyway as its circuit's trial (one at a time),
+and while that trial is in flight the request is answered 503. For a stream, failover is possible
+until the first byte has been sent to the client; a failure after that ends the stream with an
+error event, and the stream's outcome is reported to the circuit when it ends.
 """
 
 from __future__ import annotations
@@ -26,18 +45,38 @@ import httpx
 
 from evalprism.serve.config import ServeConfig
 from evalprism.serve.decisions import elapsed_ms
-from evalprism.serve.health import HealthBoard
+from evalprism.serve.health import HealthBoard, Ticket
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+#: 4xx statuses that say the router's configuration of the upstream is wrong, not the client's request
+#: (module docstring), with what each most likely means
+UPSTREAM_FAULT_STATUS: dict[int, str] = {
+    401: "it refused the router's API key for it (check the key in its api_key_env)",
+    402: "payment required on the router's account with it",
+    403: "it forbids the router's API key (check the key in its api_key_env and its permissions)",
+    404: "no such endpoint or model there (check its base_url and upstream_model)",
+    405: "that endpoint does not take POST (check its base_url)",
+    407: "a proxy between the router and it wants credentials",
+    410: "that endpoint or model is gone (check its base_url and upstream_model)",
+    422: "it refused a request the router accepted (its API differs from OpenAI's chat completions)",
+}
+
+
+#: the error of an attempt cancelled because the client left
+ABANDONED = "abandoned: the client left before the upstream answered"
 
 
 class UpstreamFailure(Exception):
-    """One attempt failed in a way that warrants the next model; the message names no secret."""
+    """One attempt failed in a way that warrants the next model; the message names no secret.
+    ``counts``: whether it counts against the upstream's circuit; ``busy``: no free connection."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None,
+                 counts: bool = True, busy: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.counts = counts
+        self.busy = busy
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -59,7 +98,8 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 @dataclass
 class Attempt:
-    """What happened when one candidate was tried (or skipped: its circuit was open)."""
+    """What happened when one candidate was tried (or skipped: its circuit was open, or half open
+    with its trial in flight); ``busy``: no connection to it fell free in time."""
 
     model: str
     status: int | None = None
@@ -67,13 +107,21 @@ class Attempt:
     latency_ms: float | None = None
     retry_after: float | None = None
     skipped: bool = False
+    busy: bool = False
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether the client left while this attempt waited on the upstream (the attempt was cancelled)."""
+        return self.error == f"{self.model}: {ABANDONED}"
 
 
 @dataclass
 class Outcome:
     """The answer that goes back to the client and every attempt made to get it. ``body`` and
-    ``stream`` are both None when no upstream answered: then ``status`` is 502, or 429 when every
-    attempt was rate-limited (``retry_after``: the shortest wait an upstream asked for)."""
+    ``stream`` are both None when no upstream answered: then ``status`` is 502, 429 when every
+    attempt was rate-limited (``retry_after``: the shortest wait an upstream asked for), or 503 when
+    every attempt found no free connection or every candidate was skipped. ``ticket``: a stream's
+    circuit ticket, reported by :meth:`Upstreams.stream_ended` when the stream ends."""
 
     model: str | None
     status: int
@@ -81,6 +129,7 @@ class Outcome:
     stream: httpx.Response | None = None
     attempts: list[Attempt] = field(default_factory=list)
     retry_after: float | None = None
+    ticket: Ticket | None = None
 
     @property
     def failed_over(self) -> bool:
@@ -88,21 +137,24 @@ class Outcome:
 
 
 class Upstreams:
-    """The candidates' upstreams behind one connection pool."""
+    """The candidates' upstreams, each behind its own connection pool."""
 
     def __init__(self, config: ServeConfig, keys: Mapping[str, str | None],
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.config = config
         self._keys = dict(keys)
         self.health = HealthBoard(config.models, config.breaker_failures, config.breaker_cooldown_s)
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-            transport=transport,
-        )
+        timeout = httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s, pool=config.pool_timeout_s)
+        self.clients = {
+            name: httpx.AsyncClient(
+                timeout=timeout, transport=transport,
+                limits=httpx.Limits(max_connections=upstream.max_connections,
+                                    max_keepalive_connections=min(upstream.max_connections, 64)))
+            for name, upstream in config.models.items()}
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        for client in self.clients.values():
+            await client.aclose()
 
     def _request(self, model: str, body: dict[str, Any]) -> httpx.Request:
         upstream = self.config.models[model]
@@ -111,68 +163,123 @@ class Upstreams:
         if key:
             headers["authorization"] = f"Bearer {key}"
         payload = {**body, "model": upstream.upstream_model or model}
-        return self.client.build_request("POST", f"{upstream.base_url}/chat/completions", headers=headers,
-                                         content=json.dumps(payload).encode("utf-8"))
+        return self.clients[model].build_request("POST", f"{upstream.base_url}/chat/completions", headers=headers,
+                                                 content=json.dumps(payload).encode("utf-8"))
 
     async def _attempt(self, model: str, body: dict[str, Any], stream: bool) -> Outcome:
         try:
-            response = await self.client.send(self._request(model, body), stream=stream)
+            response = await self.clients[model].send(self._request(model, body), stream=stream)
+        except httpx.PoolTimeout:
+            limit = self.config.models[model].max_connections
+            raise UpstreamFailure(f"{model}: busy: all {limit} connections of the router to this upstream "
+                                  f"(its max_connections) stayed in use for {self.config.pool_timeout_s:g} s "
+                                  "(pool_timeout_s)", counts=False, busy=True) from None
         except httpx.TimeoutException:
             raise UpstreamFailure(f"{model}: upstream timed out") from None
         except httpx.HTTPError as exc:
             raise UpstreamFailure(f"{model}: upstream unreachable ({type(exc).__name__})") from None
-        if response.status_code in _RETRYABLE_STATUS:
+        status = response.status_code
+        if status in _RETRYABLE_STATUS or status in UPSTREAM_FAULT_STATUS:
             await response.aclose()
-            raise UpstreamFailure(f"{model}: upstream answered {response.status_code}", response.status_code,
-                                  retry_after_seconds(response.headers.get("retry-after")))
-        if stream and response.status_code < 400:
-            return Outcome(model, response.status_code, stream=response, attempts=[Attempt(model, response.status_code)])
+            hint = UPSTREAM_FAULT_STATUS.get(status)
+            raise UpstreamFailure(f"{model}: upstream answered {status}" + (f": {hint}" if hint else ""), status,
+                                  retry_after_seconds(response.headers.get("retry-after")), counts=status != 429)
+        if stream and status < 400:
+            return Outcome(model, status, stream=response)
         try:
             if stream:
                 await response.aread()
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError, httpx.HTTPError):
-            raise UpstreamFailure(f"{model}: upstream answered {response.status_code} with a body that is not JSON",
-                                  response.status_code) from None
+            raise UpstreamFailure(f"{model}: upstream answered {status} with a body that is not JSON", status) from None
         finally:
             await response.aclose()
         if not isinstance(data, dict):
-            raise UpstreamFailure(f"{model}: upstream answered a JSON {type(data).__name__}, expected an object",
-                                  response.status_code)
-        return Outcome(model, response.status_code, body=data, attempts=[Attempt(model, response.status_code)])
+            raise UpstreamFailure(f"{model}: upstream answered a JSON {type(data).__name__}, expected an object", status)
+        return Outcome(model, status, body=data)
 
-    async def complete(self, order: list[str], body: dict[str, Any], stream: bool = False) -> Outcome:
+    def _skipped(self, model: str) -> Attempt:
+        why = ("its circuit is half open and its one trial request is in flight" if self.health.blocked_by_trial(model)
+               else f"its circuit is open after {self.config.breaker_failures} failures")
+        return Attempt(model, error=f"{model}: skipped, {why}", skipped=True)
+
+    async def _try(self, model: str, ticket: Ticket, body: dict[str, Any], stream: bool,
+                   attempts: list[Attempt]) -> Outcome | None:
+        """One attempt, recorded in ``attempts`` from its start (so that an attempt abandoned because the
+        client left is on record too) and reported to the circuit; None when it failed."""
+        attempt = Attempt(model)
+        attempts.append(attempt)
+        start = time.perf_counter()
+        try:
+            outcome = await self._attempt(model, body, stream)
+        except UpstreamFailure as exc:
+            attempt.status, attempt.error, attempt.retry_after, attempt.busy = (exc.status, str(exc), exc.retry_after,
+                                                                               exc.busy)
+            if exc.counts:
+                self.health.failure(ticket, str(exc))
+            else:
+                self.health.release(ticket)
+            return None
+        except BaseException:  # cancelled: the client left (or the service stops) while the upstream answered
+            attempt.error = f"{model}: {ABANDONED}"
+            self.health.release(ticket)
+            raise
+        finally:
+            attempt.latency_ms = elapsed_ms(start)
+        attempt.status = outcome.status
+        outcome.attempts = attempts
+        if outcome.stream is not None:
+            outcome.ticket = ticket  # reported when the stream ends (stream_ended)
+        else:
+            self.health.success(ticket)
+        return outcome
+
+    async def complete(self, order: list[str], body: dict[str, Any], stream: bool = False,
+                       attempts: list[Attempt] | None = None) -> Outcome:
         """Try the models of ``order`` in turn until one answers or ``max_attempts`` have been tried,
-        skipping those whose circuit is open (unless none other is left: then the first is tried).
-        With ``stream`` the outcome holds the open upstream response (the caller relays and closes it)."""
-        usable = [m for m in order if self.health.available(m)] or order[:1]
-        attempts: list[Attempt] = []
+        skipping those whose circuit admits no request now (when that is every one, the first is tried
+        as its circuit's one trial). Every attempt is appended to ``attempts`` as it starts. With
+        ``stream`` the outcome holds the open upstream response: the caller relays and closes it, and
+        reports how it ended to :meth:`stream_ended`."""
+        attempts = [] if attempts is None else attempts
+        force_first = not any(self.health.admits(m) for m in order)
         tried = 0
         for model in order:
             if tried >= self.config.max_attempts:
                 break
-            if model not in usable:
-                attempts.append(Attempt(model, error=f"{model}: skipped, its circuit is open after "
-                                                    f"{self.config.breaker_failures} failures", skipped=True))
+            ticket = self.health.acquire(model, force=force_first and model == order[0])
+            if ticket is None:
+                attempts.append(self._skipped(model))
                 continue
             tried += 1
-            start = time.perf_counter()
-            try:
-                outcome = await self._attempt(model, body, stream)
-            except UpstreamFailure as exc:
-                attempts.append(Attempt(model, exc.status, str(exc), elapsed_ms(start), exc.retry_after))
-                if exc.status != 429:  # rate limiting is not an outage
-                    self.health.failure(model, str(exc))
-                continue
-            self.health.success(model)
-            outcome.attempts[-1].latency_ms = elapsed_ms(start)
-            outcome.attempts = attempts + outcome.attempts
-            return outcome
-        made = [a for a in attempts if not a.skipped]
-        if made and all(a.status == 429 for a in made):
-            waits = [a.retry_after for a in made if a.retry_after is not None]
-            return Outcome(None, 429, attempts=attempts, retry_after=min(waits) if waits else None)
-        return Outcome(None, 502, attempts=attempts)
+            outcome = await self._try(model, ticket, body, stream, attempts)
+            if outcome is not None:
+                return outcome
+        return _no_answer(attempts)
+
+    def stream_ended(self, outcome: Outcome, relayed: Relayed) -> None:
+        """Report a relayed stream's end to its upstream's circuit, once: completed is a success,
+        broken a failure, and a stream the client left says nothing about the upstream."""
+        if outcome.ticket is None:
+            return
+        if relayed.end == "completed":
+            self.health.success(outcome.ticket)
+        elif relayed.end == "stream_broken":
+            self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
+        else:
+            self.health.release(outcome.ticket)
+
+
+def _no_answer(attempts: list[Attempt]) -> Outcome:
+    """The outcome when no upstream answered: 429 when every attempt made was rate-limited, 503 when
+    none could be made (every candidate skipped) or every one was busy, else 502."""
+    made = [a for a in attempts if not a.skipped]
+    if made and all(a.status == 429 for a in made):
+        waits = [a.retry_after for a in made if a.retry_after is not None]
+        return Outcome(None, 429, attempts=attempts, retry_after=min(waits) if waits else None)
+    if all(a.busy for a in made):
+        return Outcome(None, 503, attempts=attempts)
+    return Outcome(None, 502, attempts=attempts)
 
 
 StreamEnd = Literal["completed", "stream_broken", "cut"]
@@ -182,7 +289,9 @@ StreamEnd = Literal["completed", "stream_broken", "cut"]
 class Relayed:
     """How a relayed stream ended: ``completed`` (the upstream's ``[DONE]`` was relayed), ``stream_broken``
     (the upstream failed or ended without ``[DONE]``), or ``cut`` (the client left or the service shut
-    down before the end); the bytes sent to the client, and the ``usage`` of the last chunk holding one."""
+    down before the end); the bytes written to the client (counted by the writer,
+    :class:`~evalprism.serve.streaming.RelayResponse`, as each write returns), and the ``usage`` of
+    the last chunk holding one."""
 
     end: StreamEnd = "cut"
     bytes: int = 0
@@ -219,9 +328,7 @@ async def relay_events(response: httpx.Response, annotate: dict[str, Any], relay
                     if extra:
                         chunk["evalprism"] = extra
                         line = "data: " + json.dumps(chunk)
-            out = (line + "\n").encode("utf-8")
-            relayed.bytes += len(out)
-            yield out
+            yield (line + "\n").encode("utf-8")
         if done:
             relayed.end = "completed"
         else:
@@ -229,8 +336,6 @@ async def relay_events(response: httpx.Response, annotate: dict[str, Any], relay
     except httpx.HTTPError as exc:
         relayed.end, relayed.error = "stream_broken", f"upstream stream broke off ({type(exc).__name__})"
         error = {"error": {"message": relayed.error, "type": "upstream_error", "param": None, "code": None}}
-        out = ("data: " + json.dumps(error) + "\n\n").encode("utf-8")
-        relayed.bytes += len(out)
-        yield out
+        yield ("data: " + json.dumps(error) + "\n\n").encode("utf-8")
     finally:
         await response.aclose()
