@@ -342,8 +342,14 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
 
 
 def _battles_subtitle(o: dict[str, Any]) -> str:
-    """The held-out battles and prompts, and how many the loss used (``bt`` leaves out ties)."""
-    text = f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts"
+    """The held-out battles and prompts (or, when the model was trained on some of these prompts, not
+    held out), and how many the loss used (``bt`` leaves out ties)."""
+    overlap = o.get("overlap") or {}
+    if overlap.get("fit"):
+        text = (f"{o['n_battles']} battles on {o['n_prompts']} prompts, NOT held out: {overlap['fit']} of the "
+                "prompts were training prompts of this model")
+    else:
+        text = f"{o['n_battles']} {'held-out ' if overlap.get('recorded', True) else ''}battles on {o['n_prompts']} prompts"
     used = o.get("battles_used", o["n_battles"])
     if used < o["n_battles"]:
         text += (f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
@@ -351,10 +357,117 @@ def _battles_subtitle(o: dict[str, Any]) -> str:
     return text
 
 
+def _pm(x: float, se: float) -> str:
+    """A signed difference with its standard error: ``+0.012 ± 0.020``."""
+    return f"{x:+.3f} ± {se:.3f}" if np.isfinite(se) else f"{x:+.3f} (no standard error)"
+
+
+def gain_words(gain: float, se: float) -> str:
+    """The P2L router's gain over a policy in words: within noise (within :data:`NOISE_SES` paired
+    standard errors), or which side is better, always with the number."""
+    if not np.isfinite(gain):
+        return "not valued (no prompt scored)"
+    if not np.isfinite(se) or abs(gain) <= NOISE_SES * se:
+        return f"within noise: {_pm(gain, se)}"
+    return f"{_pm(gain, se)}, the router {'better' if gain > 0 else 'worse'}"
+
+
+def _single_name(row: pd.Series) -> str:
+    return str(row["models"])
+
+
+def routing_lines(routing: pd.DataFrame) -> list[str]:
+    """One summary line per budget: the P2L router's held-out value, its gain over each baseline
+    (:func:`gain_words`) and the oracle's."""
+    lines = []
+    for budget, rows in routing.groupby("budget", sort=True):
+        r = rows.set_index("policy")
+        p2l, single, oracle = r.loc["p2l"], r.loc["best single"], r.loc["oracle"]
+        lines.append(
+            f"Budget {budget:.4g}: P2L router {p2l['value']:.3f} ± {p2l['se']:.3f} held-out score; gain over the best "
+            f"single model ({_single_name(single)}) {gain_words(single['p2l_gain'], single['se_gain'])}; over the "
+            f"marginal router {gain_words(r.loc['marginal router', 'p2l_gain'], r.loc['marginal router', 'se_gain'])}; "
+            f"over a cost-matched random mix {gain_words(r.loc['random mix', 'p2l_gain'], r.loc['random mix', 'se_gain'])}; "
+            f"oracle {oracle['value']:.3f} (gap {-oracle['p2l_gain']:.3f}).")
+    return lines
+
+
+def _routing_figure(routing: pd.DataFrame) -> go.Figure:
+    """Held-out value against mean cost, one labelled trace per policy, ± 1 SE bars."""
+    styles = {"p2l": ("P2L router", "#1f77b4", "lines+markers", "circle"),
+              "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
+              "best single": ("best single model within budget", "black", "markers", "circle-open"),
+              "random mix": ("cost-matched random mix", "#7f7f7f", "lines+markers", "x"),
+              "oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star")}
+    fig = go.Figure()
+    for policy, (label, colour, mode, symbol) in styles.items():
+        rows = routing[routing["policy"] == policy]
+        fig.add_trace(go.Scatter(
+            x=rows["cost"], y=rows["value"], mode=mode, name=label, error_y={"type": "data", "array": rows["se"]},
+            line={"color": colour}, marker={"symbol": symbol, "size": 10, "color": colour},
+            customdata=np.c_[rows["budget"], rows["models"]],
+            hovertemplate="budget %{customdata[0]:.4g}<br>%{customdata[1]}<br>cost %{x:.4g}<br>held-out score "
+                          "%{y:.3f}<extra>" + label + "</extra>"))
+    costs = routing["cost"].dropna()
+    log = bool(len(costs) and costs.min() > 0 and costs.max() / costs.min() > 20)
+    fig.update_layout(template="plotly_white", height=440, margin={"l": 70, "r": 20, "t": 20, "b": 50},
+                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
+                             "type": "log" if log else "linear"},
+                      yaxis_title="held-out score (win 1, tie ½, loss 0)", legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def _routing_table(routing: pd.DataFrame) -> pd.DataFrame:
+    shown = routing.copy()
+    for col in ("value", "se", "p2l_gain", "se_gain"):
+        shown[col] = shown[col].map(lambda v: "" if not np.isfinite(v) else f"{v:.3f}")
+    shown["cost"] = shown["cost"].map(lambda v: "" if not np.isfinite(v) else f"{v:.4g}")
+    for col in ("prompts_scored", "prompts_excluded"):
+        shown[col] = shown[col].map(lambda v: f"{v:.1f}")
+    shown["budget"] = shown["budget"].map(lambda v: f"{v:.4g}")
+    return shown
+
+
+def nll_split_line(split: pd.DataFrame) -> str | None:
+    """Where P2L's NLL gain over the marginal comes from: the outcome type or the winner."""
+    if not len(split) or "marginal" not in set(split["predictor"]):
+        return None
+    p = split[split["predictor"] == "p2l"].set_index("part")
+    total, kind, winner = (p.loc[k] for k in ("total", "outcome type", "winner given decisive"))
+    return (f"Of P2L's NLL gain over the marginal leaderboard, {-total['vs_marginal']:+.4f} ± "
+            f"{total['se_vs_marginal']:.4f} nats per battle, {-kind['vs_marginal']:+.4f} ± "
+            f"{kind['se_vs_marginal']:.4f} come from predicting the outcome type (decisive, tie, both bad: how "
+            f"tie-prone or hard a prompt is) and {-winner['vs_marginal']:+.4f} ± {winner['se_vs_marginal']:.4f} "
+            "from predicting who wins a decisive battle.")
+
+
+#: why a grounded-RK model's own routing value cannot tell routers apart
+GRK_VALUE_NOTE = ("This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
+                  "than the fictitious 'bad' model, saturates (0.95-0.99 for every model on real battles), so it "
+                  "barely separates models or routers; the routers here maximise {value}.")
+
+
 def evaluation_report(result: EvaluationResult) -> Report:
     o = result.options
     metrics = result.metrics.set_index("predictor")
     report = Report(title="P2L evaluation", subtitle=_battles_subtitle(o))
+    from evalprism.p2l.training_prompts import overlap_sentence
+
+    warning = overlap_sentence(o.get("overlap") or {"recorded": True, "fit": 0, "validation": 0})
+    if warning:
+        report.summary(warning)
+    routing = result.routing
+    if len(routing):
+        r = o["routing"]
+        value = ("the expected score against a uniform opponent, P(win) + ½ P(tie)" if r["value"] == "score" else
+                 "the model's own routing value (as `p2l route`)")
+        report.summary(
+            "Routing valued on the held-out verdicts (a model's score on a prompt: its win rate in that prompt's "
+            "battles, a tie ½; never the P2L model's own predictions). Each prompt's expected cost is at most the "
+            f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
+            *routing_lines(routing))
+        if o["loss"] == "grk":
+            report.summary(GRK_VALUE_NOTE.format(value=value))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
              + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
              + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
@@ -368,7 +481,24 @@ def evaluation_report(result: EvaluationResult) -> Report:
     if "marginal_train_l1" in result.scaling.columns:
         lines.append(f"The marginal leaderboard of the training battles differs by "
                      f"{result.scaling['marginal_train_l1'].iloc[0]:.4f}.")
+    split_line = nll_split_line(result.nll_split)
+    if split_line:
+        lines.append(split_line)
     report.summary(*lines)
+    if len(routing):
+        report.figure(_routing_figure(routing), "Routing policies on the held-out verdicts",
+                      "Held-out score (mean ± 1 standard error by prompt) against the mean cost per prompt, one point "
+                      "per budget and policy. The P2L router and the router on the marginal leaderboard maximise "
+                      "their predicted value under the budget (Theorem 1); the best single model is the best "
+                      "affordable one on the marginal leaderboard; the random mix ignores quality and spends what the "
+                      "P2L router spends; the oracle picks each prompt's best affordable model by the test verdicts.")
+        report.table(_routing_table(routing), "Held-out router table",
+                     "value, se: held-out score and its standard error by prompt; p2l_gain, se_gain: the P2L "
+                     "router's score minus this policy's on the same prompts and its paired standard error (within "
+                     "2 SE: noise); cost: mean expected cost per prompt; prompts_scored: prompts (in expectation "
+                     "over a mix) whose routed model has a verdict on them; prompts_excluded: routed to a model "
+                     "without a battle on that prompt, so not scored (counted here, never silently dropped); "
+                     "models: what a prompt-blind policy routes to.", max_rows=60, nowrap=["policy"])
     fig = go.Figure(go.Scatter(x=scaling["prompts"], y=scaling["mean"], mode="lines+markers", name="P2L aggregate",
                                error_y={"type": "data", "array": scaling["std"].fillna(0)}))
     if "marginal_train_l1" in result.scaling.columns:
@@ -385,6 +515,15 @@ def evaluation_report(result: EvaluationResult) -> Report:
                  "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
                  "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
                  "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.")
+    if len(result.nll_split):
+        shown = result.nll_split.copy()
+        for col in ("nll", "vs_marginal", "se_vs_marginal"):
+            shown[col] = shown[col].map(lambda v: "" if not np.isfinite(v) else f"{v:.4f}")
+        report.table(shown, "NLL by part: outcome type and winner",
+                     "Each battle's NLL is −log P(outcome type) − [decisive] log P(winner | decisive), the outcome "
+                     "type being decisive, tie or both bad; the two parts sum to the total. vs_marginal: the part "
+                     "minus the marginal leaderboard's on the same battles (negative: better), se_vs_marginal: its "
+                     "paired standard error by prompt.")
     report.details.update(o)
     return report
 
