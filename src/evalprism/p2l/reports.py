@@ -536,7 +536,7 @@ def _best_single_within(curve: pd.DataFrame, budget: float | None) -> pd.Series:
     cost, so its rows up to the budget hold that model); any budget when there is none."""
     rows = curve if budget is None else curve[curve["best_single_cost"] <= budget + 1e-12]
     rows = rows if len(rows) else curve
-    return rows.loc[rows["best_single_winrate"].idxmax()]
+    return rows.loc[rows["predicted_best_single_winrate"].idxmax()]
 
 
 def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMPLE) -> pd.DataFrame:
@@ -584,10 +584,10 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
     plot, the chosen budget and the router's point at it marked."""
     singles = curve.drop_duplicates("best_single_model")
     fig = go.Figure([
-        go.Scatter(x=curve["router_cost"], y=curve["router_winrate"], mode="lines+markers", name="P2L router",
+        go.Scatter(x=curve["router_cost"], y=curve["predicted_router_winrate"], mode="lines+markers", name="P2L router",
                    customdata=curve["budget"],
                    hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>"),
-        go.Scatter(x=singles["best_single_cost"], y=singles["best_single_winrate"], mode="markers+text",
+        go.Scatter(x=singles["best_single_cost"], y=singles["predicted_best_single_winrate"], mode="markers+text",
                    name="best single model within budget", text=singles["best_single_model"],
                    textposition="top center",
                    hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
@@ -600,7 +600,7 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
         fig.add_vline(x=o["budget"], line_dash="dash", line_color="#d62728", line_width=1,
                       annotation_text=f"chosen budget {o['budget']:g}", annotation_position="top right")
     fig.update_layout(template="plotly_white", height=420, xaxis_title="mean cost per prompt",
-                      yaxis_title=f"expected win rate vs {_against(o)}", yaxis_tickformat=".0%",
+                      yaxis_title=f"predicted win rate vs {_against(o)}", yaxis_tickformat=".0%",
                       margin={"l": 70, "r": 20, "t": 30, "b": 50})
     return fig
 
@@ -610,8 +610,8 @@ def routing_index_line(result: RoutingResult) -> str:
     o = result.options
     single = _best_single_within(result.curve, o["budget"])
     budget = "" if o["budget"] is None else f" within budget {o['budget']:g}"
-    return (f"router {o['mean_expected_winrate']:.1%} expected win rate at mean cost {o['mean_expected_cost']:.3g} vs "
-            f"{single['best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
+    return (f"router {o['mean_expected_winrate']:.1%} predicted win rate at mean cost {o['mean_expected_cost']:.3g} vs "
+            f"{single['predicted_best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
 
 
 def routing_report(result: RoutingResult) -> Report:
@@ -621,22 +621,25 @@ def routing_report(result: RoutingResult) -> Report:
     report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {_against(o)}")
     used = traffic[traffic["share"] > 0.005]
     single = _best_single_within(curve, o["budget"])
-    gains = curve["router_winrate"] - curve["best_single_winrate"]
+    gains = curve["predicted_router_winrate"] - curve["predicted_best_single_winrate"]
     widest = curve.iloc[int(gains.argmax())]
     report.summary(
-        f"At this budget the router's expected win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
-        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['best_single_winrate']:.1%} for the best "
+        f"At this budget the router's predicted win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
+        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['predicted_best_single_winrate']:.1%} for the best "
         f"single model that fits it ({single['best_single_model']}, cost {single['best_single_cost']:.4g}). It sends "
         f"traffic to {len(used)} models ({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
-        f"The largest gain over the best single model within budget is from budget {widest['budget']:.4g}: "
-        f"{widest['router_winrate']:.1%} against {widest['best_single_winrate']:.1%} for {widest['best_single_model']}.",
-        "Win rates are predicted by the P2L model (Theorem 1 is exact for its leaderboards; real gains depend on "
-        "how well the leaderboards predict votes: see the model's evaluation).",
+        f"The largest predicted gain over the best single model within budget is from budget {widest['budget']:.4g}: "
+        f"{widest['predicted_router_winrate']:.1%} against {widest['predicted_best_single_winrate']:.1%} for {widest['best_single_model']}.",
+        "**These win rates are the P2L model's own predictions**, for the router and for the best single model "
+        "alike, so the router wins by construction (Theorem 1 is exact for its leaderboards). Whether it wins on "
+        "real verdicts is measured by `evalprism p2l evaluate MODEL HELD_OUT --costs COSTS`, which values every "
+        "policy on held-out battles.",
     )
-    report.figure(_winrate_figure(curve, o), "Win rate against cost",
+    report.figure(_winrate_figure(curve, o), "Predicted win rate against cost",
                   "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
                   "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
-                  "The vertical gap between the line and the circles is what routing prompt by prompt buys.")
+                  "All values are P2L's predictions (curve.csv: predicted_*), not verdicts: the vertical gap is what "
+                  "routing buys if the predicted leaderboards were exact; `p2l evaluate --costs` measures it.")
     shown = traffic.iloc[::-1]
     fig = go.Figure(go.Bar(x=shown["share"], y=[f"{m} (cost {c:g})" for m, c in zip(shown["model"], shown["cost"], strict=True)],
                            orientation="h", text=[f"{v:.0%}" for v in shown["share"]], textposition="outside",
