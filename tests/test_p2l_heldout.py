@@ -120,12 +120,17 @@ def test_paired_standard_error_against_direct_computations() -> None:
 
 def test_cost_matched_random_mix_and_oracle_respect_the_budget() -> None:
     cost = np.array([1.0, 2.0, 5.0, 9.0])
-    mix = cost_matched_mix(cost, budget=5.0, target=2.5)
-    assert mix[3] == 0.0 and mix.sum() == pytest.approx(1.0) and mix @ cost == pytest.approx(2.5, abs=1e-9)
-    assert cost_matched_mix(cost, 5.0, 1.0).tolist() == [1.0, 0.0, 0.0, 0.0]
+    mix = cost_matched_mix(cost, target=2.5)
+    assert (mix > 0).all() and mix.sum() == pytest.approx(1.0) and mix @ cost == pytest.approx(2.5, abs=1e-9)
+    assert np.all(np.diff(mix) < 0)  # cheaper models are more likely
+    assert cost_matched_mix(cost, 1.0).tolist() == [1.0, 0.0, 0.0, 0.0]
     scores = np.array([[0.2, np.nan, 0.9, 1.0], [np.nan, np.nan, np.nan, 1.0]])
     oracle = oracle_policy(scores, cost, budget=5.0)
-    assert oracle.tolist() == [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]  # prompt 2: nothing affordable scored
+    assert oracle[0].tolist() == [0.0, 0.0, 1.0, 0.0]
+    # prompt 2: no affordable model has a verdict; the best mix within the budget puts half on the scored m3
+    assert oracle[1] == pytest.approx([0.5, 0.0, 0.0, 0.5])
+    valued = policy_value(oracle, scores)
+    assert valued.covered == pytest.approx([1.0, 0.5]) and valued.value == pytest.approx((0.9 + 0.5 * 1.0) / 1.5)
     assert default_budgets(cost) == pytest.approx([1.0, 9 ** 0.25, 3.0, 9 ** 0.75, 9.0])
 
 

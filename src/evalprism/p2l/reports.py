@@ -388,8 +388,17 @@ def routing_lines(routing: pd.DataFrame) -> list[str]:
             f"single model ({_single_name(single)}) {gain_words(single['p2l_gain'], single['se_gain'])}; over the "
             f"marginal router {gain_words(r.loc['marginal router', 'p2l_gain'], r.loc['marginal router', 'se_gain'])}; "
             f"over a cost-matched random mix {gain_words(r.loc['random mix', 'p2l_gain'], r.loc['random mix', 'se_gain'])}; "
-            f"oracle {oracle['value']:.3f} (gap {-oracle['p2l_gain']:.3f}).")
+            f"oracle (reads the test verdicts) {oracle['value']:.3f}.")
     return lines
+
+
+def coverage_line(routing: pd.DataFrame, n_prompts: int) -> str:
+    """How many prompts the P2L router could be scored on: a routed model without a battle on a prompt
+    is excluded (and counted), which is most prompts when battles cover few models per prompt."""
+    scored = routing.loc[routing["policy"] == "p2l", "prompts_scored"]
+    return (f"The P2L router's routed model has a verdict on {scored.min():.0f} to {scored.max():.0f} of the "
+            f"{n_prompts} prompts (by budget); the other prompts are excluded from its value and counted "
+            "(prompts_excluded), never silently dropped: the standard errors carry that loss.")
 
 
 def _routing_figure(routing: pd.DataFrame) -> go.Figure:
@@ -465,7 +474,7 @@ def evaluation_report(result: EvaluationResult) -> Report:
             "Routing valued on the held-out verdicts (a model's score on a prompt: its win rate in that prompt's "
             "battles, a tie ½; never the P2L model's own predictions). Each prompt's expected cost is at most the "
             f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
-            *routing_lines(routing))
+            coverage_line(routing, o["n_prompts"]), *routing_lines(routing))
         if o["loss"] == "grk":
             report.summary(GRK_VALUE_NOTE.format(value=value))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"

@@ -62,8 +62,8 @@ from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_l
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.p2l.split import split_prompts
-from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
+from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
