@@ -77,7 +77,9 @@ def test_router_cannot_beat_the_best_single_model_when_one_model_wins_every_prom
     perfect = routing_table(np.tile(strength, (g, 1)), strength / 3, scores, cost, ["m0", "m1", "m2", "m3"], [1.0])
     row = perfect.set_index("policy").loc["best single"]
     assert row["p2l_gain"] == 0.0 and row["se_gain"] == 0.0
-    assert gain_words(0.0, 0.0).startswith("within noise: +0.000")
+    assert gain_words(0.0, 0.0) == "none (the same routing)"
+    assert gain_words(0.01, 0.02) == "within noise: +0.010 ± 0.020"
+    assert gain_words(-0.1, 0.02) == "-0.100 ± 0.020, the router worse"
 
 
 def test_a_prompt_whose_routed_model_has_no_verdict_is_excluded_and_counted() -> None:

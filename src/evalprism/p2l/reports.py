@@ -367,6 +367,8 @@ def gain_words(gain: float, se: float) -> str:
     standard errors), or which side is better, always with the number."""
     if not np.isfinite(gain):
         return "not valued (no prompt scored)"
+    if gain == 0 and se == 0:
+        return "none (the same routing)"
     if not np.isfinite(se) or abs(gain) <= NOISE_SES * se:
         return f"within noise: {_pm(gain, se)}"
     return f"{_pm(gain, se)}, the router {'better' if gain > 0 else 'worse'}"
@@ -500,7 +502,9 @@ def evaluation_report(result: EvaluationResult) -> Report:
                       "per budget and policy. The P2L router and the router on the marginal leaderboard maximise "
                       "their predicted value under the budget (Theorem 1); the best single model is the best "
                       "affordable one on the marginal leaderboard; the random mix ignores quality and spends what the "
-                      "P2L router spends; the oracle picks each prompt's best affordable model by the test verdicts.")
+                      "P2L router spends; the oracle routes by the test verdicts among the models that fought on each "
+                      "prompt (with few models per prompt it is valued on more prompts than the routers, so at a low "
+                      "budget it can sit below them).")
         report.table(_routing_table(routing), "Held-out router table",
                      "value, se: held-out score and its standard error by prompt; p2l_gain, se_gain: the P2L "
                      "router's score minus this policy's on the same prompts and its paired standard error (within "
