@@ -454,8 +454,9 @@ def nll_split_line(split: pd.DataFrame) -> str | None:
 
 #: why a grounded-RK model's own routing value cannot tell routers apart
 GRK_VALUE_NOTE = ("This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
-                  "than the fictitious 'bad' model, saturates (0.95-0.99 for every model on real battles), so it "
-                  "barely separates models or routers; the routers here maximise {value}.")
+                  "than the fictitious 'bad' model, saturates near 1 for the stronger models (RWQ: 0.87-0.99 for the "
+                  "12 best of 23), so the values it predicts barely separate models or routers; the routers here "
+                  "maximise {value}, and every policy is valued on the verdicts.")
 
 
 def evaluation_report(result: EvaluationResult) -> Report:
