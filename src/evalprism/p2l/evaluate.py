@@ -273,6 +273,15 @@ def routing_costs(names: list[str], costs: Mapping[str, float], budgets: Sequenc
     return cost, chosen
 
 
+def value_spread(model: P2LModel, pred: Prediction) -> dict[str, list[float]]:
+    """The range of the per-model mean routing value over the better half of the models (by mean score), in
+    the model's own value and in the score value: how far apart the values put the models worth routing to."""
+    means = {kind: router_values(kind, model.loss, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
+             for kind in ROUTE_VALUE_KINDS}
+    top = np.argsort(-means["score"])[: max(1, len(model.models) // 2)]
+    return {kind: [float(v[top].min()), float(v[top].max())] for kind, v in means.items()}
+
+
 def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_prompts: int) -> np.ndarray:
     """Each model's held-out score on each prompt (:func:`~evalprism.stats.policy_value.prompt_scores`):
     a win 1, a tie of either kind ½, a soft label its expected result."""
@@ -351,5 +360,6 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
             "best_single_from": "marginal leaderboard of the training battles" if marginal is not None else
                                 "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
             "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
+            "value_spread": value_spread(model, pred),
         }
     return EvaluationResult(metrics, scaling, options, split, routing)

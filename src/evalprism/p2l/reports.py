@@ -405,17 +405,18 @@ def coverage_line(routing: pd.DataFrame, n_prompts: int) -> str:
 
 def _routing_figure(routing: pd.DataFrame) -> go.Figure:
     """Held-out value against mean cost, one labelled trace per policy, ± 1 SE bars."""
-    styles = {"p2l": ("P2L router", "#1f77b4", "lines+markers", "circle"),
-              "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
-              "best single": ("best single model within budget", "black", "markers", "circle-open"),
+    styles = {"oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star"),
               "random mix": ("cost-matched random mix", "#7f7f7f", "lines+markers", "x"),
-              "oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star")}
+              "best single": ("best single model within budget", "black", "markers", "circle-open"),
+              "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
+              "p2l": ("P2L router", "#1f77b4", "lines+markers", "circle")}  # drawn last: on top where they coincide
     fig = go.Figure()
-    for policy, (label, colour, mode, symbol) in styles.items():
+    for rank, (policy, (label, colour, mode, symbol)) in enumerate(styles.items()):
         rows = routing[routing["policy"] == policy]
         fig.add_trace(go.Scatter(
             x=rows["cost"], y=rows["value"], mode=mode, name=label, error_y={"type": "data", "array": rows["se"]},
-            line={"color": colour}, marker={"symbol": symbol, "size": 10, "color": colour},
+            legendrank=1000 - rank, line={"color": colour, "width": 3 if policy == "p2l" else 2},
+            marker={"symbol": symbol, "size": 10 if policy != "p2l" else 8, "color": colour},
             customdata=np.c_[rows["budget"], rows["models"]],
             hovertemplate="budget %{customdata[0]:.4g}<br>%{customdata[1]}<br>cost %{x:.4g}<br>held-out score "
                           "%{y:.3f}<extra>" + label + "</extra>"))
@@ -445,18 +446,23 @@ def nll_split_line(split: pd.DataFrame) -> str | None:
         return None
     p = split[split["predictor"] == "p2l"].set_index("part")
     total, kind, winner = (p.loc[k] for k in ("total", "outcome type", "winner given decisive"))
-    return (f"Of P2L's NLL gain over the marginal leaderboard, {-total['vs_marginal']:+.4f} ± "
-            f"{total['se_vs_marginal']:.4f} nats per battle, {-kind['vs_marginal']:+.4f} ± "
-            f"{kind['se_vs_marginal']:.4f} come from predicting the outcome type (decisive, tie, both bad: how "
-            f"tie-prone or hard a prompt is) and {-winner['vs_marginal']:+.4f} ± {winner['se_vs_marginal']:.4f} "
-            "from predicting who wins a decisive battle.")
+
+    def part(row: pd.Series) -> str:
+        gain, se = -float(row["vs_marginal"]), float(row["se_vs_marginal"])
+        noise = " (within noise)" if not np.isfinite(se) or abs(gain) <= NOISE_SES * se else ""
+        return f"{gain:+.4f} ± {se:.4f}{noise}"
+
+    return (f"Of P2L's NLL gain over the marginal leaderboard, {part(total)} nats per battle, {part(kind)} come "
+            "from predicting the outcome type (decisive, tie, both bad: how tie-prone or hard a prompt is) and "
+            f"{part(winner)} from predicting who wins a decisive battle.")
 
 
 #: why a grounded-RK model's own routing value cannot tell routers apart
 GRK_VALUE_NOTE = ("This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
-                  "than the fictitious 'bad' model, saturates near 1 for the stronger models (RWQ: 0.87-0.99 for the "
-                  "12 best of 23), so the values it predicts barely separate models or routers; the routers here "
-                  "maximise {value}, and every policy is valued on the verdicts.")
+                  "than the fictitious 'bad' model, saturates near 1 for the stronger models (on these prompts the "
+                  "better half of the models have mean σ(β) {own}, where their expected scores against a uniform "
+                  "opponent span {score}), so the values it predicts barely separate models or routers; the routers "
+                  "here maximise {value}, and every policy is valued on the verdicts.")
 
 
 def evaluation_report(result: EvaluationResult) -> Report:
@@ -479,7 +485,9 @@ def evaluation_report(result: EvaluationResult) -> Report:
             f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
             coverage_line(routing, o["n_prompts"]), *routing_lines(routing))
         if o["loss"] == "grk":
-            report.summary(GRK_VALUE_NOTE.format(value=value))
+            spread = r["value_spread"]
+            report.summary(GRK_VALUE_NOTE.format(value=value, own="{:.2f}-{:.2f}".format(*spread["own"]),
+                                                 score="{:.2f}-{:.2f}".format(*spread["score"])))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
              + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
              + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
