@@ -357,7 +357,7 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
             "budgets": chosen_budgets, "value": value, "budget_scope": "prompt",
             "costs": dict(zip(model.models, map(float, cost), strict=True)),
             "cost_column": getattr(costs, "column", "cost"),
-            "best_single_from": "marginal leaderboard of the training battles" if marginal is not None else
+            "best_single_from": "the marginal leaderboard of the training battles" if marginal is not None else
                                 "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
             "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
             "value_spread": value_spread(model, pred),
