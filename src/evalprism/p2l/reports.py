@@ -601,29 +601,52 @@ def _against(o: dict) -> str:
     return str(o["opponent"])
 
 
+def _value_axis_title(o: dict) -> str:
+    """The y-axis title of the predicted curve: short enough to fit beside the plot."""
+    if o.get("routing_value") == "grk":
+        return "predicted P(not worse than 'bad')"
+    return f"predicted win rate vs {o['opponent']}"
+
+
+def _short(name: str) -> str:
+    """A model name without its organisation prefix (``meta-llama/Llama-2-7b`` -> ``Llama-2-7b``), for plot labels."""
+    return name.rsplit("/", 1)[-1]
+
+
 def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
-    """Router and best single models on win rate against cost, each single model named on the
-    plot, the chosen budget and the router's point at it marked."""
+    """Router and best single models on predicted win rate against cost, each single model named on
+    the plot, the chosen budget and the router's point at it marked. Costs spanning more than a factor
+    20 are drawn on a log axis (cheap models would otherwise pile up at the left edge)."""
     singles = curve.drop_duplicates("best_single_model")
     fig = go.Figure([
         go.Scatter(x=curve["router_cost"], y=curve["predicted_router_winrate"], mode="lines+markers", name="P2L router",
                    customdata=curve["budget"],
                    hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>"),
         go.Scatter(x=singles["best_single_cost"], y=singles["predicted_best_single_winrate"], mode="markers+text",
-                   name="best single model within budget", text=singles["best_single_model"],
-                   textposition="top center",
-                   hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+                   name="best single model within budget", text=[_short(m) for m in singles["best_single_model"]],
+                   textposition=["bottom right"] * (len(singles) - 1) + ["bottom left"],
+                   customdata=singles["best_single_model"],
+                   hovertemplate="%{customdata}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
                    marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}}),
         go.Scatter(x=[o["mean_expected_cost"]], y=[o["mean_expected_winrate"]], mode="markers",
                    name="router at the chosen budget", marker={"symbol": "star", "size": 16, "color": "#d62728"},
                    hovertemplate="chosen budget: cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>"),
     ])
+    costs = pd.concat([curve["router_cost"], curve["best_single_cost"]])
+    log = bool(costs.min() > 0 and costs.max() / costs.min() > 20)
     if o["budget"] is not None:
-        fig.add_vline(x=o["budget"], line_dash="dash", line_color="#d62728", line_width=1,
-                      annotation_text=f"chosen budget {o['budget']:g}", annotation_position="top right")
-    fig.update_layout(template="plotly_white", height=420, xaxis_title="mean cost per prompt",
-                      yaxis_title=f"predicted win rate vs {_against(o)}", yaxis_tickformat=".0%",
-                      margin={"l": 70, "r": 20, "t": 30, "b": 50})
+        fig.add_shape(type="line", x0=o["budget"], x1=o["budget"], y0=0, y1=1, yref="paper",
+                      line={"dash": "dash", "color": "#d62728", "width": 1})
+        # on a log axis an annotation's x is log10 of the value (a shape's is the value itself)
+        fig.add_annotation(x=math.log10(o["budget"]) if log and o["budget"] > 0 else o["budget"], y=1, yref="paper",
+                           text=f"chosen budget {o['budget']:g}", showarrow=False, xanchor="left", yanchor="bottom")
+    values = pd.concat([curve["predicted_router_winrate"], curve["predicted_best_single_winrate"]])
+    fine = values.max() - values.min() < 0.1  # whole percents would repeat on the ticks
+    fig.update_layout(template="plotly_white", height=440,
+                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
+                             "type": "log" if log else "linear"},
+                      yaxis_title=_value_axis_title(o), yaxis_tickformat=".1%" if fine else ".0%",
+                      margin={"l": 80, "r": 20, "t": 30, "b": 50})
     return fig
 
 
