@@ -179,7 +179,8 @@ def routing_table(p2l_values: np.ndarray, single_values: np.ndarray, scores: np.
                   names: Sequence[str], budgets: Sequence[float]) -> pd.DataFrame:
     """The held-out router table: per budget and policy (:data:`POLICIES`), its held-out ``value``
     and ``se`` by prompt, ``p2l_gain`` (the P2L router's value minus this policy's, on the same
-    prompts; positive: the router is better) with its paired standard error ``se_gain``, the expected ``cost`` per prompt, ``prompts_scored`` (Σ w_p) and
+    prompts; positive: the router is better) with its paired standard error ``se_gain``, the expected
+    ``cost`` per prompt, ``prompts_scored`` (Σ w_p) and
     ``prompts_excluded`` (routed mass without a verdict, in prompts), and ``models`` (what a
     prompt-blind policy routes to).
 

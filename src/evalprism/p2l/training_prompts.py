@@ -47,8 +47,9 @@ def read_training_prompts(directory: str | Path) -> dict[str, np.ndarray] | None
         with np.load(path, allow_pickle=False) as saved:
             out = {side: np.asarray(saved[side], dtype=np.uint64) for side in SIDES}
     except (OSError, ValueError, KeyError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else "unreadable"
         raise EvalprismError(f"{path}: not a training-prompt record written by `evalprism p2l train` "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+                             f"({type(exc).__name__}: {detail})") from None
     return out
 
 
