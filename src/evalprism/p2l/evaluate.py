@@ -4,7 +4,11 @@ Predictions are outcome probabilities per battle (n, 4) in the order of
 :data:`evalprism.stats.pairwise.OUTCOMES`; observations are the per-battle outcome weights of the
 loss in use (soft labels give fractional weights), normalised to sum to one per battle. Battles
 the loss ignores (ties under ``bt``) are left out. Three predictors are compared: the constant one
-(equal probability for every outcome the loss knows), the marginal leaderboard and P2L.
+(equal probability for every outcome the loss knows), the marginal leaderboard and P2L. For a loss
+with ties (``rk``, ``grk``) each NLL is split into the outcome type and the winner given a decisive
+battle (:func:`nll_parts`), to say where a gain comes from. With costs, routing policies are valued
+on the battles' verdicts (:mod:`evalprism.p2l.heldout_routing`). The model's record of its training
+prompts (:mod:`evalprism.p2l.training_prompts`) says whether the battles are held out at all.
 Aggregation scaling (Fig. 6) measures how fast the eq. 3 aggregate of a few prompts' leaderboards
 approaches the ground-truth leaderboard of the prompt set.
 """
