@@ -312,7 +312,7 @@ def p2l_evaluate(
     repeats: Annotated[int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)] = 10,
     costs: Annotated[Optional[Path], typer.Option("--costs", help="Cost table (as `p2l route --costs`): value routing policies on the held-out verdicts (P2L router, best single model, marginal router, cost-matched random mix, oracle).")] = None,
     budgets: Annotated[Optional[str], typer.Option("--budgets", help="With --costs: comma-separated budgets, each prompt's expected cost at most the budget (default: 5 from the cheapest to the dearest model's cost).")] = None,
-    value: Annotated[RouteValueName, typer.Option("--value", help="With --costs: what the routers maximise: score (expected score against a uniform opponent, P(win) + 1/2 P(tie): what the held-out value measures) or own (the model's own routing value, as `p2l route`: sigma(beta) for grk, which saturates near 1).")] = None,  # type: ignore[assignment]
+    value: Annotated[RouteValueName, typer.Option("--value", help="With --costs: what the routers maximise: score (the default: expected score against a uniform opponent, P(win) + 1/2 P(tie), what the held-out value measures) or own (the model's own routing value, as `p2l route`: sigma(beta) for grk, which saturates near 1).")] = None,  # type: ignore[assignment]
     cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
     seed: Seed = 0,
     cache_dir: CacheDir = None,
