@@ -34,8 +34,8 @@ score against a uniform opponent under the model's full outcome probabilities, P
 ½ P(both bad) -- the quantity the held-out value measures; or ``own``, the model's own routing value
 (:attr:`~evalprism.p2l.model.P2LModel.routing_value`: the same for BT-scale models; σ(β) for ``grk``,
 which saturates near 1 for the stronger models and so values routers alike: on RWQ's held-out prompts
-the 12 best of 23 models have mean σ(β) between 0.87 and 0.99 where their expected scores run from 0.53
-to 0.87). σ(β) is monotone in β, so both values pick the same best model on a prompt (on RWQ: every
+the better 11 of 23 models have mean σ(β) between 0.91 and 0.99 where their expected scores run from
+0.60 to 0.87). σ(β) is monotone in β, so both values pick the same best model on a prompt (on RWQ: every
 prompt); they differ in how a router mixes models and in the values it reports.
 """
 
