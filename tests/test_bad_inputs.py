@@ -1050,3 +1050,42 @@ class TestCompareBadInputs:
     def test_compare_empty_cluster_value(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "")], "model,item_id,score,passage")
         self._refused(tmp_path, [f, "--cluster", "passage"], "s.csv: row 2 (line 3), column 'passage': missing value")
+
+
+# ------------------------------------------------------------------------ p2l evaluate --costs: held-out routing
+
+class TestEvaluateRoutingOptions:
+    """`p2l evaluate --costs` checks costs, budgets and --value against the model list before the encoder
+    loads (whose spec points nowhere here, so a check that ran late would fail with its error)."""
+
+    MODELS = TestRouteCostsAndBudget.MODELS
+    _model_dir = TestRouteCostsAndBudget._model_dir
+
+    def _evaluate(self, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
+        battles = pd.DataFrame({"prompt": ["Write a haiku.", "What is 2 + 2?"], "model_a": ["model-a", "model-b"],
+                                "model_b": ["model-b", "model-c"], "winner": ["model_a", "model_b"]})
+        battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
+        code, _, err = run_cli(["p2l", "evaluate", self._model_dir(tmp_path), tmp_path / "held_out.jsonl", "--out",
+                                tmp_path / "out", "-q", *extra], capsys)
+        assert not (tmp_path / "out").exists()
+        return code, " ".join(err.split())
+
+    def _costs(self, tmp_path: Path, models: list[str]) -> Path:
+        pd.DataFrame({"model": models, "cost": np.arange(1.0, len(models) + 1)}).to_csv(tmp_path / "c.csv", index=False)
+        return tmp_path / "c.csv"
+
+    def test_missing_cost(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS[:-1]))
+        assert code == 2 and "model-j" in err and "no-such-encoder" not in err, err
+
+    def test_budget_below_the_cheapest(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "2,0.5")
+        assert code == 2 and "budget 0.5 is below the cheapest model's cost 1 (model-a)" in err, err
+
+    def test_budgets_not_numbers(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "1,cheap")
+        assert code == 2 and "--budgets '1,cheap': expected comma-separated numbers" in err, err
+
+    def test_value_without_costs(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, "--value", "own")
+        assert code == 2 and "--value applies to a routing evaluation: add --costs" in err, err

@@ -38,8 +38,8 @@ def test_cli_route_beats_the_best_single_model_within_budget(model_and_inputs: P
     poem = routes[routes["prompt"].str.contains("poem")]
     assert (poem["model"] == "poet-7b").mean() > 0.8
     curve = pd.read_csv(root / "r" / "curve.csv")
-    assert (curve["router_winrate"] >= curve["best_single_winrate"] - 1e-9).all()
-    assert (curve["router_winrate"] > curve["best_single_winrate"] + 0.05).any()
+    assert (curve["predicted_router_winrate"] >= curve["predicted_best_single_winrate"] - 1e-9).all()
+    assert (curve["predicted_router_winrate"] > curve["predicted_best_single_winrate"] + 0.05).any()
 
 
 def test_cli_route_refuses_missing_costs_and_low_budgets(model_and_inputs: Path, capsys) -> None:

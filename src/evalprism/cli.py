@@ -299,24 +299,41 @@ def p2l_leaderboard(
     _wrote(out, quiet)
 
 
+class RouteValueName(str, Enum):
+    """evalprism.p2l.heldout_routing.ROUTE_VALUE_KINDS (listed here so that --help imports no numpy)."""
+
+    score = "score"
+    own = "own"
+
+
 @p2l_app.command("evaluate")
 def p2l_evaluate(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
     out: Out,
     repeats: Annotated[int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)] = 10,
+    costs: Annotated[Optional[Path], typer.Option("--costs", help="Cost table (as `p2l route --costs`): value routing policies on the held-out verdicts (P2L router, best single model, marginal router, cost-matched random mix, oracle).")] = None,
+    budgets: Annotated[Optional[str], typer.Option("--budgets", help="With --costs: comma-separated budgets, each prompt's expected cost at most the budget (default: 5 from the cheapest to the dearest model's cost).")] = None,
+    value: Annotated[RouteValueName, typer.Option("--value", help="With --costs: what the routers maximise: score (the default: expected score against a uniform opponent, P(win) + 1/2 P(tie), what the held-out value measures) or own (the model's own routing value, as `p2l route`: sigma(beta) for grk, which saturates near 1).")] = None,  # type: ignore[assignment]
+    cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
     seed: Seed = 0,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Held-out NLL / accuracy / Brier against constant and marginal baselines; aggregation scaling."""
-    from evalprism.io import read_table
+    """Held-out NLL / accuracy / Brier against constant and marginal baselines (NLL split into outcome type and
+    winner for rk/grk); with --costs, routing policies valued on the held-out verdicts; aggregation scaling."""
+    from evalprism.io import read_costs, read_table
     from evalprism.p2l import evaluate_model_dir
 
-    target = _claim(out, "p2l evaluate", [model_dir, battles, cache_dir], overwrite, quiet)
+    if value is not None and costs is None:
+        raise EvalprismError("--value applies to a routing evaluation: add --costs")
+    target = _claim(out, "p2l evaluate", [model_dir, battles, costs, cache_dir], overwrite, quiet)
     table = read_table(battles)  # the battles first: a bad file fails before the model loads
-    result = evaluate_model_dir(model_dir, table, repeats=repeats, seed=seed, cache_dir=cache_dir, progress=not quiet)
+    cost_table = None if costs is None else read_costs(costs, cost_column)
+    result = evaluate_model_dir(model_dir, table, repeats=repeats, seed=seed, costs=cost_table,
+                                budgets=_number_list(budgets, "--budgets"),
+                                value=(value or RouteValueName.score).value, cache_dir=cache_dir, progress=not quiet)
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     _wrote(out, quiet)
@@ -372,6 +389,17 @@ def _qrels_paths(qrels: Optional[list[str]]) -> list[Path]:
     from evalprism.io import named_qrels
 
     return [named_qrels(q)[1] for q in qrels or []]
+
+
+def _number_list(value: Optional[str], option: str) -> Optional[list[float]]:
+    """A comma-separated list of numbers (--budgets 0.2,0.5,1), or None when not given."""
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    try:
+        return [float(v) for v in items] or None
+    except ValueError:
+        raise EvalprismError(f"{option} {value!r}: expected comma-separated numbers, e.g. 0.2,0.5,1") from None
 
 
 def _names(values: Optional[list[str]]) -> list[str]:

@@ -4,13 +4,18 @@ Predictions are outcome probabilities per battle (n, 4) in the order of
 :data:`evalprism.stats.pairwise.OUTCOMES`; observations are the per-battle outcome weights of the
 loss in use (soft labels give fractional weights), normalised to sum to one per battle. Battles
 the loss ignores (ties under ``bt``) are left out. Three predictors are compared: the constant one
-(equal probability for every outcome the loss knows), the marginal leaderboard and P2L.
+(equal probability for every outcome the loss knows), the marginal leaderboard and P2L. For a loss
+with ties (``rk``, ``grk``) each NLL is split into the outcome type and the winner given a decisive
+battle (:func:`nll_parts`), to say where a gain comes from. With costs, routing policies are valued
+on the battles' verdicts (:mod:`evalprism.p2l.heldout_routing`). The model's record of its training
+prompts (:mod:`evalprism.p2l.training_prompts`) says whether the battles are held out at all.
 Aggregation scaling (Fig. 6) measures how fast the eq. 3 aggregate of a few prompts' leaderboards
 approaches the ground-truth leaderboard of the prompt set.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,13 +25,20 @@ import pandas as pd
 import torch
 from scipy.special import expit
 
+from evalprism.errors import EvalprismError
 from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
+from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
 from evalprism.p2l.model import P2LModel, Prediction, model_names
+from evalprism.p2l.routing import check_budget
+from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
 from evalprism.progress import status
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.outcome_models import outcome_model
+from evalprism.stats.policy_value import prompt_scores
+from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
 
 
@@ -75,6 +87,56 @@ def battle_nll(loss: str, logp: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return -(w * np.where(w > 0, logp[used, :k], 0.0)).sum(axis=1)
 
 
+def nll_parts(loss: str, logp: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each used battle's NLL split in two parts that sum to :func:`battle_nll`: the outcome type
+    (decisive, tie, and for ``grk`` both bad) and the winner given that the battle was decisive.
+
+    P(outcome) = P(type) · P(winner | decisive) for a win, P(type) for a tie, so
+    −log P(outcome) = −log P(type) − [decisive] log P(winner | decisive), with
+    P(decisive) = P(A wins) + P(B wins) and P(A wins | decisive) = P(A wins) / P(decisive). Soft
+    labels split the same way, weight by weight. A loss that predicts no ties (``bt``, ``bt-tie``)
+    has no outcome type to predict: None."""
+    used, w, k = _observed(loss, rows)
+    if k < 3:
+        return None
+    lp = logp[used, :k]
+    decisive = np.logaddexp(lp[:, 0], lp[:, 1])
+
+    def term(weight: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return np.where(weight > 0, weight * value, 0.0)  # 0 · (−inf) is no contribution, not NaN
+
+    kind = -(term(w[:, 0] + w[:, 1], decisive) + sum(term(w[:, j], lp[:, j]) for j in range(2, k)))
+    winner = -(term(w[:, 0], lp[:, 0] - decisive) + term(w[:, 1], lp[:, 1] - decisive))
+    return kind, winner
+
+
+#: the two parts of :func:`nll_parts`, as named in ``nll_split.csv`` and the report
+NLL_PARTS = ("outcome type", "winner given decisive")
+
+
+def nll_split(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], prompts: np.ndarray) -> pd.DataFrame:
+    """Per predictor and part (:data:`NLL_PARTS`, then ``total``): the mean NLL per battle and, beside
+    the marginal leaderboard, its difference to the marginal's same part on the same battles with the
+    paired standard error by prompt (:func:`paired_difference`). Empty for a loss without ties."""
+    used = _observed(loss, rows)[0]
+    clusters = np.asarray(prompts)[used]
+    parts = {}
+    for name, logp in predictions.items():
+        split = nll_parts(loss, logp, rows)
+        if split is None:
+            return pd.DataFrame(columns=["predictor", "part", "nll", "vs_marginal", "se_vs_marginal"])
+        parts[name] = dict(zip(NLL_PARTS, split, strict=True)) | {"total": battle_nll(loss, logp, rows)}
+    table = []
+    for name, by_part in parts.items():
+        for part, values in by_part.items():
+            diff, se = (np.nan, np.nan)
+            if "marginal" in parts and name != "marginal":
+                diff, se = paired_difference(values - parts["marginal"][part], clusters)
+            table.append({"predictor": name, "part": part, "nll": float(values.mean()), "vs_marginal": diff,
+                          "se_vs_marginal": se})
+    return pd.DataFrame(table)
+
+
 def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
     """Mean NLL, expected accuracy and Brier score of predictions ``logp`` against outcome ``rows``."""
     used, w, k = _observed(loss, rows)
@@ -100,16 +162,21 @@ def paired_difference(values: np.ndarray, clusters: np.ndarray) -> tuple[float, 
     return mean, float(np.sqrt(g / (g - 1) * np.sum(per_prompt ** 2)) / n)
 
 
+def constant_log_probs(loss: str, n: int) -> np.ndarray:
+    """The constant predictor's log-probabilities (n, 4): every outcome the loss knows equally likely."""
+    k = len(outcome_model(loss).outcomes)
+    constant = np.full((n, 4), -np.inf)
+    constant[:, :k] = -np.log(k)
+    return constant
+
+
 def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray],
                        prompts: np.ndarray | None = None) -> pd.DataFrame:
     """One row per predictor (constant first): battles, nll, accuracy, brier. With ``prompts`` (each
     battle's prompt) and a ``marginal`` predictor: ``nll_vs_marginal``, each predictor's mean NLL minus
     the marginal's on the same battles (negative: better), and ``se_vs_marginal``, its paired standard
     error clustered by prompt (:func:`paired_difference`)."""
-    k = len(outcome_model(loss).outcomes)
-    constant = np.full((rows.shape[0], 4), -np.inf)
-    constant[:, :k] = -np.log(k)
-    everything = {"constant": constant, **predictions}
+    everything = {"constant": constant_log_probs(loss, rows.shape[0]), **predictions}
     table = pd.DataFrame([{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in everything.items()])
     if prompts is not None and "marginal" in predictions:
         used = _observed(loss, rows)[0]
@@ -148,16 +215,25 @@ def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list
 
 @dataclass
 class EvaluationResult(SavedResult):
-    """``metrics`` (constant / marginal / P2L on the battles) and ``scaling`` (Fig. 6)."""
+    """``metrics`` (constant / marginal / P2L on the battles), ``nll_split`` (their NLL in outcome type
+    and winner parts, for a loss with ties), ``routing`` (the held-out router table when costs were
+    given: :mod:`evalprism.p2l.heldout_routing`) and ``scaling`` (Fig. 6)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_EVALUATE
 
     metrics: pd.DataFrame
     scaling: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    nll_split: pd.DataFrame = field(default_factory=pd.DataFrame)
+    routing: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {"metrics": self.metrics, "scaling": self.scaling}
+        out = {"metrics": self.metrics, "scaling": self.scaling}
+        if len(self.nll_split):
+            out["nll_split"] = self.nll_split
+        if len(self.routing):
+            out["routing"] = self.routing
+        return out
 
     def report(self) -> Any:
         from evalprism.p2l.reports import evaluation_report
@@ -166,23 +242,76 @@ class EvaluationResult(SavedResult):
 
 
 def evaluate_model_dir(model_dir: str | Path, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
-                       cache_dir: str | Path | None = None, progress: bool = True) -> EvaluationResult:
-    """:func:`evaluate_model` with the model in ``model_dir``: the battles are checked against its model
-    list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so battles of models it does not
-    rank fail before the encoder loads (tens of seconds)."""
-    battle_arrays(to_canonical_battles(battles), names=model_names(model_dir), min_battles=1)
+                       costs: Mapping[str, float] | None = None, budgets: Sequence[float] | None = None,
+                       value: str = "score", cache_dir: str | Path | None = None,
+                       progress: bool = True) -> EvaluationResult:
+    """:func:`evaluate_model` with the model in ``model_dir``: the battles, costs and budgets are
+    checked against its model list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so
+    a bad one fails before the encoder loads (tens of seconds). The prompts the model was trained on
+    are read from its record (:mod:`evalprism.p2l.training_prompts`), to say whether the battles are
+    held out."""
+    names = model_names(model_dir)
+    battle_arrays(to_canonical_battles(battles), names=names, min_battles=1)
+    if costs is not None:
+        routing_costs(names, costs, budgets, value)
+    recorded = read_training_prompts(model_dir)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
-    return evaluate_model(model, battles, repeats=repeats, seed=seed, progress=progress)
+    return evaluate_model(model, battles, repeats=repeats, seed=seed, costs=costs, budgets=budgets, value=value,
+                          training_prompts=recorded, progress=progress)
+
+
+def routing_costs(names: list[str], costs: Mapping[str, float], budgets: Sequence[float] | None,
+                  value: str) -> tuple[np.ndarray, list[float]]:
+    """The checks of a held-out routing evaluation that need only the model list: a cost for every
+    model, budgets that cover the cheapest model (each prompt's cost is bounded), a known value;
+    returns the costs in ``names`` order and the budgets (default: :func:`default_budgets`)."""
+    if value not in ROUTE_VALUE_KINDS:
+        raise EvalprismError(f"unknown routing value {value!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}",
+                             parameter="value")
+    cost = cost_vector(costs, names)
+    chosen = default_budgets(cost) if not budgets else [float(b) for b in budgets]
+    for b in chosen:
+        if not np.isfinite(b):
+            raise EvalprismError(f"budget {b}: expected a finite number", parameter="budgets")
+        check_budget(b, cost, names, "prompt")
+    return cost, chosen
+
+
+def value_spread(model: P2LModel, pred: Prediction) -> dict[str, list[float]]:
+    """The range of the per-model mean routing value over the better half of the models (by mean score), in
+    the model's own value and in the score value: how far apart the values put the models worth routing to."""
+    means = {kind: router_values(kind, model.loss, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
+             for kind in ROUTE_VALUE_KINDS}
+    top = np.argsort(-means["score"])[: max(1, len(model.models) // 2)]
+    return {kind: [float(v[top].min()), float(v[top].max())] for kind, v in means.items()}
+
+
+def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_prompts: int) -> np.ndarray:
+    """Each model's held-out score on each prompt (:func:`~evalprism.stats.policy_value.prompt_scores`):
+    a win 1, a tie of either kind ½, a soft label its expected result."""
+    weights = rows / rows.sum(axis=1, keepdims=True)
+    result_a = weights[:, A_WINS] + 0.5 * (weights[:, TIE] + weights[:, BOTH_BAD])
+    return prompt_scores(prompt_codes, arrays.a, arrays.b, result_a, n_prompts, len(arrays.names))
 
 
 def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
+                   costs: Mapping[str, float] | None = None, budgets: Sequence[float] | None = None,
+                   value: str = "score", training_prompts: dict[str, np.ndarray] | None = None,
                    progress: bool = True) -> EvaluationResult:
     """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
-    marginal (training) leaderboard, and the aggregation scaling of Fig. 6 against the marginal BT
-    fitted on these battles themselves (the ground truth of this prompt set)."""
+    marginal (training) leaderboard, split into outcome type and winner parts for a loss with ties
+    (:func:`nll_split`), and the aggregation scaling of Fig. 6 against the marginal BT fitted on these
+    battles themselves (the ground truth of this prompt set).
+
+    With ``costs`` (model -> cost per query): the held-out router table at ``budgets`` (default: five
+    from the cheapest to the dearest model; :func:`~evalprism.p2l.heldout_routing.routing_table`), the
+    routers maximising ``value`` (``score`` or ``own``). ``training_prompts``: the model's record of its
+    training prompts (:func:`~evalprism.p2l.training_prompts.read_training_prompts`); the overlap with
+    these battles' prompts is counted in ``options["overlap"]``."""
     table = to_canonical_battles(battles)
     where = table.attrs.get("source") or "battles table"
     require_prompts(table["prompt"], where)
+    cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
     table = in_content_order(table)  # the scaling draws pick prompts from this order; sums run in it
     arrays = battle_arrays(table, names=model.models, min_battles=1)
     rows = outcome_rows(arrays.outcome, arrays.p_b)
@@ -192,14 +321,29 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     note = ignored_battles_note(model.loss, arrays.outcome, arrays.p_b)
     if note:
         status(note, progress)
-    pred = model.predict(distinct)  # once: the votes and the scaling curve both read these leaderboards
-    predictions = {"p2l": prediction_log_probs(model.loss, pred, pd.Index(distinct).get_indexer(prompts),
-                                               arrays.a, arrays.b)}
+    pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
+    codes = pd.Index(distinct).get_indexer(prompts)
+    predictions = {"p2l": prediction_log_probs(model.loss, pred, codes, arrays.a, arrays.b)}
     marginal = None if model.marginal is None else model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    marginal_extra = model.config.get("training", {}).get("marginal_extra")
     if marginal is not None:
-        extra = model.config.get("training", {}).get("marginal_extra")
-        predictions = {"marginal": marginal_log_probs(model.loss, marginal, extra, arrays.a, arrays.b), **predictions}
-    metrics = compare_predictors(model.loss, rows, predictions, np.asarray(prompts, dtype=object))
+        predictions = {"marginal": marginal_log_probs(model.loss, marginal, marginal_extra, arrays.a, arrays.b),
+                       **predictions}
+    clusters = np.asarray(prompts, dtype=object)
+    metrics = compare_predictors(model.loss, rows, predictions, clusters)
+    split = nll_split(model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions},
+                      clusters)
+
+    routing = pd.DataFrame()
+    if cost is not None:
+        status(f"valuing routers on the held-out verdicts at {len(chosen_budgets)} budgets", progress)
+        scores = held_out_scores(arrays, rows, codes, len(distinct))
+        p2l_values = router_values(value, model.loss, model.routing_value, pred.coefs, pred.extra)
+        if marginal is not None:
+            single = router_values(value, model.loss, model.routing_value, marginal[None, :], marginal_extra)[0]
+        else:  # no marginal leaderboard: P2L's mean prediction over these prompts (no verdict read)
+            single = p2l_values.mean(axis=0)
+        routing = routing_table(p2l_values, single, scores, cost, model.models, chosen_budgets)
 
     present = np.unique(np.concatenate([arrays.a, arrays.b]))
     truth = fit_counts(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b),
@@ -210,5 +354,16 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     if marginal is not None:
         scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
     options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed,
-               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note, "read": table.attrs.get("choices", [])}
-    return EvaluationResult(metrics, scaling, options)
+               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note, "read": table.attrs.get("choices", []),
+               "overlap": prompt_overlap(training_prompts, distinct)}
+    if cost is not None:
+        options["routing"] = {
+            "budgets": chosen_budgets, "value": value, "budget_scope": "prompt",
+            "costs": dict(zip(model.models, map(float, cost), strict=True)),
+            "cost_column": getattr(costs, "column", "cost"),
+            "best_single_from": "the marginal leaderboard of the training battles" if marginal is not None else
+                                "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
+            "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
+            "value_spread": value_spread(model, pred),
+        }
+    return EvaluationResult(metrics, scaling, options, split, routing)

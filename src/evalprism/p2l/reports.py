@@ -342,8 +342,14 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
 
 
 def _battles_subtitle(o: dict[str, Any]) -> str:
-    """The held-out battles and prompts, and how many the loss used (``bt`` leaves out ties)."""
-    text = f"{o['n_battles']} held-out battles on {o['n_prompts']} prompts"
+    """The held-out battles and prompts (or, when the model was trained on some of these prompts, not
+    held out), and how many the loss used (``bt`` leaves out ties)."""
+    overlap = o.get("overlap") or {}
+    if overlap.get("fit"):
+        text = (f"{o['n_battles']} battles on {o['n_prompts']} prompts, NOT held out: {overlap['fit']} of the "
+                "prompts were training prompts of this model")
+    else:
+        text = f"{o['n_battles']} {'held-out ' if overlap.get('recorded', True) else ''}battles on {o['n_prompts']} prompts"
     used = o.get("battles_used", o["n_battles"])
     if used < o["n_battles"]:
         text += (f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
@@ -351,10 +357,137 @@ def _battles_subtitle(o: dict[str, Any]) -> str:
     return text
 
 
+def _pm(x: float, se: float) -> str:
+    """A signed difference with its standard error: ``+0.012 ± 0.020``."""
+    return f"{x:+.3f} ± {se:.3f}" if np.isfinite(se) else f"{x:+.3f} (no standard error)"
+
+
+def gain_words(gain: float, se: float) -> str:
+    """The P2L router's gain over a policy in words: within noise (within :data:`NOISE_SES` paired
+    standard errors), or which side is better, always with the number."""
+    if not np.isfinite(gain):
+        return "not valued (no prompt scored)"
+    if gain == 0 and se == 0:
+        return "none (the same routing)"
+    if not np.isfinite(se) or abs(gain) <= NOISE_SES * se:
+        return f"within noise: {_pm(gain, se)}"
+    return f"{_pm(gain, se)}, the router {'better' if gain > 0 else 'worse'}"
+
+
+def _single_name(row: pd.Series) -> str:
+    return str(row["models"])
+
+
+def routing_lines(routing: pd.DataFrame) -> list[str]:
+    """One summary line per budget: the P2L router's held-out value, its gain over each baseline
+    (:func:`gain_words`) and the oracle's."""
+    lines = []
+    for budget, rows in routing.groupby("budget", sort=True):
+        r = rows.set_index("policy")
+        p2l, single, oracle = r.loc["p2l"], r.loc["best single"], r.loc["oracle"]
+        lines.append(
+            f"Budget {budget:.4g}: P2L router {p2l['value']:.3f} ± {p2l['se']:.3f} held-out score; gain over the best "
+            f"single model ({_single_name(single)}) {gain_words(single['p2l_gain'], single['se_gain'])}; over the "
+            f"marginal router {gain_words(r.loc['marginal router', 'p2l_gain'], r.loc['marginal router', 'se_gain'])}; "
+            f"over a cost-matched random mix {gain_words(r.loc['random mix', 'p2l_gain'], r.loc['random mix', 'se_gain'])}; "
+            f"oracle (reads the test verdicts) {oracle['value']:.3f}.")
+    return lines
+
+
+def coverage_line(routing: pd.DataFrame, n_prompts: int) -> str:
+    """How many prompts the P2L router could be scored on: a routed model without a battle on a prompt
+    is excluded (and counted), which is most prompts when battles cover few models per prompt."""
+    scored = routing.loc[routing["policy"] == "p2l", "prompts_scored"]
+    return (f"The P2L router's routed model has a verdict on {scored.min():.0f} to {scored.max():.0f} of the "
+            f"{n_prompts} prompts (by budget); the other prompts are excluded from its value and counted "
+            "(prompts_excluded), never silently dropped: the standard errors carry that loss.")
+
+
+def _routing_figure(routing: pd.DataFrame) -> go.Figure:
+    """Held-out value against mean cost, one labelled trace per policy, ± 1 SE bars."""
+    styles = {"oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star"),
+              "random mix": ("cost-matched random mix", "#7f7f7f", "lines+markers", "x"),
+              "best single": ("best single model within budget", "black", "markers", "circle-open"),
+              "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
+              "p2l": ("P2L router", "#1f77b4", "lines+markers", "circle")}  # drawn last: on top where they coincide
+    fig = go.Figure()
+    for rank, (policy, (label, colour, mode, symbol)) in enumerate(styles.items()):
+        rows = routing[routing["policy"] == policy]
+        fig.add_trace(go.Scatter(
+            x=rows["cost"], y=rows["value"], mode=mode, name=label, error_y={"type": "data", "array": rows["se"]},
+            legendrank=1000 - rank, line={"color": colour, "width": 3 if policy == "p2l" else 2},
+            marker={"symbol": symbol, "size": 10 if policy != "p2l" else 8, "color": colour},
+            customdata=np.c_[rows["budget"], rows["models"]],
+            hovertemplate="budget %{customdata[0]:.4g}<br>%{customdata[1]}<br>cost %{x:.4g}<br>held-out score "
+                          "%{y:.3f}<extra>" + label + "</extra>"))
+    costs = routing["cost"].dropna()
+    log = bool(len(costs) and costs.min() > 0 and costs.max() / costs.min() > 20)
+    fig.update_layout(template="plotly_white", height=440, margin={"l": 70, "r": 20, "t": 20, "b": 50},
+                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
+                             "type": "log" if log else "linear"},
+                      yaxis_title="held-out score (win 1, tie ½, loss 0)", legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def _routing_table(routing: pd.DataFrame) -> pd.DataFrame:
+    shown = routing.copy()
+    for col in ("value", "se", "p2l_gain", "se_gain"):
+        shown[col] = shown[col].map(lambda v: "" if not np.isfinite(v) else f"{v:.3f}")
+    shown["cost"] = shown["cost"].map(lambda v: "" if not np.isfinite(v) else f"{v:.4g}")
+    for col in ("prompts_scored", "prompts_excluded"):
+        shown[col] = shown[col].map(lambda v: f"{v:.1f}")
+    shown["budget"] = shown["budget"].map(lambda v: f"{v:.4g}")
+    return shown
+
+
+def nll_split_line(split: pd.DataFrame) -> str | None:
+    """Where P2L's NLL gain over the marginal comes from: the outcome type or the winner."""
+    if not len(split) or "marginal" not in set(split["predictor"]):
+        return None
+    p = split[split["predictor"] == "p2l"].set_index("part")
+    total, kind, winner = (p.loc[k] for k in ("total", "outcome type", "winner given decisive"))
+
+    def part(row: pd.Series) -> str:
+        gain, se = -float(row["vs_marginal"]), float(row["se_vs_marginal"])
+        noise = " (within noise)" if not np.isfinite(se) or abs(gain) <= NOISE_SES * se else ""
+        return f"{gain:+.4f} ± {se:.4f}{noise}"
+
+    return (f"Of P2L's NLL gain over the marginal leaderboard, {part(total)} nats per battle, {part(kind)} come "
+            "from predicting the outcome type (decisive, tie, both bad: how tie-prone or hard a prompt is) and "
+            f"{part(winner)} from predicting who wins a decisive battle.")
+
+
+#: why a grounded-RK model's own routing value cannot tell routers apart
+GRK_VALUE_NOTE = ("This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
+                  "than the fictitious 'bad' model, saturates near 1 for the stronger models (on these prompts the "
+                  "better half of the models have mean σ(β) {own}, where their expected scores against a uniform "
+                  "opponent span {score}), so the values it predicts barely separate models or routers; the routers "
+                  "here maximise {value}, and every policy is valued on the verdicts.")
+
+
 def evaluation_report(result: EvaluationResult) -> Report:
     o = result.options
     metrics = result.metrics.set_index("predictor")
     report = Report(title="P2L evaluation", subtitle=_battles_subtitle(o))
+    from evalprism.p2l.training_prompts import overlap_sentence
+
+    warning = overlap_sentence(o.get("overlap") or {"recorded": True, "fit": 0, "validation": 0})
+    if warning:
+        report.summary(warning)
+    routing = result.routing
+    if len(routing):
+        r = o["routing"]
+        value = ("the expected score against a uniform opponent, P(win) + ½ P(tie)" if r["value"] == "score" else
+                 "the model's own routing value (as `p2l route`)")
+        report.summary(
+            "Routing valued on the held-out verdicts (a model's score on a prompt: its win rate in that prompt's "
+            "battles, a tie ½; never the P2L model's own predictions). Each prompt's expected cost is at most the "
+            f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
+            coverage_line(routing, o["n_prompts"]), *routing_lines(routing))
+        if o["loss"] == "grk":
+            spread = r["value_spread"]
+            report.summary(GRK_VALUE_NOTE.format(value=value, own="{:.2f}-{:.2f}".format(*spread["own"]),
+                                                 score="{:.2f}-{:.2f}".format(*spread["score"])))
     lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
              + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
              + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
@@ -368,7 +501,26 @@ def evaluation_report(result: EvaluationResult) -> Report:
     if "marginal_train_l1" in result.scaling.columns:
         lines.append(f"The marginal leaderboard of the training battles differs by "
                      f"{result.scaling['marginal_train_l1'].iloc[0]:.4f}.")
+    split_line = nll_split_line(result.nll_split)
+    if split_line:
+        lines.append(split_line)
     report.summary(*lines)
+    if len(routing):
+        report.figure(_routing_figure(routing), "Routing policies on the held-out verdicts",
+                      "Held-out score (mean ± 1 standard error by prompt) against the mean cost per prompt, one point "
+                      "per budget and policy. The P2L router and the router on the marginal leaderboard maximise "
+                      "their predicted value under the budget (Theorem 1); the best single model is the best "
+                      "affordable one on the marginal leaderboard; the random mix ignores quality and spends what the "
+                      "P2L router spends; the oracle routes by the test verdicts among the models that fought on each "
+                      "prompt (with few models per prompt it is valued on more prompts than the routers, so at a low "
+                      "budget it can sit below them).")
+        report.table(_routing_table(routing), "Held-out router table",
+                     "value, se: held-out score and its standard error by prompt; p2l_gain, se_gain: the P2L "
+                     "router's score minus this policy's on the same prompts and its paired standard error (within "
+                     "2 SE: noise); cost: mean expected cost per prompt; prompts_scored: prompts (in expectation "
+                     "over a mix) whose routed model has a verdict on them; prompts_excluded: routed to a model "
+                     "without a battle on that prompt, so not scored (counted here, never silently dropped); "
+                     "models: what a prompt-blind policy routes to.", max_rows=60, nowrap=["policy"])
     fig = go.Figure(go.Scatter(x=scaling["prompts"], y=scaling["mean"], mode="lines+markers", name="P2L aggregate",
                                error_y={"type": "data", "array": scaling["std"].fillna(0)}))
     if "marginal_train_l1" in result.scaling.columns:
@@ -385,6 +537,15 @@ def evaluation_report(result: EvaluationResult) -> Report:
                  "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
                  "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
                  "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.")
+    if len(result.nll_split):
+        shown = result.nll_split.copy()
+        for col in ("nll", "vs_marginal", "se_vs_marginal"):
+            shown[col] = shown[col].map(lambda v: "" if not np.isfinite(v) else f"{v:.4f}")
+        report.table(shown, "NLL by part: outcome type and winner",
+                     "Each battle's NLL is −log P(outcome type) − [decisive] log P(winner | decisive), the outcome "
+                     "type being decisive, tie or both bad; the two parts sum to the total. vs_marginal: the part "
+                     "minus the marginal leaderboard's on the same battles (negative: better), se_vs_marginal: its "
+                     "paired standard error by prompt.")
     report.details.update(o)
     return report
 
@@ -397,7 +558,7 @@ def _best_single_within(curve: pd.DataFrame, budget: float | None) -> pd.Series:
     cost, so its rows up to the budget hold that model); any budget when there is none."""
     rows = curve if budget is None else curve[curve["best_single_cost"] <= budget + 1e-12]
     rows = rows if len(rows) else curve
-    return rows.loc[rows["best_single_winrate"].idxmax()]
+    return rows.loc[rows["predicted_best_single_winrate"].idxmax()]
 
 
 def _route_sample(routes: pd.DataFrame, order: list[str], rows: int = ROUTE_SAMPLE) -> pd.DataFrame:
@@ -440,29 +601,52 @@ def _against(o: dict) -> str:
     return str(o["opponent"])
 
 
+def _value_axis_title(o: dict) -> str:
+    """The y-axis title of the predicted curve: short enough to fit beside the plot."""
+    if o.get("routing_value") == "grk":
+        return "predicted P(not worse than 'bad')"
+    return f"predicted win rate vs {o['opponent']}"
+
+
+def _short(name: str) -> str:
+    """A model name without its organisation prefix (``meta-llama/Llama-2-7b`` -> ``Llama-2-7b``), for plot labels."""
+    return name.rsplit("/", 1)[-1]
+
+
 def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
-    """Router and best single models on win rate against cost, each single model named on the
-    plot, the chosen budget and the router's point at it marked."""
+    """Router and best single models on predicted win rate against cost, each single model named on
+    the plot, the chosen budget and the router's point at it marked. Costs spanning more than a factor
+    20 are drawn on a log axis (cheap models would otherwise pile up at the left edge)."""
     singles = curve.drop_duplicates("best_single_model")
     fig = go.Figure([
-        go.Scatter(x=curve["router_cost"], y=curve["router_winrate"], mode="lines+markers", name="P2L router",
+        go.Scatter(x=curve["router_cost"], y=curve["predicted_router_winrate"], mode="lines+markers", name="P2L router",
                    customdata=curve["budget"],
                    hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>"),
-        go.Scatter(x=singles["best_single_cost"], y=singles["best_single_winrate"], mode="markers+text",
-                   name="best single model within budget", text=singles["best_single_model"],
-                   textposition="top center",
-                   hovertemplate="%{text}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+        go.Scatter(x=singles["best_single_cost"], y=singles["predicted_best_single_winrate"], mode="markers+text",
+                   name="best single model within budget", text=[_short(m) for m in singles["best_single_model"]],
+                   textposition=["bottom right"] * (len(singles) - 1) + ["bottom left"],
+                   customdata=singles["best_single_model"],
+                   hovertemplate="%{customdata}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
                    marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}}),
         go.Scatter(x=[o["mean_expected_cost"]], y=[o["mean_expected_winrate"]], mode="markers",
                    name="router at the chosen budget", marker={"symbol": "star", "size": 16, "color": "#d62728"},
                    hovertemplate="chosen budget: cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>"),
     ])
+    costs = pd.concat([curve["router_cost"], curve["best_single_cost"]])
+    log = bool(costs.min() > 0 and costs.max() / costs.min() > 20)
     if o["budget"] is not None:
-        fig.add_vline(x=o["budget"], line_dash="dash", line_color="#d62728", line_width=1,
-                      annotation_text=f"chosen budget {o['budget']:g}", annotation_position="top right")
-    fig.update_layout(template="plotly_white", height=420, xaxis_title="mean cost per prompt",
-                      yaxis_title=f"expected win rate vs {_against(o)}", yaxis_tickformat=".0%",
-                      margin={"l": 70, "r": 20, "t": 30, "b": 50})
+        fig.add_shape(type="line", x0=o["budget"], x1=o["budget"], y0=0, y1=1, yref="paper",
+                      line={"dash": "dash", "color": "#d62728", "width": 1})
+        # on a log axis an annotation's x is log10 of the value (a shape's is the value itself)
+        fig.add_annotation(x=math.log10(o["budget"]) if log and o["budget"] > 0 else o["budget"], y=1, yref="paper",
+                           text=f"chosen budget {o['budget']:g}", showarrow=False, xanchor="left", yanchor="bottom")
+    values = pd.concat([curve["predicted_router_winrate"], curve["predicted_best_single_winrate"]])
+    fine = values.max() - values.min() < 0.1  # whole percents would repeat on the ticks
+    fig.update_layout(template="plotly_white", height=440,
+                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
+                             "type": "log" if log else "linear"},
+                      yaxis_title=_value_axis_title(o), yaxis_tickformat=".1%" if fine else ".0%",
+                      margin={"l": 80, "r": 20, "t": 30, "b": 50})
     return fig
 
 
@@ -471,8 +655,8 @@ def routing_index_line(result: RoutingResult) -> str:
     o = result.options
     single = _best_single_within(result.curve, o["budget"])
     budget = "" if o["budget"] is None else f" within budget {o['budget']:g}"
-    return (f"router {o['mean_expected_winrate']:.1%} expected win rate at mean cost {o['mean_expected_cost']:.3g} vs "
-            f"{single['best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
+    return (f"router {o['mean_expected_winrate']:.1%} predicted win rate at mean cost {o['mean_expected_cost']:.3g} vs "
+            f"{single['predicted_best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
 
 
 def routing_report(result: RoutingResult) -> Report:
@@ -482,22 +666,25 @@ def routing_report(result: RoutingResult) -> Report:
     report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {_against(o)}")
     used = traffic[traffic["share"] > 0.005]
     single = _best_single_within(curve, o["budget"])
-    gains = curve["router_winrate"] - curve["best_single_winrate"]
+    gains = curve["predicted_router_winrate"] - curve["predicted_best_single_winrate"]
     widest = curve.iloc[int(gains.argmax())]
     report.summary(
-        f"At this budget the router's expected win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
-        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['best_single_winrate']:.1%} for the best "
+        f"At this budget the router's predicted win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
+        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['predicted_best_single_winrate']:.1%} for the best "
         f"single model that fits it ({single['best_single_model']}, cost {single['best_single_cost']:.4g}). It sends "
         f"traffic to {len(used)} models ({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
-        f"The largest gain over the best single model within budget is from budget {widest['budget']:.4g}: "
-        f"{widest['router_winrate']:.1%} against {widest['best_single_winrate']:.1%} for {widest['best_single_model']}.",
-        "Win rates are predicted by the P2L model (Theorem 1 is exact for its leaderboards; real gains depend on "
-        "how well the leaderboards predict votes: see the model's evaluation).",
+        f"The largest predicted gain over the best single model within budget is from budget {widest['budget']:.4g}: "
+        f"{widest['predicted_router_winrate']:.1%} against {widest['predicted_best_single_winrate']:.1%} for {widest['best_single_model']}.",
+        "**These win rates are the P2L model's own predictions**, for the router and for the best single model "
+        "alike, so the router wins by construction (Theorem 1 is exact for its leaderboards). Whether it wins on "
+        "real verdicts is measured by `evalprism p2l evaluate MODEL HELD_OUT --costs COSTS`, which values every "
+        "policy on held-out battles.",
     )
-    report.figure(_winrate_figure(curve, o), "Win rate against cost",
+    report.figure(_winrate_figure(curve, o), "Predicted win rate against cost",
                   "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
                   "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
-                  "The vertical gap between the line and the circles is what routing prompt by prompt buys.")
+                  "All values are P2L's predictions (curve.csv: predicted_*), not verdicts: the vertical gap is what "
+                  "routing buys if the predicted leaderboards were exact; `p2l evaluate --costs` measures it.")
     shown = traffic.iloc[::-1]
     fig = go.Figure(go.Bar(x=shown["share"], y=[f"{m} (cost {c:g})" for m, c in zip(shown["model"], shown["cost"], strict=True)],
                            orientation="h", text=[f"{v:.0%}" for v in shown["share"]], textposition="outside",

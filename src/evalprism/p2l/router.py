@@ -41,9 +41,11 @@ class RoutingResult(SavedResult):
 
 def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
                  scope: BudgetScope, points: int = 12, value: str = "bt") -> pd.DataFrame:
-    """Expected win rate of the optimal router and of the best affordable single model, for budgets
+    """Predicted win rate of the optimal router and of the best affordable single model, for budgets
     from the cheapest to the most expensive model's cost; ``value``: the routing value of the
-    leaderboards (:attr:`P2LModel.routing_value`)."""
+    leaderboards (:attr:`P2LModel.routing_value`). Both are valued with the same predicted
+    leaderboards (hence the ``predicted_`` columns), so the router wins by construction;
+    :mod:`evalprism.p2l.heldout_routing` values policies on held-out verdicts instead."""
     budgets = np.unique(np.r_[np.linspace(cost.min(), cost.max(), points), cost])
     values = route(coefs, cost, None, opponent, names=names, model=value, budget_scope=scope).values
     per_model = np.atleast_2d(values).mean(axis=0)
@@ -52,9 +54,9 @@ def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent
         r = route(coefs, cost, float(b), opponent, names=names, model=value, budget_scope=scope)
         affordable = cost <= b + 1e-12
         best = int(np.flatnonzero(affordable)[per_model[affordable].argmax()])
-        rows.append({"budget": float(b), "router_winrate": float(np.mean(r.expected_winrate)),
+        rows.append({"budget": float(b), "predicted_router_winrate": float(np.mean(r.expected_winrate)),
                      "router_cost": float(np.mean(r.expected_cost)), "best_single_model": names[best],
-                     "best_single_winrate": float(per_model[best]), "best_single_cost": float(cost[best])})
+                     "predicted_best_single_winrate": float(per_model[best]), "best_single_cost": float(cost[best])})
     return pd.DataFrame(rows)
 
 

@@ -63,6 +63,7 @@ from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
+from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
@@ -165,6 +166,8 @@ class TrainResult(SavedResult):
     options: dict[str, Any] = field(default_factory=dict)
     checkpoint_dir: Path | None = None
     main_process: bool = True  # False on the other ranks of a torchrun world: they write nothing
+    #: the prompts whose battles the fit and the validation read, recorded as hashes (training_prompts.npz)
+    seen_prompts: dict[str, list[str]] | None = None
 
     @staticmethod
     def claim(out: str | Path, *, inputs: Iterable[str | Path | None] = (), overwrite: bool = False,
@@ -184,6 +187,8 @@ class TrainResult(SavedResult):
 
     def write_extra(self, directory: Path) -> None:
         self.model.save(directory, {"training": self.options})
+        if self.seen_prompts is not None:
+            write_training_prompts(directory, self.seen_prompts["fit"], self.seen_prompts["validation"])
 
     def report(self) -> Any:
         from evalprism.p2l.reports import training_report
@@ -618,7 +623,9 @@ def build_result(data: TrainingData, opts: TrainOptions, world: World, head: Coe
            "train_battles": int(data.train_idx.size), "val_battles": int(val.size), **summary,
            "marginal_extra": marginal.extra, "processes": world.size, "read": data.read}
     model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
-    return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main)
+    seen = {side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
+            for side, idx in (("fit", data.train_idx), ("validation", val))}
+    return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main, seen)
 
 
 def fit_line(summary: dict[str, Any]) -> str:
