@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -1050,3 +1051,144 @@ class TestCompareBadInputs:
     def test_compare_empty_cluster_value(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "")], "model,item_id,score,passage")
         self._refused(tmp_path, [f, "--cluster", "passage"], "s.csv: row 2 (line 3), column 'passage': missing value")
+
+
+# ------------------------------------------------------------------- issue 32: the rest of the sweep
+
+def _dead_pid() -> int:
+    """The id of a process that has exited (what a killed run's leftovers carry in their names)."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(proc.stdout)
+
+
+def _output(path: Path, kind: str, files: dict[str, str], *, staging: bool = False) -> Path:
+    """An evalprism output built by hand: ``files`` plus the run.json manifest listing them (and the
+    staging marker when ``staging``: a directory still being written)."""
+    from evalprism.io.outputs import STAGING_MARKER
+
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    (path / "run.json").write_text(json.dumps({"output": {"kind": kind, "files": sorted({*files, "run.json"})}}),
+                                   encoding="utf-8")
+    if staging:
+        (path / STAGING_MARKER).write_text("1\n", encoding="utf-8")
+    return path
+
+
+class TestInterruptedMove:
+    """The final move of an output (staging complete -> previous output renamed aside -> staging renamed
+    in -> aside output deleted) killed at each instant, the state built by hand with a dead process's
+    id: the next run, even one refused for bad input, restores the previous or the finished new output
+    and never deletes the only copy of either. The leftovers' names are those evalprism gives."""
+
+    OLD: ClassVar[dict[str, str]] = {"leaderboard.csv": "model,score\nold,1\n", "report.html": "<p>old</p>"}
+    NEW: ClassVar[dict[str, str]] = {"leaderboard.csv": "model,score\nnew,2\n", "report.html": "<p>new</p>"}
+
+    def _states(self, tmp_path: Path) -> tuple[Path, int]:
+        return tmp_path / "fit", _dead_pid()
+
+    def _refused_run(self, tmp_path: Path, out: Path, expected: str = "missing.jsonl") -> str:
+        """`p2l fit` on a missing file with this --out: refused after --out was claimed."""
+        proc = evalprism(["p2l", "fit", str(tmp_path / "missing.jsonl"), "--out", str(out)], cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len([ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]) == 1, proc.stderr
+        assert expected in proc.stderr
+        return " ".join(proc.stderr.split())
+
+    @staticmethod
+    def _holds(out: Path, files: dict[str, str]) -> None:
+        assert {n: (out / n).read_text(encoding="utf-8") for n in files} == files
+        assert sorted(p.name for p in out.iterdir()) == sorted({*files, "run.json"})
+
+    @staticmethod
+    def _no_leftovers(tmp_path: Path) -> None:
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".fit.")] == []
+
+    def test_killed_while_staging_keeps_the_previous_output(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", {"leaderboard.csv": "half"}, staging=True)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+        assert "the unfinished output of an interrupted earlier run" in message
+
+    def test_killed_after_staging_finished_moves_the_new_output_in(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+        assert "the finished output of an interrupted earlier run" in message
+
+    def test_killed_between_the_renames_moves_the_new_output_in(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)  # the previous output aside, the target missing
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_aside_output_without_a_finished_staging_is_put_back(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+        assert f"restored {out}" in message
+
+    def test_aside_output_with_the_new_one_in_place_is_deleted(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)  # killed while deleting the aside output: report.html already gone
+        _output(out, "p2l fit", self.NEW)
+        old = _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        (old / "report.html").unlink()
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_aside_output_deleted_but_for_its_folders(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.NEW)
+        (tmp_path / f".fit.old-{dead}-0a0b0c0d" / "sub").mkdir(parents=True)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_manifest_written_but_marker_still_there_is_unfinished(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW, staging=True)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+
+    def test_finished_staging_is_not_moved_over_files_evalprism_did_not_write(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        out.mkdir()
+        (out / "notes.md").write_text("mine\n", encoding="utf-8")
+        staging = _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out, "not written by evalprism")
+        assert sorted(p.name for p in out.iterdir()) == ["notes.md"]
+        assert (staging / "leaderboard.csv").read_text(encoding="utf-8") == self.NEW["leaderboard.csv"]
+
+    def test_leftovers_of_a_live_run_are_left_alone(self, tmp_path: Path) -> None:
+        out = tmp_path / "fit"
+        _output(out, "p2l fit", self.OLD)
+        old = _output(tmp_path / f".fit.old-{os.getpid()}-0a0b0c0d", "p2l fit", self.OLD)
+        staging = _output(tmp_path / f".fit.partial-{os.getpid()}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        assert old.is_dir() and staging.is_dir()
+
+    def test_a_failed_second_rename_puts_the_previous_output_back(self, tmp_path: Path) -> None:
+        from evalprism.io.outputs import _move_into_place
+
+        out = _output(tmp_path / "fit", "p2l fit", self.OLD)
+        with pytest.raises(OSError):
+            _move_into_place(tmp_path / ".fit.partial-1-0a0b0c0d", out)  # no such staging: the rename fails
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)

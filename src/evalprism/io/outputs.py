@@ -15,9 +15,21 @@ work starts and again just before the finished output is moved into place:
   holding one of the run's inputs (``--overwrite`` never lifts these).
 
 Files are written into a hidden sibling ``.<name>.partial-<pid>-<token>`` that replaces the target
-only when complete. A run killed mid-save leaves that staging directory behind; the next run of the
-same output removes such leftovers of dead processes (only directories evalprism named and marked)
-and says so.
+only when complete. The move is recoverable at every instant, and the next run of the same output
+(even one refused afterwards for bad input) finishes or undoes what a killed run left, only among
+directories evalprism named and marked, only of dead processes, and says so:
+
+1. staging being written (it holds the ``.evalprism-staging`` marker): incomplete, removed; the
+   previous output in place is untouched;
+2. staging complete (its manifest written, then the marker removed), previous output still in place:
+   the move is finished (the previous output goes aside, then is deleted file by file);
+3. previous output renamed aside to ``.<name>.old-<pid>-<token>``, target missing: the complete
+   staging is moved in, then the aside output deleted; with no complete staging left the aside
+   output is renamed back;
+4. new output in place, the aside one partly deleted: its deletion is finished (its ``run.json``
+   goes last, so the manifest that lists what to delete survives until the end).
+
+Nothing a run finished is deleted unless another finished output has replaced it in the target.
 
 A file evalprism appends to (the router service's decision log) keeps the same promises, checked by
 :func:`check_output_file` before anything loads: it may be a new file or an empty one or a file the
@@ -88,9 +100,9 @@ def claim_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Pa
     """Check, before any work, that ``out`` may receive an output of ``kind``; return the target to
     pass to ``save``. Refusals raise :class:`EvalprismError` and change nothing on disk; leftovers of
     interrupted earlier runs of the same output are removed (and reported)."""
+    recover_interrupted_move(_as_path(out), progress)
     target = check_output(out, kind, inputs=inputs, overwrite=overwrite)
     _probe_writable(target.path)
-    _remove_stale_leftovers(target.path, progress)
     return target
 
 
@@ -122,15 +134,19 @@ def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Itera
         raise _write_error(path, exc) from None
     try:
         yield staging
-        (staging / STAGING_MARKER).unlink()
         _write_manifest(staging, target.kind)
         _check_target(target)  # the directory may have changed while the analysis ran
-        _move_into_place(staging, path)
+        (staging / STAGING_MARKER).unlink()  # from here on the staging is a finished output (see the docstring)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _write_error(path, exc) from None
         raise
+    try:
+        _move_into_place(staging, path)
+    except OSError as exc:  # _move_into_place put the previous output back; the finished staging goes
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _write_error(path, exc) from None
 
 
 class AnalysisResult(Protocol):
@@ -397,11 +413,16 @@ def _write_manifest(staging: Path, kind: OutputKind) -> None:
     run = json.loads(run_file.read_text(encoding="utf-8")) if run_file.exists() else {}
     if not isinstance(run, dict):
         run = {"run": run}
-    files = sorted(set(_files_below(staging)) | {MARKER_FILE})
-    write_json(run_file, {**run, "output": {"kind": kind.value, "files": files}})
+    files = sorted((set(_files_below(staging)) - {STAGING_MARKER}) | {MARKER_FILE})
+    temporary = staging / (MARKER_FILE + ".tmp")
+    write_json(temporary, {**run, "output": {"kind": kind.value, "files": files}})
+    os.replace(temporary, run_file)  # a kill mid-write leaves the previous run.json whole
 
 
 def _move_into_place(staging: Path, path: Path) -> None:
+    """Replace ``path`` by the finished ``staging``: the previous output (if any) is renamed aside,
+    the staging renamed in, then the aside output deleted. If the second rename fails the previous
+    output is renamed back; a kill at any step is finished by :func:`recover_interrupted_move`."""
     old = None
     if path.is_dir():
         if any(path.iterdir()):
@@ -409,15 +430,21 @@ def _move_into_place(staging: Path, path: Path) -> None:
             path.rename(old)
         else:
             path.rmdir()
-    staging.rename(path)
+    try:
+        staging.rename(path)
+    except OSError:
+        if old is not None:
+            old.rename(path)
+        raise
     if old is not None:
         manifest = read_manifest(old)
         _delete_listed(old, manifest[1] if manifest else [])
 
 
 def _delete_listed(path: Path, files: list[str]) -> None:
-    """Remove the listed files below ``path``, then every directory left empty (bottom up)."""
-    for name in files:
+    """Remove the listed files below ``path`` (its ``run.json`` last: until then the manifest says
+    what is left to delete), then every directory left empty (bottom up)."""
+    for name in sorted(files, key=lambda f: f == MARKER_FILE):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (path / name).unlink()
     for root, dirs, _ in sorted(os.walk(path), key=lambda w: -len(Path(w[0]).parts)):
@@ -435,29 +462,78 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_stale_leftovers(path: Path, progress: bool) -> None:
-    """Remove staging, probe and replaced-output directories that an interrupted earlier run of this
-    output left beside it: only names evalprism gives, only marked ones, only of dead processes."""
+def recover_interrupted_move(path: Path, progress: bool = True) -> None:
+    """Finish or undo what killed runs of the output ``path`` left beside it (see the module docstring
+    for the states): incomplete staging and probe directories are removed; a finished staging
+    replaces the target, or a previous output renamed aside is put back when the target is missing;
+    an aside output whose replacement is in place is deleted. Only names evalprism gives, only marked
+    directories, only of dead processes; anything else is left alone. Each step is reported."""
     from evalprism.progress import status
 
     parent = path.parent
-    if not parent.is_dir():
+    try:
+        if not parent.is_dir():
+            return
+        entries = sorted(parent.iterdir(), key=_mtime)
+    except OSError:  # a name too long, a parent that cannot be read: the checks that follow say why
         return
-    for entry in parent.iterdir():
+    finished, aside = [], []
+    for entry in entries:
         match = _LEFTOVER.match(entry.name)
         if not match or match["name"] != path.name or not entry.is_dir() or entry.is_symlink():
             continue
         if _pid_alive(int(match["pid"])):
             continue
-        if match["what"] == "old":
-            manifest = read_manifest(entry)
-            if manifest is None:
-                continue
-            _delete_listed(entry, manifest[1])
-        elif match["what"] == "partial" and (entry / STAGING_MARKER).is_file():
+        what = match["what"]
+        if what == "partial" and (entry / STAGING_MARKER).is_file():
             shutil.rmtree(entry, ignore_errors=True)
-        elif match["what"] == "probe" and not any(entry.iterdir()):
+            status(f"removed {entry}, the unfinished output of an interrupted earlier run", progress)
+        elif what == "probe" and not any(entry.iterdir()):
             entry.rmdir()
-        else:
+        elif what == "partial" and read_manifest(entry) is not None:
+            finished.append(entry)
+        elif what == "old" and read_manifest(entry) is not None:
+            aside.append(entry)
+        elif what == "old" and os.path.lexists(path) and not _files_below(entry):  # deleted but for its folders
+            _delete_listed(entry, [])
+    try:
+        _finish_moves(path, finished, aside, progress)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
+def _finish_moves(path: Path, finished: list[Path], aside: list[Path], progress: bool) -> None:
+    """The roll-forward (or back) of :func:`recover_interrupted_move`, oldest leftovers first."""
+    from evalprism.progress import status
+
+    for staging in finished:  # each finished output replaces the one in place, as its run was doing
+        if os.path.lexists(path) and not _replaceable(path):
+            status(f"left {staging} alone: a finished output of an interrupted earlier run; {path} now holds "
+                   f"files evalprism did not write, so it was not moved in", progress)
             continue
-        status(f"removed {entry}, left behind by an interrupted earlier run of this output", progress)
+        _move_into_place(staging, path)
+        status(f"moved {staging} into {path}: the finished output of an interrupted earlier run", progress)
+    for old in reversed(aside):  # the newest aside output first: it is what the target held last
+        if not os.path.lexists(path):
+            old.rename(path)
+            status(f"restored {path} from {old}, where an interrupted earlier run had moved it aside", progress)
+        elif _replaceable(path):
+            manifest = read_manifest(old)
+            _delete_listed(old, manifest[1] if manifest else [])
+            status(f"removed {old}, the previous output an interrupted earlier run had replaced", progress)
+
+
+def _replaceable(path: Path) -> bool:
+    """``path`` is an empty directory or an evalprism output holding only the files it lists."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    present = _files_below(path)
+    manifest = read_manifest(path)
+    return not present or (manifest is not None and set(present) <= set(manifest[1]))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
