@@ -36,3 +36,17 @@ class EvalprismError(Exception):
         # ('/runs/model/x.csv', 'model.csv', "column 'model'") which must stay as the user wrote it
         word = rf"(?<![\w\-/\\.'\"]){re.escape(self.parameter)}(?![\w\-/\\'\"]|\.\w)"
         return re.sub(word, spelling, message)
+
+
+#: how many characters of a value a message shows
+SHOWN_CHARACTERS = 200
+
+
+def shorten(value: object, limit: int = SHOWN_CHARACTERS) -> str:
+    """``value`` as text, cut to its first ``limit`` characters with the full length said when longer:
+    a message echoes what the user gave (a cell, a name, a path) and one 50 MB cell must not make a
+    50 MB error line. The one cut of every value a message quotes."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"

@@ -52,7 +52,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from evalprism.errors import EvalprismError
+from evalprism.errors import EvalprismError, shorten
 
 MARKER_FILE = "run.json"
 STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
@@ -313,6 +313,7 @@ _HOW_TO_PROCEED = ("choose a new output directory (overwrite replaces only a pre
 def _check_target(target: OutputTarget) -> None:
     """Raise unless the rules allow writing ``target`` (see the module docstring)."""
     path = target.path
+    _check_name_lengths(path)
     if path.is_symlink():
         raise EvalprismError(f"{path}: is a symbolic link; name the output directory itself; nothing was changed")
     try:
@@ -358,6 +359,30 @@ def _check_target(target: OutputTarget) -> None:
     if kind != target.kind.value and not target.overwrite:
         raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass overwrite to replace it, "
                              "or choose a new output directory", parameter="overwrite")
+
+
+#: how much longer than the output's name its staging sibling's name is: ".", ".partial-", a pid of up
+#: to 7 digits (Linux's pid_max is at most 4194304), "-" and 8 hex digits
+_SIBLING_EXTRA = 1 + len(".partial-") + 7 + 1 + 8
+
+
+def _check_name_lengths(path: Path) -> None:
+    """Refuse a path with a name longer than its file system allows, counting the staging sibling
+    the output is first written to (the OS would say only "File name too long", and late)."""
+    try:
+        limit = os.pathconf(_nearest_existing(path.parent), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in path.parts[:-1]:
+        if len(os.fsencode(part)) > limit:
+            raise EvalprismError(f"{shorten(path)}: the folder name '{shorten(part, 40)}' is {len(os.fsencode(part))} "
+                                 f"bytes long; this file system allows at most {limit}; nothing was changed")
+    size = len(os.fsencode(path.name))
+    if size + _SIBLING_EXTRA > limit:
+        raise EvalprismError(f"{shorten(path)}: the name '{shorten(path.name, 40)}' is {size} bytes long; this file "
+                             f"system allows {limit} bytes per name and evalprism first writes the output beside it "
+                             f"under a name {_SIBLING_EXTRA} bytes longer: use a name of at most "
+                             f"{limit - _SIBLING_EXTRA} bytes; nothing was changed")
 
 
 def _nearest_existing(path: Path) -> Path:
