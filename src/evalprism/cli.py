@@ -255,7 +255,7 @@ def p2l_train(
     patience: Annotated[Optional[int], typer.Option("--patience", help="With --fit adamw: epochs without validation improvement before stopping (default 8).", min=1)] = None,
     max_length: Annotated[Optional[int], typer.Option("--max-length", help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).", min=1)] = None,
     gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).")] = False,
-    precision: Annotated[str, typer.Option("--precision", help="With --finetune: auto (bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = "auto",
+    precision: Annotated[Optional[str], typer.Option("--precision", help="With --finetune: auto (the default: bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).", callback=_seed)] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes).")] = False,
     cache_dir: CacheDir = None,

@@ -295,7 +295,32 @@ def describe_write_error(exc: OSError) -> str:
     """Why a write failed, in words (the disk is full, permission denied, ...)."""
     return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
             errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied"}.get(exc.errno or 0, exc.strerror or str(exc))
+            errno.EPERM: "permission denied",
+            errno.EFBIG: "a file would exceed the file-size limit (ulimit -f) or the file system's largest file"
+            }.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def why_write_stopped(path: Path, exc: BaseException) -> str:
+    """Why a writer that hides the OS error (torch.save raises "unexpected pos 2240 vs 2134" when a
+    write comes up short) failed to write ``path``: a file-size limit the file reached, a full disk,
+    else the writer's own words (shortened)."""
+    import resource
+
+    if isinstance(exc, OSError):
+        return describe_write_error(exc)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if limit != resource.RLIM_INFINITY and size >= limit > 0:
+        return describe_write_error(OSError(errno.EFBIG, "File too large"))
+    try:
+        if shutil.disk_usage(_nearest_existing(path.parent)).free < max(size, 1 << 20):
+            return describe_write_error(OSError(errno.ENOSPC, "No space left on device"))
+    except OSError:
+        pass
+    return f"the write stopped short: {shorten(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}"
 
 
 # --- the rules ---------------------------------------------------------------------------------
