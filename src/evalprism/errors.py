@@ -24,7 +24,7 @@ class EvalprismError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, parameter: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(cut_long_values(message))
         self.parameter = parameter
 
     def naming(self, spelling: str) -> str:
@@ -50,3 +50,33 @@ def shorten(value: object, limit: int = SHOWN_CHARACTERS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+#: the longest message kept whole; a longer one keeps its start and end
+LONGEST_MESSAGE = 4_000
+
+#: a quoted value ('...' or "...") or an unbroken run of characters longer than SHOWN_CHARACTERS
+_LONG_VALUE = re.compile(r"'[^'\n]{%d,}'|\"[^\"\n]{%d,}\"|\S{%d,}" % (SHOWN_CHARACTERS + 1, SHOWN_CHARACTERS + 1,
+                                                                    SHOWN_CHARACTERS + 1))
+
+
+def _cut(match: re.Match[str]) -> str:
+    text = match[0]
+    if text[0] in "'\"" and text[-1] == text[0] and len(text) > 1:
+        return text[0] + shorten(text[1:-1]) + text[0]
+    return shorten(text)
+
+
+def cut_long_values(message: str) -> str:
+    """``message`` with every value it echoes cut by :func:`shorten`: each quoted value ('...' or "...")
+    and each unbroken run of characters longer than :data:`SHOWN_CHARACTERS`; a message still longer
+    than :data:`LONGEST_MESSAGE` (a long value with spaces) keeps its start and its end, which says
+    what was expected. Every :class:`EvalprismError` passes through it, so a 50 MB cell quoted by any
+    check makes a line of a few hundred characters."""
+    if len(message) <= SHOWN_CHARACTERS:
+        return message
+    message = _LONG_VALUE.sub(_cut, message)
+    if len(message) > LONGEST_MESSAGE:
+        head, tail = LONGEST_MESSAGE * 2 // 3, LONGEST_MESSAGE // 3
+        message = f"{message[:head]} ... ({len(message) - head - tail:,} characters left out) ... {message[-tail:]}"
+    return message
