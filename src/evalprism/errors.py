@@ -56,8 +56,8 @@ def shorten(value: object, limit: int = SHOWN_CHARACTERS) -> str:
 LONGEST_MESSAGE = 4_000
 
 #: a quoted value ('...' or "...") or an unbroken run of characters longer than SHOWN_CHARACTERS
-_LONG_VALUE = re.compile(r"'[^'\n]{%d,}'|\"[^\"\n]{%d,}\"|\S{%d,}" % (SHOWN_CHARACTERS + 1, SHOWN_CHARACTERS + 1,
-                                                                    SHOWN_CHARACTERS + 1))
+_N = SHOWN_CHARACTERS + 1
+_LONG_VALUE = re.compile(rf"'[^'\n]{{{_N},}}'|\"[^\"\n]{{{_N},}}\"|\S{{{_N},}}")
 
 
 def _cut(match: re.Match[str]) -> str:

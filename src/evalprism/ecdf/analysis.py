@@ -25,6 +25,7 @@ from evalprism.ecdf.scoring import (
 )
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_seed
 from evalprism.io.schema import Column, Schema
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
@@ -534,6 +535,7 @@ def analyze(
     where = table.attrs.get("source", "responses table")
     by = list(by)
     clusters = cluster_count(clusters)
+    seed = check_seed(seed)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)

@@ -44,7 +44,7 @@ from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
-from evalprism.io.options import check_applies, check_number
+from evalprism.io.options import check_applies, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -124,6 +124,7 @@ class TrainOptions:
         check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True,
                      high_open=True)
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
+        check_seed(self.seed)
         for name, rule in OPTIONAL_NUMBERS.items():
             value = getattr(self, name)
             if value is None:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_seed
 from evalprism.stem.locate import localize, locate_target
 from evalprism.stem.located import LocationResult
 from evalprism.stem.methods import Design, Method, choose_method
@@ -63,6 +63,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     drawn from a whole-pool model; when no model is sampled (every one is located from its answers
     alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
     since it would change nothing."""
+    seed = check_seed(seed)
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     targets = [target_of(pool, enc, name) for name in names]
