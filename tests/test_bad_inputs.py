@@ -1355,6 +1355,7 @@ class TestSweepRest:
                           f"cannot listen on 127.0.0.1:{port}: --port {port} is in use by another process")
 
     @pytest.mark.parametrize(("host", "expected"), [("999.1.1.1", "not an address this machine can listen on"),
+                                                    ("no host here!", "not an address this machine can listen on"),
                                                     ("192.0.2.1", "is not an address of this machine")])
     def test_serve_bad_host(self, base: Path, tmp_path: Path, host: str, expected: str) -> None:
         work = self._work(base, tmp_path)

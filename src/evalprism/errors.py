@@ -14,6 +14,10 @@ from __future__ import annotations
 import re
 
 
+#: a value quoted in a message: 'text' whose quotes are not apostrophes inside words (model's)
+_QUOTED_VALUE = re.compile(r"((?<!\w)'[^'\n]*'(?!\w))")
+
+
 class EvalprismError(Exception):
     """A problem with the user's input or options, explained in one message.
 
@@ -35,7 +39,9 @@ class EvalprismError(Exception):
         # a whole word, and not part of a path, a file name or a quoted value the user gave
         # ('/runs/model/x.csv', 'model.csv', "column 'model'") which must stay as the user wrote it
         word = rf"(?<![\w\-/\\.'\"]){re.escape(self.parameter)}(?![\w\-/\\'\"]|\.\w)"
-        return re.sub(word, spelling, message)
+        # quoted values ('not a host!') are what the user typed: only the text between them is renamed
+        parts = _QUOTED_VALUE.split(message)
+        return "".join(part if i % 2 else re.sub(word, spelling, part) for i, part in enumerate(parts))
 
 
 #: how many characters of a value a message shows
