@@ -1184,6 +1184,17 @@ class TestInterruptedMove:
         self._holds(out, self.OLD)
         assert old.is_dir() and staging.is_dir()
 
+    def test_a_library_save_finishes_the_killed_move_first(self, tmp_path: Path) -> None:
+        from evalprism.io.outputs import OutputKind, atomic_output_dir
+
+        out, dead = self._states(tmp_path)
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        with atomic_output_dir(out, OutputKind.P2L_FIT) as staging:
+            (staging / "leaderboard.csv").write_text("model,score\nnewest,3\n", encoding="utf-8")
+        self._holds(out, {"leaderboard.csv": "model,score\nnewest,3\n"})
+        self._no_leftovers(tmp_path)
+
     def test_a_failed_second_rename_puts_the_previous_output_back(self, tmp_path: Path) -> None:
         from evalprism.io.outputs import _move_into_place
 

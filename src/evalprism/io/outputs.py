@@ -120,6 +120,7 @@ def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Itera
     """Yield an empty staging directory; when the block finishes, record the manifest in its
     ``run.json`` and move it to the target (replacing a previous output the rules allow)."""
     target = as_target(out, kind)
+    recover_interrupted_move(target.path, progress=False)  # a library save, without claim_output first
     _check_target(target)
     path = target.path
     try:
