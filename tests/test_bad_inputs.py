@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -1089,3 +1090,368 @@ class TestEvaluateRoutingOptions:
     def test_value_without_costs(self, tmp_path: Path, capsys) -> None:
         code, err = self._evaluate(tmp_path, capsys, "--value", "own")
         assert code == 2 and "--value applies to a routing evaluation: add --costs" in err, err
+
+
+# ------------------------------------------------------------------- issue 32: the rest of the sweep
+
+def _dead_pid() -> int:
+    """The id of a process that has exited (what a killed run's leftovers carry in their names)."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(proc.stdout)
+
+
+def _output(path: Path, kind: str, files: dict[str, str], *, staging: bool = False) -> Path:
+    """An evalprism output built by hand: ``files`` plus the run.json manifest listing them (and the
+    staging marker when ``staging``: a directory still being written)."""
+    from evalprism.io.outputs import STAGING_MARKER
+
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    (path / "run.json").write_text(json.dumps({"output": {"kind": kind, "files": sorted({*files, "run.json"})}}),
+                                   encoding="utf-8")
+    if staging:
+        (path / STAGING_MARKER).write_text("1\n", encoding="utf-8")
+    return path
+
+
+class TestInterruptedMove:
+    """The final move of an output (staging complete -> previous output renamed aside -> staging renamed
+    in -> aside output deleted) killed at each instant, the state built by hand with a dead process's
+    id: the next run, even one refused for bad input, restores the previous or the finished new output
+    and never deletes the only copy of either. The leftovers' names are those evalprism gives."""
+
+    OLD: ClassVar[dict[str, str]] = {"leaderboard.csv": "model,score\nold,1\n", "report.html": "<p>old</p>"}
+    NEW: ClassVar[dict[str, str]] = {"leaderboard.csv": "model,score\nnew,2\n", "report.html": "<p>new</p>"}
+
+    def _states(self, tmp_path: Path) -> tuple[Path, int]:
+        return tmp_path / "fit", _dead_pid()
+
+    def _refused_run(self, tmp_path: Path, out: Path, expected: str = "missing.jsonl") -> str:
+        """`p2l fit` on a missing file with this --out: refused after --out was claimed."""
+        proc = evalprism(["p2l", "fit", str(tmp_path / "missing.jsonl"), "--out", str(out)], cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len([ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]) == 1, proc.stderr
+        assert expected in proc.stderr
+        return " ".join(proc.stderr.split())
+
+    @staticmethod
+    def _holds(out: Path, files: dict[str, str]) -> None:
+        assert {n: (out / n).read_text(encoding="utf-8") for n in files} == files
+        assert sorted(p.name for p in out.iterdir()) == sorted({*files, "run.json"})
+
+    @staticmethod
+    def _no_leftovers(tmp_path: Path) -> None:
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".fit.")] == []
+
+    def test_killed_while_staging_keeps_the_previous_output(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", {"leaderboard.csv": "half"}, staging=True)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+        assert "the unfinished output of an interrupted earlier run" in message
+
+    def test_killed_after_staging_finished_moves_the_new_output_in(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+        assert "the finished output of an interrupted earlier run" in message
+
+    def test_killed_between_the_renames_moves_the_new_output_in(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)  # the previous output aside, the target missing
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_aside_output_without_a_finished_staging_is_put_back(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+        assert f"restored {out}" in message
+
+    def test_aside_output_with_the_new_one_in_place_is_deleted(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)  # killed while deleting the aside output: report.html already gone
+        _output(out, "p2l fit", self.NEW)
+        old = _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        (old / "report.html").unlink()
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_aside_output_deleted_but_for_its_folders(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.NEW)
+        (tmp_path / f".fit.old-{dead}-0a0b0c0d" / "sub").mkdir(parents=True)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.NEW)
+        self._no_leftovers(tmp_path)
+
+    def test_manifest_written_but_marker_still_there_is_unfinished(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        _output(out, "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW, staging=True)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+
+    def test_finished_staging_is_not_moved_over_files_evalprism_did_not_write(self, tmp_path: Path) -> None:
+        out, dead = self._states(tmp_path)
+        out.mkdir()
+        (out / "notes.md").write_text("mine\n", encoding="utf-8")
+        staging = _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out, "not written by evalprism")
+        assert sorted(p.name for p in out.iterdir()) == ["notes.md"]
+        assert (staging / "leaderboard.csv").read_text(encoding="utf-8") == self.NEW["leaderboard.csv"]
+
+    def test_leftovers_of_a_live_run_are_left_alone(self, tmp_path: Path) -> None:
+        out = tmp_path / "fit"
+        _output(out, "p2l fit", self.OLD)
+        old = _output(tmp_path / f".fit.old-{os.getpid()}-0a0b0c0d", "p2l fit", self.OLD)
+        staging = _output(tmp_path / f".fit.partial-{os.getpid()}-0a0b0c0d", "p2l fit", self.NEW)
+        self._refused_run(tmp_path, out)
+        self._holds(out, self.OLD)
+        assert old.is_dir() and staging.is_dir()
+
+    def test_a_library_save_finishes_the_killed_move_first(self, tmp_path: Path) -> None:
+        from evalprism.io.outputs import OutputKind, atomic_output_dir
+
+        out, dead = self._states(tmp_path)
+        _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
+        _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
+        with atomic_output_dir(out, OutputKind.P2L_FIT) as staging:
+            (staging / "leaderboard.csv").write_text("model,score\nnewest,3\n", encoding="utf-8")
+        self._holds(out, {"leaderboard.csv": "model,score\nnewest,3\n"})
+        self._no_leftovers(tmp_path)
+
+    def test_a_failed_second_rename_puts_the_previous_output_back(self, tmp_path: Path) -> None:
+        from evalprism.io.outputs import _move_into_place
+
+        out = _output(tmp_path / "fit", "p2l fit", self.OLD)
+        with pytest.raises(OSError):
+            _move_into_place(tmp_path / ".fit.partial-1-0a0b0c0d", out)  # no such staging: the rename fails
+        self._holds(out, self.OLD)
+        self._no_leftovers(tmp_path)
+
+
+def _limit_file_size(limit: int) -> Callable[[], None]:
+    """A preexec_fn capping the size of any file the process writes: a write past it fails with EFBIG,
+    as a full disk fails with ENOSPC (the honest fault, with no root needed for a tiny file system)."""
+    import resource
+    import signal
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of the process being killed
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+class TestSweepRest:
+    """The rest of the input sweep (issue 32): each case runs the console entry point in its own process
+    on a copy of the small valid inputs, and is refused with exit 2, one `error:` line naming what is
+    wrong (values cut), no traceback and the directory unchanged (no output, no checkpoint, no leftover)."""
+
+    @staticmethod
+    def _work(base: Path, tmp_path: Path) -> Path:
+        work = tmp_path / "work"
+        shutil.copytree(base, work)
+        return work
+
+    @staticmethod
+    def _refused(work: Path, args: list[str], *fragments: str, preexec: Callable[[], None] | None = None,
+                 longest: int = 2_000) -> str:
+        before = snapshot(work)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
+        proc = subprocess.run([sys.executable, "-m", "evalprism.cli", *args], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=HANG_LIMIT_S, preexec_fn=preexec, check=False)
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1, proc.stderr[-3000:]
+        assert len(proc.stderr) < longest, f"{len(proc.stderr)} characters on stderr"
+        message = " ".join(proc.stderr[proc.stderr.index("error:"):].split())
+        for fragment in fragments:
+            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert snapshot(work) == before
+        return message
+
+    # --- tracebacks that are now one message
+
+    def test_out_name_too_long(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, [*_ecdf()[:3], "x" * 300, *_ecdf()[4:]], "is 300 bytes long", "bytes per name",
+                      "nothing was changed")
+
+    @pytest.mark.parametrize("seed", ["-1", "100000000000000000000000"])
+    @pytest.mark.parametrize("command", ["ecdf", "p2l fit", "stem locate"])
+    def test_seed_out_of_range(self, base: Path, tmp_path: Path, command: str, seed: str) -> None:
+        work = self._work(base, tmp_path)
+        args = {"ecdf": _ecdf(), "p2l fit": ["p2l", "fit", "battles.jsonl", "--out", "out"],
+                "stem locate": ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--model", "toy-1b"]}
+        self._refused(work, [*args[command], "--seed", seed], f"--seed: expected a whole number from 0 to 4294967295, "
+                      f"got {seed}")
+
+    def test_seed_rule_in_the_library(self) -> None:
+        from evalprism.errors import EvalprismError
+        from evalprism.io.options import check_seed
+
+        assert check_seed(0) == 0 and check_seed(2**32 - 1) == 2**32 - 1 and check_seed(None) is None
+        for bad in (-1, 2**32, 10**23, 1.5, True, "3"):
+            with pytest.raises(EvalprismError, match="seed: expected a whole number"):
+                check_seed(bad)
+
+    def test_judges_min_samples_above_the_pairs(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["judges", "judgments.csv", "--llm", "llm_strict", "--min-samples", "100000", "--out",
+                             "out", "-q"], "--min-samples 100000 is larger than the 420 pairs")
+
+    def test_prompt_column_beside_a_prompt_column(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        pd.DataFrame({"prompt": ["a", "b"], "n": ["Write a haiku.", "Compute 2 + 2."]}).to_csv(work / "p.csv",
+                                                                                             index=False)
+        self._refused(work, ["p2l", "leaderboard", "model", "p.csv", "--prompt-column", "n", "--out", "out"],
+                      "p.csv: the prompt column 'n' would be read as 'prompt'", "has a column 'prompt' too")
+
+    # --- silent ones, now refused
+
+    def test_learning_rate_that_diverges(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "--fit", "adamw", "--lr", "1e308",
+                             "--epochs", "3", "-q"], "training diverged: after epoch 1", "--lr 1e+308 is too large",
+                      "nothing was saved")
+
+    def test_precision_without_finetune(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "--precision", "float32"],
+                      "--precision float32: does not apply here", "fine-tuned backbone")
+
+    def test_weighting_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["stem", "locate", "pool", "correctness.csv", "--model", "toy-1b", "--out", "out",
+                             "--trials", "0", "--method", "stratified", "--weighting", "stratified"],
+                      "--weighting stratified: does not apply here", "method 'stratified'")
+
+    def test_design_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
+        from evalprism.stem import build_pool
+        from evalprism.stem.simulate import simulate_family
+
+        work = self._work(base, tmp_path)
+        correctness, meta = simulate_family(n_items=400, seed=0)
+        panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
+        build_pool(correctness, meta, family="toy", panel=panel).save(work / "panel-pool")
+        self._refused(work, ["stem", "locate", "panel-pool", "correctness.csv", "--model", "toy-1b", "--out", "out",
+                             "--trials", "0", "--method", "paper", "--design", "stratified"],
+                      "--design stratified: does not apply here", "method 'paper'")
+
+    # --- scale and hangs
+
+    def test_ecdf_assignment_matrix_larger_than_memory(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)  # the sweep's 3.3 MB file: each question answered by its own model
+        n = 100_000
+        pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "model": [f"m{i}" for i in range(n)],
+                      "score": np.linspace(0, 1, n)}).to_csv(work / "big.csv", index=False)
+        self._refused(work, ["ecdf", "big.csv", "--by", "model", "-k", "3", "--out", "out", "-q"],
+                      "100,000 questions x 100,000 configurations", "10,000,000,000 cells", "640.0 GB")
+
+    def test_extract_pattern_that_backtracks(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        frame = pd.read_csv(work / "responses.csv")
+        frame.loc[4, "response"] = "a" * 40 + "!"
+        frame.to_csv(work / "responses.csv", index=False)
+        self._refused(work, _ecdf(["--score", "exact", "--extract", "(a|aa)+$"]), "responses.csv: row 5",
+                      "the --extract pattern '(a|aa)+$' did not finish matching the 41-character response within 1 s")
+
+    def test_the_sweeps_pattern_finishes(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        frame = pd.read_csv(work / "responses.csv")
+        frame.loc[4, "response"] = "a" * 40 + "!"
+        frame.to_csv(work / "responses.csv", index=False)
+        proc = evalprism(_ecdf(["--score", "exact", "--extract", "^(a+)+$"]), work)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (work / "out" / "settings.csv").is_file()
+
+    # --- disk full
+
+    @pytest.mark.parametrize("fit", ["ridge", "adamw"])
+    def test_disk_full_during_training(self, base: Path, tmp_path: Path, fit: str) -> None:
+        work = self._work(base, tmp_path)
+        extra = ["--fit", "adamw", "--epochs", "2"] if fit == "adamw" else []
+        what = "cannot write the checkpoint" if fit == "adamw" else "cannot write the output"
+        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "-q", *extra], what,
+                      "file-size limit", preexec=_limit_file_size(2_000))
+
+    # --- messages
+
+    def test_serve_port_in_use(self, base: Path, tmp_path: Path) -> None:
+        import socket
+
+        work = self._work(base, tmp_path)
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            self._refused(work, ["serve", "model", "--config", "serve.yaml", "--port", str(port)],
+                          f"cannot listen on 127.0.0.1:{port}: --port {port} is in use by another process")
+
+    @pytest.mark.parametrize(("host", "expected"), [("999.1.1.1", "not an address this machine can listen on"),
+                                                    ("no host here!", "not an address this machine can listen on"),
+                                                    ("192.0.2.1", "is not an address of this machine")])
+    def test_serve_bad_host(self, base: Path, tmp_path: Path, host: str, expected: str) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["serve", "model", "--config", "serve.yaml", "--host", host], f"'{host}'", expected)
+
+    def test_qrels_with_an_empty_path(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        self._refused(work, ["judges", "--qrels", "human=", "--out", "out"], "qrels 'human=': the path after '=' is "
+                      "empty; expected NAME=PATH")
+
+    def test_huge_cell_is_cut_in_stem_locate(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        frame = pd.read_csv(work / "correctness.csv").astype({"score": object})
+        frame.loc[3, "score"] = "Z" * 5_000_000
+        frame.to_csv(work / "correctness.csv", index=False)
+        self._refused(work, ["stem", "locate", "pool", "correctness.csv", "--out", "out"], "row 4",
+                      "column 'score'", "... (5,000,000 characters)'")
+
+    def test_huge_cell_is_cut_in_p2l_route(self, base: Path, tmp_path: Path) -> None:
+        work = self._work(base, tmp_path)
+        frame = pd.read_csv(work / "costs.csv")
+        frame.loc[1, "model"] = "Z" * 5_000_000
+        frame.to_csv(work / "costs.csv", index=False)
+        pd.DataFrame({"prompt": ["Z" * 5_000_000]}).to_csv(work / "prompts.csv", index=False)
+        self._refused(work, ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out"],
+                      "no cost for 1 of the 4 models")
+
+    def test_message_cut_in_the_library(self) -> None:
+        from evalprism.errors import EvalprismError, shorten
+
+        value = "x y " * 100_000
+        message = str(EvalprismError(f"f.csv: row 2: expected a number, got {value!r}; and {'Z' * 10**6} too"))
+        assert len(message) < 1_000 and message.startswith("f.csv: row 2: expected a number, got 'x y x y")
+        assert "... (400,000 characters)'; and ZZZ" in message and message.endswith("... (1,000,000 characters) too")
+        assert shorten("abc", 2) == "ab... (3 characters)" and shorten("abc") == "abc"
+
+
+def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
+    """A model that answers every pool item right is placed (at the top), not a traceback."""
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    frame = pd.read_csv(work / "correctness.csv")
+    frame = frame[frame["model"] == "toy-1b"].assign(model="perfect", score=1)
+    frame.to_csv(work / "perfect.csv", index=False)
+    proc = evalprism(["stem", "locate", "pool", "perfect.csv", "--out", "out", "--trials", "5"], work)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    located = pd.read_csv(work / "out" / "located.csv")
+    assert located["model"].tolist() == ["perfect"] and located["interval"].tolist() == ["above toy-70b"]
+    assert located["estimate ± se"].iloc[0].startswith("100.0 ±")

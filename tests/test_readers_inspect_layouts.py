@@ -294,3 +294,18 @@ def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
         assert any(expected in line for line in read)
         named = f"left out: {cancelled} (cancelled" if step == "all" else f"inspect {cancelled}: mockllm/large on arith"
         assert any(named in line for line in read)
+
+
+def test_partial_credit_is_refused_naming_sample_and_scorer(tmp_path: Path) -> None:
+    """The README's reader matrix row "partial-credit values: refused, naming sample and scorer": a real
+    log with one sample's value turned into partial credit (a model-graded scorer's 0.5)."""
+    log = json.loads((Path(__file__).parent / "fixtures" / "harness" / "inspect_json" / "arith_two_scorers.json")
+                     .read_text(encoding="utf-8"))
+    sample = log["samples"][1]
+    sample["scores"]["match"]["value"] = 0.5
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    with pytest.raises(EvalprismError, match=rf"partial.json: sample '{sample['id']}' scored 0.5 by 'match', "
+                                             r"expected C/I/N .*partial credit is not a correctness"):
+        read_correctness(path, harness=HarnessOptions(scorer="match"))
+    assert len(read_correctness(path, harness=HarnessOptions(scorer="includes"))) == len(log["samples"])

@@ -59,7 +59,16 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or statu
 Overwrite = Annotated[bool, typer.Option(
     "--overwrite",
     help="Replace a previous evalprism output of another command in --out (never other files, never an input).")]
-Seed = Annotated[int, typer.Option("--seed", help="Random seed.")]
+
+
+def _seed(value: Optional[int]) -> Optional[int]:
+    """--seed, checked by the library's one seed rule (evalprism.io.options.check_seed)."""
+    from evalprism.io.options import check_seed
+
+    return check_seed(value)
+
+
+Seed = Annotated[int, typer.Option("--seed", help="Random seed.", callback=_seed)]
 
 
 def _out_path(value: str | Path) -> Path:
@@ -203,7 +212,7 @@ def p2l_split(
     battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
     out: Out,
     test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of prompts held out for testing.")] = 0.2,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).", callback=_seed)] = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -248,8 +257,8 @@ def p2l_train(
     patience: Annotated[Optional[int], typer.Option("--patience", help="With --fit adamw: epochs without validation improvement before stopping (default 8).", min=1)] = None,
     max_length: Annotated[Optional[int], typer.Option("--max-length", help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).", min=1)] = None,
     gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).")] = False,
-    precision: Annotated[str, typer.Option("--precision", help="With --finetune: auto (bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = "auto",
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).")] = 0,
+    precision: Annotated[Optional[str], typer.Option("--precision", help="With --finetune: auto (the default: bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).", callback=_seed)] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes).")] = False,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
@@ -570,7 +579,7 @@ def stem_locate(
     model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
     items: Annotated[Optional[int], typer.Option("--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1)] = None,
     trials: Annotated[int, typer.Option("--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0)] = 100,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed of the sample drawn from a model that answered the whole pool (default 0).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed of the sample drawn from a model that answered the whole pool (default 0).", callback=_seed)] = None,
     method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
     design: Annotated[Optional[StemDesign], typer.Option("--design", help="With a pool that has a reference panel: the IRT estimator's sample: random (simple random sample, the default) or stratified (A's strata).")] = None,
     weighting: Annotated[Optional[StemWeighting], typer.Option("--weighting", help="The paper's rule: balanced (the default): every TI level counts the same (paper); stratified: each level by its size in the pool.")] = None,
@@ -613,7 +622,7 @@ def stem_plan(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN")],
     items: Annotated[int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)] = 100,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed (default 0; a later stage carries on its plan's seed).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed (default 0; a later stage carries on its plan's seed).", callback=_seed)] = None,
     method: Annotated[Optional[StemPlanMethod], typer.Option("--method", help="Estimator the answers will be read with: auto (the default: irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: stage 1 of an adaptive plan (the same draw); later stages with --plan and --answers.")] = None,
     previous: Annotated[Optional[Path], typer.Option("--plan", help="An adaptive plan (stages 1..K) to extend by stage K+1, picked from the model's --answers on its items.", metavar="PLAN_DIR")] = None,
     stage: Annotated[Optional[int], typer.Option("--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2)] = None,

@@ -26,6 +26,7 @@ from evalprism.ecdf.scoring import (
 )
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_seed
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
 from evalprism.progress import progress_bar, status, working
@@ -278,7 +279,8 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
         [parse_choices(v, f"{where}: row {r}, column '{choices}'") for r, v in zip(df["_row"], df[choices], strict=True)]
         if choices else [None] * len(df)
     )
-    answers, answered_list = prepare_responses(df["response"].astype(str), extractor, choice_maps)
+    answers, answered_list = prepare_responses(df["response"].astype(str), extractor, choice_maps,
+                                               (f"{where}: row {r}" for r in df["_row"]))
     answered = np.asarray(answered_list, dtype=bool)
     if extractor is not None and (~answered).any():
         notes.append(f"{int((~answered).sum())} of {len(df)} responses had no match for --extract and score 0")
@@ -322,6 +324,36 @@ def check_distance_memory(n_settings: int, where: str) -> None:
             f"{need / 1e9:.1f} GB (8 bytes per distance), more memory "
             f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
             "questions, or fewer by columns)", parameter="by")
+
+
+#: bytes per cell of the question x configuration assignment matrix while it is built and reordered
+#: (pandas' pivot: a mask and the values; the array; 1-D MDS of rows and of columns: filled, centred
+#: and reordered copies)
+ASSIGNMENT_BYTES_PER_CELL = 48
+
+
+def assignment_memory(n_questions: int, n_configurations: int) -> int:
+    """Bytes the assignment matrix (:func:`_assignment`) takes at its peak: the dense cells, plus the
+    SVD factors of the classical MDS above :data:`~evalprism.stats.seriation.MDS_EXACT_MAX` rows."""
+    cells = n_questions * n_configurations
+    svd = min(n_questions, n_configurations) * (n_questions + n_configurations) * 8
+    return cells * ASSIGNMENT_BYTES_PER_CELL + svd
+
+
+def check_assignment_memory(n_questions: int, n_configurations: int, where: str) -> None:
+    """Refuse, before any work, a question x configuration assignment matrix larger than the memory
+    available: it is dense (one cell per question and configuration, answered or not), so 100,000
+    questions each answered by its own configuration make 10^10 cells, and the run used to grow past
+    20 GB at the very end instead of saying so."""
+    need = assignment_memory(n_questions, n_configurations)
+    have = available_memory()
+    if have is not None and need > have:
+        raise EvalprismError(
+            f"{where}: {n_questions:,} questions x {n_configurations:,} configurations make a question x "
+            f"configuration assignment matrix of {n_questions * n_configurations:,} cells, about {need / 1e9:,.1f} GB "
+            f"to build and reorder, more memory than this machine has available ({have / 1e9:.1f} GB); compare "
+            "fewer configurations (fewer by columns, or configurations that answer the same questions) or fewer "
+            "questions", parameter="by")
 
 
 @dataclass
@@ -461,6 +493,7 @@ def analyze(
     where = table.attrs.get("source", "responses table")
     by = list(by)
     clusters = cluster_count(clusters)
+    seed = check_seed(seed)
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)
@@ -537,6 +570,7 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
     if len(settings) < 2:
         raise EvalprismError(f"{where}: only {len(settings)} setting; clustering needs at least 2")
     check_distance_memory(len(settings), where)
+    check_assignment_memory(settings["question_id"].nunique(), len(settings.drop_duplicates(by)) if by else 1, where)
     check_cluster_range(clusters, len(settings))  # before any embedding: a bad K used to fail after minutes of it
     return df, settings, group, notes
 

@@ -6,6 +6,9 @@
 - Extraction (optional): a regular expression takes the answer span out of a long response;
   the LAST match counts (chain-of-thought answers end with the answer), and its first capture
   group if it has one. A response with no match has no answer: it becomes the empty string.
+  Patterns run on the ``regex`` module (Python's ``re`` syntax) with a time bound per response: a
+  pattern that backtracks catastrophically (``(a|aa)+$`` on 41 characters runs for minutes under
+  ``re``, which cannot be interrupted) is refused with its name and the response it stalled on.
 - Choices (optional): for multiple-choice data, a per-row mapping label -> choice text turns an
   extracted label such as ``"C"`` into its text, so similarity compares meanings, not letters.
 """
@@ -13,10 +16,14 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 
-from evalprism.errors import EvalprismError
+import regex
+
+from evalprism.errors import EvalprismError, shorten
+
+#: seconds one response may take to match the ``extract`` pattern (a real pattern takes microseconds)
+MATCH_TIMEOUT_S = 1.0
 
 SUFFIX_CHARS = ".,;:\\"
 
@@ -26,23 +33,24 @@ def strip_suffixes(text: str) -> str:
     return text.strip().rstrip(SUFFIX_CHARS + " \t\r\n").strip()
 
 
-def compile_extractor(pattern: str | None) -> re.Pattern[str] | None:
-    """Compile the ``extract`` pattern, or explain why it is not a valid regular expression."""
+def compile_extractor(pattern: str | None) -> regex.Pattern[str] | None:
+    """Compile the ``extract`` pattern (``re`` syntax), or explain why it is not a valid regular expression."""
     if not pattern:
         return None
     try:
-        return re.compile(pattern, re.DOTALL)
-    except re.error as exc:
-        raise EvalprismError(f"extract: '{pattern}' is not a valid regular expression ({exc})",
+        return regex.compile(pattern, regex.DOTALL | regex.VERSION0)
+    except (regex.error, ValueError, OverflowError) as exc:
+        raise EvalprismError(f"extract: '{shorten(pattern)}' is not a valid regular expression ({exc})",
                              parameter="extract") from None
 
 
-def extract_answer(text: str, extractor: re.Pattern[str] | None) -> str | None:
-    """The answer span of ``text`` (last match, first group if any); ``None`` when nothing matches."""
+def extract_answer(text: str, extractor: regex.Pattern[str] | None) -> str | None:
+    """The answer span of ``text`` (last match, first group if any); ``None`` when nothing matches.
+    Raises :class:`TimeoutError` when matching takes longer than :data:`MATCH_TIMEOUT_S`."""
     if extractor is None:
         return text
     last = None
-    for last in extractor.finditer(text):
+    for last in extractor.finditer(text, timeout=MATCH_TIMEOUT_S):
         pass
     if last is None:
         return None
@@ -62,12 +70,24 @@ def parse_choices(value: object, where: str) -> dict[str, str]:
 
 
 def prepare_responses(
-    responses: Iterable[str], extractor: re.Pattern[str] | None, choices: Iterable[dict[str, str] | None]
+    responses: Iterable[str], extractor: regex.Pattern[str] | None, choices: Iterable[dict[str, str] | None],
+    where: Iterable[str] | None = None,
 ) -> tuple[list[str], list[bool]]:
-    """Apply extraction, choice mapping and suffix stripping; also return which rows had an answer."""
+    """Apply extraction, choice mapping and suffix stripping; also return which rows had an answer.
+    ``where``: each response's place in the input (``file: row 3``), named when its match stalls."""
     texts, answered = [], []
-    for text, mapping in zip(responses, choices, strict=True):
-        span = extract_answer(text, extractor)
+    places = iter(where) if where is not None else None
+    for i, (text, mapping) in enumerate(zip(responses, choices, strict=True)):
+        place = next(places) if places is not None else f"response {i + 1}"
+        try:
+            span = extract_answer(text, extractor)
+        except TimeoutError:
+            assert extractor is not None
+            raise EvalprismError(
+                f"{place}: the extract pattern '{shorten(extractor.pattern)}' did not finish matching the "
+                f"{len(text):,}-character response within {MATCH_TIMEOUT_S:g} s: it backtracks catastrophically "
+                "(nested or overlapping repeats such as (a+)+ or (a|aa)+); rewrite it so that each character "
+                "can be matched one way only", parameter="extract") from None
         if span is None:
             texts.append("")
             answered.append(False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalprism.errors import EvalprismError
+from evalprism.errors import EvalprismError, shorten
 
 
 def check_number(name: str, value: Any, *, low: float | None = None,
@@ -49,3 +49,22 @@ def check_applies(name: str, value: Any, applies: bool, why: str) -> None:
     another one take None as their default so that "not given" is visible here."""
     if value is not None and not applies:
         raise EvalprismError(f"{name} {value}: does not apply here: {why}; drop {name}", parameter=name)
+
+
+#: the largest seed: numpy's and scikit-learn's ``random_state`` take 0 .. 2**32 - 1
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(value: Any, name: str = "seed") -> Any:
+    """Return ``value`` when it is None (not given) or a whole number from 0 to :data:`MAX_SEED`, the
+    seeds every random generator the toolkit uses accepts (numpy refuses negative ones, scikit-learn
+    anything above 2**32 - 1); else raise :class:`EvalprismError` naming ``name``. The one check of
+    every ``seed`` option."""
+    if value is None:
+        return value
+    ok = not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer() \
+        and 0 <= value <= MAX_SEED
+    if not ok:
+        raise EvalprismError(f"{name}: expected a whole number from 0 to {MAX_SEED}, got {shorten(repr(value))}",
+                             parameter=name)
+    return int(value)

@@ -15,9 +15,21 @@ work starts and again just before the finished output is moved into place:
   holding one of the run's inputs (``--overwrite`` never lifts these).
 
 Files are written into a hidden sibling ``.<name>.partial-<pid>-<token>`` that replaces the target
-only when complete. A run killed mid-save leaves that staging directory behind; the next run of the
-same output removes such leftovers of dead processes (only directories evalprism named and marked)
-and says so.
+only when complete. The move is recoverable at every instant, and the next run of the same output
+(even one refused afterwards for bad input) finishes or undoes what a killed run left, only among
+directories evalprism named and marked, only of dead processes, and says so:
+
+1. staging being written (it holds the ``.evalprism-staging`` marker): incomplete, removed; the
+   previous output in place is untouched;
+2. staging complete (its manifest written, then the marker removed), previous output still in place:
+   the move is finished (the previous output goes aside, then is deleted file by file);
+3. previous output renamed aside to ``.<name>.old-<pid>-<token>``, target missing: the complete
+   staging is moved in, then the aside output deleted; with no complete staging left the aside
+   output is renamed back;
+4. new output in place, the aside one partly deleted: its deletion is finished (its ``run.json``
+   goes last, so the manifest that lists what to delete survives until the end).
+
+Nothing a run finished is deleted unless another finished output has replaced it in the target.
 
 A file evalprism appends to (the router service's decision log) keeps the same promises, checked by
 :func:`check_output_file` before anything loads: it may be a new file or an empty one or a file the
@@ -40,7 +52,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from evalprism.errors import EvalprismError
+from evalprism.errors import EvalprismError, shorten
 
 MARKER_FILE = "run.json"
 STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
@@ -88,9 +100,9 @@ def claim_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Pa
     """Check, before any work, that ``out`` may receive an output of ``kind``; return the target to
     pass to ``save``. Refusals raise :class:`EvalprismError` and change nothing on disk; leftovers of
     interrupted earlier runs of the same output are removed (and reported)."""
+    recover_interrupted_move(_as_path(out), progress)
     target = check_output(out, kind, inputs=inputs, overwrite=overwrite)
     _probe_writable(target.path)
-    _remove_stale_leftovers(target.path, progress)
     return target
 
 
@@ -108,6 +120,7 @@ def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Itera
     """Yield an empty staging directory; when the block finishes, record the manifest in its
     ``run.json`` and move it to the target (replacing a previous output the rules allow)."""
     target = as_target(out, kind)
+    recover_interrupted_move(target.path, progress=False)  # a library save, without claim_output first
     _check_target(target)
     path = target.path
     try:
@@ -122,15 +135,19 @@ def atomic_output_dir(out: str | Path | OutputTarget, kind: OutputKind) -> Itera
         raise _write_error(path, exc) from None
     try:
         yield staging
-        (staging / STAGING_MARKER).unlink()
         _write_manifest(staging, target.kind)
         _check_target(target)  # the directory may have changed while the analysis ran
-        _move_into_place(staging, path)
+        (staging / STAGING_MARKER).unlink()  # from here on the staging is a finished output (see the docstring)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _write_error(path, exc) from None
         raise
+    try:
+        _move_into_place(staging, path)
+    except OSError as exc:  # _move_into_place put the previous output back; the finished staging goes
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _write_error(path, exc) from None
 
 
 class AnalysisResult(Protocol):
@@ -279,7 +296,32 @@ def describe_write_error(exc: OSError) -> str:
     """Why a write failed, in words (the disk is full, permission denied, ...)."""
     return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
             errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied"}.get(exc.errno or 0, exc.strerror or str(exc))
+            errno.EPERM: "permission denied",
+            errno.EFBIG: "a file would exceed the file-size limit (ulimit -f) or the file system's largest file"
+            }.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def why_write_stopped(path: Path, exc: BaseException) -> str:
+    """Why a writer that hides the OS error (torch.save raises "unexpected pos 2240 vs 2134" when a
+    write comes up short) failed to write ``path``: a file-size limit the file reached, a full disk,
+    else the writer's own words (shortened)."""
+    import resource
+
+    if isinstance(exc, OSError):
+        return describe_write_error(exc)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if limit != resource.RLIM_INFINITY and size >= limit > 0:
+        return describe_write_error(OSError(errno.EFBIG, "File too large"))
+    try:
+        if shutil.disk_usage(_nearest_existing(path.parent)).free < max(size, 1 << 20):
+            return describe_write_error(OSError(errno.ENOSPC, "No space left on device"))
+    except OSError:
+        pass
+    return f"the write stopped short: {shorten(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}"
 
 
 # --- the rules ---------------------------------------------------------------------------------
@@ -297,6 +339,7 @@ _HOW_TO_PROCEED = ("choose a new output directory (overwrite replaces only a pre
 def _check_target(target: OutputTarget) -> None:
     """Raise unless the rules allow writing ``target`` (see the module docstring)."""
     path = target.path
+    _check_name_lengths(path)
     if path.is_symlink():
         raise EvalprismError(f"{path}: is a symbolic link; name the output directory itself; nothing was changed")
     try:
@@ -342,6 +385,30 @@ def _check_target(target: OutputTarget) -> None:
     if kind != target.kind.value and not target.overwrite:
         raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass overwrite to replace it, "
                              "or choose a new output directory", parameter="overwrite")
+
+
+#: how much longer than the output's name its staging sibling's name is: ".", ".partial-", a pid of up
+#: to 7 digits (Linux's pid_max is at most 4194304), "-" and 8 hex digits
+_SIBLING_EXTRA = 1 + len(".partial-") + 7 + 1 + 8
+
+
+def _check_name_lengths(path: Path) -> None:
+    """Refuse a path with a name longer than its file system allows, counting the staging sibling
+    the output is first written to (the OS would say only "File name too long", and late)."""
+    try:
+        limit = os.pathconf(_nearest_existing(path.parent), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    for part in path.parts[:-1]:
+        if len(os.fsencode(part)) > limit:
+            raise EvalprismError(f"{shorten(path)}: the folder name '{shorten(part, 40)}' is {len(os.fsencode(part))} "
+                                 f"bytes long; this file system allows at most {limit}; nothing was changed")
+    size = len(os.fsencode(path.name))
+    if size + _SIBLING_EXTRA > limit:
+        raise EvalprismError(f"{shorten(path)}: the name '{shorten(path.name, 40)}' is {size} bytes long; this file "
+                             f"system allows {limit} bytes per name and evalprism first writes the output beside it "
+                             f"under a name {_SIBLING_EXTRA} bytes longer: use a name of at most "
+                             f"{limit - _SIBLING_EXTRA} bytes; nothing was changed")
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -397,11 +464,16 @@ def _write_manifest(staging: Path, kind: OutputKind) -> None:
     run = json.loads(run_file.read_text(encoding="utf-8")) if run_file.exists() else {}
     if not isinstance(run, dict):
         run = {"run": run}
-    files = sorted(set(_files_below(staging)) | {MARKER_FILE})
-    write_json(run_file, {**run, "output": {"kind": kind.value, "files": files}})
+    files = sorted((set(_files_below(staging)) - {STAGING_MARKER}) | {MARKER_FILE})
+    temporary = staging / (MARKER_FILE + ".tmp")
+    write_json(temporary, {**run, "output": {"kind": kind.value, "files": files}})
+    os.replace(temporary, run_file)  # a kill mid-write leaves the previous run.json whole
 
 
 def _move_into_place(staging: Path, path: Path) -> None:
+    """Replace ``path`` by the finished ``staging``: the previous output (if any) is renamed aside,
+    the staging renamed in, then the aside output deleted. If the second rename fails the previous
+    output is renamed back; a kill at any step is finished by :func:`recover_interrupted_move`."""
     old = None
     if path.is_dir():
         if any(path.iterdir()):
@@ -409,15 +481,21 @@ def _move_into_place(staging: Path, path: Path) -> None:
             path.rename(old)
         else:
             path.rmdir()
-    staging.rename(path)
+    try:
+        staging.rename(path)
+    except OSError:
+        if old is not None:
+            old.rename(path)
+        raise
     if old is not None:
         manifest = read_manifest(old)
         _delete_listed(old, manifest[1] if manifest else [])
 
 
 def _delete_listed(path: Path, files: list[str]) -> None:
-    """Remove the listed files below ``path``, then every directory left empty (bottom up)."""
-    for name in files:
+    """Remove the listed files below ``path`` (its ``run.json`` last: until then the manifest says
+    what is left to delete), then every directory left empty (bottom up)."""
+    for name in sorted(files, key=lambda f: f == MARKER_FILE):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (path / name).unlink()
     for root, dirs, _ in sorted(os.walk(path), key=lambda w: -len(Path(w[0]).parts)):
@@ -435,29 +513,78 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_stale_leftovers(path: Path, progress: bool) -> None:
-    """Remove staging, probe and replaced-output directories that an interrupted earlier run of this
-    output left beside it: only names evalprism gives, only marked ones, only of dead processes."""
+def recover_interrupted_move(path: Path, progress: bool = True) -> None:
+    """Finish or undo what killed runs of the output ``path`` left beside it (see the module docstring
+    for the states): incomplete staging and probe directories are removed; a finished staging
+    replaces the target, or a previous output renamed aside is put back when the target is missing;
+    an aside output whose replacement is in place is deleted. Only names evalprism gives, only marked
+    directories, only of dead processes; anything else is left alone. Each step is reported."""
     from evalprism.progress import status
 
     parent = path.parent
-    if not parent.is_dir():
+    try:
+        if not parent.is_dir():
+            return
+        entries = sorted(parent.iterdir(), key=_mtime)
+    except OSError:  # a name too long, a parent that cannot be read: the checks that follow say why
         return
-    for entry in parent.iterdir():
+    finished, aside = [], []
+    for entry in entries:
         match = _LEFTOVER.match(entry.name)
         if not match or match["name"] != path.name or not entry.is_dir() or entry.is_symlink():
             continue
         if _pid_alive(int(match["pid"])):
             continue
-        if match["what"] == "old":
-            manifest = read_manifest(entry)
-            if manifest is None:
-                continue
-            _delete_listed(entry, manifest[1])
-        elif match["what"] == "partial" and (entry / STAGING_MARKER).is_file():
+        what = match["what"]
+        if what == "partial" and (entry / STAGING_MARKER).is_file():
             shutil.rmtree(entry, ignore_errors=True)
-        elif match["what"] == "probe" and not any(entry.iterdir()):
+            status(f"removed {entry}, the unfinished output of an interrupted earlier run", progress)
+        elif what == "probe" and not any(entry.iterdir()):
             entry.rmdir()
-        else:
+        elif what == "partial" and read_manifest(entry) is not None:
+            finished.append(entry)
+        elif what == "old" and read_manifest(entry) is not None:
+            aside.append(entry)
+        elif what == "old" and os.path.lexists(path) and not _files_below(entry):  # deleted but for its folders
+            _delete_listed(entry, [])
+    try:
+        _finish_moves(path, finished, aside, progress)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+
+
+def _finish_moves(path: Path, finished: list[Path], aside: list[Path], progress: bool) -> None:
+    """The roll-forward (or back) of :func:`recover_interrupted_move`, oldest leftovers first."""
+    from evalprism.progress import status
+
+    for staging in finished:  # each finished output replaces the one in place, as its run was doing
+        if os.path.lexists(path) and not _replaceable(path):
+            status(f"left {staging} alone: a finished output of an interrupted earlier run; {path} now holds "
+                   f"files evalprism did not write, so it was not moved in", progress)
             continue
-        status(f"removed {entry}, left behind by an interrupted earlier run of this output", progress)
+        _move_into_place(staging, path)
+        status(f"moved {staging} into {path}: the finished output of an interrupted earlier run", progress)
+    for old in reversed(aside):  # the newest aside output first: it is what the target held last
+        if not os.path.lexists(path):
+            old.rename(path)
+            status(f"restored {path} from {old}, where an interrupted earlier run had moved it aside", progress)
+        elif _replaceable(path):
+            manifest = read_manifest(old)
+            _delete_listed(old, manifest[1] if manifest else [])
+            status(f"removed {old}, the previous output an interrupted earlier run had replaced", progress)
+
+
+def _replaceable(path: Path) -> bool:
+    """``path`` is an empty directory or an evalprism output holding only the files it lists."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    present = _files_below(path)
+    manifest = read_manifest(path)
+    return not present or (manifest is not None and set(present) <= set(manifest[1]))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalprism.errors import EvalprismError
+from evalprism.errors import EvalprismError, shorten
 from evalprism.io.battles import require_prompts
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
@@ -30,6 +30,10 @@ def read_prompts(path: str | Path, column: str | None = None) -> pd.DataFrame:
         if name is None or name not in table.columns:
             wanted = f"'{column}'" if column else "one of " + ", ".join(PROMPT_COLUMNS)
             raise EvalprismError(f"{path}: no prompt column: expected {wanted}; columns are {', '.join(map(str, table.columns))}")
+        if name != "prompt" and "prompt" in table.columns:
+            raise EvalprismError(f"{path}: the prompt column '{shorten(name)}' would be read as 'prompt', and the table "
+                                 "has a column 'prompt' too, which it would replace; rename that column or name it as "
+                                 "the prompt column")
         table = table.rename(columns={name: "prompt"}) if name != "prompt" else table
     if table.empty:
         raise EvalprismError(f"{path}: no prompts")

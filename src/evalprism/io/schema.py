@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from evalprism.errors import EvalprismError
+from evalprism.errors import EvalprismError, shorten
 
 Kind = Literal["str", "number", "str_list", "key"]
 
@@ -96,9 +96,7 @@ NESTED = (dict, list, tuple, set, np.ndarray)
 def describe_value(value: Any) -> str:
     """A cell value for a message: its repr, shortened, with 'a JSON object'/'a JSON list' in front of a
     structure (a nested value where a scalar belongs is the usual mistake, and a repr alone hides it)."""
-    shown = repr(value.tolist() if isinstance(value, np.ndarray) else value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
+    shown = shorten(repr(value.tolist() if isinstance(value, np.ndarray) else value), 60)
     if isinstance(value, dict):
         return f"a JSON object {shown}"
     if isinstance(value, NESTED):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 from torch import nn
 
 from evalprism.errors import EvalprismError
@@ -148,7 +148,10 @@ class P2LModel:
         spec = self.backbone.save_weights(directory)
         config = {**self.config, **(extra_config or {}), "models": self.models, "loss": self.loss,
                   "backbone": {**describe(self.backbone), "spec": spec}}
-        save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()}, str(directory / HEAD_FILE))
+        # serialised here and written by Python: a full disk is then an OSError naming its cause (safetensors'
+        # own writer raises a SafetensorError with the cause in its text); the head is kilobytes
+        head = save({k: v.detach().contiguous() for k, v in self.head.state_dict().items()})
+        (directory / HEAD_FILE).write_bytes(head)
         if self.marginal is not None:
             self.marginal.to_csv(directory / MARGINAL_FILE, index=False)
         write_json(directory / CONFIG_FILE, config)

@@ -44,7 +44,7 @@ from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
-from evalprism.io.options import check_number
+from evalprism.io.options import check_applies, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -55,6 +55,7 @@ from evalprism.io.outputs import (
     open_work_dir,
     remove_output,
     save_result,
+    why_write_stopped,
 )
 from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
@@ -106,7 +107,7 @@ class TrainOptions:
     seed: int = 0
     micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
     gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
-    precision: str = "auto"  # fine-tuning: bfloat16 autocast on GPUs that support it (auto), or float32
+    precision: str | None = None  # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
     max_length: int | None = None  # fine-tuning: longest prompt read, in tokens (None: the backbone's own)
 
     def resolved(self) -> TrainOptions:
@@ -124,6 +125,7 @@ class TrainOptions:
         check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True,
                      high_open=True)
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
+        check_seed(self.seed)
         for name, rule in OPTIONAL_NUMBERS.items():
             value = getattr(self, name)
             if value is None:
@@ -135,7 +137,9 @@ class TrainOptions:
         if fit == "adamw" and self.penalty is not None:
             raise EvalprismError("penalty applies to fit 'ridge' (adamw's counterpart is weight_decay)",
                                  parameter="penalty")
-        if self.precision not in TRAIN_PRECISIONS:
+        check_applies("precision", self.precision, self.finetune, "it sets the dtype of a fine-tuned backbone's "
+                      "training (a frozen backbone's features are computed once, in float32)")
+        if self.precision is not None and self.precision not in TRAIN_PRECISIONS:
             raise EvalprismError(f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
                                  parameter="precision")
         if not self.finetune and (self.max_length is not None or self.gradient_checkpointing):
@@ -143,6 +147,7 @@ class TrainOptions:
                                  "(a frozen backbone reads prompts as it does at inference)", parameter="finetune")
         out = TrainOptions(**asdict(self))
         out.fit = fit
+        out.precision = self.precision or "auto"
         if fit == "adamw":
             out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
             out.batch_size = self.batch_size or (16 if self.finetune else 1024)
@@ -238,10 +243,23 @@ def _fingerprint(content: str, options: TrainOptions) -> str:
 
 
 def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
+    """Write the checkpoint atomically. A failed write (a full disk: torch raises a RuntimeError
+    without the cause) leaves no partial file: the earlier checkpoint, if any, is kept for --resume,
+    else the directory goes."""
     _open_checkpoint_dir(directory)
     tmp = directory / (CHECKPOINT_FILE + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, directory / CHECKPOINT_FILE)  # a crash mid-write never leaves a torn checkpoint
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, directory / CHECKPOINT_FILE)  # a crash mid-write never leaves a torn checkpoint
+    except (OSError, RuntimeError) as exc:
+        why = why_write_stopped(tmp, exc)
+        tmp.unlink(missing_ok=True)
+        if (directory / CHECKPOINT_FILE).is_file():
+            kept = f"the previous epoch's checkpoint is kept in {directory} (rerun with --resume once it can be written)"
+        else:
+            remove_output(directory, OutputKind.P2L_CHECKPOINT)
+            kept = "nothing was kept"
+        raise EvalprismError(f"{directory / CHECKPOINT_FILE}: cannot write the checkpoint ({why}); {kept}") from None
 
 
 def invalid_checkpoint(path: Path, what: str) -> EvalprismError:
@@ -547,6 +565,17 @@ class Trainer:
             "torch_rng": torch.get_rng_state(),
         }))
 
+    def diverged(self, epoch: int, train: float, val: float) -> None:
+        """Stop a run whose loss is no longer a number (a learning rate far too large): keeping the best
+        epoch would silently return the warm start (the marginal leaderboard) as the trained model.
+        Its checkpoints go too: resuming would diverge again."""
+        if self.ckpt_dir is not None:
+            ckpt_dir = self.ckpt_dir
+            self.world.on_main(lambda: remove_output(ckpt_dir, OutputKind.P2L_CHECKPOINT))
+        raise EvalprismError(f"training diverged: after epoch {epoch} the training NLL is {train} and the validation "
+                             f"NLL {val}; lr {self.opts.lr:g} is too large for these battles (the default is "
+                             f"{EPOCH_DEFAULTS['lr']:g}); lower it; nothing was saved", parameter="lr")
+
     def run(self, state: RunState) -> None:
         """Step 3, the epoch loop: train, validate, checkpoint until max_epochs or ``patience`` epochs
         without a better validation NLL."""
@@ -564,8 +593,10 @@ class Trainer:
                     for s in range(0, order.size, batch):
                         self.step(order[s:s + batch])
                         bar.update(1)
-                    val = self.validate(self.data.val_idx)
-                    state.record(epoch, self.validate(train_idx), val, self.objective.trainable_state)
+                    val, train = self.validate(self.data.val_idx), self.validate(train_idx)
+                    if not (math.isfinite(val) and math.isfinite(train)):
+                        self.diverged(epoch, train, val)
+                    state.record(epoch, train, val, self.objective.trainable_state)
                     self.checkpoint(state)
         except KeyboardInterrupt:
             if self.world.is_main and self.ckpt_dir is not None and (self.ckpt_dir / CHECKPOINT_FILE).is_file():

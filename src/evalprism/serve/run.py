@@ -85,9 +85,9 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
     check_decision_log(log_path, [Path(model_dir), config_path])
     secrets = read_secrets(config, source=str(config_path))
-    check_exposure(host, secrets.api_keys)
-    sockets = bind_listener(host, port)
+    sockets = bind_listener(host, port)  # first: a host that is no address here is that, not an exposure
     try:
+        check_exposure(host, secrets.api_keys)
         _load_and_run(model_dir, config_path, config, secrets, log_path, host, port, sockets, log_level, progress)
     finally:
         for sock in sockets:

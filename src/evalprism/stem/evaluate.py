@@ -16,10 +16,10 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_seed
 from evalprism.stem.locate import localize, locate_target
 from evalprism.stem.located import LocationResult
-from evalprism.stem.methods import Design, Method
+from evalprism.stem.methods import Design, Method, choose_method
 from evalprism.stem.rule import Weighting
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, answered_whole_pool, target_of
@@ -63,6 +63,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     drawn from a whole-pool model; when no model is sampled (every one is located from its answers
     alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
     since it would change nothing."""
+    seed = check_seed(seed)
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     targets = [target_of(pool, enc, name) for name in names]
@@ -72,6 +73,7 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
            "answers on part of the pool") + ") and no trials run, so no sample is drawn")
     for name, value in (("items", items), ("seed", seed), ("weighting", weighting), ("design", design)):
         check_applies(name, value, sampled, why)
+    _check_method_options(pool, names, wholes, method, trials, weighting, design)
     items = 100 if items is None else items
     seed = 0 if seed is None else seed
     weighting = weighting or "balanced"
@@ -106,6 +108,22 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     if notes:
         options["notes"] = notes
     return LocationResult(pool=pool, results=results, options=options)
+
+
+def _check_method_options(pool: Pool, names: list[str], wholes: list[bool], method: str, trials: int,
+                          weighting: str | None, design: str | None) -> None:
+    """Refuse ``weighting`` (the paper rule's) and ``design`` (the IRT estimator's) when the sample they
+    steer is not drawn: no trials run (trials compare every method, so both apply there) and the
+    chosen method of every sampled model is another one."""
+    if trials > 0:
+        return
+    chosen = sorted({choose_method(pool, name, method) for name, whole in zip(names, wholes, strict=True) if whole})
+    said = f"method '{method}'" + (f" (here: {', '.join(chosen)})" if method == "auto" else "")
+    check_applies("weighting", weighting, "paper" in chosen,
+                  f"it weights the TI levels of the paper's rule, and {said} is located without it and no trials run")
+    if pool.panel is not None:  # without a panel resolve_design says why
+        check_applies("design", design, "irt" in chosen,
+                      f"it chooses the IRT estimator's sample, and {said} is located without it and no trials run")
 
 
 def partial_answers_notes(partial: list[tuple[str, int, str]], pool_items: int, trials: int) -> list[str]:
