@@ -255,6 +255,15 @@ def _dir_serve_broken_config(w: Path):
     return ["serve", "model", "--config", "serve.yaml"], ["not a valid evalprism model directory", "config.json"]
 
 
+def _dir_leaderboard_newer_model_format(w: Path):
+    config = json.loads((w / "model" / "config.json").read_text(encoding="utf-8"))
+    assert config["evalprism"]["format"] == 1  # what this evalprism writes
+    config["evalprism"] = {"version": "9.0.0", "format": 2}  # a model from a newer evalprism
+    (w / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return (["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
+            ["model", "written by evalprism 9.0.0 in model format 2", "reads formats up to 1", "upgrade evalprism"])
+
+
 def _dir_train_corrupt_checkpoint(w: Path):
     checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
@@ -402,6 +411,7 @@ CASES = [
     Case("directory", "p2l evaluate", "empty-head", _dir_evaluate_empty_head),
     Case("directory", "p2l route", "broken-marginal", _dir_route_broken_marginal),
     Case("directory", "serve", "broken-config-json", _dir_serve_broken_config),
+    Case("directory", "p2l leaderboard", "newer-model-format", _dir_leaderboard_newer_model_format),
     Case("directory", "p2l train", "corrupt-checkpoint", _dir_train_corrupt_checkpoint),
     Case("directory", "stem locate", "string-params", _dir_locate_string_params),
     Case("directory", "stem locate", "missing-params", _dir_locate_missing_params),
@@ -1455,3 +1465,26 @@ def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
     located = pd.read_csv(work / "out" / "located.csv")
     assert located["model"].tolist() == ["perfect"] and located["interval"].tolist() == ["above toy-70b"]
     assert located["estimate ± se"].iloc[0].startswith("100.0 ±")
+
+
+# ------------------------------------------------------------------- provenance (issue 31, item 4)
+
+def test_outputs_and_models_record_their_provenance_and_older_models_still_read(base: Path, tmp_path: Path) -> None:
+    """A model directory records the evalprism version and model format that wrote it; one written
+    before that record existed (no ``evalprism`` entry: format 1) still reads; every output's run.json
+    names the version and output format beside its manifest."""
+    from evalprism import __version__
+    from evalprism.io.outputs import OUTPUT_FORMAT
+    from evalprism.p2l.model import MODEL_FORMAT
+
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    config = json.loads((work / "model" / "config.json").read_text(encoding="utf-8"))
+    assert config["evalprism"] == {"version": __version__, "format": MODEL_FORMAT}
+    del config["evalprism"]  # as a model of an older evalprism was written
+    (work / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    proc = evalprism(["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"], work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    output = json.loads((work / "out" / "run.json").read_text(encoding="utf-8"))["output"]
+    assert output["kind"] == "p2l leaderboard" and output["evalprism"] == __version__
+    assert output["format"] == OUTPUT_FORMAT and "run.json" in output["files"]

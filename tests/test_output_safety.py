@@ -117,7 +117,10 @@ def test_missing_directory_is_created_with_its_parents(battles: Path, tmp_path: 
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["leaderboard.csv", "report.html", "run.json"]
     marker = json.loads((out / "run.json").read_text())["output"]
-    assert marker == {"kind": "p2l fit", "files": ["leaderboard.csv", "report.html", "run.json"]}
+    from evalprism import __version__
+
+    assert marker == {"kind": "p2l fit", "files": ["leaderboard.csv", "report.html", "run.json"],
+                      "evalprism": __version__, "format": 1}
     assert [p.name for p in out.parent.iterdir()] == ["fit"]  # no staging directory left beside it
 
 

@@ -2,7 +2,8 @@
 or overwrites what it did not create.
 
 Every directory evalprism writes carries a ``run.json`` whose ``"output"`` entry names the kind of
-output (the command that wrote it) and lists every file written (the manifest). That marker is what
+output (the command that wrote it), the evalprism version and output format that wrote it, and lists
+every file written (the manifest). That marker is what
 lets a later run recognise its own output. The rules, checked by :func:`claim_output` before any
 work starts and again just before the finished output is moved into place:
 
@@ -55,6 +56,9 @@ from typing import Any, ClassVar, Protocol
 from evalprism.errors import EvalprismError, shorten
 
 MARKER_FILE = "run.json"
+#: the layout of an output directory's ``run.json`` ``output`` entry (kind, files, evalprism version,
+#: format); a reader of format N reads every format up to N
+OUTPUT_FORMAT = 1
 STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
 
 
@@ -225,7 +229,7 @@ def open_work_dir(path: str | Path, kind: OutputKind, files: Iterable[str]) -> P
         target.path.mkdir(parents=True, exist_ok=True)
         run_file = target.path / MARKER_FILE
         if not run_file.exists():
-            write_json(run_file, {"output": {"kind": kind.value, "files": sorted({MARKER_FILE, *files})}})
+            write_json(run_file, {"output": output_entry(kind, sorted({MARKER_FILE, *files}))})
     except OSError as exc:
         raise _write_error(target.path, exc) from None
     return target.path
@@ -458,6 +462,14 @@ def _new_sibling(path: Path, what: str) -> Path:
     return path.with_name(f".{path.name}.{what}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
+def output_entry(kind: OutputKind, files: list[str]) -> dict[str, Any]:
+    """``run.json``'s ``output`` entry: what wrote the directory (kind, evalprism version, format) and
+    every file it wrote (the manifest)."""
+    from evalprism import __version__
+
+    return {"kind": kind.value, "files": files, "evalprism": __version__, "format": OUTPUT_FORMAT}
+
+
 def _write_manifest(staging: Path, kind: OutputKind) -> None:
     """Add the ``output`` marker (kind and every file written) to the staging directory's run.json."""
     run_file = staging / MARKER_FILE
@@ -466,7 +478,7 @@ def _write_manifest(staging: Path, kind: OutputKind) -> None:
         run = {"run": run}
     files = sorted((set(_files_below(staging)) - {STAGING_MARKER}) | {MARKER_FILE})
     temporary = staging / (MARKER_FILE + ".tmp")
-    write_json(temporary, {**run, "output": {"kind": kind.value, "files": files}})
+    write_json(temporary, {**run, "output": output_entry(kind, files)})
     os.replace(temporary, run_file)  # a kill mid-write leaves the previous run.json whole
 
 

@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from evalprism.p2l.routing import RouteModel
 
 CONFIG_FILE = "config.json"
+#: the layout of a model directory (config.json's keys, the head's tensors, marginal.csv). Recorded in
+#: config.json's ``evalprism`` entry with the version that wrote it; a directory without the entry is
+#: format 1 (written before the entry existed). Raise it when a change makes older evalprism misread a
+#: model; a newer format is refused with one message, older ones are read.
+MODEL_FORMAT = 1
 HEAD_FILE = "head.safetensors"
 MARGINAL_FILE = "marginal.csv"
 
@@ -146,8 +151,11 @@ class P2LModel:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         spec = self.backbone.save_weights(directory)
+        from evalprism import __version__
+
         config = {**self.config, **(extra_config or {}), "models": self.models, "loss": self.loss,
-                  "backbone": {**describe(self.backbone), "spec": spec}}
+                  "backbone": {**describe(self.backbone), "spec": spec},
+                  "evalprism": {"version": __version__, "format": MODEL_FORMAT}}
         # serialised here and written by Python: a full disk is then an OSError naming its cause (safetensors'
         # own writer raises a SafetensorError with the cause in its text); the head is kilobytes
         head = save({k: v.detach().contiguous() for k, v in self.head.state_dict().items()})
@@ -204,6 +212,23 @@ def invalid_model_dir(directory: str | Path, what: str) -> EvalprismError:
     return EvalprismError(f"{directory}: not a valid evalprism model directory: {what}")
 
 
+def check_model_format(directory: Path, written_by: object) -> None:
+    """Refuse a model directory of a newer format than this evalprism reads (config.json's
+    ``evalprism`` entry; none: format 1, written before the entry existed)."""
+    from evalprism import __version__
+
+    if written_by is None:
+        return
+    fmt = written_by.get("format") if isinstance(written_by, dict) else None
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'evalprism' must hold the model format (a whole number "
+                                f"from 1), got {written_by!r}")
+    if fmt > MODEL_FORMAT:
+        version = written_by.get("version", "a newer version") if isinstance(written_by, dict) else "?"
+        raise EvalprismError(f"{directory}: written by evalprism {version} in model format {fmt}; this evalprism "
+                             f"({__version__}) reads formats up to {MODEL_FORMAT}: upgrade evalprism to use it")
+
+
 def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], pd.DataFrame | None]:
     """Read and check a model directory's own files before any backbone is loaded: ``config.json``
     (a JSON object with a model list of distinct names, a known loss and a backbone spec),
@@ -225,6 +250,8 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
                                 f"{exc.colno}: {exc.msg})") from None
     except EvalprismError as exc:
         raise invalid_model_dir(directory, str(exc)) from None
+    if isinstance(config, dict):
+        check_model_format(directory, config.get("evalprism"))
     models = config.get("models") if isinstance(config, dict) else None
     backbone = config.get("backbone") if isinstance(config, dict) else None
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
