@@ -131,8 +131,10 @@ def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int
 
 
 def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: HarnessOptions | None = None,
-              choices: ReadChoices | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The long table of every run (see the module docstring) and notes on what was read."""
+              choices: ReadChoices | None = None, prompts: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """The long table of every run (see the module docstring) and notes on what was read. With
+    ``prompts``, a ``prompt`` column too when an input has one: the item's text (a table's ``prompt``
+    column, the harness readers' prompt text; missing for the inputs without it)."""
     harness = harness or HarnessOptions()
     choices = choices if choices is not None else ReadChoices()
     renames, reader_options = _split_names(runs, harness)
@@ -143,7 +145,8 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
     for i, run in enumerate(runs):
         if isinstance(run, pd.DataFrame):
             where = str(run.attrs.get("source") or f"table {i + 1}")
-            table, no_answer = _read_score_table(run.reset_index(drop=True), where, cluster)
+            source = run.reset_index(drop=True)
+            table, no_answer = _read_score_table(source, where, cluster)
         else:
             path = Path(run)
             where = str(path)
@@ -151,9 +154,11 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                 raise EvalprismError(f"{path}: file not found")
             df = read_table(path) if _is_score_table(path) else None
             if df is not None and ("item_id" in df.columns or "score" in df.columns):
+                source = df
                 table, no_answer = _read_score_table(df, where, cluster)
             else:  # harness output, or a wide model x item matrix
-                canonical = read_correctness(path, harness=reader_options, choices=choices, check_harness=False)
+                canonical = source = read_correctness(path, harness=reader_options, choices=choices,
+                                                      check_harness=False)
                 readers.extend(canonical.attrs.get("readers", []))
                 if cluster is not None:
                     _require_cluster(canonical, cluster, where)
@@ -169,6 +174,8 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                     table["item_id"] = table["item_id"].str.replace(r"#\d+$", "", regex=True)
                     notes.append(f"{where}: --epochs all: every epoch of a sample is one sample of its item (the "
                                  "item's score is the mean over epochs, its within-item variance reported)")
+        if prompts and "prompt" in source.columns:
+            table["prompt"] = source["prompt"].to_numpy(dtype=object)
         if i in renames:
             models = table["run"].unique()
             if len(models) == 1:
