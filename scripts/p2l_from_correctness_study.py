@@ -15,9 +15,12 @@ models scored on the same item are a battle (higher score wins, equal a tie, bot
 - Held-out evaluation: on the held-out items' battles, the trained model's P2L predictions and its
   marginal leaderboard (the warm start, fitted on the training battles minus the trainer's validation
   prompts) are scored with `compare_predictors`; the NLL difference has its standard error clustered
-  by item (all battles of one item are one draw).
+  by item (all battles of one item are one draw). A third predictor, the marginal leaderboard fitted
+  per benchmark on all training battles of that benchmark, says how much of P2L's gain knowing the
+  benchmark alone gives.
 
-Writes ``--out/metrics.csv`` (one row per loss and predictor) and prints it.
+Writes ``--out/metrics.csv`` (one row per loss and predictor), ``conversion.json`` and the trained
+models (``--out/model-<loss>/``), and prints the metrics.
 """
 
 from __future__ import annotations
@@ -32,10 +35,17 @@ import numpy as np
 import pandas as pd
 
 from evalprism.p2l import TrainOptions, train_model
-from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
+from evalprism.p2l.evaluate import (
+    battle_nll,
+    compare_predictors,
+    marginal_log_probs,
+    p2l_log_probs,
+    paired_difference,
+)
 from evalprism.p2l.from_logs import battles_from_scores
+from evalprism.p2l.marginal import fit_leaderboard
 from evalprism.stats.outcomes import OUTCOME_INDEX
-from evalprism.stats.pairwise import outcome_rows
+from evalprism.stats.pairwise import outcome_rows, outcome_weights
 
 
 def score_table(data: Path) -> pd.DataFrame:
@@ -64,19 +74,41 @@ def held_out(table: pd.DataFrame, fraction: float, seed: int) -> np.ndarray:
     return (table["benchmark"] + "/" + table["item_id"]).map(u).to_numpy() < fraction
 
 
-def evaluate(result, test: pd.DataFrame, loss: str) -> pd.DataFrame:
-    """P2L and its marginal on the held-out battles, the NLL difference clustered by item."""
+def by_benchmark(train: pd.DataFrame, test: pd.DataFrame, loss: str, models: list[str], a: np.ndarray,
+                 b: np.ndarray) -> np.ndarray:
+    """Log-probabilities of the held-out battles under a marginal leaderboard fitted per benchmark on
+    all training battles of that benchmark: the baseline that knows which benchmark an item is from."""
+    logp = np.zeros((len(test), 4))
+    for bench, part in test.groupby("benchmark"):
+        fit = fit_leaderboard(train[train["benchmark"] == bench], model=loss, ci=None, progress=False).fit
+        coefs = pd.Series(fit.coefs, index=fit.names).reindex(models).to_numpy()
+        rows = part.index.to_numpy()
+        logp[rows] = marginal_log_probs(loss, coefs, fit.extra, a[rows], b[rows])
+    return logp
+
+
+def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.DataFrame:
+    """P2L, its marginal and the per-benchmark marginal on the held-out battles; NLL differences to
+    the marginal (and P2L's to the per-benchmark marginal) with standard errors clustered by item."""
     model = result.model
     index = {name: i for i, name in enumerate(model.models)}
+    test = test.reset_index(drop=True)
     a = test["model_a"].map(index).to_numpy()
     b = test["model_b"].map(index).to_numpy()
     rows = outcome_rows(test["winner"].map(OUTCOME_INDEX).to_numpy())
     marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
     extra = result.options.get("marginal_extra")
     preds = {"marginal": marginal_log_probs(loss, marginal, extra, a, b),
+             "marginal_by_benchmark": by_benchmark(train, test, loss, model.models, a, b),
              "p2l": p2l_log_probs(model, test["prompt"].tolist(), a, b)}
     items = (test["benchmark"] + "/" + test["item_id"]).to_numpy()
-    return compare_predictors(loss, rows, preds, items)
+    table = compare_predictors(loss, rows, preds, items)
+    mask = outcome_weights(loss, rows).sum(axis=1) > 0
+    diff = battle_nll(loss, preds["p2l"], rows) - battle_nll(loss, preds["marginal_by_benchmark"], rows)
+    mean, se = paired_difference(diff, items[mask])
+    table["p2l_vs_by_benchmark"] = np.where(table["predictor"] == "p2l", mean, np.nan)
+    table["se_vs_by_benchmark"] = np.where(table["predictor"] == "p2l", se, np.nan)
+    return table
 
 
 def main() -> None:
@@ -99,19 +131,20 @@ def main() -> None:
     print("models:", ", ".join(models))
     print(train_battles.attrs["converted"][0])
     print(test_battles.attrs["converted"][0])
+    args.out.mkdir(parents=True, exist_ok=True)
     frames = []
     for loss in args.loss:
         start = time.perf_counter()
         result = train_model(train_battles, TrainOptions(loss=loss, seed=args.seed), cache_dir=args.cache_dir,
                              progress=False)
-        metrics = evaluate(result, test_battles, loss)
+        result.save(args.out / f"model-{loss}")
+        metrics = evaluate(result, train_battles, test_battles, loss)
         metrics.insert(0, "loss", loss)
         metrics["penalty"] = result.options.get("penalty_chosen")
         metrics["seconds"] = round(time.perf_counter() - start, 1)
         print(metrics.to_string(index=False))
         frames.append(metrics)
     out = pd.concat(frames, ignore_index=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out / "metrics.csv", index=False)
     (args.out / "conversion.json").write_text(json.dumps(
         {"models": models, "train": train_conv.__dict__, "test": test_conv.__dict__,
