@@ -155,9 +155,7 @@ def read_battles_input(path: str | Path, *, prompts: bool = True) -> pd.DataFram
     from evalprism.compare.read import read_runs
     from evalprism.io.harness_options import ReadChoices
 
-    path = Path(path)
-    if not path.exists():
-        raise EvalprismError(f"{path}: file not found")
+    path = Path(path)  # a missing or unreadable file is refused by the reader that reads it, by name
     table = None if path.is_dir() or path.suffix.lower() == ".eval" else read_table(path)
     if not is_graded(path, table):
         assert table is not None
