@@ -205,7 +205,7 @@ def test_p2l_train_grk_warm_start_pins_the_unidentified_coefficient(tmp_path: Pa
     head = CoefficientHead(8, len(data.names), "grk")
     warm_start(head, marginal)
     weak = data.names.index("weak")
-    assert float(head.linear.bias[weak]) == pytest.approx(marginal_csv_coef := marginal.coefs[weak], abs=1e-6)
+    assert float(head.linear.bias.detach()[weak]) == pytest.approx(marginal_csv_coef := marginal.coefs[weak], abs=1e-6)
     assert marginal_csv_coef == pytest.approx(marginal.coefs[marginal.identified].min())
     raw = Leaderboard.from_counts(PairCounts.from_battles(data.arrays.a[data.train_idx], data.arrays.b[data.train_idx],
                                                           data.arrays.outcome[data.train_idx], len(data.names)),
