@@ -186,7 +186,7 @@ class CiName(str, Enum):
 
 @p2l_app.command("fit")
 def p2l_fit(
-    battles: Annotated[Path, typer.Argument(help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations.")],
+    battles: Annotated[Path, typer.Argument(help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations; or graded logs (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score table): every two models scored on the same item are a battle.")],
     out: Out,
     model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
@@ -196,11 +196,11 @@ def p2l_fit(
     quiet: Quiet = False,
 ) -> None:
     """Marginal leaderboard: one BT / BT-tie / Rao-Kupper / grounded-RK fit with 95% intervals."""
-    from evalprism.io import read_table
     from evalprism.p2l import fit_leaderboard
+    from evalprism.p2l.from_logs import read_battles_input
 
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
-    result = fit_leaderboard(read_table(battles), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
+    result = fit_leaderboard(read_battles_input(battles, prompts=False), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
                              progress=not quiet)
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
@@ -238,7 +238,7 @@ class AggregationName(str, Enum):
 
 @p2l_app.command("train")
 def p2l_train(
-    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
+    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format), or graded logs with the items' text (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score,prompt table): every two models scored on the same item are a battle.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
     backbone: Annotated[str, typer.Option("--backbone", help="The model's prompt encoder, saved with it and trainable "
                                           "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
@@ -266,8 +266,8 @@ def p2l_train(
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint). Runs
     under `torchrun --nproc-per-node N -m evalprism p2l train ...` on N processes (rank 0 writes)."""
-    from evalprism.io import read_table
     from evalprism.p2l import TrainOptions, TrainResult, checkpoint_dir_for, train_model
+    from evalprism.p2l.from_logs import read_battles_input
 
     options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, fit=fit, penalty=penalty,
                            val_fraction=val_fraction, max_epochs=epochs, batch_size=batch_size,
@@ -275,7 +275,7 @@ def p2l_train(
                            patience=patience, max_length=max_length, gradient_checkpointing=gradient_checkpointing,
                            precision=precision, seed=seed)
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)
-    result = train_model(read_table(battles), options, checkpoint_dir=checkpoint_dir_for(target), resume=resume,
+    result = train_model(read_battles_input(battles, prompts=True), options, checkpoint_dir=checkpoint_dir_for(target), resume=resume,
                          cache_dir=cache_dir, progress=not quiet)
     _read_notes(result.options.get("read", []), quiet or not result.main_process)
     result.save(target)

@@ -96,9 +96,11 @@ def _read_table_run(df: pd.DataFrame, where: str, cluster: str | None, responses
 
 
 def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: HarnessOptions | None = None,
-              choices: ReadChoices | None = None,
+              choices: ReadChoices | None = None, prompts: bool = False,
               responses: ResponseOptions | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The long table of every run (see the module docstring) and notes on what was read."""
+    """The long table of every run (see the module docstring) and notes on what was read. With
+    ``prompts``, a ``prompt`` column too when an input has one: the item's text (a table's ``prompt``
+    column, the harness readers' prompt text; missing for the inputs without it)."""
     responses = responses or ResponseOptions()
     read_responses = False
     harness = harness or HarnessOptions()
@@ -111,7 +113,8 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
     for i, run in enumerate(runs):
         if isinstance(run, pd.DataFrame):
             where = str(run.attrs.get("source") or f"table {i + 1}")
-            table, no_answer, was = _read_table_run(run.reset_index(drop=True), where, cluster, responses, notes)
+            source = run.reset_index(drop=True)
+            table, no_answer, was = _read_table_run(source, where, cluster, responses, notes)
             read_responses |= was
         else:
             path = Path(run)
@@ -120,10 +123,12 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                 raise EvalprismError(f"{path}: file not found")
             df = read_table(path) if _is_score_table(path) else None
             if df is not None and ("item_id" in df.columns or "score" in df.columns or is_responses_table(df)):
+                source = df
                 table, no_answer, was = _read_table_run(df, where, cluster, responses, notes)
                 read_responses |= was
             else:  # harness output, or a wide model x item matrix
-                canonical = read_correctness(path, harness=reader_options, choices=choices, check_harness=False)
+                canonical = source = read_correctness(path, harness=reader_options, choices=choices,
+                                                      check_harness=False)
                 readers.extend(canonical.attrs.get("readers", []))
                 if cluster is not None:
                     require_cluster(canonical, cluster, where)
@@ -139,6 +144,10 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                     table["item_id"] = table["item_id"].str.replace(r"#\d+$", "", regex=True)
                     notes.append(f"{where}: --epochs all: every epoch of a sample is one sample of its item (the "
                                  "item's score is the mean over epochs, its within-item variance reported)")
+        if not prompts:
+            table = table.drop(columns="prompt", errors="ignore")
+        elif "prompt" in source.columns and "prompt" not in table.columns:
+            table["prompt"] = source["prompt"].to_numpy(dtype=object)
         if i in renames:
             models = table["run"].unique()
             if len(models) == 1:

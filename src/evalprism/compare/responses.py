@@ -91,7 +91,8 @@ def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list
 
 def read_responses_runs(table: pd.DataFrame, where: str, options: ResponseOptions,
                         cluster: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """The long run table (``run, benchmark, item_id, score[, cluster]``) of a responses file, and notes."""
+    """The long run table (``run, benchmark, item_id, score[, cluster][, prompt]``) of a responses file,
+    and notes; ``prompt`` (the question's text, for `p2l train` from logs) when the file has that column."""
     df = RESPONSES_SCHEMA.validate(table)
     notes: list[str] = []
     by = list(options.by)
@@ -126,6 +127,8 @@ def read_responses_runs(table: pd.DataFrame, where: str, options: ResponseOption
     if cluster is not None:
         require_cluster(df, cluster, where)
         out["cluster"] = identifier_column(df, cluster, where, "the item's cluster (--cluster)")
+    if "prompt" in df.columns:  # rows may have been left out above: carried here, aligned
+        out["prompt"] = df["prompt"].to_numpy(dtype=object)
     several = int(out.groupby(["run", "item_id"], observed=True).size().max())
     notes.append(f"{where}: an ECDF responses file: runs by {', '.join(by)} ({out['run'].nunique()}), questions as items, "
                  + ("each response one sample of its question (the within-question variance is reported)" if several > 1

@@ -278,6 +278,7 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
     read as it is (no ``prompt`` column); otherwise it is refused. ``attrs["choices"]`` says what was
     read and what was not."""
     where = source or df.attrs.get("source") or "battles table"
+    converted = list(df.attrs.get("converted", []))  # how graded logs became these battles (p2l.from_logs)
     fmt = detect_format(df) if fmt == "auto" else fmt
     columns = [str(c) for c in df.columns]
     n_rows = len(df)
@@ -314,8 +315,8 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
             row = int(np.flatnonzero(outside)[0])
             raise EvalprismError(f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}")
     out.attrs["battles_format"] = fmt
-    out.attrs["choices"] = read_notes(out, where, fmt, columns, n_rows, tally, anony,
-                                      mended_on_read=mended_on_read)
+    out.attrs["choices"] = [*converted, *read_notes(out, where, fmt, columns, n_rows, tally, anony,
+                                                    mended_on_read=mended_on_read)]
     return out
 
 

@@ -39,7 +39,8 @@ DEFAULT_REDUCER = "mean"
 class LogContent:
     """What evalprism needs of one inspect log.
 
-    ``samples``: ``{"id", "epoch", "scores": {scorer: value}, "error": message or None}``;
+    ``samples``: ``{"id", "epoch", "scores": {scorer: value}, "error": message or None, "input": the
+    sample's input text or None}``;
     ``reductions``: ``(scorer, reducer) -> {sample_id: value}`` (several reducers per scorer are kept
     apart); ``reducers``: scorer -> its reducer names in log order; ``status``: inspect's run status;
     ``dataset_ids``: the sample ids the run was to score (None when the log does not list them)."""
@@ -102,6 +103,24 @@ def _error(raw: Any) -> str | None:
     return str(message or "error").splitlines()[0][:120]
 
 
+def input_text(raw: Any) -> str | None:
+    """A sample's input as text: the string, or the text of its chat messages (dicts from JSON, or
+    inspect_ai's message objects) joined by newlines; None when there is none."""
+    if isinstance(raw, str):
+        return raw if raw.strip() else None
+    if not isinstance(raw, list):
+        return None
+    parts = []
+    for message in raw:
+        content = message.get("content") if isinstance(message, dict) else getattr(message, "text", None)
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "\n".join(str(c.get("text") if isinstance(c, dict) else getattr(c, "text", "")) for c in content
+                                if (c.get("type") if isinstance(c, dict) else getattr(c, "type", "")) == "text")
+        if isinstance(content, str) and content.strip():
+            parts.append(content)
+    return "\n".join(parts) or None
+
+
 def content_from_json(path: Path) -> LogContent:
     """A ``.json`` inspect log read with the standard library."""
     try:
@@ -116,7 +135,8 @@ def content_from_json(path: Path) -> LogContent:
         if not isinstance(s, dict) or "id" not in s:
             raise EvalprismError(f"{path}: samples[{i}]: expected an object with an 'id'")
         samples.append({"id": str(s["id"]), "epoch": int(s.get("epoch", 1)), "error": _error(s.get("error")),
-                        "scores": {k: _value(v) for k, v in (s.get("scores") or {}).items()}})
+                        "scores": {k: _value(v) for k, v in (s.get("scores") or {}).items()},
+                        "input": input_text(s.get("input"))})
     reductions: dict[tuple[str, str], dict[str, Any]] = {}
     reducers: dict[str, list[str]] = {}
     for i, r in enumerate(data.get("reductions") or [], 1):
@@ -147,7 +167,8 @@ def content_from_eval(path: Path) -> LogContent:
     except Exception as exc:  # noqa: BLE001  (inspect raises its own errors for unreadable logs)
         raise EvalprismError(f"{path}: cannot be read as an inspect_ai log: {exc}") from None
     samples = [{"id": str(s.id), "epoch": int(s.epoch), "error": _error(s.error.message if s.error else None),
-                "scores": {k: v.value for k, v in (s.scores or {}).items()}} for s in log.samples or []]
+                "scores": {k: v.value for k, v in (s.scores or {}).items()}, "input": input_text(s.input)}
+               for s in log.samples or []]
     reductions: dict[tuple[str, str], dict[str, Any]] = {}
     reducers: dict[str, list[str]] = {}
     for r in log.reductions or []:

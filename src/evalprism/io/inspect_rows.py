@@ -110,7 +110,7 @@ def _fraction(content: LogContent, sample_id: str, code: float, reducer: str, sc
 
 def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
             shown: str | None = None) -> list[dict[str, Any]]:
-    """Rows (model, benchmark, item_id, score) of one log under ``options``' scorer and epochs; what
+    """Rows (model, benchmark, item_id, score, prompt: the sample's input text or None) of one log under ``options``' scorer and epochs; what
     was read and what was not goes to ``choices`` (``shown``: the log's name there)."""
     shown = shown or content.source
     if content.status != "success" and nothing_scored(content):
@@ -128,7 +128,9 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
     else:
         values, how = _per_epoch(content, scorer, mode, stopped, said)
     base = {"model": content.model, "benchmark": content.task}
-    rows = [{**base, "item_id": item, "score": _checked(content, item, scorer, value)}
+    inputs = {s["id"]: s.get("input") for s in content.samples}
+    rows = [{**base, "item_id": item, "score": _checked(content, item, scorer, value),
+             "prompt": inputs.get(item if item in inputs else item.rsplit("#", 1)[0])}
             for item, value in values.items()]
     picked = f"scorer {scorer}{'' if options.scorer else ' (the only one)'}"
     line = (f"inspect {shown}: {content.model} on {content.task}, {picked}, {content.epochs} epoch(s): {how}, "

@@ -211,7 +211,8 @@ def find_runs(root: Path) -> list[Run]:
 
 def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choices: ReadChoices | None = None,
                  *, allow_empty: bool = False) -> pd.DataFrame:
-    """Rows ``model, benchmark, item_id, score, filter, metric`` of every task of every model
+    """Rows ``model, benchmark, item_id, score, filter, metric, prompt`` (the text the model was
+    given, :func:`prompt_text`) of every task of every model
     under ``path`` (see the module docstring for the layouts and choices; each one is added to
     ``choices``). Raises :class:`EvalprismError` naming the file of a bad sample, a task without
     the chosen metric or filter, a ``--predict_only`` run, an unknown ``--model-name`` key, or two
@@ -258,7 +259,7 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
                     f"(lm_eval ran without --log_samples); model {leaf}, tasks {tasks}")
     _check_global(options, seen, applied, root)
     if not frames:
-        return pd.DataFrame(columns=["item_id", "filter", "score", "model", "benchmark", "metric"])
+        return pd.DataFrame(columns=["item_id", "filter", "score", "prompt", "model", "benchmark", "metric"])
     table = pd.concat(frames, ignore_index=True)
     table.attrs["source"] = str(root)
     return table
@@ -460,8 +461,8 @@ def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOpti
         if score_value(rec[metric]) is None:
             raise EvalprismError(f"{path}: {where}: '{metric}' is {rec[metric]!r} for task '{task}': expected "
                                  f"{SCORE_EXPECTED} (choose a 0/1 value: metric {task}=NAME)", parameter="metric")
-        rows.append((str(rec["doc_id"]), rec.get("filter"), rec[metric], where))
-    table = pd.DataFrame(rows, columns=["item_id", "filter", "score", "where"])
+        rows.append((str(rec["doc_id"]), rec.get("filter"), rec[metric], where, prompt_text(rec)))
+    table = pd.DataFrame(rows, columns=["item_id", "filter", "score", "where", "prompt"])
     labelled = ""
     if table["filter"].isna().all():
         table, labelled = _label_filters(path, task, metric, run, table)
@@ -491,6 +492,20 @@ def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOpti
                 f"{len(table)} items from {path.name} (results file: "
                 f"{run.results_path.name if run.results_path else 'none of its date'}){labelled}{_partial(task, run)}")
     return table.drop(columns="where").assign(model=model, benchmark=task, metric=metric)
+
+
+def prompt_text(rec: dict[str, Any]) -> str | None:
+    """The text the model was given for a sample: the context (first argument) of its first request,
+    in the dict form of lm-eval >= 0.4.3 (``{"gen_args_0": {"arg_0": ...}}``) or the list form of
+    earlier versions (``[[context, continuation], ...]``); None when the sample does not carry it."""
+    args = rec.get("arguments")
+    first: Any = None
+    if isinstance(args, dict) and args:
+        first = next(iter(args.values()))
+        first = first.get("arg_0") if isinstance(first, dict) else None
+    elif isinstance(args, list) and args:
+        first = args[0][0] if isinstance(args[0], list | tuple) and args[0] else args[0]
+    return first if isinstance(first, str) and first.strip() else None
 
 
 def _number(value: Any) -> Any:

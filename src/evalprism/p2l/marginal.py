@@ -10,7 +10,7 @@ as such.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,7 +33,7 @@ from evalprism.stats.pairwise import (
     ignored_battles_note,
     outcome_weights,
 )
-from evalprism.stats.separation import Separation, separation
+from evalprism.stats.separation import Separation, model_separation
 
 #: bootstrap rounds when ``ci='bootstrap'`` and none are given
 DEFAULT_ROUNDS = 100
@@ -41,7 +41,8 @@ DEFAULT_ROUNDS = 100
 
 @dataclass(frozen=True)
 class Leaderboard:
-    """Fitted coefficients per model with 95% intervals (NaN when ``ci`` was None)."""
+    """Fitted coefficients per model with 95% intervals (NaN when ``ci`` was None); ``identified``
+    (per model, None when not checked) is set by :meth:`pinned`, whose coefficients are all finite."""
 
     names: list[str]
     coefs: np.ndarray
@@ -50,6 +51,7 @@ class Leaderboard:
     battles: np.ndarray
     fit: PairwiseFit
     ci: str | None
+    identified: np.ndarray | None = None
 
     @classmethod
     def from_counts(cls, pairs: PairCounts, model: PairModel = "bt", ci: CiMethod | None = "sandwich", *,
@@ -63,6 +65,15 @@ class Leaderboard:
         lower, upper = coef_intervals(pairs, fit, ci, rounds=rounds, seed=seed, on_step=on_step)
         return cls(list(names), fit.coefs, lower, upper, battles_per_model(pairs), fit, ci)
 
+    def pinned(self, pairs: PairCounts) -> Leaderboard:
+        """This leaderboard with every coefficient the battles ``pairs`` do not identify pinned to a
+        finite value (:func:`pin_coefficients`) and ``identified`` set: a P2L head's warm start and
+        baseline, which must not start from an optimiser's arbitrary −31 (or +18) for a coefficient
+        whose maximum-likelihood value is infinite."""
+        sep = pair_separation(pairs, self.model)
+        coefs = pin_coefficients(self.coefs, sep, outcome_model(self.model).shift_invariant)
+        return replace(self, coefs=coefs, identified=sep.identified.copy())
+
     @property
     def model(self) -> str:
         return self.fit.model
@@ -73,11 +84,13 @@ class Leaderboard:
         return self.fit.extra
 
     def frame(self) -> pd.DataFrame:
-        """Columns rank, model, coef, lower, upper, rating, battles; best model first."""
-        board = pd.DataFrame({
-            "model": self.names, "coef": self.coefs, "lower": self.lower, "upper": self.upper,
-            "rating": elo_ratings(self.coefs), "battles": self.battles,
-        }).sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        """Columns rank, model, coef, lower, upper, rating, battles (and identified, when checked:
+        False marks a pinned coefficient); best model first."""
+        columns = {"model": self.names, "coef": self.coefs, "lower": self.lower, "upper": self.upper,
+                   "rating": elo_ratings(self.coefs), "battles": self.battles}
+        if self.identified is not None:
+            columns["identified"] = self.identified
+        board = pd.DataFrame(columns).sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
         board.insert(0, "rank", np.arange(1, len(board) + 1))
         return board
 
@@ -157,11 +170,30 @@ def fit_leaderboard(
 
 
 def pair_separation(pairs: PairCounts, model: str) -> Separation:
-    """:func:`~evalprism.stats.separation.separation` of the outcomes ``model`` uses: wins, ties
-    counted for both sides (they bound both coefficients), soft labels as fractional wins."""
-    w = outcome_weights(model, pairs.counts)
-    ties = w[:, 2] + w[:, 3]
-    return separation(pairs.a, pairs.b, w[:, 0] + ties, w[:, 1] + ties, pairs.n_models)
+    """:func:`~evalprism.stats.separation.model_separation` of the outcomes ``model`` uses (which
+    outcome bounds which coefficient from which side is the registry's ``bounds``); soft labels count
+    as fractional wins."""
+    return model_separation(model, pairs.a, pairs.b, outcome_weights(model, pairs.counts), pairs.n_models)
+
+
+def pin_coefficients(coefs: np.ndarray, sep: Separation, shift_invariant: bool) -> np.ndarray:
+    """Finite stand-ins for the coefficients ``sep`` says are not identified, the rule for every warm
+    start: one unbounded below takes the lowest identified coefficient, one unbounded above the
+    highest (the nearest value the data support: in the limit of the fit it is below, or above,
+    all of them); one unbounded both ways takes the identified models' mean (``shift_invariant``
+    models) or 0, the fictitious "bad" model's coefficient (``grk``). Without an identified model
+    every coefficient is pinned to 0. Identified coefficients are returned unchanged."""
+    coefs = np.asarray(coefs, dtype=float).copy()
+    ok = sep.identified
+    if ok.all():
+        return coefs
+    if not ok.any():
+        return np.zeros_like(coefs)
+    up, down = sep.unbounded_above & ~sep.unbounded_below, sep.unbounded_below & ~sep.unbounded_above
+    coefs[down] = coefs[ok].min()
+    coefs[up] = coefs[ok].max()
+    coefs[sep.unbounded_above & sep.unbounded_below] = float(coefs[ok].mean()) if shift_invariant else 0.0
+    return coefs
 
 
 def restrict_pairs(pairs: PairCounts, keep: np.ndarray) -> PairCounts:

@@ -60,7 +60,7 @@ from evalprism.io.outputs import (
 from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
-from evalprism.p2l.marginal import Leaderboard
+from evalprism.p2l.marginal import Leaderboard, warn
 from evalprism.p2l.model import CoefficientHead, P2LModel
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
@@ -373,11 +373,23 @@ def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> No
 
 def fit_marginal(data: TrainingData, loss: str, idx: np.ndarray | None = None) -> Leaderboard:
     """The marginal leaderboard of battles ``idx`` (default: the training battles): the head's warm
-    start and the baseline."""
+    start and the baseline. Coefficients the battles do not identify under ``loss`` (separation, as
+    the registry's ``bounds`` say) are pinned to finite values (:meth:`Leaderboard.pinned`), so no
+    warm start begins at an optimiser's arbitrary −31; ``identified`` marks them (``marginal.csv``)."""
     a, b, idx = data.arrays.a, data.arrays.b, data.train_idx if idx is None else idx
     p_b = None if data.arrays.p_b is None else data.arrays.p_b[idx]
     pairs = PairCounts.from_battles(a[idx], b[idx], data.arrays.outcome[idx], len(data.names), p_b=p_b)
-    return Leaderboard.from_counts(pairs, loss, ci=None, names=data.names)  # type: ignore[arg-type]
+    return Leaderboard.from_counts(pairs, loss, ci=None, names=data.names).pinned(pairs)  # type: ignore[arg-type]
+
+
+def pinned_note(marginal: Leaderboard) -> str | None:
+    """A warning naming the models whose marginal coefficient was pinned for the warm start, or None."""
+    if marginal.identified is None or marginal.identified.all():
+        return None
+    names = [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok]
+    return (f"the training battles do not identify the {marginal.model} coefficient of {', '.join(names)} "
+            "(separation: no finite maximum-likelihood value); the warm start and the marginal baseline pin "
+            "it to the nearest identified coefficient (see marginal.csv, identified = False)")
 
 
 def warm_start(head: CoefficientHead, marginal: Leaderboard) -> None:
@@ -652,7 +664,9 @@ def build_result(data: TrainingData, opts: TrainOptions, world: World, head: Coe
     status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
     run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
            "train_battles": int(data.train_idx.size), "val_battles": int(val.size), **summary,
-           "marginal_extra": marginal.extra, "processes": world.size, "read": data.read}
+           "marginal_extra": marginal.extra, "processes": world.size, "read": data.read,
+           "marginal_pinned": [] if marginal.identified is None else
+           [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok]}
     model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
     seen = {side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
             for side, idx in (("fit", data.train_idx), ("validation", val))}
@@ -703,6 +717,8 @@ def train_model(
     _announce(data, opts.loss, world, progress)
     torch.manual_seed(opts.seed)
     marginal = fit_marginal(data, opts.loss)
+    if (note := pinned_note(marginal)) is not None and world.is_main:
+        warn(note)
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
     head = CoefficientHead(backbone.dim, len(data.names), opts.loss)
     warm_start(head, marginal)

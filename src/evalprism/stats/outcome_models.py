@@ -28,7 +28,16 @@ model's coefficients. An entry holds
   marginal fits and their sandwich covariance: a fit evaluates the gradient tens of times, and
   one torch autograd round trip costs more than a whole numpy evaluation (the tests hold the two
   to each other, to torch autograd and to finite differences);
-- whether a common shift of the coefficients leaves it unchanged, and how the router values them.
+- whether a common shift of the coefficients leaves it unchanged, and how the router values them;
+- which outcomes bound which coefficient from which side (``bounds``): the one rule that
+  :func:`evalprism.stats.separation.model_separation` reads to say which coefficients the battles
+  identify. An outcome bounds a coefficient from above when its probability goes to 0 as that
+  coefficient grows (a loss), from below when it goes to 0 as the coefficient falls (a win).
+  In ``grk`` the fictitious "bad" model (``GROUND``) takes part: a win bounds the winner from
+  below against it too (P(A) -> 0 as β_A -> −inf together with β_B), a tie bounds both sides from
+  below against it (P(tie) -> 0 as both fall), and "both bad" bounds both coefficients from ABOVE
+  only (P(both bad) = 1/(1 + φ_A + φ_B) grows as β -> −inf): a model with only losses and "both
+  bad" outcomes has no finite maximum-likelihood coefficient.
 
 Adding a model (say Davidson ties) is one more entry here, and its name in :data:`PairModel`
 (and in the command line's list of choices, ``evalprism.cli``, which must not import numpy).
@@ -48,12 +57,14 @@ from evalprism.errors import EvalprismError
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
 
 __all__ = [
+    "GROUND",
     "NUMPY_OPS",
     "OUTCOME_MODELS",
     "PAIR_MODELS",
     "ArrayOps",
     "OutcomeModel",
     "PairModel",
+    "Side",
     "TieParameter",
     "outcome_model",
 ]
@@ -64,6 +75,10 @@ PairModel = Literal["bt", "bt-tie", "rk", "grk"]
 TieRule = Literal["drop", "half", "merge", "apart"]
 #: how the router values a model's coefficients (:func:`evalprism.p2l.route`'s ``model``)
 RouteValue = Literal["bt", "grk"]
+#: a side of a battle in :attr:`OutcomeModel.bounds`: model A, model B, or the fictitious "bad"
+#: model of coefficient 0 that grounds a model without shift invariance (``grk``)
+Side = Literal["a", "b", "ground"]
+GROUND: Side = "ground"
 #: floor of a probability that takes "the rest" (a tie), so that its log stays finite
 LOG_FLOOR = 1e-300
 
@@ -160,6 +175,12 @@ class OutcomeModel:
       worse than the fictitious "bad" model of coefficient 0.
     - ``needs``: (outcome indices, message) pairs: the fit is refused with the message when the
       outcome weights of those indices are all zero (the maximum-likelihood point is not finite).
+    - ``bounds``: per outcome index it predicts, the (upper, lower) pairs of sides (:data:`Side`)
+      it orders: the outcome's probability goes to 0 as the coefficient of ``lower`` rises without
+      bound relative to ``upper`` (so ``upper`` bounds ``lower`` from above and ``lower`` bounds
+      ``upper`` from below; an edge upper -> lower of the separation graph). Outcomes a model
+      drops, halves or merges (``ties``) have their observed weight moved by :meth:`weights`
+      first, so only the model's own outcomes need entries.
     - ``log_probs(ops, coef_a, coef_b, raw_extra)``: log-probabilities (n, 4), numpy or torch.
     - ``terms(coef_a, coef_b, raw_extra)``: numpy log-probabilities (4, n) and their derivatives
       (4, 3, n) with respect to (coef_a, coef_b, raw extra) of each battle.
@@ -173,6 +194,7 @@ class OutcomeModel:
     shift_invariant: bool
     route_by: RouteValue
     needs: tuple[tuple[tuple[int, ...], str], ...]
+    bounds: dict[int, tuple[tuple[Side, Side], ...]]
     log_probs: LogProbs
     terms: Terms
     second_terms: SecondTerms
@@ -180,6 +202,10 @@ class OutcomeModel:
     def __post_init__(self) -> None:
         if self.outcomes != tuple(range(len(self.outcomes))):
             raise ValueError(f"{self.name}: outcomes must be the first k of {OUTCOMES}")
+        if set(self.bounds) != set(self.outcomes):
+            raise ValueError(f"{self.name}: bounds must name exactly its outcomes {self.outcomes}")
+        if self.shift_invariant == any(GROUND in pair for rules in self.bounds.values() for pair in rules):
+            raise ValueError(f"{self.name}: the ground model bounds exactly the models without shift invariance")
 
     @property
     def n_extra(self) -> int:
@@ -403,15 +429,29 @@ def _needs_ties(name: str) -> tuple[tuple[int, ...], str]:
     return (TIE, BOTH_BAD), f"model '{name}' needs ties to estimate its tie parameter; there are none"
 
 
+#: a win of A bounds B from above and A from below; B's win the other way round
+_WINS: dict[int, tuple[tuple[Side, Side], ...]] = {A_WINS: (("a", "b"),), B_WINS: (("b", "a"),)}
+#: Rao-Kupper's tie: P(tie) -> 0 as either coefficient leaves the other, in both directions
+_RK_BOUNDS = {**_WINS, TIE: (("a", "b"), ("b", "a"))}
+#: grounded Rao-Kupper: each win also beats the "bad" model (P(A) = φ_A / (φ_A + λ φ_B + 1) -> 0 as
+#: both fall), a tie bounds both from below against it (P(tie) -> 0 as both fall) as well as each
+#: against the other, and "both bad" is a loss of both to the "bad" model: it bounds from above only
+_GRK_BOUNDS: dict[int, tuple[tuple[Side, Side], ...]] = {
+    A_WINS: (("a", "b"), ("a", GROUND)),
+    B_WINS: (("b", "a"), ("b", GROUND)),
+    TIE: (("a", "b"), ("b", "a"), ("a", GROUND), ("b", GROUND)),
+    BOTH_BAD: ((GROUND, "a"), (GROUND, "b")),
+}
+
 OUTCOME_MODELS: dict[str, OutcomeModel] = {
     model.name: model
     for model in (
         OutcomeModel("bt", outcomes=(A_WINS, B_WINS), ties="drop", extra=None, shift_invariant=True, route_by="bt",
-                     needs=(), log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
+                     needs=(), bounds=_WINS, log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
         OutcomeModel("bt-tie", outcomes=(A_WINS, B_WINS), ties="half", extra=None, shift_invariant=True,
-                     route_by="bt", needs=(), log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
+                     route_by="bt", needs=(), bounds=_WINS, log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
         OutcomeModel("rk", outcomes=(A_WINS, B_WINS, TIE), ties="merge", extra=_ETA, shift_invariant=True,
-                     route_by="bt", needs=(_needs_ties("rk"),), log_probs=_rk_log_probs, terms=_rk_terms,
+                     route_by="bt", needs=(_needs_ties("rk"),), bounds=_RK_BOUNDS, log_probs=_rk_log_probs, terms=_rk_terms,
                      second_terms=_rk_second),
         OutcomeModel("grk", outcomes=(A_WINS, B_WINS, TIE, BOTH_BAD), ties="apart", extra=_LAMBDA,
                      shift_invariant=False, route_by="grk",
@@ -419,7 +459,7 @@ OUTCOME_MODELS: dict[str, OutcomeModel] = {
                             ((BOTH_BAD,), "model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; "
                                           "there are none (without them every coefficient grows without bound): "
                                           "use 'rk' instead")),
-                     log_probs=_grk_log_probs, terms=_grk_terms, second_terms=_grk_second),
+                     bounds=_GRK_BOUNDS, log_probs=_grk_log_probs, terms=_grk_terms, second_terms=_grk_second),
     )
 }
 PAIR_MODELS: tuple[str, ...] = tuple(OUTCOME_MODELS)

@@ -1,0 +1,143 @@
+"""Battles from graded evaluation logs (evalprism.p2l.from_logs): planted score tables with known
+battle counts and outcomes, the real lm-eval and inspect_ai fixtures (scores and prompt text checked
+against the readers and the files), and `p2l fit` / `p2l train` reading them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import run_cli
+
+from evalprism.errors import EvalprismError
+from evalprism.io.correctness import read_correctness
+from evalprism.p2l.from_logs import battles_from_scores, read_battles_input
+
+FIXTURES = Path(__file__).parent / "fixtures" / "harness"
+
+
+def scores(rows: list[tuple[str, str, float]], prompt: bool = True) -> pd.DataFrame:
+    """A score table (model, item_id, score[, prompt]) from (model, item, score) triples."""
+    df = pd.DataFrame(rows, columns=["model", "item_id", "score"])
+    if prompt:
+        df["prompt"] = "Question " + df["item_id"]
+    return df
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_n_models_on_an_item_give_n_choose_2_battles(n: int, tmp_path: Path) -> None:
+    rng = np.random.default_rng(n)
+    rows = [(f"m{k}", f"i{i}", float(rng.integers(0, 2))) for i in range(5) for k in range(n)]
+    rows.append(("m0", "lonely", 1.0))  # one model only: no battle
+    path = tmp_path / "scores.csv"
+    scores(rows).to_csv(path, index=False)
+    battles = read_battles_input(path)
+    assert len(battles) == 5 * n * (n - 1) // 2
+    assert (battles.groupby("item_id").size() == n * (n - 1) // 2).all()
+    assert "lonely" not in set(battles["item_id"])
+    assert battles.columns.tolist()[:4] == ["prompt", "model_a", "model_b", "winner"]
+    assert "scored by one model only left out" in battles.attrs["converted"][-1]
+
+
+def test_outcomes_of_a_planted_item() -> None:
+    """Scores a=1, b=1, c=0, d=0, e=0.5 on one item: a-b tie, c-d both bad, a beats c, e between."""
+    rows = [("a", "q", 1.0), ("b", "q", 1.0), ("c", "q", 0.0), ("d", "q", -1.0), ("e", "q", 0.5)]
+    battles, conv = battles_from_scores(scores(rows).rename(columns={"model": "run"}).assign(benchmark="all"))
+    got = {(r.model_a, r.model_b): r.winner for r in battles.itertuples()}
+    assert got == {("a", "b"): "tie", ("a", "c"): "model_a", ("a", "d"): "model_a", ("a", "e"): "model_a",
+                   ("b", "c"): "model_a", ("b", "d"): "model_a", ("b", "e"): "model_a",
+                   ("c", "d"): "tie (bothbad)", ("c", "e"): "model_b", ("d", "e"): "model_b"}
+    assert (conv.items, conv.models, conv.battles, conv.decisive, conv.ties, conv.both_bad) == (1, 5, 10, 8, 1, 1)
+    assert set(battles["prompt"]) == {"Question q"}
+
+
+def test_several_samples_of_an_item_are_averaged(tmp_path: Path) -> None:
+    """x scores 1 and 0 on item q (mean 0.5), y scores 1 (mean 1): y wins; both 0.5 on r: a tie."""
+    rows = [("x", "q", 1.0), ("x", "q", 0.0), ("y", "q", 1.0), ("x", "r", 0.5), ("y", "r", 1.0), ("y", "r", 0.0)]
+    path = tmp_path / "samples.csv"
+    scores(rows).to_csv(path, index=False)
+    battles = read_battles_input(path).set_index("item_id")
+    assert battles.loc["q", "winner"] == "model_b" and battles.loc["r", "winner"] == "tie"
+
+
+def test_a_table_without_prompt_text_is_refused_for_training_only(tmp_path: Path, capsys) -> None:
+    rows = [(m, f"i{i}", float((i + k) % 2)) for i in range(6) for k, m in enumerate(["a", "b", "c"])]
+    path = tmp_path / "scores.csv"
+    scores(rows, prompt=False).to_csv(path, index=False)
+    with pytest.raises(EvalprismError, match="has no 'prompt' column: P2L learns from the prompt"):
+        read_battles_input(path, prompts=True)
+    battles = read_battles_input(path, prompts=False)
+    assert "prompt" not in battles.columns and len(battles) == 18
+    code, _, err = run_cli(["p2l", "train", str(path), "--out", str(tmp_path / "model"), "-q"], capsys)
+    assert code != 0 and "has no 'prompt' column" in " ".join(err.split()) and "Traceback" not in err
+    assert not (tmp_path / "model").exists()
+    code, _, err = run_cli(["p2l", "fit", str(path), "--out", str(tmp_path / "fit"), "--model", "rk"], capsys)
+    assert code == 0, err
+    assert "6 items, 3 models, 18 battles" in " ".join(err.split())
+    run = json.loads((tmp_path / "fit" / "run.json").read_text())
+    assert any("18 battles: 12 decisive, 3 ties, 3 both bad" in line for line in run["options"]["read"])
+    # some items with text and some without: the first without is named
+    partial = scores(rows)
+    partial.loc[partial["item_id"] == "i4", "prompt"] = ""
+    with pytest.raises(EvalprismError, match="no prompt text for 1 of 6 items .*item 'i4'"):
+        battles_from_scores(partial.rename(columns={"model": "run"}).assign(benchmark="all"))
+
+
+def test_lm_eval_fixture_battles_follow_the_readers_scores_and_carry_the_prompts() -> None:
+    """Three runs (1, 3, 4) of the dummy model on mc_local and gen_local (6 items each): 12 items x 3
+    pairs; each outcome follows the scores read_correctness gives, the prompt is the request context."""
+    root = FIXTURES / "lm_eval"
+    battles = read_battles_input(root)
+    assert len(battles) == 12 * 3
+    truth = read_correctness(root).set_index(["model", "benchmark", "item_id"])["score"].clip(lower=0)
+    for r in battles.itertuples():
+        sa, sb = truth[(r.model_a, r.benchmark, r.item_id)], truth[(r.model_b, r.benchmark, r.item_id)]
+        expected = "model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)"
+        assert r.winner == expected
+    gen = battles[battles["benchmark"] == "gen_local"].set_index("item_id")["prompt"]
+    assert gen.loc["2"].iloc[0] == "Q: Say something 2\nA:"
+    mc = battles[battles["benchmark"] == "mc_local"].set_index("item_id")["prompt"]
+    assert mc.loc["1"].iloc[0] == "Which number is 1?"
+    # gen_local under strict-match scores 1, 0, 0, 1, 0, 1 for every run (all answer 'lol'): ties and both bad
+    g = battles[battles["benchmark"] == "gen_local"]
+    assert set(g.loc[g["item_id"].isin(["0", "3", "5"]), "winner"]) == {"tie"}
+    assert set(g.loc[g["item_id"].isin(["1", "2", "4"]), "winner"]) == {"tie (bothbad)"}
+
+
+def test_inspect_fixture_battles_carry_the_sample_inputs() -> None:
+    root = FIXTURES / "inspect_layouts" / "family"
+    battles = read_battles_input(root)
+    models = {"mockllm/small", "mockllm/medium", "mockllm/large"}
+    assert len(battles) == 6 * 3 and set(battles["model_a"]) | set(battles["model_b"]) == models
+    log = json.loads(next(root.glob("*5ZTC4*.json")).read_text())
+    inputs = {str(s["id"]): s["input"] for s in log["samples"]}
+    for r in battles.itertuples():
+        assert r.prompt == inputs[r.item_id]
+    truth = read_correctness(root).set_index(["model", "item_id"])["score"]
+    for r in battles.itertuples():
+        sa, sb = truth[(r.model_a, r.item_id)], truth[(r.model_b, r.item_id)]
+        assert r.winner == ("model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)")
+    assert any("6 items, 3 models, 18 battles" in line for line in battles.attrs["converted"])
+
+
+def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
+    code, _, err = run_cli(["p2l", "train", str(FIXTURES / "inspect_layouts" / "family"), "--loss", "rk",
+                            "--penalty", "1", "--out", str(tmp_path / "model")], capsys)
+    assert code == 0, err
+    run = json.loads((tmp_path / "model" / "run.json").read_text())
+    assert any("18 battles:" in line for line in run["options"]["read"])
+    assert run["options"]["n_battles"] == 18
+
+
+def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
+    """A battles table (it has a winner) is not mistaken for scores."""
+    rows = [{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": "model_a", "item_id": i, "score": 1}
+            for i, (a, b) in enumerate(itertools.permutations("xyz", 2))]
+    path = tmp_path / "battles.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    table = read_battles_input(path)
+    assert "converted" not in table.attrs and len(table) == 6
