@@ -33,6 +33,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -243,9 +244,10 @@ def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
 
 def _both(items: _Items, part: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
     """The arrays :func:`_scope_row` reads, on the rows of ``part`` selected by ``mask``."""
-    both = {c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")}
+    both: dict[str, Any] = {c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")}
     both["groups"] = None
     if items.clusters is not None:
+        assert items.cluster_names is not None  # set together with clusters
         both["groups"] = items.bench_names[part["key"][mask]] + "\x1f" + items.cluster_names[part["cluster"][mask]]
     return both
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,7 @@ from evalprism.io.harness_options import INSPECT, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import looks_like_inspect_json
 from evalprism.io.tables import read_table
 
-Run = str | Path | pd.DataFrame
+Run: TypeAlias = str | Path | pd.DataFrame
 
 
 def _is_score_table(path: Path) -> bool:

@@ -140,7 +140,7 @@ class Conversation(str):
         obj.turns = tuple(turns)
         return obj
 
-    def __getnewargs__(self) -> tuple[tuple[str, ...], str]:  # type: ignore[override] - pickles with its turns
+    def __getnewargs__(self) -> tuple[tuple[str, ...], str]:  # type: ignore[override]  # pickles with its turns
         return self.turns, str(self)
 
 
