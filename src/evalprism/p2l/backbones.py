@@ -49,6 +49,9 @@ class Backbone(nn.Module):
     dim: int
     trainable: bool
     runtime: str = "torch"  # what computes the features: torch or openvino
+    #: features in well under a millisecond per prompt (no transformer): the router service runs its
+    #: batches in the event loop's thread instead of handing each to a worker thread
+    fast: bool = False
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -194,6 +197,7 @@ class StaticBackbone(Backbone):
     Frozen; computed in numpy (``runtime`` ``numpy``), so precision and runtime options do not apply."""
 
     runtime = "numpy"
+    fast = True
 
     def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
                  progress: bool = True) -> None:
