@@ -177,3 +177,34 @@ def test_static_is_a_backbone_not_an_embedder() -> None:
     with pytest.raises(EvalprismError, match="names a static embedding model"):
         get_embedder("static")
     assert parse_spec("static", role="backbone", kinds=("static",)).text == "static"
+
+
+@pytest.mark.slow
+def test_the_service_routes_with_a_static_model(encoder: Path, tmp_path: Path) -> None:
+    """`evalprism serve` on a model trained with the static backbone: it loads the static model from the
+    cache the training built (``EVALPRISM_CACHE_DIR``), reports runtime numpy, and routes as
+    :func:`evalprism.p2l.route` does on the prompt's leaderboard."""
+    import httpx
+    from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, running_service, write_config
+
+    cache = tmp_path / "cache"
+    battles = simulate_topic_battles(300, seed=3)
+    train_model(battles, TrainOptions(backbone=spec_of(encoder), seed=0), cache_dir=cache,
+                progress=False).save(tmp_path / "model")
+    costs = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
+    model = P2LModel.load(tmp_path / "model", cache_dir=cache)
+    names = list(costs)
+    columns = [model.models.index(n) for n in names]
+    with FakeUpstreams() as upstreams:
+        config = write_config(tmp_path / "router.yaml", upstreams, costs, budget=1.0, seed=0)
+        with running_service(tmp_path / "model", config, {"FAKE_UPSTREAM_KEY": "k", "EVALPRISM_CACHE_DIR": str(cache)}) \
+                as svc:
+            assert httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["runtime"] == "numpy"
+            for prompt in ["write a sonnet about the sea", "solve the integral of the equation"]:
+                got = httpx.post(svc.url + "/v1/route", json={"messages": [{"role": "user", "content": prompt}]},
+                                 timeout=CLIENT_TIMEOUT_S).json()
+                theta = model.leaderboards([prompt])[0][columns]
+                want = route(theta, np.array([costs[n] for n in names]), 1.0, "uniform", names=names)
+                np.testing.assert_allclose([got["distribution"].get(n, 0.0) for n in names], want.probs, atol=1e-6)
+                np.testing.assert_allclose([got["coefs"][n] for n in names], theta, atol=1e-5)
+    assert built(cache) == [c for c in built(cache) if is_complete(c)] and len(built(cache)) == 1
