@@ -185,7 +185,12 @@ def test_the_service_routes_with_a_static_model(encoder: Path, tmp_path: Path) -
     cache the training built (``EVALPRISM_CACHE_DIR``), reports runtime numpy, and routes as
     :func:`evalprism.p2l.route` does on the prompt's leaderboard."""
     import httpx
-    from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, running_service, write_config
+    from serve_harness import (
+        CLIENT_TIMEOUT_S,
+        FakeUpstreams,
+        running_service,
+        write_config,
+    )
 
     cache = tmp_path / "cache"
     battles = simulate_topic_battles(300, seed=3)
