@@ -15,6 +15,15 @@ What runs, in one process tree on this machine:
   router (non-streaming and streaming alternately); for the default config also the route load
   with one request in 16 poisoned (a lone UTF-16 surrogate: 400 for it, 200 for every other).
 
+With ``--static`` (the default) the same route load also runs against a service whose model has the
+static backbone (``--backbone static``: model2vec's distillation of MiniLM, built once into the cache,
+about 7 minutes the first time), against the MiniLM service of the same run: CPU per request, p50/p99
+and their ratios (targets: >= 20x less CPU per request, p99 <= 50 ms at 32 clients). ``--sweep`` runs
+batching on and off at 1, 8 and 32 clients for each backbone (batching must never be slower).
+Prompts are real Arena prompts (``--prompts arena``, the default when ``../shared/data`` is there: the
+distinct first user turns of ``p2l-battles/arena33k_human_elobench``, in a seeded random order) or the
+synthetic ones (``--prompts synthetic``: 10-40 words, cheaper to encode).
+
 Reported: throughput, p50 / p99 latency of ``/v1/route`` seen by the clients, batching's gain
 (throughput ratio and p99 ratio against batching off), CPU per request of the service and of the
 load generator, errors (target 0) and whether the decision log holds exactly one line per
@@ -58,9 +67,29 @@ _DETAILS = ["Keep it under two hundred words.", "Show every step.", "Use plain l
             "Add one example at the end.", "Mention the most common mistake.", ""]
 
 
+ARENA_BATTLES = (Path(__file__).resolve().parents[2] / "shared" / "data" / "p2l-battles" / "arena33k_human_elobench"
+                 / "battles.jsonl")
+#: where the prompts come from: "arena" (real prompts) or "synthetic" (set by main)
+PROMPT_SOURCE = ["synthetic"]
+_ARENA: list[str] = []
+
+
+def arena_prompts(n: int, seed: int) -> list[str]:
+    """``n`` real Arena prompts (the distinct canonical prompts of the human Arena slice, in an order
+    drawn with ``seed``); past its 1,773 prompts they repeat, each repeat numbered so none is the same text."""
+    if not _ARENA:
+        from evalprism.io.battles import read_battles
+
+        _ARENA.extend(dict.fromkeys(read_battles(ARENA_BATTLES)["prompt"].astype(str)))
+    order = np.random.default_rng(seed).permutation(len(_ARENA))
+    return [_ARENA[order[k % len(order)]] + (f" (request {k})" if k >= len(order) else "") for k in range(n)]
+
+
 def prompts(n: int, seed: int) -> list[str]:
-    """``n`` distinct prompts of 10 to 40 words across the simulated topics (numbered, so that no
-    cache anywhere could answer a repeat)."""
+    """``n`` distinct prompts: real Arena prompts (:func:`arena_prompts`) or, with ``--prompts synthetic``,
+    10 to 40 words across the simulated topics (numbered, so that no cache anywhere could answer a repeat)."""
+    if PROMPT_SOURCE[0] == "arena":
+        return arena_prompts(n, seed)
     rng = np.random.default_rng(seed)
     out = []
     for k in range(n):
@@ -133,13 +162,40 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def train_model(root: Path) -> Path:
+def train_model(root: Path, backbone: str = "minilm") -> Path:
     from evalprism.p2l import TrainOptions, train_model
     from evalprism.p2l.simulate import simulate_topic_battles
 
-    trained = train_model(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"),
-                        progress=False)
-    return trained.save(root / "model")
+    # the static model lives in evalprism's own cache (built there once), not in this run's temporary one
+    trained = train_model(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0, backbone=backbone),
+                          cache_dir=None if backbone == "static" else str(root / "cache"), progress=False)
+    return trained.save(root / f"model-{backbone}")
+
+
+def loadavg() -> str:
+    """The 1, 5 and 15-minute load averages now (the machine is shared: every number goes with one)."""
+    return "load " + "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def sweep(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args: argparse.Namespace) -> list[dict]:
+    """Batching on (the default config) and off (``max_batch: 1``) at 1, 8 and 32 clients, ``--routes``
+    requests each, one service per mode: p50/p99, throughput, service CPU per request, load average."""
+    rows = []
+    for mode, config in (("batched", {}), ("off", {"max_batch": 1, "batch_window_ms": 0})):
+        path = write_config(root / f"{name}-{mode}.yaml", upstreams, COSTS, budget=1.0,
+                            decision_log=f"{name}-{mode}.jsonl", **config)
+        service = ServiceProcess(model_dir, path, {"FAKE_UPSTREAM_KEY": "bench"}).start()
+        try:
+            run_load(service, "/v1/route", [{"messages": [{"role": "user", "content": p}]}
+                                           for p in prompts(64, seed=99)], args)
+            for clients in (1, 8, 32):
+                log(f"{name}: batching {mode}, {args.routes} route requests at {clients} clients")
+                bodies = [{"messages": [{"role": "user", "content": p}]} for p in prompts(args.routes, seed=clients)]
+                load, cpu = run_load(service, "/v1/route", bodies, argparse.Namespace(**{**vars(args), "clients": clients}))
+                rows.append({"mode": mode, "clients": clients, "load": load, "cpu": cpu, "loadavg": loadavg()})
+        finally:
+            service.stop()
+    return rows
 
 
 def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args: argparse.Namespace,
@@ -177,7 +233,8 @@ def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str
     expected = len(warm) + args.routes + (args.routes - n_poisoned if poisoned else 0) + n_chats  # a 400 is no decision
     valid = sum(1 for line in lines if json.loads(line).get("prompt_sha256"))
     return {"routes": routes, "service_cpu_ms": routes_cpu, "chats": chat_load, "health": health,
-            "log_lines": len(lines), "log_valid": valid, "expected": expected, "poisoned": poisoned_load}
+            "log_lines": len(lines), "log_valid": valid, "expected": expected, "poisoned": poisoned_load,
+            "loadavg": loadavg()}
 
 
 def encoder_breakdown(model_dir: Path, batch: int) -> dict[str, float]:
@@ -283,7 +340,12 @@ def main() -> None:
                         help="load generator: lean (asyncio + httptools, default) or httpx")
     parser.add_argument("--skip-torch", action="store_true", help="skip the runtime: torch comparison")
     parser.add_argument("--quick", action="store_true", help="300 routes, 60 chats")
+    parser.add_argument("--prompts", choices=["arena", "synthetic"], default="arena" if ARENA_BATTLES.is_file() else
+                        "synthetic", help="real Arena prompts (default when ../shared/data is there) or synthetic ones")
+    parser.add_argument("--skip-static", action="store_true", help="skip the static backbone against MiniLM")
+    parser.add_argument("--sweep", action="store_true", help="batching on and off at 1, 8 and 32 clients, each backbone")
     args = parser.parse_args()
+    PROMPT_SOURCE[0] = args.prompts
     if args.quick:
         args.routes, args.chats = 300, 60
     load_before = os.getloadavg()
@@ -292,7 +354,7 @@ def main() -> None:
     print(cpu_note())
     print(f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
           f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}, "
-          f"load generator {args.client}")
+          f"load generator {args.client}, prompts {args.prompts}")
     report = Report()
     with tempfile.TemporaryDirectory(prefix="evalprism-bench-serve-") as tmp, FakeUpstreams() as upstreams:
         root = Path(tmp)
@@ -303,6 +365,15 @@ def main() -> None:
         breakdown = encoder_breakdown(model_dir, max(1, round(mean_batch(batched["health"]))))
         torch_run = None if args.skip_torch else run_service(model_dir, root, upstreams, "torch_runtime", args,
                                                              chats=False, runtime="torch")
+        static_run, sweeps = None, {}
+        if not args.skip_static or args.sweep:
+            log("training a P2L model on the static backbone (the static model is distilled first if not cached)")
+            static_dir = train_model(root, "static")
+        if not args.skip_static:
+            static_run = run_service(static_dir, root, upstreams, "static", args, chats=False)
+        if args.sweep:
+            sweeps = {"static": sweep(static_dir, root, upstreams, "static", args),
+                      "minilm": sweep(model_dir, root, upstreams, "minilm", args)}
 
     b, s = batched["routes"], single["routes"]
     runtime, precision = batched["health"]["runtime"], batched["health"]["precision"]
@@ -367,8 +438,38 @@ def main() -> None:
         report.add(Row(what="throughput", ours=f"{c.throughput:,.0f} req/s", peer=f"{cs.throughput:,.0f} req/s",
                        ratio=fmt_x(c.throughput / cs.throughput)))
         report.add(Row(what="errors", ours=str(c.errors), peer=str(cs.errors), target="0", status=status(c.errors == 0)))
+    if static_run is not None:
+        t, cpu_ratio = static_run["routes"], batched["service_cpu_ms"] / static_run["service_cpu_ms"]
+        report.section(f"POST /v1/route, static backbone (evalprism) vs MiniLM ({runtime}, peer), both batched, "
+                       f"{args.clients} clients, {args.prompts} prompts")
+        report.add(Row(what="service CPU per request", ours=f"{static_run['service_cpu_ms']:.2f} ms",
+                       peer=f"{batched['service_cpu_ms']:.2f} ms", ratio=fmt_x(cpu_ratio), target=">= 20x less",
+                       quality=f"static run {static_run['loadavg']}; MiniLM run {batched['loadavg']}",
+                       status=status(cpu_ratio >= 20 if args.clients == TARGET_CLIENTS else None)))
+        report.add(Row(what="p99 latency", ours=f"{t.percentile(99):.1f} ms", peer=f"{b.percentile(99):.1f} ms",
+                       ratio=fmt_x(b.percentile(99) / t.percentile(99)), target="<= 50 ms",
+                       status=status(t.percentile(99) <= 50 if args.clients == TARGET_CLIENTS else None)))
+        report.add(Row(what="p50 latency", ours=f"{t.percentile(50):.1f} ms", peer=f"{b.percentile(50):.1f} ms",
+                       ratio=fmt_x(b.percentile(50) / t.percentile(50))))
+        report.add(Row(what="throughput", ours=f"{t.throughput:,.0f} req/s", peer=f"{b.throughput:,.0f} req/s",
+                       ratio=fmt_x(t.throughput / b.throughput), quality=f"errors {t.errors}"))
+    for name, rows in sweeps.items():
+        report.section(f"Batching on (evalprism) vs off (peer), {name} backbone, {args.routes:,} requests per load, "
+                       f"{args.prompts} prompts")
+        for clients in (1, 8, 32):
+            on, off = (next(r for r in rows if r["mode"] == m and r["clients"] == clients) for m in ("batched", "off"))
+            report.add(Row(what=f"{clients} clients: p50 / p99, CPU per request",
+                           ours=f"{on['load'].percentile(50):.1f} / {on['load'].percentile(99):.1f} ms, "
+                                f"{on['cpu']:.2f} ms",
+                           peer=f"{off['load'].percentile(50):.1f} / {off['load'].percentile(99):.1f} ms, "
+                                f"{off['cpu']:.2f} ms",
+                           ratio=fmt_x(on["load"].throughput / off["load"].throughput),
+                           target="throughput ratio >= 1",
+                           quality=f"{on['load'].throughput:,.0f} vs {off['load'].throughput:,.0f} req/s; "
+                                   f"{on['loadavg']} / {off['loadavg']}"))
     report.section("Decision log")
-    runs = [("batched", batched), ("one at a time", single)] + ([("torch runtime", torch_run)] if torch_run else [])
+    runs = [("batched", batched), ("one at a time", single)] + ([("torch runtime", torch_run)] if torch_run else []) \
+        + ([("static backbone", static_run)] if static_run else [])
     for name, run in runs:
         exact = run["log_lines"] == run["expected"] == run["log_valid"]
         report.add(Row(what=f"lines ({name})", ours=f"{run['log_lines']:,}", quality=f"{run['expected']:,} requests "

@@ -27,6 +27,14 @@ Configurations (``--configs``, comma separated):
 - ``mlp:<spec>``: the same with a one-hidden-layer head (GELU, dropout), zero-initialised output layer,
   the penalty on the output layer, AdamW; ``lam`` and the number of epochs chosen by K-fold CV.
 
+Feature specs: an embedder spec (``minilm``, ``st:/path``), ``static`` (the static backbone, model2vec's
+distillation of MiniLM), ``len`` (surface features), and projections of the static vectors toward MiniLM's,
+fitted on the *training* prompts only (their MiniLM embeddings are the target; no votes are used):
+``proj:static`` (a linear map, ridge regression, closed form) and ``mlpproj:static`` (a one-hidden-layer
+MLP regression, 512 GELU units, cosine loss, AdamW). The projected vectors are normalised to unit length.
+Every configuration's NLL difference from the marginal and from ``lib:minilm`` (else ``ridge:minilm``) comes with
+its paired standard error clustered by prompt (`evalprism.p2l.evaluate.paired_difference`).
+
 Outputs go to ``--out/<name>/``: ``metrics.csv`` (every configuration), ``selection.csv`` (CV curves),
 ``fig6.csv`` (aggregation scaling of ``--fig6`` config), ``route_curve.csv`` (``--route`` config and
 ``--costs``). Wall times are measured on whatever else the machine is doing.
@@ -51,6 +59,8 @@ from evalprism.p2l import P2LModel, TrainOptions, evaluate_model, route_prompts,
 from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.evaluate import (
     aggregation_scaling,
+    battle_nll,
+    paired_difference,
     compare_predictors,
     function_distance,
     marginal_log_probs,
@@ -119,9 +129,59 @@ def features(spec: str, prompts: list[str], cache_dir: str) -> np.ndarray:
         if one == "len":  # surface features of the prompt, fixed scales (no statistics of the data)
             parts.append(surface_features(prompts))
             continue
+        if one == "static":
+            parts.append(static_features(prompts))
+            continue
+        if one in ("proj:static", "mlpproj:static"):
+            parts.append(projected_static(one, prompts, cache_dir))
+            continue
         emb = get_embedder(one, cache_dir=cache_dir, progress=False, role="backbone")
         parts.append(emb.embed(prompts).astype(np.float32))
     return np.concatenate(parts, axis=1)
+
+
+_STATIC: list = []
+#: projections of the static vectors onto MiniLM's, fitted on the first prompts they are asked for
+#: (the training prompts: the ridge/mlp branch asks for them before the held-out ones)
+_PROJECTIONS: dict[str, object] = {}
+
+
+def static_features(prompts: list[str]) -> np.ndarray:
+    if not _STATIC:
+        _STATIC.append(load_backbone("static", progress=True))
+    return _STATIC[0].features(prompts).numpy()
+
+
+def projected_static(spec: str, prompts: list[str], cache_dir: str) -> np.ndarray:
+    """Static vectors mapped toward MiniLM's: fitted (on MiniLM's embeddings of the prompts of the first
+    call, the training prompts) the first time ``spec`` is asked for, applied as fitted afterwards."""
+    x = torch.from_numpy(static_features(prompts)).float()
+    if spec not in _PROJECTIONS:
+        y = torch.from_numpy(get_embedder("minilm", cache_dir=cache_dir, progress=False).embed(prompts)).float()
+        t = time.perf_counter()
+        if spec == "proj:static":
+            x1 = torch.cat([x, torch.ones(len(x), 1)], dim=1)
+            lam = 1e-3 * len(x)
+            w = torch.linalg.solve(x1.T @ x1 + lam * torch.eye(x1.shape[1]), x1.T @ y)
+            _PROJECTIONS[spec] = lambda v: torch.cat([v, torch.ones(len(v), 1)], dim=1) @ w
+        else:
+            torch.manual_seed(0)
+            net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], 512), torch.nn.GELU(), torch.nn.Linear(512, y.shape[1]))
+            opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-2)
+            for _ in range(60):
+                for idx in torch.randperm(len(x)).split(256):
+                    loss = 1 - torch.nn.functional.cosine_similarity(net(x[idx]), y[idx]).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            net.eval()
+            _PROJECTIONS[spec] = lambda v: net(v).detach()
+        fitted = torch.nn.functional.normalize(_PROJECTIONS[spec](x), dim=-1)
+        cos = torch.nn.functional.cosine_similarity(fitted, y).mean()
+        print(f"    {spec}: fitted on {len(x)} training prompts in {time.perf_counter() - t:.0f}s; mean cosine to "
+              f"MiniLM on them {cos:.3f}", flush=True)
+    with torch.no_grad():
+        return torch.nn.functional.normalize(_PROJECTIONS[spec](x), dim=-1).numpy()
 
 
 def surface_features(prompts: list[str]) -> np.ndarray:
@@ -279,11 +339,25 @@ def run(args: argparse.Namespace) -> None:
     heads: dict[str, tuple] = {}
     libmodels: dict[str, P2LModel] = {}
 
+    logps: dict[str, np.ndarray] = {"marginal": marg_logp(loss, board, test)}
+
+    def vs(config: str, other: str) -> tuple[float, float]:
+        """NLL of ``config`` minus ``other``'s on the same held-out battles, SE clustered by prompt."""
+        if other not in logps:
+            return np.nan, np.nan
+        diff = battle_nll(loss, logps[config], test.rows) - battle_nll(loss, logps[other], test.rows)
+        return paired_difference(diff, test.pid)
+
     def add(config: str, logp: np.ndarray, train_s: float, embed_s: float = np.nan, note: str = "") -> None:
         m = compare_predictors(loss, test.rows, {config: logp}).iloc[-1]
+        logps[config] = logp
+        minilm = "lib:minilm" if "lib:minilm" in logps else "ridge:minilm"
+        (dm, sm), (dl, sl) = vs(config, "marginal"), vs(config, minilm)
         results.append({"config": config, "battles": int(m.battles), "nll": m.nll, "accuracy": m.accuracy,
-                        "brier": m.brier, "train_s": train_s, "embed_s": embed_s, "note": note})
+                        "brier": m.brier, "vs_marginal": dm, "se_vs_marginal": sm, "vs_lib_minilm": dl,
+                        "se_vs_lib_minilm": sl, "train_s": train_s, "embed_s": embed_s, "note": note})
         print(f"  {config:40s} NLL {m.nll:.4f} acc {m.accuracy:.4f} brier {m.brier:.4f} "
+              f"vs marginal {dm:+.4f} (SE {sm:.4f}) vs {minilm} {dl:+.4f} (SE {sl:.4f}) "
               f"train {train_s:.1f}s embed {embed_s:.1f}s {note}", flush=True)
         pd.DataFrame(results).to_csv(out / "metrics.csv", index=False)
 

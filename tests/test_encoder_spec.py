@@ -45,8 +45,8 @@ def test_a_kind_is_refused_where_it_has_no_meaning() -> None:
     with pytest.raises(EvalprismError, match="backbone 'instructor:/m/x' names an INSTRUCTOR model, which encodes with "
                                              "an instruction"):
         load_backbone("instructor:/m/x")
-    with pytest.raises(EvalprismError, match="unknown backbone 'bert': expected 'minilm', 'st:<name or path>' or "
-                                             "'hf:<local path>'"):
+    with pytest.raises(EvalprismError, match="unknown backbone 'bert': expected 'minilm', 'st:<name or path>', "
+                                             "'hf:<local path>' or 'static'"):
         load_backbone("bert")
 
 

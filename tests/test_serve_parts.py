@@ -45,6 +45,56 @@ def test_one_failing_item_fails_only_its_own_request() -> None:
     assert max(calls) > 1  # the poisoned item really shared batches with innocent ones
 
 
+def test_a_lone_item_never_waits_for_a_batch() -> None:
+    """An item that finds the queue empty runs at once, whatever the window: with a 30 s window the old
+    batcher held it 30 s. Concurrent items still share batches."""
+    calls: list[int] = []
+
+    def double(items: list[int]) -> list[int]:
+        calls.append(len(items))
+        return [2 * x for x in items]
+
+    async def run() -> tuple[int, list[int]]:
+        batcher: MicroBatcher[int, int] = MicroBatcher(double, window_s=30.0, max_batch=16)
+        await batcher.start()
+        alone = await asyncio.wait_for(batcher.submit(21), timeout=10)
+        together = await asyncio.wait_for(asyncio.gather(*(batcher.submit(i) for i in range(16))), timeout=10)
+        await batcher.stop()
+        return alone, together
+
+    alone, together = asyncio.run(run())
+    assert alone == 42 and together == [2 * i for i in range(16)]
+    assert calls[0] == 1 and max(calls[1:]) > 1
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_batches_run_inline_when_the_batch_function_asks(inline: bool) -> None:
+    """A batch function marked ``inline`` (the routing core of a static backbone) runs in the event
+    loop's thread; any other in the batcher's worker thread. Failures are isolated either way."""
+    import threading
+
+    threads: set[int] = set()
+
+    class Reciprocal:
+        def __init__(self) -> None:
+            self.inline = inline
+
+        def __call__(self, items: list[int]) -> list[float]:
+            threads.add(threading.get_ident())
+            return [1 / x for x in items]
+
+    async def run() -> tuple[int, list[object]]:
+        batcher: MicroBatcher[int, float] = MicroBatcher(Reciprocal(), max_batch=8)
+        await batcher.start()
+        out = await asyncio.gather(*(batcher.submit(i) for i in range(4)), return_exceptions=True)
+        await batcher.stop()
+        return threading.get_ident(), out
+
+    loop_thread, out = asyncio.run(run())
+    assert isinstance(out[0], ZeroDivisionError) and out[1:] == [1.0, 0.5, 1 / 3]
+    assert (threads == {loop_thread}) == inline and len(threads) == 1
+
+
 def test_circuit_opens_after_threshold_failures_and_half_opens_after_the_cool_down() -> None:
     now = [100.0]
     board = HealthBoard(["a", "b"], threshold=3, cooldown_s=30.0, clock=lambda: now[0])

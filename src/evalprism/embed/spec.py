@@ -6,7 +6,9 @@ A spec is a kind and a location:
 - ``st:<name or path>``: any sentence-transformers model (a local directory, or a name already in
   the local Hugging Face cache);
 - ``instructor:<path>``: an INSTRUCTOR checkpoint in a local directory; it encodes with an instruction;
-- ``hf:<path>``: a local Hugging Face causal LM (a P2L backbone only: the last token's hidden state).
+- ``hf:<path>``: a local Hugging Face causal LM (a P2L backbone only: the last token's hidden state);
+- ``static`` or ``static:<path>``: a static embedding model distilled from the packaged MiniLM or from
+  the encoder in a local directory (a P2L backbone only: :mod:`evalprism.embed.static`).
 
 :func:`parse_spec` checks the form only (a known kind, a location where one is needed). Whether the
 location exists and how it loads belong to what owns the kind: :mod:`evalprism.embed.backends` for
@@ -23,31 +25,34 @@ from typing import Literal
 
 from evalprism.errors import EvalprismError
 
-Kind = Literal["minilm", "st", "instructor", "hf"]
+Kind = Literal["minilm", "st", "instructor", "hf", "static"]
 
 DEFAULT_SPEC = "minilm"
 #: what an embedder can be built from (:func:`evalprism.embed.get_embedder`)
 EMBEDDER_KINDS: tuple[Kind, ...] = ("minilm", "st", "instructor")
 #: what a P2L backbone can be built from (:func:`evalprism.p2l.backbones.load_backbone`)
-BACKBONE_KINDS: tuple[Kind, ...] = ("minilm", "st", "hf")
+BACKBONE_KINDS: tuple[Kind, ...] = ("minilm", "st", "hf", "static")
 
 #: prefixed kinds, by prefix
-_PREFIXES: dict[str, Kind] = {"st:": "st", "instructor:": "instructor", "hf:": "hf"}
+_PREFIXES: dict[str, Kind] = {"st:": "st", "instructor:": "instructor", "hf:": "hf", "static:": "static"}
 #: how each kind is written, for "expected ..." messages
 _FORMS: dict[Kind, str] = {"minilm": "'minilm'", "st": "'st:<name or path>'", "instructor": "'instructor:<path>'",
-                           "hf": "'hf:<local path>'"}
+                           "hf": "'hf:<local path>'", "static": "'static'"}
 #: what each kind names, for refusing a kind where it has no meaning
 _NAMES: dict[Kind, str] = {
     "minilm": "the packaged all-MiniLM-L6-v2 sentence encoder",
     "st": "a sentence-transformers model",
     "instructor": "an INSTRUCTOR model, which encodes with an instruction (a P2L backbone has none)",
     "hf": "a Hugging Face causal LM (a P2L backbone, not a text embedder)",
+    "static": "a static embedding model (a P2L backbone, not a text embedder)",
 }
 #: the hint when a prefixed spec has no location
 _EXAMPLES: dict[Kind, str] = {
     "st": "give a model name or path, e.g. st:/models/e5-small",
     "instructor": "give the local directory of an INSTRUCTOR model, e.g. instructor:/models/instructor-xl",
     "hf": "give the local directory of a Hugging Face causal LM, e.g. hf:/models/qwen2.5-0.5b",
+    "static": "write 'static' (distilled from the packaged MiniLM) or give the local directory of an encoder, "
+              "e.g. static:/models/e5-small",
 }
 
 
@@ -62,25 +67,26 @@ class EncoderSpec:
 
     def __post_init__(self) -> None:
         if not self.text:
-            object.__setattr__(self, "text", self.kind if self.kind == "minilm" else f"{self.kind}:{self.location}")
+            text = f"{self.kind}:{self.location}" if self.location else self.kind
+            object.__setattr__(self, "text", text)
 
     def __str__(self) -> str:
         return self.text
 
     @property
     def sentence_encoder(self) -> bool:
-        """Whether the model is a sentence-transformers encoder (everything but ``hf:``)."""
-        return self.kind != "hf"
+        """Whether the model is a sentence-transformers encoder (everything but ``hf:`` and ``static``)."""
+        return self.kind not in ("hf", "static")
 
 
 def _unprefixed(text: str) -> Kind | None:
-    """The kind of a spec without a prefix: today only ``minilm``.
+    """The kind of a spec without a prefix: ``minilm`` or ``static`` (distilled from MiniLM).
 
     A released lmarena P2L checkpoint directory (``model_list.json`` beside the weights of a
     Qwen2/Llama base and its coefficient head) is named by its bare path; when that spec arrives it
     is recognised here, as a kind of its own, and added to :data:`BACKBONE_KINDS`.
     """
-    return "minilm" if text == "minilm" else None
+    return text if text in ("minilm", "static") else None  # type: ignore[return-value]
 
 
 def parse_spec(spec: str | EncoderSpec | None, *, role: str = "embedder",

@@ -9,6 +9,9 @@ sentence encoders come from the embedders' factory :func:`evalprism.embed.get_em
   too (mean pooling as the model defines it).
 - ``hf:<path>``: any local Hugging Face causal LM (Qwen2.5, Llama, ...) without its LM head; the
   prompt's feature is the hidden state of its last token, as in the paper (section 3.1).
+- ``static`` or ``static:<path>``: a static embedding model distilled (once, into the cache) from the
+  packaged MiniLM or a local encoder (:mod:`evalprism.embed.static`): the mean of the prompt's token
+  vectors, no transformer at inference (~0.3 ms per prompt). Frozen; the service's fast backbone.
 
 Nothing is downloaded: a spec that is not a local path or a model already in the local cache is
 an error that says so. ``instructor:`` is refused: INSTRUCTOR encodes with an instruction, which a
@@ -31,6 +34,7 @@ from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.embedder import check_finite
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
+from evalprism.embed.static import StaticEncoder, ensure_static_model
 from evalprism.errors import EvalprismError
 from evalprism.progress import progress_bar, status
 
@@ -45,6 +49,9 @@ class Backbone(nn.Module):
     dim: int
     trainable: bool
     runtime: str = "torch"  # what computes the features: torch or openvino
+    #: features in well under a millisecond per prompt (no transformer): the router service runs its
+    #: batches in the event loop's thread instead of handing each to a worker thread
+    fast: bool = False
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -185,6 +192,41 @@ class SentenceEncoderBackbone(Backbone):
             _checkpoint_activations(self.encoder)
 
 
+class StaticBackbone(Backbone):
+    """A static embedding model (:mod:`evalprism.embed.static`), built into the cache on first use.
+    Frozen; computed in numpy (``runtime`` ``numpy``), so precision and runtime options do not apply."""
+
+    runtime = "numpy"
+    fast = True
+
+    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
+                 progress: bool = True) -> None:
+        super().__init__()
+        spec = parse_spec(spec, role="backbone", kinds=("static",))
+        if finetune:
+            raise EvalprismError(f"backbone '{spec}' is a static model: it cannot be fine-tuned (drop --finetune, "
+                                 "or fine-tune minilm)")
+        self.spec = spec.text
+        self.trainable = False
+        directory = ensure_static_model(spec, cache_dir=cache_dir if isinstance(cache_dir, (str, Path)) else None,
+                                        progress=progress)
+        self.encoder = StaticEncoder(directory)
+        self.dim = self.encoder.dim
+        self.max_length = self.encoder.max_tokens
+
+    def _cap_tokens(self, tokens: int) -> None:
+        self.encoder.max_tokens = self.max_length = min(self.encoder.max_tokens, tokens)
+
+    def features(self, prompts: Sequence[str]) -> torch.Tensor:
+        prompts = list(prompts)
+        vectors = self.encoder.encode(prompts)
+        check_finite(vectors, prompts, self.spec)
+        return torch.from_numpy(vectors)
+
+    def save_weights(self, directory: Path) -> str:
+        return self.spec  # rebuilt from its source (the same distillation) where the model is loaded
+
+
 #: the model-config attribute that carries a fine-tuned causal LM's max_length into its saved config.json
 MAX_LENGTH_ATTR = "evalprism_max_length"
 #: the longest prompt a causal-LM backbone reads unless fine-tuning set another (tokens)
@@ -292,10 +334,14 @@ def native_bf16() -> bool:
 
 def resolve_runtime(runtime: str, spec: str) -> str:
     """``torch`` or ``openvino`` for a backbone ``spec``. ``auto``: OpenVINO for sentence encoders
-    (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch."""
+    (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch, and
+    static models in numpy whatever is asked (nothing to compile)."""
     if runtime not in (*RUNTIMES, "auto"):
         raise EvalprismError(f"unknown runtime '{runtime}': expected auto, {' or '.join(RUNTIMES)}")
-    encoder = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS).sentence_encoder
+    parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
+    encoder = parsed.sentence_encoder
+    if parsed.kind == "static":
+        return "torch"  # unused: a static backbone computes in numpy
     if runtime == "auto":
         return "openvino" if encoder and openvino_available() else "torch"
     if runtime == "openvino" and not encoder:
@@ -313,6 +359,8 @@ def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | 
     inference_dtype(precision)
     requested, runtime = runtime, resolve_runtime(runtime, spec)
     parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
+    if parsed.kind == "static":
+        return StaticBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress)
     if parsed.kind == "hf":
         backbone = CausalLMBackbone(parsed, finetune=finetune, progress=progress, root=root)
         backbone.model.to(inference_dtype(precision))

@@ -131,7 +131,9 @@ class Service:
 
     def budget_of(self, requested: float | None) -> float | None:
         """The request's budget (else the config's), checked before the batch it would fail."""
-        budget = self.config.budget if requested is None else requested
+        if requested is None:
+            return self.config.budget  # checked when the config was loaded
+        budget = requested
         try:
             check_budget(budget, self.core.costs, self.core.candidates)
         except EvalprismError as exc:

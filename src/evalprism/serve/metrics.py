@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from evalprism.serve.upstream import Attempt
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+#: most (path, status) pairs whose metric children are kept at hand
+_MAX_CACHED = 256
 
 
 def endpoint_label(path: str) -> str:
@@ -55,11 +57,17 @@ class Metrics:
         self.upstream_errors = Counter("evalprism_upstream_errors", "failed upstream attempts (429 excluded)",
                                        ["upstream"], registry=r)
         self.cost = Counter("evalprism_realised_cost", "usage x per-token prices, by model", ["model"], registry=r)
+        self._children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
 
     def observe_request(self, path: str, status: int, seconds: float) -> None:
-        endpoint = endpoint_label(path)
-        self.requests.labels(endpoint, str(status)).inc()
-        self.duration.labels(endpoint).observe(seconds)
+        children = self._children.get((path, status))
+        if children is None:  # labels() looks up its child under a lock: once per (path, status) here
+            endpoint = endpoint_label(path)
+            children = self.requests.labels(endpoint, str(status)), self.duration.labels(endpoint)
+            if len(self._children) < _MAX_CACHED:  # paths are the client's: bounded
+                self._children[(path, status)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_attempts(self, attempts: Iterable[Attempt]) -> None:
         """Count upstream attempts by upstream and result."""

@@ -58,6 +58,8 @@ class RoutingCore:
         self.opponent = opponent_vector(config.opponent, self.candidates)
         self.route_model = model.routing_value
         self.rng = np.random.default_rng(config.seed)
+        #: batches run in the event loop's thread when the backbone is fast (:attr:`Backbone.fast`)
+        self.inline = bool(getattr(model.backbone, "fast", False))
 
     def __call__(self, jobs: Sequence[Job]) -> list[Decision]:
         prediction = self.model.predict([job.prompt for job in jobs])

@@ -27,6 +27,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OPEN_PATHS = frozenset({"/health"})
 
 
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """The value of request header ``name`` (lower case; the first if repeated), without building a
+    dict of every header on each request."""
+    for key, value in scope.get("headers") or ():
+        if key == name:
+            return value
+    return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine."""
     if host == "localhost":
@@ -100,7 +109,7 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         message = f"request body larger than {self.max_bytes} bytes"
-        length = dict(scope.get("headers") or []).get(b"content-length")
+        length = header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             await send_error(send, 413, message, "invalid_request_error")
             return

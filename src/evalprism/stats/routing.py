@@ -346,10 +346,9 @@ def router_coefficient(coefs: np.ndarray, q: np.ndarray, target: float | np.ndar
     value (e.g. a point mass on model a) the root is closed-form, θ_a + logit(target).
 
     Vectorised use: ``coefs`` (n, M) with ``q`` (M,) or (n, M) and ``target`` scalar or (n,) returns
-    an (n,) array. Those roots are found together by ``scipy.optimize.elementwise.find_root``
-    (Chandrupatla's bracketing method, a vectorised relative of Brent's) on the same brackets: about
-    ten times faster than a Python loop of ``brentq`` at 10,000 prompts, same roots to ~1e-14. With
-    SciPy < 1.15 (no ``elementwise``) it falls back to the loop.
+    an (n,) array. Every root (one prompt or many) is found by Newton steps vectorised over the
+    prompts inside the same brackets, with bisection as the safeguard (:func:`_newton_in_bracket`), to
+    brentq's tolerances; a row that does not converge (not expected) is finished by ``brentq``.
 
     Returns -inf for target 0 and +inf for target 1 (the limits of G; a win rate can round to 1.0
     when coefficients differ by more than ~37). Raises EvalprismError for a target outside [0, 1]
@@ -392,23 +391,36 @@ def _router_coefficients(theta: np.ndarray, q: np.ndarray, t: np.ndarray) -> np.
         idx = np.array(todo[k])
         return brentq(lambda x: float(excess(np.asarray(x), idx)), lo[k], hi[k], xtol=_XTOL, rtol=_RTOL)
 
-    if todo.size == 1 or not _has_elementwise():
-        out[todo] = [brent(k) for k in range(todo.size)]
-        return out
-    from scipy.optimize import elementwise
-
-    res = elementwise.find_root(excess, (lo, hi), args=(todo,),
-                                tolerances={"xatol": _XTOL, "xrtol": _RTOL, "fatol": 1e-16, "frtol": 0.0})
-    roots = np.asarray(res.x, dtype=np.float64)
-    for k in np.flatnonzero(~np.asarray(res.success)):  # not expected on an exact bracket
+    roots, converged = _newton_in_bracket(theta[todo], q[todo], t[todo], lo, hi)
+    for k in np.flatnonzero(~converged):  # not expected on an exact bracket
         roots[k] = brent(int(k))
     out[todo] = roots
     return out
 
 
-def _has_elementwise() -> bool:
-    try:
-        from scipy.optimize import elementwise  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _newton_in_bracket(theta: np.ndarray, q: np.ndarray, t: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                       iterations: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Roots of G(x) = Σ_a q_a σ(x − θ_a) − t, one per row, each inside its bracket [lo, hi]: Newton
+    steps vectorised over the rows, the bracket shrunk at every step and a bisection wherever a step
+    would leave it (G increases, so the bracket always holds the root). A row is done when its step is
+    within brentq's tolerances (Newton's last step bounds the error from above); returns the roots and
+    which rows converged. A few numpy passes instead of scipy's elementwise solver, whose per-call
+    overhead was most of the router service's routing time (1.6 of 1.8 ms for a batch of 15 prompts)."""
+    lo, hi = lo.astype(np.float64), hi.astype(np.float64)
+    x = 0.5 * (lo + hi)
+    done = np.zeros(x.shape, dtype=bool)
+    for _ in range(iterations):
+        s = expit(x[:, None] - theta)
+        g = np.einsum("nm,nm->n", q, s) - t
+        slope = np.einsum("nm,nm->n", q, s * (1.0 - s))
+        hi = np.where(g > 0, x, hi)
+        lo = np.where(g < 0, x, lo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(g == 0, x, x - g / slope)
+        outside = ~np.isfinite(step) | (step < lo) | (step > hi)
+        step = np.where(outside, 0.5 * (lo + hi), step)
+        done = ((np.abs(step - x) <= _XTOL + _RTOL * np.abs(step)) & ~outside) | (g == 0)
+        x = step
+        if done.all():
+            break
+    return x, done
