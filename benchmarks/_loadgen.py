@@ -83,19 +83,33 @@ class _Connection(asyncio.Protocol):
 def encode_post(host: str, port: int, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> bytes:
     """One HTTP/1.1 POST with a JSON body, as bytes on the wire."""
     data = json.dumps(body).encode("utf-8")
-    lines = [f"POST {path} HTTP/1.1", f"host: {host}:{port}", "content-type: application/json",
-             f"content-length: {len(data)}", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"host: {host}:{port}",
+        "content-type: application/json",
+        f"content-length: {len(data)}",
+        *(f"{k}: {v}" for k, v in (headers or {}).items()),
+    ]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + data
 
 
-async def closed_loop(host: str, port: int, path: str, bodies: list[dict[str, Any]], clients: int,
-                      timeout_s: float = 60.0, expected: list[int] | None = None) -> Load:
+async def closed_loop(
+    host: str,
+    port: int,
+    path: str,
+    bodies: list[dict[str, Any]],
+    clients: int,
+    timeout_s: float = 60.0,
+    expected: list[int] | None = None,
+) -> Load:
     """POST every body in ``bodies`` to ``path`` from ``clients`` concurrent connections; an error is
     an answer other than ``expected`` (one status per body; default 200 for all)."""
     loop = asyncio.get_running_loop()
     statuses = expected if expected is not None else [200] * len(bodies)
-    pending = [(encode_post(host, port, path, body), status)
-               for body, status in zip(reversed(bodies), reversed(statuses), strict=True)]
+    pending = [
+        (encode_post(host, port, path, body), status)
+        for body, status in zip(reversed(bodies), reversed(statuses), strict=True)
+    ]
     latencies: list[float] = []
     errors = 0
 

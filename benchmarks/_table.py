@@ -85,15 +85,29 @@ def fmt_load(load: tuple[float, float, float]) -> str:
     return "/".join(f"{x:.2f}" for x in load)
 
 
-def print_table(report: Report, title: str, quality: str = "quality vs peer", with_n: bool = True,
-                footer: str = "speedup = peer time / evalprism time (> 1: evalprism is faster).",
-                width: int = 200) -> None:
+def print_table(
+    report: Report,
+    title: str,
+    quality: str = "quality vs peer",
+    with_n: bool = True,
+    footer: str = "speedup = peer time / evalprism time (> 1: evalprism is faster).",
+    width: int = 200,
+) -> None:
     """The results table, then the footer and the notes."""
     console = Console(width=width)
     table = Table(title=title, show_lines=False)
-    columns = [("what", "left")] + ([("n", "right")] if with_n else []) + [
-        ("evalprism", "right"), ("peer", "right"), ("speedup", "right"), (quality, "left"), ("target", "left"),
-        ("status", "left")]
+    columns = (
+        [("what", "left")]
+        + ([("n", "right")] if with_n else [])
+        + [
+            ("evalprism", "right"),
+            ("peer", "right"),
+            ("speedup", "right"),
+            (quality, "left"),
+            ("target", "left"),
+            ("status", "left"),
+        ]
+    )
     for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in report.rows:
@@ -109,5 +123,7 @@ def load_note(load_before: tuple[float, float, float]) -> str:
     """The machine's load average at the start and end of a run (shared machines are noisy)."""
     import os
 
-    return (f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
-            f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above.")
+    return (
+        f"load average (1, 5, 15 min) at start {fmt_load(load_before)}, at end {fmt_load(os.getloadavg())} "
+        f"on {os.cpu_count()} cores: other processes running meanwhile slow every timing above."
+    )

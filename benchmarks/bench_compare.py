@@ -32,11 +32,13 @@ def main() -> None:
     runs, items, permutations = 50, (10_000 if args.quick else 100_000), 10_000
     rng = np.random.default_rng(0)
     base = rng.random(items)
-    table = pd.DataFrame({
-        "model": np.repeat([f"m{k:02d}" for k in range(runs)], items),
-        "item_id": np.tile(np.arange(items), runs),
-        "score": np.concatenate([np.clip(base + 0.001 * k + rng.normal(0, 0.1, items), 0, 1) for k in range(runs)]),
-    })
+    table = pd.DataFrame(
+        {
+            "model": np.repeat([f"m{k:02d}" for k in range(runs)], items),
+            "item_id": np.tile(np.arange(items), runs),
+            "score": np.concatenate([np.clip(base + 0.001 * k + rng.normal(0, 0.1, items), 0, 1) for k in range(runs)]),
+        }
+    )
     from evalprism.compare import compare_runs
 
     t = time.perf_counter()
@@ -49,14 +51,23 @@ def main() -> None:
     peer_p = []
     for k in range(1, 1 + args.peer_pairs):
         d = scores[k] - scores[0]
-        res = stats.permutation_test((d,), lambda x, axis: np.abs(np.mean(x, axis=axis)), permutation_type="samples",
-                                     n_resamples=permutations, vectorized=True, alternative="greater", batch=200,
-                                     random_state=k)
+        res = stats.permutation_test(
+            (d,),
+            lambda x, axis: np.abs(np.mean(x, axis=axis)),
+            permutation_type="samples",
+            n_resamples=permutations,
+            vectorized=True,
+            alternative="greater",
+            batch=200,
+            random_state=k,
+        )
         peer_p.append(res.pvalue)
     peer = (time.perf_counter() - t) / args.peer_pairs * (runs - 1)
     print(f"{runs} runs x {items:,} items, {runs - 1} pairs against a baseline, {permutations:,} permutations")
     print(f"evalprism compare_runs: {ours:8.1f} s   target <= 30 s: {'PASS' if ours <= 30 else 'MISS'}")
-    print(f"scipy permutation_test loop (extrapolated from {args.peer_pairs} pairs): {peer:8.1f} s   ratio {peer / ours:.1f}x")
+    print(
+        f"scipy permutation_test loop (extrapolated from {args.peer_pairs} pairs): {peer:8.1f} s   ratio {peer / ours:.1f}x"
+    )
     for k, p in enumerate(peer_p, 1):
         print(f"  pair m{k:02d}: evalprism p = {overall.loc[k - 1, 'p']:.4f}, scipy p = {p:.4f}")
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (other processes distort every timing)")

@@ -109,16 +109,58 @@ def random_pairs(n: int, count: int, seed: int) -> np.ndarray:
 def synthetic_texts(count: int, seed: int) -> list[str]:
     """``count`` distinct deterministic sentences of 4 to 60 words (short to medium)."""
     rng = np.random.default_rng(seed)
-    subjects = ["the model", "the judge", "a reviewer", "the assistant", "this answer", "the baseline",
-                "our system", "the student", "the prompt", "every response"]
-    verbs = ["explains", "ignores", "summarises", "contradicts", "restates", "derives", "questions",
-             "rounds", "misreads", "verifies", "translates", "lists"]
-    objects = ["the integral", "a legal precedent", "the boiling point", "two conflicting sources",
-               "the final answer", "an edge case", "the unit conversion", "a counterexample",
-               "the user's intent", "the proof sketch", "a date in 1848", "the chemical formula"]
-    tails = ["carefully", "without justification", "in three steps", "with a small arithmetic slip",
-             "and cites the wrong theorem", "before checking the assumptions", "in plain language",
-             "using an analogy", "while hedging", "after a long detour"]
+    subjects = [
+        "the model",
+        "the judge",
+        "a reviewer",
+        "the assistant",
+        "this answer",
+        "the baseline",
+        "our system",
+        "the student",
+        "the prompt",
+        "every response",
+    ]
+    verbs = [
+        "explains",
+        "ignores",
+        "summarises",
+        "contradicts",
+        "restates",
+        "derives",
+        "questions",
+        "rounds",
+        "misreads",
+        "verifies",
+        "translates",
+        "lists",
+    ]
+    objects = [
+        "the integral",
+        "a legal precedent",
+        "the boiling point",
+        "two conflicting sources",
+        "the final answer",
+        "an edge case",
+        "the unit conversion",
+        "a counterexample",
+        "the user's intent",
+        "the proof sketch",
+        "a date in 1848",
+        "the chemical formula",
+    ]
+    tails = [
+        "carefully",
+        "without justification",
+        "in three steps",
+        "with a small arithmetic slip",
+        "and cites the wrong theorem",
+        "before checking the assumptions",
+        "in plain language",
+        "using an analogy",
+        "while hedging",
+        "after a long detour",
+    ]
     texts: dict[str, None] = {}
     while len(texts) < count:
         clauses = []
@@ -235,8 +277,9 @@ def evalprism_kmedoids(dist: np.ndarray, truth: np.ndarray, k: int, seed: int) -
     from evalprism.stats import kmedoids
 
     result, seconds = timed(lambda: kmedoids(dist, k, method="fasterpam", seed=seed))
-    return ClusterRun(n=dist.shape[0], seconds=seconds, loss=result.loss,
-                      ari=float(adjusted_rand_score(truth, result.labels)))
+    return ClusterRun(
+        n=dist.shape[0], seconds=seconds, loss=result.loss, ari=float(adjusted_rand_score(truth, result.labels))
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,13 +300,18 @@ def bench_regime(report: Report, regime: SizeRegime, args: argparse.Namespace) -
     dist, t_w1 = timed(lambda: w1_matrix(samples))
     log(f"[{label}] scipy loop on {args.pairs:,} pairs")
     check = scipy_check(samples, dist, random_pairs(n, args.pairs, args.seed + 1))
-    report.add(Row(
-        what=f"W1 matrix vs scipy loop (extrapolated from {check.pairs:,} pairs)",
-        n=f"{n:,}", ours=fmt_s(t_w1), peer=fmt_s(check.extrapolated_seconds),
-        ratio=fmt_x(check.extrapolated_seconds / t_w1),
-        quality=f"max|diff| {check.max_abs_diff:.1e}", target=f"max|diff| <= {TARGET_MAX_DIFF:.0e}",
-        status=status(check.max_abs_diff <= TARGET_MAX_DIFF),
-    ))
+    report.add(
+        Row(
+            what=f"W1 matrix vs scipy loop (extrapolated from {check.pairs:,} pairs)",
+            n=f"{n:,}",
+            ours=fmt_s(t_w1),
+            peer=fmt_s(check.extrapolated_seconds),
+            ratio=fmt_x(check.extrapolated_seconds / t_w1),
+            quality=f"max|diff| {check.max_abs_diff:.1e}",
+            target=f"max|diff| <= {TARGET_MAX_DIFF:.0e}",
+            status=status(check.max_abs_diff <= TARGET_MAX_DIFF),
+        )
+    )
 
     log(f"[{label}] evalprism kmedoids n={n:,}")
     ours = evalprism_kmedoids(dist, truth, K, args.seed)
@@ -275,24 +323,37 @@ def bench_regime(report: Report, regime: SizeRegime, args: argparse.Namespace) -
             f"[{label}] exact PAM at n={n:,} estimated at {fmt_s(pam.estimated_seconds)} "
             f"(> budget {fmt_s(args.pam_budget)}): PAM comparison rerun for both methods at n={args.pam_n:,}."
         )
-        report.add(Row(what="k-medoids (FasterPAM)", n=f"{n:,}", ours=fmt_s(ours.seconds),
-                       peer=f"est. {fmt_s(pam.estimated_seconds)}", quality=f"loss {ours.loss:.2f}, ARI {ours.ari:.3f}"))
+        report.add(
+            Row(
+                what="k-medoids (FasterPAM)",
+                n=f"{n:,}",
+                ours=fmt_s(ours.seconds),
+                peer=f"est. {fmt_s(pam.estimated_seconds)}",
+                quality=f"loss {ours.loss:.2f}, ARI {ours.ari:.3f}",
+            )
+        )
         add_pam_row(report, *pam_at_smaller_n(samples, truth, args))
     else:
         add_pam_row(report, ours, pam)
 
     total = t_w1 + ours.seconds
     peer_total = check.extrapolated_seconds + pam.seconds if pam.n == n and pam.seconds is not None else None
-    report.add(Row(
-        what="W1 + k-medoids total", n=f"{n:,}", ours=fmt_s(total),
-        peer=fmt_s(peer_total) if peer_total is not None else "",
-        ratio=fmt_x(peer_total / total) if peer_total is not None else "",
-        target=f"<= {TARGET_TOTAL_S:g} s at n={TARGET_N:,}",
-        status=status(total <= TARGET_TOTAL_S if n == TARGET_N else None),
-    ))
+    report.add(
+        Row(
+            what="W1 + k-medoids total",
+            n=f"{n:,}",
+            ours=fmt_s(total),
+            peer=fmt_s(peer_total) if peer_total is not None else "",
+            ratio=fmt_x(peer_total / total) if peer_total is not None else "",
+            target=f"<= {TARGET_TOTAL_S:g} s at n={TARGET_N:,}",
+            status=status(total <= TARGET_TOTAL_S if n == TARGET_N else None),
+        )
+    )
 
 
-def pam_at_smaller_n(samples: list[np.ndarray], truth: np.ndarray, args: argparse.Namespace) -> tuple[ClusterRun, PamRun]:
+def pam_at_smaller_n(
+    samples: list[np.ndarray], truth: np.ndarray, args: argparse.Namespace
+) -> tuple[ClusterRun, PamRun]:
     """FasterPAM and exact PAM on the first ``args.pam_n`` ECDFs (when PAM at full n is too slow)."""
     from evalprism.stats import w1_matrix
 
@@ -306,21 +367,31 @@ def add_pam_row(report: Report, ours: ClusterRun, pam: PamRun) -> None:
     """The FasterPAM-vs-exact-PAM row (both taken at the same n)."""
     assert pam.loss is not None and pam.seconds is not None
     ratio = ours.loss / pam.loss
-    report.add(Row(
-        what=f"k-medoids (FasterPAM) vs kmedoids.pam ({pam.iterations} SWAP iterations)",
-        n=f"{ours.n:,}", ours=fmt_s(ours.seconds), peer=fmt_s(pam.seconds),
-        ratio=fmt_x(pam.seconds / ours.seconds),
-        quality=f"loss {ours.loss:.2f} / {pam.loss:.2f} = {ratio:.4f}, ARI {ours.ari:.3f}",
-        target=f"loss ratio <= {TARGET_LOSS_RATIO}", status=status(ratio <= TARGET_LOSS_RATIO),
-    ))
+    report.add(
+        Row(
+            what=f"k-medoids (FasterPAM) vs kmedoids.pam ({pam.iterations} SWAP iterations)",
+            n=f"{ours.n:,}",
+            ours=fmt_s(ours.seconds),
+            peer=fmt_s(pam.seconds),
+            ratio=fmt_x(pam.seconds / ours.seconds),
+            quality=f"loss {ours.loss:.2f} / {pam.loss:.2f} = {ratio:.4f}, ARI {ours.ari:.3f}",
+            target=f"loss ratio <= {TARGET_LOSS_RATIO}",
+            status=status(ratio <= TARGET_LOSS_RATIO),
+        )
+    )
     if ours.n == PAM_TARGET_N:
         speedup = pam.seconds / ours.seconds
-        report.add(Row(
-            what="default clustering vs kmedoids.pam: issue-18 target", n=f"{ours.n:,}", ratio=fmt_x(speedup),
-            quality=f"loss ratio {ratio:.4f}", target=f">= {TARGET_PAM_SPEEDUP:g}x faster, loss ratio <= 1",
-            # 1e-12: the same medoids summed in another order (kmedoids.pam's own sum vs NumPy's)
-            status=status(speedup >= TARGET_PAM_SPEEDUP and ratio <= 1.0 + 1e-12),
-        ))
+        report.add(
+            Row(
+                what="default clustering vs kmedoids.pam: issue-18 target",
+                n=f"{ours.n:,}",
+                ratio=fmt_x(speedup),
+                quality=f"loss ratio {ratio:.4f}",
+                target=f">= {TARGET_PAM_SPEEDUP:g}x faster, loss ratio <= 1",
+                # 1e-12: the same medoids summed in another order (kmedoids.pam's own sum vs NumPy's)
+                status=status(speedup >= TARGET_PAM_SPEEDUP and ratio <= 1.0 + 1e-12),
+            )
+        )
 
 
 def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
@@ -337,8 +408,14 @@ def large_n_worker(n: int, seed: int, dtype_name: str) -> dict[str, Any]:
     from evalprism.stats.clara import SortedEcdfs, clara_ecdfs
 
     (clara, _), t_clara = timed(lambda: clara_ecdfs(SortedEcdfs(samples), K, seed=seed))
-    return {"w1_s": t_w1, "kmedoids_s": t_km, "loss": result.loss, "peak_bytes": peak,
-            "clara_s": t_clara, "clara_loss": clara.loss}
+    return {
+        "w1_s": t_w1,
+        "kmedoids_s": t_km,
+        "loss": result.loss,
+        "peak_bytes": peak,
+        "clara_s": t_clara,
+        "clara_loss": clara.loss,
+    }
 
 
 def choose_dtype(n: int, requested: str) -> tuple[str, str]:
@@ -347,7 +424,10 @@ def choose_dtype(n: int, requested: str) -> tuple[str, str]:
         return requested, "requested on the command line"
     need = n * n * 8 + MEMORY_HEADROOM_BYTES
     if need <= TARGET_LARGE_BYTES:
-        return "float64", f"{n:,}^2 float64 = {fmt_gb(n * n * 8)} + headroom fits the {fmt_gb(TARGET_LARGE_BYTES)} target"
+        return (
+            "float64",
+            f"{n:,}^2 float64 = {fmt_gb(n * n * 8)} + headroom fits the {fmt_gb(TARGET_LARGE_BYTES)} target",
+        )
     return "float32", f"{n:,}^2 float64 = {fmt_gb(n * n * 8)} + headroom would exceed {fmt_gb(TARGET_LARGE_BYTES)}"
 
 
@@ -363,19 +443,40 @@ def bench_large(report: Report, args: argparse.Namespace) -> None:
         res = pool.apply(large_n_worker, (n, args.seed, dtype_name))
     total = res["w1_s"] + res["kmedoids_s"]
     report.add(Row(what="W1 matrix", n=f"{n:,}", ours=fmt_s(res["w1_s"])))
-    report.add(Row(what="k-medoids (FasterPAM)", n=f"{n:,}", ours=fmt_s(res["kmedoids_s"]),
-                   quality=f"loss {res['loss']:.2f}"))
-    report.add(Row(what="W1 + k-medoids total", n=f"{n:,}", ours=fmt_s(total),
-                   target=f"<= {TARGET_LARGE_S:g} s at n={LARGE_N:,}",
-                   status=status(total <= TARGET_LARGE_S if at_target else None)))
-    report.add(Row(what="peak RSS (whole worker process)", n=f"{n:,}", ours=fmt_gb(res["peak_bytes"]),
-                   target=f"<= {fmt_gb(TARGET_LARGE_BYTES)} at n={LARGE_N:,}",
-                   status=status(res["peak_bytes"] <= TARGET_LARGE_BYTES if at_target else None)))
+    report.add(
+        Row(what="k-medoids (FasterPAM)", n=f"{n:,}", ours=fmt_s(res["kmedoids_s"]), quality=f"loss {res['loss']:.2f}")
+    )
+    report.add(
+        Row(
+            what="W1 + k-medoids total",
+            n=f"{n:,}",
+            ours=fmt_s(total),
+            target=f"<= {TARGET_LARGE_S:g} s at n={LARGE_N:,}",
+            status=status(total <= TARGET_LARGE_S if at_target else None),
+        )
+    )
+    report.add(
+        Row(
+            what="peak RSS (whole worker process)",
+            n=f"{n:,}",
+            ours=fmt_gb(res["peak_bytes"]),
+            target=f"<= {fmt_gb(TARGET_LARGE_BYTES)} at n={LARGE_N:,}",
+            status=status(res["peak_bytes"] <= TARGET_LARGE_BYTES if at_target else None),
+        )
+    )
     ratio = res["clara_loss"] / res["loss"]
-    report.add(Row(what="CLARA path (no n x n) vs full-matrix FasterPAM", n=f"{n:,}", ours=fmt_s(res["clara_s"]),
-                   peer=fmt_s(total), ratio=fmt_x(total / res["clara_s"]),
-                   quality=f"loss {res['clara_loss']:.2f} / {res['loss']:.2f} = {ratio:.4f}",
-                   target=f"loss ratio <= {TARGET_CLARA_LOSS_RATIO}", status=status(ratio <= TARGET_CLARA_LOSS_RATIO)))
+    report.add(
+        Row(
+            what="CLARA path (no n x n) vs full-matrix FasterPAM",
+            n=f"{n:,}",
+            ours=fmt_s(res["clara_s"]),
+            peer=fmt_s(total),
+            ratio=fmt_x(total / res["clara_s"]),
+            quality=f"loss {res['clara_loss']:.2f} / {res['loss']:.2f} = {ratio:.4f}",
+            target=f"loss ratio <= {TARGET_CLARA_LOSS_RATIO}",
+            status=status(ratio <= TARGET_CLARA_LOSS_RATIO),
+        )
+    )
 
 
 def scale_worker(n: int, seed: int) -> dict[str, Any]:
@@ -388,8 +489,14 @@ def scale_worker(n: int, seed: int) -> dict[str, Any]:
     (result, _), t_km = timed(lambda: clara_ecdfs(ecdfs, K, seed=seed))
     from sklearn.metrics import adjusted_rand_score
 
-    return {"prep_s": t_prep, "kmedoids_s": t_km, "loss": result.loss, "swaps": result.n_swap,
-            "ari": float(adjusted_rand_score(truth, result.labels)), "peak_bytes": peak_rss_bytes()}
+    return {
+        "prep_s": t_prep,
+        "kmedoids_s": t_km,
+        "loss": result.loss,
+        "swaps": result.n_swap,
+        "ari": float(adjusted_rand_score(truth, result.labels)),
+        "peak_bytes": peak_rss_bytes(),
+    }
 
 
 def bench_scale(report: Report, args: argparse.Namespace) -> None:
@@ -402,13 +509,26 @@ def bench_scale(report: Report, args: argparse.Namespace) -> None:
             res = pool.apply(scale_worker, (n, args.seed))
         total = res["prep_s"] + res["kmedoids_s"]
         seconds, peak = SCALE_TARGETS.get(n, (None, None))
-        report.add(Row(what="sort/stack + CLARA k-medoids (exact W1 losses)", n=f"{n:,}", ours=fmt_s(total),
-                       peer=f"n x n matrix: {fmt_gb(n * n * 8)}",
-                       quality=f"loss {res['loss']:.2f}, {res['swaps']} swaps, ARI {res['ari']:.3f}",
-                       target=f"<= {seconds:g} s" if seconds else "", status=status(total <= seconds if seconds else None)))
-        report.add(Row(what="peak RSS (whole worker process)", n=f"{n:,}", ours=fmt_gb(res["peak_bytes"]),
-                       target=f"<= {fmt_gb(peak)}" if peak else "",
-                       status=status(res["peak_bytes"] <= peak if peak else None)))
+        report.add(
+            Row(
+                what="sort/stack + CLARA k-medoids (exact W1 losses)",
+                n=f"{n:,}",
+                ours=fmt_s(total),
+                peer=f"n x n matrix: {fmt_gb(n * n * 8)}",
+                quality=f"loss {res['loss']:.2f}, {res['swaps']} swaps, ARI {res['ari']:.3f}",
+                target=f"<= {seconds:g} s" if seconds else "",
+                status=status(total <= seconds if seconds else None),
+            )
+        )
+        report.add(
+            Row(
+                what="peak RSS (whole worker process)",
+                n=f"{n:,}",
+                ours=fmt_gb(res["peak_bytes"]),
+                target=f"<= {fmt_gb(peak)}" if peak else "",
+                status=status(res["peak_bytes"] <= peak if peak else None),
+            )
+        )
 
 
 def bench_permutation(report: Report, args: argparse.Namespace) -> None:
@@ -420,11 +540,14 @@ def bench_permutation(report: Report, args: argparse.Namespace) -> None:
     from evalprism.stats.paired import paired_w1_test
 
     q, c, r = PERM_QUESTIONS, PERM_CONFIGURATIONS, PERM_RESPONSES
-    report.section(f"Paired permutation tests: {q} questions x {c} configurations x {r} responses, {PERM_COUNT} permutations")
+    report.section(
+        f"Paired permutation tests: {q} questions x {c} configurations x {r} responses, {PERM_COUNT} permutations"
+    )
     rng = np.random.default_rng(args.seed)
     data = rng.beta(2, 3, size=(c, q, r)) + np.linspace(0, 0.1, c)[:, None, None]
-    tests, seconds = timed(lambda: [paired_w1_test(list(data[0]), list(data[j]), PERM_COUNT, seed=j)
-                                    for j in range(1, c)])
+    tests, seconds = timed(
+        lambda: [paired_w1_test(list(data[0]), list(data[j]), PERM_COUNT, seed=j) for j in range(1, c)]
+    )
     peer_perms = 5
 
     def peer() -> None:
@@ -435,10 +558,18 @@ def bench_permutation(report: Report, args: argparse.Namespace) -> None:
 
     _, peer_s = timed(peer)
     peer_total = peer_s / peer_perms * PERM_COUNT * (c - 1)
-    report.add(Row(what=f"{c - 1} pairs vs baseline (vectorised) vs scipy loop (extrapolated)", n=f"{q * c:,}",
-                   ours=fmt_s(seconds), peer=fmt_s(peer_total), ratio=fmt_x(peer_total / seconds),
-                   quality=f"min p {min(t[1] for t in tests):.3f}", target=f"<= {TARGET_PERM_S:g} s",
-                   status=status(seconds <= TARGET_PERM_S)))
+    report.add(
+        Row(
+            what=f"{c - 1} pairs vs baseline (vectorised) vs scipy loop (extrapolated)",
+            n=f"{q * c:,}",
+            ours=fmt_s(seconds),
+            peer=fmt_s(peer_total),
+            ratio=fmt_x(peer_total / seconds),
+            quality=f"min p {min(t[1] for t in tests):.3f}",
+            target=f"<= {TARGET_PERM_S:g} s",
+            status=status(seconds <= TARGET_PERM_S),
+        )
+    )
 
 
 def bench_ecdf_end_to_end(report: Report, args: argparse.Namespace) -> None:
@@ -458,10 +589,11 @@ def bench_ecdf_end_to_end(report: Report, args: argparse.Namespace) -> None:
     conf = np.tile(np.repeat(np.arange(c), r), q)
     score = np.clip(rng.beta(2, 2, q)[qid] + 0.02 * conf + rng.normal(0, 0.2, qid.size), 0, 1).round(4)
     table = pd.DataFrame({"question_id": qid, "configuration": [f"c{x}" for x in conf], "score": score})
-    res, seconds = timed(lambda: analyze(table, by=["configuration"], clusters=4, permutations=999,
-                                         seed=args.seed, progress=False))
+    res, seconds = timed(
+        lambda: analyze(table, by=["configuration"], clusters=4, permutations=999, seed=args.seed, progress=False)
+    )
     cmp = res.comparisons
-    samples = {(cf, qq): score[i * r:(i + 1) * r] for i, (cf, qq) in enumerate(zip(conf[::r], qid[::r], strict=True))}
+    samples = {(cf, qq): score[i * r : (i + 1) * r] for i, (cf, qq) in enumerate(zip(conf[::r], qid[::r], strict=True))}
 
     def full_pairs() -> None:
         saved = paired.SEQUENTIAL_EXCEEDANCES, paired.NORMAL_STOP_Z
@@ -479,12 +611,18 @@ def bench_ecdf_end_to_end(report: Report, args: argparse.Namespace) -> None:
     _, peer_s = timed(full_pairs)
     peer_total = peer_s / 2 * 45
     target = TARGET_E2E_S if q == 10_000 else None
-    report.add(Row(what="analyze() end to end (45 pairs) vs full tests of the 45 pairs alone (extrapolated)",
-                   n=f"{q * c:,} settings", ours=fmt_s(seconds), peer=fmt_s(peer_total),
-                   ratio=fmt_x(peer_total / seconds),
-                   quality=f"{int((cmp['p_distribution'] < 0.05).sum())} of {len(cmp)} pairs p < 0.05",
-                   target=f"<= {TARGET_E2E_S:g} s" if target else "",
-                   status=status(seconds <= target if target else None)))
+    report.add(
+        Row(
+            what="analyze() end to end (45 pairs) vs full tests of the 45 pairs alone (extrapolated)",
+            n=f"{q * c:,} settings",
+            ours=fmt_s(seconds),
+            peer=fmt_s(peer_total),
+            ratio=fmt_x(peer_total / seconds),
+            quality=f"{int((cmp['p_distribution'] < 0.05).sum())} of {len(cmp)} pairs p < 0.05",
+            target=f"<= {TARGET_E2E_S:g} s" if target else "",
+            status=status(seconds <= target if target else None),
+        )
+    )
 
 
 def bench_embedding(report: Report, args: argparse.Namespace) -> None:
@@ -511,24 +649,39 @@ def bench_embedding(report: Report, args: argparse.Namespace) -> None:
     peer, t_peer_load, t_peer = sentence_transformer_peer(texts)
 
     max_diff = float(np.max(np.abs(ours - peer)))
-    report.add(Row(
-        what="cold, incl. model load vs SentenceTransformer incl. load", n=f"{n:,}",
-        ours=f"{n / (t_load + t_cold):,.0f} texts/s", peer=f"{n / (t_peer_load + t_peer):,.0f} texts/s",
-        ratio=fmt_x((t_peer_load + t_peer) / (t_load + t_cold)),
-        quality=f"load {fmt_s(t_load)} / {fmt_s(t_peer_load)}",
-    ))
-    report.add(Row(
-        what="cold, excl. model load vs SentenceTransformer.encode", n=f"{n:,}",
-        ours=f"{n / t_cold:,.0f} texts/s", peer=f"{n / t_peer:,.0f} texts/s", ratio=fmt_x(t_peer / t_cold),
-        quality=f"encoded {cold_encoded:,}; max|vec diff| {max_diff:.1e}",
-    ))
+    report.add(
+        Row(
+            what="cold, incl. model load vs SentenceTransformer incl. load",
+            n=f"{n:,}",
+            ours=f"{n / (t_load + t_cold):,.0f} texts/s",
+            peer=f"{n / (t_peer_load + t_peer):,.0f} texts/s",
+            ratio=fmt_x((t_peer_load + t_peer) / (t_load + t_cold)),
+            quality=f"load {fmt_s(t_load)} / {fmt_s(t_peer_load)}",
+        )
+    )
+    report.add(
+        Row(
+            what="cold, excl. model load vs SentenceTransformer.encode",
+            n=f"{n:,}",
+            ours=f"{n / t_cold:,.0f} texts/s",
+            peer=f"{n / t_peer:,.0f} texts/s",
+            ratio=fmt_x(t_peer / t_cold),
+            quality=f"encoded {cold_encoded:,}; max|vec diff| {max_diff:.1e}",
+        )
+    )
     warm_ok = warm_stats["encoded"] == 0 and bool(np.array_equal(warm_vecs, ours))
-    report.add(Row(
-        what="warm (cache, new Embedder) vs own cold excl. load", n=f"{n:,}",
-        ours=f"{n / t_warm:,.0f} texts/s", peer=f"{n / t_cold:,.0f} texts/s", ratio=fmt_x(t_cold / t_warm),
-        quality=f"encoded {warm_stats['encoded']}, cached {warm_stats['cached']:,}",
-        target="encoded == 0, same vectors", status=status(warm_ok),
-    ))
+    report.add(
+        Row(
+            what="warm (cache, new Embedder) vs own cold excl. load",
+            n=f"{n:,}",
+            ours=f"{n / t_warm:,.0f} texts/s",
+            peer=f"{n / t_cold:,.0f} texts/s",
+            ratio=fmt_x(t_cold / t_warm),
+            quality=f"encoded {warm_stats['encoded']}, cached {warm_stats['cached']:,}",
+            target="encoded == 0, same vectors",
+            status=status(warm_ok),
+        )
+    )
 
 
 def import_sentence_transformers() -> None:
@@ -550,9 +703,11 @@ def sentence_transformer_peer(texts: list[str]) -> tuple[np.ndarray, float, floa
         return model
 
     model, t_load = timed(load)
-    vecs, t_encode = timed(lambda: model.encode(
-        texts, batch_size=64, show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True
-    ))
+    vecs, t_encode = timed(
+        lambda: model.encode(
+            texts, batch_size=64, show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True
+        )
+    )
     return np.asarray(vecs, dtype=np.float32), t_load, t_encode
 
 
@@ -563,7 +718,7 @@ def sentence_transformer_peer(texts: list[str]) -> tuple[np.ndarray, float, floa
 
 def print_report(report: Report) -> None:
     """The results table and notes, to stdout."""
-    print_table(report, 'evalprism ECDF benchmark', quality='quality / loss vs peer', with_n=True)
+    print_table(report, "evalprism ECDF benchmark", quality="quality / loss vs peer", with_n=True)
 
 
 def environment_line(args: argparse.Namespace) -> str:
@@ -591,19 +746,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=None, help="ECDFs per regime (default 10,000; quick 2,000)")
     parser.add_argument("--pairs", type=int, default=None, help="scipy pairs (default 20,000; quick 2,000)")
     parser.add_argument("--texts", type=int, default=None, help="texts to embed (default 2,000; quick 200)")
-    parser.add_argument("--pam-budget", type=float, default=300.0,
-                        help="seconds; if exact PAM is estimated slower, it runs at --pam-n instead")
+    parser.add_argument(
+        "--pam-budget",
+        type=float,
+        default=300.0,
+        help="seconds; if exact PAM is estimated slower, it runs at --pam-n instead",
+    )
     parser.add_argument("--pam-n", type=int, default=3_000, help="fallback n for the PAM comparison")
     parser.add_argument("--large-n", type=int, default=LARGE_N, help="n of the scale stage (targets apply at 30,000)")
     parser.add_argument("--skip-scale", action="store_true", help="skip the 100,000 / 1,000,000 CLARA stages")
-    parser.add_argument("--scale-n", type=lambda v: [int(x) for x in v.split(",")], default=[100_000, 1_000_000],
-                        help="comma-separated n of the CLARA scale stages (targets at 100,000 and 1,000,000)")
+    parser.add_argument(
+        "--scale-n",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[100_000, 1_000_000],
+        help="comma-separated n of the CLARA scale stages (targets at 100,000 and 1,000,000)",
+    )
     parser.add_argument("--skip-perm", action="store_true", help="skip the permutation-test stage")
-    parser.add_argument("--ecdf-e2e", action="store_true",
-                        help="add the ECDF end-to-end stage (issue 28: 10,000 questions x 10 configurations)")
+    parser.add_argument(
+        "--ecdf-e2e",
+        action="store_true",
+        help="add the ECDF end-to-end stage (issue 28: 10,000 questions x 10 configurations)",
+    )
     parser.add_argument("--e2e-questions", type=int, default=10_000, help="questions of the end-to-end stage")
-    parser.add_argument("--large-dtype", choices=["auto", "float64", "float32"], default="auto",
-                        help="dtype of the n=30,000 matrix (auto: float64 if it fits the memory target)")
+    parser.add_argument(
+        "--large-dtype",
+        choices=["auto", "float64", "float32"],
+        default="auto",
+        help="dtype of the n=30,000 matrix (auto: float64 if it fits the memory target)",
+    )
     args = parser.parse_args(argv)
     args.n = args.n or (2_000 if args.quick else TARGET_N)
     args.pairs = args.pairs or (2_000 if args.quick else 20_000)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed  # noqa: E402
+from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dl1920-llmjudge"
 JUDGES = ["gpt4o_umbrela", "gpt4_umbrela", "llama32_binary"]
@@ -46,8 +46,17 @@ def bench_pipeline(report: Report, quick: bool) -> None:
         log(f"cold embedding of {len(cold_texts)} pairs")
         emb = make_embedder("minilm", DEFAULT_INSTRUCTION, cache_dir=cold_dir, progress=False)
         _, cold = timed(lambda: emb.embed(cold_texts))
-        report.add(Row("cold (empty cache)", f"{len(cold_texts):,}", fmt_s(cold), quality=f"{len(cold_texts) / cold:,.0f} pairs/s"))
-        _, warm = timed(lambda: make_embedder("minilm", DEFAULT_INSTRUCTION, cache_dir=cold_dir, progress=False).embed(cold_texts))
+        report.add(
+            Row(
+                "cold (empty cache)",
+                f"{len(cold_texts):,}",
+                fmt_s(cold),
+                quality=f"{len(cold_texts) / cold:,.0f} pairs/s",
+            )
+        )
+        _, warm = timed(
+            lambda: make_embedder("minilm", DEFAULT_INSTRUCTION, cache_dir=cold_dir, progress=False).embed(cold_texts)
+        )
         report.add(Row("cached", f"{len(cold_texts):,}", fmt_s(warm), quality=f"{len(cold_texts) / warm:,.0f} pairs/s"))
     cache = os.environ.get("EVALPRISM_CACHE_DIR")
     log("filling the default cache for all pairs (no-op when already cached)")
@@ -56,9 +65,16 @@ def bench_pipeline(report: Report, quick: bool) -> None:
     log(f"analyze on {len(table)} pairs")
     result, seconds = timed(lambda: analyze(table, "human_label", JUDGES, cache_dir=cache, progress=False))
     k = int(result.pairs["cluster"].max()) + 1
-    report.add(Row("cache read + PCA + HDBSCAN + agreement + flags", f"{len(table):,}", fmt_s(seconds),
-                   quality=f"{k} clusters, {len(result.query_clusters):,} query-cluster cells",
-                   target="<= 30 s", status=status(seconds <= 30)))
+    report.add(
+        Row(
+            "cache read + PCA + HDBSCAN + agreement + flags",
+            f"{len(table):,}",
+            fmt_s(seconds),
+            quality=f"{k} clusters, {len(result.query_clusters):,} query-cluster cells",
+            target="<= 30 s",
+            status=status(seconds <= 30),
+        )
+    )
 
 
 def bench_kernel(report: Report) -> None:
@@ -88,17 +104,29 @@ def bench_kernel(report: Report) -> None:
             warnings.simplefilter("ignore")
             for c in range(n_clusters):
                 s = slice(starts[c], starts[c + 1])
-                est = CAC(pd.DataFrame({"h": human[s].astype(float), "m": llm[s].astype(float)}),
-                          categories=[0.0, 1.0], digits=30).gwet()["est"]
+                est = CAC(
+                    pd.DataFrame({"h": human[s].astype(float), "m": llm[s].astype(float)}),
+                    categories=[0.0, 1.0],
+                    digits=30,
+                ).gwet()["est"]
                 out[c] = est["coefficient_value"], est["se"], *est["confidence_interval"]
         return out
 
     log(f"irrCAC on {n_clusters} clusters, one call each")
     ref, t_peer = timed(peer)
     diff = np.nanmax(np.abs(np.c_[ours.ac1, ours.se, ours.lo, ours.hi] - ref))
-    report.add(Row("value + SE + CI per cluster", f"{groups.size:,} pairs", fmt_s(t_ours), fmt_s(t_peer),
-                   fmt_x(t_peer / t_ours), f"max |diff| {diff:.1e}", "= irrCAC to 1e-10",
-                   status(diff <= 1e-10)))
+    report.add(
+        Row(
+            "value + SE + CI per cluster",
+            f"{groups.size:,} pairs",
+            fmt_s(t_ours),
+            fmt_s(t_peer),
+            fmt_x(t_peer / t_ours),
+            f"max |diff| {diff:.1e}",
+            "= irrCAC to 1e-10",
+            status(diff <= 1e-10),
+        )
+    )
 
 
 def main() -> None:

@@ -39,15 +39,15 @@ prints one table and always exits 0; PASS/MISS refer to the targets below.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import os
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from _table import Report, Row, load_note, best_of, fmt_s, fmt_x, log, print_table, status, timed
+from _table import Report, Row, best_of, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
 T = TypeVar("T")
 
@@ -82,8 +82,7 @@ def routing_problem(n: int, m: int, seed: int) -> RoutingProblem:
     base = 0.25 * (log_cost - log_cost.mean()) + rng.normal(0.0, 0.3, m)
     coefs = base + rng.normal(0.0, 0.5, (n, m))
     costs = np.exp(log_cost)
-    return RoutingProblem(coefs=coefs, costs=costs, prompt_costs=costs * rng.uniform(0.5, 2.0, (n, 1)),
-                          budget=BUDGET)
+    return RoutingProblem(coefs=coefs, costs=costs, prompt_costs=costs * rng.uniform(0.5, 2.0, (n, 1)), budget=BUDGET)
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,16 +115,18 @@ def peer_route_one(theta: np.ndarray, costs: np.ndarray, budget: float, q: np.nd
 
     m = theta.size
     values = expit(theta[:, None] - theta[None, :]) @ q
-    res = linprog(-values, A_ub=costs[None], b_ub=[budget], A_eq=np.ones((1, m)), b_eq=[1.0],
-                  bounds=(0, 1), method="highs")
+    res = linprog(
+        -values, A_ub=costs[None], b_ub=[budget], A_eq=np.ones((1, m)), b_eq=[1.0], bounds=(0, 1), method="highs"
+    )
     value = float(-res.fun)
     lo, hi = theta.min() + logit(value) - 1.0, theta.max() + logit(value) + 1.0
     coef = brentq(lambda x: float(q @ expit(x - theta)) - value, lo, hi, xtol=1e-13)
     return value, coef
 
 
-def peer_routing(problem: RoutingProblem, ours_value: np.ndarray, ours_coef: np.ndarray,
-                 subset: np.ndarray) -> PeerRouting:
+def peer_routing(
+    problem: RoutingProblem, ours_value: np.ndarray, ours_coef: np.ndarray, subset: np.ndarray
+) -> PeerRouting:
     """Time :func:`peer_route_one` over ``subset`` and compare with our values and coefficients."""
     n, m = problem.coefs.shape
     q = np.full(m, 1.0 / m)
@@ -135,7 +136,9 @@ def peer_routing(problem: RoutingProblem, ours_value: np.ndarray, ours_coef: np.
 
     ref, seconds = timed(loop)
     return PeerRouting(
-        prompts=subset.size, seconds=seconds, extrapolated_seconds=seconds / subset.size * n,
+        prompts=subset.size,
+        seconds=seconds,
+        extrapolated_seconds=seconds / subset.size * n,
         max_value_diff=float(np.max(np.abs(ours_value[subset] - ref[:, 0]))),
         max_coef_diff=float(np.max(np.abs(ours_coef[subset] - ref[:, 1]))),
     )
@@ -147,9 +150,15 @@ def joint_lp_value(values: np.ndarray, costs: np.ndarray, budget: float) -> floa
     from scipy.optimize import linprog
 
     n, m = values.shape
-    res = linprog(-values.ravel() / n, A_ub=costs.ravel()[None] / n, b_ub=[budget],
-                  A_eq=sp.kron(sp.eye(n), np.ones((1, m)), format="csr"), b_eq=np.ones(n),
-                  bounds=(0, 1), method="highs")
+    res = linprog(
+        -values.ravel() / n,
+        A_ub=costs.ravel()[None] / n,
+        b_ub=[budget],
+        A_eq=sp.kron(sp.eye(n), np.ones((1, m)), format="csr"),
+        b_eq=np.ones(n),
+        bounds=(0, 1),
+        method="highs",
+    )
     return float(-res.fun)
 
 
@@ -169,14 +178,20 @@ def bench_routing(report: Report, args: argparse.Namespace) -> None:
     subset = np.random.default_rng(args.seed + 1).choice(n, size=min(args.peer_prompts, n), replace=False)
     log(f"peer: numpy W q + linprog(highs) + brentq on {subset.size:,} prompts")
     peer = peer_routing(problem, ours.expected_winrate, ours.router_coef, subset)
-    report.add(Row(
-        what=f"route() vs linprog(highs) + brentq per prompt (extrap. from {peer.prompts:,})",
-        n=f"{n:,}x{m}", ours=fmt_s(t_ours), peer=fmt_s(peer.extrapolated_seconds),
-        ratio=fmt_x(peer.extrapolated_seconds / t_ours),
-        quality=f"max|value diff| {peer.max_value_diff:.1e}, max|coef diff| {peer.max_coef_diff:.1e}",
-        target=f"<= {TARGET_ROUTE_S:g} s at {TARGET_N:,}x{TARGET_M}; value diff <= {TARGET_VALUE_DIFF:.0e}",
-        status=status(peer.max_value_diff <= TARGET_VALUE_DIFF and (t_ours <= TARGET_ROUTE_S if at_target else True)),
-    ))
+    report.add(
+        Row(
+            what=f"route() vs linprog(highs) + brentq per prompt (extrap. from {peer.prompts:,})",
+            n=f"{n:,}x{m}",
+            ours=fmt_s(t_ours),
+            peer=fmt_s(peer.extrapolated_seconds),
+            ratio=fmt_x(peer.extrapolated_seconds / t_ours),
+            quality=f"max|value diff| {peer.max_value_diff:.1e}, max|coef diff| {peer.max_coef_diff:.1e}",
+            target=f"<= {TARGET_ROUTE_S:g} s at {TARGET_N:,}x{TARGET_M}; value diff <= {TARGET_VALUE_DIFF:.0e}",
+            status=status(
+                peer.max_value_diff <= TARGET_VALUE_DIFF and (t_ours <= TARGET_ROUTE_S if at_target else True)
+            ),
+        )
+    )
     mixed = int(np.sum(np.count_nonzero(ours.probs, axis=1) == 2))
     report.notes.append(
         f"[routing] peer measured on {peer.prompts:,} random prompts ({fmt_s(peer.seconds)}) and extrapolated "
@@ -190,8 +205,9 @@ def bench_routing(report: Report, args: argparse.Namespace) -> None:
     probs, t_mix = best_of(lambda: best_mix(values, problem.costs, problem.budget), args.repeats)
     rate = np.sum(probs * values, axis=1)
     _, t_root = best_of(lambda: router_coefficient(problem.coefs, q, rate), args.repeats)
-    report.notes.append(f"[routing] stages: win_values {fmt_s(t_values)}, best_mix {fmt_s(t_mix)}, "
-                        f"router_coefficient {fmt_s(t_root)}.")
+    report.notes.append(
+        f"[routing] stages: win_values {fmt_s(t_values)}, best_mix {fmt_s(t_mix)}, router_coefficient {fmt_s(t_root)}."
+    )
 
     jn = min(args.joint_n, n)
     report.section(f"Routing, budget {problem.budget:g} on the mean cost")
@@ -200,14 +216,19 @@ def bench_routing(report: Report, args: argparse.Namespace) -> None:
     avg, t_avg = best_of(lambda: best_mix_average_budget(jv, jc, problem.budget), args.repeats)
     ref, t_joint = timed(lambda: joint_lp_value(jv, jc, problem.budget))
     diff = abs(float(np.sum(avg * jv)) / jn - ref)
-    report.add(Row(
-        what="best_mix_average_budget vs one joint linprog(highs)", n=f"{jn:,}x{m}", ours=fmt_s(t_avg),
-        peer=fmt_s(t_joint), ratio=fmt_x(t_joint / t_avg),
-        quality=f"|value diff| {diff:.1e}, mean cost {np.sum(avg * jc) / jn:.6f}",
-        target=f"value diff <= {TARGET_VALUE_DIFF:.0e}", status=status(diff <= TARGET_VALUE_DIFF),
-    ))
-    _, t_avg_full = best_of(lambda: best_mix_average_budget(values, problem.prompt_costs, problem.budget),
-                            args.repeats)
+    report.add(
+        Row(
+            what="best_mix_average_budget vs one joint linprog(highs)",
+            n=f"{jn:,}x{m}",
+            ours=fmt_s(t_avg),
+            peer=fmt_s(t_joint),
+            ratio=fmt_x(t_joint / t_avg),
+            quality=f"|value diff| {diff:.1e}, mean cost {np.sum(avg * jc) / jn:.6f}",
+            target=f"value diff <= {TARGET_VALUE_DIFF:.0e}",
+            status=status(diff <= TARGET_VALUE_DIFF),
+        )
+    )
+    _, t_avg_full = best_of(lambda: best_mix_average_budget(values, problem.prompt_costs, problem.budget), args.repeats)
     report.notes.append(f"[average budget] best_mix_average_budget alone at n={n:,}: {fmt_s(t_avg_full)}.")
 
 
@@ -228,10 +249,27 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
     n = args.prompts
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        train_model(simulate_topic_battles(2000, seed=args.seed), TrainOptions(max_epochs=3), cache_dir=cache,
-                  progress=False).save(Path(tmp) / "model")
+        train_model(
+            simulate_topic_battles(2000, seed=args.seed), TrainOptions(max_epochs=3), cache_dir=cache, progress=False
+        ).save(Path(tmp) / "model")
         rng = np.random.default_rng(args.seed)
-        words = "model prompt write explain compute the a of poem code list number story city river".split()
+        words = [
+            "model",
+            "prompt",
+            "write",
+            "explain",
+            "compute",
+            "the",
+            "a",
+            "of",
+            "poem",
+            "code",
+            "list",
+            "number",
+            "story",
+            "city",
+            "river",
+        ]
         prompts = [" ".join(rng.choice(words, size=int(rng.integers(8, 40)))) + f" #{i}" for i in range(n)]
         log(f"P2L inference on {n:,} new prompts (cold cache), then again (cached)")
         model = P2LModel.load(Path(tmp) / "model", cache_dir=cache)
@@ -242,19 +280,42 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
         weight = model.head.linear.weight.detach().numpy()
         bias = model.head.linear.bias.detach().numpy()
         encoder.encode(["warm-up prompt"])
-        peer, t_peer = timed(lambda: encoder.encode(prompts, batch_size=64, normalize_embeddings=True) @ weight.T + bias)
-        runtimes = runtime_speeds(Path(tmp) / "model", prompts[:args.runtime_prompts])
+        peer, t_peer = timed(
+            lambda: encoder.encode(prompts, batch_size=64, normalize_embeddings=True) @ weight.T + bias
+        )
+        runtimes = runtime_speeds(Path(tmp) / "model", prompts[: args.runtime_prompts])
     diff = float(np.abs(peer - cold).max())
-    report.section(f"P2L inference, default backbone (frozen minilm), {model.loss} head over {len(model.models)} models")
-    report.add(Row(what="leaderboards(), prompts not yet embedded", n=f"{n:,}", ours=f"{n / t_cold:,.0f}/s",
-                   peer=f"{n / t_peer:,.0f}/s", ratio=fmt_x(t_peer / t_cold), quality=f"max|coef diff| {diff:.1e}",
-                   target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s", status=status(n / t_cold >= TARGET_PROMPTS_PER_S)))
-    report.add(Row(what="leaderboards(), embeddings cached", n=f"{n:,}", ours=f"{n / t_warm:,.0f}/s",
-                   peer=f"{n / t_peer:,.0f}/s", ratio=fmt_x(t_peer / t_warm),
-                   quality=f"max|coef diff| {float(np.abs(warm - cold).max()):.1e}",
-                   target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s", status=status(n / t_warm >= TARGET_PROMPTS_PER_S)))
-    report.notes.append("[inference] peer: SentenceTransformer.encode (batch 64, no cache) and the same head as "
-                        "a numpy matmul; ours includes the cache lookups and writes.")
+    report.section(
+        f"P2L inference, default backbone (frozen minilm), {model.loss} head over {len(model.models)} models"
+    )
+    report.add(
+        Row(
+            what="leaderboards(), prompts not yet embedded",
+            n=f"{n:,}",
+            ours=f"{n / t_cold:,.0f}/s",
+            peer=f"{n / t_peer:,.0f}/s",
+            ratio=fmt_x(t_peer / t_cold),
+            quality=f"max|coef diff| {diff:.1e}",
+            target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s",
+            status=status(n / t_cold >= TARGET_PROMPTS_PER_S),
+        )
+    )
+    report.add(
+        Row(
+            what="leaderboards(), embeddings cached",
+            n=f"{n:,}",
+            ours=f"{n / t_warm:,.0f}/s",
+            peer=f"{n / t_peer:,.0f}/s",
+            ratio=fmt_x(t_peer / t_warm),
+            quality=f"max|coef diff| {float(np.abs(warm - cold).max()):.1e}",
+            target=f">= {TARGET_PROMPTS_PER_S:g} prompts/s",
+            status=status(n / t_warm >= TARGET_PROMPTS_PER_S),
+        )
+    )
+    report.notes.append(
+        "[inference] peer: SentenceTransformer.encode (batch 64, no cache) and the same head as "
+        "a numpy matmul; ours includes the cache lookups and writes."
+    )
     report_runtimes(report, runtimes)
 
 
@@ -281,7 +342,7 @@ def runtime_speeds(model_dir: Path, prompts: list[str]) -> list[RuntimeSpeed]:
 
     precisions = ["float32", "bfloat16"] if native_bf16() else ["float32"]
     runtimes = ["torch", "openvino"] if openvino_available() else ["torch"]
-    batches = [prompts[i:i + SERVICE_BATCH] for i in range(0, len(prompts), SERVICE_BATCH)]
+    batches = [prompts[i : i + SERVICE_BATCH] for i in range(0, len(prompts), SERVICE_BATCH)]
     out = []
     for runtime in runtimes:
         for precision in precisions:
@@ -298,11 +359,22 @@ def report_runtimes(report: Report, speeds: list[RuntimeSpeed]) -> None:
     base = speeds[0]
     report.section(f"P2L backbone runtimes, fresh prompts in batches of {SERVICE_BATCH} (the router service's batch)")
     for s in speeds[1:]:
-        report.add(Row(what=f"{s.runtime} {s.precision} vs torch float32", n=f"{len(base.coefs):,}",
-                       ours=f"{s.per_s:,.0f}/s", peer=f"{base.per_s:,.0f}/s", ratio=fmt_x(s.per_s / base.per_s),
-                       quality=f"max|coef diff| {float(np.abs(s.coefs - base.coefs).max()):.1e}", target="", status=""))
-    report.notes.append("[runtimes] bfloat16 rows run only on CPUs with native bf16 (AVX512-BF16 or AMX); OpenVINO "
-                        "rows only where it is installed. The service's runtime 'auto' picks OpenVINO.")
+        report.add(
+            Row(
+                what=f"{s.runtime} {s.precision} vs torch float32",
+                n=f"{len(base.coefs):,}",
+                ours=f"{s.per_s:,.0f}/s",
+                peer=f"{base.per_s:,.0f}/s",
+                ratio=fmt_x(s.per_s / base.per_s),
+                quality=f"max|coef diff| {float(np.abs(s.coefs - base.coefs).max()):.1e}",
+                target="",
+                status="",
+            )
+        )
+    report.notes.append(
+        "[runtimes] bfloat16 rows run only on CPUs with native bf16 (AVX512-BF16 or AMX); OpenVINO "
+        "rows only where it is installed. The service's runtime 'auto' picks OpenVINO."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,14 +383,56 @@ def report_runtimes(report: Report, speeds: list[RuntimeSpeed]) -> None:
 
 #: base-model sizes of the released-layout checkpoints (Llama architecture, random weights)
 RELEASED_SIZES: dict[str, dict[str, int]] = {
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=4096),
-    "SmolLM2-135M-sized": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-                               num_key_value_heads=3, vocab_size=49152),
+    "tiny": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 4096,
+    },
+    "SmolLM2-135M-sized": {
+        "hidden_size": 576,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 30,
+        "num_attention_heads": 9,
+        "num_key_value_heads": 3,
+        "vocab_size": 49152,
+    },
 }
 RELEASED_MODELS = [f"model-{i:02d}" for i in range(34)]
-RELEASED_WORDS = ("model prompt write explain compute the a of poem code list number story city river why how "
-                  "is are summarise translate python function bug fix proof theorem history war essay").split()
+RELEASED_WORDS = [
+    "model",
+    "prompt",
+    "write",
+    "explain",
+    "compute",
+    "the",
+    "a",
+    "of",
+    "poem",
+    "code",
+    "list",
+    "number",
+    "story",
+    "city",
+    "river",
+    "why",
+    "how",
+    "is",
+    "are",
+    "summarise",
+    "translate",
+    "python",
+    "function",
+    "bug",
+    "fix",
+    "proof",
+    "theorem",
+    "history",
+    "war",
+    "essay",
+]
 
 
 def write_released_checkpoint(directory: Path, size: dict[str, int], seed: int) -> None:
@@ -334,21 +448,27 @@ def write_released_checkpoint(directory: Path, size: dict[str, int], seed: int) 
 
     torch.manual_seed(seed)
     specials = ["<unk>", "<|im_start|>", "<|im_end|>", "<|pad|>", "<|cls|>"]
-    words = Tokenizer(models.WordLevel({w: i for i, w in enumerate([*specials, "user", "#", *RELEASED_WORDS])},
-                                       unk_token="<unk>"))
+    words = Tokenizer(
+        models.WordLevel({w: i for i, w in enumerate([*specials, "user", "#", *RELEASED_WORDS])}, unk_token="<unk>")
+    )
     words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>")
-    tokenizer.add_special_tokens({"pad_token": "<|pad|>", "cls_token": "<|cls|>",
-                                  "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
-    tokenizer.chat_template = ("{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> "
-                               "{% endfor %}")
+    tokenizer.add_special_tokens(
+        {"pad_token": "<|pad|>", "cls_token": "<|cls|>", "additional_special_tokens": ["<|im_start|>", "<|im_end|>"]}
+    )
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+    )
     config = LlamaConfig(**size, max_position_embeddings=8192, architectures=["P2LModel"])
     base = LlamaModel(config)
     hidden = size["hidden_size"]
     state = {f"model.{k}": v.contiguous() for k, v in base.state_dict().items()}
-    state |= {"head.head.weight": torch.randn(len(RELEASED_MODELS), hidden) * 0.05,
-              "head.head.bias": torch.zeros(len(RELEASED_MODELS)),
-              "head.eta_head.weight": torch.randn(1, hidden) * 0.01, "head.eta_head.bias": torch.zeros(1)}
+    state |= {
+        "head.head.weight": torch.randn(len(RELEASED_MODELS), hidden) * 0.05,
+        "head.head.bias": torch.zeros(len(RELEASED_MODELS)),
+        "head.eta_head.weight": torch.randn(1, hidden) * 0.01,
+        "head.eta_head.bias": torch.zeros(1),
+    }
     directory.mkdir(parents=True)
     save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
     config.save_pretrained(directory)
@@ -375,10 +495,14 @@ def plain_forward(directory: Path, batch: int) -> Callable[[list[str]], np.ndarr
         out = []
         with torch.no_grad():
             for start in range(0, len(prompts), batch):
-                texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False)
-                         + tokenizer.cls_token for p in prompts[start:start + batch]]
-                enc = tokenizer(texts, return_tensors="pt", padding=True, truncation=True, max_length=8192,
-                                add_special_tokens=False)
+                texts = [
+                    tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False)
+                    + tokenizer.cls_token
+                    for p in prompts[start : start + batch]
+                ]
+                enc = tokenizer(
+                    texts, return_tensors="pt", padding=True, truncation=True, max_length=8192, add_special_tokens=False
+                )
                 hidden = model(**enc).last_hidden_state[enc["input_ids"] == tokenizer.cls_token_id]
                 out.append((hidden @ weight.T + bias).numpy())
         return np.concatenate(out)
@@ -399,10 +523,13 @@ def bench_released(report: Report, args: argparse.Namespace) -> None:
     from evalprism.p2l import P2LModel
 
     rng = np.random.default_rng(args.seed)
-    report.section(f"Released lmarena checkpoints (grk head, {len(RELEASED_MODELS)} models), batches of "
-                   f"{SERVICE_BATCH}, torch {torch.get_num_threads()} threads")
-    for (name, size), n in zip(RELEASED_SIZES.items(), (args.released_prompts, args.released_large_prompts),
-                               strict=True):
+    report.section(
+        f"Released lmarena checkpoints (grk head, {len(RELEASED_MODELS)} models), batches of "
+        f"{SERVICE_BATCH}, torch {torch.get_num_threads()} threads"
+    )
+    for (name, size), n in zip(
+        RELEASED_SIZES.items(), (args.released_prompts, args.released_large_prompts), strict=True
+    ):
         prompts = [" ".join(rng.choice(RELEASED_WORDS, size=int(rng.integers(4, 121)))) + f" # {i}" for i in range(n)]
         with tempfile.TemporaryDirectory() as tmp:
             directory = Path(tmp) / "checkpoint"
@@ -413,20 +540,33 @@ def bench_released(report: Report, args: argparse.Namespace) -> None:
             model.leaderboards(prompts[:SERVICE_BATCH])  # first-call costs, as a serving process pays once
             plain = plain_forward(directory, SERVICE_BATCH)
             plain(prompts[:SERVICE_BATCH])
-            log(f"released layout, {name}: evalprism and a plain transformers forward on {n:,} prompts, "
-                f"alternately, {args.repeats} times")
+            log(
+                f"released layout, {name}: evalprism and a plain transformers forward on {n:,} prompts, "
+                f"alternately, {args.repeats} times"
+            )
             t_ours = t_peer = float("inf")
             for _ in range(max(1, args.repeats)):
                 ours, seconds = timed(lambda: model.leaderboards(prompts))
                 t_ours = min(t_ours, seconds)
                 peer, seconds = timed(lambda: plain(prompts))
                 t_peer = min(t_peer, seconds)
-        report.add(Row(what=f"{name}: leaderboards() vs transformers forward + head", n=f"{n:,}",
-                       ours=f"{n / t_ours:,.1f}/s", peer=f"{n / t_peer:,.1f}/s", ratio=fmt_x(t_peer / t_ours),
-                       quality=f"max|coef diff| {float(np.abs(ours - peer).max()):.1e}", target="", status=""))
-    report.notes.append("[released] the peer loads the same directory with AutoModel and runs the prompts in their "
-                        "order; evalprism sorts them by length before batching (less padding). The peer's load "
-                        "time is excluded, as is evalprism's.")
+        report.add(
+            Row(
+                what=f"{name}: leaderboards() vs transformers forward + head",
+                n=f"{n:,}",
+                ours=f"{n / t_ours:,.1f}/s",
+                peer=f"{n / t_peer:,.1f}/s",
+                ratio=fmt_x(t_peer / t_ours),
+                quality=f"max|coef diff| {float(np.abs(ours - peer).max()):.1e}",
+                target="",
+                status="",
+            )
+        )
+    report.notes.append(
+        "[released] the peer loads the same directory with AutoModel and runs the prompts in their "
+        "order; evalprism sorts them by length before batching (less padding). The peer's load "
+        "time is excluded, as is evalprism's."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,8 +574,13 @@ def bench_released(report: Report, args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 
 #: the fine-tuned backbone: a random Qwen2 (no dropout) small enough for a CPU, real layout
-TRAIN_SIZE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2)
+TRAIN_SIZE = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 TRAIN_BATCH = 32  # the global batch, whatever the number of processes
 
 
@@ -450,10 +595,14 @@ def write_training_backbone(directory: Path, texts: list[str], seed: int) -> Non
     words.pre_tokenizer = pre_tokenizers.Whitespace()
     words.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<eos>"]))
     torch.manual_seed(seed)
-    Qwen2Model(Qwen2Config(vocab_size=words.get_vocab_size(), max_position_embeddings=256, pad_token_id=1,
-                           eos_token_id=2, **TRAIN_SIZE)).save_pretrained(directory)
-    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", pad_token="<pad>",
-                            eos_token="<eos>").save_pretrained(directory)
+    Qwen2Model(
+        Qwen2Config(
+            vocab_size=words.get_vocab_size(), max_position_embeddings=256, pad_token_id=1, eos_token_id=2, **TRAIN_SIZE
+        )
+    ).save_pretrained(directory)
+    PreTrainedTokenizerFast(
+        tokenizer_object=words, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
+    ).save_pretrained(directory)
 
 
 def _evalprism_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[str, object]]:
@@ -462,8 +611,14 @@ def _evalprism_training(args: argparse.Namespace, epochs: int) -> tuple[float, d
     from evalprism.io import read_table
     from evalprism.p2l import TrainOptions, train_model
 
-    options = TrainOptions(backbone=f"hf:{args.training_lm}", finetune=True, max_epochs=epochs,
-                           batch_size=TRAIN_BATCH, patience=epochs + 1, seed=args.seed)
+    options = TrainOptions(
+        backbone=f"hf:{args.training_lm}",
+        finetune=True,
+        max_epochs=epochs,
+        batch_size=TRAIN_BATCH,
+        patience=epochs + 1,
+        seed=args.seed,
+    )
     table = read_table(args.training_data)
     result, seconds = timed(lambda: train_model(table, options, progress=False))
     return seconds, {"train_battles": result.options["train_battles"], "val_nll": result.history["val_nll"].tolist()}
@@ -492,8 +647,9 @@ def _plain_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[
     torch.manual_seed(args.seed)
     tokenizer, model = AutoTokenizer.from_pretrained(args.training_lm), AutoModel.from_pretrained(args.training_lm)
     head = torch.nn.Linear(model.config.hidden_size, len(names))
-    optimizer = torch.optim.AdamW([{"params": head.parameters(), "lr": 3e-3},
-                                   {"params": model.parameters(), "lr": 2e-5, "weight_decay": 0.0}])
+    optimizer = torch.optim.AdamW(
+        [{"params": head.parameters(), "lr": 3e-3}, {"params": model.parameters(), "lr": 2e-5, "weight_decay": 0.0}]
+    )
 
     def nll(idx: np.ndarray) -> torch.Tensor:
         enc = tokenizer([prompts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=1024)
@@ -509,14 +665,14 @@ def _plain_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[
             model.train()
             order = train[rng.permutation(train.size)]
             for start in range(0, order.size, TRAIN_BATCH):
-                batch = order[start:start + TRAIN_BATCH]
+                batch = order[start : start + TRAIN_BATCH]
                 optimizer.zero_grad()
                 (nll(batch) / batch.size).backward()
                 optimizer.step()
             model.eval()
             with torch.no_grad():
                 for idx in (train, val):
-                    sum(float(nll(idx[s:s + 64])) for s in range(0, idx.size, 64))
+                    sum(float(nll(idx[s : s + 64])) for s in range(0, idx.size, 64))
 
     _, seconds = timed(loop)
     return seconds, {"train_battles": int(train.size)}
@@ -545,8 +701,17 @@ def _measure_training(kind: str, processes: int, threads: int, data: Path, lm: P
     import subprocess
     import sys
 
-    worker = [str(Path(__file__).resolve()), "--training-worker", kind, "--training-data", str(data),
-              "--training-lm", str(lm), "--seed", str(seed)]
+    worker = [
+        str(Path(__file__).resolve()),
+        "--training-worker",
+        kind,
+        "--training-data",
+        str(data),
+        "--training-lm",
+        str(lm),
+        "--seed",
+        str(seed),
+    ]
     launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     done = subprocess.run([sys.executable, *launch, *worker], env=env, capture_output=True, text=True, check=False)
@@ -578,21 +743,39 @@ def bench_training(report: Report, args: argparse.Namespace) -> None:
     def speed(key: tuple[str, int, int]) -> float:
         return runs[key]["train_battles"] / runs[key]["epoch_s"]
 
-    report.section(f"P2L training: random Qwen2 {TRAIN_SIZE['hidden_size']}x{TRAIN_SIZE['num_hidden_layers']} "
-                   f"fine-tuned (hf:), global batch {TRAIN_BATCH}, battles/s per epoch")
+    report.section(
+        f"P2L training: random Qwen2 {TRAIN_SIZE['hidden_size']}x{TRAIN_SIZE['num_hidden_layers']} "
+        f"fine-tuned (hf:), global batch {TRAIN_BATCH}, battles/s per epoch"
+    )
     ours, peer = speed(("evalprism", 1, 1)), speed(("plain", 1, 1))
-    report.add(Row(what="1 process x 1 thread: train_model vs plain torch loop", n=f"{n:,}",
-                   ours=f"{ours:,.0f}/s", peer=f"{peer:,.0f}/s", ratio=fmt_x(ours / peer)))
+    report.add(
+        Row(
+            what="1 process x 1 thread: train_model vs plain torch loop",
+            n=f"{n:,}",
+            ours=f"{ours:,.0f}/s",
+            peer=f"{peer:,.0f}/s",
+            ratio=fmt_x(ours / peer),
+        )
+    )
     two, one = speed(("evalprism", 2, 1)), speed(("evalprism", 1, 1))
     drift = np.abs(np.subtract(runs["evalprism", 2, 1]["val_nll"], runs["evalprism", 1, 1]["val_nll"])).max()
-    report.add(Row(what="2 processes (DDP, gloo) x 1 thread vs 1 process x 1 thread", n=f"{n:,}",
-                   ours=f"{two:,.0f}/s", peer=f"{one:,.0f}/s", ratio=fmt_x(two / one),
-                   quality=f"max|val NLL diff| {drift:.1e}"))
-    report.notes.append("[training] seconds per epoch = (4 epochs - 1 epoch) / 3 of one call each, after a warm-up "
-                        "call, so loading and setup cancel; an epoch includes the validation and training NLL "
-                        "passes (the plain loop runs them too). Every process runs one torch thread (torchrun's "
-                        "default): a tiny model on two threads of a busy 2-core machine mostly waits. The "
-                        "2-process row's peer is evalprism on 1 process.")
+    report.add(
+        Row(
+            what="2 processes (DDP, gloo) x 1 thread vs 1 process x 1 thread",
+            n=f"{n:,}",
+            ours=f"{two:,.0f}/s",
+            peer=f"{one:,.0f}/s",
+            ratio=fmt_x(two / one),
+            quality=f"max|val NLL diff| {drift:.1e}",
+        )
+    )
+    report.notes.append(
+        "[training] seconds per epoch = (4 epochs - 1 epoch) / 3 of one call each, after a warm-up "
+        "call, so loading and setup cancel; an epoch includes the validation and training NLL "
+        "passes (the plain loop runs them too). Every process runs one torch thread (torchrun's "
+        "default): a tiny model on two threads of a busy 2-core machine mostly waits. The "
+        "2-process row's peer is evalprism on 1 process."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,15 +785,17 @@ def bench_training(report: Report, args: argparse.Namespace) -> None:
 
 def print_report(report: Report) -> None:
     """The results table and notes, to stdout."""
-    print_table(report, 'evalprism P2L benchmark', quality='quality vs peer', with_n=True)
+    print_table(report, "evalprism P2L benchmark", quality="quality vs peer", with_n=True)
 
 
 def environment_line(args: argparse.Namespace) -> str:
     """Versions and machine facts that the numbers depend on."""
     import scipy
 
-    return (f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
-            f"cores {os.cpu_count()}, seed {args.seed}, mode {'quick' if args.quick else 'full'}")
+    return (
+        f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
+        f"cores {os.cpu_count()}, seed {args.seed}, mode {'quick' if args.quick else 'full'}"
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -619,24 +804,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-routing", action="store_true", help="skip the routing section")
     parser.add_argument("--skip-inference", action="store_true", help="skip the P2L inference section")
     parser.add_argument("--prompts", type=int, default=2000, help="prompts for the inference section")
-    parser.add_argument("--runtime-prompts", type=int, default=1024,
-                        help="prompts for the backbone-runtime comparison")
+    parser.add_argument("--runtime-prompts", type=int, default=1024, help="prompts for the backbone-runtime comparison")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--n", type=int, default=None, help="prompts (default 10,000; quick 2,000)")
     parser.add_argument("--m", type=int, default=TARGET_M, help="models (default 34)")
-    parser.add_argument("--peer-prompts", type=int, default=None,
-                        help="prompts the per-prompt peer runs on (default 200; quick 50)")
-    parser.add_argument("--joint-n", type=int, default=None,
-                        help="prompts of the joint-LP comparison (default 2,000; quick 300)")
+    parser.add_argument(
+        "--peer-prompts", type=int, default=None, help="prompts the per-prompt peer runs on (default 200; quick 50)"
+    )
+    parser.add_argument(
+        "--joint-n", type=int, default=None, help="prompts of the joint-LP comparison (default 2,000; quick 300)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="our timings are the best of this many runs")
     parser.add_argument("--skip-released", action="store_true", help="skip the released-checkpoint section")
-    parser.add_argument("--released-prompts", type=int, default=None,
-                        help="prompts for the tiny released-layout checkpoint (default 512; quick 128)")
-    parser.add_argument("--released-large-prompts", type=int, default=None,
-                        help="prompts for the SmolLM2-135M-sized checkpoint (default 48; quick 16)")
+    parser.add_argument(
+        "--released-prompts",
+        type=int,
+        default=None,
+        help="prompts for the tiny released-layout checkpoint (default 512; quick 128)",
+    )
+    parser.add_argument(
+        "--released-large-prompts",
+        type=int,
+        default=None,
+        help="prompts for the SmolLM2-135M-sized checkpoint (default 48; quick 16)",
+    )
     parser.add_argument("--skip-training", action="store_true", help="skip the training section (1 and 2 processes)")
-    parser.add_argument("--training-battles", type=int, default=None,
-                        help="battles of the training section (default 1,000; quick 300)")
+    parser.add_argument(
+        "--training-battles", type=int, default=None, help="battles of the training section (default 1,000; quick 300)"
+    )
     # the training section's own worker processes (this script, alone or under torchrun)
     parser.add_argument("--training-worker", choices=["evalprism", "plain"], help=argparse.SUPPRESS)
     parser.add_argument("--training-data", type=Path, help=argparse.SUPPRESS)

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from _table import Report, Row, load_note, fmt_s, fmt_x, log, print_table, status, timed
+from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
 T = TypeVar("T")
 
@@ -96,10 +96,14 @@ def simulate_battles(n: int, m: int, tie_rate: float, seed: int) -> Battles:
     names = [f"model-{i:03d}" for i in range(m)]
     labels = np.array(names, dtype=object)
     winners = np.array(["model_a", "model_b", "tie", "tie (bothbad)"], dtype=object)
-    frame = pd.DataFrame({
-        "prompt": [f"prompt {i}" for i in range(n)],
-        "model_a": labels[a], "model_b": labels[b], "winner": winners[outcome],
-    })
+    frame = pd.DataFrame(
+        {
+            "prompt": [f"prompt {i}" for i in range(n)],
+            "model_a": labels[a],
+            "model_b": labels[b],
+            "winner": winners[outcome],
+        }
+    )
     return Battles(frame, theta, names)
 
 
@@ -169,21 +173,46 @@ def run_evalprism(battles: Battles, model: str, times: int) -> Run:
     from evalprism.p2l.marginal import Leaderboard
     from evalprism.stats.pairwise import PairCounts, fit_counts, sandwich_cov
 
-    result, total = repeat(lambda: fit_leaderboard(battles.frame, model=model, ci="sandwich",  # type: ignore[arg-type]
-                                                   progress=False), times)
+    result, total = repeat(
+        lambda: fit_leaderboard(
+            battles.frame,
+            model=model,
+            ci="sandwich",  # type: ignore[arg-type]
+            progress=False,
+        ),
+        times,
+    )
     board = result.fit
     assert board.names == battles.names
     arrays, t_io = timed(lambda: battle_arrays(in_content_order(to_canonical_battles(battles.frame))))
     pairs, t_agg = timed(lambda: PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names)))
     fit, t_fit = timed(lambda: fit_counts(pairs, model))  # type: ignore[arg-type]
     _, t_cov = timed(lambda: sandwich_cov(fit, pairs))
-    _, kernel = repeat(lambda: Leaderboard.from_counts(pairs, model, ci="sandwich",  # type: ignore[arg-type]
-                                                       names=arrays.names), times)
+    _, kernel = repeat(
+        lambda: Leaderboard.from_counts(
+            pairs,
+            model,
+            ci="sandwich",  # type: ignore[arg-type]
+            names=arrays.names,
+        ),
+        times,
+    )
     return Run(
-        ratings=ELO * board.coefs + 1000.0, half_width=ELO * (board.upper - board.lower) / 2, total=total,
+        ratings=ELO * board.coefs + 1000.0,
+        half_width=ELO * (board.upper - board.lower) / 2,
+        total=total,
         kernel=kernel,
-        extra={"pairs": pairs, "names": arrays.names, "coefs": board.coefs, "t_io": t_io, "t_agg": t_agg,
-               "t_fit": t_fit, "t_cov": t_cov, "n_iter": fit.n_iter, "grad_norm": fit.grad_norm},
+        extra={
+            "pairs": pairs,
+            "names": arrays.names,
+            "coefs": board.coefs,
+            "t_io": t_io,
+            "t_agg": t_agg,
+            "t_fit": t_fit,
+            "t_cov": t_cov,
+            "n_iter": fit.n_iter,
+            "grad_norm": fit.grad_norm,
+        },
     )
 
 
@@ -206,14 +235,18 @@ def run_arena_rank(battles: Battles, times: int) -> Run:
     return Run(
         ratings=result["ratings"][order],
         half_width=(result["rating_upper"] - result["rating_lower"])[order] / 2,
-        total=total, kernel=kernel,
-        extra={"converged": converged["ratings"][[converged["competitors"].index(n) for n in battles.names]],
-               "t_dataset": t_dataset},
+        total=total,
+        kernel=kernel,
+        extra={
+            "converged": converged["ratings"][[converged["competitors"].index(n) for n in battles.names]],
+            "t_dataset": t_dataset,
+        },
     )
 
 
-def fastchat_compute_mle_elo(df: pd.DataFrame, scale: float = 400.0, base: float = 10.0,
-                             init_rating: float = 1000.0) -> pd.Series:
+def fastchat_compute_mle_elo(
+    df: pd.DataFrame, scale: float = 400.0, base: float = 10.0, init_rating: float = 1000.0
+) -> pd.Series:
     """FastChat's ``compute_mle_elo`` (Chatbot Arena notebook), with ``C=np.inf`` for ``penalty=None``."""
     from sklearn.linear_model import LogisticRegression
 
@@ -227,7 +260,7 @@ def fastchat_compute_mle_elo(df: pd.DataFrame, scale: float = 400.0, base: float
     Y = np.zeros(n)  # one A win => two A wins
     Y[(df["winner"] == "model_a").to_numpy()] = 1.0
     tie_idx = ((df["winner"] == "tie") | (df["winner"] == "tie (bothbad)")).to_numpy().copy()
-    tie_idx[len(tie_idx) // 2:] = False  # one tie => one A win + one B win
+    tie_idx[len(tie_idx) // 2 :] = False  # one tie => one A win + one B win
     Y[tie_idx] = 1.0
     lr = LogisticRegression(fit_intercept=False, C=np.inf, tol=1e-8)
     lr.fit(X, Y)
@@ -264,63 +297,89 @@ def bench_fits(report: Report, args: argparse.Namespace, battles: Battles, model
 
     x = ours.extra
     speedup = arena.total.best / ours.total.best
-    report.add(Row(
-        what="from the battles table: fit_leaderboard(df, ci='sandwich') vs PairDataset.from_pandas + "
-             "compute_ratings_and_cis", ours=ours.total.show(), peer=arena.total.show(), ratio=fmt_x(speedup),
-        quality=f"1st calls: {fmt_x(arena.total.first / ours.total.first)}",
-        target=f">= {TARGET_SPEEDUP:g}x at {TARGET_BATTLES:,} x {TARGET_MODELS}",
-        status=status(speedup >= TARGET_SPEEDUP if at_target else None),
-    ))
+    report.add(
+        Row(
+            what="from the battles table: fit_leaderboard(df, ci='sandwich') vs PairDataset.from_pandas + "
+            "compute_ratings_and_cis",
+            ours=ours.total.show(),
+            peer=arena.total.show(),
+            ratio=fmt_x(speedup),
+            quality=f"1st calls: {fmt_x(arena.total.first / ours.total.first)}",
+            target=f">= {TARGET_SPEEDUP:g}x at {TARGET_BATTLES:,} x {TARGET_MODELS}",
+            status=status(speedup >= TARGET_SPEEDUP if at_target else None),
+        )
+    )
     assert ours.kernel is not None and arena.kernel is not None
-    report.add(Row(
-        what="from aggregated data: Leaderboard.from_counts(PairCounts) vs compute_ratings_and_cis(PairDataset)",
-        ours=ours.kernel.show(), peer=arena.kernel.show(), ratio=fmt_x(arena.kernel.best / ours.kernel.best),
-        quality=f"1st calls: {fmt_x(arena.kernel.first / ours.kernel.first)}",
-    ))
-    report.add(Row(
-        what="  evalprism split: canonicalise + order + index | aggregate | fit | sandwich",
-        ours=f"{fmt_s(x['t_io'])} | {fmt_s(x['t_agg'])} | {fmt_s(x['t_fit'])} | {fmt_s(x['t_cov'])}",
-        peer=f"from_pandas {fmt_s(arena.extra['t_dataset'])}",
-        quality=f"{x['pairs'].a.size:,} ordered pairs; L-BFGS-B {x['n_iter']} it., |grad| {x['grad_norm']:.0e}",
-    ))
+    report.add(
+        Row(
+            what="from aggregated data: Leaderboard.from_counts(PairCounts) vs compute_ratings_and_cis(PairDataset)",
+            ours=ours.kernel.show(),
+            peer=arena.kernel.show(),
+            ratio=fmt_x(arena.kernel.best / ours.kernel.best),
+            quality=f"1st calls: {fmt_x(arena.kernel.first / ours.kernel.first)}",
+        )
+    )
+    report.add(
+        Row(
+            what="  evalprism split: canonicalise + order + index | aggregate | fit | sandwich",
+            ours=f"{fmt_s(x['t_io'])} | {fmt_s(x['t_agg'])} | {fmt_s(x['t_fit'])} | {fmt_s(x['t_cov'])}",
+            peer=f"from_pandas {fmt_s(arena.extra['t_dataset'])}",
+            quality=f"{x['pairs'].a.size:,} ordered pairs; L-BFGS-B {x['n_iter']} it., |grad| {x['grad_norm']:.0e}",
+        )
+    )
     if sk is not None:
-        report.add(Row(
-            what="from the battles table: fit_leaderboard(df, ci='sandwich') vs FastChat compute_mle_elo "
-                 "(scikit-learn, no CI)", ours=ours.total.show(), peer=sk.total.show(),
-            ratio=fmt_x(sk.total.best / ours.total.best),
-            quality=f"1st calls: {fmt_x(sk.total.first / ours.total.first)}",
-        ))
+        report.add(
+            Row(
+                what="from the battles table: fit_leaderboard(df, ci='sandwich') vs FastChat compute_mle_elo "
+                "(scikit-learn, no CI)",
+                ours=ours.total.show(),
+                peer=sk.total.show(),
+                ratio=fmt_x(sk.total.best / ours.total.best),
+                quality=f"1st calls: {fmt_x(sk.total.first / ours.total.first)}",
+            )
+        )
 
     diff_arena = max_diff(ours.ratings, arena.ratings)
     diff_conv = max_diff(ours.ratings, arena.extra["converged"])
-    report.add(Row(
-        what="max |rating diff| vs arena-rank run to convergence (ftol=0, gtol=1e-13)",
-        quality=f"{diff_conv:.1e} rating points = {diff_conv / ELO:.1e} in coefficients",
-        target=f"<= {TARGET_MAX_DIFF:g} rating points", status=status(diff_conv <= TARGET_MAX_DIFF),
-    ))
-    report.add(Row(
-        what="max |rating diff| vs arena-rank defaults (ftol=gtol=1e-9)",
-        quality=f"{diff_arena:.1e} rating points = {diff_arena / ELO:.1e} in coefficients; arena-rank converged vs "
-                f"its defaults: {max_diff(arena.ratings, arena.extra['converged']):.1e}",
-    ))
+    report.add(
+        Row(
+            what="max |rating diff| vs arena-rank run to convergence (ftol=0, gtol=1e-13)",
+            quality=f"{diff_conv:.1e} rating points = {diff_conv / ELO:.1e} in coefficients",
+            target=f"<= {TARGET_MAX_DIFF:g} rating points",
+            status=status(diff_conv <= TARGET_MAX_DIFF),
+        )
+    )
+    report.add(
+        Row(
+            what="max |rating diff| vs arena-rank defaults (ftol=gtol=1e-9)",
+            quality=f"{diff_arena:.1e} rating points = {diff_arena / ELO:.1e} in coefficients; arena-rank converged vs "
+            f"its defaults: {max_diff(arena.ratings, arena.extra['converged']):.1e}",
+        )
+    )
     if sk is not None:
         diff_sk = max_diff(ours.ratings, sk.ratings)
-        report.add(Row(
-            what="max |rating diff| vs FastChat compute_mle_elo (scikit-learn lbfgs, tol=1e-8)",
-            quality=f"{diff_sk:.1e} rating points = {diff_sk / ELO:.1e} in coefficients",
-        ))
+        report.add(
+            Row(
+                what="max |rating diff| vs FastChat compute_mle_elo (scikit-learn lbfgs, tol=1e-8)",
+                quality=f"{diff_sk:.1e} rating points = {diff_sk / ELO:.1e} in coefficients",
+            )
+        )
     assert ours.half_width is not None and arena.half_width is not None
     rel = ours.half_width / arena.half_width - 1.0
-    report.add(Row(
-        what="95% half-widths: evalprism sandwich vs arena-rank sandwich",
-        quality=f"ours / arena-rank - 1: median {np.median(rel):+.1%}, range {rel.min():+.1%} .. {rel.max():+.1%}",
-    ))
+    report.add(
+        Row(
+            what="95% half-widths: evalprism sandwich vs arena-rank sandwich",
+            quality=f"ours / arena-rank - 1: median {np.median(rel):+.1%}, range {rel.min():+.1%} .. {rel.max():+.1%}",
+        )
+    )
     z = (x["coefs"] - battles.planted) / (ours.half_width / ELO / 1.959963984540054)
-    report.add(Row(
-        what="recovery of the planted coefficients",
-        quality=f"max |coef - planted| {np.max(np.abs(x['coefs'] - battles.planted)):.3f}; "
-                f"{np.mean(np.abs(z) <= 1.96):.1%} of models within their 95% interval",
-    ))
+    report.add(
+        Row(
+            what="recovery of the planted coefficients",
+            quality=f"max |coef - planted| {np.max(np.abs(x['coefs'] - battles.planted)):.3f}; "
+            f"{np.mean(np.abs(z) <= 1.96):.1%} of models within their 95% interval",
+        )
+    )
     n_ties = int(battles.frame["winner"].isin(["tie", "tie (bothbad)"]).sum())
     report.notes.append(
         f"ties: {n_ties:,} of {args.battles:,} battles ({n_ties / args.battles:.1%}). Both sandwiches score a tie "
@@ -337,18 +396,30 @@ def bench_bootstrap(report: Report, args: argparse.Namespace, fitted: dict[str, 
 
     report.section(f"Bootstrap, {args.rounds} rounds, model '{model}'")
     log(f"bootstrap {args.rounds} rounds")
-    board, t_boot = timed(lambda: Leaderboard.from_counts(fitted["pairs"], model, ci="bootstrap",  # type: ignore[arg-type]
-                                                          names=fitted["names"], rounds=args.rounds, seed=args.seed))
+    board, t_boot = timed(
+        lambda: Leaderboard.from_counts(
+            fitted["pairs"],
+            model,
+            ci="bootstrap",  # type: ignore[arg-type]
+            names=fitted["names"],
+            rounds=args.rounds,
+            seed=args.seed,
+        )
+    )
     width = ELO * (board.upper - board.lower) / 2
-    report.add(Row(
-        what="Leaderboard.from_counts(PairCounts, ci='bootstrap') incl. the full-data fit", ours=fmt_s(t_boot),
-        quality=f"95% half-widths (median {np.median(width):.2f} rating points) / arena-rank sandwich: median "
-                f"{np.median(width / fitted['arena_half_width']):.3f}; / evalprism sandwich: "
-                f"{np.median(width / fitted['half_width']):.3f}",
-        target=f"<= {TARGET_BOOT_S:g} s ({TARGET_BOOT_S * args.rounds / 100:g} s for {args.rounds} rounds)"
-        if args.rounds != 100 else f"<= {TARGET_BOOT_S:g} s",
-        status=status(t_boot <= TARGET_BOOT_S * args.rounds / 100 if args.battles == TARGET_BATTLES else None),
-    ))
+    report.add(
+        Row(
+            what="Leaderboard.from_counts(PairCounts, ci='bootstrap') incl. the full-data fit",
+            ours=fmt_s(t_boot),
+            quality=f"95% half-widths (median {np.median(width):.2f} rating points) / arena-rank sandwich: median "
+            f"{np.median(width / fitted['arena_half_width']):.3f}; / evalprism sandwich: "
+            f"{np.median(width / fitted['half_width']):.3f}",
+            target=f"<= {TARGET_BOOT_S:g} s ({TARGET_BOOT_S * args.rounds / 100:g} s for {args.rounds} rounds)"
+            if args.rounds != 100
+            else f"<= {TARGET_BOOT_S:g} s",
+            status=status(t_boot <= TARGET_BOOT_S * args.rounds / 100 if args.battles == TARGET_BATTLES else None),
+        )
+    )
 
 
 def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str, Any]) -> None:
@@ -359,11 +430,23 @@ def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str,
     report.section("Tie models on the same counts (no peer)")
     for model in ("rk", "grk"):
         log(f"evalprism {model}")
-        board, t = repeat(lambda: Leaderboard.from_counts(fitted["pairs"], model, ci="sandwich",  # noqa: B023
-                                                          names=fitted["names"]), args.repeat)
+        board, t = repeat(
+            lambda: Leaderboard.from_counts(
+                fitted["pairs"],
+                model,
+                ci="sandwich",
+                names=fitted["names"],
+            ),
+            args.repeat,
+        )
         name = outcome_model(model).extra.symbol  # type: ignore[union-attr]
-        report.add(Row(what=f"Leaderboard.from_counts(PairCounts, '{model}', ci='sandwich')", ours=t.show(),
-                       quality=f"{name} = {board.extra:.4f}; |grad| {board.fit.grad_norm:.0e}"))
+        report.add(
+            Row(
+                what=f"Leaderboard.from_counts(PairCounts, '{model}', ci='sandwich')",
+                ours=t.show(),
+                quality=f"{name} = {board.extra:.4f}; |grad| {board.fit.grad_norm:.0e}",
+            )
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,7 +456,14 @@ def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str,
 
 def print_report(report: Report) -> None:
     """The results table and notes, to stdout."""
-    print_table(report, 'evalprism pairwise benchmark', quality='agreement / notes', with_n=False, footer="speedup = peer time / evalprism time (> 1: evalprism is faster); times are the best of --repeat runs, '1st' the first run in this process (imports, JIT).", width=220)
+    print_table(
+        report,
+        "evalprism pairwise benchmark",
+        quality="agreement / notes",
+        with_n=False,
+        footer="speedup = peer time / evalprism time (> 1: evalprism is faster); times are the best of --repeat runs, '1st' the first run in this process (imports, JIT).",
+        width=220,
+    )
 
 
 def environment_line(args: argparse.Namespace) -> str:
@@ -397,8 +487,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", type=int, default=TARGET_MODELS)
     parser.add_argument("--rounds", type=int, default=100, help="bootstrap rounds")
     parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--tie-rate", type=float, default=0.3,
-                        help="P(tie) between equal models (0 to 0.5); 0 gives no ties and fits plain 'bt'")
+    parser.add_argument(
+        "--tie-rate",
+        type=float,
+        default=0.3,
+        help="P(tie) between equal models (0 to 0.5); 0 gives no ties and fits plain 'bt'",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each measurement (best is reported)")
     parser.add_argument("--skip-sklearn", action="store_true", help="skip FastChat's scikit-learn recipe (~2 GB at 1M)")
     args = parser.parse_args(argv)

@@ -52,23 +52,41 @@ from _loadgen import Load, closed_loop
 from _table import Report, Row, fmt_x, load_note, log, print_table, status
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from serve_harness import FakeUpstreams, ServiceProcess, write_config  # noqa: E402
+from serve_harness import FakeUpstreams, ServiceProcess, write_config
 
 TARGET_P99_MS = 100.0
 TARGET_CLIENTS = 32
 POISON_EVERY = 16  # the poisoned-request mix: one request in 16 holds a lone UTF-16 surrogate
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
-_SUBJECTS = ["a sonnet about the autumn sea", "the integral of x squared times sine x", "a Python function that merges "
-             "two sorted lists", "the causes of the French revolution", "a haiku about debugging at night",
-             "the probability of two sixes in three dice rolls", "a SQL query for the top customers by revenue",
-             "a short story about a lighthouse keeper"]
+_SUBJECTS = [
+    "a sonnet about the autumn sea",
+    "the integral of x squared times sine x",
+    "a Python function that merges two sorted lists",
+    "the causes of the French revolution",
+    "a haiku about debugging at night",
+    "the probability of two sixes in three dice rolls",
+    "a SQL query for the top customers by revenue",
+    "a short story about a lighthouse keeper",
+]
 _ASKS = ["Please write", "Can you explain", "I need help with", "Give me", "Walk me through"]
-_DETAILS = ["Keep it under two hundred words.", "Show every step.", "Use plain language for a beginner.",
-            "Add one example at the end.", "Mention the most common mistake.", ""]
+_DETAILS = [
+    "Keep it under two hundred words.",
+    "Show every step.",
+    "Use plain language for a beginner.",
+    "Add one example at the end.",
+    "Mention the most common mistake.",
+    "",
+]
 
 
-ARENA_BATTLES = (Path(__file__).resolve().parents[2] / "shared" / "data" / "p2l-battles" / "arena33k_human_elobench"
-                 / "battles.jsonl")
+ARENA_BATTLES = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "p2l-battles"
+    / "arena33k_human_elobench"
+    / "battles.jsonl"
+)
 #: where the prompts come from: "arena" (real prompts) or "synthetic" (set by main)
 PROMPT_SOURCE = ["synthetic"]
 _ARENA: list[str] = []
@@ -93,8 +111,11 @@ def prompts(n: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     out = []
     for k in range(n):
-        parts = [_ASKS[rng.integers(len(_ASKS))], _SUBJECTS[rng.integers(len(_SUBJECTS))] + ".",
-                 *(_DETAILS[i] for i in rng.choice(len(_DETAILS), size=rng.integers(1, 4), replace=False))]
+        parts = [
+            _ASKS[rng.integers(len(_ASKS))],
+            _SUBJECTS[rng.integers(len(_SUBJECTS))] + ".",
+            *(_DETAILS[i] for i in rng.choice(len(_DETAILS), size=rng.integers(1, 4), replace=False)),
+        ]
         out.append(" ".join(p for p in parts if p) + f" (request {k})")
     return out
 
@@ -128,8 +149,9 @@ async def closed_loop_httpx(url: str, path: str, bodies: list[dict], clients: in
     return Load(seconds, np.array(latencies), errors, cpu * 1e3 / max(len(bodies), 1))
 
 
-def run_load(service: ServiceProcess, path: str, bodies: list[dict], args: argparse.Namespace,
-             expected: list[int] | None = None) -> tuple[Load, float]:
+def run_load(
+    service: ServiceProcess, path: str, bodies: list[dict], args: argparse.Namespace, expected: list[int] | None = None
+) -> tuple[Load, float]:
     """One closed-loop run against ``service``: what the clients saw, and the service's CPU ms per request
     (``expected``: the status each body should get, default 200; the lean load generator only)."""
     if args.client == "httpx" and expected is None:
@@ -145,7 +167,7 @@ def run_load(service: ServiceProcess, path: str, bodies: list[dict], args: argpa
     return load, (process_cpu_seconds(service.pid) - cpu) * 1e3 / max(len(bodies), 1)
 
 
-def _event_loop_factory():  # noqa: ANN202 - uvloop's loop when installed (it comes with the service)
+def _event_loop_factory():
     try:
         import uvloop
     except ImportError:
@@ -167,8 +189,12 @@ def train_model(root: Path, backbone: str = "minilm") -> Path:
     from evalprism.p2l.simulate import simulate_topic_battles
 
     # the static model lives in evalprism's own cache (built there once), not in this run's temporary one
-    trained = train_model(simulate_topic_battles(3000, seed=0), TrainOptions(seed=0, backbone=backbone),
-                          cache_dir=None if backbone == "static" else str(root / "cache"), progress=False)
+    trained = train_model(
+        simulate_topic_battles(3000, seed=0),
+        TrainOptions(seed=0, backbone=backbone),
+        cache_dir=None if backbone == "static" else str(root / "cache"),
+        progress=False,
+    )
     return trained.save(root / f"model-{backbone}")
 
 
@@ -182,27 +208,43 @@ def sweep(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args
     requests each, one service per mode: p50/p99, throughput, service CPU per request, load average."""
     rows = []
     for mode, config in (("batched", {}), ("off", {"max_batch": 1, "batch_window_ms": 0})):
-        path = write_config(root / f"{name}-{mode}.yaml", upstreams, COSTS, budget=1.0,
-                            decision_log=f"{name}-{mode}.jsonl", **config)
+        path = write_config(
+            root / f"{name}-{mode}.yaml", upstreams, COSTS, budget=1.0, decision_log=f"{name}-{mode}.jsonl", **config
+        )
         service = ServiceProcess(model_dir, path, {"FAKE_UPSTREAM_KEY": "bench"}).start()
         try:
-            run_load(service, "/v1/route", [{"messages": [{"role": "user", "content": p}]}
-                                           for p in prompts(64, seed=99)], args)
+            run_load(
+                service,
+                "/v1/route",
+                [{"messages": [{"role": "user", "content": p}]} for p in prompts(64, seed=99)],
+                args,
+            )
             for clients in (1, 8, 32):
                 log(f"{name}: batching {mode}, {args.routes} route requests at {clients} clients")
                 bodies = [{"messages": [{"role": "user", "content": p}]} for p in prompts(args.routes, seed=clients)]
-                load, cpu = run_load(service, "/v1/route", bodies, argparse.Namespace(**{**vars(args), "clients": clients}))
+                load, cpu = run_load(
+                    service, "/v1/route", bodies, argparse.Namespace(**{**vars(args), "clients": clients})
+                )
                 rows.append({"mode": mode, "clients": clients, "load": load, "cpu": cpu, "loadavg": loadavg()})
         finally:
             service.stop()
     return rows
 
 
-def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str, args: argparse.Namespace,
-                chats: bool = True, poisoned: bool = False, **config: object) -> dict:
+def run_service(
+    model_dir: Path,
+    root: Path,
+    upstreams: FakeUpstreams,
+    name: str,
+    args: argparse.Namespace,
+    chats: bool = True,
+    poisoned: bool = False,
+    **config: object,
+) -> dict:
     """Start one service, warm it up, put the load on it, stop it; its numbers and log count."""
-    config_path = write_config(root / f"{name}.yaml", upstreams, COSTS, budget=1.0, decision_log=f"{name}.jsonl",
-                               **config)
+    config_path = write_config(
+        root / f"{name}.yaml", upstreams, COSTS, budget=1.0, decision_log=f"{name}.jsonl", **config
+    )
     service = ServiceProcess(model_dir, config_path, {"FAKE_UPSTREAM_KEY": "bench"}).start()
     n_chats = args.chats if chats else 0
     n_poisoned = 0
@@ -216,25 +258,37 @@ def run_service(model_dir: Path, root: Path, upstreams: FakeUpstreams, name: str
         poisoned_load = None
         if poisoned:
             log(f"{name}: {args.routes} route requests, one in {POISON_EVERY} with a lone surrogate (400 expected)")
-            bodies = [{"messages": [{"role": "user", "content": p + (" \udbed" if k % POISON_EVERY == 7 else "")}]}
-                      for k, p in enumerate(prompts(args.routes, seed=3))]
+            bodies = [
+                {"messages": [{"role": "user", "content": p + (" \udbed" if k % POISON_EVERY == 7 else "")}]}
+                for k, p in enumerate(prompts(args.routes, seed=3))
+            ]
             expected = [400 if k % POISON_EVERY == 7 else 200 for k in range(args.routes)]
             poisoned_load, _ = run_load(service, "/v1/route", bodies, args, expected)
             n_poisoned = expected.count(400)
         chat_load = None
         if n_chats:
             log(f"{name}: {n_chats} chat completions through the router")
-            chat_bodies = [{"messages": [{"role": "user", "content": p}], "stream": k % 2 == 1}
-                           for k, p in enumerate(prompts(n_chats, seed=2))]
+            chat_bodies = [
+                {"messages": [{"role": "user", "content": p}], "stream": k % 2 == 1}
+                for k, p in enumerate(prompts(n_chats, seed=2))
+            ]
             chat_load, _ = run_load(service, "/v1/chat/completions", chat_bodies, args)
     finally:
         service.stop()
     lines = (root / f"{name}.jsonl").read_text().splitlines()
     expected = len(warm) + args.routes + (args.routes - n_poisoned if poisoned else 0) + n_chats  # a 400 is no decision
     valid = sum(1 for line in lines if json.loads(line).get("prompt_sha256"))
-    return {"routes": routes, "service_cpu_ms": routes_cpu, "chats": chat_load, "health": health,
-            "log_lines": len(lines), "log_valid": valid, "expected": expected, "poisoned": poisoned_load,
-            "loadavg": loadavg()}
+    return {
+        "routes": routes,
+        "service_cpu_ms": routes_cpu,
+        "chats": chat_load,
+        "health": health,
+        "log_lines": len(lines),
+        "log_valid": valid,
+        "expected": expected,
+        "poisoned": poisoned_load,
+        "loadavg": loadavg(),
+    }
 
 
 def encoder_breakdown(model_dir: Path, batch: int) -> dict[str, float]:
@@ -258,11 +312,13 @@ def encoder_breakdown(model_dir: Path, batch: int) -> dict[str, float]:
     model = P2LModel.load(model_dir, cache_dir=False, runtime="openvino")
     encoder = model.backbone.compiled
     texts = prompts(1024, seed=1)
-    batches = [texts[k:k + batch] for k in range(0, len(texts), batch)]
-    out = {"tokenise": cpu_ms_per_prompt(encoder.model.preprocess, batches),
-           "bucketed": cpu_ms_per_prompt(encoder.encode, batches),
-           "padded": cpu_ms_per_prompt(lambda b: encoder.encode(b, length_buckets=False), batches),
-           "p2l": cpu_ms_per_prompt(model.leaderboards, batches)}
+    batches = [texts[k : k + batch] for k in range(0, len(texts), batch)]
+    out = {
+        "tokenise": cpu_ms_per_prompt(encoder.model.preprocess, batches),
+        "bucketed": cpu_ms_per_prompt(encoder.encode, batches),
+        "padded": cpu_ms_per_prompt(lambda b: encoder.encode(b, length_buckets=False), batches),
+        "p2l": cpu_ms_per_prompt(model.leaderboards, batches),
+    }
     int8 = int8_encoder(encoder)
     if int8 is not None:
         out["int8"] = cpu_ms_per_prompt(int8, batches)
@@ -273,7 +329,7 @@ def encoder_breakdown(model_dir: Path, batch: int) -> dict[str, float]:
     return out
 
 
-def int8_encoder(encoder):  # noqa: ANN001, ANN201 - OpenVINO objects
+def int8_encoder(encoder):
     """The encoder quantised to int8 by OpenVINO's own tooling (NNCF post-training quantisation,
     transformer preset, 300 calibration prompts distinct from the measured ones), as ``texts -> vectors``
     padded per batch; None when nncf is not installed (``pip install nncf``)."""
@@ -291,22 +347,29 @@ def int8_encoder(encoder):  # noqa: ANN001, ANN201 - OpenVINO objects
     probe = st.preprocess(["a probe sentence", "another, longer probe sentence"])
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        converted = ov.convert_model(_sentence_embedding_module(st, encoder.input_names),
-                                     example_input=tuple(probe[n] for n in encoder.input_names))
+        converted = ov.convert_model(
+            _sentence_embedding_module(st, encoder.input_names),
+            example_input=tuple(probe[n] for n in encoder.input_names),
+        )
     calibration = prompts(300, seed=77)
-    data = [[st.preprocess(calibration[k:k + 8])[n].numpy() for n in encoder.input_names] for k in range(0, 300, 8)]
-    quantised = nncf.quantize(converted, nncf.Dataset(data), model_type=nncf.ModelType.TRANSFORMER,
-                              subset_size=len(data))
-    request = ov.Core().compile_model(quantised, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                          "PERFORMANCE_HINT": "LATENCY"}).create_infer_request()
+    data = [[st.preprocess(calibration[k : k + 8])[n].numpy() for n in encoder.input_names] for k in range(0, 300, 8)]
+    quantised = nncf.quantize(
+        converted, nncf.Dataset(data), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(data)
+    )
+    request = (
+        ov.Core()
+        .compile_model(quantised, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
+        .create_infer_request()
+    )
 
     def encode(texts: list[str]) -> np.ndarray:
         features = st.preprocess(list(texts))
         return np.array(request.infer([features[n].numpy() for n in encoder.input_names])[0])
+
     return encode
 
 
-def encoder_head(model, vectors: np.ndarray) -> np.ndarray:  # noqa: ANN001 - a P2LModel
+def encoder_head(model, vectors: np.ndarray) -> np.ndarray:
     """The P2L head on given sentence vectors (normalised as the backbone's features are)."""
     import torch
 
@@ -336,14 +399,24 @@ def main() -> None:
     parser.add_argument("--routes", type=int, default=2000)
     parser.add_argument("--chats", type=int, default=500)
     parser.add_argument("--clients", type=int, default=TARGET_CLIENTS)
-    parser.add_argument("--client", choices=["lean", "httpx"], default="lean",
-                        help="load generator: lean (asyncio + httptools, default) or httpx")
+    parser.add_argument(
+        "--client",
+        choices=["lean", "httpx"],
+        default="lean",
+        help="load generator: lean (asyncio + httptools, default) or httpx",
+    )
     parser.add_argument("--skip-torch", action="store_true", help="skip the runtime: torch comparison")
     parser.add_argument("--quick", action="store_true", help="300 routes, 60 chats")
-    parser.add_argument("--prompts", choices=["arena", "synthetic"], default="arena" if ARENA_BATTLES.is_file() else
-                        "synthetic", help="real Arena prompts (default when ../shared/data is there) or synthetic ones")
+    parser.add_argument(
+        "--prompts",
+        choices=["arena", "synthetic"],
+        default="arena" if ARENA_BATTLES.is_file() else "synthetic",
+        help="real Arena prompts (default when ../shared/data is there) or synthetic ones",
+    )
     parser.add_argument("--skip-static", action="store_true", help="skip the static backbone against MiniLM")
-    parser.add_argument("--sweep", action="store_true", help="batching on and off at 1, 8 and 32 clients, each backbone")
+    parser.add_argument(
+        "--sweep", action="store_true", help="batching on and off at 1, 8 and 32 clients, each backbone"
+    )
     args = parser.parse_args()
     PROMPT_SOURCE[0] = args.prompts
     if args.quick:
@@ -352,9 +425,11 @@ def main() -> None:
     import torch
 
     print(cpu_note())
-    print(f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}, "
-          f"load generator {args.client}, prompts {args.prompts}")
+    print(
+        f"python {platform.python_version()}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"cores {os.cpu_count()}, clients {args.clients}, routes {args.routes}, chats {args.chats}, "
+        f"load generator {args.client}, prompts {args.prompts}"
+    )
     report = Report()
     with tempfile.TemporaryDirectory(prefix="evalprism-bench-serve-") as tmp, FakeUpstreams() as upstreams:
         root = Path(tmp)
@@ -363,8 +438,11 @@ def main() -> None:
         batched = run_service(model_dir, root, upstreams, "batched", args, poisoned=True)
         single = run_service(model_dir, root, upstreams, "one_at_a_time", args, max_batch=1, batch_window_ms=0)
         breakdown = encoder_breakdown(model_dir, max(1, round(mean_batch(batched["health"]))))
-        torch_run = None if args.skip_torch else run_service(model_dir, root, upstreams, "torch_runtime", args,
-                                                             chats=False, runtime="torch")
+        torch_run = (
+            None
+            if args.skip_torch
+            else run_service(model_dir, root, upstreams, "torch_runtime", args, chats=False, runtime="torch")
+        )
         static_run, sweeps = None, {}
         if not args.skip_static or args.sweep:
             log("training a P2L model on the static backbone (the static model is distilled first if not cached)")
@@ -372,114 +450,240 @@ def main() -> None:
         if not args.skip_static:
             static_run = run_service(static_dir, root, upstreams, "static", args, chats=False)
         if args.sweep:
-            sweeps = {"static": sweep(static_dir, root, upstreams, "static", args),
-                      "minilm": sweep(model_dir, root, upstreams, "minilm", args)}
+            sweeps = {
+                "static": sweep(static_dir, root, upstreams, "static", args),
+                "minilm": sweep(model_dir, root, upstreams, "minilm", args),
+            }
 
     b, s = batched["routes"], single["routes"]
     runtime, precision = batched["health"]["runtime"], batched["health"]["precision"]
-    report.section(f"POST /v1/route, {args.routes:,} requests, {args.clients} concurrent clients "
-                   f"({runtime}, {precision})")
+    report.section(
+        f"POST /v1/route, {args.routes:,} requests, {args.clients} concurrent clients ({runtime}, {precision})"
+    )
     on_target = args.clients == TARGET_CLIENTS and args.routes >= 2000
-    report.add(Row(what="p99 latency", ours=f"{b.percentile(99):.1f} ms", peer=f"{s.percentile(99):.1f} ms",
-                   ratio=fmt_x(s.percentile(99) / b.percentile(99)),
-                   target=f"<= {TARGET_P99_MS:.0f} ms at {TARGET_CLIENTS} clients",
-                   status=status(b.percentile(99) <= TARGET_P99_MS if on_target else None)))
-    report.add(Row(what="p50 latency", ours=f"{b.percentile(50):.1f} ms", peer=f"{s.percentile(50):.1f} ms",
-                   ratio=fmt_x(s.percentile(50) / b.percentile(50))))
-    report.add(Row(what="throughput", ours=f"{b.throughput:,.0f} req/s", peer=f"{s.throughput:,.0f} req/s",
-                   ratio=fmt_x(b.throughput / s.throughput),
-                   quality=f"mean P2L batch {mean_batch(batched['health']):.1f} prompts vs "
-                           f"{mean_batch(single['health']):.1f}"))
-    report.add(Row(what="CPU per request: service / load generator",
-                   ours=f"{batched['service_cpu_ms']:.2f} / {b.client_cpu_ms:.2f} ms",
-                   peer=f"{single['service_cpu_ms']:.2f} / {s.client_cpu_ms:.2f} ms",
-                   ratio=fmt_x(single["service_cpu_ms"] / batched["service_cpu_ms"])))
+    report.add(
+        Row(
+            what="p99 latency",
+            ours=f"{b.percentile(99):.1f} ms",
+            peer=f"{s.percentile(99):.1f} ms",
+            ratio=fmt_x(s.percentile(99) / b.percentile(99)),
+            target=f"<= {TARGET_P99_MS:.0f} ms at {TARGET_CLIENTS} clients",
+            status=status(b.percentile(99) <= TARGET_P99_MS if on_target else None),
+        )
+    )
+    report.add(
+        Row(
+            what="p50 latency",
+            ours=f"{b.percentile(50):.1f} ms",
+            peer=f"{s.percentile(50):.1f} ms",
+            ratio=fmt_x(s.percentile(50) / b.percentile(50)),
+        )
+    )
+    report.add(
+        Row(
+            what="throughput",
+            ours=f"{b.throughput:,.0f} req/s",
+            peer=f"{s.throughput:,.0f} req/s",
+            ratio=fmt_x(b.throughput / s.throughput),
+            quality=f"mean P2L batch {mean_batch(batched['health']):.1f} prompts vs {mean_batch(single['health']):.1f}",
+        )
+    )
+    report.add(
+        Row(
+            what="CPU per request: service / load generator",
+            ours=f"{batched['service_cpu_ms']:.2f} / {b.client_cpu_ms:.2f} ms",
+            peer=f"{single['service_cpu_ms']:.2f} / {s.client_cpu_ms:.2f} ms",
+            ratio=fmt_x(single["service_cpu_ms"] / batched["service_cpu_ms"]),
+        )
+    )
     report.add(Row(what="errors", ours=str(b.errors), peer=str(s.errors), target="0", status=status(b.errors == 0)))
-    report.section(f"Where the service's CPU per routed prompt goes (in-process, batches of "
-                   f"{max(1, round(mean_batch(batched['health'])))} prompts, the service's mean)")
-    report.add(Row(what="encoder: length-bucketed calls vs one padded call",
-                   ours=f"{breakdown['bucketed']:.2f} ms", peer=f"{breakdown['padded']:.2f} ms",
-                   ratio=fmt_x(breakdown["padded"] / breakdown["bucketed"]),
-                   quality=f"tokenising {breakdown['tokenise']:.2f} ms of it"))
+    report.section(
+        f"Where the service's CPU per routed prompt goes (in-process, batches of "
+        f"{max(1, round(mean_batch(batched['health'])))} prompts, the service's mean)"
+    )
+    report.add(
+        Row(
+            what="encoder: length-bucketed calls vs one padded call",
+            ours=f"{breakdown['bucketed']:.2f} ms",
+            peer=f"{breakdown['padded']:.2f} ms",
+            ratio=fmt_x(breakdown["padded"] / breakdown["bucketed"]),
+            quality=f"tokenising {breakdown['tokenise']:.2f} ms of it",
+        )
+    )
     if "int8" in breakdown:
-        report.add(Row(what="encoder: int8 (NNCF, one padded call) vs float32 (one padded call)",
-                       ours=f"{breakdown['int8']:.2f} ms", peer=f"{breakdown['padded']:.2f} ms",
-                       ratio=fmt_x(breakdown["padded"] / breakdown["int8"]),
-                       target="same best model >= 99%, coefficients within 0.05",
-                       quality=f"same best model {breakdown['int8_same_best']:.1%}, largest coefficient change "
-                               f"{breakdown['int8_max_change']:.3f}",
-                       status=status(breakdown["int8_same_best"] >= 0.99 and breakdown["int8_max_change"] <= 0.05)))
+        report.add(
+            Row(
+                what="encoder: int8 (NNCF, one padded call) vs float32 (one padded call)",
+                ours=f"{breakdown['int8']:.2f} ms",
+                peer=f"{breakdown['padded']:.2f} ms",
+                ratio=fmt_x(breakdown["padded"] / breakdown["int8"]),
+                target="same best model >= 99%, coefficients within 0.05",
+                quality=f"same best model {breakdown['int8_same_best']:.1%}, largest coefficient change "
+                f"{breakdown['int8_max_change']:.3f}",
+                status=status(breakdown["int8_same_best"] >= 0.99 and breakdown["int8_max_change"] <= 0.05),
+            )
+        )
     else:
         report.notes.append("int8 not measured: pip install nncf (OpenVINO's quantisation tooling) to add the row")
-    report.add(Row(what="P2L forward (encoder + head) / the rest (HTTP, JSON, checks, log)",
-                   ours=f"{breakdown['p2l']:.2f} / {max(batched['service_cpu_ms'] - breakdown['p2l'], 0):.2f} ms",
-                   quality=f"of {batched['service_cpu_ms']:.2f} ms service CPU per request"))
+    report.add(
+        Row(
+            what="P2L forward (encoder + head) / the rest (HTTP, JSON, checks, log)",
+            ours=f"{breakdown['p2l']:.2f} / {max(batched['service_cpu_ms'] - breakdown['p2l'], 0):.2f} ms",
+            quality=f"of {batched['service_cpu_ms']:.2f} ms service CPU per request",
+        )
+    )
     if batched["poisoned"] is not None:
         q = batched["poisoned"]
         report.section(f"POST /v1/route, the same load with one request in {POISON_EVERY} poisoned (lone surrogate)")
-        report.add(Row(what="p99 / p50 latency", ours=f"{q.percentile(99):.1f} / {q.percentile(50):.1f} ms",
-                       peer=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms (clean)",
-                       ratio=fmt_x(b.percentile(99) / q.percentile(99))))
-        report.add(Row(what="answers other than 200 (innocent) / 400 (poisoned)", ours=str(q.errors), target="0",
-                       status=status(q.errors == 0)))
+        report.add(
+            Row(
+                what="p99 / p50 latency",
+                ours=f"{q.percentile(99):.1f} / {q.percentile(50):.1f} ms",
+                peer=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms (clean)",
+                ratio=fmt_x(b.percentile(99) / q.percentile(99)),
+            )
+        )
+        report.add(
+            Row(
+                what="answers other than 200 (innocent) / 400 (poisoned)",
+                ours=str(q.errors),
+                target="0",
+                status=status(q.errors == 0),
+            )
+        )
     if torch_run is not None:
         t = torch_run["routes"]
         report.section(f"The same, batched, encoder in {runtime} (evalprism) vs in torch (peer), both {precision}")
-        report.add(Row(what="p99 / p50 latency", ours=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms",
-                       peer=f"{t.percentile(99):.1f} / {t.percentile(50):.1f} ms",
-                       ratio=fmt_x(t.percentile(99) / b.percentile(99))))
-        report.add(Row(what="throughput", ours=f"{b.throughput:,.0f} req/s", peer=f"{t.throughput:,.0f} req/s",
-                       ratio=fmt_x(b.throughput / t.throughput), quality=f"peer errors {t.errors}"))
+        report.add(
+            Row(
+                what="p99 / p50 latency",
+                ours=f"{b.percentile(99):.1f} / {b.percentile(50):.1f} ms",
+                peer=f"{t.percentile(99):.1f} / {t.percentile(50):.1f} ms",
+                ratio=fmt_x(t.percentile(99) / b.percentile(99)),
+            )
+        )
+        report.add(
+            Row(
+                what="throughput",
+                ours=f"{b.throughput:,.0f} req/s",
+                peer=f"{t.throughput:,.0f} req/s",
+                ratio=fmt_x(b.throughput / t.throughput),
+                quality=f"peer errors {t.errors}",
+            )
+        )
     if batched["chats"] is not None:
         c, cs = batched["chats"], single["chats"]
         report.section(f"POST /v1/chat/completions through the router, {args.chats:,} requests (half streaming)")
-        report.add(Row(what="p50 / p99 latency", ours=f"{c.percentile(50):.1f} / {c.percentile(99):.1f} ms",
-                       peer=f"{cs.percentile(50):.1f} / {cs.percentile(99):.1f} ms"))
-        report.add(Row(what="throughput", ours=f"{c.throughput:,.0f} req/s", peer=f"{cs.throughput:,.0f} req/s",
-                       ratio=fmt_x(c.throughput / cs.throughput)))
-        report.add(Row(what="errors", ours=str(c.errors), peer=str(cs.errors), target="0", status=status(c.errors == 0)))
+        report.add(
+            Row(
+                what="p50 / p99 latency",
+                ours=f"{c.percentile(50):.1f} / {c.percentile(99):.1f} ms",
+                peer=f"{cs.percentile(50):.1f} / {cs.percentile(99):.1f} ms",
+            )
+        )
+        report.add(
+            Row(
+                what="throughput",
+                ours=f"{c.throughput:,.0f} req/s",
+                peer=f"{cs.throughput:,.0f} req/s",
+                ratio=fmt_x(c.throughput / cs.throughput),
+            )
+        )
+        report.add(
+            Row(what="errors", ours=str(c.errors), peer=str(cs.errors), target="0", status=status(c.errors == 0))
+        )
     if static_run is not None:
         t, cpu_ratio = static_run["routes"], batched["service_cpu_ms"] / static_run["service_cpu_ms"]
-        report.section(f"POST /v1/route, static backbone (evalprism) vs MiniLM ({runtime}, peer), both batched, "
-                       f"{args.clients} clients, {args.prompts} prompts")
-        report.add(Row(what="service CPU per request", ours=f"{static_run['service_cpu_ms']:.2f} ms",
-                       peer=f"{batched['service_cpu_ms']:.2f} ms", ratio=fmt_x(cpu_ratio), target=">= 20x less",
-                       quality=f"static run {static_run['loadavg']}; MiniLM run {batched['loadavg']}",
-                       status=status(cpu_ratio >= 20 if args.clients == TARGET_CLIENTS else None)))
-        report.add(Row(what="p99 latency", ours=f"{t.percentile(99):.1f} ms", peer=f"{b.percentile(99):.1f} ms",
-                       ratio=fmt_x(b.percentile(99) / t.percentile(99)), target="<= 50 ms",
-                       status=status(t.percentile(99) <= 50 if args.clients == TARGET_CLIENTS else None)))
-        report.add(Row(what="p50 latency", ours=f"{t.percentile(50):.1f} ms", peer=f"{b.percentile(50):.1f} ms",
-                       ratio=fmt_x(b.percentile(50) / t.percentile(50))))
-        report.add(Row(what="throughput", ours=f"{t.throughput:,.0f} req/s", peer=f"{b.throughput:,.0f} req/s",
-                       ratio=fmt_x(t.throughput / b.throughput), quality=f"errors {t.errors}"))
+        report.section(
+            f"POST /v1/route, static backbone (evalprism) vs MiniLM ({runtime}, peer), both batched, "
+            f"{args.clients} clients, {args.prompts} prompts"
+        )
+        report.add(
+            Row(
+                what="service CPU per request",
+                ours=f"{static_run['service_cpu_ms']:.2f} ms",
+                peer=f"{batched['service_cpu_ms']:.2f} ms",
+                ratio=fmt_x(cpu_ratio),
+                target=">= 20x less",
+                quality=f"static run {static_run['loadavg']}; MiniLM run {batched['loadavg']}",
+                status=status(cpu_ratio >= 20 if args.clients == TARGET_CLIENTS else None),
+            )
+        )
+        report.add(
+            Row(
+                what="p99 latency",
+                ours=f"{t.percentile(99):.1f} ms",
+                peer=f"{b.percentile(99):.1f} ms",
+                ratio=fmt_x(b.percentile(99) / t.percentile(99)),
+                target="<= 50 ms",
+                status=status(t.percentile(99) <= 50 if args.clients == TARGET_CLIENTS else None),
+            )
+        )
+        report.add(
+            Row(
+                what="p50 latency",
+                ours=f"{t.percentile(50):.1f} ms",
+                peer=f"{b.percentile(50):.1f} ms",
+                ratio=fmt_x(b.percentile(50) / t.percentile(50)),
+            )
+        )
+        report.add(
+            Row(
+                what="throughput",
+                ours=f"{t.throughput:,.0f} req/s",
+                peer=f"{b.throughput:,.0f} req/s",
+                ratio=fmt_x(t.throughput / b.throughput),
+                quality=f"errors {t.errors}",
+            )
+        )
     for name, rows in sweeps.items():
-        report.section(f"Batching on (evalprism) vs off (peer), {name} backbone, {args.routes:,} requests per load, "
-                       f"{args.prompts} prompts")
+        report.section(
+            f"Batching on (evalprism) vs off (peer), {name} backbone, {args.routes:,} requests per load, "
+            f"{args.prompts} prompts"
+        )
         for clients in (1, 8, 32):
             on, off = (next(r for r in rows if r["mode"] == m and r["clients"] == clients) for m in ("batched", "off"))
-            report.add(Row(what=f"{clients} clients: p50 / p99, CPU per request",
-                           ours=f"{on['load'].percentile(50):.1f} / {on['load'].percentile(99):.1f} ms, "
-                                f"{on['cpu']:.2f} ms",
-                           peer=f"{off['load'].percentile(50):.1f} / {off['load'].percentile(99):.1f} ms, "
-                                f"{off['cpu']:.2f} ms",
-                           ratio=fmt_x(on["load"].throughput / off["load"].throughput),
-                           target="throughput ratio >= 1",
-                           quality=f"{on['load'].throughput:,.0f} vs {off['load'].throughput:,.0f} req/s; "
-                                   f"{on['loadavg']} / {off['loadavg']}"))
+            report.add(
+                Row(
+                    what=f"{clients} clients: p50 / p99, CPU per request",
+                    ours=f"{on['load'].percentile(50):.1f} / {on['load'].percentile(99):.1f} ms, {on['cpu']:.2f} ms",
+                    peer=f"{off['load'].percentile(50):.1f} / {off['load'].percentile(99):.1f} ms, {off['cpu']:.2f} ms",
+                    ratio=fmt_x(on["load"].throughput / off["load"].throughput),
+                    target="throughput ratio >= 1",
+                    quality=f"{on['load'].throughput:,.0f} vs {off['load'].throughput:,.0f} req/s; "
+                    f"{on['loadavg']} / {off['loadavg']}",
+                )
+            )
     report.section("Decision log")
-    runs = [("batched", batched), ("one at a time", single)] + ([("torch runtime", torch_run)] if torch_run else []) \
+    runs = (
+        [("batched", batched), ("one at a time", single)]
+        + ([("torch runtime", torch_run)] if torch_run else [])
         + ([("static backbone", static_run)] if static_run else [])
+    )
     for name, run in runs:
         exact = run["log_lines"] == run["expected"] == run["log_valid"]
-        report.add(Row(what=f"lines ({name})", ours=f"{run['log_lines']:,}", quality=f"{run['expected']:,} requests "
-                       "(incl. 64 warm-up routes)", target="one per request", status=status(exact)))
-    report.notes.append("peer = the same service with batching off (max_batch: 1): one P2L forward pass per request. "
-                        "Latencies are measured by the clients, end to end over HTTP; the load generator runs on "
-                        f"the same cores as the service ({args.client} client; its CPU per request is in the table).")
+        report.add(
+            Row(
+                what=f"lines ({name})",
+                ours=f"{run['log_lines']:,}",
+                quality=f"{run['expected']:,} requests (incl. 64 warm-up routes)",
+                target="one per request",
+                status=status(exact),
+            )
+        )
+    report.notes.append(
+        "peer = the same service with batching off (max_batch: 1): one P2L forward pass per request. "
+        "Latencies are measured by the clients, end to end over HTTP; the load generator runs on "
+        f"the same cores as the service ({args.client} client; its CPU per request is in the table)."
+    )
     report.notes.append(load_note(load_before))
-    print_table(report, "evalprism router service under load", quality="notes", with_n=False,
-                footer="speedup = peer / evalprism for latencies and CPU, evalprism / peer for throughput.")
+    print_table(
+        report,
+        "evalprism router service under load",
+        quality="notes",
+        with_n=False,
+        footer="speedup = peer / evalprism for latencies and CPU, evalprism / peer for throughput.",
+    )
 
 
 if __name__ == "__main__":

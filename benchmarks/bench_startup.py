@@ -40,7 +40,7 @@ PEER = [sys.executable, "-c", "import torch, sklearn"]
 def wall(argv: list[str], env: dict[str, str] | None = None) -> float:
     """Wall seconds of one run of ``argv``; a failing run is an error, not a fast time."""
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
@@ -70,16 +70,20 @@ def tree_env(src: Path | None) -> dict[str, str] | None:
 
 def version_flag(exe: str, env: dict[str, str] | None) -> str:
     """``--version`` if the root command has it, else the older ``version`` subcommand."""
-    probe = subprocess.run([exe, "--version"], capture_output=True, text=True, env=env)
+    probe = subprocess.run([exe, "--version"], capture_output=True, text=True, env=env, check=False)
     return "--version" if probe.returncode == 0 else "version"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per command (median reported)")
-    parser.add_argument("--baseline-src", type=Path, default=None,
-                        help="also time the commands with evalprism imported from this src folder, e.g. of "
-                             "`git archive <rev> src | tar -x -C /tmp/base` (/tmp/base/src): before and after in one run")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="also time the commands with evalprism imported from this src folder, e.g. of "
+        "`git archive <rev> src | tar -x -C /tmp/base` (/tmp/base/src): before and after in one run",
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     exe = str(Path(sys.executable).with_name("evalprism"))
@@ -99,10 +103,24 @@ def main(argv: list[str] | None = None) -> None:
                 f"evalprism --help{tag}": (lambda: [exe, "--help"], env),
                 f"evalprism {version}{tag}": (lambda version=version: [exe, version], env),
                 f"evalprism p2l fit (120 battles){tag}": (
-                    lambda: [exe, "p2l", "fit", str(battles), "--out", out(), "--quiet"], env),
+                    lambda: [exe, "p2l", "fit", str(battles), "--out", out(), "--quiet"],
+                    env,
+                ),
                 f"evalprism stem pool (300 items){tag}": (
-                    lambda: [exe, "stem", "pool", str(correctness), "--models", str(meta), "--family", "toy",
-                             "--out", out()], env),
+                    lambda: [
+                        exe,
+                        "stem",
+                        "pool",
+                        str(correctness),
+                        "--models",
+                        str(meta),
+                        "--family",
+                        "toy",
+                        "--out",
+                        out(),
+                    ],
+                    env,
+                ),
             }
         times: dict[str, list[float]] = {name: [] for name in [*commands, "peer"]}
         wall(PEER)  # warm the file cache for every side once
@@ -117,17 +135,32 @@ def main(argv: list[str] | None = None) -> None:
     report = Report()
     for name in commands:
         ours = statistics.median(times[name])
-        report.add(Row(what=name, ours=fmt_s(ours), peer=fmt_s(peer), ratio=fmt_x(peer / ours),
-                       quality="import torch, sklearn"))
-    report.notes += [f"medians of {args.repeats} runs each; every run a fresh process, in rounds of one run of "
-                     f"each command; python {sys.version.split()[0]}", load_note(load_before)]
+        report.add(
+            Row(
+                what=name, ours=fmt_s(ours), peer=fmt_s(peer), ratio=fmt_x(peer / ours), quality="import torch, sklearn"
+            )
+        )
+    report.notes += [
+        f"medians of {args.repeats} runs each; every run a fresh process, in rounds of one run of "
+        f"each command; python {sys.version.split()[0]}",
+        load_note(load_before),
+    ]
     if args.baseline_src:
-        gains = ", ".join(f"{name}: {fmt_x(statistics.median(times[name + ' (before)']) / statistics.median(times[name]))}"
-                          for name in commands if name + " (before)" in times)
-        report.notes.append(f"(before): evalprism imported from {args.baseline_src.resolve()}; "
-                            f"speedup of this tree over it: {gains}")
-    print_table(report, "Command start-up (fresh process, tiny inputs)", quality="peer command", with_n=False,
-                footer="speedup = peer time / command time (> 1: the whole command is faster than the old import chain).")
+        gains = ", ".join(
+            f"{name}: {fmt_x(statistics.median(times[name + ' (before)']) / statistics.median(times[name]))}"
+            for name in commands
+            if name + " (before)" in times
+        )
+        report.notes.append(
+            f"(before): evalprism imported from {args.baseline_src.resolve()}; speedup of this tree over it: {gains}"
+        )
+    print_table(
+        report,
+        "Command start-up (fresh process, tiny inputs)",
+        quality="peer command",
+        with_n=False,
+        footer="speedup = peer time / command time (> 1: the whole command is faster than the old import chain).",
+    )
 
 
 if __name__ == "__main__":

@@ -57,8 +57,9 @@ def item_parameters(n_items: int, rng: np.random.Generator) -> tuple[np.ndarray,
     return rng.lognormal(np.log(2.0), 0.3, n_items), rng.normal(0.0, 1.5, n_items)
 
 
-def responses(theta: np.ndarray, a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-              missing: float = 0.0) -> np.ndarray:
+def responses(
+    theta: np.ndarray, a: np.ndarray, b: np.ndarray, rng: np.random.Generator, missing: float = 0.0
+) -> np.ndarray:
     """Models x items int8 correctness (1 / 0, ``-1`` on a ``missing`` share) of the 2PL world."""
     out = np.empty((len(theta), len(a)), dtype=np.int8)
     for j, t in enumerate(theta):  # one model at a time: 1M floats, not 50M
@@ -74,17 +75,21 @@ def simulate(n_items: int, n_models: int, seed: int) -> tuple[pd.DataFrame, pd.D
     rng = np.random.default_rng(seed)
     a, b = item_parameters(n_items, rng)
     members = np.linspace(-2.0, 2.0, n_models)
-    theta = np.append(members, members[n_models // 2:n_models // 2 + 2].mean())  # midway between two members
+    theta = np.append(members, members[n_models // 2 : n_models // 2 + 2].mean())  # midway between two members
     names = [f"fam-{i}" for i in range(n_models)] + ["new"]
     score = responses(theta, a, b, rng, missing=0.01)
     bench, ids = item_keys(n_items)
 
     def long(rows: slice) -> pd.DataFrame:
         k = len(names[rows])
-        return pd.DataFrame({"model": pd.array(np.repeat(names[rows], n_items), dtype="str"),
-                             "benchmark": pd.array(np.tile(bench, k), dtype="str"),
-                             "item_id": pd.array(np.tile(ids, k), dtype="str"),
-                             "score": score[rows].ravel()})
+        return pd.DataFrame(
+            {
+                "model": pd.array(np.repeat(names[rows], n_items), dtype="str"),
+                "benchmark": pd.array(np.tile(bench, k), dtype="str"),
+                "item_id": pd.array(np.tile(ids, k), dtype="str"),
+                "score": score[rows].ravel(),
+            }
+        )
 
     meta = pd.DataFrame({"model": names[:-1], "params": 2.0 ** np.arange(n_models), "family": "fam"})
     return long(slice(0, n_models)), long(slice(n_models, None)), meta
@@ -108,8 +113,11 @@ def panel_of(n_items: int, n_panel: int, seed: int):
     return EncodedCorrectness(
         model_names=np.array([f"panel-{j}" for j in range(n_panel)]),
         items=pd.DataFrame({"benchmark": bench, "item_id": ids}),
-        model_code=np.repeat(np.arange(n_panel), n_items), item_code=np.tile(np.arange(n_items), n_panel),
-        score=score.ravel(), source="simulated panel")
+        model_code=np.repeat(np.arange(n_panel), n_items),
+        item_code=np.tile(np.arange(n_items), n_panel),
+        score=score.ravel(),
+        source="simulated panel",
+    )
 
 
 def girth_fit(resp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +141,9 @@ def pandas_pool(df: pd.DataFrame, meta: pd.DataFrame) -> tuple[pd.Series, pd.Ser
     return anomaly, ti[monotone].value_counts().sort_index()
 
 
-def pandas_trials(pool_df: pd.DataFrame, new: pd.DataFrame, n_members: int, items: int, trials: int,
-                  seed: int) -> np.ndarray:
+def pandas_trials(
+    pool_df: pd.DataFrame, new: pd.DataFrame, n_members: int, items: int, trials: int, seed: int
+) -> np.ndarray:
     """Per trial: balanced subset by groupby-sample, per-level accuracy, the same boundary rule."""
     merged = pool_df[pool_df["ti"].notna()].merge(new[["benchmark", "item_id", "score"]], on=["benchmark", "item_id"])
     m = items // (n_members + 1)
@@ -169,8 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evalprism.stem import build_pool, run_trials
 
     args = parse_args(argv)
-    print(f"python {platform.python_version()}, pandas {pd.__version__}, numpy {np.__version__}, "
-          f"{os.cpu_count()} cores; {args.items:,} items x {args.models} models", flush=True)
+    print(
+        f"python {platform.python_version()}, pandas {pd.__version__}, numpy {np.__version__}, "
+        f"{os.cpu_count()} cores; {args.items:,} items x {args.models} models",
+        flush=True,
+    )
     load_before = os.getloadavg()
     report = Report()
     log(f"simulating {args.items:,} items x {args.models + 1} models")
@@ -182,12 +194,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     pool, ours = timed(lambda: build_pool(family, meta))
     log("pandas pivot + diff + groupby")
     (anomaly, hist), peer = timed(lambda: pandas_pool(family, meta))
-    same = (np.allclose(pool.benchmarks.set_index("benchmark")["anomaly_rate"].sort_index(), anomaly.sort_index())
-            and (np.bincount(pool.ti[pool.ti > 0])[1:] == hist.to_numpy()).all())
-    report.add(Row(what="build_pool from a long DataFrame", n=f"{args.items:,} x {args.models}", ours=fmt_s(ours),
-                   peer=f"pandas {fmt_s(peer)}", ratio=fmt_x(peer / ours),
-                   quality="same anomaly rates and TI histogram" if same else "DIFFERENT",
-                   target=f"<= {TARGET_POOL_S:g} s at 1M items", status=status(ours <= TARGET_POOL_S if full else None)))
+    same = (
+        np.allclose(pool.benchmarks.set_index("benchmark")["anomaly_rate"].sort_index(), anomaly.sort_index())
+        and (np.bincount(pool.ti[pool.ti > 0])[1:] == hist.to_numpy()).all()
+    )
+    report.add(
+        Row(
+            what="build_pool from a long DataFrame",
+            n=f"{args.items:,} x {args.models}",
+            ours=fmt_s(ours),
+            peer=f"pandas {fmt_s(peer)}",
+            ratio=fmt_x(peer / ours),
+            quality="same anomaly rates and TI histogram" if same else "DIFFERENT",
+            target=f"<= {TARGET_POOL_S:g} s at 1M items",
+            status=status(ours <= TARGET_POOL_S if full else None),
+        )
+    )
 
     report.section(f"{args.trials:,} localization trials of 100 items")
     log("evalprism evaluate")
@@ -197,14 +219,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"pandas loop, {peer_n} trials")
     peer_pos, peer_t = timed(lambda: pandas_trials(pool_df, new, pool.n, 100, peer_n, args.seed))
     peer_total = peer_t * args.trials / peer_n
-    report.add(Row(what="evaluate: paper rule + A + random + Bayesian, alignment included", n=f"{args.trials:,}",
-                   ours=fmt_s(ours_t), peer=f"pandas (STEM only) {fmt_s(peer_total)}"
-                   + ("" if peer_n == args.trials else f" (from {peer_n})"), ratio=fmt_x(peer_total / ours_t),
-                   quality=f"paper-rule accuracy {result.accuracy('paper'):.0%} vs pandas "
-                           f"{(peer_pos == result.truth).mean():.0%} (truth {result.truth})",
-                   target=f"<= {TARGET_TRIALS_S:g} s", status=status(ours_t <= TARGET_TRIALS_S)))
-    report.notes.append(f"baselines in the same trials: random sampling {result.accuracy('random'):.0%}, "
-                        f"Bayesian {result.accuracy('bayesian'):.0%} correct")
+    report.add(
+        Row(
+            what="evaluate: paper rule + A + random + Bayesian, alignment included",
+            n=f"{args.trials:,}",
+            ours=fmt_s(ours_t),
+            peer=f"pandas (STEM only) {fmt_s(peer_total)}" + ("" if peer_n == args.trials else f" (from {peer_n})"),
+            ratio=fmt_x(peer_total / ours_t),
+            quality=f"paper-rule accuracy {result.accuracy('paper'):.0%} vs pandas "
+            f"{(peer_pos == result.truth).mean():.0%} (truth {result.truth})",
+            target=f"<= {TARGET_TRIALS_S:g} s",
+            status=status(ours_t <= TARGET_TRIALS_S),
+        )
+    )
+    report.notes.append(
+        f"baselines in the same trials: random sampling {result.accuracy('random'):.0%}, "
+        f"Bayesian {result.accuracy('bayesian'):.0%} correct"
+    )
     if not args.skip_panel:
         panel_section(report, pool, new, args)
         fit_section(report, args)
@@ -223,24 +254,37 @@ def panel_section(report: Report, pool, new: pd.DataFrame, args: argparse.Namesp
     attach_panel(pool, panel_of(args.items, PANEL_MODELS, args.seed))
     log(f"2PL MAP fit on {pool.panel_size()} models x {args.items:,} items")
     fit, fit_s = timed(lambda: pool.irt_fit())
-    report.add(Row(what="2PL MAP fit of the panel (once, cached in the pool)",
-                   n=f"{pool.panel_size()} x {args.items:,}", ours=fmt_s(fit_s),
-                   quality=f"{fit.info.get('iterations', '?')} iterations"))
+    report.add(
+        Row(
+            what="2PL MAP fit of the panel (once, cached in the pool)",
+            n=f"{pool.panel_size()} x {args.items:,}",
+            ours=fmt_s(fit_s),
+            quality=f"{fit.info.get('iterations', '?')} iterations",
+        )
+    )
     log("evalprism evaluate, method irt")
-    result, trials_s = timed(lambda: run_trials(pool, new, items=100, trials=args.trials, seed=args.seed,
-                                                method="irt"))
+    result, trials_s = timed(lambda: run_trials(pool, new, items=100, trials=args.trials, seed=args.seed, method="irt"))
     summary = result.summary().set_index("method")
 
     def versus(method: str) -> str:
         row = summary.loc[method]
-        return (f"{row['accuracy']:.1%} right ({row['accuracy_vs_random']:+.3f} vs random, 95% "
-                f"[{row['accuracy_vs_random_low']:+.3f}, {row['accuracy_vs_random_high']:+.3f}]); RMSE "
-                f"{row['score_rmse']:.2f} vs {result.rmse('random'):.2f} pp; 95% coverage {row['coverage_95']:.1%}")
+        return (
+            f"{row['accuracy']:.1%} right ({row['accuracy_vs_random']:+.3f} vs random, 95% "
+            f"[{row['accuracy_vs_random_low']:+.3f}, {row['accuracy_vs_random_high']:+.3f}]); RMSE "
+            f"{row['score_rmse']:.2f} vs {result.rmse('random'):.2f} pp; 95% coverage {row['coverage_95']:.1%}"
+        )
 
-    report.add(Row(what="evaluate: every method, B chosen (fit cached)", n=f"{args.trials:,}", ours=fmt_s(trials_s),
-                   peer=f"random sampling {result.accuracy('random'):.1%} right", quality="A: " + versus("stratified"),
-                   target="A and B above random", status=status(min(summary.loc[m, "accuracy_vs_random_low"]
-                                                                    for m in ("stratified", "irt")) > 0)))
+    report.add(
+        Row(
+            what="evaluate: every method, B chosen (fit cached)",
+            n=f"{args.trials:,}",
+            ours=fmt_s(trials_s),
+            peer=f"random sampling {result.accuracy('random'):.1%} right",
+            quality="A: " + versus("stratified"),
+            target="A and B above random",
+            status=status(min(summary.loc[m, "accuracy_vs_random_low"] for m in ("stratified", "irt")) > 0),
+        )
+    )
     report.add(Row(what="", quality="B: " + versus("irt")))
 
 
@@ -264,13 +308,25 @@ def fit_section(report: Report, args: argparse.Namespace) -> None:
         log(f"girth twopl_jml, 50 x {k:,}")
         (ga, gc), peer_s = timed(lambda: girth_fit(resp[:, :k]))
         total = peer_s * n_items / k
-        peer = (f"girth JML {fmt_s(total)}" + ("" if k == n_items else f" (from {k:,} items)")
-                + f", corr a {np.corrcoef(ga, a[:k])[0, 1]:.2f}, c {np.corrcoef(gc, c[:k])[0, 1]:.3f}")
+        peer = (
+            f"girth JML {fmt_s(total)}"
+            + ("" if k == n_items else f" (from {k:,} items)")
+            + f", corr a {np.corrcoef(ga, a[:k])[0, 1]:.2f}, c {np.corrcoef(gc, c[:k])[0, 1]:.3f}"
+        )
         ratio = fmt_x(total / ours)
     full = n_items == FIT_ITEMS
-    report.add(Row(what="fit_irt (MAP, preconditioned L-BFGS)", n=f"50 x {n_items:,}", ours=fmt_s(ours), peer=peer,
-                   ratio=ratio, quality=quality, target=f"<= {TARGET_FIT_S:g} s",
-                   status=status(ours <= TARGET_FIT_S if full else None)))
+    report.add(
+        Row(
+            what="fit_irt (MAP, preconditioned L-BFGS)",
+            n=f"50 x {n_items:,}",
+            ours=fmt_s(ours),
+            peer=peer,
+            ratio=ratio,
+            quality=quality,
+            target=f"<= {TARGET_FIT_S:g} s",
+            status=status(ours <= TARGET_FIT_S if full else None),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def main() -> None:
     battles = read_table(args.data / "battles_ae2_weighted_gpt4turbo.jsonl")
     prompt_ids = np.sort(battles["prompt_id"].unique())
     rng = np.random.default_rng(args.seed)
-    test_ids = set(rng.choice(prompt_ids, size=int(round(0.2 * prompt_ids.size)), replace=False).tolist())
+    test_ids = set(rng.choice(prompt_ids, size=round(0.2 * prompt_ids.size), replace=False).tolist())
     is_test = battles["prompt_id"].isin(test_ids)
     train, test = battles[~is_test], battles[is_test]
 
@@ -60,44 +60,55 @@ def main() -> None:
     print(metrics.round(4).to_string())
 
     marginal = fit_leaderboard(battles, progress=False).leaderboard.set_index("model")
-    upstream = pd.read_csv(args.data / "data_AlpacaEval_2__weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0)
+    upstream = pd.read_csv(
+        args.data / "data_AlpacaEval_2__weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0
+    )
     common = marginal.index.intersection(upstream.index)
     corr = {}
     for column in ("win_rate", "length_controlled_winrate"):
         if column in upstream.columns:
             x, y = marginal.loc[common, "coef"], upstream.loc[common, column]
-            corr[column] = {"spearman": float(spearmanr(x, y).statistic), "kendall": float(kendalltau(x, y).statistic),
-                            "models": int(len(common))}
+            corr[column] = {
+                "spearman": float(spearmanr(x, y).statistic),
+                "kendall": float(kendalltau(x, y).statistic),
+                "models": len(common),
+            }
     print("rank correlation of the marginal leaderboard with upstream:", corr)
 
     curve = routing_curve(model, train, test, pd.read_csv(args.data / "output_lengths.csv"))
     curve.to_csv(out / "routing_curve.csv", index=False)
     print(curve.round(4).to_string(index=False))
-    summary = {"held_out": metrics.round(5).to_dict(orient="index"), "upstream_rank_correlation": corr,
-               "train_battles": int(len(train)), "test_battles": int(len(test)), "test_prompts": len(test_ids),
-               "training": result.options, "routing_curve": curve.round(5).to_dict(orient="records")}
+    summary = {
+        "held_out": metrics.round(5).to_dict(orient="index"),
+        "upstream_rank_correlation": corr,
+        "train_battles": len(train),
+        "test_battles": len(test),
+        "test_prompts": len(test_ids),
+        "training": result.options,
+        "routing_curve": curve.round(5).to_dict(orient="records"),
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 def routing_curve(model: P2LModel, train: pd.DataFrame, test: pd.DataFrame, lengths: pd.DataFrame) -> pd.DataFrame:
     """Observed win rate against the reference and mean output length, router vs best single model."""
-    candidates = [m for m in model.models
-                  if m != REFERENCE and m not in GAMING and m in set(lengths["model_dir"])]
+    candidates = [m for m in model.models if m != REFERENCE and m not in GAMING and m in set(lengths["model_dir"])]
     lengths = lengths[lengths["model_dir"].isin(candidates)]
     train_ids = set(train["prompt_id"])
     cost = lengths[lengths["prompt_id"].isin(train_ids)].groupby("model_dir")["n_chars"].mean().reindex(candidates)
     observed = test.pivot_table(index="prompt_id", columns="model_b", values="p_b").reindex(columns=candidates)
     observed = observed.dropna(axis=0)  # prompts every candidate answered
     actual_len = lengths.pivot_table(index="prompt_id", columns="model_dir", values="n_chars").reindex(
-        index=observed.index, columns=candidates)
+        index=observed.index, columns=candidates
+    )
     prompts = test.drop_duplicates("prompt_id").set_index("prompt_id").loc[observed.index, "instruction"]
-    idx = [model.models.index(m) for m in candidates + [REFERENCE]]
+    idx = [model.models.index(m) for m in [*candidates, REFERENCE]]
     coefs = model.leaderboards(prompts.tolist())[:, idx]  # candidates, then the reference as opponent
     q = np.zeros(len(idx))
     q[-1] = 1.0
     c = np.r_[cost.to_numpy(), np.inf]  # the reference is the opponent, never a route
     c[-1] = 1e12
-    marginal = model.marginal.set_index("model").loc[candidates + [REFERENCE], "coef"].to_numpy()
+    marginal = model.marginal.set_index("model").loc[[*candidates, REFERENCE], "coef"].to_numpy()
     marginal_coefs = np.tile(marginal, (len(prompts), 1))  # the same leaderboard for every prompt
     win = observed.to_numpy()
     mean_win = win.mean(axis=0)
@@ -108,13 +119,18 @@ def routing_curve(model: P2LModel, train: pd.DataFrame, test: pd.DataFrame, leng
         flat = route(marginal_coefs, c, float(budget), q, budget_scope="average").probs[:, :-1]
         affordable = cost.to_numpy() <= budget + 1e-9
         best = int(np.flatnonzero(affordable)[mean_win[affordable].argmax()])
-        rows.append({"budget_chars": float(budget),
-                     "router_winrate": float((probs * win).sum(axis=1).mean()),
-                     "router_chars": float((probs * actual_len.to_numpy()).sum(axis=1).mean()),
-                     "router_predicted_winrate": float(np.mean(r.expected_winrate)),
-                     "marginal_router_winrate": float((flat * win).sum(axis=1).mean()),
-                     "best_single_model": candidates[best], "best_single_winrate": float(mean_win[best]),
-                     "best_single_chars": float(actual_len.iloc[:, best].mean())})
+        rows.append(
+            {
+                "budget_chars": float(budget),
+                "router_winrate": float((probs * win).sum(axis=1).mean()),
+                "router_chars": float((probs * actual_len.to_numpy()).sum(axis=1).mean()),
+                "router_predicted_winrate": float(np.mean(r.expected_winrate)),
+                "marginal_router_winrate": float((flat * win).sum(axis=1).mean()),
+                "best_single_model": candidates[best],
+                "best_single_winrate": float(mean_win[best]),
+                "best_single_chars": float(actual_len.iloc[:, best].mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -70,12 +70,13 @@ def pick_models(table: pd.DataFrame, n: int) -> list[str]:
 def held_out(table: pd.DataFrame, fraction: float, seed: int) -> np.ndarray:
     """True for the rows of held-out items: a seeded hash of (benchmark, item_id) below ``fraction``."""
     keys = (table["benchmark"] + "/" + table["item_id"]).unique()
-    u = {k: int(hashlib.sha256(f"{seed}:{k}".encode()).hexdigest()[:12], 16) / 16 ** 12 for k in keys}
+    u = {k: int(hashlib.sha256(f"{seed}:{k}".encode()).hexdigest()[:12], 16) / 16**12 for k in keys}
     return (table["benchmark"] + "/" + table["item_id"]).map(u).to_numpy() < fraction
 
 
-def by_benchmark(train: pd.DataFrame, test: pd.DataFrame, loss: str, models: list[str], a: np.ndarray,
-                 b: np.ndarray) -> np.ndarray:
+def by_benchmark(
+    train: pd.DataFrame, test: pd.DataFrame, loss: str, models: list[str], a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
     """Log-probabilities of the held-out battles under a marginal leaderboard fitted per benchmark on
     all training battles of that benchmark: the baseline that knows which benchmark an item is from."""
     logp = np.zeros((len(test), 4))
@@ -98,9 +99,11 @@ def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.D
     rows = outcome_rows(test["winner"].map(OUTCOME_INDEX).to_numpy())
     marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
     extra = result.options.get("marginal_extra")
-    preds = {"marginal": marginal_log_probs(loss, marginal, extra, a, b),
-             "marginal_by_benchmark": by_benchmark(train, test, loss, model.models, a, b),
-             "p2l": p2l_log_probs(model, test["prompt"].tolist(), a, b)}
+    preds = {
+        "marginal": marginal_log_probs(loss, marginal, extra, a, b),
+        "marginal_by_benchmark": by_benchmark(train, test, loss, model.models, a, b),
+        "p2l": p2l_log_probs(model, test["prompt"].tolist(), a, b),
+    }
     items = (test["benchmark"] + "/" + test["item_id"]).to_numpy()
     table = compare_predictors(loss, rows, preds, items)
     mask = outcome_weights(loss, rows).sum(axis=1) > 0
@@ -135,8 +138,9 @@ def main() -> None:
     frames = []
     for loss in args.loss:
         start = time.perf_counter()
-        result = train_model(train_battles, TrainOptions(loss=loss, seed=args.seed), cache_dir=args.cache_dir,
-                             progress=False)
+        result = train_model(
+            train_battles, TrainOptions(loss=loss, seed=args.seed), cache_dir=args.cache_dir, progress=False
+        )
         result.save(args.out / f"model-{loss}")
         metrics = evaluate(result, train_battles, test_battles, loss)
         metrics.insert(0, "loss", loss)
@@ -146,9 +150,19 @@ def main() -> None:
         frames.append(metrics)
     out = pd.concat(frames, ignore_index=True)
     out.to_csv(args.out / "metrics.csv", index=False)
-    (args.out / "conversion.json").write_text(json.dumps(
-        {"models": models, "train": train_conv.__dict__, "test": test_conv.__dict__,
-         "test_fraction": args.test_fraction, "seed": args.seed}, indent=2) + "\n")
+    (args.out / "conversion.json").write_text(
+        json.dumps(
+            {
+                "models": models,
+                "train": train_conv.__dict__,
+                "test": test_conv.__dict__,
+                "test_fraction": args.test_fraction,
+                "seed": args.seed,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -60,10 +60,10 @@ from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.evaluate import (
     aggregation_scaling,
     battle_nll,
-    paired_difference,
     compare_predictors,
     function_distance,
     marginal_log_probs,
+    paired_difference,
     prediction_log_probs,
 )
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
@@ -90,8 +90,16 @@ class Split:
 
     def subset(self, keep: np.ndarray) -> Split:
         codes, uniq = pd.factorize(self.pid[keep])
-        return Split(self.names, [self.prompts[i] for i in uniq], codes.astype(np.int64), self.a[keep],
-                     self.b[keep], self.rows[keep], self.w[keep], self.table[keep].reset_index(drop=True))
+        return Split(
+            self.names,
+            [self.prompts[i] for i in uniq],
+            codes.astype(np.int64),
+            self.a[keep],
+            self.b[keep],
+            self.rows[keep],
+            self.w[keep],
+            self.table[keep].reset_index(drop=True),
+        )
 
 
 def make_split(table: pd.DataFrame, names: list[str], loss: str) -> Split:
@@ -166,7 +174,9 @@ def projected_static(spec: str, prompts: list[str], cache_dir: str) -> np.ndarra
             _PROJECTIONS[spec] = lambda v: torch.cat([v, torch.ones(len(v), 1)], dim=1) @ w
         else:
             torch.manual_seed(0)
-            net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], 512), torch.nn.GELU(), torch.nn.Linear(512, y.shape[1]))
+            net = torch.nn.Sequential(
+                torch.nn.Linear(x.shape[1], 512), torch.nn.GELU(), torch.nn.Linear(512, y.shape[1])
+            )
             opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-2)
             for _ in range(60):
                 for idx in torch.randperm(len(x)).split(256):
@@ -178,8 +188,11 @@ def projected_static(spec: str, prompts: list[str], cache_dir: str) -> np.ndarra
             _PROJECTIONS[spec] = lambda v: net(v).detach()
         fitted = torch.nn.functional.normalize(_PROJECTIONS[spec](x), dim=-1)
         cos = torch.nn.functional.cosine_similarity(fitted, y).mean()
-        print(f"    {spec}: fitted on {len(x)} training prompts in {time.perf_counter() - t:.0f}s; mean cosine to "
-              f"MiniLM on them {cos:.3f}", flush=True)
+        print(
+            f"    {spec}: fitted on {len(x)} training prompts in {time.perf_counter() - t:.0f}s; mean cosine to "
+            f"MiniLM on them {cos:.3f}",
+            flush=True,
+        )
     with torch.no_grad():
         return torch.nn.functional.normalize(_PROJECTIONS[spec](x), dim=-1).numpy()
 
@@ -190,8 +203,15 @@ def surface_features(prompts: list[str]) -> np.ndarray:
     rows = []
     for p in prompts:
         code = any(t in p for t in ("```", "def ", "{", "};", "import ", "SELECT ", "<div"))
-        rows.append([np.log1p(len(p)) / 4, np.log1p(len(p.split())) / 4, np.log1p(p.count("\n")) / 2,
-                     float("?" in p) / 2, float(code) / 2])
+        rows.append(
+            [
+                np.log1p(len(p)) / 4,
+                np.log1p(len(p.split())) / 4,
+                np.log1p(p.count("\n")) / 2,
+                float("?" in p) / 2,
+                float(code) / 2,
+            ]
+        )
     return np.asarray(rows, dtype=np.float32)
 
 
@@ -236,8 +256,13 @@ def init_bias(head: Head, board: Leaderboard) -> None:
 
 
 def tensors(s: Split, X: np.ndarray):
-    return (torch.as_tensor(X), torch.as_tensor(s.pid), torch.as_tensor(s.a), torch.as_tensor(s.b),
-            torch.as_tensor(s.w, dtype=torch.float32))
+    return (
+        torch.as_tensor(X),
+        torch.as_tensor(s.pid),
+        torch.as_tensor(s.a),
+        torch.as_tensor(s.b),
+        torch.as_tensor(s.w, dtype=torch.float32),
+    )
 
 
 def fit_ridge(s: Split, X: np.ndarray, board: Leaderboard, loss: str, lam: float, iters: int = 300) -> Head:
@@ -246,12 +271,19 @@ def fit_ridge(s: Split, X: np.ndarray, board: Leaderboard, loss: str, lam: float
     if np.isinf(lam):
         return head
     x, pid, a, b, w = tensors(s, X)
-    opt = torch.optim.LBFGS(head.parameters(), lr=1, max_iter=iters, history_size=20, tolerance_grad=1e-6,
-                            tolerance_change=1e-9, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        head.parameters(),
+        lr=1,
+        max_iter=iters,
+        history_size=20,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-9,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         opt.zero_grad()
-        loss_v = head.nll(x, pid, a, b, w) + lam * (head.out.weight ** 2).sum()
+        loss_v = head.nll(x, pid, a, b, w) + lam * (head.out.weight**2).sum()
         loss_v.backward()
         return loss_v
 
@@ -259,26 +291,44 @@ def fit_ridge(s: Split, X: np.ndarray, board: Leaderboard, loss: str, lam: float
     return head
 
 
-def fit_mlp(s: Split, X: np.ndarray, board: Leaderboard, loss: str, lam: float, epochs: int, *, hidden: int,
-            dropout: float, lr: float, batch: int, seed: int, val: tuple | None = None) -> tuple[Head, list[float]]:
+def fit_mlp(
+    s: Split,
+    X: np.ndarray,
+    board: Leaderboard,
+    loss: str,
+    lam: float,
+    epochs: int,
+    *,
+    hidden: int,
+    dropout: float,
+    lr: float,
+    batch: int,
+    seed: int,
+    val: tuple | None = None,
+) -> tuple[Head, list[float]]:
     """AdamW on battles in mini-batches; returns the head after ``epochs`` and the validation NLL per epoch."""
     head = Head(X.shape[1], len(s.names), loss, hidden=hidden, dropout=dropout, seed=seed)
     init_bias(head, board)
     if np.isinf(lam):
         return head, []
     x, pid, a, b, w = tensors(s, X)
-    opt = torch.optim.AdamW([{"params": head.inner.parameters(), "weight_decay": 1e-2},
-                             {"params": [head.out.weight, head.bias], "weight_decay": 0.0}], lr=lr)
+    opt = torch.optim.AdamW(
+        [
+            {"params": head.inner.parameters(), "weight_decay": 1e-2},
+            {"params": [head.out.weight, head.bias], "weight_decay": 0.0},
+        ],
+        lr=lr,
+    )
     rng = np.random.default_rng(seed)
     curve = []
     for _ in range(epochs):
         head.train()
         order = rng.permutation(pid.shape[0])
         for st in range(0, order.size, batch):
-            i = torch.as_tensor(order[st:st + batch])
+            i = torch.as_tensor(order[st : st + batch])
             # only the prompts of this batch go through the head
             up, inv = torch.unique(pid[i], return_inverse=True)
-            lv = head.nll(x[up], inv, a[i], b[i], w[i]) + lam * (head.out.weight ** 2).sum()
+            lv = head.nll(x[up], inv, a[i], b[i], w[i]) + lam * (head.out.weight**2).sum()
             opt.zero_grad()
             lv.backward()
             opt.step()
@@ -325,16 +375,29 @@ def run(args: argparse.Namespace) -> None:
     test_tab = table[is_test].reset_index(drop=True)
     names = battle_arrays(train_tab).names
     train, test = make_split(train_tab, names, loss), make_split(test_tab, names, loss)
-    print(f"{args.name}: {len(table)} battles; train {len(train.a)} battles / {len(train.prompts)} prompts; "
-          f"held-out {len(test.a)} battles / {len(test.prompts)} prompts (grk-usable)", flush=True)
+    print(
+        f"{args.name}: {len(table)} battles; train {len(train.a)} battles / {len(train.prompts)} prompts; "
+        f"held-out {len(test.a)} battles / {len(test.prompts)} prompts (grk-usable)",
+        flush=True,
+    )
     board = marginal_fit(train, loss)
     # the trainer's own inner split (validation prompts of the training side), reused for shrinkage
     inner_val = split_prompts(train.table["prompt"], 0.1, args.seed)
     board_lib = marginal_fit(train.subset(~inner_val), loss)
 
-    base = score(loss, test, {"marginal": marg_logp(loss, board, test), "marginal_lib": marg_logp(loss, board_lib, test)})
-    results = [{"config": r.predictor, **{k: getattr(r, k) for k in ("battles", "nll", "accuracy", "brier")},
-                "train_s": np.nan, "embed_s": np.nan, "note": ""} for r in base.itertuples()]
+    base = score(
+        loss, test, {"marginal": marg_logp(loss, board, test), "marginal_lib": marg_logp(loss, board_lib, test)}
+    )
+    results = [
+        {
+            "config": r.predictor,
+            **{k: getattr(r, k) for k in ("battles", "nll", "accuracy", "brier")},
+            "train_s": np.nan,
+            "embed_s": np.nan,
+            "note": "",
+        }
+        for r in base.itertuples()
+    ]
     selection_rows: list[dict] = []
     heads: dict[str, tuple] = {}
     libmodels: dict[str, P2LModel] = {}
@@ -353,12 +416,28 @@ def run(args: argparse.Namespace) -> None:
         logps[config] = logp
         minilm = "lib:minilm" if "lib:minilm" in logps else "ridge:minilm"
         (dm, sm), (dl, sl) = vs(config, "marginal"), vs(config, minilm)
-        results.append({"config": config, "battles": int(m.battles), "nll": m.nll, "accuracy": m.accuracy,
-                        "brier": m.brier, "vs_marginal": dm, "se_vs_marginal": sm, "vs_lib_minilm": dl,
-                        "se_vs_lib_minilm": sl, "train_s": train_s, "embed_s": embed_s, "note": note})
-        print(f"  {config:40s} NLL {m.nll:.4f} acc {m.accuracy:.4f} brier {m.brier:.4f} "
-              f"vs marginal {dm:+.4f} (SE {sm:.4f}) vs {minilm} {dl:+.4f} (SE {sl:.4f}) "
-              f"train {train_s:.1f}s embed {embed_s:.1f}s {note}", flush=True)
+        results.append(
+            {
+                "config": config,
+                "battles": int(m.battles),
+                "nll": m.nll,
+                "accuracy": m.accuracy,
+                "brier": m.brier,
+                "vs_marginal": dm,
+                "se_vs_marginal": sm,
+                "vs_lib_minilm": dl,
+                "se_vs_lib_minilm": sl,
+                "train_s": train_s,
+                "embed_s": embed_s,
+                "note": note,
+            }
+        )
+        print(
+            f"  {config:40s} NLL {m.nll:.4f} acc {m.accuracy:.4f} brier {m.brier:.4f} "
+            f"vs marginal {dm:+.4f} (SE {sm:.4f}) vs {minilm} {dl:+.4f} (SE {sl:.4f}) "
+            f"train {train_s:.1f}s embed {embed_s:.1f}s {note}",
+            flush=True,
+        )
         pd.DataFrame(results).to_csv(out / "metrics.csv", index=False)
 
     for config in [c for c in args.configs.split(",") if c]:
@@ -374,16 +453,22 @@ def run(args: argparse.Namespace) -> None:
                 if not finetune:
                     features(spec, list(dict.fromkeys(train.prompts + test.prompts)), args.cache_dir)
                 embed_s = time.perf_counter() - te
-                opts = TrainOptions(backbone=spec, loss=loss, finetune=finetune, seed=args.seed,
-                                    fit="adamw" if adamw else None)
+                opts = TrainOptions(
+                    backbone=spec, loss=loss, finetune=finetune, seed=args.seed, fit="adamw" if adamw else None
+                )
                 tt = time.perf_counter()
                 res = train_model(train_tab, opts, cache_dir=args.cache_dir, progress=False)
                 train_s = time.perf_counter() - tt
                 libmodels[key] = res.model
                 ev = evaluate_model(res.model, test_tab, progress=False)
                 m = ev.metrics.set_index("predictor")
-                print(f"  [evaluate_model] {config}: " + "; ".join(
-                    f"{p} NLL {r.nll:.4f} acc {r.accuracy:.4f} brier {r.brier:.4f}" for p, r in m.iterrows()), flush=True)
+                print(
+                    f"  [evaluate_model] {config}: "
+                    + "; ".join(
+                        f"{p} NLL {r.nll:.4f} acc {r.accuracy:.4f} brier {r.brier:.4f}" for p, r in m.iterrows()
+                    ),
+                    flush=True,
+                )
                 ev.metrics.assign(config=config).to_csv(out / f"evaluate_model_{_slug(config)}.csv", index=False)
                 ev.scaling.to_csv(out / f"scaling_evaluate_model_{_slug(config)}.csv", index=False)
                 lib_logp = prediction_log_probs(loss, res.model.predict(test.prompts), test.pid, test.a, test.b)
@@ -396,12 +481,21 @@ def run(args: argparse.Namespace) -> None:
                 grid = np.round(np.arange(0, 1.0001, 0.05), 2)
                 vals = []
                 for al in grid:
-                    vals.append(compare_predictors(loss, inner.rows, {
-                        "x": pred_logp(loss, shrink_pred(p_in, board_lib, al, loss), inner)}).iloc[-1].nll)
+                    vals.append(
+                        compare_predictors(
+                            loss, inner.rows, {"x": pred_logp(loss, shrink_pred(p_in, board_lib, al, loss), inner)}
+                        )
+                        .iloc[-1]
+                        .nll
+                    )
                     selection_rows.append({"config": config, "param": "alpha", "value": al, "cv_nll": vals[-1]})
                 al = float(grid[int(np.argmin(vals))])
-                add(config, pred_logp(loss, shrink_pred(p_te, board_lib, al, loss), test),
-                    time.perf_counter() - t0, note=f"alpha={al}")
+                add(
+                    config,
+                    pred_logp(loss, shrink_pred(p_te, board_lib, al, loss), test),
+                    time.perf_counter() - t0,
+                    note=f"alpha={al}",
+                )
         elif kind in ("ridge", "mlp"):
             te = time.perf_counter()
             Xtr = features(rest, train.prompts, args.cache_dir)
@@ -431,11 +525,22 @@ def run(args: argparse.Namespace) -> None:
                 head = fit_ridge(train, Xtr, board, loss, lam)
                 fit_s = time.perf_counter() - tf
                 heads[config] = (head, rest, mu, lam)
-                add(config, pred_logp(loss, head_predict(head, Xte), test), sel_s + fit_s, embed_s,
-                    f"lam={lam:g} (5-fold CV {sel_s:.0f}s + final fit {fit_s:.1f}s)")
+                add(
+                    config,
+                    pred_logp(loss, head_predict(head, Xte), test),
+                    sel_s + fit_s,
+                    embed_s,
+                    f"lam={lam:g} (5-fold CV {sel_s:.0f}s + final fit {fit_s:.1f}s)",
+                )
             else:
                 grid = [float(g) for g in args.mlp_grid.split(",")]
-                kw = dict(hidden=args.hidden, dropout=args.dropout, lr=args.mlp_lr, batch=args.mlp_batch, seed=args.seed)
+                kw = {
+                    "hidden": args.hidden,
+                    "dropout": args.dropout,
+                    "lr": args.mlp_lr,
+                    "batch": args.mlp_batch,
+                    "seed": args.seed,
+                }
                 curves = {}
                 for lam in grid:
                     tot = np.zeros(args.mlp_epochs)
@@ -443,20 +548,35 @@ def run(args: argparse.Namespace) -> None:
                     for f in range(args.folds):
                         tr, va = train.subset(folds != f), train.subset(folds == f)
                         btr = marginal_fit(tr, loss)
-                        _, curve = fit_mlp(tr, Xtr_of(Xtr, train, tr), btr, loss, lam, args.mlp_epochs,
-                                           val=(va, Xtr_of(Xtr, train, va)), **kw)
+                        _, curve = fit_mlp(
+                            tr,
+                            Xtr_of(Xtr, train, tr),
+                            btr,
+                            loss,
+                            lam,
+                            args.mlp_epochs,
+                            val=(va, Xtr_of(Xtr, train, va)),
+                            **kw,
+                        )
                         tot += np.array(curve) * va.w.sum()
                         wsum += va.w.sum()
                     curves[lam] = tot / wsum
                     for e, v in enumerate(curves[lam], 1):
                         selection_rows.append({"config": config, "param": f"lam={lam:g}", "value": e, "cv_nll": v})
-                    print(f"    {config} lam={lam:g} cv NLL by epoch " + " ".join(f"{v:.4f}" for v in curves[lam]),
-                          flush=True)
+                    print(
+                        f"    {config} lam={lam:g} cv NLL by epoch " + " ".join(f"{v:.4f}" for v in curves[lam]),
+                        flush=True,
+                    )
                 # the marginal as a candidate: its CV NLL (per-fold marginal fits)
                 mv, mw = 0.0, 0.0
                 for f in range(args.folds):
                     tr, va = train.subset(folds != f), train.subset(folds == f)
-                    mv += compare_predictors(loss, va.rows, {"m": marg_logp(loss, marginal_fit(tr, loss), va)}).iloc[-1].nll * va.w.sum()
+                    mv += (
+                        compare_predictors(loss, va.rows, {"m": marg_logp(loss, marginal_fit(tr, loss), va)})
+                        .iloc[-1]
+                        .nll
+                        * va.w.sum()
+                    )
                     mw += va.w.sum()
                 best = min(((lam, e) for lam in grid for e in range(args.mlp_epochs)), key=lambda t: curves[t[0]][t[1]])
                 lam, ep = best[0], best[1] + 1
@@ -470,8 +590,13 @@ def run(args: argparse.Namespace) -> None:
                     note = f"lam={lam:g} epochs={ep}"
                 fit_s = time.perf_counter() - tf
                 heads[config] = (head, rest, mu, lam)
-                add(config, pred_logp(loss, head_predict(head, Xte), test), sel_s + fit_s, embed_s,
-                    f"{note} (CV {sel_s:.0f}s + final fit {fit_s:.1f}s; marginal CV NLL {mv / mw:.4f})")
+                add(
+                    config,
+                    pred_logp(loss, head_predict(head, Xte), test),
+                    sel_s + fit_s,
+                    embed_s,
+                    f"{note} (CV {sel_s:.0f}s + final fit {fit_s:.1f}s; marginal CV NLL {mv / mw:.4f})",
+                )
         else:
             raise SystemExit(f"unknown config {config}")
         pd.DataFrame(selection_rows).to_csv(out / "selection.csv", index=False)
@@ -480,7 +605,7 @@ def run(args: argparse.Namespace) -> None:
         fig6(args, out, loss, test, board, heads, libmodels)
     if args.route:
         route_study(args, out, test, heads, libmodels, board)
-    json.dump(vars(args), open(out / "args.json", "w"), indent=1)
+    (out / "args.json").write_text(json.dumps(vars(args), indent=1))
 
 
 def Xtr_of(Xtr: np.ndarray, full: Split, part: Split) -> np.ndarray:
@@ -529,8 +654,9 @@ def fig6(args, out: Path, loss: str, test: Split, board: Leaderboard, heads: dic
             frames.append(sc)
     df = pd.concat(frames)
     df.to_csv(out / "fig6.csv", index=False)
-    summary = df.groupby(["config", "truth", "prompts"]).agg(l1_mean=("l1", "mean"), l1_sd=("l1", "std"),
-                                                               marginal_train_l1=("marginal_train_l1", "first"))
+    summary = df.groupby(["config", "truth", "prompts"]).agg(
+        l1_mean=("l1", "mean"), l1_sd=("l1", "std"), marginal_train_l1=("marginal_train_l1", "first")
+    )
     summary.to_csv(out / "fig6_summary.csv")
     print(summary.to_string(), flush=True)
 
@@ -540,7 +666,7 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
     linear CoefficientHead (W (x − μ) + b = W x + (b − W μ)), so the library routes the very model."""
     config = args.route
     costs = pd.read_csv(args.costs)
-    costs = dict(zip(costs["model"], costs["cost"].astype(float)))
+    costs = dict(zip(costs["model"], costs["cost"].astype(float), strict=True))
     if config in heads:
         head, spec, mu, _ = heads[config]
         assert head.hidden == 0 and "+" not in spec, "routing through the library needs a linear head on one encoder"
@@ -551,8 +677,10 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
         backbone = load_backbone(spec, cache_dir=args.cache_dir, progress=False)
         model = P2LModel(backbone, lib_head, test.names, {"loss": args.loss}, None)
         # the folded head predicts what the study's head predicts
-        chk = np.abs(model.predict(test.prompts[:50]).coefs - predict_config(config, test.prompts[:50], heads, libmodels,
-                                                                            args.cache_dir).coefs).max()
+        chk = np.abs(
+            model.predict(test.prompts[:50]).coefs
+            - predict_config(config, test.prompts[:50], heads, libmodels, args.cache_dir).coefs
+        ).max()
         print(f"  folded head max |diff| {chk:.2e}", flush=True)
     else:
         model = libmodels[config.split(":", 1)[1]]
@@ -561,9 +689,11 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
     curve = res.curve.assign(route_s=time.perf_counter() - t)
     # the marginal "router": one leaderboard for every prompt (what a router without prompt information does)
     from evalprism.p2l.router import budget_curve
+
     cost = np.array([costs[m] for m in test.names])
-    mcurve = budget_curve(np.tile(board.coefs, (len(test.prompts), 1)), cost, test.names, "uniform", "average",
-                          value=model.routing_value)
+    mcurve = budget_curve(
+        np.tile(board.coefs, (len(test.prompts), 1)), cost, test.names, "uniform", "average", value=model.routing_value
+    )
     curve["marginal_router_winrate"] = mcurve["predicted_router_winrate"].to_numpy()
     # the same per-prompt leaderboards valued as BT win rates against a uniform opponent (grk's own value,
     # sigma(beta), is the chance of not losing to the fictitious 'bad' model and saturates near 1)
@@ -600,8 +730,11 @@ def main() -> None:
     p.add_argument("--fig6", default="", help="configs (comma separated) for the aggregation scaling")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--route", default="", help="config to route the held-out prompts with")
-    p.add_argument("--costs", default=str(Path(__file__).resolve().parent.parent / "docs" / "p2l_study" / "rwq_costs.csv"),
-                   help="per-model cost per 1k-token response (RWQ models: exact or proxy prices, see its source column)")
+    p.add_argument(
+        "--costs",
+        default=str(Path(__file__).resolve().parent.parent / "docs" / "p2l_study" / "rwq_costs.csv"),
+        help="per-model cost per 1k-token response (RWQ models: exact or proxy prices, see its source column)",
+    )
     run(p.parse_args())
 
 

@@ -44,8 +44,16 @@ def read_responses(root: Path, files: list[Path] | None = None) -> pd.DataFrame:
         df = pd.read_csv(f, dtype=str, keep_default_na=False, engine="python")
         frames.append(df)
     resp = pd.concat(frames, ignore_index=True)
-    resp = resp.rename(columns={"Model Name": "model", "Agent Name": "agent", "Temperature": "temperature",
-                                "Problem ID": "question_id", "Response ID": "response_id", "Text": "response"})
+    resp = resp.rename(
+        columns={
+            "Model Name": "model",
+            "Agent Name": "agent",
+            "Temperature": "temperature",
+            "Problem ID": "question_id",
+            "Response ID": "response_id",
+            "Text": "response",
+        }
+    )
     resp["question_id"] = resp["question_id"].astype(int)
     resp["response_id"] = resp["response_id"].astype(int)
     resp["temperature"] = resp["temperature"].astype(float).map(lambda t: f"{t:.1f}")
@@ -80,11 +88,16 @@ def main() -> None:
     if args.cmd == "convert":
         table = to_table(args.root)
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_parquet(args.out, index=False) if args.out.suffix == ".parquet" else table.to_csv(args.out, index=False)
+        table.to_parquet(args.out, index=False) if args.out.suffix == ".parquet" else table.to_csv(
+            args.out, index=False
+        )
         print(f"{args.out}: {len(table)} responses")
         return
-    files = [args.root / "responses" / f"{m} - chain_of_thought - comprehensive-100 - temp-{t}.csv"
-             for m in DEMO_MODELS for t in DEMO_TEMPERATURES]
+    files = [
+        args.root / "responses" / f"{m} - chain_of_thought - comprehensive-100 - temp-{t}.csv"
+        for m in DEMO_MODELS
+        for t in DEMO_TEMPERATURES
+    ]
     table = to_table(args.root, files)
     table = table[table["question_id"].isin(demo_questions(read_exam(args.root)))]
     table = table.drop(columns=["agent"])
@@ -92,8 +105,10 @@ def main() -> None:
     out = args.out_dir / "renze_slice.csv.gz"
     table.to_csv(out, index=False, compression={"method": "gzip", "mtime": 0})
     shutil.copy(args.root / "LICENSE", args.out_dir / "LICENSE.renze-temperature")
-    print(f"{out}: {len(table)} responses, {table['question_id'].nunique()} questions, "
-          f"{table.groupby(['model', 'temperature']).ngroups} configurations")
+    print(
+        f"{out}: {len(table)} responses, {table['question_id'].nunique()} questions, "
+        f"{table.groupby(['model', 'temperature']).ngroups} configurations"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import resource
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ def cpu_seconds() -> float:
 def serve_like(model: P2LModel, prompts: list[str]) -> tuple[np.ndarray, float]:
     """Coefficients of every prompt in serving-sized batches, and the CPU ms per prompt."""
     start = cpu_seconds()
-    coefs = np.concatenate([model.leaderboards(prompts[i:i + 16]) for i in range(0, len(prompts), 16)])
+    coefs = np.concatenate([model.leaderboards(prompts[i : i + 16]) for i in range(0, len(prompts), 16)])
     return coefs, (cpu_seconds() - start) / len(prompts) * 1e3
 
 
@@ -53,23 +54,41 @@ def main() -> None:
     base = P2LModel.load(args.model_dir, cache_dir=False, runtime="openvino")
     tokens = base.backbone.encoder.preprocess(prompts)["attention_mask"].sum(axis=1).numpy()
     reference, reference_cpu = serve_like(base, prompts)
-    rows = [{"cap": "none", "prompts_cut": 0.0, "same_best_model": 1.0, "max_coef_change": 0.0,
-             "p99_coef_change": 0.0, "cpu_ms_per_prompt": reference_cpu}]
+    rows = [
+        {
+            "cap": "none",
+            "prompts_cut": 0.0,
+            "same_best_model": 1.0,
+            "max_coef_change": 0.0,
+            "p99_coef_change": 0.0,
+            "cpu_ms_per_prompt": reference_cpu,
+        }
+    ]
     for cap in (int(c) for c in args.caps.split(",")):
         model = P2LModel.load(args.model_dir, cache_dir=False, runtime="openvino")
         model.backbone.limit_prompt_tokens(cap)
         coefs, cpu = serve_like(model, prompts)
         change = np.abs(coefs - reference).max(axis=1)
-        rows.append({"cap": cap, "prompts_cut": float((tokens > cap).mean()),
-                     "same_best_model": float((coefs.argmax(1) == reference.argmax(1)).mean()),
-                     "max_coef_change": float(change.max()), "p99_coef_change": float(np.quantile(change, 0.99)),
-                     "cpu_ms_per_prompt": cpu})
+        rows.append(
+            {
+                "cap": cap,
+                "prompts_cut": float((tokens > cap).mean()),
+                "same_best_model": float((coefs.argmax(1) == reference.argmax(1)).mean()),
+                "max_coef_change": float(change.max()),
+                "p99_coef_change": float(np.quantile(change, 0.99)),
+                "cpu_ms_per_prompt": cpu,
+            }
+        )
     table = pd.DataFrame(rows)
-    table["passes_gate"] = (table["same_best_model"] >= GATE_SAME_BEST) & (table["max_coef_change"] <= GATE_MAX_COEF_CHANGE)
-    print(f"{len(prompts)} distinct prompts from {args.prompts}; tokens: median {np.median(tokens):.0f}, "
-          f"90th percentile {np.quantile(tokens, 0.9):.0f}, max {tokens.max()}")
+    table["passes_gate"] = (table["same_best_model"] >= GATE_SAME_BEST) & (
+        table["max_coef_change"] <= GATE_MAX_COEF_CHANGE
+    )
+    print(
+        f"{len(prompts)} distinct prompts from {args.prompts}; tokens: median {np.median(tokens):.0f}, "
+        f"90th percentile {np.quantile(tokens, 0.9):.0f}, max {tokens.max()}"
+    )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"load average {open('/proc/loadavg').read().split()[:3]} at {time.strftime('%H:%M:%S')}")
+    print(f"load average {Path('/proc/loadavg').read_text().split()[:3]} at {time.strftime('%H:%M:%S')}")
 
 
 if __name__ == "__main__":

@@ -52,8 +52,12 @@ from evalprism.stem.target import NO_ROW, target_of
 
 Z95 = 1.959963984540054
 #: adaptive arms: name -> (stage-1 items, later stages' items)
-ADAPTIVE = {"adaptive 30": (15, [15]), "adaptive 40": (20, [20]), "adaptive 50": (25, [25]),
-            "adaptive 50, 5 stages": (10, [10, 10, 10, 10])}
+ADAPTIVE = {
+    "adaptive 30": (15, [15]),
+    "adaptive 40": (20, [20]),
+    "adaptive 50": (25, [25]),
+    "adaptive 50, 5 stages": (10, [10, 10, 10, 10]),
+}
 PLANNED = (50, 100)
 RANDOM_DRAWS = 200
 
@@ -69,7 +73,11 @@ def study(dataset: str, seeds: int) -> list[dict]:
         for setting, pool_rows, located in cells:
             started = time.perf_counter()
             shared = build_pool(enc, pool_rows, min_models=2)  # the calibration's panel: every other model
-            attach_panel(shared, enc, sorted(complete - set(shared.members["model"]) - set(located if setting == "leave-one-out" else [])))
+            attach_panel(
+                shared,
+                enc,
+                sorted(complete - set(shared.members["model"]) - set(located if setting == "leave-one-out" else [])),
+            )
             runs = {}
             for seed in range(seeds):
                 for arm, (first, later) in ADAPTIVE.items():
@@ -77,8 +85,10 @@ def study(dataset: str, seeds: int) -> list[dict]:
                     runs[seed, arm] = (stage1, panel_runs(shared, stage1, later, seed))
             for model in located:
                 rows += locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds)
-            print(f"{dataset} {family} {setting}: {len(located)} models, {time.perf_counter() - started:.0f} s",
-                  flush=True)
+            print(
+                f"{dataset} {family} {setting}: {len(located)} models, {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
     return rows
 
 
@@ -92,15 +102,29 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
     mu = pool.members["reference_score"].to_numpy(dtype=float)
     y = (target.outcome == 1).astype(float)
     truth = target.reference_score
-    base = {"dataset": dataset, "family": family, "setting": setting, "model": model,
-            "reference_score": truth, "true_position": target.truth}
+    base = {
+        "dataset": dataset,
+        "family": family,
+        "setting": setting,
+        "model": model,
+        "reference_score": truth,
+        "true_position": target.truth,
+    }
     out = []
     rng = np.random.default_rng(12345)
     order = pool.item_order
     draws = np.stack([rng.choice(len(order), 100, replace=False) for _ in range(RANDOM_DRAWS)])
     for r, score in enumerate(100 * random_scores(pool.bench_code[order], y[order] > 0, draws, pool.weights)):
-        out.append({**base, "arm": "random 100", "seed": r, "estimate": score, "se": np.nan,
-                    "position": int(positions_of(np.array(score), mu))})
+        out.append(
+            {
+                **base,
+                "arm": "random 100",
+                "seed": r,
+                "estimate": score,
+                "se": np.nan,
+                "position": int(positions_of(np.array(score), mu)),
+            }
+        )
     for seed in range(seeds):
         for arm, (_, later) in ADAPTIVE.items():
             stage1, panel = runs[seed, arm]
@@ -109,26 +133,49 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
             try:
                 planned = run_plan(fit, y, stage1, later, seed)
                 if (target.outcome[planned] == NO_ROW).any():  # what `stem locate --plan` refuses
-                    raise EvalprismError(f"model '{model}' has no answer row on {int((target.outcome[planned] == NO_ROW).sum())} planned items")
-                mean, var = score_posterior(fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned]))
+                    raise EvalprismError(
+                        f"model '{model}' has no answer row on {int((target.outcome[planned] == NO_ROW).sum())} planned items"
+                    )
+                mean, var = score_posterior(
+                    fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned])
+                )
                 est, se, error = 100 * mean, 100 * np.sqrt(var + cal.extra_variance), ""
-            except Exception as exc:  # noqa: BLE001 - a failure is a finding: counted, never fatal
+            except Exception as exc:
                 est, se, error = np.nan, np.nan, _failure(exc)
-            out.append({**base, "arm": arm, "seed": seed, "estimate": est, "se": se,
-                        "posterior_se": 100 * np.sqrt(var) if not error else np.nan,
-                        "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
+            out.append(
+                {
+                    **base,
+                    "arm": arm,
+                    "seed": seed,
+                    "estimate": est,
+                    "se": se,
+                    "posterior_se": 100 * np.sqrt(var) if not error else np.nan,
+                    "position": int(positions_of(np.array(est), mu)) if not error else -1,
+                    "error": error,
+                }
+            )
         for k in PLANNED:
             plan = make_plan(pool, items=k, seed=seed, method="irt")
             idx = plan_rows(pool, plan)
-            answered = replace(target, outcome=np.where(np.isin(np.arange(len(y)), idx), target.outcome,
-                                                        NO_ROW).astype(np.int8))
+            answered = replace(
+                target, outcome=np.where(np.isin(np.arange(len(y)), idx), target.outcome, NO_ROW).astype(np.int8)
+            )
             try:
                 loc = locate_subset(pool, answered, plan=plan, method="irt")
                 est, se, error = loc.estimate, loc.standard_error, ""
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 est, se, error = np.nan, np.nan, _failure(exc)
-            out.append({**base, "arm": f"B plan {k}", "seed": seed, "estimate": est, "se": se,
-                        "position": int(positions_of(np.array(est), mu)) if not error else -1, "error": error})
+            out.append(
+                {
+                    **base,
+                    "arm": f"B plan {k}",
+                    "seed": seed,
+                    "estimate": est,
+                    "se": se,
+                    "position": int(positions_of(np.array(est), mu)) if not error else -1,
+                    "error": error,
+                }
+            )
     return out
 
 
@@ -142,13 +189,18 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     failed = runs["error"].fillna("")
     refused_models = set(runs.loc[failed.str.startswith("refused"), "model"])
     runs = runs.assign(refused=failed.str.startswith("refused"), traceback=failed.str.startswith("traceback"))
-    runs = runs.assign(right=runs["position"] == runs["true_position"],
-                       covered=(runs["estimate"] - runs["reference_score"]).abs() <= Z95 * runs["se"],
-                       err=runs["estimate"] - runs["reference_score"])
+    runs = runs.assign(
+        right=runs["position"] == runs["true_position"],
+        covered=(runs["estimate"] - runs["reference_score"]).abs() <= Z95 * runs["se"],
+        err=runs["estimate"] - runs["reference_score"],
+    )
     cells = []
     keys = [("dataset", "family", "setting")]
-    groups = list(runs.groupby(["dataset", "family", "setting"], sort=False)) + \
-        [(("all", "all", s), g) for s, g in runs.groupby("setting", sort=False)] + [(("all", "all", "all"), runs)]
+    groups = (
+        list(runs.groupby(["dataset", "family", "setting"], sort=False))
+        + [(("all", "all", s), g) for s, g in runs.groupby("setting", sort=False)]
+        + [(("all", "all", "all"), runs)]
+    )
     del keys
     for (dataset, family, setting), g in groups:
         g0 = g
@@ -158,8 +210,14 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         g = g[~g["model"].isin(refused_models)]
         # a model located on three families' pools counts three times (one per cell), as in stem_real_data.py
         per_model = g.groupby(["dataset", "family", "setting", "model", "arm"])["right"].mean().unstack()
-        row = {"dataset": dataset, "family": family, "setting": setting, "models": len(per_model),
-               "refused runs": refused, "models left out": ", ".join(sorted(set(refused_models) & set(g0["model"])))}
+        row = {
+            "dataset": dataset,
+            "family": family,
+            "setting": setting,
+            "models": len(per_model),
+            "refused runs": refused,
+            "models left out": ", ".join(sorted(set(refused_models) & set(g0["model"]))),
+        }
         for arm in per_model.columns:
             row[f"{arm} accuracy"] = float(per_model[arm].mean())
             sub = g[g["arm"] == arm]
@@ -175,27 +233,45 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
 
 def tables(cells: pd.DataFrame, seeds: int) -> str:
     arms = list(ADAPTIVE) + [f"B plan {k}" for k in PLANNED] + ["random 100"]
-    lines = [(f"Placement accuracy (share of (model, seed) runs placing the model at its true position; random 100: "
-              f"{RANDOM_DRAWS} draws per model), {seeds} plan seeds:"), "",
-             "| dataset | family | setting | models | " + " | ".join(arms) + " | smallest adaptive >= random 100 |",
-             "|---|---|---|---|" + "---|" * (len(arms) + 1)]
+    lines = [
+        (
+            f"Placement accuracy (share of (model, seed) runs placing the model at its true position; random 100: "
+            f"{RANDOM_DRAWS} draws per model), {seeds} plan seeds:"
+        ),
+        "",
+        "| dataset | family | setting | models | " + " | ".join(arms) + " | smallest adaptive >= random 100 |",
+        "|---|---|---|---|" + "---|" * (len(arms) + 1),
+    ]
     for r in cells.to_dict("records"):
-        smallest = next((arm.removeprefix("adaptive ") for arm in ADAPTIVE
-                         if r[f"{arm} accuracy"] >= r["random 100 accuracy"]), "none (missed)")
-        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['models']} | "
-                     + " | ".join(f"{r[f'{a} accuracy']:.3f}" for a in arms) + f" | {smallest} |")
-    lines += ["", "95% coverage of the full-pool score, bias and RMSE (points), mean reported se:", "",
-              "| dataset | family | setting | " + " | ".join(f"{a} coverage" for a in arms[:-1])
-              + " | adaptive 50 bias | adaptive 50 RMSE | B plan 50 RMSE | B plan 100 RMSE | random 100 RMSE | "
-              "adaptive 50 mean se | tracebacks |", "|---|---|---|" + "---|" * (len(arms) - 1 + 7)]
+        smallest = next(
+            (arm.removeprefix("adaptive ") for arm in ADAPTIVE if r[f"{arm} accuracy"] >= r["random 100 accuracy"]),
+            "none (missed)",
+        )
+        lines.append(
+            f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['models']} | "
+            + " | ".join(f"{r[f'{a} accuracy']:.3f}" for a in arms)
+            + f" | {smallest} |"
+        )
+    lines += [
+        "",
+        "95% coverage of the full-pool score, bias and RMSE (points), mean reported se:",
+        "",
+        "| dataset | family | setting | "
+        + " | ".join(f"{a} coverage" for a in arms[:-1])
+        + " | adaptive 50 bias | adaptive 50 RMSE | B plan 50 RMSE | B plan 100 RMSE | random 100 RMSE | "
+        "adaptive 50 mean se | tracebacks |",
+        "|---|---|---|" + "---|" * (len(arms) - 1 + 7),
+    ]
     for r in cells.to_dict("records"):
         trace = sum(r.get(f"{a} tracebacks", 0) for a in arms[:-1])
         refused = r["refused runs"]
-        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | "
-                     + " | ".join(f"{r[f'{a} coverage']:.3f}" for a in arms[:-1])
-                     + f" | {r['adaptive 50 bias']:+.2f} | {r['adaptive 50 rmse']:.2f} | {r['B plan 50 rmse']:.2f} | "
-                     f"{r['B plan 100 rmse']:.2f} | {r['random 100 rmse']:.2f} | {r['adaptive 50 mean se']:.2f} | "
-                     f"{trace} ({refused} refused{': ' + r['models left out'] + ' left out' if r['models left out'] else ''}) |")
+        lines.append(
+            f"| {r['dataset']} | {r['family']} | {r['setting']} | "
+            + " | ".join(f"{r[f'{a} coverage']:.3f}" for a in arms[:-1])
+            + f" | {r['adaptive 50 bias']:+.2f} | {r['adaptive 50 rmse']:.2f} | {r['B plan 50 rmse']:.2f} | "
+            f"{r['B plan 100 rmse']:.2f} | {r['random 100 rmse']:.2f} | {r['adaptive 50 mean se']:.2f} | "
+            f"{trace} ({refused} refused{': ' + r['models left out'] + ' left out' if r['models left out'] else ''}) |"
+        )
     return "\n".join(lines) + "\n"
 
 

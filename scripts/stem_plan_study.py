@@ -63,6 +63,7 @@ Arm = Callable[[Any, pd.DataFrame, Any, int], tuple[float, float, int]]
 
 # ---------------------------------------------------------------------------------------------------- arms
 
+
 def _keys(frame: pd.DataFrame) -> pd.Series:
     return frame["benchmark"].astype(str) + "\x1f" + frame["item_id"].astype(str)
 
@@ -74,19 +75,23 @@ def _located(pool, answers: pd.DataFrame, **kwargs) -> tuple[float, float, int, 
 
 def plan_arm(items: int, method: str) -> Arm:
     """Plan ``items`` items (``make_plan``), give the model's rows on them alone, locate with ``plan``."""
+
     def run(pool, rows: pd.DataFrame, target, seed: int):
         plan = make_plan(pool, items=items, seed=seed, method=method)
         answers = rows[_keys(rows).isin(set(_keys(plan.items)))]
         return _located(pool, answers, plan=plan, method=method)
+
     return run
 
 
 def random_arm(items: int) -> Arm:
     """``items`` of the model's pool rows drawn uniformly, located without a plan (simple random sample)."""
+
     def run(pool, rows: pd.DataFrame, target, seed: int):
         rng = np.random.default_rng([seed, 1])
         answers = rows.iloc[np.sort(rng.choice(len(rows), min(items, len(rows)), replace=False))]
         return _located(pool, answers, method="stratified")
+
     return run
 
 
@@ -96,6 +101,7 @@ def arms(items: int) -> dict[str, Arm]:
 
 
 # ---------------------------------------------------------------------------------------------------- runs
+
 
 def jobs(dataset: str) -> Iterator[tuple[str, str, str, Any, pd.DataFrame, Any]]:
     """(family, setting, model, pool, the model's rows on the pool, its Target) for every cell of
@@ -114,14 +120,23 @@ def jobs(dataset: str) -> Iterator[tuple[str, str, str, Any, pd.DataFrame, Any]]
 
 def run_arm(name: str, arm: Arm, pool, rows: pd.DataFrame, target, seed: int) -> dict:
     """One run: the arm's estimate, se and position against the truth, or the exception it raised."""
-    out: dict[str, Any] = {"arm": name, "seed": seed, "estimate": np.nan, "se": np.nan, "position": np.nan,
-                           "method": None, "error_type": None, "error": None, "traceback": False}
+    out: dict[str, Any] = {
+        "arm": name,
+        "seed": seed,
+        "estimate": np.nan,
+        "se": np.nan,
+        "position": np.nan,
+        "method": None,
+        "error_type": None,
+        "error": None,
+        "traceback": False,
+    }
     started = time.perf_counter()
     try:
         result = arm(pool, rows, target, seed)
         est, se, pos = result[:3]
         out.update(estimate=est, se=se, position=pos, **(result[3] if len(result) > 3 else {}))
-    except Exception as exc:  # noqa: BLE001 -- the study records every failure and goes on
+    except Exception as exc:
         out.update(error_type=type(exc).__name__, error=str(exc)[:300], traceback=not isinstance(exc, EvalprismError))
     out["seconds"] = time.perf_counter() - started
     ok = out["error_type"] is None
@@ -141,14 +156,25 @@ def run_study(datasets: list[str], items: int, seeds: int, random_draws: int, ma
             if max_models is not None and counts[family, setting] > max_models:
                 continue
             started = time.perf_counter()
-            base = {"dataset": dataset, "family": family, "setting": setting, "model": model, "items": items,
-                    "reference_score": target.reference_score, "true_position": target.truth, "members": pool.n,
-                    "panel_models": pool.panel_size(model)}
+            base = {
+                "dataset": dataset,
+                "family": family,
+                "setting": setting,
+                "model": model,
+                "items": items,
+                "reference_score": target.reference_score,
+                "true_position": target.truth,
+                "members": pool.n,
+                "panel_models": pool.panel_size(model),
+            }
             for name, arm in study.items():
                 for seed in range(random_draws if name == BASELINE else seeds):
                     records.append({**base, **run_arm(name, arm, pool, rows, target, seed)})
-            print(f"  {dataset} {family} {setting} {model}: truth {target.truth}, score {target.reference_score:.1f}, "
-                  f"{time.perf_counter() - started:.1f} s", flush=True)
+            print(
+                f"  {dataset} {family} {setting} {model}: truth {target.truth}, score {target.reference_score:.1f}, "
+                f"{time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
     return pd.DataFrame(records)
 
 
@@ -164,12 +190,20 @@ def arm_stats(runs: pd.DataFrame) -> dict:
     ok = runs[runs["error_type"].isna()]
     covered, n = int(ok["covered"].sum()), len(ok)
     low, high = clopper_pearson(np.array([covered]), np.array([n])) if n else (np.array([np.nan]),) * 2
-    return {"models": len(runs.groupby(UNIT)), "runs": len(runs),
-            "accuracy": float(ok.groupby(UNIT)["hit"].mean().mean()) if n else np.nan, "covered": covered,
-            "coverage": covered / n if n else np.nan, "coverage_low": float(low[0]), "coverage_high": float(high[0]),
-            "mean_error": float(ok["score_error"].mean()), "rmse": float(np.sqrt((ok["score_error"] ** 2).mean())),
-            "mean_se": float(ok["se"].mean()), "refusals": int((runs["error_type"].notna() & ~runs["traceback"]).sum()),
-            "tracebacks": int(runs["traceback"].sum())}
+    return {
+        "models": len(runs.groupby(UNIT)),
+        "runs": len(runs),
+        "accuracy": float(ok.groupby(UNIT)["hit"].mean().mean()) if n else np.nan,
+        "covered": covered,
+        "coverage": covered / n if n else np.nan,
+        "coverage_low": float(low[0]),
+        "coverage_high": float(high[0]),
+        "mean_error": float(ok["score_error"].mean()),
+        "rmse": float(np.sqrt((ok["score_error"] ** 2).mean())),
+        "mean_se": float(ok["se"].mean()),
+        "refusals": int((runs["error_type"].notna() & ~runs["traceback"]).sum()),
+        "tracebacks": int(runs["traceback"].sum()),
+    }
 
 
 def difference(arm: pd.DataFrame, base: pd.DataFrame) -> dict:
@@ -188,22 +222,36 @@ def difference(arm: pd.DataFrame, base: pd.DataFrame) -> dict:
     b = b_ok.groupby(UNIT)["hit"].agg(["mean", "var", "count"])
     both = a.join(b, lsuffix="_a", rsuffix="_b", how="inner")
     if both.empty:
-        return {"compared": 0, "random_on_compared": np.nan, "vs_random": np.nan, "vs_random_low": np.nan,
-                "vs_random_high": np.nan, "vs_random_low_independent": np.nan, "vs_random_high_independent": np.nan}
+        return {
+            "compared": 0,
+            "random_on_compared": np.nan,
+            "vs_random": np.nan,
+            "vs_random_low": np.nan,
+            "vs_random_high": np.nan,
+            "vs_random_low_independent": np.nan,
+            "vs_random_high_independent": np.nan,
+        }
     diff = float((both["mean_a"] - both["mean_b"]).mean())
     se_ind = float(np.sqrt((both["var_a"] / both["count_a"] + both["var_b"] / both["count_b"]).sum())) / len(both)
     keep = pd.MultiIndex.from_frame(both.reset_index()[UNIT])
     per_seed = [g[pd.MultiIndex.from_frame(g[UNIT]).isin(keep)].groupby("seed")["hit"].mean() for g in (a_ok, b_ok)]
     se = float(np.sqrt(sum(x.var(ddof=1) / len(x) for x in per_seed)))
-    return {"compared": len(both), "random_on_compared": float(both["mean_b"].mean()), "vs_random": diff,
-            "vs_random_low": diff - Z95 * se, "vs_random_high": diff + Z95 * se,
-            "vs_random_low_independent": diff - Z95 * se_ind, "vs_random_high_independent": diff + Z95 * se_ind}
+    return {
+        "compared": len(both),
+        "random_on_compared": float(both["mean_b"].mean()),
+        "vs_random": diff,
+        "vs_random_low": diff - Z95 * se,
+        "vs_random_high": diff + Z95 * se,
+        "vs_random_low_independent": diff - Z95 * se_ind,
+        "vs_random_high_independent": diff + Z95 * se_ind,
+    }
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell x arm, then per setting over all cells ("all", "all", setting), then overall."""
     groups: list[tuple[str, str, str, pd.DataFrame]] = [
-        (d, f, s, g) for (d, f, s), g in runs.groupby(["dataset", "family", "setting"], sort=False)]
+        (d, f, s, g) for (d, f, s), g in runs.groupby(["dataset", "family", "setting"], sort=False)
+    ]
     groups += [("all", "all", s, g) for s, g in runs.groupby("setting", sort=False)]
     groups += [("all", "all", "all", runs)]
     rows = []
@@ -226,8 +274,7 @@ def _verdict(r: dict) -> str:
         return "met"
     missed = []
     if not r["target_accuracy"]:
-        missed.append("accuracy" + (" (worse: interval below 0)" if r["vs_random_high"] < 0 else
-                                    " (interval holds 0)"))
+        missed.append("accuracy" + (" (worse: interval below 0)" if r["vs_random_high"] < 0 else " (interval holds 0)"))
     if not r["target_coverage"]:
         inside = r["coverage_low"] <= 0.97 and r["coverage_high"] >= 0.93
         missed.append("coverage" + (" (interval overlaps 0.93-0.97)" if inside else " (interval outside 0.93-0.97)"))
@@ -238,55 +285,104 @@ def _verdict(r: dict) -> str:
 
 def tables(cells: pd.DataFrame, runs: pd.DataFrame, seeds: int, draws: int, items: int, seconds: float) -> str:
     plan_arms = [a for a in cells["arm"].unique() if a != BASELINE]
-    lines = [f"### {items} items: plan arms {seeds} seeds per model, {BASELINE} {draws} draws per model", "",
-             ("Accuracy (share of runs placed at the true position, mean over models), the plan arm minus "
-             f"{BASELINE} with its 95% interval (seeds as the random unit: a cell's models share each seed's plan; "
-             "over the models with runs in both arms: a model whose plan runs were all refused is left out of both), "
-             f"coverage of nominal 95% intervals (covered runs / runs, Clopper-Pearson "
-             "95%), and issue 26's target (accuracy >= random-100, coverage 0.93-0.97, 0 tracebacks):"), "",
-             ("| dataset | family | setting | models | arm | accuracy | random-100 | difference [95%] | "
-              "[95%, seeds independent per model] | coverage [95%] | target |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### {items} items: plan arms {seeds} seeds per model, {BASELINE} {draws} draws per model",
+        "",
+        (
+            "Accuracy (share of runs placed at the true position, mean over models), the plan arm minus "
+            f"{BASELINE} with its 95% interval (seeds as the random unit: a cell's models share each seed's plan; "
+            "over the models with runs in both arms: a model whose plan runs were all refused is left out of both), "
+            f"coverage of nominal 95% intervals (covered runs / runs, Clopper-Pearson "
+            "95%), and issue 26's target (accuracy >= random-100, coverage 0.93-0.97, 0 tracebacks):"
+        ),
+        "",
+        (
+            "| dataset | family | setting | models | arm | accuracy | random-100 | difference [95%] | "
+            "[95%, seeds independent per model] | coverage [95%] | target |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, g in cells.groupby(["dataset", "family", "setting"], sort=False):
         for r in g[g["arm"] != BASELINE].to_dict("records"):
-            lines.append(f"| {' | '.join(key)} | {int(r['compared'])} | {r['arm']} | {r['accuracy']:.3f} | "
-                         f"{r['random_on_compared']:.3f} | "
-                         f"{r['vs_random']:+.3f} [{r['vs_random_low']:+.3f}, {r['vs_random_high']:+.3f}] | "
-                         f"[{r['vs_random_low_independent']:+.3f}, {r['vs_random_high_independent']:+.3f}] | "
-                         f"{r['coverage']:.3f} ({r['covered']:,}/{r['runs'] - r['refusals'] - r['tracebacks']:,}) "
-                         f"[{r['coverage_low']:.3f}, {r['coverage_high']:.3f}] | {_verdict(r)} |")
-    lines += ["", ("Score estimates (points of the full-pool weighted score): mean error, RMSE, mean standard error; "
-              "coverage per arm; failed runs:"), "",
-              ("| dataset | family | setting | arm | models | runs | mean error | RMSE | mean se | coverage [95%] | refusals | "
-              "tracebacks |"), "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {' | '.join(key)} | {int(r['compared'])} | {r['arm']} | {r['accuracy']:.3f} | "
+                f"{r['random_on_compared']:.3f} | "
+                f"{r['vs_random']:+.3f} [{r['vs_random_low']:+.3f}, {r['vs_random_high']:+.3f}] | "
+                f"[{r['vs_random_low_independent']:+.3f}, {r['vs_random_high_independent']:+.3f}] | "
+                f"{r['coverage']:.3f} ({r['covered']:,}/{r['runs'] - r['refusals'] - r['tracebacks']:,}) "
+                f"[{r['coverage_low']:.3f}, {r['coverage_high']:.3f}] | {_verdict(r)} |"
+            )
+    lines += [
+        "",
+        (
+            "Score estimates (points of the full-pool weighted score): mean error, RMSE, mean standard error; "
+            "coverage per arm; failed runs:"
+        ),
+        "",
+        (
+            "| dataset | family | setting | arm | models | runs | mean error | RMSE | mean se | coverage [95%] | refusals | "
+            "tracebacks |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in cells.to_dict("records"):
-        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['arm']} | {r['models']} | {r['runs']:,} | "
-                     f"{r['mean_error']:+.2f} | {r['rmse']:.2f} | {r['mean_se']:.2f} | {r['coverage']:.3f} "
-                     f"[{r['coverage_low']:.3f}, {r['coverage_high']:.3f}] | {r['refusals']} | {r['tracebacks']} |")
+        lines.append(
+            f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['arm']} | {r['models']} | {r['runs']:,} | "
+            f"{r['mean_error']:+.2f} | {r['rmse']:.2f} | {r['mean_se']:.2f} | {r['coverage']:.3f} "
+            f"[{r['coverage_low']:.3f}, {r['coverage_high']:.3f}] | {r['refusals']} | {r['tracebacks']} |"
+        )
     ok = runs[runs["error_type"].isna() & runs["arm"].isin(plan_arms)]
-    per_model = ok.groupby([*UNIT, "arm"], sort=False).agg(
-        coverage=("covered", "mean"), accuracy=("hit", "mean"), mean_error=("score_error", "mean"),
-        mean_se=("se", "mean"), score=("reference_score", "first"), runs=("hit", "size")).reset_index()
+    per_model = (
+        ok.groupby([*UNIT, "arm"], sort=False)
+        .agg(
+            coverage=("covered", "mean"),
+            accuracy=("hit", "mean"),
+            mean_error=("score_error", "mean"),
+            mean_se=("se", "mean"),
+            score=("reference_score", "first"),
+            runs=("hit", "size"),
+        )
+        .reset_index()
+    )
     low = per_model[per_model["coverage"] <= 0.8]
-    lines += ["", (f"Models whose plan-arm intervals covered the full-pool score in at most 80% of their runs "
-              f"({len(low)} of {len(per_model)} model x arm; with {seeds} runs at a true 95% that happens with "
-              f"probability {binom.cdf(np.floor(0.8 * seeds), seeds, 0.95):.3f} per model):"), ""]
+    lines += [
+        "",
+        (
+            f"Models whose plan-arm intervals covered the full-pool score in at most 80% of their runs "
+            f"({len(low)} of {len(per_model)} model x arm; with {seeds} runs at a true 95% that happens with "
+            f"probability {binom.cdf(np.floor(0.8 * seeds), seeds, 0.95):.3f} per model):"
+        ),
+        "",
+    ]
     if len(low):
-        lines += [("| dataset | family | setting | model | arm | full-pool score | coverage | accuracy | mean error | "
-                  "mean se |"), "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            (
+                "| dataset | family | setting | model | arm | full-pool score | coverage | accuracy | mean error | "
+                "mean se |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in low.to_dict("records"):
-            lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['model']} | {r['arm']} | "
-                         f"{r['score']:.1f} | {r['coverage']:.2f} | {r['accuracy']:.2f} | {r['mean_error']:+.2f} | "
-                         f"{r['mean_se']:.2f} |")
+            lines.append(
+                f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['model']} | {r['arm']} | "
+                f"{r['score']:.1f} | {r['coverage']:.2f} | {r['accuracy']:.2f} | {r['mean_error']:+.2f} | "
+                f"{r['mean_se']:.2f} |"
+            )
     else:
         lines.append("(none)")
     failed = runs[runs["error_type"].notna()]
     if len(failed):
         lines += ["", "Failed runs (model, arm: runs, type, first message):", ""]
         for (model, arm, t), g in failed.groupby(["model", "arm", "error_type"], sort=False):
-            lines.append(f"- {model}, {arm}: {len(g)} run(s) in {g['family'].nunique()} pool(s), {t}: {g['error'].iloc[0]}")
+            lines.append(
+                f"- {model}, {arm}: {len(g)} run(s) in {g['family'].nunique()} pool(s), {t}: {g['error'].iloc[0]}"
+            )
     if "method" in runs:
         chosen = runs[runs["arm"].isin(plan_arms)].groupby("arm")["method"].value_counts()
-        lines += ["", "Estimator used per plan arm (runs): " + "; ".join(f"{a} {m}: {n:,}" for (a, m), n in chosen.items())]
+        lines += [
+            "",
+            "Estimator used per plan arm (runs): " + "; ".join(f"{a} {m}: {n:,}" for (a, m), n in chosen.items()),
+        ]
     lines.append(f"\n({seconds:.0f} s)")
     return "\n".join(lines)
 

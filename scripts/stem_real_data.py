@@ -57,17 +57,30 @@ from evalprism.stem.trials import Z95, trial_run
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 FAMILIES = {
     "zeroeval": {
-        "Qwen2.5-Instruct": ["Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct"],
-        "Llama-3.1-Instruct": ["Meta-Llama-3.1-8B-Instruct", "Meta-Llama-3.1-70B-Instruct", "Llama-3.1-405B-Inst@sambanova"],
+        "Qwen2.5-Instruct": [
+            "Qwen2.5-3B-Instruct",
+            "Qwen2.5-7B-Instruct",
+            "Qwen2.5-32B-Instruct",
+            "Qwen2.5-72B-Instruct",
+        ],
+        "Llama-3.1-Instruct": [
+            "Meta-Llama-3.1-8B-Instruct",
+            "Meta-Llama-3.1-70B-Instruct",
+            "Llama-3.1-405B-Inst@sambanova",
+        ],
         "gemma-2-it": ["gemma-2-2b-it", "gemma-2-9b-it", "gemma-2-27b-it"],
     },
     "mmlu_pro": {"Llama-2": ["Llama-2-7b-hf", "Llama-2-13b-hf", "Llama-2-70b-hf"]},
 }
 BENCHMARKS = {"zeroeval": ["math-l5", "crux"], "mmlu_pro": ["mmlu_pro"]}
 METHODS = ("paper", "stratified", "irt", "random", "bayesian")
-LABELS = {"paper": "STEM paper rule", "random": "random sampling",
-          "stratified": "A: stratified by (benchmark x members right)",
-          "irt": "B: random sample + IRT difference estimator", "bayesian": "Bayesian interval posterior"}
+LABELS = {
+    "paper": "STEM paper rule",
+    "random": "random sampling",
+    "stratified": "A: stratified by (benchmark x members right)",
+    "irt": "B: random sample + IRT difference estimator",
+    "bayesian": "Bayesian interval posterior",
+}
 
 
 def copies_of(meta: pd.DataFrame, model: str) -> set[str]:
@@ -112,23 +125,39 @@ def locate_all(dataset: str, items: list[int], trials: int, seed: int, weighting
             started = time.perf_counter()
             fit = pool.irt_fit(exclude=model)
             for k in items:
-                run = trial_run(pool, target, k, trials, seed, weighting=weighting, method="auto", design="random").trials
+                run = trial_run(
+                    pool, target, k, trials, seed, weighting=weighting, method="auto", design="random"
+                ).trials
                 rows.append(_row(dataset, family, setting, pool, run, k, fit.info))
-            print(f"  {dataset} {family} {setting} {model}: truth {target.truth}, panel {pool.panel_size(model)}, "
-                  f"{time.perf_counter() - started:.1f} s", flush=True)
+            print(
+                f"  {dataset} {family} {setting} {model}: truth {target.truth}, panel {pool.panel_size(model)}, "
+                f"{time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
     return rows
 
 
 def _row(dataset, family, setting, pool, t, items, fit_info) -> dict:
-    row = {"dataset": dataset, "family": family, "setting": setting, "items": items,
-           "pool": " < ".join(pool.members["model"]), "model": t.model, "reference_score": round(t.reference_score, 3),
-           "true_position": t.truth, "members": pool.n, "panel_models": t.options["panel_models"],
-           "irt_fit_seconds": fit_info.get("seconds"), "trials": len(t.positions),
-           "_hits": {m: t.positions_of(m) == t.truth for m in t.methods},
-           "_errors": {m: np.abs(t.positions_of(m) - t.truth) for m in t.methods},
-           "_score_err": {m: t.scores[m] - t.reference_score for m in t.scores},
-           "_covered": {m: np.abs(t.scores[m] - t.reference_score) <= Z95 * t.standard_errors[m]
-                        for m in t.standard_errors}}
+    row = {
+        "dataset": dataset,
+        "family": family,
+        "setting": setting,
+        "items": items,
+        "pool": " < ".join(pool.members["model"]),
+        "model": t.model,
+        "reference_score": round(t.reference_score, 3),
+        "true_position": t.truth,
+        "members": pool.n,
+        "panel_models": t.options["panel_models"],
+        "irt_fit_seconds": fit_info.get("seconds"),
+        "trials": len(t.positions),
+        "_hits": {m: t.positions_of(m) == t.truth for m in t.methods},
+        "_errors": {m: np.abs(t.positions_of(m) - t.truth) for m in t.methods},
+        "_score_err": {m: t.scores[m] - t.reference_score for m in t.scores},
+        "_covered": {
+            m: np.abs(t.scores[m] - t.reference_score) <= Z95 * t.standard_errors[m] for m in t.standard_errors
+        },
+    }
     for m in t.methods:
         row[m] = t.accuracy(m)
     return row
@@ -144,7 +173,7 @@ def cell_stats(rows: list[dict]) -> dict:
         out[m] = float(np.mean([h.mean() for h in hits]))
         out[f"{m}_mae"] = float(np.mean([r["_errors"][m].mean() for r in rows]))
         if m != "random":
-            d = [h.astype(float) - r["_hits"]["random"] for h, r in zip(hits, rows)]
+            d = [h.astype(float) - r["_hits"]["random"] for h, r in zip(hits, rows, strict=True)]
             mean = float(np.mean([x.mean() for x in d]))
             se = np.sqrt(sum(x.var(ddof=1) / len(x) for x in d)) / m_count
             out[f"{m}_vs_random"] = mean
@@ -185,38 +214,66 @@ def tables(cells: pd.DataFrame, items: int, trials: int) -> str:
     overall = cells[cells["dataset"] == "all"].set_index("setting")
     per_cell = cells[cells["dataset"] != "all"]
     loo, other = overall.loc["leave-one-out"], overall.loc["other families"]
-    lines = [f"### {items} items, {trials:,} trials", "",
-             (f"| {items} items, {trials:,} trials | leave-one-out ({int(loo['models'])}) | other families "
-             f"({int(other['models'])}) | worst family cell | score RMSE (pp) |"), "|---|---|---|---|---|"]
+    lines = [
+        f"### {items} items, {trials:,} trials",
+        "",
+        (
+            f"| {items} items, {trials:,} trials | leave-one-out ({int(loo['models'])}) | other families "
+            f"({int(other['models'])}) | worst family cell | score RMSE (pp) |"
+        ),
+        "|---|---|---|---|---|",
+    ]
     for m in METHODS:
         rmse = f"{overall.loc['all', f'{m}_rmse']:.2f}" if f"{m}_rmse" in overall.columns else "-"
         lines.append(f"| {LABELS[m]} | {loo[m]:.3f} | {other[m]:.3f} | {per_cell[m].min():.3f} | {rmse} |")
-    lines += ["", "Difference to random sampling, paired 95% interval (accuracy; mean absolute position error):", "",
-              "| dataset | family | setting | models | " + " | ".join(f"{m} vs random" for m in
-                                                                     ("paper", "stratified", "irt")) + " |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Difference to random sampling, paired 95% interval (accuracy; mean absolute position error):",
+        "",
+        "| dataset | family | setting | models | "
+        + " | ".join(f"{m} vs random" for m in ("paper", "stratified", "irt"))
+        + " |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in cells.itertuples(index=False):
         r = r._asdict()
-        parts = [f"{r[m + '_vs_random']:+.3f} [{r[m + '_vs_random_low']:+.3f}, {r[m + '_vs_random_high']:+.3f}]"
-                 for m in ("paper", "stratified", "irt")]
+        parts = [
+            f"{r[m + '_vs_random']:+.3f} [{r[m + '_vs_random_low']:+.3f}, {r[m + '_vs_random_high']:+.3f}]"
+            for m in ("paper", "stratified", "irt")
+        ]
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['models']} | " + " | ".join(parts) + " |")
-    lines += ["", "| dataset | family | setting | " + " | ".join(f"MAE {m}" for m in METHODS) + " | A MAE vs random | "
-              "B MAE vs random |", "|---|---|---|" + "---|" * (len(METHODS) + 2)]
+    lines += [
+        "",
+        "| dataset | family | setting | " + " | ".join(f"MAE {m}" for m in METHODS) + " | A MAE vs random | "
+        "B MAE vs random |",
+        "|---|---|---|" + "---|" * (len(METHODS) + 2),
+    ]
     for r in cells.itertuples(index=False):
         r = r._asdict()
         maes = " | ".join(f"{r[m + '_mae']:.3f}" for m in METHODS)
-        diffs = " | ".join(f"{r[m + '_mae_vs_random']:+.3f} [{r[m + '_mae_vs_random_low']:+.3f}, "
-                           f"{r[m + '_mae_vs_random_high']:+.3f}]" for m in ("stratified", "irt"))
+        diffs = " | ".join(
+            f"{r[m + '_mae_vs_random']:+.3f} [{r[m + '_mae_vs_random_low']:+.3f}, {r[m + '_mae_vs_random_high']:+.3f}]"
+            for m in ("stratified", "irt")
+        )
         lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {maes} | {diffs} |")
-    lines += ["", "Score estimates: RMSE and mean error (pp) and the coverage of nominal 95% intervals:", "",
-              ("| dataset | family | setting | RMSE A | RMSE B | RMSE random | bias A | bias B | bias random | "
-              "coverage A | coverage B |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Score estimates: RMSE and mean error (pp) and the coverage of nominal 95% intervals:",
+        "",
+        (
+            "| dataset | family | setting | RMSE A | RMSE B | RMSE random | bias A | bias B | bias random | "
+            "coverage A | coverage B |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in cells.itertuples(index=False):
         r = r._asdict()
-        lines.append(f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['stratified_rmse']:.2f} | "
-                     f"{r['irt_rmse']:.2f} | {r['random_rmse']:.2f} | {r['stratified_bias']:+.2f} | "
-                     f"{r['irt_bias']:+.2f} | {r['random_bias']:+.2f} | {r['stratified_coverage']:.3f} | "
-                     f"{r['irt_coverage']:.3f} |")
+        lines.append(
+            f"| {r['dataset']} | {r['family']} | {r['setting']} | {r['stratified_rmse']:.2f} | "
+            f"{r['irt_rmse']:.2f} | {r['random_rmse']:.2f} | {r['stratified_bias']:+.2f} | "
+            f"{r['irt_bias']:+.2f} | {r['random_bias']:+.2f} | {r['stratified_coverage']:.3f} | "
+            f"{r['irt_coverage']:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -227,8 +284,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--datasets", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    parser.add_argument("--weighting", choices=["balanced", "stratified"], default="balanced",
-                        help="the paper rule's decision: TI levels equal (paper) or by their pool size")
+    parser.add_argument(
+        "--weighting",
+        choices=["balanced", "stratified"],
+        default="balanced",
+        help="the paper rule's decision: TI levels equal (paper) or by their pool size",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     rows = []

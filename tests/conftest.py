@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from helpers import small_responses
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the suite must never reach a model hub

@@ -57,9 +57,16 @@ def small_responses() -> pd.DataFrame:
     Setting (q3, bad, 1.0) has only 3 responses, the others 5: unequal ECDF sizes.
     """
     questions = {
-        "q1": (["Paris"], ["Paris", "Paris.", "Lyon", "Paris", "Paris"], ["Berlin", "Rome", "Madrid", "banana", "Berlin"]),
-        "q2": (["Mount Fuji"], ["Mount Fuji", "Fuji", "Mount Fuji", "Mount Fuji,", "Mount Fuji"],
-               ["computer", "Yari-ga-take", "computer", "a river", "computer"]),
+        "q1": (
+            ["Paris"],
+            ["Paris", "Paris.", "Lyon", "Paris", "Paris"],
+            ["Berlin", "Rome", "Madrid", "banana", "Berlin"],
+        ),
+        "q2": (
+            ["Mount Fuji"],
+            ["Mount Fuji", "Fuji", "Mount Fuji", "Mount Fuji,", "Mount Fuji"],
+            ["computer", "Yari-ga-take", "computer", "a river", "computer"],
+        ),
         "q3": (["2003"], ["2003", "2003", "2003;", "2004", "2003"], ["1999", "tomato", "1999", "1999", "1999"]),
     }
     rows = []
@@ -68,10 +75,18 @@ def small_responses() -> pd.DataFrame:
             for model, answers in (("good", good), ("bad", bad)):
                 if q == "q3" and model == "bad" and temp == "1.0":
                     answers = answers[:3]
-                for i, a in enumerate(answers):
-                    rows.append({"question_id": q, "model": model, "temperature": temp, "response": a,
-                                 "references": json.dumps(refs), "group": "geo" if q != "q3" else "time",
-                                 "note": f"{q}-{model}"})
+                for _i, a in enumerate(answers):
+                    rows.append(
+                        {
+                            "question_id": q,
+                            "model": model,
+                            "temperature": temp,
+                            "response": a,
+                            "references": json.dumps(refs),
+                            "group": "geo" if q != "q3" else "time",
+                            "note": f"{q}-{model}",
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -105,7 +120,7 @@ class FillingDisk:
         if not self.full:
             return self.file.write(data)
         if self.room:
-            written = self.file.write(bytes(data[:self.room]))
+            written = self.file.write(bytes(data[: self.room]))
             self.room -= written
             return written
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -22,9 +22,13 @@ def irrcac_gwet(a, b, categories, N=np.inf, confidence=0.95) -> dict:
 
 
 def assert_matches_irrcac(a, b, categories, **kw) -> None:
-    ours = gwet_ac1(a, b, categories=categories,
-                    **({"population_size": kw["N"]} if "N" in kw else {}),
-                    **({"confidence": kw["confidence"]} if "confidence" in kw else {}))
+    ours = gwet_ac1(
+        a,
+        b,
+        categories=categories,
+        **({"population_size": kw["N"]} if "N" in kw else {}),
+        **({"confidence": kw["confidence"]} if "confidence" in kw else {}),
+    )
     ref = irrcac_gwet(a, b, categories, **kw)
     assert ours.value == pytest.approx(ref["coefficient_value"], abs=TOL)
     assert ours.pa == pytest.approx(ref["pa"], abs=TOL)
@@ -35,7 +39,9 @@ def assert_matches_irrcac(a, b, categories, **kw) -> None:
     assert ours.ci[1] == pytest.approx(ref["confidence_interval"][1], abs=TOL)
 
 
-def random_table(rng: np.random.Generator, n: int, q: int, agree: float, missing: float) -> tuple[np.ndarray, np.ndarray]:
+def random_table(
+    rng: np.random.Generator, n: int, q: int, agree: float, missing: float
+) -> tuple[np.ndarray, np.ndarray]:
     a = rng.integers(0, q, n).astype(float)
     b = np.where(rng.random(n) < agree, a, rng.integers(0, q, n)).astype(float)
     a[rng.random(n) < missing] = np.nan
@@ -146,8 +152,10 @@ def test_grouped_kernel_equals_one_call_per_group() -> None:
         one = gwet_ac1(a[sel], b[sel], categories=[0.0, 1.0])
         assert res.ac1[g] == pytest.approx(one.value, abs=TOL, nan_ok=True)
         assert res.se[g] == pytest.approx(one.se, abs=TOL, nan_ok=True)
-        assert (res.lo[g], res.hi[g]) == (pytest.approx(one.ci[0], abs=TOL, nan_ok=True),
-                                          pytest.approx(one.ci[1], abs=TOL, nan_ok=True))
+        assert (res.lo[g], res.hi[g]) == (
+            pytest.approx(one.ci[0], abs=TOL, nan_ok=True),
+            pytest.approx(one.ci[1], abs=TOL, nan_ok=True),
+        )
         assert res.kappa[g] == pytest.approx(cohen_kappa(a[sel], b[sel], [0.0, 1.0]), abs=TOL, nan_ok=True)
         if sel.sum() >= 2:
             assert_matches_irrcac(a[sel], b[sel], categories=[0.0, 1.0])

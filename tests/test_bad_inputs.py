@@ -25,13 +25,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import HANG_LIMIT_S, run_cli, small_responses
 
 pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
 
 
 # ------------------------------------------------------------------------------------------ inputs
+
 
 @pytest.fixture(scope="session")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -48,10 +48,15 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     battles.to_json(root / "battles.jsonl", orient="records", lines=True)
     train_model(battles, TrainOptions(seed=0), progress=False).save(root / "model")
     # an interrupted run's checkpoint directory (a run that is never saved keeps it)
-    train_model(battles, TrainOptions(fit="adamw", max_epochs=1, seed=0), checkpoint_dir=root / "interrupted.checkpoint",
-              progress=False)
+    train_model(
+        battles,
+        TrainOptions(fit="adamw", max_epochs=1, seed=0),
+        checkpoint_dir=root / "interrupted.checkpoint",
+        progress=False,
+    )
     pd.DataFrame({"prompt": ["Write a haiku about rain.", "Compute 17 * 23.", "Fix this Python loop."]}).to_csv(
-        root / "prompts.csv", index=False)
+        root / "prompts.csv", index=False
+    )
     pd.DataFrame({"model": MODELS, "cost": [0.2, 0.4, 1.0, 3.0]}).to_csv(root / "costs.csv", index=False)
     small_responses().to_csv(root / "responses.csv", index=False)
     correctness, meta = simulate_family(n_items=400, seed=0)
@@ -59,8 +64,11 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     meta.to_csv(root / "models.csv", index=False)
     build_pool(correctness, meta, family="toy").save(root / "pool")
     simulate_judgments(n_queries=12, docs_per_genre=7, noise=0.03, seed=0).to_csv(root / "judgments.csv", index=False)
-    (root / "serve.yaml").write_text("models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\n"
-                                     "  calc-13b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.4}\n", encoding="utf-8")
+    (root / "serve.yaml").write_text(
+        "models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\n"
+        "  calc-13b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.4}\n",
+        encoding="utf-8",
+    )
     return root
 
 
@@ -76,11 +84,19 @@ def snapshot(root: Path) -> dict[str, str]:
 def evalprism(args: list[str], cwd: Path, timeout: float = HANG_LIMIT_S) -> subprocess.CompletedProcess[str]:
     """The real console entry point in its own process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "evalprism.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "evalprism.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 # ------------------------------------------------------------------------------------------ helpers that break inputs
+
 
 def reencode(path: Path, encoding: str) -> None:
     path.write_bytes(path.read_text(encoding="utf-8").encode(encoding))
@@ -169,50 +185,68 @@ def _enc_evaluate_bad_jsonl(w: Path):
     lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
     lines[2] = lines[2].replace('"model_a":', '"model_a" ', 1)  # line 3: a missing colon
     (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 3, column", "JSON"]
+    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], [
+        "battles.jsonl",
+        "line 3, column",
+        "JSON",
+    ]
 
 
 def _enc_leaderboard_latin1_txt(w: Path):
     (w / "prompts.txt").write_bytes("Write a haiku.\nCompute 2+2.\nRésumé of a café owner.\n".encode("latin-1"))
-    return (["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"],
-            ["prompts.txt", "line 3, column 2", "UTF-8"])
+    return (
+        ["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"],
+        ["prompts.txt", "line 3, column 2", "UTF-8"],
+    )
 
 
 def _enc_route_misspelled_cost(w: Path):
     text = (w / "costs.csv").read_text(encoding="utf-8").replace("calc-13b", "calc-13", 1)
     (w / "costs.csv").write_text(text, encoding="utf-8")
-    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-            ["costs.csv", "line 3", "column 'model'", "calc-13"])
+    return (
+        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+        ["costs.csv", "line 3", "column 'model'", "calc-13"],
+    )
 
 
 def _enc_route_utf16_costs(w: Path):
     reencode(w / "costs.csv", "utf-16-le")
-    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-            ["costs.csv", "UTF-16"])
+    return (
+        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+        ["costs.csv", "UTF-16"],
+    )
 
 
 def _enc_stem_pool_latin1(w: Path):
     put_text_on_line(w / "correctness.csv", 40, "modèle")
-    return (["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-            ["correctness.csv", "line 40, column", "UTF-8"])
+    return (
+        ["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
+        ["correctness.csv", "line 40, column", "UTF-8"],
+    )
 
 
 def _enc_stem_locate_utf16(w: Path):
     reencode(w / "correctness.csv", "utf-16-le")
-    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-            ["correctness.csv", "UTF-16"])
+    return (
+        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+        ["correctness.csv", "UTF-16"],
+    )
 
 
 def _enc_stem_audit_binary(w: Path):
     (w / "models.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200))
-    return (["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-            ["models.csv", "binary"])
+    return (
+        ["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
+        ["models.csv", "binary"],
+    )
 
 
 def _enc_judges_latin1(w: Path):
     put_text_on_line(w / "judgments.csv", 5, "naïve")
-    return (["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"],
-            ["judgments.csv", "line 5, column", "UTF-8"])
+    return (
+        ["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"],
+        ["judgments.csv", "line 5, column", "UTF-8"],
+    )
 
 
 def _enc_judges_qrels_latin1(w: Path):
@@ -220,9 +254,27 @@ def _enc_judges_qrels_latin1(w: Path):
     (w / "llm.qrels").write_bytes("1 0 d1 2\n1 0 d2 \xe9\n".encode("latin-1"))
     (w / "topics.tsv").write_text("1\twhat is rain\n", encoding="utf-8")
     (w / "passages.tsv").write_text("d1\train falls\nd2\tsun shines\n", encoding="utf-8")
-    return (["judges", "--qrels", "human=human.qrels", "--qrels", "llm=llm.qrels", "--topics", "topics.tsv",
-             "--passages", "passages.tsv", "--human", "human", "--llm", "llm", "--out", "out", "-q"],
-            ["llm.qrels", "line 2, column 8", "UTF-8"])
+    return (
+        [
+            "judges",
+            "--qrels",
+            "human=human.qrels",
+            "--qrels",
+            "llm=llm.qrels",
+            "--topics",
+            "topics.tsv",
+            "--passages",
+            "passages.tsv",
+            "--human",
+            "human",
+            "--llm",
+            "llm",
+            "--out",
+            "out",
+            "-q",
+        ],
+        ["llm.qrels", "line 2, column 8", "UTF-8"],
+    )
 
 
 def _enc_serve_latin1(w: Path):
@@ -234,20 +286,26 @@ def _enc_serve_latin1(w: Path):
 def _dir_leaderboard_truncated_head(w: Path):
     head = w / "model" / "head.safetensors"
     head.write_bytes(head.read_bytes()[:100])
-    return (["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-            ["not a valid evalprism model directory", "head.safetensors"])
+    return (
+        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
+        ["not a valid evalprism model directory", "head.safetensors"],
+    )
 
 
 def _dir_evaluate_empty_head(w: Path):
     (w / "model" / "head.safetensors").write_bytes(b"")
-    return (["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"],
-            ["not a valid evalprism model directory", "head.safetensors"])
+    return (
+        ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"],
+        ["not a valid evalprism model directory", "head.safetensors"],
+    )
 
 
 def _dir_route_broken_marginal(w: Path):
     (w / "model" / "marginal.csv").write_text('model,coef\n"poet-7b,0.3\n', encoding="utf-8")
-    return (["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-            ["not a valid evalprism model directory", "marginal.csv"])
+    return (
+        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
+        ["not a valid evalprism model directory", "marginal.csv"],
+    )
 
 
 def _dir_serve_broken_config(w: Path):
@@ -260,35 +318,45 @@ def _dir_leaderboard_newer_model_format(w: Path):
     assert config["evalprism"]["format"] == 1  # what this evalprism writes
     config["evalprism"] = {"version": "9.0.0", "format": 2}  # a model from a newer evalprism
     (w / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return (["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-            ["model", "written by evalprism 9.0.0 in model format 2", "reads formats up to 1", "upgrade evalprism"])
+    return (
+        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
+        ["model", "written by evalprism 9.0.0 in model format 2", "reads formats up to 1", "upgrade evalprism"],
+    )
 
 
 def _dir_train_corrupt_checkpoint(w: Path):
     checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
-    return (["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
-            ["checkpoint.pt", "not a valid evalprism checkpoint"])
+    return (
+        ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
+        ["checkpoint.pt", "not a valid evalprism checkpoint"],
+    )
 
 
 def _dir_locate_string_params(w: Path):
     models = pd.read_csv(w / "pool" / "models.csv")
     models["params"] = models["params"].astype(str) + " billion"
     models.to_csv(w / "pool" / "models.csv", index=False)
-    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-            ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"])
+    return (
+        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+        ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"],
+    )
 
 
 def _dir_locate_missing_params(w: Path):
     pd.read_csv(w / "pool" / "models.csv").drop(columns=["params"]).to_csv(w / "pool" / "models.csv", index=False)
-    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-            ["not a valid evalprism pool directory", "models.csv", "'params'"])
+    return (
+        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+        ["not a valid evalprism pool directory", "models.csv", "'params'"],
+    )
 
 
 def _dir_locate_broken_run_json(w: Path):
     (w / "pool" / "run.json").write_text('{"family": "toy", ', encoding="utf-8")
-    return (["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-            ["not a valid evalprism pool directory", "run.json"])
+    return (
+        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
+        ["not a valid evalprism pool directory", "run.json"],
+    )
 
 
 def _data_fit_all_ties(w: Path):
@@ -308,39 +376,50 @@ def _data_train_all_ties(w: Path):
 
 def _data_fit_nested_model(w: Path):
     set_json_field(w / "battles.jsonl", 4, "model_a", {"name": "poet-7b", "version": 2})
-    return (["p2l", "fit", "battles.jsonl", "--out", "out", "-q"],
-            ["battles.jsonl", "row 4, column 'model_a'", "JSON object"])
+    return (
+        ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"],
+        ["battles.jsonl", "row 4, column 'model_a'", "JSON object"],
+    )
 
 
 def _data_leaderboard_nested_prompt(w: Path):
-    (w / "prompts.jsonl").write_text('{"prompt": "Write a haiku."}\n{"prompt": {"role": "user", "content": "Hi"}}\n',
-                                     encoding="utf-8")
-    return (["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"],
-            ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"])
+    (w / "prompts.jsonl").write_text(
+        '{"prompt": "Write a haiku."}\n{"prompt": {"role": "user", "content": "Hi"}}\n', encoding="utf-8"
+    )
+    return (
+        ["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"],
+        ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"],
+    )
 
 
 def _data_judges_nested_query(w: Path):
     table = pd.read_csv(w / "judgments.csv")
     table.to_json(w / "judgments.jsonl", orient="records", lines=True)
     set_json_field(w / "judgments.jsonl", 3, "query", {"text": "what is rain", "lang": "en"})
-    return (["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"],
-            ["judgments.jsonl", "row 3, column 'query'", "JSON object"])
+    return (
+        ["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"],
+        ["judgments.jsonl", "row 3, column 'query'", "JSON object"],
+    )
 
 
 def _data_stem_pool_nested_model(w: Path):
     table = pd.read_csv(w / "correctness.csv")
     table.to_json(w / "correctness.jsonl", orient="records", lines=True)
     set_json_field(w / "correctness.jsonl", 2, "model", {"name": "toy-1b"})
-    return (["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-            ["correctness.jsonl", "row 2, column 'model'", "JSON object"])
+    return (
+        ["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
+        ["correctness.jsonl", "row 2, column 'model'", "JSON object"],
+    )
 
 
 def _data_stem_audit_list_score(w: Path):
     table = pd.read_csv(w / "correctness.csv")
     table.to_json(w / "correctness.jsonl", orient="records", lines=True)
     set_json_field(w / "correctness.jsonl", 5, "score", [1])
-    return (["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-            ["correctness.jsonl", "row 5, column 'score'", "list"])
+    return (
+        ["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
+        ["correctness.jsonl", "row 5, column 'score'", "list"],
+    )
 
 
 def _data_ecdf_list_score(w: Path):
@@ -355,8 +434,10 @@ def _opt_train_negative_lr(w: Path):
 
 
 def _opt_train_epochs_with_ridge(w: Path):
-    return (["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"],
-            ["--epochs applies to the epoch loop", "fit 'adamw'"])
+    return (
+        ["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"],
+        ["--epochs applies to the epoch loop", "fit 'adamw'"],
+    )
 
 
 def _opt_train_nan_lr(w: Path):
@@ -368,26 +449,32 @@ def _opt_judges_nan_tau(w: Path):
 
 
 def _opt_judges_components(w: Path):
-    return (["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
-            ["--components 400", "the embedding dimension 384"])  # 420 pairs allow 419
+    return (
+        ["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
+        ["--components 400", "the embedding dimension 384"],
+    )  # 420 pairs allow 419
 
 
 def _opt_serve_log_level(w: Path):
-    return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"],
-            ["--log-level", "bogus", "debug"])
+    return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"], ["--log-level", "bogus", "debug"])
 
 
 def _opt_serve_decision_log(w: Path):
-    return (["serve", "model", "--config", "serve.yaml", "--decision-log", "prompts.csv/decisions.jsonl"],
-            ["decision log", "prompts.csv/decisions.jsonl"])
+    return (
+        ["serve", "model", "--config", "serve.yaml", "--decision-log", "prompts.csv/decisions.jsonl"],
+        ["decision log", "prompts.csv/decisions.jsonl"],
+    )
 
 
 def _scale_ecdf_100k(w: Path):
     # 100,000 settings cluster without the n x n matrix (evalprism.stats.clara), but exact PAM needs it
     n = 100_000
     pd.DataFrame({"question_id": np.arange(n), "score": np.linspace(0, 1, n)}).to_csv(w / "big.csv", index=False)
-    return ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"], ["100000 x 100000", "--method 'pam'",
-                                                                          "fasterpam"]
+    return ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"], [
+        "100000 x 100000",
+        "--method 'pam'",
+        "fasterpam",
+    ]
 
 
 CASES = [
@@ -448,13 +535,14 @@ def test_bad_input_is_one_message_and_no_change(case: Case, base: Path, tmp_path
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr
-    message = err[err.index(errors[0][:40]):]
+    message = err[err.index(errors[0][:40]) :]
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in: {message}"
     assert snapshot(work) == before
 
 
 # ------------------------------------------------------------------------------------------ separation
+
 
 def test_separation_of_a_planted_win_graph() -> None:
     """Core 0-1-2-3 (a cycle of wins), 4 beat 0 (never lost), 5 lost to 3 (never won), 6 beat only 5
@@ -480,8 +568,9 @@ def test_separation_of_a_planted_win_graph() -> None:
 def test_fit_reports_a_model_that_never_loses_as_not_identified(tmp_path: Path) -> None:
     """x beat y 3 times and lost once (BT: θx - θy = log 3 in closed form); d beat both and never lost."""
     rows = [("x", "y", "model_a")] * 3 + [("x", "y", "model_b")] + [("d", "x", "model_a"), ("y", "d", "model_b")] * 2
-    pd.DataFrame([{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w} for i, (a, b, w) in enumerate(rows)]
-                 ).to_json(tmp_path / "battles.jsonl", orient="records", lines=True)
+    pd.DataFrame(
+        [{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w} for i, (a, b, w) in enumerate(rows)]
+    ).to_json(tmp_path / "battles.jsonl", orient="records", lines=True)
     proc = evalprism(["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "warning" in proc.stderr and "d never lost" in " ".join(proc.stderr.split())
@@ -495,6 +584,7 @@ def test_fit_reports_a_model_that_never_loses_as_not_identified(tmp_path: Path) 
 
 
 # ------------------------------------------------------------------------------------------ what is not an error
+
 
 def test_text_with_a_byte_order_mark_is_read_as_utf8_would_be(tmp_path: Path) -> None:
     """UTF-16 and UTF-8 with a byte-order mark are unambiguous: tables and the router config read the same."""
@@ -515,11 +605,12 @@ def test_text_with_a_byte_order_mark_is_read_as_utf8_would_be(tmp_path: Path) ->
 
 # ------------------------------------------------------------------------------------------ p2l route: costs and budget
 
+
 class TestRouteCostsAndBudget:
     """`p2l route` checks its costs and budget against the model list before loading the encoder, and
     says plainly when no routed model has a price; arena-catalog price lists are read as costs."""
 
-    MODELS = [f"model-{c}" for c in "abcdefghij"]  # ten: more than a message lists
+    MODELS: ClassVar[list[str]] = [f"model-{c}" for c in "abcdefghij"]  # ten: more than a message lists
 
     def _model_dir(self, tmp_path: Path) -> Path:
         """A valid model directory whose backbone cannot load: any check that runs after loading it
@@ -531,22 +622,42 @@ class TestRouteCostsAndBudget:
         if directory.is_dir():
             return directory
         directory.mkdir()
-        (directory / "config.json").write_text(json.dumps(
-            {"models": self.MODELS, "loss": "bt", "backbone": {"spec": f"st:{tmp_path / 'no-such-encoder'}"}}))
-        save_file({"linear.weight": torch.zeros(len(self.MODELS), 4), "linear.bias": torch.zeros(len(self.MODELS))},
-                  str(directory / "head.safetensors"))
+        (directory / "config.json").write_text(
+            json.dumps(
+                {"models": self.MODELS, "loss": "bt", "backbone": {"spec": f"st:{tmp_path / 'no-such-encoder'}"}}
+            )
+        )
+        save_file(
+            {"linear.weight": torch.zeros(len(self.MODELS), 4), "linear.bias": torch.zeros(len(self.MODELS))},
+            str(directory / "head.safetensors"),
+        )
         (tmp_path / "prompts.txt").write_text("Write a haiku.\nWhat is 2 + 2?\n")
         return directory
 
     def _route(self, tmp_path: Path, costs: Path, capsys, *extra: str) -> tuple[int, str]:
         from helpers import run_cli
 
-        code, _, err = run_cli(["p2l", "route", self._model_dir(tmp_path), tmp_path / "prompts.txt", "--costs", costs,
-                                "--out", tmp_path / "out", "-q", *extra], capsys)
+        code, _, err = run_cli(
+            [
+                "p2l",
+                "route",
+                self._model_dir(tmp_path),
+                tmp_path / "prompts.txt",
+                "--costs",
+                costs,
+                "--out",
+                tmp_path / "out",
+                "-q",
+                *extra,
+            ],
+            capsys,
+        )
         return code, " ".join(err.split())
 
     def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
-        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(tmp_path / "c.csv", index=False)
+        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(
+            tmp_path / "c.csv", index=False
+        )
         code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
         assert code == 2
         assert "no routed model has a cost" in err
@@ -557,11 +668,27 @@ class TestRouteCostsAndBudget:
     def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
         from helpers import run_cli
 
-        battles = pd.DataFrame({"prompt": ["Write a haiku.", "What is 2 + 2?"], "model_a": ["model-a", "model-b"],
-                                "model_b": ["model-b", "gpt-9"], "winner": ["model_a", "model_b"]})
+        battles = pd.DataFrame(
+            {
+                "prompt": ["Write a haiku.", "What is 2 + 2?"],
+                "model_a": ["model-a", "model-b"],
+                "model_b": ["model-b", "gpt-9"],
+                "winner": ["model_a", "model_b"],
+            }
+        )
         battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
-        code, _, err = run_cli(["p2l", "evaluate", self._model_dir(tmp_path), tmp_path / "held_out.jsonl", "--out",
-                                tmp_path / "out", "-q"], capsys)
+        code, _, err = run_cli(
+            [
+                "p2l",
+                "evaluate",
+                self._model_dir(tmp_path),
+                tmp_path / "held_out.jsonl",
+                "--out",
+                tmp_path / "out",
+                "-q",
+            ],
+            capsys,
+        )
         err = " ".join(err.split())
         assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
         assert not (tmp_path / "out").exists()
@@ -585,20 +712,33 @@ class TestRouteCostsAndBudget:
     def test_arena_catalog_prices_are_costs(self, tmp_path: Path) -> None:
         from evalprism.io import read_costs
 
-        pd.DataFrame({"model_api_name": ["m1", "m2", "m3"], "input_usd_per_1M": ["1", "", "0.5"],
-                      "output_usd_per_1M": ["4", "", "2"]}).to_csv(tmp_path / "prices.csv", index=False)
+        pd.DataFrame(
+            {
+                "model_api_name": ["m1", "m2", "m3"],
+                "input_usd_per_1M": ["1", "", "0.5"],
+                "output_usd_per_1M": ["4", "", "2"],
+            }
+        ).to_csv(tmp_path / "prices.csv", index=False)
         costs = read_costs(tmp_path / "prices.csv")
         assert dict(costs) == {"m1": 4.0, "m3": 2.0} and costs.column == "output_usd_per_1M" and costs.unpriced == 1
         assert costs.locations["m3"] == "row 3 (line 4)"
         assert dict(read_costs(tmp_path / "prices.csv", "input_usd_per_1M")) == {"m1": 1.0, "m3": 0.5}
-        (tmp_path / "scatter.json").write_text(json.dumps([
-            {"name": "M1", "model_api_name": "m1", "input_token_price": "2.5", "output_token_price": "10"},
-            {"name": "M2", "model_api_name": "m2", "input_token_price": "0.15", "output_token_price": "0.6"}]))
+        (tmp_path / "scatter.json").write_text(
+            json.dumps(
+                [
+                    {"name": "M1", "model_api_name": "m1", "input_token_price": "2.5", "output_token_price": "10"},
+                    {"name": "M2", "model_api_name": "m2", "input_token_price": "0.15", "output_token_price": "0.6"},
+                ]
+            )
+        )
         assert dict(read_costs(tmp_path / "scatter.json")) == {"m1": 10.0, "m2": 0.6}
+
+
 # ------------------------------------------------------------------------- issue 25: the input sweep
 # Each class is one kind of bad input the sweep found ending in a traceback, accepted silently or
 # hanging. They run the console entry point in-process (helpers.run_cli) on inputs built in tmp_path;
 # the FIFO case runs in its own process, so that a regression fails on the timeout instead of hanging.
+
 
 def _refused(args: list[str], capsys: pytest.CaptureFixture[str], root: Path, *fragments: str) -> str:
     """Run the CLI; assert exit 2, one error line holding every fragment, no traceback, and nothing
@@ -609,7 +749,7 @@ def _refused(args: list[str], capsys: pytest.CaptureFixture[str], root: Path, *f
     code, _, err = run_cli(args, capsys)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
-    message = " ".join(err[err.index("error:"):].split())
+    message = " ".join(err[err.index("error:") :].split())
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in: {message}"
     assert _snapshot(root) == before
@@ -647,7 +787,7 @@ def _family(root: Path) -> tuple[Path, Path]:
 def _with_bytes_at_line(path: Path, line: int, column: int, data: bytes) -> None:
     """Insert ``data`` in 1-based ``line`` before 1-based ``column``."""
     lines = path.read_bytes().split(b"\n")
-    lines[line - 1] = lines[line - 1][: column - 1] + data + lines[line - 1][column - 1:]
+    lines[line - 1] = lines[line - 1][: column - 1] + data + lines[line - 1][column - 1 :]
     path.write_bytes(b"\n".join(lines))
 
 
@@ -659,8 +799,9 @@ def cache_first_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("cache-first-run")
     small_responses().to_csv(root / "responses.csv", index=False)
-    analyze(read_table(root / "responses.csv"), by=["model"], cache_dir=str(root / "cache"),
-            progress=False).save(root / "clean")
+    analyze(read_table(root / "responses.csv"), by=["model"], cache_dir=str(root / "cache"), progress=False).save(
+        root / "clean"
+    )
     return root
 
 
@@ -674,8 +815,9 @@ class TestCorruptEmbeddingCache:
         return tmp_path, tmp_path / "cache" / "embeddings.sqlite", (tmp_path / "clean" / "settings.csv").read_bytes()
 
     @pytest.mark.parametrize("damage", ["short-blob", "other-dimension", "nan"])
-    def test_bad_entries_are_recomputed(self, clean: tuple[Path, Path, bytes], damage: str,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def test_bad_entries_are_recomputed(
+        self, clean: tuple[Path, Path, bytes], damage: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         import sqlite3
 
         from helpers import run_cli
@@ -684,12 +826,17 @@ class TestCorruptEmbeddingCache:
         with sqlite3.connect(db_path) as db:
             keys = [k for (k,) in db.execute("SELECT key FROM emb")]
             for key in keys:
-                vec = {"short-blob": np.zeros(20, np.float32), "other-dimension": np.ones(16, np.float32) / 4,
-                       "nan": np.full(384, np.nan, np.float32)}[damage]
+                vec = {
+                    "short-blob": np.zeros(20, np.float32),
+                    "other-dimension": np.ones(16, np.float32) / 4,
+                    "nan": np.full(384, np.nan, np.float32),
+                }[damage]
                 dim = 384 if damage == "short-blob" else len(vec)
                 db.execute("UPDATE emb SET dim = ?, vec = ? WHERE key = ?", (dim, vec.tobytes(), key))
-        code, _, err = run_cli(["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model",
-                                "--cache-dir", root / "cache"], capsys)
+        code, _, err = run_cli(
+            ["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model", "--cache-dir", root / "cache"],
+            capsys,
+        )
         assert code == 0 and "Traceback" not in err, err
         assert f"{len(keys)} cached vector(s)" in " ".join(err.split()) and "recomputing them" in err
         assert (root / "again" / "settings.csv").read_bytes() == expected
@@ -698,7 +845,8 @@ class TestCorruptEmbeddingCache:
 
     @pytest.mark.parametrize("damage", ["garbage-file", "other-schema", "garbage-page"])
     def test_a_file_that_is_not_our_readable_cache_is_refused_and_kept(
-            self, clean: tuple[Path, Path, bytes], damage: str, capsys: pytest.CaptureFixture[str]) -> None:
+        self, clean: tuple[Path, Path, bytes], damage: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         import sqlite3
 
         root, db_path, _ = clean
@@ -716,15 +864,21 @@ class TestCorruptEmbeddingCache:
             data = bytearray(db_path.read_bytes())
             page = int.from_bytes(data[16:18], "big")
             assert len(data) >= 3 * page
-            data[page: 3 * page] = b"\xde\xad\xbe\xef" * (page // 2)
+            data[page : 3 * page] = b"\xde\xad\xbe\xef" * (page // 2)
             db_path.write_bytes(bytes(data))
             why = "malformed"
         for leftover in root.glob("cache/embeddings.sqlite-*"):
             leftover.unlink()
         damaged = db_path.read_bytes()
         # SQLite itself may add an empty -wal beside a WAL database it opens: the file is what must not change
-        _refused(["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model", "--cache-dir",
-                  root / "cache"], capsys, root / "clean", f"embedding cache {db_path}", why, "leaves it as it is")
+        _refused(
+            ["ecdf", root / "responses.csv", "--out", root / "again", "--by", "model", "--cache-dir", root / "cache"],
+            capsys,
+            root / "clean",
+            f"embedding cache {db_path}",
+            why,
+            "leaves it as it is",
+        )
         assert db_path.read_bytes() == damaged and not (root / "again").exists()
 
     def test_non_finite_encoder_output_is_refused_before_caching(self) -> None:
@@ -734,8 +888,11 @@ class TestCorruptEmbeddingCache:
         vectors = np.ones((3, 4), np.float32)
         check_finite(vectors, ["a", "b", "c"], "minilm")
         vectors[1, 2] = np.nan
-        with pytest.raises(EvalprismError, match=r"encoder minilm: produced non-finite vectors for 1 of 3 texts "
-                                                 r"\(the first: 'b'\)"):
+        with pytest.raises(
+            EvalprismError,
+            match=r"encoder minilm: produced non-finite vectors for 1 of 3 texts "
+            r"\(the first: 'b'\)",
+        ):
             check_finite(vectors, ["a", "b", "c"], "minilm")
 
 
@@ -748,8 +905,12 @@ class TestSymlinkLoop:
         (tmp_path / name).symlink_to(tmp_path / ("other" + Path(name).suffix))
         (tmp_path / ("other" + Path(name).suffix)).symlink_to(tmp_path / name)
         extra = ["--by", "model"] if command == "ecdf" else []
-        _refused([*command.split(), tmp_path / name, "--out", tmp_path / "out", *extra], capsys, tmp_path,
-                 f"{tmp_path / name}: is a loop of symbolic links, expected a file")
+        _refused(
+            [*command.split(), tmp_path / name, "--out", tmp_path / "out", *extra],
+            capsys,
+            tmp_path,
+            f"{tmp_path / name}: is a loop of symbolic links, expected a file",
+        )
 
 
 class TestDuplicateColumnNames:
@@ -770,12 +931,19 @@ class TestDuplicateColumnNames:
         copied = {"ecdf": "model", "judges": "human"}.get(command, "winner")
         at = columns.index(copied)
         path = tmp_path / "input.csv"
-        table.to_csv(path, index=False, header=columns[:at + 1] + [copied] + columns[at + 2:])
-        args = {"ecdf": ["ecdf", path, "--by", "model"], "p2l fit": ["p2l", "fit", path],
-                "p2l evaluate": ["p2l", "evaluate", tmp_path / "model", path],  # the battles are read first
-                "judges": ["judges", path, "--human", "human", "--llm", "llm_strict"]}[command]
-        _refused([*args, "--out", tmp_path / "out"], capsys, tmp_path,
-                 f"{path}: line 1 (the header): the column name '{copied}' appears 2 times (columns {at + 1}, {at + 2})")
+        table.to_csv(path, index=False, header=[*columns[: at + 1], copied, *columns[at + 2 :]])
+        args = {
+            "ecdf": ["ecdf", path, "--by", "model"],
+            "p2l fit": ["p2l", "fit", path],
+            "p2l evaluate": ["p2l", "evaluate", tmp_path / "model", path],  # the battles are read first
+            "judges": ["judges", path, "--human", "human", "--llm", "llm_strict"],
+        }[command]
+        _refused(
+            [*args, "--out", tmp_path / "out"],
+            capsys,
+            tmp_path,
+            f"{path}: line 1 (the header): the column name '{copied}' appears 2 times (columns {at + 1}, {at + 2})",
+        )
 
 
 class TestLateNulByte:
@@ -801,8 +969,9 @@ class TestLateNulByte:
         lines = path.read_bytes().count(b"\n")
         assert path.stat().st_size > 70_000, "the NUL must lie past the 64 KB head"
         _with_bytes_at_line(path, lines - 2, 4, b"\x00")
-        _refused([*args, "--out", tmp_path / "out"], capsys, tmp_path,
-                 f"{path}: line {lines - 2}, column 4: a NUL byte")
+        _refused(
+            [*args, "--out", tmp_path / "out"], capsys, tmp_path, f"{path}: line {lines - 2}, column 4: a NUL byte"
+        )
 
 
 class TestAbsurdScores:
@@ -813,8 +982,12 @@ class TestAbsurdScores:
         table["score"] = np.where(table.index % 2 == 0, 1e308, 0.0)
         table.loc[0, "score"] = 0.5
         table.to_csv(tmp_path / "r.csv", index=False)
-        _refused(["ecdf", tmp_path / "r.csv", "--by", "model", "--out", tmp_path / "out"], capsys, tmp_path,
-                 "r.csv: row 3, column 'score': expected a number between -1e+12 and 1e+12, got '1e+308'")
+        _refused(
+            ["ecdf", tmp_path / "r.csv", "--by", "model", "--out", tmp_path / "out"],
+            capsys,
+            tmp_path,
+            "r.csv: row 3, column 'score': expected a number between -1e+12 and 1e+12, got '1e+308'",
+        )
 
     def test_a_wide_but_sane_scale_is_accepted(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         from helpers import run_cli
@@ -832,13 +1005,35 @@ class TestInapplicableOptions:
 
     def test_rounds_without_bootstrap(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         battles = _battles(tmp_path / "b.jsonl")
-        _refused(["p2l", "fit", battles, "--rounds", "50", "--out", tmp_path / "out"], capsys, tmp_path,
-                 "--rounds 50: does not apply here: only ci='bootstrap' resamples", "drop --rounds")
+        _refused(
+            ["p2l", "fit", battles, "--rounds", "50", "--out", tmp_path / "out"],
+            capsys,
+            tmp_path,
+            "--rounds 50: does not apply here: only ci='bootstrap' resamples",
+            "drop --rounds",
+        )
 
     def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         correctness, models = _family(tmp_path)
-        _refused(["stem", "pool", correctness, "--models", models, "--family", "toy", "--irt", "1pl", "--out",
-                  tmp_path / "out"], capsys, tmp_path, "--irt 1pl: does not apply here", "none is given (panel)")
+        _refused(
+            [
+                "stem",
+                "pool",
+                correctness,
+                "--models",
+                models,
+                "--family",
+                "toy",
+                "--irt",
+                "1pl",
+                "--out",
+                tmp_path / "out",
+            ],
+            capsys,
+            tmp_path,
+            "--irt 1pl: does not apply here",
+            "none is given (panel)",
+        )
 
     def test_design_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         from evalprism.stem import build_pool
@@ -847,26 +1042,64 @@ class TestInapplicableOptions:
         correctness, meta = simulate_family(n_items=200, seed=0)
         build_pool(correctness, meta, family="toy").save(tmp_path / "pool")
         correctness.to_csv(tmp_path / "new.csv", index=False)
-        _refused(["stem", "locate", tmp_path / "pool", tmp_path / "new.csv", "--model", "toy-4b", "--design",
-                  "stratified", "--out", tmp_path / "out"], capsys, tmp_path,
-                 "--design stratified: does not apply here", "no reference panel")
+        _refused(
+            [
+                "stem",
+                "locate",
+                tmp_path / "pool",
+                tmp_path / "new.csv",
+                "--model",
+                "toy-4b",
+                "--design",
+                "stratified",
+                "--out",
+                tmp_path / "out",
+            ],
+            capsys,
+            tmp_path,
+            "--design stratified: does not apply here",
+            "no reference panel",
+        )
 
-    @pytest.mark.parametrize(("flag", "value", "reader"), [("--metric", "acc", "lm-eval samples"),
-                                                          ("--model-name", "run=m", "lm-eval samples"),
-                                                          ("--scorer", "match", "inspect_ai logs")])
-    def test_harness_options_on_a_table(self, flag: str, value: str, reader: str, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+    @pytest.mark.parametrize(
+        ("flag", "value", "reader"),
+        [
+            ("--metric", "acc", "lm-eval samples"),
+            ("--model-name", "run=m", "lm-eval samples"),
+            ("--scorer", "match", "inspect_ai logs"),
+        ],
+    )
+    def test_harness_options_on_a_table(
+        self, flag: str, value: str, reader: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         correctness, models = _family(tmp_path)
-        _refused(["stem", "pool", correctness, "--models", models, "--family", "toy", flag, value, "--out",
-                  tmp_path / "out"], capsys, tmp_path, f"{flag} {value}: does not apply here: it steers the reader "
-                 f"of {reader}", "holds no such input")
+        _refused(
+            [
+                "stem",
+                "pool",
+                correctness,
+                "--models",
+                models,
+                "--family",
+                "toy",
+                flag,
+                value,
+                "--out",
+                tmp_path / "out",
+            ],
+            capsys,
+            tmp_path,
+            f"{flag} {value}: does not apply here: it steers the reader of {reader}",
+            "holds no such input",
+        )
 
     def test_given_where_they_apply_they_still_work(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         from helpers import run_cli
 
         battles = _battles(tmp_path / "b.jsonl")
-        code, _, err = run_cli(["p2l", "fit", battles, "--ci", "bootstrap", "--rounds", "10", "--out",
-                                tmp_path / "out", "-q"], capsys)
+        code, _, err = run_cli(
+            ["p2l", "fit", battles, "--ci", "bootstrap", "--rounds", "10", "--out", tmp_path / "out", "-q"], capsys
+        )
         assert code == 0, err
         assert json.loads((tmp_path / "out" / "run.json").read_text())["options"]["rounds"] == 10
 
@@ -876,7 +1109,9 @@ class TestFifoInput:
 
     def test_refused_at_once(self, tmp_path: Path) -> None:
         os.mkfifo(tmp_path / "responses.csv")
-        proc = evalprism(["ecdf", "responses.csv", "--by", "model", "--out", "out"], tmp_path)  # a hang would end at HANG_LIMIT_S
+        proc = evalprism(
+            ["ecdf", "responses.csv", "--by", "model", "--out", "out"], tmp_path
+        )  # a hang would end at HANG_LIMIT_S
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert "responses.csv: is a FIFO (named pipe), expected a regular file" in " ".join(proc.stderr.split())
         assert not (tmp_path / "out").exists()
@@ -906,7 +1141,6 @@ class TestHugePrompt:
         vec = embedder.embed(["lorem ipsum dolor " * 3_000_000])  # 54 MB; minutes before the cut
         assert vec.shape == (1, 384) and embedder.backend.clipped == 1
 
-
     def test_a_tokenizer_that_truncates_on_the_left_gets_the_whole_text(self) -> None:
         """lmarena's P2L reads a prompt's end (truncation on the left): cutting its tail would change the
         tokens it reads, so only right-truncating tokenizers get a cut text."""
@@ -932,20 +1166,31 @@ class TestManyConfigurations:
         from evalprism.ecdf.compare import MAX_COMPARED_PAIRS, compare_configurations
 
         n = 100_000
-        settings = pd.DataFrame({"configuration": [f"c{i}" for i in range(n)], "question_id": "q", "setting": 0,
-                                 "mean_score": 0.0})
+        settings = pd.DataFrame(
+            {"configuration": [f"c{i}" for i in range(n)], "question_id": "q", "setting": 0, "mean_score": 0.0}
+        )
         notes: list[str] = []
         assert compare_configurations(settings, [], None, ["c"], 9, 0, notes) is None
-        assert notes[0].startswith(f"{n} configurations make {n * (n - 1) // 2} pairs: each was compared with the first")
-        assert notes[1].startswith(f"paired comparisons skipped: {n} configurations make {n - 1} pairs even against "
-                                   f"one baseline, more than {MAX_COMPARED_PAIRS}")
+        assert notes[0].startswith(
+            f"{n} configurations make {n * (n - 1) // 2} pairs: each was compared with the first"
+        )
+        assert notes[1].startswith(
+            f"paired comparisons skipped: {n} configurations make {n - 1} pairs even against "
+            f"one baseline, more than {MAX_COMPARED_PAIRS}"
+        )
 
     def test_below_the_cap_every_configuration_is_compared_with_the_baseline(self) -> None:
         from evalprism.ecdf.compare import compare_configurations
 
         n = 30  # 435 pairs > MAX_ALL_PAIRS: each against the baseline
-        settings = pd.DataFrame({"configuration": [f"c{i}" for i in range(n)], "question_id": "q",
-                                 "setting": range(n), "mean_score": np.linspace(0, 1, n)})
+        settings = pd.DataFrame(
+            {
+                "configuration": [f"c{i}" for i in range(n)],
+                "question_id": "q",
+                "setting": range(n),
+                "mean_score": np.linspace(0, 1, n),
+            }
+        )
         samples = [np.array([x, x + 0.1]) for x in np.linspace(0, 1, n)]
         notes: list[str] = []
         out = compare_configurations(settings, samples, None, ["c"], 9, 0, notes)
@@ -959,8 +1204,23 @@ class TestClusterCountBeforeEmbedding:
     @pytest.mark.parametrize("k", ["0", "1000"])
     def test_refused_before_the_embedder_loads(self, tmp_path: Path, responses_csv: Path, capsys, k: str) -> None:
         cache = tmp_path / "cache"
-        code, _, err = run_cli(["ecdf", responses_csv, "--by", "model", "--by", "temperature", "--clusters", k,
-                                "--cache-dir", cache, "--out", tmp_path / "out"], capsys)
+        code, _, err = run_cli(
+            [
+                "ecdf",
+                responses_csv,
+                "--by",
+                "model",
+                "--by",
+                "temperature",
+                "--clusters",
+                k,
+                "--cache-dir",
+                cache,
+                "--out",
+                tmp_path / "out",
+            ],
+            capsys,
+        )
         assert code == 2 and "K must be between 1 and the number of settings (12)" in " ".join(err.split()), err
         assert not (cache / "embeddings.sqlite").exists() and not (tmp_path / "out").exists()
 
@@ -970,8 +1230,9 @@ class TestFinalAndExactNumbers:
     answers under `--score exact` are compared as text, never a traceback."""
 
     def test_unknown_final_rule_is_refused(self, tmp_path: Path, responses_csv: Path, capsys) -> None:
-        code, _, err = run_cli(["ecdf", responses_csv, "--by", "model", "--final", "vote", "-k", "2",
-                                "--out", tmp_path / "out"], capsys)
+        code, _, err = run_cli(
+            ["ecdf", responses_csv, "--by", "model", "--final", "vote", "-k", "2", "--out", tmp_path / "out"], capsys
+        )
         assert code == 2 and "--final" in err and "Traceback" not in err and not (tmp_path / "out").exists()
 
     def test_unknown_final_rule_in_the_library(self) -> None:
@@ -981,8 +1242,10 @@ class TestFinalAndExactNumbers:
         with pytest.raises(EvalprismError, match="final: expected one of medoid, majority, got 'vote'"):
             analyze(small_responses(), by=["model"], clusters=2, final="vote", progress=False)
 
-    @pytest.mark.parametrize("answer", ["", ".", "-", "+", "$", "1,5", "1,,000", "--3", "$-", "1e999", "٣", "NaN",
-                                        "inf", "0x10", "1_000", " 3 . 0 "])
+    @pytest.mark.parametrize(
+        "answer",
+        ["", ".", "-", "+", "$", "1,5", "1,,000", "--3", "$-", "1e999", "٣", "NaN", "inf", "0x10", "1_000", " 3 . 0 "],
+    )
     def test_odd_numbers_are_text(self, answer: str) -> None:
         from evalprism.ecdf.scoring import answer_key, lexical_scores
 
@@ -1027,12 +1290,28 @@ class TestCompareBadInputs:
 
     def test_compare_cluster_column_missing(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1, "p1"), ("B", 1, 0, "p1")], "model,item_id,score,passage")
-        self._refused(tmp_path, [f, "--cluster", "template"], "s.csv: no column 'template' for --cluster",
-                      "columns: model, item_id, score, passage")
+        self._refused(
+            tmp_path,
+            [f, "--cluster", "template"],
+            "s.csv: no column 'template' for --cluster",
+            "columns: model, item_id, score, passage",
+        )
 
     def test_compare_cluster_column_missing_in_lm_eval_output(self, tmp_path: Path) -> None:
-        self._refused(tmp_path, [self.LM_EVAL / "run3", self.LM_EVAL / "run4", "--model-name", "run3=A",
-                                 "--model-name", "run4=B", "--cluster", "passage"], "run3: no column 'passage'")
+        self._refused(
+            tmp_path,
+            [
+                self.LM_EVAL / "run3",
+                self.LM_EVAL / "run4",
+                "--model-name",
+                "run3=A",
+                "--model-name",
+                "run4=B",
+                "--cluster",
+                "passage",
+            ],
+            "run3: no column 'passage'",
+        )
 
     def test_compare_score_outside_0_1(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("A", 2, 0), ("B", 1, 0), ("B", 2, 5)])
@@ -1047,8 +1326,12 @@ class TestCompareBadInputs:
         self._refused(tmp_path, [f], "s.csv: no column 'score'", "model, item_id, score")
 
     def test_compare_two_runs_of_one_model_name(self, tmp_path: Path) -> None:
-        self._refused(tmp_path, [self.LM_EVAL / "run3", self.LM_EVAL / "run4"], "model 'org__tiny' is also in",
-                      "--model-name run3=A --model-name run4=B")
+        self._refused(
+            tmp_path,
+            [self.LM_EVAL / "run3", self.LM_EVAL / "run4"],
+            "model 'org__tiny' is also in",
+            "--model-name run3=A --model-name run4=B",
+        )
 
     def test_compare_missing_run(self, tmp_path: Path) -> None:
         f = self._scores(tmp_path / "s.csv", [("A", 1, 1), ("B", 1, 0)])
@@ -1065,6 +1348,7 @@ class TestCompareBadInputs:
 
 # ------------------------------------------------------------------------ p2l evaluate --costs: held-out routing
 
+
 class TestEvaluateRoutingOptions:
     """`p2l evaluate --costs` checks costs, budgets and --value against the model list before the encoder
     loads (whose spec points nowhere here, so a check that ran late would fail with its error)."""
@@ -1073,11 +1357,28 @@ class TestEvaluateRoutingOptions:
     _model_dir = TestRouteCostsAndBudget._model_dir
 
     def _evaluate(self, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
-        battles = pd.DataFrame({"prompt": ["Write a haiku.", "What is 2 + 2?"], "model_a": ["model-a", "model-b"],
-                                "model_b": ["model-b", "model-c"], "winner": ["model_a", "model_b"]})
+        battles = pd.DataFrame(
+            {
+                "prompt": ["Write a haiku.", "What is 2 + 2?"],
+                "model_a": ["model-a", "model-b"],
+                "model_b": ["model-b", "model-c"],
+                "winner": ["model_a", "model_b"],
+            }
+        )
         battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
-        code, _, err = run_cli(["p2l", "evaluate", self._model_dir(tmp_path), tmp_path / "held_out.jsonl", "--out",
-                                tmp_path / "out", "-q", *extra], capsys)
+        code, _, err = run_cli(
+            [
+                "p2l",
+                "evaluate",
+                self._model_dir(tmp_path),
+                tmp_path / "held_out.jsonl",
+                "--out",
+                tmp_path / "out",
+                "-q",
+                *extra,
+            ],
+            capsys,
+        )
         assert not (tmp_path / "out").exists()
         return code, " ".join(err.split())
 
@@ -1090,11 +1391,15 @@ class TestEvaluateRoutingOptions:
         assert code == 2 and "model-j" in err and "no-such-encoder" not in err, err
 
     def test_budget_below_the_cheapest(self, tmp_path: Path, capsys) -> None:
-        code, err = self._evaluate(tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "2,0.5")
+        code, err = self._evaluate(
+            tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "2,0.5"
+        )
         assert code == 2 and "budget 0.5 is below the cheapest model's cost 1 (model-a)" in err, err
 
     def test_budgets_not_numbers(self, tmp_path: Path, capsys) -> None:
-        code, err = self._evaluate(tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "1,cheap")
+        code, err = self._evaluate(
+            tmp_path, capsys, "--costs", self._costs(tmp_path, self.MODELS), "--budgets", "1,cheap"
+        )
         assert code == 2 and "--budgets '1,cheap': expected comma-separated numbers" in err, err
 
     def test_value_without_costs(self, tmp_path: Path, capsys) -> None:
@@ -1104,10 +1409,12 @@ class TestEvaluateRoutingOptions:
 
 # ------------------------------------------------------------------- issue 32: the rest of the sweep
 
+
 def _dead_pid() -> int:
     """The id of a process that has exited (what a killed run's leftovers carry in their names)."""
-    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     return int(proc.stdout)
 
 
@@ -1120,8 +1427,9 @@ def _output(path: Path, kind: str, files: dict[str, str], *, staging: bool = Fal
     for name, text in files.items():
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text(text, encoding="utf-8")
-    (path / "run.json").write_text(json.dumps({"output": {"kind": kind, "files": sorted({*files, "run.json"})}}),
-                                   encoding="utf-8")
+    (path / "run.json").write_text(
+        json.dumps({"output": {"kind": kind, "files": sorted({*files, "run.json"})}}), encoding="utf-8"
+    )
     if staging:
         (path / STAGING_MARKER).write_text("1\n", encoding="utf-8")
     return path
@@ -1279,18 +1587,27 @@ class TestSweepRest:
         return work
 
     @staticmethod
-    def _refused(work: Path, args: list[str], *fragments: str, preexec: Callable[[], None] | None = None,
-                 longest: int = 2_000) -> str:
+    def _refused(
+        work: Path, args: list[str], *fragments: str, preexec: Callable[[], None] | None = None, longest: int = 2_000
+    ) -> str:
         before = snapshot(work)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-        proc = subprocess.run([sys.executable, "-m", "evalprism.cli", *args], cwd=work, env=env, capture_output=True,
-                              text=True, timeout=HANG_LIMIT_S, preexec_fn=preexec, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "evalprism.cli", *args],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_LIMIT_S,
+            preexec_fn=preexec,
+            check=False,
+        )
         assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
         assert proc.returncode == 2, proc.stderr[-3000:]
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1, proc.stderr[-3000:]
         assert len(proc.stderr) < longest, f"{len(proc.stderr)} characters on stderr"
-        message = " ".join(proc.stderr[proc.stderr.index("error:"):].split())
+        message = " ".join(proc.stderr[proc.stderr.index("error:") :].split())
         for fragment in fragments:
             assert fragment in message, f"{fragment!r} not in: {message}"
         assert snapshot(work) == before
@@ -1300,17 +1617,22 @@ class TestSweepRest:
 
     def test_out_name_too_long(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, [*_ecdf()[:3], "x" * 300, *_ecdf()[4:]], "is 300 bytes long", "bytes per name",
-                      "nothing was changed")
+        self._refused(
+            work, [*_ecdf()[:3], "x" * 300, *_ecdf()[4:]], "is 300 bytes long", "bytes per name", "nothing was changed"
+        )
 
     @pytest.mark.parametrize("seed", ["-1", "100000000000000000000000"])
     @pytest.mark.parametrize("command", ["ecdf", "p2l fit", "stem locate"])
     def test_seed_out_of_range(self, base: Path, tmp_path: Path, command: str, seed: str) -> None:
         work = self._work(base, tmp_path)
-        args = {"ecdf": _ecdf(), "p2l fit": ["p2l", "fit", "battles.jsonl", "--out", "out"],
-                "stem locate": ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--model", "toy-1b"]}
-        self._refused(work, [*args[command], "--seed", seed], f"--seed: expected a whole number from 0 to 4294967295, "
-                      f"got {seed}")
+        args = {
+            "ecdf": _ecdf(),
+            "p2l fit": ["p2l", "fit", "battles.jsonl", "--out", "out"],
+            "stem locate": ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--model", "toy-1b"],
+        }
+        self._refused(
+            work, [*args[command], "--seed", seed], f"--seed: expected a whole number from 0 to 4294967295, got {seed}"
+        )
 
     def test_seed_rule_in_the_library(self) -> None:
         from evalprism.errors import EvalprismError
@@ -1323,34 +1645,68 @@ class TestSweepRest:
 
     def test_judges_min_samples_above_the_pairs(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, ["judges", "judgments.csv", "--llm", "llm_strict", "--min-samples", "100000", "--out",
-                             "out", "-q"], "--min-samples 100000 is larger than the 420 pairs")
+        self._refused(
+            work,
+            ["judges", "judgments.csv", "--llm", "llm_strict", "--min-samples", "100000", "--out", "out", "-q"],
+            "--min-samples 100000 is larger than the 420 pairs",
+        )
 
     def test_prompt_column_beside_a_prompt_column(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        pd.DataFrame({"prompt": ["a", "b"], "n": ["Write a haiku.", "Compute 2 + 2."]}).to_csv(work / "p.csv",
-                                                                                             index=False)
-        self._refused(work, ["p2l", "leaderboard", "model", "p.csv", "--prompt-column", "n", "--out", "out"],
-                      "p.csv: the prompt column 'n' would be read as 'prompt'", "has a column 'prompt' too")
+        pd.DataFrame({"prompt": ["a", "b"], "n": ["Write a haiku.", "Compute 2 + 2."]}).to_csv(
+            work / "p.csv", index=False
+        )
+        self._refused(
+            work,
+            ["p2l", "leaderboard", "model", "p.csv", "--prompt-column", "n", "--out", "out"],
+            "p.csv: the prompt column 'n' would be read as 'prompt'",
+            "has a column 'prompt' too",
+        )
 
     # --- silent ones, now refused
 
     def test_learning_rate_that_diverges(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "--fit", "adamw", "--lr", "1e308",
-                             "--epochs", "3", "-q"], "training diverged: after epoch 1", "--lr 1e+308 is too large",
-                      "nothing was saved")
+        self._refused(
+            work,
+            ["p2l", "train", "battles.jsonl", "--out", "out", "--fit", "adamw", "--lr", "1e308", "--epochs", "3", "-q"],
+            "training diverged: after epoch 1",
+            "--lr 1e+308 is too large",
+            "nothing was saved",
+        )
 
     def test_precision_without_finetune(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "--precision", "float32"],
-                      "--precision float32: does not apply here", "fine-tuned backbone")
+        self._refused(
+            work,
+            ["p2l", "train", "battles.jsonl", "--out", "out", "--precision", "float32"],
+            "--precision float32: does not apply here",
+            "fine-tuned backbone",
+        )
 
     def test_weighting_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, ["stem", "locate", "pool", "correctness.csv", "--model", "toy-1b", "--out", "out",
-                             "--trials", "0", "--method", "stratified", "--weighting", "stratified"],
-                      "--weighting stratified: does not apply here", "method 'stratified'")
+        self._refused(
+            work,
+            [
+                "stem",
+                "locate",
+                "pool",
+                "correctness.csv",
+                "--model",
+                "toy-1b",
+                "--out",
+                "out",
+                "--trials",
+                "0",
+                "--method",
+                "stratified",
+                "--weighting",
+                "stratified",
+            ],
+            "--weighting stratified: does not apply here",
+            "method 'stratified'",
+        )
 
     def test_design_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
         from evalprism.stem import build_pool
@@ -1360,27 +1716,59 @@ class TestSweepRest:
         correctness, meta = simulate_family(n_items=400, seed=0)
         panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
         build_pool(correctness, meta, family="toy", panel=panel).save(work / "panel-pool")
-        self._refused(work, ["stem", "locate", "panel-pool", "correctness.csv", "--model", "toy-1b", "--out", "out",
-                             "--trials", "0", "--method", "paper", "--design", "stratified"],
-                      "--design stratified: does not apply here", "method 'paper'")
+        self._refused(
+            work,
+            [
+                "stem",
+                "locate",
+                "panel-pool",
+                "correctness.csv",
+                "--model",
+                "toy-1b",
+                "--out",
+                "out",
+                "--trials",
+                "0",
+                "--method",
+                "paper",
+                "--design",
+                "stratified",
+            ],
+            "--design stratified: does not apply here",
+            "method 'paper'",
+        )
 
     # --- scale and hangs
 
     def test_ecdf_assignment_matrix_larger_than_memory(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)  # the sweep's 3.3 MB file: each question answered by its own model
         n = 100_000
-        pd.DataFrame({"question_id": [f"q{i}" for i in range(n)], "model": [f"m{i}" for i in range(n)],
-                      "score": np.linspace(0, 1, n)}).to_csv(work / "big.csv", index=False)
-        self._refused(work, ["ecdf", "big.csv", "--by", "model", "-k", "3", "--out", "out", "-q"],
-                      "100,000 questions x 100,000 configurations", "10,000,000,000 cells", "640.0 GB")
+        pd.DataFrame(
+            {
+                "question_id": [f"q{i}" for i in range(n)],
+                "model": [f"m{i}" for i in range(n)],
+                "score": np.linspace(0, 1, n),
+            }
+        ).to_csv(work / "big.csv", index=False)
+        self._refused(
+            work,
+            ["ecdf", "big.csv", "--by", "model", "-k", "3", "--out", "out", "-q"],
+            "100,000 questions x 100,000 configurations",
+            "10,000,000,000 cells",
+            "640.0 GB",
+        )
 
     def test_extract_pattern_that_backtracks(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
         frame = pd.read_csv(work / "responses.csv")
         frame.loc[4, "response"] = "a" * 40 + "!"
         frame.to_csv(work / "responses.csv", index=False)
-        self._refused(work, _ecdf(["--score", "exact", "--extract", "(a|aa)+$"]), "responses.csv: row 5",
-                      "the --extract pattern '(a|aa)+$' did not finish matching the 41-character response within 1 s")
+        self._refused(
+            work,
+            _ecdf(["--score", "exact", "--extract", "(a|aa)+$"]),
+            "responses.csv: row 5",
+            "the --extract pattern '(a|aa)+$' did not finish matching the 41-character response within 1 s",
+        )
 
     def test_the_sweeps_pattern_finishes(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
@@ -1398,8 +1786,13 @@ class TestSweepRest:
         work = self._work(base, tmp_path)
         extra = ["--fit", "adamw", "--epochs", "2"] if fit == "adamw" else []
         what = "cannot write the checkpoint" if fit == "adamw" else "cannot write the output"
-        self._refused(work, ["p2l", "train", "battles.jsonl", "--out", "out", "-q", *extra], what,
-                      "file-size limit", preexec=_limit_file_size(2_000))
+        self._refused(
+            work,
+            ["p2l", "train", "battles.jsonl", "--out", "out", "-q", *extra],
+            what,
+            "file-size limit",
+            preexec=_limit_file_size(2_000),
+        )
 
     # --- messages
 
@@ -1411,28 +1804,44 @@ class TestSweepRest:
             taken.bind(("127.0.0.1", 0))
             taken.listen()
             port = taken.getsockname()[1]
-            self._refused(work, ["serve", "model", "--config", "serve.yaml", "--port", str(port)],
-                          f"cannot listen on 127.0.0.1:{port}: --port {port} is in use by another process")
+            self._refused(
+                work,
+                ["serve", "model", "--config", "serve.yaml", "--port", str(port)],
+                f"cannot listen on 127.0.0.1:{port}: --port {port} is in use by another process",
+            )
 
-    @pytest.mark.parametrize(("host", "expected"), [("999.1.1.1", "not an address this machine can listen on"),
-                                                    ("no host here!", "not an address this machine can listen on"),
-                                                    ("192.0.2.1", "is not an address of this machine")])
+    @pytest.mark.parametrize(
+        ("host", "expected"),
+        [
+            ("999.1.1.1", "not an address this machine can listen on"),
+            ("no host here!", "not an address this machine can listen on"),
+            ("192.0.2.1", "is not an address of this machine"),
+        ],
+    )
     def test_serve_bad_host(self, base: Path, tmp_path: Path, host: str, expected: str) -> None:
         work = self._work(base, tmp_path)
         self._refused(work, ["serve", "model", "--config", "serve.yaml", "--host", host], f"'{host}'", expected)
 
     def test_qrels_with_an_empty_path(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
-        self._refused(work, ["judges", "--qrels", "human=", "--out", "out"], "qrels 'human=': the path after '=' is "
-                      "empty; expected NAME=PATH")
+        self._refused(
+            work,
+            ["judges", "--qrels", "human=", "--out", "out"],
+            "qrels 'human=': the path after '=' is empty; expected NAME=PATH",
+        )
 
     def test_huge_cell_is_cut_in_stem_locate(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
         frame = pd.read_csv(work / "correctness.csv").astype({"score": object})
         frame.loc[3, "score"] = "Z" * 5_000_000
         frame.to_csv(work / "correctness.csv", index=False)
-        self._refused(work, ["stem", "locate", "pool", "correctness.csv", "--out", "out"], "row 4",
-                      "column 'score'", "... (5,000,000 characters)'")
+        self._refused(
+            work,
+            ["stem", "locate", "pool", "correctness.csv", "--out", "out"],
+            "row 4",
+            "column 'score'",
+            "... (5,000,000 characters)'",
+        )
 
     def test_huge_cell_is_cut_in_p2l_route(self, base: Path, tmp_path: Path) -> None:
         work = self._work(base, tmp_path)
@@ -1440,8 +1849,11 @@ class TestSweepRest:
         frame.loc[1, "model"] = "Z" * 5_000_000
         frame.to_csv(work / "costs.csv", index=False)
         pd.DataFrame({"prompt": ["Z" * 5_000_000]}).to_csv(work / "prompts.csv", index=False)
-        self._refused(work, ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out"],
-                      "no cost for 1 of the 4 models")
+        self._refused(
+            work,
+            ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out"],
+            "no cost for 1 of the 4 models",
+        )
 
     def test_message_cut_in_the_library(self) -> None:
         from evalprism.errors import EvalprismError, shorten
@@ -1468,6 +1880,7 @@ def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------- provenance (issue 31, item 4)
+
 
 def test_outputs_and_models_record_their_provenance_and_older_models_still_read(base: Path, tmp_path: Path) -> None:
     """A model directory records the evalprism version and model format that wrote it; one written

@@ -7,22 +7,24 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from helpers import shared_data
+
 from evalprism.errors import EvalprismError
 from evalprism.io import read_battles
 
 
 def test_canonical_with_winner_spellings(tmp_path: Path) -> None:
     path = tmp_path / "b.csv"
-    pd.DataFrame({
-        "prompt": ["p1", "p2", "p3", "p4"],
-        "model_a": ["x", "x", "y", "y"],
-        "model_b": ["y", "z", "z", "x"],
-        "winner": ["model_a", "both_bad", "TIE", "tie (bothbad)"],
-        "category": ["math", "code", None, "math"],
-        "extra": [1, 2, 3, 4],
-    }).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "prompt": ["p1", "p2", "p3", "p4"],
+            "model_a": ["x", "x", "y", "y"],
+            "model_b": ["y", "z", "z", "x"],
+            "winner": ["model_a", "both_bad", "TIE", "tie (bothbad)"],
+            "category": ["math", "code", None, "math"],
+            "extra": [1, 2, 3, 4],
+        }
+    ).to_csv(path, index=False)
     b = read_battles(path)
     assert b["winner"].tolist() == ["model_a", "tie (bothbad)", "tie", "tie (bothbad)"]
     assert b["category"].tolist() == ["math", "code", None, "math"]
@@ -31,13 +33,21 @@ def test_canonical_with_winner_spellings(tmp_path: Path) -> None:
 
 
 def test_fastchat_clean_battle_json(tmp_path: Path) -> None:
-    rows = [{
-        "model_a": "gpt-4", "model_b": "vicuna-13b", "winner": "tie (bothbad)",
-        "conversation_a": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
-                           {"role": "user", "content": "Write a haiku"}, {"role": "assistant", "content": "..."}],
-        "conversation_b": [{"role": "user", "content": "Hi"}],
-        "language": "English",
-    }]
+    rows = [
+        {
+            "model_a": "gpt-4",
+            "model_b": "vicuna-13b",
+            "winner": "tie (bothbad)",
+            "conversation_a": [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello"},
+                {"role": "user", "content": "Write a haiku"},
+                {"role": "assistant", "content": "..."},
+            ],
+            "conversation_b": [{"role": "user", "content": "Hi"}],
+            "language": "English",
+        }
+    ]
     path = tmp_path / "clean_battle.json"
     path.write_text(json.dumps(rows))
     b = read_battles(path)
@@ -49,13 +59,19 @@ def test_fastchat_clean_battle_json(tmp_path: Path) -> None:
 
 def test_arena55k_csv_one_hot_winners(tmp_path: Path) -> None:
     path = tmp_path / "train.csv"
-    pd.DataFrame({
-        "id": [1, 2, 3],
-        "model_a": ["a", "b", "c"], "model_b": ["b", "c", "a"],
-        "prompt": [json.dumps(["What is 2+2?"]), json.dumps(["Hi", "More"]), json.dumps(["Q"])],
-        "response_a": ["4", "x", "y"], "response_b": ["5", "y", "z"],
-        "winner_model_a": [1, 0, 0], "winner_model_b": [0, 1, 0], "winner_tie": [0, 0, 1],
-    }).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "model_a": ["a", "b", "c"],
+            "model_b": ["b", "c", "a"],
+            "prompt": [json.dumps(["What is 2+2?"]), json.dumps(["Hi", "More"]), json.dumps(["Q"])],
+            "response_a": ["4", "x", "y"],
+            "response_b": ["5", "y", "z"],
+            "winner_model_a": [1, 0, 0],
+            "winner_model_b": [0, 1, 0],
+            "winner_tie": [0, 0, 1],
+        }
+    ).to_csv(path, index=False)
     b = read_battles(path)
     assert b.attrs["battles_format"] == "arena55k"
     assert b["winner"].tolist() == ["model_a", "model_b", "tie"]
@@ -64,11 +80,33 @@ def test_arena55k_csv_one_hot_winners(tmp_path: Path) -> None:
 
 def test_alpacaeval_raw_annotations(tmp_path: Path) -> None:
     path = tmp_path / "annotations.json"
-    path.write_text(json.dumps([
-        {"instruction": "Say hi", "generator_1": "ref", "generator_2": "cand", "preference": 1.8, "output_1": "a"},
-        {"instruction": "Say bye", "generator_1": "ref", "generator_2": "cand", "preference": 1.5, "output_1": "b"},
-        {"instruction": "Count", "generator_1": "ref", "generator_2": "cand", "preference": 1.0, "output_1": "c"},
-    ]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "instruction": "Say hi",
+                    "generator_1": "ref",
+                    "generator_2": "cand",
+                    "preference": 1.8,
+                    "output_1": "a",
+                },
+                {
+                    "instruction": "Say bye",
+                    "generator_1": "ref",
+                    "generator_2": "cand",
+                    "preference": 1.5,
+                    "output_1": "b",
+                },
+                {
+                    "instruction": "Count",
+                    "generator_1": "ref",
+                    "generator_2": "cand",
+                    "preference": 1.0,
+                    "output_1": "c",
+                },
+            ]
+        )
+    )
     b = read_battles(path)
     assert b.attrs["battles_format"] == "alpacaeval"
     assert b["p_b"].tolist() == pytest.approx([0.8, 0.5, 0.0])
@@ -79,13 +117,26 @@ def test_alpacaeval_raw_annotations(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "frame,message",
     [
-        (pd.DataFrame({"prompt": ["p"], "model_a": ["x"], "model_b": ["y"], "winner": ["draw"]}),
-         "row 1, column 'winner': expected one of model_a, model_b, tie, tie (bothbad), got 'draw'"),
-        (pd.DataFrame({"prompt": ["p"], "model_a": ["x"], "model_b": ["x"], "winner": ["tie"]}),
-         "row 1: model_a and model_b are the same model ('x')"),
-        (pd.DataFrame({"prompt": ["p", "q"], "model_a": ["x", "x"], "model_b": ["y", "y"], "winner": ["tie", "tie"],
-                       "p_b": [0.5, 1.5]}),
-         "row 2, column 'p_b': expected a probability in [0, 1], got 1.5"),
+        (
+            pd.DataFrame({"prompt": ["p"], "model_a": ["x"], "model_b": ["y"], "winner": ["draw"]}),
+            "row 1, column 'winner': expected one of model_a, model_b, tie, tie (bothbad), got 'draw'",
+        ),
+        (
+            pd.DataFrame({"prompt": ["p"], "model_a": ["x"], "model_b": ["x"], "winner": ["tie"]}),
+            "row 1: model_a and model_b are the same model ('x')",
+        ),
+        (
+            pd.DataFrame(
+                {
+                    "prompt": ["p", "q"],
+                    "model_a": ["x", "x"],
+                    "model_b": ["y", "y"],
+                    "winner": ["tie", "tie"],
+                    "p_b": [0.5, 1.5],
+                }
+            ),
+            "row 2, column 'p_b': expected a probability in [0, 1], got 1.5",
+        ),
         (pd.DataFrame({"prompt": ["p"], "model_a": ["x"], "winner": ["tie"]}), "missing required column 'model_b'"),
     ],
 )

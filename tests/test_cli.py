@@ -8,20 +8,37 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from helpers import HANG_LIMIT_S, run_cli, small_responses
 
-SETTINGS_COLUMNS = ["model", "temperature", "question_id", "group", "n_responses", "mean_score", "cluster",
-                    "is_medoid", "final_answer", "correct"]
+SETTINGS_COLUMNS = [
+    "model",
+    "temperature",
+    "question_id",
+    "group",
+    "n_responses",
+    "mean_score",
+    "cluster",
+    "is_medoid",
+    "final_answer",
+    "correct",
+]
 
 
 def test_ecdf_end_to_end(tmp_path: Path, responses_csv: Path, cache_dir: Path, capsys) -> None:
     out = tmp_path / "out"
-    code, _, err = run_cli(["ecdf", responses_csv, "--out", out, "--by", "model", "--by", "temperature",
-                            "--clusters", "2", "-q"], capsys)
+    code, _, err = run_cli(
+        ["ecdf", responses_csv, "--out", out, "--by", "model", "--by", "temperature", "--clusters", "2", "-q"], capsys
+    )
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["accuracy.csv", "clusters.csv", "comparisons.csv", "factors.csv",
-                                                     "report.html", "run.json", "settings.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "accuracy.csv",
+        "clusters.csv",
+        "comparisons.csv",
+        "factors.csv",
+        "report.html",
+        "run.json",
+        "settings.csv",
+    ]
     settings = pd.read_csv(out / "settings.csv")
     assert all(c in settings.columns for c in SETTINGS_COLUMNS)
     assert settings["is_medoid"].sum() == 2
@@ -38,8 +55,24 @@ def test_pam_method_and_extract_options(tmp_path: Path, cache_dir: Path, capsys)
     path = tmp_path / "r.jsonl"
     table.to_json(path, orient="records", lines=True)
     out = tmp_path / "out"
-    code, _, err = run_cli(["ecdf", path, "--out", out, "--by", "model", "-k", "2", "--method", "pam",
-                            "--extract", r"Final: (.*?) <end>", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "ecdf",
+            path,
+            "--out",
+            out,
+            "--by",
+            "model",
+            "-k",
+            "2",
+            "--method",
+            "pam",
+            "--extract",
+            r"Final: (.*?) <end>",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     s = pd.read_csv(out / "settings.csv")
     assert set(s.loc[s["model"] == "good", "final_answer"]) == {"Paris", "Mount Fuji", "2003"}
@@ -65,7 +98,9 @@ def write(tmp_path: Path, frame: pd.DataFrame, name: str = "r.csv") -> Path:
         ("missing_by", "--by column 'persona' not found"),
     ],
 )
-def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, capsys, case: str, message: str) -> None:
+def test_bad_input_gets_one_message_and_exit_2(
+    tmp_path: Path, cache_dir: Path, capsys, case: str, message: str
+) -> None:
     table = small_responses()
     args: list[str] = ["--by", "model", "--by", "temperature"]
     if case == "missing_column":
@@ -95,7 +130,7 @@ def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, 
         path = write(tmp_path, table)
         args = ["--by", "persona"]
     out = tmp_path / "out"
-    code, stdout, err = run_cli(["ecdf", path, "--out", out, "-q", *args], capsys)
+    code, _stdout, err = run_cli(["ecdf", path, "--out", out, "-q", *args], capsys)
     assert code == 2
     assert message in " ".join(err.split()), err
     assert err.count("error:") == 1 and "Traceback" not in err
@@ -106,8 +141,13 @@ def test_bad_input_gets_one_message_and_exit_2(tmp_path: Path, cache_dir: Path, 
 @pytest.mark.slow
 def test_real_process_exit_code_without_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, small_responses().drop(columns=["references"]))
-    proc = subprocess.run([sys.executable, "-m", "evalprism.cli", "ecdf", str(path), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalprism.cli", "ecdf", str(path), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "needs one of the columns 'references', 'score'" in " ".join(proc.stderr.split())
     assert "Traceback" not in proc.stderr
@@ -133,9 +173,18 @@ def _cli_flags() -> set[str]:
 
 
 #: parameters of the library that no command exposes (their messages keep the library name)
-LIBRARY_ONLY_PARAMETERS = {"cluster_selection_epsilon", "umap_neighbors", "max_cluster_share", "min_clusters",
-                           "min_query_share",
-                           "purity_percentile", "confidence", "iqr_k", "flip_low", "flip_high"}
+LIBRARY_ONLY_PARAMETERS = {
+    "cluster_selection_epsilon",
+    "umap_neighbors",
+    "max_cluster_share",
+    "min_clusters",
+    "min_query_share",
+    "purity_percentile",
+    "confidence",
+    "iqr_k",
+    "flip_low",
+    "flip_high",
+}
 
 
 def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
@@ -159,8 +208,9 @@ def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
     assert LIBRARY_ONLY_PARAMETERS.isdisjoint({p for p in named if flag_of(p) in flags})
 
 
-def test_a_library_message_names_the_parameter_and_the_cli_the_flag(tmp_path: Path, responses_csv: Path,
-                                                                     capsys) -> None:
+def test_a_library_message_names_the_parameter_and_the_cli_the_flag(
+    tmp_path: Path, responses_csv: Path, capsys
+) -> None:
     from evalprism.ecdf import analyze
     from evalprism.errors import EvalprismError
 
@@ -178,10 +228,12 @@ def test_a_library_message_names_the_parameter_and_the_cli_the_flag(tmp_path: Pa
 def test_the_flag_replaces_the_parameter_but_never_a_path_or_a_value_the_user_gave() -> None:
     from evalprism.errors import EvalprismError
 
-    exc = EvalprismError("/runs/overwrite/out: holds the output of `evalprism ecdf`; pass overwrite to replace it",
-                         parameter="overwrite")
-    assert exc.naming("--overwrite") == ("/runs/overwrite/out: holds the output of `evalprism ecdf`; pass "
-                                         "--overwrite to replace it")
+    exc = EvalprismError(
+        "/runs/overwrite/out: holds the output of `evalprism ecdf`; pass overwrite to replace it", parameter="overwrite"
+    )
+    assert exc.naming("--overwrite") == (
+        "/runs/overwrite/out: holds the output of `evalprism ecdf`; pass --overwrite to replace it"
+    )
     exc = EvalprismError("model.csv: holds 2 models ('model', 'b'); choose one (model)", parameter="model")
     assert exc.naming("--model") == "model.csv: holds 2 models ('model', 'b'); choose one (--model)"
     exc = EvalprismError("by 'by': a setting column cannot be one of the canonical columns", parameter="by")

@@ -81,8 +81,9 @@ def test_items_in_one_run_only_are_counted_and_listed() -> None:
 def test_continuous_scores_use_the_sign_flip_test_and_planted_difference_is_found() -> None:
     rng = np.random.default_rng(2)
     base = rng.random(1000) * 0.8
-    res = compare_runs([_table({"A": base, "B": np.clip(base + 0.03 + rng.normal(0, 0.1, 1000), 0, 1)})],
-                       permutations=999)
+    res = compare_runs(
+        [_table({"A": base, "B": np.clip(base + 0.03 + rng.normal(0, 0.1, 1000), 0, 1)})], permutations=999
+    )
     row = res.overall().iloc[0]
     assert row["test"] == "sign-flip" and row["p"] == pytest.approx(1 / 1000)
     assert row["ci_low"] > 0 and row["verdict"].startswith("B is ")
@@ -156,8 +157,20 @@ def test_per_benchmark_rows_and_overall() -> None:
 def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:
     """Two lm-eval output directories of one model name, told apart with --model-name."""
     out = tmp_path / "cmp"
-    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=first",
-                            "--model-name", "run4=second", "--out", out], capsys)
+    code, _, err = run_cli(
+        [
+            "compare",
+            LM_EVAL / "run3",
+            LM_EVAL / "run4",
+            "--model-name",
+            "run3=first",
+            "--model-name",
+            "run4=second",
+            "--out",
+            out,
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["comparisons.csv", "items.csv", "report.html", "run.json"]
     c = pd.read_csv(out / "comparisons.csv").set_index("benchmark")
@@ -202,11 +215,14 @@ def test_readme_examples_print_what_the_readme_says(tmp_path: Path, capsys, monk
     import shlex
 
     readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Comparing runs"):readme.index("## Embeddings and their cache")]
+    section = readme[readme.index("## Comparing runs") : readme.index("## Embeddings and their cache")]
     blocks = section.split("```")  # code blocks at odd positions, the prose after each at the next one
-    examples = [(blocks[i].strip(), re.search(r"prints `(.*?)`", blocks[i + 1], flags=re.S))
-                for i in range(1, len(blocks) - 1, 2) if blocks[i].lstrip().startswith("evalprism compare tests/")
-                or blocks[i].lstrip().startswith("evalprism compare src/")]
+    examples = [
+        (blocks[i].strip(), re.search(r"prints `(.*?)`", blocks[i + 1], flags=re.S))
+        for i in range(1, len(blocks) - 1, 2)
+        if blocks[i].lstrip().startswith("evalprism compare tests/")
+        or blocks[i].lstrip().startswith("evalprism compare src/")
+    ]
     assert len(examples) == 3 and all(m is not None for _, m in examples)
     monkeypatch.chdir(REPO)
     for k, (command, match) in enumerate(examples):
@@ -242,8 +258,9 @@ def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
     from evalprism.io.harness_options import HarnessOptions
 
     epochs = read_correctness(log, harness=HarnessOptions.parse(epochs="all"))
-    other = pd.DataFrame({"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"],
-                          "score": [0, 0, 0, 0]})
+    other = pd.DataFrame(
+        {"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"], "score": [0, 0, 0, 0]}
+    )
     res = compare_runs([log, other], harness=HarnessOptions.parse(epochs="all"), permutations=999)
     row = res.overall().iloc[0]
     assert row["items"] == 4 and row["only_a"] == 0 and row["only_b"] == 0
@@ -268,14 +285,31 @@ def test_rerun_replaces_its_own_output_and_seed_gives_identical_files(tmp_path: 
 
 def test_items_listed_by_benchmark_then_item_id_as_text_whatever_the_input_order() -> None:
     # items and benchmarks appear out of lexicographic order; ids 3 and 3.0 are one item; B lacks "a"
-    a = pd.DataFrame({"model": "A", "benchmark": ["z", "z", "y", "y", "y"], "item_id": ["10", "2", "b", "a", 3.0],
-                      "score": [0.1, 0.2, 0.3, 0.4, 0.5]})
-    b = pd.DataFrame({"model": "B", "benchmark": ["y", "y", "z", "z"], "item_id": ["3", "b", "2", "10"],
-                      "score": [0.9, 0.8, 0.7, 0.6]})
+    a = pd.DataFrame(
+        {
+            "model": "A",
+            "benchmark": ["z", "z", "y", "y", "y"],
+            "item_id": ["10", "2", "b", "a", 3.0],
+            "score": [0.1, 0.2, 0.3, 0.4, 0.5],
+        }
+    )
+    b = pd.DataFrame(
+        {
+            "model": "B",
+            "benchmark": ["y", "y", "z", "z"],
+            "item_id": ["3", "b", "2", "10"],
+            "score": [0.9, 0.8, 0.7, 0.6],
+        }
+    )
     res = compare_runs([pd.concat([a, b], ignore_index=True)], permutations=99)
     items = res.items
     assert list(zip(items["benchmark"].astype(str), items["item_id"].astype(str), strict=True)) == [
-        ("y", "3"), ("y", "a"), ("y", "b"), ("z", "10"), ("z", "2")]
+        ("y", "3"),
+        ("y", "a"),
+        ("y", "b"),
+        ("z", "10"),
+        ("z", "2"),
+    ]
     assert list(items["status"].astype(str)) == ["both", "only A", "both", "both", "both"]
     assert items["difference"].tolist()[:1] == [pytest.approx(0.4)] and np.isnan(items["difference"].iloc[1])
     assert items["samples_b"].isna().iloc[1] and items["samples_a"].tolist() == [1, 1, 1, 1, 1]
@@ -286,7 +320,7 @@ def test_items_listed_by_benchmark_then_item_id_as_text_whatever_the_input_order
 # --- what a test can tell on few differing items -------------------------------------------------
 
 
-@pytest.mark.parametrize("k", range(0, 13))
+@pytest.mark.parametrize("k", range(13))
 def test_sign_test_floor_is_the_smallest_binomtest_p(k: int) -> None:
     """Oracle: scipy's exact binomial test over every split of k discordant items."""
     from evalprism.stats.compare_tests import sign_test_floor
@@ -354,8 +388,15 @@ def _responses(tmp_path: Path) -> tuple[Path, dict[tuple[str, str], float]]:
         for q in range(30):
             for r in range(3):
                 answer = f"so the answer is ${q + 7}.0" if right[q, r] else f"{q + 100}"
-                rows.append({"question_id": q, "model": model, "temperature": temp, "response": answer,
-                             "references": json.dumps([str(q + 7)])})
+                rows.append(
+                    {
+                        "question_id": q,
+                        "model": model,
+                        "temperature": temp,
+                        "response": answer,
+                        "references": json.dumps([str(q + 7)]),
+                    }
+                )
     path = tmp_path / "responses.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return path, truth
@@ -363,9 +404,13 @@ def _responses(tmp_path: Path) -> tuple[Path, dict[tuple[str, str], float]]:
 
 def test_an_ecdf_responses_file_is_one_run_per_configuration(tmp_path: Path) -> None:
     path, truth = _responses(tmp_path)
-    res = compare_runs([path], baseline="temperature=0.0 , model=a",
-                       responses=__import__("evalprism.compare", fromlist=["ResponseOptions"]).ResponseOptions(
-                           by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"))
+    res = compare_runs(
+        [path],
+        baseline="temperature=0.0 , model=a",
+        responses=__import__("evalprism.compare", fromlist=["ResponseOptions"]).ResponseOptions(
+            by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"
+        ),
+    )
     rows = res.overall().set_index("run_b")
     assert set(rows["run_a"]) == {"model=a · temperature=0.0"}
     for (model, temp), right in truth.items():
@@ -385,8 +430,11 @@ def test_an_ecdf_responses_file_is_one_run_per_configuration(tmp_path: Path) -> 
 def test_responses_file_cli_default_by_model_and_greedy_mcnemar(tmp_path: Path, capsys) -> None:
     """One response per question and model (greedy): 0/1 items, the exact McNemar test; --by defaults
     to the model column; cosine is refused (a closeness is not a correctness)."""
-    rows = [{"question_id": q, "model": m, "response": "yes" if (m == "good" or q < 5) else "no",
-             "references": '["yes"]'} for q in range(20) for m in ("good", "bad")]
+    rows = [
+        {"question_id": q, "model": m, "response": "yes" if (m == "good" or q < 5) else "no", "references": '["yes"]'}
+        for q in range(20)
+        for m in ("good", "bad")
+    ]
     path = tmp_path / "greedy.jsonl"
     pd.DataFrame(rows).to_json(path, orient="records", lines=True)
     out = tmp_path / "cmp"
@@ -402,7 +450,21 @@ def test_responses_file_cli_default_by_model_and_greedy_mcnemar(tmp_path: Path, 
 
 
 def test_response_options_need_a_responses_file(tmp_path: Path, capsys) -> None:
-    code, _, err = run_cli(["compare", LM_EVAL / "run3", LM_EVAL / "run4", "--model-name", "run3=A",
-                            "--model-name", "run4=B", "--by", "model", "--out", tmp_path / "o"], capsys)
+    code, _, err = run_cli(
+        [
+            "compare",
+            LM_EVAL / "run3",
+            LM_EVAL / "run4",
+            "--model-name",
+            "run3=A",
+            "--model-name",
+            "run4=B",
+            "--by",
+            "model",
+            "--out",
+            tmp_path / "o",
+        ],
+        capsys,
+    )
     assert code == 2 and "--by: applies to ECDF responses files" in err
     assert not (tmp_path / "o").exists()

@@ -21,8 +21,14 @@ from evalprism.io.harness_options import HarnessOptions
 
 
 def test_long_table_normalises_scores_and_keeps_other_columns() -> None:
-    df = pd.DataFrame({"model": ["a", "a", "b", "b"], "item_id": [1, 2, 1, 2], "score": [True, "false", "-1", 1.0],
-                       "note": list("wxyz")})
+    df = pd.DataFrame(
+        {
+            "model": ["a", "a", "b", "b"],
+            "item_id": [1, 2, 1, 2],
+            "score": [True, "false", "-1", 1.0],
+            "note": list("wxyz"),
+        }
+    )
     out = to_canonical_correctness(df)
     assert out["score"].tolist() == [1, 0, -1, 1]
     assert out["item_id"].tolist() == ["1", "2", "1", "2"]
@@ -31,8 +37,9 @@ def test_long_table_normalises_scores_and_keeps_other_columns() -> None:
 
 
 def test_encoded_matrix_marks_missing_rows() -> None:
-    df = pd.DataFrame({"model": ["a", "a", "b"], "benchmark": ["x", "y", "x"], "item_id": ["1", "1", "1"],
-                       "score": [1, 0, -1]})
+    df = pd.DataFrame(
+        {"model": ["a", "a", "b"], "benchmark": ["x", "y", "x"], "item_id": ["1", "1", "1"], "score": [1, 0, -1]}
+    )
     enc = encode_correctness(df)
     matrix, complete = enc.matrix(["b", "a"])
     assert enc.items.to_dict("list") == {"benchmark": ["x", "y"], "item_id": ["1", "1"]}
@@ -40,13 +47,16 @@ def test_encoded_matrix_marks_missing_rows() -> None:
     assert complete.tolist() == [True, False]
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"score": [1, 0, 2, 1]}, r"row 3, column 'score': expected 1 \(right\), 0 \(wrong\) or -1"),
-    ({"score": [1, 0, 0.5, 1]}, r"row 3, column 'score'"),
-    ({"score": [1, None, 0, 1]}, r"row 2, column 'score': missing value"),
-    ({"item_id": ["1", "2", "1", "1"]}, r"rows 3 and 4 both score model 'b' on item '1'"),
-    ({"model": ["a", " ", "b", "b"]}, r"row 2, column 'model': expected a non-empty identifier"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"score": [1, 0, 2, 1]}, r"row 3, column 'score': expected 1 \(right\), 0 \(wrong\) or -1"),
+        ({"score": [1, 0, 0.5, 1]}, r"row 3, column 'score'"),
+        ({"score": [1, None, 0, 1]}, r"row 2, column 'score': missing value"),
+        ({"item_id": ["1", "2", "1", "1"]}, r"rows 3 and 4 both score model 'b' on item '1'"),
+        ({"model": ["a", " ", "b", "b"]}, r"row 2, column 'model': expected a non-empty identifier"),
+    ],
+)
 def test_bad_correctness_rows_are_named(change: dict, message: str) -> None:
     df = pd.DataFrame({"model": ["a", "a", "b", "b"], "item_id": ["1", "2", "1", "2"], "score": [1, 0, 0, 1]})
     for col, values in change.items():
@@ -103,21 +113,44 @@ def _lm_eval_dir(root: Path, name: str, results: dict, samples: dict[str, list[d
 
 
 def _sample(doc_id: int, metric: str, value: float, filt: str = "none") -> dict:
-    return {"doc_id": doc_id, "doc": {"question": f"q{doc_id}"}, "target": "A", "arguments": [["ctx", " A"]],
-            "resps": [[["-1.2", "False"]]], "filtered_resps": [["-1.2", "False"]], "filter": filt,
-            "metrics": [metric], "doc_hash": "h", "prompt_hash": "p", "target_hash": "t", metric: value}
+    return {
+        "doc_id": doc_id,
+        "doc": {"question": f"q{doc_id}"},
+        "target": "A",
+        "arguments": [["ctx", " A"]],
+        "resps": [[["-1.2", "False"]]],
+        "filtered_resps": [["-1.2", "False"]],
+        "filter": filt,
+        "metrics": [metric],
+        "doc_hash": "h",
+        "prompt_hash": "p",
+        "target_hash": "t",
+        metric: value,
+    }
 
 
 def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
-    _lm_eval_dir(tmp_path, "org__small", {"model_name": "org/small", "results": {}},
-                 {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 0.0)]})
-    _lm_eval_dir(tmp_path, "org__large", {"config": {"model": "hf", "model_args": "pretrained=org/large,dtype=bf16"}},
-                 {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 1.0)]})
+    _lm_eval_dir(
+        tmp_path,
+        "org__small",
+        {"model_name": "org/small", "results": {}},
+        {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 0.0)]},
+    )
+    _lm_eval_dir(
+        tmp_path,
+        "org__large",
+        {"config": {"model": "hf", "model_args": "pretrained=org/large,dtype=bf16"}},
+        {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 1.0)]},
+    )
     out = read_correctness(tmp_path)
     got = out.set_index(["model", "benchmark", "item_id"])["score"].to_dict()
     # names from the directory layout (lm-eval's directory per model), not the results file's model_name
-    assert got == {("org__large", "arc_easy", "0"): 1, ("org__large", "arc_easy", "1"): 1,
-                   ("org__small", "arc_easy", "0"): 1, ("org__small", "arc_easy", "1"): 0}
+    assert got == {
+        ("org__large", "arc_easy", "0"): 1,
+        ("org__large", "arc_easy", "1"): 1,
+        ("org__small", "arc_easy", "0"): 1,
+        ("org__small", "arc_easy", "1"): 0,
+    }
     with pytest.raises(EvalprismError, match="no 'exact_match' value for task 'arc_easy' .*acc"):
         read_correctness(tmp_path, harness=HarnessOptions.parse(metric="arc_easy=exact_match"))
     with pytest.raises(EvalprismError, match="metric exact_match: no task under .* has a value 'exact_match'"):
@@ -125,8 +158,12 @@ def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
 
 
 def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None:
-    lines = [_sample(0, "exact_match", 1.0, "strict-match"), _sample(0, "exact_match", 0.0, "flexible-extract"),
-             _sample(1, "exact_match", 0.0, "strict-match"), _sample(1, "exact_match", 1.0, "flexible-extract")]
+    lines = [
+        _sample(0, "exact_match", 1.0, "strict-match"),
+        _sample(0, "exact_match", 0.0, "flexible-extract"),
+        _sample(1, "exact_match", 0.0, "strict-match"),
+        _sample(1, "exact_match", 1.0, "flexible-extract"),
+    ]
     _lm_eval_dir(tmp_path, "m", {}, {"gsm8k": lines})
     out = read_correctness(tmp_path / "m")  # no results file: the sample's metrics list names exact_match
     assert out["model"].unique().tolist() == ["m"]
@@ -138,18 +175,36 @@ def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None
 
 def test_lm_eval_partial_credit_is_named_by_file_and_line(tmp_path: Path) -> None:
     _lm_eval_dir(tmp_path, "m", {}, {"squad": [_sample(0, "f1", 1.0), _sample(1, "f1", 0.5)]})
-    with pytest.raises(EvalprismError, match=r"samples_squad_\S+\.jsonl: line 2: 'f1' is 0\.5 for task 'squad': "
-                                             r"expected 1 \(right\), 0 \(wrong\)"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"samples_squad_\S+\.jsonl: line 2: 'f1' is 0\.5 for task 'squad': "
+        r"expected 1 \(right\), 0 \(wrong\)",
+    ):
         read_correctness(tmp_path)
 
 
 def _inspect_json_log(path: Path, model: str, values: list) -> None:
     """A minimal log in inspect_ai's JSON format: eval (task, model) and samples with scores."""
-    samples = [{"id": i, "epoch": 1, "scores": {"choice": {"value": v}} if v is not None else {},
-                "error": {"message": "timeout"} if v is None else None} for i, v in enumerate(values)]
-    path.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "mmlu", "model": model,
-                                                                           "config": {}}, "samples": samples}),
-                    encoding="utf-8")
+    samples = [
+        {
+            "id": i,
+            "epoch": 1,
+            "scores": {"choice": {"value": v}} if v is not None else {},
+            "error": {"message": "timeout"} if v is None else None,
+        }
+        for i, v in enumerate(values)
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "status": "success",
+                "eval": {"task": "mmlu", "model": model, "config": {}},
+                "samples": samples,
+            }
+        ),
+        encoding="utf-8",
+    )
 
 
 def test_inspect_values_map_correct_incorrect_and_no_answer(tmp_path: Path) -> None:
@@ -170,12 +225,20 @@ def test_inspect_logs_through_inspect_api(tmp_path: Path) -> None:
 
     for model, values in (("openai/small", ["C", "I", "I"]), ("openai/large", ["C", "C", "N"])):
         spec = EvalSpec(created="2024-06-01T10:00:00", task="mmlu", dataset={"name": "mmlu"}, model=model, config={})
-        samples = [EvalSample(id=i, epoch=1, input="q", target="A", scores={"choice": Score(value=v)})
-                   for i, v in enumerate(values)]
+        samples = [
+            EvalSample(id=i, epoch=1, input="q", target="A", scores={"choice": Score(value=v)})
+            for i, v in enumerate(values)
+        ]
         write_eval_log(EvalLog(eval=spec, samples=samples), str(tmp_path / f"{model.split('/')[1]}.eval"))
     out = read_correctness(tmp_path)  # a directory of .eval logs
     got = out.set_index(["model", "item_id"])["score"].to_dict()
-    assert got == {("openai/large", "0"): 1, ("openai/large", "1"): 1, ("openai/large", "2"): -1,
-                   ("openai/small", "0"): 1, ("openai/small", "1"): 0, ("openai/small", "2"): 0}
+    assert got == {
+        ("openai/large", "0"): 1,
+        ("openai/large", "1"): 1,
+        ("openai/large", "2"): -1,
+        ("openai/small", "0"): 1,
+        ("openai/small", "1"): 0,
+        ("openai/small", "2"): 0,
+    }
     assert out["benchmark"].unique().tolist() == ["mmlu"]
     assert read_inspect_logs([tmp_path / "small.eval"])["score"].tolist() == [1, 0, 0]

@@ -22,9 +22,17 @@ from evalprism.demo import run_demo
 pytestmark = pytest.mark.slow  # runs the whole demo and opens every page in Chromium
 
 #: every page the demo writes (relative to its output directory) and the figures it draws at least
-PAGES = {"index.html": 0, "ecdf/report.html": 3, "p2l/marginal/report.html": 1, "p2l/model/report.html": 1,
-         "p2l/leaderboard/report.html": 2, "p2l/router/report.html": 2, "judges/report.html": 3,
-         "stem/pool/report.html": 2, "stem/locate/report.html": 2}
+PAGES = {
+    "index.html": 0,
+    "ecdf/report.html": 3,
+    "p2l/marginal/report.html": 1,
+    "p2l/model/report.html": 1,
+    "p2l/leaderboard/report.html": 2,
+    "p2l/router/report.html": 2,
+    "judges/report.html": 3,
+    "stem/pool/report.html": 2,
+    "stem/locate/report.html": 2,
+}
 
 #: appended to a copy of a page: after load, writes the page's and every section's and table box's
 #: width against what it shows into the DOM, where --dump-dom reads it
@@ -97,7 +105,10 @@ def _table(page: str, title: str) -> pd.DataFrame:
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", section[1], re.S)
 
     def cells(row: str, tag: str) -> list[str]:
-        return [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", row, re.S)]
+        return [
+            html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(rf"<{tag}[^>]*>(.*?)</{tag}>", row, re.S)
+        ]
 
     return pd.DataFrame([cells(r, "td") for r in rows[1:]], columns=cells(rows[0], "th"))
 
@@ -144,7 +155,9 @@ def test_stem_localization_has_a_panel_per_model(demo_dir: Path) -> None:
     page = (demo_dir / "stem" / "locate" / "report.html").read_text()
     for model in pd.read_csv(demo_dir / "stem" / "locate" / "summary.csv")["model"].unique():
         # the panel title: the model in bold, then its interval (plotly's JSON escapes the tags)
-        title = rf'"text":"\\u003cb\\u003e{re.escape(model)}\\u003c\\u002fb\\u003e\\u003cbr\\u003e(between|below|above) '
+        title = (
+            rf'"text":"\\u003cb\\u003e{re.escape(model)}\\u003c\\u002fb\\u003e\\u003cbr\\u003e(between|below|above) '
+        )
         assert re.search(title, page), model
 
 
@@ -175,16 +188,36 @@ def _render(browser: str, page: Path, work: Path) -> Rendered:
     copy = work / "page.html"
     copy.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     proc = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={work / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--virtual-time-budget=15000", "--window-size=1400,4000", "--dump-dom", copy.as_uri()],
-        capture_output=True, text=True, timeout=HANG_LIMIT_S,
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={work / 'profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=15000",
+            "--window-size=1400,4000",
+            "--dump-dom",
+            copy.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
     )
     probe = re.search(r'<pre id="evalprism-probe">(.*?)</pre>', proc.stdout, re.S)
     assert probe, f"the page did not finish loading: {proc.stderr[-2000:]}"
-    return Rendered(proc.stdout, [line for line in proc.stderr.splitlines() if ":CONSOLE" in line],
-                    json.loads(html.unescape(probe[1])))
+    return Rendered(
+        proc.stdout,
+        [line for line in proc.stderr.splitlines() if ":CONSOLE" in line],
+        json.loads(html.unescape(probe[1])),
+    )
 
 
 @pytest.mark.parametrize("name", PAGES)

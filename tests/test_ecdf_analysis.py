@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import small_responses
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import final_answers, renumber_by_wins
 from evalprism.errors import EvalprismError
-
-from helpers import small_responses
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +100,12 @@ def test_score_mode_needs_no_embedder() -> None:
 
 def test_auto_k_reports_the_stability_curve() -> None:
     rng = np.random.default_rng(0)
-    rows = [{"question_id": q, "cfg": c, "score": v}
-            for q in range(10) for c, base in (("a", 0.1), ("b", 0.5), ("c", 0.9))
-            for v in base + rng.normal(0, 0.02, 4)]
+    rows = [
+        {"question_id": q, "cfg": c, "score": v}
+        for q in range(10)
+        for c, base in (("a", 0.1), ("b", 0.5), ("c", 0.9))
+        for v in base + rng.normal(0, 0.02, 4)
+    ]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters="auto", progress=False)
     assert res.options["k"] == 3
     assert res.k_curve["k"].tolist()[0] == 2
@@ -127,7 +129,9 @@ def test_input_errors(cache_dir: Path) -> None:
         analyze(table, by=["persona"], progress=False)
     blank = table.copy()
     blank.loc[(blank["question_id"] == "q2") & (blank["model"] == "bad"), "response"] = None
-    with pytest.raises(EvalprismError, match=r"setting \(question_id=q2, model=bad, temperature=0.0\) has no responses"):
+    with pytest.raises(
+        EvalprismError, match=r"setting \(question_id=q2, model=bad, temperature=0.0\) has no responses"
+    ):
         analyze(blank, by=["model", "temperature"], progress=False)
     with pytest.raises(EvalprismError, match="expected a whole number or 'auto'"):
         analyze(table, clusters="many", progress=False)  # type: ignore[arg-type]

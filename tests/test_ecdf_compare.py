@@ -7,14 +7,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import run_cli
 from scipy import stats
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.compare import resolve_baseline
 from evalprism.errors import EvalprismError
 from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
-
-from helpers import run_cli
 
 
 def _planted(rng: np.random.Generator, questions: int, shift: float, responses: int = 10) -> tuple[list, list]:
@@ -45,8 +44,11 @@ def test_equal_distributions_give_uniform_p_values() -> None:
 
 def test_a_planted_shift_is_detected() -> None:
     # a shift of 0.1 (one standard deviation of the responses) on 20 questions: power >= 0.9 at 5%
-    found = [paired_w1_test(*_planted(np.random.default_rng(500 + s), questions=20, shift=0.1),
-                            permutations=199, seed=s)[1] < 0.05 for s in range(40)]
+    found = [
+        paired_w1_test(*_planted(np.random.default_rng(500 + s), questions=20, shift=0.1), permutations=199, seed=s)[1]
+        < 0.05
+        for s in range(40)
+    ]
     assert np.mean(found) >= 0.9
 
 
@@ -61,7 +63,7 @@ def test_mcnemar_is_the_exact_binomial_test() -> None:
 
 def test_bootstrap_interval_of_a_mean() -> None:
     values = np.random.default_rng(4).normal(2.0, 1.0, 400)
-    (lo, hi), = bootstrap_mean_ci(values, resamples=2000, seed=0)
+    ((lo, hi),) = bootstrap_mean_ci(values, resamples=2000, seed=0)
     half = 1.96 * values.std() / np.sqrt(values.size)  # the normal interval; the percentile one is close
     assert lo == pytest.approx(values.mean() - half, abs=0.02) and hi == pytest.approx(values.mean() + half, abs=0.02)
 
@@ -73,8 +75,10 @@ def _three_configurations() -> pd.DataFrame:
     for q in range(30):
         centre = rng.uniform(0.3, 0.6)
         for t, shift in (("0.0", 0.0), ("0.5", 0.0), ("1.0", 0.15)):
-            rows += [{"question_id": q, "temperature": t, "score": v}
-                     for v in np.clip(rng.normal(centre + shift, 0.08, 8), 0, 1)]
+            rows += [
+                {"question_id": q, "temperature": t, "score": v}
+                for v in np.clip(rng.normal(centre + shift, 0.08, 8), 0, 1)
+            ]
     return pd.DataFrame(rows)
 
 
@@ -87,8 +91,9 @@ def test_comparisons_find_the_planted_pairs() -> None:
         assert c.loc[pair, "p_distribution_adjusted"] < 0.01
         assert c.loc[pair, "score_difference_low"] < 0.15 < c.loc[pair, "score_difference_high"]
     assert "p_accuracy" not in c.columns  # no final answers without references
-    against = analyze(_three_configurations(), by=["temperature"], clusters=2, permutations=99, baseline="1.0",
-                      progress=False).comparisons
+    against = analyze(
+        _three_configurations(), by=["temperature"], clusters=2, permutations=99, baseline="1.0", progress=False
+    ).comparisons
     assert against["configuration_a"].eq("temperature=1.0").all() and len(against) == 2
 
 
@@ -103,13 +108,15 @@ def test_baseline_names_a_configuration() -> None:
 def test_cli_writes_comparisons_and_refuses_a_bad_baseline(tmp_path: Path, capsys) -> None:
     path = tmp_path / "r.csv"
     _three_configurations().to_csv(path, index=False)
-    code, _, err = run_cli(["ecdf", path, "--out", tmp_path / "o", "--by", "temperature", "-k", "2",
-                            "--permutations", "99", "-q"], capsys)
+    code, _, err = run_cli(
+        ["ecdf", path, "--out", tmp_path / "o", "--by", "temperature", "-k", "2", "--permutations", "99", "-q"], capsys
+    )
     assert code == 0, err
     assert len(pd.read_csv(tmp_path / "o" / "comparisons.csv")) == 3
     assert "Do the configurations differ?" in (tmp_path / "o" / "report.html").read_text()
-    code, _, err = run_cli(["ecdf", path, "--out", tmp_path / "o2", "--by", "temperature", "--baseline", "9", "-q"],
-                           capsys)
+    code, _, err = run_cli(
+        ["ecdf", path, "--out", tmp_path / "o2", "--by", "temperature", "--baseline", "9", "-q"], capsys
+    )
     assert code == 2 and "--baseline '9': no such configuration" in err and "Traceback" not in err
 
 
@@ -121,8 +128,15 @@ def _same_answers_table(spread_b: bool) -> pd.DataFrame:
         for cfg in ("A", "B"):
             for i in range(6):
                 low = spread_b and cfg == "B" and i % 3 == 1
-                rows.append({"question_id": q, "cfg": cfg, "response": "Lyon" if low else "Paris",
-                             "references": '["Paris"]', "score": 0.2 + 0.01 * q if low else 0.9 - 0.01 * i})
+                rows.append(
+                    {
+                        "question_id": q,
+                        "cfg": cfg,
+                        "response": "Lyon" if low else "Paris",
+                        "references": '["Paris"]',
+                        "score": 0.2 + 0.01 * q if low else 0.9 - 0.01 * i,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -143,8 +157,14 @@ def test_sequential_p_values_are_valid_under_a_planted_null() -> None:
     # Besag-Clifford stops these after about 20 exceedances; the p-values must stay (super)uniform
     from evalprism.stats import paired
 
-    ps = np.array([paired.paired_w1_test(*_planted(np.random.default_rng(900 + s), questions=60, shift=0.0),
-                                         permutations=999, seed=s)[1] for s in range(200)])
+    ps = np.array(
+        [
+            paired.paired_w1_test(
+                *_planted(np.random.default_rng(900 + s), questions=60, shift=0.0), permutations=999, seed=s
+            )[1]
+            for s in range(200)
+        ]
+    )
     assert np.mean(ps <= 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 200)
     assert stats.kstest(ps, "uniform").pvalue > 0.01
 
@@ -154,8 +174,9 @@ def test_sequential_decisions_equal_the_full_tests(monkeypatch: pytest.MonkeyPat
     # the Besag-Clifford stop); the full test runs all 999 permutations with both stops switched off
     from evalprism.stats import paired
 
-    designs = [_planted(np.random.default_rng(1300 + s), questions=60, shift=[0.0, 0.02, 0.04, 0.1][s % 4])
-               for s in range(100)]
+    designs = [
+        _planted(np.random.default_rng(1300 + s), questions=60, shift=[0.0, 0.02, 0.04, 0.1][s % 4]) for s in range(100)
+    ]
     seq = np.array([paired.paired_w1_test(a, b, permutations=999, seed=s)[1] for s, (a, b) in enumerate(designs)])
     monkeypatch.setattr(paired, "SEQUENTIAL_EXCEEDANCES", 10**9)
     monkeypatch.setattr(paired, "NORMAL_STOP_Z", np.inf)

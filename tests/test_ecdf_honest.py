@@ -30,7 +30,7 @@ def test_one_response_per_question_is_not_applicable_and_falls_back() -> None:
     assert row["distribution_test"].startswith("not applicable: 'cfg=right' has one response on 30 of 30 questions")
     assert (row["accuracy_a"], row["accuracy_b"]) == (1.0, 0.0)
     assert (row["n_right_only_a"], row["n_right_only_b"]) == (30, 0)
-    assert row["p_accuracy"] == pytest.approx(2 * 0.5 ** 30)  # exact McNemar: 30 of 30 discordant one way
+    assert row["p_accuracy"] == pytest.approx(2 * 0.5**30)  # exact McNemar: 30 of 30 discordant one way
     assert row["score_difference"] == -1.0 and row["score_difference_se"] == 0.0
     assert row["p_score"] == pytest.approx(1 / 200)  # no sign flip reaches |mean| = 1 but the identity
     text = pair_sentence(row, 199)
@@ -42,8 +42,12 @@ def test_one_response_per_question_is_not_applicable_and_falls_back() -> None:
 
 def test_several_responses_still_get_the_distribution_test() -> None:
     rng = np.random.default_rng(0)
-    rows = [{"question_id": q, "cfg": c, "score": float(rng.normal(0.5 + 0.3 * (c == "b"), 0.1))}
-            for q in range(15) for c in "ab" for _ in range(5)]
+    rows = [
+        {"question_id": q, "cfg": c, "score": float(rng.normal(0.5 + 0.3 * (c == "b"), 0.1))}
+        for q in range(15)
+        for c in "ab"
+        for _ in range(5)
+    ]
     row = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False).comparisons.iloc[0]
     assert row["distribution_test"] == "within-question permutation" and row["p_distribution"] == pytest.approx(1 / 200)
 
@@ -77,23 +81,39 @@ def test_pooled_sources_make_the_distribution_test_say_it_is_conservative() -> N
     # per configuration three models of very different quality, pooled (model is not a --by column); the
     # configurations differ by 0.1 in every model: the score test sees it, the pooled permutation test may not
     rng = np.random.default_rng(2)
-    rows = [{"question_id": q, "cfg": c, "model": m, "score": float(0.3 * m + 0.1 * (c == "b") + rng.normal(0, 0.02))}
-            for q in range(20) for c in "ab" for m in range(3) for _ in range(3)]
+    rows = [
+        {"question_id": q, "cfg": c, "model": m, "score": float(0.3 * m + 0.1 * (c == "b") + rng.normal(0, 0.02))}
+        for q in range(20)
+        for c in "ab"
+        for m in range(3)
+        for _ in range(3)
+    ]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
     row = res.comparisons.iloc[0]
-    assert row["distribution_test"].startswith("within-question permutation, conservative: the responses of "
-                                               "several model values are pooled")
+    assert row["distribution_test"].startswith(
+        "within-question permutation, conservative: the responses of several model values are pooled"
+    )
     assert row["p_score"] == pytest.approx(1 / 200) and row["score_difference"] == pytest.approx(0.1, abs=0.01)
     assert any(n.startswith("distribution tests: conservative") for n in res.notes)
     text = pair_sentence(row, 199)
     assert "not significantly different" not in text
 
 
-@pytest.mark.parametrize(("answer", "reference", "hit"), [
-    ("3.0", "3", 1.0), ("$70", "70", 1.0), ("1,000", "1000", 1.0), ("$1,000.50", "1000.5", 1.0),
-    ("-0.50", "-.5", 1.0), ("70.", "70", 1.0), ("1,5", "15", 0.0), ("3.01", "3", 0.0), ("70 dollars", "70", 0.0),
-    ("Paris", "paris", 1.0),
-])
+@pytest.mark.parametrize(
+    ("answer", "reference", "hit"),
+    [
+        ("3.0", "3", 1.0),
+        ("$70", "70", 1.0),
+        ("1,000", "1000", 1.0),
+        ("$1,000.50", "1000.5", 1.0),
+        ("-0.50", "-.5", 1.0),
+        ("70.", "70", 1.0),
+        ("1,5", "15", 0.0),
+        ("3.01", "3", 0.0),
+        ("70 dollars", "70", 0.0),
+        ("Paris", "paris", 1.0),
+    ],
+)
 def test_exact_compares_numbers_as_numbers(answer: str, reference: str, hit: float) -> None:
     from evalprism.ecdf.scoring import lexical_scores
 
@@ -101,8 +121,11 @@ def test_exact_compares_numbers_as_numbers(answer: str, reference: str, hit: flo
 
 
 def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
-    rows = [{"question_id": q, "cfg": c, "response": r, "references": f'["{q + 10}"]'}
-            for q in range(6) for c, r in (("a", f"so the answer is ${q + 10}."), ("b", f"{q + 10}.0"), ("b", "7"))]
+    rows = [
+        {"question_id": q, "cfg": c, "response": r, "references": f'["{q + 10}"]'}
+        for q in range(6)
+        for c, r in (("a", f"so the answer is ${q + 10}."), ("b", f"{q + 10}.0"), ("b", "7"))
+    ]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
     by_cfg = res.settings.groupby("configuration")["mean_score"].mean()
     assert by_cfg["cfg=a"] == 0.0 and by_cfg["cfg=b"] == 0.5  # "10.0" matches "10"; "7" does not
@@ -110,8 +133,10 @@ def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
     assert not any("mismatches end on the reference number" in n for n in res.notes)
     rows = [r for r in rows if r["response"] != "7"]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
-    assert any(n.startswith("6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $")
-               for n in res.notes)
+    assert any(
+        n.startswith("6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $")
+        for n in res.notes
+    )
 
 
 def _vote_vs_medoid() -> pd.DataFrame:
@@ -151,8 +176,16 @@ class _PlantedEmbedder(Embedder):
 
 @pytest.mark.parametrize("final", ["medoid", "majority"])
 def test_majority_vote_beside_the_medoid(final: str) -> None:
-    res = analyze(_vote_vs_medoid(), by=["cfg"], clusters=1, score="exact", embedder=_PlantedEmbedder(),
-                  final=final, permutations=9, progress=False)
+    res = analyze(
+        _vote_vs_medoid(),
+        by=["cfg"],
+        clusters=1,
+        score="exact",
+        embedder=_PlantedEmbedder(),
+        final=final,
+        permutations=9,
+        progress=False,
+    )
     q0 = res.settings.set_index("question_id").loc["0"]
     vote, medoid = ("final", "medoid") if final == "majority" else ("majority", "final")
     right = {"final": "correct", "medoid": "medoid_correct", "majority": "majority_correct"}
@@ -163,8 +196,9 @@ def test_majority_vote_beside_the_medoid(final: str) -> None:
         assert line.startswith("Final answers: the answer nearest the mean embedding (eq. 6 medoid), accuracy 0.5000")
         assert "the majority vote picks another answer in 1 settings (accuracy 1.0000" in line
     else:
-        assert line.startswith("Final answers: the majority vote over normalised answers (self-consistency), "
-                               "accuracy 1.0000")
+        assert line.startswith(
+            "Final answers: the majority vote over normalised answers (self-consistency), accuracy 1.0000"
+        )
     assert "majority answer" not in " ".join(headline(res))
 
 
@@ -180,12 +214,18 @@ def test_majority_vote_counts_numbers_as_numbers_and_breaks_ties_by_answer() -> 
 def test_wording_nits() -> None:
     from evalprism.ecdf.report import build_report, rows_caption, share_text
 
-    assert [share_text(1, 300), share_text(0, 5), share_text(299, 300), share_text(3, 3), share_text(1, 4)] == \
-        ["<1%", "0%", ">99%", "100%", "25%"]
+    assert [share_text(1, 300), share_text(0, 5), share_text(299, 300), share_text(3, 3), share_text(1, 4)] == [
+        "<1%",
+        "0%",
+        ">99%",
+        "100%",
+        "25%",
+    ]
     assert rows_caption(pd.DataFrame({"a": range(10)}), "C.") == "C."
     assert rows_caption(pd.DataFrame({"a": range(40)}), "C.") == "C. 40 rows (scroll inside the box to see them all)."
-    assert rows_caption(pd.DataFrame({"a": range(70)}), "C.") == ("C. 70 rows, the first 60 here (scroll inside the "
-                                                                 "box to see them all).")
+    assert rows_caption(pd.DataFrame({"a": range(70)}), "C.") == (
+        "C. 70 rows, the first 60 here (scroll inside the box to see them all)."
+    )
     res = analyze(_greedy(), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
     fig = next(sec for sec in build_report(res).sections if sec.title == "ECDFs grouped by accuracy")
     assert "accuracy 0.00: cfg=wrong (n=30)" in fig.body and "accuracy 1.00: cfg=right (n=30)" in fig.body
@@ -195,8 +235,11 @@ def test_a_correctness_table_gets_mcnemar() -> None:
     # one 0/1 score per question: 'b' right on 12 questions 'a' missed, 'a' right on 2 'b' missed, 26 alike
     right_a = [1] * 2 + [0] * 12 + [1] * 13 + [0] * 13
     right_b = [0] * 2 + [1] * 12 + [1] * 13 + [0] * 13
-    rows = [{"question_id": q, "cfg": c, "score": float(v)} for c, vals in (("a", right_a), ("b", right_b))
-            for q, v in enumerate(vals)]
+    rows = [
+        {"question_id": q, "cfg": c, "score": float(v)}
+        for c, vals in (("a", right_a), ("b", right_b))
+        for q, v in enumerate(vals)
+    ]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
     row = res.comparisons.iloc[0]
     assert row["distribution_test"].startswith("not applicable")
@@ -213,8 +256,14 @@ def test_few_discordant_questions_say_the_test_cannot_tell() -> None:
         b_right = q < 20
         a_right = q < 17
         for cfg, right in (("a", a_right), ("b", b_right)):
-            rows.append({"question_id": q, "cfg": cfg, "response": f"{q + (100 if right else 500)}",
-                         "references": f'["{q + 100}"]'})
+            rows.append(
+                {
+                    "question_id": q,
+                    "cfg": cfg,
+                    "response": f"{q + (100 if right else 500)}",
+                    "references": f'["{q + 100}"]',
+                }
+            )
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=199, progress=False)
     row = res.comparisons.iloc[0]
     assert (row["n_right_only_a"], row["n_right_only_b"]) == (0, 3) and row["n_questions_differ"] == 3

@@ -31,14 +31,38 @@ def test_clip_marks_the_cut_and_escapes() -> None:
 def test_a_long_reference_and_the_answer_equal_to_it_are_cut_alike(tmp_path: Path, capsys) -> None:
     long_ref = "The court held that " + "the contract was void for want of consideration, " * 8 + "and so on."
     assert len(long_ref) > EXAMPLE_CHARS
-    rows = [{"question_id": q, "model": m, "response": long_ref if m == "good" else f"wrong {q} {i}",
-             "references": json.dumps([long_ref])}
-            for q in ("q1", "q2", "q3") for m in ("good", "bad") for i in range(4)]
+    rows = [
+        {
+            "question_id": q,
+            "model": m,
+            "response": long_ref if m == "good" else f"wrong {q} {i}",
+            "references": json.dumps([long_ref]),
+        }
+        for q in ("q1", "q2", "q3")
+        for m in ("good", "bad")
+        for i in range(4)
+    ]
     path = tmp_path / "long.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     out = tmp_path / "out"
-    code, _, err = run_cli(["ecdf", path, "--out", out, "--by", "model", "--score", "exact", "--clusters", "2",
-                            "--permutations", "9", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "ecdf",
+            path,
+            "--out",
+            out,
+            "--by",
+            "model",
+            "--score",
+            "exact",
+            "--clusters",
+            "2",
+            "--permutations",
+            "9",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     page = (out / "report.html").read_text()
     shown = clip(long_ref)
@@ -57,8 +81,12 @@ def html_cut_at_200(text: str) -> str:
 
 def _planted(n_configs: int) -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    rows = [{"question_id": f"q{q}", "config": f"temperature={c / 100:.2f}", "score": v}
-            for q in range(3) for c in range(n_configs) for v in np.clip(rng.normal(c / n_configs, 0.05, 3), 0, 1)]
+    rows = [
+        {"question_id": f"q{q}", "config": f"temperature={c / 100:.2f}", "score": v}
+        for q in range(3)
+        for c in range(n_configs)
+        for v in np.clip(rng.normal(c / n_configs, 0.05, 3), 0, 1)
+    ]
     return pd.DataFrame(rows)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import small_responses
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import _accuracy_levels
@@ -15,8 +16,6 @@ from evalprism.ecdf.report import headline
 from evalprism.ecdf.scoring import lexical_scores, normalise_answer
 from evalprism.errors import EvalprismError
 from evalprism.stats import distinct_ecdf_count
-
-from helpers import small_responses
 
 
 def test_exact_and_contains_by_hand() -> None:
@@ -48,19 +47,31 @@ def test_exact_score_through_the_analysis(cache_dir: Path) -> None:
 def test_correct_follows_the_score_rule(cache_dir: Path) -> None:
     """Under exact/contains a final answer is correct by that same rule ('paris' against 'Paris'),
     so a score of 1 and a ✓ never disagree; under cosine by the seed's exact match."""
-    rows = [{"question_id": "q", "cfg": c, "response": r, "references": json.dumps(["Paris"])}
-            for c, answers in {"lower": ["paris"] * 3, "sentence": ["It is Paris"] * 3, "wrong": ["Lyon"] * 3}.items()
-            for r in answers]
-    correct = {rule: analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score=rule, progress=False)
-               .settings.set_index("cfg")["correct"].to_dict() for rule in ("exact", "contains", "cosine")}
+    rows = [
+        {"question_id": "q", "cfg": c, "response": r, "references": json.dumps(["Paris"])}
+        for c, answers in {"lower": ["paris"] * 3, "sentence": ["It is Paris"] * 3, "wrong": ["Lyon"] * 3}.items()
+        for r in answers
+    ]
+    correct = {
+        rule: analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score=rule, progress=False)
+        .settings.set_index("cfg")["correct"]
+        .to_dict()
+        for rule in ("exact", "contains", "cosine")
+    }
     assert correct["exact"] == {"lower": True, "sentence": False, "wrong": False}
     assert correct["contains"] == {"lower": True, "sentence": True, "wrong": False}
     assert correct["cosine"] == {"lower": False, "sentence": False, "wrong": False}
 
 
 def _score_table(per_cfg: dict[str, list[float]], questions: int = 6) -> pd.DataFrame:
-    return pd.DataFrame([{"question_id": q, "cfg": c, "score": v}
-                         for q in range(questions) for c, vals in per_cfg.items() for v in vals])
+    return pd.DataFrame(
+        [
+            {"question_id": q, "cfg": c, "score": v}
+            for q in range(questions)
+            for c, vals in per_cfg.items()
+            for v in vals
+        ]
+    )
 
 
 def test_distinct_ecdfs_are_counted_by_distribution() -> None:
@@ -86,13 +97,20 @@ def test_accuracy_levels_keep_close_values_apart() -> None:
 
 def test_repeated_question_ids_are_named(cache_dir: Path) -> None:
     # two datasets both number their questions 0..3; without --by dataset they merge into one setting
-    rows = [{"question_id": q, "dataset": d, "response": f"answer {v}", "references": json.dumps([f"{d}-{q}"]),
-             "score": v} for d in ("date", "saycan") for q in range(4) for v in (0.2, 0.4, 0.6)]
+    rows = [
+        {"question_id": q, "dataset": d, "response": f"answer {v}", "references": json.dumps([f"{d}-{q}"]), "score": v}
+        for d in ("date", "saycan")
+        for q in range(4)
+        for v in (0.2, 0.4, 0.6)
+    ]
     res = analyze(pd.DataFrame(rows), clusters=2, progress=False)
-    assert any("4 settings mix responses with different reference answers (first: question_id=0)" in n
-               for n in res.notes)
-    assert not any("different reference" in n
-                   for n in analyze(pd.DataFrame(rows), by=["dataset"], clusters=2, progress=False).notes)
+    assert any(
+        "4 settings mix responses with different reference answers (first: question_id=0)" in n for n in res.notes
+    )
+    assert not any(
+        "different reference" in n
+        for n in analyze(pd.DataFrame(rows), by=["dataset"], clusters=2, progress=False).notes
+    )
 
 
 def test_settings_with_a_multiple_of_the_usual_count_are_named() -> None:
@@ -106,8 +124,13 @@ def test_settings_with_a_multiple_of_the_usual_count_are_named() -> None:
 
 def test_headline_counts_the_settings_that_exist() -> None:
     # each question answered under one configuration: 12 settings, not 12 questions x 2 configurations
-    table = pd.DataFrame([{"question_id": q, "cfg": "a" if q < 6 else "b", "score": v}
-                          for q in range(12) for v in (0.1 * (q % 3), 0.5, 0.9)])
+    table = pd.DataFrame(
+        [
+            {"question_id": q, "cfg": "a" if q < 6 else "b", "score": v}
+            for q in range(12)
+            for v in (0.1 * (q % 3), 0.5, 0.9)
+        ]
+    )
     first = headline(analyze(table, by=["cfg"], clusters=2, progress=False))[0]
     assert first.startswith("12 settings (12 questions, each under one of 2 configurations")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from evalprism.embed import EmbeddingCache, Embedder, default_cache_dir
+from evalprism.embed import Embedder, EmbeddingCache, default_cache_dir
 from evalprism.embed.cache import cache_key
 from evalprism.errors import EvalprismError
 

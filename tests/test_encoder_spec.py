@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import evalprism.embed
-from evalprism.embed import EmbeddingCache, Embedder, EncoderSpec, InstructorEmbedder, get_embedder, parse_spec
+from evalprism.embed import Embedder, EmbeddingCache, EncoderSpec, InstructorEmbedder, get_embedder, parse_spec
 from evalprism.embed.spec import BACKBONE_KINDS, spec_kind
 from evalprism.errors import EvalprismError
 
@@ -30,8 +30,11 @@ def test_parse_spec_gives_kind_and_location() -> None:
     assert parse_spec("hf:/m/qwen", role="backbone", kinds=BACKBONE_KINDS) == EncoderSpec("hf", "/m/qwen")
     assert not parse_spec("hf:/m/qwen", kinds=BACKBONE_KINDS).sentence_encoder
     assert spec_kind("instructor:/x") == "instructor" and spec_kind("precomputed") is None
-    with pytest.raises(EvalprismError, match=r"unknown embedder 'bert': expected 'minilm', 'st:<name or path>' or "
-                                             r"'instructor:<path>'"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"unknown embedder 'bert': expected 'minilm', 'st:<name or path>' or "
+        r"'instructor:<path>'",
+    ):
         parse_spec("bert")
     with pytest.raises(EvalprismError, match="backbone 'hf:': give the local directory of a Hugging Face causal LM"):
         parse_spec("hf:", role="backbone", kinds=BACKBONE_KINDS)
@@ -42,11 +45,14 @@ def test_a_kind_is_refused_where_it_has_no_meaning() -> None:
 
     with pytest.raises(EvalprismError, match=r"embedder 'hf:/m/qwen' names a Hugging Face causal LM \(a P2L backbone"):
         get_embedder("hf:/m/qwen")
-    with pytest.raises(EvalprismError, match="backbone 'instructor:/m/x' names an INSTRUCTOR model, which encodes with "
-                                             "an instruction"):
+    with pytest.raises(
+        EvalprismError, match="backbone 'instructor:/m/x' names an INSTRUCTOR model, which encodes with an instruction"
+    ):
         load_backbone("instructor:/m/x")
-    with pytest.raises(EvalprismError, match="unknown backbone 'bert': expected 'minilm', 'st:<name or path>', "
-                                             "'hf:<local path>' or 'static'"):
+    with pytest.raises(
+        EvalprismError,
+        match="unknown backbone 'bert': expected 'minilm', 'st:<name or path>', 'hf:<local path>' or 'static'",
+    ):
         load_backbone("bert")
 
 
@@ -61,8 +67,9 @@ def test_instructor_spec_builds_the_instructor_embedder_everywhere(tmp_path: Pat
     assert isinstance(factory, InstructorEmbedder)
     got = factory.embed(texts)
     judges = make_embedder(spec, instruction, cache_dir=tmp_path, progress=False)
-    np.testing.assert_array_equal(Embedder(spec, instruction=instruction, cache_dir=False, progress=False).embed(texts),
-                                  got)
+    np.testing.assert_array_equal(
+        Embedder(spec, instruction=instruction, cache_dir=False, progress=False).embed(texts), got
+    )
     np.testing.assert_allclose(judges.embed(texts), got, atol=1e-6)
     as_text = get_embedder("minilm", instruction=instruction, cache_dir=False, progress=False).embed(texts)
     assert np.abs(as_text - got).max() > 1e-2

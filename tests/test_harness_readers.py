@@ -53,8 +53,13 @@ def test_lm_eval_multi_task_directory_reads_with_per_task_defaults(tmp_path: Pat
     assert len(mc) == 6 and set(mc) <= {0, 1}
     assert sum(mc) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / "run1" / model, "mc_local", "acc,none"))
     choices = "\n".join(table.attrs["choices"])
-    assert "gen_local: metric exact_match (first in the results file's higher_is_better), filter strict-match" in choices
-    assert "mc_local: metric acc (first in the results file's higher_is_better), filter none (the task's only filter)" in choices
+    assert (
+        "gen_local: metric exact_match (first in the results file's higher_is_better), filter strict-match" in choices
+    )
+    assert (
+        "mc_local: metric acc (first in the results file's higher_is_better), filter none (the task's only filter)"
+        in choices
+    )
 
 
 def test_lm_eval_per_task_overrides() -> None:
@@ -64,17 +69,23 @@ def test_lm_eval_per_task_overrides() -> None:
     norm = _scores(table, "3ykv54sv", "mc_local")
     assert sum(norm) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / "run1" / "3ykv54sv", "mc_local", "acc_norm,none"))
     assert "metric acc_norm (chosen)" in "\n".join(table.attrs["choices"])
-    with pytest.raises(EvalprismError, match=r"metric bogus=acc: .* has no task 'bogus' \(tasks: gen_local, mc_local\)"):
+    with pytest.raises(
+        EvalprismError, match=r"metric bogus=acc: .* has no task 'bogus' \(tasks: gen_local, mc_local\)"
+    ):
         read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["bogus=acc"]))
     with pytest.raises(EvalprismError, match="task 'gen_local' has no filter 'none'"):
         read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(lm_eval_filter=["gen_local=none"]))
-    with pytest.raises(EvalprismError, match=r"no 'exact_match' value for task 'mc_local' \(values present: acc, acc_norm\)"):
+    with pytest.raises(
+        EvalprismError, match=r"no 'exact_match' value for task 'mc_local' \(values present: acc, acc_norm\)"
+    ):
         read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["mc_local=exact_match"]))
     # a value without TASK= applies to every task that has it (issue 27, item 14): mc_local keeps its default
     every = read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["exact_match"]))
     assert _scores(every, "3ykv54sv", "gen_local") == STRICT
-    assert "mc_local: metric acc (first in the results file's higher_is_better; the task has no 'exact_match' value)" \
+    assert (
+        "mc_local: metric acc (first in the results file's higher_is_better; the task has no 'exact_match' value)"
         in "\n".join(every.attrs["choices"])
+    )
 
 
 def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:
@@ -83,14 +94,23 @@ def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:
     for run in ("run3", "run4"):  # each directory's rows are its own file's, against lm-eval's mean
         mc = _scores(table, f"{run}/org__tiny", "mc_local")
         assert sum(mc) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / run / "org__tiny", "mc_local", "acc,none"))
-    renamed = read_correctness(LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny-seed3",
-                                                                                 "3ykv54sv=dummy"]))
+    renamed = read_correctness(
+        LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny-seed3", "3ykv54sv=dummy"])
+    )
     assert sorted(renamed["model"].unique()) == ["dummy", "run4/org__tiny", "tiny-seed3"]
-    with pytest.raises(EvalprismError, match=r"model 'tiny' has task '\w+' in two directories: .*run3/org__tiny/"
-                                             r"samples_\S+\.jsonl and .*run4/org__tiny/samples_\S+\.jsonl"):
-        read_correctness(LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny", "run4/org__tiny=tiny"]))
-    with pytest.raises(EvalprismError, match=r"no lm-eval run directory 'run9' .*directories: run1/3ykv54sv, "
-                                             "run3/org__tiny, run4/org__tiny"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"model 'tiny' has task '\w+' in two directories: .*run3/org__tiny/"
+        r"samples_\S+\.jsonl and .*run4/org__tiny/samples_\S+\.jsonl",
+    ):
+        read_correctness(
+            LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny", "run4/org__tiny=tiny"])
+        )
+    with pytest.raises(
+        EvalprismError,
+        match=r"no lm-eval run directory 'run9' .*directories: run1/3ykv54sv, "
+        "run3/org__tiny, run4/org__tiny",
+    ):
         read_correctness(LM_EVAL, harness=HarnessOptions.parse(model_name=["run9=x"]))
 
 
@@ -131,21 +151,30 @@ def test_inspect_json_scorers_and_epochs() -> None:
 
 def test_eval_archives_read_like_their_json_conversion() -> None:
     pytest.importorskip("inspect_ai.log", reason="inspect_ai is the optional extra evalprism[inspect]")
-    for name, options in (("arith_two_scorers", HarnessOptions(scorer="match")),
-                          ("arith_three_epochs", HarnessOptions(epochs="all"))):
+    for name, options in (
+        ("arith_two_scorers", HarnessOptions(scorer="match")),
+        ("arith_three_epochs", HarnessOptions(epochs="all")),
+    ):
         a = read_correctness(FIXTURES / "inspect_eval" / f"{name}.eval", harness=options)
         b = read_correctness(FIXTURES / "inspect_json" / f"{name}.json", harness=options)
         key = ["model", "benchmark", "item_id"]
-        assert a.sort_values(key)[key + ["score"]].values.tolist() == b.sort_values(key)[key + ["score"]].values.tolist()
+        assert (
+            a.sort_values(key)[[*key, "score"]].values.tolist() == b.sort_values(key)[[*key, "score"]].values.tolist()
+        )
 
 
 def test_eval_archive_without_inspect_says_how_to_read_it() -> None:
     if importlib.util.find_spec("inspect_ai") is None:
-        with pytest.raises(EvalprismError, match=r"pip install 'evalprism\[inspect\]' \(or convert them: inspect log "
-                                                 "convert --to json\\)"):
+        with pytest.raises(
+            EvalprismError,
+            match=r"pip install 'evalprism\[inspect\]' \(or convert them: inspect log "
+            "convert --to json\\)",
+        ):
             read_correctness(FIXTURES / "inspect_eval" / "arith_two_scorers.eval")
     else:
-        pytest.skip("inspect_ai is installed: .eval archives are read (test_eval_archives_read_like_their_json_conversion)")
+        pytest.skip(
+            "inspect_ai is installed: .eval archives are read (test_eval_archives_read_like_their_json_conversion)"
+        )
 
 
 def test_directory_mixing_lm_eval_and_inspect_is_read_whole(tmp_path: Path) -> None:
@@ -154,7 +183,9 @@ def test_directory_mixing_lm_eval_and_inspect_is_read_whole(tmp_path: Path) -> N
     (tmp_path / "runs" / "notes.json").write_text('{"owner": "me"}', encoding="utf-8")
     table = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
     assert table.groupby("model")["benchmark"].unique().map(sorted).to_dict() == {
-        "3ykv54sv": ["gen_local", "mc_local"], "mockllm/small": ["arith"]}
+        "3ykv54sv": ["gen_local", "mc_local"],
+        "mockllm/small": ["arith"],
+    }
     assert len(table) == 6 + 6 + 4
     choices = "\n".join(table.attrs["choices"])
     assert "inspect arith.json: mockllm/small on arith, scorer match" in choices
@@ -167,15 +198,30 @@ def test_directory_mixing_lm_eval_and_inspect_is_read_whole(tmp_path: Path) -> N
 def test_cli_reports_choices_and_refuses_bad_options(tmp_path: Path) -> None:
     models = tmp_path / "models.csv"
     models.write_text("model,params,family\n3ykv54sv,1,f\nrun3/org__tiny,2,f\nrun4/org__tiny,3,f\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "evalprism.cli", "stem", "audit", str(LM_EVAL), "--models", str(models),
-           "--out", str(tmp_path / "audit")]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_LIMIT_S)
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalprism.cli",
+        "stem",
+        "audit",
+        str(LM_EVAL),
+        "--models",
+        str(models),
+        "--out",
+        str(tmp_path / "audit"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_LIMIT_S, check=False)
     assert done.returncode == 0, done.stderr
     assert "read lm-eval run3/org__tiny/gen_local: metric exact_match" in " ".join(done.stderr.split())
     run = json.loads((tmp_path / "audit" / "run.json").read_text(encoding="utf-8"))
     assert any("filter strict-match" in line for line in run["options"]["read"])
-    bad = subprocess.run(cmd[:-2] + ["--out", str(tmp_path / "bad"), "--metric", "nosuch=acc"], capture_output=True,
-                         text=True, timeout=HANG_LIMIT_S)
+    bad = subprocess.run(
+        [*cmd[:-2], "--out", str(tmp_path / "bad"), "--metric", "nosuch=acc"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert bad.returncode == 2
     assert "--metric nosuch=acc:" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "bad").exists()
@@ -188,10 +234,27 @@ def test_lm_eval_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
     if exe is None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
     tasks = lm_eval_local_tasks(tmp_path, FIXTURES / "make")
-    done = subprocess.run([exe, "--model", "dummy", "--tasks", "mc_local,gen_local", "--include_path", str(tasks),
-                           "--log_samples", "--output_path", str(tmp_path / "out"), "--seed", "1"],
-                          capture_output=True, text=True, timeout=HANG_LIMIT_S, env={"HF_DATASETS_OFFLINE": "1",
-                                                                            "HF_HUB_OFFLINE": "1", "PATH": ""})
+    done = subprocess.run(
+        [
+            exe,
+            "--model",
+            "dummy",
+            "--tasks",
+            "mc_local,gen_local",
+            "--include_path",
+            str(tasks),
+            "--log_samples",
+            "--output_path",
+            str(tmp_path / "out"),
+            "--seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "out")
     (model,) = table["model"].unique()
@@ -205,7 +268,14 @@ def test_inspect_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         pytest.skip("inspect_ai is not installed (the fixtures above are its real output)")
     for name in ("inspect_task.py", "inspect_gen.py"):
         shutil.copy(FIXTURES / "make" / name, tmp_path / name)
-    done = subprocess.run([sys.executable, "inspect_gen.py"], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_LIMIT_S)
+    done = subprocess.run(
+        [sys.executable, "inspect_gen.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "logs", harness=HarnessOptions(scorer="match", epochs="all"))
     small = table[table["model"] == "mockllm/small"].sort_values("item_id")["score"].tolist()

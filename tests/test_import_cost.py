@@ -33,8 +33,14 @@ pytestmark = pytest.mark.slow  # every check is a fresh interpreter
 TORCH_STACK = ("torch", "sentence_transformers", "transformers", "openvino")
 #: what --help and --version must not import
 NUMERIC_STACK = ("numpy", "pandas", "scipy", "sklearn", "torch")
-LAZY_PACKAGES = ("evalprism.p2l", "evalprism.stats", "evalprism.stem", "evalprism.judges", "evalprism.ecdf",
-                 "evalprism.serve")
+LAZY_PACKAGES = (
+    "evalprism.p2l",
+    "evalprism.stats",
+    "evalprism.stem",
+    "evalprism.judges",
+    "evalprism.ecdf",
+    "evalprism.serve",
+)
 
 _RUN_COMMAND = """
 import atexit, json, sys
@@ -50,16 +56,26 @@ main()
 
 def command_modules(args: list[object], dump: Path) -> set[str]:
     """The modules ``evalprism ARGS`` imported, run in a fresh interpreter; the command must succeed."""
-    done = subprocess.run([sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
-                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return set(json.loads(dump.read_text()))
 
 
 def script_modules(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code``."""
-    done = subprocess.run([sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.splitlines()[-1]))
 
@@ -68,8 +84,18 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return [name for name in names if name in modules]
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--version"], ["p2l", "--help"], ["p2l", "fit", "--help"],
-                                  ["stem", "pool", "--help"], ["judges", "--help"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--version"],
+        ["p2l", "--help"],
+        ["p2l", "fit", "--help"],
+        ["stem", "pool", "--help"],
+        ["judges", "--help"],
+    ],
+    ids=" ".join,
+)
 def test_help_and_version_import_no_numeric_stack(args: list[str], tmp_path: Path) -> None:
     assert loaded(command_modules(args, tmp_path / "modules.json"), NUMERIC_STACK) == []
 
@@ -82,7 +108,7 @@ def test_p2l_fit_imports_no_torch_nor_scikit_learn(tmp_path: Path) -> None:
     out = tmp_path / "out"
     modules = command_modules(["p2l", "fit", battles, "--out", out, "-q"], tmp_path / "modules.json")
     assert (out / "leaderboard.csv").exists()
-    assert loaded(modules, TORCH_STACK + ("sklearn", "kmedoids")) == []
+    assert loaded(modules, (*TORCH_STACK, "sklearn", "kmedoids")) == []
 
 
 def test_stem_pool_audit_locate_import_no_torch(tmp_path: Path) -> None:
@@ -96,8 +122,21 @@ def test_stem_pool_audit_locate_import_no_torch(tmp_path: Path) -> None:
     runs = {
         "pool": ["stem", "pool", corr, *family, "--out", tmp_path / "pool"],
         "audit": ["stem", "audit", corr, *family, "--out", tmp_path / "audit"],
-        "locate": ["stem", "locate", tmp_path / "pool", corr, "--model", "other-a", "--items", "50", "--trials", "5",
-                   "--out", tmp_path / "locate", "-q"],
+        "locate": [
+            "stem",
+            "locate",
+            tmp_path / "pool",
+            corr,
+            "--model",
+            "other-a",
+            "--items",
+            "50",
+            "--trials",
+            "5",
+            "--out",
+            tmp_path / "locate",
+            "-q",
+        ],
     }
     for name, args in runs.items():  # in this order: locate reads the pool
         modules = command_modules(args, tmp_path / f"{name}.json")
@@ -115,17 +154,33 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
 
     table = simulate_judgments()
     # the stand-in's vectors have the model's own length (384): the cache checks entries against it
-    vectors = {f"{DEFAULT_INSTRUCTION} {pair_text(q, d)}": v
-               for q, d, v in zip(table["query"], table["doc"], genre_embeddings(table, dim=384, spread=0.01),
-                                  strict=True)}
-    monkeypatch.setattr(SentenceTransformerBackend, "encode",
-                        lambda self, texts, batch_size=64: np.stack([vectors[t] for t in texts]))
+    vectors = {
+        f"{DEFAULT_INSTRUCTION} {pair_text(q, d)}": v
+        for q, d, v in zip(table["query"], table["doc"], genre_embeddings(table, dim=384, spread=0.01), strict=True)
+    }
+    monkeypatch.setattr(
+        SentenceTransformerBackend, "encode", lambda self, texts, batch_size=64: np.stack([vectors[t] for t in texts])
+    )
     cache = tmp_path / "cache"
     analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache, progress=False)
     path, out = tmp_path / "judgments.csv", tmp_path / "out"
     table.to_csv(path, index=False)
-    modules = command_modules(["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out,
-                               "--cache-dir", cache, "-q"], tmp_path / "modules.json")
+    modules = command_modules(
+        [
+            "judges",
+            path,
+            "--human",
+            "human",
+            "--llm",
+            "llm_strict,llm_lenient",
+            "--out",
+            out,
+            "--cache-dir",
+            cache,
+            "-q",
+        ],
+        tmp_path / "modules.json",
+    )
     stats = next(iter(json.loads((out / "run.json").read_text())["embedding"].values()))
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
@@ -138,12 +193,19 @@ def test_lazy_packages_import_nothing_heavy_until_a_name_is_used() -> None:
 
 #: what the numeric kernels must never import: they take arrays (numpy / scipy), not tables or tensors
 NOT_IN_STATS = ("pandas", "torch", "evalprism.io")
-STATS_MODULES = sorted(f"evalprism.stats.{m.name}" for m in pkgutil.iter_modules(
-    importlib.util.find_spec("evalprism.stats").submodule_search_locations))
+STATS_MODULES = sorted(
+    f"evalprism.stats.{m.name}"
+    for m in pkgutil.iter_modules(importlib.util.find_spec("evalprism.stats").submodule_search_locations)
+)
 
 
-@pytest.mark.parametrize("code", ["import evalprism.stats as s; [getattr(s, name) for name in s.__all__]",
-                                  *(f"import {module}" for module in STATS_MODULES)])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import evalprism.stats as s; [getattr(s, name) for name in s.__all__]",
+        *(f"import {module}" for module in STATS_MODULES),
+    ],
+)
 def test_stats_imports_no_pandas_torch_or_readers(code: str) -> None:
     """Issue 15: ``evalprism.stats`` is numpy / scipy only; each submodule, and every public name,
     loads in a fresh interpreter without pandas, torch or evalprism.io (third-party packages that
@@ -175,16 +237,26 @@ def test_lazy_package_names_resolve_and_agree_with_static_imports(package: str) 
         assert getattr(module, name) is getattr(importlib.import_module(f"{package}.{exports[name]}"), name)
         assert name in listed
     with pytest.raises(AttributeError, match="no_such_name"):
-        getattr(module, "no_such_name")
+        _ = module.no_such_name
 
 
 def test_function_named_like_its_submodule_stays_the_function() -> None:
     """Importing ``evalprism.stats.kmedoids`` binds the submodule on the package; the public name must
     still be the function, whichever comes first (as with an eager ``from .kmedoids import kmedoids``)."""
-    done = subprocess.run([sys.executable, "-c", """
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            """
 import evalprism.stats.kmedoids
 from evalprism.stats import kmedoids
 import evalprism.stats as stats
 print(all(callable(f) and f.__name__ == n for f, n in [(kmedoids, "kmedoids"), (stats.kmedoids, "kmedoids")]))
-"""], capture_output=True, text=True, timeout=HANG_LIMIT_S)
+""",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert done.stdout.strip() == "True", done.stderr

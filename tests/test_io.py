@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import small_responses
 
 from evalprism.ecdf import RESPONSES_SCHEMA
 from evalprism.errors import EvalprismError
 from evalprism.io import atomic_output_dir, read_table
 from evalprism.io.outputs import OutputKind
-
-from helpers import small_responses
 
 
 @pytest.mark.parametrize("ext", ["csv", "tsv", "jsonl", "parquet", "csv.gz", "json"])
@@ -39,8 +38,10 @@ def test_all_formats_read_the_same_table(tmp_path: Path, ext: str) -> None:
 
 def test_references_as_list_or_single_string(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    path.write_text('{"question_id": 1, "response": "a", "references": ["x", "y"]}\n'
-                    '{"question_id": 2, "response": "b", "references": "z"}\n')
+    path.write_text(
+        '{"question_id": 1, "response": "a", "references": ["x", "y"]}\n'
+        '{"question_id": 2, "response": "b", "references": "z"}\n'
+    )
     got = RESPONSES_SCHEMA.validate(read_table(path))
     assert got["references"].tolist() == [["x", "y"], ["z"]]
     assert got["question_id"].tolist() == ["1", "2"]
@@ -95,10 +96,9 @@ def test_empty_and_unreadable_files(tmp_path: Path) -> None:
 
 def test_atomic_output_dir_leaves_nothing_on_failure(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with pytest.raises(RuntimeError):
-        with atomic_output_dir(out, OutputKind.ECDF) as tmp:
-            (tmp / "settings.csv").write_text("half")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_output_dir(out, OutputKind.ECDF) as tmp:
+        (tmp / "settings.csv").write_text("half")
+        raise RuntimeError("boom")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
     with atomic_output_dir(out, OutputKind.ECDF) as tmp:
@@ -114,8 +114,14 @@ def test_string_and_object_columns_validate_alike(dtype: object) -> None:
     """pandas' string dtype takes a vectorised path; it must give what the value-by-value path gives."""
     from evalprism.io.battles import to_canonical_battles
 
-    frame = pd.DataFrame({"prompt": ["p1", "", "p3"], "model_a": [" x ", "y", "x"], "model_b": ["y", "x ", "z"],
-                          "winner": ["model_a", "B", "tie"]}).astype(dtype)
+    frame = pd.DataFrame(
+        {
+            "prompt": ["p1", "", "p3"],
+            "model_a": [" x ", "y", "x"],
+            "model_b": ["y", "x ", "z"],
+            "winner": ["model_a", "B", "tie"],
+        }
+    ).astype(dtype)
     out = to_canonical_battles(frame)
     assert out["model_a"].tolist() == ["x", "y", "x"] and out["model_b"].tolist() == ["y", "x", "z"]
     assert out["prompt"].tolist() == ["p1", "", "p3"]  # a str column may be empty; a key may not

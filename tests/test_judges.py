@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import run_cli
 from sklearn.metrics import adjusted_rand_score
 
 from evalprism.judges import BiasRules, analyze, flag_queries
 from evalprism.judges.simulate import genre_embeddings, simulate_judgments
-
-from helpers import run_cli
 
 STRICT = {"q00", "q01", "q02", "q03"}  # llm_strict under-recalls in 'definition' for these
 LENIENT = {"q06", "q07", "q08"}  # llm_lenient over-includes in 'news' for these
@@ -22,24 +21,42 @@ JUDGES = ["llm_strict", "llm_lenient"]
 
 
 def cells(rows: list[tuple[str, int, float, int, int]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["query_id", "cluster", "ac1", "false_negatives", "false_positives"]).assign(judge="j")
+    return pd.DataFrame(rows, columns=["query_id", "cluster", "ac1", "false_negatives", "false_positives"]).assign(
+        judge="j"
+    )
 
 
 def test_bias_rules_on_hand_made_values() -> None:
     rows = [
-        ("abs", 0, 0.9, 0, 0), ("abs", 1, 0.3, 1, 3),  # ΔAC1 .6 >= τ; no flip (min .3 >= .2); FP > FN
-        ("flip", 0, 0.85, 0, 0), ("flip", 1, 0.1, 4, 1), ("flip", 2, 0.5, 0, 0),  # ΔAC1 .75, flip, FN > FP
-        ("calm", 0, 0.5, 1, 0), ("calm", 1, 0.45, 0, 1),  # ΔAC1 .05
+        ("abs", 0, 0.9, 0, 0),
+        ("abs", 1, 0.3, 1, 3),  # ΔAC1 .6 >= τ; no flip (min .3 >= .2); FP > FN
+        ("flip", 0, 0.85, 0, 0),
+        ("flip", 1, 0.1, 4, 1),
+        ("flip", 2, 0.5, 0, 0),  # ΔAC1 .75, flip, FN > FP
+        ("calm", 0, 0.5, 1, 0),
+        ("calm", 1, 0.45, 0, 1),  # ΔAC1 .05
         ("single", 0, 0.0, 5, 0),  # one cluster: no ΔAC1
-        ("tie", 0, 0.95, 0, 0), ("tie", 1, 0.55, 2, 2),  # ΔAC1 .4: below τ; mixed direction
+        ("tie", 0, 0.95, 0, 0),
+        ("tie", 1, 0.55, 2, 2),  # ΔAC1 .4: below τ; mixed direction
     ]
-    rows += [(f"e{i}", c, v, 0, 0) for i, d in enumerate([0.1, 0.12, 0.08, 0.11, 0.09, 0.1, 0.13, 0.07])
-             for c, v in ((0, 0.9), (1, 0.9 - d))]
+    rows += [
+        (f"e{i}", c, v, 0, 0)
+        for i, d in enumerate([0.1, 0.12, 0.08, 0.11, 0.09, 0.1, 0.13, 0.07])
+        for c, v in ((0, 0.9), (1, 0.9 - d))
+    ]
     out = flag_queries(cells(rows), BiasRules()).set_index("query_id")
     assert out.loc["abs", "dac1"] == pytest.approx(0.6)
-    assert (out.loc["abs", "flag_abs"], out.loc["abs", "flag_flip"], out.loc["abs", "direction"]) == (True, False, "over-includes")
+    assert (out.loc["abs", "flag_abs"], out.loc["abs", "flag_flip"], out.loc["abs", "direction"]) == (
+        True,
+        False,
+        "over-includes",
+    )
     assert (out.loc["flip", "flag_abs"], out.loc["flip", "flag_flip"]) == (True, True)
-    assert (out.loc["flip", "cluster_min"], out.loc["flip", "cluster_max"], out.loc["flip", "direction"]) == (1, 0, "under-recalls")
+    assert (out.loc["flip", "cluster_min"], out.loc["flip", "cluster_max"], out.loc["flip", "direction"]) == (
+        1,
+        0,
+        "under-recalls",
+    )
     assert not out.loc["calm", "bias_prone"]
     assert np.isnan(out.loc["single", "dac1"]) and not out.loc["single", "bias_prone"]
     assert out.loc["single", "direction"] == ""
@@ -52,8 +69,12 @@ def test_bias_rules_on_hand_made_values() -> None:
     assert set(out.index[out["bias_prone"]]) == {"abs", "flip", "tie"}
     # a lone outlier below τ among calm queries is flagged by the outlier rule only
     calm = [(f"e{i}", c, v, 0, 0) for i in range(10) for c, v in ((0, 0.9), (1, 0.8 + 0.01 * i))]
-    out = flag_queries(cells(calm + [("odd", 0, 0.9, 0, 0), ("odd", 1, 0.5, 3, 0)]), BiasRules()).set_index("query_id")
-    assert (out.loc["odd", "flag_outlier"], out.loc["odd", "flag_abs"], out.loc["odd", "bias_prone"]) == (True, False, True)
+    out = flag_queries(cells([*calm, ("odd", 0, 0.9, 0, 0), ("odd", 1, 0.5, 3, 0)]), BiasRules()).set_index("query_id")
+    assert (out.loc["odd", "flag_outlier"], out.loc["odd", "flag_abs"], out.loc["odd", "bias_prone"]) == (
+        True,
+        False,
+        True,
+    )
     assert out["bias_prone"].sum() == 1
     # the rule thresholds are options
     out = flag_queries(cells(rows), BiasRules(tau=0.3, flip_high=0.9)).set_index("query_id")
@@ -117,8 +138,14 @@ def test_instruction_choice_by_purity() -> None:
     by_genre = genre_embeddings(table)
     # an "instruction" whose space separates relevant from non-relevant pairs: purity 1
     by_label = genre_embeddings(table.assign(genre=(table["human"] >= 2).map({True: "rel", False: "non"})), seed=3)
-    result = analyze(table, "human", JUDGES, instructions=["by genre", "by label"],
-                     embeddings={"by genre": by_genre, "by label": by_label}, progress=False)
+    result = analyze(
+        table,
+        "human",
+        JUDGES,
+        instructions=["by genre", "by label"],
+        embeddings={"by genre": by_genre, "by label": by_label},
+        progress=False,
+    )
     ins = result.instructions.set_index("instruction")
     assert ins.loc["by label", "purity_p80"] == pytest.approx(1.0)
     assert ins.loc["by genre", "purity_p80"] < 1.0
@@ -131,7 +158,9 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
     path = tmp_path / "judgments.csv"
     simulate_judgments().to_csv(path, index=False)
     out = tmp_path / "out"
-    code, _, err = run_cli(["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out, "-q"], capsys)
+    code, _, err = run_cli(
+        ["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out, "-q"], capsys
+    )
     assert code == 0, err
     for name in ("pairs.csv", "clusters.csv", "queries.csv", "report.html", "run.json"):
         assert (out / name).exists()
@@ -143,12 +172,20 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
     pairs = pd.read_csv(out / "pairs.csv")
     assert {"query_id", "doc_id", "cluster", "human", "llm_strict", "llm_lenient", "genre"} <= set(pairs.columns)
     clusters = pd.read_csv(out / "clusters.csv")
-    assert {"cluster", "judge", "size", "ac1", "ac1_se", "kappa", "percent_agreement", "purity"} <= set(clusters.columns)
+    assert {"cluster", "judge", "size", "ac1", "ac1_se", "kappa", "percent_agreement", "purity"} <= set(
+        clusters.columns
+    )
     html = (out / "report.html").read_text()
     assert "Top 10 bias-prone queries: llm_strict" in html and "prepended to the pair text as plain text" in html
     # same input and seed: byte-identical tables, and nothing is embedded twice
     again = tmp_path / "again"
-    assert run_cli(["judges", path, "--human", "human", "--llm", "llm_strict", "--llm", "llm_lenient", "--out", again, "-q"], capsys)[0] == 0
+    assert (
+        run_cli(
+            ["judges", path, "--human", "human", "--llm", "llm_strict", "--llm", "llm_lenient", "--out", again, "-q"],
+            capsys,
+        )[0]
+        == 0
+    )
     for name in ("pairs.csv", "clusters.csv", "queries.csv", "query_clusters.csv"):
         assert (out / name).read_bytes() == (again / name).read_bytes()
     import json
@@ -162,13 +199,35 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
 def test_cli_trec_layout(tmp_path: Path, capsys) -> None:
     t = simulate_judgments()
     for judge in ("human", "llm_strict"):
-        (tmp_path / f"{judge}.txt").write_text("".join(f"{r.query_id} Q0 {r.doc_id} {getattr(r, judge)}\n" for r in t.itertuples()))
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{s}\n" for q, s in t.groupby("query_id")["query"].first().items()))
+        (tmp_path / f"{judge}.txt").write_text(
+            "".join(f"{r.query_id} Q0 {r.doc_id} {getattr(r, judge)}\n" for r in t.itertuples())
+        )
+    (tmp_path / "topics.tsv").write_text(
+        "".join(f"{q}\t{s}\n" for q, s in t.groupby("query_id")["query"].first().items())
+    )
     (tmp_path / "passages.tsv").write_text("".join(f"{d}\t{s}\n" for d, s in zip(t["doc_id"], t["doc"], strict=True)))
     out = tmp_path / "out"
-    code, _, err = run_cli(["judges", "--qrels", tmp_path / "human.txt", "--qrels", f"strict={tmp_path / 'llm_strict.txt'}",
-                            "--topics", tmp_path / "topics.tsv", "--passages", tmp_path / "passages.tsv",
-                            "--human", "human", "--llm", "strict", "--out", out, "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "judges",
+            "--qrels",
+            tmp_path / "human.txt",
+            "--qrels",
+            f"strict={tmp_path / 'llm_strict.txt'}",
+            "--topics",
+            tmp_path / "topics.tsv",
+            "--passages",
+            tmp_path / "passages.tsv",
+            "--human",
+            "human",
+            "--llm",
+            "strict",
+            "--out",
+            out,
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     q = pd.read_csv(out / "queries.csv", dtype={"query_id": str})
     assert set(q.loc[q["bias_prone"], "query_id"]) == STRICT
@@ -177,18 +236,25 @@ def test_cli_trec_layout(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda t: t.assign(llm_strict=t["llm_strict"].where(t.index != 7, 5)), "row 8, column 'llm_strict': label 5 is outside the declared scale"),
+        (
+            lambda t: t.assign(llm_strict=t["llm_strict"].where(t.index != 7, 5)),
+            "row 8, column 'llm_strict': label 5 is outside the declared scale",
+        ),
         (lambda t: t.assign(llm_lenient=np.nan), "column 'llm_lenient': every label is missing"),
         (lambda t: t.assign(doc=t["doc"].where(t.index != 3, "  ")), "row 4, column 'doc': empty text"),
-        (lambda t: pd.concat([t, t.iloc[[2]].assign(human=(t["human"].iat[2] + 1) % 4)], ignore_index=True),
-         "rows 3 and 361 are the same pair"),
+        (
+            lambda t: pd.concat([t, t.iloc[[2]].assign(human=(t["human"].iat[2] + 1) % 4)], ignore_index=True),
+            "rows 3 and 361 are the same pair",
+        ),
     ],
 )
 def test_cli_bad_inputs_exit_2_without_output(tmp_path: Path, capsys, change, message) -> None:
     path = tmp_path / "bad.csv"
     change(simulate_judgments()).to_csv(path, index=False)
     out = tmp_path / "out"
-    code, _, err = run_cli(["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out, "-q"], capsys)
+    code, _, err = run_cli(
+        ["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out, "-q"], capsys
+    )
     assert code == 2
     assert message in " ".join(err.split()) and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".out*"))
@@ -199,16 +265,21 @@ def test_cli_option_errors(tmp_path: Path, capsys, monkeypatch) -> None:
     simulate_judgments().to_csv(path, index=False)
     code, _, err = run_cli(["judges", "--human", "human", "--llm", "x", "--out", tmp_path / "o"], capsys)
     assert code == 2 and "give a JUDGMENTS table" in err
-    code, _, err = run_cli(["judges", path, "--llm", "llm_strict", "--embedder", "instructor:/no/such/model",
-                            "--out", tmp_path / "o"], capsys)
+    code, _, err = run_cli(
+        ["judges", path, "--llm", "llm_strict", "--embedder", "instructor:/no/such/model", "--out", tmp_path / "o"],
+        capsys,
+    )
     assert code == 2 and "is not a directory" in " ".join(err.split())
     monkeypatch.setitem(sys.modules, "umap", None)  # as without the 'umap' extra (import fails)
-    code, _, err = run_cli(["judges", path, "--llm", "llm_strict", "--reduce", "umap", "--out", tmp_path / "o", "-q"], capsys)
+    code, _, err = run_cli(
+        ["judges", path, "--llm", "llm_strict", "--reduce", "umap", "--out", tmp_path / "o", "-q"], capsys
+    )
     assert code == 2 and "optional extra 'umap': pip install umap-learn" in " ".join(err.split())
 
 
 # --- degenerate clusterings, per-collection clustering, scaled defaults (issue: the bias map on the
 # --- pooled DL19 + DL20 file put 97% of the pairs in one cluster and flagged nothing, silently)
+
 
 def nested_blobs(table: pd.DataFrame, far_queries: tuple[str, ...] = ("q09", "q10", "q11")) -> np.ndarray:
     """The genres as five sub-blobs of one super-blob (centres 0.05 apart per coordinate), plus the
@@ -251,7 +322,9 @@ def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -
 
     table = simulate_judgments()
     x = nested_blobs(table)
-    result = analyze(table, "human", JUDGES, embeddings=x, reduce="none", cluster_selection_method="eom", progress=False)
+    result = analyze(
+        table, "human", JUDGES, embeddings=x, reduce="none", cluster_selection_method="eom", progress=False
+    )
     assert result.degenerate
     group = result.clustering["groups"][0]
     assert (group["n_clusters"], group["selection"]) == (2, "eom") and group["largest_share"] > 0.9
@@ -264,8 +337,8 @@ def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -
     run = json.loads((tmp_path / "out" / "run.json").read_text())
     assert run["degenerate_clustering"] is True and run["clustering"]["groups"][0]["degenerate"] is True
     html = (tmp_path / "out" / "report.html").read_text()
-    summary = html[html.index('<div class="summary">'): html.index("<section")]
-    first = summary[summary.index("<li>"):]
+    summary = html[html.index('<div class="summary">') : html.index("<section")]
+    first = summary[summary.index("<li>") :]
     assert first.startswith("<li><b>Warning: degenerate clustering")  # the headline's first line
 
 
@@ -303,7 +376,7 @@ def two_collections() -> tuple[pd.DataFrame, np.ndarray]:
     b = b.assign(query_id="b" + b["query_id"], doc_id="b" + b["doc_id"])
     table = pd.concat([a.assign(collection="A"), b.assign(collection="B")], ignore_index=True)
     x = genre_embeddings(table)
-    x[len(a):] += 0.02  # B's pairs a little apart from A's, much less than the genres are
+    x[len(a) :] += 0.02  # B's pairs a little apart from A's, much less than the genres are
     return table, x
 
 
@@ -326,8 +399,14 @@ def test_collections_are_clustered_apart() -> None:
     assert pooled.clustering["by"] is None and len(pooled.clustering["groups"]) == 1
     assert adjusted_rand_score(table["genre"], pooled.pairs["cluster"]) == pytest.approx(1.0)
     # an explicit column, and one that does not exist
-    by_year = analyze(table.assign(year=table["collection"].map({"A": 2019, "B": 2020})).drop(columns="collection"),
-                      "human", JUDGES, embeddings=x, by="year", progress=False)
+    by_year = analyze(
+        table.assign(year=table["collection"].map({"A": 2019, "B": 2020})).drop(columns="collection"),
+        "human",
+        JUDGES,
+        embeddings=x,
+        by="year",
+        progress=False,
+    )
     assert [g["group"] for g in by_year.clustering["groups"]] == ["2019", "2020"]
     from evalprism.errors import EvalprismError
 
@@ -339,8 +418,15 @@ def test_min_cluster_size_scales_with_the_pairs() -> None:
     from evalprism.judges import ClusterOptions
     from evalprism.judges.clustering import scaled_min_cluster_size
 
-    assert [scaled_min_cluster_size(n) for n in (30, 360, 9260, 10500, 11386, 20646, 70000)] == \
-        [15, 15, 15, 15, 16, 29, 100]
+    assert [scaled_min_cluster_size(n) for n in (30, 360, 9260, 10500, 11386, 20646, 70000)] == [
+        15,
+        15,
+        15,
+        15,
+        16,
+        29,
+        100,
+    ]
     assert ClusterOptions().size_for(20646) == 29 and ClusterOptions(min_cluster_size=40).size_for(20646) == 40
     # recorded per collection clustered
     table, x = two_collections()
@@ -378,12 +464,45 @@ def test_cli_single_query_min_samples_and_empty_qrels_path(tmp_path: Path, capsy
     table = simulate_judgments()
     path = tmp_path / "j.csv"
     table.to_csv(path, index=False)
-    code, _, err = run_cli(["judges", path, "--human", "human", "--llm", "llm_strict", "--min-samples", "100000",
-                            "--out", tmp_path / "o", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "judges",
+            path,
+            "--human",
+            "human",
+            "--llm",
+            "llm_strict",
+            "--min-samples",
+            "100000",
+            "--out",
+            tmp_path / "o",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 2 and "Traceback" not in err
     assert "--min-samples 100000 is larger than the 360 pairs; expected at most 360" in " ".join(err.split())
-    code, _, err = run_cli(["judges", "--qrels", "human=", "--qrels", f"x={path}", "--topics", path, "--passages", path,
-                            "--human", "human", "--llm", "x", "--out", tmp_path / "o", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "judges",
+            "--qrels",
+            "human=",
+            "--qrels",
+            f"x={path}",
+            "--topics",
+            path,
+            "--passages",
+            path,
+            "--human",
+            "human",
+            "--llm",
+            "x",
+            "--out",
+            tmp_path / "o",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 2 and "qrels 'human=': the path after '=' is empty" in " ".join(err.split())
     assert not (tmp_path / "o").exists()
 

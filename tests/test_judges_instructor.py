@@ -26,8 +26,10 @@ def minilm_dir() -> Path:
 def test_instruction_format() -> None:
     assert instructor_prompt(DEFAULT_INSTRUCTION) == DEFAULT_INSTRUCTION + ": "
     assert instructor_prompt("Represent the Science title:") == "Represent the Science title: "
-    assert instructor_inputs("Represent the query", ["a", "b"]) == [["Represent the query: ", "a"],
-                                                                    ["Represent the query: ", "b"]]
+    assert instructor_inputs("Represent the query", ["a", "b"]) == [
+        ["Represent the query: ", "a"],
+        ["Represent the query: ", "b"],
+    ]
 
 
 def test_missing_or_empty_path_is_a_clear_error(tmp_path: Path) -> None:

@@ -69,8 +69,11 @@ def test_duplicates_conflicting_refused_identical_dropped() -> None:
     j = prepare_judgments(t, "human", ["gpt"])
     assert len(j.table) == 4 and any("1 exact duplicate" in n for n in j.notes)
     t.loc[4, "gpt"] = 3
-    with pytest.raises(EvalprismError, match=r"rows 2 and 5 are the same pair \(query_id 1, doc_id b\) with "
-                                            r"different labels in column 'gpt' \(1 vs 3\)"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"rows 2 and 5 are the same pair \(query_id 1, doc_id b\) with "
+        r"different labels in column 'gpt' \(1 vs 3\)",
+    ):
         prepare_judgments(t, "human", ["gpt"])
 
 

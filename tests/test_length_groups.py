@@ -22,7 +22,7 @@ def _partitions(items: list[int]):
     for part in _partitions(rest):
         yield [[first], *part]
         for k in range(len(part)):
-            yield [*part[:k], [first, *part[k]], *part[k + 1:]]
+            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
 
 
 @pytest.mark.parametrize("seed", range(12))

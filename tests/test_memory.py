@@ -40,8 +40,7 @@ def test_meminfo_available_reads_memavailable_not_memfree(tmp_path: Path) -> Non
 def test_no_cgroup_limit_leaves_the_machine_figure(tmp_path: Path) -> None:
     proc, cg = tmp_path / "proc", tmp_path / "cg"
     _files(proc, {"meminfo": MEMINFO, "self/cgroup": "0::/user.slice/app\n"})
-    _files(cg, {"user.slice/app/memory.max": "max\n", "user.slice/app/memory.current": "123\n",
-                "memory.max": "max\n"})
+    _files(cg, {"user.slice/app/memory.max": "max\n", "user.slice/app/memory.current": "123\n", "memory.max": "max\n"})
     assert cgroup_available(proc, cg) is None
     assert available_memory(proc, cg) == 15 * GiB
 
@@ -49,9 +48,16 @@ def test_no_cgroup_limit_leaves_the_machine_figure(tmp_path: Path) -> None:
 def test_cgroup_v2_limit_minus_usage_plus_inactive_file(tmp_path: Path) -> None:
     proc, cg = tmp_path / "proc", tmp_path / "cg"
     _files(proc, {"meminfo": MEMINFO, "self/cgroup": "0::/user.slice/app\n"})
-    _files(cg, {"user.slice/app/memory.max": f"{4 * GiB}\n", "user.slice/app/memory.current": f"{1 * GiB}\n",
-                "user.slice/app/memory.stat": f"anon 12345\ninactive_file {100 * MiB}\nactive_file 999\n",
-                "user.slice/memory.max": "max\n", "user.slice/memory.current": "5\n"})
+    _files(
+        cg,
+        {
+            "user.slice/app/memory.max": f"{4 * GiB}\n",
+            "user.slice/app/memory.current": f"{1 * GiB}\n",
+            "user.slice/app/memory.stat": f"anon 12345\ninactive_file {100 * MiB}\nactive_file 999\n",
+            "user.slice/memory.max": "max\n",
+            "user.slice/memory.current": "5\n",
+        },
+    )
     assert cgroup_available(proc, cg) == 3 * GiB + 100 * MiB
     assert available_memory(proc, cg) == 3 * GiB + 100 * MiB  # tighter than the machine's 15 GiB
 
@@ -59,20 +65,37 @@ def test_cgroup_v2_limit_minus_usage_plus_inactive_file(tmp_path: Path) -> None:
 def test_a_parent_groups_limit_binds_its_children(tmp_path: Path) -> None:
     proc, cg = tmp_path / "proc", tmp_path / "cg"
     _files(proc, {"meminfo": MEMINFO, "self/cgroup": "0::/batch/job7\n"})
-    _files(cg, {"batch/job7/memory.max": "max\n", "batch/job7/memory.current": f"{GiB}\n",
-                "batch/memory.max": f"{2 * GiB}\n", "batch/memory.current": f"{GiB + 512 * MiB}\n"})
+    _files(
+        cg,
+        {
+            "batch/job7/memory.max": "max\n",
+            "batch/job7/memory.current": f"{GiB}\n",
+            "batch/memory.max": f"{2 * GiB}\n",
+            "batch/memory.current": f"{GiB + 512 * MiB}\n",
+        },
+    )
     assert available_memory(proc, cg) == 512 * MiB
 
 
 def test_cgroup_v1_limit_and_usage(tmp_path: Path) -> None:
     proc, cg = tmp_path / "proc", tmp_path / "cg"
-    _files(proc, {"meminfo": MEMINFO,
-                  "self/cgroup": "9:name=systemd:/\n5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n"})
-    _files(cg, {"memory/docker/abc/memory.limit_in_bytes": f"{8 * GiB}\n",
-                "memory/docker/abc/memory.usage_in_bytes": f"{6 * GiB}\n",
-                "memory/docker/abc/memory.stat": f"cache 1\ninactive_file 7\ntotal_inactive_file {GiB}\n",
-                "memory/memory.limit_in_bytes": "9223372036854771712\n",  # v1's "no limit"
-                "memory/memory.usage_in_bytes": f"{20 * GiB}\n"})
+    _files(
+        proc,
+        {
+            "meminfo": MEMINFO,
+            "self/cgroup": "9:name=systemd:/\n5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n",
+        },
+    )
+    _files(
+        cg,
+        {
+            "memory/docker/abc/memory.limit_in_bytes": f"{8 * GiB}\n",
+            "memory/docker/abc/memory.usage_in_bytes": f"{6 * GiB}\n",
+            "memory/docker/abc/memory.stat": f"cache 1\ninactive_file 7\ntotal_inactive_file {GiB}\n",
+            "memory/memory.limit_in_bytes": "9223372036854771712\n",  # v1's "no limit"
+            "memory/memory.usage_in_bytes": f"{20 * GiB}\n",
+        },
+    )
     assert cgroup_available(proc, cg) == 3 * GiB
     assert available_memory(proc, cg) == 3 * GiB
 
@@ -97,8 +120,9 @@ def test_nothing_known_is_none(tmp_path: Path) -> None:
     assert available_memory(tmp_path / "proc", tmp_path / "cg") is None
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc/meminfo").exists(),
-                    reason="reads the real /proc/meminfo")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not Path("/proc/meminfo").exists(), reason="reads the real /proc/meminfo"
+)
 def test_page_cache_counts_as_available_on_this_machine(tmp_path: Path) -> None:
     """Fill the page cache with a 256 MiB file written and read back: the figure stays near the
     kernel's MemAvailable and well above the free pages (what os.sysconf reported before)."""

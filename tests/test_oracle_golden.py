@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from evalprism.stats import gwet_ac1
 from golden.freeze_oracles import ARENA_CASES, table_digest
 from test_pairwise_oracle import ELO_SCALE, battles_table, centred
+
+from evalprism.stats import gwet_ac1
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 ARENA = json.loads((GOLDEN / "arena_rank.json").read_text(encoding="utf-8"))

@@ -33,7 +33,7 @@ def test_the_ops_formula_equals_the_hand_written_numpy_terms(model: str) -> None
     logp, _ = entry.terms(ca, cb, extra)
     assert formula.shape == (60, 4)
     np.testing.assert_allclose(formula, logp.T, rtol=1e-12, atol=1e-12)
-    assert np.isneginf(formula[:, len(entry.outcomes):]).all()
+    assert np.isneginf(formula[:, len(entry.outcomes) :]).all()
     assert np.isfinite(formula[:, : len(entry.outcomes)]).all()
 
 
@@ -58,4 +58,8 @@ def test_unknown_model_names_the_known_ones() -> None:
 def test_routing_value_and_shift_invariance_are_read_from_the_entry() -> None:
     """Only the grounded model has absolute coefficients, and only it is routed by σ(β)."""
     assert {m: (e.shift_invariant, e.route_by) for m, e in OUTCOME_MODELS.items()} == {
-        "bt": (True, "bt"), "bt-tie": (True, "bt"), "rk": (True, "bt"), "grk": (False, "grk")}
+        "bt": (True, "bt"),
+        "bt-tie": (True, "bt"),
+        "rk": (True, "bt"),
+        "grk": (False, "grk"),
+    }

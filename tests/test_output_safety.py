@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from helpers import HANG_LIMIT_S, run_cli
+
 from evalprism.io.outputs import STAGING_MARKER
 from evalprism.p2l.simulate import simulate_topic_battles
 
@@ -62,12 +62,23 @@ def refused(args: list, capsys: pytest.CaptureFixture[str], root: Path, *needles
 
 # --- one refusal per command: --out is the directory holding the input --------------------------
 
+
 def _command_cases(tmp: Path) -> dict[str, tuple[list, Path]]:
     """(argv, directory holding an input) for every command that writes a directory."""
     data = tmp / "data"
     data.mkdir(exist_ok=True)
-    for name in ("battles.jsonl", "responses.csv", "prompts.csv", "costs.csv", "correctness.csv",
-                 "models.csv", "judgments.csv", "qrels.txt", "topics.tsv", "passages.tsv"):
+    for name in (
+        "battles.jsonl",
+        "responses.csv",
+        "prompts.csv",
+        "costs.csv",
+        "correctness.csv",
+        "models.csv",
+        "judgments.csv",
+        "qrels.txt",
+        "topics.tsv",
+        "passages.tsv",
+    ):
         (data / name).write_text("placeholder: never read, the run is refused first\n")
     model, pool = tmp / "model", tmp / "pool"
     model.mkdir(exist_ok=True)
@@ -75,30 +86,67 @@ def _command_cases(tmp: Path) -> dict[str, tuple[list, Path]]:
     return {
         "ecdf": (["ecdf", data / "responses.csv", "--out", data], data),
         "judges": (["judges", data / "judgments.csv", "--llm", "x", "--out", data], data),
-        "judges-trec": (["judges", "--qrels", f"h={data / 'qrels.txt'}", "--topics", data / "topics.tsv",
-                         "--passages", data / "passages.tsv", "--out", data], data),
+        "judges-trec": (
+            [
+                "judges",
+                "--qrels",
+                f"h={data / 'qrels.txt'}",
+                "--topics",
+                data / "topics.tsv",
+                "--passages",
+                data / "passages.tsv",
+                "--out",
+                data,
+            ],
+            data,
+        ),
         "p2l fit": (["p2l", "fit", data / "battles.jsonl", "--out", data], data),
         "p2l train": (["p2l", "train", data / "battles.jsonl", "--out", data], data),
         "p2l leaderboard": (["p2l", "leaderboard", model, data / "prompts.csv", "--out", data], data),
         "p2l leaderboard model": (["p2l", "leaderboard", model, data / "prompts.csv", "--out", model], model),
         "p2l evaluate": (["p2l", "evaluate", model, data / "battles.jsonl", "--out", data], data),
-        "p2l route": (["p2l", "route", model, data / "prompts.csv", "--costs", data / "costs.csv", "--out", data], data),
+        "p2l route": (
+            ["p2l", "route", model, data / "prompts.csv", "--costs", data / "costs.csv", "--out", data],
+            data,
+        ),
         "stem pool": (["stem", "pool", data / "correctness.csv", "--models", data / "models.csv", "--out", data], data),
         "stem locate": (["stem", "locate", pool, data / "correctness.csv", "--out", pool], pool),
-        "stem audit": (["stem", "audit", data / "correctness.csv", "--models", data / "models.csv", "--out", data], data),
+        "stem audit": (
+            ["stem", "audit", data / "correctness.csv", "--models", data / "models.csv", "--out", data],
+            data,
+        ),
         "stem plan": (["stem", "plan", pool, "--out", pool], pool),
-        "stem plan stage": (["stem", "plan", pool, "--plan", model, "--answers", data / "correctness.csv", "--out",
-                             model], model),
+        "stem plan stage": (
+            ["stem", "plan", pool, "--plan", model, "--answers", data / "correctness.csv", "--out", model],
+            model,
+        ),
         "compare": (["compare", data / "correctness.csv", data / "battles.jsonl", "--out", data], data),
-        "stem locate plan": (["stem", "locate", pool, data / "correctness.csv", "--plan", model, "--out", model], model),
+        "stem locate plan": (
+            ["stem", "locate", pool, data / "correctness.csv", "--plan", model, "--out", model],
+            model,
+        ),
         "demo": (["demo", "--out", data], data),
     }
 
 
 COMMANDS = [
-    "ecdf", "judges", "judges-trec", "p2l fit", "p2l train", "p2l leaderboard", "p2l leaderboard model",
-    "p2l evaluate", "p2l route", "stem pool", "stem locate", "stem audit", "stem plan", "stem plan stage",
-    "stem locate plan", "compare", "demo",
+    "ecdf",
+    "judges",
+    "judges-trec",
+    "p2l fit",
+    "p2l train",
+    "p2l leaderboard",
+    "p2l leaderboard model",
+    "p2l evaluate",
+    "p2l route",
+    "stem pool",
+    "stem locate",
+    "stem audit",
+    "stem plan",
+    "stem plan stage",
+    "stem locate plan",
+    "compare",
+    "demo",
 ]
 
 
@@ -111,6 +159,7 @@ def test_every_command_refuses_the_directory_holding_its_input(command: str, tmp
 
 # --- the rules, on the quickest command ---------------------------------------------------------
 
+
 def test_missing_directory_is_created_with_its_parents(battles: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "a" / "b" / "fit"
     code, _, err = run_cli(["p2l", "fit", battles, "--out", out, "-q"], capsys)
@@ -119,8 +168,12 @@ def test_missing_directory_is_created_with_its_parents(battles: Path, tmp_path: 
     marker = json.loads((out / "run.json").read_text())["output"]
     from evalprism import __version__
 
-    assert marker == {"kind": "p2l fit", "files": ["leaderboard.csv", "report.html", "run.json"],
-                      "evalprism": __version__, "format": 1}
+    assert marker == {
+        "kind": "p2l fit",
+        "files": ["leaderboard.csv", "report.html", "run.json"],
+        "evalprism": __version__,
+        "format": 1,
+    }
     assert [p.name for p in out.parent.iterdir()] == ["fit"]  # no staging directory left beside it
 
 
@@ -176,8 +229,9 @@ def test_input_inside_an_earlier_output_is_never_deleted(battles: Path, tmp_path
 
 
 @pytest.mark.parametrize("where", ["cwd", "home", "root"])
-def test_working_home_and_root_directories_are_refused(where: str, battles: Path, tmp_path: Path, capsys,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_working_home_and_root_directories_are_refused(
+    where: str, battles: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -221,15 +275,23 @@ def test_write_failure_midway_leaves_nothing_behind(battles: Path, tmp_path: Pat
         resource.setrlimit(resource.RLIMIT_FSIZE, (64_000, 64_000))  # the report (plotly inline) is megabytes
 
     before = snapshot(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "evalprism", "p2l", "fit", str(battles), "--out", str(out), "-q"],
-                          capture_output=True, text=True, preexec_fn=limit_file_size, timeout=HANG_LIMIT_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalprism", "p2l", "fit", str(battles), "--out", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_file_size,
+        timeout=HANG_LIMIT_S,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "cannot write the output" in proc.stderr
     assert snapshot(tmp_path) == before
 
 
 def _dead_pid() -> int:
-    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=False
+    )
     return int(proc.stdout)
 
 
@@ -285,5 +347,10 @@ def test_broken_embedding_cache_fails_before_any_output(case: str, tmp_path: Pat
         (cache / "embeddings.sqlite").mkdir(parents=True)
     else:
         cache = Path("/sys/evalprism-cache")  # refuses new directories, even to root
-    refused(["ecdf", data, "--out", tmp_path / "out", "--by", "model", "--cache-dir", cache, "-q"], capsys, tmp_path,
-            "embedding cache", "cannot be opened")
+    refused(
+        ["ecdf", data, "--out", tmp_path / "out", "--by", "model", "--cache-dir", cache, "-q"],
+        capsys,
+        tmp_path,
+        "embedding cache",
+        "cannot be opened",
+    )

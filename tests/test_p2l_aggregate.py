@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import run_cli
 from scipy.special import expit, logit
 
-from helpers import run_cli
 from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, aggregate_leaderboards, train_model
@@ -73,7 +73,9 @@ def test_outcome_metrics_closed_form() -> None:
     logp[:, 0], logp[:, 1] = np.log(p), np.log1p(-p)
     m = outcome_metrics("bt", logp, rows)
     nll = -(np.log(0.8) + np.log(0.6) + 0.3 * np.log(0.5) + 0.7 * np.log(0.5)) / 3
-    assert m["nll"] == pytest.approx(nll) and m["accuracy"] == pytest.approx((1 + 1 + 0.3) / 3)  # 0.4 predicts B (right); 0.5 picks A
+    assert m["nll"] == pytest.approx(nll) and m["accuracy"] == pytest.approx(
+        (1 + 1 + 0.3) / 3
+    )  # 0.4 predicts B (right); 0.5 picks A
     assert m["brier"] == pytest.approx((2 * 0.2**2 + 2 * 0.4**2 + 0.2**2 + 0.2**2) / 3)
 
 
@@ -108,10 +110,14 @@ def test_evaluate_on_held_out_battles(tmp_path: Path, capsys) -> None:
     curve = result.scaling.groupby("prompts")["l1"].mean()
     assert curve.iloc[-1] < curve.iloc[0] / 3
     simulate_topic_battles(500, seed=22).to_csv(tmp_path / "held.csv", index=False)
-    code, _, err = run_cli(["p2l", "evaluate", model_dir, tmp_path / "held.csv", "--out", tmp_path / "ev", "-q"], capsys)
+    code, _, err = run_cli(
+        ["p2l", "evaluate", model_dir, tmp_path / "held.csv", "--out", tmp_path / "ev", "-q"], capsys
+    )
     assert code == 0, err
     assert pd.read_csv(tmp_path / "ev" / "metrics.csv")["predictor"].tolist() == ["constant", "marginal", "p2l"]
     other = simulate_topic_battles(50, seed=23).replace({"poet-7b": "unknown-model"})
     other.to_csv(tmp_path / "other.csv", index=False)
-    code, _, err = run_cli(["p2l", "evaluate", model_dir, tmp_path / "other.csv", "--out", tmp_path / "ev2", "-q"], capsys)
+    code, _, err = run_cli(
+        ["p2l", "evaluate", model_dir, tmp_path / "other.csv", "--out", tmp_path / "ev2", "-q"], capsys
+    )
     assert code == 2 and "unknown-model" in err

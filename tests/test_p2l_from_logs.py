@@ -48,9 +48,18 @@ def test_outcomes_of_a_planted_item() -> None:
     rows = [("a", "q", 1.0), ("b", "q", 1.0), ("c", "q", 0.0), ("d", "q", -1.0), ("e", "q", 0.5)]
     battles, conv = battles_from_scores(scores(rows).rename(columns={"model": "run"}).assign(benchmark="all"))
     got = {(r.model_a, r.model_b): r.winner for r in battles.itertuples()}
-    assert got == {("a", "b"): "tie", ("a", "c"): "model_a", ("a", "d"): "model_a", ("a", "e"): "model_a",
-                   ("b", "c"): "model_a", ("b", "d"): "model_a", ("b", "e"): "model_a",
-                   ("c", "d"): "tie (bothbad)", ("c", "e"): "model_b", ("d", "e"): "model_b"}
+    assert got == {
+        ("a", "b"): "tie",
+        ("a", "c"): "model_a",
+        ("a", "d"): "model_a",
+        ("a", "e"): "model_a",
+        ("b", "c"): "model_a",
+        ("b", "d"): "model_a",
+        ("b", "e"): "model_a",
+        ("c", "d"): "tie (bothbad)",
+        ("c", "e"): "model_b",
+        ("d", "e"): "model_b",
+    }
     assert (conv.items, conv.models, conv.battles, conv.decisive, conv.ties, conv.both_bad) == (1, 5, 10, 8, 1, 1)
     assert set(battles["prompt"]) == {"Question q"}
 
@@ -125,8 +134,20 @@ def test_inspect_fixture_battles_carry_the_sample_inputs() -> None:
 
 
 def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
-    code, _, err = run_cli(["p2l", "train", str(FIXTURES / "inspect_layouts" / "family"), "--loss", "rk",
-                            "--penalty", "1", "--out", str(tmp_path / "model")], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "train",
+            str(FIXTURES / "inspect_layouts" / "family"),
+            "--loss",
+            "rk",
+            "--penalty",
+            "1",
+            "--out",
+            str(tmp_path / "model"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     run = json.loads((tmp_path / "model" / "run.json").read_text())
     assert any("18 battles:" in line for line in run["options"]["read"])
@@ -135,8 +156,10 @@ def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
 
 def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
     """A battles table (it has a winner) is not mistaken for scores."""
-    rows = [{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": "model_a", "item_id": i, "score": 1}
-            for i, (a, b) in enumerate(itertools.permutations("xyz", 2))]
+    rows = [
+        {"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": "model_a", "item_id": i, "score": 1}
+        for i, (a, b) in enumerate(itertools.permutations("xyz", 2))
+    ]
     path = tmp_path / "battles.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     table = read_battles_input(path)

@@ -134,7 +134,7 @@ def test_cost_matched_random_mix_and_oracle_respect_the_budget() -> None:
     assert oracle[1] == pytest.approx([0.5, 0.0, 0.0, 0.5])
     valued = policy_value(oracle, scores)
     assert valued.covered == pytest.approx([1.0, 0.5]) and valued.value == pytest.approx((0.9 + 0.5 * 1.0) / 1.5)
-    assert default_budgets(cost) == pytest.approx([1.0, 9 ** 0.25, 3.0, 9 ** 0.75, 9.0])
+    assert default_budgets(cost) == pytest.approx([1.0, 9**0.25, 3.0, 9**0.75, 9.0])
 
 
 def test_score_value_is_the_bt_win_rate_and_separates_grk_models_where_sigma_beta_saturates() -> None:
@@ -149,7 +149,7 @@ def test_score_value_is_the_bt_win_rate_and_separates_grk_models_where_sigma_bet
 def test_routing_options_are_checked_before_any_work() -> None:
     with pytest.raises(EvalprismError, match=r"costs: no cost for 1 of the 4 models routed among: gamma-34b"):
         routing_costs(MODELS, {"alpha-7b": 1.0, "beta-13b": 1.0, "delta-70b": 2.0}, None, "score")
-    costs = {m: c for m, c in zip(MODELS, [1.0, 2.0, 3.0, 4.0], strict=True)}
+    costs = dict(zip(MODELS, [1.0, 2.0, 3.0, 4.0], strict=True))
     with pytest.raises(EvalprismError, match=r"budget 0\.5 is below the cheapest model's cost 1 \(alpha-7b\)"):
         routing_costs(MODELS, costs, [0.5, 2.0], "score")
     with pytest.raises(EvalprismError, match="unknown routing value 'best'"):
@@ -198,8 +198,9 @@ def planted_grk_model() -> P2LModel:
     head = CoefficientHead(DIM, len(MODELS), "grk")
     with torch.no_grad():
         head.linear.bias.copy_(torch.tensor([2.0, 1.5, 1.0, 0.5, 0.0]))
-        head.linear.weight.copy_(0.3 * torch.tensor(np.random.default_rng(1).standard_normal((len(MODELS) + 1, DIM)),
-                                                    dtype=torch.float32))
+        head.linear.weight.copy_(
+            0.3 * torch.tensor(np.random.default_rng(1).standard_normal((len(MODELS) + 1, DIM)), dtype=torch.float32)
+        )
     marginal = pd.DataFrame({"model": MODELS, "coef": [2.0, 1.5, 1.0, 0.5]})
     return P2LModel(HashFeatures(), head, MODELS, {"loss": "grk", "training": {"marginal_extra": 1.7}}, marginal)
 
@@ -216,8 +217,13 @@ def test_evaluation_with_costs_leads_with_the_held_out_router_table(tmp_path) ->
     result = evaluate_model(planted_model(noise=0.5), battles, repeats=2, costs=costs, progress=False)
     routing = result.routing
     assert sorted(routing["budget"].unique()) == pytest.approx(default_budgets(np.array([4.0, 2.0, 1.0, 0.5])))
-    assert routing.groupby("budget")["policy"].apply(list).iloc[0] == ["p2l", "best single", "marginal router",
-                                                                       "random mix", "oracle"]
+    assert routing.groupby("budget")["policy"].apply(list).iloc[0] == [
+        "p2l",
+        "best single",
+        "marginal router",
+        "random mix",
+        "oracle",
+    ]
     top = routing[routing["budget"] == 4.0].set_index("policy")
     assert top.loc["best single", "models"] == "alpha-7b"  # the marginal (the truth) prefers it
     assert top.loc["oracle", "value"] >= top.loc["p2l", "value"]
@@ -239,7 +245,8 @@ def test_grk_evaluation_splits_the_nll_and_documents_the_routing_value() -> None
         parts = split.loc[(who, "outcome type"), "nll"] + split.loc[(who, "winner given decisive"), "nll"]
         assert parts == pytest.approx(split.loc[(who, "total"), "nll"], abs=1e-10)
     assert split.loc[("p2l", "total"), "nll"] == pytest.approx(
-        result.metrics.set_index("predictor").loc["p2l", "nll"], abs=1e-12)
+        result.metrics.set_index("predictor").loc["p2l", "nll"], abs=1e-12
+    )
     text = summary_text(evaluation_report(result))
     assert "come from predicting the outcome type" in text and "saturates" in text
     own = evaluate_model(planted_grk_model(), grk_battles(), repeats=2, costs=costs, value="own", progress=False)
@@ -260,8 +267,9 @@ def test_overlap_with_the_training_prompts_is_detected_and_said(tmp_path) -> Non
     assert "NOT held out: 60 of the prompts" in report.subtitle
     assert summary_text(report).startswith("**Not held out: 60 of these")
     unseen = battles[~battles["prompt"].isin(prompts[:70])]
-    clean = evaluation_report(evaluate_model(planted_model(noise=0.5), unseen, repeats=2, training_prompts=recorded,
-                                             progress=False))
+    clean = evaluation_report(
+        evaluate_model(planted_model(noise=0.5), unseen, repeats=2, training_prompts=recorded, progress=False)
+    )
     assert clean.subtitle.startswith(f"{len(unseen)} held-out battles") and "held out" not in summary_text(clean)[:40]
     (tmp_path / "training_prompts.npz").write_bytes(b"not a numpy file")
     with pytest.raises(EvalprismError, match=r"training_prompts\.npz: not a training-prompt record"):

@@ -22,28 +22,42 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from helpers import run_cli
 from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, route
-from evalprism.p2l.lmarena import LmarenaBackbone, is_lmarena_checkpoint, load_lmarena
 from evalprism.p2l.likelihood import log_outcome_probs
-
-from helpers import run_cli
+from evalprism.p2l.lmarena import LmarenaBackbone, is_lmarena_checkpoint, load_lmarena
 
 MODELS = ["alpha-7b", "beta-13b", "gamma-34b", "delta-70b", "epsilon-8x7b", "zeta-1b"]
-CORPUS = ["Write a sonnet about the autumn sea.", "Solve the equation 3x + 7 = 22 for x.",
-          "Fix the off-by-one bug in this Python loop: for i in range(len(xs) + 1): print(xs[i])",
-          "Summarise the history of the Roman empire in three sentences.", "Qu'est-ce que la photosynthèse ?",
-          "List ten prime numbers and explain why each is prime."]
+CORPUS = [
+    "Write a sonnet about the autumn sea.",
+    "Solve the equation 3x + 7 = 22 for x.",
+    "Fix the off-by-one bug in this Python loop: for i in range(len(xs) + 1): print(xs[i])",
+    "Summarise the history of the Roman empire in three sentences.",
+    "Qu'est-ce que la photosynthèse ?",
+    "List ten prime numbers and explain why each is prime.",
+]
 PROMPTS = [*CORPUS[:4], "hi", "a prompt that mentions <|cls|> inside it", "Überprüfe diesen Satz bitte. " * 3, ""]
-QWEN_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-LLAMA_TEMPLATE = ("{% for m in messages %}{% set content = '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n'"
-                  " + m['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + "
-                  "content %}{% endif %}{{ content }}{% endfor %}")
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|start_header_id|>",
-           "<|end_header_id|>", "<|eot_id|>"]
+QWEN_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+LLAMA_TEMPLATE = (
+    "{% for m in messages %}{% set content = '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n'"
+    " + m['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + "
+    "content %}{% endif %}{{ content }}{% endfor %}"
+)
+SPECIAL = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+]
 #: lmarena's maps of the eta output (p2l/model.py, RK_Loss and GRK_loss), written out again here
 RK_BETA = 0.1
 
@@ -56,11 +70,16 @@ def build_tokenizer(arch: str, cls: bool = True) -> Any:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=SPECIAL,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(CORPUS * 3, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>",
-                                   eos_token="<|im_end|>" if arch == "qwen2" else "<|eot_id|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|im_end|>" if arch == "qwen2" else "<|eot_id|>"
+    )
     fast.chat_template = QWEN_TEMPLATE if arch == "qwen2" else LLAMA_TEMPLATE
     fast.add_special_tokens({"pad_token": "<|pad|>"})
     if cls:
@@ -94,8 +113,9 @@ def reference_class(arch: str) -> type:
     pretrained, base = {"qwen2": (Qwen2PreTrainedModel, Qwen2Model), "llama": (LlamaPreTrainedModel, LlamaModel)}[arch]
 
     class P2LModel(pretrained):  # type: ignore[misc, valid-type]
-        def __init__(self, config: Any, CLS_id: int, num_models: int, downsize: int | None = None,
-                     eta: bool = False) -> None:
+        def __init__(
+            self, config: Any, CLS_id: int, num_models: int, downsize: int | None = None, eta: bool = False
+        ) -> None:
             super().__init__(config)
             self.cls_token_id = CLS_id
             self.model = base(config)
@@ -115,8 +135,15 @@ def base_config(arch: str, vocab: int) -> Any:
     from transformers import LlamaConfig, Qwen2Config
 
     kind = Qwen2Config if arch == "qwen2" else LlamaConfig
-    return kind(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=512)
+    return kind(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+    )
 
 
 HEAD_TYPES = {"bt": False, "bt_tie": False, "bt-tie": False, "rk": True, "grk": True, "bag": True}
@@ -127,22 +154,32 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Pat
     """name -> (directory, reference model, tokenizer), one per head type and base model."""
     root = tmp_path_factory.mktemp("lmarena")
     built = {}
-    for name, arch, loss_type, downsize in (("qwen-bt", "qwen2", "bt", None), ("qwen-bt-tie", "qwen2", "bt_tie", None),
-                                            ("qwen-rk", "qwen2", "rk", None), ("llama-grk", "llama", "bag", None),  # sharded
-                                            ("llama-bt-tie", "llama", "bt-tie", None),
-                                            ("qwen-grk-two-layer", "qwen2", "grk", 2)):
+    for name, arch, loss_type, downsize in (
+        ("qwen-bt", "qwen2", "bt", None),
+        ("qwen-bt-tie", "qwen2", "bt_tie", None),
+        ("qwen-rk", "qwen2", "rk", None),
+        ("llama-grk", "llama", "bag", None),  # sharded
+        ("llama-bt-tie", "llama", "bt-tie", None),
+        ("qwen-grk-two-layer", "qwen2", "grk", 2),
+    ):
         built[name] = write_checkpoint(root / name, arch, loss_type, downsize, seed=len(built))
     return built
 
 
-def write_checkpoint(directory: Path, arch: str, loss_type: str, downsize: int | None, seed: int,
-                     training_config: bool = True) -> tuple[Path, Any, Any]:
+def write_checkpoint(
+    directory: Path, arch: str, loss_type: str, downsize: int | None, seed: int, training_config: bool = True
+) -> tuple[Path, Any, Any]:
     """A checkpoint as lmarena's train.py writes it; head weights drawn large enough to matter.
     Llama checkpoints are written in shards (``model.safetensors.index.json``), as large ones are."""
     torch.manual_seed(seed)
     tokenizer = build_tokenizer(arch)
-    model = reference_class(arch)(base_config(arch, len(tokenizer)), CLS_id=tokenizer.cls_token_id,
-                                  num_models=len(MODELS), downsize=downsize, eta=HEAD_TYPES[loss_type]).eval()
+    model = reference_class(arch)(
+        base_config(arch, len(tokenizer)),
+        CLS_id=tokenizer.cls_token_id,
+        num_models=len(MODELS),
+        downsize=downsize,
+        eta=HEAD_TYPES[loss_type],
+    ).eval()
     with torch.no_grad():
         for param in model.head.parameters():
             param.normal_(0.0, 0.5)
@@ -156,25 +193,37 @@ def write_checkpoint(directory: Path, arch: str, loss_type: str, downsize: int |
     tokenizer.save_pretrained(directory)
     (directory / "model_list.json").write_text(json.dumps(MODELS, indent=1))
     if training_config:
-        training = {"loss_type": loss_type, "model_type": arch, "head_type": "rk" if HEAD_TYPES[loss_type] else "bt",
-                    "max_length": 8192}
+        training = {
+            "loss_type": loss_type,
+            "model_type": arch,
+            "head_type": "rk" if HEAD_TYPES[loss_type] else "bt",
+            "max_length": 8192,
+        }
         (directory / "training_config.json").write_text(json.dumps(training))
     return directory, model, tokenizer
 
 
-def reference(model: Any, tokenizer: Any, prompts: list[str], loss_type: str, max_length: int = 8192
-              ) -> tuple[np.ndarray, np.ndarray | None]:
+def reference(
+    model: Any, tokenizer: Any, prompts: list[str], loss_type: str, max_length: int = 8192
+) -> tuple[np.ndarray, np.ndarray | None]:
     """lmarena's inference, one prompt at a time: chat template, CLS scrubbed and appended, left
     truncation, the CLS hidden state through the head; the eta output mapped as their loss maps it
     (rk: η; grk: θ)."""
     tokenizer.truncation_side, tokenizer.padding_side = "left", "right"
     coefs, etas = [], []
     for prompt in prompts:
-        formatted = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=False)
+        formatted = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=False
+        )
         formatted = formatted.replace(tokenizer.cls_token, "<cls>") + tokenizer.cls_token
-        batch = tokenizer(formatted, return_tensors="pt", max_length=max_length, padding="longest", truncation=True,
-                          add_special_tokens=False)
+        batch = tokenizer(
+            formatted,
+            return_tensors="pt",
+            max_length=max_length,
+            padding="longest",
+            truncation=True,
+            add_special_tokens=False,
+        )
         with torch.no_grad():
             c, e = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         coefs.append(c[0].numpy())
@@ -201,16 +250,19 @@ def lmarena_probs(coef_a: np.ndarray, coef_b: np.ndarray, eta: np.ndarray, loss:
     return np.stack([p_w, p_l, 1 - p_w - p_l - p_bb, p_bb], axis=-1)
 
 
-@pytest.mark.parametrize("name", ["qwen-bt", "qwen-bt-tie", "qwen-rk", "llama-grk", "llama-bt-tie",
-                                  "qwen-grk-two-layer"])
+@pytest.mark.parametrize(
+    "name", ["qwen-bt", "qwen-bt-tie", "qwen-rk", "llama-grk", "llama-bt-tie", "qwen-grk-two-layer"]
+)
 def test_coefficients_and_tie_parameter_equal_lmarenas_forward(checkpoints: dict, name: str) -> None:
     directory, ref_model, tokenizer = checkpoints[name]
     loss_type = json.loads((directory / "training_config.json").read_text())["loss_type"]
     assert is_lmarena_checkpoint(directory)
     model = P2LModel.load(directory)
     assert model.models == MODELS
-    assert model.loss == {"bt": "bt", "bt_tie": "bt-tie", "bt-tie": "bt-tie", "rk": "rk", "bag": "grk",
-                          "grk": "grk"}[loss_type]
+    assert (
+        model.loss
+        == {"bt": "bt", "bt_tie": "bt-tie", "bt-tie": "bt-tie", "rk": "rk", "bag": "grk", "grk": "grk"}[loss_type]
+    )
     assert model.routing_value == ("grk" if model.loss == "grk" else "bt")
     pred = model.predict(PROMPTS)
     want_coefs, want_eta = reference(ref_model, tokenizer, PROMPTS, loss_type)
@@ -261,25 +313,44 @@ def test_bfloat16_stays_close_to_float32(checkpoints: dict) -> None:
 
 
 def test_a_bt_head_without_training_config_is_bt_tie(tmp_path: Path) -> None:
-    directory, ref_model, tokenizer = write_checkpoint(tmp_path / "ck", "qwen2", "bt", None, seed=7,
-                                                       training_config=False)
+    directory, ref_model, tokenizer = write_checkpoint(
+        tmp_path / "ck", "qwen2", "bt", None, seed=7, training_config=False
+    )
     model = P2LModel.load(directory)
     assert model.loss == "bt-tie"
-    np.testing.assert_allclose(model.leaderboards(PROMPTS[:3]), reference(ref_model, tokenizer, PROMPTS[:3], "bt")[0],
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        model.leaderboards(PROMPTS[:3]), reference(ref_model, tokenizer, PROMPTS[:3], "bt")[0], atol=1e-5, rtol=0
+    )
 
 
 @pytest.mark.slow  # three CLI runs, each loading the checkpoint
-def test_cli_route_leaderboard_and_evaluate_run_on_a_released_checkpoint(checkpoints: dict, tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_route_leaderboard_and_evaluate_run_on_a_released_checkpoint(
+    checkpoints: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory, ref_model, tokenizer = checkpoints["llama-grk"]
     prompts = tmp_path / "prompts.txt"  # one prompt a line
     prompts.write_text("\n".join(PROMPTS[:4]) + "\n", encoding="utf-8")
     costs = dict(zip(MODELS, (0.2, 0.4, 1.0, 3.0, 0.8, 0.1), strict=True))
     cost_file = tmp_path / "costs.jsonl"
     cost_file.write_text("".join(json.dumps({"model": m, "cost": c}) + "\n" for m, c in costs.items()))
-    code, _, err = run_cli(["p2l", "route", directory, prompts, "--costs", cost_file, "--budget", "1.0",
-                            "--budget-scope", "prompt", "--out", tmp_path / "routes", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            directory,
+            prompts,
+            "--costs",
+            cost_file,
+            "--budget",
+            "1.0",
+            "--budget-scope",
+            "prompt",
+            "--out",
+            tmp_path / "routes",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     routes = pd.read_csv(tmp_path / "routes" / "routes.csv")
     want_coefs, _ = reference(ref_model, tokenizer, PROMPTS[:4], "grk")
@@ -291,10 +362,17 @@ def test_cli_route_leaderboard_and_evaluate_run_on_a_released_checkpoint(checkpo
     code, _, err = run_cli(["p2l", "leaderboard", directory, prompts, "--out", tmp_path / "board", "-q"], capsys)
     assert code == 0, err
     battles = tmp_path / "battles.csv"
-    pd.DataFrame({"prompt": PROMPTS[:4] * 2, "model_a": MODELS[:4] * 2, "model_b": MODELS[1:5] * 2,
-                  "winner": ["model_a", "model_b", "tie", "tie (bothbad)"] * 2}).to_csv(battles, index=False)
-    code, _, err = run_cli(["p2l", "evaluate", directory, battles, "--out", tmp_path / "eval", "--repeats", "1",
-                            "-q"], capsys)
+    pd.DataFrame(
+        {
+            "prompt": PROMPTS[:4] * 2,
+            "model_a": MODELS[:4] * 2,
+            "model_b": MODELS[1:5] * 2,
+            "winner": ["model_a", "model_b", "tie", "tie (bothbad)"] * 2,
+        }
+    ).to_csv(battles, index=False)
+    code, _, err = run_cli(
+        ["p2l", "evaluate", directory, battles, "--out", tmp_path / "eval", "--repeats", "1", "-q"], capsys
+    )
     assert code == 0, err
 
 
@@ -314,14 +392,18 @@ def broken(source: Path, target: Path, what: str) -> Path:
     return target
 
 
-@pytest.mark.parametrize(("what", "message"), [
-    ("model list", "model_list.json names 5 models but the coefficient head 'head.head' has 6 outputs"),
-    ("no cls", "the tokenizer has no CLS token"),
-    ("no loss", "cannot infer the head type: the head has an eta head"),
-    ("unknown loss", "cannot infer the head type: training_config.json names loss_type 'ba'"),
-])
-def test_bad_checkpoints_get_one_message_and_exit_2(checkpoints: dict, tmp_path: Path, what: str, message: str,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("what", "message"),
+    [
+        ("model list", "model_list.json names 5 models but the coefficient head 'head.head' has 6 outputs"),
+        ("no cls", "the tokenizer has no CLS token"),
+        ("no loss", "cannot infer the head type: the head has an eta head"),
+        ("unknown loss", "cannot infer the head type: training_config.json names loss_type 'ba'"),
+    ],
+)
+def test_bad_checkpoints_get_one_message_and_exit_2(
+    checkpoints: dict, tmp_path: Path, what: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     directory = broken(checkpoints["qwen-rk"][0], tmp_path / "broken", what)
     with pytest.raises(EvalprismError) as info:
         P2LModel.load(directory)
@@ -337,7 +419,6 @@ def test_bad_checkpoints_get_one_message_and_exit_2(checkpoints: dict, tmp_path:
 @pytest.mark.slow  # starts `evalprism serve` in a subprocess
 def test_serve_routes_a_prompt_with_a_released_checkpoint(checkpoints: dict, tmp_path: Path) -> None:
     import httpx
-
     from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, running_service, write_config
 
     directory, ref_model, tokenizer = checkpoints["qwen-rk"]
@@ -347,11 +428,15 @@ def test_serve_routes_a_prompt_with_a_released_checkpoint(checkpoints: dict, tmp
     columns = [MODELS.index(m) for m in costs]
     want = route(want_coefs[0, columns], np.array(list(costs.values())), 1.0, "uniform", names=list(costs))
     with FakeUpstreams() as upstreams:
-        config = write_config(tmp_path / "router.yaml", upstreams, costs, budget=1.0, precision="float32",
-                              runtime="auto", seed=0)
+        config = write_config(
+            tmp_path / "router.yaml", upstreams, costs, budget=1.0, precision="float32", runtime="auto", seed=0
+        )
         with running_service(directory, config, {"FAKE_UPSTREAM_KEY": "k"}) as service:
-            got = httpx.post(service.url + "/v1/route", json={"messages": [{"role": "user", "content": prompt}]},
-                             timeout=CLIENT_TIMEOUT_S).json()
+            got = httpx.post(
+                service.url + "/v1/route",
+                json={"messages": [{"role": "user", "content": prompt}]},
+                timeout=CLIENT_TIMEOUT_S,
+            ).json()
             health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
     assert health["runtime"] == "torch"
     np.testing.assert_allclose([got["coefs"][m] for m in costs], want_coefs[0, columns], atol=1e-5)
@@ -369,17 +454,26 @@ def lmarena_collator(tokenizer: Any, data: list[str | list[str]], max_length: in
             prompts.append([{"role": "user", "content": seq}])
         else:
             prompts.append([{"role": "user", "content": turn} for turn in seq])
-    formatted_prompts = tokenizer.apply_chat_template(prompts, tokenize=False, add_generation_prompt=False,
-                                                      add_special_tokens=False)
+    formatted_prompts = tokenizer.apply_chat_template(
+        prompts, tokenize=False, add_generation_prompt=False, add_special_tokens=False
+    )
     formatted_prompts = [prompt.replace(tokenizer.cls_token, "<cls>") for prompt in formatted_prompts]
     formatted_prompts = [seq + tokenizer.cls_token for seq in formatted_prompts]
-    return tokenizer(formatted_prompts, padding=True, return_tensors="pt", add_special_tokens=False, truncation=True,
-                     max_length=max_length)
+    return tokenizer(
+        formatted_prompts,
+        padding=True,
+        return_tensors="pt",
+        add_special_tokens=False,
+        truncation=True,
+        max_length=max_length,
+    )
 
 
-MULTI_TURN = [["Write a sonnet about the autumn sea.", "Now make it rhyme in French."],
-              ["Solve the equation 3x + 7 = 22 for x.", "Explain each step.", "And check the answer <|cls|>."],
-              ["hi"]]
+MULTI_TURN = [
+    ["Write a sonnet about the autumn sea.", "Now make it rhyme in French."],
+    ["Solve the equation 3x + 7 = 22 for x.", "Explain each step.", "And check the answer <|cls|>."],
+    ["hi"],
+]
 
 
 @pytest.mark.parametrize("name", ["qwen-rk", "llama-grk"])
@@ -399,10 +493,13 @@ def test_multi_turn_prompts_are_formatted_as_lmarena_trains_them(checkpoints: di
     model = P2LModel.load(directory)
     conversations = [Conversation(turns) if len(turns) > 1 else turns[0] for turns in MULTI_TURN]
     np.testing.assert_allclose(model.leaderboards(conversations), want, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(model.backbone.token_ids(conversations)[0],
-                               batch["input_ids"][0][batch["attention_mask"][0].bool()].tolist())
-    messages = [[m for turn in turns for m in ({"role": "user", "content": turn}, {"role": "assistant", "content": "ok"})]
-                for turns in MULTI_TURN]
+    np.testing.assert_allclose(
+        model.backbone.token_ids(conversations)[0], batch["input_ids"][0][batch["attention_mask"][0].bool()].tolist()
+    )
+    messages = [
+        [m for turn in turns for m in ({"role": "user", "content": turn}, {"role": "assistant", "content": "ok"})]
+        for turns in MULTI_TURN
+    ]
     read = [user_turns(conversation) for conversation in messages]
     served = [routing_prompt([ChatMessage.model_validate(m) for m in conversation]) for conversation in messages]
     for prompts in (read, served):

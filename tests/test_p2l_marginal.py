@@ -8,15 +8,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import run_cli, shared_data
+
 from evalprism.io import read_table
 from evalprism.p2l import fit_leaderboard
 
 
 def small_battles() -> pd.DataFrame:
     rows = []
-    for a, b, wins_a, wins_b, ties, bad in (("x", "y", 30, 10, 4, 1), ("y", "z", 12, 12, 2, 3), ("x", "z", 20, 5, 0, 2)):
+    for a, b, wins_a, wins_b, ties, bad in (
+        ("x", "y", 30, 10, 4, 1),
+        ("y", "z", 12, 12, 2, 3),
+        ("x", "z", 20, 5, 0, 2),
+    ):
         outcomes = ["model_a"] * wins_a + ["model_b"] * wins_b + ["tie"] * ties + ["tie (bothbad)"] * bad
         rows += [{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w} for i, w in enumerate(outcomes)]
     return pd.DataFrame(rows)
@@ -41,8 +45,9 @@ def test_cli_fit_end_to_end_with_bootstrap(tmp_path: Path, capsys) -> None:
     path = tmp_path / "battles.jsonl"
     small_battles().to_json(path, orient="records", lines=True)
     out = tmp_path / "lb"
-    code, _, err = run_cli(["p2l", "fit", path, "--out", out, "--model", "bt-tie", "--ci", "bootstrap",
-                            "--rounds", "50", "-q"], capsys)
+    code, _, err = run_cli(
+        ["p2l", "fit", path, "--out", out, "--model", "bt-tie", "--ci", "bootstrap", "--rounds", "50", "-q"], capsys
+    )
     assert code == 0, err
     board = pd.read_csv(out / "leaderboard.csv")
     assert board.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles", "identified"]
@@ -53,8 +58,14 @@ def test_cli_fit_end_to_end_with_bootstrap(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_refuses_disconnected_battles(tmp_path: Path, capsys) -> None:
-    frame = pd.DataFrame({"prompt": ["p", "q", "r", "s"], "model_a": ["a", "c", "a", "c"],
-                          "model_b": ["b", "d", "b", "d"], "winner": ["model_a", "model_b", "model_b", "tie"]})
+    frame = pd.DataFrame(
+        {
+            "prompt": ["p", "q", "r", "s"],
+            "model_a": ["a", "c", "a", "c"],
+            "model_b": ["b", "d", "b", "d"],
+            "winner": ["model_a", "model_b", "model_b", "tie"],
+        }
+    )
     path = tmp_path / "b.csv"
     frame.to_csv(path, index=False)
     code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "lb", "-q"], capsys)
@@ -69,8 +80,9 @@ def test_all_models_rank_the_planted_order(model: str) -> None:
 
 
 def test_cli_refuses_a_model_seen_once(tmp_path: Path, capsys) -> None:
-    frame = pd.concat([small_battles(), pd.DataFrame([{"prompt": "p", "model_a": "x", "model_b": "w",
-                                                       "winner": "model_b"}])])
+    frame = pd.concat(
+        [small_battles(), pd.DataFrame([{"prompt": "p", "model_a": "x", "model_b": "w", "winner": "model_b"}])]
+    )
     path = tmp_path / "b.jsonl"
     frame.to_json(path, orient="records", lines=True)
     code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "lb", "-q"], capsys)

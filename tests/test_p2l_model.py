@@ -12,17 +12,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
 from helpers import run_cli
+
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, train_model
 from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts
 
 pytestmark = pytest.mark.slow  # trains P2L models
 
-TOPIC_PROMPTS = {"creative writing": "Write a short poem about a red balloon.",
-                 "arithmetic": "What is 36 * 12 + 5?",
-                 "coding": "Write a Python function that removes duplicates from a list."}
+TOPIC_PROMPTS = {
+    "creative writing": "Write a short poem about a red balloon.",
+    "arithmetic": "What is 36 * 12 + 5?",
+    "coding": "Write a Python function that removes duplicates from a list.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +110,9 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     straight = train_model(battles, TrainOptions(fit="adamw", max_epochs=6, patience=50), progress=False)
     ckpt = tmp_path / "ckpt"
     train_model(battles, TrainOptions(fit="adamw", max_epochs=3, patience=50), checkpoint_dir=ckpt, progress=False)
-    resumed = train_model(battles, TrainOptions(fit="adamw", max_epochs=6, patience=50), checkpoint_dir=ckpt,
-                          resume=True, progress=False)
+    resumed = train_model(
+        battles, TrainOptions(fit="adamw", max_epochs=6, patience=50), checkpoint_dir=ckpt, resume=True, progress=False
+    )
     assert resumed.history["epoch"].tolist() == list(range(7))
     # epoch 0 is the marginal start: validation NLL there equals the marginal baseline's
     marginal_nll = straight.evaluation.set_index("predictor").loc["marginal", "nll"]
@@ -118,8 +121,9 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     prompts = topic_prompts("creative writing")[:5]
     np.testing.assert_allclose(resumed.model.leaderboards(prompts), straight.model.leaderboards(prompts), atol=1e-6)
     with pytest.raises(EvalprismError, match="different battles or options"):
-        train_model(battles, TrainOptions(fit="adamw", max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True,
-                    progress=False)
+        train_model(
+            battles, TrainOptions(fit="adamw", max_epochs=6, lr=0.1), checkpoint_dir=ckpt, resume=True, progress=False
+        )
 
 
 @pytest.mark.parametrize("loss", ["rk", "grk"])
@@ -135,7 +139,6 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     assert np.isfinite(result.evaluation["nll"]).all()
 
 
-
 def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -> None:
     """evaluate_model needs the marginal's tie parameter: the trained model carries it in memory as the
     saved one does (it used to fail with an AssertionError until saved and loaded)."""
@@ -147,8 +150,7 @@ def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -
         battles.loc[draw > 0.95, "winner"] = "tie (bothbad)"
         return battles
 
-    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk"),
-                         progress=False)
+    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk"), progress=False)
     held_out = with_ties(simulate_topic_battles(300, seed=6), 2)
     in_memory = evaluate_model(result.model, held_out, repeats=1, progress=False).metrics
     result.save(tmp_path / "model")
@@ -179,9 +181,18 @@ def tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]", "[EOS]"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
-    config = Qwen2Config(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                         pad_token_id=1, eos_token_id=2, bos_token_id=2)
+    config = Qwen2Config(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=1,
+        eos_token_id=2,
+        bos_token_id=2,
+    )
     torch.manual_seed(0)
     Qwen2ForCausalLM(config).save_pretrained(directory)
     fast.save_pretrained(directory)
@@ -213,8 +224,11 @@ def test_finetuned_minilm_round_trip(tmp_path: Path) -> None:
     config = json.loads((tmp_path / "model" / "config.json").read_text())
     assert config["backbone"]["spec"] == "st:backbone" and config["backbone"]["finetuned"]
     prompts = battles["prompt"].tolist()[:4]
-    np.testing.assert_allclose(P2LModel.load(tmp_path / "model", cache_dir=False).leaderboards(prompts),
-                               result.model.leaderboards(prompts), atol=1e-5)
+    np.testing.assert_allclose(
+        P2LModel.load(tmp_path / "model", cache_dir=False).leaderboards(prompts),
+        result.model.leaderboards(prompts),
+        atol=1e-5,
+    )
 
 
 def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
@@ -226,8 +240,22 @@ def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
     prompts = pd.DataFrame({"prompt": [p for t in TOPIC_PROMPTS for p in topic_prompts(t)[::3]]})
     prompts["topic"] = [t for t in TOPIC_PROMPTS for _ in topic_prompts(t)[::3]]
     prompts.to_csv(tmp_path / "prompts.csv", index=False)
-    code, _, err = run_cli(["p2l", "leaderboard", tmp_path / "model", tmp_path / "prompts.csv", "--out",
-                            tmp_path / "lb", "--category-column", "topic", "--reference", "generalist-70b", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "leaderboard",
+            tmp_path / "model",
+            tmp_path / "prompts.csv",
+            "--out",
+            tmp_path / "lb",
+            "--category-column",
+            "topic",
+            "--reference",
+            "generalist-70b",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     cats = pd.read_csv(tmp_path / "lb" / "categories.csv")
     leaders = cats[cats["rank"] == 1].set_index("category")["model"].to_dict()
@@ -238,8 +266,19 @@ def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
     for name in ("prompts.csv", "leaderboard.csv", "report.html"):
         assert (tmp_path / "lb" / name).exists()
     # a category column the file lacks: refused naming the file, before any prompt is encoded
-    code, _, err = run_cli(["p2l", "leaderboard", tmp_path / "model", tmp_path / "prompts.csv", "--out",
-                            tmp_path / "lb2", "--category-column", "topics"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "leaderboard",
+            tmp_path / "model",
+            tmp_path / "prompts.csv",
+            "--out",
+            tmp_path / "lb2",
+            "--category-column",
+            "topics",
+        ],
+        capsys,
+    )
     assert code == 2 and "prompts.csv: no column 'topics' (columns: prompt, topic)" in " ".join(err.split()), err
     assert "predicting leaderboards" not in err and not (tmp_path / "lb2").exists()
 
@@ -269,17 +308,20 @@ def test_accumulation_and_checkpointing_train_the_same_model(tmp_path: Path) -> 
     fine-tuned backbone, and bfloat16 autocast trains where asked for."""
     battles = simulate_topic_battles(200, seed=6)
     lm = tiny_causal_lm(tmp_path / "tiny-qwen", battles["prompt"].tolist())
-    base = TrainOptions(backbone=f"hf:{lm}", finetune=True, max_epochs=2, batch_size=32, backbone_lr=1e-3,
-                        max_length=12)
+    base = TrainOptions(
+        backbone=f"hf:{lm}", finetune=True, max_epochs=2, batch_size=32, backbone_lr=1e-3, max_length=12
+    )
     with one_thread():
         plain = train_model(battles, base, progress=False)
         options = TrainOptions(**{**base.__dict__, "micro_batch_size": 8, "gradient_checkpointing": True})
         accumulated = train_model(battles, options, progress=False)
-        half = train_model(battles, TrainOptions(**{**base.__dict__, "precision": "bfloat16", "max_epochs": 1}),
-                           progress=False)
+        half = train_model(
+            battles, TrainOptions(**{**base.__dict__, "precision": "bfloat16", "max_epochs": 1}), progress=False
+        )
     np.testing.assert_allclose(accumulated.history["val_nll"], plain.history["val_nll"], rtol=0, atol=1e-6)
     assert plain.history["val_nll"].iloc[0] == pytest.approx(
-        plain.evaluation.set_index("predictor").loc["marginal", "nll"], abs=1e-5)  # warm start when fine-tuning
+        plain.evaluation.set_index("predictor").loc["marginal", "nll"], abs=1e-5
+    )  # warm start when fine-tuning
     accumulated.save(tmp_path / "model")
     assert P2LModel.load(tmp_path / "model").backbone.max_length == 12
     assert np.isfinite(half.history["val_nll"]).all()

@@ -35,8 +35,10 @@ class HashFeatures(Backbone):
         super().__init__()
 
     def features(self, prompts: Sequence[str]) -> torch.Tensor:
-        rows = [np.random.default_rng(int(hashlib.sha256(p.encode()).hexdigest()[:8], 16)).standard_normal(DIM)
-                for p in prompts]
+        rows = [
+            np.random.default_rng(int(hashlib.sha256(p.encode()).hexdigest()[:8], 16)).standard_normal(DIM)
+            for p in prompts
+        ]
         return torch.tensor(np.array(rows), dtype=torch.float32)
 
 
@@ -45,8 +47,9 @@ def planted_model(noise: float) -> P2LModel:
     head = CoefficientHead(DIM, len(MODELS), "bt")
     with torch.no_grad():
         head.linear.bias.copy_(torch.tensor(TRUTH, dtype=torch.float32))
-        head.linear.weight.copy_(noise * torch.tensor(np.random.default_rng(0).standard_normal((len(MODELS), DIM)),
-                                                      dtype=torch.float32))
+        head.linear.weight.copy_(
+            noise * torch.tensor(np.random.default_rng(0).standard_normal((len(MODELS), DIM)), dtype=torch.float32)
+        )
     marginal = pd.DataFrame({"model": MODELS, "coef": TRUTH})
     return P2LModel(HashFeatures(), head, MODELS, {"loss": "bt"}, marginal)
 
@@ -59,8 +62,14 @@ def truth_battles(n: int = 1500, prompts: int = 400, seed: int = 3) -> pd.DataFr
     a_wins = rng.random(n) < expit(TRUTH[a] - TRUTH[b])
     winner = np.where(a_wins, "model_a", "model_b")
     winner[::10] = "tie"
-    return pd.DataFrame({"prompt": [f"prompt {i}" for i in rng.integers(0, prompts, n)],
-                         "model_a": np.array(MODELS)[a], "model_b": np.array(MODELS)[b], "winner": winner})
+    return pd.DataFrame(
+        {
+            "prompt": [f"prompt {i}" for i in rng.integers(0, prompts, n)],
+            "model_a": np.array(MODELS)[a],
+            "model_b": np.array(MODELS)[b],
+            "winner": winner,
+        }
+    )
 
 
 def summary_text(report) -> str:
@@ -85,9 +94,11 @@ def test_evaluation_report_says_when_p2l_loses_to_the_true_marginal() -> None:
     assert f"{p2l['nll_vs_marginal']:.4f} nats per battle" in text and "paired standard error by prompt" in text
     ties = int((battles["winner"] == "tie").sum())
     # the planted model records no training prompts: the subtitle does not claim "held-out"
-    assert report.subtitle == (f"{len(battles)} battles on {battles['prompt'].nunique()} prompts; the bt "
-                               f"loss leaves out the {ties} ties (not outcomes of that model), so the metrics use "
-                               f"{len(battles) - ties} battles")
+    assert report.subtitle == (
+        f"{len(battles)} battles on {battles['prompt'].nunique()} prompts; the bt "
+        f"loss leaves out the {ties} ties (not outcomes of that model), so the metrics use "
+        f"{len(battles) - ties} battles"
+    )
     assert int(p2l["battles"]) == len(battles) - ties
 
 
@@ -98,26 +109,54 @@ def test_evaluation_report_calls_a_tiny_difference_noise() -> None:
     text = summary_text(evaluation_report(result))
     assert "within noise" in text and "loses" not in text and "beats" not in text
     same = evaluate_model(planted_model(noise=0.0), truth_battles(), repeats=2, progress=False)
-    assert "as the marginal leaderboard does (the same NLL to within 1e-06 per battle)" in summary_text(evaluation_report(same))
+    assert "as the marginal leaderboard does (the same NLL to within 1e-06 per battle)" in summary_text(
+        evaluation_report(same)
+    )
 
 
-@pytest.mark.parametrize(("best", "expected"), [
-    ([99, 1, 0], "alpha-7b leads the aggregated leaderboard and is the best model on all but 1 of the 100 prompts."),
-    ([100, 0, 0], "alpha-7b leads the aggregated leaderboard and is the best model on every one of the 100 prompts."),
-    ([40, 60, 0], "alpha-7b leads the aggregated leaderboard, yet it is the best model on only 40 of the 100 prompts "
-                  "(40%). beta-13b is best on the most prompts (60 of the 100 prompts (60%))."),
-])
+@pytest.mark.parametrize(
+    ("best", "expected"),
+    [
+        (
+            [99, 1, 0],
+            "alpha-7b leads the aggregated leaderboard and is the best model on all but 1 of the 100 prompts.",
+        ),
+        (
+            [100, 0, 0],
+            "alpha-7b leads the aggregated leaderboard and is the best model on every one of the 100 prompts.",
+        ),
+        (
+            [40, 60, 0],
+            "alpha-7b leads the aggregated leaderboard, yet it is the best model on only 40 of the 100 prompts "
+            "(40%). beta-13b is best on the most prompts (60 of the 100 prompts (60%)).",
+        ),
+    ],
+)
 def test_prompt_set_headline_fits_the_share(best: list[int], expected: str) -> None:
     from evalprism.p2l.prompt_set import PromptSetResult
 
     share = np.array(best) / 100
-    board = pd.DataFrame({"rank": [1, 2, 3], "model": MODELS[:3], "coef": [0.5, 0.2, -0.7], "rating": [1087, 1035, 878],
-                          "mean_coef": [0.5, 0.2, -0.7], "best_share": share})
-    cats = pd.DataFrame({"category": ["c1"] * 3, "prompts": [100] * 3, "rank": [1, 2, 3], "model": MODELS[:3],
-                         "coef": [0.5, 0.2, -0.7]})
+    board = pd.DataFrame(
+        {
+            "rank": [1, 2, 3],
+            "model": MODELS[:3],
+            "coef": [0.5, 0.2, -0.7],
+            "rating": [1087, 1035, 878],
+            "mean_coef": [0.5, 0.2, -0.7],
+            "best_share": share,
+        }
+    )
+    cats = pd.DataFrame(
+        {"category": ["c1"] * 3, "prompts": [100] * 3, "rank": [1, 2, 3], "model": MODELS[:3], "coef": [0.5, 0.2, -0.7]}
+    )
     strengths = pd.DataFrame({"category": ["c1"] * 3, "model": MODELS[:3], "win_rate": [0.5, 0.42, 0.23]})
-    result = PromptSetResult(pd.DataFrame({"prompt": ["p"]}), board, cats, strengths,
-                             {"n_prompts": 100, "models": 3, "categories": "column 'c'", "reference": MODELS[0]})
+    result = PromptSetResult(
+        pd.DataFrame({"prompt": ["p"]}),
+        board,
+        cats,
+        strengths,
+        {"n_prompts": 100, "models": 3, "categories": "column 'c'", "reference": MODELS[0]},
+    )
     report = prompt_set_report(result)
     assert report.summary_items[0] == expected
     assert "only" not in report.summary_items[0] or best[0] < 90
@@ -126,8 +165,9 @@ def test_prompt_set_headline_fits_the_share(best: list[int], expected: str) -> N
 def test_report_tables_show_line_breaks_and_keep_model_names_whole() -> None:
     from evalprism.report import Report
 
-    frame = pd.DataFrame({"prompt": ["Line one.\n\nLine <two>\tend"], "model": ["stablelm-tuned-alpha-7b"],
-                          "note": ["a\nb"]})
+    frame = pd.DataFrame(
+        {"prompt": ["Line one.\n\nLine <two>\tend"], "model": ["stablelm-tuned-alpha-7b"], "note": ["a\nb"]}
+    )
     body = Report("t").table(frame, "routes", nowrap=["model"], lines=["prompt"]).sections[0].body
     assert '<span class="lines">Line one.<br><br>Line &lt;two&gt; end</span>' in body
     assert '<span class="nowrap">stablelm-tuned-alpha-7b</span>' in body

@@ -45,6 +45,7 @@ def marginal_of(battles: RidgeBattles, outcome: np.ndarray, n_models: int):
     def fit(mask: np.ndarray) -> Leaderboard:
         pairs = PairCounts.from_battles(battles.a[mask], battles.b[mask], outcome[mask], n_models)
         return Leaderboard.from_counts(pairs, "bt", ci=None, names=[f"m{i}" for i in range(n_models)])
+
     return fit
 
 
@@ -72,10 +73,14 @@ def test_fit_reaches_the_penalised_optimum_that_scipy_finds() -> None:
         c = x @ w.T + bias
         d = c[battles.prompt, battles.a] - c[battles.prompt, battles.b]
         nll = -np.where(won_a, np.log(expit(d)), np.log(expit(-d))).mean()
-        return nll + penalty * (w ** 2).sum()
+        return nll + penalty * (w**2).sum()
 
-    best = minimize(objective, np.r_[np.zeros(12), board.coefs], method="L-BFGS-B",
-                    options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000})
+    best = minimize(
+        objective,
+        np.r_[np.zeros(12), board.coefs],
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 10_000},
+    )
     want = x @ best.x[:12].reshape(3, 4).T + best.x[12:]
     np.testing.assert_allclose(got, want, atol=2e-4)
 
@@ -92,8 +97,10 @@ def test_planted_prompt_dependence_is_recovered_and_infinite_penalty_is_the_marg
 
     marginal_head = warm_head(8, board)
     fit_penalised(marginal_head, x, battles, math.inf)
-    np.testing.assert_array_equal(marginal_head(torch.as_tensor(x, dtype=torch.float32))[0].detach().numpy(),
-                                  np.broadcast_to(board.coefs.astype(np.float32), got.shape))
+    np.testing.assert_array_equal(
+        marginal_head(torch.as_tensor(x, dtype=torch.float32))[0].detach().numpy(),
+        np.broadcast_to(board.coefs.astype(np.float32), got.shape),
+    )
     heavy = warm_head(8, board)
     fit_penalised(heavy, x, battles, 1e4)  # λ → ∞: the marginal leaderboard in the limit
     assert np.abs(heavy(torch.as_tensor(x, dtype=torch.float32))[0].detach().numpy() - board.coefs).max() < 1e-3
@@ -142,8 +149,14 @@ def test_train_model_fixed_penalty_and_refusals() -> None:
 
     battles = simulate_topic_battles(800, seed=7)
     result = train_model(battles, TrainOptions(penalty=1e-3), progress=False)
-    assert result.history.to_dict("records") == [{"penalty": 1e-3, "cv_nll": pytest.approx(np.nan, nan_ok=True), "cv_se": pytest.approx(np.nan, nan_ok=True),
-                                                  "chosen": True}]
+    assert result.history.to_dict("records") == [
+        {
+            "penalty": 1e-3,
+            "cv_nll": pytest.approx(np.nan, nan_ok=True),
+            "cv_se": pytest.approx(np.nan, nan_ok=True),
+            "chosen": True,
+        }
+    ]
     assert result.options["fit"] == "ridge" and result.options["penalty_by"] == "option"
     with pytest.raises(EvalprismError, match="max_epochs applies to the epoch loop") as caught:
         train_model(battles, TrainOptions(max_epochs=3), progress=False)
@@ -164,8 +177,9 @@ def test_cli_ridge_report_shows_the_penalty_curve(tmp_path: Path, capsys) -> Non
 
     path = tmp_path / "battles.jsonl"
     simulate_topic_battles(1500, seed=8).to_json(path, orient="records", lines=True)
-    code, _, err = run_cli(["p2l", "train", path, "--out", tmp_path / "model", "--cache-dir", tmp_path / "cache"],
-                           capsys)
+    code, _, err = run_cli(
+        ["p2l", "train", path, "--out", tmp_path / "model", "--cache-dir", tmp_path / "cache"], capsys
+    )
     assert code == 0, err
     assert "5-fold cross-validation" in err
     history = pd.read_csv(tmp_path / "model" / "history.csv")

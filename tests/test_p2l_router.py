@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from helpers import run_cli
+
 from evalprism.p2l import TrainOptions, train_model
 from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 
@@ -20,15 +20,31 @@ COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.
 def model_and_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("route")
     train_model(simulate_topic_battles(3000, seed=30), TrainOptions(), progress=False).save(root / "model")
-    pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)[::2]]}).to_csv(root / "prompts.csv", index=False)
+    pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)[::2]]}).to_csv(
+        root / "prompts.csv", index=False
+    )
     pd.DataFrame({"model": list(COSTS), "cost": list(COSTS.values())}).to_csv(root / "costs.csv", index=False)
     return root
 
 
 def test_cli_route_beats_the_best_single_model_within_budget(model_and_inputs: Path, capsys) -> None:
     root = model_and_inputs
-    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
-                            root / "costs.csv", "--budget", "0.8", "--out", root / "r", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            root / "model",
+            root / "prompts.csv",
+            "--costs",
+            root / "costs.csv",
+            "--budget",
+            "0.8",
+            "--out",
+            root / "r",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     routes = pd.read_csv(root / "r" / "routes.csv")
     assert len(routes) == len(pd.read_csv(root / "prompts.csv"))
@@ -46,15 +62,45 @@ def test_cli_route_refuses_missing_costs_and_low_budgets(model_and_inputs: Path,
     root = model_and_inputs
     partial = pd.DataFrame({"model": ["poet-7b", "calc-13b"], "cost": [0.2, 0.4]})
     partial.to_csv(root / "partial.csv", index=False)
-    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
-                            root / "partial.csv", "--budget", "1", "--out", root / "x", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            root / "model",
+            root / "prompts.csv",
+            "--costs",
+            root / "partial.csv",
+            "--budget",
+            "1",
+            "--out",
+            root / "x",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 2 and "no cost for 2" in err and "coder-34b" in err
-    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
-                            root / "costs.csv", "--budget", "0.1", "--out", root / "x", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            root / "model",
+            root / "prompts.csv",
+            "--costs",
+            root / "costs.csv",
+            "--budget",
+            "0.1",
+            "--out",
+            root / "x",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 2 and "cheapest" in err
     bad = pd.DataFrame({"model": ["poet-7b"], "cost": [-1.0]})
     bad.to_csv(root / "bad.csv", index=False)
-    code, _, err = run_cli(["p2l", "route", root / "model", root / "prompts.csv", "--costs",
-                            root / "bad.csv", "--out", root / "x", "-q"], capsys)
+    code, _, err = run_cli(
+        ["p2l", "route", root / "model", root / "prompts.csv", "--costs", root / "bad.csv", "--out", root / "x", "-q"],
+        capsys,
+    )
     assert code == 2 and "row 1 (line 2), column 'cost'" in err
     assert not (root / "x").exists()

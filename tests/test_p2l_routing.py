@@ -38,8 +38,16 @@ def test_budget_between_costs_mixes_the_hull_neighbours() -> None:
     np.testing.assert_allclose(r.values, [q @ expit(t - THETA) for t in THETA], atol=1e-15)
     assert r.probs @ r.values == pytest.approx(r.expected_winrate, abs=1e-15)
     frame = r.frame()
-    assert list(frame.columns) == ["prompt", "model", "prob", "model_2", "prob_2", "expected_winrate",
-                                   "expected_cost", "router_coef"]
+    assert list(frame.columns) == [
+        "prompt",
+        "model",
+        "prob",
+        "model_2",
+        "prob_2",
+        "expected_winrate",
+        "expected_cost",
+        "router_coef",
+    ]
     assert frame.loc[0, ["model", "model_2"]].tolist() == ["medium", "large"]  # equal probs: lower index first
     assert frame.loc[0, "prob"] == pytest.approx(0.5)
 
@@ -111,8 +119,11 @@ def test_average_budget_scope() -> None:
     assert avg.expected_winrate.sum() >= per.expected_winrate.sum() - 1e-12
     assert ((avg.probs > 0) & (avg.probs < 1)).any(axis=1).sum() <= 1
     floor = f"{costs.min(axis=1).mean():g}"  # the lowest achievable average cost
-    with pytest.raises(EvalprismError, match=rf"^budget 0.1 is below the cheapest model's cost {floor} "
-                                             r"\(each prompt's cheapest, averaged over the prompts\)$"):
+    with pytest.raises(
+        EvalprismError,
+        match=rf"^budget 0.1 is below the cheapest model's cost {floor} "
+        r"\(each prompt's cheapest, averaged over the prompts\)$",
+    ):
         route(theta, costs, 0.1, budget_scope="average")
 
 
@@ -129,7 +140,9 @@ def test_mapping_costs() -> None:
 def test_errors() -> None:
     with pytest.raises(EvalprismError, match=r"^budget 0.5 is below the cheapest model's cost 1 \(small\)$"):
         route(THETA, COSTS, 0.5, names=NAMES)
-    with pytest.raises(EvalprismError, match=r"^budget 0.5 is below the cheapest model's cost 1 \(small, on prompt 1\)$"):
+    with pytest.raises(
+        EvalprismError, match=r"^budget 0.5 is below the cheapest model's cost 1 \(small, on prompt 1\)$"
+    ):
         route(np.zeros((2, 3)), np.array([[0.1, 1.0, 2.0], [1.0, 2.0, 3.0]]), 0.5, names=NAMES)
     with pytest.raises(EvalprismError, match="unknown opponent 'huge'"):
         route(THETA, COSTS, 3.0, "huge", names=NAMES)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import run_cli
+
 from evalprism.io import read_table
 from evalprism.p2l import TrainOptions, split_battles
 from evalprism.p2l.split import split_prompts
@@ -23,13 +23,16 @@ def _battles(n: int = 300, prompts: int = 60, seed: int = 1) -> pd.DataFrame:
     models = ["m-a", "m-b", "m-c", "m-d"]
     a = rng.integers(0, 4, n)
     b = (a + rng.integers(1, 4, n)) % 4
-    return pd.DataFrame({
-        "prompt": [f"prompt number {i}\n\nsecond line" for i in rng.integers(0, prompts, n)],
-        "model_a": np.array(models)[a], "model_b": np.array(models)[b],
-        "winner": rng.choice(["model_a", "model_b", "tie", "tie (bothbad)"], n),
-        "row_id": np.arange(n),
-        "hf_row": [None if i % 7 == 0 else int(i) for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "prompt": [f"prompt number {i}\n\nsecond line" for i in rng.integers(0, prompts, n)],
+            "model_a": np.array(models)[a],
+            "model_b": np.array(models)[b],
+            "winner": rng.choice(["model_a", "model_b", "tie", "tie (bothbad)"], n),
+            "row_id": np.arange(n),
+            "hf_row": [None if i % 7 == 0 else int(i) for i in range(n)],
+        }
+    )
 
 
 def _write_jsonl(frame: pd.DataFrame, path: Path) -> Path:
@@ -41,8 +44,9 @@ def _write_jsonl(frame: pd.DataFrame, path: Path) -> Path:
 
 def test_split_round_trip_by_prompt_and_fraction(tmp_path: Path, capsys) -> None:
     src = _write_jsonl(_battles(), tmp_path / "battles.jsonl")
-    code, _, err = run_cli(["p2l", "split", src, "--out", tmp_path / "s", "--test-fraction", "0.25", "--seed", "3"],
-                           capsys)
+    code, _, err = run_cli(
+        ["p2l", "split", src, "--out", tmp_path / "s", "--test-fraction", "0.25", "--seed", "3"], capsys
+    )
     assert code == 0, err
     train_lines = (tmp_path / "s" / "train.jsonl").read_text(encoding="utf-8").splitlines()
     test_lines = (tmp_path / "s" / "test.jsonl").read_text(encoding="utf-8").splitlines()
@@ -81,7 +85,9 @@ def test_split_equals_the_validation_split_of_training(fraction: float, seed: in
     decisive = battles.iloc[split.test]
     assert validated == set(decisive.loc[decisive["winner"].isin(["model_a", "model_b"]), "prompt"])
     assert validated <= held_out
-    assert np.array_equal(split_prompts(battles["prompt"], fraction, seed), np.isin(np.arange(len(battles)), split.test))
+    assert np.array_equal(
+        split_prompts(battles["prompt"], fraction, seed), np.isin(np.arange(len(battles)), split.test)
+    )
 
 
 @pytest.mark.parametrize("ext", ["csv", "json", "parquet"])

@@ -22,8 +22,8 @@ import pytest
 import torch
 from scipy.optimize import approx_fprime
 
-from evalprism.p2l.likelihood import log_outcome_probs, pairwise_nll
 from evalprism.p2l import fit_leaderboard
+from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import (
     ELO_SCALE,
@@ -31,7 +31,6 @@ from evalprism.stats.pairwise import (
     bootstrap_coefs,
     fit_counts,
     outcome_terms,
-    outcome_weights,
     sandwich_cov,
 )
 
@@ -53,8 +52,9 @@ def battles_table(n: int, m: int, tie_rate: float, seed: int) -> pd.DataFrame:
     outcome = np.where(u < p_raw - p_tie / 2, 0, np.where(u < p_raw + p_tie / 2, 2, 1))
     outcome[(outcome == 2) & (rng.random(n) < 1 / 3)] = 3
     names = np.array([f"m{i:02d}" for i in range(m)], dtype=object)
-    return pd.DataFrame({"prompt": [f"p{i}" for i in range(n)], "model_a": names[a], "model_b": names[b],
-                         "winner": WINNERS[outcome]})
+    return pd.DataFrame(
+        {"prompt": [f"p{i}" for i in range(n)], "model_a": names[a], "model_b": names[b], "winner": WINNERS[outcome]}
+    )
 
 
 def centred(ratings: np.ndarray) -> np.ndarray:
@@ -129,7 +129,7 @@ def test_bt_with_ties_equals_fastchat_logistic_regression(tied_battles: pd.DataF
     X[np.arange(n), models[twice["model_b"]].to_numpy()] = -math.log(10)
     y = (twice["winner"] == "model_a").to_numpy().astype(float)
     tie = twice["winner"].isin(["tie", "tie (bothbad)"]).to_numpy().copy()
-    tie[n // 2:] = False
+    tie[n // 2 :] = False
     y[tie] = 1.0
     with threadpool_limits(1, user_api="blas"):
         lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-12).fit(X[:, 1:], y)
@@ -172,6 +172,7 @@ def test_numpy_derivatives_match_finite_differences(model: str) -> None:
     for i in range(3):
         x = np.array([ca[i], cb[i], 0.0 if extra is None else extra])
         for j in range(4):
+
             def f(v: np.ndarray, j: int = j) -> float:
                 return float(outcome_terms(model, v[:1], v[1:2], None if extra is None else float(v[2]))[0][0, j])
 
@@ -193,8 +194,9 @@ def battle_labels(model: str, outcome: int) -> np.ndarray | None:
     return y
 
 
-def torch_sandwich(model: str, params: np.ndarray, n_models: int,
-                   battles: list[tuple[int, int, np.ndarray, float]]) -> np.ndarray:
+def torch_sandwich(
+    model: str, params: np.ndarray, n_models: int, battles: list[tuple[int, int, np.ndarray, float]]
+) -> np.ndarray:
     """The sandwich from torch autograd, battle by battle: ``battles`` holds (a, b, outcome shares
     y, multiplicity). The Hessian is of Σ multiplicity · y · log P, the meat sums each battle's
     score (Σ_j y_j ∇ log P_j) outer itself."""
@@ -205,7 +207,7 @@ def torch_sandwich(model: str, params: np.ndarray, n_models: int,
     def nll(v: torch.Tensor) -> torch.Tensor:
         total = torch.zeros((), dtype=v.dtype)
         for a, b, y, mult in battles:
-            logp = log_outcome_probs(model, v[a:a + 1], v[b:b + 1], v[n] if has_extra else None)[0]
+            logp = log_outcome_probs(model, v[a : a + 1], v[b : b + 1], v[n] if has_extra else None)[0]
             used = torch.as_tensor(y) > 0
             total = total - mult * (torch.as_tensor(y)[used] * logp[used]).sum()
         return total
@@ -233,8 +235,12 @@ def test_sandwich_matches_torch_autograd(model: str) -> None:
     counts = rng.integers(1, 15, size=(a.size, 4)).astype(float)
     pairs = PairCounts(a, b, counts, 4)
     fit = fit_counts(pairs, model)  # type: ignore[arg-type]
-    battles = [(int(a[p]), int(b[p]), y, counts[p, j]) for p in range(a.size) for j in range(4)
-               if (y := battle_labels(model, j)) is not None]
+    battles = [
+        (int(a[p]), int(b[p]), y, counts[p, j])
+        for p in range(a.size)
+        for j in range(4)
+        if (y := battle_labels(model, j)) is not None
+    ]
     want = torch_sandwich(model, fit.params, 4, battles)
     np.testing.assert_allclose(sandwich_cov(fit, pairs), want, rtol=1e-9, atol=1e-12)
 
@@ -268,15 +274,16 @@ def test_fits_and_bootstrap_refits_are_exact(model: str) -> None:
     names = sorted(pd.concat([df["model_a"], df["model_b"]]).unique())
     index = {name: i for i, name in enumerate(names)}
     outcome = df["winner"].map({w: i for i, w in enumerate(WINNERS)}).to_numpy()
-    pairs = PairCounts.from_battles(df["model_a"].map(index).to_numpy(), df["model_b"].map(index).to_numpy(),
-                                    outcome, len(names))
+    pairs = PairCounts.from_battles(
+        df["model_a"].map(index).to_numpy(), df["model_b"].map(index).to_numpy(), outcome, len(names)
+    )
     fit = fit_counts(pairs, model)  # type: ignore[arg-type]
     assert fit.grad_norm < 1e-12
     boot = bootstrap_coefs(pairs, model, rounds=5, seed=7, x0=fit.params)  # type: ignore[arg-type]
     rng = np.random.default_rng(7)
     flat = pairs.counts.ravel()
     for r in range(5):
-        draw = rng.multinomial(int(round(flat.sum())), flat / flat.sum()).reshape(pairs.counts.shape).astype(float)
+        draw = rng.multinomial(round(flat.sum()), flat / flat.sum()).reshape(pairs.counts.shape).astype(float)
         keep = draw.sum(axis=1) > 0
         resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
         scratch = fit_counts(resampled, model)  # type: ignore[arg-type]

@@ -8,8 +8,19 @@ from evalprism.ecdf.prepare import compile_extractor, extract_answer, prepare_re
 from evalprism.errors import EvalprismError
 
 
-@pytest.mark.parametrize("text,want", [("Paris.", "Paris"), ("2003;", "2003"), ("x:", "x"), ("a\\", "a"),
-                                       ("Fuji, ", "Fuji"), ("end.,;:", "end"), ("3.14", "3.14"), ("  ok  ", "ok")])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("Paris.", "Paris"),
+        ("2003;", "2003"),
+        ("x:", "x"),
+        ("a\\", "a"),
+        ("Fuji, ", "Fuji"),
+        ("end.,;:", "end"),
+        ("3.14", "3.14"),
+        ("  ok  ", "ok"),
+    ],
+)
 def test_strip_suffixes(text: str, want: str) -> None:
     assert strip_suffixes(text) == want
 

@@ -42,8 +42,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_piped_stderr_gets_plain_lines_at_the_interval_and_a_final_line() -> None:
-    proc = _run([sys.executable, "-c", DRIVER], capture_output=True, text=True, timeout=HANG_LIMIT_S,
-                          env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1"))
+    proc = _run(
+        [sys.executable, "-c", DRIVER],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1"),
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert not ANSI.search(proc.stderr) and not any(g in proc.stderr for g in BAR_GLYPHS), proc.stderr
@@ -66,8 +71,13 @@ def test_a_terminal_still_gets_the_rich_bar() -> None:
 
     master, slave = pty.openpty()
     try:
-        proc = _run([sys.executable, "-c", DRIVER], stderr=slave, stdout=subprocess.DEVNULL, timeout=HANG_LIMIT_S,
-                              env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1", COLUMNS="100"))
+        proc = _run(
+            [sys.executable, "-c", DRIVER],
+            stderr=slave,
+            stdout=subprocess.DEVNULL,
+            timeout=HANG_LIMIT_S,
+            env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1", COLUMNS="100"),
+        )
         os.close(slave)
         chunks = []
         while True:
@@ -90,22 +100,46 @@ def test_a_terminal_still_gets_the_rich_bar() -> None:
 def test_a_real_cli_run_into_a_log_reports_its_embedding(tmp_path: Path, responses_csv: Path) -> None:
     """`evalprism ecdf` with stderr piped and a cold embedding cache: 'embedding ...' is followed by
     plain progress lines naming the counts, no bar glyphs; -q prints nothing at all."""
-    args = [sys.executable, "-m", "evalprism", "ecdf", str(responses_csv), "--by", "model", "--by", "temperature",
-            "--clusters", "auto", "--cache-dir", str(tmp_path / "cache")]
-    proc = _run([*args, "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=HANG_LIMIT_S,
-                          env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"))
+    args = [
+        sys.executable,
+        "-m",
+        "evalprism",
+        "ecdf",
+        str(responses_csv),
+        "--by",
+        "model",
+        "--by",
+        "temperature",
+        "--clusters",
+        "auto",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    proc = _run(
+        [*args, "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"),
+    )
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr
     assert not ANSI.search(err) and not any(g in err for g in BAR_GLYPHS), err
     lines = err.splitlines()
     announced = next(i for i, line in enumerate(lines) if "embedding" in line and "responses" in line)
-    embedding = [line for line in lines[announced + 1:] if line.startswith("embedding (minilm): ")]
+    embedding = [line for line in lines[announced + 1 :] if line.startswith("embedding (minilm): ")]
     distinct = re.search(r"embedding \(minilm\): (\d+)/(\d+) \(100%\), .*done in", embedding[-1])
     assert distinct and distinct.group(1) == distinct.group(2), embedding
-    assert any(re.match(r"choosing K in \d+\.\.\d+ \(stability\): \d+/\d+ \(100%\), .*done in", line)
-               for line in lines), lines
-    quiet = _run([*args, "--out", str(tmp_path / "q"), "-q"], capture_output=True, text=True,
-                           timeout=HANG_LIMIT_S, env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"))
+    assert any(
+        re.match(r"choosing K in \d+\.\.\d+ \(stability\): \d+/\d+ \(100%\), .*done in", line) for line in lines
+    ), lines
+    quiet = _run(
+        [*args, "--out", str(tmp_path / "q"), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"),
+    )
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
@@ -122,14 +156,19 @@ def test_a_long_single_call_shows_it_is_alive_in_a_log() -> None:
         with working("silent step", enabled=False):
             time.sleep(0.3)
     """)
-    proc = _run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=HANG_LIMIT_S,
-                env=_env(EVALPRISM_PROGRESS_INTERVAL="0.3"))
+    proc = _run(
+        [sys.executable, "-c", driver],
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.3"),
+    )
     lines = proc.stderr.splitlines()
     assert proc.returncode == 0 and lines[0] == "· slow step", proc.stderr
     alive = [line for line in lines if re.fullmatch(r"slow step: still working, \d+ s elapsed", line)]
-    assert len(alive) >= 2 and lines[1:len(alive) + 1] == alive, lines
+    assert len(alive) >= 2 and lines[1 : len(alive) + 1] == alive, lines
     assert re.fullmatch(r"slow step: done in \d+ s", lines[len(alive) + 1]), lines
-    assert lines[len(alive) + 2:] == ["· quick step"], lines
+    assert lines[len(alive) + 2 :] == ["· quick step"], lines
     assert "silent" not in proc.stderr
 
 
@@ -145,7 +184,18 @@ def test_bad_interval_is_one_clear_message(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_durations_and_rates_read_as_in_a_log() -> None:
-    assert [format_duration(s) for s in (0.4, 40, 89, 180, 5399, 5400)] == ["0 s", "40 s", "89 s", "3 min",
-                                                                              "90 min", "1.5 h"]
-    assert [format_rate(r) for r in (85.2, 4321.0, 2.54, 0.5, 1 / 420)] == ["85/s", "4,321/s", "2.5/s", "2 s each",
-                                                                            "7 min each"]
+    assert [format_duration(s) for s in (0.4, 40, 89, 180, 5399, 5400)] == [
+        "0 s",
+        "40 s",
+        "89 s",
+        "3 min",
+        "90 min",
+        "1.5 h",
+    ]
+    assert [format_rate(r) for r in (85.2, 4321.0, 2.54, 0.5, 1 / 420)] == [
+        "85/s",
+        "4,321/s",
+        "2.5/s",
+        "2 s each",
+        "7 min each",
+    ]

@@ -67,7 +67,9 @@ def test_training_reads_the_parts_text() -> None:
     assert any("list of parts" in line for line in parts.read)
 
 
-def test_clean_battle_without_conversations_fits_like_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_clean_battle_without_conversations_fits_like_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """FastChat's default clean_battle_<date>.json has no prompt: the marginal fit reads it and equals the
     fit of the same battles given as a canonical table; the read is printed and kept in run.json."""
     simple = fit_leaderboard(read_table(SIMPLE), progress=False)
@@ -88,21 +90,31 @@ def test_public_clean_battle_says_what_the_leaderboard_keeps(tmp_path: Path) -> 
     battles) and category_tag: read with every battle, the two filters said, the fit unchanged."""
     rows = json.loads(SIMPLE.read_text(encoding="utf-8"))
     for i, row in enumerate(rows):
-        row.update(dedup_tag={"high_freq": i == 0, "sampled": i != 0}, category_tag={"if_v0.1": {"if": False}},
-                   is_code=False, is_refusal=False, num_tokens_info={"user_tokens": 9})
+        row.update(
+            dedup_tag={"high_freq": i == 0, "sampled": i != 0},
+            category_tag={"if_v0.1": {"if": False}},
+            is_code=False,
+            is_refusal=False,
+            num_tokens_info={"user_tokens": 9},
+        )
     path = tmp_path / "clean_battle_20240814_public.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
     got = read_battles(path, prompts=False)
     assert "11 of 12 battles have dedup_tag.sampled; all 12 are read" in got.attrs["choices"][-1]
     assert "9 of 12 battles anonymous (column anony); all 12 are read" in got.attrs["choices"][-2]
-    pd.testing.assert_frame_equal(fit_leaderboard(read_table(path), progress=False).leaderboard,
-                                  fit_leaderboard(read_table(CANONICAL), progress=False).leaderboard)
+    pd.testing.assert_frame_equal(
+        fit_leaderboard(read_table(path), progress=False).leaderboard,
+        fit_leaderboard(read_table(CANONICAL), progress=False).leaderboard,
+    )
 
 
 def test_clean_battle_without_conversations_refused_where_prompts_are_read(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(EvalprismError, match="clean_battle_20240601.json: FastChat clean_battle JSON without "
-                                             "conversations .* has no prompt text"):
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(
+        EvalprismError,
+        match="clean_battle_20240601.json: FastChat clean_battle JSON without conversations .* has no prompt text",
+    ):
         split_battles(read_table(SIMPLE))
     code, out, err = run_cli(["p2l", "split", SIMPLE, "--out", tmp_path / "split"], capsys)
     assert code != 0 and "Traceback" not in out + err
@@ -116,8 +128,9 @@ def test_lone_surrogate_is_mended_and_said(name: str, tmp_path: Path, capsys: py
     got = read_battles(FIXTURES / name)
     want = _expected().iloc[:6]["prompt"].tolist()
     assert got["prompt"].tolist() == [want[0], MENDED, *want[2:]]
-    assert any("1 prompt(s) hold a lone UTF-16 surrogate" in line and "row(s) 2" in line
-               for line in got.attrs["choices"])
+    assert any(
+        "1 prompt(s) hold a lone UTF-16 surrogate" in line and "row(s) 2" in line for line in got.attrs["choices"]
+    )
     code, out, err = run_cli(["p2l", "fit", FIXTURES / name, "--out", tmp_path / "lb"], capsys)
     assert code == 0 and "Traceback" not in out + err
     assert "replaced by U+FFFD (row(s) 2)" in err
@@ -133,13 +146,15 @@ def test_lone_surrogate_in_a_canonical_table(suffix: str, tmp_path: Path) -> Non
     """A canonical JSON / JSON Lines table whose prompt holds a lone surrogate: .json was refused
     ("cannot be read as json", pandas' string column), .jsonl lost the character without a word
     (pandas' parser drops it); both now read it as U+FFFD and name the row."""
-    rows = ['{"prompt": "ok", "model_a": "x", "model_b": "y", "winner": "model_a"}',
-            '{"prompt": "Rate this emoji: \\ud83d please", "model_a": "y", "model_b": "x", "winner": "tie"}',
-            '{"prompt": "a pair \\ud83d\\ude00 stays", "model_a": "x", "model_b": "y", "winner": "model_b"}']
+    rows = [
+        '{"prompt": "ok", "model_a": "x", "model_b": "y", "winner": "model_a"}',
+        '{"prompt": "Rate this emoji: \\ud83d please", "model_a": "y", "model_b": "x", "winner": "tie"}',
+        '{"prompt": "a pair \\ud83d\\ude00 stays", "model_a": "x", "model_b": "y", "winner": "model_b"}',
+    ]
     path = tmp_path / f"battles{suffix}"
     path.write_text("[" + ", ".join(rows) + "]" if suffix == ".json" else "\n".join(rows) + "\n", encoding="utf-8")
     got = read_battles(path)
-    assert got["prompt"].tolist() == ["ok", MENDED, "a pair \U0001F600 stays"]
+    assert got["prompt"].tolist() == ["ok", MENDED, "a pair \U0001f600 stays"]
     assert "1 prompt(s) hold a lone UTF-16 surrogate" in got.attrs["choices"][1]
     assert "replaced by U+FFFD (row(s) 2)" in got.attrs["choices"][1]
 
@@ -158,8 +173,9 @@ def test_content_without_text_is_refused_by_row_and_column(tmp_path: Path, capsy
 
 
 def _real_arena() -> pd.DataFrame:
-    table = pd.read_json(shared_data("p2l-battles") / "arena33k_human_elobench" / "battles.jsonl", lines=True,
-                         dtype=False)
+    table = pd.read_json(
+        shared_data("p2l-battles") / "arena33k_human_elobench" / "battles.jsonl", lines=True, dtype=False
+    )
     return table[["prompt", "model_a", "model_b", "winner"]]
 
 
@@ -178,11 +194,25 @@ def test_real_arena_battles_in_every_layout(tmp_path: Path) -> None:
 
     parts = real.drop(columns=["prompt"]).assign(
         winner=real["winner"].replace({"tie (bothbad)": "both_bad"}),
-        conversation_a=[conv(p, True) for p in real["prompt"]], conversation_b=[conv(p, True) for p in real["prompt"]])
+        conversation_a=[conv(p, True) for p in real["prompt"]],
+        conversation_b=[conv(p, True) for p in real["prompt"]],
+    )
     parts.to_parquet(tmp_path / "arena_140k.parquet", index=False)
-    records = [{"model_a": r.model_a, "model_b": r.model_b, "winner": r.winner, "judge": "arena_user_0",
-                "conversation_a": conv(r.prompt, False), "conversation_b": conv(r.prompt, False), "turn": 1,
-                "anony": True, "language": "English", "tstamp": 1.0} for r in real.itertuples()]
+    records = [
+        {
+            "model_a": r.model_a,
+            "model_b": r.model_b,
+            "winner": r.winner,
+            "judge": "arena_user_0",
+            "conversation_a": conv(r.prompt, False),
+            "conversation_b": conv(r.prompt, False),
+            "turn": 1,
+            "anony": True,
+            "language": "English",
+            "tstamp": 1.0,
+        }
+        for r in real.itertuples()
+    ]
     (tmp_path / "clean_battle_conv.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
     for record in records:
         del record["conversation_a"], record["conversation_b"]
@@ -193,5 +223,7 @@ def test_real_arena_battles_in_every_layout(tmp_path: Path) -> None:
         assert len(got) == len(want) == 2008
         assert (got["prompt"].to_numpy() == want["prompt"].to_numpy()).sum() == 2008, name
         assert (got["winner"].astype(str).to_numpy() == want["winner"].astype(str).to_numpy()).sum() == 2008, name
-    pd.testing.assert_frame_equal(fit_leaderboard(read_table(tmp_path / "clean_battle.json"), progress=False).leaderboard,
-                                  fit_leaderboard(read_table(jsonl), progress=False).leaderboard)
+    pd.testing.assert_frame_equal(
+        fit_leaderboard(read_table(tmp_path / "clean_battle.json"), progress=False).leaderboard,
+        fit_leaderboard(read_table(jsonl), progress=False).leaderboard,
+    )

@@ -30,7 +30,7 @@ ONE = {"q1": 1, "q2": 1, "q3": 0, "q4": 1, "q5": 1, "q6": 1}  # one epoch: q3 an
 
 
 def _log(folder: str, task: str = "arith", ext: str = "json") -> Path:
-    (path,) = [p for p in (LAYOUTS / folder).glob(f"*_{task.replace('_', '-')}_*.{ext}")]
+    (path,) = list((LAYOUTS / folder).glob(f"*_{task.replace('_', '-')}_*.{ext}"))
     return path
 
 
@@ -40,7 +40,7 @@ def _json(path: Path) -> dict:
 
 def _scores(table, task: str | None = None) -> dict[str, int]:
     rows = table if task is None else table[table["benchmark"] == task]
-    return dict(zip(rows["item_id"], rows["score"].astype(int)))
+    return dict(zip(rows["item_id"], rows["score"].astype(int), strict=True))
 
 
 def _reduction(log: dict, reducer: str | None = None) -> dict[str, float]:
@@ -74,8 +74,11 @@ def test_eval_set_directory_reads_every_task_and_says_the_manifest() -> None:
 
 
 def test_eval_set_manifest_alone_or_incomplete_set_is_said(tmp_path: Path) -> None:
-    with pytest.raises(EvalprismError, match=r"logs.json is an inspect eval-set manifest file, not a log: read the "
-                                             r"directory it is in"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"logs.json is an inspect eval-set manifest file, not a log: read the "
+        r"directory it is in",
+    ):
         read_correctness(LAYOUTS / "eval_set_json" / "logs.json")
     shutil.copytree(LAYOUTS / "eval_set_json", tmp_path / "set")
     gone = _log("eval_set_json", "arith").name
@@ -106,8 +109,11 @@ def test_several_reducers_are_kept_apart_and_mean_is_the_mean() -> None:
     assert content.reductions[("match", "mean")] == pytest.approx(mean)
     assert mean["q2"] == pytest.approx(1 / 3) and top["q2"] == 1.0  # q2 right in epoch 1 only
     # the default reads inspect's mean (q2 1/3, q4 2/3: refused), not the max that came after it in the log
-    with pytest.raises(EvalprismError, match=r"sample 'q2' scores 0.333 under inspect's 'mean' reduction over 3 runs "
-                                             r"\(the log's other reducers: max\), not 0 or 1"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"sample 'q2' scores 0.333 under inspect's 'mean' reduction over 3 runs "
+        r"\(the log's other reducers: max\), not 0 or 1",
+    ):
         read_correctness(path)
     every = read_correctness(path, harness=HarnessOptions(epochs="all"))
     per = every.assign(sample=every["item_id"].str.split("#").str[0]).groupby("sample")["score"]
@@ -123,8 +129,11 @@ def test_a_log_whose_reducers_are_not_the_mean_reads_its_only_one_or_is_refused(
     assert _scores(table) == {k: int(v) for k, v in _reduction(_json(only), "max").items()}
     assert _scores(table) == ONE | {"q2": 1, "q4": 1}  # right in at least one epoch
     assert "3 epoch(s): inspect's 'max' reduction over epochs, 6 items" in _choices(table)
-    with pytest.raises(EvalprismError, match=r"scorer 'match' has several epoch reducers \(max, at_least_2\) and none is "
-                                             "the mean: use epochs first"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"scorer 'match' has several epoch reducers \(max, at_least_2\) and none is "
+        "the mean: use epochs first",
+    ):
         read_correctness(_log("reducers_no_mean", "arith_epochs"))
 
 
@@ -155,8 +164,10 @@ def test_failed_run_reads_its_scored_epochs_and_refuses_a_mean_of_one(ext: str) 
     path = _log(f"error_{ext}", "arith_epochs", ext)
     first = read_correctness(path, harness=HarnessOptions(epochs="first"))
     assert _scores(first) == ONE  # epoch 1 finished before q5 failed in epoch 2
-    assert ("status error; error (the run failed): 10 of 18 sample-epochs scored (stopped by "
-            "ValueError('scripted failure on q5 epoch 2'))") in _choices(first)
+    assert (
+        "status error; error (the run failed): 10 of 18 sample-epochs scored (stopped by "
+        "ValueError('scripted failure on q5 epoch 2'))"
+    ) in _choices(first)
     every = read_correctness(path, harness=HarnessOptions(epochs="all"))
     assert _scores(every) == {f"{k}#1": v for k, v in ONE.items()} | {"q1#2": 1, "q2#2": 1, "q3#2": 0, "q4#2": 1}
     assert "not answered before the run stopped, left out (not counted wrong): q5#2, q6#2" in _choices(every)
@@ -176,9 +187,14 @@ def test_sample_errors_are_no_answer_under_every_epochs_choice() -> None:
     assert _scores(mean) == ONE | {"q4": -1}
     assert {k: v for k, v in _scores(mean).items() if k != "q4"} == {k: int(v) for k, v in reduced.items()}
     # inspect's accuracy is over the samples it scored: the -1 is not in it
-    assert mean[mean["score"] >= 0]["score"].mean() == pytest.approx(log["results"]["scores"][0]["metrics"]["accuracy"]["value"])
+    assert mean[mean["score"] >= 0]["score"].mean() == pytest.approx(
+        log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+    )
     said = _choices(mean)
-    assert "1 sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 (no answer" in said
+    assert (
+        "1 sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 (no answer"
+        in said
+    )
     assert "errored in some epochs, reduced by inspect over the others: q2 (epochs 2)" in said
     first = read_correctness(path, harness=HarnessOptions(epochs="first"))
     assert _scores(first) == ONE | {"q4": -1}
@@ -201,9 +217,11 @@ def test_reruns_read_the_newest_complete_log_and_name_the_others(tmp_path: Path)
     assert _scores(table, "arith") == {k: int(v) for k, v in _reduction(_json(LAYOUTS / "reruns" / newest)).items()}
     assert _scores(table, "arith_epochs") == ONE
     said = _choices(table)
-    assert (f"inspect mockllm/model on arith: 3 logs (reruns); read the newest complete one, {newest} (created "
-            f"2026-11-25T19:17:09+00:00); left out: {older} (success, created 2026-11-25T19:17:06+00:00); {cancelled} "
-            "(cancelled, created 2026-11-25T19:17:10+00:00)") in said
+    assert (
+        f"inspect mockllm/model on arith: 3 logs (reruns); read the newest complete one, {newest} (created "
+        f"2026-11-25T19:17:09+00:00); left out: {older} (success, created 2026-11-25T19:17:06+00:00); {cancelled} "
+        "(cancelled, created 2026-11-25T19:17:10+00:00)"
+    ) in said
     # without the complete rerun, the first complete run is read, not the newer cancelled one
     shutil.copytree(LAYOUTS / "reruns", tmp_path / "logs")
     (tmp_path / "logs" / newest).unlink()
@@ -225,9 +243,12 @@ def test_logs_without_samples_read_their_reductions_and_say_so() -> None:
     assert "no per-sample records (written with --no-log-samples): inspect's reduction read" in _choices(table)
     for epochs in ("first", "all"):  # one epoch: the reduction is the sample
         assert _scores(read_correctness(one, harness=HarnessOptions(epochs=epochs))) == ONE
-        with pytest.raises(EvalprismError, match=rf"the log has no samples \(written with --no-log-samples\): epochs "
-                                                 rf"{epochs} needs them; what is there is inspect's 'mean' reduction "
-                                                 r"over 3 runs \(epochs mean\)"):
+        with pytest.raises(
+            EvalprismError,
+            match=rf"the log has no samples \(written with --no-log-samples\): epochs "
+            rf"{epochs} needs them; what is there is inspect's 'mean' reduction "
+            r"over 3 runs \(epochs mean\)",
+        ):
             read_correctness(three, harness=HarnessOptions(epochs=epochs))
 
 
@@ -236,8 +257,10 @@ def test_cancelled_log_without_samples_reads_its_reduction_and_says_the_status()
     assert _json(path)["results"]["completed_samples"] == 2
     table = read_correctness(path)
     assert _scores(table) == {"q1": 1, "q2": 1} == {k: int(v) for k, v in _reduction(_json(path)).items()}
-    assert ("status cancelled; cancelled: 2 of 6 samples in inspect's reduction, the others never answered (left "
-            "out, not counted wrong)") in _choices(table)
+    assert (
+        "status cancelled; cancelled: 2 of 6 samples in inspect's reduction, the others never answered (left "
+        "out, not counted wrong)"
+    ) in _choices(table)
 
 
 # ---------------------------------------------------------------- the CLI: one message naming the file
@@ -246,12 +269,31 @@ def test_cancelled_log_without_samples_reads_its_reduction_and_says_the_status()
 def test_cli_refuses_a_manifest_and_a_failed_runs_mean_naming_the_file(tmp_path: Path) -> None:
     models = tmp_path / "models.csv"
     models.write_text("model,params,family\na,1,f\nb,2,f\nc,3,f\n", encoding="utf-8")
-    for source, expected in ((LAYOUTS / "eval_set_json" / "logs.json", "logs.json is an inspect eval-set manifest file"),
-                             (LAYOUTS / "error_json", (f"{_log('error_json', 'arith_epochs').name}: status error: "
-                                                       "no sample was scored in all 3 of its runs"))):
-        done = subprocess.run([sys.executable, "-m", "evalprism.cli", "stem", "audit", str(source), "--models",
-                               str(models), "--out", str(tmp_path / "audit")], check=False, capture_output=True,
-                              text=True, timeout=HANG_LIMIT_S)
+    for source, expected in (
+        (LAYOUTS / "eval_set_json" / "logs.json", "logs.json is an inspect eval-set manifest file"),
+        (
+            LAYOUTS / "error_json",
+            (f"{_log('error_json', 'arith_epochs').name}: status error: no sample was scored in all 3 of its runs"),
+        ),
+    ):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evalprism.cli",
+                "stem",
+                "audit",
+                str(source),
+                "--models",
+                str(models),
+                "--out",
+                str(tmp_path / "audit"),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=HANG_LIMIT_S,
+        )
         assert done.returncode == 2
         message = " ".join(done.stderr.split())
         assert expected in message and "Traceback" not in done.stderr
@@ -264,10 +306,15 @@ def test_killed_run_with_nothing_scored_is_left_out_and_said() -> None:
     assert _json(killed)["status"] == "started" and not _json(killed).get("samples")  # the process died mid-run
     table = read_correctness(LAYOUTS / "killed")
     assert set(table["benchmark"]) == {"arith_epochs"} and _scores(table) == ONE
-    assert (f"inspect {killed.name}: mockllm/model on arith, status started: started (never finished) with no scored "
-            "sample, left out") in _choices(table)
-    with pytest.raises(EvalprismError, match=rf"{killed.name} \(status started\): no scored samples: the run did not "
-                                             "finish"):
+    assert (
+        f"inspect {killed.name}: mockllm/model on arith, status started: started (never finished) with no scored "
+        "sample, left out"
+    ) in _choices(table)
+    with pytest.raises(
+        EvalprismError,
+        match=rf"{killed.name} \(status started\): no scored samples: the run did not "
+        "finish",
+    ):
         read_correctness(killed)
 
 
@@ -275,19 +322,43 @@ def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
     """A family read by ``stem audit`` from one inspect log directory: the rerun choice and, once only a
     cancelled log is left for a model, its status are printed and kept in run.json."""
     models = tmp_path / "models.csv"
-    models.write_text("model,params,family\nmockllm/small,1,f\nmockllm/medium,2,f\nmockllm/large,3,f\n", encoding="utf-8")
+    models.write_text(
+        "model,params,family\nmockllm/small,1,f\nmockllm/medium,2,f\nmockllm/large,3,f\n", encoding="utf-8"
+    )
     complete = "2026-11-25T19-24-59-00-00_arith_ZgVcKFjyb4B9MDsuix2Ydw.json"
     cancelled = "2026-11-25T19-25-00-00-00_arith_mkWTuqXKfM26me98PFCtVm.json"
     shutil.copytree(LAYOUTS / "family", tmp_path / "logs")
-    for step, expected in (("all", f"read the newest complete one, {complete}"),
-                           ("cancelled only", ("status cancelled; cancelled: 3 of 6 samples scored; never answered, "
-                                              "left out (not counted wrong): q4, q5, q6"))):
+    for step, expected in (
+        ("all", f"read the newest complete one, {complete}"),
+        (
+            "cancelled only",
+            (
+                "status cancelled; cancelled: 3 of 6 samples scored; never answered, "
+                "left out (not counted wrong): q4, q5, q6"
+            ),
+        ),
+    ):
         if step == "cancelled only":
             (tmp_path / "logs" / complete).unlink()
         out = tmp_path / f"audit {step}"
-        done = subprocess.run([sys.executable, "-m", "evalprism.cli", "stem", "audit", str(tmp_path / "logs"),
-                               "--models", str(models), "--out", str(out)], check=False, capture_output=True, text=True,
-                              timeout=HANG_LIMIT_S)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evalprism.cli",
+                "stem",
+                "audit",
+                str(tmp_path / "logs"),
+                "--models",
+                str(models),
+                "--out",
+                str(out),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=HANG_LIMIT_S,
+        )
         assert done.returncode == 0, done.stderr
         assert expected in " ".join(done.stderr.split())
         read = json.loads((out / "run.json").read_text(encoding="utf-8"))["options"]["read"]
@@ -299,13 +370,19 @@ def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
 def test_partial_credit_is_refused_naming_sample_and_scorer(tmp_path: Path) -> None:
     """The README's reader matrix row "partial-credit values: refused, naming sample and scorer": a real
     log with one sample's value turned into partial credit (a model-graded scorer's 0.5)."""
-    log = json.loads((Path(__file__).parent / "fixtures" / "harness" / "inspect_json" / "arith_two_scorers.json")
-                     .read_text(encoding="utf-8"))
+    log = json.loads(
+        (Path(__file__).parent / "fixtures" / "harness" / "inspect_json" / "arith_two_scorers.json").read_text(
+            encoding="utf-8"
+        )
+    )
     sample = log["samples"][1]
     sample["scores"]["match"]["value"] = 0.5
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(log), encoding="utf-8")
-    with pytest.raises(EvalprismError, match=rf"partial.json: sample '{sample['id']}' scored 0.5 by 'match', "
-                                             r"expected C/I/N .*partial credit is not a correctness"):
+    with pytest.raises(
+        EvalprismError,
+        match=rf"partial.json: sample '{sample['id']}' scored 0.5 by 'match', "
+        r"expected C/I/N .*partial credit is not a correctness",
+    ):
         read_correctness(path, harness=HarnessOptions(scorer="match"))
     assert len(read_correctness(path, harness=HarnessOptions(scorer="includes"))) == len(log["samples"])

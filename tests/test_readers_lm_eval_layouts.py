@@ -54,10 +54,14 @@ def test_flat_output_path_reads_each_model_from_its_own_results_file() -> None:
         model = results["model_name_sanitized"]
         date = results_file.stem.removeprefix("both_")
         assert _mean(table, model, "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
-        assert _mean(table, model, "gen_local") == pytest.approx(results["results"]["gen_local"]["exact_match,strict-match"])
-        assert (f"lm-eval {model}/mc_local: metric acc (first in the results file's higher_is_better), filter none "
-                f"(the task's only filter), 6 items from samples_mc_local_{date}.jsonl (results file: "
-                f"{results_file.name})") in _choices(table)
+        assert _mean(table, model, "gen_local") == pytest.approx(
+            results["results"]["gen_local"]["exact_match,strict-match"]
+        )
+        assert (
+            f"lm-eval {model}/mc_local: metric acc (first in the results file's higher_is_better), filter none "
+            f"(the task's only filter), 6 items from samples_mc_local_{date}.jsonl (results file: "
+            f"{results_file.name})"
+        ) in _choices(table)
     assert _scores(table, "org__small", "gen_local") == STRICT
     # the two models' MC answers differ (random loglikelihoods): they are not one model read twice
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(1 / 6)
@@ -86,8 +90,11 @@ def test_unlabelled_filters_in_another_order_are_refused_naming_the_file(tmp_pat
     samples = next(run.glob("samples_gen_local_*.jsonl"))
     lines = samples.read_text(encoding="utf-8").splitlines()
     samples.write_text("\n".join(lines[6:] + lines[:6]) + "\n", encoding="utf-8")  # flexible-extract first
-    with pytest.raises(EvalprismError, match=rf"{samples.name}: task 'gen_local': no line says its filter .*'strict-match' "
-                                             r"gives exact_match 0.333333 where the results file says 0.5: cannot tell"):
+    with pytest.raises(
+        EvalprismError,
+        match=rf"{samples.name}: task 'gen_local': no line says its filter .*'strict-match' "
+        r"gives exact_match 0.333333 where the results file says 0.5: cannot tell",
+    ):
         read_correctness(tmp_path)
 
 
@@ -99,8 +106,11 @@ def test_a_document_scored_twice_is_named_by_file_and_line(tmp_path: Path) -> No
     first = samples.read_text(encoding="utf-8").splitlines()[0]
     with samples.open("a", encoding="utf-8") as fh:
         fh.write(first + "\n")
-    with pytest.raises(EvalprismError, match=rf"{samples.name}: line 1 and line 7 both score document 0 of task "
-                                             "'mc_local' under filter 'none'"):
+    with pytest.raises(
+        EvalprismError,
+        match=rf"{samples.name}: line 1 and line 7 both score document 0 of task "
+        "'mc_local' under filter 'none'",
+    ):
         read_correctness(tmp_path)
 
 
@@ -110,12 +120,16 @@ def test_rerun_reads_the_newest_run_with_its_own_results_file() -> None:
     old, new = sorted(rerun.glob("results_*.json"))
     table = read_correctness(V13 / "rerun")
     choices = _choices(table)
-    assert ("lm-eval org__tiny/gen_local: 2 runs; read samples_gen_local_2026-11-25T19-18-57.532859.jsonl (the newest "
-            "complete run); ignored samples_gen_local_2026-11-25T19-18-36.196831.jsonl") in choices
+    assert (
+        "lm-eval org__tiny/gen_local: 2 runs; read samples_gen_local_2026-11-25T19-18-57.532859.jsonl (the newest "
+        "complete run); ignored samples_gen_local_2026-11-25T19-18-36.196831.jsonl"
+    ) in choices
     # mc_norm lists acc_norm first; the newest results file (gen_local only) would have given the sample's first, acc
     assert set(table.loc[table["benchmark"] == "mc_norm", "metric"]) == {"acc_norm"}
-    assert (f"mc_norm: metric acc_norm (first in the results file's higher_is_better), filter none (the task's only "
-            f"filter), 6 items from samples_mc_norm_2026-11-25T19-18-36.196831.jsonl (results file: {old.name})") in choices
+    assert (
+        f"mc_norm: metric acc_norm (first in the results file's higher_is_better), filter none (the task's only "
+        f"filter), 6 items from samples_mc_norm_2026-11-25T19-18-36.196831.jsonl (results file: {old.name})"
+    ) in choices
     old_results = json.loads(old.read_text(encoding="utf-8"))["results"]
     new_results = json.loads(new.read_text(encoding="utf-8"))["results"]
     assert _mean(table, "org__tiny", "mc_norm") == pytest.approx(old_results["mc_norm"]["acc_norm,none"])
@@ -129,19 +143,26 @@ def test_a_newer_limit_run_does_not_replace_a_complete_one(tmp_path: Path) -> No
         shutil.copy(f, run / f.name)
     table = read_correctness(tmp_path)
     assert len(table) == 12
-    assert ("mc_local: 2 runs; read samples_mc_local_2026-11-25T19-19-21.154324.jsonl (the newest complete run); "
-            "ignored samples_mc_local_2026-11-25T19-20-11.401896.jsonl (--limit 3)") in _choices(table)
+    assert (
+        "mc_local: 2 runs; read samples_mc_local_2026-11-25T19-19-21.154324.jsonl (the newest complete run); "
+        "ignored samples_mc_local_2026-11-25T19-20-11.401896.jsonl (--limit 3)"
+    ) in _choices(table)
 
 
 def test_results_without_samples_are_said(tmp_path: Path) -> None:
     """Item 7: org__small was run without --log_samples beside org__tiny with it."""
     table = read_correctness(V13 / "nosamples")
     assert set(table["model"]) == {"org__tiny"} and len(table) == 12
-    assert ("lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files of this run "
-            "(lm_eval ran without --log_samples); model org__small, tasks gen_local, mc_local") in _choices(table)
+    assert (
+        "lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files of this run "
+        "(lm_eval ran without --log_samples); model org__small, tasks gen_local, mc_local"
+    ) in _choices(table)
     shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "org__small")
-    with pytest.raises(EvalprismError, match=r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
-                                             "but no samples files: per-item results need lm_eval --log_samples"):
+    with pytest.raises(
+        EvalprismError,
+        match=r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
+        "but no samples files: per-item results need lm_eval --log_samples",
+    ):
         read_correctness(tmp_path)
 
 
@@ -181,8 +202,11 @@ def test_global_filter_applies_to_every_task_that_has_it() -> None:
 
 def test_predict_only_run_is_said_to_have_no_metric() -> None:
     """Item 14: --predict_only samples hold a 'bypass' placeholder, not a metric."""
-    with pytest.raises(EvalprismError, match=r"samples_gen_local_\S+\.jsonl: task 'gen_local' comes from an lm_eval "
-                                             "--predict_only run: lm-eval computed no metric") as info:
+    with pytest.raises(
+        EvalprismError,
+        match=r"samples_gen_local_\S+\.jsonl: task 'gen_local' comes from an lm_eval "
+        "--predict_only run: lm-eval computed no metric",
+    ) as info:
         read_correctness(V13 / "predict")
     assert "choose a 0/1" not in str(info.value)
 
@@ -195,23 +219,43 @@ def test_limit_run_is_partial_in_the_read_line_and_run_json(tmp_path: Path) -> N
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
     assert _scores(table, "org__tiny", "gen_local") == STRICT[:3]
     for task in ("gen_local", "mc_local"):
-        assert any(line.startswith(f"lm-eval org__tiny/{task}:") and
-                   line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents")
-                   for line in table.attrs["choices"])
+        assert any(
+            line.startswith(f"lm-eval org__tiny/{task}:")
+            and line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents")
+            for line in table.attrs["choices"]
+        )
     runs = tmp_path / "runs"  # a STEM family needs three models: the partial one beside two complete ones
     for name, source in (("a", V13 / "limit"), ("b", V13 / "nosamples"), ("c", LAYOUTS / "v0.4.5")):
         shutil.copytree(source / "org__tiny", runs / name / "org__tiny")
     models = tmp_path / "models.csv"
     models.write_text("model,params,family\na/org__tiny,1,f\nb/org__tiny,2,f\nc/org__tiny,3,f\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "evalprism.cli", "stem", "audit", str(runs), "--models",
-                           str(models), "--out", str(tmp_path / "audit")], check=False, capture_output=True, text=True,
-                          timeout=HANG_LIMIT_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalprism.cli",
+            "stem",
+            "audit",
+            str(runs),
+            "--models",
+            str(models),
+            "--out",
+            str(tmp_path / "audit"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+    )
     assert done.returncode == 0, done.stderr
     assert "PARTIAL run (lm_eval --limit 3)" in " ".join(done.stderr.split())
     run = json.loads((tmp_path / "audit" / "run.json").read_text(encoding="utf-8"))
     read = [line for line in run["options"]["read"] if "PARTIAL" in line]
-    assert len(read) == 2 and all(line.startswith("lm-eval a/org__tiny/") and
-                                  line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents") for line in read)
+    assert len(read) == 2 and all(
+        line.startswith("lm-eval a/org__tiny/")
+        and line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents")
+        for line in read
+    )
 
 
 def test_a_broken_results_file_is_one_message_naming_it(tmp_path: Path) -> None:
@@ -242,11 +286,29 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
     tasks = lm_eval_local_tasks(tmp_path, LAYOUTS.parent / "make")
     for model, seed in (("org/tiny", "3"), ("org/small", "5")):
-        done = subprocess.run([exe, "--model", "dummy", "--model_args", f"pretrained={model}", "--tasks",
-                               "mc_local,gen_local", "--include_path", str(tasks), "--log_samples", "--output_path",
-                               str(tmp_path / "out" / "both.json"), "--seed", seed], check=False, capture_output=True,
-                              text=True, timeout=HANG_LIMIT_S, env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
-                                                                    "PATH": ""})
+        done = subprocess.run(
+            [
+                exe,
+                "--model",
+                "dummy",
+                "--model_args",
+                f"pretrained={model}",
+                "--tasks",
+                "mc_local,gen_local",
+                "--include_path",
+                str(tasks),
+                "--log_samples",
+                "--output_path",
+                str(tmp_path / "out" / "both.json"),
+                "--seed",
+                seed,
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=HANG_LIMIT_S,
+            env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""},
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "out")
     assert sorted(table["model"].unique()) == ["org__small", "org__tiny"] and len(table) == 24
@@ -262,5 +324,7 @@ def test_a_task_of_the_results_file_without_its_samples_file_is_said(tmp_path: P
     next((tmp_path / "org__tiny").glob("samples_mc_local_*.jsonl")).unlink()
     table = read_correctness(tmp_path)
     assert set(table["benchmark"]) == {"gen_local"}
-    assert ("lm-eval org__tiny: results_2026-11-25T19-19-21.154324.json lists task(s) mc_local with no samples file "
-            "of its run (not read)") in _choices(table)
+    assert (
+        "lm-eval org__tiny: results_2026-11-25T19-19-21.154324.json lists task(s) mc_local with no samples file "
+        "of its run (not read)"
+    ) in _choices(table)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import run_cli
+
 from evalprism.demo import DEMO_EXTRACT, demo_data_path
 
 pytestmark = pytest.mark.slow  # runs each command twice end to end
@@ -33,8 +33,9 @@ def _shuffled(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _two_inputs(tmp_path: Path, frame: pd.DataFrame, name: str,
-                write: Callable[[pd.DataFrame, Path], None] | None = None) -> tuple[Path, Path]:
+def _two_inputs(
+    tmp_path: Path, frame: pd.DataFrame, name: str, write: Callable[[pd.DataFrame, Path], None] | None = None
+) -> tuple[Path, Path]:
     """``frame`` as it is and shuffled, written to ``original/<name>`` and ``shuffled/<name>``."""
     paths = []
     for label, table in (("original", frame), ("shuffled", _shuffled(frame))):
@@ -85,14 +86,34 @@ def test_ecdf_ignores_row_order(tmp_path: Path, capsys) -> None:
     # the demo's Renze slice: multiple-choice answers, so eq. 6 ties (as many A's as B's) are common
     original, shuffled = _two_inputs(tmp_path, pd.read_csv(demo_data_path()), "responses.csv")
     for path in (original, shuffled):
-        _run(["ecdf", path, "--out", path.parent / "out", "--by", "model", "--by", "temperature", "--extract",
-              DEMO_EXTRACT, "--choices", "choices", "--clusters", "6", "--cache-dir", path.parent / "cache"], capsys)
+        _run(
+            [
+                "ecdf",
+                path,
+                "--out",
+                path.parent / "out",
+                "--by",
+                "model",
+                "--by",
+                "temperature",
+                "--extract",
+                DEMO_EXTRACT,
+                "--choices",
+                "choices",
+                "--clusters",
+                "6",
+                "--cache-dir",
+                path.parent / "cache",
+            ],
+            capsys,
+        )
     names = assert_same_tables(original.parent / "out", shuffled.parent / "out")
     assert "settings.csv" in names
 
 
-@pytest.mark.parametrize("fit", [["--fit", "ridge"], ["--fit", "adamw", "--epochs", "4", "--batch-size", "64"]],
-                         ids=["ridge", "adamw"])
+@pytest.mark.parametrize(
+    "fit", [["--fit", "ridge"], ["--fit", "adamw", "--epochs", "4", "--batch-size", "64"]], ids=["ridge", "adamw"]
+)
 def test_p2l_train_ignores_row_order(tmp_path: Path, capsys, fit: list[str]) -> None:
     import torch
     from safetensors.torch import load_file
@@ -142,8 +163,7 @@ def stem_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, P
 def test_stem_pool_ignores_row_order(stem_inputs, tmp_path: Path, capsys) -> None:
     original, shuffled, meta = stem_inputs
     for path in (original, shuffled):
-        _run(["stem", "pool", path, "--models", meta, "--family", "toy", "--out", tmp_path / path.parent.name],
-             capsys)
+        _run(["stem", "pool", path, "--models", meta, "--family", "toy", "--out", tmp_path / path.parent.name], capsys)
     assert "pool.csv" in assert_same_tables(tmp_path / "original", tmp_path / "shuffled")
 
 
@@ -152,8 +172,27 @@ def test_stem_locate_ignores_row_order(stem_inputs, tmp_path: Path, capsys) -> N
     for path in (original, shuffled):
         pool = tmp_path / path.parent.name / "pool"
         _run(["stem", "pool", path, "--models", meta, "--family", "toy", "--out", pool], capsys)
-        _run(["stem", "locate", pool, path, "--model", "other-b", "--model", "other-d", "--items", "50",
-              "--trials", "25", "--seed", "3", "--out", tmp_path / path.parent.name / "loc"], capsys)
+        _run(
+            [
+                "stem",
+                "locate",
+                pool,
+                path,
+                "--model",
+                "other-b",
+                "--model",
+                "other-d",
+                "--items",
+                "50",
+                "--trials",
+                "25",
+                "--seed",
+                "3",
+                "--out",
+                tmp_path / path.parent.name / "loc",
+            ],
+            capsys,
+        )
     names = assert_same_tables(tmp_path / "original" / "loc", tmp_path / "shuffled" / "loc")
     assert {"subset.csv", "trials.csv"} <= set(names)
 
@@ -164,7 +203,20 @@ def test_judges_ignores_row_order(tmp_path: Path, capsys) -> None:
     judgments = simulate_judgments(n_queries=8, docs_per_genre=5, noise=0.05)
     original, shuffled = _two_inputs(tmp_path, judgments, "judgments.csv")
     for path in (original, shuffled):
-        _run(["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", path.parent / "out",
-              "--cache-dir", path.parent / "cache"], capsys)
+        _run(
+            [
+                "judges",
+                path,
+                "--human",
+                "human",
+                "--llm",
+                "llm_strict,llm_lenient",
+                "--out",
+                path.parent / "out",
+                "--cache-dir",
+                path.parent / "cache",
+            ],
+            capsys,
+        )
     names = assert_same_tables(original.parent / "out", shuffled.parent / "out")
     assert {"pairs.csv", "clusters.csv", "queries.csv"} <= set(names)

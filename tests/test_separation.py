@@ -73,7 +73,7 @@ def profile_loglik(model: str, pairs: PairCounts, j: int, value: float, pin: int
     def full(x: np.ndarray) -> tuple[np.ndarray, float | None]:
         coefs = np.zeros(n)
         coefs[j] = value
-        coefs[free] = x[:len(free)]
+        coefs[free] = x[: len(free)]
         return coefs, (x[-1] if n_extra else None)
 
     def negll(x: np.ndarray) -> float:
@@ -82,16 +82,21 @@ def profile_loglik(model: str, pairs: PairCounts, j: int, value: float, pin: int
         with np.errstate(invalid="ignore"):
             return -float(np.where(w > 0, w * logp, 0.0).sum())
 
-    bounds = [(-60.0, 60.0)] * len(free) + ([(entry.extra.lower if entry.extra.lower is not None else -8.0, 4.0)]
-                                           if n_extra else [])
+    bounds = [(-60.0, 60.0)] * len(free) + (
+        [(entry.extra.lower if entry.extra.lower is not None else -8.0, 4.0)] if n_extra else []
+    )
     if not bounds:
         return -negll(np.zeros(0))
     starts = [np.zeros(len(bounds)), np.full(len(bounds), value)]
     if n_extra:
         for s in starts:
             s[-1] = 0.5
-    best = min(minimize(negll, s, method="L-BFGS-B", bounds=bounds,
-                        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000}).fun for s in starts)
+    best = min(
+        minimize(
+            negll, s, method="L-BFGS-B", bounds=bounds, options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000}
+        ).fun
+        for s in starts
+    )
     return -best
 
 
@@ -101,8 +106,11 @@ def unbounded_by_profile(model: str, pairs: PairCounts, j: int, direction: float
     reference is a model of the identified ``core`` (any other model when there is none)."""
     others = [k for k in range(pairs.n_models) if k != j]
     pins = ([k for k in core if k != j] or others) if outcome_model(model).shift_invariant else [None]
-    return any(profile_loglik(model, pairs, j, 14 * direction, pin) > profile_loglik(model, pairs, j, 6 * direction, pin)
-               + 1e-8 for pin in pins)
+    return any(
+        profile_loglik(model, pairs, j, 14 * direction, pin)
+        > profile_loglik(model, pairs, j, 6 * direction, pin) + 1e-8
+        for pin in pins
+    )
 
 
 def flags(sep, n: int) -> list[str]:
@@ -115,15 +123,19 @@ def test_every_outcome_model_has_designs_of_both_kinds() -> None:
         assert kinds == {True, False}, name
 
 
-@pytest.mark.parametrize(("model", "battles", "expected"), DESIGNS,
-                         ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(DESIGNS)])
+@pytest.mark.parametrize(
+    ("model", "battles", "expected"), DESIGNS, ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(DESIGNS)]
+)
 def test_planted_designs_are_flagged_as_the_profile_likelihood_says(model: str, battles, expected) -> None:
     pairs = design_pairs(battles)
     sep = pair_separation(pairs, model)
     assert flags(sep, pairs.n_models) == expected
     core = [k for k, f in enumerate(expected) if f == ""]
-    truth = [("+" if unbounded_by_profile(model, pairs, k, 1.0, core) else "") +
-             ("-" if unbounded_by_profile(model, pairs, k, -1.0, core) else "") for k in range(pairs.n_models)]
+    truth = [
+        ("+" if unbounded_by_profile(model, pairs, k, 1.0, core) else "")
+        + ("-" if unbounded_by_profile(model, pairs, k, -1.0, core) else "")
+        for k in range(pairs.n_models)
+    ]
     assert truth == expected
 
 
@@ -138,8 +150,9 @@ def alpaca_like(seed: int = 0) -> pd.DataFrame:
     for k in range(372 + 186):
         other = f"m{1 + k % 4}"
         rows.append(("weak", other, "model_b" if k < 372 else "tie (bothbad)"))
-    return pd.DataFrame([{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w}
-                         for i, (a, b, w) in enumerate(rows)])
+    return pd.DataFrame(
+        [{"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": w} for i, (a, b, w) in enumerate(rows)]
+    )
 
 
 @pytest.mark.parametrize("model", ["bt", "bt-tie", "rk", "grk"])
@@ -185,8 +198,21 @@ def test_p2l_train_grk_warm_start_pins_the_unidentified_coefficient(tmp_path: Pa
     battles = alpaca_like()
     battles["prompt"] = [f"question {i % 60}: explain topic {i % 7}" for i in range(len(battles))]
     battles.to_json(tmp_path / "battles.jsonl", orient="records", lines=True)
-    code, _, err = run_cli(["p2l", "train", str(tmp_path / "battles.jsonl"), "--loss", "grk", "--penalty", "1e6",
-                            "--out", str(tmp_path / "model"), "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "train",
+            str(tmp_path / "battles.jsonl"),
+            "--loss",
+            "grk",
+            "--penalty",
+            "1e6",
+            "--out",
+            str(tmp_path / "model"),
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "do not identify the grk coefficient of weak" in " ".join(err.split())
     marginal = pd.read_csv(tmp_path / "model" / "marginal.csv").set_index("model")
@@ -207,7 +233,14 @@ def test_p2l_train_grk_warm_start_pins_the_unidentified_coefficient(tmp_path: Pa
     weak = data.names.index("weak")
     assert float(head.linear.bias.detach()[weak]) == pytest.approx(marginal_csv_coef := marginal.coefs[weak], abs=1e-6)
     assert marginal_csv_coef == pytest.approx(marginal.coefs[marginal.identified].min())
-    raw = Leaderboard.from_counts(PairCounts.from_battles(data.arrays.a[data.train_idx], data.arrays.b[data.train_idx],
-                                                          data.arrays.outcome[data.train_idx], len(data.names)),
-                                  "grk", ci=None)
+    raw = Leaderboard.from_counts(
+        PairCounts.from_battles(
+            data.arrays.a[data.train_idx],
+            data.arrays.b[data.train_idx],
+            data.arrays.outcome[data.train_idx],
+            len(data.names),
+        ),
+        "grk",
+        ci=None,
+    )
     assert raw.coefs[weak] < -15  # what the warm start began at before: the optimiser's stopping point

@@ -62,8 +62,13 @@ def start(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessServ
 
 
 def sdk(svc: InProcessService, **kwargs: Any) -> Any:
-    return openai.OpenAI(base_url=svc.url + "/v1", api_key="unused", max_retries=0,
-                         timeout=kwargs.pop("timeout", CLIENT_TIMEOUT_S), **kwargs)
+    return openai.OpenAI(
+        base_url=svc.url + "/v1",
+        api_key="unused",
+        max_retries=0,
+        timeout=kwargs.pop("timeout", CLIENT_TIMEOUT_S),
+        **kwargs,
+    )
 
 
 def health(svc: InProcessService) -> dict[str, Any]:
@@ -83,13 +88,21 @@ def attempt_counts(svc: InProcessService, upstream: str) -> dict[str, float]:
 
 # --- 1. the SDK's own multi-turn and tool loop -----------------------------------------------------
 
+
 def test_the_sdk_tool_loop_sends_back_its_own_message_objects(fake: FakeUpstreams, tmp_path: Path) -> None:
     """messages.append(resp.choices[0].message): the SDK's assistant message (with `annotations: []`,
     `refusal: null` and `tool_calls`) and a tool result go back to the router, which passes every key
     on to the upstream; a near miss of `budget` is still refused."""
     fake.tool_call = True
-    tools = [{"type": "function", "function": {"name": "add", "parameters": {
-        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+            },
+        }
+    ]
     with start(fake, tmp_path) as svc:
         client = sdk(svc)
         messages: list[Any] = user("What is 2 + 3? Use the tool.")
@@ -105,10 +118,12 @@ def test_the_sdk_tool_loop_sends_back_its_own_message_objects(fake: FakeUpstream
         assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"a": 2, "b": 3}'
         assert sent[2] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
         # keys of other providers' messages, as LiteLLM and vLLM clients send them, pass unchanged
-        extra = [{"role": "system", "content": "be brief", "cache_control": {"type": "ephemeral"}},
-                 {"role": "user", "content": "hi"},
-                 {"role": "assistant", "content": "x", "reasoning_content": "thinking...", "annotations": []},
-                 {"role": "user", "content": "more"}]
+        extra = [
+            {"role": "system", "content": "be brief", "cache_control": {"type": "ephemeral"}},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "x", "reasoning_content": "thinking...", "annotations": []},
+            {"role": "user", "content": "more"},
+        ]
         client.chat.completions.create(model="alpha", messages=extra)
         assert fake.received[-1]["body"]["messages"] == extra
         route = httpx.post(svc.url + "/v1/route", json={"messages": extra}, timeout=CLIENT_TIMEOUT_S)
@@ -119,6 +134,7 @@ def test_the_sdk_tool_loop_sends_back_its_own_message_objects(fake: FakeUpstream
 
 
 # --- 2. broken streams count --------------------------------------------------------------------------
+
 
 def test_streams_that_break_every_time_open_the_circuit(fake: FakeUpstreams, tmp_path: Path) -> None:
     fake.behaviour["alpha"] = "break"
@@ -141,14 +157,17 @@ def test_streams_that_break_every_time_open_the_circuit(fake: FakeUpstreams, tmp
 
 # --- 3. the upstream's configuration errors are the upstream's failures ---------------------------
 
+
 @pytest.mark.parametrize("status", [401, 403, 404, 422])
-def test_an_upstream_refusing_its_configuration_fails_over_and_counts(fake: FakeUpstreams, tmp_path: Path,
-                                                                      status: int) -> None:
+def test_an_upstream_refusing_its_configuration_fails_over_and_counts(
+    fake: FakeUpstreams, tmp_path: Path, status: int
+) -> None:
     fake.behaviour["alpha"] = f"status:{status}"
     with start(fake, tmp_path) as svc:
         client = sdk(svc)
         raw = client.chat.completions.with_raw_response.create(
-            model="evalprism-router", messages=user("hi"), extra_headers={"x-request-id": f"cfg-{status}"})
+            model="evalprism-router", messages=user("hi"), extra_headers={"x-request-id": f"cfg-{status}"}
+        )
         annotation = raw.parse().model_extra["evalprism"]
         assert annotation["model"] == "beta"
         assert annotation["attempts"][0]["status"] == status and "alpha" in annotation["attempts"][0]["error"]
@@ -184,6 +203,7 @@ def test_a_400_is_the_clients_and_is_relayed_without_failover(fake: FakeUpstream
 
 # --- 4. the router's own connection limit ----------------------------------------------------------
 
+
 def test_a_full_connection_pool_is_a_503_not_an_upstream_failure(fake: FakeUpstreams, tmp_path: Path) -> None:
     """alpha may have one connection; while a request holds it (its upstream hangs), the next request
     naming alpha waits pool_timeout_s and gets a 503 naming the limit; no circuit counts it. A routed
@@ -196,8 +216,9 @@ def test_a_full_connection_pool_is_a_503_not_an_upstream_failure(fake: FakeUpstr
     with InProcessService(model, config, tmp_path / "decisions.jsonl", dict.fromkeys(MODELS)) as svc:
 
         async def scenario() -> tuple[Any, Any, Any]:
-            client = openai.AsyncOpenAI(base_url=svc.url + "/v1", api_key="unused", max_retries=0,
-                                        timeout=CLIENT_TIMEOUT_S)
+            client = openai.AsyncOpenAI(
+                base_url=svc.url + "/v1", api_key="unused", max_retries=0, timeout=CLIENT_TIMEOUT_S
+            )
             holder = asyncio.ensure_future(client.chat.completions.create(model="alpha", messages=user("hold")))
             while fake.arrivals("alpha") < 1:
                 await asyncio.sleep(0.01)
@@ -232,13 +253,15 @@ def test_connection_limits_are_checked_in_the_config(tmp_path: Path) -> None:
     path.write_text("models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1, max_connections: 0}\n")
     with pytest.raises(EvalprismError, match=r"models\.a\.max_connections: Input should be greater than or equal to 1"):
         load_config(path)
-    path.write_text("models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1, max_connections: 8}\n"
-                    "pool_timeout_s: 0.5\n")
+    path.write_text(
+        "models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1, max_connections: 8}\npool_timeout_s: 0.5\n"
+    )
     config = load_config(path)
     assert config.models["a"].max_connections == 8 and config.pool_timeout_s == 0.5
 
 
 # --- 5. one trial request while half open -------------------------------------------------------------
+
 
 def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_path: Path) -> None:
     """alpha's circuit opens (three 500s); after the cool-down its upstream hangs. 16 concurrent routed
@@ -247,8 +270,11 @@ def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_p
     fake.behaviour["alpha"] = "status:500"
     with start(fake, tmp_path, breaker_cooldown_s=0.3) as svc:
         for i in range(3):
-            httpx.post(svc.url + "/v1/chat/completions", json={"model": "alpha", "messages": user(f"x{i}")},
-                       timeout=CLIENT_TIMEOUT_S)
+            httpx.post(
+                svc.url + "/v1/chat/completions",
+                json={"model": "alpha", "messages": user(f"x{i}")},
+                timeout=CLIENT_TIMEOUT_S,
+            )
         assert health(svc)["upstreams"]["alpha"]["state"] == "open"
         fake.behaviour["alpha"] = "hang"
         while health(svc)["upstreams"]["alpha"]["state"] != "half_open":
@@ -256,15 +282,19 @@ def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_p
         before = fake.arrivals("alpha")
 
         async def scenario() -> tuple[list[Any], list[Any], dict[str, Any]]:
-            client = openai.AsyncOpenAI(base_url=svc.url + "/v1", api_key="unused", max_retries=0,
-                                        timeout=CLIENT_TIMEOUT_S)
-            routed = [asyncio.ensure_future(client.chat.completions.create(model="evalprism-router",
-                                                                           messages=user(f"r{i}")))
-                      for i in range(16)]
+            client = openai.AsyncOpenAI(
+                base_url=svc.url + "/v1", api_key="unused", max_retries=0, timeout=CLIENT_TIMEOUT_S
+            )
+            routed = [
+                asyncio.ensure_future(client.chat.completions.create(model="evalprism-router", messages=user(f"r{i}")))
+                for i in range(16)
+            ]
             while fake.arrivals("alpha") - before < 1 or sum(t.done() for t in routed) < 15:
                 await asyncio.sleep(0.01)
-            named = await asyncio.gather(*(client.chat.completions.create(model="alpha", messages=user(f"n{i}"))
-                                           for i in range(16)), return_exceptions=True)
+            named = await asyncio.gather(
+                *(client.chat.completions.create(model="alpha", messages=user(f"n{i}")) for i in range(16)),
+                return_exceptions=True,
+            )
             fake.released.set()
             answers = await asyncio.gather(*routed)
             await client.close()
@@ -280,6 +310,7 @@ def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_p
 
 # --- 6. the decision log says what the client got ------------------------------------------------
 
+
 def test_a_client_that_left_before_the_first_byte_is_not_completed(fake: FakeUpstreams, tmp_path: Path) -> None:
     """A streaming and a non-streaming client time out while the upstream hangs: both are logged as
     client_left (499), not completed or 200, and the upstream's circuit counts nothing."""
@@ -289,7 +320,8 @@ def test_a_client_that_left_before_the_first_byte_is_not_completed(fake: FakeUps
             rid = f"left-{stream}"
             with pytest.raises(openai.APITimeoutError):
                 sdk(svc, timeout=0.3).chat.completions.create(
-                    model="alpha", messages=user("hi"), stream=stream, extra_headers={"x-request-id": rid})
+                    model="alpha", messages=user("hi"), stream=stream, extra_headers={"x-request-id": rid}
+                )
             line = svc.log_line(rid)
             assert line["outcome"] == "client_left" and line["status"] == 499, line
             assert line["attempts"][0]["error"] == "alpha: abandoned: the client left before the upstream answered"
@@ -305,9 +337,13 @@ def test_a_cut_stream_counts_only_the_bytes_written(fake: FakeUpstreams, tmp_pat
     fake.behaviour["alpha"] = "hang_after_first"
     with start(fake, tmp_path) as svc:
         received = b""
-        with httpx.stream("POST", svc.url + "/v1/chat/completions", timeout=CLIENT_TIMEOUT_S,
-                          headers={"x-request-id": "cut-1"},
-                          json={"model": "alpha", "stream": True, "messages": user("hi")}) as response:
+        with httpx.stream(
+            "POST",
+            svc.url + "/v1/chat/completions",
+            timeout=CLIENT_TIMEOUT_S,
+            headers={"x-request-id": "cut-1"},
+            json={"model": "alpha", "stream": True, "messages": user("hi")},
+        ) as response:
             for piece in response.iter_raw():
                 received += piece
                 if b"\n\n" in received:
@@ -315,8 +351,12 @@ def test_a_cut_stream_counts_only_the_bytes_written(fake: FakeUpstreams, tmp_pat
         line = svc.log_line("cut-1")
         assert line["outcome"] == "cut" and line["bytes_relayed"] == len(received) > 0
         assert health(svc)["upstreams"]["alpha"]["consecutive_failures"] == 0
-        whole = httpx.post(svc.url + "/v1/chat/completions", headers={"x-request-id": "whole-1"},
-                           json={"model": "beta", "stream": True, "messages": user("hi")}, timeout=CLIENT_TIMEOUT_S)
+        whole = httpx.post(
+            svc.url + "/v1/chat/completions",
+            headers={"x-request-id": "whole-1"},
+            json={"model": "beta", "stream": True, "messages": user("hi")},
+            timeout=CLIENT_TIMEOUT_S,
+        )
         line = svc.log_line("whole-1")
         assert line["outcome"] == "completed" and line["bytes_relayed"] == len(whole.content)
         assert json.loads(whole.text.split("data: ", 2)[1].split("\n")[0])["evalprism"]["model"] == "beta"

@@ -34,8 +34,11 @@ def test_one_failing_item_fails_only_its_own_request() -> None:
         await batcher.start()
         out = []
         for _ in range(5):
-            out.append(await asyncio.gather(*(batcher.submit(0 if i == 9 else i + 1) for i in range(16)),
-                                            return_exceptions=True))
+            out.append(
+                await asyncio.gather(
+                    *(batcher.submit(0 if i == 9 else i + 1) for i in range(16)), return_exceptions=True
+                )
+            )
         await batcher.stop()
         return out
 
@@ -150,15 +153,28 @@ def test_retry_after_in_seconds_or_as_an_http_date() -> None:
     assert retry_after_seconds("inf") is None
 
 
-@pytest.mark.parametrize("body,kind,param", [
-    ({"messages": [{"role": "user", "content": "cut \ud83d"}]}, "invalid_text", "messages.0.content"),
-    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "x\udc00"}]}]}, "invalid_text",
-     "messages.0.content.0.text"),
-    ({"messages": [{"role": "user", "content": "hi"}], "metadata": {"k\udbed": "v"}}, "invalid_text", "metadata"),
-    ({"messages": [{"role": "user", "content": "hi"}], "temperature": float("nan")}, "non_finite_number", "temperature"),
-    ({"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"5": float("-inf")}}, "non_finite_number",
-     "logit_bias.5"),
-])
+@pytest.mark.parametrize(
+    "body,kind,param",
+    [
+        ({"messages": [{"role": "user", "content": "cut \ud83d"}]}, "invalid_text", "messages.0.content"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "x\udc00"}]}]},
+            "invalid_text",
+            "messages.0.content.0.text",
+        ),
+        ({"messages": [{"role": "user", "content": "hi"}], "metadata": {"k\udbed": "v"}}, "invalid_text", "metadata"),
+        (
+            {"messages": [{"role": "user", "content": "hi"}], "temperature": float("nan")},
+            "non_finite_number",
+            "temperature",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "hi"}], "logit_bias": {"5": float("-inf")}},
+            "non_finite_number",
+            "logit_bias.5",
+        ),
+    ],
+)
 def test_body_checks_name_the_place(body: dict, kind: str, param: str) -> None:
     with pytest.raises(ValidationError) as info:
         ChatCompletionRequest.model_validate(body)
@@ -185,7 +201,8 @@ def test_decision_log_lines_are_strict_json(tmp_path) -> None:
 
 def _sse_response(lines: list[bytes]) -> httpx.Response:
     """A real httpx response whose body streams ``lines`` (what an upstream sends)."""
-    async def body():  # noqa: ANN202
+
+    async def body():
         for line in lines:
             yield line
 
@@ -196,17 +213,26 @@ CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
 USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n\n'
 
 
-@pytest.mark.parametrize("lines,end", [
-    ([CHUNK, USAGE, b"data: [DONE]\n\n"], "completed"),
-    ([CHUNK, USAGE], "stream_broken"),  # the upstream closed without [DONE]
-])
+@pytest.mark.parametrize(
+    "lines,end",
+    [
+        ([CHUNK, USAGE, b"data: [DONE]\n\n"], "completed"),
+        ([CHUNK, USAGE], "stream_broken"),  # the upstream closed without [DONE]
+    ],
+)
 def test_a_relayed_stream_says_how_it_ended(lines: list[bytes], end: str) -> None:
     from evalprism.serve.upstream import Relayed, relay_events
 
     async def relay() -> tuple[Relayed, bytes]:
         relayed = Relayed()
-        out = b"".join([chunk async for chunk in relay_events(_sse_response(lines), {"decided": "m"}, relayed,
-                                                                lambda usage: usage["prompt_tokens"] * 0.5)])
+        out = b"".join(
+            [
+                chunk
+                async for chunk in relay_events(
+                    _sse_response(lines), {"decided": "m"}, relayed, lambda usage: usage["prompt_tokens"] * 0.5
+                )
+            ]
+        )
         return relayed, out
 
     relayed, out = asyncio.run(relay())
@@ -232,28 +258,40 @@ def test_a_stream_the_client_leaves_is_cut() -> None:
 _TWO = "models:\n  a: {base_url: 'http://127.0.0.1:9/v1', cost: 1}\n  b: {base_url: 'http://127.0.0.1:9/v1', cost: 2}\n"
 
 
-@pytest.mark.parametrize("text,message", [
-    ("models: {a: {base_url: 'http://x/v1', cost: true}}\n", "models.a.cost: expected a number, not the boolean true"),
-    (_TWO + "budget: false\n", "budget: expected a number, not the boolean false"),
-    (_TWO + "opponent: {a: true, b: 1}\n", "opponent.a: expected a number, not the boolean true"),
-    ("models: {a: {base_url: 'http:///v1', cost: 1}}\n", "models.a.base_url: expected a URL with a host"),
-    ("models: {a: {base_url: 'http://x:99999/v1', cost: 1}}\n",
-     "models.a.base_url: expected a port number between 1 and 65535 after the host (got 'http://x:99999/v1')"),
-    ("models: {a: {base_url: 'http://x:80a/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
-    ("models: {a: {base_url: 'http://x:/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
-    ("models: {a: {base_url: 'http://x /v1', cost: 1}}\n", "models.a.base_url: expected a URL without spaces"),
-    (_TWO + "router_name: ''\n", "router_name: expected a non-empty name"),
-    (_TWO + "router_name: b\n", "router_name: expected a name that is not also a candidate's"),
-    (_TWO + "timeout_s: .inf\n", "timeout_s: expected a finite number (got .inf)"),
-    (_TWO + "breaker_cooldown_s: .inf\n", "breaker_cooldown_s: expected a finite number (got .inf)"),
-    (_TWO + "connect_timeout_s: .inf\n", "connect_timeout_s: expected a finite number (got .inf)"),
-    (_TWO + "batch_window_ms: .inf\n", "batch_window_ms: Input should be less than or equal to 1000 (got .inf)"),
-    (_TWO + "batch_window_ms: 60000\n", "batch_window_ms: Input should be less than or equal to 1000 (got 60000)"),
-    (_TWO + "  a: {base_url: 'http://127.0.0.1:9/v1', cost: 5}\n",
-     "models.a: the key 'a' is given twice (lines 2 and 4); expected each key once"),
-    ("models:\n  a: {base_url: 'http://x/v1', cost: 1}\nbudget: 2\nbudget: 3\n",
-     "budget: the key 'budget' is given twice (lines 3 and 4)"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            "models: {a: {base_url: 'http://x/v1', cost: true}}\n",
+            "models.a.cost: expected a number, not the boolean true",
+        ),
+        (_TWO + "budget: false\n", "budget: expected a number, not the boolean false"),
+        (_TWO + "opponent: {a: true, b: 1}\n", "opponent.a: expected a number, not the boolean true"),
+        ("models: {a: {base_url: 'http:///v1', cost: 1}}\n", "models.a.base_url: expected a URL with a host"),
+        (
+            "models: {a: {base_url: 'http://x:99999/v1', cost: 1}}\n",
+            "models.a.base_url: expected a port number between 1 and 65535 after the host (got 'http://x:99999/v1')",
+        ),
+        ("models: {a: {base_url: 'http://x:80a/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+        ("models: {a: {base_url: 'http://x:/v1', cost: 1}}\n", "models.a.base_url: expected a port number"),
+        ("models: {a: {base_url: 'http://x /v1', cost: 1}}\n", "models.a.base_url: expected a URL without spaces"),
+        (_TWO + "router_name: ''\n", "router_name: expected a non-empty name"),
+        (_TWO + "router_name: b\n", "router_name: expected a name that is not also a candidate's"),
+        (_TWO + "timeout_s: .inf\n", "timeout_s: expected a finite number (got .inf)"),
+        (_TWO + "breaker_cooldown_s: .inf\n", "breaker_cooldown_s: expected a finite number (got .inf)"),
+        (_TWO + "connect_timeout_s: .inf\n", "connect_timeout_s: expected a finite number (got .inf)"),
+        (_TWO + "batch_window_ms: .inf\n", "batch_window_ms: Input should be less than or equal to 1000 (got .inf)"),
+        (_TWO + "batch_window_ms: 60000\n", "batch_window_ms: Input should be less than or equal to 1000 (got 60000)"),
+        (
+            _TWO + "  a: {base_url: 'http://127.0.0.1:9/v1', cost: 5}\n",
+            "models.a: the key 'a' is given twice (lines 2 and 4); expected each key once",
+        ),
+        (
+            "models:\n  a: {base_url: 'http://x/v1', cost: 1}\nbudget: 2\nbudget: 3\n",
+            "budget: the key 'budget' is given twice (lines 3 and 4)",
+        ),
+    ],
+)
 def test_config_values_the_service_would_misuse_are_refused(tmp_path, text: str, message: str) -> None:
     """Each is refused by load_config with one message naming the file and the key path (before,
     a boolean cost was 1.0, a duplicate model the later one, a window of .inf a service never healthy)."""
@@ -272,8 +310,11 @@ def test_config_limits_that_are_fine_pass(tmp_path) -> None:
     from evalprism.serve.config import load_config
 
     path = tmp_path / "router.yaml"
-    path.write_text(_TWO.replace("127.0.0.1:9", "[::1]:65535") + "batch_window_ms: 1000\nrouter_name: auto\n"
-                    "timeout_s: 1\nopponent: {a: 1, b: 3}\n", encoding="utf-8")
+    path.write_text(
+        _TWO.replace("127.0.0.1:9", "[::1]:65535") + "batch_window_ms: 1000\nrouter_name: auto\n"
+        "timeout_s: 1\nopponent: {a: 1, b: 3}\n",
+        encoding="utf-8",
+    )
     config = load_config(path)
     assert config.batch_window_ms == 1000 and config.router_name == "auto" and config.timeout_s == 1.0
     assert config.models["a"].base_url == "http://[::1]:65535/v1" and config.opponent == {"a": 1.0, "b": 3.0}
@@ -327,15 +368,21 @@ def test_decisions_kept_while_the_log_fails_are_bounded_and_counted(tmp_path, mo
     assert [r["late"]["answered"] for r in lines] == [False, False, True]
 
 
-@pytest.mark.parametrize("text,reason", [
-    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n', None),
-    ('{"time":"t","endpoint":"/v1/chat/completions","prompt_sha256":"a","late":{}}\n', None),
-    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n\n', "line 2 is not a JSON object"),
-    ('{"_name_or_path": "x",\n "hidden_size": 384}\n', "line 1 is not a JSON object"),
-    ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n[1, 2]\n', "line 2 is not a JSON object"),
-    ('{"time":"t","endpoint":"/v1/leaderboard","prompt_sha256":"a"}\n', "line 1 is not a routing decision (expected time, endpoint and prompt_sha256)"),
-    ("models:\n  a: {cost: 1}\n", "line 1 is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n', None),
+        ('{"time":"t","endpoint":"/v1/chat/completions","prompt_sha256":"a","late":{}}\n', None),
+        ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n\n', "line 2 is not a JSON object"),
+        ('{"_name_or_path": "x",\n "hidden_size": 384}\n', "line 1 is not a JSON object"),
+        ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n[1, 2]\n', "line 2 is not a JSON object"),
+        (
+            '{"time":"t","endpoint":"/v1/leaderboard","prompt_sha256":"a"}\n',
+            "line 1 is not a routing decision (expected time, endpoint and prompt_sha256)",
+        ),
+        ("models:\n  a: {cost: 1}\n", "line 1 is not a JSON object"),
+    ],
+)
 def test_what_counts_as_a_decision_log(tmp_path, text: str, reason: str | None) -> None:
     from evalprism.serve.decisions import not_a_decision_log
 
@@ -377,16 +424,19 @@ def test_the_output_rules_for_an_appended_file(tmp_path) -> None:
             check_output_file(path, "decision log", inputs=inputs, not_ours=lambda p: "line 1 is not mine")
         return str(info.value)
 
-    assert refusal(model / "config.json").endswith(f"it is inside the input {model}, which appending would change; "
-                                                   "name a file outside the run's inputs")
-    assert refusal(model / "sub" / "new.jsonl").startswith(f"{model / 'sub' / 'new.jsonl'}: cannot be the decision "
-                                                           f"log: it is inside the input {model}")
+    assert refusal(model / "config.json").endswith(
+        f"it is inside the input {model}, which appending would change; name a file outside the run's inputs"
+    )
+    assert refusal(model / "sub" / "new.jsonl").startswith(
+        f"{model / 'sub' / 'new.jsonl'}: cannot be the decision log: it is inside the input {model}"
+    )
     assert f"it is the input {config}" in refusal(config)
     assert "it is a symbolic link" in refusal(tmp_path / "link.jsonl")
     assert "it is a directory" in refusal(tmp_path)
     assert refusal(tmp_path / "foreign.txt") == (
         f"{tmp_path / 'foreign.txt'}: cannot be the decision log: the file exists and is not a decision log evalprism "
-        "wrote (line 1 is not mine); evalprism appends only to its own decision logs; name a new file")
+        "wrote (line 1 is not mine); evalprism appends only to its own decision logs; name a new file"
+    )
     assert "foreign.txt is a file, not a directory" in refusal(tmp_path / "foreign.txt" / "d.jsonl")
     for fine in (tmp_path / "empty.jsonl", tmp_path / "new" / "d.jsonl"):
         assert check_output_file(fine, "decision log", inputs=inputs, not_ours=lambda p: "never") == fine

@@ -29,8 +29,23 @@ from evalprism.p2l.simulate import simulate_topic_battles
 
 pytest.importorskip("model2vec")
 
-WORDS = ["the", "a", "write", "poem", "sonnet", "sea", "solve", "equation", "integral", "python", "code", "bug",
-         "loop", "history", "empire"]
+WORDS = [
+    "the",
+    "a",
+    "write",
+    "poem",
+    "sonnet",
+    "sea",
+    "solve",
+    "equation",
+    "integral",
+    "python",
+    "code",
+    "bug",
+    "loop",
+    "history",
+    "empire",
+]
 
 
 def tiny_bert(directory: Path) -> Path:
@@ -50,13 +65,26 @@ def tiny_bert(directory: Path) -> Path:
     tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2),
-                                                                                                 ("[SEP]", 3)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
     tok.decoder = decoders.WordPiece()
-    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(directory)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    ).save_pretrained(directory)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     torch.manual_seed(0)
     BertModel(config).save_pretrained(directory)
     return directory
@@ -110,8 +138,9 @@ def test_built_once_into_the_cache_and_reused(encoder: Path, tmp_path: Path, mon
         ensure_static_model(spec, cache_dir=cache, progress=False)
 
 
-def test_an_interrupted_build_leaves_nothing_that_looks_complete(encoder: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_build_leaves_nothing_that_looks_complete(
+    encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path / "cache"
     spec = parse_spec(spec_of(encoder), role="backbone", kinds=("static",))
     from model2vec.distill import distillation
@@ -150,8 +179,9 @@ def test_a_directory_in_the_way_that_evalprism_did_not_complete_is_left_alone(en
 
 def test_train_save_load_and_route_with_the_static_backbone(encoder: Path, tmp_path: Path) -> None:
     battles = simulate_topic_battles(300, seed=3)
-    result = train_model(battles, TrainOptions(backbone=spec_of(encoder), seed=0), cache_dir=tmp_path / "cache",
-                         progress=False)
+    result = train_model(
+        battles, TrainOptions(backbone=spec_of(encoder), seed=0), cache_dir=tmp_path / "cache", progress=False
+    )
     result.save(tmp_path / "model")
     assert json.loads((tmp_path / "model" / "config.json").read_text())["backbone"]["spec"] == spec_of(encoder)
     loaded = P2LModel.load(tmp_path / "model", cache_dir=tmp_path / "cache")
@@ -161,11 +191,14 @@ def test_train_save_load_and_route_with_the_static_backbone(encoder: Path, tmp_p
     assert route(loaded.leaderboards(prompts[:1])[0], costs, None).probs.sum() == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(("spec", "options", "message"), [
-    ("static:", {}, "write 'static' .* or give the local directory of an encoder"),
-    ("static:/no/such/encoder", {}, "'/no/such/encoder' is not a local model directory"),
-    ("static", {"finetune": True}, "is a static model: it cannot be fine-tuned"),
-])
+@pytest.mark.parametrize(
+    ("spec", "options", "message"),
+    [
+        ("static:", {}, "write 'static' .* or give the local directory of an encoder"),
+        ("static:/no/such/encoder", {}, "'/no/such/encoder' is not a local model directory"),
+        ("static", {"finetune": True}, "is a static model: it cannot be fine-tuned"),
+    ],
+)
 def test_bad_static_specs(spec: str, options: dict[str, bool], message: str) -> None:
     with pytest.raises(EvalprismError, match=message):
         load_backbone(spec, progress=False, **options)
@@ -194,20 +227,25 @@ def test_the_service_routes_with_a_static_model(encoder: Path, tmp_path: Path) -
 
     cache = tmp_path / "cache"
     battles = simulate_topic_battles(300, seed=3)
-    train_model(battles, TrainOptions(backbone=spec_of(encoder), seed=0), cache_dir=cache,
-                progress=False).save(tmp_path / "model")
+    train_model(battles, TrainOptions(backbone=spec_of(encoder), seed=0), cache_dir=cache, progress=False).save(
+        tmp_path / "model"
+    )
     costs = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
     model = P2LModel.load(tmp_path / "model", cache_dir=cache)
     names = list(costs)
     columns = [model.models.index(n) for n in names]
     with FakeUpstreams() as upstreams:
         config = write_config(tmp_path / "router.yaml", upstreams, costs, budget=1.0, seed=0)
-        with running_service(tmp_path / "model", config, {"FAKE_UPSTREAM_KEY": "k", "EVALPRISM_CACHE_DIR": str(cache)}) \
-                as svc:
+        with running_service(
+            tmp_path / "model", config, {"FAKE_UPSTREAM_KEY": "k", "EVALPRISM_CACHE_DIR": str(cache)}
+        ) as svc:
             assert httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["runtime"] == "numpy"
             for prompt in ["write a sonnet about the sea", "solve the integral of the equation"]:
-                got = httpx.post(svc.url + "/v1/route", json={"messages": [{"role": "user", "content": prompt}]},
-                                 timeout=CLIENT_TIMEOUT_S).json()
+                got = httpx.post(
+                    svc.url + "/v1/route",
+                    json={"messages": [{"role": "user", "content": prompt}]},
+                    timeout=CLIENT_TIMEOUT_S,
+                ).json()
                 theta = model.leaderboards([prompt])[0][columns]
                 want = route(theta, np.array([costs[n] for n in names]), 1.0, "uniform", names=names)
                 np.testing.assert_allclose([got["distribution"].get(n, 0.0) for n in names], want.probs, atol=1e-6)

@@ -79,10 +79,22 @@ def test_the_analysis_above_the_threshold_clusters_without_the_matrix() -> None:
     questions, configurations = 700, 30  # 21,000 settings > CLARA_ABOVE
     q = np.repeat(np.arange(questions), configurations * 3)
     c = np.tile(np.repeat(np.arange(configurations), 3), questions)
-    score = np.clip(0.5 + rng.uniform(-0.2, 0.2, questions)[q] + np.linspace(-0.3, 0.3, configurations)[c]
-                    + rng.normal(0, 0.05, q.size), 0, 1)
-    res = analyze(pd.DataFrame({"question_id": q, "cfg": c, "score": score}), by=["cfg"], clusters=4,
-                  permutations=19, baseline="0", progress=False)
+    score = np.clip(
+        0.5
+        + rng.uniform(-0.2, 0.2, questions)[q]
+        + np.linspace(-0.3, 0.3, configurations)[c]
+        + rng.normal(0, 0.05, q.size),
+        0,
+        1,
+    )
+    res = analyze(
+        pd.DataFrame({"question_id": q, "cfg": c, "score": score}),
+        by=["cfg"],
+        clusters=4,
+        permutations=19,
+        baseline="0",
+        progress=False,
+    )
     assert len(res.settings) > CLARA_ABOVE and "no n x n matrix" in res.options["clustering"]
     assert res.clusters["medoid_mean_score"].is_monotonic_decreasing  # numbered by wins (eq. 7)
     s = res.settings

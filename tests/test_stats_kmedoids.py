@@ -21,22 +21,22 @@ def algorithm1(D: np.ndarray, m: int) -> tuple[list[int], float]:
     J = [r[0]]
     for _ in range(2, m + 1):
         cand = [j for j in range(n) if j not in J]
-        best = min(cand, key=lambda j: (sum(min(D[k][l] for l in J + [j]) for k in range(n)), j))
+        best = min(cand, key=lambda j: (sum(min(D[k][x] for x in [*J, j]) for k in range(n)), j))
         r.append(best)
-        J = J + [best]
+        J = [*J, best]
     J1 = list(r)
-    Dstar = sum(min(D[k][l] for l in J1) for k in range(n))
+    Dstar = sum(min(D[k][x] for x in J1) for k in range(n))
     while True:
         J2 = [j for j in range(n) if j not in J1]
         best_cost, best_swap = float("inf"), None
         for pos, j in itertools.product(range(m), J2):
-            Jt = J1[:pos] + [j] + J1[pos + 1 :]
-            cost = sum(min(D[k][l] for l in Jt) for k in range(n))
+            Jt = [*J1[:pos], j, *J1[pos + 1 :]]
+            cost = sum(min(D[k][x] for x in Jt) for k in range(n))
             if cost < best_cost:
                 best_cost, best_swap = cost, (pos, j)
         if best_cost < Dstar - 1e-12 * abs(Dstar):
             pos, j = best_swap
-            J1 = J1[:pos] + [j] + J1[pos + 1 :]
+            J1 = [*J1[:pos], j, *J1[pos + 1 :]]
             Dstar = best_cost
         else:
             break

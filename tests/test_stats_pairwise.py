@@ -12,10 +12,10 @@ from evalprism.p2l.likelihood import log_outcome_probs, pairwise_nll
 from evalprism.stats.outcome_models import PAIR_MODELS
 from evalprism.stats.pairwise import (
     PairCounts,
+    bootstrap_coefs,
     elo_ratings,
     fit_counts,
     outcome_weights,
-    bootstrap_coefs,
     sandwich_cov,
 )
 

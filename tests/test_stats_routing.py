@@ -14,8 +14,7 @@ from evalprism.stats.routing import best_mix, best_mix_average_budget, router_co
 def lp_optimum(v: np.ndarray, c: np.ndarray, budget: float) -> float:
     """max π·v s.t. π·c <= budget, π in the simplex, by HiGHS."""
     m = v.size
-    res = linprog(-v, A_ub=c[None], b_ub=[budget], A_eq=np.ones((1, m)), b_eq=[1.0], bounds=(0, 1),
-                  method="highs")
+    res = linprog(-v, A_ub=c[None], b_ub=[budget], A_eq=np.ones((1, m)), b_eq=[1.0], bounds=(0, 1), method="highs")
     assert res.status == 0
     return -res.fun
 
@@ -23,8 +22,15 @@ def lp_optimum(v: np.ndarray, c: np.ndarray, budget: float) -> float:
 def joint_lp_optimum(v: np.ndarray, c: np.ndarray, budget: float) -> float:
     """max (1/n) Σ π_i·v_i s.t. (1/n) Σ π_i·c_i <= budget, every π_i in the simplex, by HiGHS."""
     n, m = v.shape
-    res = linprog(-v.ravel() / n, A_ub=c.ravel()[None] / n, b_ub=[budget],
-                  A_eq=np.kron(np.eye(n), np.ones(m)), b_eq=np.ones(n), bounds=(0, 1), method="highs")
+    res = linprog(
+        -v.ravel() / n,
+        A_ub=c.ravel()[None] / n,
+        b_ub=[budget],
+        A_eq=np.kron(np.eye(n), np.ones(m)),
+        b_eq=np.ones(n),
+        bounds=(0, 1),
+        method="highs",
+    )
     assert res.status == 0
     return -res.fun
 

@@ -14,8 +14,10 @@ def planted(k_star: int, n: int, seed: int) -> list[np.ndarray]:
     location jitters (sd 0.01) and its sample has 5..20 values."""
     rng = np.random.default_rng(seed)
     means = np.linspace(0.05, 0.95, k_star)
-    return [np.clip(rng.normal(means[c] + rng.normal(0, 0.01), 0.025, rng.integers(5, 21)), 0, 1)
-            for c in rng.integers(0, k_star, n)]
+    return [
+        np.clip(rng.normal(means[c] + rng.normal(0, 0.01), 0.025, rng.integers(5, 21)), 0, 1)
+        for c in rng.integers(0, k_star, n)
+    ]
 
 
 @pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
@@ -24,8 +26,7 @@ def test_planted_k_is_recovered_in_nine_of_ten_seeds() -> None:
         found = []
         for seed in range(10):
             dist = w1_matrix(planted(k_star, 180, seed))
-            found.append(choose_k_by_stability(dist, np.arange(180) // 3, range(2, 15), seed=seed,
-                                               resamples=4)[0])
+            found.append(choose_k_by_stability(dist, np.arange(180) // 3, range(2, 15), seed=seed, resamples=4)[0])
         assert sum(k == k_star for k in found) >= 9, (k_star, found)
 
 

@@ -125,8 +125,12 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
         err.append(mean - truth)
         se.append(np.sqrt(var + cal.extra_variance))
         plan50 = make_plan(pool, items=50, seed=seed, method="irt")
-        answered = replace(target, outcome=np.where(np.isin(np.arange(len(y)), plan_rows(pool, plan50)),
-                                                    y.astype(np.int8), NO_ROW).astype(np.int8))
+        answered = replace(
+            target,
+            outcome=np.where(np.isin(np.arange(len(y)), plan_rows(pool, plan50)), y.astype(np.int8), NO_ROW).astype(
+                np.int8
+            ),
+        )
         design_err.append(locate_subset(pool, answered, plan=plan50, method="irt").estimate / 100 - truth)
     err, se, design_err = np.array(err), np.array(se), np.array(design_err)
     assert abs(err.mean()) <= 0.25 * np.sqrt(np.mean(err**2)), err.mean()
@@ -174,29 +178,96 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
     family = table[table["model"].isin(list(FAMILY_THETA))]
     family.to_csv(tmp_path / "family.csv", index=False)
     table[table["model"].str.startswith("panel-")].to_csv(tmp_path / "panel.csv", index=False)
-    assert run_cli(["stem", "pool", str(tmp_path / "family.csv"), "--models", str(tmp_path / "meta.csv"), "--panel",
-            str(tmp_path / "panel.csv"), "--out", str(tmp_path / "pool")], capsys)[0] == 0
-    assert run_cli(["stem", "plan", str(tmp_path / "pool"), "--method", "adaptive", "--items", "20", "--out",
-            str(tmp_path / "s1")], capsys)[0] == 0
+    assert (
+        run_cli(
+            [
+                "stem",
+                "pool",
+                str(tmp_path / "family.csv"),
+                "--models",
+                str(tmp_path / "meta.csv"),
+                "--panel",
+                str(tmp_path / "panel.csv"),
+                "--out",
+                str(tmp_path / "pool"),
+            ],
+            capsys,
+        )[0]
+        == 0
+    )
+    assert (
+        run_cli(
+            [
+                "stem",
+                "plan",
+                str(tmp_path / "pool"),
+                "--method",
+                "adaptive",
+                "--items",
+                "20",
+                "--out",
+                str(tmp_path / "s1"),
+            ],
+            capsys,
+        )[0]
+        == 0
+    )
     s1 = pd.read_csv(tmp_path / "s1" / "plan.csv", dtype={"item_id": str})
     assert len(s1) == 20 and (s1["stage"] == 1).all()
     _answers_on(answers, s1).to_csv(tmp_path / "a1.csv", index=False)
-    assert run_cli(["stem", "plan", str(tmp_path / "pool"), "--plan", str(tmp_path / "s1"), "--answers",
-            str(tmp_path / "a1.csv"), "--stage", "2", "--items", "20", "--out", str(tmp_path / "s2")], capsys)[0] == 0
+    assert (
+        run_cli(
+            [
+                "stem",
+                "plan",
+                str(tmp_path / "pool"),
+                "--plan",
+                str(tmp_path / "s1"),
+                "--answers",
+                str(tmp_path / "a1.csv"),
+                "--stage",
+                "2",
+                "--items",
+                "20",
+                "--out",
+                str(tmp_path / "s2"),
+            ],
+            capsys,
+        )[0]
+        == 0
+    )
     s2 = pd.read_csv(tmp_path / "s2" / "plan.csv", dtype={"item_id": str})
     assert len(s2) == 40 and s2["stage"].tolist() == [1] * 20 + [2] * 20
     assert s2["design_weight"].iloc[20:].isna().all()
     run_json = json.loads((tmp_path / "s2" / "run.json").read_text())
     assert run_json["options"]["stages"] == [20, 20] and "estimate" in run_json["options"]["so_far"]
     _answers_on(answers, s2).to_csv(tmp_path / "a2.csv", index=False)
-    assert run_cli(["stem", "locate", str(tmp_path / "pool"), str(tmp_path / "a2.csv"), "--plan", str(tmp_path / "s2"),
-            "--trials", "0", "--out", str(tmp_path / "loc")], capsys)[0] == 0
+    assert (
+        run_cli(
+            [
+                "stem",
+                "locate",
+                str(tmp_path / "pool"),
+                str(tmp_path / "a2.csv"),
+                "--plan",
+                str(tmp_path / "s2"),
+                "--trials",
+                "0",
+                "--out",
+                str(tmp_path / "loc"),
+            ],
+            capsys,
+        )[0]
+        == 0
+    )
     [entry] = json.loads((tmp_path / "loc" / "localization.json").read_text())
     assert entry["method"] == "adaptive" and entry["items_used"] == 40 and "reference_score" not in entry
     assert entry["standard_error"] > 0
     assert abs(entry["estimate"] - target.reference_score) < 4 * entry["standard_error"]
     # answers without a plan to extend: one message, exit 2
-    code, _, err = run_cli(["stem", "plan", str(tmp_path / "pool"), "--answers", str(tmp_path / "a1.csv"), "--out",
-                            str(tmp_path / "s3")], capsys)
+    code, _, err = run_cli(
+        ["stem", "plan", str(tmp_path / "pool"), "--answers", str(tmp_path / "a1.csv"), "--out", str(tmp_path / "s3")],
+        capsys,
+    )
     assert code == 2 and "does not apply" in err and "Traceback" not in err
     assert not (tmp_path / "s3").exists()

@@ -30,10 +30,14 @@ def _world(seed: int = 0, n_items: int = 2000, n_panel: int = 20):
     theta = np.array(list(FAMILY_THETA.values()) + list(rng.normal(0.0, 1.0, n_panel)) + [TARGET_THETA])
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] * a[None, :] + c[None, :])))
     score = (rng.random(p.shape) < p).astype(int)
-    table = pd.DataFrame({"model": np.repeat(names, n_items),
-                          "benchmark": np.tile([f"bench-{i % 2}" for i in range(n_items)], len(names)),
-                          "item_id": np.tile([f"q{i}" for i in range(n_items)], len(names)),
-                          "score": score.ravel()})
+    table = pd.DataFrame(
+        {
+            "model": np.repeat(names, n_items),
+            "benchmark": np.tile([f"bench-{i % 2}" for i in range(n_items)], len(names)),
+            "item_id": np.tile([f"q{i}" for i in range(n_items)], len(names)),
+            "score": score.ravel(),
+        }
+    )
     meta = pd.DataFrame({"model": list(FAMILY_THETA), "params": [1.0, 3.0, 10.0, 30.0], "family": "fam"})
     return table, meta
 
@@ -88,7 +92,9 @@ def test_allocation_is_proportional_sums_to_the_budget_and_covers_every_stratum(
 def test_confidence_between_two_members_is_the_normal_mass_between_them() -> None:
     members = np.array([40.0, 50.0, 60.0])
     # exactly midway between 50 and 60 with se 2.5: 2 Phi(5 / 2.5) - 1
-    assert score_confidence(np.array([55.0]), np.array([2.5]), members)[0] == pytest.approx(2 * norm.cdf(2.0) - 1, abs=1e-12)
+    assert score_confidence(np.array([55.0]), np.array([2.5]), members)[0] == pytest.approx(
+        2 * norm.cdf(2.0) - 1, abs=1e-12
+    )
     # above every member: Phi((T - 60) / se), the open interval to +inf
     assert score_confidence(np.array([62.0]), np.array([2.0]), members)[0] == pytest.approx(norm.cdf(1.0), abs=1e-12)
     assert score_confidence(np.array([45.0]), np.array([0.0]), members)[0] == 1.0
@@ -144,11 +150,11 @@ def test_map_fit_is_a_stationary_point_of_the_joint_posterior() -> None:
     for kind in ("2pl", "1pl"):
         fit = fit_irt(y, kind=kind)
         r = (np.where(y == 1, 1.0, 0.0) - 1.0 / (1.0 + np.exp(-(np.outer(fit.theta, fit.a) + fit.c)))) * observed
-        g_theta = r @ fit.a - fit.theta            # prior theta ~ N(0, 1)
-        g_c = r.sum(axis=0) - fit.c / 9.0          # prior c ~ N(0, 9)
+        g_theta = r @ fit.a - fit.theta  # prior theta ~ N(0, 1)
+        g_c = r.sum(axis=0) - fit.c / 9.0  # prior c ~ N(0, 9)
         assert np.abs(g_theta).max() < 1e-4 and np.abs(g_c).max() < 1e-6  # 0.01 off in theta: ~2
         if kind == "2pl":
-            g_a = fit.theta @ r - (fit.a - 1.0)    # prior a ~ N(1, 1)
+            g_a = fit.theta @ r - (fit.a - 1.0)  # prior a ~ N(1, 1)
             assert np.abs(g_a).max() < 1e-6
         else:
             assert (fit.a == 1.0).all()

@@ -7,9 +7,21 @@ import pandas as pd
 import pytest
 
 from evalprism.errors import EvalprismError
+from evalprism.stats.irv import (
+    ANOMALOUS,
+    EASY,
+    EXCLUDED,
+    HARD,
+    STS,
+    classify,
+    inversions,
+    irv_text,
+    monotone,
+    parse_irv,
+    transition_index,
+)
 from evalprism.stem import build_pool
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
-from evalprism.stats.irv import ANOMALOUS, EASY, EXCLUDED, HARD, STS, classify, inversions, irv_text, monotone, parse_irv, transition_index
 
 # the seed's own examples plus edge cases, family of 8 (rows) / 4 members
 SEED_STS = [0, 0, 0, 1, 1, 1, 1, 1]
@@ -29,15 +41,17 @@ def test_seed_examples_monotonicity_and_ti() -> None:
 
 
 def test_ti_levels_all_right_all_wrong_and_missing_answers() -> None:
-    irv = np.array([
-        [1, 1, 1, 1],    # easy: TI 1
-        [0, 1, 1, 1],    # TI 2
-        [0, 0, 0, 1],    # TI 4
-        [0, 0, 0, 0],    # hard: TI n+1 = 5, kept as in the seed
-        [1, 0, 1, 1],    # anomalous
-        [-1, 0, 1, 1],   # -1 as wrong: TI 3; excluded in exclude mode
-        [0, 1, -1, 1],   # -1 as wrong: anomalous; excluded in exclude mode
-    ])
+    irv = np.array(
+        [
+            [1, 1, 1, 1],  # easy: TI 1
+            [0, 1, 1, 1],  # TI 2
+            [0, 0, 0, 1],  # TI 4
+            [0, 0, 0, 0],  # hard: TI n+1 = 5, kept as in the seed
+            [1, 0, 1, 1],  # anomalous
+            [-1, 0, 1, 1],  # -1 as wrong: TI 3; excluded in exclude mode
+            [0, 1, -1, 1],  # -1 as wrong: anomalous; excluded in exclude mode
+        ]
+    )
     kind, ti = classify(irv, "wrong")
     assert kind.tolist() == [EASY, STS, STS, HARD, ANOMALOUS, STS, ANOMALOUS]
     assert ti.tolist() == [1, 2, 4, 5, 0, 3, 0]
@@ -90,9 +104,13 @@ def test_anomaly_rate_and_difficulty_shares_per_benchmark() -> None:
 
 def test_discriminability_by_hand() -> None:
     # scores (percent) of three members with params 1, e, e^2 (log params 0, 1, 2)
-    scores = np.array([[10.0, 20.0, 60.0],   # sd = sqrt(((-20)^2 + (-10)^2 + 30^2)/3) = sqrt(1400/3)
-                       [50.0, 40.0, 30.0],   # falls with size: rho = -1
-                       [30.0, 30.0, 30.0]])  # constant: D = 0
+    scores = np.array(
+        [
+            [10.0, 20.0, 60.0],  # sd = sqrt(((-20)^2 + (-10)^2 + 30^2)/3) = sqrt(1400/3)
+            [50.0, 40.0, 30.0],  # falls with size: rho = -1
+            [30.0, 30.0, 30.0],
+        ]
+    )  # constant: D = 0
     params = np.exp([0.0, 1.0, 2.0])
     d = discriminability(scores, params)
     sd0 = np.sqrt(1400 / 3)

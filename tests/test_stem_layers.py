@@ -25,8 +25,9 @@ def layers() -> list[str]:
 
 
 def _type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def stem_imports(source: str, exports: dict[str, str]) -> list[tuple[int, str]]:
@@ -50,8 +51,11 @@ def stem_imports(source: str, exports: dict[str, str]) -> list[tuple[int, str]]:
             elif module.startswith("evalprism.stem."):
                 found.append((node.lineno, module.split(".")[2]))
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name.split(".")[2]) for alias in node.names
-                      if alias.name.startswith("evalprism.stem.")]
+            found += [
+                (node.lineno, alias.name.split(".")[2])
+                for alias in node.names
+                if alias.name.startswith("evalprism.stem.")
+            ]
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
             arg = node.args[0] if node.args else None
             if isinstance(arg, ast.Constant) and str(arg.value).startswith("evalprism.stem."):

@@ -75,8 +75,9 @@ def test_random_and_bayesian_baselines_by_hand() -> None:
     assert best.tolist()[0] == 2 and mass[0] == pytest.approx(0.9 / 1.5)
     assert best.tolist()[1] == 2 and mass[1] == pytest.approx(0.9**3 / (0.1**3 + 0.5**3 + 0.9**3))
     # random sampling: draw 1 scores 2/3 = 66.7% (between members at 40 and 70), draw 2 scores 100%
-    pos = random_positions(np.zeros(3, dtype=np.int64), right.astype(float), draws, np.array([1.0]),
-                           np.array([40.0, 70.0]))
+    pos = random_positions(
+        np.zeros(3, dtype=np.int64), right.astype(float), draws, np.array([1.0]), np.array([40.0, 70.0])
+    )
     assert pos.tolist() == [1, 2]
 
 
@@ -144,10 +145,19 @@ def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, m
     monkeypatch.setattr(locate, "trial_run", counted)
     for method, weighting in (("paper", "balanced"), ("paper", "stratified"), ("auto", "balanced")):
         runs.clear()
-        result = locate_models(pool, correctness, ["other-c"], items=100, trials=20, seed=7, method=method,
-                               weighting=weighting, progress=False)
+        result = locate_models(
+            pool,
+            correctness,
+            ["other-c"],
+            items=100,
+            trials=20,
+            seed=7,
+            method=method,
+            weighting=weighting,
+            progress=False,
+        )
         assert runs == [20]
-        (loc, trials), = result.results
+        ((loc, trials),) = result.results
         alone = locate_model(pool, correctness, items=100, seed=7, model="other-c", method=method, weighting=weighting)
         for frame in ("levels", "tests", "subset"):
             pd.testing.assert_frame_equal(getattr(loc, frame), getattr(alone, frame))
@@ -168,7 +178,10 @@ def test_results_are_deterministic_and_saved_atomically(planted, tmp_path) -> No
     loaded = Pool.load(tmp_path / "pool")
     assert (loaded.irv == pool.irv).all() and (loaded.ti == pool.ti).all()
     pd.testing.assert_frame_equal(loaded.benchmarks, pool.benchmarks)
-    assert locate_model(loaded, correctness, model="other-d").position == locate_model(pool, correctness, model="other-d").position
+    assert (
+        locate_model(loaded, correctness, model="other-d").position
+        == locate_model(pool, correctness, model="other-d").position
+    )
 
 
 def test_locate_input_errors(planted) -> None:

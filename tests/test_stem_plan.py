@@ -106,14 +106,16 @@ def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
     has = planned.outcome != NO_ROW
     # all right / all wrong: every stratum is uniform, so its variance is the add-one floor
     # p~(1 - p~) with p~ = (k + 1)/(k + 2) (or 1/(k + 2)), k the benchmark's planned items
-    strata = plan.items.groupby("stratum").agg(bench=("benchmark", "first"), n=("stratum_drawn", "first"),
-                                               N=("stratum_size", "first"))
+    strata = plan.items.groupby("stratum").agg(
+        bench=("benchmark", "first"), n=("stratum_drawn", "first"), N=("stratum_size", "first")
+    )
     n_b = strata.groupby("bench")["N"].transform("sum")
     k_b = strata.groupby("bench")["n"].transform("sum")
     w_b = strata["bench"].map(dict(zip(plan.options["benchmarks"], plan.options["weights"], strict=True)))
     floor = (k_b + 1) / (k_b + 2) ** 2
-    expected_se = 100 * np.sqrt((w_b**2 * (strata["N"] / n_b) ** 2 * (1 - strata["n"] / strata["N"])
-                                 * floor / strata["n"]).sum())
+    expected_se = 100 * np.sqrt(
+        (w_b**2 * (strata["N"] / n_b) ** 2 * (1 - strata["n"] / strata["N"]) * floor / strata["n"]).sum()
+    )
     for value, position in ((1, pool.n), (0, 0)):  # all right: above every member; all wrong: below
         outcome = np.where(has, value, NO_ROW).astype(np.int8)
         notes: list[str] = []
@@ -187,27 +189,51 @@ def numeric_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, capsys) -> None:
     pool_dir, plan_dir, loc_dir = tmp_path / "pool", tmp_path / "plan", tmp_path / "loc"
-    code, _, err = run_cli(["stem", "pool", numeric_files["correctness"], "--models", numeric_files["meta"],
-                            "--family", "toy", "--out", pool_dir, "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "stem",
+            "pool",
+            numeric_files["correctness"],
+            "--models",
+            numeric_files["meta"],
+            "--family",
+            "toy",
+            "--out",
+            pool_dir,
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
     code, _, err = run_cli(["stem", "plan", pool_dir, "--items", "60", "--seed", "3", "--out", plan_dir, "-q"], capsys)
     assert code == 0, err
     plan = pd.read_csv(plan_dir / "plan.csv")
-    assert list(plan.columns) == ["benchmark", "item_id", "stratum", "members_right", "stratum_size", "stratum_drawn",
-                                  "inclusion_probability", "design_weight", "stage"]
+    assert list(plan.columns) == [
+        "benchmark",
+        "item_id",
+        "stratum",
+        "members_right",
+        "stratum_size",
+        "stratum_drawn",
+        "inclusion_probability",
+        "design_weight",
+        "stage",
+    ]
     assert (plan["stage"] == 1).all()
     assert len(plan) == 60
     samples = json.loads((plan_dir / "lm_eval_samples.json").read_text())
-    assert {b: sorted(ids) for b, ids in samples.items()} == \
-        {b: sorted(g["item_id"].tolist()) for b, g in plan.groupby("benchmark")}
+    assert {b: sorted(ids) for b, ids in samples.items()} == {
+        b: sorted(g["item_id"].tolist()) for b, g in plan.groupby("benchmark")
+    }
     inspect_ids = json.loads((plan_dir / "inspect_sample_ids.json").read_text())
     assert {b: sorted(int(i) for i in ids.split(",")) for b, ids in inspect_ids.items()} == samples
     assert json.loads((plan_dir / "run.json").read_text())["options"]["seed"] == 3
     new = pd.read_csv(numeric_files["root"] / "new.csv")
     planned = new.merge(plan[["benchmark", "item_id"]], on=["benchmark", "item_id"])
     planned.to_csv(tmp_path / "planned.csv", index=False)
-    code, _, err = run_cli(["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir,
-                            "--out", loc_dir], capsys)
+    code, _, err = run_cli(
+        ["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir, "--out", loc_dir], capsys
+    )
     assert code == 0, err
     assert "answered 60 of the 600 pool items" in " ".join(err.split())
     entry = json.loads((loc_dir / "localization.json").read_text())[0]
@@ -217,17 +243,47 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     assert "ground truth from full-benchmark scores" not in report and "no truth to compare with" in report
     # --items / --weighting on planned answers change nothing: refused, naming the flag, nothing written
     for flag, value in (("--items", "50"), ("--seed", "5"), ("--weighting", "stratified")):
-        code, _, err = run_cli(["stem", "locate", pool_dir, tmp_path / "planned.csv", "--plan", plan_dir,
-                                flag, value, "--out", tmp_path / "loc3"], capsys)
+        code, _, err = run_cli(
+            [
+                "stem",
+                "locate",
+                pool_dir,
+                tmp_path / "planned.csv",
+                "--plan",
+                plan_dir,
+                flag,
+                value,
+                "--out",
+                tmp_path / "loc3",
+            ],
+            capsys,
+        )
         assert code != 0 and f"{flag} {value}: does not apply here" in " ".join(err.split()), err
         assert "Traceback" not in err and not (tmp_path / "loc3" / "report.html").exists()
     # a plan of another pool is refused with one message
     other = tmp_path / "pool2"
-    code, _, err = run_cli(["stem", "pool", numeric_files["correctness"], "--models", numeric_files["meta"],
-                            "--family", "toy", "--missing", "exclude", "--out", other, "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "stem",
+            "pool",
+            numeric_files["correctness"],
+            "--models",
+            numeric_files["meta"],
+            "--family",
+            "toy",
+            "--missing",
+            "exclude",
+            "--out",
+            other,
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0, err
-    code, _, err = run_cli(["stem", "locate", other, tmp_path / "planned.csv", "--plan", tmp_path / "nope",
-                            "--out", tmp_path / "loc2"], capsys)
+    code, _, err = run_cli(
+        ["stem", "locate", other, tmp_path / "planned.csv", "--plan", tmp_path / "nope", "--out", tmp_path / "loc2"],
+        capsys,
+    )
     assert code == 2 and "not a plan directory" in err and "Traceback" not in err
 
 
@@ -253,8 +309,11 @@ def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
     subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
     for kwargs in ({"items": 50}, {"seed": 5}, {"weighting": "stratified"}, {"design": "stratified"}):
         name = next(iter(kwargs))
-        with pytest.raises(EvalprismError, match=f"^{name} .*does not apply here: every model is located from its "
-                                                 "own answers alone \\(the plan's items\\)") as err:
+        with pytest.raises(
+            EvalprismError,
+            match=f"^{name} .*does not apply here: every model is located from its "
+            "own answers alone \\(the plan's items\\)",
+        ) as err:
             locate_models(pool, subset, plan=plan, trials=0, progress=False, **kwargs)
         assert err.value.parameter == name
         with pytest.raises(EvalprismError, match="answers on part of the pool"):
@@ -272,12 +331,15 @@ def test_models_on_part_of_the_pool_share_one_note_per_design() -> None:
 
     plan = "plan: stratified (benchmark x members right)"
     notes = partial_answers_notes([("a", 100, plan), ("b", 98, plan), ("c", 40, "a simple random sample")], 1521, 0)
-    assert notes == [f"2 models answered 98-100 of the 1,521 pool items: their full-pool scores are estimated under "
-                     f"the design '{plan}'; no truth to compare with",
-                     "'c' answered 40 of the 1,521 pool items: its full-pool score is estimated under the design "
-                     "'a simple random sample'; no truth to compare with"]
+    assert notes == [
+        f"2 models answered 98-100 of the 1,521 pool items: their full-pool scores are estimated under "
+        f"the design '{plan}'; no truth to compare with",
+        "'c' answered 40 of the 1,521 pool items: its full-pool score is estimated under the design "
+        "'a simple random sample'; no truth to compare with",
+    ]
     assert partial_answers_notes([("a", 5, plan)], 10, 100)[0].endswith(
-        "no truth to compare with and no trials (they need answers on the whole pool)")
+        "no truth to compare with and no trials (they need answers on the whole pool)"
+    )
 
 
 def test_what_the_readers_chose_is_kept_in_the_result(world) -> None:

@@ -12,16 +12,24 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import shared_data
+
 from evalprism.io.correctness import encode_correctness, read_correctness, read_models
-from evalprism.stem import build_pool
 from evalprism.stats.irv import EASY, HARD
+from evalprism.stem import build_pool
 
 ZEROEVAL = {
-    "qwen2.5 (3,7,32,72B)": ["Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct"],
-    "llama-3.1 (8,70,405B)": ["Meta-Llama-3.1-8B-Instruct", "Meta-Llama-3.1-70B-Instruct",
-                              "Meta-Llama-3.1-405B-Instruct@hyperbolic"],
+    "qwen2.5 (3,7,32,72B)": [
+        "Qwen2.5-3B-Instruct",
+        "Qwen2.5-7B-Instruct",
+        "Qwen2.5-32B-Instruct",
+        "Qwen2.5-72B-Instruct",
+    ],
+    "llama-3.1 (8,70,405B)": [
+        "Meta-Llama-3.1-8B-Instruct",
+        "Meta-Llama-3.1-70B-Instruct",
+        "Meta-Llama-3.1-405B-Instruct@hyperbolic",
+    ],
     "gemma-2 (2,9,27B)": ["gemma-2-2b-it", "gemma-2-9b-it", "gemma-2-27b-it"],
     "qwen2 (7,72B)": ["Qwen2-7B-Instruct", "Qwen2-72B-Instruct"],
 }
@@ -47,8 +55,10 @@ def _check(pool_wrong, pool_exclude, expected: dict) -> None:
 
 def _pools(enc, meta, members):
     rows = meta[meta["model"].isin(members)]
-    return (build_pool(enc, rows, missing="wrong", min_models=2),
-            build_pool(enc, rows, missing="exclude", min_models=2))
+    return (
+        build_pool(enc, rows, missing="wrong", min_models=2),
+        build_pool(enc, rows, missing="exclude", min_models=2),
+    )
 
 
 def test_zeroeval_anomaly_rates_match_family_sts_stats() -> None:

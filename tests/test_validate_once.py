@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from helpers import run_cli
+
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, route, route_prompts, train_model
 from evalprism.p2l.routing import opponent_vector
@@ -49,22 +49,43 @@ def library_message(call) -> str:
 
 
 @pytest.mark.slow  # trains a small P2L model
-def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(model_dir: Path, tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = P2LModel.load(model_dir)
     names = model.models
     coefs = np.zeros((2, len(names)))
     # the library: route (one leaderboard, per-prompt leaderboards, both budget scopes) and route_prompts
     assert library_message(lambda: route(coefs[0], COSTS, 0.1, names=names)) == BELOW
     for scope in ("prompt", "average"):
-        assert library_message(lambda: route(coefs, COSTS, 0.1, names=names, budget_scope=scope)) == BELOW
-        assert library_message(lambda: route_prompts(model, pd.DataFrame({"prompt": PROMPTS}), COSTS, 0.1,
-                                                     budget_scope=scope, progress=False)) == BELOW
+        assert library_message(lambda scope=scope: route(coefs, COSTS, 0.1, names=names, budget_scope=scope)) == BELOW
+        assert (
+            library_message(
+                lambda scope=scope: route_prompts(
+                    model, pd.DataFrame({"prompt": PROMPTS}), COSTS, 0.1, budget_scope=scope, progress=False
+                )
+            )
+            == BELOW
+        )
     # the CLI shows the library's message as it is
     pd.DataFrame({"prompt": PROMPTS}).to_csv(tmp_path / "prompts.csv", index=False)
     pd.DataFrame({"model": list(COSTS), "cost": list(COSTS.values())}).to_csv(tmp_path / "costs.csv", index=False)
-    code, _, err = run_cli(["p2l", "route", model_dir, tmp_path / "prompts.csv", "--costs", tmp_path / "costs.csv",
-                            "--budget", "0.1", "--out", tmp_path / "out", "-q"], capsys)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            model_dir,
+            tmp_path / "prompts.csv",
+            "--costs",
+            tmp_path / "costs.csv",
+            "--budget",
+            "0.1",
+            "--out",
+            tmp_path / "out",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 2 and err.strip() == f"error: {BELOW}"
     assert not (tmp_path / "out").exists()
     # the service: its config file (after the file's name) and a request's budget
@@ -85,21 +106,27 @@ def test_missing_costs_get_one_message_from_route_and_route_prompts(model_dir: P
     partial = {"poet-7b": 0.2, "calc-13b": 0.4}
     want = "costs: no cost for 2 of the 4 models routed among: coder-34b, generalist-70b"
     assert library_message(lambda: route(np.zeros(4), partial, 1.0, names=model.models)) == want
-    assert library_message(lambda: route_prompts(model, pd.DataFrame({"prompt": PROMPTS}), partial, 1.0,
-                                                 progress=False)) == want
+    assert (
+        library_message(lambda: route_prompts(model, pd.DataFrame({"prompt": PROMPTS}), partial, 1.0, progress=False))
+        == want
+    )
 
 
 @pytest.mark.parametrize(
     "opponent,message",
     [
-        ({"gpt-9": 1.0}, "opponent: gpt-9 not among the candidate models; the opponent distribution is over the candidates"),
+        (
+            {"gpt-9": 1.0},
+            "opponent: gpt-9 not among the candidate models; the opponent distribution is over the candidates",
+        ),
         ({"a": 0.0, "b": 0.0}, "opponent: expected weights >= 0 with a positive sum"),
         ({"a": -1.0, "b": 2.0}, "opponent: expected weights >= 0 with a positive sum"),
         ({}, "opponent: expected 'uniform' or at least one {model: weight}"),
     ],
 )
-def test_opponent_weights_get_one_message_from_the_library_and_the_config(tmp_path: Path, opponent: dict[str, float],
-                                                                          message: str) -> None:
+def test_opponent_weights_get_one_message_from_the_library_and_the_config(
+    tmp_path: Path, opponent: dict[str, float], message: str
+) -> None:
     costs = {"a": 1.0, "b": 2.0}
     assert library_message(lambda: route(np.zeros(2), costs, None, opponent, names=list(costs))) == message
     path = write_router_config(tmp_path / "router.yaml", costs, opponent=opponent)

@@ -48,8 +48,11 @@ class LazyPackage(types.ModuleType):
     def __setattr__(self, name: str, value: Any) -> None:
         """Keep a public function bound when the import system binds its same-named submodule."""
         exports = self.__dict__.get("_lazy_exports", {})
-        if (isinstance(value, types.ModuleType) and exports.get(name) == name
-                and value.__name__ == f"{self.__name__}.{name}"):
+        if (
+            isinstance(value, types.ModuleType)
+            and exports.get(name) == name
+            and value.__name__ == f"{self.__name__}.{name}"
+        ):
             value = getattr(value, name)
         super().__setattr__(name, value)
 

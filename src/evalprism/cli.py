@@ -49,16 +49,25 @@ class ScoreRuleName(str, Enum):
     contains = "contains"
 
 
-Extract = Annotated[Optional[str], typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1).")]
+Extract = Annotated[
+    Optional[str],
+    typer.Option("--extract", help="Regex taking the answer span out of each response (last match, group 1)."),
+]
 Choices = Annotated[Optional[str], typer.Option("--choices", help="Column mapping answer labels to choice texts.")]
 CacheDir = Annotated[
     Optional[Path],
-    typer.Option("--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."),
+    typer.Option(
+        "--cache-dir", help="Embedding cache directory (default: $EVALPRISM_CACHE_DIR, else ~/.cache/evalprism)."
+    ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or status output.")]
-Overwrite = Annotated[bool, typer.Option(
-    "--overwrite",
-    help="Replace a previous evalprism output of another command in --out (never other files, never an input).")]
+Overwrite = Annotated[
+    bool,
+    typer.Option(
+        "--overwrite",
+        help="Replace a previous evalprism output of another command in --out (never other files, never an input).",
+    ),
+]
 
 
 def _seed(value: Optional[int]) -> Optional[int]:
@@ -79,9 +88,16 @@ def _out_path(value: str | Path) -> Path:
     return Path(value)
 
 
-Out = Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR")]
-Embedder = Annotated[str, typer.Option(
-    "--embedder", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only).")]
+Out = Annotated[
+    Path,
+    typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR"),
+]
+Embedder = Annotated[
+    str,
+    typer.Option(
+        "--embedder", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only)."
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -92,8 +108,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
-                                          callback=_version, is_eager=True)] = False,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
 ) -> None:
     """Split an averaged evaluation score into its spectrum."""
 
@@ -119,23 +136,42 @@ def ecdf(
     responses: Annotated[Path, typer.Argument(help="Responses table (.jsonl, .csv, .tsv, .parquet).")],
     out: Out,
     by: Annotated[Optional[list[str]], typer.Option("--by", help="Setting column (repeat for several).")] = None,
-    clusters: Annotated[str, typer.Option("--clusters", "-k", help="Number of clusters K, or 'auto': K chosen by stability, the K whose clusterings of random 80% question subsets agree best (adjusted Rand index); among K within 0.005 of the most stable, the mean silhouette breaks the tie.")] = "auto",
+    clusters: Annotated[
+        str,
+        typer.Option(
+            "--clusters",
+            "-k",
+            help="Number of clusters K, or 'auto': K chosen by stability, the K whose clusterings of random 80% question subsets agree best (adjusted Rand index); among K within 0.005 of the most stable, the mean silhouette breaks the tie.",
+        ),
+    ] = "auto",
     embedder: Embedder = "minilm",
     method: Annotated[KMethod, typer.Option("--method", help="k-medoids algorithm.")] = KMethod.fasterpam,
-    score: Annotated[ScoreRuleName, typer.Option(
-        "--score", help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
-                        "(normalised exact match, numbers as numbers: 3.0 = 3, $70 = 70, 1,000 = 1000; 0/1) or contains (a reference occurs in the response, 0/1).")
+    score: Annotated[
+        ScoreRuleName,
+        typer.Option(
+            "--score",
+            help="Response quality against the references: cosine (max cosine similarity, eq. 3), exact "
+            "(normalised exact match, numbers as numbers: 3.0 = 3, $70 = 70, 1,000 = 1000; 0/1) or contains (a reference occurs in the response, 0/1).",
+        ),
     ] = ScoreRuleName.cosine,
-    final: Annotated[FinalRuleName, typer.Option(
-        "--final", help="Each setting's final answer (for accuracy): medoid (eq. 6, the answer nearest the mean "
-                        "embedding) or majority (the self-consistency vote over normalised answers); the other is "
-                        "kept beside it in settings.csv.")
+    final: Annotated[
+        FinalRuleName,
+        typer.Option(
+            "--final",
+            help="Each setting's final answer (for accuracy): medoid (eq. 6, the answer nearest the mean "
+            "embedding) or majority (the self-consistency vote over normalised answers); the other is "
+            "kept beside it in settings.csv.",
+        ),
     ] = FinalRuleName.medoid,
-    baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs.")
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline", help="Compare every configuration with this one (e.g. temperature=0.0) instead of all pairs."
+        ),
     ] = None,
-    permutations: Annotated[int, typer.Option(
-        "--permutations", help="Label permutations per paired test (999 resolves p = 0.001).")] = 999,
+    permutations: Annotated[
+        int, typer.Option("--permutations", help="Label permutations per paired test (999 resolves p = 0.001).")
+    ] = 999,
     seed: Seed = 0,
     extract: Extract = None,
     choices: Choices = None,
@@ -151,9 +187,20 @@ def ecdf(
     target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
-        table, by=by or [], clusters=clusters, embedder=embedder, method=method.value, score=score.value,
-        baseline=baseline, permutations=permutations, seed=seed, final=final.value,
-        extract=extract, choices=choices, group=group, cache_dir=str(cache_dir) if cache_dir else None,
+        table,
+        by=by or [],
+        clusters=clusters,
+        embedder=embedder,
+        method=method.value,
+        score=score.value,
+        baseline=baseline,
+        permutations=permutations,
+        seed=seed,
+        final=final.value,
+        extract=extract,
+        choices=choices,
+        group=group,
+        cache_dir=str(cache_dir) if cache_dir else None,
         progress=not quiet,
     )
     result.save(target)
@@ -186,11 +233,18 @@ class CiName(str, Enum):
 
 @p2l_app.command("fit")
 def p2l_fit(
-    battles: Annotated[Path, typer.Argument(help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations; or graded logs (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score table): every two models scored on the same item are a battle.")],
+    battles: Annotated[
+        Path,
+        typer.Argument(
+            help="Battles: canonical table, FastChat clean_battle JSON, arena-55k CSV or AlpacaEval annotations; or graded logs (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score table): every two models scored on the same item are a battle."
+        ),
+    ],
     out: Out,
     model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
-    rounds: Annotated[Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)] = None,
+    rounds: Annotated[
+        Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)
+    ] = None,
     seed: Seed = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -200,8 +254,14 @@ def p2l_fit(
     from evalprism.p2l.from_logs import read_battles_input
 
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
-    result = fit_leaderboard(read_battles_input(battles, prompts=False), model=model.value, ci=ci.value, rounds=rounds, seed=seed,
-                             progress=not quiet)
+    result = fit_leaderboard(
+        read_battles_input(battles, prompts=False),
+        model=model.value,
+        ci=ci.value,
+        rounds=rounds,
+        seed=seed,
+        progress=not quiet,
+    )
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     _wrote(out, quiet, f"; {len(result.leaderboard)} models")
@@ -211,8 +271,13 @@ def p2l_fit(
 def p2l_split(
     battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
     out: Out,
-    test_fraction: Annotated[float, typer.Option("--test-fraction", help="Share of prompts held out for testing.")] = 0.2,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).", callback=_seed)] = 0,
+    test_fraction: Annotated[
+        float, typer.Option("--test-fraction", help="Share of prompts held out for testing.")
+    ] = 0.2,
+    seed: Annotated[
+        int,
+        typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).", callback=_seed),
+    ] = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -227,8 +292,11 @@ def p2l_split(
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     b, p = result.options["battles"], result.options["prompts"]
-    _wrote(out, quiet, f"; train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on "
-                       f"{p['test']} prompts")
+    _wrote(
+        out,
+        quiet,
+        f"; train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on {p['test']} prompts",
+    )
 
 
 class AggregationName(str, Enum):
@@ -238,30 +306,120 @@ class AggregationName(str, Enum):
 
 @p2l_app.command("train")
 def p2l_train(
-    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format), or graded logs with the items' text (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score,prompt table): every two models scored on the same item are a battle.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
-    backbone: Annotated[str, typer.Option("--backbone", help="The model's prompt encoder, saved with it and trainable "
-                                          "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
-                                          "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir> | "
-                                          "static (distilled from MiniLM once into the cache, ~0.3 ms per prompt; "
-                                          "static:<local encoder dir> distils another encoder).")] = "minilm",
+    battles: Annotated[
+        Path,
+        typer.Argument(
+            help="Battles with prompts (any supported battles format), or graded logs with the items' text (lm-eval --log_samples directory, inspect_ai logs, a model,item_id,score,prompt table): every two models scored on the same item are a battle."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR"
+        ),
+    ],
+    backbone: Annotated[
+        str,
+        typer.Option(
+            "--backbone",
+            help="The model's prompt encoder, saved with it and trainable "
+            "with --finetune (unlike --embedder of ecdf/judges, which is a frozen "
+            "feature extractor): minilm | st:<local dir> | hf:<local causal LM dir> | "
+            "static (distilled from MiniLM once into the cache, ~0.3 ms per prompt; "
+            "static:<local encoder dir> distils another encoder).",
+        ),
+    ] = "minilm",
     loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
-    finetune: Annotated[bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")] = False,
-    val_fraction: Annotated[float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")] = 0.1,
-    fit: Annotated[Optional[str], typer.Option("--fit", help="How the head is fitted: ridge (the default with a frozen backbone: to convergence, the penalty chosen by cross-validation over training prompts) | adamw (epochs with early stopping; always with --finetune).")] = None,
-    penalty: Annotated[Optional[float], typer.Option("--penalty", help="With --fit ridge: the penalty λ on the head's weights (default: chosen by 5-fold cross-validation).")] = None,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).", min=1)] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", help="With --fit adamw: battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).", min=1)] = None,
-    micro_batch_size: Annotated[Optional[int], typer.Option("--micro-batch-size", help="With --fit adamw: battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).", min=1)] = None,
-    lr: Annotated[Optional[float], typer.Option("--lr", help="With --fit adamw: learning rate of the head (default 3e-3).")] = None,
-    backbone_lr: Annotated[float, typer.Option("--backbone-lr", help="With --finetune: learning rate of the backbone.")] = 2e-5,
-    weight_decay: Annotated[Optional[float], typer.Option("--weight-decay", help="With --fit adamw: AdamW weight decay on the head's weights, not its bias (default 1e-2).")] = None,
-    patience: Annotated[Optional[int], typer.Option("--patience", help="With --fit adamw: epochs without validation improvement before stopping (default 8).", min=1)] = None,
-    max_length: Annotated[Optional[int], typer.Option("--max-length", help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).", min=1)] = None,
-    gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).")] = False,
-    precision: Annotated[Optional[str], typer.Option("--precision", help="With --finetune: auto (the default: bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (split, order, initialisation).", callback=_seed)] = 0,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes).")] = False,
+    finetune: Annotated[
+        bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")
+    ] = False,
+    val_fraction: Annotated[
+        float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")
+    ] = 0.1,
+    fit: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fit",
+            help="How the head is fitted: ridge (the default with a frozen backbone: to convergence, the penalty chosen by cross-validation over training prompts) | adamw (epochs with early stopping; always with --finetune).",
+        ),
+    ] = None,
+    penalty: Annotated[
+        Optional[float],
+        typer.Option(
+            "--penalty",
+            help="With --fit ridge: the penalty λ on the head's weights (default: chosen by 5-fold cross-validation).",
+        ),
+    ] = None,
+    epochs: Annotated[
+        Optional[int],
+        typer.Option("--epochs", help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).", min=1),
+    ] = None,
+    batch_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--batch-size",
+            help="With --fit adamw: battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).",
+            min=1,
+        ),
+    ] = None,
+    micro_batch_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--micro-batch-size",
+            help="With --fit adamw: battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).",
+            min=1,
+        ),
+    ] = None,
+    lr: Annotated[
+        Optional[float], typer.Option("--lr", help="With --fit adamw: learning rate of the head (default 3e-3).")
+    ] = None,
+    backbone_lr: Annotated[
+        float, typer.Option("--backbone-lr", help="With --finetune: learning rate of the backbone.")
+    ] = 2e-5,
+    weight_decay: Annotated[
+        Optional[float],
+        typer.Option(
+            "--weight-decay",
+            help="With --fit adamw: AdamW weight decay on the head's weights, not its bias (default 1e-2).",
+        ),
+    ] = None,
+    patience: Annotated[
+        Optional[int],
+        typer.Option(
+            "--patience",
+            help="With --fit adamw: epochs without validation improvement before stopping (default 8).",
+            min=1,
+        ),
+    ] = None,
+    max_length: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-length",
+            help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).",
+            min=1,
+        ),
+    ] = None,
+    gradient_checkpointing: Annotated[
+        bool,
+        typer.Option(
+            "--gradient-checkpointing",
+            help="With --finetune: recompute activations in the backward pass (less memory for large backbones, slower).",
+        ),
+    ] = False,
+    precision: Annotated[
+        Optional[str],
+        typer.Option(
+            "--precision",
+            help="With --finetune: auto (the default: bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Random seed (split, order, initialisation).", callback=_seed)
+    ] = 0,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes)."),
+    ] = False,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -271,14 +429,34 @@ def p2l_train(
     from evalprism.p2l import TrainOptions, TrainResult, checkpoint_dir_for, train_model
     from evalprism.p2l.from_logs import read_battles_input
 
-    options = TrainOptions(backbone=backbone, loss=loss.value, finetune=finetune, fit=fit, penalty=penalty,
-                           val_fraction=val_fraction, max_epochs=epochs, batch_size=batch_size,
-                           micro_batch_size=micro_batch_size, lr=lr, backbone_lr=backbone_lr, weight_decay=weight_decay,
-                           patience=patience, max_length=max_length, gradient_checkpointing=gradient_checkpointing,
-                           precision=precision, seed=seed)
+    options = TrainOptions(
+        backbone=backbone,
+        loss=loss.value,
+        finetune=finetune,
+        fit=fit,
+        penalty=penalty,
+        val_fraction=val_fraction,
+        max_epochs=epochs,
+        batch_size=batch_size,
+        micro_batch_size=micro_batch_size,
+        lr=lr,
+        backbone_lr=backbone_lr,
+        weight_decay=weight_decay,
+        patience=patience,
+        max_length=max_length,
+        gradient_checkpointing=gradient_checkpointing,
+        precision=precision,
+        seed=seed,
+    )
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)
-    result = train_model(read_battles_input(battles, prompts=True), options, checkpoint_dir=checkpoint_dir_for(target), resume=resume,
-                         cache_dir=cache_dir, progress=not quiet)
+    result = train_model(
+        read_battles_input(battles, prompts=True),
+        options,
+        checkpoint_dir=checkpoint_dir_for(target),
+        resume=resume,
+        cache_dir=cache_dir,
+        progress=not quiet,
+    )
     _read_notes(result.options.get("read", []), quiet or not result.main_process)
     result.save(target)
     _wrote(out, quiet or not result.main_process)
@@ -289,10 +467,20 @@ def p2l_leaderboard(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     out: Out,
-    prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
-    category_column: Annotated[Optional[str], typer.Option("--category-column", help="Column with a category per prompt (default: cluster the prompts).")] = None,
-    reference: Annotated[Optional[str], typer.Option("--reference", help="Model the strengths are measured against (default: the leader).")] = None,
-    aggregation: Annotated[AggregationName, typer.Option("--aggregation", help="Per-category aggregation: bt (eq. 3) or mean (B.1).")] = AggregationName.bt,
+    prompt_column: Annotated[
+        Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")
+    ] = None,
+    category_column: Annotated[
+        Optional[str],
+        typer.Option("--category-column", help="Column with a category per prompt (default: cluster the prompts)."),
+    ] = None,
+    reference: Annotated[
+        Optional[str],
+        typer.Option("--reference", help="Model the strengths are measured against (default: the leader)."),
+    ] = None,
+    aggregation: Annotated[
+        AggregationName, typer.Option("--aggregation", help="Per-category aggregation: bt (eq. 3) or mean (B.1).")
+    ] = AggregationName.bt,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -304,8 +492,15 @@ def p2l_leaderboard(
     target = _claim(out, "p2l leaderboard", [model_dir, prompts, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
-    result = analyze_prompt_set(model, table, category_column=category_column, reference=reference,
-                                aggregation=aggregation.value, cache_dir=cache_dir, progress=not quiet)
+    result = analyze_prompt_set(
+        model,
+        table,
+        category_column=category_column,
+        reference=reference,
+        aggregation=aggregation.value,
+        cache_dir=cache_dir,
+        progress=not quiet,
+    )
     result.save(target)
     _wrote(out, quiet)
 
@@ -322,11 +517,37 @@ def p2l_evaluate(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
     out: Out,
-    repeats: Annotated[int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)] = 10,
-    costs: Annotated[Optional[Path], typer.Option("--costs", help="Cost table (as `p2l route --costs`): value routing policies on the held-out verdicts (P2L router, best single model, marginal router, cost-matched random mix, oracle).")] = None,
-    budgets: Annotated[Optional[str], typer.Option("--budgets", help="With --costs: comma-separated budgets, each prompt's expected cost at most the budget (default: 5 from the cheapest to the dearest model's cost).")] = None,
-    value: Annotated[RouteValueName, typer.Option("--value", help="With --costs: what the routers maximise: score (the default: expected score against a uniform opponent, P(win) + 1/2 P(tie), what the held-out value measures) or own (the model's own routing value, as `p2l route`: sigma(beta) for grk, which saturates near 1).")] = None,  # type: ignore[assignment]
-    cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)
+    ] = 10,
+    costs: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--costs",
+            help="Cost table (as `p2l route --costs`): value routing policies on the held-out verdicts (P2L router, best single model, marginal router, cost-matched random mix, oracle).",
+        ),
+    ] = None,
+    budgets: Annotated[
+        Optional[str],
+        typer.Option(
+            "--budgets",
+            help="With --costs: comma-separated budgets, each prompt's expected cost at most the budget (default: 5 from the cheapest to the dearest model's cost).",
+        ),
+    ] = None,
+    value: Annotated[
+        RouteValueName,
+        typer.Option(
+            "--value",
+            help="With --costs: what the routers maximise: score (the default: expected score against a uniform opponent, P(win) + 1/2 P(tie), what the held-out value measures) or own (the model's own routing value, as `p2l route`: sigma(beta) for grk, which saturates near 1).",
+        ),
+    ] = None,  # type: ignore[assignment]
+    cost_column: Annotated[
+        Optional[str],
+        typer.Option(
+            "--cost-column",
+            help="Column of --costs holding the cost (default: cost, else the output price of a price list).",
+        ),
+    ] = None,
     seed: Seed = 0,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
@@ -342,9 +563,17 @@ def p2l_evaluate(
     target = _claim(out, "p2l evaluate", [model_dir, battles, costs, cache_dir], overwrite, quiet)
     table = read_table(battles)  # the battles first: a bad file fails before the model loads
     cost_table = None if costs is None else read_costs(costs, cost_column)
-    result = evaluate_model_dir(model_dir, table, repeats=repeats, seed=seed, costs=cost_table,
-                                budgets=_number_list(budgets, "--budgets"),
-                                value=(value or RouteValueName.score).value, cache_dir=cache_dir, progress=not quiet)
+    result = evaluate_model_dir(
+        model_dir,
+        table,
+        repeats=repeats,
+        seed=seed,
+        costs=cost_table,
+        budgets=_number_list(budgets, "--budgets"),
+        value=(value or RouteValueName.score).value,
+        cache_dir=cache_dir,
+        progress=not quiet,
+    )
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     _wrote(out, quiet)
@@ -359,13 +588,35 @@ class BudgetScopeName(str, Enum):
 def p2l_route(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
-    costs: Annotated[Path, typer.Option("--costs", help="Cost table: columns model, cost (cost per query, any unit), or lmarena arena-catalog prices (model_api_name, output_token_price or output_usd_per_1M: the output price is the cost). Extra columns and models are ignored.")],
+    costs: Annotated[
+        Path,
+        typer.Option(
+            "--costs",
+            help="Cost table: columns model, cost (cost per query, any unit), or lmarena arena-catalog prices (model_api_name, output_token_price or output_usd_per_1M: the output price is the cost). Extra columns and models are ignored.",
+        ),
+    ],
     out: Out,
-    budget: Annotated[Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")] = None,
+    budget: Annotated[
+        Optional[float], typer.Option("--budget", help="Cost limit (default: none, route to each prompt's best model).")
+    ] = None,
     opponent: Annotated[str, typer.Option("--opponent", help="uniform, or a model name (point mass).")] = "uniform",
-    scope: Annotated[BudgetScopeName, typer.Option("--budget-scope", help="average: the mean expected cost over the prompts stays within the budget; prompt: each prompt's expected cost does (a routing mixes models: an expectation, not a cap on one call).")] = BudgetScopeName.average,
-    prompt_column: Annotated[Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")] = None,
-    cost_column: Annotated[Optional[str], typer.Option("--cost-column", help="Column of --costs holding the cost (default: cost, else the output price of a price list).")] = None,
+    scope: Annotated[
+        BudgetScopeName,
+        typer.Option(
+            "--budget-scope",
+            help="average: the mean expected cost over the prompts stays within the budget; prompt: each prompt's expected cost does (a routing mixes models: an expectation, not a cap on one call).",
+        ),
+    ] = BudgetScopeName.average,
+    prompt_column: Annotated[
+        Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")
+    ] = None,
+    cost_column: Annotated[
+        Optional[str],
+        typer.Option(
+            "--cost-column",
+            help="Column of --costs holding the cost (default: cost, else the output price of a price list).",
+        ),
+    ] = None,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -377,8 +628,16 @@ def p2l_route(
     target = _claim(out, "p2l route", [model_dir, prompts, costs, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     cost_table = read_costs(costs, cost_column)
-    result = route_model_dir(model_dir, table, cost_table, budget, opponent=opponent, budget_scope=scope.value,
-                             cache_dir=cache_dir, progress=not quiet)
+    result = route_model_dir(
+        model_dir,
+        table,
+        cost_table,
+        budget,
+        opponent=opponent,
+        budget_scope=scope.value,
+        cache_dir=cache_dir,
+        progress=not quiet,
+    )
     result.save(target)
     _wrote(out, quiet)
 
@@ -421,23 +680,64 @@ def _names(values: Optional[list[str]]) -> list[str]:
 @app.command()
 def judges(
     out: Out,
-    judgments: Annotated[Optional[Path], typer.Argument(help="Judgments table (.jsonl, .csv, .tsv, .parquet); or use --qrels.")] = None,
-    human: Annotated[str, typer.Option("--human", help="Human label column (or judge name of a --qrels file).")] = "human",
-    llm: Annotated[Optional[list[str]], typer.Option("--llm", help="LLM label column(s): repeat, or comma-separated.")] = None,
-    instruction: Annotated[Optional[list[str]], typer.Option("--instruction", help="Candidate task instruction (repeat; the purest clustering wins).")] = None,
+    judgments: Annotated[
+        Optional[Path], typer.Argument(help="Judgments table (.jsonl, .csv, .tsv, .parquet); or use --qrels.")
+    ] = None,
+    human: Annotated[
+        str, typer.Option("--human", help="Human label column (or judge name of a --qrels file).")
+    ] = "human",
+    llm: Annotated[
+        Optional[list[str]], typer.Option("--llm", help="LLM label column(s): repeat, or comma-separated.")
+    ] = None,
+    instruction: Annotated[
+        Optional[list[str]],
+        typer.Option("--instruction", help="Candidate task instruction (repeat; the purest clustering wins)."),
+    ] = None,
     embedder: Embedder = "minilm",
-    qrels: Annotated[Optional[list[str]], typer.Option("--qrels", help="TREC layout: one qrels file per judge, [NAME=]PATH (name: file name).")] = None,
+    qrels: Annotated[
+        Optional[list[str]],
+        typer.Option("--qrels", help="TREC layout: one qrels file per judge, [NAME=]PATH (name: file name)."),
+    ] = None,
     topics: Annotated[Optional[Path], typer.Option("--topics", help="TREC layout: topics file, qid<TAB>query.")] = None,
-    passages: Annotated[Optional[Path], typer.Option("--passages", help="TREC layout: passage file, docno<TAB>text.")] = None,
-    scale: Annotated[Optional[list[str]], typer.Option("--scale", help="COL=LOW-HIGH: declared label scale (default 0-3, or 0/1).")] = None,
-    threshold: Annotated[Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")] = None,
-    reduce: Annotated[ReduceName, typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]').")] = ReduceName.pca,
+    passages: Annotated[
+        Optional[Path], typer.Option("--passages", help="TREC layout: passage file, docno<TAB>text.")
+    ] = None,
+    scale: Annotated[
+        Optional[list[str]], typer.Option("--scale", help="COL=LOW-HIGH: declared label scale (default 0-3, or 0/1).")
+    ] = None,
+    threshold: Annotated[
+        Optional[list[str]], typer.Option("--threshold", help="COL=T: relevant at label >= T (default 2 on 0-3).")
+    ] = None,
+    reduce: Annotated[
+        ReduceName,
+        typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]')."),
+    ] = ReduceName.pca,
     components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
-    min_cluster_size: Annotated[Optional[int], typer.Option("--min-cluster-size", help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).", min=2)] = None,
+    min_cluster_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--min-cluster-size", help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).", min=2
+        ),
+    ] = None,
     min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
-    selection: Annotated[SelectionName, typer.Option("--cluster-selection", help="HDBSCAN cluster_selection_method (auto: eom, then leaf if eom is degenerate; leaf: finer clusters).")] = SelectionName.auto,
-    by: Annotated[str, typer.Option("--by", help="Column whose values are clustered apart (auto: 'collection' or 'year' if present; none: pool all pairs).")] = "auto",
-    min_query_pairs: Annotated[int, typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2)] = 5,
+    selection: Annotated[
+        SelectionName,
+        typer.Option(
+            "--cluster-selection",
+            help="HDBSCAN cluster_selection_method (auto: eom, then leaf if eom is degenerate; leaf: finer clusters).",
+        ),
+    ] = SelectionName.auto,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help="Column whose values are clustered apart (auto: 'collection' or 'year' if present; none: pool all pairs).",
+        ),
+    ] = "auto",
+    min_query_pairs: Annotated[
+        int,
+        typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2),
+    ] = 5,
     tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
     seed: Seed = 0,
     cache_dir: CacheDir = None,
@@ -451,18 +751,30 @@ def judges(
     target = _claim(out, "judges", [judgments, topics, passages, cache_dir, *_qrels_paths(qrels)], overwrite, quiet)
     if qrels:
         if judgments is not None or topics is None or passages is None:
-            raise EvalprismError("the TREC layout takes --qrels (one per judge), --topics and --passages, and no JUDGMENTS table")
+            raise EvalprismError(
+                "the TREC layout takes --qrels (one per judge), --topics and --passages, and no JUDGMENTS table"
+            )
         table = read_trec_judgments(qrels, topics, passages)
     elif judgments is None:
         raise EvalprismError("give a JUDGMENTS table, or the TREC layout with --qrels, --topics and --passages")
     else:
         table = read_table(judgments)
     options = JudgesOptions(
-        instructions=instruction or None, embedder=embedder,
-        scales=parse_column_options(scale, "scale"), thresholds=parse_column_options(threshold, "threshold"),
-        cluster=ClusterOptions(reduce=reduce.value, n_components=components, min_cluster_size=min_cluster_size,
-                               min_samples=min_samples, cluster_selection_method=selection.value),
-        bias=BiasRules(tau=tau), min_query_pairs=min_query_pairs, by=by, seed=seed,
+        instructions=instruction or None,
+        embedder=embedder,
+        scales=parse_column_options(scale, "scale"),
+        thresholds=parse_column_options(threshold, "threshold"),
+        cluster=ClusterOptions(
+            reduce=reduce.value,
+            n_components=components,
+            min_cluster_size=min_cluster_size,
+            min_samples=min_samples,
+            cluster_selection_method=selection.value,
+        ),
+        bias=BiasRules(tau=tau),
+        min_query_pairs=min_query_pairs,
+        by=by,
+        seed=seed,
     )
     result = analyze(table, human=human, llm=_names(llm), options=options, cache_dir=cache_dir, progress=not quiet)
     result.save(target)
@@ -506,23 +818,67 @@ class StemIRT(str, Enum):
     one = "1pl"
 
 
-StemCorrectness = Annotated[Path, typer.Argument(help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory, inspect_ai log (.eval, .json) or a directory of harness output.")]
+StemCorrectness = Annotated[
+    Path,
+    typer.Argument(
+        help="Correctness: long table (model, item_id, score[, benchmark]), wide model x item matrix, lm-eval --log_samples directory, inspect_ai log (.eval, .json) or a directory of harness output."
+    ),
+]
 StemModels = Annotated[Path, typer.Option("--models", help="Model metadata table: model, params (billions), family.")]
-StemFamily = Annotated[Optional[str], typer.Option("--family", help="Family to use from the metadata (needed when it lists several).")]
-StemMissingOpt = Annotated[StemMissing, typer.Option("--missing", help="A -1 (no answer): count it as wrong, or exclude the item.")]
-StemMetric = Annotated[Optional[list[str]], typer.Option("--metric", help="lm-eval samples: the metric holding 0/1, as TASK=METRIC (repeat) or METRIC for every task (default per task: the first in the results file's higher_is_better).", metavar="[TASK=]METRIC")]
-StemFilter = Annotated[Optional[list[str]], typer.Option("--lm-eval-filter", help="lm-eval samples: the filter, as TASK=FILTER (repeat) or FILTER for every task (default: the task's only filter, else strict-match, else the first listed).", metavar="[TASK=]FILTER")]
-StemModelName = Annotated[Optional[list[str]], typer.Option("--model-name", help="lm-eval run directory (relative path or name) to model name (repeat; default: the directory's name).", metavar="DIR=NAME")]
-StemScorer = Annotated[Optional[str], typer.Option("--scorer", help="inspect_ai logs: the scorer to read (default: the only one).")]
-StemEpochs = Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch its own item).")]
+StemFamily = Annotated[
+    Optional[str], typer.Option("--family", help="Family to use from the metadata (needed when it lists several).")
+]
+StemMissingOpt = Annotated[
+    StemMissing, typer.Option("--missing", help="A -1 (no answer): count it as wrong, or exclude the item.")
+]
+StemMetric = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--metric",
+        help="lm-eval samples: the metric holding 0/1, as TASK=METRIC (repeat) or METRIC for every task (default per task: the first in the results file's higher_is_better).",
+        metavar="[TASK=]METRIC",
+    ),
+]
+StemFilter = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--lm-eval-filter",
+        help="lm-eval samples: the filter, as TASK=FILTER (repeat) or FILTER for every task (default: the task's only filter, else strict-match, else the first listed).",
+        metavar="[TASK=]FILTER",
+    ),
+]
+StemModelName = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--model-name",
+        help="lm-eval run directory (relative path or name) to model name (repeat; default: the directory's name).",
+        metavar="DIR=NAME",
+    ),
+]
+StemScorer = Annotated[
+    Optional[str], typer.Option("--scorer", help="inspect_ai logs: the scorer to read (default: the only one).")
+]
+StemEpochs = Annotated[
+    StemEpochsChoice,
+    typer.Option(
+        "--epochs",
+        help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch its own item).",
+    ),
+]
 
 
-def _harness(metric: Optional[list[str]], lm_eval_filter: Optional[list[str]], model_name: Optional[list[str]],
-             scorer: Optional[str], epochs: StemEpochsChoice):
+def _harness(
+    metric: Optional[list[str]],
+    lm_eval_filter: Optional[list[str]],
+    model_name: Optional[list[str]],
+    scorer: Optional[str],
+    epochs: StemEpochsChoice,
+):
     from evalprism.io.harness_options import HarnessOptions
 
-    return HarnessOptions.parse(metric=metric, lm_eval_filter=lm_eval_filter, model_name=model_name, scorer=scorer,
-                                epochs=epochs.value)
+    return HarnessOptions.parse(
+        metric=metric, lm_eval_filter=lm_eval_filter, model_name=model_name, scorer=scorer, epochs=epochs.value
+    )
 
 
 def _read_notes(lines: list[str], quiet: bool) -> None:
@@ -543,7 +899,12 @@ def _notes(lines: list[str], quiet: bool) -> None:
 def stem_pool(
     correctness: StemCorrectness,
     models: StemModels,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR"
+        ),
+    ],
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
     metric: StemMetric = None,
@@ -551,8 +912,21 @@ def stem_pool(
     model_name: StemModelName = None,
     scorer: StemScorer = None,
     epochs: StemEpochs = StemEpochsChoice.mean,
-    panel: Annotated[Optional[Path], typer.Option("--panel", help="Correctness of other models on the same items: the reference panel of the IRT estimator (method irt; auto uses it from 10 panel models with the family).", metavar="OTHER_CORRECTNESS")] = None,
-    irt: Annotated[Optional[StemIRT], typer.Option("--irt", help="With --panel: item-response model fitted on the panel: 2pl (default), or 1pl (every discrimination 1).")] = None,
+    panel: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--panel",
+            help="Correctness of other models on the same items: the reference panel of the IRT estimator (method irt; auto uses it from 10 panel models with the family).",
+            metavar="OTHER_CORRECTNESS",
+        ),
+    ] = None,
+    irt: Annotated[
+        Optional[StemIRT],
+        typer.Option(
+            "--irt",
+            help="With --panel: item-response model fitted on the panel: 2pl (default), or 1pl (every discrimination 1).",
+        ),
+    ] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -560,17 +934,33 @@ def stem_pool(
     from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
-    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
-                                 harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), panel=panel,
-                                 irt=irt.value if irt else None)
+    pool = build_pool_from_files(
+        correctness,
+        models,
+        family=family,
+        missing=missing.value,
+        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
+        panel=panel,
+        irt=irt.value if irt else None,
+    )
     _read_notes(pool.options.get("read", []), quiet)
     _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
-    extra = (f"; reference panel of {pool.panel_size()} models ({pool.options['irt']} fit in "
-             f"{pool.irt_fit().info.get('seconds', 0):.1f} s)") if pool.panel is not None else ""
+    extra = (
+        (
+            f"; reference panel of {pool.panel_size()} models ({pool.options['irt']} fit in "
+            f"{pool.irt_fit().info.get('seconds', 0):.1f} s)"
+        )
+        if pool.panel is not None
+        else ""
+    )
     monotone = int((pool.ti > 0).sum())
-    _wrote(out, quiet, f"; {len(pool.items):,} pool items over {pool.n} members ({monotone:,} with a monotone IRV, "
-           f"{len(pool.items) - monotone:,} anomalous){extra}")
+    _wrote(
+        out,
+        quiet,
+        f"; {len(pool.items):,} pool items over {pool.n} members ({monotone:,} with a monotone IRV, "
+        f"{len(pool.items) - monotone:,} anomalous){extra}",
+    )
 
 
 @stem_app.command("locate")
@@ -578,19 +968,64 @@ def stem_locate(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     new_correctness: StemCorrectness,
     out: Out,
-    model: Annotated[Optional[list[str]], typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file).")] = None,
-    items: Annotated[Optional[int], typer.Option("--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1)] = None,
-    trials: Annotated[int, typer.Option("--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0)] = 100,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed of the sample drawn from a model that answered the whole pool (default 0).", callback=_seed)] = None,
-    method: Annotated[StemMethod, typer.Option("--method", help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).")] = StemMethod.auto,
-    design: Annotated[Optional[StemDesign], typer.Option("--design", help="With a pool that has a reference panel: the IRT estimator's sample: random (simple random sample, the default) or stratified (A's strata).")] = None,
-    weighting: Annotated[Optional[StemWeighting], typer.Option("--weighting", help="The paper's rule: balanced (the default): every TI level counts the same (paper); stratified: each level by its size in the pool.")] = None,
+    model: Annotated[
+        Optional[list[str]],
+        typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file)."),
+    ] = None,
+    items: Annotated[
+        Optional[int],
+        typer.Option(
+            "--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1
+        ),
+    ] = None,
+    trials: Annotated[
+        int,
+        typer.Option(
+            "--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0
+        ),
+    ] = 100,
+    seed: Annotated[
+        Optional[int],
+        typer.Option(
+            "--seed",
+            help="Random seed of the sample drawn from a model that answered the whole pool (default 0).",
+            callback=_seed,
+        ),
+    ] = None,
+    method: Annotated[
+        StemMethod,
+        typer.Option(
+            "--method",
+            help="auto: irt when the pool has a reference panel of at least 10 models, else stratified; paper: the STEM paper's rule on a balanced subset; stratified: estimator A (strata benchmark x members right); irt: estimator B (random sample + IRT difference estimator).",
+        ),
+    ] = StemMethod.auto,
+    design: Annotated[
+        Optional[StemDesign],
+        typer.Option(
+            "--design",
+            help="With a pool that has a reference panel: the IRT estimator's sample: random (simple random sample, the default) or stratified (A's strata).",
+        ),
+    ] = None,
+    weighting: Annotated[
+        Optional[StemWeighting],
+        typer.Option(
+            "--weighting",
+            help="The paper's rule: balanced (the default): every TI level counts the same (paper); stratified: each level by its size in the pool.",
+        ),
+    ] = None,
     metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
     model_name: StemModelName = None,
     scorer: StemScorer = None,
     epochs: StemEpochs = StemEpochsChoice.mean,
-    plan: Annotated[Path | None, typer.Option("--plan", help="Plan directory from `evalprism stem plan`: estimate the full-pool score from the planned items by the plan's design weights (without it, answers on part of the pool are taken as a simple random sample of the pool).", metavar="PLAN_DIR")] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="Plan directory from `evalprism stem plan`: estimate the full-pool score from the planned items by the plan's design weights (without it, answers on part of the pool are taken as a simple random sample of the pool).",
+            metavar="PLAN_DIR",
+        ),
+    ] = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
@@ -604,9 +1039,19 @@ def stem_locate(
     the_plan = Plan.load(plan) if plan is not None else None
     table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
     _read_notes(table.attrs.get("choices", []), quiet)
-    result = locate_models(pool, table, model, items=items, trials=trials, seed=seed,
-                           weighting=weighting.value if weighting else None, method=method.value,
-                           design=design.value if design else None, plan=the_plan, progress=not quiet)
+    result = locate_models(
+        pool,
+        table,
+        model,
+        items=items,
+        trials=trials,
+        seed=seed,
+        weighting=weighting.value if weighting else None,
+        method=method.value,
+        design=design.value if design else None,
+        plan=the_plan,
+        progress=not quiet,
+    )
     _notes(result.options.get("notes", []), quiet)
     result.save(target)
     _wrote(out, quiet)
@@ -622,15 +1067,61 @@ class StemPlanMethod(str, Enum):
 @stem_app.command("plan")
 def stem_plan(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN")],
-    items: Annotated[int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)] = 100,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed (default 0; a later stage carries on its plan's seed).", callback=_seed)] = None,
-    method: Annotated[Optional[StemPlanMethod], typer.Option("--method", help="Estimator the answers will be read with: auto (the default: irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: stage 1 of an adaptive plan (the same draw); later stages with --plan and --answers.")] = None,
-    previous: Annotated[Optional[Path], typer.Option("--plan", help="An adaptive plan (stages 1..K) to extend by stage K+1, picked from the model's --answers on its items.", metavar="PLAN_DIR")] = None,
-    stage: Annotated[Optional[int], typer.Option("--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2)] = None,
-    answers: Annotated[Optional[Path], typer.Option("--answers", help="With --plan: the model's answers on the plan's items (any correctness file `stem locate` reads).", metavar="ANSWERS")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="With --answers: the model to plan for (default: the only model in the file).")] = None,
-    target_confidence: Annotated[Optional[float], typer.Option("--target-confidence", help="With --plan: add no item when the localization so far already has this confidence (e.g. 0.95).")] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN"
+        ),
+    ],
+    items: Annotated[
+        int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)
+    ] = 100,
+    seed: Annotated[
+        Optional[int],
+        typer.Option(
+            "--seed", help="Random seed (default 0; a later stage carries on its plan's seed).", callback=_seed
+        ),
+    ] = None,
+    method: Annotated[
+        Optional[StemPlanMethod],
+        typer.Option(
+            "--method",
+            help="Estimator the answers will be read with: auto (the default: irt when the pool has a reference panel of at least 10 models, else stratified), stratified (A) or irt (B); both draw the same stratified sample (benchmark x members right). adaptive: stage 1 of an adaptive plan (the same draw); later stages with --plan and --answers.",
+        ),
+    ] = None,
+    previous: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--plan",
+            help="An adaptive plan (stages 1..K) to extend by stage K+1, picked from the model's --answers on its items.",
+            metavar="PLAN_DIR",
+        ),
+    ] = None,
+    stage: Annotated[
+        Optional[int],
+        typer.Option(
+            "--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2
+        ),
+    ] = None,
+    answers: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--answers",
+            help="With --plan: the model's answers on the plan's items (any correctness file `stem locate` reads).",
+            metavar="ANSWERS",
+        ),
+    ] = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option("--model", help="With --answers: the model to plan for (default: the only model in the file)."),
+    ] = None,
+    target_confidence: Annotated[
+        Optional[float],
+        typer.Option(
+            "--target-confidence",
+            help="With --plan: add no item when the localization so far already has this confidence (e.g. 0.95).",
+        ),
+    ] = None,
     metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
     model_name: StemModelName = None,
@@ -652,14 +1143,27 @@ def stem_plan(
     if answers is not None:
         table = read_correctness(answers, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
         _read_notes(table.attrs.get("choices", []), quiet)
-    plan, current = plan_stage(pool, items=items, seed=seed, method=method.value if method else None, previous=prior,
-                               answers=table, model=model, stage=stage, target_confidence=target_confidence,
-                               progress=not quiet)
+    plan, _current = plan_stage(
+        pool,
+        items=items,
+        seed=seed,
+        method=method.value if method else None,
+        previous=prior,
+        answers=table,
+        model=model,
+        stage=stage,
+        target_confidence=target_confidence,
+        progress=not quiet,
+    )
     plan.save(target)
     if "stopped" in plan.options:
         _notes([plan.options["stopped"]], quiet)
-    _wrote(out, quiet, f"; {len(plan.items)} of {plan.options['pool_items']} pool items, {plan.options['strata']} strata"
-           + (f", stage {plan.options['stage']}" if plan.options.get("method") == "adaptive" else ""))
+    _wrote(
+        out,
+        quiet,
+        f"; {len(plan.items)} of {plan.options['pool_items']} pool items, {plan.options['strata']} strata"
+        + (f", stage {plan.options['stage']}" if plan.options.get("method") == "adaptive" else ""),
+    )
 
 
 @stem_app.command("audit")
@@ -681,8 +1185,14 @@ def stem_audit(
     from evalprism.stem import build_pool_from_files
 
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
-    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value,
-                                 harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), require_sts=False)
+    pool = build_pool_from_files(
+        correctness,
+        models,
+        family=family,
+        missing=missing.value,
+        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
+        require_sts=False,
+    )
     _read_notes(pool.options.get("read", []), quiet)
     _notes(pool.options.get("left_out", []), quiet)
     pool.audit().save(target)
@@ -696,21 +1206,71 @@ class CompareAdjust(str, Enum):
 
 @app.command()
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item), or ECDF responses files (one run per --by configuration, each response a sample of its question). A model name is a run: a file holding several models gives several runs.", metavar="RUN")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Two or more runs: lm-eval --log_samples directories, inspect_ai logs, score tables (model, item_id, score in 0..1[, benchmark][, cluster columns]; repeated rows = several samples of an item), or ECDF responses files (one run per --by configuration, each response a sample of its question). A model name is a run: a file holding several models gives several runs.",
+            metavar="RUN",
+        ),
+    ],
     out: Out,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Compare every run with this one (a model name) instead of all pairs.", metavar="NAME")] = None,
-    cluster: Annotated[Optional[str], typer.Option("--cluster", help="Column grouping items that are not independent (passage, template, question group): cluster-robust (CR1) standard errors and cluster sign-flips.", metavar="COL")] = None,
-    adjust: Annotated[CompareAdjust, typer.Option("--adjust", help="Multiple-comparison correction across pairs: bh (Benjamini-Hochberg) or holm.")] = CompareAdjust.bh,
-    permutations: Annotated[int, typer.Option("--permutations", help="Sign flips per permutation test (scores not 0/1, or clustered).")] = 9999,
-    effect: Annotated[float, typer.Option("--effect", help="Difference (0..1 scale) whose items_needed is reported (0.02 = 2 points).")] = 0.02,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline", help="Compare every run with this one (a model name) instead of all pairs.", metavar="NAME"
+        ),
+    ] = None,
+    cluster: Annotated[
+        Optional[str],
+        typer.Option(
+            "--cluster",
+            help="Column grouping items that are not independent (passage, template, question group): cluster-robust (CR1) standard errors and cluster sign-flips.",
+            metavar="COL",
+        ),
+    ] = None,
+    adjust: Annotated[
+        CompareAdjust,
+        typer.Option("--adjust", help="Multiple-comparison correction across pairs: bh (Benjamini-Hochberg) or holm."),
+    ] = CompareAdjust.bh,
+    permutations: Annotated[
+        int, typer.Option("--permutations", help="Sign flips per permutation test (scores not 0/1, or clustered).")
+    ] = 9999,
+    effect: Annotated[
+        float,
+        typer.Option("--effect", help="Difference (0..1 scale) whose items_needed is reported (0.02 = 2 points)."),
+    ] = 0.02,
     seed: Seed = 0,
     metric: StemMetric = None,
     lm_eval_filter: StemFilter = None,
-    model_name: Annotated[Optional[list[str]], typer.Option("--model-name", help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).", metavar="KEY=NAME")] = None,
+    model_name: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--model-name",
+            help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).",
+            metavar="KEY=NAME",
+        ),
+    ] = None,
     scorer: StemScorer = None,
-    epochs: Annotated[StemEpochsChoice, typer.Option("--epochs", help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).")] = StemEpochsChoice.mean,
-    by: Annotated[Optional[list[str]], typer.Option("--by", help="ECDF responses files: the setting columns that make a run (repeat; default: model).")] = None,
-    score: Annotated[ScoreRuleName, typer.Option("--score", help="ECDF responses files with references: exact (normalised, numbers as numbers) or contains; a 'score' column in 0..1 is used as it is.")] = ScoreRuleName.exact,
+    epochs: Annotated[
+        StemEpochsChoice,
+        typer.Option(
+            "--epochs",
+            help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).",
+        ),
+    ] = StemEpochsChoice.mean,
+    by: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--by", help="ECDF responses files: the setting columns that make a run (repeat; default: model)."
+        ),
+    ] = None,
+    score: Annotated[
+        ScoreRuleName,
+        typer.Option(
+            "--score",
+            help="ECDF responses files with references: exact (normalised, numbers as numbers) or contains; a 'score' column in 0..1 is used as it is.",
+        ),
+    ] = ScoreRuleName.exact,
     extract: Extract = None,
     choices: Choices = None,
     overwrite: Overwrite = False,
@@ -720,10 +1280,17 @@ def compare(
     from evalprism.compare import ResponseOptions, compare_runs
 
     target = _claim(out, "compare", list(runs), overwrite, quiet)
-    result = compare_runs(runs, baseline=baseline, cluster=cluster,
-                          harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs), adjust=adjust.value,
-                          permutations=permutations, seed=seed, effect=effect,
-                          responses=ResponseOptions(tuple(by or ()), score.value, extract, choices))
+    result = compare_runs(
+        runs,
+        baseline=baseline,
+        cluster=cluster,
+        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
+        adjust=adjust.value,
+        permutations=permutations,
+        seed=seed,
+        effect=effect,
+        responses=ResponseOptions(tuple(by or ()), score.value, extract, choices),
+    )
     _read_notes(result.read, quiet)
     _notes(result.notes, quiet)
     result.save(target)
@@ -735,7 +1302,12 @@ def compare(
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR")] = Path("evalprism-demo"),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Output directory (created; see --overwrite).", parser=_out_path, metavar="DIR"
+        ),
+    ] = Path("evalprism-demo"),
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -758,24 +1330,48 @@ def version() -> None:
 @app.command()
 def serve(
     model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
-    config: Annotated[Path, typer.Option("--config", help="Router config (YAML): candidates, costs, budget, opponent, API keys.")],
-    host: Annotated[str, typer.Option("--host", help="Address to listen on; other than loopback only with API keys.")] = "127.0.0.1",
+    config: Annotated[
+        Path, typer.Option("--config", help="Router config (YAML): candidates, costs, budget, opponent, API keys.")
+    ],
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; other than loopback only with API keys.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-    decision_log: Annotated[Optional[Path], typer.Option("--decision-log", help="JSONL decision log (default: the config's decision_log, next to the config).")] = None,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug.")] = "info",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q",
-                                        help="No status lines, and uvicorn logs warnings only.")] = False,
+    decision_log: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--decision-log", help="JSONL decision log (default: the config's decision_log, next to the config)."
+        ),
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn log level: critical, error, warning, info, debug.")
+    ] = "info",
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No status lines, and uvicorn logs warnings only.")
+    ] = False,
 ) -> None:
     """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""
     from evalprism.serve import serve as run_service
 
-    run_service(model_dir, config, host=host, port=port, decision_log=decision_log,
-                log_level="warning" if quiet else log_level, progress=not quiet)
+    run_service(
+        model_dir,
+        config,
+        host=host,
+        port=port,
+        decision_log=decision_log,
+        log_level="warning" if quiet else log_level,
+        progress=not quiet,
+    )
 
 
 #: library parameters whose flag is not "--" + the name with "-" for "_"
-FLAG_OF_PARAMETER = {"n_components": "--components", "max_epochs": "--epochs", "filter": "--lm-eval-filter",
-                     "scales": "--scale", "cluster_selection_method": "--cluster-selection"}
+FLAG_OF_PARAMETER = {
+    "n_components": "--components",
+    "max_epochs": "--epochs",
+    "filter": "--lm-eval-filter",
+    "scales": "--scale",
+    "cluster_selection_method": "--cluster-selection",
+}
 
 
 def flag_of(parameter: str) -> str:

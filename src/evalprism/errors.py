@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-
 #: a value quoted in a message: 'text' whose quotes are not apostrophes inside words (model's)
 _QUOTED_VALUE = re.compile(r"((?<!\w)'[^'\n]*'(?!\w))")
 

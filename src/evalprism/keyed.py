@@ -52,8 +52,12 @@ def keyed_hash(texts: Iterable[str], seed: int) -> np.ndarray:
     depends on the item's own text and the seed only."""
     prefix = f"evalprism:{int(seed)}\x00".encode()
     return np.fromiter(
-        (int.from_bytes(hashlib.blake2b(prefix + str(t).encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                        "little") for t in texts),
+        (
+            int.from_bytes(
+                hashlib.blake2b(prefix + str(t).encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+            )
+            for t in texts
+        ),
         dtype=np.uint64,
     )
 

@@ -87,8 +87,11 @@ class _Lines:
         done, total = self.done, self.total
         if total is None:
             ended = "done" if finished else "stopped"
-            return f"{self.description}: {ended} in {format_duration(elapsed)}" if final else \
-                f"{self.description}: still working, {format_duration(elapsed)} elapsed"
+            return (
+                f"{self.description}: {ended} in {format_duration(elapsed)}"
+                if final
+                else f"{self.description}: still working, {format_duration(elapsed)} elapsed"
+            )
         parts = [f"{self.description}: {done:,}/{total:,} ({100 * done / total:.0f}%)"]
         rate = done / elapsed if elapsed > 0 and done > 0 else None
         if rate is not None:

@@ -49,17 +49,29 @@ def freeze_arena_rank() -> dict:
     for model, n, m, tie_rate, seed in ARENA_CASES:
         df = battles_table(n, m, tie_rate=tie_rate, seed=seed)
         peer = arena_rank_fit(df)
-        out[model] = {"n": n, "models": m, "tie_rate": tie_rate, "seed": seed, "digest": table_digest(df),
-                      "competitors": peer["competitors"], "ratings": peer["ratings"].tolist(),
-                      "half_width": ((peer["rating_upper"] - peer["rating_lower"]) / 2).tolist()}
+        out[model] = {
+            "n": n,
+            "models": m,
+            "tie_rate": tie_rate,
+            "seed": seed,
+            "digest": table_digest(df),
+            "competitors": peer["competitors"],
+            "ratings": peer["ratings"].tolist(),
+            "half_width": ((peer["rating_upper"] - peer["rating_lower"]) / 2).tolist(),
+        }
     return out
 
 
 def _ac1_record(a: list, b: list, categories: list, **kw: float) -> dict:
     est = irrcac_gwet(np.array(a, dtype=float), np.array(b, dtype=float), categories, **kw)  # None -> NaN
-    return {"a": a, "b": b, "categories": categories, **kw,
-            **{k: float(est[k]) for k in ("coefficient_value", "pa", "pe", "se")},
-            "ci": [float(x) for x in est["confidence_interval"]]}
+    return {
+        "a": a,
+        "b": b,
+        "categories": categories,
+        **kw,
+        **{k: float(est[k]) for k in ("coefficient_value", "pa", "pe", "se")},
+        "ci": [float(x) for x in est["confidence_interval"]],
+    }
 
 
 def _json_ratings(values) -> list[float | None]:

@@ -119,10 +119,16 @@ def _per_item(table: pd.DataFrame, names: list[str], cluster: str | None) -> _It
         codes, cluster_names = pd.factorize(table["cluster"])
         clusters = [codes[order[starts]][s] for s in split]  # the item's first row
         cluster_names = np.asarray(cluster_names, dtype=object)
-    return _Items(bench_names=np.asarray(benches, dtype=object)[pairs // len(item_ids)],
-                  item_names=np.asarray(item_ids, dtype=object)[pairs % len(item_ids)],
-                  keys=[keys[s] for s in split], score=[score[s] for s in split], samples=[samples[s] for s in split],
-                  var=[var[s] for s in split], clusters=clusters, cluster_names=cluster_names)
+    return _Items(
+        bench_names=np.asarray(benches, dtype=object)[pairs // len(item_ids)],
+        item_names=np.asarray(item_ids, dtype=object)[pairs % len(item_ids)],
+        keys=[keys[s] for s in split],
+        score=[score[s] for s in split],
+        samples=[samples[s] for s in split],
+        var=[var[s] for s in split],
+        clusters=clusters,
+        cluster_names=cluster_names,
+    )
 
 
 def _pairs(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
@@ -154,26 +160,45 @@ def _verdict(row: dict) -> str:
         caveat = ""
         if row["ci_low"] > 0 or row["ci_high"] < 0:  # a t interval on so few items is a large-sample approximation
             caveat = f"; the t interval leaves out 0, but {n:,} items are too few for it: the test decides"
-        return (f"the items cannot tell: {only} of the {row['clusters'] if unit == 'clusters' else n:,} {unit} "
-                f"{'differs' if k == 1 else 'differ'} between {a} and {b}, too few for the test to reach "
-                f"p < {ALPHA} (its smallest possible p is {_p(row['p_floor'])}; {b} - {a} = "
-                f"{float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}]"
-                f"{caveat})")
+        return (
+            f"the items cannot tell: {only} of the {row['clusters'] if unit == 'clusters' else n:,} {unit} "
+            f"{'differs' if k == 1 else 'differ'} between {a} and {b}, too few for the test to reach "
+            f"p < {ALPHA} (its smallest possible p is {_p(row['p_floor'])}; {b} - {a} = "
+            f"{float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}]"
+            f"{caveat})"
+        )
     if row["p_adj"] < ALPHA:
         side = "better" if row["difference"] > 0 else "worse"
-        return (f"{b} is {_points(abs(row['difference']))} points {side} than {a} "
-                f"[{_points(row['ci_low'])}, {_points(row['ci_high'])}], p_adj = {_p(row['p_adj'])}")
+        return (
+            f"{b} is {_points(abs(row['difference']))} points {side} than {a} "
+            f"[{_points(row['ci_low'])}, {_points(row['ci_high'])}], p_adj = {_p(row['p_adj'])}"
+        )
     if row["p"] < ALPHA:  # the test alone would tell, the correction for several pairs does not
-        return (f"no difference detectable after correcting for several pairs: the MDE is {_points(row['mde'])} "
-                f"points ({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, "
-                f"{_points(row['ci_high'])}], p = {_p(row['p'])} but p_adj = {_p(row['p_adj'])})")
-    return (f"no difference detectable: the MDE is {_points(row['mde'])} points "
-            f"({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}], "
-            f"p_adj = {_p(row['p_adj'])})")
+        return (
+            f"no difference detectable after correcting for several pairs: the MDE is {_points(row['mde'])} "
+            f"points ({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, "
+            f"{_points(row['ci_high'])}], p = {_p(row['p'])} but p_adj = {_p(row['p_adj'])})"
+        )
+    return (
+        f"no difference detectable: the MDE is {_points(row['mde'])} points "
+        f"({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}], "
+        f"p_adj = {_p(row['p_adj'])})"
+    )
 
 
-def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: int, only_b: int, *, cluster: str | None,
-               binary: bool, effect: float, permutations: int) -> dict:
+def _scope_row(
+    a: str,
+    b: str,
+    bench: str,
+    both: dict[str, np.ndarray],
+    only_a: int,
+    only_b: int,
+    *,
+    cluster: str | None,
+    binary: bool,
+    effect: float,
+    permutations: int,
+) -> dict:
     """One comparison row from the items both runs answered (``both``: aligned arrays ``score_a``,
     ``score_b``, ``samples_*``, ``var_*``, and ``groups``, the clusters as ``benchmark\x1fcluster`` text
     or None); a sign-flip row carries its units in ``_units`` for the batched test."""
@@ -181,9 +206,25 @@ def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: 
     row: dict = {"run_a": a, "run_b": b, "benchmark": bench, "items": n, "only_a": only_a, "only_b": only_b}
     nan = float("nan")
     if n == 0:
-        row.update(mean_a=nan, mean_b=nan, difference=nan, se=nan, ci_low=nan, ci_high=nan, se_naive=nan,
-                   clusters=0, test="", p=nan, differing=0, p_floor=nan, mde=nan, items_needed=np.nan, var_total=nan, var_within=nan,
-                   var_between=nan)
+        row.update(
+            mean_a=nan,
+            mean_b=nan,
+            difference=nan,
+            se=nan,
+            ci_low=nan,
+            ci_high=nan,
+            se_naive=nan,
+            clusters=0,
+            test="",
+            p=nan,
+            differing=0,
+            p_floor=nan,
+            mde=nan,
+            items_needed=np.nan,
+            var_total=nan,
+            var_within=nan,
+            var_between=nan,
+        )
         return row
     d = both["score_b"] - both["score_a"]
     groups = both["groups"]
@@ -211,12 +252,30 @@ def _scope_row(a: str, b: str, bench: str, both: dict[str, np.ndarray], only_a: 
     deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
     needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else np.nan
     if several and n > 1:
-        total, within, between = variance_components(d, both["var_a"], both["samples_a"], both["var_b"], both["samples_b"])
+        total, within, between = variance_components(
+            d, both["var_a"], both["samples_a"], both["var_b"], both["samples_b"]
+        )
     else:
         total, within, between = (float(np.var(d, ddof=1)) if n > 1 else nan), nan, nan
-    row.update(mean_a=float(pd.Series(both["score_a"]).mean()), mean_b=float(pd.Series(both["score_b"]).mean()), difference=res.mean,
-               se=res.se, ci_low=max(res.low, -1.0), ci_high=min(res.high, 1.0), se_naive=naive.se,
-               clusters=res.clusters, test=test, p=p, differing=differing, p_floor=floor, mde=mde, items_needed=needed, var_total=total, var_within=within, var_between=between)
+    row.update(
+        mean_a=float(pd.Series(both["score_a"]).mean()),
+        mean_b=float(pd.Series(both["score_b"]).mean()),
+        difference=res.mean,
+        se=res.se,
+        ci_low=max(res.low, -1.0),
+        ci_high=min(res.high, 1.0),
+        se_naive=naive.se,
+        clusters=res.clusters,
+        test=test,
+        p=p,
+        differing=differing,
+        p_floor=floor,
+        mde=mde,
+        items_needed=needed,
+        var_total=total,
+        var_within=within,
+        var_between=between,
+    )
     return row
 
 
@@ -244,7 +303,9 @@ def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
 
 def _both(items: _Items, part: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
     """The arrays :func:`_scope_row` reads, on the rows of ``part`` selected by ``mask``."""
-    both: dict[str, Any] = {c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")}
+    both: dict[str, Any] = {
+        c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")
+    }
     both["groups"] = None
     if items.clusters is not None:
         assert items.cluster_names is not None  # set together with clusters
@@ -252,8 +313,13 @@ def _both(items: _Items, part: dict[str, np.ndarray], mask: np.ndarray) -> dict[
     return both
 
 
-def _item_table(items: _Items, parts: list[dict[str, np.ndarray]], names: list[str],
-                pairs: list[tuple[str, str]], cluster: str | None) -> pd.DataFrame:
+def _item_table(
+    items: _Items,
+    parts: list[dict[str, np.ndarray]],
+    names: list[str],
+    pairs: list[tuple[str, str]],
+    cluster: str | None,
+) -> pd.DataFrame:
     """items.csv: one row per (pair, item of either run), built column by column from the joins' code
     arrays (text only through categoricals, which write as their values)."""
     col = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
@@ -263,10 +329,12 @@ def _item_table(items: _Items, parts: list[dict[str, np.ndarray]], names: list[s
     status_names = ["both", *(f"only {n}" for n in names)]
     bench_cat, bench_code = np.unique(items.bench_names, return_inverse=True)
     item_cat, item_code = np.unique(items.item_names, return_inverse=True)
-    out = {"run_a": pd.Categorical.from_codes(np.array([index[a] for a, _ in pairs])[pair], categories=names),
-           "run_b": pd.Categorical.from_codes(np.array([index[b] for _, b in pairs])[pair], categories=names),
-           "benchmark": pd.Categorical.from_codes(bench_code.ravel()[key], categories=bench_cat),
-           "item_id": pd.Categorical.from_codes(item_code.ravel()[key], categories=item_cat)}
+    out = {
+        "run_a": pd.Categorical.from_codes(np.array([index[a] for a, _ in pairs])[pair], categories=names),
+        "run_b": pd.Categorical.from_codes(np.array([index[b] for _, b in pairs])[pair], categories=names),
+        "benchmark": pd.Categorical.from_codes(bench_code.ravel()[key], categories=bench_cat),
+        "item_id": pd.Categorical.from_codes(item_code.ravel()[key], categories=item_cat),
+    }
     if cluster is not None:
         out["cluster"] = pd.Categorical.from_codes(col["cluster"], categories=items.cluster_names)
     out["status"] = pd.Categorical.from_codes(col["status"], categories=status_names)
@@ -277,9 +345,18 @@ def _item_table(items: _Items, parts: list[dict[str, np.ndarray]], names: list[s
     return pd.DataFrame(out)
 
 
-def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str | None = None, *,
-                 harness: HarnessOptions | None = None, adjust: str = "bh", permutations: int = 9999,
-                 seed: int = 0, effect: float = 0.02, responses: ResponseOptions | None = None) -> CompareResult:
+def compare_runs(
+    runs: Sequence[Run],
+    baseline: str | None = None,
+    cluster: str | None = None,
+    *,
+    harness: HarnessOptions | None = None,
+    adjust: str = "bh",
+    permutations: int = 9999,
+    seed: int = 0,
+    effect: float = 0.02,
+    responses: ResponseOptions | None = None,
+) -> CompareResult:
     """Compare runs pairwise (see the module docstring). ``runs``: paths (lm-eval directories, inspect
     logs, score tables) or score DataFrames; ``effect``: the difference (0..1 scale) whose
     ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
@@ -289,16 +366,19 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
     if permutations < 1:
         raise EvalprismError(f"--permutations {permutations}: expected a positive number", parameter="permutations")
     if not 0 < effect < 1:
-        raise EvalprismError(f"--effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)",
-                             parameter="effect")
+        raise EvalprismError(
+            f"--effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
+        )
     choices = ReadChoices()
     table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices, responses=responses)
     names = [str(n) for n in pd.unique(table["run"])]  # input order
     first = table.drop_duplicates("run")
     sources = dict(zip(first["run"], first["source"], strict=True))
     if len(names) < 2:
-        raise EvalprismError(f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
-                             "at least two (several RUN arguments, or a table with several models)")
+        raise EvalprismError(
+            f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
+            "at least two (several RUN arguments, or a table with several models)"
+        )
     if baseline is not None and baseline not in names:  # a configuration's parts in any order (ECDF responses runs)
         baseline = next((n for n in names if "=" in baseline and same_configuration(n, baseline)), baseline)
     if baseline is not None and baseline not in names:
@@ -316,9 +396,11 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         part = _join(items, ia, ib)
         in_a, in_b = part.pop("in_a"), part.pop("in_b")
         if not (in_a & in_b).any():
-            raise EvalprismError(f"runs '{a}' ({sources[a]}) and '{b}' ({sources[b]}) have no item in common "
-                                 f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
-                                 "benchmark and item_id)")
+            raise EvalprismError(
+                f"runs '{a}' ({sources[a]}) and '{b}' ({sources[b]}) have no item in common "
+                f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
+                "benchmark and item_id)"
+            )
         part["pair"] = np.full(len(in_a), len(parts), dtype=np.int64)
         parts.append(part)
         status = np.where(in_a & in_b, 0, np.where(in_a, 1 + ia, 1 + ib))
@@ -328,27 +410,77 @@ def compare_runs(runs: Sequence[Run], baseline: str | None = None, cluster: str 
         scopes = [(bench_order[c], codes == c) for c in present] if len(present) > 1 else []
         scopes.append((ALL, None))
         for bench, sel in scopes:
-            rows.append(_scope_row(a, b, bench, _both(items, part, in_a & in_b if sel is None else in_a & in_b & sel),
-                                   int(np.count_nonzero((status == 1 + ia) if sel is None else (status == 1 + ia) & sel)),
-                                   int(np.count_nonzero((status == 1 + ib) if sel is None else (status == 1 + ib) & sel)),
-                                   cluster=cluster, binary=binary, effect=effect, permutations=permutations))
+            rows.append(
+                _scope_row(
+                    a,
+                    b,
+                    bench,
+                    _both(items, part, in_a & in_b if sel is None else in_a & in_b & sel),
+                    int(np.count_nonzero((status == 1 + ia) if sel is None else (status == 1 + ia) & sel)),
+                    int(np.count_nonzero((status == 1 + ib) if sel is None else (status == 1 + ib) & sel)),
+                    cluster=cluster,
+                    binary=binary,
+                    effect=effect,
+                    permutations=permutations,
+                )
+            )
     flips = [k for k, r in enumerate(rows) if "_units" in r]
     if flips:  # every sign-flip test at once, sharing the random signs (see sign_flip_tests)
-        for k, p in zip(flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True):
+        for k, p in zip(
+            flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True
+        ):
             rows[k]["p"] = float(p)
     comparisons = pd.DataFrame(rows)
     comparisons["p_adj"] = np.nan
     for idx in comparisons.groupby("benchmark", sort=False).groups.values():
         comparisons.loc[idx, "p_adj"] = adjust_pvalues(comparisons.loc[idx, "p"].to_numpy(dtype=float), adjust)
     comparisons["verdict"] = [_verdict(r) for r in comparisons.to_dict("records")]
-    order = ["run_a", "run_b", "benchmark", "items", "only_a", "only_b", "mean_a", "mean_b", "difference", "se",
-             "ci_low", "ci_high", "se_naive", "clusters", "test", "differing", "p_floor", "p", "p_adj", "mde", "items_needed", "var_total",
-             "var_within", "var_between", "verdict"]
+    order = [
+        "run_a",
+        "run_b",
+        "benchmark",
+        "items",
+        "only_a",
+        "only_b",
+        "mean_a",
+        "mean_b",
+        "difference",
+        "se",
+        "ci_low",
+        "ci_high",
+        "se_naive",
+        "clusters",
+        "test",
+        "differing",
+        "p_floor",
+        "p",
+        "p_adj",
+        "mde",
+        "items_needed",
+        "var_total",
+        "var_within",
+        "var_between",
+        "verdict",
+    ]
     item_table = _item_table(items, parts, names, _pairs(names, baseline), cluster)
-    options = {"runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
-               "run_names": names, "baseline": baseline, "cluster": cluster, "adjust": adjust,
-               "permutations": permutations, "seed": seed, "effect": effect, "scores": "0/1" if binary else "0..1",
-               "harness": (harness or HarnessOptions()).given(),
-               "responses": dataclasses.asdict(responses) if responses and responses.given() else None}
-    return CompareResult(comparisons=comparisons[order], items=item_table, options=options, notes=notes,
-                         read=list(choices.lines), sources=sources)
+    options = {
+        "runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
+        "run_names": names,
+        "baseline": baseline,
+        "cluster": cluster,
+        "adjust": adjust,
+        "permutations": permutations,
+        "seed": seed,
+        "effect": effect,
+        "scores": "0/1" if binary else "0..1",
+        "harness": (harness or HarnessOptions()).given(),
+        "responses": dataclasses.asdict(responses) if responses and responses.given() else None,
+    }
+    return CompareResult(
+        comparisons=comparisons[order],
+        items=item_table,
+        options=options,
+        notes=notes,
+        read=list(choices.lines),
+        sources=sources,
+    )

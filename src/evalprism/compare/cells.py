@@ -32,13 +32,17 @@ def score_values(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
     bad = np.flatnonzero(np.isnan(values) | (((values < 0) | (values > 1)) & ~no_answer))
     if bad.size:
         r = int(bad[0])
-        raise EvalprismError(f"{where}: {row_location(df, r)}, column 'score': expected a score in 0..1 "
-                             f"(1 right, 0 wrong, partial credit between; -1 no answer; true/false), got {series.iloc[r]!r}")
+        raise EvalprismError(
+            f"{where}: {row_location(df, r)}, column 'score': expected a score in 0..1 "
+            f"(1 right, 0 wrong, partial credit between; -1 no answer; true/false), got {series.iloc[r]!r}"
+        )
     values[no_answer] = 0.0
     return values, int(no_answer.sum())
 
 
-def identifier_column(df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier") -> pd.Categorical:
+def identifier_column(
+    df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier"
+) -> pd.Categorical:
     """An identifier column as stripped text (``3.0`` read as a float is ``3``), converted once per
     distinct value and kept as a categorical (integer codes: 5 million rows of a few thousand
     items are never materialised as strings); the first missing or empty value is reported by row."""
@@ -62,5 +66,7 @@ def identifier_text(value: object) -> str:
 def require_cluster(df: pd.DataFrame, cluster: str, where: str) -> None:
     """The ``--cluster`` column exists in this run's table."""
     if cluster not in df.columns:
-        raise EvalprismError(f"{where}: no column '{cluster}' for --cluster (columns: {', '.join(map(str, df.columns))})",
-                             parameter="cluster")
+        raise EvalprismError(
+            f"{where}: no column '{cluster}' for --cluster (columns: {', '.join(map(str, df.columns))})",
+            parameter="cluster",
+        )

@@ -53,13 +53,19 @@ def _read_score_table(df: pd.DataFrame, where: str, cluster: str | None) -> tupl
     needed = ["model", "item_id", "score"]
     missing = [c for c in needed if c not in df.columns]
     if missing:
-        raise EvalprismError(f"{where}: no column '{missing[0]}': expected a score table with columns model, item_id, "
-                             f"score[, benchmark] (columns: {', '.join(map(str, df.columns))})")
+        raise EvalprismError(
+            f"{where}: no column '{missing[0]}': expected a score table with columns model, item_id, "
+            f"score[, benchmark] (columns: {', '.join(map(str, df.columns))})"
+        )
     if len(df) == 0:
         raise EvalprismError(f"{where}: the table has no rows")
     run = identifier_column(df, "model", where)
     item = identifier_column(df, "item_id", where)
-    bench = identifier_column(df, "benchmark", where) if "benchmark" in df.columns else pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index(["all"], dtype=object))
+    bench = (
+        identifier_column(df, "benchmark", where)
+        if "benchmark" in df.columns
+        else pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index(["all"], dtype=object))
+    )
     scores, no_answer = score_values(df, where)
     out = pd.DataFrame({"run": run, "benchmark": bench, "item_id": item, "score": scores})
     if cluster is not None:
@@ -74,8 +80,12 @@ def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int
     by_run: dict[int, str] = {}
     rest = {}
     for key, name in harness.model_names.items():
-        hits = [i for i, r in enumerate(runs) if not isinstance(r, pd.DataFrame)
-                and key.rstrip("/") in {str(r).rstrip("/"), Path(r).name, Path(r).resolve().as_posix()}]
+        hits = [
+            i
+            for i, r in enumerate(runs)
+            if not isinstance(r, pd.DataFrame)
+            and key.rstrip("/") in {str(r).rstrip("/"), Path(r).name, Path(r).resolve().as_posix()}
+        ]
         if hits:
             for i in hits:
                 by_run[i] = name
@@ -84,8 +94,9 @@ def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int
     return by_run, dataclasses.replace(harness, model_names=rest)
 
 
-def _read_table_run(df: pd.DataFrame, where: str, cluster: str | None, responses: ResponseOptions,
-                    notes: list[str]) -> tuple[pd.DataFrame, int, bool]:
+def _read_table_run(
+    df: pd.DataFrame, where: str, cluster: str | None, responses: ResponseOptions, notes: list[str]
+) -> tuple[pd.DataFrame, int, bool]:
     """A table RUN: an ECDF responses file (questions) or a score table (items). Returns the run
     table, its no-answer count and whether it was a responses file."""
     if is_responses_table(df):
@@ -96,9 +107,15 @@ def _read_table_run(df: pd.DataFrame, where: str, cluster: str | None, responses
     return table, no_answer, False
 
 
-def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: HarnessOptions | None = None,
-              choices: ReadChoices | None = None, prompts: bool = False,
-              responses: ResponseOptions | None = None) -> tuple[pd.DataFrame, list[str]]:
+def read_runs(
+    runs: Sequence[Run],
+    *,
+    cluster: str | None = None,
+    harness: HarnessOptions | None = None,
+    choices: ReadChoices | None = None,
+    prompts: bool = False,
+    responses: ResponseOptions | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
     """The long table of every run (see the module docstring) and notes on what was read. With
     ``prompts``, a ``prompt`` column too when an input has one: the item's text (a table's ``prompt``
     column, the harness readers' prompt text; missing for the inputs without it)."""
@@ -128,23 +145,30 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
                 table, no_answer, was = _read_table_run(df, where, cluster, responses, notes)
                 read_responses |= was
             else:  # harness output, or a wide model x item matrix
-                canonical = source = read_correctness(path, harness=reader_options, choices=choices,
-                                                      check_harness=False)
+                canonical = source = read_correctness(
+                    path, harness=reader_options, choices=choices, check_harness=False
+                )
                 readers.extend(canonical.attrs.get("readers", []))
                 if cluster is not None:
                     require_cluster(canonical, cluster, where)
                 no_answer = int((canonical["score"] == -1).sum())
-                table = pd.DataFrame({"run": canonical["model"].astype(str).to_numpy(),
-                                      "benchmark": canonical["benchmark"].astype(str).to_numpy(),
-                                      "item_id": canonical["item_id"].astype(str).to_numpy(),
-                                      "score": canonical["score"].clip(lower=0).astype(float).to_numpy()})
+                table = pd.DataFrame(
+                    {
+                        "run": canonical["model"].astype(str).to_numpy(),
+                        "benchmark": canonical["benchmark"].astype(str).to_numpy(),
+                        "item_id": canonical["item_id"].astype(str).to_numpy(),
+                        "score": canonical["score"].clip(lower=0).astype(float).to_numpy(),
+                    }
+                )
                 if cluster is not None:
                     table["cluster"] = identifier_column(canonical, cluster, where, "the item's cluster (--cluster)")
                 if reader_options.epochs == "all" and canonical.attrs.get("readers") == [INSPECT]:
                     # inspect's `<id>#<epoch>` items are samples of one item here, not items of their own
                     table["item_id"] = table["item_id"].str.replace(r"#\d+$", "", regex=True)
-                    notes.append(f"{where}: --epochs all: every epoch of a sample is one sample of its item (the "
-                                 "item's score is the mean over epochs, its within-item variance reported)")
+                    notes.append(
+                        f"{where}: --epochs all: every epoch of a sample is one sample of its item (the "
+                        "item's score is the mean over epochs, its within-item variance reported)"
+                    )
         if not prompts:
             table = table.drop(columns="prompt", errors="ignore")
         elif "prompt" in source.columns and "prompt" not in table.columns:
@@ -159,14 +183,19 @@ def read_runs(runs: Sequence[Run], *, cluster: str | None = None, harness: Harne
             notes.append(f"{where}: {no_answer:,} answer(s) scored -1 (no answer) counted as 0 (wrong)")
         for model in table["run"].unique():
             if model in owner and owner[model] != where:
-                raise EvalprismError(f"{where}: model '{model}' is also in {owner[model]}: two runs need two names "
-                                     f"(e.g. --model-name {Path(owner[model]).name}=A --model-name {Path(where).name}=B)",
-                                     parameter="model_name")
+                raise EvalprismError(
+                    f"{where}: model '{model}' is also in {owner[model]}: two runs need two names "
+                    f"(e.g. --model-name {Path(owner[model]).name}=A --model-name {Path(where).name}=B)",
+                    parameter="model_name",
+                )
             owner[model] = where
         table["source"] = where
         frames.append(table)
     reader_options.check_applies(readers, "no input is read by that reader")
     if responses.given() and not read_responses:
-        raise EvalprismError(f"{', '.join(responses.given())}: applies to ECDF responses files (question_id, response, "
-                             "references or score) only, and no RUN is one", parameter="by")
+        raise EvalprismError(
+            f"{', '.join(responses.given())}: applies to ECDF responses files (question_id, response, "
+            "references or score) only, and no RUN is one",
+            parameter="by",
+        )
     return pd.concat(frames, ignore_index=True), notes

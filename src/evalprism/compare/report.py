@@ -33,31 +33,68 @@ def _forest(rows: pd.DataFrame):
     colour = np.where(detected, np.where(x > 0, "#1a7f37", "#cf222e"), "#57606a")
     untestable = (rows["p_floor"] >= 0.05).to_numpy()  # too few differing items for any p < 0.05
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=x, y=labels, mode="markers",
-        marker={"color": colour, "size": 10, "symbol": np.where(untestable, "diamond-open", "diamond")},
-        error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(hi - x), "arrayminus": np.nan_to_num(x - lo),
-                 "thickness": 2, "width": 6},
-        customdata=np.column_stack([lo, hi, mde, rows["p_adj"].to_numpy(dtype=float), rows["items"].to_numpy()]),
-        hovertemplate="%{y}<br>difference %{x:.1f} points [%{customdata[0]:.1f}, %{customdata[1]:.1f}]"
-                      "<br>MDE %{customdata[2]:.1f} points · p_adj %{customdata[3]:.2g} · %{customdata[4]} items<extra></extra>",
-        name="difference [95% interval]", showlegend=False))
-    fig.add_trace(go.Scatter(  # the MDE: the band a true difference must leave to be found 80% of the time
-        x=np.concatenate([mde, -mde]), y=labels + labels, mode="markers",
-        marker={"symbol": "line-ns-open", "size": 14, "color": "#8c959f", "line": {"width": 2}},
-        hoverinfo="skip", name="± MDE (80% power)", showlegend=True))
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=labels,
+            mode="markers",
+            marker={"color": colour, "size": 10, "symbol": np.where(untestable, "diamond-open", "diamond")},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": np.nan_to_num(hi - x),
+                "arrayminus": np.nan_to_num(x - lo),
+                "thickness": 2,
+                "width": 6,
+            },
+            customdata=np.column_stack([lo, hi, mde, rows["p_adj"].to_numpy(dtype=float), rows["items"].to_numpy()]),
+            hovertemplate="%{y}<br>difference %{x:.1f} points [%{customdata[0]:.1f}, %{customdata[1]:.1f}]"
+            "<br>MDE %{customdata[2]:.1f} points · p_adj %{customdata[3]:.2g} · %{customdata[4]} items<extra></extra>",
+            name="difference [95% interval]",
+            showlegend=False,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(  # the MDE: the band a true difference must leave to be found 80% of the time
+            x=np.concatenate([mde, -mde]),
+            y=labels + labels,
+            mode="markers",
+            marker={"symbol": "line-ns-open", "size": 14, "color": "#8c959f", "line": {"width": 2}},
+            hoverinfo="skip",
+            name="± MDE (80% power)",
+            showlegend=True,
+        )
+    )
     fig.add_vline(x=0, line={"color": "#24292f", "width": 1})
     span = np.nanmax(np.abs(np.concatenate([lo, hi, mde, [1.0]])))
     fig.update_xaxes(title="difference B − A (points, 0-100 scale)", range=[-1.15 * span, 1.6 * span], zeroline=False)
     same = ((rows["se"] == 0) & (rows["difference"] == 0)).to_numpy()
     differing = rows["differing"].to_numpy()
     for label, m, identical, cannot, k in zip(labels, mde, same, untestable, differing, strict=True):
-        text = ("identical scores" if identical else f"cannot tell ({k} differ)" if cannot
-                else f"MDE {m:.1f}" if np.isfinite(m) else "MDE —")
-        fig.add_annotation(x=1.0, xref="paper", y=label, text=text,
-                           showarrow=False, xanchor="right", font={"size": 12, "color": "#57606a"})
-    fig.update_layout(height=140 + 34 * len(labels), margin={"l": 10, "r": 10, "t": 30, "b": 50},
-                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0}, plot_bgcolor="white")
+        text = (
+            "identical scores"
+            if identical
+            else f"cannot tell ({k} differ)"
+            if cannot
+            else f"MDE {m:.1f}"
+            if np.isfinite(m)
+            else "MDE —"
+        )
+        fig.add_annotation(
+            x=1.0,
+            xref="paper",
+            y=label,
+            text=text,
+            showarrow=False,
+            xanchor="right",
+            font={"size": 12, "color": "#57606a"},
+        )
+    fig.update_layout(
+        height=140 + 34 * len(labels),
+        margin={"l": 10, "r": 10, "t": 30, "b": 50},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        plot_bgcolor="white",
+    )
     fig.update_yaxes(automargin=True, gridcolor="#eaeef2")
     return fig
 
@@ -67,10 +104,12 @@ def build_report(result: CompareResult) -> Report:
     c = result.comparisons
     overall = result.overall()
     n_pairs = len(overall)
-    sub = (f"{len(o['run_names'])} runs · {n_pairs} pair{'s' * (n_pairs != 1)} · "
-           f"{'against baseline ' + o['baseline'] if o['baseline'] else 'all pairs'} · "
-           f"{'clustered by ' + o['cluster'] if o['cluster'] else 'items independent'} · "
-           f"p adjusted by {'Benjamini-Hochberg' if o['adjust'] == 'bh' else 'Holm'}")
+    sub = (
+        f"{len(o['run_names'])} runs · {n_pairs} pair{'s' * (n_pairs != 1)} · "
+        f"{'against baseline ' + o['baseline'] if o['baseline'] else 'all pairs'} · "
+        f"{'clustered by ' + o['cluster'] if o['cluster'] else 'items independent'} · "
+        f"p adjusted by {'Benjamini-Hochberg' if o['adjust'] == 'bh' else 'Holm'}"
+    )
     report = Report(title="Is B better than A? Paired comparison of runs", subtitle=sub)
     for _, r in overall.iterrows():
         extra = ""
@@ -78,63 +117,102 @@ def build_report(result: CompareResult) -> Report:
             extra = f" ({r['items']:,} items in common; {r['only_a']:,} only in {r['run_a']}, {r['only_b']:,} only in {r['run_b']}, left out)"
         report.summary(f"**{r['run_b']} vs {r['run_a']}**: {r['verdict']}{extra}.")
     if (c["benchmark"] != "all").any():
-        lines = "".join(f"<li><b>{html.escape(str(r['run_b']))} vs {html.escape(str(r['run_a']))}</b> on "
-                        f"{html.escape(str(r['benchmark']))} ({r['items']:,} items): {html.escape(r['verdict'])}</li>"
-                        for _, r in c[c["benchmark"] != "all"].iterrows())
+        lines = "".join(
+            f"<li><b>{html.escape(str(r['run_b']))} vs {html.escape(str(r['run_a']))}</b> on "
+            f"{html.escape(str(r['benchmark']))} ({r['items']:,} items): {html.escape(r['verdict'])}</li>"
+            for _, r in c[c["benchmark"] != "all"].iterrows()
+        )
         per_benchmark = f"<ul>{lines}</ul>"
     else:
         per_benchmark = ""
     for note in result.notes:
         report.summary(f"Note: {note}.")
     test_names = ", ".join(sorted(set(c["test"]) - {""})) or "none"
-    report.html_block("What this shows", (
-        "<p>Each pair is compared on the items <b>both</b> runs answered: the difference is the mean over those "
-        "items of (score of B − score of A), in points on a 0-100 scale (an accuracy of 0.71 is 71 points). "
-        "Because both runs answered the same items, the comparison is <i>paired</i>: item difficulty cancels "
-        "out and the interval is much narrower than comparing two accuracies would suggest.</p>"
-        "<p><b>MDE</b> (minimum detectable effect) is the smallest true difference this many items would find "
-        "80% of the time with a two-sided 5% test. When the test finds nothing, the MDE says how large a "
-        "difference could still be hiding: \"no difference detectable\" is not \"no difference\".</p>"
-        "<p><b>The items cannot tell</b> when too few items differ between the two runs for the test to reach "
-        "p &lt; 0.05 whatever they say: McNemar on k items that only one run got right cannot go below 2/2<sup>k</sup> "
-        "(4 such items: 0.125), and a sign-flip test not below 2/2<sup>k</sup> either. Such a pair is evidence of "
-        "nothing yet, in either direction (columns <i>differing</i> and <i>p_floor</i>).</p>"
-        f"<p>Tests used here: {test_names}. p_adj corrects for comparing several pairs "
-        f"({'Benjamini-Hochberg, false discovery rate' if o['adjust'] == 'bh' else 'Holm, family-wise error'}); "
-        "a difference is reported when p_adj &lt; 0.05.</p>"))
+    report.html_block(
+        "What this shows",
+        (
+            "<p>Each pair is compared on the items <b>both</b> runs answered: the difference is the mean over those "
+            "items of (score of B − score of A), in points on a 0-100 scale (an accuracy of 0.71 is 71 points). "
+            "Because both runs answered the same items, the comparison is <i>paired</i>: item difficulty cancels "
+            "out and the interval is much narrower than comparing two accuracies would suggest.</p>"
+            "<p><b>MDE</b> (minimum detectable effect) is the smallest true difference this many items would find "
+            "80% of the time with a two-sided 5% test. When the test finds nothing, the MDE says how large a "
+            'difference could still be hiding: "no difference detectable" is not "no difference".</p>'
+            "<p><b>The items cannot tell</b> when too few items differ between the two runs for the test to reach "
+            "p &lt; 0.05 whatever they say: McNemar on k items that only one run got right cannot go below 2/2<sup>k</sup> "
+            "(4 such items: 0.125), and a sign-flip test not below 2/2<sup>k</sup> either. Such a pair is evidence of "
+            "nothing yet, in either direction (columns <i>differing</i> and <i>p_floor</i>).</p>"
+            f"<p>Tests used here: {test_names}. p_adj corrects for comparing several pairs "
+            f"({'Benjamini-Hochberg, false discovery rate' if o['adjust'] == 'bh' else 'Holm, family-wise error'}); "
+            "a difference is reported when p_adj &lt; 0.05.</p>"
+        ),
+    )
     if per_benchmark:
-        report.html_block("Per benchmark", per_benchmark,
-                          "The same test on each benchmark's items alone; p_adj corrects across the pairs on that "
-                          "benchmark.")
-    report.figure(_forest(c), "Differences with 95% intervals",
-                  "One row per pair (and per benchmark when there are several; all items: every benchmark together). Diamond: the mean difference B − A; bar: its 95% interval; grey ticks: ± the MDE. Green "
-                  "or red: a difference the test detects (p_adj < 0.05); grey: not detectable; hollow: the items cannot "
-                  "tell (too few differ for any p < 0.05). An interval wholly "
-                  "inside the MDE ticks means a difference of that size was within reach and is not there.")
+        report.html_block(
+            "Per benchmark",
+            per_benchmark,
+            "The same test on each benchmark's items alone; p_adj corrects across the pairs on that benchmark.",
+        )
+    report.figure(
+        _forest(c),
+        "Differences with 95% intervals",
+        "One row per pair (and per benchmark when there are several; all items: every benchmark together). Diamond: the mean difference B − A; bar: its 95% interval; grey ticks: ± the MDE. Green "
+        "or red: a difference the test detects (p_adj < 0.05); grey: not detectable; hollow: the items cannot "
+        "tell (too few differ for any p < 0.05). An interval wholly "
+        "inside the MDE ticks means a difference of that size was within reach and is not there.",
+    )
     shown = c.copy()
     for col in ("mean_a", "mean_b", "difference", "ci_low", "ci_high", "se", "se_naive", "mde"):
         shown[col] = (100 * shown[col]).round(2)
     one_sided = bool((c["only_a"] > 0).any() or (c["only_b"] > 0).any())
-    cols = ["run_a", "run_b", "benchmark", "items", *(["only_a", "only_b"] if one_sided else []), "mean_a", "mean_b",
-            "difference", "ci_low", "ci_high", "se", *(["se_naive"] if o["cluster"] else []), "test", "differing", "p_adj", "mde",
-            "items_needed"]
+    cols = [
+        "run_a",
+        "run_b",
+        "benchmark",
+        "items",
+        *(["only_a", "only_b"] if one_sided else []),
+        "mean_a",
+        "mean_b",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "se",
+        *(["se_naive"] if o["cluster"] else []),
+        "test",
+        "differing",
+        "p_adj",
+        "mde",
+        "items_needed",
+    ]
     caption = ["Scores, differences, SEs and MDE in points."]
     if o["cluster"]:
         caption.append("se_naive: the SE if items were independent (compare with se).")
-    caption.append(f"items_needed: items to detect a {100 * o['effect']:.1f}-point difference at 80% power with this "
-                   "pair's per-item variance.")
-    caption.append("only_a / only_b: items one run answered and the other did not (left out of the comparison, listed "
-                   "in items.csv)." if one_sided else "Both runs of every pair answered the same items.")
-    caption.append("comparisons.csv has the same rows on the 0-1 scale, with the unadjusted p, the number of clusters "
-                   "and the variance parts.")
-    report.table(shown[cols], "Comparisons (points)", " ".join(caption),
-                 nowrap=["run_a", "run_b", "benchmark", "test"])
+    caption.append(
+        f"items_needed: items to detect a {100 * o['effect']:.1f}-point difference at 80% power with this "
+        "pair's per-item variance."
+    )
+    caption.append(
+        "only_a / only_b: items one run answered and the other did not (left out of the comparison, listed "
+        "in items.csv)."
+        if one_sided
+        else "Both runs of every pair answered the same items."
+    )
+    caption.append(
+        "comparisons.csv has the same rows on the 0-1 scale, with the unadjusted p, the number of clusters "
+        "and the variance parts."
+    )
+    report.table(shown[cols], "Comparisons (points)", " ".join(caption), nowrap=["run_a", "run_b", "benchmark", "test"])
     if c["var_within"].notna().any():
-        v = c[c["var_within"].notna()][["run_a", "run_b", "benchmark", "items", "var_total", "var_within", "var_between"]]
-        report.table(v, "Within-item and between-item variance",
-                     "Several samples per item: the variance over items of the per-item mean difference (var_total), "
-                     "the part due to sampling within items (var_within: more samples per item shrink it) and the "
-                     "part due to items differing (var_between: only more items shrink it).")
+        v = c[c["var_within"].notna()][
+            ["run_a", "run_b", "benchmark", "items", "var_total", "var_within", "var_between"]
+        ]
+        report.table(
+            v,
+            "Within-item and between-item variance",
+            "Several samples per item: the variance over items of the per-item mean difference (var_total), "
+            "the part due to sampling within items (var_within: more samples per item shrink it) and the "
+            "part due to items differing (var_between: only more items shrink it).",
+        )
     report.details.update({k: v for k, v in o.items() if k != "harness"})
     report.details.update({f"harness {k}": v for k, v in o["harness"].items()})
     for i, line in enumerate(result.read, 1):

@@ -48,9 +48,16 @@ class ResponseOptions:
 
     def given(self) -> list[str]:
         """The options the user set (each applies to responses files only)."""
-        return [name for name, set_ in (("--by", bool(self.by)), ("--score", self.score != "exact"),
-                                        ("--extract", self.extract is not None),
-                                        ("--choices", self.choices is not None)) if set_]
+        return [
+            name
+            for name, set_ in (
+                ("--by", bool(self.by)),
+                ("--score", self.score != "exact"),
+                ("--extract", self.extract is not None),
+                ("--choices", self.choices is not None),
+            )
+            if set_
+        ]
 
 
 def is_responses_table(df: pd.DataFrame) -> bool:
@@ -69,19 +76,27 @@ def _run_names(df: pd.DataFrame, by: Sequence[str]) -> pd.Categorical:
 
 def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list[str]) -> np.ndarray:
     if options.score not in RESPONSE_SCORES:
-        raise EvalprismError(f"{where}: --score {options.score}: a comparison needs a correctness score per response; "
-                             f"cosine similarity is a closeness, its differences are not points: use --score "
-                             f"{' or '.join(RESPONSE_SCORES)}, or give a 'score' column in 0..1", parameter="score")
+        raise EvalprismError(
+            f"{where}: --score {options.score}: a comparison needs a correctness score per response; "
+            f"cosine similarity is a closeness, its differences are not points: use --score "
+            f"{' or '.join(RESPONSE_SCORES)}, or give a 'score' column in 0..1",
+            parameter="score",
+        )
     extractor = compile_extractor(options.extract)
     choice = options.choices
     if choice is not None and choice not in df.columns:
         raise EvalprismError(f"{where}: choices column '{choice}' not found", parameter="choices")
-    maps = ([parse_choices(v, f"{where}: row {r + 1}, column '{choice}'") for r, v in enumerate(df[choice])]
-            if choice is not None else [None] * len(df))
+    maps = (
+        [parse_choices(v, f"{where}: row {r + 1}, column '{choice}'") for r, v in enumerate(df[choice])]
+        if choice is not None
+        else [None] * len(df)
+    )
     answers, answered_list = prepare_responses(df["response"].astype(str), extractor, maps)
     answered = np.asarray(answered_list, dtype=bool)
     if extractor is not None and (~answered).any():
-        notes.append(f"{where}: {int((~answered).sum()):,} of {len(df):,} responses had no match for --extract and score 0")
+        notes.append(
+            f"{where}: {int((~answered).sum()):,} of {len(df):,} responses had no match for --extract and score 0"
+        )
     refs = [tuple(strip_suffixes(r) for r in row) for row in df["references"]]
     scores = lexical_scores(answers, answered, refs, options.score)  # type: ignore[arg-type]
     if options.score == "exact":
@@ -89,8 +104,9 @@ def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list
     return scores
 
 
-def read_responses_runs(table: pd.DataFrame, where: str, options: ResponseOptions,
-                        cluster: str | None) -> tuple[pd.DataFrame, list[str]]:
+def read_responses_runs(
+    table: pd.DataFrame, where: str, options: ResponseOptions, cluster: str | None
+) -> tuple[pd.DataFrame, list[str]]:
     """The long run table (``run, benchmark, item_id, score[, cluster][, prompt]``) of a responses file,
     and notes; ``prompt`` (the question's text, for `p2l train` from logs) when the file has that column."""
     df = RESPONSES_SCHEMA.validate(table)
@@ -98,17 +114,21 @@ def read_responses_runs(table: pd.DataFrame, where: str, options: ResponseOption
     by = list(options.by)
     if not by:
         if "model" not in df.columns:
-            raise EvalprismError(f"{where}: an ECDF responses file (question_id, response, ...): name the columns that "
-                                 f"make a run with --by (e.g. --by model --by temperature; columns: "
-                                 f"{', '.join(map(str, df.columns))})", parameter="by")
+            raise EvalprismError(
+                f"{where}: an ECDF responses file (question_id, response, ...): name the columns that "
+                f"make a run with --by (e.g. --by model --by temperature; columns: "
+                f"{', '.join(map(str, df.columns))})",
+                parameter="by",
+            )
         by = ["model"]
     check_setting_columns(df, where, by)
     missing_setting = df[by].isna().any(axis=1).to_numpy()
     if missing_setting.any():
         r = int(np.flatnonzero(missing_setting)[0])
         col = next(c for c in by if pd.isna(df[c].iloc[r]))
-        raise EvalprismError(f"{where}: row {r + 1}, column '{col}': missing value, expected the run's {col}",
-                             parameter="by")
+        raise EvalprismError(
+            f"{where}: row {r + 1}, column '{col}': missing value, expected the run's {col}", parameter="by"
+        )
     if "response" in df.columns and "score" not in df.columns:
         empty = df["response"].isna().to_numpy()
         if empty.any():
@@ -120,17 +140,31 @@ def read_responses_runs(table: pd.DataFrame, where: str, options: ResponseOption
             notes.append(f"{where}: {no_answer:,} response(s) scored -1 (no answer) counted as 0 (wrong)")
     else:
         scores = _lexical(df, where, options, notes)
-    bench = (identifier_column(df, "benchmark", where) if "benchmark" in df.columns
-             else pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index(["all"], dtype=object)))
-    out = pd.DataFrame({"run": _run_names(df, by), "benchmark": bench,
-                        "item_id": identifier_column(df, "question_id", where), "score": scores})
+    bench = (
+        identifier_column(df, "benchmark", where)
+        if "benchmark" in df.columns
+        else pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index(["all"], dtype=object))
+    )
+    out = pd.DataFrame(
+        {
+            "run": _run_names(df, by),
+            "benchmark": bench,
+            "item_id": identifier_column(df, "question_id", where),
+            "score": scores,
+        }
+    )
     if cluster is not None:
         require_cluster(df, cluster, where)
         out["cluster"] = identifier_column(df, cluster, where, "the item's cluster (--cluster)")
     if "prompt" in df.columns:  # rows may have been left out above: carried here, aligned
         out["prompt"] = df["prompt"].to_numpy(dtype=object)
     several = int(out.groupby(["run", "item_id"], observed=True).size().max())
-    notes.append(f"{where}: an ECDF responses file: runs by {', '.join(by)} ({out['run'].nunique()}), questions as items, "
-                 + ("each response one sample of its question (the within-question variance is reported)" if several > 1
-                    else "one response per question and run"))
+    notes.append(
+        f"{where}: an ECDF responses file: runs by {', '.join(by)} ({out['run'].nunique()}), questions as items, "
+        + (
+            "each response one sample of its question (the within-question variance is reported)"
+            if several > 1
+            else "one response per question and run"
+        )
+    )
     return out, notes

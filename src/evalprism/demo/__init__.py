@@ -24,8 +24,9 @@ def demo_data_path(name: str = "renze_slice.csv.gz") -> Path:
     return Path(str(resources.files("evalprism.demo") / "data" / name))
 
 
-def run_demo(out_dir: str | Path | OutputTarget = "evalprism-demo", *, cache_dir: str | None = None,
-             progress: bool = True) -> Path:
+def run_demo(
+    out_dir: str | Path | OutputTarget = "evalprism-demo", *, cache_dir: str | None = None, progress: bool = True
+) -> Path:
     """Run each analysis on its demo data into ``out_dir/<analysis>/`` and write ``out_dir/index.html``
     (all of it at once, when every analysis has finished); return the index's path."""
     target = as_target(out_dir, OutputKind.DEMO)
@@ -39,12 +40,25 @@ def _run_all(out_dir: Path, *, cache_dir: str | None, progress: bool) -> Path:
     from evalprism.ecdf.report import index_line
 
     table = read_table(demo_data_path())
-    result = analyze(table, by=["model", "temperature"], extract=DEMO_EXTRACT, choices="choices",
-                     clusters=6, seed=0, cache_dir=cache_dir, progress=progress)
+    result = analyze(
+        table,
+        by=["model", "temperature"],
+        extract=DEMO_EXTRACT,
+        choices="choices",
+        clusters=6,
+        seed=0,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
     replace(result, title="Demo: response-quality distributions on the Renze temperature study").save(out_dir / "ecdf")
-    entries = [IndexEntry("ecdf/report.html", "Response-quality distributions (ECDF clustering)",
-                          "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each",
-                          index_line(result))]
+    entries = [
+        IndexEntry(
+            "ecdf/report.html",
+            "Response-quality distributions (ECDF clustering)",
+            "20 exam questions × 4 models × 3 temperatures, 10 chain-of-thought answers each",
+            index_line(result),
+        )
+    ]
     entries += run_p2l_demo(out_dir / "p2l", cache_dir=cache_dir, progress=progress)
     entries += run_judges_demo(out_dir / "judges", cache_dir=cache_dir, progress=progress)
     entries += run_stem_demo(out_dir / "stem", progress=progress)
@@ -70,22 +84,38 @@ def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool 
     trained = train_model(battles, TrainOptions(seed=0), cache_dir=cache_dir, progress=progress)
     trained.save(out_dir / "model")
     prompts = pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)]})
-    board = analyze_prompt_set(trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir,
-                               progress=progress)
+    board = analyze_prompt_set(
+        trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir, progress=progress
+    )
     board.save(out_dir / "leaderboard")
     routes = route_prompts(trained.model, prompts, DEMO_COSTS, 0.8, progress=progress)
     routes.save(out_dir / "router")
     about = "4,000 simulated battles, 4 models, 3 topics with different true leaderboards"
     return [
-        IndexEntry("p2l/marginal/report.html", "Marginal leaderboard (Bradley-Terry)", f"{about}: the average view",
-                   reports.leaderboard_index_line(marginal)),
-        IndexEntry("p2l/model/report.html", "P2L training", "held-out votes: P2L against the marginal leaderboard",
-                   reports.training_index_line(trained)),
-        IndexEntry("p2l/leaderboard/report.html", "Prompt-set leaderboard and strengths",
-                   "aggregated leaderboard, clustered categories, win rates against the generalist",
-                   reports.prompt_set_index_line(board)),
-        IndexEntry("p2l/router/report.html", "Cost-constrained router", "Theorem 1 router against the best single model",
-                   reports.routing_index_line(routes)),
+        IndexEntry(
+            "p2l/marginal/report.html",
+            "Marginal leaderboard (Bradley-Terry)",
+            f"{about}: the average view",
+            reports.leaderboard_index_line(marginal),
+        ),
+        IndexEntry(
+            "p2l/model/report.html",
+            "P2L training",
+            "held-out votes: P2L against the marginal leaderboard",
+            reports.training_index_line(trained),
+        ),
+        IndexEntry(
+            "p2l/leaderboard/report.html",
+            "Prompt-set leaderboard and strengths",
+            "aggregated leaderboard, clustered categories, win rates against the generalist",
+            reports.prompt_set_index_line(board),
+        ),
+        IndexEntry(
+            "p2l/router/report.html",
+            "Cost-constrained router",
+            "Theorem 1 router against the best single model",
+            reports.routing_index_line(routes),
+        ),
     ]
 
 
@@ -100,9 +130,14 @@ def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bo
     table = simulate_judgments(noise=0.03, seed=0)
     result = analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache_dir, progress=progress)
     replace(result, title="Demo: where simulated LLM judges disagree with human relevance labels").save(out_dir)
-    return [IndexEntry("judges/report.html", "Judge-agreement bias map",
-                       "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters",
-                       index_line(result))]
+    return [
+        IndexEntry(
+            "judges/report.html",
+            "Judge-agreement bias map",
+            "360 generated query-document pairs, 2 simulated LLM judges with planted disagreement clusters",
+            index_line(result),
+        )
+    ]
 
 
 def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[IndexEntry]:
@@ -120,7 +155,17 @@ def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[IndexEntry]:
     located = locate_models(pool, correctness, others, items=100, trials=100, seed=0, progress=progress)
     located.save(out_dir / "locate")
     about = "3,000 simulated items, a 4-member family (1B-70B) with planted abilities"
-    return [IndexEntry("stem/pool/report.html", "STEM pool and contamination audit",
-                       f"{about}: anomaly rates, TI levels, weights", pool_index_line(pool)),
-            IndexEntry("stem/locate/report.html", "STEM localization", "five other models located with 100 items, "
-                       "against random sampling and the Bayesian interval posterior", location_index_line(located))]
+    return [
+        IndexEntry(
+            "stem/pool/report.html",
+            "STEM pool and contamination audit",
+            f"{about}: anomaly rates, TI levels, weights",
+            pool_index_line(pool),
+        ),
+        IndexEntry(
+            "stem/locate/report.html",
+            "STEM localization",
+            "five other models located with 100 items, against random sampling and the Bayesian interval posterior",
+            location_index_line(located),
+        ),
+    ]

@@ -25,8 +25,11 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
 
 __all__ = ["RESPONSES_SCHEMA", "EcdfResult", "analyze"]
 
-lazy_package(__name__, {
-    "analysis": ["analyze"],
-    "responses": ["RESPONSES_SCHEMA"],
-    "result": ["EcdfResult"],
-})
+lazy_package(
+    __name__,
+    {
+        "analysis": ["analyze"],
+        "responses": ["RESPONSES_SCHEMA"],
+        "result": ["EcdfResult"],
+    },
+)

@@ -50,8 +50,13 @@ def _natural_key(values: pd.Series) -> pd.Series:
     return as_num if as_num.notna().all() else values.astype(str)
 
 
-def _cosine_max(resp_vecs: np.ndarray, ref_lists: list[tuple[str, ...]], ref_index: dict[str, int],
-                ref_vecs: np.ndarray, answers: Sequence[str]) -> np.ndarray:
+def _cosine_max(
+    resp_vecs: np.ndarray,
+    ref_lists: list[tuple[str, ...]],
+    ref_index: dict[str, int],
+    ref_vecs: np.ndarray,
+    answers: Sequence[str],
+) -> np.ndarray:
     """Eq. (3): each response's maximum cosine similarity to its own references (unit vectors).
 
     The rows sharing references form one matrix product, its rows in answer order: a row's place in
@@ -68,8 +73,9 @@ def _cosine_max(resp_vecs: np.ndarray, ref_lists: list[tuple[str, ...]], ref_ind
     return np.clip(out, -1.0, 1.0)
 
 
-def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, n_settings: int,
-                  answers: Sequence[str]) -> np.ndarray:
+def final_answers(
+    codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, n_settings: int, answers: Sequence[str]
+) -> np.ndarray:
     """Eq. (6): per setting, the row whose embedding is nearest (L2) to the setting's mean embedding.
 
     Only ``eligible`` rows (responses with an answer) take part. Ties, the rule: distances equal up to
@@ -106,8 +112,10 @@ def final_answers(codes: np.ndarray, vectors: np.ndarray, eligible: np.ndarray, 
 FinalRule = Literal["medoid", "majority"]
 FINAL_RULES: tuple[str, ...] = ("medoid", "majority")
 #: what the report calls each rule's final answer
-FINAL_NAMES = {"medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
-               "majority": "the majority vote over normalised answers (self-consistency)"}
+FINAL_NAMES = {
+    "medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
+    "majority": "the majority vote over normalised answers (self-consistency)",
+}
 
 
 def final_rule(value: str) -> FinalRule:
@@ -117,8 +125,9 @@ def final_rule(value: str) -> FinalRule:
     return value  # type: ignore[return-value]
 
 
-def majority_answers(codes: np.ndarray, eligible: np.ndarray, n_settings: int,
-                     answers: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def majority_answers(
+    codes: np.ndarray, eligible: np.ndarray, n_settings: int, answers: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """The self-consistency vote: per setting, the answer given most often among ``eligible`` rows,
     answers counted by :func:`evalprism.ecdf.scoring.answer_key` (``3.0`` and ``3`` are one vote).
     Ties: the smallest key wins (a rule on answers, not on row order). Returns one row index per
@@ -129,16 +138,22 @@ def majority_answers(codes: np.ndarray, eligible: np.ndarray, n_settings: int,
     if rows.size == 0:
         return chosen, votes
     keys = pd.Series([answer_key(answers[r]) for r in rows])
-    counted = (pd.DataFrame({"setting": codes[rows], "key": keys, "row": rows})
-               .groupby(["setting", "key"], sort=True).agg(votes=("row", "size"), row=("row", "min")).reset_index()
-               .sort_values(["setting", "votes", "key"], ascending=[True, False, True], kind="stable")
-               .drop_duplicates("setting"))
+    counted = (
+        pd.DataFrame({"setting": codes[rows], "key": keys, "row": rows})
+        .groupby(["setting", "key"], sort=True)
+        .agg(votes=("row", "size"), row=("row", "min"))
+        .reset_index()
+        .sort_values(["setting", "votes", "key"], ascending=[True, False, True], kind="stable")
+        .drop_duplicates("setting")
+    )
     chosen[counted["setting"].to_numpy()] = counted["row"].to_numpy()
     votes[counted["setting"].to_numpy()] = counted["votes"].to_numpy()
     return chosen, votes
 
 
-def renumber_by_wins(samples: list[np.ndarray], medoids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def renumber_by_wins(
+    samples: list[np.ndarray], medoids: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eq. (7): order clusters by the wins of their medoid ECDFs; cluster 0 has the most wins.
 
     Returns ``(medoids, labels, wins)`` in the new numbering. Equal wins (equal medoid means) keep
@@ -179,8 +194,9 @@ def _accuracy_levels(acc: pd.Series) -> pd.Series:
     return bins.map(label).astype(object)
 
 
-def _check_options(df: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
-                   clusters: int | str) -> str | None:
+def _check_options(
+    df: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None, clusters: int | str
+) -> str | None:
     """Validate the option values against the table; return the group column actually used."""
     check_setting_columns(df, where, by)
     if group and group not in df.columns:
@@ -203,8 +219,9 @@ def cluster_count(clusters: int | str) -> int | Literal["auto"]:
             raise ValueError
         return int(float(clusters))
     except (TypeError, ValueError):
-        raise EvalprismError(f"clusters: expected a whole number or 'auto', got '{clusters}'",
-                             parameter="clusters") from None
+        raise EvalprismError(
+            f"clusters: expected a whole number or 'auto', got '{clusters}'", parameter="clusters"
+        ) from None
 
 
 _REPLICATE_NAME = re.compile(r"(^|_)(id|idx|index|sample|replicate|rep|run|draw|seed|trial|epoch)s?$", re.I)
@@ -228,7 +245,9 @@ def pooled_configuration_columns(df: pd.DataFrame, by: list[str], ignore: Sequen
     return found
 
 
-def _index_settings(df: pd.DataFrame, keys: list[str], where: str, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _index_settings(
+    df: pd.DataFrame, keys: list[str], where: str, notes: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Number the settings (question x configuration) in natural order; drop rows with no response
     value, and refuse a setting left with none. Returns (rows with a ``setting`` code, settings)."""
     df = df.assign(_row=np.arange(1, len(df) + 1))  # 1-based source row, for messages after filtering
@@ -265,8 +284,17 @@ class _Scored:
     rule: ScoreRule = "cosine"
 
 
-def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, rule: ScoreRule,
-                     embedder: str | Embedder, cache_dir: str | None, progress: bool, notes: list[str]) -> _Scored:
+def _score_responses(
+    df: pd.DataFrame,
+    where: str,
+    extract: str | None,
+    choices: str | None,
+    rule: ScoreRule,
+    embedder: str | Embedder,
+    cache_dir: str | None,
+    progress: bool,
+    notes: list[str],
+) -> _Scored:
     """Quality per response when references are given: eq. (3) from embeddings, or the exact/contains
     rule of :mod:`evalprism.ecdf.scoring` (the user's ``score`` wins if both are). Responses are
     embedded whatever the rule: the final answers (eq. 6) need the embeddings."""
@@ -276,11 +304,16 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
         return _Scored(scores=user_scores)
     extractor = compile_extractor(extract)
     choice_maps = (
-        [parse_choices(v, f"{where}: row {r}, column '{choices}'") for r, v in zip(df["_row"], df[choices], strict=True)]
-        if choices else [None] * len(df)
+        [
+            parse_choices(v, f"{where}: row {r}, column '{choices}'")
+            for r, v in zip(df["_row"], df[choices], strict=True)
+        ]
+        if choices
+        else [None] * len(df)
     )
-    answers, answered_list = prepare_responses(df["response"].astype(str), extractor, choice_maps,
-                                               (f"{where}: row {r}" for r in df["_row"]))
+    answers, answered_list = prepare_responses(
+        df["response"].astype(str), extractor, choice_maps, (f"{where}: row {r}" for r in df["_row"])
+    )
     answered = np.asarray(answered_list, dtype=bool)
     if extractor is not None and (~answered).any():
         notes.append(f"{int((~answered).sum())} of {len(df)} responses had no match for --extract and score 0")
@@ -296,14 +329,16 @@ def _score_responses(df: pd.DataFrame, where: str, extract: str | None, choices:
         scores = user_scores
     elif rule == "cosine":
         ref_index = {r: i for i, r in enumerate(distinct_refs)}
-        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts):], answers)
+        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts) :], answers)
         scores[~answered] = 0.0  # a response with no answer scores 0 (documented in prepare.py)
         share = short_reference_share(ref_lists)
         if share > 0.5:
-            notes.append(f"{share:.0%} of the distinct references are short (at most 3 words: dates, numbers, "
-                         "names, yes/no); cosine similarity of sentence embeddings ranks near misses of such answers "
-                         "above correct ones worded differently: score='exact' / --score exact (or 'contains') "
-                         "scores them right or wrong")
+            notes.append(
+                f"{share:.0%} of the distinct references are short (at most 3 words: dates, numbers, "
+                "names, yes/no); cosine similarity of sentence embeddings ranks near misses of such answers "
+                "above correct ones worded differently: score='exact' / --score exact (or 'contains') "
+                "scores them right or wrong"
+            )
     else:
         scores = lexical_scores(answers, answered, ref_lists, rule)
         if rule == "exact":
@@ -323,7 +358,9 @@ def check_distance_memory(n_settings: int, where: str) -> None:
             f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
             f"{need / 1e9:.1f} GB (8 bytes per distance), more memory "
             f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
-            "questions, or fewer by columns)", parameter="by")
+            "questions, or fewer by columns)",
+            parameter="by",
+        )
 
 
 #: bytes per cell of the question x configuration assignment matrix while it is built and reordered
@@ -353,7 +390,9 @@ def check_assignment_memory(n_questions: int, n_configurations: int, where: str)
             f"configuration assignment matrix of {n_questions * n_configurations:,} cells, about {need / 1e9:,.1f} GB "
             f"to build and reorder, more memory than this machine has available ({have / 1e9:.1f} GB); compare "
             "fewer configurations (fewer by columns, or configurations that answer the same questions) or fewer "
-            "questions", parameter="by")
+            "questions",
+            parameter="by",
+        )
 
 
 @dataclass
@@ -371,8 +410,15 @@ class _Clustering:
     scalable: bool
 
 
-def _choose_k_by_stability(samples: list[np.ndarray], questions: np.ndarray, dist: np.ndarray | None,
-                           k_values: list[int], seed: int, progress: bool, notes: list[str]) -> tuple[int, pd.DataFrame]:
+def _choose_k_by_stability(
+    samples: list[np.ndarray],
+    questions: np.ndarray,
+    dist: np.ndarray | None,
+    k_values: list[int],
+    seed: int,
+    progress: bool,
+    notes: list[str],
+) -> tuple[int, pd.DataFrame]:
     """K by clustering stability under resampling of questions (:mod:`evalprism.stats.stability`), on
     all settings up to STABILITY_MAX_SETTINGS, else on a seeded random subset of whole questions of
     at most that many settings (the curve's cost grows with the square of its settings)."""
@@ -384,16 +430,26 @@ def _choose_k_by_stability(samples: list[np.ndarray], questions: np.ndarray, dis
         sizes = np.bincount(questions)[order]
         chosen = order[: max(1, int(np.searchsorted(np.cumsum(sizes), STABILITY_MAX_SETTINGS, side="right")))]
         rows = np.flatnonzero(np.isin(questions, chosen))
-        notes.append(f"K was chosen on a random subset of {chosen.size} questions ({rows.size} of {n} settings): "
-                     "stability costs grow with the square of the settings")
+        notes.append(
+            f"K was chosen on a random subset of {chosen.size} questions ({rows.size} of {n} settings): "
+            "stability costs grow with the square of the settings"
+        )
     sub = dist[np.ix_(rows, rows)] if dist is not None else w1_matrix([samples[i] for i in rows])
     with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (stability)", len(k_values), progress) as bar:
         k, curve = choose_k_by_stability(sub, questions[rows], k_values, seed=seed, on_step=bar.update)
     return k, pd.DataFrame(curve, columns=["k", "stability", "stability_sd", "silhouette"])
 
 
-def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | str, method: str, seed: int,
-             k_max: int, progress: bool, notes: list[str]) -> _Clustering:
+def _cluster(
+    samples: list[np.ndarray],
+    questions: np.ndarray,
+    clusters: int | str,
+    method: str,
+    seed: int,
+    k_max: int,
+    progress: bool,
+    notes: list[str],
+) -> _Clustering:
     """K (given or by stability; never more than the distinct ECDFs), k-medoids on the exact W1
     distances (eq. 4-5) -- the n x n matrix up to CLARA_ABOVE settings, CLARA-style n x k work above
     (:mod:`evalprism.stats.clara`) -- and wins (eq. 7)."""
@@ -401,8 +457,10 @@ def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | s
     check_cluster_range(clusters, n)
     distinct = distinct_ecdf_count(samples)
     if clusters != "auto" and int(clusters) > distinct:
-        notes.append(f"K={clusters} was asked, but the settings have only {distinct} distinct ECDFs: more clusters "
-                     f"would split identical ECDFs, so K={distinct}")
+        notes.append(
+            f"K={clusters} was asked, but the settings have only {distinct} distinct ECDFs: more clusters "
+            f"would split identical ECDFs, so K={distinct}"
+        )
         clusters = distinct
     if clusters == "auto" and distinct <= 2:
         clusters = distinct
@@ -430,32 +488,44 @@ def _cluster(samples: list[np.ndarray], questions: np.ndarray, clusters: int | s
     return _Clustering(to_medoids[:, order], medoids, labels, result.loss, wins, k_curve, scalable)
 
 
-def _cluster_table(settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray],
-                   clustering: _Clustering) -> pd.DataFrame:
+def _cluster_table(
+    settings: pd.DataFrame, keys: list[str], samples: list[np.ndarray], clustering: _Clustering
+) -> pd.DataFrame:
     wins = clustering.wins
     rows = []
     for c, m in enumerate(clustering.medoids):
         members = np.flatnonzero(clustering.labels == c)
-        rows.append({
-            "cluster": c,
-            "size": members.size,
-            "wins": int(wins[c]),
-            "medoid_setting": " · ".join(f"{k}={settings[k].iat[m]}" for k in keys),
-            "mean_score": float(np.concatenate([samples[i] for i in members]).mean()),
-            "medoid_mean_score": float(samples[m].mean()),
-            "mean_distance_to_medoid": float(clustering.to_medoids[members, c].mean()),
-        })
+        rows.append(
+            {
+                "cluster": c,
+                "size": members.size,
+                "wins": int(wins[c]),
+                "medoid_setting": " · ".join(f"{k}={settings[k].iat[m]}" for k in keys),
+                "mean_score": float(np.concatenate([samples[i] for i in members]).mean()),
+                "medoid_mean_score": float(samples[m].mean()),
+                "mean_distance_to_medoid": float(clustering.to_medoids[members, c].mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _factor_table(settings: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
     """What the clusters separate: adjusted mutual information of the labels with each factor."""
     labels = settings["cluster"].to_numpy()
-    return pd.DataFrame([
-        {"factor": f, "levels": int(settings[f].nunique()),
-         "ami": float(adjusted_mutual_info_score(settings[f].astype(str), labels))}
-        for f in factors
-    ]).sort_values("ami", ascending=False, kind="stable").reset_index(drop=True)
+    return (
+        pd.DataFrame(
+            [
+                {
+                    "factor": f,
+                    "levels": int(settings[f].nunique()),
+                    "ami": float(adjusted_mutual_info_score(settings[f].astype(str), labels)),
+                }
+                for f in factors
+            ]
+        )
+        .sort_values("ami", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def analyze(
@@ -497,14 +567,20 @@ def analyze(
     df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     check_method(len(settings), method)
-    check_comparison_options(baseline, permutations, [configuration_label(r, by) for r in settings[by].drop_duplicates()
-                                                      .itertuples(index=False)] if by else ["all"], by)
+    check_comparison_options(
+        baseline,
+        permutations,
+        [configuration_label(r, by) for r in settings[by].drop_duplicates().itertuples(index=False)] if by else ["all"],
+        by,
+    )
     rule = score_rule(score)
     final = final_rule(final)
     if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
-        raise EvalprismError(f"{where}: score '{rule}' compares responses with their references; the table "
-                             f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
-                             parameter="score")
+        raise EvalprismError(
+            f"{where}: score '{rule}' compares responses with their references; the table "
+            f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
+            parameter="score",
+        )
     scored = _score_responses(df, where, extract, choices, rule, embedder, cache_dir, progress, notes)
     df["quality"] = scored.scores
     if scored.answers is not None:
@@ -518,8 +594,9 @@ def analyze(
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
     said = len(notes)
-    comparisons = compare_configurations(settings, samples, baseline, by, permutations, seed, notes, progress,
-                                         pooled=pooled)
+    comparisons = compare_configurations(
+        settings, samples, baseline, by, permutations, seed, notes, progress, pooled=pooled
+    )
     for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
         status(note, progress)
     return EcdfResult(
@@ -534,23 +611,42 @@ def analyze(
         responses=df,
         by=by,
         options={
-            "by": by, "clusters": clusters, "k": int(clustering.medoids.size), "method": method, "seed": seed,
-            "extract": extract, "choices": choices, "group": group,
+            "by": by,
+            "clusters": clusters,
+            "k": int(clustering.medoids.size),
+            "method": method,
+            "seed": seed,
+            "extract": extract,
+            "choices": choices,
+            "group": group,
             "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
             "score": None if "score" in df.columns else rule,
-            "baseline": baseline, "permutations": permutations, "final": final,
+            "baseline": baseline,
+            "permutations": permutations,
+            "final": final,
             "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,
-            "clustering": ("CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
-                           "(no n x n matrix)") if clustering.scalable else "k-medoids on the full W1 matrix",
+            "clustering": (
+                "CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
+                "(no n x n matrix)"
+            )
+            if clustering.scalable
+            else "k-medoids on the full W1 matrix",
         },
         embed_stats=scored.embed_stats,
         notes=notes,
     )
 
 
-def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, choices: str | None,
-             clusters: int | str, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, str | None, list[str]]:
+def _prepare(
+    table: pd.DataFrame,
+    where: str,
+    by: list[str],
+    group: str | None,
+    choices: str | None,
+    clusters: int | str,
+    progress: bool,
+) -> tuple[pd.DataFrame, pd.DataFrame, str | None, list[str]]:
     """Validate the table and the options against it, name missing setting values, note the
     configuration columns that are pooled, and number the settings; refuse fewer than two settings
     or a distance matrix larger than memory. Returns (rows with their ``setting`` code, settings,
@@ -562,8 +658,10 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
         df[col] = df[col].where(df[col].notna(), "(missing)")
     pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
     if pooled:
-        notes.append(f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
-                     f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)")
+        notes.append(
+            f"not setting columns, so pooled within each setting: {', '.join(pooled)} (they vary within "
+            f"questions; add them to by=[...] / --by {' --by '.join(pooled)} to compare them)"
+        )
         status(notes[-1], progress)
     df, settings = _index_settings(df, ["question_id", *by], where, notes)
     _collision_notes(df, ["question_id", *by], notes)
@@ -578,8 +676,9 @@ def _prepare(table: pd.DataFrame, where: str, by: list[str], group: str | None, 
 def check_cluster_range(clusters: int | str, n_settings: int) -> None:
     """Refuse a given K outside 1..the number of settings (known from the table, before any embedding)."""
     if clusters != "auto" and not 1 <= int(clusters) <= n_settings:
-        raise EvalprismError(f"clusters {clusters}: K must be between 1 and the number of settings ({n_settings})",
-                             parameter="clusters")
+        raise EvalprismError(
+            f"clusters {clusters}: K must be between 1 and the number of settings ({n_settings})", parameter="clusters"
+        )
 
 
 def _collision_notes(df: pd.DataFrame, keys: list[str], notes: list[str]) -> None:
@@ -594,19 +693,23 @@ def _collision_notes(df: pd.DataFrame, keys: list[str], notes: list[str]) -> Non
         mixed = per_setting[per_setting > 1]
         if len(mixed):
             first = df.loc[df["setting"] == mixed.index[0], keys].iloc[0]
-            notes.append(f"{len(mixed)} settings mix responses with different reference answers (first: "
-                         f"{', '.join(f'{k}={first[k]}' for k in keys)}): their question ids probably repeat across "
-                         f"datasets; add the column that tells them apart to by=[...] / --by, or make question_id "
-                         "unique")
+            notes.append(
+                f"{len(mixed)} settings mix responses with different reference answers (first: "
+                f"{', '.join(f'{k}={first[k]}' for k in keys)}): their question ids probably repeat across "
+                f"datasets; add the column that tells them apart to by=[...] / --by, or make question_id "
+                "unique"
+            )
             return
     sizes = np.bincount(df["setting"].to_numpy())
     values, counts = np.unique(sizes, return_counts=True)
     usual = int(values[np.argmax(counts)])
     multiple = (sizes > usual) & (sizes % usual == 0)
     if usual > 1 and counts.max() >= 0.5 * sizes.size and multiple.any():
-        notes.append(f"{int(multiple.sum())} settings have exactly 2, 3, ... times the usual {usual} responses: if "
-                     f"their question ids repeat across datasets, their responses were merged (settings are {label}); "
-                     "add the column that tells them apart to by=[...] / --by")
+        notes.append(
+            f"{int(multiple.sum())} settings have exactly 2, 3, ... times the usual {usual} responses: if "
+            f"their question ids repeat across datasets, their responses were merged (settings are {label}); "
+            "add the column that tells them apart to by=[...] / --by"
+        )
 
 
 def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.ndarray]:
@@ -624,21 +727,32 @@ def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
     if scored.rule == "cosine":
         return [bool(c >= 0 and scored.answers[c] in scored.ref_lists[c]) for c in chosen]
     rows = [int(c) for c in chosen if c >= 0]
-    hits = lexical_scores([scored.answers[c] for c in rows], np.ones(len(rows), bool),
-                          [scored.ref_lists[c] for c in rows], scored.rule)  # type: ignore[arg-type]
+    hits = lexical_scores(
+        [scored.answers[c] for c in rows], np.ones(len(rows), bool), [scored.ref_lists[c] for c in rows], scored.rule
+    )  # type: ignore[arg-type]
     by_row = dict(zip(rows, hits, strict=True))
     return [bool(c >= 0 and by_row[int(c)] == 1.0) for c in chosen]
 
 
-def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], group: str | None,
-                    choices: str | None, samples: list[np.ndarray], clustering: _Clustering,
-                    scored: _Scored, final: FinalRule = "medoid") -> pd.DataFrame:
+def _settings_table(
+    settings: pd.DataFrame,
+    df: pd.DataFrame,
+    by: list[str],
+    group: str | None,
+    choices: str | None,
+    samples: list[np.ndarray],
+    clustering: _Clustering,
+    scored: _Scored,
+    final: FinalRule = "medoid",
+) -> pd.DataFrame:
     """One row per setting (rows stay in setting order): configuration, sample size and mean, cluster,
     medoid flag, group, the eq. 6 final answer when responses were embedded, and the user's columns
     that are constant within each setting."""
     codes, n_settings = df["setting"].to_numpy(), len(settings)
     first_of = df.groupby("setting").first()
-    settings["configuration"] = [configuration_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
+    settings["configuration"] = (
+        [configuration_label(row, by) for row in settings[by].itertuples(index=False)] if by else "all"
+    )
     settings["n_responses"] = [s.size for s in samples]
     settings["mean_score"] = [float(s.mean()) for s in samples]
     settings["cluster"] = clustering.labels
@@ -656,25 +770,44 @@ def _settings_table(settings: pd.DataFrame, df: pd.DataFrame, by: list[str], gro
         settings[f"{other_name}_answer"] = [scored.answers[c] if c >= 0 else "" for c in other]
         settings[f"{other_name}_correct"] = _final_answer_correct(scored, other)
         settings["majority_votes"] = votes
-        settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(int)
-    carried = _carried_columns(df, exclude={"question_id", *by, "response", "references", "score", "answer", "quality",
-                                            "setting", "_row", group or "", choices or ""})
+        settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(
+            int
+        )
+    carried = _carried_columns(
+        df,
+        exclude={
+            "question_id",
+            *by,
+            "response",
+            "references",
+            "score",
+            "answer",
+            "quality",
+            "setting",
+            "_row",
+            group or "",
+            choices or "",
+        },
+    )
     for col in carried:
         settings[col] = first_of[col].to_numpy()
     return settings
 
 
-def _with_accuracy(settings: pd.DataFrame, by: list[str], group: str | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def _with_accuracy(
+    settings: pd.DataFrame, by: list[str], group: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """Accuracy per group x configuration (section 4.1) when final answers were judged; the settings
     gain their unit's accuracy and its level. Without final answers: the settings as they are, None."""
     if "correct" not in settings.columns:
         return settings, None
     unit = (["group"] if group else []) + (by or ["configuration"])
-    accuracy = (settings.groupby(unit, sort=True, dropna=False)
-                .agg(n_questions=("question_id", "size"), accuracy=("correct", "mean"),
-                     mean_score=("mean_score", "mean"))
-                .reset_index())
-    settings = settings.merge(accuracy[unit + ["accuracy"]], on=unit, how="left", validate="many_to_one")
+    accuracy = (
+        settings.groupby(unit, sort=True, dropna=False)
+        .agg(n_questions=("question_id", "size"), accuracy=("correct", "mean"), mean_score=("mean_score", "mean"))
+        .reset_index()
+    )
+    settings = settings.merge(accuracy[[*unit, "accuracy"]], on=unit, how="left", validate="many_to_one")
     settings["accuracy_level"] = _accuracy_levels(settings["accuracy"])
     return settings, accuracy
 

@@ -63,16 +63,18 @@ def resolve_baseline(baseline: str | None, configurations: list[str], by: list[s
         if same_configuration(conf, baseline) or (len(by) == 1 and conf == f"{by[0]}={baseline.strip()}"):
             return conf
     shown = ", ".join(configurations[:8]) + (", ..." if len(configurations) > 8 else "")
-    raise EvalprismError(f"baseline '{baseline}': no such configuration (configurations: {shown})",
-                         parameter="baseline")
+    raise EvalprismError(
+        f"baseline '{baseline}': no such configuration (configurations: {shown})", parameter="baseline"
+    )
 
 
-def check_comparison_options(baseline: str | None, permutations: int, configurations: list[str],
-                             by: list[str]) -> None:
+def check_comparison_options(baseline: str | None, permutations: int, configurations: list[str], by: list[str]) -> None:
     """Refuse a baseline that names no configuration, or fewer than one permutation, before any work."""
     if isinstance(permutations, bool) or not isinstance(permutations, int | np.integer) or permutations < 1:
-        raise EvalprismError(f"permutations {permutations}: expected a whole number of at least 1 (999 resolves "
-                             "p = 0.001)", parameter="permutations")
+        raise EvalprismError(
+            f"permutations {permutations}: expected a whole number of at least 1 (999 resolves p = 0.001)",
+            parameter="permutations",
+        )
     resolve_baseline(baseline, configurations, by)
 
 
@@ -82,15 +84,25 @@ def _pairs(configurations: list[str], baseline: str | None, notes: list[str]) ->
     n = len(configurations)
     n_pairs = n * (n - 1) // 2  # counted, never listed: 100,000 configurations make 5e9 pairs
     if n_pairs > MAX_ALL_PAIRS:
-        notes.append(f"{n} configurations make {n_pairs} pairs: each was compared with the "
-                     f"first, '{configurations[0]}' (choose another with baseline=... / --baseline)")
+        notes.append(
+            f"{n} configurations make {n_pairs} pairs: each was compared with the "
+            f"first, '{configurations[0]}' (choose another with baseline=... / --baseline)"
+        )
         return [(configurations[0], c) for c in configurations[1:]]
     return list(combinations(configurations, 2))
 
 
-def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], baseline: str | None,
-                           by: list[str], permutations: int, seed: int, notes: list[str],
-                           progress: bool = False, pooled: Sequence[str] = ()) -> pd.DataFrame | None:
+def compare_configurations(
+    settings: pd.DataFrame,
+    samples: list[np.ndarray],
+    baseline: str | None,
+    by: list[str],
+    permutations: int,
+    seed: int,
+    notes: list[str],
+    progress: bool = False,
+    pooled: Sequence[str] = (),
+) -> pd.DataFrame | None:
     """One row per pair of configurations (see the module docstring); None with one configuration.
 
     ``settings`` needs ``question_id``, ``configuration``, ``setting`` (index into ``samples``) and
@@ -106,16 +118,20 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
     base = resolve_baseline(baseline, configurations, by)
     pairs = _pairs(configurations, base, notes)
     if len(pairs) > MAX_COMPARED_PAIRS:
-        notes.append(f"paired comparisons skipped: {len(configurations)} configurations make {len(pairs)} pairs even "
-                     f"against one baseline, more than {MAX_COMPARED_PAIRS} (each a permutation test and a "
-                     "bootstrap); compare fewer configurations (fewer by / --by columns, or a subset of the table)")
+        notes.append(
+            f"paired comparisons skipped: {len(configurations)} configurations make {len(pairs)} pairs even "
+            f"against one baseline, more than {MAX_COMPARED_PAIRS} (each a permutation test and a "
+            "bootstrap); compare fewer configurations (fewer by / --by columns, or a subset of the table)"
+        )
         return None
     settings = _scores_as_correctness(settings, samples, notes)
     judged = "correct" in settings.columns
     table = settings.set_index(["configuration", "question_id"])
     per_conf = {c: table.loc[c] for c in dict.fromkeys(c for pair in pairs for c in pair)}
     rows = []
-    with progress_bar(f"paired comparisons of the configurations ({permutations} permutations each)", len(pairs), progress) as bar:
+    with progress_bar(
+        f"paired comparisons of the configurations ({permutations} permutations each)", len(pairs), progress
+    ) as bar:
         for i, (a, b) in enumerate(pairs):
             row = _compare_pair(per_conf[a], per_conf[b], a, b, samples, judged, permutations, seed + i, seed)
             if row is not None:
@@ -139,10 +155,12 @@ def compare_configurations(settings: pd.DataFrame, samples: list[np.ndarray], ba
 def pooled_caveat(pooled: Sequence[str]) -> str:
     """What pooling sources under one configuration does to the within-question permutation test."""
     cols = ", ".join(pooled)
-    return (f"conservative: the responses of several {cols} values are pooled under each configuration and "
-            "permuted one by one as if exchangeable, so the differences between those sources widen the null "
-            "distribution and p is too large; read the paired score and McNemar tests, or add "
-            f"--by {' --by '.join(pooled)} to compare the sources themselves")
+    return (
+        f"conservative: the responses of several {cols} values are pooled under each configuration and "
+        "permuted one by one as if exchangeable, so the differences between those sources widen the null "
+        "distribution and p is too large; read the paired score and McNemar tests, or add "
+        f"--by {' --by '.join(pooled)} to compare the sources themselves"
+    )
 
 
 def _scores_as_correctness(settings: pd.DataFrame, samples: list[np.ndarray], notes: list[str]) -> pd.DataFrame:
@@ -152,8 +170,9 @@ def _scores_as_correctness(settings: pd.DataFrame, samples: list[np.ndarray], no
         return settings
     if not settings["mean_score"].isin([0.0, 1.0]).all():
         return settings
-    notes.append("one 0/1 score per question and configuration: accuracy is that score, compared by the exact "
-                 "McNemar test")
+    notes.append(
+        "one 0/1 score per question and configuration: accuracy is that score, compared by the exact McNemar test"
+    )
     return settings.assign(correct=settings["mean_score"] == 1.0)
 
 
@@ -177,25 +196,37 @@ def mcnemar_binomtest(correct_a: np.ndarray, correct_b: np.ndarray) -> tuple[int
     return only_a, only_b, float(binomtest(only_b, only_a + only_b, 0.5).pvalue)
 
 
-def distribution_test_applicability(n_a: np.ndarray, n_b: np.ndarray, a: str, b: str,
-                                    permutations: int) -> str | None:
+def distribution_test_applicability(n_a: np.ndarray, n_b: np.ndarray, a: str, b: str, permutations: int) -> str | None:
     """Why the within-question permutation test of mean W1 cannot tell anything for this pair, or None
     when it can: one response per question on a side, or too few distinct relabellings to reach
     p < :data:`ALPHA`."""
     for name, n in ((a, n_a), (b, n_b)):
         single = int((n < 2).sum())
         if single >= SINGLE_RESPONSE_SHARE * n.size:
-            return (f"not applicable: '{name}' has one response on {single} of {n.size} questions (greedy "
-                    "decoding?); exchanging the labels of single responses leaves W1 unchanged, so p = 1 by "
-                    "construction")
+            return (
+                f"not applicable: '{name}' has one response on {single} of {n.size} questions (greedy "
+                "decoding?); exchanging the labels of single responses leaves W1 unchanged, so p = 1 by "
+                "construction"
+            )
     if permutation_design(n_a, n_b) < np.log10(1 / ALPHA):
-        return (f"not applicable: {n_a.size} questions with {int(n_a.sum())} + {int(n_b.sum())} responses allow "
-                f"too few distinct relabellings to reach p < {ALPHA}")
+        return (
+            f"not applicable: {n_a.size} questions with {int(n_a.sum())} + {int(n_b.sum())} responses allow "
+            f"too few distinct relabellings to reach p < {ALPHA}"
+        )
     return None
 
 
-def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, samples: list[np.ndarray],
-                  judged: bool, permutations: int, seed: int, bootstrap_seed: int) -> dict[str, object] | None:
+def _compare_pair(
+    table_a: pd.DataFrame,
+    table_b: pd.DataFrame,
+    a: str,
+    b: str,
+    samples: list[np.ndarray],
+    judged: bool,
+    permutations: int,
+    seed: int,
+    bootstrap_seed: int,
+) -> dict[str, object] | None:
     """One row of :func:`compare_configurations`: configurations ``a`` and ``b`` on their shared
     questions (None when they share none); ``seed`` is the pair's own (its permutations);
     ``bootstrap_seed`` is shared by all pairs, so pairs on the same questions resample the same ones
@@ -216,20 +247,34 @@ def _compare_pair(table_a: pd.DataFrame, table_b: pd.DataFrame, a: str, b: str, 
     score_diff = sb["mean_score"].to_numpy(float) - sa["mean_score"].to_numpy(float)
     _, score_se, _, _ = paired_mean_se(score_diff)
     columns = [w1, score_diff]
-    row = {"configuration_a": a, "configuration_b": b, "n_questions": len(shared),
-           "mean_w1": float(w1.mean()), "distribution_test": why_not or "within-question permutation",
-           "p_distribution": p_dist,
-           "mean_score_a": float(sa["mean_score"].mean()), "mean_score_b": float(sb["mean_score"].mean()),
-           "score_difference": float(score_diff.mean()), "score_difference_se": score_se,
-           "p_score": sign_flip_test(score_diff, permutations, seed=seed),
-           "n_questions_differ": int(np.count_nonzero(score_diff))}
+    row = {
+        "configuration_a": a,
+        "configuration_b": b,
+        "n_questions": len(shared),
+        "mean_w1": float(w1.mean()),
+        "distribution_test": why_not or "within-question permutation",
+        "p_distribution": p_dist,
+        "mean_score_a": float(sa["mean_score"].mean()),
+        "mean_score_b": float(sb["mean_score"].mean()),
+        "score_difference": float(score_diff.mean()),
+        "score_difference_se": score_se,
+        "p_score": sign_flip_test(score_diff, permutations, seed=seed),
+        "n_questions_differ": int(np.count_nonzero(score_diff)),
+    }
     if judged:
         ca, cb = sa["correct"].to_numpy(bool), sb["correct"].to_numpy(bool)
         only_a, only_b, p_acc = mcnemar_binomtest(ca, cb)
         columns.append(cb.astype(float) - ca.astype(float))
-        row.update({"accuracy_a": float(ca.mean()), "accuracy_b": float(cb.mean()),
-                    "accuracy_difference": float(cb.mean() - ca.mean()), "n_right_only_a": only_a,
-                    "n_right_only_b": only_b, "p_accuracy": p_acc})
+        row.update(
+            {
+                "accuracy_a": float(ca.mean()),
+                "accuracy_b": float(cb.mean()),
+                "accuracy_difference": float(cb.mean() - ca.mean()),
+                "n_right_only_a": only_a,
+                "n_right_only_b": only_b,
+                "p_accuracy": p_acc,
+            }
+        )
     ci = bootstrap_mean_ci(np.column_stack(columns), BOOTSTRAP_RESAMPLES, seed=bootstrap_seed)
     for name, (lo, hi) in zip(["mean_w1", "score_difference", "accuracy_difference"], ci, strict=False):
         row[f"{name}_low"], row[f"{name}_high"] = float(lo), float(hi)
@@ -258,26 +303,39 @@ def pair_sentence(row: pd.Series, permutations: int) -> str:
     if distribution_applicable(row):
         differ = row["p_distribution_adjusted"] < ALPHA
         conservative = "conservative" in str(row.get("distribution_test", ""))
-        verdict = "differ" if differ else ("no difference detected by this conservative test (sources pooled)"
-                                           if conservative else "not significantly different")
-        text = (head + f"response-quality distributions {verdict}, "
-                f"mean W1 {row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], "
-                f"{format_p(row['p_distribution_adjusted'], permutations)}")
+        verdict = (
+            "differ"
+            if differ
+            else (
+                "no difference detected by this conservative test (sources pooled)"
+                if conservative
+                else "not significantly different"
+            )
+        )
+        text = (
+            head + f"response-quality distributions {verdict}, "
+            f"mean W1 {row['mean_w1']:.3f} [{row['mean_w1_low']:.3f}, {row['mean_w1_high']:.3f}], "
+            f"{format_p(row['p_distribution_adjusted'], permutations)}"
+        )
     else:
         text = head + f"distribution test {str(row['distribution_test']).split(';')[0]}"  # the why is in the CSV
     se = f", SE {row['score_difference_se']:.3f}" if pd.notna(row.get("score_difference_se")) else ""
     differ = row.get("n_questions_differ")
     score_floor = sign_flip_floor(int(differ), permutations) if pd.notna(differ) else 0.0
-    text += (f"; mean score {row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f}, difference (b − a) "
-             f"{row['score_difference']:+.3f} [{row['score_difference_low']:.3f}, {row['score_difference_high']:.3f}]{se} "
-             f"({_test_says(row['p_score_adjusted'], score_floor, differ)}, paired sign-flip "
-             f"{format_p(row['p_score_adjusted'], permutations)})")
+    text += (
+        f"; mean score {row['mean_score_a']:.3f} vs {row['mean_score_b']:.3f}, difference (b − a) "
+        f"{row['score_difference']:+.3f} [{row['score_difference_low']:.3f}, {row['score_difference_high']:.3f}]{se} "
+        f"({_test_says(row['p_score_adjusted'], score_floor, differ)}, paired sign-flip "
+        f"{format_p(row['p_score_adjusted'], permutations)})"
+    )
     if "accuracy_a" in row and pd.notna(row.get("accuracy_a")):
         discordant = int(row["n_right_only_a"] + row["n_right_only_b"])
-        text += (f"; accuracy {row['accuracy_a']:.2f} vs {row['accuracy_b']:.2f} "
-                 f"({_test_says(row['p_accuracy_adjusted'], sign_test_floor(discordant), discordant)}, McNemar "
-                 f"{format_p(row['p_accuracy_adjusted'])} on {row['n_right_only_a']} + {row['n_right_only_b']} "
-                 "questions only one got right)")
+        text += (
+            f"; accuracy {row['accuracy_a']:.2f} vs {row['accuracy_b']:.2f} "
+            f"({_test_says(row['p_accuracy_adjusted'], sign_test_floor(discordant), discordant)}, McNemar "
+            f"{format_p(row['p_accuracy_adjusted'])} on {row['n_right_only_a']} + {row['n_right_only_b']} "
+            "questions only one got right)"
+        )
     return text + "."
 
 

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable
 
 import regex
@@ -40,8 +41,9 @@ def compile_extractor(pattern: str | None) -> regex.Pattern[str] | None:
     try:
         return regex.compile(pattern, regex.DOTALL | regex.VERSION0)
     except (regex.error, ValueError, OverflowError) as exc:
-        raise EvalprismError(f"extract: '{shorten(pattern)}' is not a valid regular expression ({exc})",
-                             parameter="extract") from None
+        raise EvalprismError(
+            f"extract: '{shorten(pattern)}' is not a valid regular expression ({exc})", parameter="extract"
+        ) from None
 
 
 def extract_answer(text: str, extractor: regex.Pattern[str] | None) -> str | None:
@@ -49,9 +51,8 @@ def extract_answer(text: str, extractor: regex.Pattern[str] | None) -> str | Non
     Raises :class:`TimeoutError` when matching takes longer than :data:`MATCH_TIMEOUT_S`."""
     if extractor is None:
         return text
-    last = None
-    for last in extractor.finditer(text, timeout=MATCH_TIMEOUT_S):
-        pass
+    tail = deque(extractor.finditer(text, timeout=MATCH_TIMEOUT_S), maxlen=1)  # the last match
+    last = tail[0] if tail else None
     if last is None:
         return None
     return last.group(1) if extractor.groups else last.group(0)
@@ -70,7 +71,9 @@ def parse_choices(value: object, where: str) -> dict[str, str]:
 
 
 def prepare_responses(
-    responses: Iterable[str], extractor: regex.Pattern[str] | None, choices: Iterable[dict[str, str] | None],
+    responses: Iterable[str],
+    extractor: regex.Pattern[str] | None,
+    choices: Iterable[dict[str, str] | None],
     where: Iterable[str] | None = None,
 ) -> tuple[list[str], list[bool]]:
     """Apply extraction, choice mapping and suffix stripping; also return which rows had an answer.
@@ -87,7 +90,9 @@ def prepare_responses(
                 f"{place}: the extract pattern '{shorten(extractor.pattern)}' did not finish matching the "
                 f"{len(text):,}-character response within {MATCH_TIMEOUT_S:g} s: it backtracks catastrophically "
                 "(nested or overlapping repeats such as (a+)+ or (a|aa)+); rewrite it so that each character "
-                "can be matched one way only", parameter="extract") from None
+                "can be matched one way only",
+                parameter="extract",
+            ) from None
         if span is None:
             texts.append("")
             answered.append(False)

@@ -31,8 +31,8 @@ def _joined_steps(samples: list[np.ndarray], lo: float, hi: float) -> tuple[list
     ys: list[float | None] = []
     for s in samples:
         x, y = ecdf_steps(s, lo, hi)
-        xs.extend(x.tolist() + [None])
-        ys.extend(y.tolist() + [None])
+        xs.extend([*x.tolist(), None])
+        ys.extend([*y.tolist(), None])
     return xs, ys
 
 
@@ -55,8 +55,9 @@ MAX_COLUMN_LABELS = 40
 EXAMPLE_CHARS = 300
 
 
-def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float,
-                 x_title: str, seed: int) -> go.Figure:
+def _ecdf_panels(
+    groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float, x_title: str, seed: int
+) -> go.Figure:
     """Small multiples: member ECDFs in grey, the medoid in black (if any), the centroid in blue.
 
     Every panel has its own x tick labels (shared axes would show them on the bottom row only), and
@@ -65,10 +66,15 @@ def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], 
     rows, cols = _panel_grid(len(groups))
     margin = {"l": 50, "r": 20, "t": 50, "b": 60}
     height = PANEL_HEIGHT * rows + PANEL_GAP * (rows - 1) + margin["t"] + margin["b"]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[g[0] for g in groups],
-                        shared_xaxes=True, shared_yaxes=True,
-                        vertical_spacing=PANEL_GAP / (height - margin["t"] - margin["b"]) if rows > 1 else 0.0,
-                        horizontal_spacing=0.03)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[g[0] for g in groups],
+        shared_xaxes=True,
+        shared_yaxes=True,
+        vertical_spacing=PANEL_GAP / (height - margin["t"] - margin["b"]) if rows > 1 else 0.0,
+        horizontal_spacing=0.03,
+    )
     rng = np.random.default_rng(seed)
     for i, (_, members, medoid) in enumerate(groups):
         r, c = divmod(i, cols)
@@ -77,19 +83,57 @@ def _ecdf_panels(groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], 
             shown = [members[j] for j in sorted(rng.choice(len(members), MEMBER_CURVES, replace=False))]
         xs, ys = _joined_steps(shown, lo, hi)
         first = i == 0
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": GREY, "width": 1, "shape": "hv"},
-                                 name="settings", legendgroup="m", showlegend=first, hoverinfo="skip"), r + 1, c + 1)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": GREY, "width": 1, "shape": "hv"},
+                name="settings",
+                legendgroup="m",
+                showlegend=first,
+                hoverinfo="skip",
+            ),
+            r + 1,
+            c + 1,
+        )
         if medoid is not None:
             x, y = ecdf_steps(medoid, lo, hi)
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": MEDOID, "width": 2.2, "shape": "hv"},
-                                     name="medoid", legendgroup="d", showlegend=first), r + 1, c + 1)
+            fig.add_trace(
+                go.Scatter(
+                    x=x,
+                    y=y,
+                    mode="lines",
+                    line={"color": MEDOID, "width": 2.2, "shape": "hv"},
+                    name="medoid",
+                    legendgroup="d",
+                    showlegend=first,
+                ),
+                r + 1,
+                c + 1,
+            )
         x, y = ecdf_steps(np.concatenate(members), lo, hi)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line={"color": CENTROID, "width": 2.2, "shape": "hv"},
-                                 name="centroid (pooled)", legendgroup="c", showlegend=first), r + 1, c + 1)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                line={"color": CENTROID, "width": 2.2, "shape": "hv"},
+                name="centroid (pooled)",
+                legendgroup="c",
+                showlegend=first,
+            ),
+            r + 1,
+            c + 1,
+        )
         if i + cols >= len(groups):  # nothing below this panel
             fig.update_xaxes(title_text=x_title, row=r + 1, col=c + 1)
-    fig.update_layout(height=height, margin=margin, template="plotly_white",
-                      legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})
+    fig.update_layout(
+        height=height,
+        margin=margin,
+        template="plotly_white",
+        legend={"x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"},
+    )
     fig.update_xaxes(range=[lo, hi], showticklabels=True)
     fig.update_yaxes(range=[-0.02, 1.02])
     for r in range(1, rows + 1):
@@ -128,36 +172,86 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
     colours = _cluster_colours(k)
     scale = [[edge, colours[i]] for i in range(k) for edge in (i / k, (i + 1) / k)]
     # the cluster index is categorical: one legend entry per colour, no continuous colour bar
-    fig = go.Figure(go.Heatmap(
-        z=z, x=xlabels, y=ylabels, zmin=-0.5, zmax=k - 0.5, colorscale=scale, text=text, xgap=1, ygap=1,
-        hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>", showscale=False,
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=xlabels,
+            y=ylabels,
+            zmin=-0.5,
+            zmax=k - 0.5,
+            colorscale=scale,
+            text=text,
+            xgap=1,
+            ygap=1,
+            hovertemplate="question %{y}<br>%{x}<br>cluster %{z}<br>%{text}<extra></extra>",
+            showscale=False,
+        )
+    )
     for i in range(k):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"cluster {i}{' (best)' if i == 0 else ''}",
-                                 marker={"symbol": "square", "size": 12, "color": colours[i]}))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=f"cluster {i}{' (best)' if i == 0 else ''}",
+                marker={"symbol": "square", "size": 12, "color": colours[i]},
+            )
+        )
     missing = np.isnan(z)
     if missing.any():
-        fig.add_trace(go.Heatmap(z=np.where(missing, 1.0, np.nan), x=xlabels, y=ylabels, showscale=False, xgap=1,
-                                 ygap=1, colorscale=[[0, MISSING], [1, MISSING]], hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="no responses upstream",
-                                 marker={"symbol": "square", "size": 12, "color": MISSING}))
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(missing, 1.0, np.nan),
+                x=xlabels,
+                y=ylabels,
+                showscale=False,
+                xgap=1,
+                ygap=1,
+                colorscale=[[0, MISSING], [1, MISSING]],
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="no responses upstream",
+                marker={"symbol": "square", "size": 12, "color": MISSING},
+            )
+        )
     many = len(ylabels) > MAX_ROW_LABELS  # 2,400 px cannot show more row labels legibly: hover names them
     yaxis = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
     yaxis.update({"showticklabels": False} if many else {"tickmode": "array", "tickvals": ylabels})
     step = column_label_step(len(xlabels))
-    xaxis = {"tickangle": -45 if step == 1 else -90, "type": "category", "tickmode": "array",
-             "tickvals": xlabels[::step], "tickfont": {"size": 11 if step == 1 else 10}}
+    xaxis = {
+        "tickangle": -45 if step == 1 else -90,
+        "type": "category",
+        "tickmode": "array",
+        "tickvals": xlabels[::step],
+        "tickfont": {"size": 11 if step == 1 else 10},
+    }
     # room below for the slanted (or upright) labels, so that they do not squeeze the rows
     label_px = 6.5 * max(len(x) for x in xlabels[::step]) * (0.71 if step == 1 else 1.0)
     bottom = int(min(600, max(200, label_px + 70)))
-    fig.update_layout(height=min(2200, max(260, 20 * len(ylabels) + 60)) + bottom, template="plotly_white",
-                      margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": bottom},
-                      xaxis=xaxis, yaxis=yaxis,
-                      showlegend=True, legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
-                      xaxis_title="configuration" if step == 1 else
-                      f"configuration ({len(xlabels)}: every {_ordinal(step)} labelled, hover for each)",
-                      yaxis_title=(f"{len(ylabels)} {'of ' + str(len(result.assignment)) + ' ' if len(ylabels) < len(result.assignment) else ''}"
-                                   "questions (hover for names)" if many else "question (group)"))
+    fig.update_layout(
+        height=min(2200, max(260, 20 * len(ylabels) + 60)) + bottom,
+        template="plotly_white",
+        margin={"l": 40 if many else 140, "r": 20, "t": 40, "b": bottom},
+        xaxis=xaxis,
+        yaxis=yaxis,
+        showlegend=True,
+        legend={"x": 1.0, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+        xaxis_title="configuration"
+        if step == 1
+        else f"configuration ({len(xlabels)}: every {_ordinal(step)} labelled, hover for each)",
+        yaxis_title=(
+            f"{len(ylabels)} {'of ' + str(len(result.assignment)) + ' ' if len(ylabels) < len(result.assignment) else ''}"
+            "questions (hover for names)"
+            if many
+            else "question (group)"
+        ),
+    )
     return fig
 
 
@@ -169,14 +263,18 @@ def _ordinal(k: int) -> str:
 
 def _heatmap_caption(result: EcdfResult) -> str:
     """How to read the assignment heatmap, and which columns carry a label when not all do."""
-    text = ("Rows are questions (with their group), columns configurations; the colour is the cluster of that setting "
-            "(bright = better). Rows and columns are sorted by one-dimensional MDS so that similar ones sit together: "
-            "horizontal bands mean the question decides the distribution, vertical bands mean the configuration does.")
+    text = (
+        "Rows are questions (with their group), columns configurations; the colour is the cluster of that setting "
+        "(bright = better). Rows and columns are sorted by one-dimensional MDS so that similar ones sit together: "
+        "horizontal bands mean the question decides the distribution, vertical bands mean the configuration does."
+    )
     n = result.assignment.shape[1]
     step = column_label_step(n)
     if step > 1:
-        text += (f" With {n} configurations only every {_ordinal(step)} column is labelled (upright, in the sorted "
-                 "order), so that the labels do not overlap; hover over a cell for its configuration.")
+        text += (
+            f" With {n} configurations only every {_ordinal(step)} column is labelled (upright, in the sorted "
+            "order), so that the labels do not overlap; hover over a cell for its configuration."
+        )
     return text
 
 
@@ -188,11 +286,23 @@ def clip(text: object, limit: int = EXAMPLE_CHARS) -> str:
 
 def _k_figure(curve: pd.DataFrame, chosen: int) -> go.Figure:
     """Stability (mean adjusted Rand index between clusterings of resampled questions) per K, +- 1 sd."""
-    fig = go.Figure(go.Scatter(x=curve["k"], y=curve["stability"], mode="lines+markers", name="stability",
-                               error_y={"type": "data", "array": curve["stability_sd"], "visible": True}))
+    fig = go.Figure(
+        go.Scatter(
+            x=curve["k"],
+            y=curve["stability"],
+            mode="lines+markers",
+            name="stability",
+            error_y={"type": "data", "array": curve["stability_sd"], "visible": True},
+        )
+    )
     fig.add_vline(x=chosen, line_dash="dash", line_color=CENTROID, annotation_text=f"K={chosen}")
-    fig.update_layout(height=320, template="plotly_white", xaxis_title="K (number of clusters)",
-                      yaxis_title="stability (mean adjusted Rand index)", margin={"l": 60, "r": 20, "t": 20, "b": 50})
+    fig.update_layout(
+        height=320,
+        template="plotly_white",
+        xaxis_title="K (number of clusters)",
+        yaxis_title="stability (mean adjusted Rand index)",
+        margin={"l": 60, "r": 20, "t": 20, "b": 50},
+    )
     return fig
 
 
@@ -216,22 +326,32 @@ def _medoid_answers(result: EcdfResult, max_answers: int = 8) -> list[tuple[pd.S
         medoid = s[(s["cluster"] == row["cluster"]) & s["is_medoid"]].iloc[0]
         rows = resp[resp["setting"] == medoid["setting"]]
         refs = rows["references"].iloc[0] if "references" in rows.columns and len(rows) else []
-        out.append((row, list(refs) if isinstance(refs, (list, tuple, np.ndarray)) else [], _answer_counts(rows, max_answers)))
+        out.append(
+            (row, list(refs) if isinstance(refs, (list, tuple, np.ndarray)) else [], _answer_counts(rows, max_answers))
+        )
     return out
 
 
 def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
     """Why a high cosine score is not a right answer, with the highest-scoring wrong answer shown."""
-    wrong = [(a.score, a.answer, refs) for _, refs, answers in medoids for a in answers.itertuples()
-             if not a.is_reference and a.answer.strip() and refs]
-    text = ("<p class='how'><b>Cosine similarity rewards near misses:</b> the score is the similarity of sentence "
-            "embeddings, so a wrong answer worded like the reference (another name, number or option in the same "
-            "sentence) still scores high. Read a cluster as how close the responses are in wording and meaning; "
-            "whether they are right is in the accuracy view.")
+    wrong = [
+        (a.score, a.answer, refs)
+        for _, refs, answers in medoids
+        for a in answers.itertuples()
+        if not a.is_reference and a.answer.strip() and refs
+    ]
+    text = (
+        "<p class='how'><b>Cosine similarity rewards near misses:</b> the score is the similarity of sentence "
+        "embeddings, so a wrong answer worded like the reference (another name, number or option in the same "
+        "sentence) still scores high. Read a cluster as how close the responses are in wording and meaning; "
+        "whether they are right is in the accuracy view."
+    )
     if wrong:
         score, answer, refs = max(wrong, key=lambda w: w[0])
-        text += (f" Here, the wrong answer <span class='example'>{clip(answer)}</span> scores "
-                 f"{score:.2f} against <span class='example'>{clip(refs[0])}</span>.")
+        text += (
+            f" Here, the wrong answer <span class='example'>{clip(answer)}</span> scores "
+            f"{score:.2f} against <span class='example'>{clip(refs[0])}</span>."
+        )
     return text + "</p>"
 
 
@@ -242,10 +362,17 @@ def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
         items = "".join(
             f"<li>{clip(a.answer) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
             f"<span class='score'>score {a.score:.2f}{' ✓ reference' if a.is_reference else ''}</span></li>"
-            for a in answers.itertuples())
+            for a in answers.itertuples()
+        )
         # each reference on its own (a reference may span lines; ", " would run them together)
-        refs_html = " ".join(f"<span class='example' style='white-space:pre-wrap;display:inline-block'>"
-                             f"{clip(r)}</span>" for r in refs) if refs else "—"
+        refs_html = (
+            " ".join(
+                f"<span class='example' style='white-space:pre-wrap;display:inline-block'>{clip(r)}</span>"
+                for r in refs
+            )
+            if refs
+            else "—"
+        )
         blocks.append(
             f"<div><h3>Cluster {int(row['cluster'])} — {html.escape(str(row['medoid_setting']))}</h3>"
             f"<p>mean score {row['medoid_mean_score']:.3f}; reference{'s' if len(refs) > 1 else ''}: {refs_html}</p>"
@@ -262,8 +389,11 @@ def _same_accuracy_different_quality(result: EcdfResult) -> pd.Series | None:
     c = result.comparisons
     if c is None or "p_accuracy_adjusted" not in c.columns:
         return None
-    hits = c[(c["accuracy_difference"].abs() <= SAME_ACCURACY + 1e-12) & (c["p_accuracy_adjusted"] >= ALPHA)
-             & (c["p_distribution_adjusted"] < ALPHA)]
+    hits = c[
+        (c["accuracy_difference"].abs() <= SAME_ACCURACY + 1e-12)
+        & (c["p_accuracy_adjusted"] >= ALPHA)
+        & (c["p_distribution_adjusted"] < ALPHA)
+    ]
     return None if hits.empty else hits.loc[hits["mean_w1"].idxmax()]
 
 
@@ -276,16 +406,22 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
     tested = c["p_distribution_adjusted"].notna()
     differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
     if tested.any():
-        text = (f"{differ} of {int(tested.sum())} configuration pairs tested have different response-quality "
-                f"distributions (paired permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})")
+        text = (
+            f"{differ} of {int(tested.sum())} configuration pairs tested have different response-quality "
+            f"distributions (paired permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})"
+        )
         if not tested.all():
             text += f"; for the other {int((~tested).sum())} the distribution test is not applicable"
     else:
-        text = (f"The response-quality distribution test is not applicable to any of the {len(c)} configuration "
-                "pairs (one response per question on a side: p would be 1 by construction), so the paired score "
-                "and accuracy tests answer")
-    text += (f"{':' if not tested.any() else ';'} {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ "
-             "in mean score (paired sign-flip test)")
+        text = (
+            f"The response-quality distribution test is not applicable to any of the {len(c)} configuration "
+            "pairs (one response per question on a side: p would be 1 by construction), so the paired score "
+            "and accuracy tests answer"
+        )
+    text += (
+        f"{':' if not tested.any() else ';'} {int((c['p_score_adjusted'] < ALPHA).sum())} of {len(c)} differ "
+        "in mean score (paired sign-flip test)"
+    )
     if "p_accuracy_adjusted" in c.columns:
         text += f"; {int((c['p_accuracy_adjusted'] < ALPHA).sum())} differ in accuracy (exact McNemar test)"
     items = [text + "."]
@@ -305,10 +441,14 @@ def _settings_count(result: EcdfResult) -> str:
     if len(s) == cells:
         return text + f" ({questions} questions × {configurations} configuration{'s' if configurations > 1 else ''})"
     if len(s) == questions:  # the settings that exist: one per question, not a grid
-        return text + (f" ({questions} questions, each under one of {configurations} configurations; the other cells "
-                       "of the heatmap are grey)")
-    return (text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
-            f"{cells - len(s)} had no responses upstream and are grey in the heatmap)")
+        return text + (
+            f" ({questions} questions, each under one of {configurations} configurations; the other cells "
+            "of the heatmap are grey)"
+        )
+    return (
+        text + f" with responses ({questions} questions × {configurations} configurations = {cells} cells; "
+        f"{cells - len(s)} had no responses upstream and are grey in the heatmap)"
+    )
 
 
 def index_line(result: EcdfResult) -> str:
@@ -316,9 +456,11 @@ def index_line(result: EcdfResult) -> str:
     line = f"K={result.options['k']} clusters of {len(result.settings)} settings"
     pair = _same_accuracy_different_quality(result)
     if pair is not None:
-        line += (f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
-                 f"{pair['accuracy_b']:.2f} (within {SAME_ACCURACY:.2f}), response distributions differ (mean W1 "
-                 f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})")
+        line += (
+            f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
+            f"{pair['accuracy_b']:.2f} (within {SAME_ACCURACY:.2f}), response distributions differ (mean W1 "
+            f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})"
+        )
     return line
 
 
@@ -330,9 +472,13 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     outside = int((correct["cluster"] != 0).sum())
     if not outside:
         return []
-    return [(f"{len(correct)} settings have a correct final answer, yet {outside} of them "
-             f"({share_text(outside, len(correct))}) are outside the best cluster: their individual responses are "
-             "spread out, which a single final answer hides.")]
+    return [
+        (
+            f"{len(correct)} settings have a correct final answer, yet {outside} of them "
+            f"({share_text(outside, len(correct))}) are outside the best cluster: their individual responses are "
+            "spread out, which a single final answer hides."
+        )
+    ]
 
 
 def _p_cell(p: float, permutations: int | None) -> str:
@@ -363,15 +509,26 @@ def rows_caption(frame: pd.DataFrame, caption: str, max_rows: int = 60) -> str:
     if len(frame) <= ROWS_IN_VIEW:
         return caption
     shown = min(len(frame), max_rows)
-    return caption + f" {len(frame)} rows" + (f", the first {shown} here" if shown < len(frame) else "") + \
-        " (scroll inside the box to see them all)."
+    return (
+        caption
+        + f" {len(frame)} rows"
+        + (f", the first {shown} here" if shown < len(frame) else "")
+        + " (scroll inside the box to see them all)."
+    )
 
 
 def _accuracy_panel_title(s: pd.DataFrame, level: object, members: np.ndarray, group: str | None) -> str:
     """An accuracy panel's title: the value and which group × configurations have it (up to 3 named)."""
     units = s.iloc[members]
-    names = (units["group"].astype(str) + " · " + units["configuration"] if group and "group" in units.columns
-             else units["configuration"]).drop_duplicates().tolist()
+    names = (
+        (
+            units["group"].astype(str) + " · " + units["configuration"]
+            if group and "group" in units.columns
+            else units["configuration"]
+        )
+        .drop_duplicates()
+        .tolist()
+    )
     shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
     return f"accuracy {level}: {shown} (n={members.size})"
 
@@ -395,9 +552,13 @@ def _final_answer_sentence(result: EcdfResult) -> list[str]:
     if not differ:
         return []
     flag = "--final majority" if other == "majority" else "--final medoid"
-    return [(f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
-             f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
-             "settings.csv has both).")]
+    return [
+        (
+            f"Final answers: {final_name(result.options)}, accuracy {used:.4f} over all settings; "
+            f"{FINAL_WORDS[other]} picks another answer in {differ} settings (accuracy {alt:.4f}; {flag} uses it, "
+            "settings.csv has both)."
+        )
+    ]
 
 
 FINAL_WORDS = {"medoid": "the answer nearest the mean embedding (eq. 6)", "majority": "the majority vote"}
@@ -441,11 +602,18 @@ def _comparisons_html(result: EcdfResult) -> str:
     sig = (c["p_distribution_adjusted"] < ALPHA) | (c["p_score_adjusted"] < ALPHA)
     if "p_accuracy_adjusted" in c.columns:
         sig |= c["p_accuracy_adjusted"] < ALPHA
-    order = c.assign(_sig=sig, _gap=c["score_difference"].abs()).sort_values(["_sig", "mean_w1", "_gap"],
-                                                                            ascending=False, kind="stable")
-    items = "".join(f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
-                    for _, row in order.head(MAX_PAIR_SENTENCES).iterrows())
-    more = f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>" if len(c) > MAX_PAIR_SENTENCES else ""
+    order = c.assign(_sig=sig, _gap=c["score_difference"].abs()).sort_values(
+        ["_sig", "mean_w1", "_gap"], ascending=False, kind="stable"
+    )
+    items = "".join(
+        f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
+        for _, row in order.head(MAX_PAIR_SENTENCES).iterrows()
+    )
+    more = (
+        f"<p class='more'>{len(c) - MAX_PAIR_SENTENCES} more pairs in comparisons.csv.</p>"
+        if len(c) > MAX_PAIR_SENTENCES
+        else ""
+    )
     return f"<ul>{items}</ul>{more}"
 
 
@@ -458,12 +626,15 @@ def build_report(result: EcdfResult) -> Report:
     lo, hi = float(allv.min()), float(allv.max())
     pad = (hi - lo) * 0.02 or 0.01
     lo, hi = lo - pad, hi + pad
-    x_title = {"cosine": "max cosine similarity", "exact": "exact match (0/1)",
-               "contains": "contains a reference (0/1)"}.get(o.get("score") or "", "score")
+    x_title = {
+        "cosine": "max cosine similarity",
+        "exact": "exact match (0/1)",
+        "contains": "contains a reference (0/1)",
+    }.get(o.get("score") or "", "score")
     report = Report(
         title=result.title or "Response-quality distributions (ECDF clustering)",
         subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
-                 f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}; {o.get('clustering', '')}",
+        f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}; {o.get('clustering', '')}",
     )
     report.summary(*headline(result))
     groups = []
@@ -471,74 +642,116 @@ def build_report(result: EcdfResult) -> Report:
         members = np.flatnonzero(s["cluster"].to_numpy() == c)
         medoid = int(members[s["is_medoid"].to_numpy()[members]][0])
         row = result.clusters.iloc[int(c)]
-        groups.append((f"cluster {c} (n={row['size']}, wins={row['wins']})", [samples[i] for i in members], samples[medoid]))
+        groups.append(
+            (f"cluster {c} (n={row['size']}, wins={row['wins']})", [samples[i] for i in members], samples[medoid])
+        )
     report.figure(
-        _ecdf_panels(groups, lo, hi, x_title, o["seed"]), "ECDFs of each cluster",
+        _ecdf_panels(groups, lo, hi, x_title, o["seed"]),
+        "ECDFs of each cluster",
         "Each panel is one cluster of settings; a grey step curve is the ECDF of one setting's response scores. "
         "A curve further right (lower) means better responses. Black is the cluster's medoid, blue the ECDF of all "
         "its responses pooled. Clusters are numbered by wins (eq. 7): cluster 0 beats the most other medoids.",
     )
     report.figure(
-        _assignment_figure(result), "Cluster of every question × configuration (reordered)", _heatmap_caption(result),
+        _assignment_figure(result),
+        "Cluster of every question × configuration (reordered)",
+        _heatmap_caption(result),
     )
     if "accuracy_level" in s.columns:
         acc_groups = []
         for level in sorted(s["accuracy_level"].dropna().unique()):
             members = np.flatnonzero((s["accuracy_level"] == level).to_numpy())
-            acc_groups.append((_accuracy_panel_title(s, level, members, o.get("group")), [samples[i] for i in members],
-                               None))
+            acc_groups.append(
+                (_accuracy_panel_title(s, level, members, o.get("group")), [samples[i] for i in members], None)
+            )
         report.figure(
-            _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]), "ECDFs grouped by accuracy",
+            _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]),
+            "ECDFs grouped by accuracy",
             "Settings grouped by the exact-match accuracy of their group × configuration; final answer: "
             f"{final_name(o)}. Blue is the pooled centroid. Wide grey bands inside one "
             "panel show distributions that the same accuracy value hides.",
         )
     if result.k_curve is not None:
-        report.figure(_k_figure(result.k_curve, o["k"]), "Choosing K",
-                      "For each K, two random subsets of 80% of the questions are clustered (k-medoids on the exact "
-                      "ECDF distances), both clusterings are extended to every setting (nearest medoid) and compared "
-                      "by the adjusted Rand index (1 = the same clustering); the mean over resampled pairs, with one "
-                      "standard deviation, is the stability of K: a K that splits a real cluster arbitrarily does "
-                      "not reproduce. Among the K within 0.005 of the most stable, the highest mean silhouette "
-                      "(shown for those K only) decided.")
-    report.table(result.factors, "What the clusters separate",
-                 "Adjusted mutual information between the cluster labels and each factor: 1 = the clusters follow the "
-                 "factor exactly, 0 = no more than chance.")
+        report.figure(
+            _k_figure(result.k_curve, o["k"]),
+            "Choosing K",
+            "For each K, two random subsets of 80% of the questions are clustered (k-medoids on the exact "
+            "ECDF distances), both clusterings are extended to every setting (nearest medoid) and compared "
+            "by the adjusted Rand index (1 = the same clustering); the mean over resampled pairs, with one "
+            "standard deviation, is the stability of K: a K that splits a real cluster arbitrarily does "
+            "not reproduce. Among the K within 0.005 of the most stable, the highest mean silhouette "
+            "(shown for those K only) decided.",
+        )
+    report.table(
+        result.factors,
+        "What the clusters separate",
+        "Adjusted mutual information between the cluster labels and each factor: 1 = the clusters follow the "
+        "factor exactly, 0 = no more than chance.",
+    )
     report.table(result.clusters, "Clusters", "One row per cluster; medoid_setting is the most central setting.")
     if "answer" in result.responses.columns:
-        report.html_block("Example answers of the medoids", _examples_html(result),
-                          "The distinct (extracted) answers in each medoid setting with their counts and mean "
-                          "score, next to the reference; ✓ marks an answer equal to a reference. Answers and references "
-                          f"longer than {EXAMPLE_CHARS} characters are cut, marked …")
+        report.html_block(
+            "Example answers of the medoids",
+            _examples_html(result),
+            "The distinct (extracted) answers in each medoid setting with their counts and mean "
+            "score, next to the reference; ✓ marks an answer equal to a reference. Answers and references "
+            f"longer than {EXAMPLE_CHARS} characters are cut, marked …",
+        )
     if result.comparisons is not None:
-        report.html_block("Do the configurations differ?", _comparisons_html(result),
-                          "Paired comparisons over the questions both configurations answered. Distributions: the "
-                          "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
-                          f"labels of the responses within each question (up to {o['permutations']} permutations, "
-                          "sequential: a pair stops once 20 permutations reached its statistic, p = 20 / permutations "
-                          "drawn, about 22% relative error, only ever for p above 20 / the maximum; or once the observed "
-                          "lies 8 null SDs beyond 100+ permutations, reported at the floor 1 / (permutations + 1); every "
-                          "other p is the full test's); not "
-                          "applicable, and said so, when a side has one response per question (greedy decoding: "
-                          "every relabelling ties, p = 1 by construction). Mean score: the mean per-question "
-                          "difference with its standard error, tested by random sign flips of the per-question "
-                          "differences. Accuracy: the exact McNemar test (binomial on the questions only one of them "
-                          "got right). p-values are Benjamini-Hochberg adjusted across the pairs, each test apart; "
-                          "brackets are 95% question-level bootstrap intervals. Every pair is in comparisons.csv.")
-        shown = ["configuration_a", "configuration_b", "n_questions", "mean_w1", "p_distribution_adjusted",
-                 "score_difference", "score_difference_se", "p_score_adjusted", "accuracy_difference",
-                 "p_accuracy_adjusted"]
+        report.html_block(
+            "Do the configurations differ?",
+            _comparisons_html(result),
+            "Paired comparisons over the questions both configurations answered. Distributions: the "
+            "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
+            f"labels of the responses within each question (up to {o['permutations']} permutations, "
+            "sequential: a pair stops once 20 permutations reached its statistic, p = 20 / permutations "
+            "drawn, about 22% relative error, only ever for p above 20 / the maximum; or once the observed "
+            "lies 8 null SDs beyond 100+ permutations, reported at the floor 1 / (permutations + 1); every "
+            "other p is the full test's); not "
+            "applicable, and said so, when a side has one response per question (greedy decoding: "
+            "every relabelling ties, p = 1 by construction). Mean score: the mean per-question "
+            "difference with its standard error, tested by random sign flips of the per-question "
+            "differences. Accuracy: the exact McNemar test (binomial on the questions only one of them "
+            "got right). p-values are Benjamini-Hochberg adjusted across the pairs, each test apart; "
+            "brackets are 95% question-level bootstrap intervals. Every pair is in comparisons.csv.",
+        )
+        shown = [
+            "configuration_a",
+            "configuration_b",
+            "n_questions",
+            "mean_w1",
+            "p_distribution_adjusted",
+            "score_difference",
+            "score_difference_se",
+            "p_score_adjusted",
+            "accuracy_difference",
+            "p_accuracy_adjusted",
+        ]
         table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
         for col in [c for c in table.columns if c.startswith("p_")]:
-            table[col] = [_p_cell(p, o["permutations"] if col != "p_accuracy_adjusted" else None)
-                          for p in result.comparisons[col]]
-        report.table(table, "Paired comparisons", rows_caption(table, "Differences are b minus a; p-values "
-                     "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above)."))
+            table[col] = [
+                _p_cell(p, o["permutations"] if col != "p_accuracy_adjusted" else None) for p in result.comparisons[col]
+            ]
+        report.table(
+            table,
+            "Paired comparisons",
+            rows_caption(
+                table,
+                "Differences are b minus a; p-values "
+                "Benjamini-Hochberg adjusted; 'not applicable': the distribution test cannot tell (see above).",
+            ),
+        )
     if result.accuracy is not None:
-        report.table(result.accuracy, "Accuracy per group × configuration",
-                     rows_caption(result.accuracy, "Exact-match accuracy of the final answers and the mean "
-                                  f"response score; final answer: {final_name(o)}."))
-    report.details.update({k: v for k, v in o.items()})
+        report.table(
+            result.accuracy,
+            "Accuracy per group × configuration",
+            rows_caption(
+                result.accuracy,
+                "Exact-match accuracy of the final answers and the mean "
+                f"response score; final answer: {final_name(o)}.",
+            ),
+        )
+    report.details.update(dict(o.items()))
     if result.embed_stats:
         report.details["embedding"] = result.embed_stats
     return report

@@ -26,8 +26,13 @@ RESPONSES_SCHEMA = Schema(
         Column("question_id", "key", description="question identifier"),
         Column("response", "str", required=False, nullable=True, description="one response text"),
         Column("references", "str_list", required=False, description="reference answers (list or JSON list)"),
-        Column("score", "number", required=False, magnitude=SCORE_MAGNITUDE,
-               description="a precomputed quality value per response"),
+        Column(
+            "score",
+            "number",
+            required=False,
+            magnitude=SCORE_MAGNITUDE,
+            description="a precomputed quality value per response",
+        ),
     ),
     one_of=(("references", "score"),),
 )
@@ -40,11 +45,11 @@ def check_setting_columns(df: pd.DataFrame, where: str, by: Sequence[str]) -> No
     """Every ``--by`` column exists and is not one of the canonical columns."""
     for col in by:
         if col not in df.columns:
-            raise EvalprismError(f"{where}: by column '{col}' not found (columns: {', '.join(map(str, df.columns))})",
-                                 parameter="by")
+            raise EvalprismError(
+                f"{where}: by column '{col}' not found (columns: {', '.join(map(str, df.columns))})", parameter="by"
+            )
         if col in CANONICAL_COLUMNS:
-            raise EvalprismError(f"by '{col}': a setting column cannot be one of the canonical columns",
-                                 parameter="by")
+            raise EvalprismError(f"by '{col}': a setting column cannot be one of the canonical columns", parameter="by")
 
 
 def configuration_label(values: Sequence[object], by: Sequence[str]) -> str:

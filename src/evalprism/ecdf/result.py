@@ -10,9 +10,24 @@ import pandas as pd
 
 from evalprism.io.outputs import OutputKind, SavedResult
 
-SETTINGS_FIRST = ["question_id", "group", "configuration", "n_responses", "n_answered", "mean_score", "cluster",
-                  "is_medoid", "final_answer", "correct", "majority_votes", "medoid_answer", "medoid_correct",
-                  "majority_answer", "majority_correct", "accuracy"]
+SETTINGS_FIRST = [
+    "question_id",
+    "group",
+    "configuration",
+    "n_responses",
+    "n_answered",
+    "mean_score",
+    "cluster",
+    "is_medoid",
+    "final_answer",
+    "correct",
+    "majority_votes",
+    "medoid_answer",
+    "medoid_correct",
+    "majority_answer",
+    "majority_correct",
+    "accuracy",
+]
 
 
 @dataclass
@@ -50,7 +65,9 @@ class EcdfResult(SavedResult):
     def settings_table(self) -> pd.DataFrame:
         """settings.csv: setting columns first, then the analysis columns, then carried-through ones."""
         s = self.settings.drop(columns=["setting"])
-        first = [c for c in self.by if c in s.columns] + [c for c in SETTINGS_FIRST if c in s.columns and c not in self.by]
+        first = [c for c in self.by if c in s.columns] + [
+            c for c in SETTINGS_FIRST if c in s.columns and c not in self.by
+        ]
         return s[first + [c for c in s.columns if c not in first]]
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -65,8 +82,13 @@ class EcdfResult(SavedResult):
         return out
 
     def run_info(self) -> dict[str, Any]:
-        return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
-                "n_settings": len(self.settings), "n_responses": int(sum(s.size for s in self.samples))}
+        return {
+            "options": self.options,
+            "embedding": self.embed_stats,
+            "notes": self.notes,
+            "n_settings": len(self.settings),
+            "n_responses": int(sum(s.size for s in self.samples)),
+        }
 
     def report(self) -> Any:
         from evalprism.ecdf.report import build_report

@@ -84,8 +84,9 @@ def score_rule(value: str) -> ScoreRule:
     return value  # type: ignore[return-value]
 
 
-def lexical_scores(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]],
-                   rule: ScoreRule) -> np.ndarray:
+def lexical_scores(
+    answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]], rule: ScoreRule
+) -> np.ndarray:
     """0/1 per response under ``rule`` (``exact`` or ``contains``); 0 where there is no answer."""
     out = np.zeros(len(answers), dtype=np.float64)
     patterns: dict[tuple[str, ...], re.Pattern[str] | frozenset[str]] = {}
@@ -106,8 +107,9 @@ def lexical_scores(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequ
     return out
 
 
-def numeric_mismatches(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]],
-                       scores: np.ndarray) -> tuple[int, int, str]:
+def numeric_mismatches(
+    answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]], scores: np.ndarray
+) -> tuple[int, int, str]:
     """Of the answered responses scored 0, how many contain the reference number as their last
     number (``"so she pays $70 in total"`` for ``70``): the answer span was not isolated, not wrong.
     Returns (such mismatches, all mismatches, the first such answer)."""
@@ -124,17 +126,20 @@ def numeric_mismatches(answers: Sequence[str], answered: np.ndarray, ref_lists: 
     return hits, total, example
 
 
-def numeric_mismatch_notes(answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]],
-                           scores: np.ndarray) -> list[str]:
+def numeric_mismatch_notes(
+    answers: Sequence[str], answered: np.ndarray, ref_lists: Sequence[tuple[str, ...]], scores: np.ndarray
+) -> list[str]:
     """A warning when most exact-match mismatches end on the reference number: the answers hold more
     than the answer, and exact match counts them wrong (no warning: an empty list)."""
     hits, total, example = numeric_mismatches(answers, answered, ref_lists, scores)
     if not total or hits <= total / 2:
         return []
     cut = example if len(example) <= 60 else "…" + example[-59:]
-    return [f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
-            "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
-            "'(-?[\\d,.]+)\\D*$'), or score with 'contains'"]
+    return [
+        f"{hits} of {total} exact-match mismatches end on the reference number (e.g. '{cut}'): the "
+        "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
+        "'(-?[\\d,.]+)\\D*$'), or score with 'contains'"
+    ]
 
 
 def short_reference_share(ref_lists: Sequence[tuple[str, ...]]) -> float:

@@ -16,5 +16,12 @@ from evalprism.embed.factory import get_embedder
 from evalprism.embed.instructor import InstructorEmbedder
 from evalprism.embed.spec import EncoderSpec, parse_spec
 
-__all__ = ["EmbeddingCache", "Embedder", "EncoderSpec", "InstructorEmbedder", "default_cache_dir", "get_embedder",
-           "parse_spec"]
+__all__ = [
+    "Embedder",
+    "EmbeddingCache",
+    "EncoderSpec",
+    "InstructorEmbedder",
+    "default_cache_dir",
+    "get_embedder",
+    "parse_spec",
+]

@@ -24,8 +24,15 @@ from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
 
-__all__ = ["DEFAULT_SPEC", "InstructorBackend", "SentenceTransformerBackend", "default_device", "instructor_prompt",
-           "resolve_backend", "sentence_dimension"]
+__all__ = [
+    "DEFAULT_SPEC",
+    "InstructorBackend",
+    "SentenceTransformerBackend",
+    "default_device",
+    "instructor_prompt",
+    "resolve_backend",
+    "sentence_dimension",
+]
 
 
 def _first_line(exc: Exception) -> str:
@@ -87,8 +94,14 @@ class SentenceTransformerBackend:
         model = self.load()
         texts, cut = clip_for_tokenizer(texts, model.tokenizer, int(model.max_seq_length))
         self.clipped += cut
-        vecs = model.encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True,
-                            normalize_embeddings=True, **self._encode_options())
+        vecs = model.encode(
+            texts,
+            batch_size=batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            **self._encode_options(),
+        )
         return np.asarray(vecs, dtype=np.float32)
 
     def _encode_options(self) -> dict[str, Any]:
@@ -128,12 +141,15 @@ class InstructorBackend(SentenceTransformerBackend):
 
             model = SentenceTransformer(self.location, device=self.device)
         except Exception as exc:
-            raise EvalprismError(f"embedder '{self.spec}': cannot load an INSTRUCTOR model from '{self.location}' "
-                                 f"({_first_line(exc)})") from None
+            raise EvalprismError(
+                f"embedder '{self.spec}': cannot load an INSTRUCTOR model from '{self.location}' ({_first_line(exc)})"
+            ) from None
         pools = [m for m in model.modules() if hasattr(m, "include_prompt")]
         if not pools:
-            raise EvalprismError(f"embedder '{self.spec}': the model in '{self.location}' has no pooling "
-                                 "layer, expected a sentence-transformers INSTRUCTOR checkpoint")
+            raise EvalprismError(
+                f"embedder '{self.spec}': the model in '{self.location}' has no pooling "
+                "layer, expected a sentence-transformers INSTRUCTOR checkpoint"
+            )
         for m in pools:
             m.include_prompt = False  # INSTRUCTOR pools over the text tokens only
         return model
@@ -198,14 +214,20 @@ def _sentence_transformer(spec: EncoderSpec, device: str, instruction: str | Non
     name = spec.location
     path = Path(name).expanduser()
     if path.exists():
-        return SentenceTransformerBackend(spec=spec.text, location=str(path.resolve()),
-                                          model_id=f"st:{path.resolve()}#{_fingerprint(path)}", device=device,
-                                          instruction=instruction)
+        return SentenceTransformerBackend(
+            spec=spec.text,
+            location=str(path.resolve()),
+            model_id=f"st:{path.resolve()}#{_fingerprint(path)}",
+            device=device,
+            instruction=instruction,
+        )
     # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
     # before failing, since evalprism never downloads models.
     if _looks_like_path(name):
-        raise EvalprismError(f"embedder '{spec}': cannot load model from '{path}': no such directory "
-                             "(give the directory of a sentence-transformers model; evalprism never downloads models)")
+        raise EvalprismError(
+            f"embedder '{spec}': cannot load model from '{path}': no such directory "
+            "(give the directory of a sentence-transformers model; evalprism never downloads models)"
+        )
     cached = _hub_cache_name(name)
     if cached is None:
         raise EvalprismError(
@@ -214,26 +236,35 @@ def _sentence_transformer(spec: EncoderSpec, device: str, instruction: str | Non
             f"`huggingface-cli download {name if '/' in name else 'sentence-transformers/' + name} --local-dir "
             f"models/{Path(name).name}`) and pass st:<that directory>"
         )
-    return SentenceTransformerBackend(spec=spec.text, location=cached, model_id=f"st:{cached}", device=device,
-                                      instruction=instruction)
+    return SentenceTransformerBackend(
+        spec=spec.text, location=cached, model_id=f"st:{cached}", device=device, instruction=instruction
+    )
 
 
 def _instructor(spec: EncoderSpec, device: str, instruction: str | None) -> InstructorBackend:
     path = Path(spec.location).expanduser()
     if not path.is_dir():
-        raise EvalprismError(f"embedder '{spec}': '{path}' is not a directory; INSTRUCTOR weights cannot be "
-                             "downloaded at run time, give the local directory of a checkpoint "
-                             "(e.g. a copy of hkunlp/instructor-xl)")
+        raise EvalprismError(
+            f"embedder '{spec}': '{path}' is not a directory; INSTRUCTOR weights cannot be "
+            "downloaded at run time, give the local directory of a checkpoint "
+            "(e.g. a copy of hkunlp/instructor-xl)"
+        )
     path = path.resolve()
-    return InstructorBackend(spec=spec.text, location=str(path),
-                             model_id=f"instructor:{path}#{_fingerprint(path)}", device=device, instruction=instruction)
+    return InstructorBackend(
+        spec=spec.text,
+        location=str(path),
+        model_id=f"instructor:{path}#{_fingerprint(path)}",
+        device=device,
+        instruction=instruction,
+    )
 
 
 _RESOLVERS = {"minilm": _minilm, "st": _sentence_transformer, "instructor": _instructor}
 
 
-def resolve_backend(spec: str | EncoderSpec | None, device: str = "cpu",
-                    instruction: str | None = None) -> SentenceTransformerBackend:
+def resolve_backend(
+    spec: str | EncoderSpec | None, device: str = "cpu", instruction: str | None = None
+) -> SentenceTransformerBackend:
     """Map an embedder spec to its backend (no model is loaded yet); ``instruction`` goes with every text."""
     parsed = parse_spec(spec, kinds=EMBEDDER_KINDS)
     return _RESOLVERS[parsed.kind](parsed, device, instruction or None)

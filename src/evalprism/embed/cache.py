@@ -34,8 +34,10 @@ CACHE_FILE = "embeddings.sqlite"
 _SQLITE_MAX_VARS = 900
 #: this cache's tables and their columns (anything else in the file means the file is not ours)
 _TABLES = {"emb": ("key", "dim", "vec"), "models": ("model_id", "dim")}
-_CREATE = ("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, dim INTEGER, vec BLOB)",
-           "CREATE TABLE IF NOT EXISTS models (model_id TEXT PRIMARY KEY, dim INTEGER)")
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, dim INTEGER, vec BLOB)",
+    "CREATE TABLE IF NOT EXISTS models (model_id TEXT PRIMARY KEY, dim INTEGER)",
+)
 
 
 def default_cache_dir() -> Path:
@@ -86,7 +88,8 @@ class EmbeddingCache:
             raise EvalprismError(
                 f"embedding cache {self.path}: cannot be opened as evalprism's SQLite cache ({exc}); evalprism leaves "
                 "it as it is: move it away (evalprism then builds a new cache and recomputes the vectors) or "
-                "choose another --cache-dir") from None
+                "choose another --cache-dir"
+            ) from None
 
     def _check_tables(self) -> None:
         """Refuse a database that holds tables this cache did not create (another program's file)."""
@@ -97,7 +100,8 @@ class EmbeddingCache:
                 raise EvalprismError(
                     f"embedding cache {self.path}: is not evalprism's embedding cache (it holds a table '{name}' with "
                     f"columns {', '.join(columns) or 'none'}; expected tables emb(key, dim, vec) and "
-                    "models(model_id, dim)); evalprism leaves it as it is: choose another --cache-dir")
+                    "models(model_id, dim)); evalprism leaves it as it is: choose another --cache-dir"
+                )
 
     def model_dim(self, model_id: str) -> int | None:
         """The vector length recorded for ``model_id`` (None when this cache has not recorded it)."""
@@ -120,8 +124,9 @@ class EmbeddingCache:
             for start in range(0, len(keys), _SQLITE_MAX_VARS):
                 chunk = keys[start : start + _SQLITE_MAX_VARS]
                 marks = ",".join("?" * len(chunk))
-                for key, row_dim, blob in self._db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})",
-                                                           chunk):
+                for key, row_dim, blob in self._db.execute(
+                    f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk
+                ):
                     vec = _vector(blob, row_dim, dim)
                     if vec is None:
                         bad.append(bytes(key))

@@ -48,6 +48,8 @@ def clip_for_tokenizer(texts: Sequence[str], tokenizer: object, max_tokens: int)
 
 def token_counter(tokenizer: object) -> Callable[[str], int]:
     """The number of tokens a Hugging Face tokenizer makes of a text (without special tokens)."""
+
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
+
     return count

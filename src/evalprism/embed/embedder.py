@@ -32,7 +32,7 @@ class Embedder:
         spec: str | EncoderSpec = DEFAULT_SPEC,
         *,
         instruction: str | None = None,
-        cache_dir: str | Path | None | bool = None,
+        cache_dir: str | Path | bool | None = None,
         batch_size: int = 64,
         progress: bool = True,
         device: str | None = None,
@@ -78,8 +78,9 @@ class Embedder:
                     parts = []
                     for b in range(0, len(idx), self.batch_size):
                         batch = idx[b : b + self.batch_size]
-                        parts.append(self.backend.encode([self.backend.model_text(distinct[i]) for i in batch],
-                                                         self.batch_size))
+                        parts.append(
+                            self.backend.encode([self.backend.model_text(distinct[i]) for i in batch], self.batch_size)
+                        )
                         bar.update(len(batch))
                     enc = np.concatenate(parts)
                     check_finite(enc, [distinct[i] for i in idx], self.spec)
@@ -87,8 +88,11 @@ class Embedder:
                         self.cache.put_many([keys[i] for i in idx], enc)
                     vectors.update(zip(idx, enc, strict=True))
             if getattr(self.backend, "clipped", 0) > clipped:
-                status(f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
-                       "tokenizing (the model reads only its first tokens; the vectors are the same)", self.progress)
+                status(
+                    f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
+                    "tokenizing (the model reads only its first tokens; the vectors are the same)",
+                    self.progress,
+                )
         self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
@@ -108,8 +112,11 @@ class Embedder:
             self.cache.record_model(self.model_id, dim)
         found, damaged = self.cache.get_many(keys, dim)
         if damaged:
-            status(f"embedding cache {self.cache.path}: {len(damaged)} cached vector(s) of {self.model_id} were "
-                   f"damaged (not {dim} finite numbers); recomputing them", self.progress)
+            status(
+                f"embedding cache {self.cache.path}: {len(damaged)} cached vector(s) of {self.model_id} were "
+                f"damaged (not {dim} finite numbers); recomputing them",
+                self.progress,
+            )
         return found
 
 
@@ -120,6 +127,7 @@ def check_finite(vectors: np.ndarray, texts: Sequence[str], spec: str) -> None:
     if bad.any():
         first = texts[int(np.flatnonzero(bad)[0])]
         shown = first if len(first) <= 60 else first[:57] + "..."
-        raise EvalprismError(f"encoder {spec}: produced non-finite vectors for {int(bad.sum())} of {len(texts)} "
-                             f"texts (the first: {shown!r}); nothing was cached; check the model's weights")
-
+        raise EvalprismError(
+            f"encoder {spec}: produced non-finite vectors for {int(bad.sum())} of {len(texts)} "
+            f"texts (the first: {shown!r}); nothing was cached; check the model's weights"
+        )

@@ -19,7 +19,7 @@ def get_embedder(
     spec: str | EncoderSpec | Embedder = DEFAULT_SPEC,
     *,
     instruction: str | None = None,
-    cache_dir: str | Path | None | bool = None,
+    cache_dir: str | Path | bool | None = None,
     progress: bool = True,
     batch_size: int = 64,
     device: str | None = None,
@@ -35,5 +35,6 @@ def get_embedder(
         return spec
     parsed = parse_spec(spec, role=role, kinds=kinds)
     cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
-    return cls(parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size,
-                device=device)
+    return cls(
+        parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size, device=device
+    )

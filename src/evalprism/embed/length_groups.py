@@ -42,6 +42,6 @@ def length_groups(lengths: Sequence[int], call_cost: float = CALL_COST_TOKENS) -
         best[end] = costs[cut[end]]
     groups, end = [], n
     while end > 0:
-        groups.append(np.sort(order[cut[end]:end]))
+        groups.append(np.sort(order[cut[end] : end]))
         end = cut[end]
     return groups[::-1]

@@ -75,7 +75,9 @@ class OpenVINOEncoder:
 
             ov = import_openvino()
         except ImportError as exc:
-            raise EvalprismError(f"runtime 'openvino' needs the openvino package ({exc}); pip install openvino") from None
+            raise EvalprismError(
+                f"runtime 'openvino' needs the openvino package ({exc}); pip install openvino"
+            ) from None
         self.model = model
         self.precision = precision
         probe = model.preprocess(["a probe sentence", "another, longer probe sentence"])
@@ -85,17 +87,23 @@ class OpenVINOEncoder:
                 # tracing warns about Python branches on shapes; for an encoder's forward they are
                 # fixed by the presence of the attention mask, not by the probe's sizes
                 warnings.simplefilter("ignore")
-                converted = ov.convert_model(_sentence_embedding_module(model.eval(), self.input_names),
-                                             example_input=tuple(probe[name] for name in self.input_names))
-            config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": _OV_PRECISION[precision],
-                                      "PERFORMANCE_HINT": "LATENCY"}
+                converted = ov.convert_model(
+                    _sentence_embedding_module(model.eval(), self.input_names),
+                    example_input=tuple(probe[name] for name in self.input_names),
+                )
+            config: dict[str, Any] = {
+                "INFERENCE_PRECISION_HINT": _OV_PRECISION[precision],
+                "PERFORMANCE_HINT": "LATENCY",
+            }
             if threads is not None:
                 config["INFERENCE_NUM_THREADS"] = int(threads)
             self._compiled = ov.Core().compile_model(converted, "CPU", config)
-        except Exception as exc:  # noqa: BLE001 - conversion failures of exotic modules: one message
-            raise EvalprismError(f"runtime 'openvino': cannot convert this sentence encoder "
-                                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-                                 "use runtime 'torch'") from None
+        except Exception as exc:
+            raise EvalprismError(
+                f"runtime 'openvino': cannot convert this sentence encoder "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+                "use runtime 'torch'"
+            ) from None
         self._local = threading.local()
 
     def encode(self, texts: Sequence[str], *, length_buckets: bool = True) -> np.ndarray:
@@ -139,4 +147,3 @@ def _sentence_embedding_module(model: Any, input_names: list[str]) -> Any:
             return self.model(dict(zip(input_names, tensors, strict=True)))["sentence_embedding"]
 
     return SentenceEmbedding()
-

@@ -36,8 +36,13 @@ BACKBONE_KINDS: tuple[Kind, ...] = ("minilm", "st", "hf", "static")
 #: prefixed kinds, by prefix
 _PREFIXES: dict[str, Kind] = {"st:": "st", "instructor:": "instructor", "hf:": "hf", "static:": "static"}
 #: how each kind is written, for "expected ..." messages
-_FORMS: dict[Kind, str] = {"minilm": "'minilm'", "st": "'st:<name or path>'", "instructor": "'instructor:<path>'",
-                           "hf": "'hf:<local path>'", "static": "'static'"}
+_FORMS: dict[Kind, str] = {
+    "minilm": "'minilm'",
+    "st": "'st:<name or path>'",
+    "instructor": "'instructor:<path>'",
+    "hf": "'hf:<local path>'",
+    "static": "'static'",
+}
 #: what each kind names, for refusing a kind where it has no meaning
 _NAMES: dict[Kind, str] = {
     "minilm": "the packaged all-MiniLM-L6-v2 sentence encoder",
@@ -52,7 +57,7 @@ _EXAMPLES: dict[Kind, str] = {
     "instructor": "give the local directory of an INSTRUCTOR model, e.g. instructor:/models/instructor-xl",
     "hf": "give the local directory of a Hugging Face causal LM, e.g. hf:/models/qwen2.5-0.5b",
     "static": "write 'static' (distilled from the packaged MiniLM) or give the local directory of an encoder, "
-              "e.g. static:/models/e5-small",
+    "e.g. static:/models/e5-small",
 }
 
 
@@ -89,8 +94,9 @@ def _unprefixed(text: str) -> Kind | None:
     return text if text in ("minilm", "static") else None  # type: ignore[return-value]
 
 
-def parse_spec(spec: str | EncoderSpec | None, *, role: str = "embedder",
-               kinds: Sequence[Kind] = EMBEDDER_KINDS) -> EncoderSpec:
+def parse_spec(
+    spec: str | EncoderSpec | None, *, role: str = "embedder", kinds: Sequence[Kind] = EMBEDDER_KINDS
+) -> EncoderSpec:
     """Parse a spec string (empty or None: ``minilm``); an :class:`EncoderSpec` passes through
     after the same kind check. ``role`` (``embedder`` or ``backbone``) words the messages;
     ``kinds`` are the kinds the caller can use."""
@@ -107,7 +113,7 @@ def parse_spec(spec: str | EncoderSpec | None, *, role: str = "embedder",
 def _parse_text(text: str, role: str, kinds: Sequence[Kind]) -> EncoderSpec:
     for prefix, kind in _PREFIXES.items():
         if text.startswith(prefix):
-            location = text[len(prefix):].strip()
+            location = text[len(prefix) :].strip()
             if not location:
                 raise EvalprismError(f"{role} '{prefix}': {_EXAMPLES[kind]}")
             return EncoderSpec(kind, location, text)

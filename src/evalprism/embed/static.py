@@ -42,8 +42,12 @@ MARKER = "evalprism-static.json"
 #: the folder of the cache directory that holds the static models
 STATIC_DIR = "static"
 #: model2vec's distillation settings (its defaults): 256 PCA dimensions, SIF weighting, mean pooling
-DISTILL_SETTINGS: dict[str, Any] = {"pca_dims": 256, "sif_coefficient": 1e-4, "pooling": "mean",
-                                    "quantize_to": "float16"}
+DISTILL_SETTINGS: dict[str, Any] = {
+    "pca_dims": 256,
+    "sif_coefficient": 1e-4,
+    "pooling": "mean",
+    "quantize_to": "float16",
+}
 #: the longest prompt read, in tokens (a static model has no window of its own; this bounds a long
 #: prompt's cost, and reads twice what MiniLM reads)
 DEFAULT_MAX_TOKENS = 512
@@ -68,8 +72,10 @@ def static_source(spec: EncoderSpec) -> StaticSource:
         return StaticSource(spec.text, minilm.location, minilm.model_id, "minilm")
     path = Path(spec.location).expanduser()
     if not path.is_dir():
-        raise EvalprismError(f"backbone '{spec}': '{path}' is not a local model directory (a static model is "
-                             "distilled from a Hugging Face encoder saved on disk; nothing is downloaded)")
+        raise EvalprismError(
+            f"backbone '{spec}': '{path}' is not a local model directory (a static model is "
+            "distilled from a Hugging Face encoder saved on disk; nothing is downloaded)"
+        )
     path = path.resolve()
     return StaticSource(spec.text, str(path), f"{path}#{_fingerprint(path)}", path.name or "model")
 
@@ -102,18 +108,27 @@ def ensure_static_model(spec: EncoderSpec, *, cache_dir: str | Path | None = Non
     if is_complete(final):
         return final
     if final.exists():
-        raise EvalprismError(f"backbone '{spec}': {final} exists but is not a complete static model evalprism built "
-                             f"(no {MARKER}); evalprism leaves it as it is: move it away to rebuild")
+        raise EvalprismError(
+            f"backbone '{spec}': {final} exists but is not a complete static model evalprism built "
+            f"(no {MARKER}); evalprism leaves it as it is: move it away to rebuild"
+        )
     _remove_leftovers(final)
     building = final.parent / f".building-{final.name}-{uuid.uuid4().hex[:8]}"
     building.mkdir(parents=True)
     try:
-        status(f"distilling a static model from {source.spec if source.name != 'minilm' else 'MiniLM'} into {final} "
-               "(once; about 7 minutes for MiniLM on 2 cores)", progress)
+        status(
+            f"distilling a static model from {source.spec if source.name != 'minilm' else 'MiniLM'} into {final} "
+            "(once; about 7 minutes for MiniLM on 2 cores)",
+            progress,
+        )
         _distill(source, building, progress)
-        (building / MARKER).write_text(json.dumps({"source": source.identity, "spec": source.spec,
-                                                   "model2vec": _model2vec_version(), **DISTILL_SETTINGS},
-                                                  indent=1), encoding="utf-8")
+        (building / MARKER).write_text(
+            json.dumps(
+                {"source": source.identity, "spec": source.spec, "model2vec": _model2vec_version(), **DISTILL_SETTINGS},
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
         try:
             building.rename(final)
         except OSError:
@@ -203,9 +218,10 @@ def _distill(source: StaticSource, directory: Path, progress: bool) -> None:
     try:
         model = AutoModel.from_pretrained(source.location)
         tokenizer = AutoTokenizer.from_pretrained(source.location, use_fast=True)
-    except Exception as exc:  # noqa: BLE001 - one message for any load failure
-        raise EvalprismError(f"backbone '{source.spec}': cannot load an encoder from '{source.location}' "
-                             f"({type(exc).__name__}: {exc})") from None
+    except Exception as exc:
+        raise EvalprismError(
+            f"backbone '{source.spec}': cannot load an encoder from '{source.location}' ({type(exc).__name__}: {exc})"
+        ) from None
     with _quiet_model2vec(), _tokens_bar(_tokens_to_encode(tokenizer), progress):
         static = distill_from_model(model, tokenizer, device="cpu", **DISTILL_SETTINGS)
     static.save_pretrained(str(directory))
@@ -236,9 +252,11 @@ class StaticEncoder:
 
         try:
             self.model = StaticModel.from_pretrained(str(directory), quantize_to="float32")  # faster means
-        except Exception as exc:  # noqa: BLE001 - one message for any load failure
-            raise EvalprismError(f"static model {directory}: cannot be loaded ({type(exc).__name__}: {exc}); move it "
-                                 "away and evalprism distils it again") from None
+        except Exception as exc:
+            raise EvalprismError(
+                f"static model {directory}: cannot be loaded ({type(exc).__name__}: {exc}); move it "
+                "away and evalprism distils it again"
+            ) from None
         self.dim = int(self.model.dim)
         self.max_tokens = int(max_tokens)
         tokenizer = self.model.tokenizer

@@ -46,11 +46,17 @@ BATTLE_KEY = ("prompt", "model_a", "model_b", "winner", "p_b")
 #: outcome index of each winner value, as used by the pairwise models' count matrices
 OUTCOMES_INDEX = OUTCOME_INDEX
 _WINNER_ALIASES = {
-    "model_a": "model_a", "a": "model_a",
-    "model_b": "model_b", "b": "model_b",
+    "model_a": "model_a",
+    "a": "model_a",
+    "model_b": "model_b",
+    "b": "model_b",
     "tie": "tie",
-    "tie (bothbad)": "tie (bothbad)", "both_bad": "tie (bothbad)", "bothbad": "tie (bothbad)",
-    "tie_bothbad": "tie (bothbad)", "tie(bothbad)": "tie (bothbad)", "tie (both bad)": "tie (bothbad)",
+    "tie (bothbad)": "tie (bothbad)",
+    "both_bad": "tie (bothbad)",
+    "bothbad": "tie (bothbad)",
+    "tie_bothbad": "tie (bothbad)",
+    "tie(bothbad)": "tie (bothbad)",
+    "tie (both bad)": "tie (bothbad)",
 }
 
 BATTLES_SCHEMA = Schema(
@@ -68,13 +74,19 @@ BATTLES_SCHEMA = Schema(
 #: the same table for the analyses that read no prompt (the marginal fit): the prompt may be absent
 BATTLES_SCHEMA_NO_PROMPT = Schema(
     name="battles",
-    columns=(Column("prompt", "str", required=False, nullable=True, description="the prompt (user turns)"),
-             *BATTLES_SCHEMA.columns[1:]),
+    columns=(
+        Column("prompt", "str", required=False, nullable=True, description="the prompt (user turns)"),
+        *BATTLES_SCHEMA.columns[1:],
+    ),
 )
 
 Format = Literal["auto", "canonical", "fastchat", "arena55k", "alpacaeval"]
-_LABELS = {"canonical": "battles table", "fastchat": "FastChat/Arena battles (conversation_a/_b)",
-           "arena55k": "arena-55k battles (one-hot winner_model_a/_b/_tie)", "alpacaeval": "AlpacaEval annotations"}
+_LABELS = {
+    "canonical": "battles table",
+    "fastchat": "FastChat/Arena battles (conversation_a/_b)",
+    "arena55k": "arena-55k battles (one-hot winner_model_a/_b/_tie)",
+    "alpacaeval": "AlpacaEval annotations",
+}
 #: columns only FastChat's clean_battle records have (clean_battle_data.py; also judge, turn, language)
 _FASTCHAT_FIELDS = {"anony", "tstamp"}
 #: part types whose ``text`` is text (OpenAI-style ``text``; ``input_text`` of the Responses API)
@@ -122,7 +134,9 @@ def content_text(content: Any, tally: TextTally | None = None) -> str:
                 name = str(kind) if kind is not None else "untyped, no text"
                 tally.skipped_parts[name] = tally.skipped_parts.get(name, 0) + 1
         elif part is not None:
-            raise UnreadableContent(f"a message part is {type(part).__name__}, expected a {{type, text}} object or text")
+            raise UnreadableContent(
+                f"a message part is {type(part).__name__}, expected a {{type, text}} object or text"
+            )
     return "\n".join(texts)
 
 
@@ -187,14 +201,14 @@ def _prompts(values: Any, where: str, column: str, tally: TextTally) -> list[str
     return out
 
 
-def detect_format(df: pd.DataFrame) -> str:
+def detect_format(df: pd.DataFrame) -> Format:
     """Which adapter fits the columns of ``df``."""
     cols = set(df.columns)
     if {"winner_model_a", "winner_model_b", "winner_tie"} <= cols:
         return "arena55k"
     if "conversation_a" in cols and "winner" in cols:
         return "fastchat"
-    if "prompt" not in cols and {"model_a", "model_b", "winner"} <= cols and _FASTCHAT_FIELDS <= cols:
+    if "prompt" not in cols and {"model_a", "model_b", "winner"} <= cols and cols >= _FASTCHAT_FIELDS:
         return "fastchat"  # clean_battle_<date>.json of --mode simple: the conversations are dropped
     if "instruction" in cols and ("generator_1" in cols or "preference" in cols or "p_b" in cols):
         return "alpacaeval"
@@ -270,8 +284,9 @@ def _from_alpacaeval(df: pd.DataFrame, where: str) -> pd.DataFrame:
     return out
 
 
-def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | None = None,
-                         prompts: bool = True) -> pd.DataFrame:
+def to_canonical_battles(
+    df: pd.DataFrame, fmt: Format = "auto", source: str | None = None, prompts: bool = True
+) -> pd.DataFrame:
     """Convert a battles table in any supported format to the canonical, validated form.
 
     With ``prompts=False`` (the marginal fit, which reads no prompt) a table without prompt text is
@@ -292,7 +307,9 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
     elif fmt == "alpacaeval":
         df = _from_alpacaeval(df, where)
     elif fmt != "canonical":
-        raise EvalprismError(f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval")
+        raise EvalprismError(
+            f"unknown battles format '{fmt}': expected auto, canonical, fastchat, arena55k or alpacaeval"
+        )
     if "prompt" not in df.columns and prompts:
         _refuse_no_prompts(fmt, where, columns)
     if "prompt" in df.columns and fmt in ("canonical", "alpacaeval") and df["prompt"].dtype == object:
@@ -300,23 +317,31 @@ def to_canonical_battles(df: pd.DataFrame, fmt: Format = "auto", source: str | N
     out = (BATTLES_SCHEMA if prompts else BATTLES_SCHEMA_NO_PROMPT).validate(df, source=where)
     codes, uniques = pd.factorize(out["winner"], use_na_sentinel=False)
     first = first_rows(codes, len(uniques))
-    outcome = np.array([OUTCOMES_INDEX[normalise_winner(w, where, int(row))]
-                        for w, row in zip(uniques, first, strict=True)], dtype=np.int8)
+    outcome = np.array(
+        [OUTCOMES_INDEX[normalise_winner(w, where, int(row))] for w, row in zip(uniques, first, strict=True)],
+        dtype=np.int8,
+    )
     # categorical: compares equal to the winner strings, and its codes are the outcome indices
     out["winner"] = pd.Categorical.from_codes(outcome[codes], categories=list(WINNERS))
     same = (out["model_a"] == out["model_b"]).to_numpy()
     if same.any():
         row = int(np.flatnonzero(same)[0])
-        raise EvalprismError(f"{where}: row {row + 1}: model_a and model_b are the same model ({out['model_a'].iat[row]!r})")
+        raise EvalprismError(
+            f"{where}: row {row + 1}: model_a and model_b are the same model ({out['model_a'].iat[row]!r})"
+        )
     if "p_b" in out.columns:
         p_b = out["p_b"].to_numpy(dtype=float)
         outside = np.isfinite(p_b) & ((p_b < 0) | (p_b > 1))
         if outside.any():
             row = int(np.flatnonzero(outside)[0])
-            raise EvalprismError(f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}")
+            raise EvalprismError(
+                f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}"
+            )
     out.attrs["battles_format"] = fmt
-    out.attrs["choices"] = [*converted, *read_notes(out, where, fmt, columns, n_rows, tally, anony,
-                                                    mended_on_read=mended_on_read)]
+    out.attrs["choices"] = [
+        *converted,
+        *read_notes(out, where, fmt, columns, n_rows, tally, anony, mended_on_read=mended_on_read),
+    ]
     return out
 
 
@@ -334,51 +359,87 @@ def _refuse_no_prompts(fmt: str, where: str, columns: list[str]) -> None:
             f"{where}: FastChat clean_battle JSON without conversations (the default output of "
             "clean_battle_data.py, --mode simple) has no prompt text, which this command reads; "
             "`evalprism p2l fit` reads this file as it is (a marginal fit needs no prompts), and "
-            "clean_battle_data.py --mode conv_release writes the conversations")
-    raise EvalprismError(f"{where}: missing required column 'prompt' for a battles table (columns present: "
-                         f"{', '.join(columns[:20])}); this command reads the prompt text (`evalprism p2l fit` "
-                         "needs none)")
+            "clean_battle_data.py --mode conv_release writes the conversations"
+        )
+    raise EvalprismError(
+        f"{where}: missing required column 'prompt' for a battles table (columns present: "
+        f"{', '.join(columns[:20])}); this command reads the prompt text (`evalprism p2l fit` "
+        "needs none)"
+    )
 
 
-def read_notes(table: pd.DataFrame, where: str, fmt: str, columns: list[str], n_rows: int, tally: TextTally,
-               anony: int | None, mended_on_read: dict[str, list[int]] | None = None) -> list[str]:
+def read_notes(
+    table: pd.DataFrame,
+    where: str,
+    fmt: str,
+    columns: list[str],
+    n_rows: int,
+    tally: TextTally,
+    anony: int | None,
+    mended_on_read: dict[str, list[int]] | None = None,
+) -> list[str]:
     """What reading the battles did, one line each: the layout, battles and models, the columns used
     and not, the messages read from parts and the parts left out, the prompts mended."""
     n = len(table)
     models = pd.concat([table["model_a"], table["model_b"]]).nunique()
-    used = {"canonical": ["prompt", "model_a", "model_b", "winner"],
-            "fastchat": ["conversation_a", "model_a", "model_b", "winner"],
-            "arena55k": ["prompt", "model_a", "model_b", "winner_model_a", "winner_model_b", "winner_tie"],
-            "alpacaeval": ["instruction", "prompt", "generator_1", "generator_2", "model_a", "model_b",
-                           "preference", "p_b", "winner"]}[fmt]
+    used = {
+        "canonical": ["prompt", "model_a", "model_b", "winner"],
+        "fastchat": ["conversation_a", "model_a", "model_b", "winner"],
+        "arena55k": ["prompt", "model_a", "model_b", "winner_model_a", "winner_model_b", "winner_tie"],
+        "alpacaeval": [
+            "instruction",
+            "prompt",
+            "generator_1",
+            "generator_2",
+            "model_a",
+            "model_b",
+            "preference",
+            "p_b",
+            "winner",
+        ],
+    }[fmt]
     used = [c for c in [*used, "category", "p_b"] if c in columns]
     unused = [c for c in columns if c not in used]
     prompt = "" if "prompt" in table.columns else "; no prompt text (read for the marginal fit, which needs none)"
     if fmt == "fastchat" and "prompt" in table.columns:
         prompt = "; prompt: the user turns of conversation_a"
     not_used = ", ".join(unused[:12]) + (" …" if len(unused) > 12 else "") or "none"
-    label = _LABELS[fmt] if fmt != "fastchat" or "conversation_a" in columns else \
-        "FastChat clean_battle JSON without conversations (clean_battle_data.py --mode simple)"
-    head = (f"{where}: {label}, {n_rows} rows read as {n} battles of {models} models; columns used: "
-            f"{', '.join(used)}; not used: {not_used}{prompt}")
+    label = (
+        _LABELS[fmt]
+        if fmt != "fastchat" or "conversation_a" in columns
+        else "FastChat clean_battle JSON without conversations (clean_battle_data.py --mode simple)"
+    )
+    head = (
+        f"{where}: {label}, {n_rows} rows read as {n} battles of {models} models; columns used: "
+        f"{', '.join(used)}; not used: {not_used}{prompt}"
+    )
     lines = [head]
     if tally.part_messages:
         skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.skipped_parts.items()))
-        lines.append(f"{where}: {tally.part_messages} user message(s) hold a list of parts: their text parts read, "
-                     f"joined by newlines" + (f"; parts without text left out: {skipped}" if skipped else ""))
-    mended = sorted({*tally.mended_rows, *(r for c in ("prompt", "instruction")
-                                          for r in (mended_on_read or {}).get(c, []))})
+        lines.append(
+            f"{where}: {tally.part_messages} user message(s) hold a list of parts: their text parts read, "
+            f"joined by newlines" + (f"; parts without text left out: {skipped}" if skipped else "")
+        )
+    mended = sorted(
+        {*tally.mended_rows, *(r for c in ("prompt", "instruction") for r in (mended_on_read or {}).get(c, []))}
+    )
     if mended:
         rows = ", ".join(str(r + 1) for r in mended[:5]) + (" …" if len(mended) > 5 else "")
-        lines.append(f"{where}: {len(mended)} prompt(s) hold a lone UTF-16 surrogate (half of a pair, no "
-                     f"character): replaced by U+FFFD (row(s) {rows})")
+        lines.append(
+            f"{where}: {len(mended)} prompt(s) hold a lone UTF-16 surrogate (half of a pair, no "
+            f"character): replaced by U+FFFD (row(s) {rows})"
+        )
     if anony is not None:
-        lines.append(f"{where}: {anony} of {n} battles anonymous (column anony); all {n} are read (FastChat's "
-                     "Elo script fits the anonymous ones alone: keep anony == true for its leaderboard)")
+        lines.append(
+            f"{where}: {anony} of {n} battles anonymous (column anony); all {n} are read (FastChat's "
+            "Elo script fits the anonymous ones alone: keep anony == true for its leaderboard)"
+        )
     if fmt == "fastchat" and "dedup_tag" in table.columns:
         sampled = sum(isinstance(t, dict) and bool(t.get("sampled")) for t in table["dedup_tag"])
-        lines.append(f"{where}: {sampled} of {n} battles have dedup_tag.sampled; all {n} are read (Arena's "
-                     "leaderboard notebooks keep the sampled ones alone)")
+        lines.append(
+            f"{where}: {sampled} of {n} battles have dedup_tag.sampled; all {n} are read (Arena's "
+            "leaderboard notebooks keep the sampled ones alone)"
+        )
     return lines
 
 
@@ -401,8 +462,9 @@ class BattleArrays:
     p_b: np.ndarray | None
 
 
-def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battles: int = 2,
-                  source: str | None = None) -> BattleArrays:
+def battle_arrays(
+    table: pd.DataFrame, names: list[str] | None = None, min_battles: int = 2, source: str | None = None
+) -> BattleArrays:
     """Index a canonical battles table. With ``names`` given, every model must be one of them (a
     model the caller does not know is an error); otherwise the names are the sorted models seen.
 
@@ -413,26 +475,36 @@ def battle_arrays(table: pd.DataFrame, names: list[str] | None = None, min_battl
     codes_a, seen_a = pd.factorize(table["model_a"])
     codes_b, seen_b = pd.factorize(table["model_b"])
     seen = seen_a.append(seen_b).unique()
-    counts = (pd.Series(np.bincount(codes_a, minlength=len(seen_a)), index=seen_a)
-              .add(pd.Series(np.bincount(codes_b, minlength=len(seen_b)), index=seen_b), fill_value=0)
-              .astype(np.int64))
+    counts = (
+        pd.Series(np.bincount(codes_a, minlength=len(seen_a)), index=seen_a)
+        .add(pd.Series(np.bincount(codes_b, minlength=len(seen_b)), index=seen_b), fill_value=0)
+        .astype(np.int64)
+    )
     thin = counts[counts < min_battles]
     if len(thin):
         shown = ", ".join(f"'{m}' ({c})" for m, c in thin.head(5).items())
-        raise EvalprismError(f"{where}: {len(thin)} model(s) appear in fewer than {min_battles} battles: {shown}; "
-                             "a strength cannot be estimated from so few, remove them or add battles")
+        raise EvalprismError(
+            f"{where}: {len(thin)} model(s) appear in fewer than {min_battles} battles: {shown}; "
+            "a strength cannot be estimated from so few, remove them or add battles"
+        )
     if names is None:
         names = sorted(seen)
     index = pd.Index(names)
     unknown = sorted(seen[index.get_indexer(seen) < 0])
     if unknown:
-        raise EvalprismError(f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}"
-                             + (" …" if len(unknown) > 5 else ""))
+        raise EvalprismError(
+            f"{where}: model(s) not in the model list: {', '.join(unknown[:5])}" + (" …" if len(unknown) > 5 else "")
+        )
     p_b = table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
     outcome = outcome_codes(table["winner"])
     require_decisive(outcome, p_b, where)
-    return BattleArrays(list(names), index.get_indexer(seen_a)[codes_a].astype(np.int64),
-                        index.get_indexer(seen_b)[codes_b].astype(np.int64), outcome, p_b)
+    return BattleArrays(
+        list(names),
+        index.get_indexer(seen_a)[codes_a].astype(np.int64),
+        index.get_indexer(seen_b)[codes_b].astype(np.int64),
+        outcome,
+        p_b,
+    )
 
 
 def require_decisive(outcome: np.ndarray, p_b: np.ndarray | None, where: str) -> None:
@@ -443,9 +515,11 @@ def require_decisive(outcome: np.ndarray, p_b: np.ndarray | None, where: str) ->
     if p_b is not None:
         decisive |= np.isfinite(p_b)
     if outcome.size and not decisive.any():
-        raise EvalprismError(f"{where}: every one of the {outcome.size} battles is a tie: no battle says which "
-                             "model is better, so no strength can be estimated; expected some battles won by "
-                             "model_a or model_b")
+        raise EvalprismError(
+            f"{where}: every one of the {outcome.size} battles is a tie: no battle says which "
+            "model is better, so no strength can be estimated; expected some battles won by "
+            "model_a or model_b"
+        )
 
 
 def outcome_codes(winner: pd.Series) -> np.ndarray:
@@ -460,8 +534,10 @@ def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> N
     empty = prompts.fillna("").astype(str).str.strip() == ""
     if empty.any():
         row = int(np.flatnonzero(empty.to_numpy())[0])
-        raise EvalprismError(f"{where}: row {row + 1}, column '{column}': expected a non-empty prompt "
-                             f"({int(empty.sum())} empty prompt(s) in all)")
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column '{column}': expected a non-empty prompt "
+            f"({int(empty.sum())} empty prompt(s) in all)"
+        )
 
 
 def in_content_order(table: pd.DataFrame) -> pd.DataFrame:

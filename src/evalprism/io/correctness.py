@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.schema import Column, Schema, first_rows, require_scalars
-from evalprism.io.scores import SCORE_EXPECTED, score_value
-from evalprism.io.tables import FORMATS, read_table, table_format
 from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
 from evalprism.io.lm_eval import has_lm_eval_output, looks_like_results, read_lm_eval
+from evalprism.io.schema import Column, Schema, first_rows, require_scalars
+from evalprism.io.scores import SCORE_EXPECTED, score_value
+from evalprism.io.tables import FORMATS, read_table, table_format
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",
@@ -108,8 +108,9 @@ def _factorize_keys(series: pd.Series, name: str, where: str) -> tuple[np.ndarra
     empty = np.flatnonzero(texts == "")
     if empty.size:
         row = int(first_rows(codes, len(uniques))[empty].min())
-        raise EvalprismError(f"{where}: row {row + 1}, column '{name}': expected a non-empty identifier, "
-                             f"got {series.iloc[row]!r}")
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column '{name}': expected a non-empty identifier, got {series.iloc[row]!r}"
+        )
     if isinstance(uniques, pd.Index) and uniques.dtype.kind == "f":  # 3.0 read as a float id -> "3"
         texts = pd.Index([str(int(v)) if float(v).is_integer() else str(v) for v in uniques])
     merged, names = pd.factorize(texts)  # "a" and " a" are one identifier
@@ -129,8 +130,7 @@ def _score_codes(series: pd.Series, where: str) -> np.ndarray:
         converted = score_value(value)
         if converted is None:
             row = int(first[k])
-            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected {SCORE_EXPECTED}, "
-                                 f"got {value!r}")
+            raise EvalprismError(f"{where}: row {row + 1}, column 'score': expected {SCORE_EXPECTED}, got {value!r}")
         table[k] = converted
     return table[codes]
 
@@ -154,19 +154,28 @@ def encode_correctness(df: pd.DataFrame, source: str | None = None, benchmark: s
     score = _score_codes(df["score"], where)
     pair = bench_code * len(item_names) + item_code
     key_code, key_uniques = pd.factorize(pair)
-    items = pd.DataFrame({"benchmark": bench_names[key_uniques // len(item_names)],
-                          "item_id": item_names[key_uniques % len(item_names)]})
+    items = pd.DataFrame(
+        {"benchmark": bench_names[key_uniques // len(item_names)], "item_id": item_names[key_uniques % len(item_names)]}
+    )
     cell = model_code * len(items) + key_code
     counts = np.bincount(cell, minlength=len(model_names) * len(items))
     if (counts > 1).any():
         dup_cell = int(np.flatnonzero(counts > 1)[0])
         rows = np.flatnonzero(cell == dup_cell)[:2]
         it = items.iloc[dup_cell % len(items)]
-        raise EvalprismError(f"{where}: rows {rows[0] + 1} and {rows[1] + 1} both score model "
-                             f"'{model_names[dup_cell // len(items)]}' on item '{it['item_id']}' of benchmark "
-                             f"'{it['benchmark']}': expected one row per (model, benchmark, item_id)")
-    return EncodedCorrectness(model_names=model_names, items=items, model_code=model_code.astype(np.int64),
-                              item_code=key_code.astype(np.int64), score=score, source=where)
+        raise EvalprismError(
+            f"{where}: rows {rows[0] + 1} and {rows[1] + 1} both score model "
+            f"'{model_names[dup_cell // len(items)]}' on item '{it['item_id']}' of benchmark "
+            f"'{it['benchmark']}': expected one row per (model, benchmark, item_id)"
+        )
+    return EncodedCorrectness(
+        model_names=model_names,
+        items=items,
+        model_code=model_code.astype(np.int64),
+        item_code=key_code.astype(np.int64),
+        score=score,
+        source=where,
+    )
 
 
 def _default_benchmark(where: str) -> str:
@@ -204,8 +213,10 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
     out = MODELS_SCHEMA.validate(df, where)
     if (out["params"].dropna() <= 0).any():
         row = int(np.flatnonzero((out["params"] <= 0).to_numpy())[0])
-        raise EvalprismError(f"{where}: row {row + 1}, column 'params': expected a positive number of parameters "
-                             f"(billions), got {df['params'].iloc[row]!r}")
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column 'params': expected a positive number of parameters "
+            f"(billions), got {df['params'].iloc[row]!r}"
+        )
     dup = out["model"].duplicated()
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
@@ -217,8 +228,14 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
 # ---------------------------------------------------------------- adapters
 
 
-def read_correctness(path: str | Path, *, benchmark: str | None = None, harness: HarnessOptions | None = None,
-                     choices: ReadChoices | None = None, check_harness: bool = True) -> pd.DataFrame:
+def read_correctness(
+    path: str | Path,
+    *,
+    benchmark: str | None = None,
+    harness: HarnessOptions | None = None,
+    choices: ReadChoices | None = None,
+    check_harness: bool = True,
+) -> pd.DataFrame:
     """Read correctness from a long table, a wide model x item matrix, an lm-eval ``--log_samples``
     directory, inspect_ai logs (``.eval``, ``.json``) or a directory holding any of these harness
     outputs; return the canonical long table. ``harness``: per-task metric and filter, model names,
@@ -247,8 +264,10 @@ def read_correctness(path: str | Path, *, benchmark: str | None = None, harness:
         elif table_format(path) in ("csv", "tsv", "parquet"):
             table = read_wide_matrix(df, str(path), benchmark)
         else:
-            raise EvalprismError(f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
-                                 "item matrix (.csv/.tsv/.parquet)")
+            raise EvalprismError(
+                f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
+                "item matrix (.csv/.tsv/.parquet)"
+            )
         table.attrs["readers"] = []
         return table
     if check_harness:
@@ -269,8 +288,10 @@ def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadCh
     if logs:
         frames.append(read_inspect_logs(logs, harness, choices))
     if not frames:
-        raise EvalprismError(f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples) "
-                             "and no inspect_ai logs (.eval, .json)")
+        raise EvalprismError(
+            f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples) "
+            "and no inspect_ai logs (.eval, .json)"
+        )
     for f in ignored:
         choices.add(f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file")
     table = to_canonical_correctness(pd.concat([f for f in frames if len(f)] or frames, ignore_index=True), str(root))
@@ -278,7 +299,9 @@ def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadCh
     return table
 
 
-def read_wide_matrix(df: pd.DataFrame | str | Path, source: str | None = None, benchmark: str | None = None) -> pd.DataFrame:
+def read_wide_matrix(
+    df: pd.DataFrame | str | Path, source: str | None = None, benchmark: str | None = None
+) -> pd.DataFrame:
     """A model x item matrix (one row per model, one column per item; blank = not run) as the
     canonical long table."""
     if not isinstance(df, pd.DataFrame):

@@ -37,8 +37,9 @@ COSTS_SCHEMA = Schema(
 class Costs(dict[str, float]):
     """Model -> cost, with the file it came from and each model's place in it (``line 3``)."""
 
-    def __init__(self, costs: Mapping[str, float], source: str | None = None,
-                 locations: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, costs: Mapping[str, float], source: str | None = None, locations: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(costs)
         self.source = source
         self.locations = dict(locations or {})
@@ -60,8 +61,9 @@ def read_costs(path: str | Path, cost_column: str | None = None) -> Costs:
     model_col = next((c for c in MODEL_COLUMNS if c in raw.columns), "model")
     cost_col = cost_column or next((c for c in COST_COLUMNS if c in raw.columns), "cost")
     if cost_column is not None and cost_column not in raw.columns:
-        raise EvalprismError(f"{path}: no column '{cost_column}' (columns: {', '.join(map(str, raw.columns))})",
-                             parameter="cost_column")
+        raise EvalprismError(
+            f"{path}: no column '{cost_column}' (columns: {', '.join(map(str, raw.columns))})", parameter="cost_column"
+        )
     priced = raw
     if cost_col != "cost" and cost_col in raw.columns:  # a price list: a model without a price has no cost
         present = raw[cost_col].map(lambda v: v is not None and str(v).strip() not in ("", "nan"))
@@ -72,16 +74,22 @@ def read_costs(path: str | Path, cost_column: str | None = None) -> Costs:
     bad = ~np.isfinite(cost) | (cost < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise EvalprismError(f"{path}: {row_location(raw, int(positions[row]))}, column '{cost_col}': expected a "
-                             f"non-negative number, got {cost[row]}")
+        raise EvalprismError(
+            f"{path}: {row_location(raw, int(positions[row]))}, column '{cost_col}': expected a "
+            f"non-negative number, got {cost[row]}"
+        )
     dup = table["model"].duplicated()
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise EvalprismError(f"{path}: {row_location(raw, int(positions[row]))}: model '{table['model'].iat[row]}' "
-                             "is listed twice")
+        raise EvalprismError(
+            f"{path}: {row_location(raw, int(positions[row]))}: model '{table['model'].iat[row]}' is listed twice"
+        )
     names = table["model"].astype(str).tolist()
-    costs = Costs(dict(zip(names, cost.tolist(), strict=True)), str(path),
-                  {m: row_location(raw, int(positions[row])) for row, m in enumerate(names)})
+    costs = Costs(
+        dict(zip(names, cost.tolist(), strict=True)),
+        str(path),
+        {m: row_location(raw, int(positions[row])) for row, m in enumerate(names)},
+    )
     costs.column = cost_col
     costs.unpriced = len(raw) - len(priced)
     return costs
@@ -116,13 +124,18 @@ def _missing_message(costs: Mapping[str, float], models: Sequence[str], missing:
         if close:
             place = getattr(costs, "locations", {}).get(name)
             column = f"{place + ', ' if place else ''}column 'model': " if source else ""
-            extra = f" ({len(missing) - 1} other model(s) have no cost either: {listed(missing[1:] if close[0] == missing[0] else [m for m in missing if m != close[0]])})" if len(missing) > 1 else ""
-            return (f"{where}: {column}'{name}' is not one of the models routed among; did you mean "
-                    f"'{close[0]}'?{extra}")
+            extra = (
+                f" ({len(missing) - 1} other model(s) have no cost either: {listed(missing[1:] if close[0] == missing[0] else [m for m in missing if m != close[0]])})"
+                if len(missing) > 1
+                else ""
+            )
+            return f"{where}: {column}'{name}' is not one of the models routed among; did you mean '{close[0]}'?{extra}"
     if len(missing) == len(models):
         others = f"; it prices {len(costs)} other model(s): {listed(list(costs), 5)}" if costs else ""
-        return (f"{where}: no routed model has a cost: every one of the {len(models)} models the P2L model routes "
-                f"among needs one: {listed(missing)}{others}")
+        return (
+            f"{where}: no routed model has a cost: every one of the {len(models)} models the P2L model routes "
+            f"among needs one: {listed(missing)}{others}"
+        )
     return f"{where}: no cost for {len(missing)} of the {len(models)} models routed among: {listed(missing)}"
 
 

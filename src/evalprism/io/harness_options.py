@@ -32,7 +32,9 @@ INSPECT = "inspect_ai logs"
 READER_OF = {"metric": LM_EVAL, "lm_eval_filter": LM_EVAL, "model_name": LM_EVAL, "scorer": INSPECT, "epochs": INSPECT}
 
 
-def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, allow_global: bool = True) -> dict[str, str]:
+def parse_assignments(
+    values: Iterable[str] | str | None, parameter: str, *, allow_global: bool = True
+) -> dict[str, str]:
     """``["acc", "gsm8k=exact_match"]`` -> ``{"*": "acc", "gsm8k": "exact_match"}``.
 
     ``parameter`` names the option in messages (the CLI spells it as its flag). Refused: an empty
@@ -49,11 +51,16 @@ def parse_assignments(values: Iterable[str] | str | None, parameter: str, *, all
                 raise EvalprismError(f"{parameter} {raw!r}: expected KEY=VALUE", parameter=parameter)
             key, value = ANY_TASK, key
         if not key or not value:
-            raise EvalprismError(f"{parameter} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
-                                 "with both sides non-empty", parameter=parameter)
+            raise EvalprismError(
+                f"{parameter} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
+                "with both sides non-empty",
+                parameter=parameter,
+            )
         if key in out:
             what = "a value for every task" if key == ANY_TASK else f"'{key}'"
-            raise EvalprismError(f"{parameter}: {what} is given twice ({out[key]!r} and {value!r})", parameter=parameter)
+            raise EvalprismError(
+                f"{parameter}: {what} is given twice ({out[key]!r} and {value!r})", parameter=parameter
+            )
         out[key] = value
     return out
 
@@ -78,24 +85,38 @@ class HarnessOptions:
 
     def __post_init__(self) -> None:
         if self.epochs not in EPOCHS:
-            raise EvalprismError(f"epochs: expected one of {', '.join(EPOCHS)}, got {self.epochs!r}", parameter="epochs")
+            raise EvalprismError(
+                f"epochs: expected one of {', '.join(EPOCHS)}, got {self.epochs!r}", parameter="epochs"
+            )
 
     @classmethod
-    def parse(cls, *, metric: Iterable[str] | str | None = None, lm_eval_filter: Iterable[str] | str | None = None,
-              model_name: Iterable[str] | str | None = None, scorer: str | None = None,
-              epochs: str = "mean") -> HarnessOptions:
+    def parse(
+        cls,
+        *,
+        metric: Iterable[str] | str | None = None,
+        lm_eval_filter: Iterable[str] | str | None = None,
+        model_name: Iterable[str] | str | None = None,
+        scorer: str | None = None,
+        epochs: str = "mean",
+    ) -> HarnessOptions:
         """From the CLI's repeatable ``--metric``, ``--lm-eval-filter``, ``--model-name DIR=NAME``,
         ``--scorer`` and ``--epochs``."""
-        return cls(metric=parse_assignments(metric, "metric"),
-                   lm_eval_filter=parse_assignments(lm_eval_filter, "lm_eval_filter"),
-                   model_names=parse_assignments(model_name, "model_name", allow_global=False),
-                   scorer=scorer or None, epochs=epochs)  # type: ignore[arg-type]
+        return cls(
+            metric=parse_assignments(metric, "metric"),
+            lm_eval_filter=parse_assignments(lm_eval_filter, "lm_eval_filter"),
+            model_names=parse_assignments(model_name, "model_name", allow_global=False),
+            scorer=scorer or None,
+            epochs=epochs,  # type: ignore[arg-type]  # checked in __post_init__
+        )
 
     def given(self) -> dict[str, str]:
         """The options the user set, by parameter, as they would write them (``epochs`` when not the default)."""
         shown = {"metric": self.metric, "lm_eval_filter": self.lm_eval_filter, "model_name": self.model_names}
-        out = {name: " ".join(v if k == ANY_TASK else f"{k}={v}" for k, v in values.items())
-               for name, values in shown.items() if values}
+        out = {
+            name: " ".join(v if k == ANY_TASK else f"{k}={v}" for k, v in values.items())
+            for name, values in shown.items()
+            if values
+        }
         if self.scorer is not None:
             out["scorer"] = self.scorer
         if self.epochs != "mean":
@@ -107,7 +128,9 @@ class HarnessOptions:
         (e.g. "x.csv is a table: its score column is read as it is")."""
         readers = set(readers)
         for name, value in self.given().items():
-            check_applies(name, value, READER_OF[name] in readers, f"it steers the reader of {READER_OF[name]}, and {what}")
+            check_applies(
+                name, value, READER_OF[name] in readers, f"it steers the reader of {READER_OF[name]}, and {what}"
+            )
 
     def for_task(self, choices: Mapping[str, str], task: str) -> str | None:
         """The user's choice for ``task`` from ``choices`` (its own entry, else the global one)."""

@@ -86,8 +86,12 @@ def eval_set_file(path: Path) -> tuple[str, dict[str, Any]] | None:
         return None
     if path.name == "eval-set.json" and "eval_set_id" in data:
         return "eval-set", data
-    if path.name == "logs.json" and data and all(isinstance(v, dict) and "eval" in v for v in data.values()) \
-            and all(str(k).endswith((".eval", ".json")) for k in data):
+    if (
+        path.name == "logs.json"
+        and data
+        and all(isinstance(v, dict) and "eval" in v for v in data.values())
+        and all(str(k).endswith((".eval", ".json")) for k in data)
+    ):
         return "manifest", data
     return None
 
@@ -114,8 +118,11 @@ def input_text(raw: Any) -> str | None:
     for message in raw:
         content = message.get("content") if isinstance(message, dict) else getattr(message, "text", None)
         if isinstance(content, list):  # content parts: keep the text ones
-            content = "\n".join(str(c.get("text") if isinstance(c, dict) else getattr(c, "text", "")) for c in content
-                                if (c.get("type") if isinstance(c, dict) else getattr(c, "type", "")) == "text")
+            content = "\n".join(
+                str(c.get("text") if isinstance(c, dict) else getattr(c, "text", ""))
+                for c in content
+                if (c.get("type") if isinstance(c, dict) else getattr(c, "type", "")) == "text"
+            )
         if isinstance(content, str) and content.strip():
             parts.append(content)
     return "\n".join(parts) or None
@@ -130,13 +137,19 @@ def content_from_json(path: Path) -> LogContent:
     spec = data.get("eval") if isinstance(data, dict) else None
     if not isinstance(spec, dict) or "task" not in spec or "model" not in spec:
         raise EvalprismError(f"{path}: expected an inspect_ai log (a JSON object with eval.task and eval.model)")
-    samples = []
+    samples: list[dict[str, Any]] = []
     for i, s in enumerate(data.get("samples") or [], 1):
         if not isinstance(s, dict) or "id" not in s:
             raise EvalprismError(f"{path}: samples[{i}]: expected an object with an 'id'")
-        samples.append({"id": str(s["id"]), "epoch": int(s.get("epoch", 1)), "error": _error(s.get("error")),
-                        "scores": {k: _value(v) for k, v in (s.get("scores") or {}).items()},
-                        "input": input_text(s.get("input"))})
+        samples.append(
+            {
+                "id": str(s["id"]),
+                "epoch": int(s.get("epoch", 1)),
+                "error": _error(s.get("error")),
+                "scores": {k: _value(v) for k, v in (s.get("scores") or {}).items()},
+                "input": input_text(s.get("input")),
+            }
+        )
     reductions: dict[tuple[str, str], dict[str, Any]] = {}
     reducers: dict[str, list[str]] = {}
     for i, r in enumerate(data.get("reductions") or [], 1):
@@ -149,10 +162,21 @@ def content_from_json(path: Path) -> LogContent:
     dataset = spec.get("dataset") or {}
     epochs = int(config.get("epochs") or max([s["epoch"] for s in samples], default=1))
     ids = dataset.get("sample_ids")
-    return LogContent(str(path), str(spec["task"]), str(spec["model"]), epochs, samples, reductions, reducers,
-                      status=str(data.get("status") or "success"), created=str(spec.get("created") or ""),
-                      dataset_ids=[str(x) for x in ids] if ids else None, dataset_size=dataset.get("samples"),
-                      log_samples=config.get("log_samples") is not False, error=_error(data.get("error")))
+    return LogContent(
+        str(path),
+        str(spec["task"]),
+        str(spec["model"]),
+        epochs,
+        samples,
+        reductions,
+        reducers,
+        status=str(data.get("status") or "success"),
+        created=str(spec.get("created") or ""),
+        dataset_ids=[str(x) for x in ids] if ids else None,
+        dataset_size=dataset.get("samples"),
+        log_samples=config.get("log_samples") is not False,
+        error=_error(data.get("error")),
+    )
 
 
 def content_from_eval(path: Path) -> LogContent:
@@ -160,15 +184,24 @@ def content_from_eval(path: Path) -> LogContent:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
-        raise EvalprismError(f"{path}: reading inspect_ai .eval logs needs the optional extra: pip install "
-                             "'evalprism[inspect]' (or convert them: inspect log convert --to json)") from None
+        raise EvalprismError(
+            f"{path}: reading inspect_ai .eval logs needs the optional extra: pip install "
+            "'evalprism[inspect]' (or convert them: inspect log convert --to json)"
+        ) from None
     try:
         log = read_eval_log(str(path))
-    except Exception as exc:  # noqa: BLE001  (inspect raises its own errors for unreadable logs)
+    except Exception as exc:
         raise EvalprismError(f"{path}: cannot be read as an inspect_ai log: {exc}") from None
-    samples = [{"id": str(s.id), "epoch": int(s.epoch), "error": _error(s.error.message if s.error else None),
-                "scores": {k: v.value for k, v in (s.scores or {}).items()}, "input": input_text(s.input)}
-               for s in log.samples or []]
+    samples: list[dict[str, Any]] = [
+        {
+            "id": str(s.id),
+            "epoch": int(s.epoch),
+            "error": _error(s.error.message if s.error else None),
+            "scores": {k: v.value for k, v in (s.scores or {}).items()},
+            "input": input_text(s.input),
+        }
+        for s in log.samples or []
+    ]
     reductions: dict[tuple[str, str], dict[str, Any]] = {}
     reducers: dict[str, list[str]] = {}
     for r in log.reductions or []:
@@ -178,11 +211,21 @@ def content_from_eval(path: Path) -> LogContent:
     config, dataset = log.eval.config, log.eval.dataset
     epochs = int(getattr(config, "epochs", None) or max([s["epoch"] for s in samples], default=1))
     ids = getattr(dataset, "sample_ids", None)
-    return LogContent(str(path), str(log.eval.task), str(log.eval.model), epochs, samples, reductions, reducers,
-                      status=str(log.status or "success"), created=str(log.eval.created or ""),
-                      dataset_ids=[str(x) for x in ids] if ids else None, dataset_size=getattr(dataset, "samples", None),
-                      log_samples=getattr(config, "log_samples", None) is not False,
-                      error=_error(log.error.message if log.error else None))
+    return LogContent(
+        str(path),
+        str(log.eval.task),
+        str(log.eval.model),
+        epochs,
+        samples,
+        reductions,
+        reducers,
+        status=str(log.status or "success"),
+        created=str(log.eval.created or ""),
+        dataset_ids=[str(x) for x in ids] if ids else None,
+        dataset_size=getattr(dataset, "samples", None),
+        log_samples=getattr(config, "log_samples", None) is not False,
+        error=_error(log.error.message if log.error else None),
+    )
 
 
 def read_content(path: Path) -> LogContent:

@@ -45,8 +45,9 @@ def _namer(paths: Sequence[Path]) -> Any:
     return lambda p: os.path.relpath(str(Path(p).resolve()), base)
 
 
-def _eval_set_notes(sets: list[tuple[Path, str, dict[str, Any]]], contents: list[LogContent], shown: Any,
-                    choices: ReadChoices) -> None:
+def _eval_set_notes(
+    sets: list[tuple[Path, str, dict[str, Any]]], contents: list[LogContent], shown: Any, choices: ReadChoices
+) -> None:
     """Say what each eval-set file holds and what of it is not here."""
     names = {Path(c.source).resolve() for c in contents}
     tasks = {c.task for c in contents}
@@ -87,15 +88,19 @@ def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> lis
         pick = max(complete or logs, key=_when)
         kept.append(pick)
         which = "the newest complete one" if complete else "the newest (none of them finished)"
-        others = "; ".join(f"{shown(c.source)} ({c.status}, created {c.created})"
-                           for c in sorted(logs, key=_when) if c is not pick)
-        choices.add(f"inspect {model} on {task}: {len(logs)} logs (reruns); read {which}, {shown(pick.source)} "
-                    f"(created {pick.created}); left out: {others}")
+        others = "; ".join(
+            f"{shown(c.source)} ({c.status}, created {c.created})" for c in sorted(logs, key=_when) if c is not pick
+        )
+        choices.add(
+            f"inspect {model} on {task}: {len(logs)} logs (reruns); read {which}, {shown(pick.source)} "
+            f"(created {pick.created}); left out: {others}"
+        )
     return kept
 
 
-def read_inspect_logs(paths: Sequence[str | Path], options: HarnessOptions | None = None,
-                      choices: ReadChoices | None = None) -> pd.DataFrame:
+def read_inspect_logs(
+    paths: Sequence[str | Path], options: HarnessOptions | None = None, choices: ReadChoices | None = None
+) -> pd.DataFrame:
     """Rows ``model, benchmark, item_id, score`` of the logs in ``paths`` (``.eval`` or ``.json``;
     eval-set manifests among them are said, reruns resolved to the newest complete log)."""
     options = options or HarnessOptions()
@@ -120,8 +125,10 @@ def read_inspect_logs(paths: Sequence[str | Path], options: HarnessOptions | Non
         rows.extend(records(content, options, choices, shown(content.source)))
     if not rows:
         stopped = [f"{c.source} (status {c.status})" for c in contents if c.status != "success"]
-        raise EvalprismError(f"{', '.join(stopped) or ', '.join(map(str, logs))}: no scored samples"
-                             + (": the run did not finish" if stopped else ""))
+        raise EvalprismError(
+            f"{', '.join(stopped) or ', '.join(map(str, logs))}: no scored samples"
+            + (": the run did not finish" if stopped else "")
+        )
     table = pd.DataFrame(rows)
     table.attrs["source"] = ", ".join(map(str, paths))
     return table

@@ -54,9 +54,11 @@ def _checked(content: LogContent, item: str, scorer: str, value: Any) -> int:
     """``value`` as a score, or one message naming the log, the sample and the scorer."""
     code = score_value(value)
     if code is None:
-        raise EvalprismError(f"{content.source}: sample '{item}' scored {value!r} by '{scorer}', expected C/I/N or "
-                             f"{SCORE_EXPECTED} (partial credit is not a correctness); choose another (scorer NAME)",
-                             parameter="scorer")
+        raise EvalprismError(
+            f"{content.source}: sample '{item}' scored {value!r} by '{scorer}', expected C/I/N or "
+            f"{SCORE_EXPECTED} (partial credit is not a correctness); choose another (scorer NAME)",
+            parameter="scorer",
+        )
     return code
 
 
@@ -65,18 +67,26 @@ def _scorer(content: LogContent, wanted: str | None) -> str:
     names += [k for k in content.reducers if k not in names]
     if wanted is not None:
         if wanted not in names:
-            raise EvalprismError(f"{content.source}: no scores from '{wanted}' (scorers: {', '.join(names) or 'none'})",
-                                 parameter="scorer")
+            raise EvalprismError(
+                f"{content.source}: no scores from '{wanted}' (scorers: {', '.join(names) or 'none'})",
+                parameter="scorer",
+            )
         return wanted
     if len(names) > 1:
-        raise EvalprismError(f"{content.source}: samples have several scorers ({', '.join(names)}); choose one "
-                             "(scorer NAME)", parameter="scorer")
+        raise EvalprismError(
+            f"{content.source}: samples have several scorers ({', '.join(names)}); choose one (scorer NAME)",
+            parameter="scorer",
+        )
     if not names:
         if not content.samples:
-            raise EvalprismError(f"{content.source}: the log has no samples and no reductions (status "
-                                 f"{content.status}): nothing per sample to read")
-        raise EvalprismError(f"{content.source}: status {content.status}: no sample was scored "
-                             f"({len(content.samples)} recorded, all without a score)")
+            raise EvalprismError(
+                f"{content.source}: the log has no samples and no reductions (status "
+                f"{content.status}): nothing per sample to read"
+            )
+        raise EvalprismError(
+            f"{content.source}: status {content.status}: no sample was scored "
+            f"({len(content.samples)} recorded, all without a score)"
+        )
     return names[0]
 
 
@@ -87,9 +97,11 @@ def _reducer(content: LogContent, scorer: str) -> str | None:
         return DEFAULT_REDUCER if names else None
     if len(names) == 1:
         return names[0]
-    raise EvalprismError(f"{content.source}: scorer '{scorer}' has several epoch reducers ({', '.join(names)}) and "
-                         "none is the mean: use epochs first (the first run) or epochs all (each run its own item)",
-                         parameter="epochs")
+    raise EvalprismError(
+        f"{content.source}: scorer '{scorer}' has several epoch reducers ({', '.join(names)}) and "
+        "none is the mean: use epochs first (the first run) or epochs all (each run its own item)",
+        parameter="epochs",
+    )
 
 
 def _ids(items: list[str], limit: int = 8) -> str:
@@ -100,22 +112,30 @@ def _fraction(content: LogContent, sample_id: str, code: float, reducer: str, sc
     others = [r for r in content.reducers.get(scorer, []) if r != reducer]
     also = f" (the log's other reducers: {', '.join(others)})" if others else ""
     if not content.samples:
-        way = ("; the log has no samples (written with --no-log-samples), so epochs first / all cannot read it "
-               "either: rerun without --no-log-samples")
+        way = (
+            "; the log has no samples (written with --no-log-samples), so epochs first / all cannot read it "
+            "either: rerun without --no-log-samples"
+        )
     else:
         way = ": use epochs first (the first run) or epochs all (each run its own item)"
-    return EvalprismError(f"{content.source}: sample '{sample_id}' scores {code:.3g} under inspect's '{reducer}' "
-                          f"reduction over {content.epochs} runs{also}, not 0 or 1{way}", parameter="epochs")
+    return EvalprismError(
+        f"{content.source}: sample '{sample_id}' scores {code:.3g} under inspect's '{reducer}' "
+        f"reduction over {content.epochs} runs{also}, not 0 or 1{way}",
+        parameter="epochs",
+    )
 
 
-def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
-            shown: str | None = None) -> list[dict[str, Any]]:
+def records(
+    content: LogContent, options: HarnessOptions, choices: ReadChoices, shown: str | None = None
+) -> list[dict[str, Any]]:
     """Rows (model, benchmark, item_id, score, prompt: the sample's input text or None) of one log under ``options``' scorer and epochs; what
     was read and what was not goes to ``choices`` (``shown``: the log's name there)."""
     shown = shown or content.source
     if content.status != "success" and nothing_scored(content):
-        choices.add(f"inspect {shown}: {content.model} on {content.task}, status {content.status}: "
-                    f"{_STOPPED.get(content.status, content.status)} with no scored sample, left out")
+        choices.add(
+            f"inspect {shown}: {content.model} on {content.task}, status {content.status}: "
+            f"{_STOPPED.get(content.status, content.status)} with no scored sample, left out"
+        )
         return []
     scorer = _scorer(content, options.scorer)
     mode = options.epochs if content.epochs > 1 else "first"
@@ -129,12 +149,20 @@ def records(content: LogContent, options: HarnessOptions, choices: ReadChoices,
         values, how = _per_epoch(content, scorer, mode, stopped, said)
     base = {"model": content.model, "benchmark": content.task}
     inputs = {s["id"]: s.get("input") for s in content.samples}
-    rows = [{**base, "item_id": item, "score": _checked(content, item, scorer, value),
-             "prompt": inputs.get(item if item in inputs else item.rsplit("#", 1)[0])}
-            for item, value in values.items()]
+    rows = [
+        {
+            **base,
+            "item_id": item,
+            "score": _checked(content, item, scorer, value),
+            "prompt": inputs.get(item if item in inputs else item.rsplit("#", 1)[0]),
+        }
+        for item, value in values.items()
+    ]
     picked = f"scorer {scorer}{'' if options.scorer else ' (the only one)'}"
-    line = (f"inspect {shown}: {content.model} on {content.task}, {picked}, {content.epochs} epoch(s): {how}, "
-            f"{len(rows)} items, status {content.status}")
+    line = (
+        f"inspect {shown}: {content.model} on {content.task}, {picked}, {content.epochs} epoch(s): {how}, "
+        f"{len(rows)} items, status {content.status}"
+    )
     if stopped:
         line += "; " + _stopped(content, scorer)
     choices.add(line)
@@ -153,8 +181,10 @@ def _stopped(content: LogContent, scorer: str) -> str:
     size = content.dataset_size or (len(content.dataset_ids) if content.dataset_ids else None)
     if not content.samples:  # --no-log-samples: the reduction is what was scored
         reduced = next((r for (k, _), r in content.reductions.items() if k == scorer), {})
-        return (f"{_STOPPED.get(content.status, content.status)}: {len(reduced)}{f' of {size}' if size else ''} "
-                "samples in inspect's reduction, the others never answered (left out, not counted wrong)")
+        return (
+            f"{_STOPPED.get(content.status, content.status)}: {len(reduced)}{f' of {size}' if size else ''} "
+            "samples in inspect's reduction, the others never answered (left out, not counted wrong)"
+        )
     scored = [s for s in content.samples if s["error"] is None and s["scores"].get(scorer) is not None]
     expected = size * content.epochs if size else None
     unit = "samples" if content.epochs == 1 else "sample-epochs"
@@ -169,8 +199,9 @@ def _stopped(content: LogContent, scorer: str) -> str:
     return text
 
 
-def _per_epoch(content: LogContent, scorer: str, mode: str, stopped: bool,
-               said: list[str]) -> tuple[dict[str, Any], str]:
+def _per_epoch(
+    content: LogContent, scorer: str, mode: str, stopped: bool, said: list[str]
+) -> tuple[dict[str, Any], str]:
     """``first``/``all`` from the samples; a sample error is -1 in a finished log, left out of one that stopped."""
     values: dict[str, Any] = {}
     errored, left = [], []
@@ -187,8 +218,10 @@ def _per_epoch(content: LogContent, scorer: str, mode: str, stopped: bool,
             value = None
         values[item] = _code(value)
     if errored:
-        said.append(f"{len(errored)} sample error(s) read as -1 (no answer; stem counts it wrong unless --missing "
-                    f"exclude): {_ids(errored, 4)}")
+        said.append(
+            f"{len(errored)} sample error(s) read as -1 (no answer; stem counts it wrong unless --missing "
+            f"exclude): {_ids(errored, 4)}"
+        )
     if left and (content.epochs > 1 or not content.dataset_ids):  # else the status line names them
         said.append(f"not answered before the run stopped, left out (not counted wrong): {_ids(left)}")
     return values, ("epoch 1" if mode == "first" else "every epoch its own item")
@@ -202,7 +235,11 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
         by_id.setdefault(s["id"], []).append(s)
     ok = {i: [s for s in ss if s["error"] is None and s["scores"].get(scorer) is not None] for i, ss in by_id.items()}
     reduced = content.reductions.get((scorer, reducer)) if reducer else None
-    how = f"inspect's '{reducer}' reduction over epochs" if reducer else "the mean over epochs (the log has no reductions)"
+    how = (
+        f"inspect's '{reducer}' reduction over epochs"
+        if reducer
+        else "the mean over epochs (the log has no reductions)"
+    )
     several = content.reducers.get(scorer, [])
     if len(several) > 1:
         how += f" (reducers {', '.join(several)} in the log: {reducer} taken)"
@@ -215,21 +252,31 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
         whole = [i for i in by_id if len(ok[i]) == content.epochs]
         cut = [i for i in by_id if i not in whole]
         if not whole:
-            raise EvalprismError(f"{content.source}: status {content.status}: no sample was scored in all "
-                                 f"{content.epochs} of its runs, so there is no reduction over runs to read: use epochs "
-                                 "first (the first run) or epochs all (each run its own item)", parameter="epochs")
+            raise EvalprismError(
+                f"{content.source}: status {content.status}: no sample was scored in all "
+                f"{content.epochs} of its runs, so there is no reduction over runs to read: use epochs "
+                "first (the first run) or epochs all (each run its own item)",
+                parameter="epochs",
+            )
         if cut:
-            said.append(f"scored in fewer than {content.epochs} epochs before the run stopped, left out (not counted "
-                        f"wrong): {_ids(cut)}")
+            said.append(
+                f"scored in fewer than {content.epochs} epochs before the run stopped, left out (not counted "
+                f"wrong): {_ids(cut)}"
+            )
         ids = whole
     else:
         ids = list(by_id)
         failed = [i for i in ids if not ok[i]]
-        partly = [f"{i} (epochs {', '.join(str(s['epoch']) for s in by_id[i] if s not in ok[i])})"
-                  for i in ids if ok[i] and len(ok[i]) < len(by_id[i])]
+        partly = [
+            f"{i} (epochs {', '.join(str(s['epoch']) for s in by_id[i] if s not in ok[i])})"
+            for i in ids
+            if ok[i] and len(ok[i]) < len(by_id[i])
+        ]
         if failed:
-            said.append(f"{len(failed)} sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 "
-                        f"(no answer; stem counts it wrong unless --missing exclude): {_ids(failed)}")
+            said.append(
+                f"{len(failed)} sample(s) errored (or unscored) in every epoch, absent from inspect's reduction, read as -1 "
+                f"(no answer; stem counts it wrong unless --missing exclude): {_ids(failed)}"
+            )
         if partly:
             said.append(f"sample(s) errored in some epochs, reduced by inspect over the others: {_ids(partly)}")
     for i in ids:
@@ -238,7 +285,7 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
             continue
         code = _code(reduced.get(i))
         if isinstance(code, float) and code not in (0.0, 1.0):
-            raise _fraction(content, i, code, reducer, scorer)
+            raise _fraction(content, i, code, reducer or DEFAULT_REDUCER, scorer)
         values[i] = code
     return values, how
 
@@ -249,16 +296,21 @@ def _reduced_only(content: LogContent, scorer: str, mode: str, said: list[str]) 
     if reducer is None:
         raise EvalprismError(f"{content.source}: the log has no samples and no reductions for scorer '{scorer}'")
     if content.epochs > 1 and mode != "mean":
-        raise EvalprismError(f"{content.source}: the log has no samples (written with --no-log-samples): epochs "
-                             f"{mode} needs them; what is there is inspect's '{reducer}' reduction over "
-                             f"{content.epochs} runs (epochs mean)", parameter="epochs")
+        raise EvalprismError(
+            f"{content.source}: the log has no samples (written with --no-log-samples): epochs "
+            f"{mode} needs them; what is there is inspect's '{reducer}' reduction over "
+            f"{content.epochs} runs (epochs mean)",
+            parameter="epochs",
+        )
     values: dict[str, Any] = {}
     for i, value in content.reductions[(scorer, reducer)].items():
         code = _code(value)
         if isinstance(code, float) and code not in (0.0, 1.0):
             raise _fraction(content, i, code, reducer, scorer)
         values[i] = code
-    said.append("no per-sample records (written with --no-log-samples): inspect's reduction read; sample errors "
-                "cannot be seen in it")
+    said.append(
+        "no per-sample records (written with --no-log-samples): inspect's reduction read; sample errors "
+        "cannot be seen in it"
+    )
     how = "inspect's reduction (one epoch)" if content.epochs == 1 else f"inspect's '{reducer}' reduction over epochs"
     return values, how

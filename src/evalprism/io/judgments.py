@@ -89,8 +89,12 @@ class Judgments:
         rows = content_order(self.table["query_id"], self.table["doc_id"])
         table = self.table.iloc[rows].reset_index(drop=True)
         table.attrs = dict(self.table.attrs)
-        return replace(self, table=table, labels={c: v[rows] for c, v in self.labels.items()},
-                       relevant={c: v[rows] for c, v in self.relevant.items()}), rows
+        return replace(
+            self,
+            table=table,
+            labels={c: v[rows] for c, v in self.labels.items()},
+            relevant={c: v[rows] for c, v in self.relevant.items()},
+        ), rows
 
 
 def parse_scale(text: str) -> tuple[int, int]:
@@ -131,9 +135,7 @@ def _canonical_text_columns(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _label_scale(
-    values: np.ndarray, col: str, scale: tuple[int, int] | None, threshold: float | None
-) -> LabelScale:
+def _label_scale(values: np.ndarray, col: str, scale: tuple[int, int] | None, threshold: float | None) -> LabelScale:
     present = values[~np.isnan(values)]
     if scale is None:
         binary = present.size > 0 and bool(np.all((present == 0) | (present == 1)))
@@ -141,7 +143,9 @@ def _label_scale(
     else:
         lo, hi = scale
     if threshold is None:
-        threshold = 1 if hi - lo == 1 else (DEFAULT_GRADED_THRESHOLD if (lo, hi) == DEFAULT_SCALE else math.ceil((lo + hi) / 2))
+        threshold = (
+            1 if hi - lo == 1 else (DEFAULT_GRADED_THRESHOLD if (lo, hi) == DEFAULT_SCALE else math.ceil((lo + hi) / 2))
+        )
     if not lo < threshold <= hi:
         raise EvalprismError(f"column '{col}': threshold {threshold:g} is outside its scale {lo}-{hi}")
     return LabelScale(lo, hi, float(threshold))
@@ -172,15 +176,20 @@ def prepare_judgments(
     label_cols = [human, *llm]
     for name in [*declared, *thr]:
         if name not in label_cols:
-            raise EvalprismError(f"a scale or threshold is given for '{name}', which is not a label column "
-                                 f"(label columns: {', '.join(label_cols)})")
+            raise EvalprismError(
+                f"a scale or threshold is given for '{name}', which is not a label column "
+                f"(label columns: {', '.join(label_cols)})"
+            )
     df = _canonical_text_columns(table)
     missing = [c for c in label_cols if c not in df.columns]
     if missing:
-        raise EvalprismError(f"{where}: missing label column{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(repr(m) for m in missing)} (columns present: {', '.join(map(str, df.columns))})")
-    schema = Schema(JUDGMENTS_SCHEMA.name, [*JUDGMENTS_SCHEMA.columns,
-                                            *(Column(c, "number", nullable=True) for c in label_cols)])
+        raise EvalprismError(
+            f"{where}: missing label column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)} (columns present: {', '.join(map(str, df.columns))})"
+        )
+    schema = Schema(
+        JUDGMENTS_SCHEMA.name, [*JUDGMENTS_SCHEMA.columns, *(Column(c, "number", nullable=True) for c in label_cols)]
+    )
     df = schema.validate(df.reset_index(drop=True), source=where)
 
     for col in ("query", "doc"):
@@ -188,9 +197,11 @@ def prepare_judgments(
         empty = (text.isna() | (text == "")).to_numpy(dtype=bool)
         if empty.any():
             row = int(np.flatnonzero(empty)[0])
-            raise EvalprismError(f"{where}: row {row + 1}, column '{col}': empty text, expected the {col} text "
-                                 f"of pair ({df['query_id'].iat[row]}, {df['doc_id'].iat[row]}); "
-                                 f"{int(empty.sum())} pair(s) have none")
+            raise EvalprismError(
+                f"{where}: row {row + 1}, column '{col}': empty text, expected the {col} text "
+                f"of pair ({df['query_id'].iat[row]}, {df['doc_id'].iat[row]}); "
+                f"{int(empty.sum())} pair(s) have none"
+            )
 
     labels: dict[str, np.ndarray] = {}
     used: dict[str, LabelScale] = {}
@@ -204,7 +215,9 @@ def prepare_judgments(
             row = int(np.flatnonzero(bad)[0])
             raise EvalprismError(
                 f"{where}: row {row + 1}, column '{col}': label {values[row]:g} is outside the declared scale "
-                f"(whole numbers {scale.low}-{scale.high}); declare another for '{col}' (scales)", parameter="scales")
+                f"(whole numbers {scale.low}-{scale.high}); declare another for '{col}' (scales)",
+                parameter="scales",
+            )
         labels[col], used[col] = values, scale
 
     notes: list[str] = []
@@ -219,8 +232,9 @@ def prepare_judgments(
     return Judgments(table=df, human=human, llm=llm, labels=labels, relevant=relevant, scales=used, notes=notes)
 
 
-def _drop_duplicates(df: pd.DataFrame, labels: dict[str, np.ndarray], cols: list[str], where: str,
-                     notes: list[str]) -> np.ndarray:
+def _drop_duplicates(
+    df: pd.DataFrame, labels: dict[str, np.ndarray], cols: list[str], where: str, notes: list[str]
+) -> np.ndarray:
     """Rows to keep: the first of each (query_id, doc_id); refuse duplicates whose labels differ."""
     dup = df.duplicated(["query_id", "doc_id"], keep=False).to_numpy()
     keep = ~df.duplicated(["query_id", "doc_id"], keep="first").to_numpy()
@@ -241,7 +255,8 @@ def _drop_duplicates(df: pd.DataFrame, labels: dict[str, np.ndarray], cols: list
             raise EvalprismError(
                 f"{where}: rows {other + 1} and {row + 1} are the same pair (query_id {df['query_id'].iat[row]}, "
                 f"doc_id {df['doc_id'].iat[row]}) with different labels in column '{col}' "
-                f"({_fmt(v[other])} vs {_fmt(v[row])}); expected one label per pair")
+                f"({_fmt(v[other])} vs {_fmt(v[row])}); expected one label per pair"
+            )
     notes.append(f"{int((~keep).sum())} exact duplicate row(s) of the same (query_id, doc_id) were dropped")
     return keep
 
@@ -251,6 +266,7 @@ def _fmt(x: float) -> str:
 
 
 # --------------------------------------------------------------------------------------- TREC adapter
+
 
 def _read_tsv_two_columns(path: Path, what: str) -> dict[str, str]:
     """``key<TAB>text`` lines -> {key: text}; a key repeated with a different text is refused."""
@@ -284,7 +300,9 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
             if not parts:
                 continue
             if len(parts) != 4:
-                raise EvalprismError(f"{path}: line {i}: expected 'qid Q0 docno rel' (4 fields), got {line.strip()[:60]!r}")
+                raise EvalprismError(
+                    f"{path}: line {i}: expected 'qid Q0 docno rel' (4 fields), got {line.strip()[:60]!r}"
+                )
             try:
                 rel = float(parts[3])
             except ValueError:
@@ -299,8 +317,10 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
         conflict = conflict[conflict > 1]
         if len(conflict):
             qid, doc = conflict.index[0]
-            raise EvalprismError(f"{path}: pair (qid {qid}, docno {doc}) is judged more than once with different "
-                                 f"labels; expected one label per pair and judge")
+            raise EvalprismError(
+                f"{path}: pair (qid {qid}, docno {doc}) is judged more than once with different "
+                f"labels; expected one label per pair and judge"
+            )
         qrels = qrels.drop_duplicates(["query_id", "doc_id"])
     return qrels
 
@@ -320,8 +340,10 @@ def named_qrels(item: str | Path | tuple[str, str | Path]) -> tuple[str, Path]:
     if "=" in text and not Path(text).exists():
         name, path = (part.strip() for part in text.split("=", 1))
         if not name or not path:
-            raise EvalprismError(f"qrels '{text}': the {'path after' if not path else 'judge name before'} '=' is empty; "
-                                 "expected NAME=PATH (or a PATH, whose file name names the judge)")
+            raise EvalprismError(
+                f"qrels '{text}': the {'path after' if not path else 'judge name before'} '=' is empty; "
+                "expected NAME=PATH (or a PATH, whose file name names the judge)"
+            )
         return name, Path(path)
     return judge_name(text), Path(text)
 
@@ -343,8 +365,9 @@ def read_trec_judgments(
     named = [named_qrels(item) for item in qrels]
     names = [n for n, _ in named]
     if len(set(names)) != len(names):
-        raise EvalprismError(f"qrels files give the judge names {names}: every judge needs its own name "
-                             "(use NAME=PATH)")
+        raise EvalprismError(
+            f"qrels files give the judge names {names}: every judge needs its own name (use NAME=PATH)"
+        )
     table: pd.DataFrame | None = None
     for name, path in named:
         q = read_qrels(path).rename(columns={"label": name})
@@ -360,7 +383,8 @@ def read_trec_judgments(
         lacking = table[col].isna().to_numpy()
         if lacking.any():
             ids = pd.unique(table.loc[lacking, what])
-            raise EvalprismError(f"{path}: no text for {what} {ids[0]} ({len(ids)} id(s) of the qrels are missing "
-                                 "from this file)")
+            raise EvalprismError(
+                f"{path}: no text for {what} {ids[0]} ({len(ids)} id(s) of the qrels are missing from this file)"
+            )
     table.attrs["source"] = ", ".join(str(p) for _, p in named)
     return table

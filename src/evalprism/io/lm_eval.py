@@ -55,8 +55,21 @@ from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.text import json_lines, read_text
 
 #: sample-line keys that are not metrics
-SAMPLE_FIELDS = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
-                           "doc_hash", "prompt_hash", "target_hash"})
+SAMPLE_FIELDS = frozenset(
+    {
+        "doc_id",
+        "doc",
+        "target",
+        "arguments",
+        "resps",
+        "filtered_resps",
+        "filter",
+        "metrics",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
+    }
+)
 _DATED = re.compile(r"^(?P<stem>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.:]+)$")
 PREFERRED_FILTER = "strict-match"
 #: the metric lm-eval records for ``--predict_only`` runs (a placeholder, nothing was scored)
@@ -156,8 +169,9 @@ def _load_results(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise EvalprismError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected an lm-eval results "
-                             "file") from None
+        raise EvalprismError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected an lm-eval results file"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise EvalprismError(f"{path}: expected an lm-eval results file (a JSON object with 'results')")
     return data
@@ -181,7 +195,7 @@ def has_lm_eval_output(root: Path) -> bool:
 def task_of(path: Path) -> str:
     """The task name of a samples file (``samples_<task>_<date>.jsonl``)."""
     m = _DATED.match(path.stem)
-    return (m["stem"] if m else path.stem)[len("samples_"):]
+    return (m["stem"] if m else path.stem)[len("samples_") :]
 
 
 def find_runs(root: Path) -> list[Run]:
@@ -209,8 +223,13 @@ def find_runs(root: Path) -> list[Run]:
     return sorted(runs.values(), key=Run.order)
 
 
-def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choices: ReadChoices | None = None,
-                 *, allow_empty: bool = False) -> pd.DataFrame:
+def read_lm_eval(
+    path: str | Path,
+    options: HarnessOptions | None = None,
+    choices: ReadChoices | None = None,
+    *,
+    allow_empty: bool = False,
+) -> pd.DataFrame:
     """Rows ``model, benchmark, item_id, score, filter, metric, prompt`` (the text the model was
     given, :func:`prompt_text`) of every task of every model
     under ``path`` (see the module docstring for the layouts and choices; each one is added to
@@ -226,8 +245,10 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
     if not any(r.samples for r in runs) and not allow_empty:
         if unread:
             found = ", ".join(str(r.results_path.relative_to(root)) for r in unread if r.results_path)
-            raise EvalprismError(f"{root}: lm-eval results files ({found}) but no samples files: per-item results need "
-                                 "lm_eval --log_samples")
+            raise EvalprismError(
+                f"{root}: lm-eval results files ({found}) but no samples files: per-item results need "
+                "lm_eval --log_samples"
+            )
         raise EvalprismError(f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples)")
     units = _units(root, [r for r in runs if r.samples], options.model_names)
     frames: list[pd.DataFrame] = []
@@ -236,27 +257,36 @@ def read_lm_eval(path: str | Path, options: HarnessOptions | None = None, choice
     for (directory, _), (name, how, unit_runs) in units.items():
         tasks = sorted({t for r in unit_runs for t in r.samples})
         first = unit_runs[-1]
-        choices.add(f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, "
-                    f"{first.version}), model named after {how}; tasks {', '.join(tasks)}")
+        choices.add(
+            f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, "
+            f"{first.version}), model named after {how}; tasks {', '.join(tasks)}"
+        )
         for r in unit_runs:
             missing = sorted(set(r.results.get("configs") or {}) - set(r.samples))
             if missing and r.results_path is not None:
-                choices.add(f"lm-eval {name}: {r.results_path.name} lists task(s) {', '.join(missing)} with no samples "
-                            "file of its run (not read)")
+                choices.add(
+                    f"lm-eval {name}: {r.results_path.name} lists task(s) {', '.join(missing)} with no samples "
+                    "file of its run (not read)"
+                )
         for task in tasks:
             run = _pick(name, task, [r for r in unit_runs if task in r.samples], choices)
             f = run.samples[task]
             other = seen.get((name, task))
             if other is not None:
-                raise EvalprismError(f"model '{name}' has task '{task}' in two directories: {other} and {f}; give "
-                                     "them different names: model_name DIR=NAME", parameter="model_name")
+                raise EvalprismError(
+                    f"model '{name}' has task '{task}' in two directories: {other} and {f}; give "
+                    "them different names: model_name DIR=NAME",
+                    parameter="model_name",
+                )
             seen[(name, task)] = f
             frames.append(_read_task(f, task, name, run, options, choices, applied))
     for r in unread:
-        tasks = ", ".join(sorted(r.results.get("configs") or r.results.get("results") or {})) or "none"
+        listed = ", ".join(sorted(r.results.get("configs") or r.results.get("results") or {})) or "none"
         leaf = r.leaf(root)[0] if r.results_path else "?"
-        choices.add(f"lm-eval {_rel(root, r.results_path or r.directory)}: not read: no samples files of this run "
-                    f"(lm_eval ran without --log_samples); model {leaf}, tasks {tasks}")
+        choices.add(
+            f"lm-eval {_rel(root, r.results_path or r.directory)}: not read: no samples files of this run "
+            f"(lm_eval ran without --log_samples); model {leaf}, tasks {listed}"
+        )
     _check_global(options, seen, applied, root)
     if not frames:
         return pd.DataFrame(columns=["item_id", "filter", "score", "prompt", "model", "benchmark", "metric"])
@@ -270,7 +300,9 @@ def _rel(root: Path, p: Path) -> str:
     return root.name if r == "." else r
 
 
-def _units(root: Path, runs: list[Run], mapping: Mapping[str, str]) -> dict[tuple[Path, str], tuple[str, str, list[Run]]]:
+def _units(
+    root: Path, runs: list[Run], mapping: Mapping[str, str]
+) -> dict[tuple[Path, str], tuple[str, str, list[Run]]]:
     """Model name per (directory, model) with its runs, oldest first: the model's own name, else
     (names shared by two directories) its path relative to ``root``; ``mapping`` renames (keys: a
     directory path relative to ``root``, its last component, or the model's name)."""
@@ -291,13 +323,22 @@ def _units(root: Path, runs: list[Run], mapping: Mapping[str, str]) -> dict[tupl
 
     names = {k: default(k) for k in grouped}
     for key_given, name in mapping.items():
-        hits = [k for k in grouped if key_given in {_rel(root, k[0]), k[0].relative_to(root).as_posix(), k[1],
-                                                    names[k], default(k), k[0].name}]
+        hits = [
+            k
+            for k in grouped
+            if key_given in {_rel(root, k[0]), k[0].relative_to(root).as_posix(), k[1], names[k], default(k), k[0].name}
+        ]
         if not hits:
-            known = ", ".join(dict.fromkeys(_rel(root, k[0]) if not grouped[k][-1].flat else f"{_rel(root, k[0])}/{k[1]}"
-                                            for k in grouped))
-            raise EvalprismError(f"model_name {key_given}={name}: no lm-eval run directory '{key_given}' under {root} "
-                                 f"(directories: {known})", parameter="model_name")
+            known = ", ".join(
+                dict.fromkeys(
+                    _rel(root, k[0]) if not grouped[k][-1].flat else f"{_rel(root, k[0])}/{k[1]}" for k in grouped
+                )
+            )
+            raise EvalprismError(
+                f"model_name {key_given}={name}: no lm-eval run directory '{key_given}' under {root} "
+                f"(directories: {known})",
+                parameter="model_name",
+            )
         for k in hits:
             names[k] = name
     return {k: (names[k], how[k], grouped[k]) for k in grouped}
@@ -310,29 +351,43 @@ def _pick(model: str, task: str, runs: list[Run], choices: ReadChoices) -> Run:
         return runs[0]
     complete = [r for r in runs if r.complete()]
     with_results = [r for r in runs if r.results_path is not None]
-    chosen, why = ((complete[-1], "the newest complete run") if complete else
-                   (with_results[-1], "the newest with a results file; none is complete") if with_results else
-                   (runs[-1], "the newest; none has a results file"))
-    others = ", ".join(r.samples[task].name + ("" if r.results_path else " (no results file)") +
-                       (f" (--limit {_number(r.limit())})" if r.limit() is not None else "") for r in runs
-                       if r is not chosen)
-    choices.add(f"lm-eval {model}/{task}: {len(runs)} runs; read {chosen.samples[task].name} ({why}); ignored "
-                f"{others}")
+    chosen, why = (
+        (complete[-1], "the newest complete run")
+        if complete
+        else (with_results[-1], "the newest with a results file; none is complete")
+        if with_results
+        else (runs[-1], "the newest; none has a results file")
+    )
+    others = ", ".join(
+        r.samples[task].name
+        + ("" if r.results_path else " (no results file)")
+        + (f" (--limit {_number(r.limit())})" if r.limit() is not None else "")
+        for r in runs
+        if r is not chosen
+    )
+    choices.add(f"lm-eval {model}/{task}: {len(runs)} runs; read {chosen.samples[task].name} ({why}); ignored {others}")
     return chosen
 
 
-def _check_global(options: HarnessOptions, seen: Mapping[tuple[str, str], Path], applied: Mapping[str, set[str]],
-                  root: Path) -> None:
+def _check_global(
+    options: HarnessOptions, seen: Mapping[tuple[str, str], Path], applied: Mapping[str, set[str]], root: Path
+) -> None:
     tasks = sorted({t for _, t in seen})
     for flag, given in (("metric", options.metric), ("lm_eval_filter", options.lm_eval_filter)):
         unknown = sorted(t for t in given if t != ANY_TASK and t not in tasks)
         if unknown:
-            raise EvalprismError(f"{flag} {unknown[0]}={given[unknown[0]]}: {root} has no task '{unknown[0]}' "
-                                 f"(tasks: {', '.join(tasks)})", parameter=flag)
+            raise EvalprismError(
+                f"{flag} {unknown[0]}={given[unknown[0]]}: {root} has no task '{unknown[0]}' "
+                f"(tasks: {', '.join(tasks)})",
+                parameter=flag,
+            )
         if ANY_TASK in given and seen and not applied[flag]:
             what = "value" if flag == "metric" else "filter"
-            raise EvalprismError(f"{flag} {given[ANY_TASK]}: no task under {root} has a {what} "
-                                 f"'{given[ANY_TASK]}' (tasks: {', '.join(tasks)})", parameter=flag)
+            raise EvalprismError(
+                f"{flag} {given[ANY_TASK]}: no task under {root} has a {what} "
+                f"'{given[ANY_TASK]}' (tasks: {', '.join(tasks)})",
+                parameter=flag,
+            )
 
 
 def _records(path: Path, legacy: bool) -> list[tuple[str, dict[str, Any]]]:
@@ -341,8 +396,10 @@ def _records(path: Path, legacy: bool) -> list[tuple[str, dict[str, Any]]]:
         try:
             data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
-            raise EvalprismError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected the JSON array "
-                                 "of samples lm-eval <= 0.4.2 writes") from None
+            raise EvalprismError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected the JSON array "
+                "of samples lm-eval <= 0.4.2 writes"
+            ) from None
         if not isinstance(data, list):
             raise EvalprismError(f"{path}: expected a JSON array of lm-eval samples, got a JSON {type(data).__name__}")
         pairs = [(f"sample {k}", rec) for k, rec in enumerate(data, 1)]
@@ -350,8 +407,9 @@ def _records(path: Path, legacy: bool) -> list[tuple[str, dict[str, Any]]]:
         pairs = [(f"line {line_no}", rec) for line_no, rec in json_lines(path)]
     for where, rec in pairs:
         if not isinstance(rec, dict):
-            raise EvalprismError(f"{path}: {where}: expected an lm-eval samples object, got a JSON "
-                                 f"{type(rec).__name__}")
+            raise EvalprismError(
+                f"{path}: {where}: expected an lm-eval samples object, got a JSON {type(rec).__name__}"
+            )
         if "doc_id" not in rec:
             raise EvalprismError(f"{path}: {where}: no 'doc_id' (expected an lm-eval samples line)")
     return pairs
@@ -359,8 +417,9 @@ def _records(path: Path, legacy: bool) -> list[tuple[str, dict[str, Any]]]:
 
 def _listed_metrics(task: str, results: dict[str, Any]) -> list[str]:
     listed = list((results.get("higher_is_better") or {}).get(task) or {})
-    in_results = [k.partition(",")[0] for k in ((results.get("results") or {}).get(task) or {})
-                  if "," in k and "_stderr" not in k]
+    in_results = [
+        k.partition(",")[0] for k in ((results.get("results") or {}).get(task) or {}) if "," in k and "_stderr" not in k
+    ]
     return list(dict.fromkeys(listed + in_results))
 
 
@@ -387,14 +446,22 @@ def _default_filter(task: str, filters: list[str], results: dict[str, Any]) -> t
     return order[0], f"first listed of {', '.join(filters)}"
 
 
-def _choose_metric(path: Path, task: str, run: Run, first: tuple[str, dict[str, Any]], options: HarnessOptions,
-                   applied: dict[str, set[str]]) -> tuple[str, str]:
+def _choose_metric(
+    path: Path,
+    task: str,
+    run: Run,
+    first: tuple[str, dict[str, Any]],
+    options: HarnessOptions,
+    applied: dict[str, set[str]],
+) -> tuple[str, str]:
     where, rec = first
     values = [k for k in rec if k not in SAMPLE_FIELDS]
     if PREDICT_ONLY_METRIC in values and options.metric.get(task) in (None, PREDICT_ONLY_METRIC):
-        raise EvalprismError(f"{path}: task '{task}' comes from an lm_eval --predict_only run: lm-eval computed no "
-                             "metric (its samples hold responses only), so there is no correctness to read; rerun "
-                             "lm_eval without --predict_only")
+        raise EvalprismError(
+            f"{path}: task '{task}' comes from an lm_eval --predict_only run: lm-eval computed no "
+            "metric (its samples hold responses only), so there is no correctness to read; rerun "
+            "lm_eval without --predict_only"
+        )
     if task in options.metric:
         return options.metric[task], "chosen"
     note = ""
@@ -406,8 +473,11 @@ def _choose_metric(path: Path, task: str, run: Run, first: tuple[str, dict[str, 
         note = f"; the task has no '{wanted}' value"
     metric, how = _default_metric(task, run, rec)
     if metric is None:
-        raise EvalprismError(f"{path}: {where}: nothing says which value scores task '{task}' (values present: "
-                             f"{', '.join(values) or 'none'}); choose: metric {task}=NAME", parameter="metric")
+        raise EvalprismError(
+            f"{path}: {where}: nothing says which value scores task '{task}' (values present: "
+            f"{', '.join(values) or 'none'}); choose: metric {task}=NAME",
+            parameter="metric",
+        )
     return metric, how + note
 
 
@@ -417,14 +487,19 @@ def _label_filters(path: Path, task: str, metric: str, run: Run, table: pd.DataF
     checked against the results file's per-filter means."""
     per_doc = Counter(table["item_id"])
     k = max(per_doc.values())
-    names = [str(f.get("name")) for f in ((run.results.get("configs") or {}).get(task) or {}).get("filter_list") or []
-             if isinstance(f, dict)]
+    names = [
+        str(f.get("name"))
+        for f in ((run.results.get("configs") or {}).get(task) or {}).get("filter_list") or []
+        if isinstance(f, dict)
+    ]
     if k == 1:
         return table.assign(filter=names[0] if len(names) == 1 else "none"), ""
     if len(names) != k or set(per_doc.values()) != {k}:
-        raise EvalprismError(f"{path}: task '{task}': documents appear {', '.join(map(str, sorted(set(per_doc.values()))))}"
-                             f" times and no line says its filter (lm-eval <= 0.4.6 writes no 'filter' key), while the "
-                             f"results file lists {len(names)} filter(s): cannot tell the filters apart")
+        raise EvalprismError(
+            f"{path}: task '{task}': documents appear {', '.join(map(str, sorted(set(per_doc.values()))))}"
+            f" times and no line says its filter (lm-eval <= 0.4.6 writes no 'filter' key), while the "
+            f"results file lists {len(names)} filter(s): cannot tell the filters apart"
+        )
     table = table.assign(filter=[names[i] for i in table.groupby("item_id").cumcount()])
     aggregates = (run.results.get("results") or {}).get(task) or {}
     checked = []
@@ -433,21 +508,34 @@ def _label_filters(path: Path, task: str, metric: str, run: Run, table: pd.DataF
         if isinstance(expected, int | float):
             got = table.loc[table["filter"] == name, "score"].astype(float).mean()
             if abs(got - float(expected)) > _TOLERANCE:
-                raise EvalprismError(f"{path}: task '{task}': no line says its filter (lm-eval <= 0.4.6 writes no 'filter' "
-                                     f"key); read in the order of the task's filters ({', '.join(names)}), '{name}' "
-                                     f"gives {metric} {got:.6g} where the results file says {float(expected):.6g}: "
-                                     "cannot tell the filters apart")
+                raise EvalprismError(
+                    f"{path}: task '{task}': no line says its filter (lm-eval <= 0.4.6 writes no 'filter' "
+                    f"key); read in the order of the task's filters ({', '.join(names)}), '{name}' "
+                    f"gives {metric} {got:.6g} where the results file says {float(expected):.6g}: "
+                    "cannot tell the filters apart"
+                )
             checked.append(name)
     if not checked:
-        raise EvalprismError(f"{path}: task '{task}': each document appears {k} times and no line says its filter "
-                             f"(lm-eval <= 0.4.6 writes no 'filter' key), and the results file has no per-filter {metric} "
-                             "to check an order against: cannot tell the filters apart")
-    return table, (f"; no line names its filter (lm-eval <= 0.4.6): lines labelled {', '.join(names)} in the task's order, "
-                   f"checked against the results file's means")
+        raise EvalprismError(
+            f"{path}: task '{task}': each document appears {k} times and no line says its filter "
+            f"(lm-eval <= 0.4.6 writes no 'filter' key), and the results file has no per-filter {metric} "
+            "to check an order against: cannot tell the filters apart"
+        )
+    return table, (
+        f"; no line names its filter (lm-eval <= 0.4.6): lines labelled {', '.join(names)} in the task's order, "
+        f"checked against the results file's means"
+    )
 
 
-def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOptions, choices: ReadChoices,
-               applied: dict[str, set[str]]) -> pd.DataFrame:
+def _read_task(
+    path: Path,
+    task: str,
+    model: str,
+    run: Run,
+    options: HarnessOptions,
+    choices: ReadChoices,
+    applied: dict[str, set[str]],
+) -> pd.DataFrame:
     records = _records(path, run.legacy)
     if not records:
         raise EvalprismError(f"{path}: no samples")
@@ -456,11 +544,17 @@ def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOpti
     for where, rec in records:
         if metric not in rec:
             have = [k for k in rec if k not in SAMPLE_FIELDS]
-            raise EvalprismError(f"{path}: {where}: no '{metric}' value for task '{task}' (values present: "
-                                 f"{', '.join(have) or 'none'}); choose: metric {task}=NAME", parameter="metric")
+            raise EvalprismError(
+                f"{path}: {where}: no '{metric}' value for task '{task}' (values present: "
+                f"{', '.join(have) or 'none'}); choose: metric {task}=NAME",
+                parameter="metric",
+            )
         if score_value(rec[metric]) is None:
-            raise EvalprismError(f"{path}: {where}: '{metric}' is {rec[metric]!r} for task '{task}': expected "
-                                 f"{SCORE_EXPECTED} (choose a 0/1 value: metric {task}=NAME)", parameter="metric")
+            raise EvalprismError(
+                f"{path}: {where}: '{metric}' is {rec[metric]!r} for task '{task}': expected "
+                f"{SCORE_EXPECTED} (choose a 0/1 value: metric {task}=NAME)",
+                parameter="metric",
+            )
         rows.append((str(rec["doc_id"]), rec.get("filter"), rec[metric], where, prompt_text(rec)))
     table = pd.DataFrame(rows, columns=["item_id", "filter", "score", "where", "prompt"])
     labelled = ""
@@ -480,17 +574,24 @@ def _read_task(path: Path, task: str, model: str, run: Run, options: HarnessOpti
     elif chosen_filter is None:
         chosen_filter, filter_how = _default_filter(task, filters, run.results)
     elif chosen_filter not in filters:
-        raise EvalprismError(f"{path}: task '{task}' has no filter '{chosen_filter}' (filters: {', '.join(filters)}); "
-                             f"choose: lm_eval_filter {task}=FILTER", parameter="lm_eval_filter")
+        raise EvalprismError(
+            f"{path}: task '{task}' has no filter '{chosen_filter}' (filters: {', '.join(filters)}); "
+            f"choose: lm_eval_filter {task}=FILTER",
+            parameter="lm_eval_filter",
+        )
     table = table[table["filter"] == chosen_filter]
     dup = table["item_id"].duplicated(keep=False)
     if dup.any():
         a, b = table.loc[dup].head(2).itertuples()
-        raise EvalprismError(f"{path}: {a.where} and {b.where} both score document {a.item_id} of task '{task}' under "
-                             f"filter '{chosen_filter}': expected one line per document and filter")
-    choices.add(f"lm-eval {model}/{task}: metric {metric} ({how}), filter {chosen_filter} ({filter_how}), "
-                f"{len(table)} items from {path.name} (results file: "
-                f"{run.results_path.name if run.results_path else 'none of its date'}){labelled}{_partial(task, run)}")
+        raise EvalprismError(
+            f"{path}: {a.where} and {b.where} both score document {a.item_id} of task '{task}' under "
+            f"filter '{chosen_filter}': expected one line per document and filter"
+        )
+    choices.add(
+        f"lm-eval {model}/{task}: metric {metric} ({how}), filter {chosen_filter} ({filter_how}), "
+        f"{len(table)} items from {path.name} (results file: "
+        f"{run.results_path.name if run.results_path else 'none of its date'}){labelled}{_partial(task, run)}"
+    )
     return table.drop(columns="where").assign(model=model, benchmark=task, metric=metric)
 
 

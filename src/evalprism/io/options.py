@@ -17,9 +17,16 @@ from typing import Any
 from evalprism.errors import EvalprismError, shorten
 
 
-def check_number(name: str, value: Any, *, low: float | None = None,
-                 high: float | None = None, low_open: bool = False, high_open: bool = False,
-                 integer: bool = False) -> float:
+def check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+) -> float:
     """Return ``value`` as a float when it is a finite number in the interval from ``low`` to ``high``
     (open at an end with ``low_open``/``high_open``; ``integer``: a whole number), else raise
     :class:`EvalprismError` naming ``name`` and what was expected."""
@@ -34,9 +41,13 @@ def check_number(name: str, value: Any, *, low: float | None = None,
         x = float(value)
     except (TypeError, ValueError):
         x = math.nan
-    ok = (not isinstance(value, bool) and math.isfinite(x) and (not integer or x.is_integer())
-          and (low is None or (x > low if low_open else x >= low))
-          and (high is None or (x < high if high_open else x <= high)))
+    ok = (
+        not isinstance(value, bool)
+        and math.isfinite(x)
+        and (not integer or x.is_integer())
+        and (low is None or (x > low if low_open else x >= low))
+        and (high is None or (x < high if high_open else x <= high))
+    )
     if not ok:
         raise EvalprismError(f"{name}: expected {expected}, got {value!r}", parameter=name)
     return x
@@ -62,9 +73,14 @@ def check_seed(value: Any, name: str = "seed") -> Any:
     every ``seed`` option."""
     if value is None:
         return value
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and float(value).is_integer() \
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and float(value).is_integer()
         and 0 <= value <= MAX_SEED
+    )
     if not ok:
-        raise EvalprismError(f"{name}: expected a whole number from 0 to {MAX_SEED}, got {shorten(repr(value))}",
-                             parameter=name)
+        raise EvalprismError(
+            f"{name}: expected a whole number from 0 to {MAX_SEED}, got {shorten(repr(value))}", parameter=name
+        )
     return int(value)

@@ -99,8 +99,14 @@ def as_target(out: str | Path | OutputTarget, kind: OutputKind) -> OutputTarget:
     return OutputTarget(_as_path(out), kind)
 
 
-def claim_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Path | None] = (),
-                 overwrite: bool = False, progress: bool = True) -> OutputTarget:
+def claim_output(
+    out: str | Path,
+    kind: OutputKind,
+    *,
+    inputs: Iterable[str | Path | None] = (),
+    overwrite: bool = False,
+    progress: bool = True,
+) -> OutputTarget:
     """Check, before any work, that ``out`` may receive an output of ``kind``; return the target to
     pass to ``save``. Refusals raise :class:`EvalprismError` and change nothing on disk; leftovers of
     interrupted earlier runs of the same output are removed (and reported)."""
@@ -110,11 +116,13 @@ def claim_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Pa
     return target
 
 
-def check_output(out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Path | None] = (),
-                 overwrite: bool = False) -> OutputTarget:
+def check_output(
+    out: str | Path, kind: OutputKind, *, inputs: Iterable[str | Path | None] = (), overwrite: bool = False
+) -> OutputTarget:
     """The rules alone (see the module docstring): raise unless ``out`` may receive ``kind``."""
-    target = OutputTarget(_as_path(out), kind, overwrite,
-                          tuple(Path(p) for p in inputs if p is not None and str(p) != ""))
+    target = OutputTarget(
+        _as_path(out), kind, overwrite, tuple(Path(p) for p in inputs if p is not None and str(p) != "")
+    )
     _check_target(target)
     return target
 
@@ -256,8 +264,9 @@ def read_manifest(path: Path) -> tuple[str, list[str]] | None:
         return None
 
 
-def check_output_file(path: str | Path, what: str, *, inputs: Iterable[str | Path | None] = (),
-                      not_ours: Callable[[Path], str | None]) -> Path:
+def check_output_file(
+    path: str | Path, what: str, *, inputs: Iterable[str | Path | None] = (), not_ours: Callable[[Path], str | None]
+) -> Path:
     """The rules for a file evalprism appends to (see the module docstring), before any work: raise
     unless ``path`` may receive the ``what`` (e.g. "decision log"). ``not_ours(path)`` reads an
     existing non-empty file and says why it is not one evalprism wrote for this purpose (None: it is)."""
@@ -274,8 +283,10 @@ def check_output_file(path: str | Path, what: str, *, inputs: Iterable[str | Pat
         item_resolved = item.resolve(strict=False)
         if item_resolved == resolved or item_resolved in resolved.parents:
             where = "is" if item_resolved == resolved else "is inside"
-            raise EvalprismError(f"{path}: cannot be the {what}: it {where} the input {item}, which appending "
-                                 f"would change; name a file outside the run's inputs")
+            raise EvalprismError(
+                f"{path}: cannot be the {what}: it {where} the input {item}, which appending "
+                f"would change; name a file outside the run's inputs"
+            )
     if path.exists():
         if not path.is_file():
             kind = "a directory" if path.is_dir() else "not a regular file"
@@ -285,8 +296,10 @@ def check_output_file(path: str | Path, what: str, *, inputs: Iterable[str | Pat
         if path.stat().st_size > 0:
             reason = not_ours(path)
             if reason is not None:
-                raise EvalprismError(f"{path}: cannot be the {what}: the file exists and is not a {what} evalprism "
-                                     f"wrote ({reason}); evalprism appends only to its own {what}s; name a new file")
+                raise EvalprismError(
+                    f"{path}: cannot be the {what}: the file exists and is not a {what} evalprism "
+                    f"wrote ({reason}); evalprism appends only to its own {what}s; name a new file"
+                )
         return path
     nearest = _nearest_existing(path.parent)
     if not nearest.is_dir():
@@ -298,11 +311,14 @@ def check_output_file(path: str | Path, what: str, *, inputs: Iterable[str | Pat
 
 def describe_write_error(exc: OSError) -> str:
     """Why a write failed, in words (the disk is full, permission denied, ...)."""
-    return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-            errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-            errno.EPERM: "permission denied",
-            errno.EFBIG: "a file would exceed the file-size limit (ulimit -f) or the file system's largest file"
-            }.get(exc.errno or 0, exc.strerror or str(exc))
+    return {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exceeded",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.EFBIG: "a file would exceed the file-size limit (ulimit -f) or the file system's largest file",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
 
 
 def why_write_stopped(path: Path, exc: BaseException) -> str:
@@ -330,14 +346,17 @@ def why_write_stopped(path: Path, exc: BaseException) -> str:
 
 # --- the rules ---------------------------------------------------------------------------------
 
+
 def _as_path(out: str | Path) -> Path:
     if str(out).strip() == "":
         raise EvalprismError("the output directory is empty (''): name a new directory, e.g. out/run1")
     return Path(out)
 
 
-_HOW_TO_PROCEED = ("choose a new output directory (overwrite replaces only a previous evalprism output, and never "
-                   "a directory holding an input)")
+_HOW_TO_PROCEED = (
+    "choose a new output directory (overwrite replaces only a previous evalprism output, and never "
+    "a directory holding an input)"
+)
 
 
 def _check_target(target: OutputTarget) -> None:
@@ -350,19 +369,27 @@ def _check_target(target: OutputTarget) -> None:
         resolved = path.resolve(strict=False)
     except (OSError, RuntimeError) as exc:  # a symlink loop further up the path
         raise EvalprismError(f"{path}: cannot be resolved ({exc}); nothing was changed") from None
-    protected = {Path.cwd().resolve(): "the working directory", Path.home().resolve(): "your home directory",
-                 Path(resolved.anchor): "the file-system root"}
+    protected = {
+        Path.cwd().resolve(): "the working directory",
+        Path.home().resolve(): "your home directory",
+        Path(resolved.anchor): "the file-system root",
+    }
     if resolved in protected:
-        raise EvalprismError(f"{path}: is {protected[resolved]}; evalprism writes a whole directory and never "
-                             f"replaces that one; {_HOW_TO_PROCEED}", parameter="overwrite")
+        raise EvalprismError(
+            f"{path}: is {protected[resolved]}; evalprism writes a whole directory and never "
+            f"replaces that one; {_HOW_TO_PROCEED}",
+            parameter="overwrite",
+        )
     for item in target.inputs:
         try:
             item_resolved = item.resolve(strict=False)
         except (OSError, RuntimeError):  # a symlink loop: no directory can be inside it; its reader says what it is
             continue
         if item_resolved == resolved or resolved in item_resolved.parents:
-            raise EvalprismError(f"{path}: holds the input {item}; writing the output there would replace it; "
-                                 f"{_HOW_TO_PROCEED}", parameter="overwrite")
+            raise EvalprismError(
+                f"{path}: holds the input {item}; writing the output there would replace it; {_HOW_TO_PROCEED}",
+                parameter="overwrite",
+            )
     nearest = _nearest_existing(path)
     if nearest != path and not nearest.is_dir():
         raise EvalprismError(f"{path}: {nearest} is not a directory; nothing was changed")
@@ -378,17 +405,25 @@ def _check_target(target: OutputTarget) -> None:
         return
     manifest = read_manifest(path)
     if manifest is None:
-        raise EvalprismError(f"{path}: the directory is not empty and was not written by evalprism; nothing was "
-                             f"changed; {_HOW_TO_PROCEED}", parameter="overwrite")
+        raise EvalprismError(
+            f"{path}: the directory is not empty and was not written by evalprism; nothing was "
+            f"changed; {_HOW_TO_PROCEED}",
+            parameter="overwrite",
+        )
     kind, listed = manifest
     foreign = sorted(set(present) - set(listed))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise EvalprismError(f"{path}: holds an earlier evalprism output plus files evalprism did not write "
-                             f"({shown}); nothing was changed; move those files away or choose a new output directory")
+        raise EvalprismError(
+            f"{path}: holds an earlier evalprism output plus files evalprism did not write "
+            f"({shown}); nothing was changed; move those files away or choose a new output directory"
+        )
     if kind != target.kind.value and not target.overwrite:
-        raise EvalprismError(f"{path}: holds the output of `evalprism {kind}`; pass overwrite to replace it, "
-                             "or choose a new output directory", parameter="overwrite")
+        raise EvalprismError(
+            f"{path}: holds the output of `evalprism {kind}`; pass overwrite to replace it, "
+            "or choose a new output directory",
+            parameter="overwrite",
+        )
 
 
 #: how much longer than the output's name its staging sibling's name is: ".", ".partial-", a pid of up
@@ -405,14 +440,18 @@ def _check_name_lengths(path: Path) -> None:
         limit = 255
     for part in path.parts[:-1]:
         if len(os.fsencode(part)) > limit:
-            raise EvalprismError(f"{shorten(path)}: the folder name '{shorten(part, 40)}' is {len(os.fsencode(part))} "
-                                 f"bytes long; this file system allows at most {limit}; nothing was changed")
+            raise EvalprismError(
+                f"{shorten(path)}: the folder name '{shorten(part, 40)}' is {len(os.fsencode(part))} "
+                f"bytes long; this file system allows at most {limit}; nothing was changed"
+            )
     size = len(os.fsencode(path.name))
     if size + _SIBLING_EXTRA > limit:
-        raise EvalprismError(f"{shorten(path)}: the name '{shorten(path.name, 40)}' is {size} bytes long; this file "
-                             f"system allows {limit} bytes per name and evalprism first writes the output beside it "
-                             f"under a name {_SIBLING_EXTRA} bytes longer: use a name of at most "
-                             f"{limit - _SIBLING_EXTRA} bytes; nothing was changed")
+        raise EvalprismError(
+            f"{shorten(path)}: the name '{shorten(path.name, 40)}' is {size} bytes long; this file "
+            f"system allows {limit} bytes per name and evalprism first writes the output beside it "
+            f"under a name {_SIBLING_EXTRA} bytes longer: use a name of at most "
+            f"{limit - _SIBLING_EXTRA} bytes; nothing was changed"
+        )
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -510,7 +549,7 @@ def _delete_listed(path: Path, files: list[str]) -> None:
     for name in sorted(files, key=lambda f: f == MARKER_FILE):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             (path / name).unlink()
-    for root, dirs, _ in sorted(os.walk(path), key=lambda w: -len(Path(w[0]).parts)):
+    for root, _dirs, _ in sorted(os.walk(path), key=lambda w: -len(Path(w[0]).parts)):
         with contextlib.suppress(OSError):
             Path(root).rmdir()
 
@@ -571,8 +610,11 @@ def _finish_moves(path: Path, finished: list[Path], aside: list[Path], progress:
 
     for staging in finished:  # each finished output replaces the one in place, as its run was doing
         if os.path.lexists(path) and not _replaceable(path):
-            status(f"left {staging} alone: a finished output of an interrupted earlier run; {path} now holds "
-                   f"files evalprism did not write, so it was not moved in", progress)
+            status(
+                f"left {staging} alone: a finished output of an interrupted earlier run; {path} now holds "
+                f"files evalprism did not write, so it was not moved in",
+                progress,
+            )
             continue
         _move_into_place(staging, path)
         status(f"moved {staging} into {path}: the finished output of an interrupted earlier run", progress)

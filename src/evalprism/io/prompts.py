@@ -29,11 +29,15 @@ def read_prompts(path: str | Path, column: str | None = None) -> pd.DataFrame:
         name = column or next((c for c in PROMPT_COLUMNS if c in table.columns), None)
         if name is None or name not in table.columns:
             wanted = f"'{column}'" if column else "one of " + ", ".join(PROMPT_COLUMNS)
-            raise EvalprismError(f"{path}: no prompt column: expected {wanted}; columns are {', '.join(map(str, table.columns))}")
+            raise EvalprismError(
+                f"{path}: no prompt column: expected {wanted}; columns are {', '.join(map(str, table.columns))}"
+            )
         if name != "prompt" and "prompt" in table.columns:
-            raise EvalprismError(f"{path}: the prompt column '{shorten(name)}' would be read as 'prompt', and the table "
-                                 "has a column 'prompt' too, which it would replace; rename that column or name it as "
-                                 "the prompt column")
+            raise EvalprismError(
+                f"{path}: the prompt column '{shorten(name)}' would be read as 'prompt', and the table "
+                "has a column 'prompt' too, which it would replace; rename that column or name it as "
+                "the prompt column"
+            )
         table = table.rename(columns={name: "prompt"}) if name != "prompt" else table
     if table.empty:
         raise EvalprismError(f"{path}: no prompts")

@@ -47,7 +47,6 @@ class Column:
     magnitude: float | None = None
 
 
-
 @dataclass(frozen=True)
 class Schema:
     """A named set of columns; ``one_of`` lists groups of which at least one must be present."""
@@ -120,13 +119,15 @@ def require_scalars(series: pd.Series, column: str, expected: str, where: str) -
     hashed, compared or turned into text: one message naming the row and the column."""
     row = first_nested(series)
     if row is not None:
-        raise EvalprismError(f"{where}: row {row + 1}, column '{column}': expected {expected}, "
-                             f"got {describe_value(series.iat[row])}")
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column '{column}': expected {expected}, got {describe_value(series.iat[row])}"
+        )
 
 
 def _fail(where: str, row: int, col: Column, value: Any) -> EvalprismError:
-    return EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, "
-                          f"got {describe_value(value)}")
+    return EvalprismError(
+        f"{where}: row {row + 1}, column '{col.name}': expected {_EXPECTED[col.kind]}, got {describe_value(value)}"
+    )
 
 
 #: inferred dtypes whose values hash consistently with how they convert (no True == 1 mix-ups)
@@ -225,8 +226,10 @@ def _convert(v: Any, col: Column, where: str, row: int) -> Any:
         if not math.isfinite(x):
             raise _fail(where, row, col, v)
         if col.magnitude is not None and abs(x) > col.magnitude:
-            raise EvalprismError(f"{where}: row {row + 1}, column '{col.name}': expected a number between "
-                                 f"{-col.magnitude:g} and {col.magnitude:g}, got {describe_value(v)}")
+            raise EvalprismError(
+                f"{where}: row {row + 1}, column '{col.name}': expected a number between "
+                f"{-col.magnitude:g} and {col.magnitude:g}, got {describe_value(v)}"
+            )
         return x
     if col.kind == "key":
         if isinstance(v, float) and v.is_integer():

@@ -65,7 +65,7 @@ def _source_records(table: pd.DataFrame, fmt: str) -> list[str] | None:
             return None
         with open_text(source) as fh:
             text = fh.read()
-    except Exception:  # noqa: BLE001 - the file changed since it was read: fall back to pandas
+    except Exception:
         return None
     if fmt == "jsonl":
         # split on '\n' only: str.splitlines would also cut at U+2028, which JSON allows inside strings

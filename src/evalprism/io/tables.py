@@ -108,8 +108,15 @@ def read_table(path: str | Path) -> pd.DataFrame:
 def _csv_header(path: Path, fmt: str, encoding: str) -> list[str]:
     """The column names exactly as the first record of a CSV/TSV file spells them (pandas renames a
     repeated name to ``name.1`` before anyone can see it)."""
-    raw = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", header=None, nrows=1, dtype=str,
-                      keep_default_na=False, encoding=encoding)
+    raw = pd.read_csv(
+        path,
+        sep="\t" if fmt == "tsv" else ",",
+        header=None,
+        nrows=1,
+        dtype=str,
+        keep_default_na=False,
+        encoding=encoding,
+    )
     return [str(v) for v in raw.iloc[0].tolist()] if len(raw) else []
 
 
@@ -119,8 +126,10 @@ def _refuse_duplicate_names(names: list[str], path: Path, where: str) -> None:
     if repeated:
         name = repeated[0]
         positions = [str(i + 1) for i, n in enumerate(names) if n == name]
-        raise EvalprismError(f"{path}: {where}: the column name '{name}' appears {len(positions)} times (columns "
-                             f"{', '.join(positions)}); expected each column name once: rename or drop the copies")
+        raise EvalprismError(
+            f"{path}: {where}: the column name '{name}' appears {len(positions)} times (columns "
+            f"{', '.join(positions)}); expected each column name once: rename or drop the copies"
+        )
 
 
 def _read_json_records(path: Path) -> pd.DataFrame:
@@ -135,8 +144,10 @@ def _read_json_records(path: Path) -> pd.DataFrame:
 
 
 #: the JSON escape of a lone UTF-16 surrogate: a high half without a low half after it, or a low half alone
-_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_LONE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 
 
 def _has_lone_surrogate_escape(path: Path) -> bool:

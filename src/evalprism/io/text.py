@@ -39,11 +39,15 @@ _SNIFF_BYTES = 1 << 16
 def _open_binary(path: Path) -> BinaryIO:
     """The file's bytes, decompressed when its name ends in .gz, .bz2 or .xz."""
     opener = _OPENERS.get(path.suffix.lower())
-    return opener(path, "rb") if opener is not None else open(path, "rb")  # noqa: SIM115 (the caller closes it)
+    return opener(path, "rb") if opener is not None else open(path, "rb")
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def input_file(path: str | Path) -> Path:
@@ -63,8 +67,10 @@ def input_file(path: str | Path) -> Path:
         raise EvalprismError(f"{path}: is a directory, expected a file")
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise EvalprismError(f"{path}: is {kind}, expected a regular file (evalprism reads its inputs whole and "
-                             "may read them twice; save the stream to a file first)")
+        raise EvalprismError(
+            f"{path}: is {kind}, expected a regular file (evalprism reads its inputs whole and "
+            "may read them twice; save the stream to a file first)"
+        )
     return path
 
 
@@ -87,10 +93,15 @@ def text_encoding(path: str | Path) -> str:
             if b"\x00" in head:
                 pairs = head[: len(head) // 2 * 2]
                 even, odd = pairs[0::2], pairs[1::2]
-                if pairs and (even.count(0) > 0.4 * len(even) or odd.count(0) > 0.4 * len(odd)) and \
-                        min(even.count(0), odd.count(0)) < 0.05 * len(even):
-                    raise EvalprismError(f"{path}: looks like UTF-16 text without a byte-order mark (a NUL byte in "
-                                         "every other position); save it as UTF-8 (or UTF-16 with a byte-order mark)")
+                if (
+                    pairs
+                    and (even.count(0) > 0.4 * len(even) or odd.count(0) > 0.4 * len(odd))
+                    and min(even.count(0), odd.count(0)) < 0.05 * len(even)
+                ):
+                    raise EvalprismError(
+                        f"{path}: looks like UTF-16 text without a byte-order mark (a NUL byte in "
+                        "every other position); save it as UTF-8 (or UTF-16 with a byte-order mark)"
+                    )
                 raise _nul_error(path, head.index(b"\x00"))
             offset = len(head)
             while chunk := fh.read(1 << 22):
@@ -110,8 +121,10 @@ def _nul_error(path: Path, offset: int) -> EvalprismError:
     line_start = before.rfind(b"\n") + 1
     column = len(before[line_start:].decode("utf-8", errors="replace")) + 1
     line = before.count(b"\n") + 1
-    return EvalprismError(f"{path}: line {line}, column {column}: a NUL byte; expected UTF-8 "
-                          "text (the file is binary, or damaged at that point)")
+    return EvalprismError(
+        f"{path}: line {line}, column {column}: a NUL byte; expected UTF-8 "
+        "text (the file is binary, or damaged at that point)"
+    )
 
 
 def decode_error(path: str | Path, encoding: str = "utf-8") -> EvalprismError:
@@ -121,22 +134,25 @@ def decode_error(path: str | Path, encoding: str = "utf-8") -> EvalprismError:
     and not the offset into some decoder's buffer."""
     path = Path(path)
     if encoding not in ("utf-8", "utf-8-sig"):
-        return EvalprismError(f"{path}: is not valid {encoding.upper()} text (it starts with a {encoding.upper()} "
-                              "byte-order mark); save it as UTF-8")
+        return EvalprismError(
+            f"{path}: is not valid {encoding.upper()} text (it starts with a {encoding.upper()} "
+            "byte-order mark); save it as UTF-8"
+        )
     with _open_binary(path) as fh:
         for line_no, raw in enumerate(fh, start=1):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
-                bad = raw[exc.start: exc.end]
+                bad = raw[exc.start : exc.end]
                 try:
-                    seen = f" ('{raw[exc.start: exc.start + 1].decode('cp1252')}' in Latin-1/Windows-1252)"
+                    seen = f" ('{raw[exc.start : exc.start + 1].decode('cp1252')}' in Latin-1/Windows-1252)"
                 except UnicodeDecodeError:
                     seen = ""
                 return EvalprismError(
                     f"{path}: line {line_no}, column {column}: byte 0x{bad[0]:02x}{seen} is not valid UTF-8; "
-                    "save the file as UTF-8")
+                    "save the file as UTF-8"
+                )
     return EvalprismError(f"{path}: is not valid UTF-8 text; save it as UTF-8")
 
 
@@ -195,8 +211,9 @@ def jsonl_error(path: str | Path) -> EvalprismError | None:
             except json.JSONDecodeError as exc:
                 return json_line_error(path, line_no, exc)
             if not isinstance(record, dict):
-                return EvalprismError(f"{path}: line {line_no}: expected one JSON object per line, got a JSON "
-                                      f"{type(record).__name__}")
+                return EvalprismError(
+                    f"{path}: line {line_no}: expected one JSON object per line, got a JSON {type(record).__name__}"
+                )
     return None
 
 

@@ -23,13 +23,24 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.judges.options import JudgesOptions
     from evalprism.judges.result import JudgesResult
 
-__all__ = ["DEFAULT_INSTRUCTION", "BiasRules", "ClusterOptions", "JudgesOptions", "JudgesResult", "analyze",
-           "flag_queries", "pair_text"]
+__all__ = [
+    "DEFAULT_INSTRUCTION",
+    "BiasRules",
+    "ClusterOptions",
+    "JudgesOptions",
+    "JudgesResult",
+    "analyze",
+    "flag_queries",
+    "pair_text",
+]
 
-lazy_package(__name__, {
-    "analysis": ["DEFAULT_INSTRUCTION", "analyze", "pair_text"],
-    "bias": ["BiasRules", "flag_queries"],
-    "clustering": ["ClusterOptions"],
-    "options": ["JudgesOptions"],
-    "result": ["JudgesResult"],
-})
+lazy_package(
+    __name__,
+    {
+        "analysis": ["DEFAULT_INSTRUCTION", "analyze", "pair_text"],
+        "bias": ["BiasRules", "flag_queries"],
+        "clustering": ["ClusterOptions"],
+        "options": ["JudgesOptions"],
+        "result": ["JudgesResult"],
+    },
+)

@@ -47,16 +47,22 @@ def _frame(stat: GroupAgreement, extra: dict[str, np.ndarray], counts: tuple[np.
     return out
 
 
-def group_agreement(groups: np.ndarray, n_groups: int, human: np.ndarray, llm: np.ndarray,
-                    confidence: float) -> tuple[GroupAgreement, tuple[np.ndarray, ...]]:
+def group_agreement(
+    groups: np.ndarray, n_groups: int, human: np.ndarray, llm: np.ndarray, confidence: float
+) -> tuple[GroupAgreement, tuple[np.ndarray, ...]]:
     """AC1/kappa/percent agreement and error counts of every group for one judge."""
     stat = agreement_by_group(_codes(human), _codes(llm), groups, n_groups, 2, confidence=confidence)
     return stat, _errors(groups, n_groups, human, llm)
 
 
-def overall_table(human: np.ndarray, llm: dict[str, np.ndarray], confidence: float,
-                  groups: np.ndarray | None = None, group_names: list[str] | None = None,
-                  group_column: str = "group") -> pd.DataFrame:
+def overall_table(
+    human: np.ndarray,
+    llm: dict[str, np.ndarray],
+    confidence: float,
+    groups: np.ndarray | None = None,
+    group_names: list[str] | None = None,
+    group_column: str = "group",
+) -> pd.DataFrame:
     """One row per judge (and per group, when ``groups`` is given) over all pairs."""
     g = np.zeros(human.size, dtype=np.int64) if groups is None else groups
     names = ["all"] if group_names is None else group_names
@@ -68,8 +74,9 @@ def overall_table(human: np.ndarray, llm: dict[str, np.ndarray], confidence: flo
     return pd.concat(frames, ignore_index=True)
 
 
-def cluster_table(clusters: np.ndarray, human: np.ndarray, llm: dict[str, np.ndarray], purity: np.ndarray,
-                  confidence: float) -> pd.DataFrame:
+def cluster_table(
+    clusters: np.ndarray, human: np.ndarray, llm: dict[str, np.ndarray], purity: np.ndarray, confidence: float
+) -> pd.DataFrame:
     """One row per (cluster, judge); the noise set is the row with cluster -1 (``is_noise``)."""
     k = purity.size
     index = np.where(clusters >= 0, clusters, k)  # noise last
@@ -78,15 +85,27 @@ def cluster_table(clusters: np.ndarray, human: np.ndarray, llm: dict[str, np.nda
     frames = []
     for judge, values in llm.items():
         stat, counts = group_agreement(index, k + 1, human, values, confidence)
-        extra = {"cluster": ids, "judge": judge, "is_noise": ids == NOISE, "size": size,
-                 "purity": np.r_[purity, np.nan]}
+        extra = {
+            "cluster": ids,
+            "judge": judge,
+            "is_noise": ids == NOISE,
+            "size": size,
+            "purity": np.r_[purity, np.nan],
+        }
         frames.append(_frame(stat, extra, counts))
     out = pd.concat(frames, ignore_index=True)
     return out[out["size"] > 0].reset_index(drop=True)
 
 
-def query_cluster_table(query_codes: np.ndarray, query_ids: np.ndarray, clusters: np.ndarray, human: np.ndarray,
-                        llm: dict[str, np.ndarray], confidence: float, min_pairs: int) -> pd.DataFrame:
+def query_cluster_table(
+    query_codes: np.ndarray,
+    query_ids: np.ndarray,
+    clusters: np.ndarray,
+    human: np.ndarray,
+    llm: dict[str, np.ndarray],
+    confidence: float,
+    min_pairs: int,
+) -> pd.DataFrame:
     """One row per (judge, query, dense cluster) cell holding at least ``min_pairs`` pairs judged by
     both; the noise set is left out (the seed's ΔAC1 is taken over a query's clusters)."""
     k = int(clusters.max()) + 1 if (clusters >= 0).any() else 0

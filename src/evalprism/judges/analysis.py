@@ -62,8 +62,9 @@ def make_embedder(spec: str, instruction: str, *, cache_dir: str | Path | None, 
     return get_embedder(spec, instruction=instruction, cache_dir=cache_dir, progress=progress)
 
 
-def _concentration(pairs_cluster: np.ndarray, human: np.ndarray, llm: dict[str, np.ndarray],
-                   clusters: pd.DataFrame, confidence: float) -> pd.DataFrame:
+def _concentration(
+    pairs_cluster: np.ndarray, human: np.ndarray, llm: dict[str, np.ndarray], clusters: pd.DataFrame, confidence: float
+) -> pd.DataFrame:
     """Per judge: agreement in the dense clusters pooled vs the noise set, the spread of the
     per-cluster values, a chi-square test that the disagreement rate is the same in every dense
     cluster, and the share of disagreements held by the worst clusters covering 10% of dense pairs."""
@@ -87,21 +88,27 @@ def _concentration(pairs_cluster: np.ndarray, human: np.ndarray, llm: dict[str, 
         share_pairs = float(n[take].sum() / n.sum()) if n.sum() else float("nan")
         share_wrong = float(wrong[take].sum() / wrong.sum()) if wrong.sum() else float("nan")
         finite = np.isfinite(ac1)
-        rows.append({
-            "judge": judge,
-            "n_dense": int(dense["n_pairs"]), "n_noise": int(noise["n_pairs"]),
-            "ac1_dense": dense["ac1"], "ac1_noise": noise["ac1"],
-            "disagreement_dense": 1 - dense["percent_agreement"], "disagreement_noise": 1 - noise["percent_agreement"],
-            "kappa_dense": dense["kappa"], "kappa_noise": noise["kappa"],
-            "clusters": len(c),
-            "cluster_ac1_min": float(ac1[finite].min()) if finite.any() else np.nan,
-            "cluster_ac1_median": float(np.median(ac1[finite])) if finite.any() else np.nan,
-            "cluster_ac1_max": float(ac1[finite].max()) if finite.any() else np.nan,
-            "clusters_below_noise_ac1": int((ac1[finite] < noise["ac1"]).sum()) if np.isfinite(noise["ac1"]) else 0,
-            "homogeneity_p": p_value,
-            "worst_clusters_pair_share": share_pairs,
-            "worst_clusters_disagreement_share": share_wrong,
-        })
+        rows.append(
+            {
+                "judge": judge,
+                "n_dense": int(dense["n_pairs"]),
+                "n_noise": int(noise["n_pairs"]),
+                "ac1_dense": dense["ac1"],
+                "ac1_noise": noise["ac1"],
+                "disagreement_dense": 1 - dense["percent_agreement"],
+                "disagreement_noise": 1 - noise["percent_agreement"],
+                "kappa_dense": dense["kappa"],
+                "kappa_noise": noise["kappa"],
+                "clusters": len(c),
+                "cluster_ac1_min": float(ac1[finite].min()) if finite.any() else np.nan,
+                "cluster_ac1_median": float(np.median(ac1[finite])) if finite.any() else np.nan,
+                "cluster_ac1_max": float(ac1[finite].max()) if finite.any() else np.nan,
+                "clusters_below_noise_ac1": int((ac1[finite] < noise["ac1"]).sum()) if np.isfinite(noise["ac1"]) else 0,
+                "homogeneity_p": p_value,
+                "worst_clusters_pair_share": share_pairs,
+                "worst_clusters_disagreement_share": share_wrong,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -134,8 +141,10 @@ def analyze(
     back = np.argsort(rows)
     unlabelled = int(np.isnan(judged.labels[human]).sum())
     if unlabelled:  # said before the embedding: e.g. human qrels of 2 queries beside an LLM's of 43
-        warning(f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{human}'): they are embedded and "
-                "clustered, but left out of every agreement")
+        warning(
+            f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{human}'): they are embedded and "
+            "clustered, but left out of every agreement"
+        )
     groups = split_groups(judged.table, options.by)
     for name, idx in groups.parts:  # the pair counts are known before embedding, the dimension after
         options.cluster.check_shape(idx.size, where=groups.where(name))
@@ -150,20 +159,34 @@ def analyze(
     status("agreement per cluster and per query", progress)
     agreement = _agreement(judged, human, chosen, options)
     if groups.column is not None:
-        group_of = pd.Series(judged.table[groups.column].to_numpy()[chosen.labels >= 0], index=chosen.labels[chosen.labels >= 0])
+        group_of = pd.Series(
+            judged.table[groups.column].to_numpy()[chosen.labels >= 0], index=chosen.labels[chosen.labels >= 0]
+        )
         group_of = group_of[~group_of.index.duplicated()]
         agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
         query_group = judged.table.groupby("query_id", sort=False)[groups.column].first()
         agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
-    record = options.record(human=human, llm=judged.llm, chosen=chosen.instruction,
-                            embedder=options.embedder if embeddings is None else "precomputed",
-                            scales={c: s.describe() for c, s in judged.scales.items()})
+    record = options.record(
+        human=human,
+        llm=judged.llm,
+        chosen=chosen.instruction,
+        embedder=options.embedder if embeddings is None else "precomputed",
+        scales={c: s.describe() for c, s in judged.scales.items()},
+    )
     return JudgesResult(
-        pairs=_pair_table(given, human, chosen.labels[back], coords[back]), clusters=agreement.clusters,
-        queries=agreement.queries, query_clusters=agreement.cells, overall=agreement.overall,
+        pairs=_pair_table(given, human, chosen.labels[back], coords[back]),
+        clusters=agreement.clusters,
+        queries=agreement.queries,
+        query_clusters=agreement.cells,
+        overall=agreement.overall,
         instructions=_instruction_table(candidates, best, options.purity_percentile),
-        concentration=agreement.concentration, texts=given.table[["query", "doc"]], options=record,
-        embed_stats=embed_stats or None, notes=agreement.notes, clustering=clustering)
+        concentration=agreement.concentration,
+        texts=given.table[["query", "doc"]],
+        options=record,
+        embed_stats=embed_stats or None,
+        notes=agreement.notes,
+        clustering=clustering,
+    )
 
 
 @dataclass
@@ -182,7 +205,9 @@ class _Candidate:
         return bool(self.clustering["degenerate"])
 
 
-def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions) -> tuple[np.ndarray, dict[str, Any]]:
+def _cluster(
+    x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Reduce and cluster each group of pairs on its own (all pairs: one group); the labels of all
     groups renumbered together by size, and what run.json records: per group the selection used, its
     min_cluster_size, its health and every attempt, and one warning per degenerate group."""
@@ -194,27 +219,44 @@ def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOp
     for name, idx in groups.parts:
         where = groups.where(name)
         copts.check_shape(idx.size, x.shape[1], where)
-        checked = cluster_checked(reduce_dimensions(x[idx], copts, options.seed), q_codes[idx], copts,
-                                  options.min_query_pairs)
+        checked = cluster_checked(
+            reduce_dimensions(x[idx], copts, options.seed), q_codes[idx], copts, options.min_query_pairs
+        )
         labels[idx] = np.where(checked.labels >= 0, checked.labels + offset, -1)
         offset += checked.health.n_clusters
         records.append({"group": name, **checked.record()})
         if checked.health.degenerate:
-            warnings.append(f"degenerate clustering{where}: {'; '.join(checked.health.reasons)}. Per-cluster AC1, "
-                            "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
-                            "leaf selection, or clustering each collection apart (--min-cluster-size, "
-                            "--cluster-selection leaf, --by COLUMN)")
+            warnings.append(
+                f"degenerate clustering{where}: {'; '.join(checked.health.reasons)}. Per-cluster AC1, "
+                "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
+                "leaf selection, or clustering each collection apart (--min-cluster-size, "
+                "--cluster-selection leaf, --by COLUMN)"
+            )
         for caveat in checked.health.caveats:
-            warnings.append(f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
-                            "ranked among those only (the pairs cluster mostly by query)")
-    return renumber(labels), {"by": groups.column, "by_requested": options.by, "groups": records,
-                              "degenerate": any(r["degenerate"] for r in records),
-                              "thin": any(r["caveats"] for r in records), "warnings": warnings}
+            warnings.append(
+                f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
+                "ranked among those only (the pairs cluster mostly by query)"
+            )
+    return renumber(labels), {
+        "by": groups.column,
+        "by_requested": options.by,
+        "groups": records,
+        "degenerate": any(r["degenerate"] for r in records),
+        "thin": any(r["caveats"] for r in records),
+        "warnings": warnings,
+    }
 
 
-def _candidates(judged: Judgments, human: str, options: JudgesOptions, groups: Groups,
-                embeddings: np.ndarray | Mapping[str, np.ndarray] | None, rows: np.ndarray,
-                cache_dir: str | Path | None, progress: bool) -> tuple[list[_Candidate], dict[str, object]]:
+def _candidates(
+    judged: Judgments,
+    human: str,
+    options: JudgesOptions,
+    groups: Groups,
+    embeddings: np.ndarray | Mapping[str, np.ndarray] | None,
+    rows: np.ndarray,
+    cache_dir: str | Path | None,
+    progress: bool,
+) -> tuple[list[_Candidate], dict[str, object]]:
     """Embed the pairs with each candidate instruction (3.2) and cluster them (3.3); also the
     embedders' counts by instruction. Precomputed ``embeddings`` follow the table as given: their
     row ``rows[i]`` belongs to pair ``i`` of ``judged``."""
@@ -236,12 +278,16 @@ def _candidates(judged: Judgments, human: str, options: JudgesOptions, groups: G
             x = emb.embed(texts)
             embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)
-        with working(f"clustering ({copts.reduce}, {copts.cluster_selection_method} selection, min_cluster_size={sizes}"
-                     f"{f', per {groups.column}' if groups.column else ''})", progress):
+        with working(
+            f"clustering ({copts.reduce}, {copts.cluster_selection_method} selection, min_cluster_size={sizes}"
+            f"{f', per {groups.column}' if groups.column else ''})",
+            progress,
+        ):
             labels, clustering = _cluster(x, judged, groups, options)
         purity = cluster_purity(labels, judged.relevant[human])
-        candidates.append(_Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile),
-                                     clustering))
+        candidates.append(
+            _Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile), clustering)
+        )
     return candidates, embed_stats
 
 
@@ -249,21 +295,26 @@ def _best(candidates: list[_Candidate]) -> int:
     """The candidate with the highest purity score among those whose clustering is not degenerate
     (among all when every one is; the first on ties, or when none has a score)."""
     usable = [not c.degenerate for c in candidates]
-    scores = np.array([c.score if (ok or not any(usable)) else np.nan for c, ok in zip(candidates, usable, strict=True)])
+    scores = np.array(
+        [c.score if (ok or not any(usable)) else np.nan for c, ok in zip(candidates, usable, strict=True)]
+    )
     return int(np.nanargmax(scores)) if np.isfinite(scores).any() else (usable.index(True) if any(usable) else 0)
 
 
 def _instruction_table(candidates: list[_Candidate], best: int, purity_percentile: float) -> pd.DataFrame:
-    return pd.DataFrame({
-        "instruction": [c.instruction for c in candidates],
-        "clusters": [int(c.labels.max()) + 1 for c in candidates],
-        "noise_share": [float(np.mean(c.labels < 0)) for c in candidates],
-        "degenerate": [c.degenerate for c in candidates],
-        f"purity_p{purity_percentile:g}": [c.score for c in candidates],
-        "purity_median": [float(np.nanmedian(c.purity)) if np.isfinite(c.purity).any() else np.nan
-                          for c in candidates],
-        "chosen": [i == best for i in range(len(candidates))],
-    })
+    return pd.DataFrame(
+        {
+            "instruction": [c.instruction for c in candidates],
+            "clusters": [int(c.labels.max()) + 1 for c in candidates],
+            "noise_share": [float(np.mean(c.labels < 0)) for c in candidates],
+            "degenerate": [c.degenerate for c in candidates],
+            f"purity_p{purity_percentile:g}": [c.score for c in candidates],
+            "purity_median": [
+                float(np.nanmedian(c.purity)) if np.isfinite(c.purity).any() else np.nan for c in candidates
+            ],
+            "chosen": [i == best for i in range(len(candidates))],
+        }
+    )
 
 
 @dataclass
@@ -286,26 +337,43 @@ def _agreement(judged: Judgments, human: str, chosen: _Candidate, options: Judge
     llm_rel = {c: judged.relevant[c] for c in judged.llm}
     clusters = cluster_table(labels, h, llm_rel, chosen.purity, confidence)
     q_codes, q_ids = pd.factorize(df["query_id"], sort=True)
-    cells = query_cluster_table(np.asarray(q_codes), np.asarray(q_ids, dtype=object), labels, h, llm_rel,
-                                confidence, options.min_query_pairs)
+    cells = query_cluster_table(
+        np.asarray(q_codes), np.asarray(q_ids, dtype=object), labels, h, llm_rel, confidence, options.min_query_pairs
+    )
     flags = flag_queries(cells, options.bias)
     notes = list(judged.notes)
     for judge, n_multi in flags.groupby("judge", sort=False)["n_clusters"].agg(lambda s: int((s >= 2).sum())).items():
-        notes.append(f"{judge}: {n_multi} of {len(q_ids)} queries have per-query AC1 values in two or more clusters "
-                     f"(>= {options.min_query_pairs} pairs each); ΔAC1 and the flags exist only for those")
-    return _Agreement(clusters=clusters, cells=cells, queries=_query_table(df, flags),
-                      overall=overall_table(h, llm_rel, confidence),
-                      concentration=_concentration(labels, h, llm_rel, clusters, confidence), notes=notes)
+        notes.append(
+            f"{judge}: {n_multi} of {len(q_ids)} queries have per-query AC1 values in two or more clusters "
+            f"(>= {options.min_query_pairs} pairs each); ΔAC1 and the flags exist only for those"
+        )
+    return _Agreement(
+        clusters=clusters,
+        cells=cells,
+        queries=_query_table(df, flags),
+        overall=overall_table(h, llm_rel, confidence),
+        concentration=_concentration(labels, h, llm_rel, clusters, confidence),
+        notes=notes,
+    )
 
 
 def _query_table(df: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     """The flags with each query's text and pair count, ranked per judge: bias-prone first, by ΔAC1."""
     query_text = df.groupby("query_id", sort=True)["query"].first()
     pairs_per_query = df.groupby("query_id", sort=True).size()
-    queries = flags.merge(pd.DataFrame({"query_id": query_text.index, "query": query_text.to_numpy(),
-                                        "n_query_pairs": pairs_per_query.to_numpy()}), on="query_id", how="left")
-    queries = queries.sort_values(["judge", "bias_prone", "dac1", "query_id"], ascending=[True, False, False, True],
-                                  kind="stable", na_position="last").reset_index(drop=True)
+    queries = flags.merge(
+        pd.DataFrame(
+            {"query_id": query_text.index, "query": query_text.to_numpy(), "n_query_pairs": pairs_per_query.to_numpy()}
+        ),
+        on="query_id",
+        how="left",
+    )
+    queries = queries.sort_values(
+        ["judge", "bias_prone", "dac1", "query_id"],
+        ascending=[True, False, False, True],
+        kind="stable",
+        na_position="last",
+    ).reset_index(drop=True)
     queries.insert(0, "rank", queries.groupby("judge").cumcount() + 1)
     lead = ["rank", "judge", "query_id", "query", "n_query_pairs"]
     return queries[lead + [c for c in queries.columns if c not in lead]]

@@ -62,9 +62,24 @@ def flag_queries(cells: pd.DataFrame, rules: BiasRules) -> pd.DataFrame:
     ``cells``: one row per (judge, query_id, cluster) with ``ac1``, ``false_negatives``,
     ``false_positives`` (as from :func:`evalprism.judges.agreement.query_cluster_table`).
     """
-    cols = ["judge", "query_id", "n_clusters", "ac1_max", "ac1_min", "dac1", "cluster_max", "cluster_min",
-            "flag_abs", "flag_outlier", "flag_flip", "bias_prone", "direction", "false_negatives_min",
-            "false_positives_min", "outlier_fence"]
+    cols = [
+        "judge",
+        "query_id",
+        "n_clusters",
+        "ac1_max",
+        "ac1_min",
+        "dac1",
+        "cluster_max",
+        "cluster_min",
+        "flag_abs",
+        "flag_outlier",
+        "flag_flip",
+        "bias_prone",
+        "direction",
+        "false_negatives_min",
+        "false_positives_min",
+        "outlier_fence",
+    ]
     valid = cells[np.isfinite(cells["ac1"].to_numpy(dtype=float))]
     if valid.empty:
         return pd.DataFrame(columns=cols)
@@ -73,12 +88,17 @@ def flag_queries(cells: pd.DataFrame, rules: BiasRules) -> pd.DataFrame:
     grouped = ordered.groupby(["judge", "query_id"], sort=True)
     lo = grouped.first()
     hi = grouped.last()
-    out = pd.DataFrame({
-        "n_clusters": grouped.size(),
-        "ac1_max": hi["ac1"], "ac1_min": lo["ac1"],
-        "cluster_max": hi["cluster"], "cluster_min": lo["cluster"],
-        "false_negatives_min": lo["false_negatives"], "false_positives_min": lo["false_positives"],
-    }).reset_index()
+    out = pd.DataFrame(
+        {
+            "n_clusters": grouped.size(),
+            "ac1_max": hi["ac1"],
+            "ac1_min": lo["ac1"],
+            "cluster_max": hi["cluster"],
+            "cluster_min": lo["cluster"],
+            "false_negatives_min": lo["false_negatives"],
+            "false_positives_min": lo["false_positives"],
+        }
+    ).reset_index()
     multi = out["n_clusters"].to_numpy() >= 2
     out["dac1"] = np.where(multi, out["ac1_max"] - out["ac1_min"], np.nan)
     fences = out.groupby("judge")["dac1"].agg(lambda s: outlier_fence(s.to_numpy(dtype=float), rules.iqr_k))
@@ -87,7 +107,9 @@ def flag_queries(cells: pd.DataFrame, rules: BiasRules) -> pd.DataFrame:
     with np.errstate(invalid="ignore"):
         out["flag_abs"] = multi & (dac1 >= rules.tau)
         out["flag_outlier"] = multi & (dac1 > out["outlier_fence"].to_numpy())
-        out["flag_flip"] = multi & (out["ac1_max"].to_numpy() > rules.flip_high) & (out["ac1_min"].to_numpy() < rules.flip_low)
+        out["flag_flip"] = (
+            multi & (out["ac1_max"].to_numpy() > rules.flip_high) & (out["ac1_min"].to_numpy() < rules.flip_low)
+        )
     out["bias_prone"] = out["flag_abs"] | out["flag_outlier"] | out["flag_flip"]
     out["direction"] = np.where(multi, direction(out["false_negatives_min"], out["false_positives_min"]), "")
     return out[cols]

@@ -79,8 +79,10 @@ class ClusterOptions:
         if self.min_cluster_size is not None:
             check_number("min_cluster_size", self.min_cluster_size, low=2, integer=True)
         if self.cluster_selection_method not in SELECTIONS:
-            raise EvalprismError(f"cluster_selection_method '{self.cluster_selection_method}': expected one of "
-                                 f"{', '.join(SELECTIONS)}", parameter="cluster_selection_method")
+            raise EvalprismError(
+                f"cluster_selection_method '{self.cluster_selection_method}': expected one of {', '.join(SELECTIONS)}",
+                parameter="cluster_selection_method",
+            )
         if self.min_samples is not None:
             check_number("min_samples", self.min_samples, low=1, integer=True)
         check_number("cluster_selection_epsilon", self.cluster_selection_epsilon, low=0)
@@ -90,7 +92,6 @@ class ClusterOptions:
         check_number("min_query_share", self.min_query_share, low=0, high=1)
         if self.reduce == "umap":
             _import_umap()
-
 
     def check_shape(self, n_pairs: int, dim: int | None = None, where: str = "") -> None:
         """Refuse what ``n_pairs`` pairs (``where``: of which collection, when split) cannot give: a
@@ -103,31 +104,41 @@ class ClusterOptions:
                 limits.append((dim, f"the embedding dimension {dim}"))
             most, why = min(limits)
             if self.n_components > most:
-                raise EvalprismError(f"n_components {self.n_components} is larger than {why}; "
-                                     f"expected at most {most} (or reduce 'none')", parameter="n_components")
+                raise EvalprismError(
+                    f"n_components {self.n_components} is larger than {why}; "
+                    f"expected at most {most} (or reduce 'none')",
+                    parameter="n_components",
+                )
         size = self.size_for(n_pairs)
         if n_pairs < max(2, size):
-            raise EvalprismError(f"{n_pairs} pairs{where} are fewer than min_cluster_size={size}: "
-                                 "lower it or give more pairs", parameter="min_cluster_size")
+            raise EvalprismError(
+                f"{n_pairs} pairs{where} are fewer than min_cluster_size={size}: lower it or give more pairs",
+                parameter="min_cluster_size",
+            )
         if self.min_samples is not None and self.min_samples > n_pairs:
-            raise EvalprismError(f"min_samples {self.min_samples} is larger than the {n_pairs:,} pairs{where}; "
-                                 f"expected at most {n_pairs:,} (HDBSCAN counts a pair's neighbours among them)",
-                                 parameter="min_samples")
+            raise EvalprismError(
+                f"min_samples {self.min_samples} is larger than the {n_pairs:,} pairs{where}; "
+                f"expected at most {n_pairs:,} (HDBSCAN counts a pair's neighbours among them)",
+                parameter="min_samples",
+            )
 
 
-def _import_umap():  # noqa: ANN202 - the umap module
+def _import_umap():
     try:
         import umap
     except ImportError:
-        raise EvalprismError("reduce='umap' needs umap-learn, evalprism's optional extra 'umap': pip install umap-learn "
-                             "(or use reduce='pca')") from None
+        raise EvalprismError(
+            "reduce='umap' needs umap-learn, evalprism's optional extra 'umap': pip install umap-learn "
+            "(or use reduce='pca')"
+        ) from None
     return umap
 
 
 def _umap(x: np.ndarray, n_components: int, neighbors: int, seed: int) -> np.ndarray:
     umap = _import_umap()
-    reducer = umap.UMAP(n_components=n_components, n_neighbors=neighbors, min_dist=0.0, metric="cosine",
-                        random_state=seed, n_jobs=1)
+    reducer = umap.UMAP(
+        n_components=n_components, n_neighbors=neighbors, min_dist=0.0, metric="cosine", random_state=seed, n_jobs=1
+    )
     return np.asarray(reducer.fit_transform(x), dtype=np.float64)
 
 
@@ -165,9 +176,13 @@ def cluster_pairs(z: np.ndarray, options: ClusterOptions, selection: str | None 
 
     options.check_shape(z.shape[0])
     method = selection or options.cluster_selection_method
-    labels = HDBSCAN(min_cluster_size=options.size_for(z.shape[0]), min_samples=options.min_samples,
-                     cluster_selection_method="eom" if method == "auto" else method,
-                     cluster_selection_epsilon=options.cluster_selection_epsilon, copy=True).fit_predict(z)
+    labels = HDBSCAN(
+        min_cluster_size=options.size_for(z.shape[0]),
+        min_samples=options.min_samples,
+        cluster_selection_method="eom" if method == "auto" else method,
+        cluster_selection_epsilon=options.cluster_selection_epsilon,
+        copy=True,
+    ).fit_predict(z)
     return renumber(labels)
 
 

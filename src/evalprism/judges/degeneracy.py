@@ -53,12 +53,16 @@ class ClusteringHealth:
 
     def summary(self) -> str:
         """One line: the numbers a reader needs to judge the clustering."""
-        return (f"{self.n_clusters:,} clusters, the largest holding {self.largest_share:.0%} of {self.n_pairs:,} pairs, "
-                f"noise {self.noise_share:.0%}; {self.queries_with_dac1:,} of {self.n_queries:,} queries have "
-                "pairs in two or more clusters (ΔAC1 defined)")
+        return (
+            f"{self.n_clusters:,} clusters, the largest holding {self.largest_share:.0%} of {self.n_pairs:,} pairs, "
+            f"noise {self.noise_share:.0%}; {self.queries_with_dac1:,} of {self.n_queries:,} queries have "
+            "pairs in two or more clusters (ΔAC1 defined)"
+        )
 
 
-def assess(labels: np.ndarray, query_codes: np.ndarray, options: ClusterOptions, min_query_pairs: int) -> ClusteringHealth:
+def assess(
+    labels: np.ndarray, query_codes: np.ndarray, options: ClusterOptions, min_query_pairs: int
+) -> ClusteringHealth:
     """The health of ``labels`` (-1 = noise) over pairs whose query is ``query_codes`` (0..Q-1)."""
     labels = np.asarray(labels, dtype=np.int64)
     q = np.asarray(query_codes, dtype=np.int64)
@@ -78,10 +82,20 @@ def assess(labels: np.ndarray, query_codes: np.ndarray, options: ClusterOptions,
         reasons.append(f"one cluster holds {largest:.0%} of the pairs (more than {options.max_cluster_share:.0%})")
     caveats = []
     if queries.size and multi < options.min_query_share * queries.size:
-        caveats.append(f"only {multi} of {queries.size} queries have >= {min_query_pairs} pairs in each of two "
-                       f"clusters (fewer than {options.min_query_share:.0%}), so ΔAC1 exists for too few queries")
-    return ClusteringHealth(n_pairs=n, n_clusters=k, largest_share=largest, noise_share=float(np.mean(~dense)) if n else 0.0,
-                            n_queries=int(queries.size), queries_with_dac1=multi, reasons=reasons, caveats=caveats)
+        caveats.append(
+            f"only {multi} of {queries.size} queries have >= {min_query_pairs} pairs in each of two "
+            f"clusters (fewer than {options.min_query_share:.0%}), so ΔAC1 exists for too few queries"
+        )
+    return ClusteringHealth(
+        n_pairs=n,
+        n_clusters=k,
+        largest_share=largest,
+        noise_share=float(np.mean(~dense)) if n else 0.0,
+        n_queries=int(queries.size),
+        queries_with_dac1=multi,
+        reasons=reasons,
+        caveats=caveats,
+    )
 
 
 def _worse(a: ClusteringHealth, b: ClusteringHealth) -> bool:
@@ -101,12 +115,17 @@ class CheckedClustering:
     attempts: list[dict[str, Any]]
 
     def record(self) -> dict[str, Any]:
-        return {"selection": self.selection, "min_cluster_size": self.min_cluster_size,
-                **self.health.record(), "attempts": self.attempts}
+        return {
+            "selection": self.selection,
+            "min_cluster_size": self.min_cluster_size,
+            **self.health.record(),
+            "attempts": self.attempts,
+        }
 
 
-def cluster_checked(z: np.ndarray, query_codes: np.ndarray, options: ClusterOptions,
-                    min_query_pairs: int) -> CheckedClustering:
+def cluster_checked(
+    z: np.ndarray, query_codes: np.ndarray, options: ClusterOptions, min_query_pairs: int
+) -> CheckedClustering:
     """Cluster ``z`` and assess it; with selection "auto", excess of mass unless it is degenerate, then
     leaf when that is better (see the module docstring)."""
     method = options.cluster_selection_method
@@ -122,5 +141,10 @@ def cluster_checked(z: np.ndarray, query_codes: np.ndarray, options: ClusterOpti
         if not health.degenerate:
             break
     assert best is not None
-    return CheckedClustering(labels=best[0], health=best[1], selection=best[2],
-                             min_cluster_size=options.size_for(z.shape[0]), attempts=attempts)
+    return CheckedClustering(
+        labels=best[0],
+        health=best[1],
+        selection=best[2],
+        min_cluster_size=options.size_for(z.shape[0]),
+        attempts=attempts,
+    )

@@ -45,13 +45,19 @@ def split_groups(table: pd.DataFrame, by: str | None) -> Groups:
             return everything
         by = found[0]
     elif by not in table.columns:
-        raise EvalprismError(f"by column '{by}' not found in the judgments; columns: {', '.join(map(str, table.columns))} "
-                             "(or 'auto', 'none')", parameter="by")
+        raise EvalprismError(
+            f"by column '{by}' not found in the judgments; columns: {', '.join(map(str, table.columns))} "
+            "(or 'auto', 'none')",
+            parameter="by",
+        )
     values = table[by]
     missing = values.isna().to_numpy()
     if missing.any():
         row = table.iloc[int(np.flatnonzero(missing)[0])]
-        raise EvalprismError(f"by column '{by}' is empty for the pair query_id {row['query_id']}, doc_id {row['doc_id']}; "
-                             "every pair needs a value (its collection)", parameter="by")
+        raise EvalprismError(
+            f"by column '{by}' is empty for the pair query_id {row['query_id']}, doc_id {row['doc_id']}; "
+            "every pair needs a value (its collection)",
+            parameter="by",
+        )
     names = values.astype(str).to_numpy()
     return Groups(by, [(name, np.flatnonzero(names == name)) for name in sorted(set(names))])

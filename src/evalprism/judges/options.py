@@ -23,8 +23,16 @@ DEFAULT_INSTRUCTION = "Judge the document's relevance to the query for ad-hoc re
 #: flat keyword -> BiasRules field
 _BIAS_KEYWORDS = {"tau": "tau", "outlier_iqr": "iqr_k", "flip_high": "flip_high", "flip_low": "flip_low"}
 #: flat keywords that are ClusterOptions fields of the same name
-_CLUSTER_KEYWORDS = ("reduce", "n_components", "min_cluster_size", "min_samples", "cluster_selection_method",
-                     "max_cluster_share", "min_clusters", "min_query_share")
+_CLUSTER_KEYWORDS = (
+    "reduce",
+    "n_components",
+    "min_cluster_size",
+    "min_samples",
+    "cluster_selection_method",
+    "max_cluster_share",
+    "min_clusters",
+    "min_query_share",
+)
 
 
 @dataclass(frozen=True)
@@ -72,19 +80,34 @@ class JudgesOptions:
         """The instructions to try, each once, in the order given."""
         return list(dict.fromkeys(self.instructions or [DEFAULT_INSTRUCTION]))
 
-    def record(self, *, human: str, llm: list[str], embedder: str, chosen: str,
-               scales: dict[str, Any]) -> dict[str, Any]:
+    def record(
+        self, *, human: str, llm: list[str], embedder: str, chosen: str, scales: dict[str, Any]
+    ) -> dict[str, Any]:
         """What run.json says the analysis was run with (``embedder``: the spec, or ``precomputed``;
         ``chosen``: the instruction used; ``scales``: each label column's scale as resolved)."""
         c, b = self.cluster, self.bias
         return {
-            "human": human, "llm": llm, "embedder": embedder,
-            "instructions": self.candidate_instructions(), "instruction": chosen, "reduce": c.reduce,
-            "n_components": c.n_components, "min_cluster_size": c.min_cluster_size,
-            "min_samples": c.min_samples, "cluster_selection_method": c.cluster_selection_method,
-            "max_cluster_share": c.max_cluster_share, "min_clusters": c.min_clusters,
-            "min_query_share": c.min_query_share, "by": self.by,
-            "min_query_pairs": self.min_query_pairs, "tau": b.tau, "outlier_iqr": b.iqr_k, "flip_high": b.flip_high,
-            "flip_low": b.flip_low, "purity_percentile": self.purity_percentile, "confidence": self.confidence,
-            "seed": self.seed, "scales": scales,
+            "human": human,
+            "llm": llm,
+            "embedder": embedder,
+            "instructions": self.candidate_instructions(),
+            "instruction": chosen,
+            "reduce": c.reduce,
+            "n_components": c.n_components,
+            "min_cluster_size": c.min_cluster_size,
+            "min_samples": c.min_samples,
+            "cluster_selection_method": c.cluster_selection_method,
+            "max_cluster_share": c.max_cluster_share,
+            "min_clusters": c.min_clusters,
+            "min_query_share": c.min_query_share,
+            "by": self.by,
+            "min_query_pairs": self.min_query_pairs,
+            "tau": b.tau,
+            "outlier_iqr": b.iqr_k,
+            "flip_high": b.flip_high,
+            "flip_low": b.flip_low,
+            "purity_percentile": self.purity_percentile,
+            "confidence": self.confidence,
+            "seed": self.seed,
+            "scales": scales,
         }

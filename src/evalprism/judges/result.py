@@ -44,9 +44,15 @@ class JudgesResult(SavedResult):
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The output tables by file stem."""
-        return {"pairs": self.pairs, "clusters": self.clusters, "queries": self.queries,
-                "query_clusters": self.query_clusters, "overall": self.overall,
-                "instructions": self.instructions, "concentration": self.concentration}
+        return {
+            "pairs": self.pairs,
+            "clusters": self.clusters,
+            "queries": self.queries,
+            "query_clusters": self.query_clusters,
+            "overall": self.overall,
+            "instructions": self.instructions,
+            "concentration": self.concentration,
+        }
 
     @property
     def degenerate(self) -> bool:
@@ -59,11 +65,17 @@ class JudgesResult(SavedResult):
         return q if judge is None else q[q["judge"] == judge]
 
     def run_info(self) -> dict[str, Any]:
-        return {"options": self.options, "embedding": self.embed_stats, "notes": self.notes,
-                "clustering": self.clustering, "degenerate_clustering": bool(self.clustering.get("degenerate")),
-                "thin_clustering": bool(self.clustering.get("thin")),
-                "n_pairs": len(self.pairs), "n_clusters": int(self.pairs["cluster"].max()) + 1,
-                "noise_pairs": int((self.pairs["cluster"] < 0).sum())}
+        return {
+            "options": self.options,
+            "embedding": self.embed_stats,
+            "notes": self.notes,
+            "clustering": self.clustering,
+            "degenerate_clustering": bool(self.clustering.get("degenerate")),
+            "thin_clustering": bool(self.clustering.get("thin")),
+            "n_pairs": len(self.pairs),
+            "n_clusters": int(self.pairs["cluster"].max()) + 1,
+            "noise_pairs": int((self.pairs["cluster"] < 0).sum()),
+        }
 
     def report(self) -> Any:
         from evalprism.judges.report import build_report

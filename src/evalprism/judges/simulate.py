@@ -20,8 +20,18 @@ import numpy as np
 import pandas as pd
 
 SUBJECTS = [
-    "photosynthesis", "inflation", "volcanoes", "the immune system", "black holes", "compound interest",
-    "glaciers", "vaccination", "the stock exchange", "earthquakes", "solar panels", "coral reefs",
+    "photosynthesis",
+    "inflation",
+    "volcanoes",
+    "the immune system",
+    "black holes",
+    "compound interest",
+    "glaciers",
+    "vaccination",
+    "the stock exchange",
+    "earthquakes",
+    "solar panels",
+    "coral reefs",
 ]
 
 GENRES: dict[str, list[str]] = {
@@ -90,9 +100,18 @@ def simulate_judgments(
                 flip = rng.random(2) < noise
                 strict = strict ^ int(flip[0])
                 lenient = lenient ^ int(flip[1])
-                rows.append({"query_id": f"q{qi:02d}", "query": query, "doc_id": f"q{qi:02d}-{genre}-{d}",
-                             "doc": doc, "human": human, "llm_strict": strict, "llm_lenient": lenient,
-                             "genre": genre})
+                rows.append(
+                    {
+                        "query_id": f"q{qi:02d}",
+                        "query": query,
+                        "doc_id": f"q{qi:02d}-{genre}-{d}",
+                        "doc": doc,
+                        "human": human,
+                        "llm_strict": strict,
+                        "llm_lenient": lenient,
+                        "genre": genre,
+                    }
+                )
     return pd.DataFrame(rows)
 
 

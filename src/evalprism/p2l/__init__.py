@@ -58,14 +58,17 @@ __all__ = [
     "train_model",
 ]
 
-lazy_package(__name__, {
-    "aggregate": ["aggregate_leaderboards"],
-    "evaluate": ["EvaluationResult", "evaluate_model", "evaluate_model_dir"],
-    "marginal": ["LeaderboardResult", "fit_leaderboard"],
-    "model": ["P2LModel"],
-    "prompt_set": ["PromptSetResult", "analyze_prompt_set"],
-    "router": ["RoutingResult", "route_model_dir", "route_prompts"],
-    "routing": ["Route", "route"],
-    "split": ["SplitResult", "split_battles"],
-    "train": ["TrainOptions", "TrainResult", "checkpoint_dir_for", "train_model"],
-})
+lazy_package(
+    __name__,
+    {
+        "aggregate": ["aggregate_leaderboards"],
+        "evaluate": ["EvaluationResult", "evaluate_model", "evaluate_model_dir"],
+        "marginal": ["LeaderboardResult", "fit_leaderboard"],
+        "model": ["P2LModel"],
+        "prompt_set": ["PromptSetResult", "analyze_prompt_set"],
+        "router": ["RoutingResult", "route_model_dir", "route_prompts"],
+        "routing": ["Route", "route"],
+        "split": ["SplitResult", "split_battles"],
+        "train": ["TrainOptions", "TrainResult", "checkpoint_dir_for", "train_model"],
+    },
+)

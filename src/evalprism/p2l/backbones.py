@@ -123,8 +123,16 @@ class SentenceEncoderBackbone(Backbone):
     runs the frozen encoder in OpenVINO (:mod:`evalprism.embed.openvino_runtime`) at either
     precision, also without the cache: what a serving process wants, where every prompt is new."""
 
-    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
-                 progress: bool = True, precision: str = "float32", runtime: str = "torch") -> None:
+    def __init__(
+        self,
+        spec: str | EncoderSpec,
+        *,
+        finetune: bool = False,
+        cache_dir: str | Path | bool | None = None,
+        progress: bool = True,
+        precision: str = "float32",
+        runtime: str = "torch",
+    ) -> None:
         super().__init__()
         spec = parse_spec(spec, role="backbone", kinds=ENCODER_KINDS)
         self.spec = spec.text
@@ -143,8 +151,9 @@ class SentenceEncoderBackbone(Backbone):
                 self.encoder.to(inference_dtype(precision))
             self.dim = int(sentence_dimension(self.encoder))
         else:
-            self.embedder = get_embedder(spec, cache_dir=cache_dir, progress=progress, role="backbone",
-                                         kinds=ENCODER_KINDS)
+            self.embedder = get_embedder(
+                spec, cache_dir=cache_dir, progress=progress, role="backbone", kinds=ENCODER_KINDS
+            )
             self.dim = self.embedder.dim  # from the model: nothing is encoded into the user's cache
 
     def _private_encoder(self) -> Any:
@@ -156,8 +165,10 @@ class SentenceEncoderBackbone(Backbone):
         location = resolve_backend(parse_spec(self.spec, role="backbone", kinds=ENCODER_KINDS)).location
         try:
             return SentenceTransformer(location, device="cpu")
-        except Exception as exc:  # noqa: BLE001 - one message for any load failure
-            raise EvalprismError(f"backbone '{self.spec}': cannot load '{location}' ({type(exc).__name__}: {exc})") from None
+        except Exception as exc:
+            raise EvalprismError(
+                f"backbone '{self.spec}': cannot load '{location}' ({type(exc).__name__}: {exc})"
+            ) from None
 
     def _cap_tokens(self, tokens: int) -> None:
         if self.encoder is None:
@@ -172,7 +183,9 @@ class SentenceEncoderBackbone(Backbone):
         if self.compiled is not None:
             out = torch.from_numpy(self.compiled.encode(prompts))
         else:
-            prepare = getattr(self.encoder, "preprocess", None) or self.encoder.tokenize  # renamed in sentence-transformers 6
+            prepare = (
+                getattr(self.encoder, "preprocess", None) or self.encoder.tokenize
+            )  # renamed in sentence-transformers 6
             out = self.encoder(_on_device(prepare(list(prompts)), self.encoder.device))["sentence_embedding"]
         return nn.functional.normalize(out.float(), dim=-1)
 
@@ -199,17 +212,25 @@ class StaticBackbone(Backbone):
     runtime = "numpy"
     fast = True
 
-    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        spec: str | EncoderSpec,
+        *,
+        finetune: bool = False,
+        cache_dir: str | Path | bool | None = None,
+        progress: bool = True,
+    ) -> None:
         super().__init__()
         spec = parse_spec(spec, role="backbone", kinds=("static",))
         if finetune:
-            raise EvalprismError(f"backbone '{spec}' is a static model: it cannot be fine-tuned (drop --finetune, "
-                                 "or fine-tune minilm)")
+            raise EvalprismError(
+                f"backbone '{spec}' is a static model: it cannot be fine-tuned (drop --finetune, or fine-tune minilm)"
+            )
         self.spec = spec.text
         self.trainable = False
-        directory = ensure_static_model(spec, cache_dir=cache_dir if isinstance(cache_dir, (str, Path)) else None,
-                                        progress=progress)
+        directory = ensure_static_model(
+            spec, cache_dir=cache_dir if isinstance(cache_dir, (str, Path)) else None, progress=progress
+        )
         self.encoder = StaticEncoder(directory)
         self.dim = self.encoder.dim
         self.max_length = self.encoder.max_tokens
@@ -237,8 +258,15 @@ class CausalLMBackbone(Backbone):
     """A local Hugging Face causal LM without its LM head; feature = last non-padding token's state.
     Prompts are cut after ``max_length`` tokens (1024, or what fine-tuning set)."""
 
-    def __init__(self, spec: str | EncoderSpec, *, finetune: bool = False, progress: bool = True, batch_size: int = 8,
-                 root: Path | None = None) -> None:
+    def __init__(
+        self,
+        spec: str | EncoderSpec,
+        *,
+        finetune: bool = False,
+        progress: bool = True,
+        batch_size: int = 8,
+        root: Path | None = None,
+    ) -> None:
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
 
@@ -248,12 +276,14 @@ class CausalLMBackbone(Backbone):
         if root is not None and not path.is_absolute():
             path = root / path
         if not path.is_dir():
-            raise EvalprismError(f"backbone '{spec}': '{path}' is not a local model directory "
-                                 "(nothing is downloaded: give the directory of a saved Hugging Face model)")
+            raise EvalprismError(
+                f"backbone '{spec}': '{path}' is not a local model directory "
+                "(nothing is downloaded: give the directory of a saved Hugging Face model)"
+            )
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModel.from_pretrained(path, dtype=torch.float32)
-        except Exception as exc:  # noqa: BLE001 - one message for any load failure
+        except Exception as exc:
             raise EvalprismError(f"backbone '{spec}': cannot load '{path}' ({type(exc).__name__}: {exc})") from None
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -285,7 +315,7 @@ class CausalLMBackbone(Backbone):
             self.model.eval()
             with torch.no_grad(), progress_bar(f"encoding ({self.spec})", len(todo), self.progress) as bar:
                 for start in range(0, len(todo), self.batch_size):
-                    chunk = todo[start:start + self.batch_size]
+                    chunk = todo[start : start + self.batch_size]
                     vectors = self._encode(chunk).cpu().numpy()
                     check_finite(vectors, chunk, self.spec)  # a NaN feature would train or score nothing
                     self._frozen_cache.update(zip(chunk, vectors, strict=True))
@@ -345,14 +375,22 @@ def resolve_runtime(runtime: str, spec: str) -> str:
     if runtime == "auto":
         return "openvino" if encoder and openvino_available() else "torch"
     if runtime == "openvino" and not encoder:
-        raise EvalprismError(f"runtime 'openvino' runs sentence-encoder backbones (minilm, st:...); backbone "
-                             f"'{spec}' runs in torch")
+        raise EvalprismError(
+            f"runtime 'openvino' runs sentence-encoder backbones (minilm, st:...); backbone '{spec}' runs in torch"
+        )
     return runtime
 
 
-def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | None | bool = None,
-                  progress: bool = True, root: Path | None = None, precision: str = "float32",
-                  runtime: str = "torch") -> Backbone:
+def load_backbone(
+    spec: str,
+    *,
+    finetune: bool = False,
+    cache_dir: str | Path | bool | None = None,
+    progress: bool = True,
+    root: Path | None = None,
+    precision: str = "float32",
+    runtime: str = "torch",
+) -> Backbone:
     """The backbone named by ``spec``; relative ``st:``/``hf:`` paths resolve against ``root``
     (a model directory holding fine-tuned weights). ``precision``: the backbone's inference dtype;
     ``runtime``: what runs it (:func:`resolve_runtime`)."""
@@ -367,14 +405,16 @@ def load_backbone(spec: str, *, finetune: bool = False, cache_dir: str | Path | 
         return backbone
     parsed = _saved_encoder(parsed, root)
     try:
-        return SentenceEncoderBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress,
-                                       precision=precision, runtime=runtime)
+        return SentenceEncoderBackbone(
+            parsed, finetune=finetune, cache_dir=cache_dir, progress=progress, precision=precision, runtime=runtime
+        )
     except EvalprismError as exc:
         if requested != "auto" or runtime == "torch":
             raise
         status(f"{exc}; running it in torch instead")
-        return SentenceEncoderBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress,
-                                       precision=precision, runtime="torch")
+        return SentenceEncoderBackbone(
+            parsed, finetune=finetune, cache_dir=cache_dir, progress=progress, precision=precision, runtime="torch"
+        )
 
 
 def _saved_encoder(spec: EncoderSpec, root: Path | None) -> EncoderSpec:

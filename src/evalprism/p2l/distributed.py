@@ -155,8 +155,11 @@ class World:
         _freeze_unused(module, probe)
         ids = [self.device.index] if self.device.type == "cuda" else None
         # buffers (e.g. rotary frequencies) are the same on every rank: no sync before each forward
-        quiet: dict[str, Any] = ({"forward_sync_buffers": False} if "forward_sync_buffers" in
-                 inspect.signature(DistributedDataParallel).parameters else {"broadcast_buffers": False})
+        quiet: dict[str, Any] = (
+            {"forward_sync_buffers": False}
+            if "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+            else {"broadcast_buffers": False}
+        )
         return DistributedDataParallel(module, device_ids=ids, **quiet)
 
     def accumulating(self, model: nn.Module, last: bool) -> contextlib.AbstractContextManager[Any]:
@@ -234,9 +237,10 @@ def _join() -> World:
         return World(0, 1, device)
     try:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    except Exception as exc:  # noqa: BLE001 - one message for any rendezvous failure
-        raise EvalprismError(f"cannot join the torchrun world as rank {rank} of {size} "
-                             f"({type(exc).__name__}: {exc})") from None
+    except Exception as exc:
+        raise EvalprismError(
+            f"cannot join the torchrun world as rank {rank} of {size} ({type(exc).__name__}: {exc})"
+        ) from None
     atexit.register(_leave)
     return World(dist.get_rank(), dist.get_world_size(), device)
 

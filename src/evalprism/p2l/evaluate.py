@@ -30,16 +30,16 @@ from evalprism.io.battles import battle_arrays, in_content_order, require_prompt
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
+from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.p2l.model import P2LModel, Prediction, model_names
 from evalprism.p2l.routing import check_budget
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
 from evalprism.progress import status
-from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.outcome_models import outcome_model
-from evalprism.stats.policy_value import prompt_scores
 from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.policy_value import prompt_scores
 
 
 def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -67,7 +67,9 @@ def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.nda
         extra = torch.as_tensor(raw[pos], dtype=torch.float64)
     coefs = torch.as_tensor(pred.coefs[pos])
     rows = torch.arange(a.size)
-    return log_outcome_probs(loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra).numpy()
+    return log_outcome_probs(
+        loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra
+    ).numpy()
 
 
 def _observed(loss: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -132,8 +134,15 @@ def nll_split(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], p
             diff, se = (np.nan, np.nan)
             if "marginal" in parts and name != "marginal":
                 diff, se = paired_difference(values - parts["marginal"][part], clusters)
-            table.append({"predictor": name, "part": part, "nll": float(values.mean()), "vs_marginal": diff,
-                          "se_vs_marginal": se})
+            table.append(
+                {
+                    "predictor": name,
+                    "part": part,
+                    "nll": float(values.mean()),
+                    "vs_marginal": diff,
+                    "se_vs_marginal": se,
+                }
+            )
     return pd.DataFrame(table)
 
 
@@ -159,7 +168,7 @@ def paired_difference(values: np.ndarray, clusters: np.ndarray) -> tuple[float, 
     if g < 2:
         return mean, float("nan")
     per_prompt = np.bincount(codes, weights=values - mean, minlength=g)
-    return mean, float(np.sqrt(g / (g - 1) * np.sum(per_prompt ** 2)) / n)
+    return mean, float(np.sqrt(g / (g - 1) * np.sum(per_prompt**2)) / n)
 
 
 def constant_log_probs(loss: str, n: int) -> np.ndarray:
@@ -170,19 +179,24 @@ def constant_log_probs(loss: str, n: int) -> np.ndarray:
     return constant
 
 
-def compare_predictors(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray],
-                       prompts: np.ndarray | None = None) -> pd.DataFrame:
+def compare_predictors(
+    loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], prompts: np.ndarray | None = None
+) -> pd.DataFrame:
     """One row per predictor (constant first): battles, nll, accuracy, brier. With ``prompts`` (each
     battle's prompt) and a ``marginal`` predictor: ``nll_vs_marginal``, each predictor's mean NLL minus
     the marginal's on the same battles (negative: better), and ``se_vs_marginal``, its paired standard
     error clustered by prompt (:func:`paired_difference`)."""
     everything = {"constant": constant_log_probs(loss, rows.shape[0]), **predictions}
-    table = pd.DataFrame([{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in everything.items()])
+    table = pd.DataFrame(
+        [{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in everything.items()]
+    )
     if prompts is not None and "marginal" in predictions:
         used = _observed(loss, rows)[0]
         base = battle_nll(loss, predictions["marginal"], rows)
-        pairs = [paired_difference(battle_nll(loss, logp, rows) - base, np.asarray(prompts)[used])
-                 for logp in everything.values()]
+        pairs = [
+            paired_difference(battle_nll(loss, logp, rows) - base, np.asarray(prompts)[used])
+            for logp in everything.values()
+        ]
         table["nll_vs_marginal"] = [d for d, _ in pairs]
         table["se_vs_marginal"] = [se for _, se in pairs]
         table.loc[table["predictor"] == "marginal", ["nll_vs_marginal", "se_vs_marginal"]] = np.nan
@@ -197,8 +211,9 @@ def function_distance(coefs: np.ndarray, truth: np.ndarray) -> float:
     return float(np.abs(d).sum() / (m * (m - 1)))
 
 
-def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list[int], repeats: int = 10,
-                        seed: int = 0) -> pd.DataFrame:
+def aggregation_scaling(
+    prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list[int], repeats: int = 10, seed: int = 0
+) -> pd.DataFrame:
     """Fig. 6: distance between the eq. 3 aggregate of ``k`` random prompts' leaderboards and the
     ground-truth leaderboard ``truth``, for each k in ``sizes`` (``repeats`` draws each). The draws are
     over the rows of ``prompt_coefs``: give them in content order (by prompt), not file order."""
@@ -208,8 +223,13 @@ def aggregation_scaling(prompt_coefs: np.ndarray, truth: np.ndarray, sizes: list
     for k in sizes:
         for r in range(repeats if k < n else 1):
             pick = rng.choice(n, size=min(k, n), replace=False)
-            rows.append({"prompts": int(min(k, n)), "repeat": r,
-                         "l1": function_distance(aggregate_leaderboards(prompt_coefs[pick]), truth)})
+            rows.append(
+                {
+                    "prompts": int(min(k, n)),
+                    "repeat": r,
+                    "l1": function_distance(aggregate_leaderboards(prompt_coefs[pick]), truth),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -241,10 +261,18 @@ class EvaluationResult(SavedResult):
         return evaluation_report(self)
 
 
-def evaluate_model_dir(model_dir: str | Path, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
-                       costs: Mapping[str, float] | None = None, budgets: Sequence[float] | None = None,
-                       value: str = "score", cache_dir: str | Path | None = None,
-                       progress: bool = True) -> EvaluationResult:
+def evaluate_model_dir(
+    model_dir: str | Path,
+    battles: pd.DataFrame,
+    *,
+    repeats: int = 10,
+    seed: int = 0,
+    costs: Mapping[str, float] | None = None,
+    budgets: Sequence[float] | None = None,
+    value: str = "score",
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> EvaluationResult:
     """:func:`evaluate_model` with the model in ``model_dir``: the battles, costs and budgets are
     checked against its model list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so
     a bad one fails before the encoder loads (tens of seconds). The prompts the model was trained on
@@ -256,18 +284,29 @@ def evaluate_model_dir(model_dir: str | Path, battles: pd.DataFrame, *, repeats:
         routing_costs(names, costs, budgets, value)
     recorded = read_training_prompts(model_dir)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
-    return evaluate_model(model, battles, repeats=repeats, seed=seed, costs=costs, budgets=budgets, value=value,
-                          training_prompts=recorded, progress=progress)
+    return evaluate_model(
+        model,
+        battles,
+        repeats=repeats,
+        seed=seed,
+        costs=costs,
+        budgets=budgets,
+        value=value,
+        training_prompts=recorded,
+        progress=progress,
+    )
 
 
-def routing_costs(names: list[str], costs: Mapping[str, float], budgets: Sequence[float] | None,
-                  value: str) -> tuple[np.ndarray, list[float]]:
+def routing_costs(
+    names: list[str], costs: Mapping[str, float], budgets: Sequence[float] | None, value: str
+) -> tuple[np.ndarray, list[float]]:
     """The checks of a held-out routing evaluation that need only the model list: a cost for every
     model, budgets that cover the cheapest model (each prompt's cost is bounded), a known value;
     returns the costs in ``names`` order and the budgets (default: :func:`default_budgets`)."""
     if value not in ROUTE_VALUE_KINDS:
-        raise EvalprismError(f"unknown routing value {value!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}",
-                             parameter="value")
+        raise EvalprismError(
+            f"unknown routing value {value!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}", parameter="value"
+        )
     cost = cost_vector(costs, names)
     chosen = default_budgets(cost) if not budgets else [float(b) for b in budgets]
     for b in chosen:
@@ -280,8 +319,10 @@ def routing_costs(names: list[str], costs: Mapping[str, float], budgets: Sequenc
 def value_spread(model: P2LModel, pred: Prediction) -> dict[str, list[float]]:
     """The range of the per-model mean routing value over the better half of the models (by mean score), in
     the model's own value and in the score value: how far apart the values put the models worth routing to."""
-    means = {kind: router_values(kind, model.loss, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
-             for kind in ROUTE_VALUE_KINDS}
+    means = {
+        kind: router_values(kind, model.loss, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
+        for kind in ROUTE_VALUE_KINDS
+    }
     top = np.argsort(-means["score"])[: max(1, len(model.models) // 2)]
     return {kind: [float(v[top].min()), float(v[top].max())] for kind, v in means.items()}
 
@@ -294,10 +335,18 @@ def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_p
     return prompt_scores(prompt_codes, arrays.a, arrays.b, result_a, n_prompts, len(arrays.names))
 
 
-def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10, seed: int = 0,
-                   costs: Mapping[str, float] | None = None, budgets: Sequence[float] | None = None,
-                   value: str = "score", training_prompts: dict[str, np.ndarray] | None = None,
-                   progress: bool = True) -> EvaluationResult:
+def evaluate_model(
+    model: P2LModel,
+    battles: pd.DataFrame,
+    *,
+    repeats: int = 10,
+    seed: int = 0,
+    costs: Mapping[str, float] | None = None,
+    budgets: Sequence[float] | None = None,
+    value: str = "score",
+    training_prompts: dict[str, np.ndarray] | None = None,
+    progress: bool = True,
+) -> EvaluationResult:
     """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
     marginal (training) leaderboard, split into outcome type and winner parts for a loss with ties
     (:func:`nll_split`), and the aggregation scaling of Fig. 6 against the marginal BT fitted on these
@@ -324,15 +373,20 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
     pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
     codes = pd.Index(distinct).get_indexer(prompts)
     predictions = {"p2l": prediction_log_probs(model.loss, pred, codes, arrays.a, arrays.b)}
-    marginal = None if model.marginal is None else model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    marginal = (
+        None if model.marginal is None else model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    )
     marginal_extra = model.config.get("training", {}).get("marginal_extra")
     if marginal is not None:
-        predictions = {"marginal": marginal_log_probs(model.loss, marginal, marginal_extra, arrays.a, arrays.b),
-                       **predictions}
+        predictions = {
+            "marginal": marginal_log_probs(model.loss, marginal, marginal_extra, arrays.a, arrays.b),
+            **predictions,
+        }
     clusters = np.asarray(prompts, dtype=object)
     metrics = compare_predictors(model.loss, rows, predictions, clusters)
-    split = nll_split(model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions},
-                      clusters)
+    split = nll_split(
+        model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions}, clusters
+    )
 
     routing = pd.DataFrame()
     if cost is not None:
@@ -346,23 +400,35 @@ def evaluate_model(model: P2LModel, battles: pd.DataFrame, *, repeats: int = 10,
         routing = routing_table(p2l_values, single, scores, cost, model.models, chosen_budgets)
 
     present = np.unique(np.concatenate([arrays.a, arrays.b]))
-    truth = fit_counts(PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b),
-                       "bt").coefs[present]
+    truth = fit_counts(
+        PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b), "bt"
+    ).coefs[present]
     prompt_coefs = pred.coefs[:, present]
     sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < len(distinct)] + [len(distinct)]
     scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
     if marginal is not None:
         scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
-    options = {"n_battles": len(table), "n_prompts": len(distinct), "loss": model.loss, "repeats": repeats, "seed": seed,
-               "battles_used": int(metrics["battles"].iloc[0]), "left_out": note, "read": table.attrs.get("choices", []),
-               "overlap": prompt_overlap(training_prompts, distinct)}
+    options = {
+        "n_battles": len(table),
+        "n_prompts": len(distinct),
+        "loss": model.loss,
+        "repeats": repeats,
+        "seed": seed,
+        "battles_used": int(metrics["battles"].iloc[0]),
+        "left_out": note,
+        "read": table.attrs.get("choices", []),
+        "overlap": prompt_overlap(training_prompts, distinct),
+    }
     if cost is not None:
         options["routing"] = {
-            "budgets": chosen_budgets, "value": value, "budget_scope": "prompt",
+            "budgets": chosen_budgets,
+            "value": value,
+            "budget_scope": "prompt",
             "costs": dict(zip(model.models, map(float, cost), strict=True)),
             "cost_column": getattr(costs, "column", "cost"),
-            "best_single_from": "the marginal leaderboard of the training battles" if marginal is not None else
-                                "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
+            "best_single_from": "the marginal leaderboard of the training battles"
+            if marginal is not None
+            else "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
             "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
             "value_spread": value_spread(model, pred),
         }

@@ -58,16 +58,23 @@ class Conversion:
 
     def line(self, where: str) -> str:
         """One line for the read notes (and ``run.json``)."""
-        left = f"; {self.single_model_items:,} item(s) scored by one model only left out" if self.single_model_items else ""
-        text = (f"; {self.items_without_prompt:,} item(s) without prompt text" if self.items_without_prompt else "")
-        return (f"{where}: graded scores read as battles (every two models scored on the same item; higher score "
-                f"wins, equal scores a tie, both 0 'tie (bothbad)'): {self.items:,} items, {self.models} models, "
-                f"{self.battles:,} battles: {self.decisive:,} decisive, {self.ties:,} ties, {self.both_bad:,} both bad"
-                f"{left}{text}")
+        left = (
+            f"; {self.single_model_items:,} item(s) scored by one model only left out"
+            if self.single_model_items
+            else ""
+        )
+        text = f"; {self.items_without_prompt:,} item(s) without prompt text" if self.items_without_prompt else ""
+        return (
+            f"{where}: graded scores read as battles (every two models scored on the same item; higher score "
+            f"wins, equal scores a tie, both 0 'tie (bothbad)'): {self.items:,} items, {self.models} models, "
+            f"{self.battles:,} battles: {self.decisive:,} decisive, {self.ties:,} ties, {self.both_bad:,} both bad"
+            f"{left}{text}"
+        )
 
 
-def battles_from_scores(scores: pd.DataFrame, *, where: str = "scores", require_prompts: bool = True
-                        ) -> tuple[pd.DataFrame, Conversion]:
+def battles_from_scores(
+    scores: pd.DataFrame, *, where: str = "scores", require_prompts: bool = True
+) -> tuple[pd.DataFrame, Conversion]:
     """Battles from a long score table (``run, benchmark, item_id, score`` in 0..1, optional
     ``prompt``; :func:`~evalprism.compare.read.read_runs`' table): every two models scored on the same
     item, in model-name order within an item (``model_a`` the first). ``require_prompts``: refuse an
@@ -98,16 +105,23 @@ def battles_from_scores(scores: pd.DataFrame, *, where: str = "scores", require_
     a = np.concatenate(left) if left else np.zeros(0, np.int64)
     b = np.concatenate(right) if right else np.zeros(0, np.int64)
     if a.size == 0:
-        raise EvalprismError(f"{where}: no item is scored by two or more models, so no battle can be formed "
-                             f"({len(items):,} items, {mean['run'].nunique()} model(s)); P2L needs several models "
-                             "scored on the same items")
+        raise EvalprismError(
+            f"{where}: no item is scored by two or more models, so no battle can be formed "
+            f"({len(items):,} items, {mean['run'].nunique()} model(s)); P2L needs several models "
+            "scored on the same items"
+        )
     s_a, s_b = mean["score"].to_numpy(float)[a], mean["score"].to_numpy(float)[b]
-    winner = np.where(s_a > s_b, "model_a", np.where(s_a < s_b, "model_b",
-                                                     np.where(s_a == 0, "tie (bothbad)", "tie")))
+    winner = np.where(s_a > s_b, "model_a", np.where(s_a < s_b, "model_b", np.where(s_a == 0, "tie (bothbad)", "tie")))
     runs = mean["run"].to_numpy(dtype=object)
-    battles = pd.DataFrame({"model_a": runs[a], "model_b": runs[b], "winner": winner,
-                            "benchmark": mean["benchmark"].to_numpy(dtype=object)[a],
-                            "item_id": mean["item_id"].to_numpy(dtype=object)[a]})
+    battles = pd.DataFrame(
+        {
+            "model_a": runs[a],
+            "model_b": runs[b],
+            "winner": winner,
+            "benchmark": mean["benchmark"].to_numpy(dtype=object)[a],
+            "item_id": mean["item_id"].to_numpy(dtype=object)[a],
+        }
+    )
     paired = np.zeros(len(items), bool)
     paired[item_code[a]] = True
     if has_prompt:
@@ -119,19 +133,30 @@ def battles_from_scores(scores: pd.DataFrame, *, where: str = "scores", require_
     missing = paired & pd.isna(pd.Series(texts)).to_numpy()
     if missing.any() and require_prompts:
         bench, item = items[int(np.flatnonzero(missing)[0])]
-        what = ("has no 'prompt' column" if not has_prompt else
-                f"has no prompt text for {int(missing.sum()):,} of {int(paired.sum()):,} items (first: benchmark "
-                f"'{bench}', item '{item}')")
-        raise EvalprismError(f"{where} {what}: P2L learns from the prompt, so every item needs its text (a score "
-                             "table: add a 'prompt' column; lm-eval samples and inspect logs carry it); "
-                             "`p2l fit` (the marginal leaderboard) needs none")
+        what = (
+            "has no 'prompt' column"
+            if not has_prompt
+            else f"has no prompt text for {int(missing.sum()):,} of {int(paired.sum()):,} items (first: benchmark "
+            f"'{bench}', item '{item}')"
+        )
+        raise EvalprismError(
+            f"{where} {what}: P2L learns from the prompt, so every item needs its text (a score "
+            "table: add a 'prompt' column; lm-eval samples and inspect logs carry it); "
+            "`p2l fit` (the marginal leaderboard) needs none"
+        )
     if not missing.any():
         battles.insert(0, "prompt", texts[item_code[a]])
     counts = pd.Series(winner).value_counts()
-    conversion = Conversion(items=int(paired.sum()), models=int(pd.unique(np.concatenate([runs[a], runs[b]])).size),
-                            battles=int(a.size), decisive=int(counts.get("model_a", 0) + counts.get("model_b", 0)),
-                            ties=int(counts.get("tie", 0)), both_bad=int(counts.get("tie (bothbad)", 0)),
-                            single_model_items=int((~paired).sum()), items_without_prompt=int(missing.sum()))
+    conversion = Conversion(
+        items=int(paired.sum()),
+        models=int(pd.unique(np.concatenate([runs[a], runs[b]])).size),
+        battles=int(a.size),
+        decisive=int(counts.get("model_a", 0) + counts.get("model_b", 0)),
+        ties=int(counts.get("tie", 0)),
+        both_bad=int(counts.get("tie (bothbad)", 0)),
+        single_model_items=int((~paired).sum()),
+        items_without_prompt=int(missing.sum()),
+    )
     battles.attrs["source"] = where
     battles.attrs["converted"] = [conversion.line(where)]
     return battles, conversion

@@ -78,16 +78,16 @@ def score_values(loss: str, coefs: np.ndarray, extra: np.ndarray | float | None)
     out = np.empty((n, m))
     step = max(1, 2_000_000 // (m * m))
     for start in range(0, n, step):
-        t = theta[start:start + step]
+        t = theta[start : start + step]
         k = t.shape[0]
         ca = np.broadcast_to(t[:, :, None], (k, m, m))
         cb = np.broadcast_to(t[:, None, :], (k, m, m))
-        ex = None if raw is None else np.broadcast_to(raw[start:start + step, None, None], (k, m, m))
+        ex = None if raw is None else np.broadcast_to(raw[start : start + step, None, None], (k, m, m))
         with np.errstate(divide="ignore"):
             p = np.exp(entry.log_probs(NUMPY_OPS, ca, cb, ex))
         wins, losses = p[..., A_WINS], p[..., B_WINS]
         score = wins + 0.5 * (1.0 - wins - losses)  # the rest of the mass is a tie of either kind
-        out[start:start + step] = score.mean(axis=2)
+        out[start : start + step] = score.mean(axis=2)
     return out
 
 
@@ -100,12 +100,14 @@ def own_values(route_by: str, coefs: np.ndarray) -> np.ndarray:
     return win_values(theta, np.full(theta.shape[1], 1.0 / theta.shape[1]))
 
 
-def router_values(kind: str, loss: str, route_by: str, coefs: np.ndarray,
-                  extra: np.ndarray | float | None) -> np.ndarray:
+def router_values(
+    kind: str, loss: str, route_by: str, coefs: np.ndarray, extra: np.ndarray | float | None
+) -> np.ndarray:
     """The values (n, M) a router maximises: ``score`` (:func:`score_values`) or ``own``."""
     if kind not in ROUTE_VALUE_KINDS:
-        raise EvalprismError(f"unknown routing value {kind!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}",
-                             parameter="value")
+        raise EvalprismError(
+            f"unknown routing value {kind!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}", parameter="value"
+        )
     return score_values(loss, coefs, extra) if kind == "score" else own_values(route_by, coefs)
 
 
@@ -153,16 +155,22 @@ def oracle_policy(scores: np.ndarray, cost: np.ndarray, budget: float) -> np.nda
     return best_mix(np.where(np.isfinite(scores), scores, -1.0), cost, budget)
 
 
-def _policies(p2l: np.ndarray, single: np.ndarray, scores: np.ndarray, cost: np.ndarray,
-              budget: float) -> dict[str, np.ndarray]:
+def _policies(
+    p2l: np.ndarray, single: np.ndarray, scores: np.ndarray, cost: np.ndarray, budget: float
+) -> dict[str, np.ndarray]:
     """The routing distribution of each policy at ``budget`` ((G, M) or (M,))."""
     router = best_mix(p2l, cost, budget)
     affordable = cost <= budget + 1e-12
     best = np.zeros(cost.size)
     best[int(np.flatnonzero(affordable)[np.argmax(single[affordable])])] = 1.0
     spent = float((router @ cost).mean())
-    return {"p2l": router, "best single": best, "marginal router": best_mix(single, cost, budget),
-            "random mix": cost_matched_mix(cost, spent), "oracle": oracle_policy(scores, cost, budget)}
+    return {
+        "p2l": router,
+        "best single": best,
+        "marginal router": best_mix(single, cost, budget),
+        "random mix": cost_matched_mix(cost, spent),
+        "oracle": oracle_policy(scores, cost, budget),
+    }
 
 
 def _named(probs: np.ndarray, names: Sequence[str]) -> str:
@@ -175,8 +183,14 @@ def _named(probs: np.ndarray, names: Sequence[str]) -> str:
     return shown + (f" +{len(used) - 3} more" if len(used) > 3 else "")
 
 
-def routing_table(p2l_values: np.ndarray, single_values: np.ndarray, scores: np.ndarray, cost: np.ndarray,
-                  names: Sequence[str], budgets: Sequence[float]) -> pd.DataFrame:
+def routing_table(
+    p2l_values: np.ndarray,
+    single_values: np.ndarray,
+    scores: np.ndarray,
+    cost: np.ndarray,
+    names: Sequence[str],
+    budgets: Sequence[float],
+) -> pd.DataFrame:
     """The held-out router table: per budget and policy (:data:`POLICIES`), its held-out ``value``
     and ``se`` by prompt, ``p2l_gain`` (the P2L router's value minus this policy's, on the same
     prompts; positive: the router is better) with its paired standard error ``se_gain``, the expected
@@ -196,8 +210,18 @@ def routing_table(p2l_values: np.ndarray, single_values: np.ndarray, scores: np.
             gain, se = (np.nan, np.nan) if name == "p2l" else paired_value_difference(valued["p2l"], pv)
             routed = np.atleast_2d(probs)
             spent = (routed @ cost)[routed.sum(axis=1) > 0]  # the oracle routes no prompt without a verdict
-            rows.append({"budget": float(budget), "policy": name, "value": pv.value, "se": pv.se,
-                         "p2l_gain": gain, "se_gain": se, "cost": float(spent.mean()) if spent.size else np.nan,
-                         "prompts_scored": pv.scored, "prompts_excluded": pv.excluded,
-                         "models": _named(probs, names)})
+            rows.append(
+                {
+                    "budget": float(budget),
+                    "policy": name,
+                    "value": pv.value,
+                    "se": pv.se,
+                    "p2l_gain": gain,
+                    "se_gain": se,
+                    "cost": float(spent.mean()) if spent.size else np.nan,
+                    "prompts_scored": pv.scored,
+                    "prompts_excluded": pv.excluded,
+                    "models": _named(probs, names),
+                }
+            )
     return pd.DataFrame(rows)

@@ -43,7 +43,9 @@ class _TorchOps:
 TORCH_OPS: ArrayOps = _TorchOps()
 
 
-def log_outcome_probs(model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None) -> torch.Tensor:
+def log_outcome_probs(
+    model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None
+) -> torch.Tensor:
     """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model``, with
     ``extra`` the raw tie parameter (None for a model without one).
 

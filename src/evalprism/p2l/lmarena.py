@@ -48,6 +48,7 @@ the CLS token, the chat template) before the base model's weights load. Nothing 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -77,8 +78,14 @@ DEFAULT_MAX_LENGTH = 8192
 #: what replaces a CLS token inside a prompt (lmarena's data collator), so that only the appended one is CLS
 CLS_STAND_IN = "<cls>"
 #: lmarena's ``loss_type`` names -> evalprism's outcome models (``bag`` is their first name for grk)
-LOSS_TYPES: dict[str, str] = {"bt": "bt", "bt-tie": "bt-tie", "bt_tie": "bt-tie", "rk": "rk", "grk": "grk",
-                              "bag": "grk"}
+LOSS_TYPES: dict[str, str] = {
+    "bt": "bt",
+    "bt-tie": "bt-tie",
+    "bt_tie": "bt-tie",
+    "rk": "rk",
+    "grk": "grk",
+    "bag": "grk",
+}
 #: the loss of a head without eta head when no training config names one (same coefficients as bt)
 ETA_FREE_DEFAULT = "bt-tie"
 
@@ -130,8 +137,10 @@ def _layers(directory: Path, state: dict[str, torch.Tensor], name: str) -> list[
     for prefix in prefixes:
         weight, bias = state.get(prefix + "weight"), state.get(prefix + "bias")
         if weight is None or weight.ndim != 2 or (bias is not None and bias.shape != weight.shape[:1]):
-            raise invalid_checkpoint(directory, f"'head.{name}' is not a linear layer or two (no matrix "
-                                                f"'{prefix}weight' with a matching bias)")
+            raise invalid_checkpoint(
+                directory,
+                f"'head.{name}' is not a linear layer or two (no matrix '{prefix}weight' with a matching bias)",
+            )
         layer = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
         with torch.no_grad():
             layer.weight.copy_(weight)
@@ -176,23 +185,34 @@ def _read_head(directory: Path, hidden: int, models: list[str]) -> HeadWeights:
     the model list and the base model's hidden size."""
     state = _head_tensors(directory)
     if "head.gamma_head.weight" in state:
-        raise invalid_checkpoint(directory, "the head has a gamma head (lmarena's 'ba' loss), which evalprism's "
-                                            "outcome models do not include")
+        raise invalid_checkpoint(
+            directory,
+            "the head has a gamma head (lmarena's 'ba' loss), which evalprism's outcome models do not include",
+        )
     coef = _layers(directory, state, "head")
     if not coef:
         found = ", ".join(sorted(state)) or "no head.* tensors"
-        raise invalid_checkpoint(directory, f"cannot infer the head type: no coefficient head 'head.head' (a linear "
-                                            f"layer or two) in the weights (found {found})")
+        raise invalid_checkpoint(
+            directory,
+            f"cannot infer the head type: no coefficient head 'head.head' (a linear "
+            f"layer or two) in the weights (found {found})",
+        )
     eta = _layers(directory, state, "eta_head") or None
     if coef[-1].out_features != len(models):
-        raise invalid_checkpoint(directory, f"{MODEL_LIST_FILE} names {len(models)} models but the coefficient "
-                                            f"head 'head.head' has {coef[-1].out_features} outputs")
+        raise invalid_checkpoint(
+            directory,
+            f"{MODEL_LIST_FILE} names {len(models)} models but the coefficient "
+            f"head 'head.head' has {coef[-1].out_features} outputs",
+        )
     for name, layers in (("head.head", coef), ("head.eta_head", eta or [])):
-        if layers and (layers[0].in_features != hidden or any(a.out_features != b.in_features
-                                                              for a, b in zip(layers, layers[1:]))):
+        if layers and (
+            layers[0].in_features != hidden
+            or any(a.out_features != b.in_features for a, b in itertools.pairwise(layers))
+        ):
             shapes = " -> ".join(f"{layer.in_features}x{layer.out_features}" for layer in layers)
-            raise invalid_checkpoint(directory, f"'{name}' ({shapes}) does not fit the base model's hidden size "
-                                                f"{hidden}")
+            raise invalid_checkpoint(
+                directory, f"'{name}' ({shapes}) does not fit the base model's hidden size {hidden}"
+            )
     if eta is not None and eta[-1].out_features != 1:
         raise invalid_checkpoint(directory, f"'head.eta_head' has {eta[-1].out_features} outputs, expected 1")
     return HeadWeights(coef, eta)
@@ -208,15 +228,16 @@ def _head_tensors(directory: Path) -> dict[str, torch.Tensor]:
         elif (directory / WEIGHTS_FILE).is_file():
             files = [WEIGHTS_FILE]
         else:
-            raise invalid_checkpoint(directory, f"no {WEIGHTS_FILE} or {WEIGHTS_INDEX_FILE} (lmarena's checkpoints "
-                                                "are saved as safetensors)")
+            raise invalid_checkpoint(
+                directory, f"no {WEIGHTS_FILE} or {WEIGHTS_INDEX_FILE} (lmarena's checkpoints are saved as safetensors)"
+            )
         state: dict[str, torch.Tensor] = {}
         for name in files:
             with safe_open(str(directory / name), framework="pt") as f:
-                state.update({k: f.get_tensor(k).float() for k in f.keys() if k.startswith("head.")})
+                state.update({k: f.get_tensor(k).float() for k in f if k.startswith("head.")})
     except EvalprismError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a truncated or foreign file, a broken index: one message
+    except Exception as exc:
         raise invalid_checkpoint(directory, f"the weights cannot be read ({type(exc).__name__}: {exc})") from None
     if not all(bool(torch.isfinite(t).all()) for t in state.values()):
         raise invalid_checkpoint(directory, "the head holds NaN or infinite weights")
@@ -238,8 +259,9 @@ def _read_json(directory: Path, name: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise invalid_checkpoint(directory, f"{name} cannot be read ({type(exc).__name__}: {exc})") from None
     except json.JSONDecodeError as exc:
-        raise invalid_checkpoint(directory, f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                                            f"{exc.msg})") from None
+        raise invalid_checkpoint(
+            directory, f"{name} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
 
 
 def read_model_list(directory: Path) -> list[str]:
@@ -273,17 +295,26 @@ def _infer_loss(directory: Path, head: HeadWeights) -> tuple[str, str | None]:
     if loss_type is None:
         if head.eta is None:
             return ETA_FREE_DEFAULT, None
-        raise invalid_checkpoint(directory, f"cannot infer the head type: the head has an eta head (an rk or grk "
-                                            f"model) and there is no {TRAINING_CONFIG_FILE} with the 'loss_type' "
-                                            f"it was trained with; write one, e.g. {{\"loss_type\": \"grk\"}}")
+        raise invalid_checkpoint(
+            directory,
+            f"cannot infer the head type: the head has an eta head (an rk or grk "
+            f"model) and there is no {TRAINING_CONFIG_FILE} with the 'loss_type' "
+            f'it was trained with; write one, e.g. {{"loss_type": "grk"}}',
+        )
     loss = LOSS_TYPES.get(str(loss_type))
     if loss is None:
-        raise invalid_checkpoint(directory, f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
-                                            f"{loss_type!r}, which has no evalprism outcome model (expected one of "
-                                            f"{', '.join(LOSS_TYPES)})")
+        raise invalid_checkpoint(
+            directory,
+            f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
+            f"{loss_type!r}, which has no evalprism outcome model (expected one of "
+            f"{', '.join(LOSS_TYPES)})",
+        )
     if loss in ETA_TO_RAW and head.eta is None:
-        raise invalid_checkpoint(directory, f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
-                                            f"{loss_type!r} but the head has no eta head 'head.eta_head'")
+        raise invalid_checkpoint(
+            directory,
+            f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
+            f"{loss_type!r} but the head has no eta head 'head.eta_head'",
+        )
     return loss, str(loss_type)
 
 
@@ -297,17 +328,24 @@ def _load_tokenizer(directory: Path, vocab: int | None) -> Any:
             tokenizer = PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
         else:
             tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - one message for any load failure
+    except Exception as exc:
         raise invalid_checkpoint(directory, f"the tokenizer cannot be loaded ({type(exc).__name__}: {exc})") from None
     if tokenizer.cls_token is None or tokenizer.cls_token_id is None:
-        raise invalid_checkpoint(directory, "the tokenizer has no CLS token (lmarena's training adds one, e.g. "
-                                            "'<|cls|>', whose hidden state feeds the head)")
+        raise invalid_checkpoint(
+            directory,
+            "the tokenizer has no CLS token (lmarena's training adds one, e.g. "
+            "'<|cls|>', whose hidden state feeds the head)",
+        )
     if vocab is not None and tokenizer.cls_token_id >= vocab:
-        raise invalid_checkpoint(directory, f"the tokenizer's CLS token has id {tokenizer.cls_token_id}, beyond the "
-                                            f"base model's {vocab} embeddings")
+        raise invalid_checkpoint(
+            directory,
+            f"the tokenizer's CLS token has id {tokenizer.cls_token_id}, beyond the base model's {vocab} embeddings",
+        )
     if not tokenizer.chat_template:
-        raise invalid_checkpoint(directory, "the tokenizer has no chat template (lmarena formats every prompt with "
-                                            "one before appending the CLS token)")
+        raise invalid_checkpoint(
+            directory,
+            "the tokenizer has no chat template (lmarena formats every prompt with one before appending the CLS token)",
+        )
     tokenizer.truncation_side = "left"
     tokenizer.padding_side = "right"
     return tokenizer
@@ -327,8 +365,17 @@ class LmarenaBackbone(Backbone):
 
     runtime = "torch"
 
-    def __init__(self, directory: Path, tokenizer: Any, model: Any, *, max_length: int = DEFAULT_MAX_LENGTH,
-                 batch_size: int = 16, batch_tokens: int = 16384, progress: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        tokenizer: Any,
+        model: Any,
+        *,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        batch_size: int = 16,
+        batch_tokens: int = 16384,
+        progress: bool = False,
+    ) -> None:
         super().__init__()
         self.spec = str(directory)
         self.trainable = False
@@ -352,8 +399,9 @@ class LmarenaBackbone(Backbone):
 
     def token_ids(self, prompts: Sequence[str]) -> list[list[int]]:
         """Token ids of the formatted prompts, truncated from the left to ``max_length``."""
-        encoded = self.tokenizer(self.format(prompts), add_special_tokens=False, truncation=True,
-                                 max_length=self.max_length)
+        encoded = self.tokenizer(
+            self.format(prompts), add_special_tokens=False, truncation=True, max_length=self.max_length
+        )
         return [list(ids) for ids in encoded["input_ids"]]
 
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
@@ -362,8 +410,11 @@ class LmarenaBackbone(Backbone):
         batches, start = [], 0
         while start < order.size:
             stop = start + 1
-            while (stop < order.size and stop - start < self.batch_size
-                   and (stop - start + 1) * lengths[order[stop]] <= self.batch_tokens):
+            while (
+                stop < order.size
+                and stop - start < self.batch_size
+                and (stop - start + 1) * lengths[order[stop]] <= self.batch_tokens
+            ):
                 stop += 1
             batches.append(order[start:stop])
             start = stop
@@ -405,9 +456,15 @@ class LmarenaBackbone(Backbone):
 # ---------------------------------------------------------------------------------------------
 
 
-def load_lmarena(directory: str | Path, *, precision: str = "float32", runtime: str = "torch",
-                 progress: bool = False, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 16
-                 ) -> tuple[LmarenaBackbone, LmarenaHead, list[str], dict[str, Any]]:
+def load_lmarena(
+    directory: str | Path,
+    *,
+    precision: str = "float32",
+    runtime: str = "torch",
+    progress: bool = False,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    batch_size: int = 16,
+) -> tuple[LmarenaBackbone, LmarenaHead, list[str], dict[str, Any]]:
     """The backbone, head, model list and config of the lmarena checkpoint in ``directory``, for
     :meth:`P2LModel.load <evalprism.p2l.model.P2LModel.load>`; every file is checked before the
     base model's weights load. ``precision``: the base model's dtype (the head stays float32);
@@ -416,8 +473,10 @@ def load_lmarena(directory: str | Path, *, precision: str = "float32", runtime: 
     dtype = inference_dtype(precision)
     resolve_runtime(runtime, f"hf:{directory}")
     if max_length < 2:
-        raise EvalprismError(f"max_length {max_length}: expected at least 2 tokens (the prompt and the CLS token)",
-                             parameter="max_length")
+        raise EvalprismError(
+            f"max_length {max_length}: expected at least 2 tokens (the prompt and the CLS token)",
+            parameter="max_length",
+        )
     models = read_model_list(directory)
     base_config = _base_config(directory)
     hidden, vocab = base_config["hidden_size"], base_config.get("vocab_size")
@@ -426,12 +485,23 @@ def load_lmarena(directory: str | Path, *, precision: str = "float32", runtime: 
     tokenizer = _load_tokenizer(directory, vocab if isinstance(vocab, int) else None)
     base = _load_base(directory, dtype, progress)
     head = LmarenaHead(_sequential(weights.coef), _sequential(weights.eta) if weights.eta else None, len(models), loss)
-    backbone = LmarenaBackbone(directory, tokenizer, base, max_length=max_length, batch_size=batch_size,
-                               progress=progress)
-    released = {"model_type": base_config.get("model_type"), "loss_type": loss_type, "head": weights.shape,
-                "cls_token": backbone.cls, "max_length": max_length}
-    config = {"loss": loss, "models": models, "backbone": {"spec": str(directory), "dim": hidden, "finetuned": False},
-              "format": "lmarena", "lmarena": released}
+    backbone = LmarenaBackbone(
+        directory, tokenizer, base, max_length=max_length, batch_size=batch_size, progress=progress
+    )
+    released = {
+        "model_type": base_config.get("model_type"),
+        "loss_type": loss_type,
+        "head": weights.shape,
+        "cls_token": backbone.cls,
+        "max_length": max_length,
+    }
+    config = {
+        "loss": loss,
+        "models": models,
+        "backbone": {"spec": str(directory), "dim": hidden, "finetuned": False},
+        "format": "lmarena",
+        "lmarena": released,
+    }
     return backbone, head, models, config
 
 
@@ -446,12 +516,14 @@ def _load_base(directory: Path, dtype: torch.dtype, progress: bool) -> Any:
     if not progress:
         hf_logging.disable_progress_bar()
     try:
-        model, info = AutoModel.from_pretrained(str(directory), dtype=dtype, local_files_only=True,
-                                                output_loading_info=True)
-    except Exception as exc:  # noqa: BLE001 - one message for any load failure
+        model, info = AutoModel.from_pretrained(
+            str(directory), dtype=dtype, local_files_only=True, output_loading_info=True
+        )
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise invalid_checkpoint(directory, f"the base model cannot be loaded ({type(exc).__name__}: "
-                                            f"{first})") from None
+        raise invalid_checkpoint(
+            directory, f"the base model cannot be loaded ({type(exc).__name__}: {first})"
+        ) from None
     finally:
         if bar:
             hf_logging.enable_progress_bar()

@@ -54,9 +54,17 @@ class Leaderboard:
     identified: np.ndarray | None = None
 
     @classmethod
-    def from_counts(cls, pairs: PairCounts, model: PairModel = "bt", ci: CiMethod | None = "sandwich", *,
-                    names: list[str] | None = None, rounds: int = 100, seed: int = 0,
-                    on_step: Callable[[int], None] | None = None) -> Leaderboard:
+    def from_counts(
+        cls,
+        pairs: PairCounts,
+        model: PairModel = "bt",
+        ci: CiMethod | None = "sandwich",
+        *,
+        names: list[str] | None = None,
+        rounds: int = 100,
+        seed: int = 0,
+        on_step: Callable[[int], None] | None = None,
+    ) -> Leaderboard:
         """Fit ``model`` to aggregated battles by maximum likelihood, with 95% intervals ``ci``
         (:func:`~evalprism.stats.pairwise.coef_intervals`). ``names`` labels the models (default:
         their indices)."""
@@ -86,11 +94,21 @@ class Leaderboard:
     def frame(self) -> pd.DataFrame:
         """Columns rank, model, coef, lower, upper, rating, battles (and identified, when checked:
         False marks a pinned coefficient); best model first."""
-        columns = {"model": self.names, "coef": self.coefs, "lower": self.lower, "upper": self.upper,
-                   "rating": elo_ratings(self.coefs), "battles": self.battles}
+        columns = {
+            "model": self.names,
+            "coef": self.coefs,
+            "lower": self.lower,
+            "upper": self.upper,
+            "rating": elo_ratings(self.coefs),
+            "battles": self.battles,
+        }
         if self.identified is not None:
             columns["identified"] = self.identified
-        board = pd.DataFrame(columns).sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        board = (
+            pd.DataFrame(columns)
+            .sort_values(["coef", "model"], ascending=[False, True], kind="stable")
+            .reset_index(drop=True)
+        )
         board.insert(0, "rank", np.arange(1, len(board) + 1))
         return board
 
@@ -137,31 +155,49 @@ def fit_leaderboard(
     ``leaderboard`` frame has the columns rank, model, coef, lower, upper, rating, battles,
     identified; ``fit`` is the :class:`Leaderboard` of the full fit.
     """
-    check_applies("rounds", rounds, ci == "bootstrap",
-                  f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})")
+    check_applies(
+        "rounds",
+        rounds,
+        ci == "bootstrap",
+        f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})",
+    )
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
     table = to_canonical_battles(battles, prompts=False)  # a marginal fit reads no prompt
     status(f"fitting {model} to {len(table)} battles", progress)
-    note = ignored_battles_note(model, outcome_codes(table["winner"]),
-                                table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None)
+    note = ignored_battles_note(
+        model, outcome_codes(table["winner"]), table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
+    )
     if note:
         status(note, progress)
     arrays = in_count_order(battle_arrays(table))  # soft labels summed in content order
     pairs = PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names), p_b=arrays.p_b)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
-        board = Leaderboard.from_counts(pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed,
-                                        on_step=bar.update)
+        board = Leaderboard.from_counts(
+            pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update
+        )
         sep = pair_separation(pairs, model)
         core = None
         if not sep.identified.all() and sep.identified.sum() >= 2 and outcome_model(model).shift_invariant:
             # the limit of the maximum-likelihood fit for the identified models is their own fit (taken
             # for shift-invariant models only, as before); the full fit's intervals there are spoilt by
             # the diverging coefficients
-            core = Leaderboard.from_counts(restrict_pairs(pairs, sep.identified), model, ci,
-                                           names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
-                                           rounds=rounds, seed=seed)
-    options = {"model": model, "ci": ci, "rounds": rounds if ci == "bootstrap" else None,
-               "seed": seed, "n_battles": len(table), "nll": board.fit.nll, "read": table.attrs.get("choices", [])}
+            core = Leaderboard.from_counts(
+                restrict_pairs(pairs, sep.identified),
+                model,
+                ci,
+                names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
+                rounds=rounds,
+                seed=seed,
+            )
+    options = {
+        "model": model,
+        "ci": ci,
+        "rounds": rounds if ci == "bootstrap" else None,
+        "seed": seed,
+        "n_battles": len(table),
+        "nll": board.fit.nll,
+        "read": table.attrs.get("choices", []),
+    }
     frame = leaderboard_frame(board, sep, core)
     if not sep.identified.all():
         options["not_identified"] = not_identified_note(frame)
@@ -223,23 +259,36 @@ def leaderboard_frame(board: Leaderboard, sep: Separation, core: Leaderboard | N
     coef[both], lower[both], upper[both] = np.nan, -np.inf, np.inf
     with np.errstate(invalid="ignore"):
         rating = elo_ratings(coef)
-    frame = pd.DataFrame({"model": board.names, "coef": coef, "lower": lower, "upper": upper, "rating": rating,
-                          "battles": board.battles, "identified": ok})
-    frame = frame.sort_values(["coef", "model"], ascending=[False, True], kind="stable",
-                              na_position="last").reset_index(drop=True)
+    frame = pd.DataFrame(
+        {
+            "model": board.names,
+            "coef": coef,
+            "lower": lower,
+            "upper": upper,
+            "rating": rating,
+            "battles": board.battles,
+            "identified": ok,
+        }
+    )
+    frame = frame.sort_values(
+        ["coef", "model"], ascending=[False, True], kind="stable", na_position="last"
+    ).reset_index(drop=True)
     frame.insert(0, "rank", np.arange(1, len(frame) + 1))
     return frame
 
 
 def not_identified_note(frame: pd.DataFrame) -> str:
     """One sentence naming the models whose coefficients the battles do not identify, and why."""
-    groups = [("never lost to the others (coefficient +inf)", np.isposinf(frame["coef"])),
-              ("never won against the others (coefficient -inf)", np.isneginf(frame["coef"])),
-              ("neither lost to nor won against the identified models (coefficient undetermined)",
-               frame["coef"].isna())]
+    groups = [
+        ("never lost to the others (coefficient +inf)", np.isposinf(frame["coef"])),
+        ("never won against the others (coefficient -inf)", np.isneginf(frame["coef"])),
+        ("neither lost to nor won against the identified models (coefficient undetermined)", frame["coef"].isna()),
+    ]
     parts = [f"{', '.join(frame.loc[mask, 'model'])} {why}" for why, mask in groups if mask.any()]
-    return ("not identified (separation): " + "; ".join(parts) + ". Their coefficients have no finite "
-            "maximum-likelihood value and no finite 95% interval; add battles they lose (or win) to rank them.")
+    return (
+        "not identified (separation): " + "; ".join(parts) + ". Their coefficients have no finite "
+        "maximum-likelihood value and no finite 95% interval; add battles they lose (or win) to rank them."
+    )
 
 
 def warn(message: str) -> None:

@@ -101,8 +101,14 @@ class Prediction:
 class P2LModel:
     """A trained prompt-to-leaderboard model. ``models`` lists the model names in coefficient order."""
 
-    def __init__(self, backbone: Backbone, head: LeaderboardHead, models: list[str], config: dict[str, Any],
-                 marginal: pd.DataFrame | None = None) -> None:
+    def __init__(
+        self,
+        backbone: Backbone,
+        head: LeaderboardHead,
+        models: list[str],
+        config: dict[str, Any],
+        marginal: pd.DataFrame | None = None,
+    ) -> None:
         self.backbone = backbone
         self.head = head
         self.models = list(models)
@@ -123,7 +129,7 @@ class P2LModel:
         self.backbone.eval()
         with torch.no_grad():
             for start in range(0, len(prompts), batch_size):
-                c, e = self.head(self.backbone.features(prompts[start:start + batch_size]).float())
+                c, e = self.head(self.backbone.features(prompts[start : start + batch_size]).float())
                 coefs.append(c.numpy())
                 if tie is not None:
                     extras.append(tie.report(TORCH_OPS, e).numpy())
@@ -153,9 +159,14 @@ class P2LModel:
         spec = self.backbone.save_weights(directory)
         from evalprism import __version__
 
-        config = {**self.config, **(extra_config or {}), "models": self.models, "loss": self.loss,
-                  "backbone": {**describe(self.backbone), "spec": spec},
-                  "evalprism": {"version": __version__, "format": MODEL_FORMAT}}
+        config = {
+            **self.config,
+            **(extra_config or {}),
+            "models": self.models,
+            "loss": self.loss,
+            "backbone": {**describe(self.backbone), "spec": spec},
+            "evalprism": {"version": __version__, "format": MODEL_FORMAT},
+        }
         # serialised here and written by Python: a full disk is then an OSError naming its cause (safetensors'
         # own writer raises a SafetensorError with the cause in its text); the head is kilobytes
         head = save({k: v.detach().contiguous() for k, v in self.head.state_dict().items()})
@@ -167,8 +178,15 @@ class P2LModel:
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path, *, cache_dir: str | Path | None | bool = None,
-             progress: bool = False, precision: str = "float32", runtime: str = "torch") -> P2LModel:
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        cache_dir: str | Path | bool | None = None,
+        progress: bool = False,
+        precision: str = "float32",
+        runtime: str = "torch",
+    ) -> P2LModel:
         """Load a model directory written by ``evalprism p2l train``, or a P2L checkpoint lmarena
         released, downloaded by the user (detected by its ``model_list.json``:
         :mod:`evalprism.p2l.lmarena`). No network needed.
@@ -184,14 +202,23 @@ class P2LModel:
             return cls(*load_lmarena(directory, precision=precision, runtime=runtime, progress=progress))
         config, state, marginal = read_model_files(directory)
         models, loss = list(config["models"]), str(config["loss"])
-        backbone = load_backbone(str(config["backbone"]["spec"]), cache_dir=cache_dir, progress=progress,
-                                 root=directory, precision=precision, runtime=runtime)
+        backbone = load_backbone(
+            str(config["backbone"]["spec"]),
+            cache_dir=cache_dir,
+            progress=progress,
+            root=directory,
+            precision=precision,
+            runtime=runtime,
+        )
         head = CoefficientHead(backbone.dim, len(models), loss)
         try:
             head.load_state_dict(state)
         except RuntimeError as exc:
-            raise invalid_model_dir(directory, f"{HEAD_FILE} does not match {CONFIG_FILE} ({len(models)} models, "
-                                    f"{backbone.dim}-dim backbone): {str(exc).splitlines()[-1].strip()}") from None
+            raise invalid_model_dir(
+                directory,
+                f"{HEAD_FILE} does not match {CONFIG_FILE} ({len(models)} models, "
+                f"{backbone.dim}-dim backbone): {str(exc).splitlines()[-1].strip()}",
+            ) from None
         return cls(backbone, head, models, config, marginal)
 
 
@@ -221,12 +248,16 @@ def check_model_format(directory: Path, written_by: object) -> None:
         return
     fmt = written_by.get("format") if isinstance(written_by, dict) else None
     if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
-        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'evalprism' must hold the model format (a whole number "
-                                f"from 1), got {written_by!r}")
+        raise invalid_model_dir(
+            directory,
+            f"{CONFIG_FILE}: 'evalprism' must hold the model format (a whole number from 1), got {written_by!r}",
+        )
     if fmt > MODEL_FORMAT:
         version = written_by.get("version", "a newer version") if isinstance(written_by, dict) else "?"
-        raise EvalprismError(f"{directory}: written by evalprism {version} in model format {fmt}; this evalprism "
-                             f"({__version__}) reads formats up to {MODEL_FORMAT}: upgrade evalprism to use it")
+        raise EvalprismError(
+            f"{directory}: written by evalprism {version} in model format {fmt}; this evalprism "
+            f"({__version__}) reads formats up to {MODEL_FORMAT}: upgrade evalprism to use it"
+        )
 
 
 def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], pd.DataFrame | None]:
@@ -246,8 +277,9 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
     try:
         config = json.loads(read_text(config_path))
     except json.JSONDecodeError as exc:
-        raise invalid_model_dir(directory, f"{CONFIG_FILE} is not valid JSON (line {exc.lineno}, column "
-                                f"{exc.colno}: {exc.msg})") from None
+        raise invalid_model_dir(
+            directory, f"{CONFIG_FILE} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     except EvalprismError as exc:
         raise invalid_model_dir(directory, str(exc)) from None
     if isinstance(config, dict):
@@ -259,21 +291,25 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
     if len(set(models)) != len(models):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'models' names a model twice")
     if config.get("loss") not in PAIR_MODELS:
-        raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'loss' is {config.get('loss')!r}, expected one of "
-                                f"{', '.join(PAIR_MODELS)}")
+        raise invalid_model_dir(
+            directory, f"{CONFIG_FILE}: 'loss' is {config.get('loss')!r}, expected one of {', '.join(PAIR_MODELS)}"
+        )
     if not isinstance(backbone, dict) or not isinstance(backbone.get("spec"), str):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'backbone' must hold the backbone's 'spec'")
     try:
         state = load_file(str(head_path))
     except Exception as exc:  # safetensors raises its own error type for truncated or foreign files
-        raise invalid_model_dir(directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: "
-                                f"{str(exc) or 'empty file'})") from None
+        raise invalid_model_dir(
+            directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: {str(exc) or 'empty file'})"
+        ) from None
     outputs = len(models) + OUTCOME_MODELS[config["loss"]].n_extra
     weight = state.get("linear.weight")
     if weight is None or weight.ndim != 2 or weight.shape[0] != outputs:
         shape = "no 'linear.weight'" if weight is None else f"'linear.weight' of shape {tuple(weight.shape)}"
-        raise invalid_model_dir(directory, f"{HEAD_FILE} holds {shape}, expected {outputs} outputs (the "
-                                f"{len(models)} models of {CONFIG_FILE})")
+        raise invalid_model_dir(
+            directory,
+            f"{HEAD_FILE} holds {shape}, expected {outputs} outputs (the {len(models)} models of {CONFIG_FILE})",
+        )
     if not all(bool(torch.isfinite(t).all()) for t in state.values()):
         raise invalid_model_dir(directory, f"{HEAD_FILE} holds NaN or infinite weights")
     marginal = None
@@ -282,8 +318,12 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         try:
             marginal = schema.validate(pd.read_csv(directory / MARGINAL_FILE), source=MARGINAL_FILE)
         except (ValueError, pd.errors.ParserError, EvalprismError) as exc:  # ParserError, EmptyDataError, decoding
-            raise invalid_model_dir(directory, str(exc) if isinstance(exc, EvalprismError) else
-                                    f"{MARGINAL_FILE} cannot be read ({str(exc).strip().splitlines()[0]})") from None
+            raise invalid_model_dir(
+                directory,
+                str(exc)
+                if isinstance(exc, EvalprismError)
+                else f"{MARGINAL_FILE} cannot be read ({str(exc).strip().splitlines()[0]})",
+            ) from None
         if sorted(marginal["model"]) != sorted(models):
             raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
         marginal.attrs = {}

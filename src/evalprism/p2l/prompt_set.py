@@ -17,10 +17,10 @@ import pandas as pd
 from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
 from evalprism.progress import status
+from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 from evalprism.stats.pairwise import elo_ratings
 
 
@@ -38,8 +38,12 @@ class PromptSetResult(SavedResult):
     options: dict[str, Any] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {"prompts": self.prompts, "leaderboard": self.leaderboard, "categories": self.categories,
-                "strengths": self.strengths}
+        return {
+            "prompts": self.prompts,
+            "leaderboard": self.leaderboard,
+            "categories": self.categories,
+            "strengths": self.strengths,
+        }
 
     def report(self) -> Any:
         from evalprism.p2l.reports import prompt_set_report
@@ -52,8 +56,15 @@ def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:
     on which the model has the top coefficient)."""
     agg = aggregate_leaderboards(coefs, method="bt")
     best = np.bincount(coefs.argmax(axis=1), minlength=len(models)) / coefs.shape[0]
-    table = pd.DataFrame({"model": models, "coef": agg, "rating": elo_ratings(agg),
-                          "mean_coef": aggregate_leaderboards(coefs, method="mean"), "best_share": best})
+    table = pd.DataFrame(
+        {
+            "model": models,
+            "coef": agg,
+            "rating": elo_ratings(agg),
+            "mean_coef": aggregate_leaderboards(coefs, method="mean"),
+            "best_share": best,
+        }
+    )
     table = table.sort_values(["coef", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     return table
@@ -67,7 +78,7 @@ def analyze_prompt_set(
     reference: str | None = None,
     aggregation: Aggregation = "bt",
     min_cluster_size: int | None = None,
-    cache_dir: str | Path | None | bool = None,
+    cache_dir: str | Path | bool | None = None,
     progress: bool = True,
 ) -> PromptSetResult:
     """Run the model on ``prompts`` (a table with a ``prompt`` column) and aggregate.
@@ -80,8 +91,10 @@ def analyze_prompt_set(
     # the options are checked before the prompts are encoded (minutes on a large prompt set)
     if category_column is not None and category_column not in prompts.columns:
         where = prompts.attrs.get("source", "prompts")
-        raise EvalprismError(f"{where}: no column '{category_column}' (columns: {', '.join(map(str, prompts.columns))})",
-                             parameter="category_column")
+        raise EvalprismError(
+            f"{where}: no column '{category_column}' (columns: {', '.join(map(str, prompts.columns))})",
+            parameter="category_column",
+        )
     status(f"predicting leaderboards for {len(texts)} prompts over {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)
     if category_column is not None:
@@ -99,6 +112,12 @@ def analyze_prompt_set(
     table["category"] = categories
     table["best_model"] = np.asarray(model.models)[coefs.argmax(axis=1)]
     table = pd.concat([table, pd.DataFrame(coefs, columns=model.models)], axis=1)
-    options = {"n_prompts": len(texts), "categories": source, "reference": reference, "aggregation": aggregation,
-               "models": len(model.models), "loss": model.loss}
+    options = {
+        "n_prompts": len(texts),
+        "categories": source,
+        "reference": reference,
+        "aggregation": aggregation,
+        "models": len(model.models),
+        "loss": model.loss,
+    }
     return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), options)

@@ -22,10 +22,15 @@ if TYPE_CHECKING:
 def _overlapping_pairs(board: pd.DataFrame) -> pd.DataFrame:
     """Pairs of models whose 95% intervals overlap (the battles do not order them), closest first:
     columns upper_model, lower_model, rating_gap."""
-    rows = [(a.model, b.model, a.rating - b.rating) for i, a in enumerate(board.itertuples())
-            for b in board.iloc[i + 1:].itertuples() if a.lower <= b.upper]
-    return pd.DataFrame(rows, columns=["upper_model", "lower_model", "rating_gap"]).sort_values("rating_gap",
-                                                                                               kind="stable")
+    rows = [
+        (a.model, b.model, a.rating - b.rating)
+        for i, a in enumerate(board.itertuples())
+        for b in board.iloc[i + 1 :].itertuples()
+        if a.lower <= b.upper
+    ]
+    return pd.DataFrame(rows, columns=["upper_model", "lower_model", "rating_gap"]).sort_values(
+        "rating_gap", kind="stable"
+    )
 
 
 def leaderboard_index_line(result: LeaderboardResult) -> str:
@@ -33,8 +38,10 @@ def leaderboard_index_line(result: LeaderboardResult) -> str:
     board = result.leaderboard
     n_pairs = len(board) * (len(board) - 1) // 2
     top = board.iloc[0]
-    return (f"{top['model']} leads (rating {top['rating']:.0f}); {len(_overlapping_pairs(board))} of {n_pairs} "
-            "model pairs have overlapping 95% intervals")
+    return (
+        f"{top['model']} leads (rating {top['rating']:.0f}); {len(_overlapping_pairs(board))} of {n_pairs} "
+        "model pairs have overlapping 95% intervals"
+    )
 
 
 def leaderboard_report(result: LeaderboardResult) -> Report:
@@ -42,43 +49,69 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
     support (pairs of models whose intervals overlap, closest first)."""
     board = result.leaderboard
     o = result.options
-    report = Report(title="Marginal leaderboard",
-                    subtitle=f"{o['model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}")
+    report = Report(
+        title="Marginal leaderboard",
+        subtitle=f"{o['model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}",
+    )
     top = board.iloc[0]
     overlaps = _overlapping_pairs(board)
     n_pairs = len(board) * (len(board) - 1) // 2
     lines = [f"{len(board)} models; {top['model']} leads with rating {top['rating']:.0f}."]
     if len(overlaps):
-        closest = "; ".join(f"{r.upper_model} and {r.lower_model} ({r.rating_gap:.0f} rating points apart)"
-                            for r in overlaps.head(3).itertuples())
-        lines.append(f"{len(overlaps)} of {n_pairs} pairs of models have overlapping 95% intervals, so these battles "
-                     f"do not order them; the closest: {closest}.")
+        closest = "; ".join(
+            f"{r.upper_model} and {r.lower_model} ({r.rating_gap:.0f} rating points apart)"
+            for r in overlaps.head(3).itertuples()
+        )
+        lines.append(
+            f"{len(overlaps)} of {n_pairs} pairs of models have overlapping 95% intervals, so these battles "
+            f"do not order them; the closest: {closest}."
+        )
     else:
         lines.append(f"All {n_pairs} pairs of models are separated: no two 95% intervals overlap.")
     if o.get("not_identified"):
         lines.append(o["not_identified"][0].upper() + o["not_identified"][1:])
-    lines.append("One rating per model is an average over every prompt: a model that leads on some kinds of prompts "
-                 "and trails on others gets one middling number. Per-prompt leaderboards need P2L "
-                 "(`evalprism p2l train`, then `evalprism p2l leaderboard` for a prompt set's categories).")
+    lines.append(
+        "One rating per model is an average over every prompt: a model that leads on some kinds of prompts "
+        "and trails on others gets one middling number. Per-prompt leaderboards need P2L "
+        "(`evalprism p2l train`, then `evalprism p2l leaderboard` for a prompt set's categories)."
+    )
     report.summary(*lines)
     shown = board[np.isfinite(board["coef"])].iloc[::-1]  # an infinite coefficient has no point to draw
-    fig = go.Figure(go.Scatter(
-        x=shown["coef"], y=shown["model"], mode="markers",
-        error_x={"type": "data", "symmetric": False, "array": shown["upper"] - shown["coef"],
-                 "arrayminus": shown["coef"] - shown["lower"]},
-        hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
-    ))
-    fig.update_layout(height=max(320, 22 * len(board) + 120), template="plotly_white",
-                      xaxis_title="coefficient (higher is better)", margin={"l": 20, "r": 20, "t": 20, "b": 50},
-                      yaxis={"type": "category", "automargin": True})
-    report.figure(fig, "Coefficients with 95% intervals",
-                  "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
-                  "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.")
+    fig = go.Figure(
+        go.Scatter(
+            x=shown["coef"],
+            y=shown["model"],
+            mode="markers",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": shown["upper"] - shown["coef"],
+                "arrayminus": shown["coef"] - shown["lower"],
+            },
+            hovertemplate="%{y}<br>coefficient %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=max(320, 22 * len(board) + 120),
+        template="plotly_white",
+        xaxis_title="coefficient (higher is better)",
+        margin={"l": 20, "r": 20, "t": 20, "b": 50},
+        yaxis={"type": "category", "automargin": True},
+    )
+    report.figure(
+        fig,
+        "Coefficients with 95% intervals",
+        "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
+        "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.",
+    )
     report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.", nowrap=["model"])
     if len(overlaps):
-        report.table(overlaps.round(1), "Pairs the battles do not order",
-                     "Pairs of models whose 95% intervals overlap, closest ratings first.",
-                     nowrap=["upper_model", "lower_model"])
+        report.table(
+            overlaps.round(1),
+            "Pairs the battles do not order",
+            "Pairs of models whose 95% intervals overlap, closest ratings first.",
+            nowrap=["upper_model", "lower_model"],
+        )
     report.details.update(o)
     return report
 
@@ -90,14 +123,31 @@ def _loss_figure(history: pd.DataFrame, marginal_nll: float, best_epoch: int) ->
         fig.add_trace(go.Scatter(x=history["epoch"], y=history[col], mode="lines+markers", name=name))
     best = history[history["epoch"] == best_epoch]
     if len(best):
-        fig.add_trace(go.Scatter(x=best["epoch"], y=best["val_nll"], mode="markers+text", name="best epoch (saved)",
-                                 marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
-                                 text=[f"best epoch {best_epoch}"], textposition="bottom center"))
+        fig.add_trace(
+            go.Scatter(
+                x=best["epoch"],
+                y=best["val_nll"],
+                mode="markers+text",
+                name="best epoch (saved)",
+                marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
+                text=[f"best epoch {best_epoch}"],
+                textposition="bottom center",
+            )
+        )
         fig.add_vline(x=best_epoch, line_dash="dash", line_color="#d62728", line_width=1)
-    fig.add_hline(y=marginal_nll, line_dash="dot", annotation_text="marginal leaderboard (validation)",
-                  annotation_position="bottom right")
-    fig.update_layout(template="plotly_white", height=380, xaxis_title="epoch (0 = marginal start)",
-                      yaxis_title="NLL per battle", margin={"l": 60, "r": 20, "t": 30, "b": 50})
+    fig.add_hline(
+        y=marginal_nll,
+        line_dash="dot",
+        annotation_text="marginal leaderboard (validation)",
+        annotation_position="bottom right",
+    )
+    fig.update_layout(
+        template="plotly_white",
+        height=380,
+        xaxis_title="epoch (0 = marginal start)",
+        yaxis_title="NLL per battle",
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+    )
     return fig
 
 
@@ -105,27 +155,45 @@ def _penalty_figure(cv: pd.DataFrame) -> go.Figure:
     """Cross-validated NLL by ridge penalty, the marginal leaderboard (λ = ∞) as a level, the chosen
     penalty starred."""
     finite = cv[np.isfinite(cv["penalty"])]
-    fig = go.Figure(go.Scatter(x=finite["penalty"], y=finite["cv_nll"], mode="lines+markers",
-                               name="P2L, cross-validated"))
+    fig = go.Figure(
+        go.Scatter(x=finite["penalty"], y=finite["cv_nll"], mode="lines+markers", name="P2L, cross-validated")
+    )
     marginal = cv[~np.isfinite(cv["penalty"])]
     if len(marginal):
-        fig.add_hline(y=float(marginal["cv_nll"].iloc[0]), line_dash="dot",
-                      annotation_text="marginal leaderboard (λ = ∞), cross-validated",
-                      annotation_position="top right")
+        fig.add_hline(
+            y=float(marginal["cv_nll"].iloc[0]),
+            line_dash="dot",
+            annotation_text="marginal leaderboard (λ = ∞), cross-validated",
+            annotation_position="top right",
+        )
     chosen = finite[finite["chosen"]]
     if len(chosen):
-        fig.add_trace(go.Scatter(x=chosen["penalty"], y=chosen["cv_nll"], mode="markers+text",
-                                 name="chosen penalty (saved)", text=[f"λ = {chosen['penalty'].iloc[0]:g}"],
-                                 textposition="bottom center",
-                                 marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}}))
+        fig.add_trace(
+            go.Scatter(
+                x=chosen["penalty"],
+                y=chosen["cv_nll"],
+                mode="markers+text",
+                name="chosen penalty (saved)",
+                text=[f"λ = {chosen['penalty'].iloc[0]:g}"],
+                textposition="bottom center",
+                marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
+            )
+        )
     levels = cv["cv_nll"].to_numpy(dtype=float)
     pad = 0.08 * (np.nanmax(levels) - np.nanmin(levels) or 0.01)
-    fig.update_layout(template="plotly_white", height=380, xaxis_title="penalty λ on the head's weights (log scale)",
-                      yaxis_title="out-of-fold NLL per battle", yaxis_range=[np.nanmin(levels) - pad,
-                                                                             np.nanmax(levels) + pad],
-                      xaxis={"type": "log", "tickvals": finite["penalty"].tolist(),
-                             "ticktext": [f"{v:g}" for v in finite["penalty"]]},
-                      margin={"l": 60, "r": 20, "t": 30, "b": 50})
+    fig.update_layout(
+        template="plotly_white",
+        height=380,
+        xaxis_title="penalty λ on the head's weights (log scale)",
+        yaxis_title="out-of-fold NLL per battle",
+        yaxis_range=[np.nanmin(levels) - pad, np.nanmax(levels) + pad],
+        xaxis={
+            "type": "log",
+            "tickvals": finite["penalty"].tolist(),
+            "ticktext": [f"{v:g}" for v in finite["penalty"]],
+        },
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+    )
     return fig
 
 
@@ -136,8 +204,10 @@ def _fit_sentence(o: dict[str, Any]) -> str:
         if o.get("penalty_by") == "option":
             return f"The head was fitted by ridge with the given penalty λ = {lam:g}."
         if math.isinf(lam):
-            return ("Cross-validation over the training prompts chose λ = ∞: these battles support no prompt "
-                    "dependence, and the model is the marginal leaderboard.")
+            return (
+                "Cross-validation over the training prompts chose λ = ∞: these battles support no prompt "
+                "dependence, and the model is the marginal leaderboard."
+            )
         return f"Cross-validation over the training prompts chose the ridge penalty λ = {lam:g}."
     return f"Best epoch {o['best_epoch']} of {o['epochs_run']} ({o['stopped']})."
 
@@ -146,8 +216,10 @@ def training_index_line(result: TrainResult) -> str:
     """One line for an index page: held-out NLL of P2L against the marginal leaderboard."""
     ev = result.evaluation.set_index("predictor")["nll"]
     o = result.options
-    chose = (f"ridge λ = {float(o['penalty_chosen']):g}" if o.get("fit") == "ridge" else f"best epoch {o['best_epoch']}")
-    return f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); {chose}"
+    chose = f"ridge λ = {float(o['penalty_chosen']):g}" if o.get("fit") == "ridge" else f"best epoch {o['best_epoch']}"
+    return (
+        f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); {chose}"
+    )
 
 
 def _relative_gain(ratio: float) -> str:
@@ -161,20 +233,27 @@ def _relative_gain(ratio: float) -> str:
 def training_report(result: TrainResult) -> Report:
     o = result.options
     history, evaluation = result.history, result.evaluation.set_index("predictor")
-    report = Report(title="P2L training",
-                    subtitle=f"{o['loss']} loss on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
-                             f"fit {o['fit']}); {o['train_battles']} training and {o['val_battles']} validation battles")
+    report = Report(
+        title="P2L training",
+        subtitle=f"{o['loss']} loss on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
+        f"fit {o['fit']}); {o['train_battles']} training and {o['val_battles']} validation battles",
+    )
     gain_marginal = evaluation.loc["constant", "nll"] - evaluation.loc["marginal", "nll"]
     gain_p2l = evaluation.loc["marginal", "nll"] - evaluation.loc["p2l", "nll"]
     report.summary(
         f"On held-out prompts, P2L's NLL is {evaluation.loc['p2l', 'nll']:.4f} per battle against "
         f"{evaluation.loc['marginal', 'nll']:.4f} for the marginal leaderboard and "
         f"{evaluation.loc['constant', 'nll']:.4f} for the constant predictor.",
-        (f"The prompt adds {gain_p2l:.4f} nats per battle over the marginal leaderboard, "
-         + (_relative_gain(gain_p2l / gain_marginal)
-            if gain_marginal > 1e-9 else "while the marginal leaderboard adds nothing over a coin flip."))
-        if gain_p2l >= 0 else
-        f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
+        (
+            f"The prompt adds {gain_p2l:.4f} nats per battle over the marginal leaderboard, "
+            + (
+                _relative_gain(gain_p2l / gain_marginal)
+                if gain_marginal > 1e-9
+                else "while the marginal leaderboard adds nothing over a coin flip."
+            )
+        )
+        if gain_p2l >= 0
+        else f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
         _fit_sentence(o) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
     )
     verdict = p2l_versus_marginal(result.evaluation)
@@ -182,20 +261,28 @@ def training_report(result: TrainResult) -> Report:
         report.summary(verdict.replace("on these battles", "on these validation battles"))
     if o.get("fit") == "ridge":
         if history["cv_nll"].notna().any():
-            report.figure(_penalty_figure(history), "Choosing the penalty",
-                          "Each point: the NLL on the held-out folds of a cross-validation over the training "
-                          "battles, grouped by prompt. A larger λ pulls the prompt-dependent weights toward zero, "
-                          "i.e. toward the marginal leaderboard (the dotted level). The chosen λ is the largest "
-                          "within one standard error of the best (the one-standard-error rule).")
+            report.figure(
+                _penalty_figure(history),
+                "Choosing the penalty",
+                "Each point: the NLL on the held-out folds of a cross-validation over the training "
+                "battles, grouped by prompt. A larger λ pulls the prompt-dependent weights toward zero, "
+                "i.e. toward the marginal leaderboard (the dotted level). The chosen λ is the largest "
+                "within one standard error of the best (the one-standard-error rule).",
+            )
     else:
-        report.figure(_loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])),
-                      "Loss by epoch",
-                      "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training "
-                      "battles. Validation prompts were never seen in training; the saved model is the best epoch "
-                      "(star): the lowest validation loss.")
-    report.table(result.evaluation.round(4), "Held-out prediction of votes",
-                 "nll: mean negative log-likelihood per battle (lower is better); accuracy: expected share of "
-                 "outcomes predicted right; brier: squared error of the outcome probabilities.")
+        report.figure(
+            _loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])),
+            "Loss by epoch",
+            "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training "
+            "battles. Validation prompts were never seen in training; the saved model is the best epoch "
+            "(star): the lowest validation loss.",
+        )
+    report.table(
+        result.evaluation.round(4),
+        "Held-out prediction of votes",
+        "nll: mean negative log-likelihood per battle (lower is better); accuracy: expected share of "
+        "outcomes predicted right; brier: squared error of the outcome probabilities.",
+    )
     report.details.update(o)
     return report
 
@@ -223,14 +310,19 @@ def _leader_sentence(board: pd.DataFrame, n_prompts: int) -> str:
     top = board.sort_values("best_share", ascending=False, kind="stable").iloc[0]
     share = float(leader["best_share"])
     if share >= ONLY_BELOW:
-        text = (f"{leader['model']} leads the aggregated leaderboard and is the best model on "
-                f"{_share_of_prompts(share, n_prompts)}.")
+        text = (
+            f"{leader['model']} leads the aggregated leaderboard and is the best model on "
+            f"{_share_of_prompts(share, n_prompts)}."
+        )
     else:
-        text = (f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
-                f"{_share_of_prompts(share, n_prompts)}.")
+        text = (
+            f"{leader['model']} leads the aggregated leaderboard, yet it is the best model on only "
+            f"{_share_of_prompts(share, n_prompts)}."
+        )
     if top["model"] != leader["model"]:
-        text += (f" {top['model']} is best on the most prompts "
-                 f"({_share_of_prompts(float(top['best_share']), n_prompts)}).")
+        text += (
+            f" {top['model']} is best on the most prompts ({_share_of_prompts(float(top['best_share']), n_prompts)})."
+        )
     return text
 
 
@@ -242,62 +334,116 @@ def prompt_set_index_line(result: PromptSetResult) -> str:
     others = int((leaders["model"] != leader["model"]).sum())
     share = float(leader["best_share"])
     link = "but" if share < ONLY_BELOW else "and"
-    return (f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.options['n_prompts'])}; "
-            f"another model leads {others} of {len(leaders)} categories")
+    return (
+        f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.options['n_prompts'])}; "
+        f"another model leads {others} of {len(leaders)} categories"
+    )
 
 
 def prompt_set_report(result: PromptSetResult) -> Report:
     o = result.options
     board, cats, strong = result.leaderboard, result.categories, result.strengths
     leader = board.iloc[0]
-    report = Report(title="Prompt-set leaderboard (P2L)",
-                    subtitle=f"{o['n_prompts']} prompts, {o['models']} models; categories from {o['categories']}")
+    report = Report(
+        title="Prompt-set leaderboard (P2L)",
+        subtitle=f"{o['n_prompts']} prompts, {o['models']} models; categories from {o['categories']}",
+    )
     category_leaders = cats[cats["rank"] == 1]
     n_other = int((category_leaders["model"] != leader["model"]).sum())
     report.summary(
         _leader_sentence(board, int(o["n_prompts"])),
         f"In {n_other} of {len(category_leaders)} categories another model leads: "
-        + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples()
-                    if r.model != leader["model"])[:600] + "." if n_other else
-        f"{leader['model']} also leads every one of the {len(category_leaders)} categories.",
+        + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples() if r.model != leader["model"])[
+            :600
+        ]
+        + "."
+        if n_other
+        else f"{leader['model']} also leads every one of the {len(category_leaders)} categories.",
         f"Strengths are win rates against {o['reference']} within each category (BT model on the category's "
         "aggregated leaderboard).",
     )
     shown = board.iloc[::-1]
-    fig = go.Figure([go.Bar(x=shown["coef"], y=shown["model"], orientation="h", name="eq. 3 (win-rate fit)"),
-                     go.Scatter(x=shown["mean_coef"], y=shown["model"], mode="markers", name="mean of coefficients (B.1)",
-                                marker={"symbol": "diamond", "size": 9, "color": "#d62728"})])
-    fig.update_layout(template="plotly_white", height=max(320, 22 * len(board) + 120),
-                      xaxis_title="coefficient (higher is better)",
-                      margin={"l": 20, "r": 20, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True},
-                      legend={"orientation": "h", "y": 1.05})
-    report.figure(fig, "Aggregated leaderboard of the prompt set",
-                  "Bars: the BT leaderboard that best predicts the average win rate over these prompts (eq. 3). "
-                  "Diamonds: the plain average of the per-prompt coefficients, which can order models differently "
-                  "when a model is great on some prompts and poor on others.")
+    fig = go.Figure(
+        [
+            go.Bar(x=shown["coef"], y=shown["model"], orientation="h", name="eq. 3 (win-rate fit)"),
+            go.Scatter(
+                x=shown["mean_coef"],
+                y=shown["model"],
+                mode="markers",
+                name="mean of coefficients (B.1)",
+                marker={"symbol": "diamond", "size": 9, "color": "#d62728"},
+            ),
+        ]
+    )
+    fig.update_layout(
+        template="plotly_white",
+        height=max(320, 22 * len(board) + 120),
+        xaxis_title="coefficient (higher is better)",
+        margin={"l": 20, "r": 20, "t": 20, "b": 50},
+        yaxis={"type": "category", "automargin": True},
+        legend={"orientation": "h", "y": 1.05},
+    )
+    report.figure(
+        fig,
+        "Aggregated leaderboard of the prompt set",
+        "Bars: the BT leaderboard that best predicts the average win rate over these prompts (eq. 3). "
+        "Diamonds: the plain average of the per-prompt coefficients, which can order models differently "
+        "when a model is great on some prompts and poor on others.",
+    )
     heat = strong.pivot(index="model", columns="category", values="win_rate")
     heat = heat.loc[board["model"][::-1]]
     order = cats.drop_duplicates("category").sort_values("prompts", ascending=False)["category"]
     heat = heat[order]
-    fig = go.Figure(go.Heatmap(
-        z=heat.to_numpy(), x=[f"{c} ({n})" for c, n in zip(order, cats.drop_duplicates('category').set_index('category').loc[order, 'prompts'], strict=True)],
-        y=heat.index, zmid=0.5, colorscale="RdBu", zmin=0, zmax=1, text=np.round(heat.to_numpy() * 100).astype(int),
-        texttemplate="%{text}", hovertemplate="%{y} in %{x}<br>win rate %{z:.1%}<extra></extra>",
-        colorbar={"title": "win rate"}))
-    fig.update_layout(template="plotly_white", height=max(320, 24 * len(heat) + 180),
-                      margin={"l": 20, "r": 20, "t": 20, "b": 20}, xaxis={"tickangle": -35, "automargin": True},
-                      yaxis={"automargin": True},
-                      xaxis_title="category (prompts)", yaxis_title="model")
-    report.figure(fig, f"Strengths and weaknesses against {o['reference']}",
-                  f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
-                  "(number of prompts in brackets). Blue: stronger than the reference there; red: weaker. Read along a "
-                  "row to see where one model is strong or weak; a row that changes colour is what the average hides.")
-    report.table(board.round(4), "Aggregated leaderboard",
-                 "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
-                 "prompts on which the model has the top coefficient.", nowrap=["model"])
-    report.table(category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
-                 "Leader of each category", f"The model with the top coefficient on each category's aggregated "
-                 f"leaderboard; {leader['model']} leads the whole prompt set.", nowrap=["leader"])
+    fig = go.Figure(
+        go.Heatmap(
+            z=heat.to_numpy(),
+            x=[
+                f"{c} ({n})"
+                for c, n in zip(
+                    order, cats.drop_duplicates("category").set_index("category").loc[order, "prompts"], strict=True
+                )
+            ],
+            y=heat.index,
+            zmid=0.5,
+            colorscale="RdBu",
+            zmin=0,
+            zmax=1,
+            text=np.round(heat.to_numpy() * 100).astype(int),
+            texttemplate="%{text}",
+            hovertemplate="%{y} in %{x}<br>win rate %{z:.1%}<extra></extra>",
+            colorbar={"title": "win rate"},
+        )
+    )
+    fig.update_layout(
+        template="plotly_white",
+        height=max(320, 24 * len(heat) + 180),
+        margin={"l": 20, "r": 20, "t": 20, "b": 20},
+        xaxis={"tickangle": -35, "automargin": True},
+        yaxis={"automargin": True},
+        xaxis_title="category (prompts)",
+        yaxis_title="model",
+    )
+    report.figure(
+        fig,
+        f"Strengths and weaknesses against {o['reference']}",
+        f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
+        "(number of prompts in brackets). Blue: stronger than the reference there; red: weaker. Read along a "
+        "row to see where one model is strong or weak; a row that changes colour is what the average hides.",
+    )
+    report.table(
+        board.round(4),
+        "Aggregated leaderboard",
+        "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
+        "prompts on which the model has the top coefficient.",
+        nowrap=["model"],
+    )
+    report.table(
+        category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
+        "Leader of each category",
+        f"The model with the top coefficient on each category's aggregated "
+        f"leaderboard; {leader['model']} leads the whole prompt set.",
+        nowrap=["leader"],
+    )
     report.details.update(o)
     return report
 
@@ -323,8 +469,10 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
     diff, se = float(m.loc["p2l", "nll_vs_marginal"]), float(m.loc["p2l", "se_vs_marginal"])
     size = f"{_small(abs(diff))} nats per battle"
     if abs(diff) < SAME_NLL and not se > SAME_NLL:
-        return (f"P2L predicts these votes as the marginal leaderboard does (the same NLL to within {SAME_NLL:g} "
-                "per battle): the prompt changes nothing here.")
+        return (
+            f"P2L predicts these votes as the marginal leaderboard does (the same NLL to within {SAME_NLL:g} "
+            "per battle): the prompt changes nothing here."
+        )
     if not np.isfinite(se) or se <= 0:
         noise = "(no paired standard error: the battles come from fewer than two prompts)"
         within = False
@@ -333,11 +481,15 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
         within = abs(diff) <= NOISE_SES * se
     if within:
         side = "worse" if diff > 0 else "better"
-        return (f"P2L does slightly {side} than the marginal leaderboard, by {size} of NLL {noise}: within "
-                "noise, so on these battles the prompt adds nothing measurable to the marginal leaderboard.")
+        return (
+            f"P2L does slightly {side} than the marginal leaderboard, by {size} of NLL {noise}: within "
+            "noise, so on these battles the prompt adds nothing measurable to the marginal leaderboard."
+        )
     if diff > 0:
-        return (f"**P2L loses to the marginal leaderboard**: its NLL is higher by {size} {noise}; on these "
-                "battles conditioning on the prompt predicts the votes worse than one leaderboard for all prompts.")
+        return (
+            f"**P2L loses to the marginal leaderboard**: its NLL is higher by {size} {noise}; on these "
+            "battles conditioning on the prompt predicts the votes worse than one leaderboard for all prompts."
+        )
     return f"P2L beats the marginal leaderboard: its NLL is lower by {size} {noise}."
 
 
@@ -346,14 +498,18 @@ def _battles_subtitle(o: dict[str, Any]) -> str:
     held out), and how many the loss used (``bt`` leaves out ties)."""
     overlap = o.get("overlap") or {}
     if overlap.get("fit"):
-        text = (f"{o['n_battles']} battles on {o['n_prompts']} prompts, NOT held out: {overlap['fit']} of the "
-                "prompts were training prompts of this model")
+        text = (
+            f"{o['n_battles']} battles on {o['n_prompts']} prompts, NOT held out: {overlap['fit']} of the "
+            "prompts were training prompts of this model"
+        )
     else:
         text = f"{o['n_battles']} {'held-out ' if overlap.get('recorded', True) else ''}battles on {o['n_prompts']} prompts"
     used = o.get("battles_used", o["n_battles"])
     if used < o["n_battles"]:
-        text += (f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
-                 f"model), so the metrics use {used} battles")
+        text += (
+            f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
+            f"model), so the metrics use {used} battles"
+        )
     return text
 
 
@@ -390,7 +546,8 @@ def routing_lines(routing: pd.DataFrame) -> list[str]:
             f"single model ({_single_name(single)}) {gain_words(single['p2l_gain'], single['se_gain'])}; over the "
             f"marginal router {gain_words(r.loc['marginal router', 'p2l_gain'], r.loc['marginal router', 'se_gain'])}; "
             f"over a cost-matched random mix {gain_words(r.loc['random mix', 'p2l_gain'], r.loc['random mix', 'se_gain'])}; "
-            f"oracle (reads the test verdicts) {oracle['value']:.3f}.")
+            f"oracle (reads the test verdicts) {oracle['value']:.3f}."
+        )
     return lines
 
 
@@ -398,34 +555,50 @@ def coverage_line(routing: pd.DataFrame, n_prompts: int) -> str:
     """How many prompts the P2L router could be scored on: a routed model without a battle on a prompt
     is excluded (and counted), which is most prompts when battles cover few models per prompt."""
     scored = routing.loc[routing["policy"] == "p2l", "prompts_scored"]
-    return (f"The P2L router's routed model has a verdict on {scored.min():.0f} to {scored.max():.0f} of the "
-            f"{n_prompts} prompts (by budget); the other prompts are excluded from its value and counted "
-            "(prompts_excluded), never silently dropped: the standard errors carry that loss.")
+    return (
+        f"The P2L router's routed model has a verdict on {scored.min():.0f} to {scored.max():.0f} of the "
+        f"{n_prompts} prompts (by budget); the other prompts are excluded from its value and counted "
+        "(prompts_excluded), never silently dropped: the standard errors carry that loss."
+    )
 
 
 def _routing_figure(routing: pd.DataFrame) -> go.Figure:
     """Held-out value against mean cost, one labelled trace per policy, ± 1 SE bars."""
-    styles = {"oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star"),
-              "random mix": ("cost-matched random mix", "#7f7f7f", "lines+markers", "x"),
-              "best single": ("best single model within budget", "black", "markers", "circle-open"),
-              "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
-              "p2l": ("P2L router", "#1f77b4", "lines+markers", "circle")}  # drawn last: on top where they coincide
+    styles = {
+        "oracle": ("oracle (reads the held-out verdicts)", "#d62728", "lines+markers", "star"),
+        "random mix": ("cost-matched random mix", "#7f7f7f", "lines+markers", "x"),
+        "best single": ("best single model within budget", "black", "markers", "circle-open"),
+        "marginal router": ("router on the marginal leaderboard", "#2ca02c", "lines+markers", "diamond"),
+        "p2l": ("P2L router", "#1f77b4", "lines+markers", "circle"),
+    }  # drawn last: on top where they coincide
     fig = go.Figure()
     for rank, (policy, (label, colour, mode, symbol)) in enumerate(styles.items()):
         rows = routing[routing["policy"] == policy]
-        fig.add_trace(go.Scatter(
-            x=rows["cost"], y=rows["value"], mode=mode, name=label, error_y={"type": "data", "array": rows["se"]},
-            legendrank=1000 - rank, line={"color": colour, "width": 3 if policy == "p2l" else 2},
-            marker={"symbol": symbol, "size": 10 if policy != "p2l" else 8, "color": colour},
-            customdata=np.c_[rows["budget"], rows["models"]],
-            hovertemplate="budget %{customdata[0]:.4g}<br>%{customdata[1]}<br>cost %{x:.4g}<br>held-out score "
-                          "%{y:.3f}<extra>" + label + "</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=rows["cost"],
+                y=rows["value"],
+                mode=mode,
+                name=label,
+                error_y={"type": "data", "array": rows["se"]},
+                legendrank=1000 - rank,
+                line={"color": colour, "width": 3 if policy == "p2l" else 2},
+                marker={"symbol": symbol, "size": 10 if policy != "p2l" else 8, "color": colour},
+                customdata=np.c_[rows["budget"], rows["models"]],
+                hovertemplate="budget %{customdata[0]:.4g}<br>%{customdata[1]}<br>cost %{x:.4g}<br>held-out score "
+                "%{y:.3f}<extra>" + label + "</extra>",
+            )
+        )
     costs = routing["cost"].dropna()
     log = bool(len(costs) and costs.min() > 0 and costs.max() / costs.min() > 20)
-    fig.update_layout(template="plotly_white", height=440, margin={"l": 70, "r": 20, "t": 20, "b": 50},
-                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
-                             "type": "log" if log else "linear"},
-                      yaxis_title="held-out score (win 1, tie ½, loss 0)", legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(
+        template="plotly_white",
+        height=440,
+        margin={"l": 70, "r": 20, "t": 20, "b": 50},
+        xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
+        yaxis_title="held-out score (win 1, tie ½, loss 0)",
+        legend={"orientation": "h", "y": -0.2},
+    )
     return fig
 
 
@@ -452,17 +625,21 @@ def nll_split_line(split: pd.DataFrame) -> str | None:
         noise = " (within noise)" if not np.isfinite(se) or abs(gain) <= NOISE_SES * se else ""
         return f"{gain:+.4f} ± {se:.4f}{noise}"
 
-    return (f"Of P2L's NLL gain over the marginal leaderboard, {part(total)} nats per battle, {part(kind)} come "
-            "from predicting the outcome type (decisive, tie, both bad: how tie-prone or hard a prompt is) and "
-            f"{part(winner)} from predicting who wins a decisive battle.")
+    return (
+        f"Of P2L's NLL gain over the marginal leaderboard, {part(total)} nats per battle, {part(kind)} come "
+        "from predicting the outcome type (decisive, tie, both bad: how tie-prone or hard a prompt is) and "
+        f"{part(winner)} from predicting who wins a decisive battle."
+    )
 
 
 #: why a grounded-RK model's own routing value cannot tell routers apart
-GRK_VALUE_NOTE = ("This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
-                  "than the fictitious 'bad' model, saturates near 1 for the stronger models (on these prompts the "
-                  "better half of the models have mean σ(β) {own}, where their expected scores against a uniform "
-                  "opponent span {score}), so the values it predicts barely separate models or routers; the routers "
-                  "here maximise {value}, and every policy is valued on the verdicts.")
+GRK_VALUE_NOTE = (
+    "This is a grounded Rao-Kupper model: its own routing value σ(β), the chance of not being worse "
+    "than the fictitious 'bad' model, saturates near 1 for the stronger models (on these prompts the "
+    "better half of the models have mean σ(β) {own}, where their expected scores against a uniform "
+    "opponent span {score}), so the values it predicts barely separate models or routers; the routers "
+    "here maximise {value}, and every policy is valued on the verdicts."
+)
 
 
 def evaluation_report(result: EvaluationResult) -> Report:
@@ -477,75 +654,123 @@ def evaluation_report(result: EvaluationResult) -> Report:
     routing = result.routing
     if len(routing):
         r = o["routing"]
-        value = ("the expected score against a uniform opponent, P(win) + ½ P(tie)" if r["value"] == "score" else
-                 "the model's own routing value (as `p2l route`)")
+        value = (
+            "the expected score against a uniform opponent, P(win) + ½ P(tie)"
+            if r["value"] == "score"
+            else "the model's own routing value (as `p2l route`)"
+        )
         report.summary(
             "Routing valued on the held-out verdicts (a model's score on a prompt: its win rate in that prompt's "
             "battles, a tie ½; never the P2L model's own predictions). Each prompt's expected cost is at most the "
             f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
-            coverage_line(routing, o["n_prompts"]), *routing_lines(routing))
+            coverage_line(routing, o["n_prompts"]),
+            *routing_lines(routing),
+        )
         if o["loss"] == "grk":
             spread = r["value_spread"]
-            report.summary(GRK_VALUE_NOTE.format(value=value, own="{:.2f}-{:.2f}".format(*spread["own"]),
-                                                 score="{:.2f}-{:.2f}".format(*spread["score"])))
-    lines = [f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
-             + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
-             + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."]
+            report.summary(
+                GRK_VALUE_NOTE.format(
+                    value=value,
+                    own="{:.2f}-{:.2f}".format(*spread["own"]),
+                    score="{:.2f}-{:.2f}".format(*spread["score"]),
+                )
+            )
+    lines = [
+        f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
+        + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
+        + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."
+    ]
     verdict = p2l_versus_marginal(result.metrics)
     if verdict:
         lines.append(verdict)
     scaling = result.scaling.groupby("prompts")["l1"].agg(["mean", "std"]).reset_index()
     full = scaling.iloc[-1]
-    lines.append(f"Aggregating P2L over all {int(full['prompts'])} prompts gives a leaderboard whose win probabilities "
-                 f"differ from this prompt set's own BT fit by {full['mean']:.4f} on average (L1 per model pair).")
+    lines.append(
+        f"Aggregating P2L over all {int(full['prompts'])} prompts gives a leaderboard whose win probabilities "
+        f"differ from this prompt set's own BT fit by {full['mean']:.4f} on average (L1 per model pair)."
+    )
     if "marginal_train_l1" in result.scaling.columns:
-        lines.append(f"The marginal leaderboard of the training battles differs by "
-                     f"{result.scaling['marginal_train_l1'].iloc[0]:.4f}.")
+        lines.append(
+            f"The marginal leaderboard of the training battles differs by "
+            f"{result.scaling['marginal_train_l1'].iloc[0]:.4f}."
+        )
     split_line = nll_split_line(result.nll_split)
     if split_line:
         lines.append(split_line)
     report.summary(*lines)
     if len(routing):
-        report.figure(_routing_figure(routing), "Routing policies on the held-out verdicts",
-                      "Held-out score (mean ± 1 standard error by prompt) against the mean cost per prompt, one point "
-                      "per budget and policy. The P2L router and the router on the marginal leaderboard maximise "
-                      "their predicted value under the budget (Theorem 1); the best single model is the best "
-                      "affordable one on the marginal leaderboard; the random mix ignores quality and spends what the "
-                      "P2L router spends; the oracle routes by the test verdicts among the models that fought on each "
-                      "prompt (with few models per prompt it is valued on more prompts than the routers, so at a low "
-                      "budget it can sit below them).")
-        report.table(_routing_table(routing), "Held-out router table",
-                     "value, se: held-out score and its standard error by prompt; p2l_gain, se_gain: the P2L "
-                     "router's score minus this policy's on the same prompts and its paired standard error (within "
-                     "2 SE: noise); cost: mean expected cost per prompt; prompts_scored: prompts (in expectation "
-                     "over a mix) whose routed model has a verdict on them; prompts_excluded: routed to a model "
-                     "without a battle on that prompt, so not scored (counted here, never silently dropped); "
-                     "models: what a prompt-blind policy routes to.", max_rows=60, nowrap=["policy"])
-    fig = go.Figure(go.Scatter(x=scaling["prompts"], y=scaling["mean"], mode="lines+markers", name="P2L aggregate",
-                               error_y={"type": "data", "array": scaling["std"].fillna(0)}))
+        report.figure(
+            _routing_figure(routing),
+            "Routing policies on the held-out verdicts",
+            "Held-out score (mean ± 1 standard error by prompt) against the mean cost per prompt, one point "
+            "per budget and policy. The P2L router and the router on the marginal leaderboard maximise "
+            "their predicted value under the budget (Theorem 1); the best single model is the best "
+            "affordable one on the marginal leaderboard; the random mix ignores quality and spends what the "
+            "P2L router spends; the oracle routes by the test verdicts among the models that fought on each "
+            "prompt (with few models per prompt it is valued on more prompts than the routers, so at a low "
+            "budget it can sit below them).",
+        )
+        report.table(
+            _routing_table(routing),
+            "Held-out router table",
+            "value, se: held-out score and its standard error by prompt; p2l_gain, se_gain: the P2L "
+            "router's score minus this policy's on the same prompts and its paired standard error (within "
+            "2 SE: noise); cost: mean expected cost per prompt; prompts_scored: prompts (in expectation "
+            "over a mix) whose routed model has a verdict on them; prompts_excluded: routed to a model "
+            "without a battle on that prompt, so not scored (counted here, never silently dropped); "
+            "models: what a prompt-blind policy routes to.",
+            max_rows=60,
+            nowrap=["policy"],
+        )
+    fig = go.Figure(
+        go.Scatter(
+            x=scaling["prompts"],
+            y=scaling["mean"],
+            mode="lines+markers",
+            name="P2L aggregate",
+            error_y={"type": "data", "array": scaling["std"].fillna(0)},
+        )
+    )
     if "marginal_train_l1" in result.scaling.columns:
-        fig.add_hline(y=float(result.scaling["marginal_train_l1"].iloc[0]), line_dash="dot",
-                      annotation_text="marginal leaderboard of the training battles")
-    fig.update_layout(template="plotly_white", height=380, xaxis={"type": "log", "title": "prompts aggregated"},
-                      yaxis_title="L1 distance of win probabilities", margin={"l": 60, "r": 20, "t": 20, "b": 50})
-    report.figure(fig, "Aggregation scaling (Fig. 6)",
-                  "How close the eq. 3 aggregate of k random prompts' P2L leaderboards comes to the BT leaderboard "
-                  "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
-                  "early means a few prompts already give a stable leaderboard.")
-    report.table(result.metrics, "Prediction of the held-out votes",
-                 "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
-                 "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
-                 "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
-                 "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.")
+        fig.add_hline(
+            y=float(result.scaling["marginal_train_l1"].iloc[0]),
+            line_dash="dot",
+            annotation_text="marginal leaderboard of the training battles",
+        )
+    fig.update_layout(
+        template="plotly_white",
+        height=380,
+        xaxis={"type": "log", "title": "prompts aggregated"},
+        yaxis_title="L1 distance of win probabilities",
+        margin={"l": 60, "r": 20, "t": 20, "b": 50},
+    )
+    report.figure(
+        fig,
+        "Aggregation scaling (Fig. 6)",
+        "How close the eq. 3 aggregate of k random prompts' P2L leaderboards comes to the BT leaderboard "
+        "fitted on all these battles, as k grows (mean ± sd over random draws). A curve that flattens "
+        "early means a few prompts already give a stable leaderboard.",
+    )
+    report.table(
+        result.metrics,
+        "Prediction of the held-out votes",
+        "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
+        "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
+        "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
+        "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.",
+    )
     if len(result.nll_split):
         shown = result.nll_split.copy()
         for col in ("nll", "vs_marginal", "se_vs_marginal"):
             shown[col] = shown[col].map(lambda v: "" if not np.isfinite(v) else f"{v:.4f}")
-        report.table(shown, "NLL by part: outcome type and winner",
-                     "Each battle's NLL is −log P(outcome type) − [decisive] log P(winner | decisive), the outcome "
-                     "type being decisive, tie or both bad; the two parts sum to the total. vs_marginal: the part "
-                     "minus the marginal leaderboard's on the same battles (negative: better), se_vs_marginal: its "
-                     "paired standard error by prompt.")
+        report.table(
+            shown,
+            "NLL by part: outcome type and winner",
+            "Each battle's NLL is −log P(outcome type) − [decisive] log P(winner | decisive), the outcome "
+            "type being decisive, tie or both bad; the two parts sum to the total. vs_marginal: the part "
+            "minus the marginal leaderboard's on the same battles (negative: better), se_vs_marginal: its "
+            "paired standard error by prompt.",
+        )
     report.details.update(o)
     return report
 
@@ -618,35 +843,69 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
     the plot, the chosen budget and the router's point at it marked. Costs spanning more than a factor
     20 are drawn on a log axis (cheap models would otherwise pile up at the left edge)."""
     singles = curve.drop_duplicates("best_single_model")
-    fig = go.Figure([
-        go.Scatter(x=curve["router_cost"], y=curve["predicted_router_winrate"], mode="lines+markers", name="P2L router",
-                   customdata=curve["budget"],
-                   hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>"),
-        go.Scatter(x=singles["best_single_cost"], y=singles["predicted_best_single_winrate"], mode="markers+text",
-                   name="best single model within budget", text=[_short(m) for m in singles["best_single_model"]],
-                   textposition=["bottom right"] * (len(singles) - 1) + ["bottom left"],
-                   customdata=singles["best_single_model"],
-                   hovertemplate="%{customdata}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
-                   marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}}),
-        go.Scatter(x=[o["mean_expected_cost"]], y=[o["mean_expected_winrate"]], mode="markers",
-                   name="router at the chosen budget", marker={"symbol": "star", "size": 16, "color": "#d62728"},
-                   hovertemplate="chosen budget: cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=curve["router_cost"],
+                y=curve["predicted_router_winrate"],
+                mode="lines+markers",
+                name="P2L router",
+                customdata=curve["budget"],
+                hovertemplate="budget %{customdata:.4g}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra>router</extra>",
+            ),
+            go.Scatter(
+                x=singles["best_single_cost"],
+                y=singles["predicted_best_single_winrate"],
+                mode="markers+text",
+                name="best single model within budget",
+                text=[_short(m) for m in singles["best_single_model"]],
+                textposition=["bottom right"] * (len(singles) - 1) + ["bottom left"],
+                customdata=singles["best_single_model"],
+                hovertemplate="%{customdata}<br>cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+                marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}},
+            ),
+            go.Scatter(
+                x=[o["mean_expected_cost"]],
+                y=[o["mean_expected_winrate"]],
+                mode="markers",
+                name="router at the chosen budget",
+                marker={"symbol": "star", "size": 16, "color": "#d62728"},
+                hovertemplate="chosen budget: cost %{x:.4g}<br>win rate %{y:.1%}<extra></extra>",
+            ),
+        ]
+    )
     costs = pd.concat([curve["router_cost"], curve["best_single_cost"]])
     log = bool(costs.min() > 0 and costs.max() / costs.min() > 20)
     if o["budget"] is not None:
-        fig.add_shape(type="line", x0=o["budget"], x1=o["budget"], y0=0, y1=1, yref="paper",
-                      line={"dash": "dash", "color": "#d62728", "width": 1})
+        fig.add_shape(
+            type="line",
+            x0=o["budget"],
+            x1=o["budget"],
+            y0=0,
+            y1=1,
+            yref="paper",
+            line={"dash": "dash", "color": "#d62728", "width": 1},
+        )
         # on a log axis an annotation's x is log10 of the value (a shape's is the value itself)
-        fig.add_annotation(x=math.log10(o["budget"]) if log and o["budget"] > 0 else o["budget"], y=1, yref="paper",
-                           text=f"chosen budget {o['budget']:g}", showarrow=False, xanchor="left", yanchor="bottom")
+        fig.add_annotation(
+            x=math.log10(o["budget"]) if log and o["budget"] > 0 else o["budget"],
+            y=1,
+            yref="paper",
+            text=f"chosen budget {o['budget']:g}",
+            showarrow=False,
+            xanchor="left",
+            yanchor="bottom",
+        )
     values = pd.concat([curve["predicted_router_winrate"], curve["predicted_best_single_winrate"]])
     fine = values.max() - values.min() < 0.1  # whole percents would repeat on the ticks
-    fig.update_layout(template="plotly_white", height=440,
-                      xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""),
-                             "type": "log" if log else "linear"},
-                      yaxis_title=_value_axis_title(o), yaxis_tickformat=".1%" if fine else ".0%",
-                      margin={"l": 80, "r": 20, "t": 30, "b": 50})
+    fig.update_layout(
+        template="plotly_white",
+        height=440,
+        xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
+        yaxis_title=_value_axis_title(o),
+        yaxis_tickformat=".1%" if fine else ".0%",
+        margin={"l": 80, "r": 20, "t": 30, "b": 50},
+    )
     return fig
 
 
@@ -655,8 +914,10 @@ def routing_index_line(result: RoutingResult) -> str:
     o = result.options
     single = _best_single_within(result.curve, o["budget"])
     budget = "" if o["budget"] is None else f" within budget {o['budget']:g}"
-    return (f"router {o['mean_expected_winrate']:.1%} predicted win rate at mean cost {o['mean_expected_cost']:.3g} vs "
-            f"{single['predicted_best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})")
+    return (
+        f"router {o['mean_expected_winrate']:.1%} predicted win rate at mean cost {o['mean_expected_cost']:.3g} vs "
+        f"{single['predicted_best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})"
+    )
 
 
 def routing_report(result: RoutingResult) -> Report:
@@ -680,30 +941,50 @@ def routing_report(result: RoutingResult) -> Report:
         "real verdicts is measured by `evalprism p2l evaluate MODEL HELD_OUT --costs COSTS`, which values every "
         "policy on held-out battles.",
     )
-    report.figure(_winrate_figure(curve, o), "Predicted win rate against cost",
-                  "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
-                  "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
-                  "All values are P2L's predictions (curve.csv: predicted_*), not verdicts: the vertical gap is what "
-                  "routing buys if the predicted leaderboards were exact; `p2l evaluate --costs` measures it.")
+    report.figure(
+        _winrate_figure(curve, o),
+        "Predicted win rate against cost",
+        "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
+        "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
+        "All values are P2L's predictions (curve.csv: predicted_*), not verdicts: the vertical gap is what "
+        "routing buys if the predicted leaderboards were exact; `p2l evaluate --costs` measures it.",
+    )
     shown = traffic.iloc[::-1]
-    fig = go.Figure(go.Bar(x=shown["share"], y=[f"{m} (cost {c:g})" for m, c in zip(shown["model"], shown["cost"], strict=True)],
-                           orientation="h", text=[f"{v:.0%}" for v in shown["share"]], textposition="outside",
-                           hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>"))
-    fig.update_layout(template="plotly_white", height=max(300, 22 * len(traffic) + 100), xaxis_tickformat=".0%",
-                      xaxis_title="share of prompts at the chosen budget",
-                      margin={"l": 20, "r": 40, "t": 20, "b": 50}, yaxis={"type": "category", "automargin": True})
+    fig = go.Figure(
+        go.Bar(
+            x=shown["share"],
+            y=[f"{m} (cost {c:g})" for m, c in zip(shown["model"], shown["cost"], strict=True)],
+            orientation="h",
+            text=[f"{v:.0%}" for v in shown["share"]],
+            textposition="outside",
+            hovertemplate="%{y}: %{x:.1%} of prompts<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        template="plotly_white",
+        height=max(300, 22 * len(traffic) + 100),
+        xaxis_tickformat=".0%",
+        xaxis_title="share of prompts at the chosen budget",
+        margin={"l": 20, "r": 40, "t": 20, "b": 50},
+        yaxis={"type": "category", "automargin": True},
+    )
     report.figure(fig, "Where the traffic goes", "Share of prompts routed to each model at the chosen budget.")
     sample = _route_sample(result.routes, traffic["model"].tolist())
     if result.routes["model_2"].notna().any():
-        mixes = ("model_2/prob_2: the second model of a mix, blank for a pure route (Theorem 1 never needs more "
-                 "than two); ")
+        mixes = (
+            "model_2/prob_2: the second model of a mix, blank for a pure route (Theorem 1 never needs more than two); "
+        )
     else:
         sample = sample.drop(columns=["model_2", "prob_2"])
         mixes = "no prompt is split between two models at this budget; "
-    report.table(sample, "Routes of sample prompts, by routed model",
-                 f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
-                 f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
-                 "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
-                 nowrap=["model", "model_2"], lines=["prompt"])
+    report.table(
+        sample,
+        "Routes of sample prompts, by routed model",
+        f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
+        f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
+        "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
+        nowrap=["model", "model_2"],
+        lines=["prompt"],
+    )
     report.details.update(o)
     return report

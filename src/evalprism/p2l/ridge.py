@@ -39,8 +39,14 @@ PENALTY_GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 #: folds of the cross-validation over training prompts
 CV_FOLDS = 5
 #: L-BFGS settings: full batch, to convergence (the problem is small: prompts x feature dimensions)
-LBFGS = {"lr": 1.0, "max_iter": 300, "history_size": 20, "tolerance_grad": 1e-6, "tolerance_change": 1e-9,
-         "line_search_fn": "strong_wolfe"}
+LBFGS = {
+    "lr": 1.0,
+    "max_iter": 300,
+    "history_size": 20,
+    "tolerance_grad": 1e-6,
+    "tolerance_change": 1e-9,
+    "line_search_fn": "strong_wolfe",
+}
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ def fit_penalised(head: CoefficientHead, features: np.ndarray, battles: RidgeBat
 
     def closure() -> torch.Tensor:
         optimizer.zero_grad()
-        value = penalised_nll(work, x, battles) / total + penalty * (work.linear.weight ** 2).sum()
+        value = penalised_nll(work, x, battles) / total + penalty * (work.linear.weight**2).sum()
         value.backward()
         return value
 
@@ -106,10 +112,19 @@ def prompt_folds(prompts: list[str], k: int, seed: int) -> np.ndarray:
     return (keyed_hash(prompts, seed) % np.uint64(k)).astype(np.int64)
 
 
-def choose_penalty(features: np.ndarray, prompts: list[str], battles: RidgeBattles, loss: str,
-                   marginal_of: Callable[[np.ndarray], Leaderboard], warm_start: Callable[..., None], *,
-                   seed: int, folds: int = CV_FOLDS, grid: tuple[float, ...] = PENALTY_GRID,
-                   step: Callable[[], None] = lambda: None) -> pd.DataFrame:
+def choose_penalty(
+    features: np.ndarray,
+    prompts: list[str],
+    battles: RidgeBattles,
+    loss: str,
+    marginal_of: Callable[[np.ndarray], Leaderboard],
+    warm_start: Callable[..., None],
+    *,
+    seed: int,
+    folds: int = CV_FOLDS,
+    grid: tuple[float, ...] = PENALTY_GRID,
+    step: Callable[[], None] = lambda: None,
+) -> pd.DataFrame:
     """K-fold cross-validation of the penalty over the prompts of ``battles``, with the one-standard-
     error rule: the largest penalty whose out-of-fold NLL is within one standard error of the best
     (the standard error of the paired difference, by prompt: battles of one prompt are correlated).
@@ -124,8 +139,9 @@ def choose_penalty(features: np.ndarray, prompts: list[str], battles: RidgeBattl
     k = min(folds, used.size)
     candidates = (*sorted(grid), math.inf)
     if k < 2:  # one training prompt: nothing to cross-validate, the marginal is all the data supports
-        return pd.DataFrame({"penalty": candidates, "cv_nll": np.nan, "cv_se": np.nan,
-                             "chosen": [c == math.inf for c in candidates]})
+        return pd.DataFrame(
+            {"penalty": candidates, "cv_nll": np.nan, "cv_se": np.nan, "chosen": [c == math.inf for c in candidates]}
+        )
     fold_of_prompt = np.full(len(prompts), -1)
     fold_of_prompt[used] = prompt_folds([prompts[i] for i in used], k, seed)
     fold = fold_of_prompt[battles.prompt]
@@ -152,5 +168,6 @@ def choose_penalty(features: np.ndarray, prompts: list[str], battles: RidgeBattl
     se = by_prompt.std(axis=1, ddof=1) * math.sqrt(by_prompt.shape[1]) / total
     within = [j for j in range(len(candidates)) if cv_nll[j] - cv_nll[best] <= se[j]]
     chosen = max(within, key=lambda j: candidates[j])
-    return pd.DataFrame({"penalty": candidates, "cv_nll": cv_nll, "cv_se": se,
-                         "chosen": [j == chosen for j in range(len(candidates))]})
+    return pd.DataFrame(
+        {"penalty": candidates, "cv_nll": cv_nll, "cv_se": se, "chosen": [j == chosen for j in range(len(candidates))]}
+    )

@@ -39,8 +39,15 @@ class RoutingResult(SavedResult):
         return routing_report(self)
 
 
-def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent: str | np.ndarray,
-                 scope: BudgetScope, points: int = 12, value: str = "bt") -> pd.DataFrame:
+def budget_curve(
+    coefs: np.ndarray,
+    cost: np.ndarray,
+    names: list[str],
+    opponent: str | np.ndarray,
+    scope: BudgetScope,
+    points: int = 12,
+    value: str = "bt",
+) -> pd.DataFrame:
     """Predicted win rate of the optimal router and of the best affordable single model, for budgets
     from the cheapest to the most expensive model's cost; ``value``: the routing value of the
     leaderboards (:attr:`P2LModel.routing_value`). Both are valued with the same predicted
@@ -54,9 +61,16 @@ def budget_curve(coefs: np.ndarray, cost: np.ndarray, names: list[str], opponent
         r = route(coefs, cost, float(b), opponent, names=names, model=value, budget_scope=scope)
         affordable = cost <= b + 1e-12
         best = int(np.flatnonzero(affordable)[per_model[affordable].argmax()])
-        rows.append({"budget": float(b), "predicted_router_winrate": float(np.mean(r.expected_winrate)),
-                     "router_cost": float(np.mean(r.expected_cost)), "best_single_model": names[best],
-                     "predicted_best_single_winrate": float(per_model[best]), "best_single_cost": float(cost[best])})
+        rows.append(
+            {
+                "budget": float(b),
+                "predicted_router_winrate": float(np.mean(r.expected_winrate)),
+                "router_cost": float(np.mean(r.expected_cost)),
+                "best_single_model": names[best],
+                "predicted_best_single_winrate": float(per_model[best]),
+                "best_single_cost": float(cost[best]),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -87,15 +101,22 @@ def route_prompts(
     traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})
     traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
     curve = budget_curve(coefs, cost, names, opponent, budget_scope, value=model.routing_value)
-    options = {"n_prompts": len(texts), "budget": budget, "opponent": opponent, "budget_scope": budget_scope,
-               "routing_value": model.routing_value, "cost_column": getattr(costs, "column", "cost"),
-               "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
-               "mean_expected_cost": float(np.mean(chosen.expected_cost))}
+    options = {
+        "n_prompts": len(texts),
+        "budget": budget,
+        "opponent": opponent,
+        "budget_scope": budget_scope,
+        "routing_value": model.routing_value,
+        "cost_column": getattr(costs, "column", "cost"),
+        "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
+        "mean_expected_cost": float(np.mean(chosen.expected_cost)),
+    }
     return RoutingResult(routes, traffic, curve, chosen, options)
 
 
-def check_route_options(names: list[str], costs: dict[str, float], budget: float | None, opponent: str,
-                        budget_scope: BudgetScope) -> np.ndarray:
+def check_route_options(
+    names: list[str], costs: dict[str, float], budget: float | None, opponent: str, budget_scope: BudgetScope
+) -> np.ndarray:
     """Every check of a routing run that needs only the model list: a cost for each model
     (:func:`~evalprism.io.costs.cost_vector`), a budget that covers the cheapest
     (:func:`~evalprism.p2l.routing.check_budget`) and a known opponent; returns the costs in ``names``
@@ -122,5 +143,4 @@ def route_model_dir(
     one fails before the encoder loads and encodes every prompt (tens of seconds)."""
     check_route_options(model_names(model_dir), costs, budget, opponent, budget_scope)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
-    return route_prompts(model, prompts, costs, budget, opponent=opponent, budget_scope=budget_scope,
-                         progress=progress)
+    return route_prompts(model, prompts, costs, budget, opponent=opponent, budget_scope=budget_scope, progress=progress)

@@ -68,16 +68,18 @@ class Route:
         second = probs[rows, order[:, 1]] if probs.shape[1] > 1 else np.zeros(n)
         runner_up = np.asarray(names[order[:, -1]], dtype=object)
         runner_up[~(second > 0)] = None
-        return pd.DataFrame({
-            "prompt": rows,
-            "model": names[order[:, 0]],
-            "prob": probs[rows, order[:, 0]],
-            "model_2": runner_up,
-            "prob_2": second,
-            "expected_winrate": np.atleast_1d(self.expected_winrate),
-            "expected_cost": np.atleast_1d(self.expected_cost),
-            "router_coef": np.atleast_1d(self.router_coef),
-        })
+        return pd.DataFrame(
+            {
+                "prompt": rows,
+                "model": names[order[:, 0]],
+                "prob": probs[rows, order[:, 0]],
+                "model_2": runner_up,
+                "prob_2": second,
+                "expected_winrate": np.atleast_1d(self.expected_winrate),
+                "expected_cost": np.atleast_1d(self.expected_cost),
+                "router_coef": np.atleast_1d(self.router_coef),
+            }
+        )
 
 
 def route(
@@ -145,14 +147,28 @@ def route(
     winrate = np.sum(probs * values, axis=-1)
     spent = np.sum(probs * cost, axis=-1)
     if q is None:  # grk: the opponent is "bad" (coefficient 0): the root of σ(θ − 0) = winrate
-        router = router_coefficient(np.zeros(probs.shape[:-1] + (1,)), np.ones(1), winrate)
+        router = router_coefficient(np.zeros((*probs.shape[:-1], 1)), np.ones(1), winrate)
     else:
         router = router_coefficient(np.broadcast_to(theta, probs.shape), q, winrate)
     if single:
-        return Route(names=names, probs=probs, expected_winrate=float(winrate),
-                     router_coef=float(router), expected_cost=float(spent), budget=limit, values=values)
-    return Route(names=names, probs=probs, expected_winrate=winrate, router_coef=router,
-                 expected_cost=spent, budget=limit, values=values)
+        return Route(
+            names=names,
+            probs=probs,
+            expected_winrate=float(winrate),
+            router_coef=float(router),
+            expected_cost=float(spent),
+            budget=limit,
+            values=values,
+        )
+    return Route(
+        names=names,
+        probs=probs,
+        expected_winrate=winrate,
+        router_coef=router,
+        expected_cost=spent,
+        budget=limit,
+        values=values,
+    )
 
 
 def _names_models(opponent: object) -> bool:
@@ -199,8 +215,9 @@ def opponent_vector(opponent: str | np.ndarray | Mapping[str, float], names: Seq
             return np.full(m, 1.0 / m)
         if opponent not in names:
             shown = ", ".join(names[:10]) + (", ..." if m > 10 else "")
-            raise EvalprismError(f"unknown opponent {opponent!r}: expected 'uniform', a model name ({shown}) "
-                                 "or a probability vector")
+            raise EvalprismError(
+                f"unknown opponent {opponent!r}: expected 'uniform', a model name ({shown}) or a probability vector"
+            )
         return np.eye(m)[names.index(opponent)]
     if isinstance(opponent, Mapping):
         return _opponent_weights(opponent, names)
@@ -219,8 +236,10 @@ def _opponent_weights(opponent: Mapping[str, float], names: list[str]) -> np.nda
         raise EvalprismError("opponent: expected 'uniform' or at least one {model: weight}")
     outside = [str(k) for k in opponent if k not in names]
     if outside:
-        raise EvalprismError(f"opponent: {', '.join(outside)} not among the candidate models; "
-                             "the opponent distribution is over the candidates")
+        raise EvalprismError(
+            f"opponent: {', '.join(outside)} not among the candidate models; "
+            "the opponent distribution is over the candidates"
+        )
     weights = np.array([opponent.get(name, 0.0) for name in names], dtype=float)
     if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
         raise EvalprismError("opponent: expected weights >= 0 with a positive sum")
@@ -231,12 +250,15 @@ def _check_prompts(arrays: dict[str, np.ndarray | None]) -> None:
     """Every per-prompt (2-D) input must have the same number of prompts."""
     rows = {what: a.shape[0] for what, a in arrays.items() if a is not None and a.ndim == 2}
     if len(set(rows.values())) > 1:
-        raise EvalprismError("the per-prompt inputs disagree on the number of prompts: "
-                             + ", ".join(f"{what} has {n}" for what, n in rows.items()))
+        raise EvalprismError(
+            "the per-prompt inputs disagree on the number of prompts: "
+            + ", ".join(f"{what} has {n}" for what, n in rows.items())
+        )
 
 
-def check_budget(budget: float | None, costs: np.ndarray | Sequence[float], names: Sequence[str],
-                 scope: BudgetScope = "prompt") -> None:
+def check_budget(
+    budget: float | None, costs: np.ndarray | Sequence[float], names: Sequence[str], scope: BudgetScope = "prompt"
+) -> None:
     """The one check that ``budget`` can be met: it must cover the cheapest model's cost.
 
     ``costs`` (M,) or (n, M) per prompt, aligned with ``names``. For ``scope="prompt"`` (and whenever

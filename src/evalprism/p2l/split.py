@@ -34,8 +34,10 @@ def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndar
     never on where its battles stand in the file."""
     distinct = pd.unique(prompts)
     if distinct.size < 2:
-        raise EvalprismError(f"the battles hold {distinct.size} distinct prompt(s): holding prompts out needs at "
-                             "least two (one on each side of the split)")
+        raise EvalprismError(
+            f"the battles hold {distinct.size} distinct prompt(s): holding prompts out needs at "
+            "least two (one on each side of the split)"
+        )
     n_val = min(max(1, round(val_fraction * distinct.size)), distinct.size - 1)
     val = set(distinct[keyed_choice([str(p) for p in distinct], n_val, seed)])
     return prompts.isin(val).to_numpy()
@@ -85,9 +87,11 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
     test, train = np.flatnonzero(is_test), np.flatnonzero(~is_test)
     prompts = canonical["prompt"].astype(str)
     options = {
-        "source": battles.attrs.get("source"), "format": canonical.attrs.get("battles_format"),
-        "test_fraction": test_fraction, "seed": seed, "rule": "evalprism.p2l.split.split_prompts (the rule of "
-        "`p2l train --val-fraction F --seed S`)",
+        "source": battles.attrs.get("source"),
+        "format": canonical.attrs.get("battles_format"),
+        "test_fraction": test_fraction,
+        "seed": seed,
+        "rule": "evalprism.p2l.split.split_prompts (the rule of `p2l train --val-fraction F --seed S`)",
         "battles": {"train": int(train.size), "test": int(test.size)},
         "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
         "read": canonical.attrs.get("choices", []),

@@ -21,8 +21,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from evalprism.errors import EvalprismError
 from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
 
-def cluster_prompts(prompts: list[str], embeddings: np.ndarray, min_cluster_size: int | None = None,
-                    n_terms: int = 3) -> np.ndarray:
+
+def cluster_prompts(
+    prompts: list[str], embeddings: np.ndarray, min_cluster_size: int | None = None, n_terms: int = 3
+) -> np.ndarray:
     """A category name per prompt: HDBSCAN clusters of the embeddings, each named by its top terms.
 
     ``min_cluster_size`` defaults to max(5, n/40): small enough to find niches, large enough that a
@@ -62,8 +64,9 @@ def cluster_prompts(prompts: list[str], embeddings: np.ndarray, min_cluster_size
     return np.array([names[lab] for lab in labels], dtype=object)
 
 
-def category_leaderboards(coefs: np.ndarray, categories: np.ndarray, models: list[str],
-                          method: Aggregation = "bt") -> pd.DataFrame:
+def category_leaderboards(
+    coefs: np.ndarray, categories: np.ndarray, models: list[str], method: Aggregation = "bt"
+) -> pd.DataFrame:
     """Long table: category, prompts, model, coef (aggregated over the category's prompts), rank."""
     categories = np.asarray(categories).astype(str)
     rows = []
@@ -73,8 +76,10 @@ def category_leaderboards(coefs: np.ndarray, categories: np.ndarray, models: lis
         order = np.argsort(-agg, kind="stable")
         rank = np.empty(len(models), int)
         rank[order] = np.arange(1, len(models) + 1)
-        rows += [{"category": cat, "prompts": int(mask.sum()), "model": m, "coef": float(c), "rank": int(r)}
-                 for m, c, r in zip(models, agg, rank, strict=True)]
+        rows += [
+            {"category": cat, "prompts": int(mask.sum()), "model": m, "coef": float(c), "rank": int(r)}
+            for m, c, r in zip(models, agg, rank, strict=True)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -84,8 +89,9 @@ def strengths(categories_table: pd.DataFrame, reference: str) -> pd.DataFrame:
     Returns category, prompts, model, win_rate, and the gap to the model's own median win rate
     across categories (positive: a relative strength of that model)."""
     if reference not in set(categories_table["model"]):
-        raise EvalprismError(f"reference model '{reference}' is not one of the model's "
-                             f"{categories_table['model'].nunique()} models")
+        raise EvalprismError(
+            f"reference model '{reference}' is not one of the model's {categories_table['model'].nunique()} models"
+        )
     ref = categories_table[categories_table["model"] == reference].set_index("category")["coef"]
     out = categories_table[["category", "prompts", "model"]].copy()
     out["win_rate"] = expit(categories_table["coef"].to_numpy() - ref.loc[categories_table["category"]].to_numpy())

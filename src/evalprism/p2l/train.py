@@ -62,8 +62,8 @@ from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocas
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard, warn
 from evalprism.p2l.model import CoefficientHead, P2LModel
-from evalprism.p2l.split import split_prompts
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
+from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
@@ -82,9 +82,13 @@ EPOCH_DEFAULTS: dict[str, Any] = {"lr": 3e-3, "weight_decay": 1e-2, "patience": 
 EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
 #: the options that may be None (the default), and the range each takes when given
 OPTIONAL_NUMBERS: dict[str, dict[str, Any]] = {
-    "lr": {"low": 0, "low_open": True}, "weight_decay": {"low": 0}, "penalty": {"low": 0},
-    **{name: {"low": 1, "integer": True}
-       for name in ("patience", "max_epochs", "batch_size", "micro_batch_size", "max_length")},
+    "lr": {"low": 0, "low_open": True},
+    "weight_decay": {"low": 0},
+    "penalty": {"low": 0},
+    **{
+        name: {"low": 1, "integer": True}
+        for name in ("patience", "max_epochs", "batch_size", "micro_batch_size", "max_length")
+    },
 }
 
 
@@ -120,10 +124,10 @@ class TrainOptions:
         if fit not in HEAD_FITS:
             raise EvalprismError(f"unknown fit '{fit}': expected one of {', '.join(HEAD_FITS)}", parameter="fit")
         if fit == "ridge" and self.finetune:
-            raise EvalprismError("fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'",
-                                 parameter="fit")
-        check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True,
-                     high_open=True)
+            raise EvalprismError(
+                "fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'", parameter="fit"
+            )
+        check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True, high_open=True)
         check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
         check_seed(self.seed)
         for name, rule in OPTIONAL_NUMBERS.items():
@@ -132,19 +136,33 @@ class TrainOptions:
                 continue
             check_number(name, value, **rule)
             if fit == "ridge" and name in EPOCH_ONLY:
-                raise EvalprismError(f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
-                                     "fitted by ridge by default: drop it, or choose fit 'adamw'", parameter=name)
+                raise EvalprismError(
+                    f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
+                    "fitted by ridge by default: drop it, or choose fit 'adamw'",
+                    parameter=name,
+                )
         if fit == "adamw" and self.penalty is not None:
-            raise EvalprismError("penalty applies to fit 'ridge' (adamw's counterpart is weight_decay)",
-                                 parameter="penalty")
-        check_applies("precision", self.precision, self.finetune, "it sets the dtype of a fine-tuned backbone's "
-                      "training (a frozen backbone's features are computed once, in float32)")
+            raise EvalprismError(
+                "penalty applies to fit 'ridge' (adamw's counterpart is weight_decay)", parameter="penalty"
+            )
+        check_applies(
+            "precision",
+            self.precision,
+            self.finetune,
+            "it sets the dtype of a fine-tuned backbone's "
+            "training (a frozen backbone's features are computed once, in float32)",
+        )
         if self.precision is not None and self.precision not in TRAIN_PRECISIONS:
-            raise EvalprismError(f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
-                                 parameter="precision")
+            raise EvalprismError(
+                f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
+                parameter="precision",
+            )
         if not self.finetune and (self.max_length is not None or self.gradient_checkpointing):
-            raise EvalprismError("max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
-                                 "(a frozen backbone reads prompts as it does at inference)", parameter="finetune")
+            raise EvalprismError(
+                "max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
+                "(a frozen backbone reads prompts as it does at inference)",
+                parameter="finetune",
+            )
         out = TrainOptions(**asdict(self))
         out.fit = fit
         out.precision = self.precision or "auto"
@@ -175,11 +193,13 @@ class TrainResult(SavedResult):
     seen_prompts: dict[str, list[str]] | None = None
 
     @staticmethod
-    def claim(out: str | Path, *, inputs: Iterable[str | Path | None] = (), overwrite: bool = False,
-              progress: bool = True) -> OutputTarget:
+    def claim(
+        out: str | Path, *, inputs: Iterable[str | Path | None] = (), overwrite: bool = False, progress: bool = True
+    ) -> OutputTarget:
         """Claim the model directory ``out`` and its checkpoint directory before any work
         (:func:`~evalprism.io.outputs.claim_output`). In a torchrun world rank 0 alone claims them;
         every rank gets the target, or the same error."""
+
         def claim() -> OutputTarget:
             target = claim_output(out, OutputKind.P2L_TRAIN, inputs=inputs, overwrite=overwrite, progress=progress)
             claim_output(checkpoint_dir_for(target), OutputKind.P2L_CHECKPOINT, inputs=inputs, progress=progress)
@@ -255,7 +275,9 @@ def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
         why = why_write_stopped(tmp, exc)
         tmp.unlink(missing_ok=True)
         if (directory / CHECKPOINT_FILE).is_file():
-            kept = f"the previous epoch's checkpoint is kept in {directory} (rerun with --resume once it can be written)"
+            kept = (
+                f"the previous epoch's checkpoint is kept in {directory} (rerun with --resume once it can be written)"
+            )
         else:
             remove_output(directory, OutputKind.P2L_CHECKPOINT)
             kept = "nothing was kept"
@@ -278,13 +300,26 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
     except Exception as exc:  # torn or foreign files raise pickle, zip and EOF errors alike
         first = (str(exc).strip() or "empty").splitlines()[0]
         raise invalid_checkpoint(path, f"it cannot be read ({type(exc).__name__}: {first})") from None
-    needed = {"fingerprint", "epoch", "current", "optimizer", "best", "best_val", "bad_epochs", "history", "rng",
-              "torch_rng"}
+    needed = {
+        "fingerprint",
+        "epoch",
+        "current",
+        "optimizer",
+        "best",
+        "best_val",
+        "bad_epochs",
+        "history",
+        "rng",
+        "torch_rng",
+    }
     if not isinstance(state, dict) or not needed <= set(state):
         raise invalid_checkpoint(path, "it is not a training state saved by `evalprism p2l train`")
     if state["fingerprint"] != fingerprint:
-        raise EvalprismError(f"resume: the checkpoint in {directory} is from different battles or options; "
-                             "start without it (or use the original ones)", parameter="resume")
+        raise EvalprismError(
+            f"resume: the checkpoint in {directory} is from different battles or options; "
+            "start without it (or use the original ones)",
+            parameter="resume",
+        )
     return state
 
 
@@ -334,20 +369,40 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
     content = _content_digest(prompts, prompt_codes, arrays, rows)
-    return TrainingData(where, len(table), arrays, rows, weights, prompt_codes, prompts, train_idx, val_idx,
-                        content, _fingerprint(content, opts), list(table.attrs.get("choices", [])))
+    return TrainingData(
+        where,
+        len(table),
+        arrays,
+        rows,
+        weights,
+        prompt_codes,
+        prompts,
+        train_idx,
+        val_idx,
+        content,
+        _fingerprint(content, opts),
+        list(table.attrs.get("choices", [])),
+    )
 
 
 def require_same_battles(world: World, data: TrainingData) -> None:
     """Every rank of a torchrun world must train on the same battles, options and split: compare
     their digests (all-gathered) and stop every rank with one message when they differ (e.g. nodes
     holding different copies of the data file)."""
+
     def message(rank: int, other: tuple[str, str, str, str], first: tuple[str, str, str, str]) -> str:
-        what = ("read different battles" if other[1] != first[1] else
-                "got different training options" if other[2] != first[2] else "drew different prompt splits")
-        return (f"the processes of this torchrun world {what}: rank {rank} read {other[0]} (content hash "
-                f"{other[1][:12]}), rank 0 read {first[0]} (content hash {first[1][:12]}); every process must "
-                "read the same battles with the same options")
+        what = (
+            "read different battles"
+            if other[1] != first[1]
+            else "got different training options"
+            if other[2] != first[2]
+            else "drew different prompt splits"
+        )
+        return (
+            f"the processes of this torchrun world {what}: rank {rank} read {other[0]} (content hash "
+            f"{other[1][:12]}), rank 0 read {first[0]} (content hash {first[1][:12]}); every process must "
+            "read the same battles with the same options"
+        )
 
     world.require_same((data.where, data.content, data.fingerprint, data.split_digest()), message)
 
@@ -356,8 +411,11 @@ def _check_split(data: TrainingData, loss: str) -> None:
     """Refuse a prompt split that left no training or no validation battle for ``loss``."""
     if data.val_idx.size == 0 or data.train_idx.size == 0:
         side = "validation" if data.val_idx.size == 0 else "training"
-        raise EvalprismError(f"{data.where}: the prompt split left no {side} battles for loss '{loss}'; use more "
-                             "prompts or another val_fraction", parameter="val_fraction")
+        raise EvalprismError(
+            f"{data.where}: the prompt split left no {side} battles for loss '{loss}'; use more "
+            "prompts or another val_fraction",
+            parameter="val_fraction",
+        )
 
 
 def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> None:
@@ -366,9 +424,12 @@ def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> No
     if note:
         status(note, progress)
     processes = f" on {world.size} processes" if world.distributed else ""
-    status(f"{data.n_battles} battles, {len(data.names)} models, {len(data.prompts)} prompts; "
-           f"{data.train_idx.size} training / {data.val_idx.size} validation battles used (split by prompt)"
-           f"{processes}", progress)
+    status(
+        f"{data.n_battles} battles, {len(data.names)} models, {len(data.prompts)} prompts; "
+        f"{data.train_idx.size} training / {data.val_idx.size} validation battles used (split by prompt)"
+        f"{processes}",
+        progress,
+    )
 
 
 def fit_marginal(data: TrainingData, loss: str, idx: np.ndarray | None = None) -> Leaderboard:
@@ -387,9 +448,11 @@ def pinned_note(marginal: Leaderboard) -> str | None:
     if marginal.identified is None or marginal.identified.all():
         return None
     names = [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok]
-    return (f"the training battles do not identify the {marginal.model} coefficient of {', '.join(names)} "
-            "(separation: no finite maximum-likelihood value); the warm start and the marginal baseline pin "
-            "it to the nearest identified coefficient (see marginal.csv, identified = False)")
+    return (
+        f"the training battles do not identify the {marginal.model} coefficient of {', '.join(names)} "
+        "(separation: no finite maximum-likelihood value); the warm start and the marginal baseline pin "
+        "it to the nearest identified coefficient (see marginal.csv, identified = False)"
+    )
 
 
 def warm_start(head: CoefficientHead, marginal: Leaderboard) -> None:
@@ -409,8 +472,15 @@ class BattleNLL(nn.Module):
     (``frozen``); a fine-tuned backbone is a submodule, encoding each batch's prompts with gradients
     (under bfloat16 autocast when ``autocast_to`` says so; the head computes in float32)."""
 
-    def __init__(self, head: CoefficientHead, backbone: Backbone, data: TrainingData, frozen: torch.Tensor | None,
-                 device: torch.device, autocast_to: torch.dtype | None = None) -> None:
+    def __init__(
+        self,
+        head: CoefficientHead,
+        backbone: Backbone,
+        data: TrainingData,
+        frozen: torch.Tensor | None,
+        device: torch.device,
+        autocast_to: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
         self.head = head
         self.backbone = backbone if frozen is None else None
@@ -451,8 +521,9 @@ class BattleNLL(nn.Module):
             self.backbone.load_state_dict(state["backbone"])
 
 
-def build_objective(head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions,
-                    world: World) -> BattleNLL:
+def build_objective(
+    head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World
+) -> BattleNLL:
     """The objective on this process's device. A frozen backbone encodes every distinct prompt once,
     here (in a torchrun world on rank 0, the only one that touches the embedding cache)."""
     backbone.to(world.device)
@@ -468,11 +539,18 @@ def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Opt
     """AdamW: weight decay on the head's weights only (the marginal leaderboard in the bias is not
     shrunk), a smaller learning rate for a fine-tuned backbone."""
     head = objective.head
-    groups = [{"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
-              {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr}]
+    groups = [
+        {"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
+        {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr},
+    ]
     if objective.backbone is not None:
-        groups.append({"params": [p for p in objective.backbone.parameters() if p.requires_grad],
-                       "weight_decay": 0.0, "lr": opts.backbone_lr})
+        groups.append(
+            {
+                "params": [p for p in objective.backbone.parameters() if p.requires_grad],
+                "weight_decay": 0.0,
+                "lr": opts.backbone_lr,
+            }
+        )
     return torch.optim.AdamW(groups)
 
 
@@ -529,7 +607,7 @@ class Trainer:
         step = self.opts.micro_batch_size or (4096 if self.objective.frozen is not None else 64)
         with torch.no_grad():
             for s in range(0, shard.size, step):
-                total += float(self.objective(shard[s:s + step]))
+                total += float(self.objective(shard[s : s + step]))
         return self.world.sum(total) / float(self.objective.weight(idx))
 
     def start(self, saved: dict[str, Any] | None) -> RunState:
@@ -537,7 +615,9 @@ class Trainer:
         and random generators restored (from a checkpoint of any number of processes)."""
         if saved is None:
             best_val = self.validate(self.data.val_idx)
-            state = RunState(0, self.objective.trainable_state(), best_val, 0, [], np.random.default_rng(self.opts.seed))
+            state = RunState(
+                0, self.objective.trainable_state(), best_val, 0, [], np.random.default_rng(self.opts.seed)
+            )
             state.history.append({"epoch": 0, "train_nll": self.validate(self.data.train_idx), "val_nll": best_val})
             return state
         try:
@@ -570,12 +650,23 @@ class Trainer:
         if self.ckpt_dir is None:
             return
         ckpt_dir, objective, optimizer = self.ckpt_dir, self.objective, self.optimizer
-        self.world.on_main(lambda: _save_checkpoint(ckpt_dir, {
-            "fingerprint": self.data.fingerprint, "epoch": state.epoch, "current": objective.trainable_state(),
-            "optimizer": optimizer.state_dict(), "best": state.best, "best_val": state.best_val,
-            "bad_epochs": state.bad_epochs, "history": state.history, "rng": state.rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state(),
-        }))
+        self.world.on_main(
+            lambda: _save_checkpoint(
+                ckpt_dir,
+                {
+                    "fingerprint": self.data.fingerprint,
+                    "epoch": state.epoch,
+                    "current": objective.trainable_state(),
+                    "optimizer": optimizer.state_dict(),
+                    "best": state.best,
+                    "best_val": state.best_val,
+                    "bad_epochs": state.bad_epochs,
+                    "history": state.history,
+                    "rng": state.rng.bit_generator.state,
+                    "torch_rng": torch.get_rng_state(),
+                },
+            )
+        )
 
     def diverged(self, epoch: int, train: float, val: float) -> None:
         """Stop a run whose loss is no longer a number (a learning rate far too large): keeping the best
@@ -584,9 +675,12 @@ class Trainer:
         if self.ckpt_dir is not None:
             ckpt_dir = self.ckpt_dir
             self.world.on_main(lambda: remove_output(ckpt_dir, OutputKind.P2L_CHECKPOINT))
-        raise EvalprismError(f"training diverged: after epoch {epoch} the training NLL is {train} and the validation "
-                             f"NLL {val}; lr {self.opts.lr:g} is too large for these battles (the default is "
-                             f"{EPOCH_DEFAULTS['lr']:g}); lower it; nothing was saved", parameter="lr")
+        raise EvalprismError(
+            f"training diverged: after epoch {epoch} the training NLL is {train} and the validation "
+            f"NLL {val}; lr {self.opts.lr:g} is too large for these battles (the default is "
+            f"{EPOCH_DEFAULTS['lr']:g}); lower it; nothing was saved",
+            parameter="lr",
+        )
 
     def run(self, state: RunState) -> None:
         """Step 3, the epoch loop: train, validate, checkpoint until max_epochs or ``patience`` epochs
@@ -595,15 +689,18 @@ class Trainer:
         batch, max_epochs = int(opts.batch_size), int(opts.max_epochs)  # type: ignore[arg-type]
         kind = "fine-tuning" if opts.finetune else "frozen"
         try:
-            with progress_bar(f"training P2L ({opts.loss}, {kind} {opts.backbone})",
-                              max(max_epochs - state.epoch, 0) * -(-train_idx.size // batch), self.progress) as bar:
+            with progress_bar(
+                f"training P2L ({opts.loss}, {kind} {opts.backbone})",
+                max(max_epochs - state.epoch, 0) * -(-train_idx.size // batch),
+                self.progress,
+            ) as bar:
                 for epoch in range(state.epoch + 1, max_epochs + 1):
                     if state.bad_epochs >= opts.patience:
                         break
                     order = train_idx[state.rng.permutation(train_idx.size)]
                     (self.model or self.objective).train()
                     for s in range(0, order.size, batch):
-                        self.step(order[s:s + batch])
+                        self.step(order[s : s + batch])
                         bar.update(1)
                     val, train = self.validate(self.data.val_idx), self.validate(train_idx)
                     if not (math.isfinite(val) and math.isfinite(train)):
@@ -612,31 +709,46 @@ class Trainer:
                     self.checkpoint(state)
         except KeyboardInterrupt:
             if self.world.is_main and self.ckpt_dir is not None and (self.ckpt_dir / CHECKPOINT_FILE).is_file():
-                status(f"interrupted: the last finished epoch is saved in {self.ckpt_dir}; rerun with --resume to "
-                       "continue", True)
+                status(
+                    f"interrupted: the last finished epoch is saved in {self.ckpt_dir}; rerun with --resume to "
+                    "continue",
+                    True,
+                )
             raise
 
 
-def fit_ridge(head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World,
-              progress: bool) -> pd.DataFrame:
+def fit_ridge(
+    head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World, progress: bool
+) -> pd.DataFrame:
     """The ridge fit (:mod:`evalprism.p2l.ridge`), in place of steps 3-5: encode every distinct prompt
     once, choose the penalty by cross-validation over the training prompts (unless ``opts.penalty``
     fixes it) and fit the warm-started ``head`` on all training battles. Rank 0 computes (it is
     seconds of work on cached features) and every rank receives the head. Returns the
     cross-validation table (one row per candidate penalty)."""
+
     def compute() -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
         features = backbone.features(list(data.prompts)).double().cpu().numpy()
         idx = data.train_idx
         battles = RidgeBattles(data.prompt_codes[idx], data.arrays.a[idx], data.arrays.b[idx], data.weights[idx])
         if opts.penalty is None:
             fits = (len(PENALTY_GRID) + 1) * CV_FOLDS
-            with progress_bar(f"choosing the ridge penalty ({CV_FOLDS}-fold CV over training prompts)", fits,
-                              progress) as bar:
-                table = choose_penalty(features, [str(p) for p in data.prompts], battles, opts.loss,
-                                       lambda inside: fit_marginal(data, opts.loss, idx[inside]), warm_start,
-                                       seed=opts.seed, step=lambda: bar.update(1))
+            with progress_bar(
+                f"choosing the ridge penalty ({CV_FOLDS}-fold CV over training prompts)", fits, progress
+            ) as bar:
+                table = choose_penalty(
+                    features,
+                    [str(p) for p in data.prompts],
+                    battles,
+                    opts.loss,
+                    lambda inside: fit_marginal(data, opts.loss, idx[inside]),
+                    warm_start,
+                    seed=opts.seed,
+                    step=lambda: bar.update(1),
+                )
         else:
-            table = pd.DataFrame({"penalty": [float(opts.penalty)], "cv_nll": [np.nan], "cv_se": [np.nan], "chosen": [True]})
+            table = pd.DataFrame(
+                {"penalty": [float(opts.penalty)], "cv_nll": [np.nan], "cv_se": [np.nan], "chosen": [True]}
+            )
         fit_penalised(head, features, battles, float(table.loc[table["chosen"], "penalty"].iloc[0]))
         return {k: v.detach().clone() for k, v in head.state_dict().items()}, table
 
@@ -645,9 +757,18 @@ def fit_ridge(head: CoefficientHead, backbone: Backbone, data: TrainingData, opt
     return table
 
 
-def build_result(data: TrainingData, opts: TrainOptions, world: World, head: CoefficientHead, backbone: Backbone,
-                 marginal: Leaderboard, history: pd.DataFrame, summary: dict[str, Any], ckpt_dir: Path | None,
-                 progress: bool) -> TrainResult:
+def build_result(
+    data: TrainingData,
+    opts: TrainOptions,
+    world: World,
+    head: CoefficientHead,
+    backbone: Backbone,
+    marginal: Leaderboard,
+    history: pd.DataFrame,
+    summary: dict[str, Any],
+    ckpt_dir: Path | None,
+    progress: bool,
+) -> TrainResult:
     """Step 6, the result: the fitted head as a :class:`P2LModel` (on the CPU), compared with the
     marginal leaderboard on the validation battles (by rank 0; every rank returns the result).
     ``history`` is the epoch history (adamw) or the penalty's cross-validation (ridge); ``summary``
@@ -656,20 +777,38 @@ def build_result(data: TrainingData, opts: TrainOptions, world: World, head: Coe
     backbone.to("cpu")
     model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, marginal.frame())
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
-    evaluation = world.on_main(lambda: compare_predictors(opts.loss, data.rows[val], {
-        "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
-        "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
-    }, data.prompt_codes[val]))
+    evaluation = world.on_main(
+        lambda: compare_predictors(
+            opts.loss,
+            data.rows[val],
+            {
+                "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
+                "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
+            },
+            data.prompt_codes[val],
+        )
+    )
     ev = evaluation.set_index("predictor")["nll"]
     status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
-    run = {**asdict(opts), "n_battles": data.n_battles, "n_prompts": int(len(data.prompts)),
-           "train_battles": int(data.train_idx.size), "val_battles": int(val.size), **summary,
-           "marginal_extra": marginal.extra, "processes": world.size, "read": data.read,
-           "marginal_pinned": [] if marginal.identified is None else
-           [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok]}
+    run = {
+        **asdict(opts),
+        "n_battles": data.n_battles,
+        "n_prompts": len(data.prompts),
+        "train_battles": int(data.train_idx.size),
+        "val_battles": int(val.size),
+        **summary,
+        "marginal_extra": marginal.extra,
+        "processes": world.size,
+        "read": data.read,
+        "marginal_pinned": []
+        if marginal.identified is None
+        else [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok],
+    }
     model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
-    seen = {side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
-            for side, idx in (("fit", data.train_idx), ("validation", val))}
+    seen = {
+        side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
+        for side, idx in (("fit", data.train_idx), ("validation", val))
+    }
     return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main, seen)
 
 
@@ -685,9 +824,11 @@ def fit_line(summary: dict[str, Any]) -> str:
 def epoch_summary(state: RunState, opts: TrainOptions) -> dict[str, Any]:
     """What the epoch loop chose: the best epoch, how many ran and why it stopped."""
     history = state.history
-    return {"best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
-            "epochs_run": int(history[-1]["epoch"]),
-            "stopped": "early stopping" if state.bad_epochs >= int(opts.patience) else "max epochs"}  # type: ignore[arg-type]
+    return {
+        "best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
+        "epochs_run": int(history[-1]["epoch"]),
+        "stopped": "early stopping" if state.bad_epochs >= int(opts.patience) else "max epochs",
+    }  # type: ignore[arg-type]
 
 
 def train_model(
@@ -696,7 +837,7 @@ def train_model(
     *,
     checkpoint_dir: str | Path | None = None,
     resume: bool = False,
-    cache_dir: str | Path | None | bool = None,
+    cache_dir: str | Path | bool | None = None,
     progress: bool = True,
 ) -> TrainResult:
     """Train a P2L model on ``battles`` (any supported battles format) and return it unsaved: the
@@ -705,13 +846,17 @@ def train_model(
     opts = (options or TrainOptions()).resolved()
     world = join_world()
     progress = progress and world.is_main
-    ckpt_dir = world.on_main(lambda: None if checkpoint_dir is None else
-                             check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path)
+    ckpt_dir = world.on_main(
+        lambda: None if checkpoint_dir is None else check_output(checkpoint_dir, OutputKind.P2L_CHECKPOINT).path
+    )
     data = world.everywhere(lambda: prepare_battles(battles, opts))
     require_same_battles(world, data)
     if resume and opts.fit == "ridge":
-        raise EvalprismError("resume: a ridge fit keeps no checkpoints (it takes seconds once the prompts are "
-                             "encoded, and their embeddings are cached); start without resume", parameter="resume")
+        raise EvalprismError(
+            "resume: a ridge fit keeps no checkpoints (it takes seconds once the prompts are "
+            "encoded, and their embeddings are cached); start without resume",
+            parameter="resume",
+        )
     saved = world.on_main(lambda: read_checkpoint(ckpt_dir, data.fingerprint)) if resume else None  # before slow work
     _check_split(data, opts.loss)
     _announce(data, opts.loss, world, progress)
@@ -733,5 +878,15 @@ def train_model(
     trainer.model = world.wrap(objective, lambda module: module(data.train_idx[:1]))
     trainer.run(state)
     objective.restore(state.best)
-    return build_result(data, opts, world, head, backbone, marginal, pd.DataFrame(state.history),
-                        epoch_summary(state, opts), ckpt_dir, progress)
+    return build_result(
+        data,
+        opts,
+        world,
+        head,
+        backbone,
+        marginal,
+        pd.DataFrame(state.history),
+        epoch_summary(state, opts),
+        ckpt_dir,
+        progress,
+    )

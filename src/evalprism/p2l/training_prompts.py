@@ -26,8 +26,9 @@ SIDES = ("fit", "validation")
 
 def prompt_hashes(prompts: Iterable[str]) -> np.ndarray:
     """Sorted distinct 64-bit hashes (uint64) of the prompt texts."""
-    digests = {int.from_bytes(hashlib.blake2b(str(p).encode("utf-8"), digest_size=8).digest(), "little")
-               for p in prompts}
+    digests = {
+        int.from_bytes(hashlib.blake2b(str(p).encode("utf-8"), digest_size=8).digest(), "little") for p in prompts
+    }
     return np.array(sorted(digests), dtype=np.uint64)
 
 
@@ -48,8 +49,9 @@ def read_training_prompts(directory: str | Path) -> dict[str, np.ndarray] | None
             out = {side: np.asarray(saved[side], dtype=np.uint64) for side in SIDES}
     except (OSError, ValueError, KeyError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else "unreadable"
-        raise EvalprismError(f"{path}: not a training-prompt record written by `evalprism p2l train` "
-                             f"({type(exc).__name__}: {detail})") from None
+        raise EvalprismError(
+            f"{path}: not a training-prompt record written by `evalprism p2l train` ({type(exc).__name__}: {detail})"
+        ) from None
     return out
 
 
@@ -59,22 +61,31 @@ def prompt_overlap(recorded: dict[str, np.ndarray] | None, prompts: Iterable[str
     hashes = prompt_hashes(prompts)
     if recorded is None:
         return {"recorded": False, "prompts": int(hashes.size), "fit": None, "validation": None}
-    return {"recorded": True, "prompts": int(hashes.size),
-            **{side: int(np.isin(hashes, recorded[side]).sum()) for side in SIDES}}
+    return {
+        "recorded": True,
+        "prompts": int(hashes.size),
+        **{side: int(np.isin(hashes, recorded[side]).sum()) for side in SIDES},
+    }
 
 
 def overlap_sentence(overlap: dict[str, Any]) -> str | None:
     """What the overlap means for the claim "held-out", in words; None when the prompts are held out."""
     if not overlap.get("recorded"):
-        return ("This model records no training prompts (trained before they were recorded, or not by "
-                "`evalprism p2l train`), so whether these battles are held out cannot be checked.")
+        return (
+            "This model records no training prompts (trained before they were recorded, or not by "
+            "`evalprism p2l train`), so whether these battles are held out cannot be checked."
+        )
     fit, val, n = overlap["fit"], overlap["validation"], overlap["prompts"]
     if fit:
-        return (f"**Not held out: {fit} of these {n} prompts were training prompts of this model**"
-                + (f" (and {val} its validation prompts)" if val else "")
-                + "; its scores here are in-sample and flatter it. Evaluate on prompts it never saw "
-                "(`evalprism p2l split`, then train on the train side).")
+        return (
+            f"**Not held out: {fit} of these {n} prompts were training prompts of this model**"
+            + (f" (and {val} its validation prompts)" if val else "")
+            + "; its scores here are in-sample and flatter it. Evaluate on prompts it never saw "
+            "(`evalprism p2l split`, then train on the train side)."
+        )
     if val:
-        return (f"{val} of these {n} prompts were this model's validation prompts (not fitted on, but seen: "
-                "early stopping reads them when the head is fitted by adamw).")
+        return (
+            f"{val} of these {n} prompts were this model's validation prompts (not fitted on, but seen: "
+            "early stopping reads them when the head is fitted by adamw)."
+        )
     return None

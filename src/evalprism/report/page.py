@@ -83,8 +83,14 @@ def _table_html(frame: pd.DataFrame, nowrap: Sequence[str] = (), lines: Sequence
     for i, name in enumerate(frame.columns):
         kept = "<br>" if name in lines else " "
         css = "lines" if name in lines else "nowrap" if name in nowrap else None
-        texts = [html.escape(_cell(v), quote=False).replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
-                 .replace("\n", kept) for v in frame.iloc[:, i]]
+        texts = [
+            html.escape(_cell(v), quote=False)
+            .replace("\r\n", "\n")
+            .replace("\r", "\n")
+            .replace("\t", " ")
+            .replace("\n", kept)
+            for v in frame.iloc[:, i]
+        ]
         columns[i] = [f'<span class="{css}">{t}</span>' if css and t else t for t in texts]
     cells = pd.DataFrame(columns, index=range(len(frame)))
     cells.columns = [html.escape(str(c), quote=False) for c in frame.columns]
@@ -131,8 +137,17 @@ class Report:
         self.sections.append(_Section("figure", title, body, how_to_read, anchor))
         return self
 
-    def table(self, frame: pd.DataFrame, title: str, caption: str = "", max_rows: int = 60, *,
-              transpose: bool = False, nowrap: Sequence[str] = (), lines: Sequence[str] = ()) -> Report:
+    def table(
+        self,
+        frame: pd.DataFrame,
+        title: str,
+        caption: str = "",
+        max_rows: int = 60,
+        *,
+        transpose: bool = False,
+        nowrap: Sequence[str] = (),
+        lines: Sequence[str] = (),
+    ) -> Report:
         """A table (first ``max_rows`` rows; the CSV next to the report has all of them).
 
         ``transpose``: one row per column of ``frame``, one column per row headed by the first
@@ -185,8 +200,10 @@ class IndexEntry:
 
     def html(self) -> str:
         headline = f'<div class="headline">{inline_markdown(self.headline)}</div>' if self.headline else ""
-        return (f'<li><a href="{html.escape(self.link)}">{html.escape(self.name)}</a>{headline}'
-                f'<div class="desc">{html.escape(self.description)}</div></li>')
+        return (
+            f'<li><a href="{html.escape(self.link)}">{html.escape(self.name)}</a>{headline}'
+            f'<div class="desc">{html.escape(self.description)}</div></li>'
+        )
 
 
 def write_index(path: str | Path, title: str, entries: list[IndexEntry | tuple[str, ...]]) -> Path:

@@ -19,8 +19,11 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
 
 __all__ = ["ServeConfig", "create_app", "load_config", "read_secrets", "serve"]
 
-lazy_package(__name__, {
-    "app": ["create_app"],
-    "config": ["ServeConfig", "load_config", "read_secrets"],
-    "run": ["serve"],
-})
+lazy_package(
+    __name__,
+    {
+        "app": ["create_app"],
+        "config": ["ServeConfig", "load_config", "read_secrets"],
+        "run": ["serve"],
+    },
+)

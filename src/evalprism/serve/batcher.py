@@ -38,8 +38,14 @@ class BatchStats:
 class MicroBatcher(Generic[Item, Result]):
     """Run ``fn(items) -> results`` (same length, same order) on batches of concurrently submitted items."""
 
-    def __init__(self, fn: Callable[[Sequence[Item]], Sequence[Result]], *, window_s: float = 0.004,
-                 max_batch: int = 64, inline: bool | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[[Sequence[Item]], Sequence[Result]],
+        *,
+        window_s: float = 0.004,
+        max_batch: int = 64,
+        inline: bool | None = None,
+    ) -> None:
         self.fn = fn
         #: run ``fn`` in the event loop's own thread: for a batch function that takes a few milliseconds
         #: at most (a static backbone), where handing each batch to the worker thread and back cost more
@@ -104,7 +110,7 @@ class MicroBatcher(Generic[Item, Result]):
             outcomes: list[tuple[Result | None, Exception | None]]
             try:
                 outcomes = [(result, None) for result in await self._call([item for item, _ in batch])]
-            except Exception as exc:  # noqa: BLE001 - isolate: each item alone, so an error reaches only its own future
+            except Exception as exc:
                 outcomes = [(None, exc)] if len(batch) == 1 else [await self._one(item) for item, _ in batch]
             for (_, future), (result, error) in zip(batch, outcomes, strict=True):
                 if future.done():  # the client went away
@@ -134,5 +140,5 @@ class MicroBatcher(Generic[Item, Result]):
         """``item`` run alone: its result, or the error it raised."""
         try:
             return (await self._call([item]))[0], None
-        except Exception as exc:  # noqa: BLE001 - handed to this item's request only
+        except Exception as exc:
             return None, exc

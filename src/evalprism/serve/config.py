@@ -52,6 +52,7 @@ class _Strict(BaseModel):
 
 # --- one validator per meaning -------------------------------------------------------------------
 
+
 def _finite(value: float | None) -> float | None:
     """A number of the config (a cost, a price, a duration) is finite: ``.inf`` means nothing there."""
     if value is not None and not math.isfinite(value):
@@ -93,15 +94,23 @@ class UpstreamConfig(_Strict):
     """One candidate model: where to send its requests and what a request costs."""
 
     base_url: Annotated[str, AfterValidator(_upstream_url)] = Field(
-        description="OpenAI-compatible base URL, e.g. http://host:port/v1")
-    upstream_model: str | None = Field(None, description="the model name the upstream expects (default: the candidate name)")
+        description="OpenAI-compatible base URL, e.g. http://host:port/v1"
+    )
+    upstream_model: str | None = Field(
+        None, description="the model name the upstream expects (default: the candidate name)"
+    )
     api_key_env: str | None = Field(None, description="environment variable holding the upstream's API key")
     cost: Finite = Field(ge=0, description="cost of one request (any unit, the same for every model)")
     prompt_token_price: Finite | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
     completion_token_price: Finite | None = Field(None, ge=0, description="price of one completion token")
-    max_connections: int = Field(128, ge=1, le=10_000, description="most connections the router opens to this "
-                                 "upstream at once; a request that finds none free within pool_timeout_s is "
-                                 "not the upstream's failure (it tries the next candidate, else 503)")
+    max_connections: int = Field(
+        128,
+        ge=1,
+        le=10_000,
+        description="most connections the router opens to this "
+        "upstream at once; a request that finds none free within pool_timeout_s is "
+        "not the upstream's failure (it tries the next candidate, else 503)",
+    )
 
 
 def realised_cost(upstream: UpstreamConfig, usage: Any) -> float | None:
@@ -126,8 +135,11 @@ class ServeConfig(_Strict):
     decision_log: str = "decisions.jsonl"
     timeout_s: Seconds = Field(60.0, description="upstream read timeout per request")
     connect_timeout_s: Seconds = 5.0
-    pool_timeout_s: Seconds = Field(5.0, description="how long a request waits for a free connection to an "
-                                                     "upstream (its max_connections) before trying the next")
+    pool_timeout_s: Seconds = Field(
+        5.0,
+        description="how long a request waits for a free connection to an "
+        "upstream (its max_connections) before trying the next",
+    )
     # at most a second: the warm-up batch waits one window before the service reports healthy, and every
     # request waits up to one window for company
     batch_window_ms: float = Field(4.0, ge=0, le=1000, description="how long a P2L batch waits for more prompts")
@@ -135,27 +147,37 @@ class ServeConfig(_Strict):
     # event loop answer one batch and read the next while the model runs, and one slow batch delays fewer
     # requests. 32 clients, four runs each (benchmarks/bench_serve.py): p99 83-90 ms at 16, 82-110 ms at 64.
     max_batch: int = Field(16, ge=1, description="most prompts in one P2L forward pass")
-    max_attempts: int = Field(3, ge=1, description="most upstreams one chat request tries, in the decision's value order")
+    max_attempts: int = Field(
+        3, ge=1, description="most upstreams one chat request tries, in the decision's value order"
+    )
     breaker_failures: int = Field(3, ge=1, description="consecutive failures that open an upstream's circuit")
     breaker_cooldown_s: Seconds = Field(30.0, description="how long an open circuit is skipped")
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)
     max_prompt_tokens: int | None = Field(
-        None, ge=1, description="routing reads at most this many tokens of a prompt (None: as many as the backbone "
-                                "reads, 256 for minilm); a cap bounds one long prompt's encoder cost")
+        None,
+        ge=1,
+        description="routing reads at most this many tokens of a prompt (None: as many as the backbone "
+        "reads, 256 for minilm); a cap bounds one long prompt's encoder cost",
+    )
     seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32")
+        "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32"
+    )
     runtime: Literal["auto", "torch", "openvino"] = Field(
-        "auto", description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch")
+        "auto",
+        description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch",
+    )
 
     @field_validator("router_name")
     @classmethod
     def _not_a_candidate(cls, value: str, info: ValidationInfo) -> str:
         """The router's name and a candidate's would make ``model: <name>`` mean two things."""
         if value in (info.data.get("models") or {}):
-            raise ValueError("expected a name that is not also a candidate's: a request naming it could not say "
-                             "whether to route or to call that candidate")
+            raise ValueError(
+                "expected a name that is not also a candidate's: a request naming it could not say "
+                "whether to route or to call that candidate"
+            )
         return value
 
 
@@ -246,8 +268,10 @@ def _refuse_duplicate_keys(path: Path, node: yaml.Node, where: tuple[str, ...]) 
                 line = key_node.start_mark.line + 1
                 if key in first_line:
                     dotted = ".".join((*where, key))
-                    raise EvalprismError(f"{path}: {dotted}: the key {key!r} is given twice (lines {first_line[key]} "
-                                         f"and {line}); expected each key once")
+                    raise EvalprismError(
+                        f"{path}: {dotted}: the key {key!r} is given twice (lines {first_line[key]} "
+                        f"and {line}); expected each key once"
+                    )
                 first_line[key] = line
             _refuse_duplicate_keys(path, value_node, (*where, key if key is not None else "?"))
     elif isinstance(node, yaml.SequenceNode):
@@ -286,8 +310,10 @@ def check_candidates(config: ServeConfig, model_names: Sequence[str], source: st
     known = set(model_names)
     unknown = [m for m in config.models if m not in known]
     if unknown:
-        raise EvalprismError(f"{source}: models: {', '.join(unknown)} not in the P2L model's list "
-                             f"({', '.join(list(model_names)[:8])}{', ...' if len(model_names) > 8 else ''})")
+        raise EvalprismError(
+            f"{source}: models: {', '.join(unknown)} not in the P2L model's list "
+            f"({', '.join(list(model_names)[:8])}{', ...' if len(model_names) > 8 else ''})"
+        )
 
 
 def read_secrets(config: ServeConfig, environ: Mapping[str, str] | None = None, source: str = "config") -> Secrets:
@@ -296,7 +322,11 @@ def read_secrets(config: ServeConfig, environ: Mapping[str, str] | None = None, 
     missing = [v for v in config.api_keys_env if not env.get(v)]
     missing += [m.api_key_env for m in config.models.values() if m.api_key_env and not env.get(m.api_key_env)]
     if missing:
-        raise EvalprismError(f"{source}: environment variable(s) {', '.join(sorted(set(missing)))} named in the "
-                             "config are not set (keys are read from the environment, never from the file)")
-    return Secrets(tuple(env[v] for v in config.api_keys_env),
-                   {name: env[m.api_key_env] if m.api_key_env else None for name, m in config.models.items()})
+        raise EvalprismError(
+            f"{source}: environment variable(s) {', '.join(sorted(set(missing)))} named in the "
+            "config are not set (keys are read from the environment, never from the file)"
+        )
+    return Secrets(
+        tuple(env[v] for v in config.api_keys_env),
+        {name: env[m.api_key_env] if m.api_key_env else None for name, m in config.models.items()},
+    )

@@ -167,8 +167,12 @@ class DecisionLog:
 
     def _written(self, new: int) -> None:
         if self.error is not None:
-            log.warning("the decision log %s is writable again; %d decision(s) kept meanwhile were written (%d "
-                        "dropped)", self.path, len(self._unwritten), self.dropped)
+            log.warning(
+                "the decision log %s is writable again; %d decision(s) kept meanwhile were written (%d dropped)",
+                self.path,
+                len(self._unwritten),
+                self.dropped,
+            )
         self.count += len(self._unwritten) + new
         self._unwritten.clear()
         self.error = None
@@ -194,7 +198,7 @@ def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
             tail = file.read().splitlines(keepends=True)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror})"
-    lines = list(enumerate(head, 1))
+    lines: list[tuple[int | None, bytes]] = list(enumerate(head, 1))
     if tail and len(head) == sample_lines:  # a long file: check its end too (the first tail line may be cut)
         lines += [(None, raw) for raw in tail[1:][-sample_lines:]]
     for number, raw in lines:
@@ -205,8 +209,11 @@ def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
             record = None
         if not isinstance(record, dict):
             return f"{where} is not a JSON object"
-        if (not isinstance(record.get("time"), str) or record.get("endpoint") not in ENDPOINTS
-                or "prompt_sha256" not in record):
+        if (
+            not isinstance(record.get("time"), str)
+            or record.get("endpoint") not in ENDPOINTS
+            or "prompt_sha256" not in record
+        ):
             return f"{where} is not a routing decision (expected time, endpoint and prompt_sha256)"
     return None
 

@@ -57,8 +57,9 @@ class UpstreamState:
 class HealthBoard:
     """The circuits of a set of upstreams (used from the event loop only)."""
 
-    def __init__(self, names: Iterable[str], threshold: int, cooldown_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, names: Iterable[str], threshold: int, cooldown_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.threshold = threshold
         self.cooldown_s = cooldown_s
         self.clock = clock
@@ -124,7 +125,10 @@ class HealthBoard:
         out = {}
         for name, circuit in self._circuits.items():
             state = self.state(name)
-            out[name] = UpstreamState(state, circuit.failures,
-                                      round(circuit.open_until - now, 3) if state == "open" else None,
-                                      circuit.last_error)
+            out[name] = UpstreamState(
+                state,
+                circuit.failures,
+                round(circuit.open_until - now, 3) if state == "open" else None,
+                circuit.last_error,
+            )
         return out

@@ -21,8 +21,18 @@ from typing import TYPE_CHECKING
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 #: the routes whose paths are endpoint labels as they are
-ENDPOINTS = frozenset({"/health", "/metrics", "/v1/models", "/v1/leaderboard", "/v1/route", "/v1/chat/completions",
-                       "/openapi.json", "/docs"})
+ENDPOINTS = frozenset(
+    {
+        "/health",
+        "/metrics",
+        "/v1/models",
+        "/v1/leaderboard",
+        "/v1/route",
+        "/v1/chat/completions",
+        "/openapi.json",
+        "/docs",
+    }
+)
 if TYPE_CHECKING:
     from evalprism.serve.upstream import Attempt
 
@@ -45,17 +55,28 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter("evalprism_requests", "HTTP requests answered", ["endpoint", "status"], registry=r)
-        self.duration = Histogram("evalprism_request_duration_seconds", "time to the last byte of the response",
-                                  ["endpoint"], registry=r,
-                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
-        self.batch_size = Histogram("evalprism_batch_size", "prompts per P2L forward pass", registry=r,
-                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256))
-        self.decisions = Counter("evalprism_routing_decisions", "routing decisions by chosen model", ["model"],
-                                 registry=r)
-        self.attempts = Counter("evalprism_upstream_attempts", "upstream attempts by result", ["upstream", "result"],
-                                registry=r)
-        self.upstream_errors = Counter("evalprism_upstream_errors", "failed upstream attempts (429 excluded)",
-                                       ["upstream"], registry=r)
+        self.duration = Histogram(
+            "evalprism_request_duration_seconds",
+            "time to the last byte of the response",
+            ["endpoint"],
+            registry=r,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.batch_size = Histogram(
+            "evalprism_batch_size",
+            "prompts per P2L forward pass",
+            registry=r,
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+        )
+        self.decisions = Counter(
+            "evalprism_routing_decisions", "routing decisions by chosen model", ["model"], registry=r
+        )
+        self.attempts = Counter(
+            "evalprism_upstream_attempts", "upstream attempts by result", ["upstream", "result"], registry=r
+        )
+        self.upstream_errors = Counter(
+            "evalprism_upstream_errors", "failed upstream attempts (429 excluded)", ["upstream"], registry=r
+        )
         self.cost = Counter("evalprism_realised_cost", "usage x per-token prices, by model", ["model"], registry=r)
         self._children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
 

@@ -86,17 +86,20 @@ class RoutingCore:
             pick = int(self.rng.choice(len(self.candidates), p=p / p.sum()))
             limit = max(np.inf if budget is None else budget, self.costs[pick])
             order = [int(j) for j in np.argsort(-values[k], kind="stable") if j != pick and self.costs[j] <= limit]
-            out.append(Decision(
-                coefs=coefs[k], extra=None, chosen=self.candidates[pick],
-                probs={self.candidates[j]: float(p[j]) for j in np.flatnonzero(p > 0)},
-                expected_winrate=float(np.atleast_1d(chosen.expected_winrate)[k]),
-                router_coef=float(np.atleast_1d(chosen.router_coef)[k]),
-                expected_cost=float(np.atleast_1d(chosen.expected_cost)[k]),
-                fallbacks=tuple(self.candidates[j] for j in order),
-            ))
+            out.append(
+                Decision(
+                    coefs=coefs[k],
+                    extra=None,
+                    chosen=self.candidates[pick],
+                    probs={self.candidates[j]: float(p[j]) for j in np.flatnonzero(p > 0)},
+                    expected_winrate=float(np.atleast_1d(chosen.expected_winrate)[k]),
+                    router_coef=float(np.atleast_1d(chosen.router_coef)[k]),
+                    expected_cost=float(np.atleast_1d(chosen.expected_cost)[k]),
+                    fallbacks=tuple(self.candidates[j] for j in order),
+                )
+            )
         return out
 
 
 def _finite_or_none(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
-

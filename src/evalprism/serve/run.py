@@ -41,8 +41,9 @@ def bind_listener(host: str, port: int) -> list[socket.socket]:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
-        raise EvalprismError(f"host {host!r}: not an address this machine can listen on ({reason})",
-                             parameter="host") from None
+        raise EvalprismError(
+            f"host {host!r}: not an address this machine can listen on ({reason})", parameter="host"
+        ) from None
     sockets: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in dict.fromkeys((i[0], i[1], i[2], "", i[4]) for i in infos):
@@ -56,17 +57,28 @@ def bind_listener(host: str, port: int) -> list[socket.socket]:
         for sock in sockets:
             sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise EvalprismError(f"cannot listen on {host}:{port}: port {port} is in use by another process; "
-                                 "choose another port", parameter="port") from None
+            raise EvalprismError(
+                f"cannot listen on {host}:{port}: port {port} is in use by another process; choose another port",
+                parameter="port",
+            ) from None
         if exc.errno == errno.EADDRNOTAVAIL:
-            raise EvalprismError(f"cannot listen on {host}:{port}: host {host!r} is not an address of this machine",
-                                 parameter="host") from None
+            raise EvalprismError(
+                f"cannot listen on {host}:{port}: host {host!r} is not an address of this machine", parameter="host"
+            ) from None
         raise EvalprismError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
     return sockets
 
 
-def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.0.1", port: int = 8000,
-          decision_log: str | Path | None = None, log_level: str = "info", progress: bool = True) -> None:
+def serve(
+    model_dir: str | Path,
+    config_path: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    decision_log: str | Path | None = None,
+    log_level: str = "info",
+    progress: bool = True,
+) -> None:
     """Serve ``model_dir`` with the candidates of ``config_path`` until SIGINT/SIGTERM.
 
     Everything that can be wrong with the inputs is checked before the model loads: the config, the
@@ -79,8 +91,7 @@ def serve(model_dir: str | Path, config_path: str | Path, *, host: str = "127.0.
     if not 0 < port < 65536:
         raise EvalprismError(f"port {port}: expected a port number between 1 and 65535", parameter="port")
     if log_level not in LOG_LEVELS:
-        raise EvalprismError(f"log_level {log_level!r}: expected one of {', '.join(LOG_LEVELS)}",
-                             parameter="log_level")
+        raise EvalprismError(f"log_level {log_level!r}: expected one of {', '.join(LOG_LEVELS)}", parameter="log_level")
     config = load_config(config_path)
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
     check_decision_log(log_path, [Path(model_dir), config_path])
@@ -106,8 +117,18 @@ def torch_threads_for(model: P2LModel) -> None:
         torch.set_num_threads(1)
 
 
-def _load_and_run(model_dir: str | Path, config_path: Path, config: ServeConfig, secrets: Secrets, log_path: Path,
-                  host: str, port: int, sockets: list[socket.socket], log_level: str, progress: bool) -> None:
+def _load_and_run(
+    model_dir: str | Path,
+    config_path: Path,
+    config: ServeConfig,
+    secrets: Secrets,
+    log_path: Path,
+    host: str,
+    port: int,
+    sockets: list[socket.socket],
+    log_level: str,
+    progress: bool,
+) -> None:
     import uvicorn
 
     from evalprism.serve.app import create_app
@@ -120,10 +141,14 @@ def _load_and_run(model_dir: str | Path, config_path: Path, config: ServeConfig,
         model.backbone.limit_prompt_tokens(config.max_prompt_tokens)
     torch_threads_for(model)
     app = create_app(model, config, secrets, decision_log=log_path, precision=precision)
-    status(f"routing among {len(config.models)} candidates ({model.backbone.runtime} runs the encoder); "
-           f"decisions go to {log_path}", progress)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                                           timeout_graceful_shutdown=30))
+    status(
+        f"routing among {len(config.models)} candidates ({model.backbone.runtime} runs the encoder); "
+        f"decisions go to {log_path}",
+        progress,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
+    )
     status(f"serving on http://{host}:{port}", progress)
     server.run(sockets=sockets)
     if not server.started:  # the app's startup failed; uvicorn has logged why

@@ -28,8 +28,16 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from evalprism.io.battles import Conversation, content_text, user_turns
@@ -49,13 +57,18 @@ def check_values(value: Any, path: str = "") -> None:
         bad = _SURROGATE.search(value)
         if bad is not None:
             raise PydanticCustomError(
-                "invalid_text", "{param}: not valid Unicode: a lone UTF-16 surrogate {code} at character {at} "
+                "invalid_text",
+                "{param}: not valid Unicode: a lone UTF-16 surrogate {code} at character {at} "
                 "(a string cut inside a character?); send UTF-8 text",
-                {"param": path or "body", "code": f"U+{ord(bad.group()):04X}", "at": bad.start()})
+                {"param": path or "body", "code": f"U+{ord(bad.group()):04X}", "at": bad.start()},
+            )
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise PydanticCustomError("non_finite_number", "{param}: {value} is not a finite number",
-                                      {"param": path or "body", "value": str(value)})
+            raise PydanticCustomError(
+                "non_finite_number",
+                "{param}: {value} is not a finite number",
+                {"param": path or "body", "value": str(value)},
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             check_values(key, path)
@@ -84,8 +97,9 @@ class ErrorBody(BaseModel):
     evalprism: dict[str, Any] | None = None
 
 
-def error_content(message: str, kind: str = "invalid_request_error", param: str | None = None,
-                  code: str | None = None) -> dict[str, Any]:
+def error_content(
+    message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
     """The JSON of an error as OpenAI sends it: ``{"error": {"message", "type", "param", "code"}}``."""
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
@@ -142,8 +156,13 @@ class RefusalPart(_Part):
 
 
 #: the OpenAI content parts by their ``type``: what a part of each type must hold
-PART_TYPES: dict[str, type[_Part]] = {"text": TextPart, "image_url": ImagePart, "input_audio": AudioPart,
-                                      "file": FilePart, "refusal": RefusalPart}
+PART_TYPES: dict[str, type[_Part]] = {
+    "text": TextPart,
+    "image_url": ImagePart,
+    "input_audio": AudioPart,
+    "file": FilePart,
+    "refusal": RefusalPart,
+}
 
 
 def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,15 +172,21 @@ def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = part.get("type")
         if not isinstance(kind, str) or kind not in PART_TYPES:
             got = "no 'type'" if kind is None else f"type {json.dumps(kind)}"
-            raise PydanticCustomError("invalid_part", "part {i} has {got}: expected one of {types}",
-                                      {"i": i, "got": got, "types": ", ".join(PART_TYPES)})
+            raise PydanticCustomError(
+                "invalid_part",
+                "part {i} has {got}: expected one of {types}",
+                {"i": i, "got": got, "types": ", ".join(PART_TYPES)},
+            )
         try:
             PART_TYPES[kind].model_validate(part)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise PydanticCustomError("invalid_part", "part {i} ({kind}): {where}: {msg}",
-                                      {"i": i, "kind": kind, "where": where, "msg": first["msg"]}) from None
+            raise PydanticCustomError(
+                "invalid_part",
+                "part {i} ({kind}): {where}: {msg}",
+                {"i": i, "kind": kind, "where": where, "msg": first["msg"]},
+            ) from None
     return parts
 
 
@@ -172,10 +197,26 @@ def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #: text with something besides whitespace in it
 _TEXT = {"type": "string", "pattern": "\\S"}
 #: a message the router can route on: a user turn with text (:func:`routing_prompt` is not empty)
-_USER_TEXT = {"type": "object", "required": ["role", "content"], "properties": {
-    "role": {"const": "user"},
-    "content": {"anyOf": [_TEXT, {"type": "array", "contains": {
-        "type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": _TEXT}}}]}}}
+_USER_TEXT = {
+    "type": "object",
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"const": "user"},
+        "content": {
+            "anyOf": [
+                _TEXT,
+                {
+                    "type": "array",
+                    "contains": {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "properties": {"type": {"const": "text"}, "text": _TEXT},
+                    },
+                },
+            ]
+        },
+    },
+}
 MAX_PROMPTS_PER_REQUEST = 1024
 
 
@@ -223,9 +264,11 @@ def refuse_near_misses(keys: Iterable[str]) -> None:
         close = difflib.get_close_matches(key.lower(), EXTENSION_FIELDS, n=1, cutoff=NEAR_MISS_CUTOFF)
         if close:
             raise PydanticCustomError(
-                "near_miss", "unknown field '{param}': did you mean '{field}'? (unknown OpenAI parameters are "
+                "near_miss",
+                "unknown field '{param}': did you mean '{field}'? (unknown OpenAI parameters are "
                 "passed to the upstream, but not near misses of evalprism's own fields)",
-                {"param": key, "field": close[0]})
+                {"param": key, "field": close[0]},
+            )
 
 
 class ChatMessage(BaseModel):
@@ -342,14 +385,21 @@ class RouteResponse(BaseModel):
 class LeaderboardRequest(_Checked, _Strict):
     """One prompt or conversation, or a list of them (``prompt`` or ``messages``, not both)."""
 
-    model_config = ConfigDict(json_schema_extra={"oneOf": [
-        {"required": [key], "properties": {key: {"not": {"type": "null"}}, other: {"type": "null"}}}
-        for key, other in (("prompt", "messages"), ("messages", "prompt"))]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": [key], "properties": {key: {"not": {"type": "null"}}, other: {"type": "null"}}}
+                for key, other in (("prompt", "messages"), ("messages", "prompt"))
+            ]
+        }
+    )
 
-    prompt: str | list[str] | None = Field(None, description="prompt text, or a list of prompts",
-                                           json_schema_extra=_leaderboard_prompts)
-    messages: Messages | list[Messages] | None = Field(None, description="a conversation, or a list of them",
-                                                       json_schema_extra=_leaderboard_prompts)
+    prompt: str | list[str] | None = Field(
+        None, description="prompt text, or a list of prompts", json_schema_extra=_leaderboard_prompts
+    )
+    messages: Messages | list[Messages] | None = Field(
+        None, description="a conversation, or a list of them", json_schema_extra=_leaderboard_prompts
+    )
     aggregate: Literal["bt", "mean"] = Field("bt", description="eq. (3) BT fit to the soft labels, or the mean")
 
 
@@ -402,7 +452,8 @@ class DecisionLogHealth(BaseModel):
 class Health(BaseModel):
     status: Literal["ok", "degraded", "unavailable"] = Field(
         description="ok; degraded: some upstream's circuit is open or the decision log cannot be written; "
-                    "unavailable: every upstream's circuit is open")
+        "unavailable: every upstream's circuit is open"
+    )
     reasons: list[str] = Field(description="why the status is not ok, one line per cause")
     models: int
     precision: str = Field(description="the P2L backbone's inference dtype")

@@ -49,18 +49,30 @@ def is_loopback(host: str) -> bool:
 def check_exposure(host: str, api_keys: Sequence[str]) -> None:
     """Refuse to serve on a non-loopback address without bearer tokens configured."""
     if not api_keys and not is_loopback(host):
-        raise EvalprismError(f"refusing to listen on {host} without API keys: anyone who can reach it could spend "
-                             "the upstreams' budget. Set api_keys_env in the config (environment variables "
-                             "holding accepted bearer tokens), or listen on 127.0.0.1")
+        raise EvalprismError(
+            f"refusing to listen on {host} without API keys: anyone who can reach it could spend "
+            "the upstreams' budget. Set api_keys_env in the config (environment variables "
+            "holding accepted bearer tokens), or listen on 127.0.0.1"
+        )
 
 
-async def send_error(send: Send, status: int, message: str, kind: str,
-                     headers: Sequence[tuple[bytes, bytes]] = (), code: str | None = None) -> None:
+async def send_error(
+    send: Send,
+    status: int,
+    message: str,
+    kind: str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+    code: str | None = None,
+) -> None:
     """An OpenAI-style error body (:func:`evalprism.serve.schemas.error_content`)."""
     body = json.dumps(error_content(message, kind, code=code)).encode("utf-8")
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -84,8 +96,14 @@ class BearerAuth:
         if scheme.lower() == b"bearer" and any(matches):
             await self.app(scope, receive, send)
             return
-        await send_error(send, 401, "missing or invalid bearer token (Authorization: Bearer <key>)",
-                         "authentication_error", headers=[(b"www-authenticate", b"Bearer")], code="invalid_api_key")
+        await send_error(
+            send,
+            401,
+            "missing or invalid bearer token (Authorization: Bearer <key>)",
+            "authentication_error",
+            headers=[(b"www-authenticate", b"Bearer")],
+            code="invalid_api_key",
+        )
 
 
 class _TooLarge(HTTPException):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -36,8 +36,9 @@ async def wait_for_disconnect(receive: Receive) -> None:
         pass
 
 
-async def until_client_leaves(receive: Receive, work: Awaitable[T],
-                              abandon: Callable[[T], Awaitable[None]] | None = None) -> T:
+async def until_client_leaves(
+    receive: Receive, work: Awaitable[T], abandon: Callable[[T], Awaitable[None]] | None = None
+) -> T:
     """``work``'s result, unless the client disconnects first: then ``work`` is cancelled (a result it
     produced in the same instant is handed to ``abandon``, e.g. to close an open stream) and
     :class:`ClientLeft` is raised."""
@@ -63,13 +64,17 @@ class RelayResponse(StreamingResponse):
     is called exactly once at the end with the bytes whose writes returned and whether the client
     left before the end. ``chunks`` is closed in any case (its own ``finally`` runs)."""
 
-    def __init__(self, chunks: AsyncIterator[bytes], on_end: Callable[[int, bool], None],
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        chunks: AsyncIterator[bytes],
+        on_end: Callable[[int, bool], None],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(chunks, media_type="text/event-stream", headers=headers)
         self.on_end = on_end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        chunks = self.body_iterator
+        chunks = cast(AsyncIterator[bytes], self.body_iterator)  # the iterator __init__ was given
         gone = asyncio.ensure_future(wait_for_disconnect(receive))
         written, left = 0, False
         try:
@@ -79,7 +84,7 @@ class RelayResponse(StreamingResponse):
                 return
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             while True:
-                following = asyncio.ensure_future(anext(chunks))  # type: ignore[arg-type]
+                following = asyncio.ensure_future(anext(chunks))
                 await asyncio.wait((following, gone), return_when=asyncio.FIRST_COMPLETED)
                 if gone.done():  # left while the next event was awaited or made: it is not written
                     following.cancel()

@@ -70,8 +70,14 @@ class UpstreamFailure(Exception):
     """One attempt failed in a way that warrants the next model; the message names no secret.
     ``counts``: whether it counts against the upstream's circuit; ``busy``: no free connection."""
 
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None,
-                 counts: bool = True, busy: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+        counts: bool = True,
+        busy: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
@@ -139,18 +145,24 @@ class Outcome:
 class Upstreams:
     """The candidates' upstreams, each behind its own connection pool."""
 
-    def __init__(self, config: ServeConfig, keys: Mapping[str, str | None],
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self, config: ServeConfig, keys: Mapping[str, str | None], transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
         self.config = config
         self._keys = dict(keys)
         self.health = HealthBoard(config.models, config.breaker_failures, config.breaker_cooldown_s)
         timeout = httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s, pool=config.pool_timeout_s)
         self.clients = {
             name: httpx.AsyncClient(
-                timeout=timeout, transport=transport,
-                limits=httpx.Limits(max_connections=upstream.max_connections,
-                                    max_keepalive_connections=min(upstream.max_connections, 64)))
-            for name, upstream in config.models.items()}
+                timeout=timeout,
+                transport=transport,
+                limits=httpx.Limits(
+                    max_connections=upstream.max_connections,
+                    max_keepalive_connections=min(upstream.max_connections, 64),
+                ),
+            )
+            for name, upstream in config.models.items()
+        }
 
     async def aclose(self) -> None:
         for client in self.clients.values():
@@ -163,17 +175,25 @@ class Upstreams:
         if key:
             headers["authorization"] = f"Bearer {key}"
         payload = {**body, "model": upstream.upstream_model or model}
-        return self.clients[model].build_request("POST", f"{upstream.base_url}/chat/completions", headers=headers,
-                                                 content=json.dumps(payload).encode("utf-8"))
+        return self.clients[model].build_request(
+            "POST",
+            f"{upstream.base_url}/chat/completions",
+            headers=headers,
+            content=json.dumps(payload).encode("utf-8"),
+        )
 
     async def _attempt(self, model: str, body: dict[str, Any], stream: bool) -> Outcome:
         try:
             response = await self.clients[model].send(self._request(model, body), stream=stream)
         except httpx.PoolTimeout:
             limit = self.config.models[model].max_connections
-            raise UpstreamFailure(f"{model}: busy: all {limit} connections of the router to this upstream "
-                                  f"(its max_connections) stayed in use for {self.config.pool_timeout_s:g} s "
-                                  "(pool_timeout_s)", counts=False, busy=True) from None
+            raise UpstreamFailure(
+                f"{model}: busy: all {limit} connections of the router to this upstream "
+                f"(its max_connections) stayed in use for {self.config.pool_timeout_s:g} s "
+                "(pool_timeout_s)",
+                counts=False,
+                busy=True,
+            ) from None
         except httpx.TimeoutException:
             raise UpstreamFailure(f"{model}: upstream timed out") from None
         except httpx.HTTPError as exc:
@@ -182,8 +202,12 @@ class Upstreams:
         if status in _RETRYABLE_STATUS or status in UPSTREAM_FAULT_STATUS:
             await response.aclose()
             hint = UPSTREAM_FAULT_STATUS.get(status)
-            raise UpstreamFailure(f"{model}: upstream answered {status}" + (f": {hint}" if hint else ""), status,
-                                  retry_after_seconds(response.headers.get("retry-after")), counts=status != 429)
+            raise UpstreamFailure(
+                f"{model}: upstream answered {status}" + (f": {hint}" if hint else ""),
+                status,
+                retry_after_seconds(response.headers.get("retry-after")),
+                counts=status != 429,
+            )
         if stream and status < 400:
             return Outcome(model, status, stream=response)
         try:
@@ -195,16 +219,22 @@ class Upstreams:
         finally:
             await response.aclose()
         if not isinstance(data, dict):
-            raise UpstreamFailure(f"{model}: upstream answered a JSON {type(data).__name__}, expected an object", status)
+            raise UpstreamFailure(
+                f"{model}: upstream answered a JSON {type(data).__name__}, expected an object", status
+            )
         return Outcome(model, status, body=data)
 
     def _skipped(self, model: str) -> Attempt:
-        why = ("its circuit is half open and its one trial request is in flight" if self.health.blocked_by_trial(model)
-               else f"its circuit is open after {self.config.breaker_failures} failures")
+        why = (
+            "its circuit is half open and its one trial request is in flight"
+            if self.health.blocked_by_trial(model)
+            else f"its circuit is open after {self.config.breaker_failures} failures"
+        )
         return Attempt(model, error=f"{model}: skipped, {why}", skipped=True)
 
-    async def _try(self, model: str, ticket: Ticket, body: dict[str, Any], stream: bool,
-                   attempts: list[Attempt]) -> Outcome | None:
+    async def _try(
+        self, model: str, ticket: Ticket, body: dict[str, Any], stream: bool, attempts: list[Attempt]
+    ) -> Outcome | None:
         """One attempt, recorded in ``attempts`` from its start (so that an attempt abandoned because the
         client left is on record too) and reported to the circuit; None when it failed."""
         attempt = Attempt(model)
@@ -213,8 +243,12 @@ class Upstreams:
         try:
             outcome = await self._attempt(model, body, stream)
         except UpstreamFailure as exc:
-            attempt.status, attempt.error, attempt.retry_after, attempt.busy = (exc.status, str(exc), exc.retry_after,
-                                                                               exc.busy)
+            attempt.status, attempt.error, attempt.retry_after, attempt.busy = (
+                exc.status,
+                str(exc),
+                exc.retry_after,
+                exc.busy,
+            )
             if exc.counts:
                 self.health.failure(ticket, str(exc))
             else:
@@ -234,8 +268,9 @@ class Upstreams:
             self.health.success(ticket)
         return outcome
 
-    async def complete(self, order: list[str], body: dict[str, Any], stream: bool = False,
-                       attempts: list[Attempt] | None = None) -> Outcome:
+    async def complete(
+        self, order: list[str], body: dict[str, Any], stream: bool = False, attempts: list[Attempt] | None = None
+    ) -> Outcome:
         """Try the models of ``order`` in turn until one answers or ``max_attempts`` have been tried,
         skipping those whose circuit admits no request now (when that is every one, the first is tried
         as its circuit's one trial). Every attempt is appended to ``attempts`` as it starts. With
@@ -299,8 +334,12 @@ class Relayed:
     error: str | None = None
 
 
-async def relay_events(response: httpx.Response, annotate: dict[str, Any], relayed: Relayed,
-                       cost_of: Callable[[Any], float | None] | None = None) -> AsyncIterator[bytes]:
+async def relay_events(
+    response: httpx.Response,
+    annotate: dict[str, Any],
+    relayed: Relayed,
+    cost_of: Callable[[Any], float | None] | None = None,
+) -> AsyncIterator[bytes]:
     """The upstream's server-sent events, line by line, with ``annotate`` added as the field
     ``evalprism`` of the first data chunk and the realised cost (``cost_of(usage)``) to the chunk that
     carries the usage; a failure mid-stream becomes a final error event. How the stream ends is written

@@ -36,14 +36,21 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.stats.aggregate import aggregate_leaderboards, expected_win_matrix
-    from evalprism.stats.agreement import Agreement, GroupAgreement, agreement_by_group, cohen_kappa, gwet_ac1, percent_agreement
+    from evalprism.stats.agreement import (
+        Agreement,
+        GroupAgreement,
+        agreement_by_group,
+        cohen_kappa,
+        gwet_ac1,
+        percent_agreement,
+    )
     from evalprism.stats.binomial import clopper_pearson, sign_test_pvalues
     from evalprism.stats.clara import SortedEcdfs, kmedoids_ecdfs
     from evalprism.stats.ecdf import distinct_ecdf_count, ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.irv import boundary_counts, classify, transition_index
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
-    from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
     from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
+    from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
     from evalprism.stats.pairwise import (
         PairCounts,
         PairwiseFit,
@@ -106,19 +113,36 @@ __all__ = [
     "win_values",
 ]
 
-lazy_package(__name__, {
-    "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
-    "agreement": ["Agreement", "GroupAgreement", "agreement_by_group", "cohen_kappa", "gwet_ac1", "percent_agreement"],
-    "binomial": ["clopper_pearson", "sign_test_pvalues"],
-    "clara": ["SortedEcdfs", "kmedoids_ecdfs"],
-    "paired": ["bootstrap_mean_ci", "mcnemar_exact", "paired_w1_test"],
-    "stability": ["choose_k_by_stability"],
-    "ecdf": ["distinct_ecdf_count", "ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
-    "irv": ["boundary_counts", "classify", "transition_index"],
-    "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
-    "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
-    "pairwise": ["PairCounts", "PairwiseFit", "bootstrap_coefs", "coef_intervals", "elo_ratings", "fit_counts",
-                 "sandwich_cov"],
-    "routing": ["best_mix", "best_mix_average_budget", "router_coefficient", "win_values"],
-    "seriation": ["mds_order"],
-})
+lazy_package(
+    __name__,
+    {
+        "aggregate": ["aggregate_leaderboards", "expected_win_matrix"],
+        "agreement": [
+            "Agreement",
+            "GroupAgreement",
+            "agreement_by_group",
+            "cohen_kappa",
+            "gwet_ac1",
+            "percent_agreement",
+        ],
+        "binomial": ["clopper_pearson", "sign_test_pvalues"],
+        "clara": ["SortedEcdfs", "kmedoids_ecdfs"],
+        "paired": ["bootstrap_mean_ci", "mcnemar_exact", "paired_w1_test"],
+        "stability": ["choose_k_by_stability"],
+        "ecdf": ["distinct_ecdf_count", "ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
+        "irv": ["boundary_counts", "classify", "transition_index"],
+        "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
+        "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
+        "pairwise": [
+            "PairCounts",
+            "PairwiseFit",
+            "bootstrap_coefs",
+            "coef_intervals",
+            "elo_ratings",
+            "fit_counts",
+            "sandwich_cov",
+        ],
+        "routing": ["best_mix", "best_mix_average_budget", "router_coefficient", "win_values"],
+        "seriation": ["mds_order"],
+    },
+)

@@ -35,13 +35,17 @@ def expected_win_matrix(coefs: np.ndarray, weights: np.ndarray | None = None, ch
     w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
     total = np.zeros((m, m))
     for s in range(0, n, chunk):  # chunks bound the (chunk, M, M) temporary
-        c = coefs[s:s + chunk]
-        total += np.einsum("z,zab->ab", w[s:s + chunk], expit(c[:, :, None] - c[:, None, :]))
+        c = coefs[s : s + chunk]
+        total += np.einsum("z,zab->ab", w[s : s + chunk], expit(c[:, :, None] - c[:, None, :]))
     return total
 
 
-def aggregate_leaderboards(coefs: np.ndarray, weights: np.ndarray | None = None, method: Aggregation = "bt",
-                           pair_weights: np.ndarray | None = None) -> np.ndarray:
+def aggregate_leaderboards(
+    coefs: np.ndarray,
+    weights: np.ndarray | None = None,
+    method: Aggregation = "bt",
+    pair_weights: np.ndarray | None = None,
+) -> np.ndarray:
     """One mean-zero leaderboard (M,) for the prompt set behind ``coefs`` (n, M)."""
     coefs = np.atleast_2d(np.asarray(coefs, dtype=float))
     if coefs.shape[0] == 0:

@@ -163,7 +163,7 @@ def agreement_by_group(
         pa = n_agree / n2
         # pi_gk = mean over the group's subjects of a_ik / r_i
         share = 1.0 / np.maximum(r, 1)
-        pi = (_cell_sum(g[has1], c1[has1], share[has1], G, q) + _cell_sum(g[has2], c2[has2], share[has2], G, q))
+        pi = _cell_sum(g[has1], c1[has1], share[has1], G, q) + _cell_sum(g[has2], c2[has2], share[has2], G, q)
         pi /= n[:, None]
         pe = (pi * (1 - pi)).sum(axis=1) / (q - 1)
         ac1 = (pa - pe) / (1 - pe)
@@ -193,8 +193,9 @@ def agreement_by_group(
         m2 = _cell_sum(g[both], c2[both], ones, G, q)
         pe_k = (m1 * m2).sum(axis=1) / n2**2
         kappa = np.where(np.isclose(pe_k, 1.0), np.nan, (pa - pe_k) / (1 - pe_k))
-    return GroupAgreement(ac1=ac1, se=se, lo=lo, hi=hi, pa=pa, pe=pe, kappa=kappa,
-                          n=n.astype(np.int64), n_both=n2.astype(np.int64))
+    return GroupAgreement(
+        ac1=ac1, se=se, lo=lo, hi=hi, pa=pa, pe=pe, kappa=kappa, n=n.astype(np.int64), n_both=n2.astype(np.int64)
+    )
 
 
 def _cell_sum(groups: np.ndarray, codes: np.ndarray, weights: np.ndarray, n_groups: int, q: int) -> np.ndarray:
@@ -220,11 +221,19 @@ def gwet_ac1(
     default).
     """
     c1, c2, cats = encode_ratings(rater1, rater2, categories)
-    res = agreement_by_group(c1, c2, np.zeros(c1.size, dtype=np.int64), 1, len(cats),
-                             confidence=confidence, population_size=population_size)
-    return Agreement(value=float(res.ac1[0]), se=float(res.se[0]), ci=(float(res.lo[0]), float(res.hi[0])),
-                     pa=float(res.pa[0]), pe=float(res.pe[0]), n=int(res.n[0]), n_both=int(res.n_both[0]),
-                     confidence=confidence)
+    res = agreement_by_group(
+        c1, c2, np.zeros(c1.size, dtype=np.int64), 1, len(cats), confidence=confidence, population_size=population_size
+    )
+    return Agreement(
+        value=float(res.ac1[0]),
+        se=float(res.se[0]),
+        ci=(float(res.lo[0]), float(res.hi[0])),
+        pa=float(res.pa[0]),
+        pe=float(res.pe[0]),
+        n=int(res.n[0]),
+        n_both=int(res.n_both[0]),
+        confidence=confidence,
+    )
 
 
 def cohen_kappa(

@@ -92,11 +92,11 @@ class SortedEcdfs:
                 width, ia, ib = _common_grid(a, b)
                 right = np.stack([self.sample(int(targets[j])) for j in cols])[:, ib] * width
                 for start in range(0, rows.size, _BLOCK_ROWS):
-                    tasks.append((a, rows[start:start + _BLOCK_ROWS], start, np.asarray(cols), ia, width, right))
+                    tasks.append((a, rows[start : start + _BLOCK_ROWS], start, np.asarray(cols), ia, width, right))
 
         def run(task: tuple) -> None:
             a, rows, start, cols, ia, width, right = task
-            left = self.stacked[a][start:start + rows.size][:, ia] * width
+            left = self.stacked[a][start : start + rows.size][:, ia] * width
             out[np.ix_(rows, cols)] = cdist(left, right, "cityblock")
 
         workers = n_jobs or os.cpu_count() or 1
@@ -121,8 +121,9 @@ def _nearest_two(to_medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return label, near, masked.min(axis=1)
 
 
-def _swap_passes(ecdfs: SortedEcdfs, medoids: np.ndarray, to_medoids: np.ndarray,
-                 candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _swap_passes(
+    ecdfs: SortedEcdfs, medoids: np.ndarray, to_medoids: np.ndarray, candidates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Exact swap improvement restricted to ``candidates`` (see the module docstring, step 3)."""
     k = medoids.size
     medoids = medoids.copy()
@@ -134,7 +135,7 @@ def _swap_passes(ecdfs: SortedEcdfs, medoids: np.ndarray, to_medoids: np.ndarray
         swapped = False
         pool = candidates[~np.isin(candidates, medoids)]
         for start in range(0, pool.size, _CANDIDATE_CHUNK):
-            chunk = pool[start:start + _CANDIDATE_CHUNK]
+            chunk = pool[start : start + _CANDIDATE_CHUNK]
             to_chunk = ecdfs.to(chunk)
             for j, c in enumerate(chunk):
                 if c in medoids:
@@ -165,7 +166,7 @@ def clara_ecdfs(ecdfs: SortedEcdfs, k: int, seed: int = 0) -> tuple[KMedoidsResu
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     found = []
     near_members = []
-    for r in range(CLARA_SAMPLES):
+    for _r in range(CLARA_SAMPLES):
         if best is None:
             idx = np.sort(rng.choice(n, size=size, replace=False))
         else:  # the best medoids so far join the sample (CLARA)
@@ -178,7 +179,9 @@ def clara_ecdfs(ecdfs: SortedEcdfs, k: int, seed: int = 0) -> tuple[KMedoidsResu
         # per cluster, the sample members nearest its medoid: swap candidates for step 3
         for c, m in enumerate(res.medoids):
             members = np.flatnonzero(res.labels == c)
-            near_members.append(idx[members[np.argsort(dist[members, m], kind="stable")[1:CANDIDATES_PER_CLUSTER + 1]]])
+            near_members.append(
+                idx[members[np.argsort(dist[members, m], kind="stable")[1 : CANDIDATES_PER_CLUSTER + 1]]]
+            )
         to_medoids = ecdfs.to(medoids)
         loss = float(to_medoids.min(axis=1).sum())
         if best is None or loss < best[0]:
@@ -194,13 +197,16 @@ def clara_ecdfs(ecdfs: SortedEcdfs, k: int, seed: int = 0) -> tuple[KMedoidsResu
 def check_method(n: int, method: str) -> None:
     """Exact PAM needs the n x n matrix: refuse it above :data:`CLARA_ABOVE` ECDFs (before any work)."""
     if n > CLARA_ABOVE and method != "fasterpam":
-        raise EvalprismError(f"method '{method}' needs the {n} x {n} distance matrix; above {CLARA_ABOVE:,} settings "
-                             "only 'fasterpam' runs (on samples, with exact losses over all settings)",
-                             parameter="method")
+        raise EvalprismError(
+            f"method '{method}' needs the {n} x {n} distance matrix; above {CLARA_ABOVE:,} settings "
+            "only 'fasterpam' runs (on samples, with exact losses over all settings)",
+            parameter="method",
+        )
 
 
-def kmedoids_ecdfs(samples: Sequence[np.ndarray] | SortedEcdfs, k: int, method: Method = "fasterpam",
-                   seed: int = 0) -> tuple[KMedoidsResult, np.ndarray]:
+def kmedoids_ecdfs(
+    samples: Sequence[np.ndarray] | SortedEcdfs, k: int, method: Method = "fasterpam", seed: int = 0
+) -> tuple[KMedoidsResult, np.ndarray]:
     """k-medoids of ECDFs by exact W1: the full matrix and :func:`evalprism.stats.kmedoids` up to
     :data:`CLARA_ABOVE` ECDFs, the CLARA-style search above (no n x n array). Returns the result and
     the (n, k) W1 distances of every ECDF to the medoids."""

@@ -31,9 +31,20 @@ from scipy import stats
 
 from evalprism.stats.paired import mcnemar_exact, sign_flip_floor, sign_test_floor
 
-__all__ = ["PairedDifference", "adjust_pvalues", "items_needed", "mcnemar_exact", "minimum_detectable_effect",
-           "ols_cluster_robust", "paired_difference", "sign_flip_floor", "sign_flip_test", "sign_flip_tests",
-           "sign_test_floor", "variance_components"]
+__all__ = [
+    "PairedDifference",
+    "adjust_pvalues",
+    "items_needed",
+    "mcnemar_exact",
+    "minimum_detectable_effect",
+    "ols_cluster_robust",
+    "paired_difference",
+    "sign_flip_floor",
+    "sign_flip_test",
+    "sign_flip_tests",
+    "sign_test_floor",
+    "variance_components",
+]
 
 _BLOCK_ELEMENTS = 8_000_000  # permutations x units per block: >= 64 draws per matrix product keeps BLAS efficient
 
@@ -102,8 +113,9 @@ def paired_difference(d: np.ndarray, clusters: np.ndarray | None = None, level: 
     return PairedDifference(mean, float(se), mean - half, mean + half, n, g, df, sd)
 
 
-def variance_components(d: np.ndarray, var_a: np.ndarray, k_a: np.ndarray, var_b: np.ndarray,
-                        k_b: np.ndarray) -> tuple[float, float, float]:
+def variance_components(
+    d: np.ndarray, var_a: np.ndarray, k_a: np.ndarray, var_b: np.ndarray, k_b: np.ndarray
+) -> tuple[float, float, float]:
     """Several scores per item under A and B: ``d`` the per-item mean differences, ``var_*`` the
     per-item sample variances (ddof 1; ignored where ``k_* == 1``) over ``k_*`` samples. Returns the
     variance of ``d`` over items (total), its within-item part ``mean_i(s2_Ai/k_Ai + s2_Bi/k_Bi)``
@@ -121,8 +133,7 @@ def variance_components(d: np.ndarray, var_a: np.ndarray, k_a: np.ndarray, var_b
     return total, within, max(total - within, 0.0)
 
 
-def sign_flip_test(d: np.ndarray, permutations: int = 9999, seed: int = 0,
-                   clusters: np.ndarray | None = None) -> float:
+def sign_flip_test(d: np.ndarray, permutations: int = 9999, seed: int = 0, clusters: np.ndarray | None = None) -> float:
     """Two-sided paired permutation p-value of ``sum(d)``: each item's difference (or each
     cluster's sum, with ``clusters``) keeps its size and gets a random sign. Exact-size valid:
     ``p = (1 + #{|T*| >= |T|}) / (1 + permutations)``; 1 when every difference is 0."""
@@ -201,8 +212,7 @@ def minimum_detectable_effect(se: float | np.ndarray, alpha: float = 0.05, power
     return _z_sum(alpha, power) * np.asarray(se, dtype=np.float64)
 
 
-def items_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8,
-                 design_effect: float = 1.0) -> int:
+def items_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8, design_effect: float = 1.0) -> int:
     """Items needed to detect ``effect`` with ``power`` when the per-item difference has standard
     deviation ``sd``; ``design_effect`` (clustered variance / naive variance) inflates it."""
     assert effect != 0 and sd >= 0

@@ -92,15 +92,19 @@ def parse_irv(texts: np.ndarray | list[str], n: int, where: str = "pool.csv") ->
     flat = " ".join(map(str, texts)).split()
     values = np.array(flat, dtype=object)
     if values.size != n * len(texts) or not np.isin(values, ["1", "0", "-1"]).all():
-        row = next(i for i, t in enumerate(texts)
-                   if len(parts := str(t).split()) != n or not set(parts) <= {"1", "0", "-1"})
-        raise EvalprismError(f"{where}: row {row + 1}, column 'irv': expected {n} values in {{1, 0, -1}} (one per "
-                             f"family member), got {str(texts[row])!r}")
+        row = next(
+            i for i, t in enumerate(texts) if len(parts := str(t).split()) != n or not set(parts) <= {"1", "0", "-1"}
+        )
+        raise EvalprismError(
+            f"{where}: row {row + 1}, column 'irv': expected {n} values in {{1, 0, -1}} (one per "
+            f"family member), got {str(texts[row])!r}"
+        )
     return values.astype(np.int8).reshape(len(texts), n)
 
 
-def boundary_counts(correct_by_level: np.ndarray, size_by_level: np.ndarray,
-                    weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def boundary_counts(
+    correct_by_level: np.ndarray, size_by_level: np.ndarray, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Discordant counts against every member: ``b[..., j-1]`` = right at levels > j, ``c[..., j-1]``
     = wrong at levels <= j, for j = 1..n (levels are the last axis, n + 1 of them); each level's
     counts multiplied by ``weight`` when given. Member ``M_j`` answers exactly the items of levels

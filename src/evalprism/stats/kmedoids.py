@@ -155,8 +155,9 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
     if n <= RESTARTS_UP_TO:
         starts = [pam_build(dist, k)] if n <= _BUILD_SAMPLE else []
         starts += [np.sort(rng.choice(n, size=k, replace=False)) for _ in range(RANDOM_STARTS)]
-        runs = [functools.partial(package.fasterpam, dist, m.astype(np.uint64), random_state=None, n_cpu=1)
-                for m in starts]
+        runs = [
+            functools.partial(package.fasterpam, dist, m.astype(np.uint64), random_state=None, n_cpu=1) for m in starts
+        ]
     else:
         sub = np.sort(rng.choice(n, size=_BUILD_SAMPLE, replace=False))
         init = sub[pam_build(dist[np.ix_(sub, sub)], k)]

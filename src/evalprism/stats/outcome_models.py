@@ -257,8 +257,9 @@ def _rk_log_probs(ops: ArrayOps, coef_a: Any, coef_b: Any, extra: Any) -> Any:
     p_a = ops.sigmoid(delta - eta)
     p_b = ops.sigmoid(-delta - eta)
     p_tie = ops.clamp_min(1.0 - p_a - p_b, LOG_FLOOR)
-    return ops.stack([ops.logsigmoid(delta - eta), ops.logsigmoid(-delta - eta), ops.log(p_tie),
-                      ops.full_like(delta, -math.inf)])
+    return ops.stack(
+        [ops.logsigmoid(delta - eta), ops.logsigmoid(-delta - eta), ops.log(p_tie), ops.full_like(delta, -math.inf)]
+    )
 
 
 def _grk_log_probs(ops: ArrayOps, coef_a: Any, coef_b: Any, extra: Any) -> Any:
@@ -296,8 +297,9 @@ def _empty_terms(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.full((4, m), -np.inf), np.zeros((4, 3, m))
 
 
-def _tie_takes_the_rest(logp: np.ndarray, dlogp: np.ndarray, raw_tie: np.ndarray,
-                        others: tuple[tuple[np.ndarray, int], ...]) -> None:
+def _tie_takes_the_rest(
+    logp: np.ndarray, dlogp: np.ndarray, raw_tie: np.ndarray, others: tuple[tuple[np.ndarray, int], ...]
+) -> None:
     """Fill the tie's log-probability and derivative from P(tie) = 1 − Σ P(k) (``raw_tie``) over
     the ``others`` (probability, outcome index): d P(tie) = −Σ P(k) d log P(k). Where the floor is
     active the derivative is 0, as for torch.clamp."""
@@ -329,8 +331,9 @@ def _rk_terms(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None) -> tu
     return logp, dlogp
 
 
-def _grk_parts(coef_a: np.ndarray, coef_b: np.ndarray, extra: float) -> tuple[float, float, np.ndarray, np.ndarray,
-                                                                             np.ndarray, np.ndarray, np.ndarray]:
+def _grk_parts(
+    coef_a: np.ndarray, coef_b: np.ndarray, extra: float
+) -> tuple[float, float, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Grounded Rao-Kupper (eq. 8) pieces shared by the first and second derivatives: λ − 1 = exp(s),
     λ, φ = exp(β) of both sides and the denominators of P(A), P(B) and P(both bad)."""
     lam1 = float(np.exp(extra))
@@ -359,8 +362,9 @@ def _outer(v: np.ndarray) -> np.ndarray:
     return v[:, None, :] * v[None, :, :]
 
 
-def _tie_second(d2: np.ndarray, logp: np.ndarray, dlogp: np.ndarray,
-                others: tuple[tuple[np.ndarray, int], ...]) -> np.ndarray:
+def _tie_second(
+    d2: np.ndarray, logp: np.ndarray, dlogp: np.ndarray, others: tuple[tuple[np.ndarray, int], ...]
+) -> np.ndarray:
     """Fill the tie's second derivatives: P(tie) = 1 − Σ P(k) gives
     d² P(tie) = −Σ P(k) (d² log P(k) + d log P(k) d log P(k)ᵀ), and
     d² log P(tie) = d² P(tie) / P(tie) − d log P(tie) d log P(tie)ᵀ; 0 where the floor is active."""
@@ -371,17 +375,21 @@ def _tie_second(d2: np.ndarray, logp: np.ndarray, dlogp: np.ndarray,
     return d2
 
 
-def _bt_second(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray,
-               dlogp: np.ndarray) -> np.ndarray:
+def _bt_second(
+    coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray, dlogp: np.ndarray
+) -> np.ndarray:
     d2 = np.zeros((4, 3, 3, coef_a.size))
     # d²/dΔ² log σ(±Δ) = −σ(Δ)σ(−Δ), and dΔ = (1, −1, 0)
     sign = np.array([1.0, -1.0])
-    d2[A_WINS, :2, :2] = d2[B_WINS, :2, :2] = np.multiply.outer(np.outer(sign, sign), -np.exp(logp[A_WINS] + logp[B_WINS]))
+    d2[A_WINS, :2, :2] = d2[B_WINS, :2, :2] = np.multiply.outer(
+        np.outer(sign, sign), -np.exp(logp[A_WINS] + logp[B_WINS])
+    )
     return d2
 
 
-def _rk_second(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray,
-               dlogp: np.ndarray) -> np.ndarray:
+def _rk_second(
+    coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray, dlogp: np.ndarray
+) -> np.ndarray:
     assert extra is not None
     d2 = np.zeros((4, 3, 3, coef_a.size))
     p_a, p_b = np.exp(logp[A_WINS]), np.exp(logp[B_WINS])
@@ -391,18 +399,27 @@ def _rk_second(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp
     return _tie_second(d2, logp, dlogp, ((p_a, A_WINS), (p_b, B_WINS)))
 
 
-def _grk_second(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray,
-                dlogp: np.ndarray) -> np.ndarray:
+def _grk_second(
+    coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, logp: np.ndarray, dlogp: np.ndarray
+) -> np.ndarray:
     assert extra is not None
     m = coef_a.size
     d2 = np.zeros((4, 3, 3, m))
     lam1, lam, phi_a, phi_b, den_a, den_b, den_bad = _grk_parts(coef_a, coef_b, extra)
     # log P = (β_A or β_B or 0) − log D: d² log P = −d²D / D + (dD / D)(dD / D)ᵀ
     for j, den, first, hess in (
-        (A_WINS, den_a, (phi_a, lam * phi_b, lam1 * phi_b), {(0, 0): phi_a, (1, 1): lam * phi_b, (1, 2): lam1 * phi_b,
-                                                             (2, 2): lam1 * phi_b}),
-        (B_WINS, den_b, (lam * phi_a, phi_b, lam1 * phi_a), {(0, 0): lam * phi_a, (1, 1): phi_b, (0, 2): lam1 * phi_a,
-                                                             (2, 2): lam1 * phi_a}),
+        (
+            A_WINS,
+            den_a,
+            (phi_a, lam * phi_b, lam1 * phi_b),
+            {(0, 0): phi_a, (1, 1): lam * phi_b, (1, 2): lam1 * phi_b, (2, 2): lam1 * phi_b},
+        ),
+        (
+            B_WINS,
+            den_b,
+            (lam * phi_a, phi_b, lam1 * phi_a),
+            {(0, 0): lam * phi_a, (1, 1): phi_b, (0, 2): lam1 * phi_a, (2, 2): lam1 * phi_a},
+        ),
         (BOTH_BAD, den_bad, (phi_a, phi_b, np.zeros(m)), {(0, 0): phi_a, (1, 1): phi_b}),
     ):
         g = np.stack(first) / den
@@ -420,8 +437,13 @@ def _grk_second(coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None, log
 # ---------------------------------------------------------------------------------------------
 
 _ETA = TieParameter(symbol="η", start=0.5, lower=0.0, report=lambda ops, raw: raw, unreport=lambda value: value)
-_LAMBDA = TieParameter(symbol="λ", start=0.0, lower=None, report=lambda ops, raw: 1.0 + ops.exp(raw),
-                       unreport=lambda value: np.log(value - 1.0))
+_LAMBDA = TieParameter(
+    symbol="λ",
+    start=0.0,
+    lower=None,
+    report=lambda ops, raw: 1.0 + ops.exp(raw),
+    unreport=lambda value: np.log(value - 1.0),
+)
 
 
 def _needs_ties(name: str) -> tuple[tuple[int, ...], str]:
@@ -446,20 +468,66 @@ _GRK_BOUNDS: dict[int, tuple[tuple[Side, Side], ...]] = {
 OUTCOME_MODELS: dict[str, OutcomeModel] = {
     model.name: model
     for model in (
-        OutcomeModel("bt", outcomes=(A_WINS, B_WINS), ties="drop", extra=None, shift_invariant=True, route_by="bt",
-                     needs=(), bounds=_WINS, log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
-        OutcomeModel("bt-tie", outcomes=(A_WINS, B_WINS), ties="half", extra=None, shift_invariant=True,
-                     route_by="bt", needs=(), bounds=_WINS, log_probs=_bt_log_probs, terms=_bt_terms, second_terms=_bt_second),
-        OutcomeModel("rk", outcomes=(A_WINS, B_WINS, TIE), ties="merge", extra=_ETA, shift_invariant=True,
-                     route_by="bt", needs=(_needs_ties("rk"),), bounds=_RK_BOUNDS, log_probs=_rk_log_probs, terms=_rk_terms,
-                     second_terms=_rk_second),
-        OutcomeModel("grk", outcomes=(A_WINS, B_WINS, TIE, BOTH_BAD), ties="apart", extra=_LAMBDA,
-                     shift_invariant=False, route_by="grk",
-                     needs=(_needs_ties("grk"),
-                            ((BOTH_BAD,), "model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; "
-                                          "there are none (without them every coefficient grows without bound): "
-                                          "use 'rk' instead")),
-                     bounds=_GRK_BOUNDS, log_probs=_grk_log_probs, terms=_grk_terms, second_terms=_grk_second),
+        OutcomeModel(
+            "bt",
+            outcomes=(A_WINS, B_WINS),
+            ties="drop",
+            extra=None,
+            shift_invariant=True,
+            route_by="bt",
+            needs=(),
+            bounds=_WINS,
+            log_probs=_bt_log_probs,
+            terms=_bt_terms,
+            second_terms=_bt_second,
+        ),
+        OutcomeModel(
+            "bt-tie",
+            outcomes=(A_WINS, B_WINS),
+            ties="half",
+            extra=None,
+            shift_invariant=True,
+            route_by="bt",
+            needs=(),
+            bounds=_WINS,
+            log_probs=_bt_log_probs,
+            terms=_bt_terms,
+            second_terms=_bt_second,
+        ),
+        OutcomeModel(
+            "rk",
+            outcomes=(A_WINS, B_WINS, TIE),
+            ties="merge",
+            extra=_ETA,
+            shift_invariant=True,
+            route_by="bt",
+            needs=(_needs_ties("rk"),),
+            bounds=_RK_BOUNDS,
+            log_probs=_rk_log_probs,
+            terms=_rk_terms,
+            second_terms=_rk_second,
+        ),
+        OutcomeModel(
+            "grk",
+            outcomes=(A_WINS, B_WINS, TIE, BOTH_BAD),
+            ties="apart",
+            extra=_LAMBDA,
+            shift_invariant=False,
+            route_by="grk",
+            needs=(
+                _needs_ties("grk"),
+                (
+                    (BOTH_BAD,),
+                    "model 'grk' needs 'tie (bothbad)' outcomes to ground the coefficients; "
+                    "there are none (without them every coefficient grows without bound): "
+                    "use 'rk' instead",
+                ),
+            ),
+            bounds=_GRK_BOUNDS,
+            log_probs=_grk_log_probs,
+            terms=_grk_terms,
+            second_terms=_grk_second,
+        ),
     )
 }
 PAIR_MODELS: tuple[str, ...] = tuple(OUTCOME_MODELS)

@@ -99,8 +99,9 @@ NORMAL_STOP_QUESTIONS = 50
 NORMAL_STOP_Z = 8.0
 
 
-def paired_w1_test(a: Sequence[np.ndarray], b: Sequence[np.ndarray], permutations: int = 999,
-                   seed: int = 0) -> tuple[np.ndarray, float]:
+def paired_w1_test(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], permutations: int = 999, seed: int = 0
+) -> tuple[np.ndarray, float]:
     """Per-question W1 between the ECDFs of ``a[q]`` and ``b[q]``, and the permutation p-value of
     their mean (labels exchanged within questions; see the module docstring).
 
@@ -193,8 +194,7 @@ def _bootstrap_counts(q: int, resamples: int, seed: int) -> np.ndarray:
     return counts
 
 
-def bootstrap_mean_ci(values: np.ndarray, resamples: int = 2000, level: float = 0.95,
-                      seed: int = 0) -> np.ndarray:
+def bootstrap_mean_ci(values: np.ndarray, resamples: int = 2000, level: float = 0.95, seed: int = 0) -> np.ndarray:
     """Percentile intervals of the column means of ``values`` (questions x statistics), resampling
     questions with replacement; returns (statistics, 2). All statistics share the resamples, so
     their intervals come from the same bootstrap questions."""

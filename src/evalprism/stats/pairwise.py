@@ -34,8 +34,9 @@ CiMethod = Literal["sandwich", "bootstrap"]
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
 
-def battle_cells(outcome: np.ndarray,
-                 p_b: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def battle_cells(
+    outcome: np.ndarray, p_b: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Where each battle's unit of weight goes among the four outcome cells (the one rule that
     :meth:`PairCounts.from_battles` and :func:`outcome_rows` sum by).
 
@@ -81,8 +82,9 @@ class PairCounts:
     soft_cross: np.ndarray | None = None
 
     @classmethod
-    def from_battles(cls, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int,
-                     p_b: np.ndarray | None = None) -> PairCounts:
+    def from_battles(
+        cls, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, n_models: int, p_b: np.ndarray | None = None
+    ) -> PairCounts:
         """Aggregate battles (model indices, outcome index into ``OUTCOMES``, soft label ``p_b``) to
         unique pairs: each battle's weight goes where :func:`battle_cells` says."""
         a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
@@ -111,8 +113,9 @@ class PairCounts:
         return cls(uniq // n_models, uniq % n_models, counts, n_models, cross)
 
 
-def outcome_terms(model: str, coef_a: np.ndarray, coef_b: np.ndarray,
-                  extra: float | None) -> tuple[np.ndarray, np.ndarray]:
+def outcome_terms(
+    model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model`` and their
     first derivatives (n, 4, 3) with respect to (coef_a, coef_b, raw extra) of each battle (0 for
     outcomes the model does not have, and for ``extra`` in ``bt``/``bt-tie``): the numpy twin of
@@ -142,12 +145,14 @@ def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None 
     n = int(ignored.sum())
     if n == 0:
         return None
-    kinds = " and ".join(f"'{w}'" for w, d in zip(OUTCOMES, dropped) if d)
+    kinds = " and ".join(f"'{w}'" for w, d in zip(OUTCOMES, dropped, strict=True) if d)
     half = [m.name for m in OUTCOME_MODELS.values() if m.ties == "half"]
     modelled = [m.name for m in OUTCOME_MODELS.values() if len(m.outcomes) > 2]
-    return (f"loss '{loss}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
-            f"({_listed(half)} count{'s' if len(half) == 1 else ''} a tie as half a win for each side; "
-            f"{_listed(modelled)} model ties)")
+    return (
+        f"loss '{loss}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
+        f"({_listed(half)} count{'s' if len(half) == 1 else ''} a tie as half a win for each side; "
+        f"{_listed(modelled)} model ties)"
+    )
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,7 @@ def check_connected(pairs: PairCounts, names: list[str] | None = None) -> None:
     """Refuse a comparison graph in more than one piece: coefficients across pieces are not comparable."""
     used = np.concatenate([pairs.a, pairs.b])
     graph = coo_matrix((np.ones(pairs.a.size), (pairs.a, pairs.b)), shape=(pairs.n_models, pairs.n_models))
-    n_comp, labels = connected_components(graph, directed=False)
+    _n_comp, labels = connected_components(graph, directed=False)
     present = np.unique(used)
     if np.unique(labels[present]).size > 1:
         name = (lambda i: names[i]) if names else str
@@ -286,8 +291,9 @@ def _inverse_information(lik: _Likelihood, x: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def _scoring_steps(lik: _Likelihood, x: np.ndarray, inverse: np.ndarray,
-                   max_steps: int = 40) -> tuple[np.ndarray, bool]:
+def _scoring_steps(
+    lik: _Likelihood, x: np.ndarray, inverse: np.ndarray, max_steps: int = 40
+) -> tuple[np.ndarray, bool]:
     """Steps x <- x - F⁻¹ g(x) with a fixed F⁻¹ while the gradient norm falls.
 
     Returns the last accepted point and whether the steps shrank to rounding level. With F from a
@@ -325,8 +331,14 @@ def _check_fit_input(pairs: PairCounts, model: str, weights: np.ndarray, names: 
     entry.check_weights(weights)
 
 
-def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol: float = 1e-10,
-               names: list[str] | None = None, x0: np.ndarray | None = None) -> PairwiseFit:
+def fit_counts(
+    pairs: PairCounts,
+    model: PairModel = "bt",
+    l2: float = 0.0,
+    tol: float = 1e-10,
+    names: list[str] | None = None,
+    x0: np.ndarray | None = None,
+) -> PairwiseFit:
     """Maximum-likelihood coefficients of ``model`` for the aggregated battles ``pairs``.
 
     ``l2`` adds ``l2/2 * ||coefs||^2`` (0 = plain MLE; a small value keeps coefficients finite when
@@ -359,8 +371,14 @@ def fit_counts(pairs: PairCounts, model: PairModel = "bt", l2: float = 0.0, tol:
         return value / total, grad / total  # scale-free for the optimiser's tolerances
 
     with _single_threaded_blas():
-        res = minimize(scaled, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                       options={"maxiter": 10_000, "ftol": tol * 1e-3, "gtol": tol})
+        res = minimize(
+            scaled,
+            start,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 10_000, "ftol": tol * 1e-3, "gtol": tol},
+        )
         inverse = _inverse_information(lik, res.x)
         x = res.x if inverse is None else _scoring_steps(lik, res.x, inverse)[0]
     return _make_fit(lik, x, int(res.nit))
@@ -423,8 +441,14 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
         return bread @ meat @ bread
 
 
-def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed: int = 0,
-                    on_step: Callable[[int], None] | None = None, x0: np.ndarray | None = None) -> np.ndarray:
+def bootstrap_coefs(
+    pairs: PairCounts,
+    model: PairModel,
+    rounds: int = 100,
+    seed: int = 0,
+    on_step: Callable[[int], None] | None = None,
+    x0: np.ndarray | None = None,
+) -> np.ndarray:
     """Coefficients refitted on ``rounds`` multinomial resamples of the aggregated battle counts.
 
     Every refit starts from ``x0`` (default: the full-data fit's ``params``) and takes
@@ -434,7 +458,7 @@ def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed
     rng = np.random.default_rng(seed)
     flat = pairs.counts.ravel()
     total = flat.sum()
-    whole = int(round(total))
+    whole = round(total)
     if x0 is None:
         x0 = fit_counts(pairs, model).params
     x0 = np.asarray(x0, dtype=float)
@@ -455,8 +479,15 @@ def bootstrap_coefs(pairs: PairCounts, model: PairModel, rounds: int = 100, seed
     return out
 
 
-def coef_intervals(pairs: PairCounts, fit: PairwiseFit, ci: CiMethod | None, *, rounds: int = 100, seed: int = 0,
-                   on_step: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def coef_intervals(
+    pairs: PairCounts,
+    fit: PairwiseFit,
+    ci: CiMethod | None,
+    *,
+    rounds: int = 100,
+    seed: int = 0,
+    on_step: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """95% intervals (lower, upper) of ``fit.coefs`` on ``pairs``: ``sandwich`` (robust closed form,
     ±1.96 standard errors from :func:`sandwich_cov`), ``bootstrap`` (percentiles 2.5 and 97.5 of
     ``rounds`` multinomial resamples of the counts, :func:`bootstrap_coefs`; ``on_step`` is called
@@ -466,8 +497,14 @@ def coef_intervals(pairs: PairCounts, fit: PairwiseFit, ci: CiMethod | None, *, 
         se = np.sqrt(np.clip(np.diag(sandwich_cov(fit, pairs))[:n], 0, None))
         return fit.coefs - Z95 * se, fit.coefs + Z95 * se
     if ci == "bootstrap":
-        boot = bootstrap_coefs(pairs, fit.model, rounds=rounds, seed=seed, on_step=on_step,  # type: ignore[arg-type]
-                               x0=fit.params)
+        boot = bootstrap_coefs(
+            pairs,
+            fit.model,  # type: ignore[arg-type]  # a fit's model is a registry name
+            rounds=rounds,
+            seed=seed,
+            on_step=on_step,
+            x0=fit.params,
+        )
         lower, upper = np.percentile(boot, [2.5, 97.5], axis=0)
         return lower, upper
     if ci is None:
@@ -477,8 +514,11 @@ def coef_intervals(pairs: PairCounts, fit: PairwiseFit, ci: CiMethod | None, *, 
 
 def battles_per_model(pairs: PairCounts) -> np.ndarray:
     """Battles each model took part in (soft labels count one battle each, as the hard ones)."""
-    played = np.bincount(np.concatenate([pairs.a, pairs.b]),
-                         weights=np.concatenate([pairs.counts.sum(axis=1)] * 2), minlength=pairs.n_models)
+    played = np.bincount(
+        np.concatenate([pairs.a, pairs.b]),
+        weights=np.concatenate([pairs.counts.sum(axis=1)] * 2),
+        minlength=pairs.n_models,
+    )
     return np.rint(played).astype(np.int64)
 
 

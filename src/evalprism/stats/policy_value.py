@@ -37,8 +37,9 @@ import numpy as np
 __all__ = ["PolicyValue", "paired_value_difference", "policy_value", "prompt_scores"]
 
 
-def prompt_scores(prompt: np.ndarray, a: np.ndarray, b: np.ndarray, result_a: np.ndarray,
-                  n_prompts: int, n_models: int) -> np.ndarray:
+def prompt_scores(
+    prompt: np.ndarray, a: np.ndarray, b: np.ndarray, result_a: np.ndarray, n_prompts: int, n_models: int
+) -> np.ndarray:
     """Held-out score (n_prompts, n_models) of each model on each prompt: the mean of its results in
     the battles of that prompt that involve it (``result_a``: model a's result per battle in [0, 1],
     b's is 1 − result_a); NaN where the model has no battle on the prompt."""
@@ -83,7 +84,7 @@ def _sandwich(psi: np.ndarray) -> float:
     g = psi.size
     if g < 2 or not np.all(np.isfinite(psi)):
         return float("nan")
-    return float(np.sqrt(g / (g - 1) * np.sum(psi ** 2)))
+    return float(np.sqrt(g / (g - 1) * np.sum(psi**2)))
 
 
 def policy_value(probs: np.ndarray, scores: np.ndarray) -> PolicyValue:

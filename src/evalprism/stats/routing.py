@@ -398,8 +398,9 @@ def _router_coefficients(theta: np.ndarray, q: np.ndarray, t: np.ndarray) -> np.
     return out
 
 
-def _newton_in_bracket(theta: np.ndarray, q: np.ndarray, t: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                       iterations: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def _newton_in_bracket(
+    theta: np.ndarray, q: np.ndarray, t: np.ndarray, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
+) -> tuple[np.ndarray, np.ndarray]:
     """Roots of G(x) = Σ_a q_a σ(x − θ_a) − t, one per row, each inside its bracket [lo, hi]: Newton
     steps vectorised over the rows, the bracket shrunk at every step and a bisection wherever a step
     would leave it (G increases, so the bracket always holds the root). A row is done when its step is

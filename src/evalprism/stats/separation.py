@@ -86,8 +86,9 @@ def model_separation(model: str, a: np.ndarray, b: np.ndarray, weights: np.ndarr
     return _graph_separation(np.concatenate(src), np.concatenate(dst), present, n_models, anchor)
 
 
-def _graph_separation(src: np.ndarray, dst: np.ndarray, present: np.ndarray, n_models: int,
-                      anchor: int | None) -> Separation:
+def _graph_separation(
+    src: np.ndarray, dst: np.ndarray, present: np.ndarray, n_models: int, anchor: int | None
+) -> Separation:
     """Separation from the edges ``src -> dst`` (src bounds dst from above) among ``n_models`` models
     (``present``: in some battle); ``anchor`` is the node of a fixed coefficient (the "bad" model,
     index ``n_models``), whose component is then the core whatever its size."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 #: above this many rows the n x n distances and SMACOF give way to classical MDS through the columns
 MDS_EXACT_MAX = 2_000
 

@@ -30,9 +30,15 @@ FRACTION = 0.8
 TOLERANCE = 0.005
 
 
-def stability_curve(dist: np.ndarray, groups: np.ndarray, k_values: Sequence[int], resamples: int = RESAMPLES,
-                    fraction: float = FRACTION, seed: int = 0,
-                    on_step: Callable[[int], None] | None = None) -> list[tuple[int, float, float]]:
+def stability_curve(
+    dist: np.ndarray,
+    groups: np.ndarray,
+    k_values: Sequence[int],
+    resamples: int = RESAMPLES,
+    fraction: float = FRACTION,
+    seed: int = 0,
+    on_step: Callable[[int], None] | None = None,
+) -> list[tuple[int, float, float]]:
     """``[(k, mean adjusted Rand index, its standard deviation), ...]`` over ``resamples`` pairs of
     question subsets; ``groups[i]`` is the question of item i. ``on_step(1)`` after each K."""
     from sklearn.metrics import adjusted_rand_score
@@ -40,10 +46,12 @@ def stability_curve(dist: np.ndarray, groups: np.ndarray, k_values: Sequence[int
     dist = np.asarray(dist)
     groups = np.asarray(groups)
     questions = np.unique(groups)
-    take = max(1, int(round(fraction * questions.size)))
+    take = max(1, round(fraction * questions.size))
     rng = np.random.default_rng(seed)
-    subsets = [[np.flatnonzero(np.isin(groups, rng.choice(questions, take, replace=False))) for _ in range(2)]
-               for _ in range(resamples)]
+    subsets = [
+        [np.flatnonzero(np.isin(groups, rng.choice(questions, take, replace=False))) for _ in range(2)]
+        for _ in range(resamples)
+    ]
     seeds = rng.integers(2**31, size=(resamples, 2))
     curve = []
     for k in k_values:
@@ -67,8 +75,14 @@ def stable_ks(curve: Sequence[tuple[int, float, float]], tolerance: float = TOLE
     return [row[0] for row in curve if row[1] >= best - tolerance]
 
 
-def choose_k_by_stability(dist: np.ndarray, groups: np.ndarray, k_values: Sequence[int], seed: int = 0,
-                          on_step: Callable[[int], None] | None = None, resamples: int = RESAMPLES) -> tuple[int, list[tuple[int, float, float, float]]]:
+def choose_k_by_stability(
+    dist: np.ndarray,
+    groups: np.ndarray,
+    k_values: Sequence[int],
+    seed: int = 0,
+    on_step: Callable[[int], None] | None = None,
+    resamples: int = RESAMPLES,
+) -> tuple[int, list[tuple[int, float, float, float]]]:
     """K by stability (:func:`stability_curve`); among the K within :data:`TOLERANCE` of the most
     stable, the highest mean silhouette decides (smallest K on ties). Well-separated families are
     reproducible both at K* and at coarser merges of whole families (K = 2 merging pairs of 4 is as

@@ -92,13 +92,16 @@ __all__ = [
     "run_trials",
 ]
 
-lazy_package(__name__, {
-    "evaluate": ["locate_models", "run_trials"],
-    "locate": ["locate_model"],
-    "located": ["LocationResult"],
-    "localization": ["Localization"],
-    "plan": ["Plan", "make_plan"],
-    "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
-    "staging": ["AdaptiveSession", "plan_stage"],
-    "trials": ["Trials"],
-})
+lazy_package(
+    __name__,
+    {
+        "evaluate": ["locate_models", "run_trials"],
+        "locate": ["locate_model"],
+        "located": ["LocationResult"],
+        "localization": ["Localization"],
+        "plan": ["Plan", "make_plan"],
+        "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
+        "staging": ["AdaptiveSession", "plan_stage"],
+        "trials": ["Trials"],
+    },
+)

@@ -85,14 +85,15 @@ def expected_information(fit: IRTFit, posterior: np.ndarray) -> np.ndarray:
     return fit.a**2 * (posterior[keep] @ (p * (1.0 - p)))
 
 
-def pick_informative(fit: IRTFit, posterior: np.ndarray, planned: np.ndarray, k: int,
-                     rng: np.random.Generator) -> np.ndarray:
+def pick_informative(
+    fit: IRTFit, posterior: np.ndarray, planned: np.ndarray, k: int, rng: np.random.Generator
+) -> np.ndarray:
     """``k`` pool items not in ``planned``, drawn uniformly from the ``EXPOSURE * k`` most informative."""
     info = expected_information(fit, posterior)
     info[planned] = -np.inf
     free = int(np.isfinite(info).sum())
     k = min(k, free)
-    top = np.argsort(-info, kind="stable")[:min(int(np.ceil(EXPOSURE * k)), free)]
+    top = np.argsort(-info, kind="stable")[: min(int(np.ceil(EXPOSURE * k)), free)]
     return np.sort(rng.choice(top, k, replace=False))
 
 
@@ -109,8 +110,9 @@ class ScoreWeights:
         return cls(per_item=per_bench[pool.bench_code])
 
 
-def score_posterior(fit: IRTFit, weights: ScoreWeights, idx: np.ndarray, y: np.ndarray,
-                    posterior: np.ndarray) -> tuple[float, float]:
+def score_posterior(
+    fit: IRTFit, weights: ScoreWeights, idx: np.ndarray, y: np.ndarray, posterior: np.ndarray
+) -> tuple[float, float]:
     """Posterior predictive mean and variance of the full-pool score (fractions; module docstring):
     answered items count their answers, every other item its 2PL probability. The variance is that of
     ``T(theta)`` over the posterior plus the Bernoulli variance of the unanswered items' own answers,
@@ -164,28 +166,39 @@ class Calibration:
     def of(cls, errors: np.ndarray, variances: np.ndarray) -> Calibration:
         """``extra = max(0, mean(err^2) - mean(var))`` over every run of every model given."""
         err, var = np.asarray(errors, dtype=float), np.asarray(variances, dtype=float)
-        return cls(extra_variance=max(0.0, float(np.mean(err**2) - np.mean(var))), models=len(err),
-                   rmse=float(np.sqrt(np.mean(err**2))), mean_posterior_sd=float(np.sqrt(np.mean(var))),
-                   bias=float(err.mean()))
+        return cls(
+            extra_variance=max(0.0, float(np.mean(err**2) - np.mean(var))),
+            models=len(err),
+            rmse=float(np.sqrt(np.mean(err**2))),
+            mean_posterior_sd=float(np.sqrt(np.mean(var))),
+            bias=float(err.mean()),
+        )
 
     def summary(self) -> dict[str, Any]:
-        return {"models": self.models, "runs_per_model": CALIBRATION_RUNS,
-                "panel_rmse": round(100 * self.rmse, 4), "panel_bias": round(100 * self.bias, 4),
-                "mean_posterior_se": round(100 * self.mean_posterior_sd, 4),
-                "extra_se": round(100 * float(np.sqrt(self.extra_variance)), 4)}
+        return {
+            "models": self.models,
+            "runs_per_model": CALIBRATION_RUNS,
+            "panel_rmse": round(100 * self.rmse, 4),
+            "panel_bias": round(100 * self.bias, 4),
+            "mean_posterior_se": round(100 * self.mean_posterior_sd, 4),
+            "extra_se": round(100 * float(np.sqrt(self.extra_variance)), 4),
+        }
 
 
-def panel_runs(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None,
-               progress: bool = False) -> PanelRuns:
+def panel_runs(
+    pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None, progress: bool = False
+) -> PanelRuns:
     """Run the plan (stage-1 items ``stage1``, later stages of ``sizes``) :data:`CALIBRATION_RUNS`
     times on every panel model with answers on every pool item, each with the 2PL refitted without
     it (module docstring); ``exclude`` (the model being located, when it is in the panel) is left out."""
     names, resp = pool.reference_panel(exclude)
     complete = [j for j in range(len(names)) if (resp[j] >= 0).all()]
     if len(complete) < MIN_CALIBRATION_MODELS:
-        raise EvalprismError(f"the adaptive estimate is calibrated on reference-panel models with answers on every "
-                             f"pool item: this pool has {len(complete)}, fewer than {MIN_CALIBRATION_MODELS}; build "
-                             "the pool with a larger panel (`stem pool --panel`) or use a stratified plan")
+        raise EvalprismError(
+            f"the adaptive estimate is calibrated on reference-panel models with answers on every "
+            f"pool item: this pool has {len(complete)}, fewer than {MIN_CALIBRATION_MODELS}; build "
+            "the pool with a larger panel (`stem pool --panel`) or use a stratified plan"
+        )
     weights = ScoreWeights.of(pool)
     errors = np.empty((len(complete), CALIBRATION_RUNS))
     variances = np.empty_like(errors)
@@ -196,22 +209,25 @@ def panel_runs(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, excl
             truth = float(weights.per_item @ y)
             for run in range(CALIBRATION_RUNS):
                 planned = run_plan(fit, y, stage1, sizes, seed + 7919 * (run + 1))
-                mean, var = score_posterior(fit, weights, planned, y[planned],
-                                            ability_posterior(fit, planned, y[planned]))
+                mean, var = score_posterior(
+                    fit, weights, planned, y[planned], ability_posterior(fit, planned, y[planned])
+                )
                 errors[row, run], variances[row, run] = mean - truth, var
             bar.update(1)
     return PanelRuns(names=[names[j] for j in complete], errors=errors, variances=variances)
 
 
-def calibrate(pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None,
-              progress: bool = False) -> Calibration:
+def calibrate(
+    pool: Pool, stage1: np.ndarray, sizes: list[int], seed: int, exclude: str | None = None, progress: bool = False
+) -> Calibration:
     """:class:`Calibration` from :func:`panel_runs` (module docstring)."""
     runs = panel_runs(pool, stage1, sizes, seed, exclude, progress)
     return Calibration.of(runs.errors, runs.variances)
 
 
-def adaptive_estimate(pool: Pool, target: Target, plan: Plan, idx: np.ndarray,
-                      progress: bool = False) -> tuple[float, float, dict[str, Any]]:
+def adaptive_estimate(
+    pool: Pool, target: Target, plan: Plan, idx: np.ndarray, progress: bool = False
+) -> tuple[float, float, dict[str, Any]]:
     """The calibrated adaptive estimate of the full-pool score (percent), its standard error and
     what the output says about it (posterior, calibration, the stage-1 design-based check)."""
     fit = pool.irt_fit(exclude=target.model)
@@ -221,10 +237,19 @@ def adaptive_estimate(pool: Pool, target: Target, plan: Plan, idx: np.ndarray,
     mean, var = score_posterior(fit, weights, idx, y, post)
     sizes = plan.stage_sizes()
     in_panel = pool.panel_size(target.model) < pool.panel_size()
-    cal = calibrate(pool, idx[plan.items["stage"].to_numpy() == 1], sizes[1:], int(plan.options.get("seed", 0)),
-                    exclude=target.model if in_panel else None, progress=progress)
+    cal = calibrate(
+        pool,
+        idx[plan.items["stage"].to_numpy() == 1],
+        sizes[1:],
+        int(plan.options.get("seed", 0)),
+        exclude=target.model if in_panel else None,
+        progress=progress,
+    )
     se = float(np.sqrt(var + cal.extra_variance))
-    info = {"posterior_theta": round(float(post @ GRID), 4),
-            "posterior_se": round(100 * float(np.sqrt(var)), 4), "calibration": cal.summary(),
-            "stages": sizes}
+    info = {
+        "posterior_theta": round(float(post @ GRID), 4),
+        "posterior_se": round(100 * float(np.sqrt(var)), 4),
+        "calibration": cal.summary(),
+        "stages": sizes,
+    }
     return 100 * mean, 100 * se, info

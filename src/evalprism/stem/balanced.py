@@ -35,8 +35,9 @@ def per_level(items: int, levels: list[np.ndarray]) -> int:
     """Items drawn from each TI level."""
     m = items // len(levels)
     if m < 1:
-        raise EvalprismError(f"items: {items} is fewer than the {len(levels)} TI levels of the pool; "
-                             f"use at least {len(levels)}")
+        raise EvalprismError(
+            f"items: {items} is fewer than the {len(levels)} TI levels of the pool; use at least {len(levels)}"
+        )
     return m
 
 

@@ -30,15 +30,17 @@ def random_scores(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, 
     trials = draws.shape[0]
     bench = bench_code[draws] + nb * np.arange(trials)[:, None]
     counts = np.bincount(bench.ravel(), minlength=trials * nb).reshape(trials, nb)
-    hits = np.bincount(bench.ravel(), weights=np.asarray(right, dtype=float)[draws].ravel(),
-                       minlength=trials * nb).reshape(trials, nb)
+    hits = np.bincount(
+        bench.ravel(), weights=np.asarray(right, dtype=float)[draws].ravel(), minlength=trials * nb
+    ).reshape(trials, nb)
     w = np.asarray(weights)[None, :] * (counts > 0)
     total = w.sum(axis=1)
     return (hits / np.maximum(counts, 1) * w).sum(axis=1) / np.where(total > 0, total, 1.0)
 
 
-def random_positions(bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray,
-                     member_scores: np.ndarray) -> np.ndarray:
+def random_positions(
+    bench_code: np.ndarray, right: np.ndarray, draws: np.ndarray, weights: np.ndarray, member_scores: np.ndarray
+) -> np.ndarray:
     """Position of each draw by its weighted score (:func:`random_scores`, in percent) against the
     members' reference scores (percent)."""
     return positions_of(100.0 * random_scores(bench_code, right, draws, weights), member_scores)

@@ -72,8 +72,9 @@ class Strata:
         return np.split(self.items[order], np.cumsum(self.size)[:-1])
 
 
-def build_strata(items: np.ndarray, bench_code: np.ndarray, members_right: np.ndarray, weights: np.ndarray,
-                 n_members: int) -> Strata:
+def build_strata(
+    items: np.ndarray, bench_code: np.ndarray, members_right: np.ndarray, weights: np.ndarray, n_members: int
+) -> Strata:
     """Strata (benchmark, members right) of the usable pool ``items`` (content order);
     ``bench_code`` and ``members_right`` are per pool item."""
     nb = len(weights)
@@ -87,9 +88,16 @@ def build_strata(items: np.ndarray, bench_code: np.ndarray, members_right: np.nd
         raise EvalprismError("no pool benchmark with a positive weight has an item the model can be scored on")
     w = w / w.sum()
     share = w[bench] * size / bench_size[bench]
-    return Strata(items=np.asarray(items), stratum=stratum.astype(np.int64), bench=bench.astype(np.int64),
-                  right=(present % (n_members + 1)).astype(np.int64), size=size.astype(np.int64), share=share,
-                  bench_size=bench_size, weights=w)
+    return Strata(
+        items=np.asarray(items),
+        stratum=stratum.astype(np.int64),
+        bench=bench.astype(np.int64),
+        right=(present % (n_members + 1)).astype(np.int64),
+        size=size.astype(np.int64),
+        share=share,
+        bench_size=bench_size,
+        weights=w,
+    )
 
 
 def allocate(budget: int, size: np.ndarray, share: np.ndarray) -> np.ndarray:
@@ -102,8 +110,10 @@ def allocate(budget: int, size: np.ndarray, share: np.ndarray) -> np.ndarray:
     if budget >= size.sum():
         return size.copy()
     if budget < nonempty.sum():
-        raise EvalprismError(f"items: {budget} is fewer than the {int(nonempty.sum())} strata (benchmark x members "
-                             f"right) of the pool; use at least {int(nonempty.sum())}")
+        raise EvalprismError(
+            f"items: {budget} is fewer than the {int(nonempty.sum())} strata (benchmark x members "
+            f"right) of the pool; use at least {int(nonempty.sum())}"
+        )
     n = nonempty.astype(np.int64)
     # the remaining budget goes by largest remainder on the quota, never past a stratum's size
     quota = budget * share / share.sum() if share.sum() > 0 else budget * nonempty / nonempty.sum()
@@ -174,8 +184,9 @@ def add_one_variance(count: np.ndarray, mean: np.ndarray) -> np.ndarray:
     return p * (1.0 - p)
 
 
-def _floor_uniform_strata(var: np.ndarray, count: np.ndarray, mean: np.ndarray, strata_bench: np.ndarray,
-                          nb: int) -> np.ndarray:
+def _floor_uniform_strata(
+    var: np.ndarray, count: np.ndarray, mean: np.ndarray, strata_bench: np.ndarray, nb: int
+) -> np.ndarray:
     """Floor the variance of every stratum whose drawn 0/1 answers are all right (or all wrong) at
     the add-one variance of all such strata of its benchmark pooled: ``k`` items drawn in the
     benchmark's all-right strata give ``p~ = (k + 1) / (k + 2)`` and the floor ``p~ (1 - p~)``
@@ -192,9 +203,16 @@ def _floor_uniform_strata(var: np.ndarray, count: np.ndarray, mean: np.ndarray, 
     return var
 
 
-def design_estimate(values: np.ndarray, stratum: np.ndarray, strata_bench: np.ndarray, strata_size: np.ndarray,
-                    weights: np.ndarray, bench_size: np.ndarray, valid: np.ndarray | None = None,
-                    binary: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def design_estimate(
+    values: np.ndarray,
+    stratum: np.ndarray,
+    strata_bench: np.ndarray,
+    strata_size: np.ndarray,
+    weights: np.ndarray,
+    bench_size: np.ndarray,
+    valid: np.ndarray | None = None,
+    binary: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """``sum_b w_b sum_h (N_h/N_b) mean_h(values)`` and its variance (unscaled: fractions, not
     percent), per trial. ``values``: trials x items; ``stratum``: their stratum code (items, or
     trials x items); ``valid``: which drawn items count (default all). A stratum with no drawn item

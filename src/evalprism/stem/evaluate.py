@@ -29,27 +29,49 @@ if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
 
 
-def run_trials(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, trials: int = 100,
-               seed: int = 0, *, model: str | None = None, weighting: Weighting = "balanced", method: Method = "auto",
-               design: Design | None = None, progress: bool = False) -> Trials:
+def run_trials(
+    pool: Pool,
+    new_correctness: pd.DataFrame | EncodedCorrectness,
+    items: int = 100,
+    trials: int = 100,
+    seed: int = 0,
+    *,
+    model: str | None = None,
+    weighting: Weighting = "balanced",
+    method: Method = "auto",
+    design: Design | None = None,
+    progress: bool = False,
+) -> Trials:
     """``trials`` localizations of one model with ``items`` items each, by every method; ``method``
     chooses which one :attr:`Trials.positions` holds (:mod:`evalprism.stem.trials`)."""
     if trials < 1:
         raise EvalprismError(f"trials: expected at least 1, got {trials}")
     target = target_of(pool, new_correctness, model)
     if not answered_whole_pool(target):
-        raise EvalprismError(f"model '{target.model}' answered {int((target.outcome != NO_ROW).sum()):,} of the "
-                             f"{len(pool.items):,} pool items; trials compare samples with the full-pool truth and need "
-                             "answers on the whole pool (locate it from its answers with locate_model)")
-    return trial_run(pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method,
-                     design=design).trials
+        raise EvalprismError(
+            f"model '{target.model}' answered {int((target.outcome != NO_ROW).sum()):,} of the "
+            f"{len(pool.items):,} pool items; trials compare samples with the full-pool truth and need "
+            "answers on the whole pool (locate it from its answers with locate_model)"
+        )
+    return trial_run(
+        pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method, design=design
+    ).trials
 
 
-def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, models: list[str] | None = None, *,
-                  items: int | None = None, trials: int = 100, seed: int | None = None,
-                  weighting: Weighting | None = None,
-                  method: Method = "auto", design: Design | None = None, plan: Any = None,
-                  progress: bool = True) -> LocationResult:
+def locate_models(
+    pool: Pool,
+    new_correctness: pd.DataFrame | EncodedCorrectness,
+    models: list[str] | None = None,
+    *,
+    items: int | None = None,
+    trials: int = 100,
+    seed: int | None = None,
+    weighting: Weighting | None = None,
+    method: Method = "auto",
+    design: Design | None = None,
+    plan: Any = None,
+    progress: bool = True,
+) -> LocationResult:
     """Locate each of ``models`` (default: every model in ``new_correctness``).
 
     A model with answers on every pool item gets the validation view: one sample of ``items`` items
@@ -69,8 +91,11 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     targets = [target_of(pool, enc, name) for name in names]
     wholes = [answered_whole_pool(target) for target in targets]
     sampled = any(whole and (plan is None or trials > 0) for whole in wholes)
-    why = ("every model is located from its own answers alone (" + ("the plan's items" if plan is not None else
-           "answers on part of the pool") + ") and no trials run, so no sample is drawn")
+    why = (
+        "every model is located from its own answers alone ("
+        + ("the plan's items" if plan is not None else "answers on part of the pool")
+        + ") and no trials run, so no sample is drawn"
+    )
     for name, value in (("items", items), ("seed", seed), ("weighting", weighting), ("design", design)):
         check_applies(name, value, sampled, why)
     _check_method_options(pool, names, wholes, method, trials, weighting, design)
@@ -81,8 +106,13 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     notes: list[str] = []
     partial: list[tuple[str, int, str]] = []  # (model, items answered, design) of models that answered part of the pool
     for name, target, whole in zip(names, targets, wholes, strict=True):
-        run = trial_run(pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method,
-                        design=design) if trials > 0 and whole else None
+        run = (
+            trial_run(
+                pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method, design=design
+            )
+            if trials > 0 and whole
+            else None
+        )
         ran = None if run is None else run.trials
         if plan is not None or not whole:
             loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes, progress=progress)
@@ -90,15 +120,28 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
                 partial.append((name, loc.options["answered"], loc.options["design"]))
         else:
             # trial 0 of the trials when they ran (the same draw and estimate as a run of one)
-            loc = localize(pool, target, run) if run is not None else \
-                locate_target(pool, target, items, seed, weighting, method=method, design=design)
+            loc = (
+                localize(pool, target, run)
+                if run is not None
+                else locate_target(pool, target, items, seed, weighting, method=method, design=design)
+            )
             if items > loc.options["available"]:
                 notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
         results.append((loc, ran))
-    options = {"family": pool.family, "members": pool.members["model"].tolist(), "items": items, "trials": trials,
-               "seed": seed, "missing": pool.options.get("missing", "wrong"), "weighting": weighting,
-               "method": method, "design": design or "random", "models": names,
-               "panel_models": pool.panel_size(), "irt": pool.options.get("irt") if pool.panel is not None else None}
+    options = {
+        "family": pool.family,
+        "members": pool.members["model"].tolist(),
+        "items": items,
+        "trials": trials,
+        "seed": seed,
+        "missing": pool.options.get("missing", "wrong"),
+        "weighting": weighting,
+        "method": method,
+        "design": design or "random",
+        "models": names,
+        "panel_models": pool.panel_size(),
+        "irt": pool.options.get("irt") if pool.panel is not None else None,
+    }
     if plan is not None:
         options["plan"] = {k: plan.options.get(k) for k in ("items", "seed", "method", "design", "strata")}
     read = getattr(new_correctness, "attrs", {}).get("choices", [])  # what the harness readers chose and left out
@@ -110,8 +153,15 @@ def locate_models(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness
     return LocationResult(pool=pool, results=results, options=options)
 
 
-def _check_method_options(pool: Pool, names: list[str], wholes: list[bool], method: str, trials: int,
-                          weighting: str | None, design: str | None) -> None:
+def _check_method_options(
+    pool: Pool,
+    names: list[str],
+    wholes: list[bool],
+    method: str,
+    trials: int,
+    weighting: str | None,
+    design: str | None,
+) -> None:
     """Refuse ``weighting`` (the paper rule's) and ``design`` (the IRT estimator's) when the sample they
     steer is not drawn: no trials run (trials compare every method, so both apply there) and the
     chosen method of every sampled model is another one."""
@@ -119,11 +169,19 @@ def _check_method_options(pool: Pool, names: list[str], wholes: list[bool], meth
         return
     chosen = sorted({choose_method(pool, name, method) for name, whole in zip(names, wholes, strict=True) if whole})
     said = f"method '{method}'" + (f" (here: {', '.join(chosen)})" if method == "auto" else "")
-    check_applies("weighting", weighting, "paper" in chosen,
-                  f"it weights the TI levels of the paper's rule, and {said} is located without it and no trials run")
+    check_applies(
+        "weighting",
+        weighting,
+        "paper" in chosen,
+        f"it weights the TI levels of the paper's rule, and {said} is located without it and no trials run",
+    )
     if pool.panel is not None:  # without a panel resolve_design says why
-        check_applies("design", design, "irt" in chosen,
-                      f"it chooses the IRT estimator's sample, and {said} is located without it and no trials run")
+        check_applies(
+            "design",
+            design,
+            "irt" in chosen,
+            f"it chooses the IRT estimator's sample, and {said} is located without it and no trials run",
+        )
 
 
 def partial_answers_notes(partial: list[tuple[str, int, str]], pool_items: int, trials: int) -> list[str]:
@@ -134,11 +192,16 @@ def partial_answers_notes(partial: list[tuple[str, int, str]], pool_items: int, 
         group = [(name, answered) for name, answered, d in partial if d == design]
         counts = sorted({answered for _, answered in group})
         answered = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,}-{counts[-1]:,}"
-        who, whose = (f"'{group[0][0]}' answered", "its full-pool score is") if len(group) == 1 else \
-            (f"{len(group)} models answered", "their full-pool scores are")
-        notes.append(f"{who} {answered} of the {pool_items:,} pool items: {whose} estimated under the "
-                     f"design '{design}'; no truth to compare with"
-                     + (" and no trials (they need answers on the whole pool)" if trials > 0 else ""))
+        who, whose = (
+            (f"'{group[0][0]}' answered", "its full-pool score is")
+            if len(group) == 1
+            else (f"{len(group)} models answered", "their full-pool scores are")
+        )
+        notes.append(
+            f"{who} {answered} of the {pool_items:,} pool items: {whose} estimated under the "
+            f"design '{design}'; no truth to compare with"
+            + (" and no trials (they need answers on the whole pool)" if trials > 0 else "")
+        )
     return notes
 
 
@@ -146,8 +209,10 @@ def more_items_than_answered(model: str, items: int, available: int, trials: int
     """What happens when ``items`` exceeds the pool items a model can be scored on: every method
     draws all it can (a clamp, said once per model rather than refused: other models of the same
     run may have answered enough)."""
-    text = (f"'{model}' can be scored on {available:,} pool items, fewer than the {items:,} asked (items): every "
-            "method drew all it could, so the estimates are its full-benchmark score (standard error 0)")
+    text = (
+        f"'{model}' can be scored on {available:,} pool items, fewer than the {items:,} asked (items): every "
+        "method drew all it could, so the estimates are its full-benchmark score (standard error 0)"
+    )
     if trials > 1:
         text += " and the trials repeat one another"
     return text + f"; ask for fewer than {available:,} items to test a sample"

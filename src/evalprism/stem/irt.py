@@ -67,8 +67,9 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-def _block(theta: np.ndarray, a: np.ndarray, c: np.ndarray, sign: np.ndarray, mask: np.ndarray | None
-           ) -> tuple[float, np.ndarray]:
+def _block(
+    theta: np.ndarray, a: np.ndarray, c: np.ndarray, sign: np.ndarray, mask: np.ndarray | None
+) -> tuple[float, np.ndarray]:
     """Negative log likelihood over one block of items and ``r = sigmoid(z) - y`` (0 off the mask).
 
     With ``s = 1 - 2y`` and ``t = s z``: the cell's loss is ``softplus(t)`` and ``r = s sigmoid(t)``,
@@ -95,8 +96,17 @@ def _block(theta: np.ndarray, a: np.ndarray, c: np.ndarray, sign: np.ndarray, ma
     return loss, q
 
 
-def _items_newton(theta: np.ndarray, y: np.ndarray, mask: np.ndarray | None, a: np.ndarray, c: np.ndarray,
-                  two: bool, *, tol: float = 1e-9, max_steps: int = 100) -> int:
+def _items_newton(
+    theta: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray | None,
+    a: np.ndarray,
+    c: np.ndarray,
+    two: bool,
+    *,
+    tol: float = 1e-9,
+    max_steps: int = 100,
+) -> int:
     """Each item's MAP ``(a_i, c_i)`` given the abilities ``theta``, in place (``a``, ``c``: one
     block's views). Items are independent given theta and each one's negative log posterior is
     convex (a logistic regression with a Gaussian prior): Newton's method on one 2 x 2 system per
@@ -136,8 +146,15 @@ def _items_newton(theta: np.ndarray, y: np.ndarray, mask: np.ndarray | None, a: 
     return max_steps
 
 
-def fit_irt(responses: np.ndarray, models: list[str] | None = None, kind: IRTKind = "2pl", *,
-            max_iter: int = 2000, tol: float = 1e-6, threads: int | None = None) -> IRTFit:
+def fit_irt(
+    responses: np.ndarray,
+    models: list[str] | None = None,
+    kind: IRTKind = "2pl",
+    *,
+    max_iter: int = 2000,
+    tol: float = 1e-6,
+    threads: int | None = None,
+) -> IRTFit:
     """MAP fit of the 2PL (or 1PL) model on a models x items matrix of 1 (right), 0 (wrong) and any
     negative value for "not observed". ``tol``: stop when the largest gradient entry of the
     (negative) log posterior falls below it (or the relative change of the objective below 1e-13).
@@ -181,12 +198,18 @@ def fit_irt(responses: np.ndarray, models: list[str] | None = None, kind: IRTKin
     def profile(theta: np.ndarray) -> tuple[float, np.ndarray]:
         """The negative log posterior minimised over every item given ``theta``, and its gradient
         (by the envelope theorem, the joint gradient in theta at those items)."""
-        parts = list(executor.map(lambda b: block(b, theta), bounds)) if executor is not None else \
-            [block(b, theta) for b in bounds]
+        parts = (
+            list(executor.map(lambda b: block(b, theta), bounds))
+            if executor is not None
+            else [block(b, theta) for b in bounds]
+        )
         counts["inner"] += max(part[2] for part in parts)
         counts["evaluations"] += 1
-        loss = sum(part[0] for part in parts) + 0.5 * float(theta @ theta) / PRIOR_THETA_VAR \
+        loss = (
+            sum(part[0] for part in parts)
+            + 0.5 * float(theta @ theta) / PRIOR_THETA_VAR
             + 0.5 * float(c @ c) / PRIOR_C_VAR
+        )
         if two:
             loss += 0.5 * float(((a - PRIOR_A_MEAN) ** 2).sum()) / PRIOR_A_VAR
         return loss, np.sum([part[1] for part in parts], axis=0) + theta / PRIOR_THETA_VAR
@@ -206,20 +229,38 @@ def fit_irt(responses: np.ndarray, models: list[str] | None = None, kind: IRTKin
             loss, grad = profile(t0 + scale * u)
             return loss, grad * scale
 
-        res = minimize(scaled, np.zeros(n_models), jac=True, method="L-BFGS-B",
-                       options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 20})
+        res = minimize(
+            scaled,
+            np.zeros(n_models),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 20},
+        )
         theta = t0 + scale * res.x
         final, _ = profile(theta)  # the items at the optimum's abilities (the line search may have moved on)
     finally:
         if executor is not None:
             executor.shutdown()
-    info = {"kind": kind, "models": n_models, "items": n_items, "iterations": int(res.nit),
-            "evaluations": counts["evaluations"], "newton_steps": counts["inner"], "converged": bool(res.success),
-            "message": str(res.message), "neg_log_posterior": float(final),
-            "seconds": round(time.perf_counter() - started, 3)}
-    return IRTFit(a=np.array(a, dtype=float), c=np.array(c, dtype=float), theta=np.array(theta, dtype=float),
-                  models=list(models) if models is not None else [f"m{i}" for i in range(n_models)], kind=kind,
-                  info=info)
+    info = {
+        "kind": kind,
+        "models": n_models,
+        "items": n_items,
+        "iterations": int(res.nit),
+        "evaluations": counts["evaluations"],
+        "newton_steps": counts["inner"],
+        "converged": bool(res.success),
+        "message": str(res.message),
+        "neg_log_posterior": float(final),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return IRTFit(
+        a=np.array(a, dtype=float),
+        c=np.array(c, dtype=float),
+        theta=np.array(theta, dtype=float),
+        models=list(models) if models is not None else [f"m{i}" for i in range(n_models)],
+        kind=kind,
+        info=info,
+    )
 
 
 def theta_map(a: np.ndarray, c: np.ndarray, y: np.ndarray, *, iterations: int = 50) -> np.ndarray:
@@ -243,8 +284,9 @@ def theta_map(a: np.ndarray, c: np.ndarray, y: np.ndarray, *, iterations: int = 
     return theta
 
 
-def mean_probability(fit: IRTFit, items_by_group: list[np.ndarray], theta: np.ndarray, *,
-                     exact_cells: int = 20_000_000, grid: int = 257) -> np.ndarray:
+def mean_probability(
+    fit: IRTFit, items_by_group: list[np.ndarray], theta: np.ndarray, *, exact_cells: int = 20_000_000, grid: int = 257
+) -> np.ndarray:
     """``(1/N_g) sum_{i in g} P_i(theta)`` for each group g of item indices, at every theta (any
     shape); returns theta.shape + (groups,).
 
@@ -266,14 +308,23 @@ def mean_probability(fit: IRTFit, items_by_group: list[np.ndarray], theta: np.nd
             continue
         a, c = fit.a[items], fit.c[items]
         for s in range(0, len(points), chunk):
-            out[s:s + chunk, g] = probability(points[s:s + chunk], a, c).mean(axis=1)
+            out[s : s + chunk, g] = probability(points[s : s + chunk], a, c).mean(axis=1)
     values = CubicSpline(points, out, axis=0)(flat) if use_grid else out
-    return values[inverse].reshape(theta.shape + (len(items_by_group),))
+    return values[inverse].reshape((*theta.shape, len(items_by_group)))
 
 
-def difference_estimate(fit: IRTFit, picked: np.ndarray, y: np.ndarray, valid: np.ndarray, group: np.ndarray,
-                        group_bench: np.ndarray, group_size: np.ndarray, weights: np.ndarray, bench_size: np.ndarray,
-                        items_by_bench: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def difference_estimate(
+    fit: IRTFit,
+    picked: np.ndarray,
+    y: np.ndarray,
+    valid: np.ndarray,
+    group: np.ndarray,
+    group_bench: np.ndarray,
+    group_size: np.ndarray,
+    weights: np.ndarray,
+    bench_size: np.ndarray,
+    items_by_bench: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Estimator B, the IRT difference (GREG) estimate of ``sum_b w_b S_b`` (fractions) and its
     variance per trial, and each trial's theta (:mod:`evalprism.stem.estimate` states the formula).
 

@@ -96,21 +96,33 @@ class Localization:
     def summary(self) -> dict[str, Any]:
         """The JSON-ready headline (``localization.json``)."""
         return {
-            "model": self.model, "family": self.family, "position": self.position, "lower": self.lower,
-            "upper": self.upper, "interval": self.interval, self.confidence_name: round(self.confidence, 6),
+            "model": self.model,
+            "family": self.family,
+            "position": self.position,
+            "lower": self.lower,
+            "upper": self.upper,
+            "interval": self.interval,
+            self.confidence_name: round(self.confidence, 6),
             **({"rule_strength_note": RULE_STRENGTH_NOTE} if self.method == "paper" else {}),
-            "p_lower": round(self.p_lower, 6), "p_upper": round(self.p_upper, 6),
+            "p_lower": round(self.p_lower, 6),
+            "p_upper": round(self.p_upper, 6),
             "capability_boundary": {"last_level_solved": self.position, "first_level_beyond": self.position + 1},
             "items_used": len(self.subset),
             "method": self.method,
             "estimate": None if self.estimate is None else round(self.estimate, 4),
             "standard_error": None if self.standard_error is None else round(self.standard_error, 4),
-            "nearest_member": None if self.nearest_member is None else
-            {"model": self.nearest_member[0], "distance": round(self.nearest_member[1], 4),
-             "within_one_se": self.too_close},
+            "nearest_member": None
+            if self.nearest_member is None
+            else {
+                "model": self.nearest_member[0],
+                "distance": round(self.nearest_member[1], 4),
+                "within_one_se": self.too_close,
+            },
             **self._truth_or_design(),
-            "accuracy_by_ti": {int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
-                               for r in self.levels.itertuples()},
+            "accuracy_by_ti": {
+                int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
+                for r in self.levels.itertuples()
+            },
         }
 
     def _truth_or_design(self) -> dict[str, Any]:
@@ -118,12 +130,20 @@ class Localization:
         answered and under which design its full-pool score was estimated (no truth to compare with)."""
         out: dict[str, Any] = {}
         if "whole_pool" in self.options:
-            out = {"pool_items": self.options["pool_items"], "answered": self.options["answered"],
-                   "design": self.options["design"], "estimate_of": "full-pool weighted score"}
+            out = {
+                "pool_items": self.options["pool_items"],
+                "answered": self.options["answered"],
+                "design": self.options["design"],
+                "estimate_of": "full-pool weighted score",
+            }
         if self.truth is None:
             return out
-        return {**out, "reference_score": round(float(self.reference_score), 4), "true_position": self.truth,
-                "correct": self.position == self.truth}
+        return {
+            **out,
+            "reference_score": round(float(self.reference_score), 4),
+            "true_position": self.truth,
+            "correct": self.position == self.truth,
+        }
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"levels": self.levels, "tests": self.tests, "subset": self.subset}
@@ -144,43 +164,84 @@ def level_table(level: np.ndarray, correct: np.ndarray, n: int, solved_by: list[
     lo, hi = clopper_pearson(right, size)
     with np.errstate(invalid="ignore", divide="ignore"):
         acc = np.where(size > 0, right / np.maximum(size, 1), np.nan)
-    return pd.DataFrame({"ti": np.arange(1, n + 2), "solved_by": solved_by, "items": size, "correct": right,
-                         "accuracy": acc, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(
+        {
+            "ti": np.arange(1, n + 2),
+            "solved_by": solved_by,
+            "items": size,
+            "correct": right,
+            "accuracy": acc,
+            "ci_low": lo,
+            "ci_high": hi,
+        }
+    )
 
 
 def _subset_frame(pool: Pool, target: Target, idx: np.ndarray, level: np.ndarray, **extra: np.ndarray) -> pd.DataFrame:
     """The items used (subset.csv): benchmark, item_id, TI level, any ``extra`` column, the model's score."""
-    return pd.DataFrame({"benchmark": pool.items["benchmark"].to_numpy()[idx],
-                         "item_id": pool.items["item_id"].to_numpy()[idx], "ti": level, **extra,
-                         "score": target.outcome[idx].astype(np.int64)})
+    return pd.DataFrame(
+        {
+            "benchmark": pool.items["benchmark"].to_numpy()[idx],
+            "item_id": pool.items["item_id"].to_numpy()[idx],
+            "ti": level,
+            **extra,
+            "score": target.outcome[idx].astype(np.int64),
+        }
+    )
 
 
-def paper_localization(pool: Pool, target: Target, levels_all: list[np.ndarray], idx: np.ndarray, labels: np.ndarray,
-                       options: dict[str, Any]) -> Localization:
+def paper_localization(
+    pool: Pool,
+    target: Target,
+    levels_all: list[np.ndarray],
+    idx: np.ndarray,
+    labels: np.ndarray,
+    options: dict[str, Any],
+) -> Localization:
     """A localization by the paper's rule from the balanced subset ``idx`` (pool indices) with TI
     levels ``labels``, drawn from the pool's items of each level ``levels_all``."""
     n = pool.n
     names = pool.members["model"].tolist()
-    levels = level_table(labels, target.outcome[idx] == 1, n,
-                         [", ".join(names[k - 1:]) if k <= n else "(none)" for k in range(1, n + 2)])
+    levels = level_table(
+        labels,
+        target.outcome[idx] == 1,
+        n,
+        [", ".join(names[k - 1 :]) if k <= n else "(none)" for k in range(1, n + 2)],
+    )
     rule = apply_rule(levels["correct"].to_numpy(), levels["items"].to_numpy(), levels_all, options["weighting"])
     position = int(rule.position)
-    tests = pd.DataFrame({
-        "member": names, "params": pool.members["params"].to_numpy(), "right_where_member_wrong": rule.b,
-        "wrong_where_member_right": rule.c, "placed_above": np.arange(1, n + 1) <= position, "p_better": rule.p_above,
-        "p_worse": rule.p_below,
-    })
+    tests = pd.DataFrame(
+        {
+            "member": names,
+            "params": pool.members["params"].to_numpy(),
+            "right_where_member_wrong": rule.b,
+            "wrong_where_member_right": rule.c,
+            "placed_above": np.arange(1, n + 1) <= position,
+            "p_better": rule.p_above,
+            "p_worse": rule.p_below,
+        }
+    )
     return Localization(
-        model=target.model, family=pool.family, position=position,
-        lower=names[position - 1] if position >= 1 else None, upper=names[position] if position < n else None,
-        confidence=float(rule.strength), p_lower=float(rule.p_lower), p_upper=float(rule.p_upper),
-        reference_score=target.reference_score, truth=target.truth, levels=levels, tests=tests,
-        subset=_subset_frame(pool, target, idx, labels), options=options,
+        model=target.model,
+        family=pool.family,
+        position=position,
+        lower=names[position - 1] if position >= 1 else None,
+        upper=names[position] if position < n else None,
+        confidence=float(rule.strength),
+        p_lower=float(rule.p_lower),
+        p_upper=float(rule.p_upper),
+        reference_score=target.reference_score,
+        truth=target.truth,
+        levels=levels,
+        tests=tests,
+        subset=_subset_frame(pool, target, idx, labels),
+        options=options,
     )
 
 
-def score_localization(pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float,
-                       options: dict[str, Any], method: str) -> Localization:
+def score_localization(
+    pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float, options: dict[str, Any], method: str
+) -> Localization:
     """A localization by a score estimate (A or B) from the items ``idx`` (pool indices): placed above
     every member with a lower reference score; the interval's probability under the estimate's
     normal distribution is its confidence."""
@@ -196,17 +257,41 @@ def score_localization(pool: Pool, target: Target, idx: np.ndarray, estimate: fl
         z = (estimate - mu) / se if se > 0 else np.where(estimate > mu, np.inf, -np.inf)
     right = pool.members_right[idx]
     level = n - right + 1  # TI for monotone items; for anomalous ones: by how many members are right
-    levels = level_table(level, target.outcome[idx] == 1, n,
-                         [f"{n + 1 - k} member{'s' if n + 1 - k != 1 else ''}" for k in range(1, n + 2)])
-    tests = pd.DataFrame({
-        "member": names, "params": pool.members["params"].to_numpy(), "reference_score": mu,
-        "difference": estimate - mu, "z": z, "placed_above": mu < estimate,
-        "p_better": 1 - ndtr(z), "p_worse": ndtr(z),
-    })
+    levels = level_table(
+        level,
+        target.outcome[idx] == 1,
+        n,
+        [f"{n + 1 - k} member{'s' if n + 1 - k != 1 else ''}" for k in range(1, n + 2)],
+    )
+    tests = pd.DataFrame(
+        {
+            "member": names,
+            "params": pool.members["params"].to_numpy(),
+            "reference_score": mu,
+            "difference": estimate - mu,
+            "z": z,
+            "placed_above": mu < estimate,
+            "p_better": 1 - ndtr(z),
+            "p_worse": ndtr(z),
+        }
+    )
     return Localization(
-        model=target.model, family=pool.family, position=position, lower=lower, upper=upper,
-        confidence=float(up_to - below), p_lower=float(below),
-        p_upper=float(1 - up_to), reference_score=target.reference_score, truth=target.truth, levels=levels,
-        tests=tests, subset=_subset_frame(pool, target, idx, level, members_right=right), options=options,
-        method=method, estimate=estimate, standard_error=se, member_scores=mu,
+        model=target.model,
+        family=pool.family,
+        position=position,
+        lower=lower,
+        upper=upper,
+        confidence=float(up_to - below),
+        p_lower=float(below),
+        p_upper=float(1 - up_to),
+        reference_score=target.reference_score,
+        truth=target.truth,
+        levels=levels,
+        tests=tests,
+        subset=_subset_frame(pool, target, idx, level, members_right=right),
+        options=options,
+        method=method,
+        estimate=estimate,
+        standard_error=se,
+        member_scores=mu,
     )

@@ -31,13 +31,33 @@ if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
 
 #: what a localization keeps of its trial run's options (run.json, localization.json)
-_OPTIONS = ("items", "per_level", "seed", "missing", "weighting", "method", "method_requested", "design", "strata",
-            "panel_models", "available")
+_OPTIONS = (
+    "items",
+    "per_level",
+    "seed",
+    "missing",
+    "weighting",
+    "method",
+    "method_requested",
+    "design",
+    "strata",
+    "panel_models",
+    "available",
+)
 
 
-def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness, items: int = 100, seed: int = 0, *,
-                 model: str | None = None, weighting: Weighting = "balanced", method: str = "auto",
-                 design: str | None = None, plan: Any = None) -> Localization:
+def locate_model(
+    pool: Pool,
+    new_correctness: pd.DataFrame | EncodedCorrectness,
+    items: int = 100,
+    seed: int = 0,
+    *,
+    model: str | None = None,
+    weighting: Weighting = "balanced",
+    method: str = "auto",
+    design: str | None = None,
+    plan: Any = None,
+) -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family.
 
     Answers on every pool item: from one sample of ``items`` items by ``method`` (auto | paper |
@@ -51,8 +71,16 @@ def locate_model(pool: Pool, new_correctness: pd.DataFrame | EncodedCorrectness,
     return locate_target(pool, target, items, seed, weighting, method=method, design=design)
 
 
-def locate_target(pool: Pool, target: Target, items: int = 100, seed: int = 0, weighting: Weighting = "balanced", *,
-                  method: str = "auto", design: str | None = None) -> Localization:
+def locate_target(
+    pool: Pool,
+    target: Target,
+    items: int = 100,
+    seed: int = 0,
+    weighting: Weighting = "balanced",
+    *,
+    method: str = "auto",
+    design: str | None = None,
+) -> Localization:
     """:func:`locate_model` for an aligned :class:`~evalprism.stem.target.Target` (trial 0 of seed ``seed``)."""
     run = trial_run(pool, target, items, 1, seed, weighting=weighting, method=method, design=design)  # checks design
     return localize(pool, target, run)
@@ -69,5 +97,12 @@ def localize(pool: Pool, target: Target, run: TrialRun) -> Localization:
         return paper_localization(pool, target, run.levels, idx, labels, options)
     stratified = trials.method == "stratified" or options["design"] == "stratified"
     idx = run.first["stratified" if stratified else "random"]
-    return score_localization(pool, target, idx, float(trials.scores[trials.method][0]),
-                              float(trials.standard_errors[trials.method][0]), options, trials.method)
+    return score_localization(
+        pool,
+        target,
+        idx,
+        float(trials.scores[trials.method][0]),
+        float(trials.standard_errors[trials.method][0]),
+        options,
+        trials.method,
+    )

@@ -39,8 +39,12 @@ class LocationResult(SavedResult):
         subset = pd.concat([loc.subset.assign(model=loc.model) for loc, _ in self.results], ignore_index=True)
         from evalprism.stem.report import located_table
 
-        out = {"located": located_table(self), "levels": _model_first(levels), "tests": _model_first(tests),
-               "subset": _model_first(subset)}
+        out = {
+            "located": located_table(self),
+            "levels": _model_first(levels),
+            "tests": _model_first(tests),
+            "subset": _model_first(subset),
+        }
         ran = [t for _, t in self.results if t is not None]
         if ran:
             out["trials"] = pd.concat([t.frame() for t in ran], ignore_index=True)
@@ -53,12 +57,15 @@ class LocationResult(SavedResult):
         for loc, trials in self.results:
             entry = loc.summary()
             if trials is not None:
-                entry["trials"] = {"n": len(trials.positions), "items": trials.options["items"],
-                                   "method": trials.method, "accuracy": round(trials.accuracy(), 4),
-                                   **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in trials.methods},
-                                   **{f"score_rmse_{m}": round(trials.rmse(m), 4) for m in trials.scores},
-                                   **{f"coverage_95_{m}": round(trials.coverage(m), 4)
-                                      for m in trials.standard_errors}}
+                entry["trials"] = {
+                    "n": len(trials.positions),
+                    "items": trials.options["items"],
+                    "method": trials.method,
+                    "accuracy": round(trials.accuracy(), 4),
+                    **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in trials.methods},
+                    **{f"score_rmse_{m}": round(trials.rmse(m), 4) for m in trials.scores},
+                    **{f"coverage_95_{m}": round(trials.coverage(m), 4) for m in trials.standard_errors},
+                }
             entries.append(entry)
         return entries
 

@@ -24,10 +24,14 @@ METHODS = ("paper", "stratified", "irt", "random", "bayesian")
 #: the methods that estimate the reference score (and so have an RMSE)
 SCORE_METHODS = ("stratified", "irt", "random")
 #: what each method is, in a report's words
-METHOD_LABELS = {"paper": "STEM paper rule", "stratified": "A: stratified (benchmark x members right)",
-                 "irt": "B: random sample + IRT difference", "random": "random sampling",
-                 "bayesian": "Bayesian interval posterior",
-                 "adaptive": "adaptive plan: IRT ability posterior, calibrated on the panel"}
+METHOD_LABELS = {
+    "paper": "STEM paper rule",
+    "stratified": "A: stratified (benchmark x members right)",
+    "irt": "B: random sample + IRT difference",
+    "random": "random sampling",
+    "bayesian": "Bayesian interval posterior",
+    "adaptive": "adaptive plan: IRT ability posterior, calibrated on the panel",
+}
 
 Method = Literal["auto", "paper", "stratified", "irt"]
 Design = Literal["random", "stratified"]
@@ -43,16 +47,23 @@ def choose_method(pool: Pool, model: str, method: str = "auto") -> str:
     if method == "auto":
         return "irt" if pool.panel_size(model) >= MIN_PANEL else "stratified"
     if method == "irt" and pool.panel is None:
-        raise EvalprismError("method irt needs a reference panel: build the pool with other models' results on the "
-                             "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)")
+        raise EvalprismError(
+            "method irt needs a reference panel: build the pool with other models' results on the "
+            "same items (`evalprism stem pool ... --panel OTHER_CORRECTNESS`)"
+        )
     return method
 
 
 def resolve_design(pool: Pool, design: str | None) -> Design:
     """The IRT estimator's sample design: ``design`` (default ``random``); refused when given for a
     pool without a reference panel, where no IRT estimate is made and the design would change nothing."""
-    check_applies("design", design, pool.panel is not None, "it chooses the IRT estimator's sample, and this pool "
-                  "has no reference panel (build it with `stem pool --panel`)")
+    check_applies(
+        "design",
+        design,
+        pool.panel is not None,
+        "it chooses the IRT estimator's sample, and this pool "
+        "has no reference panel (build it with `stem pool --panel`)",
+    )
     design = design or "random"
     if design not in ("random", "stratified"):
         raise EvalprismError(f"design: expected 'random' or 'stratified', got {design!r}", parameter="design")

@@ -44,11 +44,21 @@ from evalprism.stem.pool import Pool
 PLAN_FILE = "plan.csv"
 PLAN_METHODS = ("auto", "stratified", "irt", "adaptive")
 STRATIFIED_DESIGN = "stratified (benchmark x members right), proportional allocation"
-ADAPTIVE_DESIGN = ("adaptive: stage 1 stratified (benchmark x members right), later stages by expected Fisher "
-                   "information")
+ADAPTIVE_DESIGN = (
+    "adaptive: stage 1 stratified (benchmark x members right), later stages by expected Fisher information"
+)
 #: columns of plan.csv
-PLAN_COLUMNS = ["benchmark", "item_id", "stratum", "members_right", "stratum_size", "stratum_drawn",
-                "inclusion_probability", "design_weight", "stage"]
+PLAN_COLUMNS = [
+    "benchmark",
+    "item_id",
+    "stratum",
+    "members_right",
+    "stratum_size",
+    "stratum_drawn",
+    "inclusion_probability",
+    "design_weight",
+    "stage",
+]
 
 
 def pool_strata(pool: Pool) -> Strata:
@@ -86,8 +96,10 @@ class Plan(SavedResult):
 
     def inspect_sample_ids(self) -> dict[str, str]:
         """Benchmark -> planned sample ids joined by commas (inspect_ai ``--sample-id``)."""
-        return {str(bench): ",".join(sorted(ids.astype(str), key=_natural))
-                for bench, ids in self.items.groupby("benchmark", sort=True)["item_id"]}
+        return {
+            str(bench): ",".join(sorted(ids.astype(str), key=_natural))
+            for bench, ids in self.items.groupby("benchmark", sort=True)["item_id"]
+        }
 
     def write_extra(self, directory: Path) -> None:
         samples = self.lm_eval_samples()
@@ -108,7 +120,9 @@ class Plan(SavedResult):
         plan_dir = Path(plan_dir)
         path = plan_dir / PLAN_FILE
         if not path.is_file():
-            raise EvalprismError(f"{plan_dir}: not a plan directory (no {PLAN_FILE}; write one with `evalprism stem plan`)")
+            raise EvalprismError(
+                f"{plan_dir}: not a plan directory (no {PLAN_FILE}; write one with `evalprism stem plan`)"
+            )
         try:
             items = pd.read_csv(path, dtype={"benchmark": str, "item_id": str})
             options = json.loads((plan_dir / "run.json").read_text(encoding="utf-8")).get("options", {})
@@ -135,9 +149,12 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
     if items < 1:
         raise EvalprismError(f"items: expected at least 1, got {items}", parameter="items")
     if method in ("irt", "adaptive") and pool.panel is None:
-        raise EvalprismError(f"method {method} needs a reference panel ({'the IRT estimator' if method == 'irt' else 'later stages are picked with its 2PL'}): "
-                             "build the pool with other models' results on the same items (`evalprism stem pool ... "
-                             "--panel OTHER_CORRECTNESS`), or plan stratified", parameter="method")
+        raise EvalprismError(
+            f"method {method} needs a reference panel ({'the IRT estimator' if method == 'irt' else 'later stages are picked with its 2PL'}): "
+            "build the pool with other models' results on the same items (`evalprism stem pool ... "
+            "--panel OTHER_CORRECTNESS`), or plan stratified",
+            parameter="method",
+        )
     chosen = method if method != "auto" else ("irt" if pool.panel_size() >= MIN_PANEL else "stratified")
     strata = pool_strata(pool)
     alloc = allocate(items, strata.size, strata.share)
@@ -146,16 +163,33 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
     stratum_of[strata.items] = strata.stratum
     h = stratum_of[picked]
     size, drawn = strata.size[h], np.minimum(alloc, strata.size)[h]
-    frame = pd.DataFrame({
-        "benchmark": pool.items["benchmark"].to_numpy()[picked], "item_id": pool.items["item_id"].to_numpy()[picked],
-        "stratum": h, "members_right": strata.right[h], "stratum_size": size, "stratum_drawn": drawn,
-        "inclusion_probability": drawn / size, "design_weight": size / drawn, "stage": 1,
-    })
-    options = {"family": pool.family, "pool_items": len(pool.items), "items": len(frame),
-               "items_requested": items, "seed": seed, "method": chosen, "method_requested": method,
-               "design": STRATIFIED_DESIGN if chosen != "adaptive" else ADAPTIVE_DESIGN,
-               "strata": len(strata.size), "panel_models": pool.panel_size(),
-               "benchmarks": pool.benchmarks["benchmark"].tolist(), "weights": [float(w) for w in strata.weights]}
+    frame = pd.DataFrame(
+        {
+            "benchmark": pool.items["benchmark"].to_numpy()[picked],
+            "item_id": pool.items["item_id"].to_numpy()[picked],
+            "stratum": h,
+            "members_right": strata.right[h],
+            "stratum_size": size,
+            "stratum_drawn": drawn,
+            "inclusion_probability": drawn / size,
+            "design_weight": size / drawn,
+            "stage": 1,
+        }
+    )
+    options = {
+        "family": pool.family,
+        "pool_items": len(pool.items),
+        "items": len(frame),
+        "items_requested": items,
+        "seed": seed,
+        "method": chosen,
+        "method_requested": method,
+        "design": STRATIFIED_DESIGN if chosen != "adaptive" else ADAPTIVE_DESIGN,
+        "strata": len(strata.size),
+        "panel_models": pool.panel_size(),
+        "benchmarks": pool.benchmarks["benchmark"].tolist(),
+        "weights": [float(w) for w in strata.weights],
+    }
     if chosen == "adaptive":
         options.update(stage=1, stages=[len(frame)])
     return Plan(items=frame, options=options)
@@ -163,17 +197,27 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
 
 def plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
     """Pool indices of the plan's items; refuses a plan made on another pool."""
-    if plan.options.get("family") not in (None, pool.family) or \
-            plan.options.get("pool_items") not in (None, len(pool.items)):
-        raise EvalprismError(f"plan: made on a pool of family {plan.options.get('family')!r} with "
-                             f"{plan.options.get('pool_items')} items, not this pool ({pool.family!r}, "
-                             f"{len(pool.items)} items); plan again on this pool (`evalprism stem plan`)")
-    keys = pd.MultiIndex.from_arrays([pool.items["benchmark"].astype(str).to_numpy(),
-                                      pool.items["item_id"].astype(str).to_numpy()])
-    where = keys.get_indexer(pd.MultiIndex.from_arrays([plan.items["benchmark"].astype(str).to_numpy(),
-                                                        plan.items["item_id"].astype(str).to_numpy()]))
+    if plan.options.get("family") not in (None, pool.family) or plan.options.get("pool_items") not in (
+        None,
+        len(pool.items),
+    ):
+        raise EvalprismError(
+            f"plan: made on a pool of family {plan.options.get('family')!r} with "
+            f"{plan.options.get('pool_items')} items, not this pool ({pool.family!r}, "
+            f"{len(pool.items)} items); plan again on this pool (`evalprism stem plan`)"
+        )
+    keys = pd.MultiIndex.from_arrays(
+        [pool.items["benchmark"].astype(str).to_numpy(), pool.items["item_id"].astype(str).to_numpy()]
+    )
+    where = keys.get_indexer(
+        pd.MultiIndex.from_arrays(
+            [plan.items["benchmark"].astype(str).to_numpy(), plan.items["item_id"].astype(str).to_numpy()]
+        )
+    )
     if (where < 0).any():
         row = int(np.flatnonzero(where < 0)[0])
-        raise EvalprismError(f"plan.csv row {row + 2}: item ({plan.items['benchmark'].iat[row]}, "
-                             f"{plan.items['item_id'].iat[row]}) is not in the pool; the plan was made on another pool")
+        raise EvalprismError(
+            f"plan.csv row {row + 2}: item ({plan.items['benchmark'].iat[row]}, "
+            f"{plan.items['item_id'].iat[row]}) is not in the pool; the plan was made on another pool"
+        )
     return where

@@ -20,17 +20,17 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.options import check_applies
+from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
 from evalprism.keyed import content_order
 from evalprism.stats import irv as irv_kernel
-from evalprism.stem.discriminability import discriminability, reference_scores, weights
 from evalprism.stats.irv import KINDS, Missing
+from evalprism.stem.discriminability import discriminability, reference_scores, weights
 
 
 @dataclass
@@ -86,14 +86,16 @@ class Pool(SavedResult):
 
     def pool_frame(self) -> pd.DataFrame:
         """``pool.csv``: benchmark, item_id, irv, ti (empty for anomalous/excluded), anomalous, kind."""
-        return pd.DataFrame({
-            "benchmark": self.items["benchmark"].to_numpy(),
-            "item_id": self.items["item_id"].to_numpy(),
-            "irv": irv_kernel.irv_text(self.irv),
-            "ti": pd.arrays.IntegerArray(self.ti.astype(np.int64), mask=self.ti == 0),
-            "anomalous": self.kind == irv_kernel.ANOMALOUS,
-            "kind": np.asarray(KINDS, dtype=object)[self.kind],
-        })
+        return pd.DataFrame(
+            {
+                "benchmark": self.items["benchmark"].to_numpy(),
+                "item_id": self.items["item_id"].to_numpy(),
+                "irv": irv_kernel.irv_text(self.irv),
+                "ti": pd.arrays.IntegerArray(self.ti.astype(np.int64), mask=self.ti == 0),
+                "anomalous": self.kind == irv_kernel.ANOMALOUS,
+                "kind": np.asarray(KINDS, dtype=object)[self.kind],
+            }
+        )
 
     def anomalies(self) -> pd.DataFrame:
         """The per-item contamination audit: anomalous items, most inversions first. ``inversions``
@@ -102,31 +104,51 @@ class Pool(SavedResult):
         sub = self.irv[rows]
         names = self.members["model"].to_numpy()
         right = [", ".join(names[np.flatnonzero(r == 1)]) for r in sub]
-        frame = pd.DataFrame({
-            "benchmark": self.items["benchmark"].to_numpy()[rows],
-            "item_id": self.items["item_id"].to_numpy()[rows],
-            "irv": irv_kernel.irv_text(sub),
-            "inversions": irv_kernel.inversions(sub),
-            "right_members": right,
-        })
-        return frame.sort_values(["inversions", "benchmark"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        frame = pd.DataFrame(
+            {
+                "benchmark": self.items["benchmark"].to_numpy()[rows],
+                "item_id": self.items["item_id"].to_numpy()[rows],
+                "irv": irv_kernel.irv_text(sub),
+                "inversions": irv_kernel.inversions(sub),
+                "right_members": right,
+            }
+        )
+        return frame.sort_values(["inversions", "benchmark"], ascending=[False, True], kind="stable").reset_index(
+            drop=True
+        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        out = {"pool": self.pool_frame(), "benchmarks": self.benchmarks, "models": self.members_frame(),
-               "anomalies": self.anomalies()}
+        out = {
+            "pool": self.pool_frame(),
+            "benchmarks": self.benchmarks,
+            "models": self.members_frame(),
+            "anomalies": self.anomalies(),
+        }
         if self.panel is not None:
             out["panel"] = self.panel_frame()
             fit = self.irt_fit()
-            out["irt"] = pd.DataFrame({"benchmark": self.items["benchmark"].to_numpy(),
-                                       "item_id": self.items["item_id"].to_numpy(), "a": fit.a, "c": fit.c})
-            out["irt_models"] = pd.DataFrame({"model": fit.models, "theta": fit.theta,
-                                              "in_family": [m in set(self.members["model"]) for m in fit.models]})
+            out["irt"] = pd.DataFrame(
+                {
+                    "benchmark": self.items["benchmark"].to_numpy(),
+                    "item_id": self.items["item_id"].to_numpy(),
+                    "a": fit.a,
+                    "c": fit.c,
+                }
+            )
+            out["irt_models"] = pd.DataFrame(
+                {
+                    "model": fit.models,
+                    "theta": fit.theta,
+                    "in_family": [m in set(self.members["model"]) for m in fit.models],
+                }
+            )
         return out
 
     def panel_frame(self) -> pd.DataFrame:
         """``panel.csv``: benchmark, item_id and one column per panel model (1, 0, -1; empty: no row)."""
-        frame = pd.DataFrame({"benchmark": self.items["benchmark"].to_numpy(),
-                              "item_id": self.items["item_id"].to_numpy()})
+        frame = pd.DataFrame(
+            {"benchmark": self.items["benchmark"].to_numpy(), "item_id": self.items["item_id"].to_numpy()}
+        )
         for j, name in enumerate(self.panel_models):
             col = self.panel[:, j].astype(np.int64)
             frame[name] = pd.arrays.IntegerArray(col, mask=col == -2)
@@ -163,8 +185,10 @@ class Pool(SavedResult):
         from evalprism.stem.irt import fit_irt
 
         if self.panel is None:
-            raise EvalprismError("the pool has no reference panel: build it with a panel (`evalprism stem pool "
-                                 "--panel OTHER_CORRECTNESS`) to use the IRT estimator")
+            raise EvalprismError(
+                "the pool has no reference panel: build it with a panel (`evalprism stem pool "
+                "--panel OTHER_CORRECTNESS`) to use the IRT estimator"
+            )
         names, resp = self.reference_panel(exclude)
         key = None if len(names) == self.panel_size() else exclude
         if key not in self._irt or self._irt[key].models != names:
@@ -227,8 +251,9 @@ class Audit(SavedResult):
         return pool_report(self.pool, audit=True)
 
 
-POOL_MEMBERS_SCHEMA = Schema("pool members", (Column("model", "key"),
-                                               Column("params", "number", description="parameters in billions")))
+POOL_MEMBERS_SCHEMA = Schema(
+    "pool members", (Column("model", "key"), Column("params", "number", description="parameters in billions"))
+)
 POOL_ITEMS_SCHEMA = Schema("pool", (Column("benchmark", "key"), Column("item_id", "key"), Column("irv", "str")))
 
 
@@ -246,16 +271,25 @@ def _load_pool(pool_dir: Path) -> Pool:
     members = POOL_MEMBERS_SCHEMA.validate(read_table(pool_dir / "models.csv"), source="models.csv")
     params = members["params"].to_numpy(dtype=float)
     if (params <= 0).any() or (np.diff(params) <= 0).any():
-        raise EvalprismError("models.csv, column 'params': expected positive parameter counts in increasing order "
-                             "(the members ordered by size)")
+        raise EvalprismError(
+            "models.csv, column 'params': expected positive parameter counts in increasing order "
+            "(the members ordered by size)"
+        )
     table = POOL_ITEMS_SCHEMA.validate(read_table(pool_dir / "pool.csv"), source="pool.csv")
     matrix = irv_kernel.parse_irv(table["irv"].tolist(), len(members), "pool.csv")
     if (pool_dir / "benchmarks.csv").is_file():
         _check_item_counts(table, read_table(pool_dir / "benchmarks.csv"))
-    items = pd.DataFrame({"benchmark": table["benchmark"].to_numpy(dtype=object),
-                          "item_id": table["item_id"].to_numpy(dtype=object)})
-    pool = _assemble(str(run.get("family", "")), members["model"].to_numpy(dtype=object), params, items, matrix,
-                     run.get("options", {}))
+    items = pd.DataFrame(
+        {"benchmark": table["benchmark"].to_numpy(dtype=object), "item_id": table["item_id"].to_numpy(dtype=object)}
+    )
+    pool = _assemble(
+        str(run.get("family", "")),
+        members["model"].to_numpy(dtype=object),
+        params,
+        items,
+        matrix,
+        run.get("options", {}),
+    )
     if (pool_dir / "panel.csv").is_file():
         _load_panel(pool, pool_dir)
     return pool
@@ -266,19 +300,26 @@ def _check_item_counts(table: pd.DataFrame, benchmarks: pd.DataFrame) -> None:
     pool.csv cut at a line end parses cleanly, and would locate models on a part of the pool."""
     if not {"benchmark", "items"} <= set(benchmarks.columns):
         raise EvalprismError("benchmarks.csv: expected the columns 'benchmark' and 'items' (write the pool again)")
-    listed = pd.Series(pd.to_numeric(benchmarks["items"], errors="coerce").to_numpy(),
-                       index=benchmarks["benchmark"].astype(str))
+    listed = pd.Series(
+        pd.to_numeric(benchmarks["items"], errors="coerce").to_numpy(), index=benchmarks["benchmark"].astype(str)
+    )
     found = table["benchmark"].astype(str).value_counts()
-    if listed.isna().any() or not found.reindex(listed.index, fill_value=0).eq(listed).all() or \
-            not set(found.index) <= set(listed.index):
+    if (
+        listed.isna().any()
+        or not found.reindex(listed.index, fill_value=0).eq(listed).all()
+        or not set(found.index) <= set(listed.index)
+    ):
+
         def counts(series: pd.Series) -> str:
             return ", ".join(f"{b} {int(series[b]):,}" for b in sorted(series.index))
 
         last = table.iloc[-1]
-        raise EvalprismError(f"pool.csv holds {len(table):,} items ({counts(found)}) but benchmarks.csv lists "
-                             f"{int(listed.sum()):,} ({counts(listed)}): pool.csv is truncated or was edited (its last "
-                             f"row, {len(table):,}, is {last['benchmark']}, {last['item_id']}); write the pool again "
-                             "with `evalprism stem pool`")
+        raise EvalprismError(
+            f"pool.csv holds {len(table):,} items ({counts(found)}) but benchmarks.csv lists "
+            f"{int(listed.sum()):,} ({counts(listed)}): pool.csv is truncated or was edited (its last "
+            f"row, {len(table):,}, is {last['benchmark']}, {last['item_id']}); write the pool again "
+            "with `evalprism stem pool`"
+        )
 
 
 def _load_panel(pool: Pool, pool_dir: Path) -> None:
@@ -297,11 +338,19 @@ def _load_panel(pool: Pool, pool_dir: Path) -> None:
 
         items = read_table(pool_dir / "irt.csv")
         models = read_table(pool_dir / "irt_models.csv")
-        if len(items) == len(pool.items) and {"a", "c"} <= set(items.columns) and {"model", "theta"} <= set(models.columns):
-            pool._irt[None] = IRTFit(a=items["a"].to_numpy(dtype=float), c=items["c"].to_numpy(dtype=float),
-                                     theta=models["theta"].to_numpy(dtype=float),
-                                     models=[str(m) for m in models["model"]],
-                                     kind=pool.options.get("irt", "2pl"), info={"cached": True})
+        if (
+            len(items) == len(pool.items)
+            and {"a", "c"} <= set(items.columns)
+            and {"model", "theta"} <= set(models.columns)
+        ):
+            pool._irt[None] = IRTFit(
+                a=items["a"].to_numpy(dtype=float),
+                c=items["c"].to_numpy(dtype=float),
+                theta=models["theta"].to_numpy(dtype=float),
+                models=[str(m) for m in models["model"]],
+                kind=pool.options.get("irt", "2pl"),
+                info={"cached": True},
+            )
 
 
 def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.DataFrame:
@@ -317,8 +366,10 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
                 raise EvalprismError(f"{where}: no model of family '{family}' (families: {', '.join(families[:30])})")
             meta = meta[meta["family"] == family]
         elif len(families) > 1:
-            raise EvalprismError(f"{where}: the metadata holds several families ({', '.join(families[:30])}); "
-                                 "choose one (family)", parameter="family")
+            raise EvalprismError(
+                f"{where}: the metadata holds several families ({', '.join(families[:30])}); choose one (family)",
+                parameter="family",
+            )
     elif family is not None:
         raise EvalprismError(f"{where}: no 'family' column to select family '{family}' from")
     meta = meta.reset_index(drop=True)
@@ -326,10 +377,18 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
     return meta
 
 
-def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFrame | str | Path, *,
-               family: str | None = None, missing: Missing = "wrong", min_models: int = 3,
-               require_sts: bool = True, panel: pd.DataFrame | EncodedCorrectness | None = None,
-               panel_models: list[str] | None = None, irt: str | None = None) -> Pool:
+def build_pool(
+    correctness: pd.DataFrame | EncodedCorrectness,
+    models: pd.DataFrame | str | Path,
+    *,
+    family: str | None = None,
+    missing: Missing = "wrong",
+    min_models: int = 3,
+    require_sts: bool = True,
+    panel: pd.DataFrame | EncodedCorrectness | None = None,
+    panel_models: list[str] | None = None,
+    irt: str | None = None,
+) -> Pool:
     """The STS pool of a family: ``models`` are the family's metadata rows (model, params[, family]);
     ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`).
 
@@ -350,37 +409,58 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
     no_params = meta["params"].isna().to_numpy()
     if no_params.any():
         row = meta.iloc[int(np.flatnonzero(no_params)[0])]
-        raise EvalprismError(f"{where}: row {row['_row']}: model '{row['model']}' has no params; the family is "
-                             "ordered by parameter count, so every member needs one")
+        raise EvalprismError(
+            f"{where}: row {row['_row']}: model '{row['model']}' has no params; the family is "
+            "ordered by parameter count, so every member needs one"
+        )
     if len(meta) < min_models:
-        raise EvalprismError(f"{where}: the family has {len(meta)} model{'s' if len(meta) != 1 else ''}"
-                             f"{' (' + ', '.join(meta['model']) + ')' if len(meta) else ''}; STEM needs at least "
-                             f"{min_models} members of different sizes")
+        raise EvalprismError(
+            f"{where}: the family has {len(meta)} model{'s' if len(meta) != 1 else ''}"
+            f"{' (' + ', '.join(meta['model']) + ')' if len(meta) else ''}; STEM needs at least "
+            f"{min_models} members of different sizes"
+        )
     known = set(enc.model_names.tolist())
     unknown = [m for m in meta["model"] if m not in known]
     if unknown:
         row = meta[meta["model"] == unknown[0]].iloc[0]
-        raise EvalprismError(f"{where}: row {row['_row']}: model '{unknown[0]}' is not in {enc.source} "
-                             f"(models there: {', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})")
+        raise EvalprismError(
+            f"{where}: row {row['_row']}: model '{unknown[0]}' is not in {enc.source} "
+            f"(models there: {', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})"
+        )
     meta = meta.sort_values("params", kind="stable").reset_index(drop=True)
     same = meta["params"].duplicated(keep=False)
     if same.any():
-        raise EvalprismError(f"{where}: {_ties(meta[same])}; the family must be ordered strictly by size: keep one "
-                             "model of each size (e.g. a metadata file listing only those)")
+        raise EvalprismError(
+            f"{where}: {_ties(meta[same])}; the family must be ordered strictly by size: keep one "
+            "model of each size (e.g. a metadata file listing only those)"
+        )
     members = meta["model"].to_numpy(dtype=object)
     matrix, complete = enc.matrix(list(members))
     left_out = left_out_benchmarks(enc.items["benchmark"].to_numpy(dtype=object), matrix, list(members))
     if not complete.any():
-        raise EvalprismError(f"{enc.source}: no item has a row from every member of the family, so the pool would be "
-                             f"empty: {'; '.join(left_out)}")
+        raise EvalprismError(
+            f"{enc.source}: no item has a row from every member of the family, so the pool would be "
+            f"empty: {'; '.join(left_out)}"
+        )
     name = family or (str(meta["family"].iloc[0]) if "family" in meta.columns else "")
     options: dict[str, Any] = {"missing": missing, "min_models": min_models}
     if left_out:
         options["left_out"] = left_out
-    pool = _assemble(name, members, meta["params"].to_numpy(dtype=float), enc.items[complete].reset_index(drop=True),
-                     matrix[complete], options, incomplete=enc.items.loc[~complete, "benchmark"].value_counts())
-    check_applies("irt", irt, panel is not None, "the item-response model is fitted on a reference panel, and none "
-                  "is given (panel)")
+    pool = _assemble(
+        name,
+        members,
+        meta["params"].to_numpy(dtype=float),
+        enc.items[complete].reset_index(drop=True),
+        matrix[complete],
+        options,
+        incomplete=enc.items.loc[~complete, "benchmark"].value_counts(),
+    )
+    check_applies(
+        "irt",
+        irt,
+        panel is not None,
+        "the item-response model is fitted on a reference panel, and none is given (panel)",
+    )
     irt = irt or "2pl"
     if irt not in ("2pl", "1pl"):
         raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}", parameter="irt")
@@ -388,11 +468,13 @@ def build_pool(correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFr
         attach_panel(pool, panel, panel_models)
         pool.options["irt"] = irt
     if require_sts and not (pool.kind == irv_kernel.STS).any():
-        raise EvalprismError(f"{enc.source}: no significant transition sample: no item is answered wrong by the "
-                             f"smaller and right by the larger members of {', '.join(members)} (of "
-                             f"{len(pool.kind)} items, {(pool.kind == irv_kernel.EASY).sum()} all right, "
-                             f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
-                             f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)")
+        raise EvalprismError(
+            f"{enc.source}: no significant transition sample: no item is answered wrong by the "
+            f"smaller and right by the larger members of {', '.join(members)} (of "
+            f"{len(pool.kind)} items, {(pool.kind == irv_kernel.EASY).sum()} all right, "
+            f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
+            f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)"
+        )
     return pool
 
 
@@ -411,18 +493,27 @@ def left_out_benchmarks(bench: np.ndarray, matrix: np.ndarray, members: list[str
             why = f"{', '.join(absent)} {'has' if len(absent) == 1 else 'have'} no row for it"
         else:
             why = "no item of it has a row from every member"
-        notes.append(f"benchmark '{benchmark}' ({len(rows):,} items) is left out of the pool: {why} (every pool item "
-                     "needs the result of every family member)")
+        notes.append(
+            f"benchmark '{benchmark}' ({len(rows):,} items) is left out of the pool: {why} (every pool item "
+            "needs the result of every family member)"
+        )
     return notes
 
 
 def _ties(tied: pd.DataFrame) -> str:
     """Each group of members with equal params, named with its size, models and metadata rows."""
-    groups = [f"{params:g}B is shared by " + ", ".join(f"'{m}' (row {r})" for m, r in
-                                                      sorted(zip(group["model"], group["_row"]), key=lambda x: x[1]))
-              for params, group in tied.groupby("params", sort=True)]
-    lead = "two models have the same params" if len(tied) == 2 else (
-        f"{len(groups)} sizes are shared" if len(groups) > 1 else "models have the same params")
+    groups = [
+        f"{params:g}B is shared by "
+        + ", ".join(
+            f"'{m}' (row {r})" for m, r in sorted(zip(group["model"], group["_row"], strict=True), key=lambda x: x[1])
+        )
+        for params, group in tied.groupby("params", sort=True)
+    ]
+    lead = (
+        "two models have the same params"
+        if len(tied) == 2
+        else (f"{len(groups)} sizes are shared" if len(groups) > 1 else "models have the same params")
+    )
     return f"{lead}: " + "; ".join(groups)
 
 
@@ -436,32 +527,43 @@ def attach_panel(pool: Pool, panel: pd.DataFrame | EncodedCorrectness, models: l
     if unknown:
         raise EvalprismError(f"{enc.source}: panel model '{unknown[0]}' is not there")
     if not names:
-        raise EvalprismError(f"{enc.source}: the panel holds no model outside the family "
-                             f"({', '.join(pool.members['model'])})")
+        raise EvalprismError(
+            f"{enc.source}: the panel holds no model outside the family ({', '.join(pool.members['model'])})"
+        )
     matrix, _ = enc.matrix(names)
     keys = pd.MultiIndex.from_frame(enc.items[["benchmark", "item_id"]])
     where = keys.get_indexer(pd.MultiIndex.from_frame(pool.items[["benchmark", "item_id"]]))
     aligned = np.where((where >= 0)[:, None], matrix[np.maximum(where, 0)], -2).astype(np.int8)
     has = (aligned != -2).any(axis=0)
     if not has.any():
-        raise EvalprismError(f"{enc.source}: no panel model has a row for any pool item (the panel must answer "
-                             "the same items, matched by benchmark and item_id)")
+        raise EvalprismError(
+            f"{enc.source}: no panel model has a row for any pool item (the panel must answer "
+            "the same items, matched by benchmark and item_id)"
+        )
     pool.panel = aligned[:, has]
     pool.panel_models = [n for n, h in zip(names, has, strict=True) if h]
     pool._irt.clear()
 
 
-def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.DataFrame, matrix: np.ndarray,
-              options: dict[str, Any], incomplete: pd.Series | None = None) -> Pool:
+def _assemble(
+    family: str,
+    members: np.ndarray,
+    params: np.ndarray,
+    items: pd.DataFrame,
+    matrix: np.ndarray,
+    options: dict[str, Any],
+    incomplete: pd.Series | None = None,
+) -> Pool:
     """Classify the items and summarise the benchmarks (shared by :func:`build_pool` and :meth:`Pool.load`)."""
     missing = options.get("missing", "wrong")
     kind, ti = irv_kernel.classify(matrix, missing)
     bench_code, bench_names = pd.factorize(items["benchmark"], sort=True)
     bench_names = np.asarray(bench_names, dtype=object)
     nb = len(bench_names)
-    right = (matrix == 1)
-    counts = np.stack([np.bincount(bench_code, weights=right[:, j], minlength=nb) for j in range(right.shape[1])],
-                      axis=1)
+    right = matrix == 1
+    counts = np.stack(
+        [np.bincount(bench_code, weights=right[:, j], minlength=nb) for j in range(right.shape[1])], axis=1
+    )
     n_items = np.bincount(bench_code, minlength=nb)
     scores = 100.0 * counts / np.maximum(n_items, 1)[:, None]
     d = discriminability(scores, params)
@@ -469,31 +571,52 @@ def _assemble(family: str, members: np.ndarray, params: np.ndarray, items: pd.Da
     kind_counts = np.bincount(bench_code * len(KINDS) + kind, minlength=nb * len(KINDS)).reshape(nb, len(KINDS))
     considered = n_items - kind_counts[:, irv_kernel.EXCLUDED]
     share = kind_counts / np.maximum(considered, 1)[:, None]
-    benchmarks = pd.DataFrame({
-        "benchmark": bench_names,
-        "items": n_items,
-        "incomplete": [int(incomplete.get(b, 0)) if incomplete is not None else 0 for b in bench_names],
-        "excluded": kind_counts[:, irv_kernel.EXCLUDED],
-        "anomalous": kind_counts[:, irv_kernel.ANOMALOUS],
-        "anomaly_rate": share[:, irv_kernel.ANOMALOUS],
-        "sts": kind_counts[:, irv_kernel.STS],
-        "easy_share": share[:, irv_kernel.EASY],
-        "intermediate_share": share[:, irv_kernel.STS] + share[:, irv_kernel.ANOMALOUS],
-        "hard_share": share[:, irv_kernel.HARD],
-        "D": d,
-        "weight": w,
-    })
+    benchmarks = pd.DataFrame(
+        {
+            "benchmark": bench_names,
+            "items": n_items,
+            "incomplete": [int(incomplete.get(b, 0)) if incomplete is not None else 0 for b in bench_names],
+            "excluded": kind_counts[:, irv_kernel.EXCLUDED],
+            "anomalous": kind_counts[:, irv_kernel.ANOMALOUS],
+            "anomaly_rate": share[:, irv_kernel.ANOMALOUS],
+            "sts": kind_counts[:, irv_kernel.STS],
+            "easy_share": share[:, irv_kernel.EASY],
+            "intermediate_share": share[:, irv_kernel.STS] + share[:, irv_kernel.ANOMALOUS],
+            "hard_share": share[:, irv_kernel.HARD],
+            "D": d,
+            "weight": w,
+        }
+    )
     score_frame = pd.DataFrame(scores, index=pd.Index(bench_names, name="benchmark"), columns=list(members))
     ref = reference_scores(scores, w)
-    member_frame = pd.DataFrame({"model": members, "params": params, "position": np.arange(1, len(members) + 1),
-                                 "reference_score": ref})
-    return Pool(family=family, members=member_frame, items=items, irv=matrix, kind=kind, ti=ti,
-                bench_code=bench_code.astype(np.int64), benchmarks=benchmarks, scores=score_frame, options=dict(options))
+    member_frame = pd.DataFrame(
+        {"model": members, "params": params, "position": np.arange(1, len(members) + 1), "reference_score": ref}
+    )
+    return Pool(
+        family=family,
+        members=member_frame,
+        items=items,
+        irv=matrix,
+        kind=kind,
+        ti=ti,
+        bench_code=bench_code.astype(np.int64),
+        benchmarks=benchmarks,
+        scores=score_frame,
+        options=dict(options),
+    )
 
 
-def build_pool_from_files(correctness: str | Path, models: str | Path, *, family: str | None = None,
-                          missing: Missing = "wrong", harness: HarnessOptions | None = None, require_sts: bool = True,
-                          panel: str | Path | None = None, irt: str | None = None) -> Pool:
+def build_pool_from_files(
+    correctness: str | Path,
+    models: str | Path,
+    *,
+    family: str | None = None,
+    missing: Missing = "wrong",
+    harness: HarnessOptions | None = None,
+    require_sts: bool = True,
+    panel: str | Path | None = None,
+    irt: str | None = None,
+) -> Pool:
     """:func:`build_pool` from a correctness file or directory (any adapter of
     :func:`~evalprism.io.correctness.read_correctness`, read with ``harness``) and a metadata table;
     ``panel``: another correctness file of other models on the same items (the IRT reference panel).

@@ -93,15 +93,30 @@ _LOCATE_RULES = (
 def _polarization_figure(pool: Pool) -> go.Figure:
     b = pool.benchmarks
     fig = go.Figure()
-    for col, name, color in (("easy_share", "easy (all right)", "#9ecae1"),
-                             ("intermediate_share", "intermediate", "#3182bd"),
-                             ("hard_share", "hard (all wrong)", "#08306b")):
+    for col, name, color in (
+        ("easy_share", "easy (all right)", "#9ecae1"),
+        ("intermediate_share", "intermediate", "#3182bd"),
+        ("hard_share", "hard (all wrong)", "#08306b"),
+    ):
         fig.add_trace(go.Bar(x=b["benchmark"], y=b[col], name=name, marker_color=color))
-    fig.add_trace(go.Scatter(x=b["benchmark"], y=b["anomaly_rate"], name="anomaly rate", mode="markers",
-                             marker={"symbol": "diamond", "size": 13, "color": "#d62728"}))
-    fig.update_layout(barmode="stack", template="plotly_white", height=380, yaxis={"title": "share of items",
-                      "tickformat": ".0%"}, xaxis_title="benchmark", margin={"l": 60, "r": 20, "t": 20, "b": 60},
-                      legend={"orientation": "h", "y": 1.08})
+    fig.add_trace(
+        go.Scatter(
+            x=b["benchmark"],
+            y=b["anomaly_rate"],
+            name="anomaly rate",
+            mode="markers",
+            marker={"symbol": "diamond", "size": 13, "color": "#d62728"},
+        )
+    )
+    fig.update_layout(
+        barmode="stack",
+        template="plotly_white",
+        height=380,
+        yaxis={"title": "share of items", "tickformat": ".0%"},
+        xaxis_title="benchmark",
+        margin={"l": 60, "r": 20, "t": 20, "b": 60},
+        legend={"orientation": "h", "y": 1.08},
+    )
     return fig
 
 
@@ -113,10 +128,19 @@ def _ti_figure(pool: Pool) -> go.Figure:
         counts = np.bincount(pool.ti[sel], minlength=n + 2)[1:]
         fig.add_trace(go.Bar(x=[f"TI {k}" for k in range(1, n + 2)], y=counts, name=str(bench)))
     ticks = [f"TI {k}" for k in range(1, n + 2)]
-    fig.update_layout(barmode="group", template="plotly_white", height=340, yaxis_title="items",
-                      xaxis={"categoryorder": "array", "categoryarray": ticks,
-                             "title": "transition index (the first member that answers the item)"},
-                      margin={"l": 60, "r": 20, "t": 20, "b": 50}, legend={"orientation": "h", "y": 1.1})
+    fig.update_layout(
+        barmode="group",
+        template="plotly_white",
+        height=340,
+        yaxis_title="items",
+        xaxis={
+            "categoryorder": "array",
+            "categoryarray": ticks,
+            "title": "transition index (the first member that answers the item)",
+        },
+        margin={"l": 60, "r": 20, "t": 20, "b": 50},
+        legend={"orientation": "h", "y": 1.1},
+    )
     return fig
 
 
@@ -124,8 +148,10 @@ def pool_index_line(pool: Pool) -> str:
     """One line for an index page: the pool's size and the highest anomaly rate."""
     kinds = np.bincount(pool.kind, minlength=len(KINDS))
     worst = pool.benchmarks.sort_values("anomaly_rate", ascending=False).iloc[0]
-    return (f"{kinds[1]:,} transition items + {kinds[0]:,} easy + {kinds[2]:,} hard in the pool; highest anomaly rate "
-            f"{worst['anomaly_rate']:.1%} ({worst['benchmark']})")
+    return (
+        f"{kinds[1]:,} transition items + {kinds[0]:,} easy + {kinds[2]:,} hard in the pool; highest anomaly rate "
+        f"{worst['anomaly_rate']:.1%} ({worst['benchmark']})"
+    )
 
 
 def pool_report(pool: Pool, audit: bool = False) -> Report:
@@ -133,8 +159,11 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
     n = pool.n
     members = pool.members
     title = "STEM contamination audit" if audit else "STEM pool"
-    report = Report(title=title, subtitle=f"family {pool.family}: {', '.join(members['model'])} "
-                                          f"({', '.join(f'{p:g}B' for p in members['params'])}); {len(pool.kind)} items")
+    report = Report(
+        title=title,
+        subtitle=f"family {pool.family}: {', '.join(members['model'])} "
+        f"({', '.join(f'{p:g}B' for p in members['params'])}); {len(pool.kind)} items",
+    )
     worst = b.sort_values("anomaly_rate", ascending=False).iloc[0]
     kinds = np.bincount(pool.kind, minlength=len(KINDS))
     report.summary(
@@ -146,29 +175,50 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         "Reference scores: " + ", ".join(f"{r.model} {r.reference_score:.1f}" for r in members.itertuples()) + ".",
         *[note[0].upper() + note[1:] + "." for note in pool.options.get("left_out", [])],
     )
-    report.html_block("What this shows", "<p>STEM orders a model family by size and looks at every item's "
-                      "results across it (its IRV). Items that flip once from wrong to right as the models grow are "
-                      "<i>significant transition samples</i>; the member at which they flip, the <i>transition "
-                      "index</i>, is a difficulty level measured in family members. Items that flip back are "
-                      "<i>anomalous</i>: the contamination audit lists them. The pool of easy, transition and hard "
-                      "items is what new models are located with (<code>evalprism stem locate</code>).</p>"
-                      + _RULES.format(missing=html.escape(str(pool.options.get("missing", "wrong")))))
-    report.figure(_polarization_figure(pool), "Difficulty polarization and anomaly rate per benchmark",
-                  "Bars: shares of easy, intermediate and hard items among the items considered; diamonds: anomaly "
-                  "rate. A benchmark dominated by easy and hard items separates the family poorly (paper, Fig. 1).")
-    report.figure(_ti_figure(pool), "Items per transition index",
-                  f"TI k: first answered by member k (TI 1: by all, TI {n + 1}: by none). Localization draws the "
-                  "same number of items from every level, so a thin level limits the subset size.")
+    report.html_block(
+        "What this shows",
+        "<p>STEM orders a model family by size and looks at every item's "
+        "results across it (its IRV). Items that flip once from wrong to right as the models grow are "
+        "<i>significant transition samples</i>; the member at which they flip, the <i>transition "
+        "index</i>, is a difficulty level measured in family members. Items that flip back are "
+        "<i>anomalous</i>: the contamination audit lists them. The pool of easy, transition and hard "
+        "items is what new models are located with (<code>evalprism stem locate</code>).</p>"
+        + _RULES.format(missing=html.escape(str(pool.options.get("missing", "wrong")))),
+    )
+    report.figure(
+        _polarization_figure(pool),
+        "Difficulty polarization and anomaly rate per benchmark",
+        "Bars: shares of easy, intermediate and hard items among the items considered; diamonds: anomaly "
+        "rate. A benchmark dominated by easy and hard items separates the family poorly (paper, Fig. 1).",
+    )
+    report.figure(
+        _ti_figure(pool),
+        "Items per transition index",
+        f"TI k: first answered by member k (TI 1: by all, TI {n + 1}: by none). Localization draws the "
+        "same number of items from every level, so a thin level limits the subset size.",
+    )
     shown = b.copy()
     for col in ("anomaly_rate", "easy_share", "intermediate_share", "hard_share", "weight"):
         shown[col] = shown[col].round(4)
-    report.table(shown.round(4), "Benchmarks", "D: discriminability (percent points); weight: share in the reference "
-                 "score; incomplete: items some member has no row for (left out).")
-    report.table(pool.members_frame().round(3), "Family members", "Scores in percent of all items of each benchmark "
-                 "(-1 counts as wrong); reference_score: the weighted score used as ground truth.")
-    report.table(pool.anomalies(), "Anomalous items (contamination audit)",
-                 "Most inversions first: pairs of members where the smaller is right and the larger wrong. "
-                 "anomalies.csv has the full list.", max_rows=40)
+    report.table(
+        shown.round(4),
+        "Benchmarks",
+        "D: discriminability (percent points); weight: share in the reference "
+        "score; incomplete: items some member has no row for (left out).",
+    )
+    report.table(
+        pool.members_frame().round(3),
+        "Family members",
+        "Scores in percent of all items of each benchmark "
+        "(-1 counts as wrong); reference_score: the weighted score used as ground truth.",
+    )
+    report.table(
+        pool.anomalies(),
+        "Anomalous items (contamination audit)",
+        "Most inversions first: pairs of members where the smaller is right and the larger wrong. "
+        "anomalies.csv has the full list.",
+        max_rows=40,
+    )
     report.details.update({"family": pool.family, **pool.options})
     return report
 
@@ -197,40 +247,101 @@ def _curves_figure(result: LocationResult) -> go.Figure:
     cols = min(n, 3)
     rows = -(-n // cols)
     # model and interval on two lines: side by side, "model: between A and B" overran the next panel
-    titles = [f"<b>{html.escape(loc.model)}</b><br>{html.escape(loc.interval).replace(' and ', '<br>and ')}"
-              for loc, _ in _sorted(result)]
+    titles = [
+        f"<b>{html.escape(loc.model)}</b><br>{html.escape(loc.interval).replace(' and ', '<br>and ')}"
+        for loc, _ in _sorted(result)
+    ]
     margin = {"l": 60, "r": 20, "t": 90, "b": 110}
     panel, gap = 300, 130  # px: panel height, space between rows for the axis title and next (three-line) title
     plot_height = panel * rows + gap * (rows - 1)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, shared_yaxes=True,
-                        horizontal_spacing=0.05, vertical_spacing=gap / plot_height if rows > 1 else 0.0)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=titles,
+        shared_yaxes=True,
+        horizontal_spacing=0.05,
+        vertical_spacing=gap / plot_height if rows > 1 else 0.0,
+    )
     fig.update_annotations(font_size=12)  # the subplot titles (the member labels below set their own size)
     for i, (loc, _) in enumerate(_sorted(result)):
         r, c = divmod(i, cols)
         r, c = r + 1, c + 1
         for j, (name, shade) in enumerate(zip(names, shades, strict=True), 1):
-            fig.add_trace(go.Scatter(x=levels, y=(levels <= j).astype(float), mode="lines", name=f"family: {name}",
-                                     line={"dash": "dot", "width": 1.5, "color": shade}, legendgroup=f"family{j}",
-                                     showlegend=i == 0,
-                                     hovertemplate=f"{html.escape(name)}: TI %{{x}} → %{{y:.0%}}<extra></extra>"), r, c)
-            fig.add_annotation(x=j + 0.5, y=0.5, text=html.escape(name), showarrow=False, textangle=-60,
-                               font={"size": 10, "color": shade}, bgcolor="rgba(255,255,255,0.7)", row=r, col=c)
-        fig.add_vrect(x0=loc.position + 0.5, x1=loc.position + 1.5, fillcolor="#ffe08a", opacity=0.35, line_width=0,
-                      layer="below", row=r, col=c)
+            fig.add_trace(
+                go.Scatter(
+                    x=levels,
+                    y=(levels <= j).astype(float),
+                    mode="lines",
+                    name=f"family: {name}",
+                    line={"dash": "dot", "width": 1.5, "color": shade},
+                    legendgroup=f"family{j}",
+                    showlegend=i == 0,
+                    hovertemplate=f"{html.escape(name)}: TI %{{x}} → %{{y:.0%}}<extra></extra>",
+                ),
+                r,
+                c,
+            )
+            fig.add_annotation(
+                x=j + 0.5,
+                y=0.5,
+                text=html.escape(name),
+                showarrow=False,
+                textangle=-60,
+                font={"size": 10, "color": shade},
+                bgcolor="rgba(255,255,255,0.7)",
+                row=r,
+                col=c,
+            )
+        fig.add_vrect(
+            x0=loc.position + 0.5,
+            x1=loc.position + 1.5,
+            fillcolor="#ffe08a",
+            opacity=0.35,
+            line_width=0,
+            layer="below",
+            row=r,
+            col=c,
+        )
         lv = loc.levels
         colour = MODEL_COLOURS[i % len(MODEL_COLOURS)]
-        fig.add_trace(go.Scatter(
-            x=lv["ti"], y=lv["accuracy"], mode="lines+markers", name=loc.model, line={"width": 2.5, "color": colour},
-            marker={"size": 7}, error_y={"type": "data", "symmetric": False, "array": lv["ci_high"] - lv["accuracy"],
-                                         "arrayminus": lv["accuracy"] - lv["ci_low"], "thickness": 1.5, "width": 5},
-            hovertemplate="TI %{x}: %{y:.0%}<extra>" + html.escape(loc.model) + "</extra>"), r, c)
-        fig.update_xaxes(title_text="TI level", tickmode="array", tickvals=levels, range=[levels[0] - 0.4,
-                         levels[-1] + 0.4], row=r, col=c)
+        fig.add_trace(
+            go.Scatter(
+                x=lv["ti"],
+                y=lv["accuracy"],
+                mode="lines+markers",
+                name=loc.model,
+                line={"width": 2.5, "color": colour},
+                marker={"size": 7},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": lv["ci_high"] - lv["accuracy"],
+                    "arrayminus": lv["accuracy"] - lv["ci_low"],
+                    "thickness": 1.5,
+                    "width": 5,
+                },
+                hovertemplate="TI %{x}: %{y:.0%}<extra>" + html.escape(loc.model) + "</extra>",
+            ),
+            r,
+            c,
+        )
+        fig.update_xaxes(
+            title_text="TI level",
+            tickmode="array",
+            tickvals=levels,
+            range=[levels[0] - 0.4, levels[-1] + 0.4],
+            row=r,
+            col=c,
+        )
     for r in range(1, rows + 1):
         fig.update_yaxes(title_text="accuracy on the subset", row=r, col=1)
     fig.update_yaxes(tickformat=".0%", range=[-0.05, 1.05])
-    fig.update_layout(template="plotly_white", height=plot_height + margin["t"] + margin["b"], margin=margin,
-                      legend={"orientation": "h", "y": -60 / plot_height, "yanchor": "top"})
+    fig.update_layout(
+        template="plotly_white",
+        height=plot_height + margin["t"] + margin["b"],
+        margin=margin,
+        legend={"orientation": "h", "y": -60 / plot_height, "yanchor": "top"},
+    )
     return fig
 
 
@@ -241,12 +352,23 @@ def _trials_figure(result: LocationResult) -> go.Figure:
     for method in METHODS:
         if not any(method in t.methods for t in ran):
             continue
-        fig.add_trace(go.Bar(x=models, y=[t.accuracy(method) if method in t.methods else None for t in ran],
-                             name=METHOD_LABELS[method], marker_color=_METHOD_COLOURS[method]))
-    fig.update_layout(barmode="group", template="plotly_white", height=380, xaxis_title="located model",
-                      yaxis={"title": "localization accuracy",
-                      "tickformat": ".0%", "range": [0, 1.05]}, margin={"l": 60, "r": 20, "t": 20, "b": 80},
-                      legend={"orientation": "h", "y": 1.15})
+        fig.add_trace(
+            go.Bar(
+                x=models,
+                y=[t.accuracy(method) if method in t.methods else None for t in ran],
+                name=METHOD_LABELS[method],
+                marker_color=_METHOD_COLOURS[method],
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        template="plotly_white",
+        height=380,
+        xaxis_title="located model",
+        yaxis={"title": "localization accuracy", "tickformat": ".0%", "range": [0, 1.05]},
+        margin={"l": 60, "r": 20, "t": 20, "b": 80},
+        legend={"orientation": "h", "y": 1.15},
+    )
     return fig
 
 
@@ -258,20 +380,41 @@ def _methods_table(trials: list[Trials]):
     frames = []
     for t in trials:
         s = t.summary()
-        frames.append(pd.DataFrame({
-            "model": s["model"], "method": [METHOD_LABELS[m] + (" (chosen)" if c else "")
-                                            for m, c in zip(s["method"], s["chosen"], strict=True)],
-            "accuracy": s["accuracy"].round(3),
-            "vs random (95%)": [_diff(d, lo, hi) if m != "random" else "" for m, d, lo, hi in
-                                zip(s["method"], s["accuracy_vs_random"], s["accuracy_vs_random_low"],
-                                    s["accuracy_vs_random_high"], strict=True)],
-            "mean abs. error": s["mean_abs_error"].round(3),
-            "MAE vs random (95%)": [_diff(d, lo, hi) if m != "random" else "" for m, d, lo, hi in
-                                    zip(s["method"], s["mae_vs_random"], s["mae_vs_random_low"],
-                                        s["mae_vs_random_high"], strict=True)],
-            "score RMSE (pp)": s["score_rmse"].round(2),
-            "95% coverage": s["coverage_95"].round(3),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": s["model"],
+                    "method": [
+                        METHOD_LABELS[m] + (" (chosen)" if c else "")
+                        for m, c in zip(s["method"], s["chosen"], strict=True)
+                    ],
+                    "accuracy": s["accuracy"].round(3),
+                    "vs random (95%)": [
+                        _diff(d, lo, hi) if m != "random" else ""
+                        for m, d, lo, hi in zip(
+                            s["method"],
+                            s["accuracy_vs_random"],
+                            s["accuracy_vs_random_low"],
+                            s["accuracy_vs_random_high"],
+                            strict=True,
+                        )
+                    ],
+                    "mean abs. error": s["mean_abs_error"].round(3),
+                    "MAE vs random (95%)": [
+                        _diff(d, lo, hi) if m != "random" else ""
+                        for m, d, lo, hi in zip(
+                            s["method"],
+                            s["mae_vs_random"],
+                            s["mae_vs_random_low"],
+                            s["mae_vs_random_high"],
+                            strict=True,
+                        )
+                    ],
+                    "score RMSE (pp)": s["score_rmse"].round(2),
+                    "95% coverage": s["coverage_95"].round(3),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -283,7 +426,9 @@ def _diff(d: float, lo: float, hi: float) -> str:
 
 def _accuracy_line(trials: Trials) -> str:
     parts = [f"{METHOD_LABELS[m]} {trials.accuracy(m):.0%}" for m in trials.methods]
-    return f"Over {len(trials.positions)} trials of {trials.options.get('items')} items: " + ", ".join(parts) + " correct."
+    return (
+        f"Over {len(trials.positions)} trials of {trials.options.get('items')} items: " + ", ".join(parts) + " correct."
+    )
 
 
 def _closeness_line(loc) -> str:
@@ -295,40 +440,71 @@ def _closeness_line(loc) -> str:
     if not loc.standard_error:  # 0: no division; say why it is 0
         drawn, available = len(loc.subset), loc.options.get("available")
         if available is not None and drawn >= available:
-            return (f" Every one of the {available:,} pool items it can be scored on was drawn, so its estimated score "
-                    f"is its full-benchmark score (standard error 0), {gap:.1f} points from the nearest member, {name}.")
-        return (f" Its {drawn:,} sampled answers do not vary within any stratum (e.g. all right or all wrong), so the "
-                f"estimated standard error is 0, which understates the uncertainty; its estimated score is {gap:.1f} "
-                f"points from the nearest member, {name}.")
+            return (
+                f" Every one of the {available:,} pool items it can be scored on was drawn, so its estimated score "
+                f"is its full-benchmark score (standard error 0), {gap:.1f} points from the nearest member, {name}."
+            )
+        return (
+            f" Its {drawn:,} sampled answers do not vary within any stratum (e.g. all right or all wrong), so the "
+            f"estimated standard error is 0, which understates the uncertainty; its estimated score is {gap:.1f} "
+            f"points from the nearest member, {name}."
+        )
     if loc.too_close:
-        return (f" Its estimated score is {gap:.1f} points from {name}'s, within one standard error "
-                f"({loc.standard_error:.1f}): no 100-item method can place it reliably against {name}.")
+        return (
+            f" Its estimated score is {gap:.1f} points from {name}'s, within one standard error "
+            f"({loc.standard_error:.1f}): no 100-item method can place it reliably against {name}."
+        )
     return f" Its estimated score is {gap:.1f} points ({gap / loc.standard_error:.1f} standard errors) from the nearest member, {name}."
 
 
 def trials_report(trials: Trials) -> Report:
     """The report of one model's repeated trials: how often each method placed it right, and where."""
-    report = Report(title="STEM localization trials",
-                    subtitle=f"{trials.model} on family {trials.family}: {len(trials.positions)} trials of "
-                             f"{trials.options.get('items')} items")
-    report.summary(f"{trials.model}: ground truth position {trials.truth}; method used: "
-                   f"{METHOD_LABELS[trials.method]}.", _accuracy_line(trials))
-    report.html_block("How the trials are run", _LOCATE_RULES.format(
-        method=html.escape(trials.method), weighting=html.escape(str(trials.options.get("weighting", "balanced")))))
+    report = Report(
+        title="STEM localization trials",
+        subtitle=f"{trials.model} on family {trials.family}: {len(trials.positions)} trials of "
+        f"{trials.options.get('items')} items",
+    )
+    report.summary(
+        f"{trials.model}: ground truth position {trials.truth}; method used: {METHOD_LABELS[trials.method]}.",
+        _accuracy_line(trials),
+    )
+    report.html_block(
+        "How the trials are run",
+        _LOCATE_RULES.format(
+            method=html.escape(trials.method), weighting=html.escape(str(trials.options.get("weighting", "balanced")))
+        ),
+    )
     fig = go.Figure()
     for method in trials.methods:
-        fig.add_trace(go.Histogram(x=trials.positions_of(method), name=METHOD_LABELS[method],
-                                   marker_color=_METHOD_COLOURS[method], xbins={"size": 1}))
+        fig.add_trace(
+            go.Histogram(
+                x=trials.positions_of(method),
+                name=METHOD_LABELS[method],
+                marker_color=_METHOD_COLOURS[method],
+                xbins={"size": 1},
+            )
+        )
     fig.add_vline(x=trials.truth, line_dash="dash", annotation_text="ground truth")
-    fig.update_layout(barmode="group", template="plotly_white", height=360,
-                      xaxis={"title": "position placed (family members below the model)", "dtick": 1},
-                      yaxis_title="trials", margin={"l": 60, "r": 20, "t": 30, "b": 60},
-                      legend={"orientation": "h", "y": 1.12})
-    report.figure(fig, "Positions placed per method", "How many trials placed the model at each position; the "
-                  "dashed line is the full-benchmark ground truth.")
-    report.table(_methods_table([trials]), "Every method against random sampling",
-                 "Differences to random sampling on the same trials with paired 95% intervals; score RMSE against "
-                 "the full-benchmark reference score; 95% coverage: trials whose estimate ± 1.96 se holds it.")
+    fig.update_layout(
+        barmode="group",
+        template="plotly_white",
+        height=360,
+        xaxis={"title": "position placed (family members below the model)", "dtick": 1},
+        yaxis_title="trials",
+        margin={"l": 60, "r": 20, "t": 30, "b": 60},
+        legend={"orientation": "h", "y": 1.12},
+    )
+    report.figure(
+        fig,
+        "Positions placed per method",
+        "How many trials placed the model at each position; the dashed line is the full-benchmark ground truth.",
+    )
+    report.table(
+        _methods_table([trials]),
+        "Every method against random sampling",
+        "Differences to random sampling on the same trials with paired 95% intervals; score RMSE against "
+        "the full-benchmark reference score; 95% coverage: trials whose estimate ± 1.96 se holds it.",
+    )
     report.details.update(trials.options)
     return report
 
@@ -337,19 +513,30 @@ def location_index_line(result: LocationResult) -> str:
     """One line for an index page: models placed right, and each method's mean trial accuracy."""
     known = [loc for loc, _ in result.results if loc.truth is not None]
     right = sum(loc.position == loc.truth for loc in known)
-    line = f"{right} of {len(known)} models placed at their true position" if known else \
-        f"{len(result.results)} model(s) located from part of the pool (no truth to compare with)"
+    line = (
+        f"{right} of {len(known)} models placed at their true position"
+        if known
+        else f"{len(result.results)} model(s) located from part of the pool (no truth to compare with)"
+    )
     trials = [t for _, t in result.results if t is not None]
     if trials:
         shown = [m for m in METHODS if all(m in t.methods for t in trials)]
         means = {m: np.mean([t.accuracy(m) for t in trials]) for m in shown}
-        line += f"; over {len(trials[0].positions)} trials " + ", ".join(
-            f"{_SHORT[m]} {means[m]:.0%}" for m in shown) + " correct"
+        line += (
+            f"; over {len(trials[0].positions)} trials "
+            + ", ".join(f"{_SHORT[m]} {means[m]:.0%}" for m in shown)
+            + " correct"
+        )
     return line
 
 
-_SHORT = {"paper": "paper rule", "stratified": "A (stratified)", "irt": "B (IRT)", "random": "random sampling",
-          "bayesian": "Bayesian"}
+_SHORT = {
+    "paper": "paper rule",
+    "stratified": "A (stratified)",
+    "irt": "B (IRT)",
+    "random": "random sampling",
+    "bayesian": "Bayesian",
+}
 
 
 def location_report(result: LocationResult) -> Report:
@@ -363,71 +550,117 @@ def location_report(result: LocationResult) -> Report:
     common = max(set(used), key=lambda k: (used.count(k), -k))
     others = n - used.count(common)
     each = " each" if n > 1 else ""
-    items = f"{common:,} items{each}" + (f" ({others} model{'s' if others != 1 else ''} used another number: see "
-                                         "the items column)" if others else "")
-    report = Report(title="STEM localization", subtitle=f"{n} model{'s' if n != 1 else ''} on family "
-                                                       f"{first.family} ({', '.join(members)}); {items}")
+    items = f"{common:,} items{each}" + (
+        f" ({others} model{'s' if others != 1 else ''} used another number: see the items column)" if others else ""
+    )
+    report = Report(
+        title="STEM localization",
+        subtitle=f"{n} model{'s' if n != 1 else ''} on family {first.family} ({', '.join(members)}); {items}",
+    )
     how = ", ".join(METHOD_LABELS.get(m, m) for m in methods)
     order = "highest position" if methods == ["paper"] else "highest estimate"
-    layout = (f"the table below has one row per model, {order} first, and the paragraphs under it say more per "
-              "model" if n > 1 else "the table below sums it up and the paragraph under it says more")
-    headline = [(f"{n} model{'s' if n != 1 else ''} located on family {first.family} ({len(members)} members: "
-                 f"{', '.join(members)}) with {how}, from {items}; {layout}.")]
+    layout = (
+        f"the table below has one row per model, {order} first, and the paragraphs under it say more per model"
+        if n > 1
+        else "the table below sums it up and the paragraph under it says more"
+    )
+    headline = [
+        (
+            f"{n} model{'s' if n != 1 else ''} located on family {first.family} ({len(members)} members: "
+            f"{', '.join(members)}) with {how}, from {items}; {layout}."
+        )
+    ]
     if "paper" in methods:
-        headline.append("The paper's rule gives a position but no probability of it being right: its 'rule "
-                        "strength' (1 − the two one-sided exact McNemar p-values) is not calibrated; measured out "
-                        "of sample, placements with a rule strength near 0.97 were right 39% of the time. A and B "
-                        "give a calibrated confidence.")
+        headline.append(
+            "The paper's rule gives a position but no probability of it being right: its 'rule "
+            "strength' (1 − the two one-sided exact McNemar p-values) is not calibrated; measured out "
+            "of sample, placements with a rule strength near 0.97 were right 39% of the time. A and B "
+            "give a calibrated confidence."
+        )
     report.summary(*headline, *[note[0].upper() + note[1:] + "." for note in result.options.get("notes", [])])
     table = located_table(result)
-    explain = {"interval": "interval: the two family members it lies between (lower – upper)",
-               "estimate ± se": "estimate ± se: its estimated full-benchmark reference score (points) and standard "
-                                "error",
-               "confidence": "confidence: the probability of that interval under N(estimate, se²), calibrated",
-               "rule strength": "rule strength (the paper's rule): 1 − the two one-sided McNemar p-values, a test "
-                                "statistic, not a probability of being right",
-               "nearest member": "nearest member: the member whose reference score is closest to the estimate, "
-                                 "distance in points; ≤ 1 se: yes when within one standard error (no 100-item "
-                                 "method can place it reliably against that member)",
-               "items": "items: answers used"}
+    explain = {
+        "interval": "interval: the two family members it lies between (lower – upper)",
+        "estimate ± se": "estimate ± se: its estimated full-benchmark reference score (points) and standard error",
+        "confidence": "confidence: the probability of that interval under N(estimate, se²), calibrated",
+        "rule strength": "rule strength (the paper's rule): 1 − the two one-sided McNemar p-values, a test "
+        "statistic, not a probability of being right",
+        "nearest member": "nearest member: the member whose reference score is closest to the estimate, "
+        "distance in points; ≤ 1 se: yes when within one standard error (no 100-item "
+        "method can place it reliably against that member)",
+        "items": "items: answers used",
+    }
     caption = "; ".join(text for column, text in explain.items() if column in table.columns)
-    caption += ". Sorted by estimate" + (" (the paper's rule, which estimates no score: by position)."
-                                         if "paper" in methods else ".")
-    report.table(table, "Located models", caption, max_rows=500,
-                 nowrap=("model", "interval", "estimate ± se", "nearest member"))
+    caption += ". Sorted by estimate" + (
+        " (the paper's rule, which estimates no score: by position)." if "paper" in methods else "."
+    )
+    report.table(
+        table, "Located models", caption, max_rows=500, nowrap=("model", "interval", "estimate ± se", "nearest member")
+    )
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
-    report.html_block("What this shows", "<p>Each new model answered a small sample of the family's items. "
-                      "Estimators A and B estimate its full-benchmark reference score and place it between the two "
-                      "members whose scores bound the estimate; the paper's rule reads the drop of its accuracy "
-                      "across transition-index levels. The curves show its accuracy per level (for A and B, level "
-                      "k holds the items n+1−k members answer right, anomalous ones included) beside the family's "
-                      "own curves (dotted; member j answers exactly the levels up to j).</p>"
-                      + _LOCATE_RULES.format(method=html.escape(str(first.method)),
-                                             weighting=html.escape(str(first.options.get("weighting", "balanced")))))
-    report.figure(_curves_figure(result), "Accuracy by transition index",
-                  "One panel per located model, in the order of the table above: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
-                  "Dotted steps: the family's members, lighter for smaller ones, each named where it drops (member j "
-                  "answers exactly the levels up to j). A model between members j and j+1 keeps high accuracy up to "
-                  "level j and loses it from level j+2; level j+1, shaded, sits in between.")
-    report.table(_locations_table(result), "Localizations in detail",
-                 "position: members placed below; p_lower / p_upper: the chance of lying below the lower / above "
-                 "the upper member (the paper's rule: one-sided exact McNemar p-values); reference_score and "
-                 "true_position: from the full benchmark, when the model answered it.", max_rows=500,
-                 nowrap=("model",))
+    report.html_block(
+        "What this shows",
+        "<p>Each new model answered a small sample of the family's items. "
+        "Estimators A and B estimate its full-benchmark reference score and place it between the two "
+        "members whose scores bound the estimate; the paper's rule reads the drop of its accuracy "
+        "across transition-index levels. The curves show its accuracy per level (for A and B, level "
+        "k holds the items n+1−k members answer right, anomalous ones included) beside the family's "
+        "own curves (dotted; member j answers exactly the levels up to j).</p>"
+        + _LOCATE_RULES.format(
+            method=html.escape(str(first.method)),
+            weighting=html.escape(str(first.options.get("weighting", "balanced"))),
+        ),
+    )
+    report.figure(
+        _curves_figure(result),
+        "Accuracy by transition index",
+        "One panel per located model, in the order of the table above: its accuracy on the subset per TI level (95% Clopper-Pearson bars). "
+        "Dotted steps: the family's members, lighter for smaller ones, each named where it drops (member j "
+        "answers exactly the levels up to j). A model between members j and j+1 keeps high accuracy up to "
+        "level j and loses it from level j+2; level j+1, shaded, sits in between.",
+    )
+    report.table(
+        _locations_table(result),
+        "Localizations in detail",
+        "position: members placed below; p_lower / p_upper: the chance of lying below the lower / above "
+        "the upper member (the paper's rule: one-sided exact McNemar p-values); reference_score and "
+        "true_position: from the full benchmark, when the model answered it.",
+        max_rows=500,
+        nowrap=("model",),
+    )
     ran = [t for _, t in result.results if t is not None]
     if ran:
-        report.figure(_trials_figure(result), "Localization accuracy over repeated trials",
-                      "Share of trials that place the model at its true position (members with a lower full-benchmark "
-                      "reference score), for every method on the same number of items and the same trials.")
-        report.table(_methods_table(ran), "Every method against random sampling",
-                     "Per located model: each method's trial accuracy and mean absolute position error with the "
-                     "paired 95% interval of its difference to random sampling (same trials), the score estimate's "
-                     "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
-                     "interval holds it.")
+        report.figure(
+            _trials_figure(result),
+            "Localization accuracy over repeated trials",
+            "Share of trials that place the model at its true position (members with a lower full-benchmark "
+            "reference score), for every method on the same number of items and the same trials.",
+        )
+        report.table(
+            _methods_table(ran),
+            "Every method against random sampling",
+            "Per located model: each method's trial accuracy and mean absolute position error with the "
+            "paired 95% interval of its difference to random sampling (same trials), the score estimate's "
+            "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
+            "interval holds it.",
+        )
     if result.pool is not None:
-        report.table(result.pool.benchmarks[["benchmark", "items", "anomaly_rate", "sts", "easy_share",
-                                             "intermediate_share", "hard_share", "D", "weight"]].round(4),
-                     "Pool benchmarks and anomaly rates")
+        report.table(
+            result.pool.benchmarks[
+                [
+                    "benchmark",
+                    "items",
+                    "anomaly_rate",
+                    "sts",
+                    "easy_share",
+                    "intermediate_share",
+                    "hard_share",
+                    "D",
+                    "weight",
+                ]
+            ].round(4),
+            "Pool benchmarks and anomaly rates",
+        )
     report.details.update(result.options)
     return report
 
@@ -452,9 +685,11 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
         else:
             line += f", confidence {loc.confidence:.1%})"
         if loc.options.get("whole_pool") is False:
-            line += (f"; from its answers on {loc.options['items']:,} of the {loc.options['pool_items']:,} pool items "
-                     f"({loc.options['design']}), an estimate of its full-pool score; it did not answer the whole "
-                     "pool, so there is no truth to compare with.")
+            line += (
+                f"; from its answers on {loc.options['items']:,} of the {loc.options['pool_items']:,} pool items "
+                f"({loc.options['design']}), an estimate of its full-pool score; it did not answer the whole "
+                "pool, so there is no truth to compare with."
+            )
         else:
             line += f"; ground truth from full-benchmark scores: position {loc.truth}."
         line += _closeness_line(loc)
@@ -472,18 +707,22 @@ def _adaptive_line(loc) -> str:
     if not info:
         return ""
     cal, check = info["calibration"], info["stage1_check"]
-    return (f" Adaptive estimate (stages {' + '.join(map(str, info['stages']))}): the IRT ability posterior gives "
-            f"± {info['posterior_se']:.1f}; run through the same plan, the {cal['models']} panel models erred by "
-            f"{cal['panel_rmse']:.1f} points (RMS), so {cal['extra_se']:.1f} is added in quadrature. The design-based "
-            f"estimate from the {check['items']} stage-1 items alone (B, no model assumed): {check['estimate']:.1f} "
-            f"± {check['standard_error']:.1f}.")
+    return (
+        f" Adaptive estimate (stages {' + '.join(map(str, info['stages']))}): the IRT ability posterior gives "
+        f"± {info['posterior_se']:.1f}; run through the same plan, the {cal['models']} panel models erred by "
+        f"{cal['panel_rmse']:.1f} points (RMS), so {cal['extra_se']:.1f} is added in quadrature. The design-based "
+        f"estimate from the {check['items']} stage-1 items alone (B, no model assumed): {check['estimate']:.1f} "
+        f"± {check['standard_error']:.1f}."
+    )
 
 
 def _sorted(result: LocationResult) -> list:
     """The located models, highest estimate first (the paper's rule, which estimates no score: by
     position), ties by name."""
-    return sorted(result.results, key=lambda r: (-(r[0].estimate if r[0].estimate is not None else -1.0),
-                                                 -r[0].position, r[0].model))
+    return sorted(
+        result.results,
+        key=lambda r: (-(r[0].estimate if r[0].estimate is not None else -1.0), -r[0].position, r[0].model),
+    )
 
 
 def located_table(result: LocationResult):
@@ -496,14 +735,20 @@ def located_table(result: LocationResult):
     for loc, _ in _sorted(result):
         near = loc.nearest_member
         paper = loc.method == "paper"
-        rows.append({"model": loc.model, "method": loc.method, "interval": _short_interval(loc),
-                     "estimate ± se": "" if loc.estimate is None else f"{loc.estimate:.1f} ± {loc.standard_error:.1f}",
-                     "confidence": None if paper else round(loc.confidence, 3),
-                     "rule strength": round(loc.confidence, 3) if paper else None,
-                     "nearest member": "" if near is None else near[0],
-                     "distance (pp)": None if near is None else round(near[1], 1),
-                     "≤ 1 se": "" if near is None else ("yes" if loc.too_close else ""),
-                     "items": len(loc.subset)})
+        rows.append(
+            {
+                "model": loc.model,
+                "method": loc.method,
+                "interval": _short_interval(loc),
+                "estimate ± se": "" if loc.estimate is None else f"{loc.estimate:.1f} ± {loc.standard_error:.1f}",
+                "confidence": None if paper else round(loc.confidence, 3),
+                "rule strength": round(loc.confidence, 3) if paper else None,
+                "nearest member": "" if near is None else near[0],
+                "distance (pp)": None if near is None else round(near[1], 1),
+                "≤ 1 se": "" if near is None else ("yes" if loc.too_close else ""),
+                "items": len(loc.subset),
+            }
+        )
     frame = pd.DataFrame(rows)
     if frame["method"].nunique() == 1:  # said in the headline
         frame = frame.drop(columns="method")
@@ -521,13 +766,21 @@ def _locations_table(result: LocationResult):
 
     rows = []
     for loc, _ in _sorted(result):
-        rows.append({"model": loc.model, "method": loc.method, "position": loc.position,
-                     "estimate": None if loc.estimate is None else round(loc.estimate, 2),
-                     "se": None if loc.standard_error is None else round(loc.standard_error, 2),
-                     loc.confidence_name.replace("_", " "): round(loc.confidence, 4),
-                     "p_lower": round(loc.p_lower, 4), "p_upper": round(loc.p_upper, 4),
-                     "reference_score": None if loc.reference_score is None else round(loc.reference_score, 2),
-                     "true_position": loc.truth, "items": len(loc.subset)})
+        rows.append(
+            {
+                "model": loc.model,
+                "method": loc.method,
+                "position": loc.position,
+                "estimate": None if loc.estimate is None else round(loc.estimate, 2),
+                "se": None if loc.standard_error is None else round(loc.standard_error, 2),
+                loc.confidence_name.replace("_", " "): round(loc.confidence, 4),
+                "p_lower": round(loc.p_lower, 4),
+                "p_upper": round(loc.p_upper, 4),
+                "reference_score": None if loc.reference_score is None else round(loc.reference_score, 2),
+                "true_position": loc.truth,
+                "items": len(loc.subset),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -538,47 +791,69 @@ def plan_report(plan) -> Report:
 
     opts = plan.options
     adaptive = opts.get("method") == "adaptive"
-    report = Report(title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
-                    subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "
-                             f"seed {opts.get('seed')}")
+    report = Report(
+        title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
+        subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "
+        f"seed {opts.get('seed')}",
+    )
     if not adaptive:
-        report.summary(f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem "
-                       f"locate POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
-                       f"({opts.get('design')}; estimator {opts.get('method')}).")
+        report.summary(
+            f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem "
+            f"locate POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
+            f"({opts.get('design')}; estimator {opts.get('method')})."
+        )
     else:
         stage = int(opts.get("stage", 1))
         sizes = plan.stage_sizes()
-        lines = [(f"Adaptive plan, stage {stage}: {len(plan.items)} items in {len(sizes)} stage"
-                  f"{'s' if len(sizes) != 1 else ''} ({' + '.join(map(str, sizes))}). Stage 1 is a stratified sample "
-                  "(benchmark x members right); each later stage holds the items whose answers say most about the "
-                  "model's ability given its answers so far (expected Fisher information of the panel's 2PL).")]
+        lines = [
+            (
+                f"Adaptive plan, stage {stage}: {len(plan.items)} items in {len(sizes)} stage"
+                f"{'s' if len(sizes) != 1 else ''} ({' + '.join(map(str, sizes))}). Stage 1 is a stratified sample "
+                "(benchmark x members right); each later stage holds the items whose answers say most about the "
+                "model's ability given its answers so far (expected Fisher information of the panel's 2PL)."
+            )
+        ]
         so_far = opts.get("so_far")
         if so_far:
-            lines.append(f"From its {so_far['items']} answers so far: {so_far['interval']}, estimated full-pool score "
-                         f"{so_far['estimate']:.1f} ± {so_far['standard_error']:.1f}, confidence "
-                         f"{so_far['confidence']:.1%}.")
+            lines.append(
+                f"From its {so_far['items']} answers so far: {so_far['interval']}, estimated full-pool score "
+                f"{so_far['estimate']:.1f} ± {so_far['standard_error']:.1f}, confidence "
+                f"{so_far['confidence']:.1%}."
+            )
         if opts.get("stopped"):
             lines.append(opts["stopped"][0].upper() + opts["stopped"][1:] + ".")
         else:
             new = sizes[-1] if stage > 1 else sizes[0]
-            lines.append(f"Run the model on the {new} items of stage {stage} (the stage column), then either plan "
-                         f"stage {stage + 1} (`evalprism stem plan POOL --plan PLAN_DIR --answers ANSWERS --items K "
-                         "--out NEXT`, ANSWERS holding its answers on every stage's items) or locate it (`evalprism "
-                         "stem locate POOL ANSWERS --plan PLAN_DIR`): the adaptive estimate is the IRT ability "
-                         "posterior, calibrated on the reference panel.")
+            lines.append(
+                f"Run the model on the {new} items of stage {stage} (the stage column), then either plan "
+                f"stage {stage + 1} (`evalprism stem plan POOL --plan PLAN_DIR --answers ANSWERS --items K "
+                "--out NEXT`, ANSWERS holding its answers on every stage's items) or locate it (`evalprism "
+                "stem locate POOL ANSWERS --plan PLAN_DIR`): the adaptive estimate is the IRT ability "
+                "posterior, calibrated on the reference panel."
+            )
         report.summary(*lines)
-        by_stage = plan.items.groupby("stage", sort=True).agg(items=("item_id", "size"),
-                                                              benchmarks=("benchmark", "nunique")).reset_index()
+        by_stage = (
+            plan.items.groupby("stage", sort=True)
+            .agg(items=("item_id", "size"), benchmarks=("benchmark", "nunique"))
+            .reset_index()
+        )
         report.table(by_stage, "Items per stage")
-    by_bench = plan.items.groupby("benchmark", sort=True).agg(items=("item_id", "size"),
-                                                              strata=("stratum", "nunique")).reset_index()
+    by_bench = (
+        plan.items.groupby("benchmark", sort=True)
+        .agg(items=("item_id", "size"), strata=("stratum", "nunique"))
+        .reset_index()
+    )
     report.table(by_bench, "Planned items per benchmark")
     first = plan.items[plan.items["stage"] == 1] if "stage" in plan.items else plan.items
-    strata = first.drop_duplicates("stratum")[["benchmark", "members_right", "stratum_size", "stratum_drawn",
-                                               "inclusion_probability", "design_weight"]]
-    report.table(pd.DataFrame(strata).round(4), "Strata (benchmark x members right)" + (" of stage 1" if adaptive else ""),
-                 "stratum_size: pool items N_h; stratum_drawn: planned items n_h; inclusion probability n_h / N_h; "
-                 "design weight N_h / n_h." + (" Later stages are not a probability sample: their rows in plan.csv "
-                                               "leave these empty." if adaptive else ""))
+    strata = first.drop_duplicates("stratum")[
+        ["benchmark", "members_right", "stratum_size", "stratum_drawn", "inclusion_probability", "design_weight"]
+    ]
+    report.table(
+        pd.DataFrame(strata).round(4),
+        "Strata (benchmark x members right)" + (" of stage 1" if adaptive else ""),
+        "stratum_size: pool items N_h; stratum_drawn: planned items n_h; inclusion probability n_h / N_h; "
+        "design weight N_h / n_h."
+        + (" Later stages are not a probability sample: their rows in plan.csv leave these empty." if adaptive else ""),
+    )
     report.details.update(opts)
     return report

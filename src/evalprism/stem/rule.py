@@ -38,9 +38,11 @@ from evalprism.stats.irv import boundary_counts
 Weighting = Literal["balanced", "stratified"]
 
 #: what the paper's rule's number is, wherever it is shown: not a probability of being right
-RULE_STRENGTH_NOTE = ("rule strength = 1 - the two one-sided exact McNemar p-values of the bounding members; a "
-                      "test statistic, not a probability of being right: measured out of sample, placements with "
-                      "a rule strength near 0.97 were right 39% of the time")
+RULE_STRENGTH_NOTE = (
+    "rule strength = 1 - the two one-sided exact McNemar p-values of the bounding members; a "
+    "test statistic, not a probability of being right: measured out of sample, placements with "
+    "a rule strength near 0.97 were right 39% of the time"
+)
 
 
 def level_weights(levels: list[np.ndarray], size: np.ndarray, weighting: Weighting) -> np.ndarray | None:
@@ -58,7 +60,9 @@ def positions_from_counts(b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return (b > c).sum(axis=-1)
 
 
-def interval_confidence(position: np.ndarray, p_above: np.ndarray, p_below: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def interval_confidence(
+    position: np.ndarray, p_above: np.ndarray, p_below: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``p_lower`` (above M_p), ``p_upper`` (below M_{p+1}) and the Bonferroni confidence."""
     position = np.asarray(position)
     n = p_above.shape[-1]
@@ -94,5 +98,13 @@ def apply_rule(right: np.ndarray, size: np.ndarray, levels: list[np.ndarray], we
     position = positions_from_counts(*boundary_counts(right, size, level_weights(levels, size, weighting)))
     p_above, p_below = sign_test_pvalues(b, c)
     p_lower, p_upper, strength = interval_confidence(position, p_above, p_below)
-    return Placement(position=position, b=b, c=c, p_above=p_above, p_below=p_below, p_lower=p_lower,
-                     p_upper=p_upper, strength=strength)
+    return Placement(
+        position=position,
+        b=b,
+        c=c,
+        p_above=p_above,
+        p_below=p_below,
+        p_lower=p_lower,
+        p_upper=p_upper,
+        strength=strength,
+    )

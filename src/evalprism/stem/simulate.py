@@ -21,9 +21,14 @@ FAMILY = {"toy-1b": (1.0, -1.6), "toy-4b": (4.0, -0.6), "toy-14b": (14.0, 0.4), 
 OTHERS = {"other-a": -2.3, "other-b": -1.1, "other-c": -0.1, "other-d": 0.9, "other-e": 2.1}
 
 
-def simulate_family(n_items: int = 3000, family: Mapping[str, tuple[float, float]] | None = None,
-                    others: Mapping[str, float] | None = None, benchmarks: int = 2, no_answer: float = 0.01,
-                    seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def simulate_family(
+    n_items: int = 3000,
+    family: Mapping[str, tuple[float, float]] | None = None,
+    others: Mapping[str, float] | None = None,
+    benchmarks: int = 2,
+    no_answer: float = 0.01,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Correctness (model, benchmark, item_id, score) of the family and the other models, and the
     metadata (model, params, family; other models have no params)."""
     family = FAMILY if family is None else family
@@ -37,15 +42,19 @@ def simulate_family(n_items: int = 3000, family: Mapping[str, tuple[float, float
     score = (rng.random(p.shape) < p).astype(np.int64)
     score[rng.random(p.shape) < no_answer] = -1
     bench = np.array([f"bench-{i % benchmarks + 1}" for i in range(n_items)])
-    correctness = pd.DataFrame({
-        "model": np.repeat(names, n_items),
-        "benchmark": np.tile(bench, len(names)),
-        "item_id": np.tile([f"q{i}" for i in range(n_items)], len(names)),
-        "score": score.ravel(),
-    })
-    meta = pd.DataFrame({
-        "model": names,
-        "params": [family[m][0] for m in family] + [np.nan] * len(others),
-        "family": ["toy"] * len(family) + ["other"] * len(others),
-    })
+    correctness = pd.DataFrame(
+        {
+            "model": np.repeat(names, n_items),
+            "benchmark": np.tile(bench, len(names)),
+            "item_id": np.tile([f"q{i}" for i in range(n_items)], len(names)),
+            "score": score.ravel(),
+        }
+    )
+    meta = pd.DataFrame(
+        {
+            "model": names,
+            "params": [family[m][0] for m in family] + [np.nan] * len(others),
+            "family": ["toy"] * len(family) + ["other"] * len(others),
+        }
+    )
     return correctness, meta

@@ -34,77 +34,120 @@ from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, Target, target_of
 
 
-def next_stage(pool: Pool, plan: Plan, target: Target, items: int, target_confidence: float | None = None,
-               progress: bool = False) -> tuple[Plan, Localization]:
+def next_stage(
+    pool: Pool, plan: Plan, target: Target, items: int, target_confidence: float | None = None, progress: bool = False
+) -> tuple[Plan, Localization]:
     """Stage K+1 of an adaptive ``plan`` (stages 1..K) from the model's answers on its items: the
     plan with the new stage's rows appended (inclusion probability and design weight empty: an
     adaptive stage is not a probability sample), and the localization from the answers so far.
     When that localization's confidence already reaches ``target_confidence``, no item is added and
     the plan says so (``options["stopped"]``)."""
     if plan.options.get("method") != "adaptive":
-        raise EvalprismError("plan: not an adaptive plan (its method is "
-                             f"{plan.options.get('method')!r}); plan stage 1 with `stem plan --method adaptive`",
-                             parameter="plan")
+        raise EvalprismError(
+            "plan: not an adaptive plan (its method is "
+            f"{plan.options.get('method')!r}); plan stage 1 with `stem plan --method adaptive`",
+            parameter="plan",
+        )
     if target_confidence is not None and not 0 < target_confidence < 1:
-        raise EvalprismError(f"target confidence: expected a probability between 0 and 1, got {target_confidence}",
-                             parameter="target_confidence")
+        raise EvalprismError(
+            f"target confidence: expected a probability between 0 and 1, got {target_confidence}",
+            parameter="target_confidence",
+        )
     current = locate_subset(pool, target, plan=plan, progress=progress)  # refuses a planned item without an answer
     stage = int(plan.items["stage"].max()) + 1
     options = {**plan.options, "stage": stage, "so_far": _so_far(current)}
     if target_confidence is not None and current.confidence >= target_confidence:
-        options["stopped"] = (f"the interval from stages 1-{stage - 1} has confidence {current.confidence:.3f}, at "
-                              f"least the target {target_confidence}: no item added; locate the model now")
+        options["stopped"] = (
+            f"the interval from stages 1-{stage - 1} has confidence {current.confidence:.3f}, at "
+            f"least the target {target_confidence}: no item added; locate the model now"
+        )
         return Plan(items=plan.items.copy(), options=options), current
     idx = plan_rows(pool, plan)
     y = (target.outcome[idx] == 1).astype(float)
     fit = pool.irt_fit(exclude=target.model)
-    new = pick_informative(fit, ability_posterior(fit, idx, y), idx, items,
-                           np.random.default_rng([int(plan.options.get("seed", 0)), stage]))
+    new = pick_informative(
+        fit,
+        ability_posterior(fit, idx, y),
+        idx,
+        items,
+        np.random.default_rng([int(plan.options.get("seed", 0)), stage]),
+    )
     if len(new) == 0:
-        raise EvalprismError(f"items: all {len(pool.items):,} pool items are planned already; locate the model now",
-                             parameter="items")
+        raise EvalprismError(
+            f"items: all {len(pool.items):,} pool items are planned already; locate the model now", parameter="items"
+        )
     strata = pool_strata(pool)
     stratum_of = np.empty(len(pool.items), dtype=np.int64)
     stratum_of[strata.items] = strata.stratum
     h = stratum_of[new]
-    rows = pd.DataFrame({"benchmark": pool.items["benchmark"].to_numpy()[new],
-                         "item_id": pool.items["item_id"].to_numpy()[new], "stratum": h,
-                         "members_right": strata.right[h], "stratum_size": strata.size[h],
-                         "stratum_drawn": np.nan, "inclusion_probability": np.nan, "design_weight": np.nan,
-                         "stage": stage})
-    frame = pd.concat([plan.items.astype({"item_id": str}), rows.astype({"item_id": str})],
-                      ignore_index=True)[PLAN_COLUMNS]
+    rows = pd.DataFrame(
+        {
+            "benchmark": pool.items["benchmark"].to_numpy()[new],
+            "item_id": pool.items["item_id"].to_numpy()[new],
+            "stratum": h,
+            "members_right": strata.right[h],
+            "stratum_size": strata.size[h],
+            "stratum_drawn": np.nan,
+            "inclusion_probability": np.nan,
+            "design_weight": np.nan,
+            "stage": stage,
+        }
+    )
+    frame = pd.concat([plan.items.astype({"item_id": str}), rows.astype({"item_id": str})], ignore_index=True)[
+        PLAN_COLUMNS
+    ]
     new_plan = Plan(items=frame, options={**options, "items": len(frame), "items_requested": items})
     new_plan.options["stages"] = new_plan.stage_sizes()
     return new_plan, current
 
 
-def plan_stage(pool: Pool, *, items: int, seed: int | None = None, method: str | None = None,
-               previous: Plan | None = None, answers: pd.DataFrame | None = None, model: str | None = None,
-               stage: int | None = None, target_confidence: float | None = None,
-               progress: bool = False) -> tuple[Plan, Localization | None]:
+def plan_stage(
+    pool: Pool,
+    *,
+    items: int,
+    seed: int | None = None,
+    method: str | None = None,
+    previous: Plan | None = None,
+    answers: pd.DataFrame | None = None,
+    model: str | None = None,
+    stage: int | None = None,
+    target_confidence: float | None = None,
+    progress: bool = False,
+) -> tuple[Plan, Localization | None]:
     """What ``stem plan`` does: without ``previous``, a plan by ``method`` (default ``auto``;
     ``adaptive``: its stage 1) with ``seed`` (default 0); with ``previous`` (an adaptive plan, whose
     seed and method carry on) and the model's ``answers`` on its items, the next stage
     (:func:`next_stage`) and the localization so far. ``stage``, when given, must be that next stage."""
     later = "applies to a later stage of an adaptive plan (give the previous stage's plan with --plan)"
-    for name, value in (("answers", None if answers is None else "given"), ("model", model), ("stage", stage),
-                        ("target_confidence", target_confidence)):
+    for name, value in (
+        ("answers", None if answers is None else "given"),
+        ("model", model),
+        ("stage", stage),
+        ("target_confidence", target_confidence),
+    ):
         check_applies(name, value, previous is not None, later)
     if previous is None:
         return make_plan(pool, items=items, seed=0 if seed is None else seed, method=method or "auto"), None
     carried = "the plan's own carries on (a later stage continues the plan it extends)"
     check_applies("method", method, False, carried)
     if seed is not None and seed != previous.options.get("seed", 0):
-        raise EvalprismError(f"seed {seed}: the plan was made with seed {previous.options.get('seed', 0)} and its "
-                             "later stages use it; drop --seed", parameter="seed")
+        raise EvalprismError(
+            f"seed {seed}: the plan was made with seed {previous.options.get('seed', 0)} and its "
+            "later stages use it; drop --seed",
+            parameter="seed",
+        )
     last = int(previous.items["stage"].max())
     if stage is not None and stage != last + 1:
-        raise EvalprismError(f"stage {stage}: the plan has {last} stage{'s' if last != 1 else ''}, so the next is "
-                             f"stage {last + 1}", parameter="stage")
+        raise EvalprismError(
+            f"stage {stage}: the plan has {last} stage{'s' if last != 1 else ''}, so the next is stage {last + 1}",
+            parameter="stage",
+        )
     if answers is None:
-        raise EvalprismError("answers: a later stage is picked from the model's answers on the previous stages' items; "
-                             "give them with --answers", parameter="answers")
+        raise EvalprismError(
+            "answers: a later stage is picked from the model's answers on the previous stages' items; "
+            "give them with --answers",
+            parameter="answers",
+        )
     plan, current = next_stage(pool, previous, target_of(pool, answers, model), items, target_confidence, progress)
     read = answers.attrs.get("choices", [])  # what the harness readers chose and left out
     if read:
@@ -114,9 +157,13 @@ def plan_stage(pool: Pool, *, items: int, seed: int | None = None, method: str |
 
 def _so_far(loc: Localization) -> dict[str, object]:
     """The localization from the previous stages, as the next stage's plan records and reports it."""
-    return {"interval": loc.interval, "estimate": round(float(loc.estimate), 2),
-            "standard_error": round(float(loc.standard_error), 2), "confidence": round(float(loc.confidence), 4),
-            "items": len(loc.subset)}
+    return {
+        "interval": loc.interval,
+        "estimate": round(float(loc.estimate), 2),
+        "standard_error": round(float(loc.standard_error), 2),
+        "confidence": round(float(loc.confidence), 4),
+        "items": len(loc.subset),
+    }
 
 
 class AdaptiveSession:
@@ -129,12 +176,14 @@ class AdaptiveSession:
         self.model = model
         self.plan: Plan | None = None
         self._outcome = np.full(len(pool.items), NO_ROW, dtype=np.int8)
-        self._keys = pd.MultiIndex.from_arrays([pool.items["benchmark"].astype(str).to_numpy(),
-                                                pool.items["item_id"].astype(str).to_numpy()])
+        self._keys = pd.MultiIndex.from_arrays(
+            [pool.items["benchmark"].astype(str).to_numpy(), pool.items["item_id"].astype(str).to_numpy()]
+        )
 
     def _target(self) -> Target:
-        return Target(model=self.model, outcome=self._outcome.copy(), scores=np.zeros(0), reference_score=None,
-                      truth=None)  # type: ignore[arg-type]
+        return Target(
+            model=self.model, outcome=self._outcome.copy(), scores=np.zeros(0), reference_score=None, truth=None
+        )  # type: ignore[arg-type]
 
     def plan_items(self, items: int) -> pd.DataFrame:
         """The next stage's items (benchmark, item_id): stage 1 the stratified plan, later stages
@@ -152,8 +201,7 @@ class AdaptiveSession:
         if self.plan is None:
             raise EvalprismError("update: no items planned yet; call plan_items first")
         if isinstance(answers, pd.DataFrame):
-            pairs = zip(answers["benchmark"].astype(str), answers["item_id"].astype(str), answers["score"],
-                        strict=True)
+            pairs = zip(answers["benchmark"].astype(str), answers["item_id"].astype(str), answers["score"], strict=True)
         else:
             pairs = ((str(b), str(i), v) for (b, i), v in answers.items())
         for bench, item, value in pairs:
@@ -167,4 +215,3 @@ class AdaptiveSession:
 
 
 __all__ = ["AdaptiveSession", "next_stage", "plan_stage"]
-

@@ -45,12 +45,16 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     names = enc.model_names.tolist()
     if model is None:
         if len(names) != 1:
-            raise EvalprismError(f"{enc.source}: holds {len(names)} models ({', '.join(names[:20])}); choose one (model)",
-                                 parameter="model")
+            raise EvalprismError(
+                f"{enc.source}: holds {len(names)} models ({', '.join(names[:20])}); choose one (model)",
+                parameter="model",
+            )
         model = names[0]
     if model not in names:
-        raise EvalprismError(f"{enc.source}: model '{model}' is not there (models: {', '.join(names[:20])}"
-                             f"{', ...' if len(names) > 20 else ''})")
+        raise EvalprismError(
+            f"{enc.source}: model '{model}' is not there (models: {', '.join(names[:20])}"
+            f"{', ...' if len(names) > 20 else ''})"
+        )
     own = enc.scores_of(model)
     keys = pd.MultiIndex.from_frame(enc.items[["benchmark", "item_id"]])
     where = keys.get_indexer(pd.MultiIndex.from_frame(pool.items[["benchmark", "item_id"]]))
@@ -60,13 +64,17 @@ def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model:
     answered = np.bincount(pool.bench_code, weights=has, minlength=nb)
     lacking = [b for b, k in zip(pool.benchmarks["benchmark"], answered, strict=True) if k == 0]
     if lacking:
-        raise EvalprismError(f"{enc.source}: model '{model}' has no rows for benchmark{'s' if len(lacking) > 1 else ''} "
-                             f"{', '.join(lacking)} of the pool; its full-pool score needs answers on at least one "
-                             "item of every pool benchmark")
+        raise EvalprismError(
+            f"{enc.source}: model '{model}' has no rows for benchmark{'s' if len(lacking) > 1 else ''} "
+            f"{', '.join(lacking)} of the pool; its full-pool score needs answers on at least one "
+            "item of every pool benchmark"
+        )
     if not (outcome[has] >= 0).any():
-        raise EvalprismError(f"{enc.source}: model '{model}' answered none of the pool's items: all its "
-                             f"{int(has.sum()):,} rows on them are -1 (no answer); there is nothing to locate it by "
-                             "(was its run complete?)")
+        raise EvalprismError(
+            f"{enc.source}: model '{model}' answered none of the pool's items: all its "
+            f"{int(has.sum()):,} rows on them are -1 (no answer); there is nothing to locate it by "
+            "(was its run complete?)"
+        )
     right = np.bincount(pool.bench_code, weights=outcome == 1, minlength=nb)
     scores = 100.0 * right / answered
     ref = float(reference_scores(scores[:, None], pool.weights)[0])

@@ -110,8 +110,13 @@ class Trials(SavedResult):
         return [m for m in METHODS if self.by_method().get(m) is not None]
 
     def by_method(self) -> dict[str, np.ndarray | None]:
-        return {"paper": self.paper_positions, "stratified": self.stratified_positions, "irt": self.irt_positions,
-                "random": self.random_positions, "bayesian": self.bayesian_positions}
+        return {
+            "paper": self.paper_positions,
+            "stratified": self.stratified_positions,
+            "irt": self.irt_positions,
+            "random": self.random_positions,
+            "bayesian": self.bayesian_positions,
+        }
 
     def positions_of(self, method: str | None = None) -> np.ndarray:
         """A method's positions per trial (None or ``"chosen"``: the chosen method's)."""
@@ -147,21 +152,36 @@ class Trials(SavedResult):
             err, err_r = np.abs(pos - self.truth), np.abs(rand - self.truth)
             d_acc, lo_acc, hi_acc = paired_difference(hit, hit_r)
             d_err, lo_err, hi_err = paired_difference(err, err_r)
-            rows.append({
-                "model": self.model, "method": method, "chosen": method == self.method, "trials": len(pos),
-                "true_position": self.truth, "accuracy": float(hit.mean()),
-                "accuracy_vs_random": d_acc, "accuracy_vs_random_low": lo_acc, "accuracy_vs_random_high": hi_acc,
-                "mean_abs_error": float(err.mean()),
-                "mae_vs_random": d_err, "mae_vs_random_low": lo_err, "mae_vs_random_high": hi_err,
-                "score_rmse": self.rmse(method) if method in self.scores else np.nan,
-                "coverage_95": self.coverage(method) if method in self.standard_errors else np.nan,
-                "modal_position": int(counts.argmax()), "modal_share": float(counts.max() / len(pos)),
-            })
+            rows.append(
+                {
+                    "model": self.model,
+                    "method": method,
+                    "chosen": method == self.method,
+                    "trials": len(pos),
+                    "true_position": self.truth,
+                    "accuracy": float(hit.mean()),
+                    "accuracy_vs_random": d_acc,
+                    "accuracy_vs_random_low": lo_acc,
+                    "accuracy_vs_random_high": hi_acc,
+                    "mean_abs_error": float(err.mean()),
+                    "mae_vs_random": d_err,
+                    "mae_vs_random_low": lo_err,
+                    "mae_vs_random_high": hi_err,
+                    "score_rmse": self.rmse(method) if method in self.scores else np.nan,
+                    "coverage_95": self.coverage(method) if method in self.standard_errors else np.nan,
+                    "modal_position": int(counts.argmax()),
+                    "modal_share": float(counts.max() / len(pos)),
+                }
+            )
         return pd.DataFrame(rows)
 
     def frame(self) -> pd.DataFrame:
-        out = {"model": self.model, "trial": np.arange(len(self.positions)), "method": self.method,
-               "position": self.positions}
+        out = {
+            "model": self.model,
+            "trial": np.arange(len(self.positions)),
+            "method": self.method,
+            "position": self.positions,
+        }
         for method in self.methods:
             out[method] = self.positions_of(method)
             if method in self.scores:
@@ -195,8 +215,18 @@ class TrialRun:
     first: dict[str, Any]
 
 
-def trial_run(pool: Pool, target: Target, items: int, trials: int, seed: int, *, progress: bool = False,
-              weighting: Weighting = "balanced", method: str = "auto", design: Design | None = None) -> TrialRun:
+def trial_run(
+    pool: Pool,
+    target: Target,
+    items: int,
+    trials: int,
+    seed: int,
+    *,
+    progress: bool = False,
+    weighting: Weighting = "balanced",
+    method: str = "auto",
+    design: Design | None = None,
+) -> TrialRun:
     """``trials`` trials of every method on ``items`` items each for an aligned model (module
     docstring); ``method`` chooses :attr:`Trials.positions`, ``design`` B's sample."""
     chosen = choose_method(pool, target.model, method)
@@ -245,8 +275,9 @@ def trial_run(pool: Pool, target: Target, items: int, trials: int, seed: int, *,
     rand = positions_of(rand_score, member_scores)
     # the interval likelihoods only of items some trial drew (1,000 x 100 of a million-item pool)
     drawn, local = np.unique(draws, return_inverse=True)
-    bayes, mass = bayesian_positions(interval_success(pool.irv[candidates[drawn]]), cand_right[drawn],
-                                     local.reshape(draws.shape))
+    bayes, mass = bayesian_positions(
+        interval_success(pool.irv[candidates[drawn]]), cand_right[drawn], local.reshape(draws.shape)
+    )
 
     # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
     col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))
@@ -255,33 +286,69 @@ def trial_run(pool: Pool, target: Target, items: int, trials: int, seed: int, *,
     a_score, a_se = 100.0 * est, 100.0 * np.sqrt(var)
     scores = {"stratified": a_score, "random": rand_score}
     ses = {"stratified": a_se}
-    confidences = {"paper": paper_conf, "stratified": score_confidence(a_score, a_se, member_scores),
-                   "bayesian": mass, "random": np.full(trials, np.nan)}
+    confidences = {
+        "paper": paper_conf,
+        "stratified": score_confidence(a_score, a_se, member_scores),
+        "bayesian": mass,
+        "random": np.full(trials, np.nan),
+    }
     irt_pos = None
     if pool.panel is not None:
-        b_score, b_se, first["theta"] = _irt_estimates(pool, target, strata, draws, candidates, usable, strat,
-                                                       col_stratum, right, design)
+        b_score, b_se, first["theta"] = _irt_estimates(
+            pool, target, strata, draws, candidates, usable, strat, col_stratum, right, design
+        )
         scores["irt"], ses["irt"] = b_score, b_se
         confidences["irt"] = score_confidence(b_score, b_se, member_scores)
         irt_pos = positions_of(b_score, member_scores)
     stratified_pos = positions_of(a_score, member_scores)
     chosen_pos = {"paper": paper, "stratified": stratified_pos, "irt": irt_pos}[chosen]
-    options = {"items": items, "per_level": m, "trials": trials, "seed": seed, "missing": pool.options.get("missing", "wrong"),
-               "weighting": weighting, "method": chosen, "method_requested": method, "design": design,
-               "strata": len(alloc), "panel_models": pool.panel_size(target.model),
-               "available": len(population)}
+    options = {
+        "items": items,
+        "per_level": m,
+        "trials": trials,
+        "seed": seed,
+        "missing": pool.options.get("missing", "wrong"),
+        "weighting": weighting,
+        "method": chosen,
+        "method_requested": method,
+        "design": design,
+        "strata": len(alloc),
+        "panel_models": pool.panel_size(target.model),
+        "available": len(population),
+    }
     result = Trials(
-        model=target.model, family=pool.family, method=chosen, positions=np.asarray(chosen_pos, dtype=np.int64),
-        paper_positions=paper.astype(np.int64), stratified_positions=stratified_pos.astype(np.int64),
-        irt_positions=None if irt_pos is None else irt_pos.astype(np.int64), random_positions=rand.astype(np.int64),
-        bayesian_positions=bayes.astype(np.int64), truth=target.truth, reference_score=target.reference_score,
-        member_scores=member_scores, scores=scores, standard_errors=ses, confidences=confidences, options=options)
+        model=target.model,
+        family=pool.family,
+        method=chosen,
+        positions=np.asarray(chosen_pos, dtype=np.int64),
+        paper_positions=paper.astype(np.int64),
+        stratified_positions=stratified_pos.astype(np.int64),
+        irt_positions=None if irt_pos is None else irt_pos.astype(np.int64),
+        random_positions=rand.astype(np.int64),
+        bayesian_positions=bayes.astype(np.int64),
+        truth=target.truth,
+        reference_score=target.reference_score,
+        member_scores=member_scores,
+        scores=scores,
+        standard_errors=ses,
+        confidences=confidences,
+        options=options,
+    )
     return TrialRun(trials=result, levels=levels, first=first)
 
 
-def _irt_estimates(pool: Pool, target: Target, strata: Strata, draws: np.ndarray, candidates: np.ndarray, usable: np.ndarray,
-                   strat: np.ndarray, col_stratum: np.ndarray, right: np.ndarray,
-                   design: Design) -> tuple[np.ndarray, np.ndarray, float]:
+def _irt_estimates(
+    pool: Pool,
+    target: Target,
+    strata: Strata,
+    draws: np.ndarray,
+    candidates: np.ndarray,
+    usable: np.ndarray,
+    strat: np.ndarray,
+    col_stratum: np.ndarray,
+    right: np.ndarray,
+    design: Design,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """B: the IRT difference estimator (percent) and its standard error per trial; trial 0's theta."""
     fit = pool.irt_fit(exclude=target.model)
     nb = len(strata.weights)
@@ -296,6 +363,16 @@ def _irt_estimates(pool: Pool, target: Target, strata: Strata, draws: np.ndarray
         group = np.broadcast_to(col_stratum, strat.shape)
         sizes, group_bench = strata.size.astype(float), strata.bench
     by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
-    total, var, theta = difference_estimate(fit, picked, right[picked].astype(float), valid, group, group_bench,
-                                            sizes, np.asarray(strata.weights), strata.bench_size, by_bench)
+    total, var, theta = difference_estimate(
+        fit,
+        picked,
+        right[picked].astype(float),
+        valid,
+        group,
+        group_bench,
+        sizes,
+        np.asarray(strata.weights),
+        strata.bench_size,
+        by_bench,
+    )
     return 100.0 * total, 100.0 * np.sqrt(var), float(theta[0])
