@@ -315,6 +315,8 @@ def test_one_poisoned_prompt_never_fails_its_neighbours(service: InProcessServic
 
 @pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "NaN", "1e999"])
 def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: InProcessService, literal: str) -> None:
+    finite = post(service, "/v1/route", {"messages": user("hi"), "budget": 2.0}, {**AUTH, "x-request-id": "finite-1"})
+    assert finite.status_code == 200, finite.text
     for path in ("/v1/route", "/v1/chat/completions"):
         content = f'{{"messages": [{{"role": "user", "content": "hi"}}], "budget": {literal}}}'.encode()
         response = httpx.post(service.url + path, content=content, timeout=CLIENT_TIMEOUT_S,
@@ -323,7 +325,8 @@ def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: InProces
         assert response.json()["error"] == {"message": response.json()["error"]["message"],
                                             "type": "invalid_request_error", "param": "budget", "code": None}
         assert "is not a finite number" in response.json()["error"]["message"]
-    assert log_lines(service)  # every line parses as strict JSON
+    lines = log_lines(service)  # every line parses as strict JSON
+    assert [r["request_id"] for r in lines] == ["finite-1"]  # and the refused requests wrote none
 
 
 def test_a_broken_stream_is_logged_as_broken(service: InProcessService, fake: FakeUpstreams) -> None:

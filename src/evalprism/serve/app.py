@@ -13,6 +13,10 @@ Endpoints (all but ``/health`` behind bearer auth when keys are configured):
 P2L inference runs micro-batched in a worker thread (:mod:`~evalprism.serve.batcher`); every
 routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`); while that
 log cannot be written, routing and chat answer 503 and ``/health`` is degraded, naming the reason.
+
+The endpoints are on :data:`router` (an ``APIRouter``); each reaches the :class:`Service` of the app
+serving it (``app.state.service``, built at start-up) through ``Depends``, so that several apps in
+one process (tests) share no circuits, metrics or logs.
 """
 
 from __future__ import annotations
@@ -213,9 +217,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Freezing moves them out of the collector's reach; what requests allocate is still collected.
     gc.collect()
     gc.freeze()
-    log_ = setup.decision_log
+    given = setup.decision_log
     service = Service(config, setup.core, batcher, Upstreams(config, setup.secrets.upstream_keys, setup.transport),
-                      log_ if isinstance(log_, DecisionLog) else DecisionLog(log_), metrics, setup.precision,
+                      given if isinstance(given, DecisionLog) else DecisionLog(given), metrics, setup.precision,
                       _model_cards(setup.model, config))
     app.state.service = service
     try:
