@@ -388,7 +388,8 @@ def test_concurrent_requests_are_micro_batched(service: InProcessService) -> Non
 def test_auth_is_required_everywhere_but_health(service: InProcessService, headers: dict[str, str]) -> None:
     for method, path in [("GET", "/v1/models"), ("POST", "/v1/route"), ("POST", "/v1/chat/completions"),
                          ("POST", "/v1/leaderboard"), ("GET", "/openapi.json")]:
-        response = httpx.request(method, service.url + path, headers=headers, json={"messages": user("hi")})
+        response = httpx.request(method, service.url + path, headers=headers, json={"messages": user("hi")},
+                                 timeout=CLIENT_TIMEOUT_S)
         assert response.status_code == 401, path
         assert response.headers["www-authenticate"] == "Bearer"
 
@@ -749,7 +750,7 @@ def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Pa
     import os
 
     config = write_config(tmp_path / "router.yaml", fake, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
-                          runtime="torch")
+                          runtime="torch", precision="float32")
     earlier = tmp_path / "earlier.jsonl"
     earlier.write_text('{"time":"2026-01-01T00:00:00+00:00","endpoint":"/v1/route","prompt_sha256":"ab",'
                        '"chosen":"poet-7b"}\n', encoding="utf-8")
@@ -758,6 +759,8 @@ def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Pa
     for log, lines_before in ((earlier, 1), (empty, 0)):
         with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:
             assert post(svc, "/v1/route", {"messages": user(PROMPTS[0])}).status_code == 200
+            health = httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
+            assert (health["precision"], health["runtime"]) == ("float32", "torch")  # as the config says
         lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         assert len(lines) == lines_before + 1 and lines[-1]["endpoint"] == "/v1/route"
 
