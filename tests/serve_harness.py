@@ -260,17 +260,21 @@ class ConstantBackbone:
 
 class InProcessService:
     """The service's app (:func:`evalprism.serve.app.create_app`) served by uvicorn on a free loopback
-    port in a thread of the test process: real HTTP, started in well under a second."""
+    port in a thread of the test process: real HTTP, started in well under a second. Each one is a
+    new app, with its own circuits, metrics, batcher and decision log: tests share none of them."""
 
-    def __init__(self, model: Any, config_path: Path, log_path: Path, upstream_keys: dict[str, str | None]) -> None:
+    def __init__(self, model: Any, config_path: Path, log: Any, upstream_keys: dict[str, str | None],
+                 api_keys: tuple[str, ...] = ()) -> None:
+        """``log``: the decision log's path, or an open :class:`~evalprism.serve.decisions.DecisionLog`;
+        ``api_keys``: the bearer tokens the service accepts (none: no auth)."""
         from evalprism.serve.app import create_app
         from evalprism.serve.config import Secrets, load_config
 
         config = load_config(config_path, model.models)
-        app = create_app(model, config, Secrets((), upstream_keys), decision_log=log_path, precision="float32")
+        app = create_app(model, config, Secrets(api_keys, upstream_keys), decision_log=log, precision="float32")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
+        self.log_path: Path = Path(getattr(log, "path", log))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -1,5 +1,8 @@
-"""The P2L router service over real HTTP on loopback: `evalprism serve` in a subprocess, a small
-OpenAI-compatible server standing in for the paid upstreams (tests/serve_harness.py).
+"""The P2L router service over real HTTP on loopback, with a small OpenAI-compatible server standing
+in for the paid upstreams (tests/serve_harness.py). Each test gets a new app in-process
+(:class:`InProcessService`: its own circuits, metrics, batcher and decision log, so no test depends
+on another or on their order); a few run `evalprism serve` itself in a subprocess (SIGTERM, the
+CLI's decision-log and address checks, a real full disk).
 
 The P2L model is really trained (frozen minilm, simulated battles over three topics whose
 leaderboards disagree), so routing decisions are the model's; they are checked against
@@ -9,8 +12,8 @@ leaderboards disagree), so routing decisions are the model's; they are checked a
 from __future__ import annotations
 
 import asyncio
-import re
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,17 +24,24 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import HANG_LIMIT_S, FillingDisk
+from serve_harness import (
+    CLIENT_TIMEOUT_S,
+    ConstantBackbone,
+    FakeUpstreams,
+    InProcessService,
+    ServiceProcess,
+    running_service,
+    write_config,
+)
 
+from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, route, train_model
 from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
-from evalprism.errors import EvalprismError
 
-from helpers import HANG_LIMIT_S, FillingDisk
-from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, running_service, write_config
-
-pytestmark = pytest.mark.slow  # starts the router service in a subprocess
+pytestmark = pytest.mark.slow  # trains a P2L model; some tests start the router service in a subprocess
 
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 KEY = "test-bearer-token"
@@ -55,19 +65,40 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def loaded(model_dir: Path) -> P2LModel:
+    """The trained model as `evalprism serve` runs it with this module's config (float32: decisions are
+    compared to 1e-6; the default runtime, OpenVINO for a sentence encoder), loaded once: the apps of
+    the tests share it (it holds no state of theirs), not their circuits, metrics or logs."""
+    return P2LModel.load(model_dir, cache_dir=False, precision="float32", runtime="auto")
+
+
+@pytest.fixture(scope="module")
 def upstreams() -> Iterator[FakeUpstreams]:
     with FakeUpstreams() as fake:
         yield fake
 
 
-@pytest.fixture(scope="module")
-def service(model_dir: Path, upstreams: FakeUpstreams, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    root = tmp_path_factory.mktemp("service")
-    config = write_config(root / "router.yaml", upstreams, COSTS, PRICES, budget=1.0, api_keys_env=["SERVICE_KEY"],
+@pytest.fixture()
+def fake(upstreams: FakeUpstreams) -> Iterator[FakeUpstreams]:
+    """The shared fake upstreams, reset for one test; whatever hangs is released at its end."""
+    upstreams.behaviour.clear()
+    upstreams.received.clear()
+    upstreams.released.clear()
+    upstreams.tool_call = False
+    yield upstreams
+    upstreams.released.set()
+
+
+@pytest.fixture()
+def service(loaded: P2LModel, fake: FakeUpstreams, tmp_path: Path) -> Iterator[InProcessService]:
+    """A new service for this test only (bearer auth, budget 1, token prices for poet-7b), in-process."""
+    root = tmp_path / "service"
+    root.mkdir()
+    config = write_config(root / "router.yaml", fake, COSTS, PRICES, budget=1.0, api_keys_env=["SERVICE_KEY"],
                           timeout_s=UPSTREAM_TIMEOUT_S, breaker_cooldown_s=BREAKER_COOLDOWN_S,
-                          seed=0, precision="float32")  # float32: decisions compared to 1e-6
-    with running_service(model_dir, config, ENV) as svc:
-        svc.log_path = root / "decisions.jsonl"  # type: ignore[attr-defined]
+                          seed=0, precision="float32")
+    with InProcessService(loaded, config, root / "decisions.jsonl", dict.fromkeys(COSTS, UPSTREAM_KEY),
+                          api_keys=(KEY,)) as svc:
         yield svc
 
 
@@ -78,26 +109,16 @@ PRICES = {"poet-7b": (0.001, 0.002)}  # per prompt / completion token
 UPSTREAM_TIMEOUT_S = 5.0
 BREAKER_COOLDOWN_S = 3600.0
 
-
-@pytest.fixture()
-def healthy_upstreams(upstreams: FakeUpstreams, service: ServiceProcess) -> Iterator[FakeUpstreams]:
-    """The upstreams, all answering; afterwards each one a test made fail answers one request naming
-    it (the only candidate is tried even with its circuit open), which closes its circuit again."""
-    upstreams.behaviour.clear()
-    yield upstreams
-    failed = list(upstreams.behaviour)
-    upstreams.behaviour.clear()
-    for name in failed:
-        post(service, "/v1/chat/completions", {"model": name, "messages": user("reset")})
+Service = InProcessService | ServiceProcess
 
 
-def post(svc: ServiceProcess, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+def post(svc: Service, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
     return httpx.post(svc.url + path, json=body, headers=AUTH if headers is None else headers, timeout=CLIENT_TIMEOUT_S)
 
 
-def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: ServiceProcess, model_dir: Path) -> None:
-    runtime = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["runtime"]
-    model = P2LModel.load(model_dir, cache_dir=False, runtime=runtime)  # what the service runs (openvino by default)
+def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: InProcessService, loaded: P2LModel) -> None:
+    assert httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()["runtime"] == loaded.backbone.runtime
+    model = loaded  # what the service runs (openvino by default)
     names = list(COSTS)
     columns = [model.models.index(n) for n in names]
     costs = np.array([COSTS[n] for n in names])
@@ -115,35 +136,35 @@ def test_route_equals_p2l_route_on_the_prompts_leaderboard(service: ServiceProce
             assert got["expected_cost"] <= (1.0 if budget is None else budget) + 1e-9
 
 
-def test_route_sends_each_topic_to_its_planted_best_model(service: ServiceProcess) -> None:
+def test_route_sends_each_topic_to_its_planted_best_model(service: InProcessService) -> None:
     """Unconstrained (budget above every cost), each topic's prompt goes to the model the
     simulation made best on that topic."""
     picks = {p: post(service, "/v1/route", {"messages": user(p), "budget": 5.0}).json()["model"] for p in PROMPTS[:3]}
     assert picks == {PROMPTS[0]: "poet-7b", PROMPTS[1]: "calc-13b", PROMPTS[2]: "coder-34b"}
 
 
-def test_chat_completion_is_routed_forwarded_and_annotated(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
-    before = len(healthy_upstreams.received)
+def test_chat_completion_is_routed_forwarded_and_annotated(service: InProcessService, fake: FakeUpstreams) -> None:
+    before = len(fake.received)
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[1]), "temperature": 0.2})
     assert response.status_code == 200
     body = response.json()
     decided = body["evalprism"]["decided"]
     assert body["choices"][0]["message"]["content"] == FakeUpstreams.answer(decided)
     assert body["evalprism"]["routed"] and body["evalprism"]["model"] == decided == response.headers["x-evalprism-model"]
-    sent = healthy_upstreams.received[before]
+    sent = fake.received[before]
     assert sent["path_model"] == decided and sent["body"]["model"] == f"up-{decided}"
     assert sent["body"]["temperature"] == 0.2 and "budget" not in sent["body"]
     assert sent["authorization"] == f"Bearer {UPSTREAM_KEY}"
     assert UPSTREAM_KEY not in response.text and KEY not in response.text
 
 
-def test_naming_a_candidate_bypasses_routing(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_naming_a_candidate_bypasses_routing(service: InProcessService, fake: FakeUpstreams) -> None:
     body = post(service, "/v1/chat/completions", {"model": "generalist-70b", "messages": user(PROMPTS[0])}).json()
     assert body["evalprism"] == body["evalprism"] | {"routed": False, "model": "generalist-70b"}
     assert body["choices"][0]["message"]["content"] == FakeUpstreams.answer("generalist-70b")
 
 
-def test_streaming_relays_the_upstream_events(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_streaming_relays_the_upstream_events(service: InProcessService, fake: FakeUpstreams) -> None:
     with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, timeout=CLIENT_TIMEOUT_S,
                       json={"stream": True, "messages": user(PROMPTS[2])}) as response:
         assert response.status_code == 200
@@ -158,14 +179,14 @@ def test_streaming_relays_the_upstream_events(service: ServiceProcess, healthy_u
 
 @pytest.mark.parametrize("failure", ["fail", "slow"])
 @pytest.mark.parametrize("stream", [False, True])
-def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstreams: FakeUpstreams,
+def test_failover_to_the_next_best_model(service: InProcessService, fake: FakeUpstreams,
                                          failure: str, stream: bool) -> None:
     """A 500 or a timeout (the config's timeout_s is 5 s, the upstream never answers) of the chosen
     model's upstream: the answer comes from the decision's next model, and both attempts are told."""
     decision = post(service, "/v1/route", {"messages": user(PROMPTS[0]), "budget": 5.0}).json()
     chosen = decision["model"]
     coefs = decision["coefs"]
-    healthy_upstreams.behaviour[chosen] = failure
+    fake.behaviour[chosen] = failure
     body = {"messages": user(PROMPTS[0]), "budget": 5.0, "stream": stream}
     if stream:
         with httpx.stream("POST", service.url + "/v1/chat/completions", headers=AUTH, json=body, timeout=CLIENT_TIMEOUT_S) as r:
@@ -179,11 +200,11 @@ def test_failover_to_the_next_best_model(service: ServiceProcess, healthy_upstre
     assert annotation["attempts"][0]["error"] and annotation["attempts"][1]["status"] == 200
 
 
-def test_every_upstream_failing_is_a_502_not_a_500(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_every_upstream_failing_is_a_502_not_a_500(service: InProcessService, fake: FakeUpstreams) -> None:
     """max_attempts (default 3) of the four candidates are tried, in the decision's order; the 502 says
     why for each, in the structured `evalprism.attempts` of a successful answer."""
     for name in COSTS:
-        healthy_upstreams.behaviour[name] = "fail"
+        fake.behaviour[name] = "fail"
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[3])})
     assert response.status_code == 502
     body = response.json()
@@ -194,16 +215,16 @@ def test_every_upstream_failing_is_a_502_not_a_500(service: ServiceProcess, heal
     assert attempts[0]["model"] == body["evalprism"]["decided"] and len({a["model"] for a in attempts}) == 3
 
 
-def failover_order(svc: ServiceProcess, prompt: str) -> list[str]:
+def failover_order(svc: Service, prompt: str) -> list[str]:
     """The candidates in the order a chat on ``prompt`` (budget 5: above every cost) tries them."""
     coefs = post(svc, "/v1/route", {"messages": user(prompt), "budget": 5.0}).json()["coefs"]
     return sorted(COSTS, key=lambda n: -coefs[n])  # unconstrained, uniform opponent: the order of θ
 
 
-def test_a_429_then_a_529_fail_over_to_the_third_candidate(service: ServiceProcess,
-                                                           healthy_upstreams: FakeUpstreams) -> None:
+def test_a_429_then_a_529_fail_over_to_the_third_candidate(service: InProcessService,
+                                                           fake: FakeUpstreams) -> None:
     order = failover_order(service, PROMPTS[0])
-    healthy_upstreams.behaviour |= {order[0]: "rate_limited", order[1]: "overloaded"}
+    fake.behaviour |= {order[0]: "rate_limited", order[1]: "overloaded"}
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), "budget": 5.0})
     assert response.status_code == 200, response.text
     annotation = response.json()["evalprism"]
@@ -213,11 +234,11 @@ def test_a_429_then_a_529_fail_over_to_the_third_candidate(service: ServiceProce
     assert annotation["model"] == order[2]
 
 
-def test_every_attempt_rate_limited_is_a_429_with_retry_after(service: ServiceProcess,
-                                                              healthy_upstreams: FakeUpstreams) -> None:
+def test_every_attempt_rate_limited_is_a_429_with_retry_after(service: InProcessService,
+                                                              fake: FakeUpstreams) -> None:
     order = failover_order(service, PROMPTS[0])
     for name in COSTS:
-        healthy_upstreams.behaviour[name] = "rate_limited"
+        fake.behaviour[name] = "rate_limited"
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), "budget": 5.0})
     assert response.status_code == 429, response.text
     assert response.headers["retry-after"] == str(min(int(FakeUpstreams.RETRY_AFTER[m]) for m in order[:3]))
@@ -228,12 +249,12 @@ def test_every_attempt_rate_limited_is_a_429_with_retry_after(service: ServicePr
     assert health["status"] == "ok" and {u["state"] for u in health["upstreams"].values()} == {"closed"}
 
 
-def test_a_failing_upstream_is_skipped_once_its_circuit_opens(service: ServiceProcess,
-                                                              healthy_upstreams: FakeUpstreams) -> None:
+def test_a_failing_upstream_is_skipped_once_its_circuit_opens(service: InProcessService,
+                                                              fake: FakeUpstreams) -> None:
     """breaker_failures (default 3) consecutive failures open the circuit: /health says so, and the
     next request goes straight to the next candidate without calling the failing upstream."""
     order = failover_order(service, PROMPTS[0])
-    healthy_upstreams.behaviour[order[0]] = "fail"
+    fake.behaviour[order[0]] = "fail"
     body = {"messages": user(PROMPTS[0]), "budget": 5.0}
     for _ in range(3):
         assert post(service, "/v1/chat/completions", body).json()["evalprism"]["model"] == order[1]
@@ -242,15 +263,15 @@ def test_a_failing_upstream_is_skipped_once_its_circuit_opens(service: ServicePr
     assert health["upstreams"][order[0]]["state"] == "open"
     assert health["upstreams"][order[0]]["consecutive_failures"] == 3
     assert 0 < health["upstreams"][order[0]]["retry_in_s"] <= BREAKER_COOLDOWN_S
-    calls = sum(r["path_model"] == order[0] for r in healthy_upstreams.received)
+    calls = sum(r["path_model"] == order[0] for r in fake.received)
     annotation = post(service, "/v1/chat/completions", body).json()["evalprism"]
-    assert sum(r["path_model"] == order[0] for r in healthy_upstreams.received) == calls
+    assert sum(r["path_model"] == order[0] for r in fake.received) == calls
     assert [(a["model"], a["skipped"]) for a in annotation["attempts"]] == [(order[0], True), (order[1], False)]
 
 
-def test_every_circuit_open_makes_health_unavailable(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_every_circuit_open_makes_health_unavailable(service: InProcessService, fake: FakeUpstreams) -> None:
     for name in COSTS:
-        healthy_upstreams.behaviour[name] = "fail"
+        fake.behaviour[name] = "fail"
     for _ in range(3):
         for name in COSTS:
             post(service, "/v1/chat/completions", {"model": name, "messages": user("hi")})
@@ -259,16 +280,16 @@ def test_every_circuit_open_makes_health_unavailable(service: ServiceProcess, he
     assert {u["state"] for u in health["upstreams"].values()} == {"open"}
 
 
-def log_lines(svc: ServiceProcess) -> list[dict[str, Any]]:
+def log_lines(svc: Service) -> list[dict[str, Any]]:
     """Every line of the decision log, parsed by a strict parser (Infinity and NaN are refused)."""
     def refuse(constant: str) -> None:
         raise ValueError(f"non-JSON constant {constant} in the decision log")
 
-    text = svc.log_path.read_text(encoding="utf-8")  # type: ignore[attr-defined]
+    text = svc.log_path.read_text(encoding="utf-8")  # type: ignore[union-attr]
     return [json.loads(line, parse_constant=refuse) for line in text.splitlines()]
 
 
-def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess) -> None:
+def test_one_poisoned_prompt_never_fails_its_neighbours(service: InProcessService) -> None:
     """A lone UTF-16 surrogate (what JSON.stringify writes for a string cut inside an emoji) is a 400 at
     the boundary; the 15 requests sent with it, in the same micro-batch window, all get 200, every round."""
     poisoned = b'{"messages": [{"role": "user", "content": "hello \\udbed"}]}'
@@ -293,7 +314,9 @@ def test_one_poisoned_prompt_never_fails_its_neighbours(service: ServiceProcess)
 
 
 @pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "NaN", "1e999"])
-def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: ServiceProcess, literal: str) -> None:
+def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: InProcessService, literal: str) -> None:
+    finite = post(service, "/v1/route", {"messages": user("hi"), "budget": 2.0}, {**AUTH, "x-request-id": "finite-1"})
+    assert finite.status_code == 200, finite.text
     for path in ("/v1/route", "/v1/chat/completions"):
         content = f'{{"messages": [{{"role": "user", "content": "hi"}}], "budget": {literal}}}'.encode()
         response = httpx.post(service.url + path, content=content, timeout=CLIENT_TIMEOUT_S,
@@ -302,11 +325,12 @@ def test_non_finite_numbers_are_refused_and_the_log_stays_json(service: ServiceP
         assert response.json()["error"] == {"message": response.json()["error"]["message"],
                                             "type": "invalid_request_error", "param": "budget", "code": None}
         assert "is not a finite number" in response.json()["error"]["message"]
-    assert log_lines(service)  # every line parses as strict JSON
+    lines = log_lines(service)  # every line parses as strict JSON
+    assert [r["request_id"] for r in lines] == ["finite-1"]  # and the refused requests wrote none
 
 
-def test_a_broken_stream_is_logged_as_broken(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
-    healthy_upstreams.behaviour["calc-13b"] = "break"
+def test_a_broken_stream_is_logged_as_broken(service: InProcessService, fake: FakeUpstreams) -> None:
+    fake.behaviour["calc-13b"] = "break"
     received = b""
     with httpx.stream("POST", service.url + "/v1/chat/completions", timeout=CLIENT_TIMEOUT_S,
                       headers={**AUTH, "x-request-id": "broken-stream-1"},
@@ -316,15 +340,15 @@ def test_a_broken_stream_is_logged_as_broken(service: ServiceProcess, healthy_up
             received += piece
     events = [line[5:].strip() for line in received.decode().splitlines() if line.startswith("data:")]
     assert "[DONE]" not in events and "upstream stream broke off" in json.loads(events[-1])["error"]["message"]
-    line = next(r for r in log_lines(service) if r.get("request_id") == "broken-stream-1")
+    line = service.log_line("broken-stream-1")  # a stream's line is written as it ends, maybe after the last byte
     assert line["outcome"] == "stream_broken" and line["bytes_relayed"] == len(received)
     whole = post(service, "/v1/chat/completions", {"model": "poet-7b", "stream": True, "messages": user("hi")},
                  {**AUTH, "x-request-id": "whole-stream-1"})
-    line = next(r for r in log_lines(service) if r.get("request_id") == "whole-stream-1")
+    line = service.log_line("whole-stream-1")
     assert line["outcome"] == "completed" and line["bytes_relayed"] == len(whole.content)
 
 
-def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, model_dir: Path) -> None:
+def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: InProcessService, model_dir: Path) -> None:
     from evalprism.stats.aggregate import aggregate_leaderboards
 
     model = P2LModel.load(model_dir, cache_dir=False)
@@ -338,14 +362,14 @@ def test_leaderboard_for_a_prompt_and_for_a_prompt_set(service: ServiceProcess, 
     assert many["models"] == model.models
 
 
-def test_models_and_health(service: ServiceProcess) -> None:
+def test_models_and_health(service: InProcessService) -> None:
     ids = [m["id"] for m in httpx.get(service.url + "/v1/models", headers=AUTH, timeout=CLIENT_TIMEOUT_S).json()["data"]]
     assert ids == ["evalprism-router", *COSTS]
     health = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()  # no token needed
     assert health["status"] == "ok" and health["precision"] == "float32" and health["models"] == 4
 
 
-def test_concurrent_requests_are_micro_batched(service: ServiceProcess) -> None:
+def test_concurrent_requests_are_micro_batched(service: InProcessService) -> None:
     before = httpx.get(service.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
 
     async def burst() -> list[int]:
@@ -361,10 +385,11 @@ def test_concurrent_requests_are_micro_batched(service: ServiceProcess) -> None:
 
 
 @pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer wrong"}, {"authorization": KEY}])
-def test_auth_is_required_everywhere_but_health(service: ServiceProcess, headers: dict[str, str]) -> None:
+def test_auth_is_required_everywhere_but_health(service: InProcessService, headers: dict[str, str]) -> None:
     for method, path in [("GET", "/v1/models"), ("POST", "/v1/route"), ("POST", "/v1/chat/completions"),
                          ("POST", "/v1/leaderboard"), ("GET", "/openapi.json")]:
-        response = httpx.request(method, service.url + path, headers=headers, json={"messages": user("hi")})
+        response = httpx.request(method, service.url + path, headers=headers, json={"messages": user("hi")},
+                                 timeout=CLIENT_TIMEOUT_S)
         assert response.status_code == 401, path
         assert response.headers["www-authenticate"] == "Bearer"
 
@@ -390,14 +415,14 @@ def test_auth_is_required_everywhere_but_health(service: ServiceProcess, headers
         ("/v1/route", b'[1, 2]', 422, "body"),
     ],
 )
-def test_bad_requests_get_a_clear_4xx(service: ServiceProcess, path: str, content: bytes, status: int, message: str) -> None:
+def test_bad_requests_get_a_clear_4xx(service: InProcessService, path: str, content: bytes, status: int, message: str) -> None:
     response = httpx.post(service.url + path, content=content, timeout=CLIENT_TIMEOUT_S,
                           headers={**AUTH, "content-type": "application/json"})
     assert response.status_code == status, response.text
     assert message in response.json()["error"]["message"]
 
 
-def test_a_body_sent_as_a_form_is_told_to_send_json(service: ServiceProcess) -> None:
+def test_a_body_sent_as_a_form_is_told_to_send_json(service: InProcessService) -> None:
     """``curl -d '{...}'`` without a content-type header sends a form: the answer says what to send instead."""
     body = b'{"messages": [{"role": "user", "content": "hi"}]}'
     response = httpx.post(service.url + "/v1/route", content=body, timeout=CLIENT_TIMEOUT_S,
@@ -411,10 +436,9 @@ def test_a_body_sent_as_a_form_is_told_to_send_json(service: ServiceProcess) -> 
     assert httpx.post(service.url + "/v1/route", content=body, timeout=CLIENT_TIMEOUT_S, headers=json_type).status_code == 200
 
 
-def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, upstreams: FakeUpstreams,
+def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: Path, fake: FakeUpstreams,
                                                                     tmp_path: Path) -> None:
-    upstreams.behaviour.clear()
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=2.0, max_prompt_tokens=6)
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, budget=2.0, max_prompt_tokens=6)
     service = ServiceProcess(model_dir, config, {"FAKE_UPSTREAM_KEY": UPSTREAM_KEY}).start()
     long_prompt = "Write a sonnet about the autumn sea, then explain its rhyme scheme line by line."
     try:
@@ -446,7 +470,7 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(model_dir: P
     assert "question 1" not in text and UPSTREAM_KEY not in text and UPSTREAM_KEY not in output
 
 
-def test_openai_shape_of_models_errors_and_request_ids(service: ServiceProcess) -> None:
+def test_openai_shape_of_models_errors_and_request_ids(service: InProcessService) -> None:
     listed = httpx.get(service.url + "/v1/models", headers=AUTH, timeout=CLIENT_TIMEOUT_S)
     cards = listed.json()["data"]
     assert all(isinstance(c["created"], int) and c["object"] == "model" for c in cards)
@@ -470,19 +494,19 @@ def test_openai_shape_of_models_errors_and_request_ids(service: ServiceProcess) 
 
 
 def test_unknown_openai_parameters_pass_through_but_near_misses_of_budget_do_not(
-        service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+        service: InProcessService, fake: FakeUpstreams) -> None:
     extras = {"prompt_cache_key": "k1", "safety_identifier": "u-9", "verbosity": "low", "function_call": "auto",
               "functions": [{"name": "f", "parameters": {}}], "prompt_cache_retention": "24h"}
-    before = len(healthy_upstreams.received)
+    before = len(fake.received)
     response = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), **extras})
     assert response.status_code == 200, response.text
-    assert healthy_upstreams.received[before]["body"] | extras == healthy_upstreams.received[before]["body"]
+    assert fake.received[before]["body"] | extras == fake.received[before]["body"]
     for typo in ("budegt", "Budget", "buget"):
         refused = post(service, "/v1/chat/completions", {"messages": user(PROMPTS[0]), typo: 1.0})
         assert refused.status_code == 422
         assert refused.json()["error"]["message"].startswith(f"unknown field '{typo}': did you mean 'budget'?")
         assert refused.json()["error"]["param"] == typo
-    assert len(healthy_upstreams.received) == before + 1
+    assert len(fake.received) == before + 1
 
 
 @pytest.mark.parametrize("parts,message", [
@@ -494,23 +518,23 @@ def test_unknown_openai_parameters_pass_through_but_near_misses_of_budget_do_not
     ([{"type": "text"}], "part 0 (text): text: Field required"),
 ])
 def test_malformed_content_parts_are_refused_before_any_upstream_call(
-        service: ServiceProcess, healthy_upstreams: FakeUpstreams, parts: list[dict[str, Any]], message: str) -> None:
-    before = len(healthy_upstreams.received)
+        service: InProcessService, fake: FakeUpstreams, parts: list[dict[str, Any]], message: str) -> None:
+    before = len(fake.received)
     response = post(service, "/v1/chat/completions", {"messages": [{"role": "user", "content": parts}]})
     assert response.status_code == 422 and message in response.json()["error"]["message"], response.text
-    assert len(healthy_upstreams.received) == before
+    assert len(fake.received) == before
 
 
-def test_well_formed_parts_route_on_their_text(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_well_formed_parts_route_on_their_text(service: InProcessService, fake: FakeUpstreams) -> None:
     parts = [{"type": "text", "text": PROMPTS[2]}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]
     response = post(service, "/v1/chat/completions", {"messages": [{"role": "user", "content": parts}]})
     assert response.status_code == 200
     assert response.json()["evalprism"]["prompt_sha256"] == post(service, "/v1/route", {
         "messages": user(PROMPTS[2])}).json()["prompt_sha256"]
-    assert healthy_upstreams.received[-1]["body"]["messages"][0]["content"] == parts
+    assert fake.received[-1]["body"]["messages"][0]["content"] == parts
 
 
-def metric_samples(svc: ServiceProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def metric_samples(svc: Service) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """/metrics parsed by prometheus-client's own parser."""
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -520,12 +544,12 @@ def metric_samples(svc: ServiceProcess) -> dict[tuple[str, tuple[tuple[str, str]
 
 
 def test_metrics_count_requests_decisions_batches_and_upstream_errors(
-        service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+        service: InProcessService, fake: FakeUpstreams) -> None:
     assert httpx.get(service.url + "/metrics", timeout=CLIENT_TIMEOUT_S).status_code == 401  # behind the same auth
     before = metric_samples(service)
     for k in range(5):
         post(service, "/v1/route", {"messages": user(f"{PROMPTS[0]} {k}"), "budget": 5.0})
-    healthy_upstreams.behaviour["coder-34b"] = "fail"
+    fake.behaviour["coder-34b"] = "fail"
     post(service, "/v1/chat/completions", {"model": "coder-34b", "messages": user("hi")})
     after = metric_samples(service)
 
@@ -541,8 +565,8 @@ def test_metrics_count_requests_decisions_batches_and_upstream_errors(
     assert delta("evalprism_requests_total", endpoint="/v1/chat/completions", status="502") == 1
 
 
-def test_realised_cost_is_usage_times_the_token_prices(service: ServiceProcess,
-                                                       healthy_upstreams: FakeUpstreams) -> None:
+def test_realised_cost_is_usage_times_the_token_prices(service: InProcessService,
+                                                       fake: FakeUpstreams) -> None:
     usage = FakeUpstreams.USAGE
     want = usage["prompt_tokens"] * PRICES["poet-7b"][0] + usage["completion_tokens"] * PRICES["poet-7b"][1]
     body = post(service, "/v1/chat/completions", {"model": "poet-7b", "messages": user("hi")},
@@ -556,11 +580,11 @@ def test_realised_cost_is_usage_times_the_token_prices(service: ServiceProcess,
         chunks = [json.loads(line[5:]) for line in response.iter_lines()
                   if line.startswith("data:") and "[DONE]" not in line]
     assert [c["evalprism"]["realised_cost"] for c in chunks if c.get("usage")] == [pytest.approx(want, rel=1e-12)]
-    lines = {r["request_id"]: r for r in log_lines(service) if r.get("request_id") in ("cost-1", "cost-2")}
+    lines = {rid: service.log_line(rid) for rid in ("cost-1", "cost-2")}  # the stream's, once it has ended
     assert lines["cost-1"]["realised_cost"] == lines["cost-2"]["realised_cost"] == pytest.approx(want, rel=1e-12)
 
 
-def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upstreams: FakeUpstreams) -> None:
+def test_the_official_openai_sdk_as_client(service: InProcessService, fake: FakeUpstreams) -> None:
     """openai's Python SDK against the router: models list and retrieve, chat (routed, with the `budget`
     extension in extra_body and parameters the SDK knows but the router does not declare), streaming with
     usage, the request id, and the SDK's error classes for 401, 404, 422 and 429."""
@@ -576,7 +600,7 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
     assert annotation["decided"] == "calc-13b" and annotation["budget"] == 5.0  # the planted best on algebra
     assert parsed.choices[0].message.content == FakeUpstreams.answer("calc-13b")
     assert parsed._request_id == "sdk-1"
-    assert healthy_upstreams.received[-1]["body"]["prompt_cache_key"] == "cache-1"
+    assert fake.received[-1]["body"]["prompt_cache_key"] == "cache-1"
     stream = client.chat.completions.create(model="poet-7b", messages=user("hi"), stream=True,
                                             stream_options={"include_usage": True})
     chunks = list(stream)
@@ -592,7 +616,7 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
     assert refused.value.param == "budget"
     with pytest.raises(openai.UnprocessableEntityError):
         client.chat.completions.create(model="poet-7b", messages=[{"role": "user", "content": [{"type": "text"}]}])
-    healthy_upstreams.behaviour["poet-7b"] = "rate_limited"
+    fake.behaviour["poet-7b"] = "rate_limited"
     with pytest.raises(openai.RateLimitError) as limited:
         client.chat.completions.create(model="poet-7b", messages=user("hi"))
     assert limited.value.response.headers["retry-after"] == FakeUpstreams.RETRY_AFTER["poet-7b"]
@@ -600,19 +624,19 @@ def test_the_official_openai_sdk_as_client(service: ServiceProcess, healthy_upst
 
 def run_serve(model_dir: Path, config: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     cli = Path(sys.executable).with_name("evalprism")
-    return subprocess.run([str(cli), "serve", str(model_dir), "--config", str(config), *args], env=env,
+    return subprocess.run([str(cli), "serve", str(model_dir), "--config", str(config), *args], env=env, check=False,
                           capture_output=True, text=True, timeout=HANG_LIMIT_S)
 
 
-def test_startup_refusals_exit_2_with_one_message(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
+def test_startup_refusals_exit_2_with_one_message(model_dir: Path, fake: FakeUpstreams, tmp_path: Path) -> None:
     import os
 
     env = {k: v for k, v in os.environ.items() if k not in ("SERVICE_KEY", "FAKE_UPSTREAM_KEY")}
-    open_config = write_config(tmp_path / "open.yaml", upstreams, COSTS)
+    open_config = write_config(tmp_path / "open.yaml", fake, COSTS)
     cases = [
         (open_config, {**env, "FAKE_UPSTREAM_KEY": "k"}, ["--host", "0.0.0.0"], "refusing to listen on 0.0.0.0 without API keys"),
         (open_config, env, [], "FAKE_UPSTREAM_KEY named in the config are not set"),
-        (write_config(tmp_path / "unknown.yaml", upstreams, {**COSTS, "gpt-9": 1.0}), {**env, "FAKE_UPSTREAM_KEY": "k"},
+        (write_config(tmp_path / "unknown.yaml", fake, {**COSTS, "gpt-9": 1.0}), {**env, "FAKE_UPSTREAM_KEY": "k"},
          [], "gpt-9 not in the P2L model's list"),
     ]
     for config, environ, args, message in cases:
@@ -642,25 +666,24 @@ def test_config_errors_name_the_file_and_key(tmp_path: Path, text: str, message:
     assert str(path) in str(info.value) and message in str(info.value)
 
 
-def test_schemathesis_checks_all_find_no_failure(service: ServiceProcess, upstreams: FakeUpstreams) -> None:
+def test_schemathesis_checks_all_find_no_failure(service: InProcessService, fake: FakeUpstreams) -> None:
     """schemathesis's own CLI with ``--checks all`` on the published schema: no 5xx, every status and
     response (SSE events included) as documented, schema-valid requests accepted and schema-violating ones
     refused, auth enforced, 405 with Allow. Deterministic generation, 25 examples per operation and phase.
     A busy machine answers late, not wrongly: each request may take up to the hang limit (schemathesis's own
     default is 10 s) and a request that fails at the network level is sent again, up to 3 times."""
     pytest.importorskip("schemathesis", reason="schemathesis (the dev extra) is not installed")
-    upstreams.behaviour.clear()
     cli = Path(sys.executable).with_name("schemathesis")
     done = subprocess.run([str(cli), "run", service.url + "/openapi.json", "--checks", "all", "-H",
                            f"Authorization: Bearer {KEY}", "-n", "25", "--generation-deterministic", "--no-color",
                            "--request-timeout", str(CLIENT_TIMEOUT_S), "--request-retries", "3"],
-                          capture_output=True, text=True, timeout=HANG_LIMIT_S)
+                          capture_output=True, text=True, timeout=HANG_LIMIT_S, check=False)
     assert done.returncode == 0, done.stdout[-4000:]
     assert "Tested: 6" in done.stdout  # health, models, one model, leaderboard, route, chat (/metrics is not in it)
     assert re.search(r"(\d+) generated, \1 passed", done.stdout), done.stdout[-2000:]
 
 
-def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstreams: FakeUpstreams, capsys) -> None:
+def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, fake: FakeUpstreams, capsys) -> None:
     """The value a model is routed by is one property of the model: a grk-trained model routed by
     `evalprism p2l route` and by /v1/route gives the same mixes, values and router coefficients."""
     from helpers import run_cli
@@ -671,7 +694,8 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
     model_path = train_model(battles, TrainOptions(loss="grk", seed=0), cache_dir=str(tmp_path / "cache"),
                            progress=False).save(tmp_path / "grk-model")
-    assert P2LModel.load(model_path, cache_dir=False).routing_value == "grk"
+    grk = P2LModel.load(model_path, cache_dir=False, precision="float32", runtime="torch")  # as the config says
+    assert grk.routing_value == "grk"
     prompts = tmp_path / "prompts.csv"
     pd.DataFrame({"prompt": PROMPTS}).to_csv(prompts, index=False)
     costs = tmp_path / "costs.csv"
@@ -680,9 +704,10 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
                             "--budget-scope", "prompt", "--out", tmp_path / "routes", "-q"], capsys)
     assert code == 0, err
     cli = pd.read_csv(tmp_path / "routes" / "routes.csv")
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, budget=1.0, api_keys_env=["SERVICE_KEY"],
                           seed=0, precision="float32", runtime="torch")
-    with running_service(model_path, config, ENV) as svc:
+    with InProcessService(grk, config, tmp_path / "decisions.jsonl", dict.fromkeys(COSTS, UPSTREAM_KEY),
+                          api_keys=(KEY,)) as svc:
         for row in cli.itertuples():
             got = post(svc, "/v1/route", {"messages": user(row.prompt)}).json()
             want = {row.model: row.prob} | ({row.model_2: row.prob_2} if row.prob_2 > 0 else {})
@@ -693,14 +718,14 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, upstr
 
 # ------------------------------------------------------------------ the decision log and the address, before the model
 
-def test_decision_log_never_lands_in_an_input_or_a_foreign_file(model_dir: Path, upstreams: FakeUpstreams,
+def test_decision_log_never_lands_in_an_input_or_a_foreign_file(model_dir: Path, fake: FakeUpstreams,
                                                                  tmp_path: Path) -> None:
     """`--decision-log` at the model's config.json once appended decision lines to it and the model no
     longer loaded. Every such path is refused with exit 2 before the model loads, and nothing changes."""
     import os
 
     env = {**os.environ, **ENV}
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"])
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, api_keys_env=["SERVICE_KEY"])
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"time": "2026-01-01", "note": "mine"}\n', encoding="utf-8")
     cases = [
@@ -720,12 +745,12 @@ def test_decision_log_never_lands_in_an_input_or_a_foreign_file(model_dir: Path,
     P2LModel.load(model_dir, cache_dir=False)  # still loads
 
 
-def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Path, upstreams: FakeUpstreams,
+def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Path, fake: FakeUpstreams,
                                                                    tmp_path: Path) -> None:
     import os
 
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
-                          runtime="torch")
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
+                          runtime="torch", precision="float32")
     earlier = tmp_path / "earlier.jsonl"
     earlier.write_text('{"time":"2026-01-01T00:00:00+00:00","endpoint":"/v1/route","prompt_sha256":"ab",'
                        '"chosen":"poet-7b"}\n', encoding="utf-8")
@@ -734,11 +759,13 @@ def test_an_earlier_decision_log_and_an_empty_file_are_appended_to(model_dir: Pa
     for log, lines_before in ((earlier, 1), (empty, 0)):
         with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:
             assert post(svc, "/v1/route", {"messages": user(PROMPTS[0])}).status_code == 200
+            health = httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
+            assert (health["precision"], health["runtime"]) == ("float32", "torch")  # as the config says
         lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
         assert len(lines) == lines_before + 1 and lines[-1]["endpoint"] == "/v1/route"
 
 
-def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model_dir: Path, upstreams: FakeUpstreams,
+def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model_dir: Path, fake: FakeUpstreams,
                                                                            tmp_path: Path) -> None:
     """A port in use or a host that is not this machine's: `error: ...` and exit 2, not uvicorn's
     message and exit 3 after the model loaded."""
@@ -746,7 +773,7 @@ def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model
     import socket
 
     env = {**os.environ, **ENV}
-    config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"])
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, api_keys_env=["SERVICE_KEY"])
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -767,28 +794,21 @@ def test_an_address_that_cannot_be_bound_is_refused_before_the_model_loads(model
     assert not (tmp_path / "d.jsonl").exists()
 
 
-def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir: Path, upstreams: FakeUpstreams,
+def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(loaded: P2LModel, fake: FakeUpstreams,
                                                                        tmp_path: Path) -> None:
     """The service in-process with the real DecisionLog whose file fills up: routing and chat answer 503
     naming the log and the reason (no 500 with a traceback, no upstream paid), the file keeps whole lines
     only, /health is degraded naming it; once writes succeed, the refused decision is written (marked
     late) and everything is as before."""
-    from fastapi.testclient import TestClient
-
-    from evalprism.serve.app import create_app
-    from evalprism.serve.config import read_secrets
     from evalprism.serve.decisions import DecisionLog, not_a_decision_log
 
-    upstreams.behaviour.clear()
-    config = load_config(write_config(tmp_path / "router.yaml", upstreams, COSTS, seed=0), ["poet-7b", "calc-13b",
-                                                                                              "coder-34b", "generalist-70b"])
-    model = P2LModel.load(model_dir, cache_dir=False, precision="float32", runtime="torch")
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, seed=0)
     disks: list[FillingDisk] = []
     path = tmp_path / "decisions.jsonl"
     log = DecisionLog(path, opener=lambda p: disks.append(FillingDisk(p)) or disks[0])  # type: ignore[func-returns-value]
-    app = create_app(model, config, read_secrets(config, {"FAKE_UPSTREAM_KEY": "k"}), decision_log=log)
     route_body = {"messages": user(PROMPTS[0])}
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with (InProcessService(loaded, config, log, dict.fromkeys(COSTS, "k")) as svc,
+          httpx.Client(base_url=svc.url, timeout=CLIENT_TIMEOUT_S) as client):
         assert client.post("/v1/route", json=route_body).status_code == 200
         assert client.get("/health").json()["status"] == "ok"
         disks[0].full, disks[0].room = True, 7
@@ -798,9 +818,9 @@ def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir
         assert refused.json()["error"]["message"].startswith(f"the decision log {path} cannot be written (the disk is "
                                                              "full)")
         assert len(path.read_text().splitlines()) == 1 and path.read_text().endswith("\n")  # the cut line is gone
-        sent = len(upstreams.received)
+        sent = len(fake.received)
         chat = client.post("/v1/chat/completions", json={"messages": user("hello")})
-        assert chat.status_code == 503 and len(upstreams.received) == sent  # refused before any upstream call
+        assert chat.status_code == 503 and len(fake.received) == sent  # refused before any upstream call
         health = client.get("/health").json()
         assert health["status"] == "degraded"
         assert health["reasons"] == [(f"the decision log {path} cannot be written (the disk is full): routing and chat "
@@ -819,7 +839,60 @@ def test_a_full_disk_is_a_503_and_degraded_health_until_writes_succeed(model_dir
     assert health["decisions"] == 2  # the first decision and the late one
 
 
-def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams: FakeUpstreams, tmp_path: Path) -> None:
+def test_the_app_runs_without_a_socket_through_its_transport_seams(tmp_path: Path) -> None:
+    """``create_app(transport=)`` carries the upstream calls (an ``httpx.MockTransport`` standing in for
+    the providers) and ``httpx.ASGITransport`` the client's: the whole request path in one event loop,
+    no port. An upstream answering 200 with a body that is not JSON, or with a JSON list, has failed:
+    the request fails over (alpha, beta, gamma: the stand-in model's order), each attempt says why, and
+    both failures count against their circuits."""
+    from evalprism.serve.app import create_app
+    from evalprism.serve.config import Secrets, load_config
+
+    names = ["alpha", "beta", "gamma"]
+    sent: list[tuple[str, str, str | None]] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        name, body = request.url.host.removesuffix(".test"), json.loads(request.content)
+        sent.append((str(request.url), body["model"], request.headers.get("authorization")))
+        if name == "alpha":
+            return httpx.Response(200, text="<html>down for maintenance</html>")
+        if name == "beta":
+            return httpx.Response(200, json=["not", "an", "object"])
+        return httpx.Response(200, json={"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                                         "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                             "role": "assistant", "content": f"an answer from {name}"}}]})
+
+    path = tmp_path / "router.yaml"
+    path.write_text("models:\n" + "".join(f"  {n}: {{base_url: 'http://{n}.test/v1', cost: 1}}\n" for n in names)
+                    + "seed: 0\n")
+    model = ConstantBackbone.model(names, [2.0, 1.0, 0.0])
+    app = create_app(model, load_config(path, names), Secrets((KEY,), {n: f"key-{n}" for n in names}),
+                     decision_log=tmp_path / "decisions.jsonl", transport=httpx.MockTransport(upstream))
+
+    async def scenario() -> tuple[httpx.Response, httpx.Response, dict[str, Any]]:
+        async with (app.router.lifespan_context(app),
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://router") as client):
+            refused = await client.get("/v1/models")
+            chat = await client.post("/v1/chat/completions", json={"messages": user("hi")},
+                                     headers={**AUTH, "x-request-id": "seam-1"})
+            return refused, chat, (await client.get("/health")).json()
+
+    refused, chat, health = asyncio.run(scenario())
+    assert refused.status_code == 401
+    assert chat.status_code == 200, chat.text
+    body = chat.json()
+    assert body["choices"][0]["message"]["content"] == "an answer from gamma" and chat.headers["x-evalprism-model"] == "gamma"
+    assert [(a["model"], a["status"], a["error"]) for a in body["evalprism"]["attempts"]] == [
+        ("alpha", 200, "alpha: upstream answered 200 with a body that is not JSON"),
+        ("beta", 200, "beta: upstream answered a JSON list, expected an object"),
+        ("gamma", 200, None)]
+    assert sent == [(f"http://{n}.test/v1/chat/completions", n, f"Bearer key-{n}") for n in names]
+    assert {n: u["consecutive_failures"] for n, u in health["upstreams"].items()} == {"alpha": 1, "beta": 1, "gamma": 0}
+    line = json.loads((tmp_path / "decisions.jsonl").read_text().splitlines()[-1])
+    assert line["request_id"] == "seam-1" and line["model"] == "gamma" and line["outcome"] == "completed"
+
+
+def test_a_really_full_disk_under_the_running_service(model_dir: Path, fake: FakeUpstreams, tmp_path: Path) -> None:
     """The same with a real file system: the decision log on a 64 KiB tmpfs that another file fills up
     (needs the right to mount; skipped elsewhere). 503 and degraded health while full, whole lines
     only, and back to normal once the space is freed."""
@@ -832,8 +905,7 @@ def test_a_really_full_disk_under_the_running_service(model_dir: Path, upstreams
     if not mounted:
         pytest.skip("cannot mount a small tmpfs here (needs root and the right to mount)")
     try:
-        upstreams.behaviour.clear()
-        config = write_config(tmp_path / "router.yaml", upstreams, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
+        config = write_config(tmp_path / "router.yaml", fake, COSTS, api_keys_env=["SERVICE_KEY"], seed=0,
                               runtime="torch")
         log = disk / "decisions.jsonl"
         with running_service(model_dir, config, {**os.environ, **ENV}, "--decision-log", str(log)) as svc:

@@ -13,6 +13,10 @@ Endpoints (all but ``/health`` behind bearer auth when keys are configured):
 P2L inference runs micro-batched in a worker thread (:mod:`~evalprism.serve.batcher`); every
 routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`); while that
 log cannot be written, routing and chat answer 503 and ``/health`` is degraded, naming the reason.
+
+The endpoints are on :data:`router` (an ``APIRouter``); each reaches the :class:`Service` of the app
+serving it (``app.state.service``, built at start-up) through ``Depends``, so that several apps in
+one process (tests) share no circuits, metrics or logs.
 """
 
 from __future__ import annotations
@@ -23,15 +27,15 @@ import gc
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import numpy as np
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
@@ -109,8 +113,24 @@ def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 @dataclass
+class Setup:
+    """What :func:`create_app` was given, on ``app.state.setup``: the start-up (:func:`_lifespan`)
+    builds the :class:`Service` from it."""
+
+    model: P2LModel
+    config: ServeConfig
+    secrets: Secrets
+    decision_log: str | Path | DecisionLog
+    precision: str
+    transport: httpx.AsyncBaseTransport | None
+    core: RoutingCore
+    metrics: Metrics
+
+
+@dataclass
 class Service:
-    """Everything a request handler needs, built at startup."""
+    """Everything a request handler needs, built at startup, on ``app.state.service``; a handler
+    reaches it as a dependency (:data:`ServiceDep`). One per app: apps share no state."""
 
     config: ServeConfig
     core: RoutingCore
@@ -118,6 +138,8 @@ class Service:
     upstreams: Upstreams
     decisions: DecisionLog
     metrics: Metrics
+    precision: str
+    cards: dict[str, ModelCard]
 
     def prompt_of(self, messages: Messages, param: str = "messages") -> str:
         """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
@@ -145,31 +167,34 @@ class Service:
                 "router_coef": decision.router_coef, "expected_cost": decision.expected_cost}
 
 
-#: how a handler reaches the Service, which exists only once the app has started (see :func:`_lifespan`)
-ServiceOf = Callable[[], Service]
+async def _service(request: Request) -> Service:
+    """The app's :class:`Service` (async: a plain function dependency would cost a thread-pool hop)."""
+    service: Service = request.app.state.service
+    return service
+
+
+#: a handler's parameter for the Service of the app it serves, which exists once the app has started
+ServiceDep = Annotated[Service, Depends(_service)]
+
+#: the endpoints, on the Service of whichever app includes them (:func:`create_app`)
+router = APIRouter()
 
 
 def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path | DecisionLog,
                precision: str = "float32", transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
     ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime);
-    ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown)."""
-    core = RoutingCore(model, config)
+    ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown);
+    ``transport``: the upstream clients' httpx transport (None: the network). Every app has its own
+    state (``app.state``): breakers, metrics, batcher, decision log and upstream clients."""
     metrics = Metrics()
-    state: dict[str, Service] = {}
-    app = FastAPI(title="evalprism P2L router", version=__version__,
-                  lifespan=_lifespan(core, config, secrets, decision_log, transport, metrics, state),
+    app = FastAPI(title="evalprism P2L router", version=__version__, lifespan=_lifespan,
                   description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
                               "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).")
+    app.state.setup = Setup(model, config, secrets, decision_log, precision, transport, RoutingCore(model, config),
+                            metrics)
     _install_error_handlers(app)
-
-    def service() -> Service:
-        return state["service"]
-
-    _add_status_routes(app, service, core, model, config, precision)
-    _add_leaderboard_route(app, service, model)
-    _add_route_route(app, service, core)
-    _add_chat_route(app, service, config)
+    app.include_router(router)
     _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
@@ -177,37 +202,42 @@ def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decisi
     return app
 
 
-def _lifespan(core: RoutingCore, config: ServeConfig, secrets: Secrets, decision_log: str | Path | DecisionLog,
-              transport: httpx.AsyncBaseTransport | None, metrics: Metrics,
-              state: dict[str, Service]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start-up and shutdown: the micro-batcher (warmed up), the upstream clients and the decision
-    log make the :class:`Service` in ``state``; shutdown stops and closes them."""
+    log make the :class:`Service` on ``app.state.service``; shutdown stops and closes them."""
+    setup: Setup = app.state.setup
+    config, metrics = setup.config, setup.metrics
+    batcher: MicroBatcher[Job, Decision] = MicroBatcher(
+        setup.core, window_s=config.batch_window_ms / 1e3, max_batch=config.max_batch)
+    await batcher.start()
+    await batcher.submit(Job("warm-up", route=False))  # first-call costs (allocations, JIT) before traffic
+    batcher.stats.batches = batcher.stats.items = 0
+    batcher.on_batch = metrics.batch_size.observe
+    # The heap now holds millions of long-lived objects (torch, transformers, the encoder); a full
+    # collection under load would walk them all (a 340 ms pause every ~2,000 requests, measured).
+    # Freezing moves them out of the collector's reach; what requests allocate is still collected.
+    gc.collect()
+    gc.freeze()
+    given = setup.decision_log
+    service = Service(config, setup.core, batcher, Upstreams(config, setup.secrets.upstream_keys, setup.transport),
+                      given if isinstance(given, DecisionLog) else DecisionLog(given), metrics, setup.precision,
+                      _model_cards(setup.model, config))
+    app.state.service = service
+    try:
+        yield
+    finally:  # uvicorn's graceful shutdown (SIGTERM/SIGINT): in-flight requests have finished
+        await batcher.stop()
+        await service.upstreams.aclose()
+        service.decisions.close()
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        batcher: MicroBatcher[Job, Decision] = MicroBatcher(
-            core, window_s=config.batch_window_ms / 1e3, max_batch=config.max_batch)
-        await batcher.start()
-        await batcher.submit(Job("warm-up", route=False))  # first-call costs (allocations, JIT) before traffic
-        batcher.stats.batches = batcher.stats.items = 0
-        batcher.on_batch = metrics.batch_size.observe
-        # The heap now holds millions of long-lived objects (torch, transformers, the encoder); a full
-        # collection under load would walk them all (a 340 ms pause every ~2,000 requests, measured).
-        # Freezing moves them out of the collector's reach; what requests allocate is still collected.
-        gc.collect()
-        gc.freeze()
-        service = Service(config, core, batcher, Upstreams(config, secrets.upstream_keys, transport),
-                          decision_log if isinstance(decision_log, DecisionLog) else DecisionLog(decision_log),
-                          metrics)
-        state["service"] = service
-        try:
-            yield
-        finally:  # uvicorn's graceful shutdown (SIGTERM/SIGINT): in-flight requests have finished
-            await batcher.stop()
-            await service.upstreams.aclose()
-            service.decisions.close()
 
-    return lifespan
+def _model_cards(model: P2LModel, config: ServeConfig) -> dict[str, ModelCard]:
+    """What ``/v1/models`` lists: the router, then each candidate; "created" is when the service started."""
+    created = int(time.time())
+    cards = {config.router_name: ModelCard(id=config.router_name, created=created, owned_by="evalprism")}
+    return cards | {name: ModelCard(id=name, created=created, owned_by="upstream", cost=up.cost)
+                    for name, up in config.models.items()}
 
 
 def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
@@ -236,94 +266,83 @@ def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _add_status_routes(app: FastAPI, service: ServiceOf, core: RoutingCore, model: P2LModel, config: ServeConfig,
-                       precision: str) -> None:
-    """``GET /health``, ``GET /metrics``, ``GET /v1/models`` and ``GET /v1/models/{id}``."""
-    created = int(time.time())  # models' "created": when this service started
-    cards = {config.router_name: ModelCard(id=config.router_name, created=created, owned_by="evalprism")}
-    cards |= {name: ModelCard(id=name, created=created, owned_by="upstream", cost=up.cost)
-              for name, up in config.models.items()}
-
-    @app.get("/health", response_model=Health)
-    async def health() -> Health:
-        """Liveness, each upstream's circuit and the decision log: ``status`` is ``degraded`` while some
-        circuit is open or the decision log cannot be written (``reasons`` say which), ``unavailable``
-        while every circuit is open (the service itself answers either way). While the log fails, each
-        call tries again to write the decisions kept meanwhile."""
-        s = service()
-        upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
-        opened = [name for name, u in upstreams.items() if u.state == "open"]
-        writable = s.decisions.retry()
-        reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
-        if not writable:
-            reasons.append(f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): "
-                           "routing and chat answer 503")
-        status = "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
-        log_health = DecisionLogHealth(path=str(s.decisions.path), writable=writable, error=s.decisions.error,
-                                       unwritten=s.decisions.unwritten, dropped=s.decisions.dropped)
-        return Health(status=status, reasons=reasons, models=len(core.candidates), precision=precision,
-                      runtime=model.backbone.runtime, batches=s.batcher.stats.batches, prompts=s.batcher.stats.items,
-                      decisions=s.decisions.count, decision_log=log_health, upstreams=upstreams)
-
-    @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
-        return Response(service().metrics.render(), media_type=CONTENT_TYPE)
-
-    @app.get("/v1/models", response_model=ModelList, responses=_responses(401))
-    async def models() -> ModelList:
-        return ModelList(data=list(cards.values()))
-
-    @app.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_responses(401, 404))
-    async def retrieve_model(model_id: str) -> ModelCard:
-        if model_id not in cards:
-            raise RequestError(404, f"model {model_id!r} is not served here: {', '.join(cards)}", "model",
-                               "model_not_found")
-        return cards[model_id]
+@router.get("/health", response_model=Health)
+async def health(s: ServiceDep) -> Health:
+    """Liveness, each upstream's circuit and the decision log: ``status`` is ``degraded`` while some
+    circuit is open or the decision log cannot be written (``reasons`` say which), ``unavailable``
+    while every circuit is open (the service itself answers either way). While the log fails, each
+    call tries again to write the decisions kept meanwhile."""
+    upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
+    opened = [name for name, u in upstreams.items() if u.state == "open"]
+    writable = s.decisions.retry()
+    reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
+    if not writable:
+        reasons.append(f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): "
+                       "routing and chat answer 503")
+    status = "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
+    log_health = DecisionLogHealth(path=str(s.decisions.path), writable=writable, error=s.decisions.error,
+                                   unwritten=s.decisions.unwritten, dropped=s.decisions.dropped)
+    return Health(status=status, reasons=reasons, models=len(s.core.candidates), precision=s.precision,
+                  runtime=s.core.model.backbone.runtime, batches=s.batcher.stats.batches, prompts=s.batcher.stats.items,
+                  decisions=s.decisions.count, decision_log=log_health, upstreams=upstreams)
 
 
-def _add_leaderboard_route(app: FastAPI, service: ServiceOf, model: P2LModel) -> None:
-    """``POST /v1/leaderboard``: per-prompt coefficients, and the aggregate leaderboard of a list."""
-
-    @app.post("/v1/leaderboard", response_model=LeaderboardResponse, responses=_responses(*_COMMON))
-    async def leaderboard(req: LeaderboardRequest) -> LeaderboardResponse:
-        s = service()
-        if (req.prompt is None) == (req.messages is None):
-            raise RequestError(422, "give exactly one of 'prompt' and 'messages'")
-        prompts, many = _leaderboard_prompts(s, req)
-        decisions = await asyncio.gather(*(s.batcher.submit(Job(p, route=False)) for p in prompts))
-        coefs = np.stack([d.coefs for d in decisions])
-        aggregate = await asyncio.to_thread(aggregate_leaderboards, coefs, None, req.aggregate) if many else None
-        order = np.argsort(-(aggregate if aggregate is not None else coefs[0]), kind="stable")
-        return LeaderboardResponse(
-            models=model.models, loss=model.loss, ranking=[model.models[i] for i in order],
-            leaderboards=[PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)
-                          for p, d in zip(prompts, decisions, strict=True)],
-            aggregate=None if aggregate is None else aggregate.tolist())
+@router.get("/metrics", include_in_schema=False)
+async def metrics(s: ServiceDep) -> Response:
+    return Response(s.metrics.render(), media_type=CONTENT_TYPE)
 
 
-def _add_route_route(app: FastAPI, service: ServiceOf, core: RoutingCore) -> None:
-    """``POST /v1/route``: the routing decision for a conversation, logged."""
+@router.get("/v1/models", response_model=ModelList, responses=_responses(401))
+async def models(s: ServiceDep) -> ModelList:
+    return ModelList(data=list(s.cards.values()))
 
-    @app.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON, 503))
-    async def route_endpoint(req: RouteRequest, request: Request) -> Response:
-        start = time.perf_counter()
-        s = service()
-        prompt = s.prompt_of(req.messages)
-        budget = s.budget_of(req.budget)
-        s.decisions.require()
-        decision = await s.batcher.submit(Job(prompt, budget))
-        digest = prompt_hash(prompt)
-        s.metrics.decisions.labels(decision.chosen).inc()
-        s.decisions.write({"endpoint": "/v1/route", "request_id": request.state.request_id, "prompt_sha256": digest,
-                           "chosen": decision.chosen, **s.decision_fields(decision, budget),
-                           "latency_ms": elapsed_ms(start)})
-        body = RouteResponse(
-            model=decision.chosen, distribution=decision.probs, expected_winrate=decision.expected_winrate,
-            router_coef=decision.router_coef, expected_cost=decision.expected_cost, budget=budget,
-            coefs={name: float(decision.coefs[j]) for name, j in zip(core.candidates, core.columns, strict=True)},
-            prompt_sha256=digest)
-        # the hot path: serialise the model once ourselves instead of FastAPI's re-validation + jsonable_encoder
-        return Response(body.model_dump_json(), media_type="application/json")
+
+@router.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_responses(401, 404))
+async def retrieve_model(model_id: str, s: ServiceDep) -> ModelCard:
+    if model_id not in s.cards:
+        raise RequestError(404, f"model {model_id!r} is not served here: {', '.join(s.cards)}", "model",
+                           "model_not_found")
+    return s.cards[model_id]
+
+
+@router.post("/v1/leaderboard", response_model=LeaderboardResponse, responses=_responses(*_COMMON))
+async def leaderboard(req: LeaderboardRequest, s: ServiceDep) -> LeaderboardResponse:
+    """Per-prompt coefficients, and the aggregate leaderboard of a list."""
+    if (req.prompt is None) == (req.messages is None):
+        raise RequestError(422, "give exactly one of 'prompt' and 'messages'")
+    prompts, many = _leaderboard_prompts(s, req)
+    decisions = await asyncio.gather(*(s.batcher.submit(Job(p, route=False)) for p in prompts))
+    coefs = np.stack([d.coefs for d in decisions])
+    aggregate = await asyncio.to_thread(aggregate_leaderboards, coefs, None, req.aggregate) if many else None
+    order = np.argsort(-(aggregate if aggregate is not None else coefs[0]), kind="stable")
+    model = s.core.model
+    return LeaderboardResponse(
+        models=model.models, loss=model.loss, ranking=[model.models[i] for i in order],
+        leaderboards=[PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)
+                      for p, d in zip(prompts, decisions, strict=True)],
+        aggregate=None if aggregate is None else aggregate.tolist())
+
+
+@router.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON, 503))
+async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> Response:
+    """The routing decision for a conversation, logged."""
+    start = time.perf_counter()
+    prompt = s.prompt_of(req.messages)
+    budget = s.budget_of(req.budget)
+    s.decisions.require()
+    decision = await s.batcher.submit(Job(prompt, budget))
+    digest = prompt_hash(prompt)
+    s.metrics.decisions.labels(decision.chosen).inc()
+    s.decisions.write({"endpoint": "/v1/route", "request_id": request.state.request_id, "prompt_sha256": digest,
+                       "chosen": decision.chosen, **s.decision_fields(decision, budget),
+                       "latency_ms": elapsed_ms(start)})
+    body = RouteResponse(
+        model=decision.chosen, distribution=decision.probs, expected_winrate=decision.expected_winrate,
+        router_coef=decision.router_coef, expected_cost=decision.expected_cost, budget=budget,
+        coefs={name: float(decision.coefs[j]) for name, j in zip(s.core.candidates, s.core.columns, strict=True)},
+        prompt_sha256=digest)
+    # the hot path: serialise the model once ourselves instead of FastAPI's re-validation + jsonable_encoder
+    return Response(body.model_dump_json(), media_type="application/json")
 
 
 _CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its server-sent events with `stream`), "
@@ -339,56 +358,54 @@ _CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its 
                    **_responses(*_COMMON, 404, 429, 502, 503)}
 
 
-def _add_chat_route(app: FastAPI, service: ServiceOf, config: ServeConfig) -> None:
-    """``POST /v1/chat/completions``: route (or take the named candidate), forward with failover,
-    return the upstream's answer with the decision; streaming and not."""
-
-    @app.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
-    async def chat(req: ChatCompletionRequest, request: Request) -> Response:
-        start = time.perf_counter()
-        s = service()
-        prompt = s.prompt_of(req.messages)
-        s.decisions.require()  # before an upstream is paid for an answer that could not be logged
-        annotation: dict[str, Any]
-        if req.model in (None, config.router_name):
-            budget = s.budget_of(req.budget)
-            decision = await s.batcher.submit(Job(prompt, budget))
-            s.metrics.decisions.labels(decision.chosen).inc()
-            order = [decision.chosen, *decision.fallbacks]
-            annotation = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
-        elif req.model in config.models:  # the client named a candidate: no routing, and no substitute
-            order = [req.model]
-            annotation = {"routed": False, "decided": req.model}
-        else:
-            raise RequestError(404, f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
-                                    f"or one of {', '.join(config.models)}", "model", "model_not_found")
-        annotation["prompt_sha256"] = prompt_hash(prompt)
-        annotation["routing_ms"] = elapsed_ms(start)
-        record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
-                  **annotation}
-        attempts: list[Attempt] = []
-        try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
-            outcome = await until_client_leaves(
-                request.receive, s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
-                lambda abandoned: _abandon(s, abandoned))
-        except ClientLeft:
-            return _client_left(s, attempts, record, start)
-        s.metrics.observe_attempts(outcome.attempts)
-        annotation["model"] = outcome.model
-        annotation["attempts"] = [vars(a) for a in outcome.attempts]
-        record.update(model=outcome.model, attempts=annotation["attempts"])
-        headers = {"x-evalprism-model": outcome.model or ""}
-        if outcome.stream is not None:
-            return _relay(s, outcome, annotation, record, start, headers)
-        if outcome.body is None:
-            return _failed(s, outcome, annotation, record, start)
-        cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
-        if cost is not None:
-            annotation["realised_cost"] = cost
-        s.decisions.write({**record, "status": outcome.status, "realised_cost": cost,
-                           "outcome": "completed" if outcome.status < 400 else "upstream_refused",
-                           "latency_ms": elapsed_ms(start)})
-        return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
+@router.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
+async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> Response:
+    """Route (or take the named candidate), forward with failover, return the upstream's answer
+    with the decision; streaming and not."""
+    start = time.perf_counter()
+    config = s.config
+    prompt = s.prompt_of(req.messages)
+    s.decisions.require()  # before an upstream is paid for an answer that could not be logged
+    annotation: dict[str, Any]
+    if req.model in (None, config.router_name):
+        budget = s.budget_of(req.budget)
+        decision = await s.batcher.submit(Job(prompt, budget))
+        s.metrics.decisions.labels(decision.chosen).inc()
+        order = [decision.chosen, *decision.fallbacks]
+        annotation = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
+    elif req.model in config.models:  # the client named a candidate: no routing, and no substitute
+        order = [req.model]
+        annotation = {"routed": False, "decided": req.model}
+    else:
+        raise RequestError(404, f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
+                                f"or one of {', '.join(config.models)}", "model", "model_not_found")
+    annotation["prompt_sha256"] = prompt_hash(prompt)
+    annotation["routing_ms"] = elapsed_ms(start)
+    record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
+              **annotation}
+    attempts: list[Attempt] = []
+    try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
+        outcome = await until_client_leaves(
+            request.receive, s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
+            lambda abandoned: _abandon(s, abandoned))
+    except ClientLeft:
+        return _client_left(s, attempts, record, start)
+    s.metrics.observe_attempts(outcome.attempts)
+    annotation["model"] = outcome.model
+    annotation["attempts"] = [vars(a) for a in outcome.attempts]
+    record.update(model=outcome.model, attempts=annotation["attempts"])
+    headers = {"x-evalprism-model": outcome.model or ""}
+    if outcome.stream is not None:
+        return _relay(s, outcome, annotation, record, start, headers)
+    if outcome.body is None:
+        return _failed(s, outcome, annotation, record, start)
+    cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
+    if cost is not None:
+        annotation["realised_cost"] = cost
+    s.decisions.write({**record, "status": outcome.status, "realised_cost": cost,
+                       "outcome": "completed" if outcome.status < 400 else "upstream_refused",
+                       "latency_ms": elapsed_ms(start)})
+    return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
 
 
 async def _abandon(s: Service, outcome: Outcome) -> None:
