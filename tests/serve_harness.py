@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import uvicorn
@@ -53,8 +53,13 @@ def free_port() -> int:
 class FakeUpstreams:
     """OpenAI-compatible chat completions for every model under ``/<model>/v1``."""
 
-    RETRY_AFTER = {"poet-7b": "7", "calc-13b": "3", "coder-34b": "11", "generalist-70b": "5"}  # else "2"
-    USAGE = {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
+    RETRY_AFTER: ClassVar[dict[str, str]] = {
+        "poet-7b": "7",
+        "calc-13b": "3",
+        "coder-34b": "11",
+        "generalist-70b": "5",
+    }  # else "2"
+    USAGE: ClassVar[dict[str, int]] = {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
 
     def __init__(self) -> None:
         # model -> "ok" (default) | "fail" (500) | "overloaded" (529) | "rate_limited" (429, Retry-After: RETRY_AFTER)
@@ -66,9 +71,15 @@ class FakeUpstreams:
         self.released = threading.Event()
         self.tool_call = False  # answer a conversation whose last turn is the user's with a tool call
         self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(
-            Starlette(routes=[Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]),
-            host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                Starlette(routes=[Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]),
+                host="127.0.0.1",
+                port=self.port,
+                log_level="warning",
+                lifespan="off",
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def base_url(self, model: str) -> str:
@@ -88,12 +99,24 @@ class FakeUpstreams:
         if behaviour == "overloaded":
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=529)
         if behaviour == "rate_limited":
-            return JSONResponse({"error": {"message": "slow down"}}, status_code=429,
-                                headers={"retry-after": self.RETRY_AFTER.get(model, "2")})
+            return JSONResponse(
+                {"error": {"message": "slow down"}},
+                status_code=429,
+                headers={"retry-after": self.RETRY_AFTER.get(model, "2")},
+            )
         if behaviour.startswith("status:"):
             status = int(behaviour.split(":")[1])
-            return JSONResponse({"error": {"message": f"fake upstream says {status}", "type": "invalid_request_error",
-                                           "param": None, "code": None}}, status_code=status)
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"fake upstream says {status}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+                status_code=status,
+            )
         if behaviour == "slow":  # stalls past any timeout of the service; released only to let the server exit
             while not self.server.should_exit:
                 await asyncio.sleep(0.05)
@@ -102,19 +125,32 @@ class FakeUpstreams:
         text = self.answer(model)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(self._events(body["model"], text, usage, behaviour),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                self._events(body["model"], text, usage, behaviour), media_type="text/event-stream"
+            )
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
         finish = "stop"
         if self.tool_call and body["messages"][-1]["role"] == "user":
-            message = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "annotations": [],
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+                ],
+            }
             finish = "tool_calls"
-        return JSONResponse({
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": self.USAGE,
-        })
+        return JSONResponse(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": self.USAGE,
+            }
+        )
 
     async def _hang(self) -> None:
         """Wait until the test releases the upstream (or the server shuts down)."""
@@ -130,16 +166,27 @@ class FakeUpstreams:
         for i, word in enumerate(words):
             piece = word if i == 0 else " " + word
             finish = "stop" if i == len(words) - 1 else None  # on the last content chunk, as some providers send it
-            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
-                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]}
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}],
+            }
             yield f"data: {json.dumps(chunk)}\n\n"
             if behaviour == "hang_after_first":
                 await self._hang()
             if behaviour == "break":
                 raise ConnectionResetError("the fake upstream breaks the stream off")  # uvicorn drops the connection
         if usage:
-            chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
-                     "choices": [], "usage": self.USAGE}
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [],
+                "usage": self.USAGE,
+            }
             yield f"data: {json.dumps(chunk)}\n\n"
         yield "data: [DONE]\n\n"
 
@@ -157,17 +204,31 @@ class FakeUpstreams:
         self.thread.join(timeout=HANG_LIMIT_S)
 
 
-def write_config(path: Path, upstreams: FakeUpstreams, costs: dict[str, float],
-                 prices: dict[str, tuple[float, float]] | None = None, **extra: Any) -> Path:
+def write_config(
+    path: Path,
+    upstreams: FakeUpstreams,
+    costs: dict[str, float],
+    prices: dict[str, tuple[float, float]] | None = None,
+    **extra: Any,
+) -> Path:
     """A router.yaml for candidates ``costs`` served by ``upstreams`` (key in $FAKE_UPSTREAM_KEY);
     ``prices``: per-token (prompt, completion) prices of some of them."""
     prices = prices or {}
     config = {
-        "models": {name: {"base_url": upstreams.base_url(name), "upstream_model": f"up-{name}",
-                          "api_key_env": "FAKE_UPSTREAM_KEY", "cost": cost,
-                          **({"prompt_token_price": prices[name][0], "completion_token_price": prices[name][1]}
-                             if name in prices else {})}
-                   for name, cost in costs.items()},
+        "models": {
+            name: {
+                "base_url": upstreams.base_url(name),
+                "upstream_model": f"up-{name}",
+                "api_key_env": "FAKE_UPSTREAM_KEY",
+                "cost": cost,
+                **(
+                    {"prompt_token_price": prices[name][0], "completion_token_price": prices[name][1]}
+                    if name in prices
+                    else {}
+                ),
+            }
+            for name, cost in costs.items()
+        },
         **extra,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -181,8 +242,18 @@ class ServiceProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cli = Path(sys.executable).with_name("evalprism")
-        self.cmd = [str(cli), "serve", str(model_dir), "--config", str(config), "--port", str(self.port),
-                    "--log-level", "warning", *args]
+        self.cmd = [
+            str(cli),
+            "serve",
+            str(model_dir),
+            "--config",
+            str(config),
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            *args,
+        ]
         self.env = {**os.environ, **env}
         self.proc: subprocess.Popen[str] | None = None
 
@@ -190,14 +261,18 @@ class ServiceProcess:
         """Start the service and return once /health answers 200: no deadline while the process runs
         (loading a model on a busy machine takes what it takes); its output at once if it exits first,
         and a failure after :data:`HANG_LIMIT_S` of running without answering (a hang)."""
-        self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            self.cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         try:
             wait_while_running(self._healthy, self.proc, "evalprism serve answering /health")
         except ProcessExited as exc:
             raise RuntimeError(f"{exc}:\n{self.proc.stdout.read()}") from None
         except TimeoutError:
             _, output = self.stop()
-            raise RuntimeError(f"evalprism serve ran {HANG_LIMIT_S:.0f} s without answering /health:\n{output}") from None
+            raise RuntimeError(
+                f"evalprism serve ran {HANG_LIMIT_S:.0f} s without answering /health:\n{output}"
+            ) from None
         return self
 
     def _healthy(self) -> bool:
@@ -263,8 +338,14 @@ class InProcessService:
     port in a thread of the test process: real HTTP, started in well under a second. Each one is a
     new app, with its own circuits, metrics, batcher and decision log: tests share none of them."""
 
-    def __init__(self, model: Any, config_path: Path, log: Any, upstream_keys: dict[str, str | None],
-                 api_keys: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        model: Any,
+        config_path: Path,
+        log: Any,
+        upstream_keys: dict[str, str | None],
+        api_keys: tuple[str, ...] = (),
+    ) -> None:
         """``log``: the decision log's path, or an open :class:`~evalprism.serve.decisions.DecisionLog`;
         ``api_keys``: the bearer tokens the service accepts (none: no auth)."""
         from evalprism.serve.app import create_app

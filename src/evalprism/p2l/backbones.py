@@ -48,6 +48,7 @@ class Backbone(nn.Module):
     spec: str
     dim: int
     trainable: bool
+    max_length: int  # the longest prompt, in tokens, the backbone reads (longer ones are cut)
     runtime: str = "torch"  # what computes the features: torch or openvino
     #: features in well under a millisecond per prompt (no transformer): the router service runs its
     #: batches in the event loop's thread instead of handing each to a worker thread
@@ -149,7 +150,10 @@ class SentenceEncoderBackbone(Backbone):
                 self.runtime = "openvino"
             else:
                 self.encoder.to(inference_dtype(precision))
-            self.dim = int(sentence_dimension(self.encoder))
+            dim = sentence_dimension(self.encoder)
+            if dim is None:
+                raise EvalprismError(f"backbone {self.spec}: the encoder declares no sentence embedding dimension")
+            self.dim = dim
         else:
             self.embedder = get_embedder(
                 spec, cache_dir=cache_dir, progress=progress, role="backbone", kinds=ENCODER_KINDS

@@ -234,7 +234,8 @@ def _head_tensors(directory: Path) -> dict[str, torch.Tensor]:
         state: dict[str, torch.Tensor] = {}
         for name in files:
             with safe_open(str(directory / name), framework="pt") as f:
-                state.update({k: f.get_tensor(k).float() for k in f if k.startswith("head.")})
+                # safe_open has keys() but is not iterable
+                state.update({k: f.get_tensor(k).float() for k in f.keys() if k.startswith("head.")})  # noqa: SIM118
     except EvalprismError:
         raise
     except Exception as exc:

@@ -16,6 +16,7 @@ from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel, model_names
 from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
 from evalprism.progress import status
+from evalprism.stats.outcome_models import RouteValue
 
 
 @dataclass
@@ -46,7 +47,7 @@ def budget_curve(
     opponent: str | np.ndarray,
     scope: BudgetScope,
     points: int = 12,
-    value: str = "bt",
+    value: RouteValue = "bt",
 ) -> pd.DataFrame:
     """Predicted win rate of the optimal router and of the best affordable single model, for budgets
     from the cheapest to the most expensive model's cost; ``value``: the routing value of the

@@ -530,6 +530,7 @@ def build_objective(
     head.to(world.device)
     if opts.finetune:
         backbone.configure_training(max_length=opts.max_length, gradient_checkpointing=opts.gradient_checkpointing)
+        assert opts.precision is not None  # TrainOptions.resolved() set it ("auto" by default)
         return BattleNLL(head, backbone, data, None, world.device, autocast_dtype(opts.precision, world.device))
     frozen = world.on_main(lambda: backbone.features(list(data.prompts)).float().cpu())
     return BattleNLL(head, backbone, data, frozen, world.device)
@@ -539,7 +540,7 @@ def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Opt
     """AdamW: weight decay on the head's weights only (the marginal leaderboard in the bias is not
     shrunk), a smaller learning rate for a fine-tuned backbone."""
     head = objective.head
-    groups = [
+    groups: list[dict[str, Any]] = [
         {"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
         {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr},
     ]
@@ -695,7 +696,7 @@ class Trainer:
                 self.progress,
             ) as bar:
                 for epoch in range(state.epoch + 1, max_epochs + 1):
-                    if state.bad_epochs >= opts.patience:
+                    if opts.patience is not None and state.bad_epochs >= opts.patience:
                         break
                     order = train_idx[state.rng.permutation(train_idx.size)]
                     (self.model or self.objective).train()
@@ -827,8 +828,10 @@ def epoch_summary(state: RunState, opts: TrainOptions) -> dict[str, Any]:
     return {
         "best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
         "epochs_run": int(history[-1]["epoch"]),
-        "stopped": "early stopping" if state.bad_epochs >= int(opts.patience) else "max epochs",
-    }  # type: ignore[arg-type]
+        "stopped": "early stopping"
+        if opts.patience is not None and state.bad_epochs >= opts.patience
+        else "max epochs",
+    }
 
 
 def train_model(

@@ -63,6 +63,7 @@ from evalprism.serve.schemas import (
     DecisionLogHealth,
     ErrorBody,
     Health,
+    HealthStatus,
     LeaderboardRequest,
     LeaderboardResponse,
     Messages,
@@ -91,21 +92,33 @@ class RequestError(HTTPException):
         self.code = code
 
 
-def _error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
-           code: str | None = None, headers: Mapping[str, str] | None = None,
-           **extra: Any) -> JSONResponse:
+def _error(
+    status: int,
+    message: str,
+    kind: str = "invalid_request_error",
+    param: str | None = None,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
     return JSONResponse({**error_content(message, kind, param, code), **extra}, status_code=status, headers=headers)
 
 
 #: the statuses each operation can answer besides 200, for the OpenAPI schema
 _COMMON = (400, 401, 413, 415, 422)
-_STATUS_TEXT = {400: "malformed JSON or text that is not valid Unicode", 401: "missing or invalid bearer token",
-                404: "unknown model", 405: "method not allowed", 413: "body or prompt too large",
-                415: "the body is not sent as JSON", 422: "invalid field values", 429: "every upstream attempt was "
-                "rate-limited (Retry-After: the shortest wait an upstream asked for)",
-                502: "no upstream answered (evalprism.attempts says why)",
-                503: "the decision log cannot be written (the error names it and why; GET /health too); for a "
-                     "chat: no upstream could take it now (all connections busy, or a circuit's one trial in flight)"}
+_STATUS_TEXT = {
+    400: "malformed JSON or text that is not valid Unicode",
+    401: "missing or invalid bearer token",
+    404: "unknown model",
+    405: "method not allowed",
+    413: "body or prompt too large",
+    415: "the body is not sent as JSON",
+    422: "invalid field values",
+    429: "every upstream attempt was rate-limited (Retry-After: the shortest wait an upstream asked for)",
+    502: "no upstream answered (evalprism.attempts says why)",
+    503: "the decision log cannot be written (the error names it and why; GET /health too); for a "
+    "chat: no upstream could take it now (all connections busy, or a circuit's one trial in flight)",
+}
 
 
 def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -147,8 +160,11 @@ class Service:
         if not prompt:
             raise RequestError(422, "no user message with text to route on", param)
         if len(prompt) > self.config.max_prompt_chars:
-            raise RequestError(413, f"the user turns are {len(prompt)} characters, more than the limit of "
-                                    f"{self.config.max_prompt_chars}", param)
+            raise RequestError(
+                413,
+                f"the user turns are {len(prompt)} characters, more than the limit of {self.config.max_prompt_chars}",
+                param,
+            )
         return prompt
 
     def budget_of(self, requested: float | None) -> float | None:
@@ -163,8 +179,13 @@ class Service:
         return budget
 
     def decision_fields(self, decision: Decision, budget: float | None) -> dict[str, Any]:
-        return {"distribution": decision.probs, "budget": budget, "expected_winrate": decision.expected_winrate,
-                "router_coef": decision.router_coef, "expected_cost": decision.expected_cost}
+        return {
+            "distribution": decision.probs,
+            "budget": budget,
+            "expected_winrate": decision.expected_winrate,
+            "router_coef": decision.router_coef,
+            "expected_cost": decision.expected_cost,
+        }
 
 
 async def _service(request: Request) -> Service:
@@ -180,19 +201,31 @@ ServiceDep = Annotated[Service, Depends(_service)]
 router = APIRouter()
 
 
-def create_app(model: P2LModel, config: ServeConfig, secrets: Secrets, *, decision_log: str | Path | DecisionLog,
-               precision: str = "float32", transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
+def create_app(
+    model: P2LModel,
+    config: ServeConfig,
+    secrets: Secrets,
+    *,
+    decision_log: str | Path | DecisionLog,
+    precision: str = "float32",
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
     """The service as an ASGI app (run it with uvicorn; :func:`evalprism.serve.run.serve` does).
     ``precision`` is what ``model`` was loaded with (reported by /health, with the backbone's runtime);
     ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown);
     ``transport``: the upstream clients' httpx transport (None: the network). Every app has its own
     state (``app.state``): breakers, metrics, batcher, decision log and upstream clients."""
     metrics = Metrics()
-    app = FastAPI(title="evalprism P2L router", version=__version__, lifespan=_lifespan,
-                  description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
-                              "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).")
-    app.state.setup = Setup(model, config, secrets, decision_log, precision, transport, RoutingCore(model, config),
-                            metrics)
+    app = FastAPI(
+        title="evalprism P2L router",
+        version=__version__,
+        lifespan=_lifespan,
+        description="Routes each prompt to the candidate model P2L ranks best for it under a cost budget "
+        "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).",
+    )
+    app.state.setup = Setup(
+        model, config, secrets, decision_log, precision, transport, RoutingCore(model, config), metrics
+    )
     _install_error_handlers(app)
     app.include_router(router)
     _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
@@ -209,7 +242,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     setup: Setup = app.state.setup
     config, metrics = setup.config, setup.metrics
     batcher: MicroBatcher[Job, Decision] = MicroBatcher(
-        setup.core, window_s=config.batch_window_ms / 1e3, max_batch=config.max_batch)
+        setup.core, window_s=config.batch_window_ms / 1e3, max_batch=config.max_batch
+    )
     await batcher.start()
     await batcher.submit(Job("warm-up", route=False))  # first-call costs (allocations, JIT) before traffic
     batcher.stats.batches = batcher.stats.items = 0
@@ -220,9 +254,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     gc.collect()
     gc.freeze()
     given = setup.decision_log
-    service = Service(config, setup.core, batcher, Upstreams(config, setup.secrets.upstream_keys, setup.transport),
-                      given if isinstance(given, DecisionLog) else DecisionLog(given), metrics, setup.precision,
-                      _model_cards(setup.model, config))
+    service = Service(
+        config,
+        setup.core,
+        batcher,
+        Upstreams(config, setup.secrets.upstream_keys, setup.transport),
+        given if isinstance(given, DecisionLog) else DecisionLog(given),
+        metrics,
+        setup.precision,
+        _model_cards(setup.model, config),
+    )
     app.state.service = service
     try:
         yield
@@ -236,8 +277,10 @@ def _model_cards(model: P2LModel, config: ServeConfig) -> dict[str, ModelCard]:
     """What ``/v1/models`` lists: the router, then each candidate; "created" is when the service started."""
     created = int(time.time())
     cards = {config.router_name: ModelCard(id=config.router_name, created=created, owned_by="evalprism")}
-    return cards | {name: ModelCard(id=name, created=created, owned_by="upstream", cost=up.cost)
-                    for name, up in config.models.items()}
+    return cards | {
+        name: ModelCard(id=name, created=created, owned_by="upstream", cost=up.cost)
+        for name, up in config.models.items()
+    }
 
 
 def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
@@ -249,7 +292,8 @@ def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
             schema = FastAPI.openapi(app)
             components = schema.setdefault("components", {})
             components["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"}}
+                "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"}
+            }
             if auth:
                 for path, operations in schema["paths"].items():
                     if path != "/health":
@@ -259,7 +303,9 @@ def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
                 budget = components["schemas"][name]["properties"]["budget"]
                 number = next(branch for branch in budget["anyOf"] if branch.get("type") == "number")
                 number["minimum"] = cheapest
-                budget["description"] = f"cost bound for this prompt, at least the cheapest candidate's cost ({cheapest:g})"
+                budget["description"] = (
+                    f"cost bound for this prompt, at least the cheapest candidate's cost ({cheapest:g})"
+                )
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -277,14 +323,31 @@ async def health(s: ServiceDep) -> Health:
     writable = s.decisions.retry()
     reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
     if not writable:
-        reasons.append(f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): "
-                       "routing and chat answer 503")
-    status = "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
-    log_health = DecisionLogHealth(path=str(s.decisions.path), writable=writable, error=s.decisions.error,
-                                   unwritten=s.decisions.unwritten, dropped=s.decisions.dropped)
-    return Health(status=status, reasons=reasons, models=len(s.core.candidates), precision=s.precision,
-                  runtime=s.core.model.backbone.runtime, batches=s.batcher.stats.batches, prompts=s.batcher.stats.items,
-                  decisions=s.decisions.count, decision_log=log_health, upstreams=upstreams)
+        reasons.append(
+            f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): routing and chat answer 503"
+        )
+    status: HealthStatus = (
+        "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
+    )
+    log_health = DecisionLogHealth(
+        path=str(s.decisions.path),
+        writable=writable,
+        error=s.decisions.error,
+        unwritten=s.decisions.unwritten,
+        dropped=s.decisions.dropped,
+    )
+    return Health(
+        status=status,
+        reasons=reasons,
+        models=len(s.core.candidates),
+        precision=s.precision,
+        runtime=s.core.model.backbone.runtime,
+        batches=s.batcher.stats.batches,
+        prompts=s.batcher.stats.items,
+        decisions=s.decisions.count,
+        decision_log=log_health,
+        upstreams=upstreams,
+    )
 
 
 @router.get("/metrics", include_in_schema=False)
@@ -300,8 +363,9 @@ async def models(s: ServiceDep) -> ModelList:
 @router.get("/v1/models/{model_id:path}", response_model=ModelCard, responses=_responses(401, 404))
 async def retrieve_model(model_id: str, s: ServiceDep) -> ModelCard:
     if model_id not in s.cards:
-        raise RequestError(404, f"model {model_id!r} is not served here: {', '.join(s.cards)}", "model",
-                           "model_not_found")
+        raise RequestError(
+            404, f"model {model_id!r} is not served here: {', '.join(s.cards)}", "model", "model_not_found"
+        )
     return s.cards[model_id]
 
 
@@ -317,10 +381,15 @@ async def leaderboard(req: LeaderboardRequest, s: ServiceDep) -> LeaderboardResp
     order = np.argsort(-(aggregate if aggregate is not None else coefs[0]), kind="stable")
     model = s.core.model
     return LeaderboardResponse(
-        models=model.models, loss=model.loss, ranking=[model.models[i] for i in order],
-        leaderboards=[PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)
-                      for p, d in zip(prompts, decisions, strict=True)],
-        aggregate=None if aggregate is None else aggregate.tolist())
+        models=model.models,
+        loss=model.loss,
+        ranking=[model.models[i] for i in order],
+        leaderboards=[
+            PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)
+            for p, d in zip(prompts, decisions, strict=True)
+        ],
+        aggregate=None if aggregate is None else aggregate.tolist(),
+    )
 
 
 @router.post("/v1/route", response_model=RouteResponse, responses=_responses(*_COMMON, 503))
@@ -333,29 +402,59 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     decision = await s.batcher.submit(Job(prompt, budget))
     digest = prompt_hash(prompt)
     s.metrics.decisions.labels(decision.chosen).inc()
-    s.decisions.write({"endpoint": "/v1/route", "request_id": request.state.request_id, "prompt_sha256": digest,
-                       "chosen": decision.chosen, **s.decision_fields(decision, budget),
-                       "latency_ms": elapsed_ms(start)})
+    s.decisions.write(
+        {
+            "endpoint": "/v1/route",
+            "request_id": request.state.request_id,
+            "prompt_sha256": digest,
+            "chosen": decision.chosen,
+            **s.decision_fields(decision, budget),
+            "latency_ms": elapsed_ms(start),
+        }
+    )
+    # a routed job's decision carries every routing field (serve.router.RoutingCore.decide)
+    assert decision.chosen is not None and decision.probs is not None and decision.expected_winrate is not None
+    assert decision.router_coef is not None and decision.expected_cost is not None
     body = RouteResponse(
-        model=decision.chosen, distribution=decision.probs, expected_winrate=decision.expected_winrate,
-        router_coef=decision.router_coef, expected_cost=decision.expected_cost, budget=budget,
+        model=decision.chosen,
+        distribution=decision.probs,
+        expected_winrate=decision.expected_winrate,
+        router_coef=decision.router_coef,
+        expected_cost=decision.expected_cost,
+        budget=budget,
         coefs={name: float(decision.coefs[j]) for name, j in zip(s.core.candidates, s.core.columns, strict=True)},
-        prompt_sha256=digest)
+        prompt_sha256=digest,
+    )
     # the hot path: serialise the model once ourselves instead of FastAPI's re-validation + jsonable_encoder
     return Response(body.model_dump_json(), media_type="application/json")
 
 
-_CHAT_RESPONSES = {200: {"description": "the upstream's chat completion (or its server-sent events with `stream`), "
-                         "with the routing decision in `evalprism`",
-                         "content": {"application/json": {"schema": {"type": "object"}},
-                                     # the schema of one server-sent event, as schemathesis reads it
-                                     "text/event-stream": {"schema": {
-                                         "type": "object", "required": ["data"], "properties": {
-                                             "data": {"type": "string", "description": "a chat.completion.chunk "
-                                                      "as JSON (the first with `evalprism`), or [DONE]"},
-                                             "event": {"type": "string"}, "id": {"type": "string"},
-                                             "retry": {"type": "integer"}}}}}},
-                   **_responses(*_COMMON, 404, 429, 502, 503)}
+_CHAT_RESPONSES = {
+    200: {
+        "description": "the upstream's chat completion (or its server-sent events with `stream`), "
+        "with the routing decision in `evalprism`",
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            # the schema of one server-sent event, as schemathesis reads it
+            "text/event-stream": {
+                "schema": {
+                    "type": "object",
+                    "required": ["data"],
+                    "properties": {
+                        "data": {
+                            "type": "string",
+                            "description": "a chat.completion.chunk as JSON (the first with `evalprism`), or [DONE]",
+                        },
+                        "event": {"type": "string"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer"},
+                    },
+                }
+            },
+        },
+    },
+    **_responses(*_COMMON, 404, 429, 502, 503),
+}
 
 
 @router.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
@@ -370,6 +469,7 @@ async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> R
     if req.model in (None, config.router_name):
         budget = s.budget_of(req.budget)
         decision = await s.batcher.submit(Job(prompt, budget))
+        assert decision.chosen is not None  # a routed job's decision names its model
         s.metrics.decisions.labels(decision.chosen).inc()
         order = [decision.chosen, *decision.fallbacks]
         annotation = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
@@ -377,17 +477,28 @@ async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> R
         order = [req.model]
         annotation = {"routed": False, "decided": req.model}
     else:
-        raise RequestError(404, f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
-                                f"or one of {', '.join(config.models)}", "model", "model_not_found")
+        raise RequestError(
+            404,
+            f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
+            f"or one of {', '.join(config.models)}",
+            "model",
+            "model_not_found",
+        )
     annotation["prompt_sha256"] = prompt_hash(prompt)
     annotation["routing_ms"] = elapsed_ms(start)
-    record = {"endpoint": "/v1/chat/completions", "request_id": request.state.request_id, "stream": req.stream,
-              **annotation}
+    record = {
+        "endpoint": "/v1/chat/completions",
+        "request_id": request.state.request_id,
+        "stream": req.stream,
+        **annotation,
+    }
     attempts: list[Attempt] = []
     try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
         outcome = await until_client_leaves(
-            request.receive, s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
-            lambda abandoned: _abandon(s, abandoned))
+            request.receive,
+            s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
+            lambda abandoned: _abandon(s, abandoned),
+        )
     except ClientLeft:
         return _client_left(s, attempts, record, start)
     s.metrics.observe_attempts(outcome.attempts)
@@ -402,9 +513,15 @@ async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> R
     cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
     if cost is not None:
         annotation["realised_cost"] = cost
-    s.decisions.write({**record, "status": outcome.status, "realised_cost": cost,
-                       "outcome": "completed" if outcome.status < 400 else "upstream_refused",
-                       "latency_ms": elapsed_ms(start)})
+    s.decisions.write(
+        {
+            **record,
+            "status": outcome.status,
+            "realised_cost": cost,
+            "outcome": "completed" if outcome.status < 400 else "upstream_refused",
+            "latency_ms": elapsed_ms(start),
+        }
+    )
     return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
 
 
@@ -425,8 +542,16 @@ def _client_left(s: Service, attempts: list[Attempt], record: dict[str, Any], st
     s.metrics.observe_attempts(attempts)
     chosen = attempts[-1].model if attempts else None
     with contextlib.suppress(DecisionLogUnwritable):  # kept for later; nobody is there to answer 503 to
-        s.decisions.write({**record, "model": chosen, "attempts": [vars(a) for a in attempts],
-                           "status": CLIENT_LEFT_STATUS, "outcome": "client_left", "latency_ms": elapsed_ms(start)})
+        s.decisions.write(
+            {
+                **record,
+                "model": chosen,
+                "attempts": [vars(a) for a in attempts],
+                "status": CLIENT_LEFT_STATUS,
+                "outcome": "client_left",
+                "latency_ms": elapsed_ms(start),
+            }
+        )
     return Response(status_code=CLIENT_LEFT_STATUS)
 
 
@@ -437,8 +562,9 @@ def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
     return cost
 
 
-def _failed(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any],
-            start: float) -> JSONResponse:
+def _failed(
+    s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any], start: float
+) -> JSONResponse:
     """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
     none could be made now (every connection busy, or every circuit open with its trial in flight),
     else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
@@ -448,17 +574,36 @@ def _failed(s: Service, outcome: Outcome, annotation: dict[str, Any], record: di
     s.decisions.write({**record, "status": outcome.status, "outcome": kind, "latency_ms": elapsed_ms(start)})
     if outcome.status == 429:
         headers = {} if outcome.retry_after is None else {"retry-after": str(math.ceil(outcome.retry_after))}
-        return _error(429, f"every upstream attempt was rate-limited: {failures}", "rate_limit_error",
-                      code="rate_limit_exceeded", headers=headers, evalprism=annotation)
+        return _error(
+            429,
+            f"every upstream attempt was rate-limited: {failures}",
+            "rate_limit_error",
+            code="rate_limit_exceeded",
+            headers=headers,
+            evalprism=annotation,
+        )
     if outcome.status == 503:
-        return _error(503, f"no upstream can take the request now, none failed: {failures}", "server_error",
-                      code="upstream_unavailable", headers={"retry-after": "1"}, evalprism=annotation)
-    return _error(502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error",
-                  evalprism=annotation)
+        return _error(
+            503,
+            f"no upstream can take the request now, none failed: {failures}",
+            "server_error",
+            code="upstream_unavailable",
+            headers={"retry-after": "1"},
+            evalprism=annotation,
+        )
+    return _error(
+        502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error", evalprism=annotation
+    )
 
 
-def _relay(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any], start: float,
-           headers: dict[str, str]) -> RelayResponse:
+def _relay(
+    s: Service,
+    outcome: Outcome,
+    annotation: dict[str, Any],
+    record: dict[str, Any],
+    start: float,
+    headers: dict[str, str],
+) -> RelayResponse:
     """Relay the upstream stream; when it ends, however it ends, the circuit hears how (completed is a
     success, broken a failure, a client that left neither) and the decision is logged with how it ended
     (completed, stream_broken, cut, or client_left before any byte) and the bytes written to the client."""
@@ -476,10 +621,18 @@ def _relay(s: Service, outcome: Outcome, annotation: dict[str, Any], record: dic
         if relayed.end == "stream_broken":
             s.metrics.upstream_errors.labels(model).inc()
         with contextlib.suppress(DecisionLogUnwritable):  # the stream has gone out; the line is kept for later
-            s.decisions.write({**record, "status": status, "outcome": end, "bytes_relayed": written,
-                               "stream_error": relayed.error,
-                               "realised_cost": realised_cost(s.config.models[model], relayed.usage),
-                               "latency_ms": elapsed_ms(start)}, answered=True)
+            s.decisions.write(
+                {
+                    **record,
+                    "status": status,
+                    "outcome": end,
+                    "bytes_relayed": written,
+                    "stream_error": relayed.error,
+                    "realised_cost": realised_cost(s.config.models[model], relayed.usage),
+                    "latency_ms": elapsed_ms(start),
+                },
+                answered=True,
+            )
 
     events = relay_events(outcome.stream, annotation, relayed, lambda usage: _realised_cost(s, model, usage))
     return RelayResponse(events, ended, headers=headers)
@@ -504,8 +657,9 @@ def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str]
         if not text:
             raise RequestError(422, f"{where}: no text to score", where)
         if len(text) > s.config.max_prompt_chars:
-            raise RequestError(413, f"{where}: {len(text)} characters, more than the limit of "
-                                    f"{s.config.max_prompt_chars}", where)
+            raise RequestError(
+                413, f"{where}: {len(text)} characters, more than the limit of {s.config.max_prompt_chars}", where
+            )
     return texts, many
 
 
@@ -524,12 +678,14 @@ def _install_error_handlers(app: FastAPI) -> None:
             got = f"'{content_type}'" if content_type else "no Content-Type"
             return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {got})")
         errors = exc.errors()
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+        first: dict[str, Any] = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": ""}
         if first.get("type") in ERROR_STATUS:  # the body checks of schemas.py: their message names the place
             return _error(ERROR_STATUS[first["type"]], first["msg"], param=first.get("ctx", {}).get("param"))
         loc = ".".join(str(part) for part in first.get("loc", ()) if part != "body" and not _branch_label(part))
         if first.get("type") == "json_invalid":
-            return _error(400, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})")
+            return _error(
+                400, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})"
+            )
         message = f"{loc or 'body'}: {first.get('msg')}"
         if first.get("type") == "extra_forbidden":
             message = f"unknown field '{loc}'"
@@ -539,13 +695,23 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # keeps e.g. Allow on a 405
-        return _error(exc.status_code, str(exc.detail), param=getattr(exc, "param", None),
-                      code=getattr(exc, "code", None), headers=exc.headers)
+        return _error(
+            exc.status_code,
+            str(exc.detail),
+            param=getattr(exc, "param", None),
+            code=getattr(exc, "code", None),
+            headers=exc.headers,
+        )
 
     @app.exception_handler(DecisionLogUnwritable)
     async def unlogged(request: Request, exc: DecisionLogUnwritable) -> JSONResponse:
-        return _error(503, f"{exc}; the service refuses to route until it can, as every decision is logged "
-                           "(GET /health shows the log's state)", "server_error", code="decision_log_unwritable")
+        return _error(
+            503,
+            f"{exc}; the service refuses to route until it can, as every decision is logged "
+            "(GET /health shows the log's state)",
+            "server_error",
+            code="decision_log_unwritable",
+        )
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:

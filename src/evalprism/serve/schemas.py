@@ -234,7 +234,8 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
 
 def _parts_schema() -> dict[str, Any]:
     """The JSON schema of a list of content parts, from the part models of :data:`PART_TYPES`."""
-    union = Annotated[Union[tuple(PART_TYPES.values())], Field(discriminator="type")]  # noqa: UP007 - built at run time
+    # built at run time from the registry: not a static type (UP007's X | Y cannot take a tuple)
+    union = Annotated[Union[tuple(PART_TYPES.values())], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
     schema = TypeAdapter(list[union]).json_schema()  # type: ignore[valid-type]
     return _inline(schema, schema.get("$defs", {}))
 
@@ -449,8 +450,12 @@ class DecisionLogHealth(BaseModel):
     dropped: int = Field(description="decisions beyond the kept ones, lost")
 
 
+#: what /health says of the service as a whole
+HealthStatus = Literal["ok", "degraded", "unavailable"]
+
+
 class Health(BaseModel):
-    status: Literal["ok", "degraded", "unavailable"] = Field(
+    status: HealthStatus = Field(
         description="ok; degraded: some upstream's circuit is open or the decision log cannot be written; "
         "unavailable: every upstream's circuit is open"
     )
