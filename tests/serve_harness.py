@@ -82,6 +82,13 @@ class FakeUpstreams:
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
+    def reset(self) -> None:
+        """Forget every behaviour and request of earlier tests; hanging answers wait again."""
+        self.behaviour.clear()
+        self.received.clear()
+        self.released.clear()
+        self.tool_call = False
+
     def base_url(self, model: str) -> str:
         return f"http://127.0.0.1:{self.port}/{model}/v1"
 

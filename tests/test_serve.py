@@ -77,23 +77,6 @@ def loaded(model_dir: Path) -> P2LModel:
     return P2LModel.load(model_dir, cache_dir=False, precision="float32", runtime="auto")
 
 
-@pytest.fixture(scope="module")
-def upstreams() -> Iterator[FakeUpstreams]:
-    with FakeUpstreams() as fake:
-        yield fake
-
-
-@pytest.fixture()
-def fake(upstreams: FakeUpstreams) -> Iterator[FakeUpstreams]:
-    """The shared fake upstreams, reset for one test; whatever hangs is released at its end."""
-    upstreams.behaviour.clear()
-    upstreams.received.clear()
-    upstreams.released.clear()
-    upstreams.tool_call = False
-    yield upstreams
-    upstreams.released.set()
-
-
 @pytest.fixture()
 def service(loaded: P2LModel, fake: FakeUpstreams, tmp_path: Path) -> Iterator[InProcessService]:
     """A new service for this test only (bearer auth, budget 1, token prices for poet-7b), in-process."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +34,6 @@ COSTS = dict.fromkeys(MODELS, 1.0)
 
 def user(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
-
-
-@pytest.fixture(scope="module")
-def upstreams() -> Iterator[FakeUpstreams]:
-    with FakeUpstreams() as fake:
-        yield fake
-
-
-@pytest.fixture()
-def fake(upstreams: FakeUpstreams) -> Iterator[FakeUpstreams]:
-    """The shared fake upstreams, reset for one test; whatever hangs is released at its end."""
-    upstreams.behaviour.clear()
-    upstreams.received.clear()
-    upstreams.released.clear()
-    upstreams.tool_call = False
-    yield upstreams
-    upstreams.released.set()
 
 
 def start(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessService:
