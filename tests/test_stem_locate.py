@@ -194,7 +194,7 @@ def test_locate_input_errors(planted) -> None:
         locate_model(pool, correctness, items=3, model="other-a")
     with pytest.raises(EvalprismError, match="method irt needs a reference panel"):
         locate_model(pool, correctness, model="other-a", method="irt")
-    with pytest.raises(EvalprismError, match="method: expected auto, paper, stratified or irt"):
+    with pytest.raises(EvalprismError, match="method: expected one of auto, paper, stratified, irt"):
         locate_model(pool, correctness, model="other-a", method="best")
     only_one = correctness[(correctness["model"] == "other-a") & (correctness["benchmark"] == "bench-1")]
     with pytest.raises(EvalprismError, match="no rows for benchmark bench-2"):

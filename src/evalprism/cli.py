@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -12,6 +11,27 @@ from rich.console import Console
 
 from evalprism import __version__
 from evalprism.errors import EvalprismError
+from evalprism.vocabularies import (
+    Adjustment,
+    Aggregation,
+    BudgetScope,
+    CiMethod,
+    ClusterSelection,
+    Design,
+    Epochs,
+    FinalRule,
+    IRTKind,
+    KMedoidsMethod,
+    LocateMethod,
+    Missing,
+    PairModel,
+    PlanMethod,
+    Reduction,
+    RouteValueKind,
+    ScoreRule,
+    Weighting,
+    choice_enum,
+)
 
 if TYPE_CHECKING:
     from evalprism.io import OutputTarget
@@ -29,24 +49,13 @@ app = typer.Typer(
 _err = Console(stderr=True)
 
 
-class KMethod(str, Enum):
-    fasterpam = "fasterpam"
-    pam = "pam"
+KMethod = choice_enum("KMethod", KMedoidsMethod)
 
 
-class FinalRuleName(str, Enum):
-    """The final-answer rules of evalprism.ecdf.analysis (listed here so that --help imports no numpy)."""
-
-    medoid = "medoid"
-    majority = "majority"
+FinalRuleName = choice_enum("FinalRuleName", FinalRule)
 
 
-class ScoreRuleName(str, Enum):
-    """The score rules of evalprism.ecdf.scoring (listed here so that --help imports no numpy)."""
-
-    cosine = "cosine"
-    exact = "exact"
-    contains = "contains"
+ScoreRuleName = choice_enum("ScoreRuleName", ScoreRule)
 
 
 Extract = Annotated[
@@ -217,18 +226,10 @@ def _group(name: str, help: str) -> typer.Typer:
 p2l_app = _group("p2l", "Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.")
 
 
-class PairModelName(str, Enum):
-    """The outcome models of evalprism.stats.pairwise.PAIR_MODELS (listed here so that --help imports no numpy)."""
-
-    bt = "bt"
-    bt_tie = "bt-tie"
-    rk = "rk"
-    grk = "grk"
+PairModelName = choice_enum("PairModelName", PairModel)
 
 
-class CiName(str, Enum):
-    sandwich = "sandwich"
-    bootstrap = "bootstrap"
+CiName = choice_enum("CiName", CiMethod)
 
 
 @p2l_app.command("fit")
@@ -299,9 +300,7 @@ def p2l_split(
     )
 
 
-class AggregationName(str, Enum):
-    bt = "bt"
-    mean = "mean"
+AggregationName = choice_enum("AggregationName", Aggregation)
 
 
 @p2l_app.command("train")
@@ -505,11 +504,7 @@ def p2l_leaderboard(
     _wrote(out, quiet)
 
 
-class RouteValueName(str, Enum):
-    """evalprism.p2l.heldout_routing.ROUTE_VALUE_KINDS (listed here so that --help imports no numpy)."""
-
-    score = "score"
-    own = "own"
+RouteValueName = choice_enum("RouteValueName", RouteValueKind)
 
 
 @p2l_app.command("evaluate")
@@ -579,9 +574,7 @@ def p2l_evaluate(
     _wrote(out, quiet)
 
 
-class BudgetScopeName(str, Enum):
-    average = "average"
-    prompt = "prompt"
+BudgetScopeName = choice_enum("BudgetScopeName", BudgetScope, order=("average", "prompt"))
 
 
 @p2l_app.command("route")
@@ -642,16 +635,10 @@ def p2l_route(
     _wrote(out, quiet)
 
 
-class ReduceName(str, Enum):
-    none = "none"
-    pca = "pca"
-    umap = "umap"
+ReduceName = choice_enum("ReduceName", Reduction)
 
 
-class SelectionName(str, Enum):
-    auto = "auto"
-    eom = "eom"
-    leaf = "leaf"
+SelectionName = choice_enum("SelectionName", ClusterSelection)
 
 
 def _qrels_paths(qrels: Optional[list[str]]) -> list[Path]:
@@ -785,37 +772,22 @@ def judges(
 stem_app = _group("stem", "STEM (structured transitive evaluation): locate an unknown model on a model family.")
 
 
-class StemMissing(str, Enum):
-    wrong = "wrong"
-    exclude = "exclude"
+StemMissing = choice_enum("StemMissing", Missing)
 
 
-class StemWeighting(str, Enum):
-    balanced = "balanced"
-    stratified = "stratified"
+StemWeighting = choice_enum("StemWeighting", Weighting)
 
 
-class StemMethod(str, Enum):
-    auto = "auto"
-    paper = "paper"
-    stratified = "stratified"
-    irt = "irt"
+StemMethod = choice_enum("StemMethod", LocateMethod)
 
 
-class StemDesign(str, Enum):
-    random = "random"
-    stratified = "stratified"
+StemDesign = choice_enum("StemDesign", Design)
 
 
-class StemEpochsChoice(str, Enum):
-    mean = "mean"
-    first = "first"
-    all = "all"
+StemEpochsChoice = choice_enum("StemEpochsChoice", Epochs, order=("mean", "first", "all"))
 
 
-class StemIRT(str, Enum):
-    two = "2pl"
-    one = "1pl"
+StemIRT = choice_enum("StemIRT", IRTKind, order=("2pl", "1pl"))
 
 
 StemCorrectness = Annotated[
@@ -1057,11 +1029,7 @@ def stem_locate(
     _wrote(out, quiet)
 
 
-class StemPlanMethod(str, Enum):
-    auto = "auto"
-    stratified = "stratified"
-    irt = "irt"
-    adaptive = "adaptive"
+StemPlanMethod = choice_enum("StemPlanMethod", PlanMethod)
 
 
 @stem_app.command("plan")
@@ -1199,9 +1167,7 @@ def stem_audit(
     _wrote(out, quiet)
 
 
-class CompareAdjust(str, Enum):
-    bh = "bh"
-    holm = "holm"
+CompareAdjust = choice_enum("CompareAdjust", Adjustment)
 
 
 @app.command()

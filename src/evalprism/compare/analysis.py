@@ -55,8 +55,9 @@ from evalprism.stats.compare_tests import (
     sign_test_floor,
     variance_components,
 )
+from evalprism.vocabularies import Adjustment, choices
 
-ADJUST = ("bh", "holm")
+ADJUST = choices(Adjustment)
 ALL = "all"
 ALPHA = 0.05
 _KEY = ["benchmark", "item_id"]

@@ -33,6 +33,7 @@ from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
+from evalprism.vocabularies import FinalRule, KMedoidsMethod, choices
 
 #: accuracy values are shown as they are up to this many distinct values, else in equal-width bins
 MAX_ACCURACY_LEVELS = 6
@@ -109,8 +110,7 @@ def final_answers(
     return chosen
 
 
-FinalRule = Literal["medoid", "majority"]
-FINAL_RULES: tuple[str, ...] = ("medoid", "majority")
+FINAL_RULES = choices(FinalRule)
 #: what the report calls each rule's final answer
 FINAL_NAMES = {
     "medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
@@ -534,7 +534,7 @@ def analyze(
     by: Sequence[str] = (),
     clusters: int | Literal["auto"] = "auto",
     embedder: str | Embedder = "minilm",
-    method: Literal["fasterpam", "pam"] = "fasterpam",
+    method: KMedoidsMethod = "fasterpam",
     score: ScoreRule = "cosine",
     baseline: str | None = None,
     permutations: int = 999,

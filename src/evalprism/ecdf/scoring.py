@@ -19,14 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
-from typing import Literal
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.vocabularies import ScoreRule, choices
 
-ScoreRule = Literal["cosine", "exact", "contains"]
-SCORE_RULES: tuple[str, ...] = ("cosine", "exact", "contains")
+SCORE_RULES = choices(ScoreRule)
 
 #: what the report says the quality value is, per rule
 DESCRIPTIONS = {

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_applies
+from evalprism.vocabularies import Epochs, choices
 
-Epochs = Literal["first", "mean", "all"]
-EPOCHS: tuple[str, ...] = ("first", "mean", "all")
+EPOCHS = choices(Epochs)
 #: the key of a choice that applies to every task
 ANY_TASK = "*"
 LM_EVAL = "lm-eval samples"

@@ -1,5 +1,6 @@
 """Option values: one check for every option of the library, so a notebook user and the CLI get the
-same message. :func:`check_number` for numbers; :func:`check_applies` for an option given where it
+same message. :func:`check_number` for numbers; :func:`check_choice` for a value of a declared
+vocabulary (:mod:`evalprism.vocabularies`); :func:`check_applies` for an option given where it
 has no effect (``rounds`` without bootstrap intervals, an IRT setting without a reference panel,
 a harness reader's option on a plain table).
 
@@ -15,6 +16,7 @@ import math
 from typing import Any
 
 from evalprism.errors import EvalprismError, shorten
+from evalprism.vocabularies import choices
 
 
 def check_number(
@@ -51,6 +53,17 @@ def check_number(
     if not ok:
         raise EvalprismError(f"{name}: expected {expected}, got {value!r}", parameter=name)
     return x
+
+
+def check_choice(name: str, value: Any, vocabulary: Any) -> Any:
+    """Return ``value`` when it is one of the ``vocabulary``'s values (a ``Literal`` of
+    :mod:`evalprism.vocabularies`), else raise :class:`EvalprismError` naming ``name`` and the values."""
+    allowed = choices(vocabulary)
+    if not isinstance(value, str) or value not in allowed:
+        raise EvalprismError(
+            f"{name}: expected one of {', '.join(allowed)}, got {shorten(repr(value))}", parameter=name
+        )
+    return value
 
 
 def check_applies(name: str, value: Any, applies: bool, why: str) -> None:

@@ -29,9 +29,10 @@ import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_number
+from evalprism.vocabularies import ClusterSelection, Reduction, choices
 
-REDUCERS = ("none", "pca", "umap")
-SELECTIONS = ("auto", "eom", "leaf")
+REDUCERS = choices(Reduction)
+SELECTIONS = choices(ClusterSelection)
 #: the scaled min_cluster_size: this many at least, and one per PAIRS_PER_MIN_SIZE pairs above that
 MIN_CLUSTER_SIZE_FLOOR = 15
 PAIRS_PER_MIN_SIZE = 700

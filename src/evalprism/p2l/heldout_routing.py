@@ -42,7 +42,6 @@ prompt); they differ in how a router mixes models and in the values it reports.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -54,9 +53,9 @@ from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS
 from evalprism.stats.policy_value import PolicyValue, paired_value_difference, policy_value
 from evalprism.stats.routing import best_mix, win_values
+from evalprism.vocabularies import RouteValueKind, choices
 
-RouteValueKind = Literal["score", "own"]
-ROUTE_VALUE_KINDS: tuple[str, ...] = ("score", "own")
+ROUTE_VALUE_KINDS = choices(RouteValueKind)
 #: policies in the order of the table; the first is the one every other is compared with
 POLICIES: tuple[str, ...] = ("p2l", "best single", "marginal router", "random mix", "oracle")
 #: budgets when none are given: this many, spaced geometrically from the cheapest to the dearest model

@@ -30,10 +30,11 @@ from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
+from evalprism.io.options import check_choice
 from evalprism.stats.routing import Q_SUM_TOL, best_mix, best_mix_average_budget, router_coefficient, win_values
+from evalprism.vocabularies import BudgetScope
 
 RouteModel = Literal["bt", "grk"]
-BudgetScope = Literal["prompt", "average"]
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,7 @@ def route(
     m = theta.shape[-1]
     if model not in ("bt", "grk"):
         raise EvalprismError(f"unknown routing model {model!r}; expected 'bt' or 'grk'")
-    if budget_scope not in ("prompt", "average"):
-        raise EvalprismError(f"unknown budget_scope {budget_scope!r}; expected 'prompt' or 'average'")
+    check_choice("budget_scope", budget_scope, BudgetScope)
     names = _model_names(names, m, need=isinstance(costs, Mapping) or (model == "bt" and _names_models(opponent)))
     cost = _cost_array(costs, names)
     limit = float("inf") if budget is None else float(budget)

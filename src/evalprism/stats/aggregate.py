@@ -17,15 +17,12 @@ A numeric kernel (arrays in, arrays out), so it lives in ``stats``; :mod:`evalpr
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.pairwise import PairCounts, fit_counts
-
-Aggregation = Literal["bt", "mean"]
+from evalprism.vocabularies import Aggregation
 
 
 def expected_win_matrix(coefs: np.ndarray, weights: np.ndarray | None = None, chunk: int = 2048) -> np.ndarray:

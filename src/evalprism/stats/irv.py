@@ -20,11 +20,10 @@ every member (the sign test of the localization, :mod:`evalprism.stem.rule`).
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
-Missing = Literal["wrong", "exclude"]
+from evalprism.vocabularies import Missing
+
 KINDS = ("easy", "sts", "hard", "anomalous", "excluded")
 #: kind codes as stored per item (index into :data:`KINDS`)
 EASY, STS, HARD, ANOMALOUS, EXCLUDED = range(5)

@@ -20,13 +20,14 @@ import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.vocabularies import KMedoidsMethod
 
-Method = Literal["fasterpam", "pam"]
+Method = KMedoidsMethod
 _BUILD_SAMPLE = 2000
 #: FasterPAM runs from seeded random starts up to RESTARTS_UP_TO points (besides BUILD up to _BUILD_SAMPLE)
 RANDOM_STARTS = 4

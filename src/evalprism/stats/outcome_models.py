@@ -55,6 +55,7 @@ from scipy.special import expit, log_expit
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
+from evalprism.vocabularies import PairModel
 
 __all__ = [
     "GROUND",
@@ -70,7 +71,6 @@ __all__ = [
 ]
 
 #: the names of :data:`OUTCOME_MODELS`, for static checks (a test keeps the two in step)
-PairModel = Literal["bt", "bt-tie", "rk", "grk"]
 #: how observed ties enter a model's likelihood (:meth:`OutcomeModel.weights`)
 TieRule = Literal["drop", "half", "merge", "apart"]
 #: how the router values a model's coefficients (:func:`evalprism.p2l.route`'s ``model``)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -26,11 +26,11 @@ from scipy.sparse.csgraph import connected_components
 from evalprism.errors import EvalprismError
 from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, OutcomeModel, PairModel, outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
+from evalprism.vocabularies import CiMethod
 
 #: aggregate with a dense (n_models^2 x 4) table while n_models^2 is at most this or the battle count
 _DENSE_PAIRS = 1 << 16
 #: how :func:`coef_intervals` computes 95% intervals
-CiMethod = Literal["sandwich", "bootstrap"]
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 
 

@@ -24,14 +24,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Literal
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_choice
 from evalprism.stem.estimate import design_estimate
-
-IRTKind = Literal["2pl", "1pl"]
+from evalprism.vocabularies import IRTKind
 
 #: prior means and variances: theta ~ N(0, 1), a ~ N(1, 1), c ~ N(0, 9)
 PRIOR_THETA_VAR, PRIOR_A_MEAN, PRIOR_A_VAR, PRIOR_C_VAR = 1.0, 1.0, 1.0, 9.0
@@ -161,8 +160,7 @@ def fit_irt(
     ``threads``: item blocks evaluated in parallel (default: the machine's cores, at most 8)."""
     from scipy.optimize import minimize
 
-    if kind not in ("2pl", "1pl"):
-        raise EvalprismError(f"irt: expected '2pl' or '1pl', got {kind!r}")
+    check_choice("irt", kind, IRTKind)
     resp = np.asarray(responses)
     if resp.ndim != 2 or resp.shape[0] < 2 or resp.shape[1] < 1:
         raise EvalprismError(f"irt: the reference panel needs at least 2 models and 1 item (got shape {resp.shape})")

@@ -10,10 +10,11 @@ least :data:`MIN_PANEL` models (the located model left out), else ``stratified``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_choice
+from evalprism.vocabularies import Design, LocateMethod
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -33,8 +34,7 @@ METHOD_LABELS = {
     "adaptive": "adaptive plan: IRT ability posterior, calibrated on the panel",
 }
 
-Method = Literal["auto", "paper", "stratified", "irt"]
-Design = Literal["random", "stratified"]
+Method = LocateMethod
 #: ``method="auto"`` uses the IRT estimator from this many reference-panel models on
 MIN_PANEL = 10
 
@@ -42,8 +42,7 @@ MIN_PANEL = 10
 def choose_method(pool: Pool, model: str, method: str = "auto") -> str:
     """The method ``method`` resolves to for ``model`` (``auto``: irt with a panel of at least
     :data:`MIN_PANEL` models without ``model``, else stratified)."""
-    if method not in ("auto", "paper", "stratified", "irt"):
-        raise EvalprismError(f"method: expected auto, paper, stratified or irt, got {method!r}")
+    check_choice("method", method, LocateMethod)
     if method == "auto":
         return "irt" if pool.panel_size(model) >= MIN_PANEL else "stratified"
     if method == "irt" and pool.panel is None:
@@ -65,6 +64,4 @@ def resolve_design(pool: Pool, design: str | None) -> Design:
         "has no reference panel (build it with `stem pool --panel`)",
     )
     design = design or "random"
-    if design not in ("random", "stratified"):
-        raise EvalprismError(f"design: expected 'random' or 'stratified', got {design!r}", parameter="design")
-    return design  # type: ignore[return-value]
+    return check_choice("design", design, Design)  # type: ignore[no-any-return]

@@ -40,9 +40,10 @@ from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_draw
 from evalprism.stem.pool import Pool
+from evalprism.vocabularies import PlanMethod, choices
 
 PLAN_FILE = "plan.csv"
-PLAN_METHODS = ("auto", "stratified", "irt", "adaptive")
+PLAN_METHODS = choices(PlanMethod)
 STRATIFIED_DESIGN = "stratified (benchmark x members right), proportional allocation"
 ADAPTIVE_DESIGN = (
     "adaptive: stage 1 stratified (benchmark x members right), later stages by expected Fisher information"

@@ -22,7 +22,7 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
 from evalprism.io.harness_options import HarnessOptions
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_choice
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
@@ -31,6 +31,7 @@ from evalprism.keyed import content_order
 from evalprism.stats import irv as irv_kernel
 from evalprism.stats.irv import KINDS, Missing
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
+from evalprism.vocabularies import IRTKind
 
 
 @dataclass
@@ -401,8 +402,7 @@ def build_pool(
     (``panel_models``: which of its models; default all but the family). ``irt`` (only with a panel): ``"2pl"`` (default) or
     ``"1pl"``. The panel's fit runs when the pool is saved or first used.
     """
-    if missing not in ("wrong", "exclude"):
-        raise EvalprismError(f"missing: expected 'wrong' or 'exclude', got {missing!r}")
+    check_choice("missing", missing, Missing)
     enc = correctness if isinstance(correctness, EncodedCorrectness) else encode_correctness(correctness)
     meta = select_family(models, family)
     where = meta.attrs.get("source", "model metadata")
@@ -462,8 +462,7 @@ def build_pool(
         "the item-response model is fitted on a reference panel, and none is given (panel)",
     )
     irt = irt or "2pl"
-    if irt not in ("2pl", "1pl"):
-        raise EvalprismError(f"irt: expected '2pl' or '1pl', got {irt!r}", parameter="irt")
+    check_choice("irt", irt, IRTKind)
     if panel is not None:
         attach_panel(pool, panel, panel_models)
         pool.options["irt"] = irt

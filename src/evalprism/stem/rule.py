@@ -27,15 +27,13 @@ estimate of the comparison on the whole pool; the p-values stay the exact test o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.binomial import sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
-
-Weighting = Literal["balanced", "stratified"]
+from evalprism.vocabularies import Weighting
 
 #: what the paper's rule's number is, wherever it is shown: not a probability of being right
 RULE_STRENGTH_NOTE = (

@@ -1,0 +1,60 @@
+"""Option vocabularies are declared once (evalprism.vocabularies): the command line's choices, the
+library's values and its one check all come from the same Literal (issue 31, item 3)."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from evalprism import vocabularies
+from evalprism.errors import EvalprismError
+from evalprism.io.options import check_choice
+
+VOCABULARIES = {name: value for name, value in vars(vocabularies).items() if typing.get_origin(value) is typing.Literal}
+
+
+def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:
+    """Every Enum the CLI offers as choices holds the values of one vocabulary, and every vocabulary
+    reaches the CLI: a value added to a Literal appears in --help with nothing else to edit."""
+    from enum import Enum
+
+    import evalprism.cli as cli
+
+    enums = [v for v in vars(cli).values() if isinstance(v, type) and issubclass(v, Enum) and v is not Enum]
+    declared = {frozenset(vocabularies.choices(v)): name for name, v in VOCABULARIES.items()}
+    used = set()
+    for enum in enums:
+        values = frozenset(m.value for m in enum)
+        assert values in declared, f"{enum.__name__} ({sorted(values)}) is no declared vocabulary"
+        used.add(declared[values])
+    assert used == set(VOCABULARIES), f"vocabularies no CLI option offers: {set(VOCABULARIES) - used}"
+
+
+@pytest.mark.parametrize(
+    "module, name, vocabulary",
+    [
+        ("evalprism.ecdf.scoring", "SCORE_RULES", "ScoreRule"),
+        ("evalprism.ecdf.analysis", "FINAL_RULES", "FinalRule"),
+        ("evalprism.stats.outcome_models", "PAIR_MODELS", "PairModel"),
+        ("evalprism.p2l.heldout_routing", "ROUTE_VALUE_KINDS", "RouteValueKind"),
+        ("evalprism.io.harness_options", "EPOCHS", "Epochs"),
+        ("evalprism.judges.clustering", "REDUCERS", "Reduction"),
+        ("evalprism.judges.clustering", "SELECTIONS", "ClusterSelection"),
+        ("evalprism.stem.plan", "PLAN_METHODS", "PlanMethod"),
+        ("evalprism.compare.analysis", "ADJUST", "Adjustment"),
+    ],
+)
+def test_library_value_lists_are_the_vocabularies(module: str, name: str, vocabulary: str) -> None:
+    import importlib
+
+    assert getattr(importlib.import_module(module), name) == vocabularies.choices(VOCABULARIES[vocabulary])
+
+
+def test_check_choice_names_the_parameter_and_the_values() -> None:
+    assert check_choice("irt", "1pl", vocabularies.IRTKind) == "1pl"
+    with pytest.raises(EvalprismError) as err:
+        check_choice("irt", "3pl", vocabularies.IRTKind)
+    assert str(err.value) == "irt: expected one of 2pl, 1pl, got '3pl'" and err.value.parameter == "irt"
+    with pytest.raises(EvalprismError, match="got 1"):
+        check_choice("design", 1, vocabularies.Design)  # not text: refused, not compared
