@@ -107,6 +107,32 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return code, out.out, out.err
 
 
+def route_per_prompt(
+    model: Path, prompts: Path, costs: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> pd.DataFrame:
+    """`evalprism p2l route` at budget 1.0 held on every prompt, in-process; its routes.csv."""
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "route",
+            model,
+            prompts,
+            "--costs",
+            costs,
+            "--budget",
+            "1.0",
+            "--budget-scope",
+            "prompt",
+            "--out",
+            out,
+            "-q",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    return pd.read_csv(Path(out) / "routes.csv")
+
+
 class FillingDisk:
     """The decision log's file, on a disk that can fill up: while ``full``, a write puts out at most
     ``room`` more bytes (a line cut mid-way, as a real disk does) and then fails with ENOSPC."""

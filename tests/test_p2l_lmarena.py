@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers import run_cli
+from helpers import route_per_prompt, run_cli
 from torch import nn
 
 from evalprism.errors import EvalprismError
@@ -333,26 +333,7 @@ def test_cli_route_leaderboard_and_evaluate_run_on_a_released_checkpoint(
     costs = dict(zip(MODELS, (0.2, 0.4, 1.0, 3.0, 0.8, 0.1), strict=True))
     cost_file = tmp_path / "costs.jsonl"
     cost_file.write_text("".join(json.dumps({"model": m, "cost": c}) + "\n" for m, c in costs.items()))
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "route",
-            directory,
-            prompts,
-            "--costs",
-            cost_file,
-            "--budget",
-            "1.0",
-            "--budget-scope",
-            "prompt",
-            "--out",
-            tmp_path / "routes",
-            "-q",
-        ],
-        capsys,
-    )
-    assert code == 0, err
-    routes = pd.read_csv(tmp_path / "routes" / "routes.csv")
+    routes = route_per_prompt(directory, prompts, cost_file, tmp_path / "routes", capsys)
     want_coefs, _ = reference(ref_model, tokenizer, PROMPTS[:4], "grk")
     want = route(want_coefs, np.array(list(costs.values())), 1.0, "uniform", names=MODELS, model="grk").frame()
     assert routes["model"].tolist() == want["model"].tolist()

@@ -24,7 +24,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, FillingDisk
+from helpers import HANG_LIMIT_S, FillingDisk, route_per_prompt
 from serve_harness import (
     CLIENT_TIMEOUT_S,
     ConstantBackbone,
@@ -847,7 +847,6 @@ def test_schemathesis_checks_all_find_no_failure(service: InProcessService, fake
 def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, fake: FakeUpstreams, capsys) -> None:
     """The value a model is routed by is one property of the model: a grk-trained model routed by
     `evalprism p2l route` and by /v1/route gives the same mixes, values and router coefficients."""
-    from helpers import run_cli
 
     battles = simulate_topic_battles(1500, seed=5)
     rng = np.random.default_rng(5)
@@ -862,26 +861,7 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, fake:
     pd.DataFrame({"prompt": PROMPTS}).to_csv(prompts, index=False)
     costs = tmp_path / "costs.csv"
     pd.DataFrame({"model": list(COSTS), "cost": list(COSTS.values())}).to_csv(costs, index=False)
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "route",
-            model_path,
-            prompts,
-            "--costs",
-            costs,
-            "--budget",
-            "1.0",
-            "--budget-scope",
-            "prompt",
-            "--out",
-            tmp_path / "routes",
-            "-q",
-        ],
-        capsys,
-    )
-    assert code == 0, err
-    cli = pd.read_csv(tmp_path / "routes" / "routes.csv")
+    cli = route_per_prompt(model_path, prompts, costs, tmp_path / "routes", capsys)
     config = write_config(
         tmp_path / "router.yaml",
         fake,
