@@ -93,7 +93,8 @@ def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(
     assert library_message(lambda: load_config(config_path, names)) == f"{config_path}: {BELOW}"
     config = load_config(write_router_config(tmp_path / "ok.yaml", COSTS, budget=1.0), names)
     core = SimpleNamespace(candidates=list(COSTS), costs=np.array(list(COSTS.values())))
-    service = Service(config, core, None, None, None, None)  # type: ignore[arg-type]  # budgets need no I/O
+    # budgets need no I/O: no batcher, upstreams, decision log or metrics
+    service = Service(config, core, None, None, None, None, precision="float32", cards={})  # type: ignore[arg-type]
     with pytest.raises(RequestError) as info:
         service.budget_of(0.1)
     assert info.value.status_code == 422 and info.value.detail == BELOW and info.value.param == "budget"
