@@ -97,7 +97,7 @@ def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.D
     a = test["model_a"].map(index).to_numpy()
     b = test["model_b"].map(index).to_numpy()
     rows = outcome_rows(test["winner"].map(OUTCOME_INDEX).to_numpy())
-    marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
+    marginal = model.marginal.coefs(model.models)
     extra = result.options.get("marginal_extra")
     preds = {
         "marginal": marginal_log_probs(loss, marginal, extra, a, b),

@@ -32,6 +32,7 @@ from torch import nn
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import write_json
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
+from evalprism.p2l.baseline import CONFIG_ENTRY, MARGINAL_FILE, MarginalBaseline
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
 from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
 
@@ -45,7 +46,6 @@ CONFIG_FILE = "config.json"
 #: model; a newer format is refused with one message, older ones are read.
 MODEL_FORMAT = 1
 HEAD_FILE = "head.safetensors"
-MARGINAL_FILE = "marginal.csv"
 
 
 class LeaderboardHead(nn.Module):
@@ -92,10 +92,13 @@ class CoefficientHead(LeaderboardHead):
 @dataclass(frozen=True)
 class Prediction:
     """Per-prompt leaderboards ``coefs`` (n, M) and the reported tie parameter per prompt (η for rk,
-    λ for grk: :attr:`TieParameter.symbol <evalprism.stats.outcome_models.TieParameter.symbol>`)."""
+    λ for grk: :attr:`TieParameter.symbol <evalprism.stats.outcome_models.TieParameter.symbol>`);
+    ``raw_extra`` is the same parameter in the form the likelihood takes, as the head gave it
+    (evaluation reads it; None when only the reported value is known)."""
 
     coefs: np.ndarray
     extra: np.ndarray | None
+    raw_extra: np.ndarray | None = None
 
 
 class P2LModel:
@@ -107,7 +110,7 @@ class P2LModel:
         head: LeaderboardHead,
         models: list[str],
         config: dict[str, Any],
-        marginal: pd.DataFrame | None = None,
+        marginal: MarginalBaseline | None = None,
     ) -> None:
         self.backbone = backbone
         self.head = head
@@ -123,7 +126,7 @@ class P2LModel:
         """Leaderboards for ``prompts`` (features in batches of ``batch_size``; no gradients). Large
         batches let the embedder sort by length across more prompts (less padding)."""
         prompts = [p if isinstance(p, str) else str(p) for p in prompts]  # a Conversation keeps its turns
-        coefs, extras = [], []
+        coefs, raws, extras = [], [], []
         tie = self.head.tie
         self.head.eval()
         self.backbone.eval()
@@ -132,11 +135,13 @@ class P2LModel:
                 c, e = self.head(self.backbone.features(prompts[start : start + batch_size]).float())
                 coefs.append(c.numpy())
                 if tie is not None:
+                    raws.append(e.numpy())
                     extras.append(tie.report(TORCH_OPS, e).numpy())
         n = len(self.models)
         out = np.concatenate(coefs).astype(np.float64) if coefs else np.zeros((0, n))
-        extra = np.concatenate(extras).astype(np.float64) if extras else None
-        return Prediction(out, extra)
+        if not raws:
+            return Prediction(out, None)
+        return Prediction(out, np.concatenate(extras).astype(np.float64), np.concatenate(raws).astype(np.float64))
 
     @property
     def routing_value(self) -> RouteModel:
@@ -172,7 +177,7 @@ class P2LModel:
         head = save({k: v.detach().contiguous() for k, v in self.head.state_dict().items()})
         (directory / HEAD_FILE).write_bytes(head)
         if self.marginal is not None:
-            self.marginal.to_csv(directory / MARGINAL_FILE, index=False)
+            config[CONFIG_ENTRY] = self.marginal.save(directory)
         write_json(directory / CONFIG_FILE, config)
         self.config = config
         return directory
@@ -260,11 +265,12 @@ def check_model_format(directory: Path, written_by: object) -> None:
         )
 
 
-def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], pd.DataFrame | None]:
+def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], MarginalBaseline | None]:
     """Read and check a model directory's own files before any backbone is loaded: ``config.json``
     (a JSON object with a model list of distinct names, a known loss and a backbone spec),
     ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
-    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models)."""
+    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models, with its tie
+    parameter: :meth:`MarginalBaseline.from_config`)."""
     from evalprism.io.schema import Column, Schema
     from evalprism.io.text import read_text
 
@@ -312,7 +318,6 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         )
     if not all(bool(torch.isfinite(t).all()) for t in state.values()):
         raise invalid_model_dir(directory, f"{HEAD_FILE} holds NaN or infinite weights")
-    marginal = None
     if (directory / MARGINAL_FILE).is_file():
         schema = Schema("marginal", (Column("model", "key"), Column("coef", "number")))
         try:
@@ -327,4 +332,8 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         if sorted(marginal["model"]) != sorted(models):
             raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
         marginal.attrs = {}
-    return config, state, marginal
+        try:
+            return config, state, MarginalBaseline.from_config(marginal, config)
+        except EvalprismError as exc:
+            raise invalid_model_dir(directory, str(exc)) from None
+    return config, state, None

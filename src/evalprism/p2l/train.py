@@ -58,6 +58,7 @@ from evalprism.io.outputs import (
     why_write_stopped,
 )
 from evalprism.p2l.backbones import Backbone, load_backbone
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard, warn
@@ -776,14 +777,15 @@ def build_result(
     what the fit chose (best epoch and why it stopped, or the penalty)."""
     head.to("cpu")
     backbone.to("cpu")
-    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, marginal.frame())
+    baseline = MarginalBaseline.from_leaderboard(marginal)
+    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, baseline)
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
     evaluation = world.on_main(
         lambda: compare_predictors(
             opts.loss,
             data.rows[val],
             {
-                "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
+                "marginal": marginal_log_probs(baseline, a[val], b[val], data.names),
                 "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
             },
             data.prompt_codes[val],
@@ -805,7 +807,7 @@ def build_result(
         if marginal.identified is None
         else [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok],
     }
-    model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
+    model.config["training"] = run  # as P2LModel.load reads it back
     seen = {
         side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
         for side, idx in (("fit", data.train_idx), ("validation", val))
