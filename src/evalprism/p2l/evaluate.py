@@ -25,19 +25,19 @@ import pandas as pd
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
 from evalprism.p2l.model import P2LModel, Prediction, model_names
+from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.routing import check_budget
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
 from evalprism.progress import status
 from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
 from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
-from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_weights
 from evalprism.stats.policy_value import prompt_scores
 
 
@@ -280,14 +280,14 @@ def evaluate_model_dir(
     are read from its record (:mod:`evalprism.p2l.training_prompts`), to say whether the battles are
     held out."""
     names = model_names(model_dir)
-    battle_arrays(to_canonical_battles(battles), names=names, min_battles=1)
+    prepared = prepare_battle_arrays(battles, names=names, min_battles=1)
     if costs is not None:
         routing_costs(names, costs, budgets, value)
     recorded = read_training_prompts(model_dir)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
     return evaluate_model(
         model,
-        battles,
+        prepared,
         repeats=repeats,
         seed=seed,
         costs=costs,
@@ -338,7 +338,7 @@ def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_p
 
 def evaluate_model(
     model: P2LModel,
-    battles: pd.DataFrame,
+    battles: pd.DataFrame | PreparedBattles,
     *,
     repeats: int = 10,
     seed: int = 0,
@@ -357,28 +357,27 @@ def evaluate_model(
     from the cheapest to the dearest model; :func:`~evalprism.p2l.heldout_routing.routing_table`), the
     routers maximising ``value`` (``score`` or ``own``). ``training_prompts``: the model's record of its
     training prompts (:func:`~evalprism.p2l.training_prompts.read_training_prompts`); the overlap with
-    these battles' prompts is counted in ``options["overlap"]``."""
-    table = to_canonical_battles(battles)
-    where = table.attrs.get("source") or "battles table"
-    require_prompts(table["prompt"], where)
+    these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
+    (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
+    :func:`evaluate_model_dir` does)."""
+    if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
+        battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
+    codes, prompts = battles.prompt_codes, battles.prompts
+    if battles.arrays.names != model.models or codes is None or prompts is None:
+        raise ValueError("battles prepared for another model list, or without their prompts")
     cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
-    table = in_content_order(table)  # the scaling draws pick prompts from this order; sums run in it
-    arrays = battle_arrays(table, names=model.models, min_battles=1)
-    rows = outcome_rows(arrays.outcome, arrays.p_b)
-    prompts = table["prompt"].astype(str).tolist()
-    distinct = list(dict.fromkeys(prompts))
+    table, arrays, rows, distinct = battles.table, battles.arrays, battles.rows, list(prompts)
     status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
-    note = ignored_battles_note(model.loss, arrays.outcome, arrays.p_b)
+    note = battles.ignored_note(model.loss)
     if note:
         status(note, progress)
     pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
-    codes = pd.Index(distinct).get_indexer(prompts)
     predictions = {"p2l": prediction_log_probs(model.loss, pred, codes, arrays.a, arrays.b)}
     baseline = model.marginal
     marginal = None if baseline is None else baseline.coefs(model.models)
     if baseline is not None:
         predictions = {"marginal": marginal_log_probs(baseline, arrays.a, arrays.b, model.models), **predictions}
-    clusters = np.asarray(prompts, dtype=object)
+    clusters = codes  # each battle's prompt
     metrics = compare_predictors(model.loss, rows, predictions, clusters)
     split = nll_split(
         model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions}, clusters

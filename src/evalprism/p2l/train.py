@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
+from evalprism.io.battles import BattleArrays
 from evalprism.io.options import check_applies, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
@@ -63,12 +63,13 @@ from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocas
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.marginal import Leaderboard, warn
 from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -353,36 +354,32 @@ class TrainingData:
 
 
 def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
-    """Step 1, the split: validate ``battles``, put them in content order (the prompt split, each
-    epoch's seeded permutation, the batches and every sum over battles are then the same for the same
-    battles in any file order) and split them by prompt."""
-    table = to_canonical_battles(battles)
-    where = table.attrs.get("source") or "battles table"
-    require_prompts(table["prompt"], where)
-    table = in_content_order(table)
-    arrays = battle_arrays(table)
-    rows = outcome_rows(arrays.outcome, arrays.p_b)
-    weights = outcome_weights(opts.loss, rows)
+    """Step 1, the split: validate ``battles`` and put them in content order
+    (:func:`~evalprism.p2l.prepared.prepare_battle_arrays`: the prompt split, each epoch's seeded
+    permutation, the batches and every sum over battles are then the same for the same battles in any
+    file order), then split them by prompt. Battles the loss cannot use are on neither side."""
+    data = prepare_battle_arrays(battles)
+    assert data.prompt_codes is not None and data.prompts is not None  # prompts are read
+    weights = outcome_weights(opts.loss, data.rows)
     keep = weights.sum(axis=1) > 0
     if not keep.any():
-        raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
-    prompt_codes, prompts = pd.factorize(table["prompt"])
-    is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
+        raise EvalprismError(f"{data.where}: no battle carries information for loss '{opts.loss}' (only ties?)")
+    is_val = split_prompts(data.table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
-    content = _content_digest(prompts, prompt_codes, arrays, rows)
+    content = _content_digest(data.prompts, data.prompt_codes, data.arrays, data.rows)
     return TrainingData(
-        where,
-        len(table),
-        arrays,
-        rows,
+        data.where,
+        data.n_battles,
+        data.arrays,
+        data.rows,
         weights,
-        prompt_codes,
-        prompts,
+        data.prompt_codes,
+        data.prompts,
         train_idx,
         val_idx,
         content,
         _fingerprint(content, opts),
-        list(table.attrs.get("choices", [])),
+        data.read,
     )
 
 
