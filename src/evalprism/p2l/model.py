@@ -27,13 +27,16 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save
-from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import write_json
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
 from evalprism.p2l.baseline import CONFIG_ENTRY, MARGINAL_FILE, MarginalBaseline
-from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
+from evalprism.p2l.head import HEAD_FILE as HEAD_FILE
+from evalprism.p2l.head import CoefficientHead as CoefficientHead
+from evalprism.p2l.head import LeaderboardHead as LeaderboardHead
+from evalprism.p2l.likelihood import TORCH_OPS
+from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena, read_model_list
 from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
 
 if TYPE_CHECKING:
@@ -45,48 +48,6 @@ CONFIG_FILE = "config.json"
 #: format 1 (written before the entry existed). Raise it when a change makes older evalprism misread a
 #: model; a newer format is refused with one message, older ones are read.
 MODEL_FORMAT = 1
-HEAD_FILE = "head.safetensors"
-
-
-class LeaderboardHead(nn.Module):
-    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of the loss's
-    registry entry (None for a loss without one). Subclasses define ``forward``: evalprism's own
-    :class:`CoefficientHead`, and the head of a released lmarena checkpoint
-    (:class:`evalprism.p2l.lmarena.LmarenaHead`), which maps its outputs onto the same raw values."""
-
-    def __init__(self, n_models: int, loss: str) -> None:
-        super().__init__()
-        self.n_models = n_models
-        self.loss = loss
-        self.tie = outcome_model(loss).extra
-        self.has_extra = self.tie is not None
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # pragma: no cover
-        raise NotImplementedError
-
-    def log_probs(self, features: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
-        coefs, extra = self(features)
-        rows = torch.arange(coefs.shape[0])
-        return log_outcome_probs(self.loss, coefs[rows, a], coefs[rows, b], extra)
-
-
-class CoefficientHead(LeaderboardHead):
-    """One linear layer: M coefficients, plus one unconstrained output for the tie parameter of a
-    loss with one, mapped onto its domain by the registry entry (:meth:`TieParameter.from_head
-    <evalprism.stats.outcome_models.TieParameter.from_head>`)."""
-
-    def __init__(self, dim: int, n_models: int, loss: str) -> None:
-        super().__init__(n_models, loss)
-        self.linear = nn.Linear(dim, n_models + int(self.has_extra))
-        nn.init.zeros_(self.linear.weight)  # start at the constant (marginal) leaderboard in the bias
-        nn.init.zeros_(self.linear.bias)
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        out = self.linear(features)
-        if self.tie is None:
-            return out, None
-        return out[:, : self.n_models], self.tie.from_head(TORCH_OPS, out[:, self.n_models])
 
 
 @dataclass(frozen=True)
@@ -201,8 +162,6 @@ class P2LModel:
         ``runtime="openvino"`` (or ``auto``) runs a sentence-encoder backbone in OpenVINO, the
         router service's default: the same leaderboards (float32: to ~1e-6), faster on a CPU."""
         directory = Path(directory)
-        from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena  # imports this module
-
         if is_lmarena_checkpoint(directory):
             return cls(*load_lmarena(directory, precision=precision, runtime=runtime, progress=progress))
         config, state, marginal = read_model_files(directory)
@@ -231,8 +190,6 @@ def model_names(directory: str | Path) -> list[str]:
     """The model list of a model directory (evalprism's or a released lmarena checkpoint), read and
     checked without loading the backbone: routing checks costs, budget and opponent against it before
     the slow part (loading the encoder, encoding every prompt)."""
-    from evalprism.p2l.lmarena import is_lmarena_checkpoint, read_model_list  # imports this module
-
     directory = Path(directory)
     if is_lmarena_checkpoint(directory):
         return read_model_list(directory)

@@ -61,8 +61,9 @@ from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
+from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.marginal import Leaderboard, warn
-from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.p2l.model import P2LModel
 from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
