@@ -6,7 +6,7 @@ together: a model directory keeps the table in ``marginal.csv`` (model, coef and
 the ``identified`` flags) and the tie parameter in ``config.json``'s ``marginal`` entry, in its raw
 form (the one the likelihood takes: :class:`~evalprism.stats.outcome_models.TieParameter`), beside
 the reported value users read. A directory written before that entry existed recorded only the
-reported value, as ``training.marginal_extra``; it is read from there (:meth:`MarginalBaseline.read`).
+reported value, as ``training.marginal_extra``; it is read from there (:meth:`MarginalBaseline.from_config`).
 """
 
 from __future__ import annotations

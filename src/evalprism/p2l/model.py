@@ -10,7 +10,8 @@ exactly the marginal model.
 
 A model directory holds ``config.json`` (backbone spec, loss, model list, training options and
 metrics), ``head.safetensors``, ``marginal.csv`` (the marginal fit on the training battles, the
-baseline and the head's starting point) and, when the backbone was fine-tuned, ``backbone/``.
+baseline and the head's starting point; its tie parameter in config.json's ``marginal`` entry: one
+:class:`~evalprism.p2l.baseline.MarginalBaseline`) and, when the backbone was fine-tuned, ``backbone/``.
 :meth:`P2LModel.load` also loads a checkpoint in the layout lmarena released (``model_list.json``
 beside a Qwen2/Llama base model and its head, :mod:`evalprism.p2l.lmarena`). Loading needs no network.
 """
