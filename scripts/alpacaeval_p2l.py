@@ -108,7 +108,7 @@ def routing_curve(model: P2LModel, train: pd.DataFrame, test: pd.DataFrame, leng
     q[-1] = 1.0
     c = np.r_[cost.to_numpy(), np.inf]  # the reference is the opponent, never a route
     c[-1] = 1e12
-    marginal = model.marginal.set_index("model").loc[[*candidates, REFERENCE], "coef"].to_numpy()
+    marginal = model.marginal.coefs([*candidates, REFERENCE])
     marginal_coefs = np.tile(marginal, (len(prompts), 1))  # the same leaderboard for every prompt
     win = observed.to_numpy()
     mean_win = win.mean(axis=0)

@@ -35,9 +35,11 @@ import numpy as np
 import pandas as pd
 
 from evalprism.p2l import TrainOptions, train_model
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.evaluate import (
     battle_nll,
     compare_predictors,
+    log_probs,
     marginal_log_probs,
     p2l_log_probs,
     paired_difference,
@@ -82,9 +84,10 @@ def by_benchmark(
     logp = np.zeros((len(test), 4))
     for bench, part in test.groupby("benchmark"):
         fit = fit_leaderboard(train[train["benchmark"] == bench], model=loss, ci=None, progress=False).fit
-        coefs = pd.Series(fit.coefs, index=fit.names).reindex(models).to_numpy()
         rows = part.index.to_numpy()
-        logp[rows] = marginal_log_probs(loss, coefs, fit.extra, a[rows], b[rows])
+        baseline = MarginalBaseline.from_leaderboard(fit)
+        coefs = pd.Series(fit.coefs, index=fit.names).reindex(models).to_numpy()
+        logp[rows] = log_probs(loss, coefs[a[rows]], coefs[b[rows]], baseline.tie)
     return logp
 
 
@@ -97,10 +100,8 @@ def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.D
     a = test["model_a"].map(index).to_numpy()
     b = test["model_b"].map(index).to_numpy()
     rows = outcome_rows(test["winner"].map(OUTCOME_INDEX).to_numpy())
-    marginal = model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
-    extra = result.options.get("marginal_extra")
     preds = {
-        "marginal": marginal_log_probs(loss, marginal, extra, a, b),
+        "marginal": marginal_log_probs(model.marginal, a, b, model.models),
         "marginal_by_benchmark": by_benchmark(train, test, loss, model.models, a, b),
         "p2l": p2l_log_probs(model, test["prompt"].tolist(), a, b),
     }

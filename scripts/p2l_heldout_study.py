@@ -57,6 +57,7 @@ from evalprism.embed import get_embedder
 from evalprism.io.battles import battle_arrays, in_content_order, read_battles
 from evalprism.p2l import P2LModel, TrainOptions, evaluate_model, route_prompts, train_model
 from evalprism.p2l.backbones import load_backbone
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.evaluate import (
     aggregation_scaling,
     battle_nll,
@@ -361,7 +362,7 @@ def pred_logp(loss: str, pred: Prediction, test: Split) -> np.ndarray:
 
 
 def marg_logp(loss: str, board: Leaderboard, s: Split) -> np.ndarray:
-    return marginal_log_probs(loss, board.coefs, board.extra, s.a, s.b)
+    return marginal_log_probs(MarginalBaseline.from_leaderboard(board), s.a, s.b, board.names)
 
 
 # ---------------------------------------------------------------------------------------- the study

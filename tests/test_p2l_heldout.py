@@ -13,6 +13,7 @@ from test_p2l_reports import DIM, MODELS, HashFeatures, planted_model, summary_t
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, evaluate_model
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.evaluate import battle_nll, nll_parts, routing_costs
 from evalprism.p2l.heldout_routing import (
     cost_matched_mix,
@@ -163,7 +164,8 @@ def test_routing_options_are_checked_before_any_work() -> None:
 
 @pytest.mark.parametrize("loss", ["rk", "grk"])
 def test_nll_split_sums_to_the_total(loss: str) -> None:
-    from evalprism.p2l.evaluate import marginal_log_probs
+    from evalprism.p2l.evaluate import log_probs
+    from evalprism.stats.outcome_models import outcome_model
     from evalprism.stats.pairwise import outcome_rows
 
     rng = np.random.default_rng(3)
@@ -171,7 +173,7 @@ def test_nll_split_sums_to_the_total(loss: str) -> None:
     a, b = rng.integers(0, 4, n), rng.integers(0, 4, n)
     b = np.where(a == b, (b + 1) % 4, b)
     coefs = rng.normal(0.0, 1.0, 4) + (1.0 if loss == "grk" else 0.0)
-    logp = marginal_log_probs(loss, coefs, 1.7 if loss == "grk" else 0.4, a, b)
+    logp = log_probs(loss, coefs[a], coefs[b], outcome_model(loss).extra.unreport(1.7 if loss == "grk" else 0.4))
     outcome = rng.integers(0, 4, n)
     p_b = np.where(rng.random(n) < 0.2, rng.random(n), np.nan)  # some soft labels
     rows = outcome_rows(outcome, p_b)
@@ -201,8 +203,8 @@ def planted_grk_model() -> P2LModel:
         head.linear.weight.copy_(
             0.3 * torch.tensor(np.random.default_rng(1).standard_normal((len(MODELS) + 1, DIM)), dtype=torch.float32)
         )
-    marginal = pd.DataFrame({"model": MODELS, "coef": [2.0, 1.5, 1.0, 0.5]})
-    return P2LModel(HashFeatures(), head, MODELS, {"loss": "grk", "training": {"marginal_extra": 1.7}}, marginal)
+    marginal = MarginalBaseline.from_reported("grk", pd.DataFrame({"model": MODELS, "coef": [2.0, 1.5, 1.0, 0.5]}), 1.7)
+    return P2LModel(HashFeatures(), head, MODELS, {"loss": "grk"}, marginal)
 
 
 def grk_battles(n: int = 600) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from scipy.special import expit
 
 from evalprism.p2l import P2LModel, evaluate_model
 from evalprism.p2l.backbones import Backbone
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.evaluate import paired_difference
 from evalprism.p2l.model import CoefficientHead
 from evalprism.p2l.reports import evaluation_report, prompt_set_report
@@ -50,7 +51,7 @@ def planted_model(noise: float) -> P2LModel:
         head.linear.weight.copy_(
             noise * torch.tensor(np.random.default_rng(0).standard_normal((len(MODELS), DIM)), dtype=torch.float32)
         )
-    marginal = pd.DataFrame({"model": MODELS, "coef": TRUTH})
+    marginal = MarginalBaseline("bt", pd.DataFrame({"model": MODELS, "coef": TRUTH}))
     return P2LModel(HashFeatures(), head, MODELS, {"loss": "bt"}, marginal)
 
 

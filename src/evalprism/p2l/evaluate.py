@@ -22,35 +22,40 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-import torch
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import battle_arrays, in_content_order, require_prompts, to_canonical_battles
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
-from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.p2l.model import P2LModel, Prediction, model_names
+from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.routing import check_budget
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
 from evalprism.progress import status
 from evalprism.stats.aggregate import aggregate_leaderboards
-from evalprism.stats.outcome_models import outcome_model
+from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
 from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
-from evalprism.stats.pairwise import PairCounts, fit_counts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_weights
 from evalprism.stats.policy_value import prompt_scores
 
 
-def marginal_log_probs(loss: str, coefs: np.ndarray, extra: float | None, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Log-probabilities (n, 4) of battles a vs b under one constant leaderboard (``extra``: its
-    reported tie parameter)."""
-    ex = None
-    if extra is not None:
-        raw = outcome_model(loss).extra.unreport(extra)  # type: ignore[union-attr]
-        ex = torch.full((a.size,), float(raw), dtype=torch.float64)
-    c = torch.tensor(np.asarray(coefs, dtype=np.float64))
-    return log_outcome_probs(loss, c[torch.as_tensor(np.array(a))], c[torch.as_tensor(np.array(b))], ex).numpy()
+def log_probs(loss: str, coef_a: np.ndarray, coef_b: np.ndarray, tie: np.ndarray | float | None) -> np.ndarray:
+    """Log-probabilities (n, 4) of battles whose sides have coefficients ``coef_a`` and ``coef_b``
+    under ``loss``, with ``tie`` its raw tie parameter (per battle or one value; None without one):
+    the registry's formula in numpy (:data:`~evalprism.stats.outcome_models.NUMPY_OPS`), the one
+    the head trains with in torch."""
+    coef_a, coef_b = np.asarray(coef_a, dtype=np.float64), np.asarray(coef_b, dtype=np.float64)
+    raw = None if tie is None else np.broadcast_to(np.asarray(tie, dtype=np.float64), coef_a.shape)
+    return np.asarray(outcome_model(loss).log_probs(NUMPY_OPS, coef_a, coef_b, raw))
+
+
+def marginal_log_probs(baseline: MarginalBaseline, a: np.ndarray, b: np.ndarray, models: Sequence[str]) -> np.ndarray:
+    """Log-probabilities (n, 4) of battles a vs b (indices into ``models``) under the marginal
+    leaderboard ``baseline``, one leaderboard for every battle."""
+    coefs = baseline.coefs(models)
+    return log_probs(baseline.loss, coefs[a], coefs[b], baseline.tie)
 
 
 def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -61,15 +66,11 @@ def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndar
 
 def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Log-probabilities (n, 4) of battles a vs b, battle i under the leaderboard ``pred`` row ``pos[i]``."""
-    extra = None
-    if pred.extra is not None:
+    raw = pred.raw_extra
+    if raw is None and pred.extra is not None:  # a prediction made with its reported value only
         raw = outcome_model(loss).extra.unreport(pred.extra)  # type: ignore[union-attr]
-        extra = torch.as_tensor(raw[pos], dtype=torch.float64)
-    coefs = torch.as_tensor(pred.coefs[pos])
-    rows = torch.arange(a.size)
-    return log_outcome_probs(
-        loss, coefs[rows, torch.as_tensor(np.array(a))], coefs[rows, torch.as_tensor(np.array(b))], extra
-    ).numpy()
+    coefs, rows = pred.coefs[pos], np.arange(a.size)
+    return log_probs(loss, coefs[rows, a], coefs[rows, b], None if raw is None else raw[pos])
 
 
 def _observed(loss: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -279,14 +280,14 @@ def evaluate_model_dir(
     are read from its record (:mod:`evalprism.p2l.training_prompts`), to say whether the battles are
     held out."""
     names = model_names(model_dir)
-    battle_arrays(to_canonical_battles(battles), names=names, min_battles=1)
+    prepared = prepare_battle_arrays(battles, names=names, min_battles=1)
     if costs is not None:
         routing_costs(names, costs, budgets, value)
     recorded = read_training_prompts(model_dir)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
     return evaluate_model(
         model,
-        battles,
+        prepared,
         repeats=repeats,
         seed=seed,
         costs=costs,
@@ -337,7 +338,7 @@ def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_p
 
 def evaluate_model(
     model: P2LModel,
-    battles: pd.DataFrame,
+    battles: pd.DataFrame | PreparedBattles,
     *,
     repeats: int = 10,
     seed: int = 0,
@@ -356,33 +357,27 @@ def evaluate_model(
     from the cheapest to the dearest model; :func:`~evalprism.p2l.heldout_routing.routing_table`), the
     routers maximising ``value`` (``score`` or ``own``). ``training_prompts``: the model's record of its
     training prompts (:func:`~evalprism.p2l.training_prompts.read_training_prompts`); the overlap with
-    these battles' prompts is counted in ``options["overlap"]``."""
-    table = to_canonical_battles(battles)
-    where = table.attrs.get("source") or "battles table"
-    require_prompts(table["prompt"], where)
+    these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
+    (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
+    :func:`evaluate_model_dir` does)."""
+    if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
+        battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
+    codes, prompts = battles.prompt_codes, battles.prompts
+    if battles.arrays.names != model.models or codes is None or prompts is None:
+        raise ValueError("battles prepared for another model list, or without their prompts")
     cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
-    table = in_content_order(table)  # the scaling draws pick prompts from this order; sums run in it
-    arrays = battle_arrays(table, names=model.models, min_battles=1)
-    rows = outcome_rows(arrays.outcome, arrays.p_b)
-    prompts = table["prompt"].astype(str).tolist()
-    distinct = list(dict.fromkeys(prompts))
+    table, arrays, rows, distinct = battles.table, battles.arrays, battles.rows, list(prompts)
     status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
-    note = ignored_battles_note(model.loss, arrays.outcome, arrays.p_b)
+    note = battles.ignored_note(model.loss)
     if note:
         status(note, progress)
     pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
-    codes = pd.Index(distinct).get_indexer(prompts)
     predictions = {"p2l": prediction_log_probs(model.loss, pred, codes, arrays.a, arrays.b)}
-    marginal = (
-        None if model.marginal is None else model.marginal.set_index("model").loc[model.models, "coef"].to_numpy()
-    )
-    marginal_extra = model.config.get("training", {}).get("marginal_extra")
-    if marginal is not None:
-        predictions = {
-            "marginal": marginal_log_probs(model.loss, marginal, marginal_extra, arrays.a, arrays.b),
-            **predictions,
-        }
-    clusters = np.asarray(prompts, dtype=object)
+    baseline = model.marginal
+    marginal = None if baseline is None else baseline.coefs(model.models)
+    if baseline is not None:
+        predictions = {"marginal": marginal_log_probs(baseline, arrays.a, arrays.b, model.models), **predictions}
+    clusters = codes  # each battle's prompt
     metrics = compare_predictors(model.loss, rows, predictions, clusters)
     split = nll_split(
         model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions}, clusters
@@ -393,8 +388,8 @@ def evaluate_model(
         status(f"valuing routers on the held-out verdicts at {len(chosen_budgets)} budgets", progress)
         scores = held_out_scores(arrays, rows, codes, len(distinct))
         p2l_values = router_values(value, model.loss, model.routing_value, pred.coefs, pred.extra)
-        if marginal is not None:
-            single = router_values(value, model.loss, model.routing_value, marginal[None, :], marginal_extra)[0]
+        if baseline is not None and marginal is not None:
+            single = router_values(value, model.loss, model.routing_value, marginal[None, :], baseline.extra)[0]
         else:  # no marginal leaderboard: P2L's mean prediction over these prompts (no verdict read)
             single = p2l_values.mean(axis=0)
         routing = routing_table(p2l_values, single, scores, cost, model.models, chosen_budgets)

@@ -64,7 +64,7 @@ from torch import nn
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import prompt_turns
 from evalprism.p2l.backbones import Backbone, inference_dtype, resolve_runtime
-from evalprism.p2l.model import HEAD_FILE, LeaderboardHead
+from evalprism.p2l.head import HEAD_FILE, LeaderboardHead
 from evalprism.progress import progress_bar
 
 __all__ = ["LmarenaBackbone", "LmarenaHead", "is_lmarena_checkpoint", "load_lmarena"]

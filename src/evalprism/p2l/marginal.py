@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalprism.io.battles import battle_arrays, in_count_order, outcome_codes, to_canonical_battles
 from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
 from evalprism.stats.outcome_models import PairModel, outcome_model
@@ -30,7 +30,6 @@ from evalprism.stats.pairwise import (
     coef_intervals,
     elo_ratings,
     fit_counts,
-    ignored_battles_note,
     outcome_weights,
 )
 from evalprism.stats.separation import Separation, model_separation
@@ -162,14 +161,12 @@ def fit_leaderboard(
         f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})",
     )
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
-    table = to_canonical_battles(battles, prompts=False)  # a marginal fit reads no prompt
+    prepared = prepare_battle_arrays(battles, prompts=False)  # a marginal fit reads no prompt; sums in count order
+    table, arrays = prepared.table, prepared.arrays
     status(f"fitting {model} to {len(table)} battles", progress)
-    note = ignored_battles_note(
-        model, outcome_codes(table["winner"]), table["p_b"].to_numpy(dtype=float) if "p_b" in table.columns else None
-    )
+    note = prepared.ignored_note(model)
     if note:
         status(note, progress)
-    arrays = in_count_order(battle_arrays(table))  # soft labels summed in content order
     pairs = PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names), p_b=arrays.p_b)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
         board = Leaderboard.from_counts(

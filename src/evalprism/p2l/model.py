@@ -10,7 +10,8 @@ exactly the marginal model.
 
 A model directory holds ``config.json`` (backbone spec, loss, model list, training options and
 metrics), ``head.safetensors``, ``marginal.csv`` (the marginal fit on the training battles, the
-baseline and the head's starting point) and, when the backbone was fine-tuned, ``backbone/``.
+baseline and the head's starting point; its tie parameter in config.json's ``marginal`` entry: one
+:class:`~evalprism.p2l.baseline.MarginalBaseline`) and, when the backbone was fine-tuned, ``backbone/``.
 :meth:`P2LModel.load` also loads a checkpoint in the layout lmarena released (``model_list.json``
 beside a Qwen2/Llama base model and its head, :mod:`evalprism.p2l.lmarena`). Loading needs no network.
 """
@@ -27,12 +28,16 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save
-from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import write_json
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
-from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
+from evalprism.p2l.baseline import CONFIG_ENTRY, MARGINAL_FILE, MarginalBaseline
+from evalprism.p2l.head import HEAD_FILE as HEAD_FILE
+from evalprism.p2l.head import CoefficientHead as CoefficientHead
+from evalprism.p2l.head import LeaderboardHead as LeaderboardHead
+from evalprism.p2l.likelihood import TORCH_OPS
+from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena, read_model_list
 from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
 
 if TYPE_CHECKING:
@@ -44,58 +49,18 @@ CONFIG_FILE = "config.json"
 #: format 1 (written before the entry existed). Raise it when a change makes older evalprism misread a
 #: model; a newer format is refused with one message, older ones are read.
 MODEL_FORMAT = 1
-HEAD_FILE = "head.safetensors"
-MARGINAL_FILE = "marginal.csv"
-
-
-class LeaderboardHead(nn.Module):
-    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of the loss's
-    registry entry (None for a loss without one). Subclasses define ``forward``: evalprism's own
-    :class:`CoefficientHead`, and the head of a released lmarena checkpoint
-    (:class:`evalprism.p2l.lmarena.LmarenaHead`), which maps its outputs onto the same raw values."""
-
-    def __init__(self, n_models: int, loss: str) -> None:
-        super().__init__()
-        self.n_models = n_models
-        self.loss = loss
-        self.tie = outcome_model(loss).extra
-        self.has_extra = self.tie is not None
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # pragma: no cover
-        raise NotImplementedError
-
-    def log_probs(self, features: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
-        coefs, extra = self(features)
-        rows = torch.arange(coefs.shape[0])
-        return log_outcome_probs(self.loss, coefs[rows, a], coefs[rows, b], extra)
-
-
-class CoefficientHead(LeaderboardHead):
-    """One linear layer: M coefficients, plus one unconstrained output for the tie parameter of a
-    loss with one, mapped onto its domain by the registry entry (:meth:`TieParameter.from_head
-    <evalprism.stats.outcome_models.TieParameter.from_head>`)."""
-
-    def __init__(self, dim: int, n_models: int, loss: str) -> None:
-        super().__init__(n_models, loss)
-        self.linear = nn.Linear(dim, n_models + int(self.has_extra))
-        nn.init.zeros_(self.linear.weight)  # start at the constant (marginal) leaderboard in the bias
-        nn.init.zeros_(self.linear.bias)
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        out = self.linear(features)
-        if self.tie is None:
-            return out, None
-        return out[:, : self.n_models], self.tie.from_head(TORCH_OPS, out[:, self.n_models])
 
 
 @dataclass(frozen=True)
 class Prediction:
     """Per-prompt leaderboards ``coefs`` (n, M) and the reported tie parameter per prompt (η for rk,
-    λ for grk: :attr:`TieParameter.symbol <evalprism.stats.outcome_models.TieParameter.symbol>`)."""
+    λ for grk: :attr:`TieParameter.symbol <evalprism.stats.outcome_models.TieParameter.symbol>`);
+    ``raw_extra`` is the same parameter in the form the likelihood takes, as the head gave it
+    (evaluation reads it; None when only the reported value is known)."""
 
     coefs: np.ndarray
     extra: np.ndarray | None
+    raw_extra: np.ndarray | None = None
 
 
 class P2LModel:
@@ -107,7 +72,7 @@ class P2LModel:
         head: LeaderboardHead,
         models: list[str],
         config: dict[str, Any],
-        marginal: pd.DataFrame | None = None,
+        marginal: MarginalBaseline | None = None,
     ) -> None:
         self.backbone = backbone
         self.head = head
@@ -123,7 +88,7 @@ class P2LModel:
         """Leaderboards for ``prompts`` (features in batches of ``batch_size``; no gradients). Large
         batches let the embedder sort by length across more prompts (less padding)."""
         prompts = [p if isinstance(p, str) else str(p) for p in prompts]  # a Conversation keeps its turns
-        coefs, extras = [], []
+        coefs, raws, extras = [], [], []
         tie = self.head.tie
         self.head.eval()
         self.backbone.eval()
@@ -132,11 +97,13 @@ class P2LModel:
                 c, e = self.head(self.backbone.features(prompts[start : start + batch_size]).float())
                 coefs.append(c.numpy())
                 if tie is not None:
+                    raws.append(e.numpy())
                     extras.append(tie.report(TORCH_OPS, e).numpy())
         n = len(self.models)
         out = np.concatenate(coefs).astype(np.float64) if coefs else np.zeros((0, n))
-        extra = np.concatenate(extras).astype(np.float64) if extras else None
-        return Prediction(out, extra)
+        if not raws:
+            return Prediction(out, None)
+        return Prediction(out, np.concatenate(extras).astype(np.float64), np.concatenate(raws).astype(np.float64))
 
     @property
     def routing_value(self) -> RouteModel:
@@ -172,7 +139,7 @@ class P2LModel:
         head = save({k: v.detach().contiguous() for k, v in self.head.state_dict().items()})
         (directory / HEAD_FILE).write_bytes(head)
         if self.marginal is not None:
-            self.marginal.to_csv(directory / MARGINAL_FILE, index=False)
+            config[CONFIG_ENTRY] = self.marginal.save(directory)
         write_json(directory / CONFIG_FILE, config)
         self.config = config
         return directory
@@ -196,8 +163,6 @@ class P2LModel:
         ``runtime="openvino"`` (or ``auto``) runs a sentence-encoder backbone in OpenVINO, the
         router service's default: the same leaderboards (float32: to ~1e-6), faster on a CPU."""
         directory = Path(directory)
-        from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena  # imports this module
-
         if is_lmarena_checkpoint(directory):
             return cls(*load_lmarena(directory, precision=precision, runtime=runtime, progress=progress))
         config, state, marginal = read_model_files(directory)
@@ -226,8 +191,6 @@ def model_names(directory: str | Path) -> list[str]:
     """The model list of a model directory (evalprism's or a released lmarena checkpoint), read and
     checked without loading the backbone: routing checks costs, budget and opponent against it before
     the slow part (loading the encoder, encoding every prompt)."""
-    from evalprism.p2l.lmarena import is_lmarena_checkpoint, read_model_list  # imports this module
-
     directory = Path(directory)
     if is_lmarena_checkpoint(directory):
         return read_model_list(directory)
@@ -260,11 +223,12 @@ def check_model_format(directory: Path, written_by: object) -> None:
         )
 
 
-def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], pd.DataFrame | None]:
+def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], MarginalBaseline | None]:
     """Read and check a model directory's own files before any backbone is loaded: ``config.json``
     (a JSON object with a model list of distinct names, a known loss and a backbone spec),
     ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
-    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models)."""
+    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models, with its tie
+    parameter: :meth:`MarginalBaseline.from_config`)."""
     from evalprism.io.schema import Column, Schema
     from evalprism.io.text import read_text
 
@@ -312,7 +276,6 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         )
     if not all(bool(torch.isfinite(t).all()) for t in state.values()):
         raise invalid_model_dir(directory, f"{HEAD_FILE} holds NaN or infinite weights")
-    marginal = None
     if (directory / MARGINAL_FILE).is_file():
         schema = Schema("marginal", (Column("model", "key"), Column("coef", "number")))
         try:
@@ -327,4 +290,8 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         if sorted(marginal["model"]) != sorted(models):
             raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
         marginal.attrs = {}
-    return config, state, marginal
+        try:
+            return config, state, MarginalBaseline.from_config(marginal, config)
+        except EvalprismError as exc:
+            raise invalid_model_dir(directory, str(exc)) from None
+    return config, state, None

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import BattleArrays, battle_arrays, in_content_order, require_prompts, to_canonical_battles
+from evalprism.io.battles import BattleArrays
 from evalprism.io.options import check_applies, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
@@ -58,16 +58,19 @@ from evalprism.io.outputs import (
     why_write_stopped,
 )
 from evalprism.p2l.backbones import Backbone, load_backbone
+from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
+from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.marginal import Leaderboard, warn
-from evalprism.p2l.model import CoefficientHead, P2LModel
+from evalprism.p2l.model import P2LModel
+from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
 from evalprism.stats.outcome_models import PAIR_MODELS
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_rows, outcome_weights
+from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -352,36 +355,32 @@ class TrainingData:
 
 
 def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
-    """Step 1, the split: validate ``battles``, put them in content order (the prompt split, each
-    epoch's seeded permutation, the batches and every sum over battles are then the same for the same
-    battles in any file order) and split them by prompt."""
-    table = to_canonical_battles(battles)
-    where = table.attrs.get("source") or "battles table"
-    require_prompts(table["prompt"], where)
-    table = in_content_order(table)
-    arrays = battle_arrays(table)
-    rows = outcome_rows(arrays.outcome, arrays.p_b)
-    weights = outcome_weights(opts.loss, rows)
+    """Step 1, the split: validate ``battles`` and put them in content order
+    (:func:`~evalprism.p2l.prepared.prepare_battle_arrays`: the prompt split, each epoch's seeded
+    permutation, the batches and every sum over battles are then the same for the same battles in any
+    file order), then split them by prompt. Battles the loss cannot use are on neither side."""
+    data = prepare_battle_arrays(battles)
+    assert data.prompt_codes is not None and data.prompts is not None  # prompts are read
+    weights = outcome_weights(opts.loss, data.rows)
     keep = weights.sum(axis=1) > 0
     if not keep.any():
-        raise EvalprismError(f"{where}: no battle carries information for loss '{opts.loss}' (only ties?)")
-    prompt_codes, prompts = pd.factorize(table["prompt"])
-    is_val = split_prompts(table["prompt"], opts.val_fraction, opts.seed)
+        raise EvalprismError(f"{data.where}: no battle carries information for loss '{opts.loss}' (only ties?)")
+    is_val = split_prompts(data.table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
-    content = _content_digest(prompts, prompt_codes, arrays, rows)
+    content = _content_digest(data.prompts, data.prompt_codes, data.arrays, data.rows)
     return TrainingData(
-        where,
-        len(table),
-        arrays,
-        rows,
+        data.where,
+        data.n_battles,
+        data.arrays,
+        data.rows,
         weights,
-        prompt_codes,
-        prompts,
+        data.prompt_codes,
+        data.prompts,
         train_idx,
         val_idx,
         content,
         _fingerprint(content, opts),
-        list(table.attrs.get("choices", [])),
+        data.read,
     )
 
 
@@ -776,14 +775,15 @@ def build_result(
     what the fit chose (best epoch and why it stopped, or the penalty)."""
     head.to("cpu")
     backbone.to("cpu")
-    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, marginal.frame())
+    baseline = MarginalBaseline.from_leaderboard(marginal)
+    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, baseline)
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
     evaluation = world.on_main(
         lambda: compare_predictors(
             opts.loss,
             data.rows[val],
             {
-                "marginal": marginal_log_probs(opts.loss, marginal.coefs, marginal.extra, a[val], b[val]),
+                "marginal": marginal_log_probs(baseline, a[val], b[val], data.names),
                 "p2l": p2l_log_probs(model, list(data.prompts[data.prompt_codes[val]]), a[val], b[val]),
             },
             data.prompt_codes[val],
@@ -805,7 +805,7 @@ def build_result(
         if marginal.identified is None
         else [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok],
     }
-    model.config["training"] = run  # as P2LModel.load reads it back: evaluation needs the marginal's tie parameter
+    model.config["training"] = run  # as P2LModel.load reads it back
     seen = {
         side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
         for side, idx in (("fit", data.train_idx), ("validation", val))
