@@ -468,3 +468,13 @@ def test_response_options_need_a_responses_file(tmp_path: Path, capsys) -> None:
     )
     assert code == 2 and "--by: applies to ECDF responses files" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_bad_choices_cell_is_named_by_its_source_row_after_empty_responses_are_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text('question_id,model,response,references,choices\n1,a,,["x"],{}\n1,b,"Answer(A)",["x"],not json\n')
+    from evalprism.compare import ResponseOptions
+    from evalprism.errors import EvalprismError
+
+    with pytest.raises(EvalprismError, match=r"r.csv: row 2, column 'choices': expected a JSON object"):
+        compare_runs([path], responses=ResponseOptions(extract=r"Answer\(([A-E])", choices="choices"))

@@ -87,7 +87,7 @@ def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list
     if choice is not None and choice not in df.columns:
         raise EvalprismError(f"{where}: choices column '{choice}' not found", parameter="choices")
     maps = (
-        [parse_choices(v, f"{where}: row {r + 1}, column '{choice}'") for r, v in enumerate(df[choice])]
+        [parse_choices(v, f"{where}: row {r}, column '{choice}'") for r, v in zip(df["_row"], df[choice], strict=True)]
         if choice is not None
         else [None] * len(df)
     )
@@ -110,6 +110,7 @@ def read_responses_runs(
     """The long run table (``run, benchmark, item_id, score[, cluster][, prompt]``) of a responses file,
     and notes; ``prompt`` (the question's text, for `p2l train` from logs) when the file has that column."""
     df = RESPONSES_SCHEMA.validate(table)
+    df = df.assign(_row=np.arange(1, len(df) + 1))  # 1-based source rows, for messages after rows are left out
     notes: list[str] = []
     by = list(options.by)
     if not by:
