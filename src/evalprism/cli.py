@@ -24,7 +24,7 @@ from evalprism.vocabularies import (
     KMedoidsMethod,
     LocateMethod,
     Missing,
-    PairModel,
+    OutcomeModelName,
     PlanMethod,
     Reduction,
     RouteValueKind,
@@ -226,7 +226,14 @@ def _group(name: str, help: str) -> typer.Typer:
 p2l_app = _group("p2l", "Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.")
 
 
-PairModelName = choice_enum("PairModelName", PairModel)
+OutcomeModelChoice = choice_enum("OutcomeModelChoice", OutcomeModelName)
+P2LModelDir = Annotated[
+    Path,
+    typer.Argument(
+        metavar="P2L_MODEL",
+        help="P2L model: a directory from `evalprism p2l train`, or a P2L checkpoint lmarena released.",
+    ),
+]
 
 
 CiName = choice_enum("CiName", CiMethod)
@@ -241,7 +248,10 @@ def p2l_fit(
         ),
     ],
     out: Out,
-    model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
+    outcome_model: Annotated[
+        OutcomeModelChoice,
+        typer.Option("--outcome-model", "--model", help="Outcome model of a battle (--model: its older name)."),
+    ] = OutcomeModelChoice.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
     rounds: Annotated[
         Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)
@@ -257,7 +267,7 @@ def p2l_fit(
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(
         read_battles_input(battles, prompts=False),
-        model=model.value,
+        outcome_model=outcome_model.value,
         ci=ci.value,
         rounds=rounds,
         seed=seed,
@@ -328,7 +338,10 @@ def p2l_train(
             "static:<local encoder dir> distils another encoder).",
         ),
     ] = "minilm",
-    loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
+    outcome_model: Annotated[
+        OutcomeModelChoice,
+        typer.Option("--outcome-model", "--loss", help="Outcome model of the head's battles (--loss: its older name)."),
+    ] = OutcomeModelChoice.bt,
     finetune: Annotated[
         bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")
     ] = False,
@@ -430,7 +443,7 @@ def p2l_train(
 
     options = TrainOptions(
         backbone=backbone,
-        loss=loss.value,
+        outcome_model=outcome_model.value,
         finetune=finetune,
         fit=fit,
         penalty=penalty,
@@ -463,7 +476,7 @@ def p2l_train(
 
 @p2l_app.command("leaderboard")
 def p2l_leaderboard(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     out: Out,
     prompt_column: Annotated[
@@ -509,7 +522,7 @@ RouteValueName = choice_enum("RouteValueName", RouteValueKind)
 
 @p2l_app.command("evaluate")
 def p2l_evaluate(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
     out: Out,
     repeats: Annotated[
@@ -579,7 +592,7 @@ BudgetScopeName = choice_enum("BudgetScopeName", BudgetScope, order=("average", 
 
 @p2l_app.command("route")
 def p2l_route(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     costs: Annotated[
         Path,
@@ -1295,7 +1308,7 @@ def version() -> None:
 
 @app.command()
 def serve(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     config: Annotated[
         Path, typer.Option("--config", help="Router config (YAML): candidates, costs, budget, opponent, API keys.")
     ],

@@ -18,12 +18,15 @@ KMedoidsMethod = Literal["fasterpam", "pam"]
 FinalRule = Literal["medoid", "majority"]
 #: a response's quality against its references (`ecdf --score`, `compare --score`)
 ScoreRule = Literal["cosine", "exact", "contains"]
-#: pairwise outcome models (the registry of :mod:`evalprism.stats.outcome_models`; `--loss`, `--model`)
-PairModel = Literal["bt", "bt-tie", "rk", "grk"]
+#: pairwise outcome models (the registry of :mod:`evalprism.stats.outcome_models`; `p2l train`/`p2l fit` `--outcome-model`)
+OutcomeModelName = Literal["bt", "bt-tie", "rk", "grk"]
 #: confidence intervals of a marginal leaderboard (`p2l fit --ci`)
 CiMethod = Literal["sandwich", "bootstrap"]
 #: aggregating per-prompt leaderboards over a prompt set (`p2l leaderboard --aggregation`)
 Aggregation = Literal["bt", "mean"]
+#: how the router values a model's coefficients: BT win rate, or grk's σ(β) (an outcome model's
+#: ``route_by``; :func:`evalprism.p2l.route`'s ``value``)
+RouteValue = Literal["bt", "grk"]
 #: the routing value a held-out router evaluation uses (`p2l evaluate --value`)
 RouteValueKind = Literal["score", "own"]
 #: where a routing budget holds: on average over prompts, or on every prompt (`--budget-scope`)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from evalprism.stats.outcome_models import ArrayOps, outcome_model
+from evalprism.stats.outcome_models import ArrayOps, get_outcome_model
 from evalprism.stats.pairwise import PairCounts
 
 __all__ = ["TORCH_OPS", "log_outcome_probs", "pairwise_nll"]
@@ -51,13 +51,13 @@ def log_outcome_probs(
 
     Outcomes a model does not have get log-probability −inf (they carry zero weight in the fits).
     """
-    return outcome_model(model).log_probs(TORCH_OPS, coef_a, coef_b, extra)
+    return get_outcome_model(model).log_probs(TORCH_OPS, coef_a, coef_b, extra)
 
 
 def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.Tensor) -> torch.Tensor:
     """Negative log-likelihood of the aggregated counts at parameters ``x`` (coefs [+ raw extra]):
     the marginal fit's objective in torch, for autograd checks of its numpy derivatives."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(model)
     coefs = x[: pairs.n_models]
     extra = x[pairs.n_models] if entry.extra is not None else None
     logp = log_outcome_probs(model, coefs[torch.as_tensor(pairs.a)], coefs[torch.as_tensor(pairs.b)], extra)

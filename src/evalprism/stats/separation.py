@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from evalprism.stats.outcome_models import GROUND, Side, outcome_model
+from evalprism.stats.outcome_models import GROUND, Side, get_outcome_model
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def model_separation(model: str, a: np.ndarray, b: np.ndarray, weights: np.ndarr
     (:meth:`~evalprism.stats.outcome_models.OutcomeModel.weights`: ties dropped, halved or merged
     already). Each outcome with positive weight adds the edges its registry entry's ``bounds`` name;
     a model without shift invariance adds the "bad" model as node ``n_models``, the fixed point."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(model)
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     weights = np.asarray(weights, float)
     ground = np.full(a.size, n_models, np.int64)
