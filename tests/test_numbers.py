@@ -179,3 +179,19 @@ def test_one_dimension_is_a_reduction_the_library_and_the_cli_accept() -> None:
     labels = cluster_pairs(z, options)
     assert set(labels[:40]) == {labels[0]} and set(labels[40:]) == {labels[40]} and labels[0] != labels[40]
     assert number_bounds("n_components") == {"min": 1}
+
+
+@pytest.mark.parametrize("seed, ok", [("0", True), ("4294967295", True), ("-1", False), ("4294967296", False)])
+def test_the_routing_service_config_seed_follows_the_one_seed_rule(tmp_path: Path, seed: str, ok: bool) -> None:
+    """A negative seed in router.yaml used to pass the config and fail at the first mixed routing
+    decision (numpy refuses it); now the config is refused with the seed rule's words."""
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(f"models: {{a: {{base_url: 'http://x/v1', cost: 1}}}}\nseed: {seed}\n", encoding="utf-8")
+    if ok:
+        assert load_config(path).seed == int(seed)
+        return
+    with pytest.raises(EvalprismError) as err:
+        load_config(path)
+    assert f"seed: expected a whole number from 0 to 4294967295 (got {seed})" in str(err.value), str(err.value)
