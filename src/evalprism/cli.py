@@ -31,6 +31,7 @@ from evalprism.vocabularies import (
     ScoreRule,
     Weighting,
     choice_enum,
+    number_bounds,
 )
 
 if TYPE_CHECKING:
@@ -254,7 +255,10 @@ def p2l_fit(
     ] = OutcomeModelChoice.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
     rounds: Annotated[
-        Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)
+        Optional[int],
+        typer.Option(
+            "--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", **number_bounds("rounds")
+        ),
     ] = None,
     seed: Seed = 0,
     overwrite: Overwrite = False,
@@ -364,14 +368,18 @@ def p2l_train(
     ] = None,
     epochs: Annotated[
         Optional[int],
-        typer.Option("--epochs", help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).", min=1),
+        typer.Option(
+            "--epochs",
+            help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).",
+            **number_bounds("max_epochs"),
+        ),
     ] = None,
     batch_size: Annotated[
         Optional[int],
         typer.Option(
             "--batch-size",
             help="With --fit adamw: battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).",
-            min=1,
+            **number_bounds("batch_size"),
         ),
     ] = None,
     micro_batch_size: Annotated[
@@ -379,7 +387,7 @@ def p2l_train(
         typer.Option(
             "--micro-batch-size",
             help="With --fit adamw: battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).",
-            min=1,
+            **number_bounds("micro_batch_size"),
         ),
     ] = None,
     lr: Annotated[
@@ -400,7 +408,7 @@ def p2l_train(
         typer.Option(
             "--patience",
             help="With --fit adamw: epochs without validation improvement before stopping (default 8).",
-            min=1,
+            **number_bounds("patience"),
         ),
     ] = None,
     max_length: Annotated[
@@ -408,7 +416,7 @@ def p2l_train(
         typer.Option(
             "--max-length",
             help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).",
-            min=1,
+            **number_bounds("max_length"),
         ),
     ] = None,
     gradient_checkpointing: Annotated[
@@ -526,7 +534,10 @@ def p2l_evaluate(
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
     out: Out,
     repeats: Annotated[
-        int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)
+        int,
+        typer.Option(
+            "--repeats", help="Random prompt subsets per size (aggregation scaling).", **number_bounds("repeats")
+        ),
     ] = 10,
     costs: Annotated[
         Optional[Path],
@@ -712,14 +723,20 @@ def judges(
         ReduceName,
         typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]')."),
     ] = ReduceName.pca,
-    components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
+    components: Annotated[
+        int, typer.Option("--components", help="Dimensions after reduction.", **number_bounds("n_components"))
+    ] = 10,
     min_cluster_size: Annotated[
         Optional[int],
         typer.Option(
-            "--min-cluster-size", help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).", min=2
+            "--min-cluster-size",
+            help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).",
+            **number_bounds("min_cluster_size"),
         ),
     ] = None,
-    min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
+    min_samples: Annotated[
+        int, typer.Option("--min-samples", help="HDBSCAN min_samples.", **number_bounds("min_samples"))
+    ] = 5,
     selection: Annotated[
         SelectionName,
         typer.Option(
@@ -736,7 +753,11 @@ def judges(
     ] = "auto",
     min_query_pairs: Annotated[
         int,
-        typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2),
+        typer.Option(
+            "--min-query-pairs",
+            help="Pairs of a query in a cluster needed for its per-query AC1.",
+            **number_bounds("min_query_pairs"),
+        ),
     ] = 5,
     tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
     seed: Seed = 0,
@@ -960,13 +981,17 @@ def stem_locate(
     items: Annotated[
         Optional[int],
         typer.Option(
-            "--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1
+            "--items",
+            help="Items per localization of a model that answered the whole pool (default 100).",
+            **number_bounds("items"),
         ),
     ] = None,
     trials: Annotated[
         int,
         typer.Option(
-            "--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0
+            "--trials",
+            help="Repeated trials of every method, compared with random sampling (0: none).",
+            **number_bounds("trials"),
         ),
     ] = 100,
     seed: Annotated[
@@ -1055,7 +1080,12 @@ def stem_plan(
         ),
     ],
     items: Annotated[
-        int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)
+        int,
+        typer.Option(
+            "--items",
+            help="Items to run the new model on (with --plan: the new stage's items).",
+            **number_bounds("items"),
+        ),
     ] = 100,
     seed: Annotated[
         Optional[int],
@@ -1081,7 +1111,9 @@ def stem_plan(
     stage: Annotated[
         Optional[int],
         typer.Option(
-            "--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2
+            "--stage",
+            help="With --plan: the stage to plan (checked: one more than the plan's last stage).",
+            **number_bounds("stage"),
         ),
     ] = None,
     answers: Annotated[

@@ -26,6 +26,7 @@ from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
+from evalprism.io.options import check_number
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
@@ -374,6 +375,7 @@ def evaluate_model(
     these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
     :func:`evaluate_model_dir` does)."""
+    check_number("repeats", repeats)
     if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
         battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
     codes, prompts = battles.prompt_codes, battles.prompts

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_number
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.progress import progress_bar, status
@@ -160,6 +160,8 @@ def fit_leaderboard(
         ci == "bootstrap",
         f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})",
     )
+    if rounds is not None:
+        check_number("rounds", rounds)
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
     prepared = prepare_battle_arrays(battles, prompts=False)  # a marginal fit reads no prompt; sums in count order
     table, arrays = prepared.table, prepared.arrays

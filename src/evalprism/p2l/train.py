@@ -84,16 +84,17 @@ HEAD_FITS = ("ridge", "adamw")
 EPOCH_DEFAULTS: dict[str, Any] = {"lr": 3e-3, "weight_decay": 1e-2, "patience": 8}
 #: options that only the epoch loop reads: given with fit 'ridge', they are refused rather than ignored
 EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
-#: the options that may be None (the default), and the range each takes when given
-OPTIONAL_NUMBERS: dict[str, dict[str, Any]] = {
-    "lr": {"low": 0, "low_open": True},
-    "weight_decay": {"low": 0},
-    "penalty": {"low": 0},
-    **{
-        name: {"low": 1, "integer": True}
-        for name in ("patience", "max_epochs", "batch_size", "micro_batch_size", "max_length")
-    },
-}
+#: the numeric options that may be None (the default); their bounds: ``evalprism.vocabularies.NUMBERS``
+OPTIONAL_NUMBERS = (
+    "lr",
+    "weight_decay",
+    "penalty",
+    "patience",
+    "max_epochs",
+    "batch_size",
+    "micro_batch_size",
+    "max_length",
+)
 
 
 @dataclass
@@ -133,14 +134,14 @@ class TrainOptions:
             raise EvalprismError(
                 "fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'", parameter="fit"
             )
-        check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True, high_open=True)
-        check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
+        check_number("val_fraction", self.val_fraction)
+        check_number("backbone_lr", self.backbone_lr)
         check_seed(self.seed)
-        for name, rule in OPTIONAL_NUMBERS.items():
+        for name in OPTIONAL_NUMBERS:
             value = getattr(self, name)
             if value is None:
                 continue
-            check_number(name, value, **rule)
+            check_number(name, value)
             if fit == "ridge" and name in EPOCH_ONLY:
                 raise EvalprismError(
                     f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
