@@ -118,9 +118,9 @@ def test_runtime_names_resolve_or_fail_clearly() -> None:
     assert resolve_runtime("torch", "minilm") == "torch"
     with pytest.raises(EvalprismError, match="runtime 'openvino' runs sentence-encoder backbones"):
         resolve_runtime("openvino", "hf:/models/qwen")
-    with pytest.raises(EvalprismError, match="unknown runtime 'tensorrt'"):
+    with pytest.raises(EvalprismError, match="runtime: expected one of auto, torch, openvino, got 'tensorrt'"):
         resolve_runtime("tensorrt", "minilm")
-    with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
+    with pytest.raises(EvalprismError, match="precision: expected one of float32, bfloat16, got 'float16'"):
         OpenVINOEncoder(object(), precision="float16")
 
 

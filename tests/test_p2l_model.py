@@ -82,7 +82,7 @@ def test_bfloat16_inference_stays_close_to_float32(trained) -> None:
     assert 0 < np.abs(half - full).max() < 0.05
     assert (half.argmax(axis=1) == full.argmax(axis=1)).all()
     np.testing.assert_array_equal(P2LModel.load(path).leaderboards(prompts), full)
-    with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
+    with pytest.raises(EvalprismError, match="precision: expected one of float32, bfloat16, got 'float16'"):
         P2LModel.load(path, precision="float16")
 
 
@@ -100,7 +100,7 @@ def test_openvino_runtime_gives_the_torch_leaderboards(trained) -> None:
     full = torch_model.leaderboards(prompts)
     assert np.abs(half.leaderboards(prompts) - full).max() < 0.05
     assert (half.leaderboards(prompts).argmax(axis=1) == full.argmax(axis=1)).all()
-    with pytest.raises(EvalprismError, match="unknown runtime 'onnx'"):
+    with pytest.raises(EvalprismError, match="runtime: expected one of auto, torch, openvino, got 'onnx'"):
         P2LModel.load(path, runtime="onnx")
 
 
@@ -298,7 +298,7 @@ def test_fine_tuning_options_are_checked_before_any_work() -> None:
     with pytest.raises(EvalprismError, match="apply to a fine-tuned backbone") as info:
         train_model(battles, TrainOptions(max_length=64), progress=False)
     assert info.value.parameter == "finetune"
-    with pytest.raises(EvalprismError, match="unknown precision 'float16'"):
+    with pytest.raises(EvalprismError, match="precision: expected one of auto, float32, bfloat16, got 'float16'"):
         train_model(battles, TrainOptions(finetune=True, precision="float16"), progress=False)
     with pytest.raises(EvalprismError, match="micro_batch_size"):
         train_model(battles, TrainOptions(finetune=True, micro_batch_size=0), progress=False)

@@ -12,9 +12,10 @@ from evalprism.errors import EvalprismError
 from evalprism.io.options import check_choice
 
 VOCABULARIES = {name: value for name, value in vars(vocabularies).items() if typing.get_origin(value) is typing.Literal}
-#: vocabularies of library parameters no command-line option takes: the router's value follows the
-#: P2L model's outcome model (its registry entry's ``route_by``), it is not chosen on the command line
-LIBRARY_ONLY = {"RouteValue"}
+#: vocabularies no command-line option takes: the router's value follows the P2L model's outcome model
+#: (its registry entry's ``route_by``); a backbone's compute precision is decided from the asked one;
+#: the service's runtime is a key of its config file
+LIBRARY_ONLY = {"RouteValue", "ComputePrecision", "Runtime"}
 
 
 def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:

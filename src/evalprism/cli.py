@@ -20,12 +20,14 @@ from evalprism.vocabularies import (
     Design,
     Epochs,
     FinalRule,
+    HeadFit,
     IRTKind,
     KMedoidsMethod,
     LocateMethod,
     Missing,
     OutcomeModelName,
     PlanMethod,
+    Precision,
     Reduction,
     RouteValueKind,
     ScoreRule,
@@ -228,6 +230,8 @@ p2l_app = _group("p2l", "Prompt-to-Leaderboard (Frick et al.): pairwise leaderbo
 
 
 OutcomeModelChoice = choice_enum("OutcomeModelChoice", OutcomeModelName)
+HeadFitName = choice_enum("HeadFitName", HeadFit)
+PrecisionName = choice_enum("PrecisionName", Precision)
 P2LModelDir = Annotated[
     Path,
     typer.Argument(
@@ -353,7 +357,7 @@ def p2l_train(
         float, typer.Option("--val-fraction", help="Share of prompts held out for validation.")
     ] = 0.1,
     fit: Annotated[
-        Optional[str],
+        Optional[HeadFitName],
         typer.Option(
             "--fit",
             help="How the head is fitted: ridge (the default with a frozen backbone: to convergence, the penalty chosen by cross-validation over training prompts) | adamw (epochs with early stopping; always with --finetune).",
@@ -427,7 +431,7 @@ def p2l_train(
         ),
     ] = False,
     precision: Annotated[
-        Optional[str],
+        Optional[PrecisionName],
         typer.Option(
             "--precision",
             help="With --finetune: auto (the default: bfloat16 autocast on GPUs that support it, else float32) | float32 | bfloat16.",
@@ -453,7 +457,7 @@ def p2l_train(
         backbone=backbone,
         outcome_model=outcome_model.value,
         finetune=finetune,
-        fit=fit,
+        fit=fit.value if fit else None,
         penalty=penalty,
         val_fraction=val_fraction,
         max_epochs=epochs,
@@ -465,7 +469,7 @@ def p2l_train(
         patience=patience,
         max_length=max_length,
         gradient_checkpointing=gradient_checkpointing,
-        precision=precision,
+        precision=precision.value if precision else None,
         seed=seed,
     )
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)

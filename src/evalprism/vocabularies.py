@@ -25,6 +25,18 @@ FinalRule = Literal["medoid", "majority"]
 ScoreRule = Literal["cosine", "exact", "contains"]
 #: pairwise outcome models (the registry of :mod:`evalprism.stats.outcome_models`; `p2l train`/`p2l fit` `--outcome-model`)
 OutcomeModelName = Literal["bt", "bt-tie", "rk", "grk"]
+#: how a P2L head is fitted: ridge to convergence (a frozen backbone's default) or the AdamW epoch loop
+#: (`p2l train --fit`)
+HeadFit = Literal["ridge", "adamw"]
+#: the precision a user asks a backbone to compute in; auto is bfloat16 where the hardware computes it
+#: natively (a GPU's autocast in training, an AMX/AVX512-BF16 CPU in the service), else float32
+#: (`p2l train --precision`, the service's ``precision``)
+Precision = Literal["auto", "float32", "bfloat16"]
+#: the precision a backbone computes in once auto is decided (:meth:`evalprism.p2l.P2LModel.load`'s ``precision``)
+ComputePrecision = Literal["float32", "bfloat16"]
+#: a backbone's inference runtime: PyTorch (every backbone) or OpenVINO (frozen sentence encoders);
+#: auto picks OpenVINO where it applies and is installed
+Runtime = Literal["auto", "torch", "openvino"]
 #: confidence intervals of a marginal leaderboard (`p2l fit --ci`)
 CiMethod = Literal["sandwich", "bootstrap"]
 #: aggregating per-prompt leaderboards over a prompt set (`p2l leaderboard --aggregation`)

@@ -27,6 +27,8 @@ import numpy as np
 
 from evalprism.embed.length_groups import length_groups
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_choice
+from evalprism.vocabularies import ComputePrecision
 
 #: evalprism precision names -> OpenVINO's inference precision hint
 _OV_PRECISION = {"float32": "f32", "bfloat16": "bf16"}
@@ -68,8 +70,7 @@ class OpenVINOEncoder:
     """
 
     def __init__(self, model: Any, *, precision: str = "float32", threads: int | None = None) -> None:
-        if precision not in _OV_PRECISION:
-            raise EvalprismError(f"unknown precision '{precision}': expected one of {', '.join(_OV_PRECISION)}")
+        check_choice("precision", precision, ComputePrecision)
         try:
             import torch
 

@@ -36,7 +36,9 @@ from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.embed.static import StaticEncoder, ensure_static_model
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_choice
 from evalprism.progress import progress_bar, status
+from evalprism.vocabularies import ComputePrecision, Runtime, choices
 
 #: the backbone kinds that are sentence encoders (built by the embedders' factory)
 ENCODER_KINDS: tuple[Kind, ...] = ("minilm", "st")
@@ -344,16 +346,13 @@ class CausalLMBackbone(Backbone):
             _checkpoint_activations(self.model)
 
 
-PRECISIONS = ("float32", "bfloat16")
-#: inference runtimes of a backbone: PyTorch (every backbone) or OpenVINO (frozen sentence encoders)
-RUNTIMES = ("torch", "openvino")
+#: the runtimes a backbone runs in (:data:`~evalprism.vocabularies.Runtime` once auto is decided)
+RUNTIMES = tuple(r for r in choices(Runtime) if r != "auto")
 
 
 def inference_dtype(precision: str) -> torch.dtype:
-    """The torch dtype of a precision name (``float32`` or ``bfloat16``)."""
-    if precision not in PRECISIONS:
-        raise EvalprismError(f"unknown precision '{precision}': expected one of {', '.join(PRECISIONS)}")
-    return getattr(torch, precision)
+    """The torch dtype of a precision name (:data:`~evalprism.vocabularies.ComputePrecision`)."""
+    return getattr(torch, check_choice("precision", precision, ComputePrecision))
 
 
 def native_bf16() -> bool:
@@ -370,8 +369,7 @@ def resolve_runtime(runtime: str, spec: str) -> str:
     """``torch`` or ``openvino`` for a backbone ``spec``. ``auto``: OpenVINO for sentence encoders
     (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch, and
     static models in numpy whatever is asked (nothing to compile)."""
-    if runtime not in (*RUNTIMES, "auto"):
-        raise EvalprismError(f"unknown runtime '{runtime}': expected auto, {' or '.join(RUNTIMES)}")
+    check_choice("runtime", runtime, Runtime)
     parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
     encoder = parsed.sentence_encoder
     if parsed.kind == "static":

@@ -37,11 +37,9 @@ import torch.distributed as dist
 from torch import nn
 
 from evalprism.errors import EvalprismError
+from evalprism.vocabularies import Precision
 
 T = TypeVar("T")
-
-#: the training precisions: ``auto`` is bfloat16 autocast on a GPU that supports it, else float32
-TRAIN_PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -183,8 +181,8 @@ def _freeze_unused(module: nn.Module, probe: Callable[[nn.Module], torch.Tensor]
     module.train(training)
 
 
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype of a fine-tuned backbone's forward pass for a :data:`TRAIN_PRECISIONS` name,
+def autocast_dtype(precision: Precision, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of a fine-tuned backbone's forward pass for a :data:`~evalprism.vocabularies.Precision`,
     None for float32. ``auto``: bfloat16 on a GPU that computes it (the weights and the optimiser stay
     float32)."""
     if precision == "auto":

@@ -44,7 +44,7 @@ from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattleArrays
-from evalprism.io.options import check_applies, check_number, check_seed
+from evalprism.io.options import check_applies, check_choice, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -59,7 +59,7 @@ from evalprism.io.outputs import (
 )
 from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.baseline import MarginalBaseline
-from evalprism.p2l.distributed import TRAIN_PRECISIONS, World, autocast, autocast_dtype, join_world
+from evalprism.p2l.distributed import World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.marginal import Leaderboard, warn
@@ -69,9 +69,8 @@ from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_pen
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
-from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
-from evalprism.vocabularies import OutcomeModelName
+from evalprism.vocabularies import HeadFit, OutcomeModelName, Precision, choices
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -79,9 +78,35 @@ CHECKPOINT_FILE = "checkpoint.pt"
 #: how the head is fitted: ``ridge`` (frozen backbones' default) fits it to convergence with a penalty
 #: chosen by cross-validation (:mod:`evalprism.p2l.ridge`); ``adamw`` is the epoch loop with early
 #: stopping on the validation prompts (the only choice when the backbone is fine-tuned)
-HEAD_FITS = ("ridge", "adamw")
-#: options of the epoch loop only, with their defaults (``None`` in :class:`TrainOptions`: not given)
-EPOCH_DEFAULTS: dict[str, Any] = {"lr": 3e-3, "weight_decay": 1e-2, "patience": 8}
+HEAD_FITS = choices(HeadFit)
+#: the head's learning rate in the epoch loop unless given
+DEFAULT_LR = 3e-3
+
+
+@dataclass(frozen=True)
+class EpochSchedule:
+    """The epoch loop's settings (fit ``adamw``), every one set: what the loop and the optimiser read.
+    :meth:`of` fills the defaults where the options leave None, the one place they are written."""
+
+    max_epochs: int
+    batch_size: int  # battles per optimiser step (the global batch)
+    lr: float  # the head's learning rate
+    weight_decay: float  # on the head's weights, not the bias
+    patience: int  # epochs without a better validation NLL before stopping
+
+    @classmethod
+    def of(cls, options: TrainOptions) -> EpochSchedule:
+        """The schedule of ``options``: a frozen backbone 200 epochs of 1,024 battles, a fine-tuned one
+        3 epochs of 16; lr 3e-3, weight decay 1e-2, patience 8."""
+        return cls(
+            max_epochs=options.max_epochs or (3 if options.finetune else 200),
+            batch_size=options.batch_size or (16 if options.finetune else 1024),
+            lr=DEFAULT_LR if options.lr is None else options.lr,
+            weight_decay=1e-2 if options.weight_decay is None else options.weight_decay,
+            patience=8 if options.patience is None else options.patience,
+        )
+
+
 #: options that only the epoch loop reads: given with fit 'ridge', they are refused rather than ignored
 EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
 #: the numeric options that may be None (the default); their bounds: ``evalprism.vocabularies.NUMBERS``
@@ -104,7 +129,7 @@ class TrainOptions:
     backbone: str = "minilm"
     outcome_model: OutcomeModelName = "bt"
     finetune: bool = False
-    fit: str | None = None  # ridge (frozen default) or adamw (fine-tuning: always)
+    fit: HeadFit | None = None  # ridge (frozen default) or adamw (fine-tuning: always)
     penalty: float | None = None  # ridge: λ on the head's weights (None: chosen by cross-validation)
     val_fraction: float = 0.1
     max_epochs: int | None = None  # adamw: frozen 200, fine-tuning 3
@@ -116,20 +141,17 @@ class TrainOptions:
     seed: int = 0
     micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
     gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
-    precision: str | None = None  # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
+    precision: Precision | None = (
+        None  # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
+    )
     max_length: int | None = None  # fine-tuning: longest prompt read, in tokens (None: the backbone's own)
 
-    def resolved(self) -> TrainOptions:
-        """A copy with the defaults filled in; every value checked first (a negative or NaN learning
+    def resolved(self) -> ResolvedTrainOptions:
+        """A copy with the defaults filled in (:class:`ResolvedTrainOptions`); every value checked first (a negative or NaN learning
         rate trains nothing and would silently return the marginal leaderboard), and options that the
         chosen fit would ignore refused (a ridge fit has no epochs)."""
-        if self.outcome_model not in OUTCOME_MODEL_NAMES:
-            raise EvalprismError(
-                f"unknown outcome model '{self.outcome_model}': expected one of {', '.join(OUTCOME_MODEL_NAMES)}"
-            )
-        fit = self.fit or ("adamw" if self.finetune else "ridge")
-        if fit not in HEAD_FITS:
-            raise EvalprismError(f"unknown fit '{fit}': expected one of {', '.join(HEAD_FITS)}", parameter="fit")
+        check_choice("outcome_model", self.outcome_model, OutcomeModelName)
+        fit: HeadFit = check_choice("fit", self.fit or ("adamw" if self.finetune else "ridge"), HeadFit)
         if fit == "ridge" and self.finetune:
             raise EvalprismError(
                 "fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'", parameter="fit"
@@ -159,27 +181,33 @@ class TrainOptions:
             "it sets the dtype of a fine-tuned backbone's "
             "training (a frozen backbone's features are computed once, in float32)",
         )
-        if self.precision is not None and self.precision not in TRAIN_PRECISIONS:
-            raise EvalprismError(
-                f"unknown precision '{self.precision}': expected one of {', '.join(TRAIN_PRECISIONS)}",
-                parameter="precision",
-            )
+        if self.precision is not None:
+            check_choice("precision", self.precision, Precision)
         if not self.finetune and (self.max_length is not None or self.gradient_checkpointing):
             raise EvalprismError(
                 "max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
                 "(a frozen backbone reads prompts as it does at inference)",
                 parameter="finetune",
             )
-        out = TrainOptions(**asdict(self))
-        out.fit = fit
-        out.precision = self.precision or "auto"
-        if fit == "adamw":
-            out.max_epochs = self.max_epochs or (3 if self.finetune else 200)
-            out.batch_size = self.batch_size or (16 if self.finetune else 1024)
-            for name, default in EPOCH_DEFAULTS.items():
-                if getattr(out, name) is None:
-                    setattr(out, name, default)
-        return out
+        filled = {**asdict(self), "fit": fit, "precision": self.precision or "auto"}
+        if fit == "adamw":  # recorded in run.json as the loop ran them
+            filled.update(asdict(EpochSchedule.of(self)))
+        return ResolvedTrainOptions(**filled)
+
+
+@dataclass
+class ResolvedTrainOptions(TrainOptions):
+    """:class:`TrainOptions` after :meth:`~TrainOptions.resolved`: checked, the fit and the precision
+    decided, and with fit ``adamw`` the epoch loop's settings filled (:attr:`schedule`). What training
+    reads and ``run.json`` records."""
+
+    fit: HeadFit = "ridge"
+    precision: Precision = "auto"
+
+    @property
+    def schedule(self) -> EpochSchedule:
+        """The epoch loop's settings (fit ``adamw``; a ridge fit has no epochs)."""
+        return EpochSchedule.of(self)
 
 
 @dataclass
@@ -527,7 +555,7 @@ class BattleNLL(nn.Module):
 
 
 def build_objective(
-    head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World
+    head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: ResolvedTrainOptions, world: World
 ) -> BattleNLL:
     """The objective on this process's device. A frozen backbone encodes every distinct prompt once,
     here (in a torchrun world on rank 0, the only one that touches the embedding cache)."""
@@ -535,19 +563,18 @@ def build_objective(
     head.to(world.device)
     if opts.finetune:
         backbone.configure_training(max_length=opts.max_length, gradient_checkpointing=opts.gradient_checkpointing)
-        assert opts.precision is not None  # TrainOptions.resolved() set it ("auto" by default)
         return BattleNLL(head, backbone, data, None, world.device, autocast_dtype(opts.precision, world.device))
     frozen = world.on_main(lambda: backbone.features(list(data.prompts)).float().cpu())
     return BattleNLL(head, backbone, data, frozen, world.device)
 
 
-def build_optimizer(objective: BattleNLL, opts: TrainOptions) -> torch.optim.Optimizer:
+def build_optimizer(objective: BattleNLL, opts: ResolvedTrainOptions) -> torch.optim.Optimizer:
     """AdamW: weight decay on the head's weights only (the marginal leaderboard in the bias is not
     shrunk), a smaller learning rate for a fine-tuned backbone."""
     head = objective.head
     groups: list[dict[str, Any]] = [
-        {"params": [head.linear.weight], "weight_decay": opts.weight_decay, "lr": opts.lr},
-        {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.lr},
+        {"params": [head.linear.weight], "weight_decay": opts.schedule.weight_decay, "lr": opts.schedule.lr},
+        {"params": [head.linear.bias], "weight_decay": 0.0, "lr": opts.schedule.lr},
     ]
     if objective.backbone is not None:
         groups.append(
@@ -597,7 +624,7 @@ class Trainer:
     a torchrun world), the optimiser, this process's place in the world, and where checkpoints go."""
 
     data: TrainingData
-    opts: TrainOptions
+    opts: ResolvedTrainOptions
     objective: BattleNLL
     optimizer: torch.optim.Optimizer
     world: World
@@ -683,8 +710,8 @@ class Trainer:
             self.world.on_main(lambda: remove_output(ckpt_dir, OutputKind.P2L_CHECKPOINT))
         raise EvalprismError(
             f"training diverged: after epoch {epoch} the training NLL is {train} and the validation "
-            f"NLL {val}; lr {self.opts.lr:g} is too large for these battles (the default is "
-            f"{EPOCH_DEFAULTS['lr']:g}); lower it; nothing was saved",
+            f"NLL {val}; lr {self.opts.schedule.lr:g} is too large for these battles (the default is "
+            f"{DEFAULT_LR:g}); lower it; nothing was saved",
             parameter="lr",
         )
 
@@ -692,7 +719,7 @@ class Trainer:
         """Step 3, the epoch loop: train, validate, checkpoint until max_epochs or ``patience`` epochs
         without a better validation NLL."""
         opts, train_idx = self.opts, self.data.train_idx
-        batch, max_epochs = int(opts.batch_size), int(opts.max_epochs)  # type: ignore[arg-type]
+        batch, max_epochs = opts.schedule.batch_size, opts.schedule.max_epochs
         kind = "fine-tuning" if opts.finetune else "frozen"
         try:
             with progress_bar(
@@ -701,7 +728,7 @@ class Trainer:
                 self.progress,
             ) as bar:
                 for epoch in range(state.epoch + 1, max_epochs + 1):
-                    if opts.patience is not None and state.bad_epochs >= opts.patience:
+                    if state.bad_epochs >= opts.schedule.patience:
                         break
                     order = train_idx[state.rng.permutation(train_idx.size)]
                     (self.model or self.objective).train()
@@ -724,7 +751,12 @@ class Trainer:
 
 
 def fit_ridge(
-    head: CoefficientHead, backbone: Backbone, data: TrainingData, opts: TrainOptions, world: World, progress: bool
+    head: CoefficientHead,
+    backbone: Backbone,
+    data: TrainingData,
+    opts: ResolvedTrainOptions,
+    world: World,
+    progress: bool,
 ) -> pd.DataFrame:
     """The ridge fit (:mod:`evalprism.p2l.ridge`), in place of steps 3-5: encode every distinct prompt
     once, choose the penalty by cross-validation over the training prompts (unless ``opts.penalty``
@@ -765,7 +797,7 @@ def fit_ridge(
 
 def build_result(
     data: TrainingData,
-    opts: TrainOptions,
+    opts: ResolvedTrainOptions,
     world: World,
     head: CoefficientHead,
     backbone: Backbone,
@@ -828,15 +860,13 @@ def fit_line(summary: dict[str, Any]) -> str:
     return f"best epoch {summary['best_epoch']} of {summary['epochs_run']} ({summary['stopped']})"
 
 
-def epoch_summary(state: RunState, opts: TrainOptions) -> dict[str, Any]:
+def epoch_summary(state: RunState, opts: ResolvedTrainOptions) -> dict[str, Any]:
     """What the epoch loop chose: the best epoch, how many ran and why it stopped."""
     history = state.history
     return {
         "best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
         "epochs_run": int(history[-1]["epoch"]),
-        "stopped": "early stopping"
-        if opts.patience is not None and state.bad_epochs >= opts.patience
-        else "max epochs",
+        "stopped": "early stopping" if state.bad_epochs >= opts.schedule.patience else "max epochs",
     }
 
 

@@ -42,7 +42,7 @@ from pydantic import (
 from evalprism.errors import EvalprismError
 from evalprism.io.text import read_text
 from evalprism.p2l.routing import check_budget, opponent_vector
-from evalprism.vocabularies import NUMBERS
+from evalprism.vocabularies import NUMBERS, Precision, Runtime
 
 
 class _Strict(BaseModel):
@@ -172,10 +172,10 @@ class ServeConfig(_Strict):
     seed: Annotated[int | None, AfterValidator(_seed)] = Field(
         None, description="seed for drawing a model from a mixed routing distribution"
     )
-    precision: Literal["auto", "float32", "bfloat16"] = Field(
+    precision: Precision = Field(
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32"
     )
-    runtime: Literal["auto", "torch", "openvino"] = Field(
+    runtime: Runtime = Field(
         "auto",
         description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch",
     )
