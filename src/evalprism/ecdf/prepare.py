@@ -18,7 +18,10 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
 import regex
 
 from evalprism.errors import EvalprismError, shorten
@@ -103,3 +106,42 @@ def prepare_responses(
         texts.append(span)
         answered.append(bool(span))
     return texts, answered
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The answers and references of a responses table as every scoring rule reads them: ``texts``
+    (extracted, mapped through the row's choices, suffixes stripped; empty without an answer),
+    ``answered`` (False where the extract pattern found nothing: such a response scores 0) and
+    ``references`` (per response, suffixes stripped)."""
+
+    texts: list[str]
+    answered: np.ndarray
+    references: list[tuple[str, ...]]
+
+
+def read_answers(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, notes: list[str]) -> Answers:
+    """The :class:`Answers` of a responses table (``response`` and ``references`` columns, ``_row`` the
+    1-based source row that messages name), the one preparation `ecdf` and `compare` share: extraction
+    by ``extract``, the labels of the ``choices`` column mapped to their texts. A note says how many
+    responses had no match for the pattern."""
+    if choices is not None and choices not in df.columns:
+        raise EvalprismError(f"{where}: choices column '{choices}' not found", parameter="choices")
+    rows = df["_row"].tolist()
+    extractor = compile_extractor(extract)
+    maps = (
+        [parse_choices(v, f"{where}: row {r}, column '{choices}'") for r, v in zip(rows, df[choices], strict=True)]
+        if choices is not None
+        else [None] * len(df)
+    )
+    texts, answered_list = prepare_responses(
+        df["response"].astype(str), extractor, maps, (f"{where}: row {r}" for r in rows)
+    )
+    answered = np.asarray(answered_list, dtype=bool)
+    if extractor is not None and (~answered).any():
+        notes.append(
+            f"{where}: {int((~answered).sum()):,} of {len(df):,} responses had no match for the extract pattern "
+            "and score 0"
+        )
+    references = [tuple(strip_suffixes(r) for r in refs) for refs in df["references"]]
+    return Answers(texts, answered, references)

@@ -378,9 +378,9 @@ def evaluate_model(
     check_number("repeats", repeats)
     if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
         battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
-    codes, prompts = battles.prompt_codes, battles.prompts
-    if battles.arrays.names != model.models or codes is None or prompts is None:
-        raise ValueError("battles prepared for another model list, or without their prompts")
+    if battles.arrays.names != model.models:
+        raise ValueError("battles prepared for another model list")
+    codes, prompts = battles.prompt_index()
     cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
     table, arrays, rows, distinct = battles.table, battles.arrays, battles.rows, list(prompts)
     status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)

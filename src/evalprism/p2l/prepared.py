@@ -55,6 +55,13 @@ class PreparedBattles:
     def n_battles(self) -> int:
         return len(self.table)
 
+    def prompt_index(self) -> tuple[np.ndarray, pd.Index]:
+        """Each battle's index into the distinct prompts, and the prompts: what training and evaluation
+        read. Battles prepared without their prompts (``prompts=False``) have none."""
+        if self.prompt_codes is None or self.prompts is None:
+            raise ValueError(f"{self.where}: these battles were prepared without their prompts")
+        return self.prompt_codes, self.prompts
+
     def ignored_note(self, outcome_model: OutcomeModelName) -> str | None:
         """The battles ``outcome_model`` leaves out (ties under ``bt``), in words, or None."""
         return ignored_battles_note(outcome_model, self.arrays.outcome, self.arrays.p_b)

@@ -64,7 +64,7 @@ from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_l
 from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.marginal import Leaderboard, warn
 from evalprism.p2l.model import P2LModel
-from evalprism.p2l.prepared import prepare_battle_arrays
+from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
@@ -360,22 +360,50 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
 
 @dataclass
 class TrainingData:
-    """The battles as training reads them: in content order, indexed, weighted by the outcome model's outcome
-    rows, and split by prompt (:func:`split_prompts`). ``content`` hashes the battles (every rank of
-    a torchrun world must read the same), ``fingerprint`` the battles and options (for resuming)."""
+    """The battles as training reads them: ``battles`` prepared once (in content order, indexed:
+    :func:`~evalprism.p2l.prepared.prepare_battle_arrays`, as evaluation and the marginal fit read
+    them), weighted by the outcome model's outcome rows and split by prompt (:func:`split_prompts`).
+    ``content`` hashes the battles (every rank of a torchrun world must read the same),
+    ``fingerprint`` the battles and options (for resuming)."""
 
-    where: str
-    n_battles: int
-    arrays: BattleArrays
-    rows: np.ndarray  # outcome rows (n, 4)
+    battles: PreparedBattles
     weights: np.ndarray  # the outcome model's weight of each outcome (n, 4)
-    prompt_codes: np.ndarray  # each battle's index into ``prompts``
-    prompts: pd.Index  # the distinct prompts
     train_idx: np.ndarray
     val_idx: np.ndarray
     content: str
     fingerprint: str
-    read: list[str] = field(default_factory=list)  # what reading the battles did (to_canonical_battles)
+
+    @property
+    def where(self) -> str:
+        return self.battles.where
+
+    @property
+    def n_battles(self) -> int:
+        return self.battles.n_battles
+
+    @property
+    def arrays(self) -> BattleArrays:
+        return self.battles.arrays
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Outcome rows (n, 4): soft labels as fractional outcomes."""
+        return self.battles.rows
+
+    @property
+    def prompt_codes(self) -> np.ndarray:
+        """Each battle's index into :attr:`prompts`."""
+        return self.battles.prompt_index()[0]
+
+    @property
+    def prompts(self) -> pd.Index:
+        """The distinct prompts, in order of first appearance."""
+        return self.battles.prompt_index()[1]
+
+    @property
+    def read(self) -> list[str]:
+        """What reading the battles did (:func:`~evalprism.io.battles.to_canonical_battles`)."""
+        return self.battles.read
 
     @property
     def names(self) -> list[str]:
@@ -392,7 +420,7 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     permutation, the batches and every sum over battles are then the same for the same battles in any
     file order), then split them by prompt. Battles the outcome model cannot use are on neither side."""
     data = prepare_battle_arrays(battles)
-    assert data.prompt_codes is not None and data.prompts is not None  # prompts are read
+    prompt_codes, prompts = data.prompt_index()
     weights = outcome_weights(opts.outcome_model, data.rows)
     keep = weights.sum(axis=1) > 0
     if not keep.any():
@@ -401,21 +429,8 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
         )
     is_val = split_prompts(data.table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
-    content = _content_digest(data.prompts, data.prompt_codes, data.arrays, data.rows)
-    return TrainingData(
-        data.where,
-        data.n_battles,
-        data.arrays,
-        data.rows,
-        weights,
-        data.prompt_codes,
-        data.prompts,
-        train_idx,
-        val_idx,
-        content,
-        _fingerprint(content, opts),
-        data.read,
-    )
+    content = _content_digest(prompts, prompt_codes, data.arrays, data.rows)
+    return TrainingData(data, weights, train_idx, val_idx, content, _fingerprint(content, opts))
 
 
 def require_same_battles(world: World, data: TrainingData) -> None:
