@@ -753,8 +753,8 @@ def judges(
     options = JudgesOptions(
         instructions=instruction or None,
         embedder=embedder,
-        scales=parse_column_options(scale, "scale"),
-        thresholds=parse_column_options(threshold, "threshold"),
+        scales=parse_column_options(scale, "scales"),
+        thresholds=parse_column_options(threshold, "thresholds"),
         cluster=ClusterOptions(
             reduce=reduce.value,
             n_components=components,
@@ -1366,6 +1366,7 @@ FLAG_OF_PARAMETER = {
     "max_epochs": "--epochs",
     "filter": "--lm-eval-filter",
     "scales": "--scale",
+    "thresholds": "--threshold",
     "cluster_selection_method": "--cluster-selection",
 }
 
