@@ -37,8 +37,11 @@ from evalprism.vocabularies import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalprism.io import OutputTarget
     from evalprism.io.harness_options import HarnessOptions
+    from evalprism.stem import Pool
 
 app = typer.Typer(
     name="evalprism",
@@ -903,6 +906,33 @@ def _notes(lines: list[str], quiet: bool) -> None:
             _err.print(f"[yellow]note[/yellow] {line}", highlight=False, soft_wrap=True)
 
 
+def _pool_from_files(
+    correctness: Path,
+    models: Path,
+    family: Optional[str],
+    missing: StemMissing,
+    harness: HarnessOptions,
+    quiet: bool,
+    **options: Any,
+) -> Pool:
+    """A family's pool from its files (stem pool, stem audit), with what the readers chose and left out said."""
+    from evalprism.stem import build_pool_from_files
+
+    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, harness=harness, **options)
+    _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
+    return pool
+
+
+def _read_answers(path: Path, harness: HarnessOptions, quiet: bool) -> pd.DataFrame:
+    """A correctness file of models to locate or plan for (stem locate, stem plan), with the readers' choices said."""
+    from evalprism.io import read_correctness
+
+    table = read_correctness(path, harness=harness)
+    _read_notes(table.attrs.get("choices", []), quiet)
+    return table
+
+
 @stem_app.command("pool")
 @_harness_options()
 def stem_pool(
@@ -937,20 +967,10 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    from evalprism.stem import build_pool_from_files
-
     target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
-    pool = build_pool_from_files(
-        correctness,
-        models,
-        family=family,
-        missing=missing.value,
-        harness=harness,
-        panel=panel,
-        irt=irt.value if irt else None,
+    pool = _pool_from_files(
+        correctness, models, family, missing, harness, quiet, panel=panel, irt=irt.value if irt else None
     )
-    _read_notes(pool.options.get("read", []), quiet)
-    _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
     extra = (
         (
@@ -1035,14 +1055,12 @@ def stem_locate(
 ) -> None:
     """Locate new models on the pool's family: from their answers on the whole pool (with trials against the truth)
     or on part of it (a plan's items, or any subset: an estimate of the full-pool score)."""
-    from evalprism.io import read_correctness
     from evalprism.stem import Plan, Pool, locate_models
 
     target = _claim(out, "stem locate", [pool_dir, new_correctness, plan], overwrite, quiet)
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
-    table = read_correctness(new_correctness, harness=harness)
-    _read_notes(table.attrs.get("choices", []), quiet)
+    table = _read_answers(new_correctness, harness, quiet)
     result = locate_models(
         pool,
         table,
@@ -1131,7 +1149,6 @@ def stem_plan(
     """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight, stage), and
     the lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed);
     an adaptive plan's later stages also in the model's answers."""
-    from evalprism.io import read_correctness
     from evalprism.stem import Plan, Pool, plan_stage
 
     target = _claim(out, "stem plan", [pool_dir, previous, answers], overwrite, quiet)
@@ -1139,8 +1156,7 @@ def stem_plan(
     prior = Plan.load(previous) if previous is not None else None
     table = None
     if answers is not None:
-        table = read_correctness(answers, harness=harness)
-        _read_notes(table.attrs.get("choices", []), quiet)
+        table = _read_answers(answers, harness, quiet)
     plan, _current = plan_stage(
         pool,
         items=items,
@@ -1178,19 +1194,8 @@ def stem_audit(
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    from evalprism.stem import build_pool_from_files
-
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
-    pool = build_pool_from_files(
-        correctness,
-        models,
-        family=family,
-        missing=missing.value,
-        harness=harness,
-        require_sts=False,
-    )
-    _read_notes(pool.options.get("read", []), quiet)
-    _notes(pool.options.get("left_out", []), quiet)
+    pool = _pool_from_files(correctness, models, family, missing, harness, quiet, require_sts=False)
     pool.audit().save(target)
     _wrote(out, quiet)
 
