@@ -286,7 +286,7 @@ def bench_inference(report: Report, args: argparse.Namespace) -> None:
         runtimes = runtime_speeds(Path(tmp) / "model", prompts[: args.runtime_prompts])
     diff = float(np.abs(peer - cold).max())
     report.section(
-        f"P2L inference, default backbone (frozen minilm), {model.loss} head over {len(model.models)} models"
+        f"P2L inference, default backbone (frozen minilm), {model.outcome_model} head over {len(model.models)} models"
     )
     report.add(
         Row(

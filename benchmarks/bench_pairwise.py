@@ -2,7 +2,7 @@
 
 What is compared, and why:
 
-* **Fit + 95% intervals from a battles table.** ``evalprism.p2l.fit_leaderboard(df, model=model,
+* **Fit + 95% intervals from a battles table.** ``evalprism.p2l.fit_leaderboard(df, outcome_model=model,
   ci="sandwich")`` (canonicalise, order by content and index the table, aggregate to pairs, maximum
   likelihood, sandwich covariance, separation check) against what LMArena itself uses, arena-rank's
   ``PairDataset.from_pandas(df)`` + ``BradleyTerry(...).compute_ratings_and_cis(ds)`` (its
@@ -425,7 +425,7 @@ def bench_bootstrap(report: Report, args: argparse.Namespace, fitted: dict[str, 
 def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str, Any]) -> None:
     """Rao-Kupper and grounded Rao-Kupper on the same counts (no peer implements them)."""
     from evalprism.p2l.marginal import Leaderboard
-    from evalprism.stats.outcome_models import outcome_model
+    from evalprism.stats.outcome_models import get_outcome_model
 
     report.section("Tie models on the same counts (no peer)")
     for model in ("rk", "grk"):
@@ -439,7 +439,7 @@ def bench_tie_models(report: Report, args: argparse.Namespace, fitted: dict[str,
             ),
             args.repeat,
         )
-        name = outcome_model(model).extra.symbol  # type: ignore[union-attr]
+        name = get_outcome_model(model).extra.symbol  # type: ignore[union-attr]
         report.add(
             Row(
                 what=f"Leaderboard.from_counts(PairCounts, '{model}', ci='sandwich')",

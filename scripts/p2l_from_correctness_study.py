@@ -11,7 +11,7 @@ models scored on the same item are a battle (higher score wins, equal a tie, bot
   (every k-th of them sorted by accuracy; a battle set of n(n-1)/2 pairs per item).
 - Split by item: a ``--test-fraction`` of the items (chosen by a seeded hash of benchmark and item id)
   is held out; P2L is trained (`train_model`, default options: the cross-validated ridge head on
-  frozen MiniLM; ``--loss``) on the battles of the other items only.
+  frozen MiniLM; ``--outcome-model``) on the battles of the other items only.
 - Held-out evaluation: on the held-out items' battles, the trained model's P2L predictions and its
   marginal leaderboard (the warm start, fitted on the training battles minus the trainer's validation
   prompts) are scored with `compare_predictors`; the NLL difference has its standard error clustered
@@ -83,7 +83,7 @@ def by_benchmark(
     all training battles of that benchmark: the baseline that knows which benchmark an item is from."""
     logp = np.zeros((len(test), 4))
     for bench, part in test.groupby("benchmark"):
-        fit = fit_leaderboard(train[train["benchmark"] == bench], model=loss, ci=None, progress=False).fit
+        fit = fit_leaderboard(train[train["benchmark"] == bench], outcome_model=loss, ci=None, progress=False).fit
         rows = part.index.to_numpy()
         baseline = MarginalBaseline.from_leaderboard(fit)
         coefs = pd.Series(fit.coefs, index=fit.names).reindex(models).to_numpy()
@@ -119,7 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/zeroeval"))
     parser.add_argument("--models", type=int, default=12)
-    parser.add_argument("--loss", nargs="+", default=["bt", "grk"])
+    parser.add_argument("--outcome-model", "--loss", nargs="+", default=["bt", "grk"])
     parser.add_argument("--test-fraction", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", type=Path, default=None)
@@ -137,10 +137,10 @@ def main() -> None:
     print(test_battles.attrs["converted"][0])
     args.out.mkdir(parents=True, exist_ok=True)
     frames = []
-    for loss in args.loss:
+    for loss in args.outcome_model:
         start = time.perf_counter()
         result = train_model(
-            train_battles, TrainOptions(loss=loss, seed=args.seed), cache_dir=args.cache_dir, progress=False
+            train_battles, TrainOptions(outcome_model=loss, seed=args.seed), cache_dir=args.cache_dir, progress=False
         )
         result.save(args.out / f"model-{loss}")
         metrics = evaluate(result, train_battles, test_battles, loss)

@@ -12,7 +12,7 @@ on the training battles minus its own 10% validation prompts).
 Configurations (``--configs``, comma separated):
 
 - ``lib:<backbone>[:adamw|:finetune]``: the library's trainer, `evalprism.p2l.train_model` with default
-  options and ``--loss`` (``lib:minilm`` is today's default, the cross-validated ridge fit;
+  options and ``--outcome-model`` (``lib:minilm`` is today's default, the cross-validated ridge fit;
   ``lib:minilm:adamw`` the epoch loop that was the default before, the issue's baseline;
   ``lib:minilm:finetune`` fine-tunes MiniLM; ``lib:st:/path`` any sentence-transformers directory);
   scored with `evaluate_model`.
@@ -71,7 +71,7 @@ from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, Prediction
 from evalprism.p2l.train import fit_line, split_prompts
-from evalprism.stats.outcome_models import outcome_model
+from evalprism.stats.outcome_models import get_outcome_model
 from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_rows, outcome_weights
 
 torch.set_num_threads(2)
@@ -224,7 +224,7 @@ class Head(torch.nn.Module):
         super().__init__()
         torch.manual_seed(seed)
         self.loss, self.m = loss, n_models
-        self.tie = outcome_model(loss).extra
+        self.tie = get_outcome_model(loss).extra
         n_out = n_models + int(self.tie is not None)
         self.hidden = hidden
         if hidden:
@@ -369,7 +369,7 @@ def marg_logp(loss: str, board: Leaderboard, s: Split) -> np.ndarray:
 def run(args: argparse.Namespace) -> None:
     out = Path(args.out) / args.name
     out.mkdir(parents=True, exist_ok=True)
-    loss = args.loss
+    loss = args.outcome_model
     table = in_content_order(read_battles(args.battles))
     is_test = split_prompts(table["prompt"], args.test_fraction, args.seed)
     train_tab = table[~is_test].reset_index(drop=True)
@@ -618,7 +618,7 @@ def shrink_pred(p: Prediction, board: Leaderboard, alpha: float, loss: str) -> P
     coefs = board.coefs[None, :] + alpha * (p.coefs - board.coefs[None, :])
     extra = None
     if p.extra is not None:
-        ex = outcome_model(loss).extra
+        ex = get_outcome_model(loss).extra
         raw_m = ex.unreport(board.extra)
         raw_p = ex.unreport(p.extra)
         raw = raw_m + alpha * (raw_p - raw_m)
@@ -671,12 +671,12 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
     if config in heads:
         head, spec, mu, _ = heads[config]
         assert head.hidden == 0 and "+" not in spec, "routing through the library needs a linear head on one encoder"
-        lib_head = CoefficientHead(head.out.weight.shape[1], head.m, args.loss)
+        lib_head = CoefficientHead(head.out.weight.shape[1], head.m, args.outcome_model)
         with torch.no_grad():
             lib_head.linear.weight.copy_(head.out.weight)
             lib_head.linear.bias.copy_(head.bias - head.out.weight @ torch.as_tensor(mu[0]))
         backbone = load_backbone(spec, cache_dir=args.cache_dir, progress=False)
-        model = P2LModel(backbone, lib_head, test.names, {"loss": args.loss}, None)
+        model = P2LModel(backbone, lib_head, test.names, {"outcome_model": args.outcome_model}, None)
         # the folded head predicts what the study's head predicts
         chk = np.abs(
             model.predict(test.prompts[:50]).coefs
@@ -716,7 +716,7 @@ def main() -> None:
     p.add_argument("--name", required=True)
     p.add_argument("--out", default="/work/study")
     p.add_argument("--configs", default="lib:minilm,ridge:minilm")
-    p.add_argument("--loss", default="grk")
+    p.add_argument("--outcome-model", "--loss", default="grk")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--test-fraction", type=float, default=0.2)
     p.add_argument("--folds", type=int, default=5)

@@ -337,7 +337,7 @@ class ConstantBackbone:
         head = CoefficientHead(1, len(models), "bt")
         with torch.no_grad():
             head.linear.bias.copy_(torch.tensor(bias))
-        return P2LModel(_Constant(), head, models, {"loss": "bt", "models": models})
+        return P2LModel(_Constant(), head, models, {"outcome_model": "bt", "models": models})
 
 
 class InProcessService:

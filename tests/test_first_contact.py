@@ -3,11 +3,13 @@ what they did with the data."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import typer
 from helpers import HANG_LIMIT_S, run_cli, small_responses
@@ -93,8 +95,14 @@ def test_fit_and_train_say_how_many_ties_bt_leaves_out(tmp_path: Path, capsys) -
     code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "fit"], capsys)
     assert code == 0, err
     assert f"leaves out {n_ties} of 200 battles" in err
-    code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "fit-tie", "--model", "bt-tie"], capsys)
+    code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "fit-tie", "--outcome-model", "bt-tie"], capsys)
     assert code == 0 and "leaves out" not in err  # bt-tie uses every battle
+    # --model, the flag's older name, still chooses the outcome model
+    code, _, err = run_cli(["p2l", "fit", path, "--out", tmp_path / "fit-tie-old", "--model", "bt-tie"], capsys)
+    assert code == 0 and "leaves out" not in err
+    tie_fit = pd.read_csv(tmp_path / "fit-tie" / "leaderboard.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "fit-tie-old" / "leaderboard.csv"), tie_fit)
+    assert json.loads((tmp_path / "fit-tie" / "run.json").read_text())["options"]["outcome_model"] == "bt-tie"
     code, _, err = run_cli(["p2l", "train", path, "--out", tmp_path / "model"], capsys)
     assert code == 0, err
     assert f"leaves out {n_ties} of 200 battles" in err

@@ -28,7 +28,11 @@ def test_bt_fits_equal_frozen_arena_rank(model: str) -> None:
     frozen = ARENA[model]
     df = battles_table(frozen["n"], frozen["models"], tie_rate=frozen["tie_rate"], seed=frozen["seed"])
     assert table_digest(df) == frozen["digest"], "the generated battles changed: refreeze the golden file"
-    board = fit_leaderboard(df, model=model, progress=False).leaderboard.set_index("model").loc[frozen["competitors"]]
+    board = (
+        fit_leaderboard(df, outcome_model=model, progress=False)
+        .leaderboard.set_index("model")
+        .loc[frozen["competitors"]]
+    )
     ours_rating = 1000.0 + ELO_SCALE * board["coef"].to_numpy()
     np.testing.assert_allclose(centred(ours_rating), centred(frozen["ratings"]), rtol=0, atol=1e-4)
     half_ours = ELO_SCALE * (board["upper"] - board["lower"]).to_numpy() / 2

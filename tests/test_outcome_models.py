@@ -8,24 +8,30 @@ from typing import get_args
 import numpy as np
 import pytest
 
-from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, PAIR_MODELS, PairModel, outcome_model
+from evalprism.stats.outcome_models import (
+    NUMPY_OPS,
+    OUTCOME_MODEL_NAMES,
+    OUTCOME_MODELS,
+    OutcomeModelName,
+    get_outcome_model,
+)
 
 
 def test_the_names_are_listed_once_for_static_checks_and_the_command_line() -> None:
-    """``PairModel`` (static checks) and the CLI's choices (which must not import numpy) mirror the
+    """``OutcomeModelName`` (static checks) and the CLI's choices (which must not import numpy) mirror the
     registry; a new entry that is not added there fails here."""
-    from evalprism.cli import PairModelName
+    from evalprism.cli import OutcomeModelChoice
 
-    assert get_args(PairModel) == PAIR_MODELS == tuple(OUTCOME_MODELS)
-    assert tuple(m.value for m in PairModelName) == PAIR_MODELS
+    assert get_args(OutcomeModelName) == OUTCOME_MODEL_NAMES == tuple(OUTCOME_MODELS)
+    assert tuple(m.value for m in OutcomeModelChoice) == OUTCOME_MODEL_NAMES
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_the_ops_formula_equals_the_hand_written_numpy_terms(model: str) -> None:
     """An entry's two forms of its log-probabilities (the formula the P2L head runs in torch, here
     run in numpy, and the hand-written terms of the marginal fit) agree; torch autograd is held to
     the derivatives in test_pairwise_oracle."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(model)
     rng = np.random.default_rng(0)
     ca, cb = rng.normal(0, 1.5, 60), rng.normal(0, 1.5, 60)
     extra = None if entry.extra is None else 0.6
@@ -37,10 +43,10 @@ def test_the_ops_formula_equals_the_hand_written_numpy_terms(model: str) -> None
     assert np.isfinite(formula[:, : len(entry.outcomes)]).all()
 
 
-@pytest.mark.parametrize("model", [m for m in PAIR_MODELS if OUTCOME_MODELS[m].extra is not None])
+@pytest.mark.parametrize("model", [m for m in OUTCOME_MODEL_NAMES if OUTCOME_MODELS[m].extra is not None])
 def test_tie_parameter_forms_round_trip(model: str) -> None:
     """raw -> reported -> raw, and raw -> the P2L head's output -> raw, inside the parameter's domain."""
-    tie = outcome_model(model).extra
+    tie = get_outcome_model(model).extra
     assert tie is not None
     raw = np.array([0.05, 0.5, 2.0, 7.0]) + (0.0 if tie.lower is None else tie.lower)
     np.testing.assert_allclose(tie.unreport(tie.report(NUMPY_OPS, raw)), raw, rtol=1e-12)
@@ -51,8 +57,8 @@ def test_tie_parameter_forms_round_trip(model: str) -> None:
 def test_unknown_model_names_the_known_ones() -> None:
     from evalprism.errors import EvalprismError
 
-    with pytest.raises(EvalprismError, match="unknown pairwise model 'elo': expected one of bt, bt-tie, rk, grk"):
-        outcome_model("elo")
+    with pytest.raises(EvalprismError, match="unknown outcome model 'elo': expected one of bt, bt-tie, rk, grk"):
+        get_outcome_model("elo")
 
 
 def test_routing_value_and_shift_invariance_are_read_from_the_entry() -> None:

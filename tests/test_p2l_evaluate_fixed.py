@@ -50,7 +50,11 @@ def planted(case: str) -> P2LModel:
         head.linear.weight.copy_(torch.tensor(weights, dtype=torch.float32))
     marginal = pd.DataFrame({"model": MODELS, "coef": np.array(bias[: len(MODELS)]) + np.array([0.1, -0.2, 0.05, 0.0])})
     return P2LModel(
-        SavedHash(), head, MODELS, {"loss": loss}, MarginalBaseline.from_reported(loss, marginal, marginal_extra)
+        SavedHash(),
+        head,
+        MODELS,
+        {"outcome_model": loss},
+        MarginalBaseline.from_reported(loss, marginal, marginal_extra),
     )
 
 

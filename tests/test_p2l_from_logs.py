@@ -139,7 +139,7 @@ def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
             "p2l",
             "train",
             str(FIXTURES / "inspect_layouts" / "family"),
-            "--loss",
+            "--outcome-model",
             "rk",
             "--penalty",
             "1",

@@ -165,7 +165,7 @@ def test_routing_options_are_checked_before_any_work() -> None:
 @pytest.mark.parametrize("loss", ["rk", "grk"])
 def test_nll_split_sums_to_the_total(loss: str) -> None:
     from evalprism.p2l.evaluate import log_probs
-    from evalprism.stats.outcome_models import outcome_model
+    from evalprism.stats.outcome_models import get_outcome_model
     from evalprism.stats.pairwise import outcome_rows
 
     rng = np.random.default_rng(3)
@@ -173,7 +173,7 @@ def test_nll_split_sums_to_the_total(loss: str) -> None:
     a, b = rng.integers(0, 4, n), rng.integers(0, 4, n)
     b = np.where(a == b, (b + 1) % 4, b)
     coefs = rng.normal(0.0, 1.0, 4) + (1.0 if loss == "grk" else 0.0)
-    logp = log_probs(loss, coefs[a], coefs[b], outcome_model(loss).extra.unreport(1.7 if loss == "grk" else 0.4))
+    logp = log_probs(loss, coefs[a], coefs[b], get_outcome_model(loss).extra.unreport(1.7 if loss == "grk" else 0.4))
     outcome = rng.integers(0, 4, n)
     p_b = np.where(rng.random(n) < 0.2, rng.random(n), np.nan)  # some soft labels
     rows = outcome_rows(outcome, p_b)
@@ -204,7 +204,7 @@ def planted_grk_model() -> P2LModel:
             0.3 * torch.tensor(np.random.default_rng(1).standard_normal((len(MODELS) + 1, DIM)), dtype=torch.float32)
         )
     marginal = MarginalBaseline.from_reported("grk", pd.DataFrame({"model": MODELS, "coef": [2.0, 1.5, 1.0, 0.5]}), 1.7)
-    return P2LModel(HashFeatures(), head, MODELS, {"loss": "grk"}, marginal)
+    return P2LModel(HashFeatures(), head, MODELS, {"outcome_model": "grk"}, marginal)
 
 
 def grk_battles(n: int = 600) -> pd.DataFrame:

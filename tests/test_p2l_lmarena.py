@@ -260,10 +260,10 @@ def test_coefficients_and_tie_parameter_equal_lmarenas_forward(checkpoints: dict
     model = P2LModel.load(directory)
     assert model.models == MODELS
     assert (
-        model.loss
+        model.outcome_model
         == {"bt": "bt", "bt_tie": "bt-tie", "bt-tie": "bt-tie", "rk": "rk", "bag": "grk", "grk": "grk"}[loss_type]
     )
-    assert model.routing_value == ("grk" if model.loss == "grk" else "bt")
+    assert model.routing_value == ("grk" if model.outcome_model == "grk" else "bt")
     pred = model.predict(PROMPTS)
     want_coefs, want_eta = reference(ref_model, tokenizer, PROMPTS, loss_type)
     np.testing.assert_allclose(pred.coefs, want_coefs, atol=1e-5, rtol=0)
@@ -276,8 +276,12 @@ def test_coefficients_and_tie_parameter_equal_lmarenas_forward(checkpoints: dict
     a, b = np.array([0, 1, 2, 3, 4, 5, 0, 2]), np.array([1, 2, 3, 4, 5, 0, 5, 1])
     with torch.no_grad():
         coefs, raw = model.head(model.backbone.features(PROMPTS))
-        ours = log_outcome_probs(model.loss, coefs[torch.arange(8), a], coefs[torch.arange(8), b], raw).exp().numpy()
-    theirs = lmarena_probs(want_coefs[np.arange(8), a], want_coefs[np.arange(8), b], want_eta, model.loss)
+        ours = (
+            log_outcome_probs(model.outcome_model, coefs[torch.arange(8), a], coefs[torch.arange(8), b], raw)
+            .exp()
+            .numpy()
+        )
+    theirs = lmarena_probs(want_coefs[np.arange(8), a], want_coefs[np.arange(8), b], want_eta, model.outcome_model)
     np.testing.assert_allclose(ours[:, : theirs.shape[1]], theirs, atol=1e-5)
 
 
@@ -317,7 +321,7 @@ def test_a_bt_head_without_training_config_is_bt_tie(tmp_path: Path) -> None:
         tmp_path / "ck", "qwen2", "bt", None, seed=7, training_config=False
     )
     model = P2LModel.load(directory)
-    assert model.loss == "bt-tie"
+    assert model.outcome_model == "bt-tie"
     np.testing.assert_allclose(
         model.leaderboards(PROMPTS[:3]), reference(ref_model, tokenizer, PROMPTS[:3], "bt")[0], atol=1e-5, rtol=0
     )
@@ -335,7 +339,7 @@ def test_cli_route_leaderboard_and_evaluate_run_on_a_released_checkpoint(
     cost_file.write_text("".join(json.dumps({"model": m, "cost": c}) + "\n" for m, c in costs.items()))
     routes = route_per_prompt(directory, prompts, cost_file, tmp_path / "routes", capsys)
     want_coefs, _ = reference(ref_model, tokenizer, PROMPTS[:4], "grk")
-    want = route(want_coefs, np.array(list(costs.values())), 1.0, "uniform", names=MODELS, model="grk").frame()
+    want = route(want_coefs, np.array(list(costs.values())), 1.0, "uniform", names=MODELS, value="grk").frame()
     assert routes["model"].tolist() == want["model"].tolist()
     np.testing.assert_allclose(routes["prob"], want["prob"], atol=1e-6)
     np.testing.assert_allclose(routes["router_coef"], want["router_coef"], atol=1e-5)

@@ -75,7 +75,7 @@ def test_cli_refuses_disconnected_battles(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("model", ["bt", "rk", "grk"])
 def test_all_models_rank_the_planted_order(model: str) -> None:
-    board = fit_leaderboard(small_battles(), model=model, progress=False).leaderboard  # type: ignore[arg-type]
+    board = fit_leaderboard(small_battles(), outcome_model=model, progress=False).leaderboard  # type: ignore[arg-type]
     assert board["model"].tolist()[0] == "x"
 
 
@@ -91,7 +91,7 @@ def test_cli_refuses_a_model_seen_once(tmp_path: Path, capsys) -> None:
 
 
 def test_library_leaderboard_matches_the_cli_table() -> None:
-    board = fit_leaderboard(small_battles(), model="bt-tie", ci="sandwich", progress=False).fit
+    board = fit_leaderboard(small_battles(), outcome_model="bt-tie", ci="sandwich", progress=False).fit
     frame = board.frame()
     assert frame.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles"]
     # bt-tie: ties count half; x vs y (30 + 2.5 vs 10 + 2.5) etc. — coefs are mean-zero and x leads

@@ -68,7 +68,7 @@ def test_save_load_round_trip_is_exact(trained) -> None:
     loaded = P2LModel.load(path)
     np.testing.assert_allclose(loaded.leaderboards(prompts), result.model.leaderboards(prompts), atol=1e-6)
     config = json.loads((path / "config.json").read_text())
-    assert config["backbone"]["spec"] == "minilm" and config["loss"] == "bt"
+    assert config["backbone"]["spec"] == "minilm" and config["outcome_model"] == "bt"
     assert (path / "marginal.csv").exists() and (path / "report.html").exists()
 
 
@@ -132,7 +132,7 @@ def test_tie_losses_train_and_report_their_parameter(loss: str) -> None:
     rng = np.random.default_rng(0)
     battles.loc[rng.random(len(battles)) < 0.15, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
-    result = train_model(battles, TrainOptions(loss=loss), progress=False)
+    result = train_model(battles, TrainOptions(outcome_model=loss), progress=False)
     pred = result.model.predict(["What is 2 + 2?"])
     assert pred.coefs.shape == (1, 4) and pred.extra is not None
     assert pred.extra[0] > (1.0 if loss == "grk" else 0.0)
@@ -150,7 +150,9 @@ def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -
         battles.loc[draw > 0.95, "winner"] = "tie (bothbad)"
         return battles
 
-    result = train_model(with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(loss="grk"), progress=False)
+    result = train_model(
+        with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(outcome_model="grk"), progress=False
+    )
     held_out = with_ties(simulate_topic_battles(300, seed=6), 2)
     in_memory = evaluate_model(result.model, held_out, repeats=1, progress=False).metrics
     result.save(tmp_path / "model")

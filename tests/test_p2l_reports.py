@@ -52,7 +52,7 @@ def planted_model(noise: float) -> P2LModel:
             noise * torch.tensor(np.random.default_rng(0).standard_normal((len(MODELS), DIM)), dtype=torch.float32)
         )
     marginal = MarginalBaseline("bt", pd.DataFrame({"model": MODELS, "coef": TRUTH}))
-    return P2LModel(HashFeatures(), head, MODELS, {"loss": "bt"}, marginal)
+    return P2LModel(HashFeatures(), head, MODELS, {"outcome_model": "bt"}, marginal)
 
 
 def truth_battles(n: int = 1500, prompts: int = 400, seed: int = 3) -> pd.DataFrame:
@@ -97,7 +97,7 @@ def test_evaluation_report_says_when_p2l_loses_to_the_true_marginal() -> None:
     # the planted model records no training prompts: the subtitle does not claim "held-out"
     assert report.subtitle == (
         f"{len(battles)} battles on {battles['prompt'].nunique()} prompts; the bt "
-        f"loss leaves out the {ties} ties (not outcomes of that model), so the metrics use "
+        f"outcome model leaves out the {ties} ties (not outcomes of that model), so the metrics use "
         f"{len(battles) - ties} battles"
     )
     assert int(p2l["battles"]) == len(battles) - ties

@@ -74,13 +74,13 @@ def test_point_mass_opponent() -> None:
 
 def test_grk_values_are_probabilities_of_not_being_bad() -> None:
     beta = np.array([0.5, 1.5, 3.0])
-    r = route(beta, COSTS, 3.0, "medium", names=NAMES, model="grk")  # opponent ignored
+    r = route(beta, COSTS, 3.0, "medium", names=NAMES, value="grk")  # opponent ignored
     np.testing.assert_allclose(r.probs, [0.0, 0.5, 0.5], atol=1e-15)
     expected = 0.5 * expit(1.5) + 0.5 * expit(3.0)
     assert r.expected_winrate == pytest.approx(expected, abs=1e-15)
     assert r.router_coef == pytest.approx(logit(expected), abs=1e-12)
     # a cheap model with a higher β than the expensive ones is chosen outright
-    r2 = route(np.array([2.0, 1.0, 0.0]), COSTS, 3.0, model="grk")
+    r2 = route(np.array([2.0, 1.0, 0.0]), COSTS, 3.0, value="grk")
     np.testing.assert_array_equal(r2.probs, [1, 0, 0])
     assert r2.router_coef == pytest.approx(2.0, abs=1e-12)
 
@@ -154,8 +154,8 @@ def test_errors() -> None:
         route(THETA, np.ones(4), 3.0)
     with pytest.raises(EvalprismError, match="names has 2 entries"):
         route(THETA, COSTS, 3.0, names=["a", "b"])
-    with pytest.raises(EvalprismError, match="unknown routing model"):
-        route(THETA, COSTS, 3.0, model="rk")  # type: ignore[arg-type]
+    with pytest.raises(EvalprismError, match="value: expected one of bt, grk, got .rk."):
+        route(THETA, COSTS, 3.0, value="rk")  # type: ignore[arg-type]
     with pytest.raises(EvalprismError, match="coefs has 4, costs has 5"):
         route(np.zeros((4, 3)), np.ones((5, 3)), 3.0)
     with pytest.raises(EvalprismError, match="costs must be finite"):

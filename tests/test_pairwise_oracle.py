@@ -24,7 +24,7 @@ from scipy.optimize import approx_fprime
 
 from evalprism.p2l import fit_leaderboard
 from evalprism.p2l.likelihood import log_outcome_probs
-from evalprism.stats.outcome_models import PAIR_MODELS
+from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES
 from evalprism.stats.pairwise import (
     ELO_SCALE,
     PairCounts,
@@ -83,7 +83,7 @@ def test_bt_with_ties_and_its_sandwich_intervals_equal_arena_rank(tied_battles: 
     """arena-rank maps a tie (and 'tie (bothbad)') to outcome 0.5: evalprism's 'bt-tie'. Its
     sandwich scores a tie as one battle with outcome ½; so must ours (two half battles, one won by
     each side, would make the intervals ~20% wider at these 25% ties)."""
-    ours = fit_leaderboard(tied_battles, model="bt-tie", ci="sandwich", progress=False).fit
+    ours = fit_leaderboard(tied_battles, outcome_model="bt-tie", ci="sandwich", progress=False).fit
     peer = arena_rank_fit(tied_battles)
     assert peer["competitors"] == ours.names
     ours_rating = 1000.0 + ELO_SCALE * ours.coefs
@@ -100,7 +100,7 @@ def test_bt_and_its_sandwich_intervals_equal_arena_rank_without_ties() -> None:
     about 0.1% here."""
     df = battles_table(30_000, 25, tie_rate=0.0, seed=12)
     assert not df["winner"].isin(["tie", "tie (bothbad)"]).any()
-    ours = fit_leaderboard(df, model="bt", ci="sandwich", progress=False).fit
+    ours = fit_leaderboard(df, outcome_model="bt", ci="sandwich", progress=False).fit
     peer = arena_rank_fit(df)
     np.testing.assert_allclose(centred(1000.0 + ELO_SCALE * ours.coefs), centred(peer["ratings"]), rtol=0, atol=1e-4)
     half_ours = ELO_SCALE * (ours.upper - ours.lower) / 2
@@ -134,7 +134,7 @@ def test_bt_with_ties_equals_fastchat_logistic_regression(tied_battles: pd.DataF
     with threadpool_limits(1, user_api="blas"):
         lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-12).fit(X[:, 1:], y)
     peer_rating = 1000.0 + 400.0 * np.concatenate([[0.0], lr.coef_[0]])
-    ours = fit_leaderboard(df, model="bt-tie", ci=None, progress=False).fit
+    ours = fit_leaderboard(df, outcome_model="bt-tie", ci=None, progress=False).fit
     assert list(models.index) == ours.names
     np.testing.assert_allclose(centred(1000.0 + ELO_SCALE * ours.coefs), centred(peer_rating), rtol=0, atol=1e-4)
 
@@ -149,7 +149,7 @@ def random_point(model: str, rng: np.random.Generator, size: int = 40) -> tuple[
     return rng.normal(0, 1.5, size), rng.normal(0, 1.5, size), extra
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_numpy_outcome_terms_match_torch_autograd(model: str) -> None:
     ca, cb, extra = random_point(model, np.random.default_rng(2))
     logp, dlogp = outcome_terms(model, ca, cb, extra)
@@ -165,7 +165,7 @@ def test_numpy_outcome_terms_match_torch_autograd(model: str) -> None:
         np.testing.assert_allclose(dlogp[:, j], autograd, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_numpy_derivatives_match_finite_differences(model: str) -> None:
     ca, cb, extra = random_point(model, np.random.default_rng(3), size=3)
     _, dlogp = outcome_terms(model, ca, cb, extra)
@@ -225,7 +225,7 @@ def torch_sandwich(
     return bread @ meat @ bread
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_sandwich_matches_torch_autograd(model: str) -> None:
     """Every battle's own score in the meat: a tie under ``bt-tie`` is one battle with outcome ½,
     not half a win plus half a loss (which would overstate the variance)."""
@@ -265,7 +265,7 @@ def test_sandwich_with_soft_labels_matches_torch_autograd(model: str) -> None:
     np.testing.assert_allclose(sandwich_cov(fit, pairs), want, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_fits_and_bootstrap_refits_are_exact(model: str) -> None:
     """The fit is the maximum-likelihood point to rounding (the gradient of the per-battle loss is
     at rounding level), and each bootstrap refit (started from the full-data optimum) equals a fit

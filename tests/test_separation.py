@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import minimize
 
 from evalprism.p2l.marginal import Leaderboard, fit_leaderboard, pair_separation
-from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, outcome_model
+from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, outcome_weights
 
@@ -64,7 +64,7 @@ def profile_loglik(model: str, pairs: PairCounts, j: int, value: float, pin: int
     tie parameter; ``pin`` fixes one more coefficient at 0 (the reference of a shift-invariant model).
     The tie parameter is kept in a box (raw value at most 4): where ties alone would send it to
     infinity, the coefficients' own gain from moving on would otherwise shrink below rounding."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(model)
     w = outcome_weights(model, pairs.counts)
     n = pairs.n_models
     free = [k for k in range(n) if k not in (j, pin)]
@@ -105,7 +105,7 @@ def unbounded_by_profile(model: str, pairs: PairCounts, j: int, direction: float
     × 14 (it keeps increasing towards ±inf). A shift-invariant model's coefficients are relative: the
     reference is a model of the identified ``core`` (any other model when there is none)."""
     others = [k for k in range(pairs.n_models) if k != j]
-    pins = ([k for k in core if k != j] or others) if outcome_model(model).shift_invariant else [None]
+    pins = ([k for k in core if k != j] or others) if get_outcome_model(model).shift_invariant else [None]
     return any(
         profile_loglik(model, pairs, j, 14 * direction, pin)
         > profile_loglik(model, pairs, j, 6 * direction, pin) + 1e-8
@@ -160,7 +160,7 @@ def test_a_model_with_only_losses_and_both_bad(model: str) -> None:
     """Not identified by bt (ties dropped) nor grk (a "both bad" bounds it from above only); bt-tie
     counts "both bad" as half a win each way and rk merges it into ties, which bound both sides, so
     there it is identified."""
-    result = fit_leaderboard(alpaca_like(), model=model, ci="sandwich", progress=False)
+    result = fit_leaderboard(alpaca_like(), outcome_model=model, ci="sandwich", progress=False)
     board = result.leaderboard.set_index("model")
     if model in ("bt-tie", "rk"):
         assert board["identified"].all() and np.isfinite(board.loc["weak", "coef"])
@@ -226,7 +226,7 @@ def test_p2l_train_grk_warm_start_pins_the_unidentified_coefficient(tmp_path: Pa
     model = P2LModel.load(tmp_path / "model")
     assert torch.isfinite(model.head.linear.bias).all()
     # the warm start itself (epoch 0 of adamw; the ridge fit's start): the pinned coefficient in the bias
-    data = prepare_battles(battles, TrainOptions(loss="grk").resolved())
+    data = prepare_battles(battles, TrainOptions(outcome_model="grk").resolved())
     marginal = fit_marginal(data, "grk")
     head = CoefficientHead(8, len(data.names), "grk")
     warm_start(head, marginal)

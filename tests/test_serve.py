@@ -853,7 +853,7 @@ def test_grk_model_routes_alike_in_the_cli_and_the_service(tmp_path: Path, fake:
     battles.loc[rng.random(len(battles)) < 0.2, "winner"] = "tie"
     battles.loc[rng.random(len(battles)) < 0.05, "winner"] = "tie (bothbad)"
     model_path = train_model(
-        battles, TrainOptions(loss="grk", seed=0), cache_dir=str(tmp_path / "cache"), progress=False
+        battles, TrainOptions(outcome_model="grk", seed=0), cache_dir=str(tmp_path / "cache"), progress=False
     ).save(tmp_path / "grk-model")
     grk = P2LModel.load(model_path, cache_dir=False, precision="float32", runtime="torch")  # as the config says
     assert grk.routing_value == "grk"

@@ -9,7 +9,7 @@ from scipy.optimize import approx_fprime
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l.likelihood import log_outcome_probs, pairwise_nll
-from evalprism.stats.outcome_models import PAIR_MODELS
+from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES
 from evalprism.stats.pairwise import (
     PairCounts,
     bootstrap_coefs,
@@ -64,7 +64,7 @@ def test_rk_two_models_closed_form() -> None:
     assert sig(-delta - fit.extra) == pytest.approx(0.2, abs=1e-6)
 
 
-@pytest.mark.parametrize("model", PAIR_MODELS)
+@pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)
 def test_autograd_gradient_matches_finite_differences(model: str) -> None:
     rng = np.random.default_rng(1)
     pairs = PairCounts(np.array([0, 1, 2, 0]), np.array([1, 2, 0, 2]), rng.integers(1, 9, size=(4, 4)).astype(float), 3)
@@ -105,7 +105,7 @@ def test_errors_and_elo_scale() -> None:
     ties_only = PairCounts(np.array([0]), np.array([1]), np.array([[3.0, 1, 2, 0]]), 2)
     with pytest.raises(EvalprismError, match="'grk' needs 'tie \\(bothbad\\)' outcomes"):
         fit_counts(ties_only, "grk")
-    with pytest.raises(EvalprismError, match="unknown pairwise model"):
+    with pytest.raises(EvalprismError, match="unknown outcome model"):
         fit_counts(no_ties, "elo")  # type: ignore[arg-type]
     # one logit unit is 400/ln(10) ~ 173.7 Elo points
     assert elo_ratings(np.array([0.0, 1.0])).tolist() == pytest.approx([1000.0, 1000 + 400 / np.log(10)])

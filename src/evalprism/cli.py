@@ -27,13 +27,14 @@ from evalprism.vocabularies import (
     KMedoidsMethod,
     LocateMethod,
     Missing,
-    PairModel,
+    OutcomeModelName,
     PlanMethod,
     Reduction,
     RouteValueKind,
     ScoreRule,
     Weighting,
     choice_enum,
+    number_bounds,
 )
 
 if TYPE_CHECKING:
@@ -233,7 +234,14 @@ def _group(name: str, help: str) -> typer.Typer:
 p2l_app = _group("p2l", "Prompt-to-Leaderboard (Frick et al.): pairwise leaderboards from battles.")
 
 
-PairModelName = choice_enum("PairModelName", PairModel)
+OutcomeModelChoice = choice_enum("OutcomeModelChoice", OutcomeModelName)
+P2LModelDir = Annotated[
+    Path,
+    typer.Argument(
+        metavar="P2L_MODEL",
+        help="P2L model: a directory from `evalprism p2l train`, or a P2L checkpoint lmarena released.",
+    ),
+]
 
 
 CiName = choice_enum("CiName", CiMethod)
@@ -248,10 +256,16 @@ def p2l_fit(
         ),
     ],
     out: Out,
-    model: Annotated[PairModelName, typer.Option("--model", help="Outcome model.")] = PairModelName.bt,
+    outcome_model: Annotated[
+        OutcomeModelChoice,
+        typer.Option("--outcome-model", "--model", help="Outcome model of a battle (--model: its older name)."),
+    ] = OutcomeModelChoice.bt,
     ci: Annotated[CiName, typer.Option("--ci", help="95% interval method.")] = CiName.sandwich,
     rounds: Annotated[
-        Optional[int], typer.Option("--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", min=10)
+        Optional[int],
+        typer.Option(
+            "--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", **number_bounds("rounds")
+        ),
     ] = None,
     seed: Seed = 0,
     overwrite: Overwrite = False,
@@ -264,7 +278,7 @@ def p2l_fit(
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(
         read_battles_input(battles, prompts=False),
-        model=model.value,
+        outcome_model=outcome_model.value,
         ci=ci.value,
         rounds=rounds,
         seed=seed,
@@ -335,7 +349,10 @@ def p2l_train(
             "static:<local encoder dir> distils another encoder).",
         ),
     ] = "minilm",
-    loss: Annotated[PairModelName, typer.Option("--loss", help="Outcome model of the head.")] = PairModelName.bt,
+    outcome_model: Annotated[
+        OutcomeModelChoice,
+        typer.Option("--outcome-model", "--loss", help="Outcome model of the head's battles (--loss: its older name)."),
+    ] = OutcomeModelChoice.bt,
     finetune: Annotated[
         bool, typer.Option("--finetune", help="Train the backbone too (slow on CPU; runs under torchrun on many GPUs).")
     ] = False,
@@ -358,14 +375,18 @@ def p2l_train(
     ] = None,
     epochs: Annotated[
         Optional[int],
-        typer.Option("--epochs", help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).", min=1),
+        typer.Option(
+            "--epochs",
+            help="With --fit adamw: maximum epochs (default 200 frozen, 3 fine-tuning).",
+            **number_bounds("max_epochs"),
+        ),
     ] = None,
     batch_size: Annotated[
         Optional[int],
         typer.Option(
             "--batch-size",
             help="With --fit adamw: battles per optimiser step, over all processes of a torchrun world (default 1024 frozen, 16 fine-tuning).",
-            min=1,
+            **number_bounds("batch_size"),
         ),
     ] = None,
     micro_batch_size: Annotated[
@@ -373,7 +394,7 @@ def p2l_train(
         typer.Option(
             "--micro-batch-size",
             help="With --fit adamw: battles per forward pass and process; gradients accumulate up to --batch-size (default: a process's whole share).",
-            min=1,
+            **number_bounds("micro_batch_size"),
         ),
     ] = None,
     lr: Annotated[
@@ -394,7 +415,7 @@ def p2l_train(
         typer.Option(
             "--patience",
             help="With --fit adamw: epochs without validation improvement before stopping (default 8).",
-            min=1,
+            **number_bounds("patience"),
         ),
     ] = None,
     max_length: Annotated[
@@ -402,7 +423,7 @@ def p2l_train(
         typer.Option(
             "--max-length",
             help="With --finetune: longest prompt read, in tokens (saved with the model; default the backbone's own, 1024 for hf:).",
-            min=1,
+            **number_bounds("max_length"),
         ),
     ] = None,
     gradient_checkpointing: Annotated[
@@ -437,7 +458,7 @@ def p2l_train(
 
     options = TrainOptions(
         backbone=backbone,
-        loss=loss.value,
+        outcome_model=outcome_model.value,
         finetune=finetune,
         fit=fit,
         penalty=penalty,
@@ -470,7 +491,7 @@ def p2l_train(
 
 @p2l_app.command("leaderboard")
 def p2l_leaderboard(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     out: Out,
     prompt_column: Annotated[
@@ -516,11 +537,14 @@ RouteValueName = choice_enum("RouteValueName", RouteValueKind)
 
 @p2l_app.command("evaluate")
 def p2l_evaluate(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
     out: Out,
     repeats: Annotated[
-        int, typer.Option("--repeats", help="Random prompt subsets per size (aggregation scaling).", min=1)
+        int,
+        typer.Option(
+            "--repeats", help="Random prompt subsets per size (aggregation scaling).", **number_bounds("repeats")
+        ),
     ] = 10,
     costs: Annotated[
         Optional[Path],
@@ -586,7 +610,7 @@ BudgetScopeName = choice_enum("BudgetScopeName", BudgetScope, order=("average", 
 
 @p2l_app.command("route")
 def p2l_route(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
     costs: Annotated[
         Path,
@@ -706,14 +730,20 @@ def judges(
         ReduceName,
         typer.Option("--reduce", help="Reduction before HDBSCAN (umap needs: pip install 'evalprism[umap]')."),
     ] = ReduceName.pca,
-    components: Annotated[int, typer.Option("--components", help="Dimensions after reduction.", min=2)] = 10,
+    components: Annotated[
+        int, typer.Option("--components", help="Dimensions after reduction.", **number_bounds("n_components"))
+    ] = 10,
     min_cluster_size: Annotated[
         Optional[int],
         typer.Option(
-            "--min-cluster-size", help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).", min=2
+            "--min-cluster-size",
+            help="HDBSCAN min_cluster_size (default: max(15, pairs/700), per collection).",
+            **number_bounds("min_cluster_size"),
         ),
     ] = None,
-    min_samples: Annotated[int, typer.Option("--min-samples", help="HDBSCAN min_samples.", min=1)] = 5,
+    min_samples: Annotated[
+        int, typer.Option("--min-samples", help="HDBSCAN min_samples.", **number_bounds("min_samples"))
+    ] = 5,
     selection: Annotated[
         SelectionName,
         typer.Option(
@@ -730,7 +760,11 @@ def judges(
     ] = "auto",
     min_query_pairs: Annotated[
         int,
-        typer.Option("--min-query-pairs", help="Pairs of a query in a cluster needed for its per-query AC1.", min=2),
+        typer.Option(
+            "--min-query-pairs",
+            help="Pairs of a query in a cluster needed for its per-query AC1.",
+            **number_bounds("min_query_pairs"),
+        ),
     ] = 5,
     tau: Annotated[float, typer.Option("--tau", help="Bias rule 1: ΔAC1 >= tau.")] = 0.5,
     seed: Seed = 0,
@@ -1003,13 +1037,17 @@ def stem_locate(
     items: Annotated[
         Optional[int],
         typer.Option(
-            "--items", help="Items per localization of a model that answered the whole pool (default 100).", min=1
+            "--items",
+            help="Items per localization of a model that answered the whole pool (default 100).",
+            **number_bounds("items"),
         ),
     ] = None,
     trials: Annotated[
         int,
         typer.Option(
-            "--trials", help="Repeated trials of every method, compared with random sampling (0: none).", min=0
+            "--trials",
+            help="Repeated trials of every method, compared with random sampling (0: none).",
+            **number_bounds("trials"),
         ),
     ] = 100,
     seed: Annotated[
@@ -1094,7 +1132,12 @@ def stem_plan(
     ],
     *,
     items: Annotated[
-        int, typer.Option("--items", help="Items to run the new model on (with --plan: the new stage's items).", min=1)
+        int,
+        typer.Option(
+            "--items",
+            help="Items to run the new model on (with --plan: the new stage's items).",
+            **number_bounds("items"),
+        ),
     ] = 100,
     seed: Annotated[
         Optional[int],
@@ -1120,7 +1163,9 @@ def stem_plan(
     stage: Annotated[
         Optional[int],
         typer.Option(
-            "--stage", help="With --plan: the stage to plan (checked: one more than the plan's last stage).", min=2
+            "--stage",
+            help="With --plan: the stage to plan (checked: one more than the plan's last stage).",
+            **number_bounds("stage"),
         ),
     ] = None,
     answers: Annotated[
@@ -1330,7 +1375,7 @@ def version() -> None:
 
 @app.command()
 def serve(
-    model_dir: Annotated[Path, typer.Argument(help="Model directory from `evalprism p2l train`.")],
+    model_dir: P2LModelDir,
     config: Annotated[
         Path, typer.Option("--config", help="Router config (YAML): candidates, costs, budget, opponent, API keys.")
     ],

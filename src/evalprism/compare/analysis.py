@@ -44,6 +44,7 @@ from evalprism.compare.result import CompareResult
 from evalprism.ecdf.responses import same_configuration
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.options import check_number
 from evalprism.stats.compare_tests import (
     adjust_pvalues,
     items_needed,
@@ -364,8 +365,7 @@ def compare_runs(
     ``--score``, ``--extract``)."""
     if adjust not in ADJUST:
         raise EvalprismError(f"adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
-    if permutations < 1:
-        raise EvalprismError(f"permutations {permutations}: expected a positive number", parameter="permutations")
+    check_number("permutations", permutations)
     if not 0 < effect < 1:
         raise EvalprismError(
             f"effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"

@@ -13,45 +13,26 @@ flag instead (:meth:`evalprism.errors.EvalprismError.naming`).
 from __future__ import annotations
 
 import math
+import numbers
+from dataclasses import replace
 from typing import Any
 
 from evalprism.errors import EvalprismError, shorten
-from evalprism.vocabularies import choices
+from evalprism.vocabularies import MAX_SEED, NUMBERS, choices
+
+__all__ = ["MAX_SEED", "check_applies", "check_choice", "check_number", "check_seed"]
 
 
-def check_number(
-    name: str,
-    value: Any,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-    integer: bool = False,
-) -> float:
-    """Return ``value`` as a float when it is a finite number in the interval from ``low`` to ``high``
-    (open at an end with ``low_open``/``high_open``; ``integer``: a whole number), else raise
-    :class:`EvalprismError` naming ``name`` and what was expected."""
-    kind = "a whole number" if integer else "a finite number"
-    bounds = []
-    if low is not None:
-        bounds.append(f"{'>' if low_open else '>='} {low:g}")
-    if high is not None:
-        bounds.append(f"{'<' if high_open else '<='} {high:g}")
-    expected = kind + (" " + " and ".join(bounds) if bounds else "")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    ok = (
-        not isinstance(value, bool)
-        and math.isfinite(x)
-        and (not integer or x.is_integer())
-        and (low is None or (x > low if low_open else x >= low))
-        and (high is None or (x < high if high_open else x <= high))
-    )
-    if not ok:
-        raise EvalprismError(f"{name}: expected {expected}, got {value!r}", parameter=name)
+def check_number(name: str, value: Any, **depends: Any) -> float:
+    """Return ``value`` as a float when it is a finite number within the bounds :data:`NUMBERS`
+    declares for ``name``, else raise :class:`EvalprismError` naming ``name`` and what was expected.
+    ``depends``: the :class:`~evalprism.vocabularies.Bounds` fields that depend on another value
+    (``flip_high`` above ``flip_low``: ``low=flip_low``), given at the check."""
+    bounds = replace(NUMBERS[name], **depends) if depends else NUMBERS[name]
+    # a number, not text that reads as one ("0.5" would pass float() and fail later) nor a bool
+    x = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not math.isfinite(x) or not bounds.admits(x):
+        raise EvalprismError(f"{name}: expected {bounds.expected()}, got {shorten(repr(value))}", parameter=name)
     return x
 
 
@@ -75,25 +56,9 @@ def check_applies(name: str, value: Any, applies: bool, why: str) -> None:
         raise EvalprismError(f"{name} {value}: does not apply here: {why}; drop {name}", parameter=name)
 
 
-#: the largest seed: numpy's and scikit-learn's ``random_state`` take 0 .. 2**32 - 1
-MAX_SEED = 2**32 - 1
-
-
-def check_seed(value: Any, name: str = "seed") -> Any:
+def check_seed(value: Any) -> Any:
     """Return ``value`` when it is None (not given) or a whole number from 0 to :data:`MAX_SEED`, the
     seeds every random generator the toolkit uses accepts (numpy refuses negative ones, scikit-learn
-    anything above 2**32 - 1); else raise :class:`EvalprismError` naming ``name``. The one check of
-    every ``seed`` option."""
-    if value is None:
-        return value
-    ok = (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and float(value).is_integer()
-        and 0 <= value <= MAX_SEED
-    )
-    if not ok:
-        raise EvalprismError(
-            f"{name}: expected a whole number from 0 to {MAX_SEED}, got {shorten(repr(value))}", parameter=name
-        )
-    return int(value)
+    anything above 2**32 - 1); else raise :class:`EvalprismError`. The one check of every ``seed``
+    option; its bounds are ``NUMBERS["seed"]``."""
+    return None if value is None else int(check_number("seed", value))

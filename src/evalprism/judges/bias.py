@@ -35,10 +35,10 @@ class BiasRules:
 
     def __post_init__(self) -> None:
         """Refuse thresholds no rule can use: NaN makes every comparison false (the rule never fires)."""
-        check_number("tau", self.tau, low=0, high=2)  # ΔAC1 = max - min of AC1 values in [-1, 1]
-        check_number("iqr_k", self.iqr_k, low=0)
-        check_number("flip_low", self.flip_low, low=-1, high=1)
-        check_number("flip_high", self.flip_high, low=self.flip_low, high=1, low_open=True)
+        check_number("tau", self.tau)
+        check_number("iqr_k", self.iqr_k)
+        check_number("flip_low", self.flip_low)
+        check_number("flip_high", self.flip_high, low=self.flip_low)
 
 
 def direction(false_negatives: np.ndarray, false_positives: np.ndarray) -> np.ndarray:

@@ -76,21 +76,21 @@ class ClusterOptions:
         """Refuse unknown reducers, values HDBSCAN cannot use and a missing UMAP before any expensive work."""
         if self.reduce not in REDUCERS:
             raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}", parameter="reduce")
-        check_number("n_components", self.n_components, low=1, integer=True)
+        check_number("n_components", self.n_components)
         if self.min_cluster_size is not None:
-            check_number("min_cluster_size", self.min_cluster_size, low=2, integer=True)
+            check_number("min_cluster_size", self.min_cluster_size)
         if self.cluster_selection_method not in SELECTIONS:
             raise EvalprismError(
                 f"cluster_selection_method '{self.cluster_selection_method}': expected one of {', '.join(SELECTIONS)}",
                 parameter="cluster_selection_method",
             )
         if self.min_samples is not None:
-            check_number("min_samples", self.min_samples, low=1, integer=True)
-        check_number("cluster_selection_epsilon", self.cluster_selection_epsilon, low=0)
-        check_number("umap_neighbors", self.umap_neighbors, low=2, integer=True)
-        check_number("max_cluster_share", self.max_cluster_share, low=0, high=1, low_open=True)
-        check_number("min_clusters", self.min_clusters, low=1, integer=True)
-        check_number("min_query_share", self.min_query_share, low=0, high=1)
+            check_number("min_samples", self.min_samples)
+        check_number("cluster_selection_epsilon", self.cluster_selection_epsilon)
+        check_number("umap_neighbors", self.umap_neighbors)
+        check_number("max_cluster_share", self.max_cluster_share)
+        check_number("min_clusters", self.min_clusters)
+        check_number("min_query_share", self.min_query_share)
         if self.reduce == "umap":
             _import_umap()
 

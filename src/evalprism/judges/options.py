@@ -64,9 +64,9 @@ class JudgesOptions:
     def __post_init__(self) -> None:
         """Refuse values no step can use (the clustering's own are checked by ``cluster.check()``,
         which may import UMAP, so the analysis calls it)."""
-        check_number("min_query_pairs", self.min_query_pairs, low=2, integer=True)
-        check_number("purity_percentile", self.purity_percentile, low=0, high=100, low_open=True)
-        check_number("confidence", self.confidence, low=0, high=1, low_open=True, high_open=True)
+        check_number("min_query_pairs", self.min_query_pairs)
+        check_number("purity_percentile", self.purity_percentile)
+        check_number("confidence", self.confidence)
 
     @classmethod
     def from_keywords(cls, **keywords: Any) -> JudgesOptions:

@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
+from evalprism.io.options import check_choice
+from evalprism.stats.outcome_models import NUMPY_OPS, get_outcome_model
+from evalprism.vocabularies import OutcomeModelName
 
 if TYPE_CHECKING:
     from evalprism.p2l.marginal import Leaderboard
@@ -32,28 +34,32 @@ CONFIG_ENTRY = "marginal"
 
 @dataclass(frozen=True)
 class MarginalBaseline:
-    """The marginal leaderboard of ``loss``: ``table`` (columns model, coef, and others kept as
-    written) and ``tie``, its raw tie parameter (None for a loss without one)."""
+    """The marginal leaderboard of ``outcome_model``: ``table`` (columns model, coef, and others kept as
+    written) and ``tie``, its raw tie parameter (None for an outcome model without one)."""
 
-    loss: str
+    outcome_model: OutcomeModelName
     table: pd.DataFrame = field(repr=False)
     tie: float | None = None
 
     def __post_init__(self) -> None:
-        if (self.tie is None) != (outcome_model(self.loss).extra is None):
-            raise ValueError(f"loss {self.loss!r}: the marginal's tie parameter is {self.tie!r}")
+        if (self.tie is None) != (get_outcome_model(self.outcome_model).extra is None):
+            raise ValueError(f"outcome model {self.outcome_model!r}: the marginal's tie parameter is {self.tie!r}")
 
     @classmethod
     def from_leaderboard(cls, board: Leaderboard) -> MarginalBaseline:
         """The baseline of a marginal fit (its raw tie parameter is the fit's last parameter)."""
-        has_tie = outcome_model(board.model).extra is not None
-        return cls(board.model, board.frame(), float(board.fit.params[-1]) if has_tie else None)
+        has_tie = get_outcome_model(board.outcome_model).extra is not None
+        return cls(board.outcome_model, board.frame(), float(board.fit.params[-1]) if has_tie else None)
 
     @classmethod
-    def from_reported(cls, loss: str, table: pd.DataFrame, extra: float | None) -> MarginalBaseline:
+    def from_reported(
+        cls, outcome_model: OutcomeModelName, table: pd.DataFrame, extra: float | None
+    ) -> MarginalBaseline:
         """The baseline from its table and the *reported* tie parameter (η for rk, λ for grk)."""
-        entry = outcome_model(loss).extra
-        return cls(loss, table, None if entry is None or extra is None else float(entry.unreport(float(extra))))
+        entry = get_outcome_model(outcome_model).extra
+        return cls(
+            outcome_model, table, None if entry is None or extra is None else float(entry.unreport(float(extra)))
+        )
 
     def coefs(self, models: Sequence[str]) -> np.ndarray:
         """The coefficients of ``models``, in that order."""
@@ -62,7 +68,7 @@ class MarginalBaseline:
     @property
     def extra(self) -> float | None:
         """The reported tie parameter (η for rk, λ for grk), None without one."""
-        entry = outcome_model(self.loss).extra
+        entry = get_outcome_model(self.outcome_model).extra
         return None if entry is None or self.tie is None else float(entry.report(NUMPY_OPS, self.tie))
 
     def config_entry(self) -> dict[str, Any]:
@@ -78,21 +84,25 @@ class MarginalBaseline:
     def from_config(cls, table: pd.DataFrame, config: dict[str, Any]) -> MarginalBaseline:
         """The baseline of a model directory from its ``marginal.csv`` table and ``config.json``: the tie
         parameter from the ``marginal`` entry, or, in a directory written before it existed, from the
-        reported ``training.marginal_extra``. A loss with a tie parameter and none recorded is refused
+        reported ``training.marginal_extra``. An outcome model with a tie parameter and none recorded is refused
         (the message names config.json; the caller names the directory)."""
-        loss = str(config["loss"])
-        needs_tie = outcome_model(loss).extra is not None
+        outcome_model: OutcomeModelName = check_choice("outcome_model", config.get("outcome_model"), OutcomeModelName)
+        needs_tie = get_outcome_model(outcome_model).extra is not None
         entry = config.get(CONFIG_ENTRY)
         if isinstance(entry, dict):
             tie = entry.get("tie_raw")
             if needs_tie and not _finite(tie):
-                raise EvalprismError(f"config.json: 'marginal' must hold the finite 'tie_raw' of loss '{loss}'")
-            return cls(loss, table, float(tie) if needs_tie else None)  # type: ignore[arg-type]
+                raise EvalprismError(
+                    f"config.json: 'marginal' must hold the finite 'tie_raw' of outcome model '{outcome_model}'"
+                )
+            return cls(outcome_model, table, float(tie) if needs_tie and tie is not None else None)
         training = config.get("training")
         extra = training.get("marginal_extra") if isinstance(training, dict) else None
         if needs_tie and not _finite(extra):
-            raise EvalprismError(f"config.json records no tie parameter of the marginal leaderboard (loss '{loss}')")
-        return cls.from_reported(loss, table, extra)
+            raise EvalprismError(
+                f"config.json records no tie parameter of the marginal leaderboard (outcome model '{outcome_model}')"
+            )
+        return cls.from_reported(outcome_model, table, extra)
 
 
 def _finite(value: object) -> bool:

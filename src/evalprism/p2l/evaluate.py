@@ -3,8 +3,8 @@
 Predictions are outcome probabilities per battle (n, 4) in the order of
 :data:`evalprism.stats.pairwise.OUTCOMES`; observations are the per-battle outcome weights of the
 loss in use (soft labels give fractional weights), normalised to sum to one per battle. Battles
-the loss ignores (ties under ``bt``) are left out. Three predictors are compared: the constant one
-(equal probability for every outcome the loss knows), the marginal leaderboard and P2L. For a loss
+the outcome model ignores (ties under ``bt``) are left out. Three predictors are compared: the constant one
+(equal probability for every outcome the outcome model knows), the marginal leaderboard and P2L. For an outcome model
 with ties (``rk``, ``grk``) each NLL is split into the outcome type and the winner given a decisive
 battle (:func:`nll_parts`), to say where a gain comes from. With costs, routing policies are valued
 on the battles' verdicts (:mod:`evalprism.p2l.heldout_routing`). The model's record of its training
@@ -26,6 +26,7 @@ from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
+from evalprism.io.options import check_number
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
@@ -35,71 +36,80 @@ from evalprism.p2l.routing import check_budget
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
 from evalprism.progress import status
 from evalprism.stats.aggregate import aggregate_leaderboards
-from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
+from evalprism.stats.outcome_models import NUMPY_OPS, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_weights
 from evalprism.stats.policy_value import prompt_scores
+from evalprism.vocabularies import OutcomeModelName
 
 
-def log_probs(loss: str, coef_a: np.ndarray, coef_b: np.ndarray, tie: np.ndarray | float | None) -> np.ndarray:
+def log_probs(
+    outcome_model: OutcomeModelName, coef_a: np.ndarray, coef_b: np.ndarray, tie: np.ndarray | float | None
+) -> np.ndarray:
     """Log-probabilities (n, 4) of battles whose sides have coefficients ``coef_a`` and ``coef_b``
-    under ``loss``, with ``tie`` its raw tie parameter (per battle or one value; None without one):
+    under ``outcome_model``, with ``tie`` its raw tie parameter (per battle or one value; None without one):
     the registry's formula in numpy (:data:`~evalprism.stats.outcome_models.NUMPY_OPS`), the one
     the head trains with in torch."""
     coef_a, coef_b = np.asarray(coef_a, dtype=np.float64), np.asarray(coef_b, dtype=np.float64)
     raw = None if tie is None else np.broadcast_to(np.asarray(tie, dtype=np.float64), coef_a.shape)
-    return np.asarray(outcome_model(loss).log_probs(NUMPY_OPS, coef_a, coef_b, raw))
+    return np.asarray(get_outcome_model(outcome_model).log_probs(NUMPY_OPS, coef_a, coef_b, raw))
 
 
 def marginal_log_probs(baseline: MarginalBaseline, a: np.ndarray, b: np.ndarray, models: Sequence[str]) -> np.ndarray:
     """Log-probabilities (n, 4) of battles a vs b (indices into ``models``) under the marginal
     leaderboard ``baseline``, one leaderboard for every battle."""
     coefs = baseline.coefs(models)
-    return log_probs(baseline.loss, coefs[a], coefs[b], baseline.tie)
+    return log_probs(baseline.outcome_model, coefs[a], coefs[b], baseline.tie)
 
 
 def p2l_log_probs(model: P2LModel, prompts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Log-probabilities (n, 4) of battles a vs b, each under the leaderboard of its own prompt."""
     distinct = list(dict.fromkeys(prompts))
-    return prediction_log_probs(model.loss, model.predict(distinct), pd.Index(distinct).get_indexer(prompts), a, b)
+    return prediction_log_probs(
+        model.outcome_model, model.predict(distinct), pd.Index(distinct).get_indexer(prompts), a, b
+    )
 
 
-def prediction_log_probs(loss: str, pred: Prediction, pos: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def prediction_log_probs(
+    outcome_model: OutcomeModelName, pred: Prediction, pos: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
     """Log-probabilities (n, 4) of battles a vs b, battle i under the leaderboard ``pred`` row ``pos[i]``."""
     raw = pred.raw_extra
     if raw is None and pred.extra is not None:  # a prediction made with its reported value only
-        raw = outcome_model(loss).extra.unreport(pred.extra)  # type: ignore[union-attr]
+        raw = get_outcome_model(outcome_model).extra.unreport(pred.extra)  # type: ignore[union-attr]
     coefs, rows = pred.coefs[pos], np.arange(a.size)
-    return log_probs(loss, coefs[rows, a], coefs[rows, b], None if raw is None else raw[pos])
+    return log_probs(outcome_model, coefs[rows, a], coefs[rows, b], None if raw is None else raw[pos])
 
 
-def _observed(loss: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The battles the loss uses (mask), their outcome weights normalised per battle, and the number of
-    outcomes the loss predicts (the first k)."""
-    k = len(outcome_model(loss).outcomes)  # the outcomes the loss predicts are the first k
-    w = outcome_weights(loss, rows)[:, :k]
+def _observed(outcome_model: OutcomeModelName, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The battles the outcome model uses (mask), their outcome weights normalised per battle, and the number of
+    outcomes the outcome model predicts (the first k)."""
+    k = len(get_outcome_model(outcome_model).outcomes)  # the outcomes the outcome model predicts are the first k
+    w = outcome_weights(outcome_model, rows)[:, :k]
     total = w.sum(axis=1)
     used = total > 0
     return used, w[used] / total[used, None], k
 
 
-def battle_nll(loss: str, logp: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Each used battle's negative log-likelihood under predictions ``logp`` (the battles the loss
+def battle_nll(outcome_model: OutcomeModelName, logp: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each used battle's negative log-likelihood under predictions ``logp`` (the battles the outcome model
     leaves out, ties under ``bt``, are dropped: the mask is ``outcome_weights(...).sum(1) > 0``)."""
-    used, w, k = _observed(loss, rows)
+    used, w, k = _observed(outcome_model, rows)
     return -(w * np.where(w > 0, logp[used, :k], 0.0)).sum(axis=1)
 
 
-def nll_parts(loss: str, logp: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def nll_parts(
+    outcome_model: OutcomeModelName, logp: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Each used battle's NLL split in two parts that sum to :func:`battle_nll`: the outcome type
     (decisive, tie, and for ``grk`` both bad) and the winner given that the battle was decisive.
 
     P(outcome) = P(type) · P(winner | decisive) for a win, P(type) for a tie, so
     −log P(outcome) = −log P(type) − [decisive] log P(winner | decisive), with
     P(decisive) = P(A wins) + P(B wins) and P(A wins | decisive) = P(A wins) / P(decisive). Soft
-    labels split the same way, weight by weight. A loss that predicts no ties (``bt``, ``bt-tie``)
+    labels split the same way, weight by weight. An outcome model that predicts no ties (``bt``, ``bt-tie``)
     has no outcome type to predict: None."""
-    used, w, k = _observed(loss, rows)
+    used, w, k = _observed(outcome_model, rows)
     if k < 3:
         return None
     lp = logp[used, :k]
@@ -117,18 +127,20 @@ def nll_parts(loss: str, logp: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray
 NLL_PARTS = ("outcome type", "winner given decisive")
 
 
-def nll_split(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], prompts: np.ndarray) -> pd.DataFrame:
+def nll_split(
+    outcome_model: OutcomeModelName, rows: np.ndarray, predictions: dict[str, np.ndarray], prompts: np.ndarray
+) -> pd.DataFrame:
     """Per predictor and part (:data:`NLL_PARTS`, then ``total``): the mean NLL per battle and, beside
     the marginal leaderboard, its difference to the marginal's same part on the same battles with the
-    paired standard error by prompt (:func:`paired_difference`). Empty for a loss without ties."""
-    used = _observed(loss, rows)[0]
+    paired standard error by prompt (:func:`paired_difference`). Empty for an outcome model without ties."""
+    used = _observed(outcome_model, rows)[0]
     clusters = np.asarray(prompts)[used]
     parts = {}
     for name, logp in predictions.items():
-        split = nll_parts(loss, logp, rows)
+        split = nll_parts(outcome_model, logp, rows)
         if split is None:
             return pd.DataFrame(columns=["predictor", "part", "nll", "vs_marginal", "se_vs_marginal"])
-        parts[name] = dict(zip(NLL_PARTS, split, strict=True)) | {"total": battle_nll(loss, logp, rows)}
+        parts[name] = dict(zip(NLL_PARTS, split, strict=True)) | {"total": battle_nll(outcome_model, logp, rows)}
     table = []
     for name, by_part in parts.items():
         for part, values in by_part.items():
@@ -147,11 +159,11 @@ def nll_split(loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], p
     return pd.DataFrame(table)
 
 
-def outcome_metrics(loss: str, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
+def outcome_metrics(outcome_model: OutcomeModelName, logp: np.ndarray, rows: np.ndarray) -> dict[str, float]:
     """Mean NLL, expected accuracy and Brier score of predictions ``logp`` against outcome ``rows``."""
-    used, w, k = _observed(loss, rows)
+    used, w, k = _observed(outcome_model, rows)
     p = np.exp(logp[used, :k])
-    nll = float(battle_nll(loss, logp, rows).mean())
+    nll = float(battle_nll(outcome_model, logp, rows).mean())
     accuracy = float(w[np.arange(w.shape[0]), p.argmax(axis=1)].mean())
     brier = float(((p - w) ** 2).sum(axis=1).mean())
     return {"battles": int(used.sum()), "nll": nll, "accuracy": accuracy, "brier": brier}
@@ -172,30 +184,33 @@ def paired_difference(values: np.ndarray, clusters: np.ndarray) -> tuple[float, 
     return mean, float(np.sqrt(g / (g - 1) * np.sum(per_prompt**2)) / n)
 
 
-def constant_log_probs(loss: str, n: int) -> np.ndarray:
-    """The constant predictor's log-probabilities (n, 4): every outcome the loss knows equally likely."""
-    k = len(outcome_model(loss).outcomes)
+def constant_log_probs(outcome_model: OutcomeModelName, n: int) -> np.ndarray:
+    """The constant predictor's log-probabilities (n, 4): every outcome the outcome model knows equally likely."""
+    k = len(get_outcome_model(outcome_model).outcomes)
     constant = np.full((n, 4), -np.inf)
     constant[:, :k] = -np.log(k)
     return constant
 
 
 def compare_predictors(
-    loss: str, rows: np.ndarray, predictions: dict[str, np.ndarray], prompts: np.ndarray | None = None
+    outcome_model: OutcomeModelName,
+    rows: np.ndarray,
+    predictions: dict[str, np.ndarray],
+    prompts: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One row per predictor (constant first): battles, nll, accuracy, brier. With ``prompts`` (each
     battle's prompt) and a ``marginal`` predictor: ``nll_vs_marginal``, each predictor's mean NLL minus
     the marginal's on the same battles (negative: better), and ``se_vs_marginal``, its paired standard
     error clustered by prompt (:func:`paired_difference`)."""
-    everything = {"constant": constant_log_probs(loss, rows.shape[0]), **predictions}
+    everything = {"constant": constant_log_probs(outcome_model, rows.shape[0]), **predictions}
     table = pd.DataFrame(
-        [{"predictor": name, **outcome_metrics(loss, logp, rows)} for name, logp in everything.items()]
+        [{"predictor": name, **outcome_metrics(outcome_model, logp, rows)} for name, logp in everything.items()]
     )
     if prompts is not None and "marginal" in predictions:
-        used = _observed(loss, rows)[0]
-        base = battle_nll(loss, predictions["marginal"], rows)
+        used = _observed(outcome_model, rows)[0]
+        base = battle_nll(outcome_model, predictions["marginal"], rows)
         pairs = [
-            paired_difference(battle_nll(loss, logp, rows) - base, np.asarray(prompts)[used])
+            paired_difference(battle_nll(outcome_model, logp, rows) - base, np.asarray(prompts)[used])
             for logp in everything.values()
         ]
         table["nll_vs_marginal"] = [d for d, _ in pairs]
@@ -237,7 +252,7 @@ def aggregation_scaling(
 @dataclass
 class EvaluationResult(SavedResult):
     """``metrics`` (constant / marginal / P2L on the battles), ``nll_split`` (their NLL in outcome type
-    and winner parts, for a loss with ties), ``routing`` (the held-out router table when costs were
+    and winner parts, for an outcome model with ties), ``routing`` (the held-out router table when costs were
     given: :mod:`evalprism.p2l.heldout_routing`) and ``scaling`` (Fig. 6)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_EVALUATE
@@ -321,7 +336,7 @@ def value_spread(model: P2LModel, pred: Prediction) -> dict[str, list[float]]:
     """The range of the per-model mean routing value over the better half of the models (by mean score), in
     the model's own value and in the score value: how far apart the values put the models worth routing to."""
     means = {
-        kind: router_values(kind, model.loss, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
+        kind: router_values(kind, model.outcome_model, model.routing_value, pred.coefs, pred.extra).mean(axis=0)
         for kind in ROUTE_VALUE_KINDS
     }
     top = np.argsort(-means["score"])[: max(1, len(model.models) // 2)]
@@ -349,7 +364,7 @@ def evaluate_model(
     progress: bool = True,
 ) -> EvaluationResult:
     """Score ``model`` on held-out ``battles``: NLL / accuracy / Brier against the constant and the
-    marginal (training) leaderboard, split into outcome type and winner parts for a loss with ties
+    marginal (training) leaderboard, split into outcome type and winner parts for an outcome model with ties
     (:func:`nll_split`), and the aggregation scaling of Fig. 6 against the marginal BT fitted on these
     battles themselves (the ground truth of this prompt set).
 
@@ -360,6 +375,7 @@ def evaluate_model(
     these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
     :func:`evaluate_model_dir` does)."""
+    check_number("repeats", repeats)
     if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
         battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
     codes, prompts = battles.prompt_codes, battles.prompts
@@ -368,28 +384,33 @@ def evaluate_model(
     cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
     table, arrays, rows, distinct = battles.table, battles.arrays, battles.rows, list(prompts)
     status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
-    note = battles.ignored_note(model.loss)
+    note = battles.ignored_note(model.outcome_model)
     if note:
         status(note, progress)
     pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
-    predictions = {"p2l": prediction_log_probs(model.loss, pred, codes, arrays.a, arrays.b)}
+    predictions = {"p2l": prediction_log_probs(model.outcome_model, pred, codes, arrays.a, arrays.b)}
     baseline = model.marginal
     marginal = None if baseline is None else baseline.coefs(model.models)
     if baseline is not None:
         predictions = {"marginal": marginal_log_probs(baseline, arrays.a, arrays.b, model.models), **predictions}
     clusters = codes  # each battle's prompt
-    metrics = compare_predictors(model.loss, rows, predictions, clusters)
+    metrics = compare_predictors(model.outcome_model, rows, predictions, clusters)
     split = nll_split(
-        model.loss, rows, {"constant": constant_log_probs(model.loss, rows.shape[0]), **predictions}, clusters
+        model.outcome_model,
+        rows,
+        {"constant": constant_log_probs(model.outcome_model, rows.shape[0]), **predictions},
+        clusters,
     )
 
     routing = pd.DataFrame()
     if cost is not None:
         status(f"valuing routers on the held-out verdicts at {len(chosen_budgets)} budgets", progress)
         scores = held_out_scores(arrays, rows, codes, len(distinct))
-        p2l_values = router_values(value, model.loss, model.routing_value, pred.coefs, pred.extra)
+        p2l_values = router_values(value, model.outcome_model, model.routing_value, pred.coefs, pred.extra)
         if baseline is not None and marginal is not None:
-            single = router_values(value, model.loss, model.routing_value, marginal[None, :], baseline.extra)[0]
+            single = router_values(value, model.outcome_model, model.routing_value, marginal[None, :], baseline.extra)[
+                0
+            ]
         else:  # no marginal leaderboard: P2L's mean prediction over these prompts (no verdict read)
             single = p2l_values.mean(axis=0)
         routing = routing_table(p2l_values, single, scores, cost, model.models, chosen_budgets)
@@ -406,7 +427,7 @@ def evaluate_model(
     options = {
         "n_battles": len(table),
         "n_prompts": len(distinct),
-        "loss": model.loss,
+        "outcome_model": model.outcome_model,
         "repeats": repeats,
         "seed": seed,
         "battles_used": int(metrics["battles"].iloc[0]),

@@ -1,4 +1,4 @@
-"""The P2L head: features -> one coefficient per model (and the raw tie parameter of a loss with one).
+"""The P2L head: features -> one coefficient per model (and the raw tie parameter of an outcome model with one).
 
 :class:`LeaderboardHead` is what a :class:`~evalprism.p2l.model.P2LModel` predicts through: evalprism's
 own :class:`CoefficientHead`, or the head of a released lmarena checkpoint
@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
-from evalprism.stats.outcome_models import outcome_model
+from evalprism.stats.outcome_models import get_outcome_model
+from evalprism.vocabularies import OutcomeModelName
 
 __all__ = ["HEAD_FILE", "CoefficientHead", "LeaderboardHead"]
 
@@ -22,16 +23,16 @@ HEAD_FILE = "head.safetensors"
 
 
 class LeaderboardHead(nn.Module):
-    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of the loss's
-    registry entry (None for a loss without one). Subclasses define ``forward``: evalprism's own
+    """features (n, dim) -> coefficients (n, M) and the raw tie parameter (n,) of the outcome model's
+    registry entry (None for an outcome model without one). Subclasses define ``forward``: evalprism's own
     :class:`CoefficientHead`, and the head of a released lmarena checkpoint
     (:class:`evalprism.p2l.lmarena.LmarenaHead`), which maps its outputs onto the same raw values."""
 
-    def __init__(self, n_models: int, loss: str) -> None:
+    def __init__(self, n_models: int, outcome_model: OutcomeModelName) -> None:
         super().__init__()
         self.n_models = n_models
-        self.loss = loss
-        self.tie = outcome_model(loss).extra
+        self.outcome_model = outcome_model
+        self.tie = get_outcome_model(outcome_model).extra
         self.has_extra = self.tie is not None
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:  # pragma: no cover
@@ -41,7 +42,7 @@ class LeaderboardHead(nn.Module):
         """Log-probabilities (n, 4) of the outcomes of battles a vs b on the prompts behind ``features``."""
         coefs, extra = self(features)
         rows = torch.arange(coefs.shape[0])
-        return log_outcome_probs(self.loss, coefs[rows, a], coefs[rows, b], extra)
+        return log_outcome_probs(self.outcome_model, coefs[rows, a], coefs[rows, b], extra)
 
 
 class CoefficientHead(LeaderboardHead):
@@ -49,8 +50,8 @@ class CoefficientHead(LeaderboardHead):
     loss with one, mapped onto its domain by the registry entry (:meth:`TieParameter.from_head
     <evalprism.stats.outcome_models.TieParameter.from_head>`)."""
 
-    def __init__(self, dim: int, n_models: int, loss: str) -> None:
-        super().__init__(n_models, loss)
+    def __init__(self, dim: int, n_models: int, outcome_model: OutcomeModelName) -> None:
+        super().__init__(n_models, outcome_model)
         self.linear = nn.Linear(dim, n_models + int(self.has_extra))
         nn.init.zeros_(self.linear.weight)  # start at the constant (marginal) leaderboard in the bias
         nn.init.zeros_(self.linear.bias)

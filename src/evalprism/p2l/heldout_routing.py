@@ -49,11 +49,11 @@ from scipy.optimize import brentq
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.outcome_models import NUMPY_OPS, outcome_model
+from evalprism.stats.outcome_models import NUMPY_OPS, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS
 from evalprism.stats.policy_value import PolicyValue, paired_value_difference, policy_value
 from evalprism.stats.routing import best_mix, win_values
-from evalprism.vocabularies import RouteValueKind, choices
+from evalprism.vocabularies import OutcomeModelName, RouteValueKind, choices
 
 ROUTE_VALUE_KINDS = choices(RouteValueKind)
 #: policies in the order of the table; the first is the one every other is compared with
@@ -62,17 +62,17 @@ POLICIES: tuple[str, ...] = ("p2l", "best single", "marginal router", "random mi
 DEFAULT_BUDGETS = 5
 
 
-def score_values(loss: str, coefs: np.ndarray, extra: np.ndarray | float | None) -> np.ndarray:
+def score_values(outcome_model: OutcomeModelName, coefs: np.ndarray, extra: np.ndarray | float | None) -> np.ndarray:
     """Expected score (n, M) of each model against a uniform opponent over the M models (itself
-    included, ½), under ``loss``'s outcome probabilities: P(win) + ½ (P(tie) + P(both bad)).
+    included, ½), under ``outcome_model``'s outcome probabilities: P(win) + ½ (P(tie) + P(both bad)).
     ``coefs`` (n, M); ``extra`` the *reported* tie parameter per prompt (n,) or one value."""
     theta = np.atleast_2d(np.asarray(coefs, dtype=np.float64))
     n, m = theta.shape
-    entry = outcome_model(loss)
+    entry = get_outcome_model(outcome_model)
     raw = None
     if entry.extra is not None:
         if extra is None:
-            raise EvalprismError(f"loss {loss!r} needs its tie parameter to value models")
+            raise EvalprismError(f"outcome model {outcome_model!r} needs its tie parameter to value models")
         raw = np.broadcast_to(np.asarray(entry.extra.unreport(np.asarray(extra, dtype=np.float64))), (n,))
     out = np.empty((n, m))
     step = max(1, 2_000_000 // (m * m))
@@ -100,14 +100,14 @@ def own_values(route_by: str, coefs: np.ndarray) -> np.ndarray:
 
 
 def router_values(
-    kind: str, loss: str, route_by: str, coefs: np.ndarray, extra: np.ndarray | float | None
+    kind: str, outcome_model: OutcomeModelName, route_by: str, coefs: np.ndarray, extra: np.ndarray | float | None
 ) -> np.ndarray:
     """The values (n, M) a router maximises: ``score`` (:func:`score_values`) or ``own``."""
     if kind not in ROUTE_VALUE_KINDS:
         raise EvalprismError(
             f"unknown routing value {kind!r}; expected one of {', '.join(ROUTE_VALUE_KINDS)}", parameter="value"
         )
-    return score_values(loss, coefs, extra) if kind == "score" else own_values(route_by, coefs)
+    return score_values(outcome_model, coefs, extra) if kind == "score" else own_values(route_by, coefs)
 
 
 def default_budgets(cost: np.ndarray) -> list[float]:

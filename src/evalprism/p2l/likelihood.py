@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import torch
 
-from evalprism.stats.outcome_models import ArrayOps, outcome_model
+from evalprism.stats.outcome_models import ArrayOps, get_outcome_model
 from evalprism.stats.pairwise import PairCounts
+from evalprism.vocabularies import OutcomeModelName
 
 __all__ = ["TORCH_OPS", "log_outcome_probs", "pairwise_nll"]
 
@@ -44,22 +45,24 @@ TORCH_OPS: ArrayOps = _TorchOps()
 
 
 def log_outcome_probs(
-    model: str, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None
+    outcome_model: OutcomeModelName, coef_a: torch.Tensor, coef_b: torch.Tensor, extra: torch.Tensor | None
 ) -> torch.Tensor:
-    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model``, with
-    ``extra`` the raw tie parameter (None for a model without one).
+    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``outcome_model``,
+    with ``extra`` the raw tie parameter (None for an outcome model without one).
 
-    Outcomes a model does not have get log-probability −inf (they carry zero weight in the fits).
+    Outcomes an outcome model does not have get log-probability −inf (they carry zero weight in the fits).
     """
-    return outcome_model(model).log_probs(TORCH_OPS, coef_a, coef_b, extra)
+    return get_outcome_model(outcome_model).log_probs(TORCH_OPS, coef_a, coef_b, extra)
 
 
-def pairwise_nll(model: str, x: torch.Tensor, pairs: PairCounts, weights: torch.Tensor) -> torch.Tensor:
+def pairwise_nll(
+    outcome_model: OutcomeModelName, x: torch.Tensor, pairs: PairCounts, weights: torch.Tensor
+) -> torch.Tensor:
     """Negative log-likelihood of the aggregated counts at parameters ``x`` (coefs [+ raw extra]):
     the marginal fit's objective in torch, for autograd checks of its numpy derivatives."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(outcome_model)
     coefs = x[: pairs.n_models]
     extra = x[pairs.n_models] if entry.extra is not None else None
-    logp = log_outcome_probs(model, coefs[torch.as_tensor(pairs.a)], coefs[torch.as_tensor(pairs.b)], extra)
+    logp = log_outcome_probs(outcome_model, coefs[torch.as_tensor(pairs.a)], coefs[torch.as_tensor(pairs.b)], extra)
     used = weights > 0
     return -(weights[used] * logp[used]).sum()

@@ -66,6 +66,7 @@ from evalprism.io.battles import prompt_turns
 from evalprism.p2l.backbones import Backbone, inference_dtype, resolve_runtime
 from evalprism.p2l.head import HEAD_FILE, LeaderboardHead
 from evalprism.progress import progress_bar
+from evalprism.vocabularies import OutcomeModelName
 
 __all__ = ["LmarenaBackbone", "LmarenaHead", "is_lmarena_checkpoint", "load_lmarena"]
 
@@ -78,7 +79,7 @@ DEFAULT_MAX_LENGTH = 8192
 #: what replaces a CLS token inside a prompt (lmarena's data collator), so that only the appended one is CLS
 CLS_STAND_IN = "<cls>"
 #: lmarena's ``loss_type`` names -> evalprism's outcome models (``bag`` is their first name for grk)
-LOSS_TYPES: dict[str, str] = {
+LOSS_TYPES: dict[str, OutcomeModelName] = {
     "bt": "bt",
     "bt-tie": "bt-tie",
     "bt_tie": "bt-tie",
@@ -86,8 +87,8 @@ LOSS_TYPES: dict[str, str] = {
     "grk": "grk",
     "bag": "grk",
 }
-#: the loss of a head without eta head when no training config names one (same coefficients as bt)
-ETA_FREE_DEFAULT = "bt-tie"
+#: the outcome model of a head without eta head when no training config names one (same coefficients as bt)
+ETA_FREE_DEFAULT: OutcomeModelName = "bt-tie"
 
 # lmarena's maps of the eta head's output onto the tie parameter (p2l/model.py: RK_Loss, GRK_loss)
 RK_SHIFT, RK_BETA, RK_FLOOR = 22.5, 0.1, 0.02
@@ -104,7 +105,7 @@ def _grk_raw(out: torch.Tensor) -> torch.Tensor:
     return torch.logaddexp(out, torch.full_like(out, math.log(GRK_THETA_OFFSET - 1.0)))
 
 
-#: per loss with a tie parameter: lmarena's eta output -> evalprism's raw tie parameter
+#: per outcome model with a tie parameter: lmarena's eta output -> evalprism's raw tie parameter
 ETA_TO_RAW: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"rk": _rk_eta, "grk": _grk_raw}
 
 
@@ -155,11 +156,11 @@ class LmarenaHead(LeaderboardHead):
     turned into evalprism's coefficients and raw tie parameter by lmarena's own maps (module
     docstring), so that the registry's probabilities are lmarena's."""
 
-    def __init__(self, coef: nn.Module, eta: nn.Module | None, n_models: int, loss: str) -> None:
-        super().__init__(n_models, loss)
+    def __init__(self, coef: nn.Module, eta: nn.Module | None, n_models: int, outcome_model: OutcomeModelName) -> None:
+        super().__init__(n_models, outcome_model)
         self.coef = coef
         self.eta = eta if self.has_extra else None
-        self.eta_to_raw = ETA_TO_RAW.get(loss)
+        self.eta_to_raw = ETA_TO_RAW.get(outcome_model)
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         coefs = self.coef(features)
@@ -286,7 +287,7 @@ def _base_config(directory: Path) -> dict[str, Any]:
     return config
 
 
-def _infer_loss(directory: Path, head: HeadWeights) -> tuple[str, str | None]:
+def _infer_outcome_model(directory: Path, head: HeadWeights) -> tuple[OutcomeModelName, str | None]:
     """evalprism's outcome model of the checkpoint and lmarena's ``loss_type`` (None without a
     training config); see the module docstring."""
     loss_type = None
@@ -302,21 +303,21 @@ def _infer_loss(directory: Path, head: HeadWeights) -> tuple[str, str | None]:
             f"model) and there is no {TRAINING_CONFIG_FILE} with the 'loss_type' "
             f'it was trained with; write one, e.g. {{"loss_type": "grk"}}',
         )
-    loss = LOSS_TYPES.get(str(loss_type))
-    if loss is None:
+    outcome_model = LOSS_TYPES.get(str(loss_type))
+    if outcome_model is None:
         raise invalid_checkpoint(
             directory,
             f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
             f"{loss_type!r}, which has no evalprism outcome model (expected one of "
             f"{', '.join(LOSS_TYPES)})",
         )
-    if loss in ETA_TO_RAW and head.eta is None:
+    if outcome_model in ETA_TO_RAW and head.eta is None:
         raise invalid_checkpoint(
             directory,
             f"cannot infer the head type: {TRAINING_CONFIG_FILE} names loss_type "
             f"{loss_type!r} but the head has no eta head 'head.eta_head'",
         )
-    return loss, str(loss_type)
+    return outcome_model, str(loss_type)
 
 
 def _load_tokenizer(directory: Path, vocab: int | None) -> Any:
@@ -482,10 +483,12 @@ def load_lmarena(
     base_config = _base_config(directory)
     hidden, vocab = base_config["hidden_size"], base_config.get("vocab_size")
     weights = _read_head(directory, hidden, models)
-    loss, loss_type = _infer_loss(directory, weights)
+    outcome_model, loss_type = _infer_outcome_model(directory, weights)
     tokenizer = _load_tokenizer(directory, vocab if isinstance(vocab, int) else None)
     base = _load_base(directory, dtype, progress)
-    head = LmarenaHead(_sequential(weights.coef), _sequential(weights.eta) if weights.eta else None, len(models), loss)
+    head = LmarenaHead(
+        _sequential(weights.coef), _sequential(weights.eta) if weights.eta else None, len(models), outcome_model
+    )
     backbone = LmarenaBackbone(
         directory, tokenizer, base, max_length=max_length, batch_size=batch_size, progress=progress
     )
@@ -497,7 +500,7 @@ def load_lmarena(
         "max_length": max_length,
     }
     config = {
-        "loss": loss,
+        "outcome_model": outcome_model,
         "models": models,
         "backbone": {"spec": str(directory), "dim": hidden, "finetuned": False},
         "format": "lmarena",

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_number
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.progress import progress_bar, status
 from evalprism.report import Report
-from evalprism.stats.outcome_models import PairModel, outcome_model
+from evalprism.stats.outcome_models import OutcomeModelName, get_outcome_model
 from evalprism.stats.pairwise import (
     CiMethod,
     PairCounts,
@@ -56,7 +56,7 @@ class Leaderboard:
     def from_counts(
         cls,
         pairs: PairCounts,
-        model: PairModel = "bt",
+        outcome_model: OutcomeModelName = "bt",
         ci: CiMethod | None = "sandwich",
         *,
         names: list[str] | None = None,
@@ -64,11 +64,11 @@ class Leaderboard:
         seed: int = 0,
         on_step: Callable[[int], None] | None = None,
     ) -> Leaderboard:
-        """Fit ``model`` to aggregated battles by maximum likelihood, with 95% intervals ``ci``
+        """Fit ``outcome_model`` to aggregated battles by maximum likelihood, with 95% intervals ``ci``
         (:func:`~evalprism.stats.pairwise.coef_intervals`). ``names`` labels the models (default:
         their indices)."""
         names = names or [str(i) for i in range(pairs.n_models)]
-        fit = fit_counts(pairs, model, names=names)
+        fit = fit_counts(pairs, outcome_model, names=names)
         lower, upper = coef_intervals(pairs, fit, ci, rounds=rounds, seed=seed, on_step=on_step)
         return cls(list(names), fit.coefs, lower, upper, battles_per_model(pairs), fit, ci)
 
@@ -77,13 +77,13 @@ class Leaderboard:
         finite value (:func:`pin_coefficients`) and ``identified`` set: a P2L head's warm start and
         baseline, which must not start from an optimiser's arbitrary −31 (or +18) for a coefficient
         whose maximum-likelihood value is infinite."""
-        sep = pair_separation(pairs, self.model)
-        coefs = pin_coefficients(self.coefs, sep, outcome_model(self.model).shift_invariant)
+        sep = pair_separation(pairs, self.outcome_model)
+        coefs = pin_coefficients(self.coefs, sep, get_outcome_model(self.outcome_model).shift_invariant)
         return replace(self, coefs=coefs, identified=sep.identified.copy())
 
     @property
-    def model(self) -> str:
-        return self.fit.model
+    def outcome_model(self) -> OutcomeModelName:
+        return self.fit.outcome_model
 
     @property
     def extra(self) -> float | None:
@@ -140,13 +140,13 @@ class LeaderboardResult(SavedResult):
 def fit_leaderboard(
     battles: pd.DataFrame,
     *,
-    model: PairModel = "bt",
+    outcome_model: OutcomeModelName = "bt",
     ci: CiMethod | None = "sandwich",
     rounds: int | None = None,
     seed: int = 0,
     progress: bool = True,
 ) -> LeaderboardResult:
-    """Fit ``model`` to ``battles`` (any supported battles format) and rank the models.
+    """Fit ``outcome_model`` to ``battles`` (any supported battles format) and rank the models.
 
     Confidence intervals are 95%: ``sandwich`` (robust, closed form), ``bootstrap`` (``rounds``
     multinomial resamples of the aggregated counts, default 100, percentile intervals; ``rounds`` is
@@ -160,34 +160,36 @@ def fit_leaderboard(
         ci == "bootstrap",
         f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})",
     )
+    if rounds is not None:
+        check_number("rounds", rounds)
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
     prepared = prepare_battle_arrays(battles, prompts=False)  # a marginal fit reads no prompt; sums in count order
     table, arrays = prepared.table, prepared.arrays
-    status(f"fitting {model} to {len(table)} battles", progress)
-    note = prepared.ignored_note(model)
+    status(f"fitting {outcome_model} to {len(table)} battles", progress)
+    note = prepared.ignored_note(outcome_model)
     if note:
         status(note, progress)
     pairs = PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(arrays.names), p_b=arrays.p_b)
     with progress_bar(f"bootstrap ({rounds} rounds)", rounds, progress and ci == "bootstrap") as bar:
         board = Leaderboard.from_counts(
-            pairs, model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update
+            pairs, outcome_model, ci, names=arrays.names, rounds=rounds, seed=seed, on_step=bar.update
         )
-        sep = pair_separation(pairs, model)
+        sep = pair_separation(pairs, outcome_model)
         core = None
-        if not sep.identified.all() and sep.identified.sum() >= 2 and outcome_model(model).shift_invariant:
+        if not sep.identified.all() and sep.identified.sum() >= 2 and get_outcome_model(outcome_model).shift_invariant:
             # the limit of the maximum-likelihood fit for the identified models is their own fit (taken
             # for shift-invariant models only, as before); the full fit's intervals there are spoilt by
             # the diverging coefficients
             core = Leaderboard.from_counts(
                 restrict_pairs(pairs, sep.identified),
-                model,
+                outcome_model,
                 ci,
                 names=[n for n, ok in zip(arrays.names, sep.identified, strict=True) if ok],
                 rounds=rounds,
                 seed=seed,
             )
     options = {
-        "model": model,
+        "outcome_model": outcome_model,
         "ci": ci,
         "rounds": rounds if ci == "bootstrap" else None,
         "seed": seed,
@@ -202,11 +204,13 @@ def fit_leaderboard(
     return LeaderboardResult(frame, board, options)
 
 
-def pair_separation(pairs: PairCounts, model: str) -> Separation:
-    """:func:`~evalprism.stats.separation.model_separation` of the outcomes ``model`` uses (which
+def pair_separation(pairs: PairCounts, outcome_model: OutcomeModelName) -> Separation:
+    """:func:`~evalprism.stats.separation.model_separation` of the outcomes ``outcome_model`` uses (which
     outcome bounds which coefficient from which side is the registry's ``bounds``); soft labels count
     as fractional wins."""
-    return model_separation(model, pairs.a, pairs.b, outcome_weights(model, pairs.counts), pairs.n_models)
+    return model_separation(
+        outcome_model, pairs.a, pairs.b, outcome_weights(outcome_model, pairs.counts), pairs.n_models
+    )
 
 
 def pin_coefficients(coefs: np.ndarray, sep: Separation, shift_invariant: bool) -> np.ndarray:

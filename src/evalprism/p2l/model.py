@@ -1,14 +1,14 @@
 """The P2L model: a backbone and a coefficient head that turn a prompt into a leaderboard.
 
 The head is one linear layer with M outputs, one Bradley-Terry coefficient per model (seed 002
-section 3.1), plus one output for the tie parameter of a loss that has one (Rao-Kupper's η ≥ 0,
+section 3.1), plus one output for the tie parameter of an outcome model that has one (Rao-Kupper's η ≥ 0,
 grounded Rao-Kupper's λ ≥ 1, eq. 8), mapped onto the parameter's domain as its registry entry says
 (:class:`~evalprism.stats.outcome_models.TieParameter`), as in lmarena/p2l. The outcome
-probabilities are the loss's entry in :mod:`evalprism.stats.outcome_models`, the same model as the
+probabilities are the outcome model's entry in :mod:`evalprism.stats.outcome_models`, the same model as the
 marginal fits (in torch: :mod:`evalprism.p2l.likelihood`), so a P2L model with a constant head is
 exactly the marginal model.
 
-A model directory holds ``config.json`` (backbone spec, loss, model list, training options and
+A model directory holds ``config.json`` (backbone spec, outcome_model, model list, training options and
 metrics), ``head.safetensors``, ``marginal.csv`` (the marginal fit on the training battles, the
 baseline and the head's starting point; its tie parameter in config.json's ``marginal`` entry: one
 :class:`~evalprism.p2l.baseline.MarginalBaseline`) and, when the backbone was fine-tuned, ``backbone/``.
@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,7 @@ import torch
 from safetensors.torch import load_file, save
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_choice
 from evalprism.io.outputs import write_json
 from evalprism.p2l.backbones import Backbone, describe, load_backbone
 from evalprism.p2l.baseline import CONFIG_ENTRY, MARGINAL_FILE, MarginalBaseline
@@ -38,17 +39,19 @@ from evalprism.p2l.head import CoefficientHead as CoefficientHead
 from evalprism.p2l.head import LeaderboardHead as LeaderboardHead
 from evalprism.p2l.likelihood import TORCH_OPS
 from evalprism.p2l.lmarena import is_lmarena_checkpoint, load_lmarena, read_model_list
-from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, outcome_model
-
-if TYPE_CHECKING:
-    from evalprism.p2l.routing import RouteModel
+from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES, OUTCOME_MODELS, get_outcome_model
+from evalprism.vocabularies import OutcomeModelName, RouteValue
 
 CONFIG_FILE = "config.json"
 #: the layout of a model directory (config.json's keys, the head's tensors, marginal.csv). Recorded in
 #: config.json's ``evalprism`` entry with the version that wrote it; a directory without the entry is
 #: format 1 (written before the entry existed). Raise it when a change makes older evalprism misread a
-#: model; a newer format is refused with one message, older ones are read.
-MODEL_FORMAT = 1
+#: model; a newer format is refused with one message, older ones are read (:func:`upgraded_config`).
+#: Format 2 names the outcome model ``outcome_model`` where format 1 said ``loss`` (top level and in
+#: the ``training`` options).
+MODEL_FORMAT = 2
+#: keys each format renamed, read under their new names from older directories: format -> {old: new}
+RENAMED_KEYS = {2: {"loss": "outcome_model"}}
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,9 @@ class P2LModel:
         self.marginal = marginal
 
     @property
-    def loss(self) -> str:
-        return str(self.config["loss"])
+    def outcome_model(self) -> OutcomeModelName:
+        """The outcome model of the battles the head was trained on (checked when the directory was read)."""
+        return check_choice("outcome_model", self.config["outcome_model"], OutcomeModelName)
 
     def predict(self, prompts: Sequence[str], batch_size: int = 4096) -> Prediction:
         """Leaderboards for ``prompts`` (features in batches of ``batch_size``; no gradients). Large
@@ -106,14 +110,14 @@ class P2LModel:
         return Prediction(out, np.concatenate(extras).astype(np.float64), np.concatenate(raws).astype(np.float64))
 
     @property
-    def routing_value(self) -> RouteModel:
+    def routing_value(self) -> RouteValue:
         """How this model's leaderboards value a model when routing (:func:`evalprism.p2l.route`'s
-        ``model``), the training loss's ``route_by`` in the outcome-model registry: ``grk``
+        ``model``), the training outcome model's ``route_by`` in the outcome-model registry: ``grk``
         coefficients are absolute, so a model's value is σ(β), its chance of not being worse than
-        the "bad" model (seed eq. 8); every shift-invariant loss gives BT-scale coefficients, valued
+        the "bad" model (seed eq. 8); every shift-invariant outcome model gives BT-scale coefficients, valued
         by win rate against the opponent distribution. The CLI, the library and the service all read
         this one property."""
-        return outcome_model(self.loss).route_by
+        return get_outcome_model(self.outcome_model).route_by
 
     def leaderboards(self, prompts: Sequence[str]) -> np.ndarray:
         """Array (n_prompts, n_models): the coefficient of every model on every prompt."""
@@ -130,7 +134,7 @@ class P2LModel:
             **self.config,
             **(extra_config or {}),
             "models": self.models,
-            "loss": self.loss,
+            "outcome_model": self.outcome_model,
             "backbone": {**describe(self.backbone), "spec": spec},
             "evalprism": {"version": __version__, "format": MODEL_FORMAT},
         }
@@ -166,7 +170,7 @@ class P2LModel:
         if is_lmarena_checkpoint(directory):
             return cls(*load_lmarena(directory, precision=precision, runtime=runtime, progress=progress))
         config, state, marginal = read_model_files(directory)
-        models, loss = list(config["models"]), str(config["loss"])
+        models, outcome_model = list(config["models"]), config["outcome_model"]
         backbone = load_backbone(
             str(config["backbone"]["spec"]),
             cache_dir=cache_dir,
@@ -175,7 +179,7 @@ class P2LModel:
             precision=precision,
             runtime=runtime,
         )
-        head = CoefficientHead(backbone.dim, len(models), loss)
+        head = CoefficientHead(backbone.dim, len(models), outcome_model)
         try:
             head.load_state_dict(state)
         except RuntimeError as exc:
@@ -202,13 +206,13 @@ def invalid_model_dir(directory: str | Path, what: str) -> EvalprismError:
     return EvalprismError(f"{directory}: not a valid evalprism model directory: {what}")
 
 
-def check_model_format(directory: Path, written_by: object) -> None:
-    """Refuse a model directory of a newer format than this evalprism reads (config.json's
-    ``evalprism`` entry; none: format 1, written before the entry existed)."""
+def check_model_format(directory: Path, written_by: object) -> int:
+    """The model format of a directory (config.json's ``evalprism`` entry; none: format 1, written
+    before the entry existed); a newer format than this evalprism reads is refused."""
     from evalprism import __version__
 
     if written_by is None:
-        return
+        return 1
     fmt = written_by.get("format") if isinstance(written_by, dict) else None
     if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
         raise invalid_model_dir(
@@ -221,11 +225,29 @@ def check_model_format(directory: Path, written_by: object) -> None:
             f"{directory}: written by evalprism {version} in model format {fmt}; this evalprism "
             f"({__version__}) reads formats up to {MODEL_FORMAT}: upgrade evalprism to use it"
         )
+    return fmt
+
+
+def upgraded_config(config: dict[str, Any], fmt: int) -> dict[str, Any]:
+    """``config`` of model format ``fmt`` with the keys later formats renamed under their new names
+    (:data:`RENAMED_KEYS`), at the top level and in the ``training`` options: older directories are
+    read as they are, never rewritten."""
+    out = dict(config)
+    for version, renames in sorted(RENAMED_KEYS.items()):
+        if fmt >= version:
+            continue
+        for old, new in renames.items():
+            if old in out and new not in out:
+                out[new] = out.pop(old)
+            training = out.get("training")
+            if isinstance(training, dict) and old in training and new not in training:
+                out["training"] = {new if k == old else k: v for k, v in training.items()}
+    return out
 
 
 def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], MarginalBaseline | None]:
     """Read and check a model directory's own files before any backbone is loaded: ``config.json``
-    (a JSON object with a model list of distinct names, a known loss and a backbone spec),
+    (a JSON object with a model list of distinct names, a known outcome model and a backbone spec),
     ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
     and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models, with its tie
     parameter: :meth:`MarginalBaseline.from_config`)."""
@@ -247,16 +269,18 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
     except EvalprismError as exc:
         raise invalid_model_dir(directory, str(exc)) from None
     if isinstance(config, dict):
-        check_model_format(directory, config.get("evalprism"))
+        config = upgraded_config(config, check_model_format(directory, config.get("evalprism")))
     models = config.get("models") if isinstance(config, dict) else None
     backbone = config.get("backbone") if isinstance(config, dict) else None
     if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'models' must be a non-empty list of model names")
     if len(set(models)) != len(models):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'models' names a model twice")
-    if config.get("loss") not in PAIR_MODELS:
+    if config.get("outcome_model") not in OUTCOME_MODEL_NAMES:
         raise invalid_model_dir(
-            directory, f"{CONFIG_FILE}: 'loss' is {config.get('loss')!r}, expected one of {', '.join(PAIR_MODELS)}"
+            directory,
+            f"{CONFIG_FILE}: 'outcome_model' is {config.get('outcome_model')!r}, "
+            f"expected one of {', '.join(OUTCOME_MODEL_NAMES)}",
         )
     if not isinstance(backbone, dict) or not isinstance(backbone.get("spec"), str):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'backbone' must hold the backbone's 'spec'")
@@ -266,7 +290,7 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         raise invalid_model_dir(
             directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: {str(exc) or 'empty file'})"
         ) from None
-    outputs = len(models) + OUTCOME_MODELS[config["loss"]].n_extra
+    outputs = len(models) + OUTCOME_MODELS[config["outcome_model"]].n_extra
     weight = state.get("linear.weight")
     if weight is None or weight.ndim != 2 or weight.shape[0] != outputs:
         shape = "no 'linear.weight'" if weight is None else f"'linear.weight' of shape {tuple(weight.shape)}"

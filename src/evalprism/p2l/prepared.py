@@ -32,6 +32,7 @@ from evalprism.io.battles import (
     to_canonical_battles,
 )
 from evalprism.stats.pairwise import ignored_battles_note, outcome_rows
+from evalprism.vocabularies import OutcomeModelName
 
 __all__ = ["PreparedBattles", "prepare_battle_arrays"]
 
@@ -54,9 +55,9 @@ class PreparedBattles:
     def n_battles(self) -> int:
         return len(self.table)
 
-    def ignored_note(self, loss: str) -> str | None:
-        """The battles ``loss`` leaves out (ties under ``bt``), in words, or None."""
-        return ignored_battles_note(loss, self.arrays.outcome, self.arrays.p_b)
+    def ignored_note(self, outcome_model: OutcomeModelName) -> str | None:
+        """The battles ``outcome_model`` leaves out (ties under ``bt``), in words, or None."""
+        return ignored_battles_note(outcome_model, self.arrays.outcome, self.arrays.p_b)
 
 
 def prepare_battle_arrays(

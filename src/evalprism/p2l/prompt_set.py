@@ -118,6 +118,6 @@ def analyze_prompt_set(
         "reference": reference,
         "aggregation": aggregation,
         "models": len(model.models),
-        "loss": model.loss,
+        "outcome_model": model.outcome_model,
     }
     return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), options)

@@ -51,7 +51,7 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
     o = result.options
     report = Report(
         title="Marginal leaderboard",
-        subtitle=f"{o['model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}",
+        subtitle=f"{o['outcome_model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}",
     )
     top = board.iloc[0]
     overlaps = _overlapping_pairs(board)
@@ -235,7 +235,7 @@ def training_report(result: TrainResult) -> Report:
     history, evaluation = result.history, result.evaluation.set_index("predictor")
     report = Report(
         title="P2L training",
-        subtitle=f"{o['loss']} loss on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
+        subtitle=f"{o['outcome_model']} outcome model on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
         f"fit {o['fit']}); {o['train_battles']} training and {o['val_battles']} validation battles",
     )
     gain_marginal = evaluation.loc["constant", "nll"] - evaluation.loc["marginal", "nll"]
@@ -495,7 +495,7 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
 
 def _battles_subtitle(o: dict[str, Any]) -> str:
     """The held-out battles and prompts (or, when the model was trained on some of these prompts, not
-    held out), and how many the loss used (``bt`` leaves out ties)."""
+    held out), and how many the outcome model used (``bt`` leaves out ties)."""
     overlap = o.get("overlap") or {}
     if overlap.get("fit"):
         text = (
@@ -507,7 +507,7 @@ def _battles_subtitle(o: dict[str, Any]) -> str:
     used = o.get("battles_used", o["n_battles"])
     if used < o["n_battles"]:
         text += (
-            f"; the {o['loss']} loss leaves out the {o['n_battles'] - used} ties (not outcomes of that "
+            f"; the {o['outcome_model']} outcome model leaves out the {o['n_battles'] - used} ties (not outcomes of that "
             f"model), so the metrics use {used} battles"
         )
     return text
@@ -666,7 +666,7 @@ def evaluation_report(result: EvaluationResult) -> Report:
             coverage_line(routing, o["n_prompts"]),
             *routing_lines(routing),
         )
-        if o["loss"] == "grk":
+        if o["outcome_model"] == "grk":
             spread = r["value_spread"]
             report.summary(
                 GRK_VALUE_NOTE.format(
@@ -754,7 +754,7 @@ def evaluation_report(result: EvaluationResult) -> Report:
     report.table(
         result.metrics,
         "Prediction of the held-out votes",
-        "battles: the battles the loss uses; nll: mean negative log-likelihood per battle; accuracy: "
+        "battles: the battles the outcome model uses; nll: mean negative log-likelihood per battle; accuracy: "
         "expected share of outcomes predicted right; brier: squared error of the outcome probabilities; "
         "nll_vs_marginal: NLL minus the marginal leaderboard's on the same battles (negative: better), "
         "se_vs_marginal: its standard error with the battles of one prompt counted as one draw.",

@@ -33,6 +33,7 @@ from evalprism.keyed import keyed_hash
 from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.p2l.marginal import Leaderboard
+from evalprism.vocabularies import OutcomeModelName
 
 #: candidate penalties λ on ‖W‖²_F (features are unit-norm sentence embeddings); ∞ is always a candidate
 PENALTY_GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -52,7 +53,7 @@ LBFGS = {
 @dataclass(frozen=True)
 class RidgeBattles:
     """Battles as the penalised fit reads them: each battle's prompt (an index into the features),
-    the two models and the loss's outcome weights (n, 4)."""
+    the two models and the outcome model's outcome weights (n, 4)."""
 
     prompt: np.ndarray
     a: np.ndarray
@@ -70,7 +71,7 @@ def battle_nll(head: CoefficientHead, features: torch.Tensor, battles: RidgeBatt
     c = coefs[p]
     rows = torch.arange(p.shape[0])
     a, b = torch.as_tensor(battles.a), torch.as_tensor(battles.b)
-    logp = log_outcome_probs(head.loss, c[rows, a], c[rows, b], None if extra is None else extra[p])
+    logp = log_outcome_probs(head.outcome_model, c[rows, a], c[rows, b], None if extra is None else extra[p])
     w = torch.as_tensor(battles.weights, dtype=logp.dtype)
     return -torch.where(w > 0, w * logp, torch.zeros_like(logp)).sum(dim=1)
 
@@ -88,7 +89,7 @@ def fit_penalised(head: CoefficientHead, features: np.ndarray, battles: RidgeBat
         return
     used = np.unique(battles.prompt)
     centre = features[used].mean(axis=0)
-    work = CoefficientHead(features.shape[1], head.n_models, head.loss).double()
+    work = CoefficientHead(features.shape[1], head.n_models, head.outcome_model).double()
     work.load_state_dict(head.state_dict())
     x = torch.as_tensor(features - centre, dtype=torch.float64)
     total = float(battles.weights.sum())
@@ -116,7 +117,7 @@ def choose_penalty(
     features: np.ndarray,
     prompts: list[str],
     battles: RidgeBattles,
-    loss: str,
+    outcome_model: OutcomeModelName,
     marginal_of: Callable[[np.ndarray], Leaderboard],
     warm_start: Callable[..., None],
     *,
@@ -153,7 +154,7 @@ def choose_penalty(
             continue
         board = marginal_of(inside)
         for j, penalty in enumerate(candidates):
-            head = CoefficientHead(features.shape[1], len(board.names), loss)
+            head = CoefficientHead(features.shape[1], len(board.names), outcome_model)
             warm_start(head, board)
             fit_penalised(head, features, battles.subset(inside), penalty)
             with torch.no_grad():

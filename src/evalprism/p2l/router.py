@@ -16,7 +16,7 @@ from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel, model_names
 from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
 from evalprism.progress import status
-from evalprism.stats.outcome_models import RouteValue
+from evalprism.vocabularies import RouteValue
 
 
 @dataclass
@@ -55,11 +55,11 @@ def budget_curve(
     leaderboards (hence the ``predicted_`` columns), so the router wins by construction;
     :mod:`evalprism.p2l.heldout_routing` values policies on held-out verdicts instead."""
     budgets = np.unique(np.r_[np.linspace(cost.min(), cost.max(), points), cost])
-    values = route(coefs, cost, None, opponent, names=names, model=value, budget_scope=scope).values
+    values = route(coefs, cost, None, opponent, names=names, value=value, budget_scope=scope).values
     per_model = np.atleast_2d(values).mean(axis=0)
     rows = []
     for b in budgets:
-        r = route(coefs, cost, float(b), opponent, names=names, model=value, budget_scope=scope)
+        r = route(coefs, cost, float(b), opponent, names=names, value=value, budget_scope=scope)
         affordable = cost <= b + 1e-12
         best = int(np.flatnonzero(affordable)[per_model[affordable].argmax()])
         rows.append(
@@ -96,7 +96,7 @@ def route_prompts(
     texts = prompts["prompt"].astype(str).tolist()
     status(f"routing {len(texts)} prompts among {len(model.models)} models", progress)
     coefs = model.leaderboards(texts)
-    chosen = route(coefs, cost, budget, opponent, names=names, model=model.routing_value, budget_scope=budget_scope)
+    chosen = route(coefs, cost, budget, opponent, names=names, value=model.routing_value, budget_scope=budget_scope)
     routes = chosen.frame().drop(columns="prompt")
     routes.insert(0, "prompt", texts)
     traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -32,9 +31,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
 from evalprism.io.options import check_choice
 from evalprism.stats.routing import Q_SUM_TOL, best_mix, best_mix_average_budget, router_coefficient, win_values
-from evalprism.vocabularies import BudgetScope
-
-RouteModel = Literal["bt", "grk"]
+from evalprism.vocabularies import BudgetScope, RouteValue
 
 
 @dataclass(frozen=True)
@@ -90,14 +87,14 @@ def route(
     opponent: str | np.ndarray | Mapping[str, float] = "uniform",
     *,
     names: Sequence[str] | None = None,
-    model: RouteModel = "bt",
+    value: RouteValue = "bt",
     budget_scope: BudgetScope = "prompt",
 ) -> Route:
     """Route prompts to models optimally under a cost budget (Theorem 1, Algorithm 1).
 
     Args:
-        coefs: (M,) one leaderboard or (n, M) one per prompt: BT coefficients θ (``model="bt"``) or
-            grounded Rao-Kupper coefficients β (``model="grk"``, seed eq. 8).
+        coefs: (M,) one leaderboard or (n, M) one per prompt: BT coefficients θ (``value="bt"``) or
+            grounded Rao-Kupper coefficients β (``value="grk"``, seed eq. 8).
         costs: cost per model, (M,) or (n, M) per prompt, or a mapping name -> cost (then ``names``
             is required; extra entries are ignored, a missing model is an error).
         budget: the cost limit; ``None`` or ``inf`` means unconstrained (each prompt's best model).
@@ -106,7 +103,8 @@ def route(
             weights ``{model: weight}`` (normalised) or a probability vector (M,) or (n, M) (entries
             >= 0 summing to 1 within 1e-9; renormalised). Ignored for ``grk``.
         names: the M model names (default ``model_0`` ...).
-        model: ``"bt"``: the value of model m is its win rate against q, v = W q with
+        value: how a model is valued (:data:`~evalprism.vocabularies.RouteValue`, the outcome model
+            registry's ``route_by``). ``"bt"``: the value of model m is its win rate against q, v = W q with
             W_ba = σ(θ_b − θ_a). ``"grk"``: the value is the probability that m is not worse than
             the fictitious "bad" model whose coefficient is 0, σ(β_m) (m against "bad" as a BT pair);
             the router coefficient is then the root of σ(θ − 0) = π·v, i.e. logit(π·v).
@@ -123,16 +121,15 @@ def route(
     if theta.ndim not in (1, 2) or theta.shape[-1] == 0:
         raise EvalprismError(f"coefs must have shape (M,) or (n, M); got shape {theta.shape}")
     m = theta.shape[-1]
-    if model not in ("bt", "grk"):
-        raise EvalprismError(f"unknown routing model {model!r}; expected 'bt' or 'grk'")
+    check_choice("value", value, RouteValue)
     check_choice("budget_scope", budget_scope, BudgetScope)
-    names = _model_names(names, m, need=isinstance(costs, Mapping) or (model == "bt" and _names_models(opponent)))
+    names = _model_names(names, m, need=isinstance(costs, Mapping) or (value == "bt" and _names_models(opponent)))
     cost = _cost_array(costs, names)
     limit = float("inf") if budget is None else float(budget)
     if np.isnan(limit):
         raise EvalprismError("budget is NaN; expected a number, or None for no limit")
 
-    q = None if model == "grk" else opponent_vector(opponent, names)
+    q = None if value == "grk" else opponent_vector(opponent, names)
     _check_prompts({"coefs": theta, "costs": cost, "opponent vector": q})
     values = expit(theta) if q is None else win_values(theta, q)
     if not np.all(np.isfinite(cost)) or np.any(cost < 0):

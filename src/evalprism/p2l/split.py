@@ -76,7 +76,7 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
 
     The prompt is the canonical one (FastChat conversations and arena-55k turn lists reduced to their
     user turns), so a conversation's battles stay on one side in every format."""
-    check_number("test_fraction", test_fraction, low=0, high=1, low_open=True, high_open=True)
+    check_number("test_fraction", test_fraction)
     canonical = to_canonical_battles(battles)
     where = canonical.attrs.get("source") or "battles table"
     require_prompts(canonical["prompt"], where)

@@ -69,8 +69,9 @@ from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_pen
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
-from evalprism.stats.outcome_models import PAIR_MODELS
+from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES
 from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
+from evalprism.vocabularies import OutcomeModelName
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -83,16 +84,17 @@ HEAD_FITS = ("ridge", "adamw")
 EPOCH_DEFAULTS: dict[str, Any] = {"lr": 3e-3, "weight_decay": 1e-2, "patience": 8}
 #: options that only the epoch loop reads: given with fit 'ridge', they are refused rather than ignored
 EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
-#: the options that may be None (the default), and the range each takes when given
-OPTIONAL_NUMBERS: dict[str, dict[str, Any]] = {
-    "lr": {"low": 0, "low_open": True},
-    "weight_decay": {"low": 0},
-    "penalty": {"low": 0},
-    **{
-        name: {"low": 1, "integer": True}
-        for name in ("patience", "max_epochs", "batch_size", "micro_batch_size", "max_length")
-    },
-}
+#: the numeric options that may be None (the default); their bounds: ``evalprism.vocabularies.NUMBERS``
+OPTIONAL_NUMBERS = (
+    "lr",
+    "weight_decay",
+    "penalty",
+    "patience",
+    "max_epochs",
+    "batch_size",
+    "micro_batch_size",
+    "max_length",
+)
 
 
 @dataclass
@@ -100,7 +102,7 @@ class TrainOptions:
     """Options of one training run; ``None`` means the default for the backbone kind and fit."""
 
     backbone: str = "minilm"
-    loss: str = "bt"
+    outcome_model: OutcomeModelName = "bt"
     finetune: bool = False
     fit: str | None = None  # ridge (frozen default) or adamw (fine-tuning: always)
     penalty: float | None = None  # ridge: λ on the head's weights (None: chosen by cross-validation)
@@ -121,8 +123,10 @@ class TrainOptions:
         """A copy with the defaults filled in; every value checked first (a negative or NaN learning
         rate trains nothing and would silently return the marginal leaderboard), and options that the
         chosen fit would ignore refused (a ridge fit has no epochs)."""
-        if self.loss not in PAIR_MODELS:
-            raise EvalprismError(f"unknown loss '{self.loss}': expected one of {', '.join(PAIR_MODELS)}")
+        if self.outcome_model not in OUTCOME_MODEL_NAMES:
+            raise EvalprismError(
+                f"unknown outcome model '{self.outcome_model}': expected one of {', '.join(OUTCOME_MODEL_NAMES)}"
+            )
         fit = self.fit or ("adamw" if self.finetune else "ridge")
         if fit not in HEAD_FITS:
             raise EvalprismError(f"unknown fit '{fit}': expected one of {', '.join(HEAD_FITS)}", parameter="fit")
@@ -130,14 +134,14 @@ class TrainOptions:
             raise EvalprismError(
                 "fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'", parameter="fit"
             )
-        check_number("val_fraction", self.val_fraction, low=0, high=1, low_open=True, high_open=True)
-        check_number("backbone_lr", self.backbone_lr, low=0, low_open=True)
+        check_number("val_fraction", self.val_fraction)
+        check_number("backbone_lr", self.backbone_lr)
         check_seed(self.seed)
-        for name, rule in OPTIONAL_NUMBERS.items():
+        for name in OPTIONAL_NUMBERS:
             value = getattr(self, name)
             if value is None:
                 continue
-            check_number(name, value, **rule)
+            check_number(name, value)
             if fit == "ridge" and name in EPOCH_ONLY:
                 raise EvalprismError(
                     f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
@@ -330,7 +334,7 @@ def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:
 
 @dataclass
 class TrainingData:
-    """The battles as training reads them: in content order, indexed, weighted by the loss's outcome
+    """The battles as training reads them: in content order, indexed, weighted by the outcome model's outcome
     rows, and split by prompt (:func:`split_prompts`). ``content`` hashes the battles (every rank of
     a torchrun world must read the same), ``fingerprint`` the battles and options (for resuming)."""
 
@@ -338,7 +342,7 @@ class TrainingData:
     n_battles: int
     arrays: BattleArrays
     rows: np.ndarray  # outcome rows (n, 4)
-    weights: np.ndarray  # the loss's weight of each outcome (n, 4)
+    weights: np.ndarray  # the outcome model's weight of each outcome (n, 4)
     prompt_codes: np.ndarray  # each battle's index into ``prompts``
     prompts: pd.Index  # the distinct prompts
     train_idx: np.ndarray
@@ -360,13 +364,15 @@ def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
     """Step 1, the split: validate ``battles`` and put them in content order
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays`: the prompt split, each epoch's seeded
     permutation, the batches and every sum over battles are then the same for the same battles in any
-    file order), then split them by prompt. Battles the loss cannot use are on neither side."""
+    file order), then split them by prompt. Battles the outcome model cannot use are on neither side."""
     data = prepare_battle_arrays(battles)
     assert data.prompt_codes is not None and data.prompts is not None  # prompts are read
-    weights = outcome_weights(opts.loss, data.rows)
+    weights = outcome_weights(opts.outcome_model, data.rows)
     keep = weights.sum(axis=1) > 0
     if not keep.any():
-        raise EvalprismError(f"{data.where}: no battle carries information for loss '{opts.loss}' (only ties?)")
+        raise EvalprismError(
+            f"{data.where}: no battle carries information for outcome model '{opts.outcome_model}' (only ties?)"
+        )
     is_val = split_prompts(data.table["prompt"], opts.val_fraction, opts.seed)
     train_idx, val_idx = np.flatnonzero(keep & ~is_val), np.flatnonzero(keep & is_val)
     content = _content_digest(data.prompts, data.prompt_codes, data.arrays, data.rows)
@@ -408,20 +414,20 @@ def require_same_battles(world: World, data: TrainingData) -> None:
     world.require_same((data.where, data.content, data.fingerprint, data.split_digest()), message)
 
 
-def _check_split(data: TrainingData, loss: str) -> None:
-    """Refuse a prompt split that left no training or no validation battle for ``loss``."""
+def _check_split(data: TrainingData, outcome_model: OutcomeModelName) -> None:
+    """Refuse a prompt split that left no training or no validation battle for ``outcome_model``."""
     if data.val_idx.size == 0 or data.train_idx.size == 0:
         side = "validation" if data.val_idx.size == 0 else "training"
         raise EvalprismError(
-            f"{data.where}: the prompt split left no {side} battles for loss '{loss}'; use more "
+            f"{data.where}: the prompt split left no {side} battles for outcome model '{outcome_model}'; use more "
             "prompts or another val_fraction",
             parameter="val_fraction",
         )
 
 
-def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> None:
-    """Tell the user what the run trains on (and which battles the loss cannot use)."""
-    note = ignored_battles_note(loss, data.arrays.outcome, data.arrays.p_b)
+def _announce(data: TrainingData, outcome_model: OutcomeModelName, world: World, progress: bool) -> None:
+    """Tell the user what the run trains on (and which battles the outcome model cannot use)."""
+    note = ignored_battles_note(outcome_model, data.arrays.outcome, data.arrays.p_b)
     if note:
         status(note, progress)
     processes = f" on {world.size} processes" if world.distributed else ""
@@ -433,15 +439,15 @@ def _announce(data: TrainingData, loss: str, world: World, progress: bool) -> No
     )
 
 
-def fit_marginal(data: TrainingData, loss: str, idx: np.ndarray | None = None) -> Leaderboard:
+def fit_marginal(data: TrainingData, outcome_model: OutcomeModelName, idx: np.ndarray | None = None) -> Leaderboard:
     """The marginal leaderboard of battles ``idx`` (default: the training battles): the head's warm
-    start and the baseline. Coefficients the battles do not identify under ``loss`` (separation, as
+    start and the baseline. Coefficients the battles do not identify under ``outcome_model`` (separation, as
     the registry's ``bounds`` say) are pinned to finite values (:meth:`Leaderboard.pinned`), so no
     warm start begins at an optimiser's arbitrary −31; ``identified`` marks them (``marginal.csv``)."""
     a, b, idx = data.arrays.a, data.arrays.b, data.train_idx if idx is None else idx
     p_b = None if data.arrays.p_b is None else data.arrays.p_b[idx]
     pairs = PairCounts.from_battles(a[idx], b[idx], data.arrays.outcome[idx], len(data.names), p_b=p_b)
-    return Leaderboard.from_counts(pairs, loss, ci=None, names=data.names).pinned(pairs)  # type: ignore[arg-type]
+    return Leaderboard.from_counts(pairs, outcome_model, ci=None, names=data.names).pinned(pairs)
 
 
 def pinned_note(marginal: Leaderboard) -> str | None:
@@ -450,7 +456,7 @@ def pinned_note(marginal: Leaderboard) -> str | None:
         return None
     names = [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok]
     return (
-        f"the training battles do not identify the {marginal.model} coefficient of {', '.join(names)} "
+        f"the training battles do not identify the {marginal.outcome_model} coefficient of {', '.join(names)} "
         "(separation: no finite maximum-likelihood value); the warm start and the marginal baseline pin "
         "it to the nearest identified coefficient (see marginal.csv, identified = False)"
     )
@@ -692,7 +698,7 @@ class Trainer:
         kind = "fine-tuning" if opts.finetune else "frozen"
         try:
             with progress_bar(
-                f"training P2L ({opts.loss}, {kind} {opts.backbone})",
+                f"training P2L ({opts.outcome_model}, {kind} {opts.backbone})",
                 max(max_epochs - state.epoch, 0) * -(-train_idx.size // batch),
                 self.progress,
             ) as bar:
@@ -741,8 +747,8 @@ def fit_ridge(
                     features,
                     [str(p) for p in data.prompts],
                     battles,
-                    opts.loss,
-                    lambda inside: fit_marginal(data, opts.loss, idx[inside]),
+                    opts.outcome_model,
+                    lambda inside: fit_marginal(data, opts.outcome_model, idx[inside]),
                     warm_start,
                     seed=opts.seed,
                     step=lambda: bar.update(1),
@@ -778,11 +784,11 @@ def build_result(
     head.to("cpu")
     backbone.to("cpu")
     baseline = MarginalBaseline.from_leaderboard(marginal)
-    model = P2LModel(backbone, head, data.names, {"loss": opts.loss}, baseline)
+    model = P2LModel(backbone, head, data.names, {"outcome_model": opts.outcome_model}, baseline)
     val, a, b = data.val_idx, data.arrays.a, data.arrays.b
     evaluation = world.on_main(
         lambda: compare_predictors(
-            opts.loss,
+            opts.outcome_model,
             data.rows[val],
             {
                 "marginal": marginal_log_probs(baseline, a[val], b[val], data.names),
@@ -863,14 +869,14 @@ def train_model(
             parameter="resume",
         )
     saved = world.on_main(lambda: read_checkpoint(ckpt_dir, data.fingerprint)) if resume else None  # before slow work
-    _check_split(data, opts.loss)
-    _announce(data, opts.loss, world, progress)
+    _check_split(data, opts.outcome_model)
+    _announce(data, opts.outcome_model, world, progress)
     torch.manual_seed(opts.seed)
-    marginal = fit_marginal(data, opts.loss)
+    marginal = fit_marginal(data, opts.outcome_model)
     if (note := pinned_note(marginal)) is not None and world.is_main:
         warn(note)
     backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
-    head = CoefficientHead(backbone.dim, len(data.names), opts.loss)
+    head = CoefficientHead(backbone.dim, len(data.names), opts.outcome_model)
     warm_start(head, marginal)
     if opts.fit == "ridge":
         table = fit_ridge(head, backbone, data, opts, world, progress)

@@ -382,7 +382,7 @@ async def leaderboard(req: LeaderboardRequest, s: ServiceDep) -> LeaderboardResp
     model = s.core.model
     return LeaderboardResponse(
         models=model.models,
-        loss=model.loss,
+        outcome_model=model.outcome_model,
         ranking=[model.models[i] for i in order],
         leaderboards=[
             PromptLeaderboard(prompt_sha256=prompt_hash(p), coefs=d.coefs.tolist(), extra=d.extra)

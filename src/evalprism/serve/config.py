@@ -42,6 +42,7 @@ from pydantic import (
 from evalprism.errors import EvalprismError
 from evalprism.io.text import read_text
 from evalprism.p2l.routing import check_budget, opponent_vector
+from evalprism.vocabularies import NUMBERS
 
 
 class _Strict(BaseModel):
@@ -57,6 +58,14 @@ def _finite(value: float | None) -> float | None:
     """A number of the config (a cost, a price, a duration) is finite: ``.inf`` means nothing there."""
     if value is not None and not math.isfinite(value):
         raise ValueError("expected a finite number")
+    return value
+
+
+def _seed(value: int | None) -> int | None:
+    """The routing seed: one numpy's generator takes (the toolkit's one seed rule, ``NUMBERS["seed"]``);
+    a negative seed would only fail at the first mixed routing decision."""
+    if value is not None and not NUMBERS["seed"].admits(float(value)):
+        raise ValueError(f"expected {NUMBERS['seed'].expected()}")
     return value
 
 
@@ -160,7 +169,9 @@ class ServeConfig(_Strict):
         description="routing reads at most this many tokens of a prompt (None: as many as the backbone "
         "reads, 256 for minilm); a cap bounds one long prompt's encoder cost",
     )
-    seed: int | None = Field(None, description="seed for drawing a model from a mixed routing distribution")
+    seed: Annotated[int | None, AfterValidator(_seed)] = Field(
+        None, description="seed for drawing a model from a mixed routing distribution"
+    )
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="P2L backbone inference dtype; auto: bfloat16 where the CPU has native bf16, else float32"
     )

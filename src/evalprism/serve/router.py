@@ -3,8 +3,8 @@ of :func:`evalprism.p2l.route` for each, among the configured candidates.
 
 Routing is among the candidates only (their columns of the P2L leaderboard), against the
 configured opponent distribution over the candidates, with each prompt's budget (Theorem 1, per
-prompt). A P2L model trained with the grounded Rao-Kupper loss routes by its ``grk`` value (the
-probability of not being worse than the fictitious "bad" model); every other loss by BT win rate.
+prompt). A P2L model trained with the grounded Rao-Kupper outcome model routes by its ``grk`` value (the
+probability of not being worse than the fictitious "bad" model); every other outcome model by BT win rate.
 A mixed routing distribution (at most two models) is sampled with the service's random generator.
 
 Failover order: if the chosen model's upstream fails, the next is the candidate of highest value
@@ -56,7 +56,7 @@ class RoutingCore:
         self.columns = np.array([model.models.index(name) for name in self.candidates])
         self.costs = np.array([config.models[name].cost for name in self.candidates], dtype=float)
         self.opponent = opponent_vector(config.opponent, self.candidates)
-        self.route_model = model.routing_value
+        self.route_value = model.routing_value
         self.rng = np.random.default_rng(config.seed)
         #: batches run in the event loop's thread when the backbone is fast (:attr:`Backbone.fast`)
         self.inline = bool(getattr(model.backbone, "fast", False))
@@ -78,7 +78,7 @@ class RoutingCore:
     def decide(self, coefs: np.ndarray, budget: float | None) -> list[Decision]:
         """Decisions for leaderboards ``coefs`` (n, all P2L models) under one budget."""
         theta = coefs[:, self.columns]
-        chosen = route(theta, self.costs, budget, self.opponent, names=self.candidates, model=self.route_model)
+        chosen = route(theta, self.costs, budget, self.opponent, names=self.candidates, value=self.route_value)
         probs, values = np.atleast_2d(chosen.probs), np.atleast_2d(chosen.values)
         out = []
         for k in range(theta.shape[0]):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_number
 from evalprism.io.outputs import check_output_file
 from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.model import P2LModel
@@ -88,8 +89,7 @@ def serve(
     The decision log defaults to the config's ``decision_log``, relative to the config file's directory.
     """
     config_path = Path(config_path)
-    if not 0 < port < 65536:
-        raise EvalprismError(f"port {port}: expected a port number between 1 and 65535", parameter="port")
+    check_number("port", port)
     if log_level not in LOG_LEVELS:
         raise EvalprismError(f"log_level {log_level!r}: expected one of {', '.join(LOG_LEVELS)}", parameter="log_level")
     config = load_config(config_path)

@@ -41,6 +41,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from evalprism.io.battles import Conversation, content_text, user_turns
+from evalprism.vocabularies import OutcomeModelName
 
 #: evalprism's extension fields of the chat request; an unknown field this close to one is a typo
 EXTENSION_FIELDS = ("budget",)
@@ -412,7 +413,7 @@ class PromptLeaderboard(BaseModel):
 
 class LeaderboardResponse(BaseModel):
     models: list[str]
-    loss: str
+    outcome_model: OutcomeModelName
     leaderboards: list[PromptLeaderboard]
     aggregate: list[float] | None = Field(None, description="the prompt set's leaderboard (lists only)")
     ranking: list[str] = Field(description="models best first: by the aggregate for a list, else by the prompt's coefs")

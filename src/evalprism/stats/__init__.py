@@ -11,7 +11,7 @@
   configurations over shared questions (within-question permutation test of the mean W1, exact sign
   test on correctness, question-level bootstrap).
 - :func:`mds_order`: 1-D MDS seriation of the rows of a matrix.
-- :data:`OUTCOME_MODELS` / :func:`outcome_model`: the pairwise outcome models (BT, BT with ties,
+- :data:`OUTCOME_MODELS` / :func:`get_outcome_model`: the pairwise outcome models (BT, BT with ties,
   Rao-Kupper, grounded Rao-Kupper), each defined once; :func:`fit_counts`, :func:`coef_intervals`:
   their marginal maximum-likelihood fits to aggregated battles (:class:`PairCounts`) with sandwich
   or bootstrap 95% intervals (a battles table becomes a leaderboard in
@@ -49,7 +49,13 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.stats.ecdf import distinct_ecdf_count, ecdf_steps, ecdf_wins, w1_distance, w1_matrix
     from evalprism.stats.irv import boundary_counts, classify, transition_index
     from evalprism.stats.kmedoids import KMedoidsResult, choose_k, kmedoids, pam, pam_build
-    from evalprism.stats.outcome_models import OUTCOME_MODELS, PAIR_MODELS, OutcomeModel, TieParameter, outcome_model
+    from evalprism.stats.outcome_models import (
+        OUTCOME_MODEL_NAMES,
+        OUTCOME_MODELS,
+        OutcomeModel,
+        TieParameter,
+        get_outcome_model,
+    )
     from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
     from evalprism.stats.pairwise import (
         PairCounts,
@@ -66,7 +72,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
 
 __all__ = [
     "OUTCOME_MODELS",
-    "PAIR_MODELS",
+    "OUTCOME_MODEL_NAMES",
     "Agreement",
     "GroupAgreement",
     "KMedoidsResult",
@@ -94,12 +100,12 @@ __all__ = [
     "elo_ratings",
     "expected_win_matrix",
     "fit_counts",
+    "get_outcome_model",
     "gwet_ac1",
     "kmedoids",
     "kmedoids_ecdfs",
     "mcnemar_exact",
     "mds_order",
-    "outcome_model",
     "paired_w1_test",
     "pam",
     "pam_build",
@@ -132,7 +138,13 @@ lazy_package(
         "ecdf": ["distinct_ecdf_count", "ecdf_steps", "ecdf_wins", "w1_distance", "w1_matrix"],
         "irv": ["boundary_counts", "classify", "transition_index"],
         "kmedoids": ["KMedoidsResult", "choose_k", "kmedoids", "pam", "pam_build"],
-        "outcome_models": ["OUTCOME_MODELS", "PAIR_MODELS", "OutcomeModel", "TieParameter", "outcome_model"],
+        "outcome_models": [
+            "OUTCOME_MODELS",
+            "OUTCOME_MODEL_NAMES",
+            "OutcomeModel",
+            "TieParameter",
+            "get_outcome_model",
+        ],
         "pairwise": [
             "PairCounts",
             "PairwiseFit",

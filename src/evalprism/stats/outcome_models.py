@@ -39,7 +39,7 @@ model's coefficients. An entry holds
   only (P(both bad) = 1/(1 + φ_A + φ_B) grows as β -> −inf): a model with only losses and "both
   bad" outcomes has no finite maximum-likelihood coefficient.
 
-Adding a model (say Davidson ties) is one more entry here, and its name in :data:`PairModel`
+Adding a model (say Davidson ties) is one more entry here, and its name in :data:`OutcomeModelName`
 (and in the command line's list of choices, ``evalprism.cli``, which must not import numpy).
 """
 
@@ -55,26 +55,24 @@ from scipy.special import expit, log_expit
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
-from evalprism.vocabularies import PairModel
+from evalprism.vocabularies import OutcomeModelName, RouteValue
 
 __all__ = [
     "GROUND",
     "NUMPY_OPS",
     "OUTCOME_MODELS",
-    "PAIR_MODELS",
+    "OUTCOME_MODEL_NAMES",
     "ArrayOps",
     "OutcomeModel",
-    "PairModel",
+    "OutcomeModelName",
     "Side",
     "TieParameter",
-    "outcome_model",
+    "get_outcome_model",
 ]
 
 #: the names of :data:`OUTCOME_MODELS`, for static checks (a test keeps the two in step)
 #: how observed ties enter a model's likelihood (:meth:`OutcomeModel.weights`)
 TieRule = Literal["drop", "half", "merge", "apart"]
-#: how the router values a model's coefficients (:func:`evalprism.p2l.route`'s ``model``)
-RouteValue = Literal["bt", "grk"]
 #: a side of a battle in :attr:`OutcomeModel.bounds`: model A, model B, or the fictitious "bad"
 #: model of coefficient 0 that grounds a model without shift invariance (``grk``)
 Side = Literal["a", "b", "ground"]
@@ -530,12 +528,14 @@ OUTCOME_MODELS: dict[str, OutcomeModel] = {
         ),
     )
 }
-PAIR_MODELS: tuple[str, ...] = tuple(OUTCOME_MODELS)
+OUTCOME_MODEL_NAMES: tuple[str, ...] = tuple(OUTCOME_MODELS)
 
 
-def outcome_model(name: str) -> OutcomeModel:
+def get_outcome_model(name: str) -> OutcomeModel:
     """The registry entry of ``name``; an unknown name is refused with the known ones."""
     try:
         return OUTCOME_MODELS[name]
     except (KeyError, TypeError):
-        raise EvalprismError(f"unknown pairwise model '{name}': expected one of {', '.join(PAIR_MODELS)}") from None
+        raise EvalprismError(
+            f"unknown outcome model '{name}': expected one of {', '.join(OUTCOME_MODEL_NAMES)}"
+        ) from None

@@ -24,7 +24,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, OutcomeModel, PairModel, outcome_model
+from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, OutcomeModel, OutcomeModelName, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, OUTCOMES, TIE
 from evalprism.vocabularies import CiMethod
 
@@ -114,31 +114,35 @@ class PairCounts:
 
 
 def outcome_terms(
-    model: str, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None
+    outcome_model: OutcomeModelName, coef_a: np.ndarray, coef_b: np.ndarray, extra: float | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``model`` and their
+    """Log-probabilities (n, 4) of (A wins, B wins, tie, tie both bad) under ``outcome_model`` and their
     first derivatives (n, 4, 3) with respect to (coef_a, coef_b, raw extra) of each battle (0 for
     outcomes the model does not have, and for ``extra`` in ``bt``/``bt-tie``): the numpy twin of
     the P2L head's :func:`evalprism.p2l.likelihood.log_outcome_probs`."""
-    logp, dlogp = outcome_model(model).terms(np.asarray(coef_a, dtype=float), np.asarray(coef_b, dtype=float), extra)
+    logp, dlogp = get_outcome_model(outcome_model).terms(
+        np.asarray(coef_a, dtype=float), np.asarray(coef_b, dtype=float), extra
+    )
     return logp.T, dlogp.transpose(2, 0, 1)
 
 
-def outcome_weights(model: str, counts: np.ndarray) -> np.ndarray:
-    """How ``model`` uses the four observed outcome counts (ties dropped, halved or kept):
+def outcome_weights(outcome_model: OutcomeModelName, counts: np.ndarray) -> np.ndarray:
+    """How ``outcome_model`` uses the four observed outcome counts (ties dropped, halved or kept):
     :meth:`~evalprism.stats.outcome_models.OutcomeModel.weights`."""
-    return outcome_model(model).weights(counts)
+    return get_outcome_model(outcome_model).weights(counts)
 
 
 def _listed(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None = None) -> str | None:
-    """A status line saying how many battles ``loss`` cannot learn from and why, or None when it
-    uses them all. Which outcomes a loss drops is read from its outcome weights (the one rule):
+def ignored_battles_note(
+    outcome_model: OutcomeModelName, outcome: np.ndarray, p_b: np.ndarray | None = None
+) -> str | None:
+    """A status line saying how many battles ``outcome_model`` cannot learn from and why, or None when it
+    uses them all. Which outcomes an outcome model drops is read from its outcome weights (the one rule):
     today only ``bt`` drops anything, the ties; a soft-labelled battle is always used."""
-    dropped = outcome_weights(loss, np.eye(4)).sum(axis=1) <= 0
+    dropped = outcome_weights(outcome_model, np.eye(4)).sum(axis=1) <= 0
     ignored = dropped[np.asarray(outcome, np.int64)]
     if p_b is not None:
         ignored &= ~np.isfinite(np.asarray(p_b, dtype=float))
@@ -149,7 +153,7 @@ def ignored_battles_note(loss: str, outcome: np.ndarray, p_b: np.ndarray | None 
     half = [m.name for m in OUTCOME_MODELS.values() if m.ties == "half"]
     modelled = [m.name for m in OUTCOME_MODELS.values() if len(m.outcomes) > 2]
     return (
-        f"loss '{loss}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
+        f"outcome model '{outcome_model}' leaves out {n:,} of {ignored.size:,} battles: {kinds} are not outcomes of that model "
         f"({_listed(half)} count{'s' if len(half) == 1 else ''} a tie as half a win for each side; "
         f"{_listed(modelled)} model ties)"
     )
@@ -161,7 +165,7 @@ class PairwiseFit:
     i.e. all but ``grk``), the reported tie parameter (η for ``rk``, λ for ``grk``), the negative
     log-likelihood and its gradient norm."""
 
-    model: str
+    outcome_model: OutcomeModelName
     coefs: np.ndarray
     extra: float | None
     nll: float
@@ -218,13 +222,15 @@ def _scatter_matrix(local: np.ndarray, pairs: PairCounts, size: int) -> np.ndarr
 
 
 class _Likelihood:
-    """Negative log-likelihood of aggregated counts under ``model`` (+ ``l2``/2 ||coefs||^2), in numpy.
+    """Negative log-likelihood of aggregated counts under ``outcome_model`` (+ ``l2``/2 ||coefs||^2), in numpy.
 
     The parameters ``x`` are the coefficients, then the model's raw tie parameter if it has one."""
 
-    def __init__(self, model: str, pairs: PairCounts, weights: np.ndarray, l2: float = 0.0) -> None:
-        self.model, self.pairs, self.l2 = model, pairs, l2
-        self.entry: OutcomeModel = outcome_model(model)
+    def __init__(
+        self, outcome_model: OutcomeModelName, pairs: PairCounts, weights: np.ndarray, l2: float = 0.0
+    ) -> None:
+        self.outcome_model, self.pairs, self.l2 = outcome_model, pairs, l2
+        self.entry: OutcomeModel = get_outcome_model(outcome_model)
         self.n = pairs.n_models
         self.k = self.entry.n_local  # local parameters of a pair: coef_a, coef_b[, extra]
         self.size = self.n + self.entry.n_extra
@@ -323,23 +329,25 @@ def _scoring_steps(
     return x, False
 
 
-def _check_fit_input(pairs: PairCounts, model: str, weights: np.ndarray, names: list[str] | None) -> None:
+def _check_fit_input(
+    pairs: PairCounts, outcome_model: OutcomeModelName, weights: np.ndarray, names: list[str] | None
+) -> None:
     """Refuse what has no finite maximum-likelihood point: an unknown model, a disconnected
     comparison graph, outcomes the model needs and the battles lack (a tie parameter without ties)."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(outcome_model)
     check_connected(pairs, names)
     entry.check_weights(weights)
 
 
 def fit_counts(
     pairs: PairCounts,
-    model: PairModel = "bt",
+    outcome_model: OutcomeModelName = "bt",
     l2: float = 0.0,
     tol: float = 1e-10,
     names: list[str] | None = None,
     x0: np.ndarray | None = None,
 ) -> PairwiseFit:
-    """Maximum-likelihood coefficients of ``model`` for the aggregated battles ``pairs``.
+    """Maximum-likelihood coefficients of ``outcome_model`` for the aggregated battles ``pairs``.
 
     ``l2`` adds ``l2/2 * ||coefs||^2`` (0 = plain MLE; a small value keeps coefficients finite when
     a model never loses). ``x0`` starts the optimiser from given parameters (a previous fit's
@@ -348,10 +356,10 @@ def fit_counts(
     Fisher-scoring steps refine it to rounding level. Raises :class:`EvalprismError` on a
     disconnected comparison graph.
     """
-    weights = outcome_weights(model, pairs.counts)
-    _check_fit_input(pairs, model, weights, names)
+    weights = outcome_weights(outcome_model, pairs.counts)
+    _check_fit_input(pairs, outcome_model, weights, names)
     n = pairs.n_models
-    lik = _Likelihood(model, pairs, weights, l2)
+    lik = _Likelihood(outcome_model, pairs, weights, l2)
     tie = lik.entry.extra
     start = np.zeros(lik.size)
     bounds: list[tuple[float | None, float | None]] = [(None, None)] * n
@@ -361,7 +369,9 @@ def fit_counts(
     if x0 is not None:
         start = np.array(x0, dtype=float, copy=True)
         if start.shape != (lik.size,):
-            raise EvalprismError(f"x0 has {start.size} parameters; model '{model}' over {n} models has {lik.size}")
+            raise EvalprismError(
+                f"x0 has {start.size} parameters; outcome model '{outcome_model}' over {n} models has {lik.size}"
+            )
         if tie is not None and tie.lower is not None:
             start[n] = max(start[n], tie.lower)
     total = float(weights.sum())
@@ -394,7 +404,7 @@ def _make_fit(lik: _Likelihood, x: np.ndarray, n_iter: int) -> PairwiseFit:
     loss, grad = lik.value_and_grad(x)
     total = float(lik.weights.sum())
     params = np.concatenate([coefs, x[n:]])
-    return PairwiseFit(lik.model, coefs, extra, loss, float(np.linalg.norm(grad)) / total, n_iter, params)
+    return PairwiseFit(lik.outcome_model, coefs, extra, loss, float(np.linalg.norm(grad)) / total, n_iter, params)
 
 
 def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
@@ -415,8 +425,8 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
     pass per parameter or per local variable and outcome, and its thread pool stalls on a busy
     machine).
     """
-    w = outcome_weights(fit.model, pairs.counts)
-    lik = _Likelihood(fit.model, pairs, w)
+    w = outcome_weights(fit.outcome_model, pairs.counts)
+    lik = _Likelihood(fit.outcome_model, pairs, w)
     k = lik.k
     coef_a, coef_b = fit.params[pairs.a], fit.params[pairs.b]
     extra = lik.extra(fit.params)
@@ -443,7 +453,7 @@ def sandwich_cov(fit: PairwiseFit, pairs: PairCounts) -> np.ndarray:
 
 def bootstrap_coefs(
     pairs: PairCounts,
-    model: PairModel,
+    outcome_model: OutcomeModelName,
     rounds: int = 100,
     seed: int = 0,
     on_step: Callable[[int], None] | None = None,
@@ -460,20 +470,22 @@ def bootstrap_coefs(
     total = flat.sum()
     whole = round(total)
     if x0 is None:
-        x0 = fit_counts(pairs, model).params
+        x0 = fit_counts(pairs, outcome_model).params
     x0 = np.asarray(x0, dtype=float)
     out = np.empty((rounds, pairs.n_models))
     with _single_threaded_blas():
-        inverse = _inverse_information(_Likelihood(model, pairs, outcome_weights(model, pairs.counts)), x0)
+        inverse = _inverse_information(
+            _Likelihood(outcome_model, pairs, outcome_weights(outcome_model, pairs.counts)), x0
+        )
         for r in range(rounds):
             draw = rng.multinomial(whole, flat / total).reshape(pairs.counts.shape).astype(float)
             keep = draw.sum(axis=1) > 0
             resampled = PairCounts(pairs.a[keep], pairs.b[keep], draw[keep], pairs.n_models)
-            weights = outcome_weights(model, resampled.counts)
-            _check_fit_input(resampled, model, weights, None)
-            lik = _Likelihood(model, resampled, weights)
+            weights = outcome_weights(outcome_model, resampled.counts)
+            _check_fit_input(resampled, outcome_model, weights, None)
+            lik = _Likelihood(outcome_model, resampled, weights)
             x, converged = _scoring_steps(lik, x0, inverse) if inverse is not None else (x0, False)
-            out[r] = _make_fit(lik, x, 0).coefs if converged else fit_counts(resampled, model, x0=x0).coefs
+            out[r] = _make_fit(lik, x, 0).coefs if converged else fit_counts(resampled, outcome_model, x0=x0).coefs
             if on_step is not None:
                 on_step(1)
     return out
@@ -499,7 +511,7 @@ def coef_intervals(
     if ci == "bootstrap":
         boot = bootstrap_coefs(
             pairs,
-            fit.model,  # type: ignore[arg-type]  # a fit's model is a registry name
+            fit.outcome_model,
             rounds=rounds,
             seed=seed,
             on_step=on_step,

@@ -32,7 +32,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from evalprism.stats.outcome_models import GROUND, Side, outcome_model
+from evalprism.stats.outcome_models import GROUND, Side, get_outcome_model
+from evalprism.vocabularies import OutcomeModelName
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,15 @@ def separation(a: np.ndarray, b: np.ndarray, won_a: np.ndarray, won_b: np.ndarra
     return _graph_separation(src, dst, present, n_models, anchor=None)
 
 
-def model_separation(model: str, a: np.ndarray, b: np.ndarray, weights: np.ndarray, n_models: int) -> Separation:
-    """Separation of ``n_models`` under outcome model ``model`` from aggregated battles: pair ``k`` is
-    model ``a[k]`` against ``b[k]`` with outcome weights ``weights[k]`` (n, 4) as the model uses them
+def model_separation(
+    outcome_model: OutcomeModelName, a: np.ndarray, b: np.ndarray, weights: np.ndarray, n_models: int
+) -> Separation:
+    """Separation of ``n_models`` under ``outcome_model`` from aggregated battles: pair ``k`` is
+    model ``a[k]`` against ``b[k]`` with outcome weights ``weights[k]`` (n, 4) as the outcome model uses them
     (:meth:`~evalprism.stats.outcome_models.OutcomeModel.weights`: ties dropped, halved or merged
     already). Each outcome with positive weight adds the edges its registry entry's ``bounds`` name;
     a model without shift invariance adds the "bad" model as node ``n_models``, the fixed point."""
-    entry = outcome_model(model)
+    entry = get_outcome_model(outcome_model)
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     weights = np.asarray(weights, float)
     ground = np.full(a.size, n_models, np.int64)
@@ -80,7 +83,7 @@ def model_separation(model: str, a: np.ndarray, b: np.ndarray, weights: np.ndarr
         for upper, lower in rules:
             src.append(side[upper][seen])
             dst.append(side[lower][seen])
-    present = np.zeros(n_models, bool)  # a model whose battles the model drops is in none of its edges
+    present = np.zeros(n_models, bool)  # a model whose battles the outcome model drops is in none of its edges
     present[a], present[b] = True, True
     anchor = None if entry.shift_invariant else n_models
     return _graph_separation(np.concatenate(src), np.concatenate(dst), present, n_models, anchor)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
-from evalprism.io.options import check_applies, check_seed
+from evalprism.io.options import check_applies, check_number, check_seed
 from evalprism.stem.locate import localize, locate_target
 from evalprism.stem.located import LocationResult
 from evalprism.stem.methods import Design, Method, choose_method
@@ -86,6 +86,9 @@ def locate_models(
     alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
     since it would change nothing."""
     seed = check_seed(seed)
+    check_number("trials", trials)
+    if items is not None:
+        check_number("items", items)
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
     names = models or enc.model_names.tolist()
     targets = [target_of(pool, enc, name) for name in names]

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.options import check_number
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_draw
 from evalprism.stem.pool import Pool
@@ -147,8 +148,7 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
 
     if method not in PLAN_METHODS:
         raise EvalprismError(f"method: expected {', '.join(PLAN_METHODS)}, got {method!r}", parameter="method")
-    if items < 1:
-        raise EvalprismError(f"items: expected at least 1, got {items}", parameter="items")
+    check_number("items", items)
     if method in ("irt", "adaptive") and pool.panel is None:
         raise EvalprismError(
             f"method {method} needs a reference panel ({'the IRT estimator' if method == 'irt' else 'later stages are picked with its 2PL'}): "

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_applies
+from evalprism.io.options import check_applies, check_number
 from evalprism.stem.adaptive import ability_posterior, pick_informative
 from evalprism.stem.localization import Localization
 from evalprism.stem.plan import PLAN_COLUMNS, Plan, make_plan, plan_rows, pool_strata
@@ -126,6 +126,8 @@ def plan_stage(
         ("target_confidence", target_confidence),
     ):
         check_applies(name, value, previous is not None, later)
+    if stage is not None:
+        check_number("stage", stage)
     if previous is None:
         return make_plan(pool, items=items, seed=0 if seed is None else seed, method=method or "auto"), None
     carried = "the plan's own carries on (a later stage continues the plan it extends)"

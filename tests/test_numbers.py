@@ -1,0 +1,197 @@
+"""Numeric options are declared once (evalprism.vocabularies.NUMBERS): the library's check, its
+message and the command line's bounds all come from the same Bounds (issue 31, item 3)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import run_cli
+
+from evalprism.errors import EvalprismError
+from evalprism.io.options import check_number, check_seed
+from evalprism.vocabularies import MAX_SEED, NUMBERS, Bounds, number_bounds
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "evalprism"
+
+
+def _bounded_cli_options() -> list[tuple[str, str, object, object]]:
+    """(command, flag, min, max) of every CLI option with a typer/click range, from click's own table."""
+    import click
+    import typer.main
+
+    from evalprism.cli import app
+
+    found: list[tuple[str, str, object, object]] = []
+
+    def walk(command: click.Command, path: str) -> None:
+        for param in command.params:
+            low, high = getattr(param, "min", None), getattr(param, "max", None)
+            if low is not None or high is not None:
+                found.append((path, param.opts[0], low, high))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def test_every_bounded_cli_option_has_the_declared_bounds_of_its_library_parameter() -> None:
+    from evalprism.cli import flag_of
+
+    options = _bounded_cli_options()
+    flags = {flag for _, flag, _, _ in options}
+    # the options bounded before the declaration (their bounds were literals in cli.py), and more may come
+    assert {"--components", "--min-cluster-size", "--rounds", "--epochs", "--trials", "--stage"} <= flags
+    for command, flag, low, high in options:
+        names = [name for name in NUMBERS if flag_of(name) == flag]
+        assert len(names) == 1, f"{command} {flag}: no one declared library parameter ({names})"
+        typed = {key: value for key, value in (("min", low), ("max", high)) if value is not None}
+        assert typed == number_bounds(names[0]), f"{command} {flag}: {typed} != NUMBERS[{names[0]!r}]"
+
+
+def test_the_cli_writes_no_bound_and_no_check_restates_one() -> None:
+    """No number literal for a bound in cli.py; check_number's bounds come from NUMBERS except where
+    a bound is another value (flip_high above flip_low)."""
+    cli = (SRC / "cli.py").read_text(encoding="utf-8")
+    assert not re.findall(r"\b(?:min|max)=\s*-?\d", cli)
+    overrides = []
+    for path in SRC.rglob("*.py"):
+        for call in re.findall(r"check_number\([^()]*(?:\([^()]*\)[^()]*)*\)", path.read_text(encoding="utf-8")):
+            if re.search(r"\b(?:low|high|low_open|high_open|integer)=", call) and path.name != "options.py":
+                overrides.append(call)
+    assert overrides == ['check_number("flip_high", self.flip_high, low=self.flip_low)']
+
+
+def _checked_names() -> set[str]:
+    """The parameter names the library checks with check_number (literally, or through p2l/train's
+    OPTIONAL_NUMBERS loop)."""
+    names: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        names.update(re.findall(r'check_number\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8")))
+    tree = ast.parse((SRC / "p2l" / "train.py").read_text(encoding="utf-8"))
+    loop = next(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "OPTIONAL_NUMBERS" for t in node.targets)
+    )
+    names.update(ast.literal_eval(loop))
+    return names
+
+
+def test_every_declared_number_is_checked_and_every_check_is_declared() -> None:
+    """A declaration no check reads is dead; a check of an undeclared name would fail with a KeyError."""
+    checked = _checked_names()
+    assert set(NUMBERS) - checked == set(), "declared but never checked"
+    assert checked - set(NUMBERS) == set(), "checked but not declared"
+
+
+@pytest.mark.parametrize(
+    "name, good, bad, message",
+    [
+        ("min_cluster_size", [2, 40, 2.0], [1, 0, 2.5], "min_cluster_size: expected a whole number >= 2, got 1"),
+        ("confidence", [0.5, 1e-9, 0.999], [0, 1, -0.1], "confidence: expected a finite number > 0 and < 1, got 0"),
+        (
+            "purity_percentile",
+            [100, 0.5],
+            [0, 100.5],
+            "purity_percentile: expected a finite number > 0 and <= 100, got 0",
+        ),
+        ("tau", [0, 2, 0.5], [-0.1, 2.1], "tau: expected a finite number from 0 to 2, got -0.1"),
+        ("lr", [1e-12, 5], [0, -1e-3], "lr: expected a finite number > 0, got 0"),
+        ("trials", [0, 100], [-1, 0.5], "trials: expected a whole number >= 0, got -1"),
+        ("port", [1, 65535], [0, 65536], "port: expected a whole number from 1 to 65535, got 0"),
+        ("seed", [0, MAX_SEED], [-1, MAX_SEED + 1], "seed: expected a whole number from 0 to 4294967295, got -1"),
+    ],
+)
+def test_check_number_ends_and_messages(name: str, good: list, bad: list, message: str) -> None:
+    for value in good:
+        assert check_number(name, value) == float(value)
+    for value in bad:
+        with pytest.raises(EvalprismError) as err:
+            check_number(name, value)
+        assert err.value.parameter == name
+    with pytest.raises(EvalprismError) as err:
+        check_number(name, bad[0])
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, True, "3", None, [3]])
+def test_check_number_refuses_what_is_no_finite_number(value: object) -> None:
+    with pytest.raises(EvalprismError, match=r"^items: expected a whole number >= 1, got "):
+        check_number("items", value)
+
+
+def test_a_bound_that_is_another_value_is_given_at_the_check() -> None:
+    assert check_number("flip_high", 0.31, low=0.3) == 0.31
+    with pytest.raises(EvalprismError, match=r"^flip_high: expected a finite number > 0.3 and <= 1, got 0.3$"):
+        check_number("flip_high", 0.3, low=0.3)
+    from evalprism.judges import BiasRules
+
+    with pytest.raises(EvalprismError, match=r"^flip_high: expected a finite number > 0.6 and <= 1, got 0.5$"):
+        BiasRules(flip_low=0.6, flip_high=0.5)
+
+
+def test_check_seed_is_the_declared_seed_rule() -> None:
+    assert check_seed(None) is None and check_seed(7) == 7 and check_seed(np.int64(7)) == 7
+    assert NUMBERS["seed"] == Bounds(0, MAX_SEED, integer=True)
+    with pytest.raises(EvalprismError, match=r"^seed: expected a whole number from 0 to 4294967295, got '7'$"):
+        check_seed("7")
+
+
+def test_bounds_words_and_typer_ends() -> None:
+    assert Bounds(0, 1, low_open=True, high_open=True).expected() == "a finite number > 0 and < 1"
+    assert Bounds(-1, 1).expected() == "a finite number from -1 to 1"
+    assert Bounds(2.5e-5).expected() == "a finite number >= 2.5e-05"
+    assert Bounds().expected() == "a finite number"
+    # typer has no open ends: an open end is left to the library's check
+    assert number_bounds("confidence") == {} and number_bounds("max_cluster_share") == {"max": 1}
+    assert number_bounds("port") == {"min": 1, "max": 65535} and number_bounds("n_components") == {"min": 1}
+
+
+def test_a_bound_out_of_range_on_the_command_line_names_the_flag_before_reading_input(tmp_path: Path, capsys) -> None:
+    """The judgments file does not exist: the bound is refused first, at parsing, with the flag."""
+    missing = tmp_path / "none.csv"
+    code, out, err = run_cli(["judges", missing, "--llm", "x", "--components", "0", "--out", tmp_path / "o"], capsys)
+    assert code == 2 and out == ""
+    assert "'--components'" in err and "greater than or equal to 1" in err and "none.csv" not in err
+    assert not (tmp_path / "o").exists()
+    # a bound the library checks (no typer bound): its message, with the flag for the parameter
+    code, _, err = run_cli(["compare", missing, missing, "--permutations", "0", "--out", tmp_path / "o"], capsys)
+    assert code == 2
+    assert "--permutations: expected a whole number >= 1, got 0" in err and "none.csv" not in err
+
+
+def test_one_dimension_is_a_reduction_the_library_and_the_cli_accept() -> None:
+    """--components 1 was refused by the CLI (min=2) though the library took it: PCA to one
+    dimension separates two far blobs, and HDBSCAN finds them."""
+    from evalprism.judges.clustering import ClusterOptions, cluster_pairs, reduce_dimensions
+
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(size=(40, 8)), rng.normal(size=(40, 8)) + 10])
+    options = ClusterOptions(n_components=1, min_cluster_size=10)
+    z = reduce_dimensions(x, options)
+    assert z.shape == (80, 1)
+    labels = cluster_pairs(z, options)
+    assert set(labels[:40]) == {labels[0]} and set(labels[40:]) == {labels[40]} and labels[0] != labels[40]
+    assert number_bounds("n_components") == {"min": 1}
+
+
+@pytest.mark.parametrize("seed, ok", [("0", True), ("4294967295", True), ("-1", False), ("4294967296", False)])
+def test_the_routing_service_config_seed_follows_the_one_seed_rule(tmp_path: Path, seed: str, ok: bool) -> None:
+    """A negative seed in router.yaml used to pass the config and fail at the first mixed routing
+    decision (numpy refuses it); now the config is refused with the seed rule's words."""
+    from evalprism.serve.config import load_config
+
+    path = tmp_path / "router.yaml"
+    path.write_text(f"models: {{a: {{base_url: 'http://x/v1', cost: 1}}}}\nseed: {seed}\n", encoding="utf-8")
+    if ok:
+        assert load_config(path).seed == int(seed)
+        return
+    with pytest.raises(EvalprismError) as err:
+        load_config(path)
+    assert f"seed: expected a whole number from 0 to 4294967295 (got {seed})" in str(err.value), str(err.value)
