@@ -1949,7 +1949,7 @@ class TestMessagesNameTheFlag:
                 compare_runs([scores], **{parameter: value})
             assert str(caught.value).startswith(expected) and "--" not in str(caught.value)
             shown = caught.value.naming(flag_of(caught.value.parameter))
-            assert shown.startswith(f"--{parameter} ")
+            assert shown == f"--{parameter}" + str(caught.value)[len(parameter) :]  # the CLI's spelling
 
     def test_compare_responses_files(self, tmp_path: Path) -> None:
         rows = [
