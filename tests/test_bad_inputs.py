@@ -329,7 +329,7 @@ def _dir_train_corrupt_checkpoint(w: Path):
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
     return (
         ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
-        ["checkpoint.pt", "not a valid evalprism checkpoint"],
+        ["--resume: ", "checkpoint.pt is not a valid evalprism checkpoint", "start without --resume"],
     )
 
 
@@ -878,6 +878,7 @@ class TestCorruptEmbeddingCache:
             f"embedding cache {db_path}",
             why,
             "leaves it as it is",
+            "choose another --cache-dir",
         )
         assert db_path.read_bytes() == damaged and not (root / "again").exists()
 
@@ -1294,7 +1295,7 @@ class TestCompareBadInputs:
             tmp_path,
             [f, "--cluster", "template"],
             "s.csv: no column 'template' for --cluster",
-            "columns: model, item_id, score, passage",
+            "columns: 'model', 'item_id', 'score', 'passage'",
         )
 
     def test_compare_cluster_column_missing_in_lm_eval_output(self, tmp_path: Path) -> None:
@@ -1330,7 +1331,7 @@ class TestCompareBadInputs:
             tmp_path,
             [self.LM_EVAL / "run3", self.LM_EVAL / "run4"],
             "model 'org__tiny' is also in",
-            "--model-name run3=A --model-name run4=B",
+            "give them with --model-name: run3=A, run4=B",
         )
 
     def test_compare_missing_run(self, tmp_path: Path) -> None:
@@ -1914,3 +1915,73 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     assert proc.returncode == 0, proc.stderr[-3000:]
     pd.testing.assert_frame_equal(pd.read_csv(work / "out1" / "leaderboard.csv"), first)
     assert (work / "model" / "config.json").read_bytes() == written
+
+
+class TestMessagesNameTheFlag:
+    """A library message names the library parameter (a notebook user has no flags) and the CLI shows
+    the flag the user typed, through ``EvalprismError(parameter=...)``: one test per kind of message
+    that named a flag in the library (tests/test_cli.py holds the rule for every message)."""
+
+    @staticmethod
+    def _refused(args: list[str], work: Path, *fragments: str) -> str:
+        before = snapshot(work)
+        proc = evalprism(args, work)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        message = " ".join(proc.stderr.split())
+        for fragment in fragments:
+            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert snapshot(work) == before
+        return message
+
+    def test_compare_option_values_the_library_refuses(self, tmp_path: Path) -> None:
+        from evalprism.cli import flag_of
+        from evalprism.compare import compare_runs
+        from evalprism.errors import EvalprismError
+
+        scores = pd.DataFrame({"model": ["A", "B"], "item_id": [1, 1], "score": [1, 0]})
+        for parameter, value, expected in (
+            ("adjust", "sidak", "adjust sidak: expected one of bh, holm"),
+            ("permutations", 0, "permutations: expected"),
+            ("effect", 2.0, "effect 2.0: expected a difference between 0 and 1"),
+            ("baseline", "C", "baseline 'C': no such run (runs: A, B)"),
+        ):
+            with pytest.raises(EvalprismError) as caught:
+                compare_runs([scores], **{parameter: value})
+            assert str(caught.value).startswith(expected) and "--" not in str(caught.value)
+            shown = caught.value.naming(flag_of(caught.value.parameter))
+            assert shown == f"--{parameter}" + str(caught.value)[len(parameter) :]  # the CLI's spelling
+
+    def test_compare_responses_files(self, tmp_path: Path) -> None:
+        rows = [
+            {"question_id": q, "system": s, "response": "yes", "references": '["yes"]'} for q in (1, 2) for s in "ab"
+        ]
+        pd.DataFrame(rows).to_json(tmp_path / "r.jsonl", orient="records", lines=True)
+        self._refused(
+            ["compare", "r.jsonl", "--out", "out"],
+            tmp_path,
+            "name the columns that make a run with --by (e.g. model and temperature; columns: 'question_id', 'system'",
+        )
+        self._refused(
+            ["compare", "r.jsonl", "--by", "system", "--score", "cosine", "--out", "out"],
+            tmp_path,
+            "--score cosine: a comparison needs a correctness value per response",
+            "use --score exact or contains, or give a 'score' column in 0..1",
+        )
+
+    def test_judges_threshold_without_a_column(self, base: Path, tmp_path: Path) -> None:
+        work = tmp_path / "work"
+        shutil.copytree(base, work)
+        self._refused(
+            ["judges", "judgments.csv", "--llm", "llm_strict", "--threshold", "0.5", "--out", "out", "-q"],
+            work,
+            "error: --threshold '0.5': expected COLUMN=VALUE",
+        )
+
+    def test_p2l_train_static_backbone_finetuned(self, base: Path, tmp_path: Path) -> None:
+        work = tmp_path / "work"
+        shutil.copytree(base, work)
+        self._refused(
+            ["p2l", "train", "battles.jsonl", "--backbone", "static", "--finetune", "--out", "out", "-q"],
+            work,
+            "is a static model: it cannot be fine-tuned (drop --finetune, or fine-tune minilm)",
+        )

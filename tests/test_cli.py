@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -206,6 +207,58 @@ def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
     unmapped = {p: flag_of(p) for p in named - LIBRARY_ONLY_PARAMETERS if flag_of(p) not in flags}
     assert not unmapped, f"library parameters whose flag does not exist: {unmapped}"
     assert LIBRARY_ONLY_PARAMETERS.isdisjoint({p for p in named if flag_of(p) in flags})
+
+
+def _message_text(node: ast.expr) -> str:
+    """A message as written in the call: string literals and the literal parts of f-strings joined
+    (``+`` and implicit concatenation included), every computed part as ``{}``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_message_text(part) for part in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _message_text(node.left) + _message_text(node.right)
+    return "{}"
+
+
+def test_library_messages_name_parameters_not_flags() -> None:
+    """The rule: a library message (the first argument of an ``EvalprismError(...)`` call in any module
+    but ``cli.py``) never names an evalprism flag, except inside a command written between backticks
+    that starts with ``evalprism`` or one of its commands (such as ``stem pool --panel``: something to run).
+    Elsewhere it names the library parameter and passes ``parameter=``, which the CLI spells as the flag
+    (a library user has no flags). A flag built at run time (``--{name}``) counts as a flag. Flags of
+    other tools (``lm_eval --log_samples``) are not evalprism's and stay."""
+    import re
+
+    import typer.main
+
+    from evalprism.cli import app
+
+    flags = _cli_flags()
+    commands = {"evalprism", *typer.main.get_command(app).commands}  # type: ignore[attr-defined]
+    src = Path(__file__).resolve().parents[1] / "src" / "evalprism"
+    found = []
+    checked = 0
+    for path in sorted(src.rglob("*.py")):
+        if path == src / "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name != "EvalprismError":
+                continue
+            checked += 1
+            message = _message_text(node.args[0])
+            commands_written = [m for m in re.findall(r"`([^`]*)`", message) if m.split(" ", 1)[0] in commands]
+            outside = message
+            for written in commands_written:
+                outside = outside.replace(f"`{written}`", "")
+            named = [f for f in re.findall(r"--[a-z{][\w{}-]*", outside) if f in flags or f.startswith("--{")]
+            if named:
+                found.append(f"{path.relative_to(src)}:{node.lineno}: {named} in {message!r}")
+    assert checked > 300  # every message was read, not a few
+    assert not found, "library messages naming CLI flags:\n" + "\n".join(found)
 
 
 def test_a_library_message_names_the_parameter_and_the_cli_the_flag(

@@ -138,6 +138,7 @@ def test_router_report_shows_routes_to_several_models(demo_dir: Path) -> None:
     assert set(routes["model"]) == set(routed) and routes["model"].nunique() > 1
     assert '"name":"router at the chosen budget"' in page and "chosen budget 0.8" in page
     singles = pd.read_csv(demo_dir / "p2l" / "router" / "curve.csv")["best_single_model"].unique()
+    assert len(singles) > 0, "curve.csv names no best single model"  # an empty curve would match an empty label
     label = re.search(r'"mode":"markers\+text","name":"best single model within budget","text":(\[.*?\])', page)
     assert label and set(json.loads(label[1])) == set(singles)  # each circle is named on the plot
 
@@ -153,7 +154,9 @@ def test_p2l_reports_say_what_the_average_hides(demo_dir: Path) -> None:
 
 def test_stem_localization_has_a_panel_per_model(demo_dir: Path) -> None:
     page = (demo_dir / "stem" / "locate" / "report.html").read_text()
-    for model in pd.read_csv(demo_dir / "stem" / "locate" / "summary.csv")["model"].unique():
+    models = pd.read_csv(demo_dir / "stem" / "locate" / "summary.csv")["model"].unique()
+    assert len(models) > 1, "summary.csv locates fewer than two models"  # the loop below checks each one
+    for model in models:
         # the panel title: the model in bold, then its interval (plotly's JSON escapes the tags)
         title = (
             rf'"text":"\\u003cb\\u003e{re.escape(model)}\\u003c\\u002fb\\u003e\\u003cbr\\u003e(between|below|above) '

@@ -151,7 +151,7 @@ def test_plan_stage_refuses_what_does_not_fit(world) -> None:
         plan_stage(pool, items=20, previous=first, answers=on_first, seed=2)
     with pytest.raises(EvalprismError, match="method .*does not apply"):
         plan_stage(pool, items=20, previous=first, answers=on_first, method="irt")
-    with pytest.raises(EvalprismError, match="give them with --answers"):
+    with pytest.raises(EvalprismError, match="give them with answers"):
         plan_stage(pool, items=20, previous=first)
     stratified, _ = plan_stage(pool, items=20, method="stratified")
     with pytest.raises(EvalprismError, match="not an adaptive plan"):
@@ -271,3 +271,27 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
     )
     assert code == 2 and "does not apply" in err and "Traceback" not in err
     assert not (tmp_path / "s3").exists()
+    # the library's messages name parameters; the CLI shows the flags
+    pool, s1 = str(tmp_path / "pool"), str(tmp_path / "s1")
+    for args, expected in (
+        (["--plan", s1, "--answers", str(tmp_path / "a1.csv"), "--seed", "9"], "its later stages use it; drop --seed"),
+        (["--plan", s1], "give them with --answers"),
+    ):
+        code, _, err = run_cli(["stem", "plan", pool, *args, "--out", str(tmp_path / "s3")], capsys)
+        assert code == 2 and expected in " ".join(err.split()), err
+    code, _, err = run_cli(
+        [
+            "stem",
+            "locate",
+            pool,
+            str(tmp_path / "a1.csv"),
+            "--plan",
+            str(tmp_path / "s2"),
+            "--trials",
+            "0",
+            "--out",
+            str(tmp_path / "loc2"),
+        ],
+        capsys,
+    )
+    assert code == 2 and "run them, or locate without --plan" in " ".join(err.split()), err

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -37,7 +40,11 @@ from evalprism.vocabularies import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalprism.io import OutputTarget
+    from evalprism.io.harness_options import HarnessOptions
+    from evalprism.stem import Pool
 
 app = typer.Typer(
     name="evalprism",
@@ -787,8 +794,8 @@ def judges(
     options = JudgesOptions(
         instructions=instruction or None,
         embedder=embedder,
-        scales=parse_column_options(scale, "scale"),
-        thresholds=parse_column_options(threshold, "threshold"),
+        scales=parse_column_options(scale, "scales"),
+        thresholds=parse_column_options(threshold, "thresholds"),
         cluster=ClusterOptions(
             reduce=reduce.value,
             n_components=components,
@@ -877,18 +884,50 @@ StemEpochs = Annotated[
 ]
 
 
-def _harness(
-    metric: Optional[list[str]],
-    lm_eval_filter: Optional[list[str]],
-    model_name: Optional[list[str]],
-    scorer: Optional[str],
-    epochs: StemEpochsChoice,
-):
-    from evalprism.io.harness_options import HarnessOptions
+#: the options that say how harness output (lm-eval samples, inspect_ai logs) is read, declared once for
+#: every command that reads correctness: name, annotation (flag and help), default
+_HARNESS_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("metric", StemMetric, None),
+    ("lm_eval_filter", StemFilter, None),
+    ("model_name", StemModelName, None),
+    ("scorer", StemScorer, None),
+    ("epochs", StemEpochs, StemEpochsChoice.mean),
+)
 
-    return HarnessOptions.parse(
-        metric=metric, lm_eval_filter=lm_eval_filter, model_name=model_name, scorer=scorer, epochs=epochs.value
-    )
+
+def _harness_options(**annotations: Any) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorator: the command's ``harness`` parameter is shown as the harness options
+    (:data:`_HARNESS_OPTIONS`, in its place; ``annotations`` replaces an option's flag and help) and the
+    command receives them as one ``HarnessOptions``. Typer reads a command's options from
+    ``inspect.signature``, which honours ``__signature__``."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        # the annotations evaluated (typer reads Annotated options off them); harness's own annotation,
+        # imported for type checking only, is replaced and never read
+        signature = inspect.signature(command, eval_str=True, locals={"HarnessOptions": None})
+        kind = signature.parameters["harness"].kind
+        options = [
+            inspect.Parameter(name, kind, default=default, annotation=annotations.get(name, annotation))
+            for name, annotation, default in _HARNESS_OPTIONS
+        ]
+        parameters = []
+        for parameter in signature.parameters.values():
+            parameters.extend(options if parameter.name == "harness" else [parameter])
+
+        @functools.wraps(command)
+        def with_harness(*args: Any, **kwargs: Any) -> None:
+            from evalprism.io.harness_options import HarnessOptions
+
+            given = {name: kwargs.pop(name) for name, _, _ in _HARNESS_OPTIONS}
+            kwargs["harness"] = HarnessOptions.parse(**given | {"epochs": given["epochs"].value})
+            command(*args, **kwargs)
+
+        with_harness.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        # typer also resolves annotations with typing.get_type_hints, which reads __annotations__
+        with_harness.__annotations__ = {p.name: p.annotation for p in parameters}
+        return with_harness
+
+    return decorate
 
 
 def _read_notes(lines: list[str], quiet: bool) -> None:
@@ -905,7 +944,35 @@ def _notes(lines: list[str], quiet: bool) -> None:
             _err.print(f"[yellow]note[/yellow] {line}", highlight=False, soft_wrap=True)
 
 
+def _pool_from_files(
+    correctness: Path,
+    models: Path,
+    family: Optional[str],
+    missing: StemMissing,
+    harness: HarnessOptions,
+    quiet: bool,
+    **options: Any,
+) -> Pool:
+    """A family's pool from its files (stem pool, stem audit), with what the readers chose and left out said."""
+    from evalprism.stem import build_pool_from_files
+
+    pool = build_pool_from_files(correctness, models, family=family, missing=missing.value, harness=harness, **options)
+    _read_notes(pool.options.get("read", []), quiet)
+    _notes(pool.options.get("left_out", []), quiet)
+    return pool
+
+
+def _read_answers(path: Path, harness: HarnessOptions, quiet: bool) -> pd.DataFrame:
+    """A correctness file of models to locate or plan for (stem locate, stem plan), with the readers' choices said."""
+    from evalprism.io import read_correctness
+
+    table = read_correctness(path, harness=harness)
+    _read_notes(table.attrs.get("choices", []), quiet)
+    return table
+
+
 @stem_app.command("pool")
+@_harness_options()
 def stem_pool(
     correctness: StemCorrectness,
     models: StemModels,
@@ -915,13 +982,10 @@ def stem_pool(
             "--out", "-o", help="Pool directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR"
         ),
     ],
+    *,
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
-    metric: StemMetric = None,
-    lm_eval_filter: StemFilter = None,
-    model_name: StemModelName = None,
-    scorer: StemScorer = None,
-    epochs: StemEpochs = StemEpochsChoice.mean,
+    harness: HarnessOptions,
     panel: Annotated[
         Optional[Path],
         typer.Option(
@@ -941,20 +1005,10 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    from evalprism.stem import build_pool_from_files
-
     target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
-    pool = build_pool_from_files(
-        correctness,
-        models,
-        family=family,
-        missing=missing.value,
-        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
-        panel=panel,
-        irt=irt.value if irt else None,
+    pool = _pool_from_files(
+        correctness, models, family, missing, harness, quiet, panel=panel, irt=irt.value if irt else None
     )
-    _read_notes(pool.options.get("read", []), quiet)
-    _notes(pool.options.get("left_out", []), quiet)
     pool.save(target)
     extra = (
         (
@@ -974,10 +1028,12 @@ def stem_pool(
 
 
 @stem_app.command("locate")
+@_harness_options()
 def stem_locate(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     new_correctness: StemCorrectness,
     out: Out,
+    *,
     model: Annotated[
         Optional[list[str]],
         typer.Option("--model", help="Model to locate (repeat for several; default: every model in the file)."),
@@ -1027,11 +1083,7 @@ def stem_locate(
             help="The paper's rule: balanced (the default): every TI level counts the same (paper); stratified: each level by its size in the pool.",
         ),
     ] = None,
-    metric: StemMetric = None,
-    lm_eval_filter: StemFilter = None,
-    model_name: StemModelName = None,
-    scorer: StemScorer = None,
-    epochs: StemEpochs = StemEpochsChoice.mean,
+    harness: HarnessOptions,
     plan: Annotated[
         Path | None,
         typer.Option(
@@ -1045,14 +1097,12 @@ def stem_locate(
 ) -> None:
     """Locate new models on the pool's family: from their answers on the whole pool (with trials against the truth)
     or on part of it (a plan's items, or any subset: an estimate of the full-pool score)."""
-    from evalprism.io import read_correctness
     from evalprism.stem import Plan, Pool, locate_models
 
     target = _claim(out, "stem locate", [pool_dir, new_correctness, plan], overwrite, quiet)
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
-    table = read_correctness(new_correctness, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
-    _read_notes(table.attrs.get("choices", []), quiet)
+    table = _read_answers(new_correctness, harness, quiet)
     result = locate_models(
         pool,
         table,
@@ -1075,6 +1125,7 @@ StemPlanMethod = choice_enum("StemPlanMethod", PlanMethod)
 
 
 @stem_app.command("plan")
+@_harness_options()
 def stem_plan(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     out: Annotated[
@@ -1083,6 +1134,7 @@ def stem_plan(
             "--out", "-o", help="Plan directory to write (created; see --overwrite).", parser=_out_path, metavar="PLAN"
         ),
     ],
+    *,
     items: Annotated[
         int,
         typer.Option(
@@ -1139,18 +1191,13 @@ def stem_plan(
             help="With --plan: add no item when the localization so far already has this confidence (e.g. 0.95).",
         ),
     ] = None,
-    metric: StemMetric = None,
-    lm_eval_filter: StemFilter = None,
-    model_name: StemModelName = None,
-    scorer: StemScorer = None,
-    epochs: StemEpochs = StemEpochsChoice.mean,
+    harness: HarnessOptions,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight, stage), and
     the lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed);
     an adaptive plan's later stages also in the model's answers."""
-    from evalprism.io import read_correctness
     from evalprism.stem import Plan, Pool, plan_stage
 
     target = _claim(out, "stem plan", [pool_dir, previous, answers], overwrite, quiet)
@@ -1158,8 +1205,7 @@ def stem_plan(
     prior = Plan.load(previous) if previous is not None else None
     table = None
     if answers is not None:
-        table = read_correctness(answers, harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs))
-        _read_notes(table.attrs.get("choices", []), quiet)
+        table = _read_answers(answers, harness, quiet)
     plan, _current = plan_stage(
         pool,
         items=items,
@@ -1184,34 +1230,21 @@ def stem_plan(
 
 
 @stem_app.command("audit")
+@_harness_options()
 def stem_audit(
     correctness: StemCorrectness,
     models: StemModels,
     out: Out,
+    *,
     family: StemFamily = None,
     missing: StemMissingOpt = StemMissing.wrong,
-    metric: StemMetric = None,
-    lm_eval_filter: StemFilter = None,
-    model_name: StemModelName = None,
-    scorer: StemScorer = None,
-    epochs: StemEpochs = StemEpochsChoice.mean,
+    harness: HarnessOptions,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    from evalprism.stem import build_pool_from_files
-
     target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
-    pool = build_pool_from_files(
-        correctness,
-        models,
-        family=family,
-        missing=missing.value,
-        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
-        require_sts=False,
-    )
-    _read_notes(pool.options.get("read", []), quiet)
-    _notes(pool.options.get("left_out", []), quiet)
+    pool = _pool_from_files(correctness, models, family, missing, harness, quiet, require_sts=False)
     pool.audit().save(target)
     _wrote(out, quiet)
 
@@ -1219,7 +1252,25 @@ def stem_audit(
 CompareAdjust = choice_enum("CompareAdjust", Adjustment)
 
 
+CompareModelName = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--model-name",
+        help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).",
+        metavar="KEY=NAME",
+    ),
+]
+CompareEpochs = Annotated[
+    StemEpochsChoice,
+    typer.Option(
+        "--epochs",
+        help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).",
+    ),
+]
+
+
 @app.command()
+@_harness_options(model_name=CompareModelName, epochs=CompareEpochs)
 def compare(
     runs: Annotated[
         list[Path],
@@ -1229,6 +1280,7 @@ def compare(
         ),
     ],
     out: Out,
+    *,
     baseline: Annotated[
         Optional[str],
         typer.Option(
@@ -1255,24 +1307,7 @@ def compare(
         typer.Option("--effect", help="Difference (0..1 scale) whose items_needed is reported (0.02 = 2 points)."),
     ] = 0.02,
     seed: Seed = 0,
-    metric: StemMetric = None,
-    lm_eval_filter: StemFilter = None,
-    model_name: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--model-name",
-            help="Name a run: RUN=NAME (a RUN argument as given, or its last path component), or an lm-eval run directory inside a RUN (repeat).",
-            metavar="KEY=NAME",
-        ),
-    ] = None,
-    scorer: StemScorer = None,
-    epochs: Annotated[
-        StemEpochsChoice,
-        typer.Option(
-            "--epochs",
-            help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).",
-        ),
-    ] = StemEpochsChoice.mean,
+    harness: HarnessOptions,
     by: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -1299,7 +1334,7 @@ def compare(
         runs,
         baseline=baseline,
         cluster=cluster,
-        harness=_harness(metric, lm_eval_filter, model_name, scorer, epochs),
+        harness=harness,
         adjust=adjust.value,
         permutations=permutations,
         seed=seed,
@@ -1385,6 +1420,7 @@ FLAG_OF_PARAMETER = {
     "max_epochs": "--epochs",
     "filter": "--lm-eval-filter",
     "scales": "--scale",
+    "thresholds": "--threshold",
     "cluster_selection_method": "--cluster-selection",
 }
 

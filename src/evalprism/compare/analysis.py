@@ -364,11 +364,11 @@ def compare_runs(
     ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
     ``--score``, ``--extract``)."""
     if adjust not in ADJUST:
-        raise EvalprismError(f"--adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
+        raise EvalprismError(f"adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
     check_number("permutations", permutations)
     if not 0 < effect < 1:
         raise EvalprismError(
-            f"--effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
+            f"effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
         )
     choices = ReadChoices()
     table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices, responses=responses)
@@ -383,7 +383,7 @@ def compare_runs(
     if baseline is not None and baseline not in names:  # a configuration's parts in any order (ECDF responses runs)
         baseline = next((n for n in names if "=" in baseline and same_configuration(n, baseline)), baseline)
     if baseline is not None and baseline not in names:
-        raise EvalprismError(f"--baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
+        raise EvalprismError(f"baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
     bench_order = [str(b) for b in pd.unique(table["benchmark"])]  # input order
     items = _per_item(table, names, cluster)

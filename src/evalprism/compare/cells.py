@@ -64,9 +64,10 @@ def identifier_text(value: object) -> str:
 
 
 def require_cluster(df: pd.DataFrame, cluster: str, where: str) -> None:
-    """The ``--cluster`` column exists in this run's table."""
+    """The ``cluster`` column exists in this run's table."""
     if cluster not in df.columns:
+        columns = ", ".join(f"'{c}'" for c in df.columns)  # quoted: a column named like an option stays as it is
         raise EvalprismError(
-            f"{where}: no column '{cluster}' for --cluster (columns: {', '.join(map(str, df.columns))})",
+            f"{where}: no column '{cluster}' for cluster (columns: {columns})",
             parameter="cluster",
         )

@@ -185,7 +185,7 @@ def read_runs(
             if model in owner and owner[model] != where:
                 raise EvalprismError(
                     f"{where}: model '{model}' is also in {owner[model]}: two runs need two names "
-                    f"(e.g. --model-name {Path(owner[model]).name}=A --model-name {Path(where).name}=B)",
+                    f"(give them with model_name: {Path(owner[model]).name}=A, {Path(where).name}=B)",
                     parameter="model_name",
                 )
             owner[model] = where

@@ -77,8 +77,8 @@ def _run_names(df: pd.DataFrame, by: Sequence[str]) -> pd.Categorical:
 def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list[str]) -> np.ndarray:
     if options.score not in RESPONSE_SCORES:
         raise EvalprismError(
-            f"{where}: --score {options.score}: a comparison needs a correctness score per response; "
-            f"cosine similarity is a closeness, its differences are not points: use --score "
+            f"{where}: score {options.score}: a comparison needs a correctness value per response; "
+            f"cosine similarity is a closeness, its differences are not points: use score "
             f"{' or '.join(RESPONSE_SCORES)}, or give a 'score' column in 0..1",
             parameter="score",
         )
@@ -115,10 +115,10 @@ def read_responses_runs(
     by = list(options.by)
     if not by:
         if "model" not in df.columns:
+            columns = ", ".join(f"'{c}'" for c in df.columns)  # quoted: a column named like an option stays as it is
             raise EvalprismError(
                 f"{where}: an ECDF responses file (question_id, response, ...): name the columns that "
-                f"make a run with --by (e.g. --by model --by temperature; columns: "
-                f"{', '.join(map(str, df.columns))})",
+                f"make a run with by (e.g. model and temperature; columns: {columns})",
                 parameter="by",
             )
         by = ["model"]

@@ -19,9 +19,13 @@ from evalprism.stats import ecdf_steps
 if TYPE_CHECKING:
     from evalprism.ecdf.result import EcdfResult
 
+#: a cluster panel draws at most this many of its settings' ECDF curves (a seeded sample beyond it)
 MEMBER_CURVES = 120
+#: the colour of those member curves (faint: the medoid and centroid curves stand out)
 GREY = "rgba(120,128,140,0.25)"
+#: the colour of a cluster's medoid curve
 MEDOID = "#111111"
+#: the colour of a cluster's pooled (centroid) curve, also of the chosen K's line on the stability plot
 CENTROID = "#2f5fd0"
 
 
@@ -41,13 +45,18 @@ def _panel_grid(n: int, cols: int = 4) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-PANEL_HEIGHT = 250  # px per row of small multiples
-PANEL_GAP = 72  # px between rows: x tick labels, the axis title and the next panel's title
-MISSING = "#d9dce3"  # heatmap cells with no responses
+#: px per row of small multiples
+PANEL_HEIGHT = 250
+#: px between rows: x tick labels, the axis title and the next panel's title
+PANEL_GAP = 72
+#: the colour of heatmap cells with no responses
+MISSING = "#d9dce3"
 #: accuracies this close (absolute) count as the same in the headline, if the McNemar test agrees
 SAME_ACCURACY = 0.02
-MAX_ROW_LABELS = 100  # heatmap rows beyond which row labels are hidden (named on hover)
-MAX_HEATMAP_ROWS = 1_000  # more rows are drawn as an evenly spaced sample (in MDS order)
+#: heatmap rows beyond which row labels are hidden (hover names them)
+MAX_ROW_LABELS = 100
+#: the most heatmap rows drawn: a larger table is drawn as this many evenly spaced rows (in MDS order)
+MAX_HEATMAP_ROWS = 1_000
 #: heatmap columns up to which every configuration is labelled; past it every k-th label is shown,
 #: upright, so that the labels never overlap (hover names every column)
 MAX_COLUMN_LABELS = 40

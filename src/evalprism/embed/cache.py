@@ -88,7 +88,8 @@ class EmbeddingCache:
             raise EvalprismError(
                 f"embedding cache {self.path}: cannot be opened as evalprism's SQLite cache ({exc}); evalprism leaves "
                 "it as it is: move it away (evalprism then builds a new cache and recomputes the vectors) or "
-                "choose another --cache-dir"
+                "choose another cache_dir",
+                parameter="cache_dir",
             ) from None
 
     def _check_tables(self) -> None:
@@ -100,7 +101,8 @@ class EmbeddingCache:
                 raise EvalprismError(
                     f"embedding cache {self.path}: is not evalprism's embedding cache (it holds a table '{name}' with "
                     f"columns {', '.join(columns) or 'none'}; expected tables emb(key, dim, vec) and "
-                    "models(model_id, dim)); evalprism leaves it as it is: choose another --cache-dir"
+                    "models(model_id, dim)); evalprism leaves it as it is: choose another cache_dir",
+                    parameter="cache_dir",
                 )
 
     def model_dim(self, model_id: str) -> int | None:

@@ -109,11 +109,12 @@ def parse_scale(text: str) -> tuple[int, int]:
 
 
 def parse_column_options(items: Sequence[str] | None, what: str) -> dict[str, str]:
-    """``["col=value", ...]`` (CLI form of per-column options) -> {col: value}."""
+    """``["col=value", ...]`` (CLI form of per-column options) -> {col: value}; ``what``: the parameter
+    the options are for (``scales``, ``thresholds``), which a message names."""
     out: dict[str, str] = {}
     for item in items or []:
         if "=" not in item:
-            raise EvalprismError(f"--{what} '{item}': expected COLUMN=VALUE")
+            raise EvalprismError(f"{what} '{item}': expected COLUMN=VALUE", parameter=what)
         col, value = item.split("=", 1)
         out[col.strip()] = value.strip()
     return out

@@ -230,7 +230,8 @@ class StaticBackbone(Backbone):
         spec = parse_spec(spec, role="backbone", kinds=("static",))
         if finetune:
             raise EvalprismError(
-                f"backbone '{spec}' is a static model: it cannot be fine-tuned (drop --finetune, or fine-tune minilm)"
+                f"backbone '{spec}' is a static model: it cannot be fine-tuned (drop finetune, or fine-tune minilm)",
+                parameter="finetune",
             )
         self.spec = spec.text
         self.trainable = False

@@ -310,18 +310,20 @@ def _save_checkpoint(directory: Path, state: dict[str, Any]) -> None:
         why = why_write_stopped(tmp, exc)
         tmp.unlink(missing_ok=True)
         if (directory / CHECKPOINT_FILE).is_file():
-            kept = (
-                f"the previous epoch's checkpoint is kept in {directory} (rerun with --resume once it can be written)"
-            )
+            kept = f"the previous epoch's checkpoint is kept in {directory} (rerun with resume once it can be written)"
         else:
             remove_output(directory, OutputKind.P2L_CHECKPOINT)
             kept = "nothing was kept"
-        raise EvalprismError(f"{directory / CHECKPOINT_FILE}: cannot write the checkpoint ({why}); {kept}") from None
+        raise EvalprismError(
+            f"{directory / CHECKPOINT_FILE}: cannot write the checkpoint ({why}); {kept}", parameter="resume"
+        ) from None
 
 
 def invalid_checkpoint(path: Path, what: str) -> EvalprismError:
     """The one message for a checkpoint file that cannot be resumed from."""
-    return EvalprismError(f"--resume: {path} is not a valid evalprism checkpoint: {what}; start without --resume")
+    return EvalprismError(
+        f"resume: {path} is not a valid evalprism checkpoint: {what}; start without resume", parameter="resume"
+    )
 
 
 def read_checkpoint(directory: Path | None, fingerprint: str) -> dict[str, Any]:

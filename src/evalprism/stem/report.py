@@ -418,6 +418,19 @@ def _methods_table(trials: list[Trials]):
     return pd.concat(frames, ignore_index=True)
 
 
+def _add_methods_table(report: Report, trials: list[Trials]) -> None:
+    """The table of every method against random sampling, with its one caption (the trials report of one
+    model and the localization report of several show the same table)."""
+    report.table(
+        _methods_table(trials),
+        "Every method against random sampling",
+        "Per located model: each method's trial accuracy and mean absolute position error with the "
+        "paired 95% interval of its difference to random sampling (same trials), the score estimate's "
+        "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
+        "interval holds it.",
+    )
+
+
 def _diff(d: float, lo: float, hi: float) -> str:
     if np.isnan(lo):
         return f"{d:+.3f}"
@@ -499,12 +512,7 @@ def trials_report(trials: Trials) -> Report:
         "Positions placed per method",
         "How many trials placed the model at each position; the dashed line is the full-benchmark ground truth.",
     )
-    report.table(
-        _methods_table([trials]),
-        "Every method against random sampling",
-        "Differences to random sampling on the same trials with paired 95% intervals; score RMSE against "
-        "the full-benchmark reference score; 95% coverage: trials whose estimate ± 1.96 se holds it.",
-    )
+    _add_methods_table(report, [trials])
     report.details.update(trials.options)
     return report
 
@@ -636,14 +644,7 @@ def location_report(result: LocationResult) -> Report:
             "Share of trials that place the model at its true position (members with a lower full-benchmark "
             "reference score), for every method on the same number of items and the same trials.",
         )
-        report.table(
-            _methods_table(ran),
-            "Every method against random sampling",
-            "Per located model: each method's trial accuracy and mean absolute position error with the "
-            "paired 95% interval of its difference to random sampling (same trials), the score estimate's "
-            "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
-            "interval holds it.",
-        )
+        _add_methods_table(report, ran)
     if result.pool is not None:
         report.table(
             result.pool.benchmarks[

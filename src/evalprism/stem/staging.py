@@ -118,7 +118,7 @@ def plan_stage(
     ``adaptive``: its stage 1) with ``seed`` (default 0); with ``previous`` (an adaptive plan, whose
     seed and method carry on) and the model's ``answers`` on its items, the next stage
     (:func:`next_stage`) and the localization so far. ``stage``, when given, must be that next stage."""
-    later = "applies to a later stage of an adaptive plan (give the previous stage's plan with --plan)"
+    later = "applies to a later stage of an adaptive plan (planned from the previous stage's plan)"
     for name, value in (
         ("answers", None if answers is None else "given"),
         ("model", model),
@@ -135,7 +135,7 @@ def plan_stage(
     if seed is not None and seed != previous.options.get("seed", 0):
         raise EvalprismError(
             f"seed {seed}: the plan was made with seed {previous.options.get('seed', 0)} and its "
-            "later stages use it; drop --seed",
+            "later stages use it; drop seed",
             parameter="seed",
         )
     last = int(previous.items["stage"].max())
@@ -147,7 +147,7 @@ def plan_stage(
     if answers is None:
         raise EvalprismError(
             "answers: a later stage is picked from the model's answers on the previous stages' items; "
-            "give them with --answers",
+            "give them with answers",
             parameter="answers",
         )
     plan, current = next_stage(pool, previous, target_of(pool, answers, model), items, target_confidence, progress)

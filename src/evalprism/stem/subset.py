@@ -60,7 +60,7 @@ def locate_subset(
         raise EvalprismError(
             f"method {method}: an adaptive plan is read with its own estimator (the IRT ability "
             "posterior, calibrated on the panel); its stage-1 design-based estimate is reported "
-            "beside it; drop --method",
+            "beside it; drop method",
             parameter="method",
         )
     chosen = "adaptive" if adaptive else choose_method(pool, target.model, method)
@@ -88,8 +88,9 @@ def locate_subset(
             )
             raise EvalprismError(
                 f"model '{target.model}' has no usable answer on {int(lacking.sum())} of the "
-                f"{len(idx)} planned items (first: {first}); run them, or locate without --plan "
-                "(its answers are then taken as a simple random sample of the pool)"
+                f"{len(idx)} planned items (first: {first}); run them, or locate without plan "
+                "(its answers are then taken as a simple random sample of the pool)",
+                parameter="plan",
             )
         outside = int(usable.sum()) - len(idx)
         if outside > 0 and not whole:
