@@ -133,10 +133,12 @@ def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
     assert not any("mismatches end on the reference number" in n for n in res.notes)
     rows = [r for r in rows if r["response"] != "7"]
     res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
-    assert any(
-        n.startswith("6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $")
+    assert any(  # named by its table, as every note of the shared answer preparation is
+        n.startswith(
+            "responses table: 6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $"
+        )
         for n in res.notes
-    )
+    ), res.notes
 
 
 def _vote_vs_medoid() -> pd.DataFrame:

@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from evalprism.compare.cells import identifier_column, require_cluster, score_values
-from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
+from evalprism.ecdf.prepare import read_answers
 from evalprism.ecdf.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
-from evalprism.ecdf.scoring import lexical_scores, numeric_mismatch_notes
+from evalprism.ecdf.scoring import score_answers
 from evalprism.errors import EvalprismError
+from evalprism.vocabularies import ScoreRule
 
 #: the scoring rules a responses file can be compared under (0/1 correctness)
 RESPONSE_SCORES = ("exact", "contains")
@@ -42,7 +43,7 @@ class ResponseOptions:
     texts (multiple choice), all as in `ecdf`."""
 
     by: tuple[str, ...] = ()
-    score: str = "exact"
+    score: ScoreRule = "exact"
     extract: str | None = None
     choices: str | None = None
 
@@ -82,26 +83,8 @@ def _lexical(df: pd.DataFrame, where: str, options: ResponseOptions, notes: list
             f"{' or '.join(RESPONSE_SCORES)}, or give a 'score' column in 0..1",
             parameter="score",
         )
-    extractor = compile_extractor(options.extract)
-    choice = options.choices
-    if choice is not None and choice not in df.columns:
-        raise EvalprismError(f"{where}: choices column '{choice}' not found", parameter="choices")
-    maps = (
-        [parse_choices(v, f"{where}: row {r}, column '{choice}'") for r, v in zip(df["_row"], df[choice], strict=True)]
-        if choice is not None
-        else [None] * len(df)
-    )
-    answers, answered_list = prepare_responses(df["response"].astype(str), extractor, maps)
-    answered = np.asarray(answered_list, dtype=bool)
-    if extractor is not None and (~answered).any():
-        notes.append(
-            f"{where}: {int((~answered).sum()):,} of {len(df):,} responses had no match for --extract and score 0"
-        )
-    refs = [tuple(strip_suffixes(r) for r in row) for row in df["references"]]
-    scores = lexical_scores(answers, answered, refs, options.score)  # type: ignore[arg-type]
-    if options.score == "exact":
-        notes.extend(f"{where}: {n}" for n in numeric_mismatch_notes(answers, answered, refs, scores))
-    return scores
+    answers = read_answers(df, where, options.extract, options.choices, notes)
+    return score_answers(answers, options.score, notes, where)
 
 
 def read_responses_runs(

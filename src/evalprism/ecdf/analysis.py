@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
-from evalprism.ecdf.prepare import compile_extractor, parse_choices, prepare_responses, strip_suffixes
+from evalprism.ecdf.prepare import check_choices_column, read_answers
 from evalprism.ecdf.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.ecdf.result import EcdfResult
 from evalprism.ecdf.scoring import (
@@ -20,7 +20,7 @@ from evalprism.ecdf.scoring import (
     ScoreRule,
     answer_key,
     lexical_scores,
-    numeric_mismatch_notes,
+    score_answers,
     score_rule,
     short_reference_share,
 )
@@ -205,8 +205,7 @@ def _check_options(
         group = None
     if "references" in df.columns and "response" not in df.columns:
         raise EvalprismError(f"{where}: missing required column 'response' (needed with 'references')")
-    if choices and choices not in df.columns:
-        raise EvalprismError(f"{where}: choices column '{choices}' not found")
+    check_choices_column(df, where, choices)
     return group
 
 
@@ -302,22 +301,8 @@ def _score_responses(
     if "references" not in df.columns:
         assert user_scores is not None
         return _Scored(scores=user_scores)
-    extractor = compile_extractor(extract)
-    choice_maps = (
-        [
-            parse_choices(v, f"{where}: row {r}, column '{choices}'")
-            for r, v in zip(df["_row"], df[choices], strict=True)
-        ]
-        if choices
-        else [None] * len(df)
-    )
-    answers, answered_list = prepare_responses(
-        df["response"].astype(str), extractor, choice_maps, (f"{where}: row {r}" for r in df["_row"])
-    )
-    answered = np.asarray(answered_list, dtype=bool)
-    if extractor is not None and (~answered).any():
-        notes.append(f"{int((~answered).sum())} of {len(df)} responses had no match for --extract and score 0")
-    ref_lists = [tuple(strip_suffixes(r) for r in refs) for refs in df["references"]]
+    prepared = read_answers(df, where, extract, choices or None, notes)
+    answers, answered, ref_lists = prepared.texts, prepared.answered, prepared.references
     distinct_refs = list(dict.fromkeys(r for refs in ref_lists for r in refs))
     emb = get_embedder(embedder, cache_dir=cache_dir, progress=progress)
     answer_texts = [t for t, a in zip(answers, answered, strict=True) if a]
@@ -340,9 +325,7 @@ def _score_responses(
                 "scores them right or wrong"
             )
     else:
-        scores = lexical_scores(answers, answered, ref_lists, rule)
-        if rule == "exact":
-            notes.extend(numeric_mismatch_notes(answers, answered, ref_lists, scores))
+        scores = score_answers(prepared, rule, notes, where)
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
 
 

@@ -120,13 +120,18 @@ class Answers:
     references: list[tuple[str, ...]]
 
 
+def check_choices_column(df: pd.DataFrame, where: str, choices: str | None) -> None:
+    """Refuse a ``choices`` option naming no column of the responses table."""
+    if choices and choices not in df.columns:
+        raise EvalprismError(f"{where}: choices column '{choices}' not found", parameter="choices")
+
+
 def read_answers(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, notes: list[str]) -> Answers:
     """The :class:`Answers` of a responses table (``response`` and ``references`` columns, ``_row`` the
     1-based source row that messages name), the one preparation `ecdf` and `compare` share: extraction
     by ``extract``, the labels of the ``choices`` column mapped to their texts. A note says how many
     responses had no match for the pattern."""
-    if choices is not None and choices not in df.columns:
-        raise EvalprismError(f"{where}: choices column '{choices}' not found", parameter="choices")
+    check_choices_column(df, where, choices)
     rows = df["_row"].tolist()
     extractor = compile_extractor(extract)
     maps = (

@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
+from evalprism.ecdf.prepare import Answers
 from evalprism.errors import EvalprismError
 from evalprism.vocabularies import ScoreRule, choices
 
@@ -139,6 +140,18 @@ def numeric_mismatch_notes(
         "answer is not isolated; take it out with extract=... / --extract REGEX (e.g. "
         "'(-?[\\d,.]+)\\D*$'), or score with 'contains'"
     ]
+
+
+def score_answers(answers: Answers, rule: ScoreRule, notes: list[str], where: str) -> np.ndarray:
+    """Quality 0/1 per response of ``answers`` under the lexical ``rule`` (``exact`` or ``contains``:
+    :func:`lexical_scores`), with the exact-match note on answers that are not isolated: the one
+    lexical scoring `ecdf` and `compare` share."""
+    scores = lexical_scores(answers.texts, answers.answered, answers.references, rule)
+    if rule == "exact":
+        notes.extend(
+            f"{where}: {n}" for n in numeric_mismatch_notes(answers.texts, answers.answered, answers.references, scores)
+        )
+    return scores
 
 
 def short_reference_share(ref_lists: Sequence[tuple[str, ...]]) -> float:
