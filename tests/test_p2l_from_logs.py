@@ -164,3 +164,46 @@ def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
     pd.DataFrame(rows).to_csv(path, index=False)
     table = read_battles_input(path)
     assert "converted" not in table.attrs and len(table) == 6
+
+
+def test_harness_options_choose_what_the_battles_are_made_of(tmp_path: Path, capsys) -> None:
+    """`--lm-eval-filter` (and the other harness options) reach the readers behind `p2l fit`/`train`:
+    under gen_local's flexible-extract filter the battles follow the scores read_correctness gives
+    under that filter, and the read notes say which filter was read."""
+    from evalprism.io.harness_options import HarnessOptions
+
+    root = FIXTURES / "lm_eval"
+    flexible = HarnessOptions.parse(lm_eval_filter="gen_local=flexible-extract")
+    battles = read_battles_input(root, harness=flexible)
+    truth = read_correctness(root, harness=flexible).set_index(["model", "benchmark", "item_id"])["score"]
+    strict = read_correctness(root).set_index(["model", "benchmark", "item_id"])["score"]
+    assert not truth.equals(strict)  # the filter changes the scores, so the test can tell
+    for r in battles.itertuples():
+        sa = truth[(r.model_a, r.benchmark, r.item_id)].clip(min=0)
+        sb = truth[(r.model_b, r.benchmark, r.item_id)].clip(min=0)
+        assert r.winner == ("model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)")
+    assert any("filter flexible-extract" in line for line in battles.attrs["converted"])
+
+    code, _, err = run_cli(
+        ["p2l", "fit", str(root), "--out", str(tmp_path / "fit"), "--lm-eval-filter", "gen_local=flexible-extract"],
+        capsys,
+    )
+    assert code == 0, err
+    run = json.loads((tmp_path / "fit" / "run.json").read_text())
+    assert any("filter flexible-extract" in line for line in run["options"]["read"])
+
+
+def test_harness_options_on_a_battles_file_are_refused_by_their_flag(tmp_path: Path, capsys) -> None:
+    rows = [
+        {"prompt": f"p{i}", "model_a": a, "model_b": b, "winner": "model_a"}
+        for i, (a, b) in enumerate(itertools.permutations("xyz", 2))
+    ]
+    path = tmp_path / "battles.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    code, _, err = run_cli(["p2l", "fit", str(path), "--out", str(tmp_path / "fit"), "--metric", "acc"], capsys)
+    assert code == 2 and "--metric acc: does not apply here" in err and "holds battles" in err
+    # p2l train's --epochs is the epoch loop's: the inspect reader's option is --log-epochs, and its
+    # message says so
+    code, _, err = run_cli(["p2l", "train", str(path), "--out", str(tmp_path / "m"), "--log-epochs", "all"], capsys)
+    assert code == 2 and "--log-epochs all: does not apply here" in err and "drop --log-epochs" in err, err
+    assert not (tmp_path / "fit").exists() and not (tmp_path / "m").exists()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -13,6 +10,7 @@ import typer
 from rich.console import Console
 
 from evalprism import __version__
+from evalprism.cli_harness import HarnessEpochsChoice, harness_options
 from evalprism.errors import EvalprismError
 from evalprism.vocabularies import (
     Adjustment,
@@ -21,7 +19,6 @@ from evalprism.vocabularies import (
     CiMethod,
     ClusterSelection,
     Design,
-    Epochs,
     FinalRule,
     HeadFit,
     IRTKind,
@@ -252,6 +249,7 @@ CiName = choice_enum("CiName", CiMethod)
 
 
 @p2l_app.command("fit")
+@harness_options()
 def p2l_fit(
     battles: Annotated[
         Path,
@@ -260,6 +258,7 @@ def p2l_fit(
         ),
     ],
     out: Out,
+    *,
     outcome_model: Annotated[
         OutcomeModelChoice,
         typer.Option("--outcome-model", "--model", help="Outcome model of a battle (--model: its older name)."),
@@ -271,6 +270,7 @@ def p2l_fit(
             "--rounds", help="With --ci bootstrap: bootstrap rounds (default 100).", **number_bounds("rounds")
         ),
     ] = None,
+    harness: HarnessOptions,
     seed: Seed = 0,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -281,7 +281,7 @@ def p2l_fit(
 
     target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(
-        read_battles_input(battles, prompts=False),
+        read_battles_input(battles, prompts=False, harness=harness),
         outcome_model=outcome_model.value,
         ci=ci.value,
         rounds=rounds,
@@ -328,7 +328,18 @@ def p2l_split(
 AggregationName = choice_enum("AggregationName", Aggregation)
 
 
+#: `p2l train`'s --epochs is the epoch loop's; the inspect_ai reader's epochs option is --log-epochs there
+TrainLogEpochs = Annotated[
+    HarnessEpochsChoice,
+    typer.Option(
+        "--log-epochs",
+        help="inspect_ai logs whose samples ran several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch its own item).",
+    ),
+]
+
+
 @p2l_app.command("train")
+@harness_options(epochs=TrainLogEpochs)
 def p2l_train(
     battles: Annotated[
         Path,
@@ -342,6 +353,7 @@ def p2l_train(
             "--out", "-o", help="Model directory to write (created; see --overwrite).", parser=_out_path, metavar="DIR"
         ),
     ],
+    *,
     backbone: Annotated[
         str,
         typer.Option(
@@ -377,7 +389,7 @@ def p2l_train(
             help="With --fit ridge: the penalty λ on the head's weights (default: chosen by 5-fold cross-validation).",
         ),
     ] = None,
-    epochs: Annotated[
+    max_epochs: Annotated[
         Optional[int],
         typer.Option(
             "--epochs",
@@ -451,6 +463,7 @@ def p2l_train(
         bool,
         typer.Option("--resume", help="Continue an interrupted run from OUT.checkpoint (on any number of processes)."),
     ] = False,
+    harness: HarnessOptions,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
@@ -467,7 +480,7 @@ def p2l_train(
         fit=fit.value if fit else None,
         penalty=penalty,
         val_fraction=val_fraction,
-        max_epochs=epochs,
+        max_epochs=max_epochs,
         batch_size=batch_size,
         micro_batch_size=micro_batch_size,
         lr=lr,
@@ -481,7 +494,7 @@ def p2l_train(
     )
     target = TrainResult.claim(out, inputs=[battles, cache_dir], overwrite=overwrite, progress=not quiet)
     result = train_model(
-        read_battles_input(battles, prompts=True),
+        read_battles_input(battles, prompts=True, harness=harness),
         options,
         checkpoint_dir=checkpoint_dir_for(target),
         resume=resume,
@@ -829,9 +842,6 @@ StemMethod = choice_enum("StemMethod", LocateMethod)
 StemDesign = choice_enum("StemDesign", Design)
 
 
-StemEpochsChoice = choice_enum("StemEpochsChoice", Epochs, order=("mean", "first", "all"))
-
-
 StemIRT = choice_enum("StemIRT", IRTKind, order=("2pl", "1pl"))
 
 
@@ -848,86 +858,6 @@ StemFamily = Annotated[
 StemMissingOpt = Annotated[
     StemMissing, typer.Option("--missing", help="A -1 (no answer): count it as wrong, or exclude the item.")
 ]
-StemMetric = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--metric",
-        help="lm-eval samples: the metric holding 0/1, as TASK=METRIC (repeat) or METRIC for every task (default per task: the first in the results file's higher_is_better).",
-        metavar="[TASK=]METRIC",
-    ),
-]
-StemFilter = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--lm-eval-filter",
-        help="lm-eval samples: the filter, as TASK=FILTER (repeat) or FILTER for every task (default: the task's only filter, else strict-match, else the first listed).",
-        metavar="[TASK=]FILTER",
-    ),
-]
-StemModelName = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--model-name",
-        help="lm-eval run directory (relative path or name) to model name (repeat; default: the directory's name).",
-        metavar="DIR=NAME",
-    ),
-]
-StemScorer = Annotated[
-    Optional[str], typer.Option("--scorer", help="inspect_ai logs: the scorer to read (default: the only one).")
-]
-StemEpochs = Annotated[
-    StemEpochsChoice,
-    typer.Option(
-        "--epochs",
-        help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch its own item).",
-    ),
-]
-
-
-#: the options that say how harness output (lm-eval samples, inspect_ai logs) is read, declared once for
-#: every command that reads correctness: name, annotation (flag and help), default
-_HARNESS_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
-    ("metric", StemMetric, None),
-    ("lm_eval_filter", StemFilter, None),
-    ("model_name", StemModelName, None),
-    ("scorer", StemScorer, None),
-    ("epochs", StemEpochs, StemEpochsChoice.mean),
-)
-
-
-def _harness_options(**annotations: Any) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Decorator: the command's ``harness`` parameter is shown as the harness options
-    (:data:`_HARNESS_OPTIONS`, in its place; ``annotations`` replaces an option's flag and help) and the
-    command receives them as one ``HarnessOptions``. Typer reads a command's options from
-    ``inspect.signature``, which honours ``__signature__``."""
-
-    def decorate(command: Callable[..., None]) -> Callable[..., None]:
-        # the annotations evaluated (typer reads Annotated options off them); harness's own annotation,
-        # imported for type checking only, is replaced and never read
-        signature = inspect.signature(command, eval_str=True, locals={"HarnessOptions": None})
-        kind = signature.parameters["harness"].kind
-        options = [
-            inspect.Parameter(name, kind, default=default, annotation=annotations.get(name, annotation))
-            for name, annotation, default in _HARNESS_OPTIONS
-        ]
-        parameters = []
-        for parameter in signature.parameters.values():
-            parameters.extend(options if parameter.name == "harness" else [parameter])
-
-        @functools.wraps(command)
-        def with_harness(*args: Any, **kwargs: Any) -> None:
-            from evalprism.io.harness_options import HarnessOptions
-
-            given = {name: kwargs.pop(name) for name, _, _ in _HARNESS_OPTIONS}
-            kwargs["harness"] = HarnessOptions.parse(**given | {"epochs": given["epochs"].value})
-            command(*args, **kwargs)
-
-        with_harness.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-        # typer also resolves annotations with typing.get_type_hints, which reads __annotations__
-        with_harness.__annotations__ = {p.name: p.annotation for p in parameters}
-        return with_harness
-
-    return decorate
 
 
 def _read_notes(lines: list[str], quiet: bool) -> None:
@@ -972,7 +902,7 @@ def _read_answers(path: Path, harness: HarnessOptions, quiet: bool) -> pd.DataFr
 
 
 @stem_app.command("pool")
-@_harness_options()
+@harness_options()
 def stem_pool(
     correctness: StemCorrectness,
     models: StemModels,
@@ -1028,7 +958,7 @@ def stem_pool(
 
 
 @stem_app.command("locate")
-@_harness_options()
+@harness_options()
 def stem_locate(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     new_correctness: StemCorrectness,
@@ -1125,7 +1055,7 @@ StemPlanMethod = choice_enum("StemPlanMethod", PlanMethod)
 
 
 @stem_app.command("plan")
-@_harness_options()
+@harness_options()
 def stem_plan(
     pool_dir: Annotated[Path, typer.Argument(help="Pool directory from `evalprism stem pool`.")],
     out: Annotated[
@@ -1230,7 +1160,7 @@ def stem_plan(
 
 
 @stem_app.command("audit")
-@_harness_options()
+@harness_options()
 def stem_audit(
     correctness: StemCorrectness,
     models: StemModels,
@@ -1261,7 +1191,7 @@ CompareModelName = Annotated[
     ),
 ]
 CompareEpochs = Annotated[
-    StemEpochsChoice,
+    HarnessEpochsChoice,
     typer.Option(
         "--epochs",
         help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all (each epoch one sample of its item: the within-item variance is reported).",
@@ -1270,7 +1200,7 @@ CompareEpochs = Annotated[
 
 
 @app.command()
-@_harness_options(model_name=CompareModelName, epochs=CompareEpochs)
+@harness_options(model_name=CompareModelName, epochs=CompareEpochs)
 def compare(
     runs: Annotated[
         list[Path],

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.inspect_logs import looks_like_inspect_json
 from evalprism.io.tables import read_table
+
+if TYPE_CHECKING:
+    from evalprism.io.harness_options import HarnessOptions
 
 __all__ = ["Conversion", "battles_from_scores", "is_graded", "read_battles_input"]
 
@@ -173,20 +177,27 @@ def is_graded(path: Path, table: pd.DataFrame | None = None) -> bool:
     return table is not None and {"item_id", "score"} <= set(table.columns) and "winner" not in table.columns
 
 
-def read_battles_input(path: str | Path, *, prompts: bool = True) -> pd.DataFrame:
+def read_battles_input(
+    path: str | Path, *, prompts: bool = True, harness: HarnessOptions | None = None
+) -> pd.DataFrame:
     """What `p2l train` (``prompts``) and `p2l fit` read: a battles file as
     :func:`~evalprism.io.tables.read_table` reads it, or graded logs and score tables converted to
-    battles (:func:`battles_from_scores`)."""
+    battles (:func:`battles_from_scores`). ``harness``: how the harness readers read lm-eval samples
+    and inspect_ai logs (the metric, filter, model names, scorer, epochs; default: the readers' own
+    choices, said in the read notes); an option given for a battles file, which no harness reader
+    reads, is refused."""
     from evalprism.compare.read import read_runs
-    from evalprism.io.harness_options import ReadChoices
+    from evalprism.io.harness_options import HarnessOptions, ReadChoices
 
+    harness = harness or HarnessOptions()
     path = Path(path)  # a missing or unreadable file is refused by the reader that reads it, by name
     table = None if path.is_dir() or path.suffix.lower() == ".eval" else read_table(path)
     if not is_graded(path, table):
         assert table is not None
+        harness.check_applies([], f"{path} holds battles, whose verdicts are read as they are")
         return table
     choices = ReadChoices()
-    scores, notes = read_runs([table if table is not None else path], choices=choices, prompts=True)
+    scores, notes = read_runs([table if table is not None else path], harness=harness, choices=choices, prompts=True)
     battles, _ = battles_from_scores(scores, where=str(path), require_prompts=prompts)
     battles.attrs["converted"] = [*choices.lines, *notes, *battles.attrs["converted"]]
     return battles
