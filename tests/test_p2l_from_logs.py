@@ -207,3 +207,60 @@ def test_harness_options_on_a_battles_file_are_refused_by_their_flag(tmp_path: P
     code, _, err = run_cli(["p2l", "train", str(path), "--out", str(tmp_path / "m"), "--log-epochs", "all"], capsys)
     assert code == 2 and "--log-epochs all: does not apply here" in err and "drop --log-epochs" in err, err
     assert not (tmp_path / "fit").exists() and not (tmp_path / "m").exists()
+
+
+@pytest.mark.slow
+def test_split_train_evaluate_from_logs_holds_items_out(tmp_path: Path, capsys) -> None:
+    """The held-out workflow on graded logs: `p2l split` splits the battles made from the lm-eval
+    samples by item text, `p2l train` fits on one side and `p2l evaluate` scores the other side as
+    held out, while evaluating on the whole log directory says the model saw some of its prompts."""
+    root = FIXTURES / "lm_eval"
+    split = tmp_path / "split"
+    code, _, err = run_cli(["p2l", "split", str(root), "--out", str(split), "--test-fraction", "0.5"], capsys)
+    assert code == 0, err
+    train, test = pd.read_json(split / "train.jsonl", lines=True), pd.read_json(split / "test.jsonl", lines=True)
+    assert len(train) + len(test) == 12 * 3  # 12 items, 3 pairs of runs each
+    assert not set(train["prompt"]) & set(test["prompt"])  # an item's battles stay on one side
+    assert {"model_a", "model_b", "winner", "item_id"} <= set(train.columns)
+    code, _, err = run_cli(
+        [
+            "p2l",
+            "train",
+            str(split / "train.jsonl"),
+            "--outcome-model",
+            "rk",
+            "--penalty",
+            "1",
+            "--out",
+            str(tmp_path / "m"),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    code, _, err = run_cli(
+        ["p2l", "evaluate", str(tmp_path / "m"), str(split / "test.jsonl"), "--out", str(tmp_path / "ev")], capsys
+    )
+    assert code == 0, err
+    assert json.loads((tmp_path / "ev" / "run.json").read_text())["options"]["overlap"]["fit"] == 0
+    code, _, err = run_cli(["p2l", "evaluate", str(tmp_path / "m"), str(root), "--out", str(tmp_path / "all")], capsys)
+    assert code == 0, err
+    overlap = json.loads((tmp_path / "all" / "run.json").read_text())["options"]["overlap"]
+    # every training prompt is among them: fitted on, or held out by training as its validation
+    assert overlap["fit"] > 0 and overlap["fit"] + overlap["validation"] == train["prompt"].nunique()
+    assert "NOT held out" in (tmp_path / "all" / "report.html").read_text()
+
+
+def test_split_of_a_jsonl_score_table_writes_battles_not_score_rows(tmp_path: Path, capsys) -> None:
+    """A JSON Lines score table with as many rows as battles: the split writes the battles made from
+    it, never the file's own rows (which the split copies verbatim for a battles file)."""
+    rows = [
+        {"model": m, "item_id": i, "score": s, "prompt": f"question {i}"}
+        for i in range(6)
+        for m, s in (("x", 1), ("y", i % 2), ("z", 0))
+    ]  # 18 score rows; 6 items x 3 pairs = 18 battles
+    path = tmp_path / "scores.jsonl"
+    pd.DataFrame(rows).to_json(path, orient="records", lines=True)
+    code, _, err = run_cli(["p2l", "split", str(path), "--out", str(tmp_path / "split")], capsys)
+    assert code == 0, err
+    written = pd.concat([pd.read_json(tmp_path / "split" / f, lines=True) for f in ("train.jsonl", "test.jsonl")])
+    assert len(written) == 18 and "winner" in written.columns and "score" not in written.columns

@@ -294,9 +294,16 @@ def p2l_fit(
 
 
 @p2l_app.command("split")
+@harness_options()
 def p2l_split(
-    battles: Annotated[Path, typer.Argument(help="Battles with prompts (any supported battles format).")],
+    battles: Annotated[
+        Path,
+        typer.Argument(
+            help="Battles with prompts (any supported battles format), or graded logs with the items' text (as `p2l train` reads them): split by prompt, so by item."
+        ),
+    ],
     out: Out,
+    *,
     test_fraction: Annotated[
         float, typer.Option("--test-fraction", help="Share of prompts held out for testing.")
     ] = 0.2,
@@ -304,17 +311,18 @@ def p2l_split(
         int,
         typer.Option("--seed", help="Random seed (a prompt's side: a hash of its text and the seed).", callback=_seed),
     ] = 0,
+    harness: HarnessOptions,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Split battles by prompt into OUT/train and OUT/test (the input's format), for `p2l evaluate`:
     training's own rule, so --test-fraction F --seed S holds out the prompts `p2l train --val-fraction F
     --seed S` validates on."""
-    from evalprism.io import read_table
     from evalprism.p2l import split_battles
+    from evalprism.p2l.from_logs import read_battles_input
 
     target = _claim(out, "p2l split", [battles], overwrite, quiet)
-    result = split_battles(read_table(battles), test_fraction=test_fraction, seed=seed)
+    result = split_battles(read_battles_input(battles, harness=harness), test_fraction=test_fraction, seed=seed)
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
     b, p = result.options["battles"], result.options["prompts"]
@@ -553,10 +561,17 @@ RouteValueName = choice_enum("RouteValueName", RouteValueKind)
 
 
 @p2l_app.command("evaluate")
+@harness_options()
 def p2l_evaluate(
     model_dir: P2LModelDir,
-    battles: Annotated[Path, typer.Argument(help="Held-out battles (prompts not used in training).")],
+    battles: Annotated[
+        Path,
+        typer.Argument(
+            help="Held-out battles (prompts not used in training), or graded logs of held-out items (as `p2l train` reads them)."
+        ),
+    ],
     out: Out,
+    *,
     repeats: Annotated[
         int,
         typer.Option(
@@ -592,19 +607,21 @@ def p2l_evaluate(
         ),
     ] = None,
     seed: Seed = 0,
+    harness: HarnessOptions,
     cache_dir: CacheDir = None,
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines (NLL split into outcome type and
     winner for rk/grk); with --costs, routing policies valued on the held-out verdicts; aggregation scaling."""
-    from evalprism.io import read_costs, read_table
+    from evalprism.io import read_costs
     from evalprism.p2l import evaluate_model_dir
+    from evalprism.p2l.from_logs import read_battles_input
 
     if value is not None and costs is None:
         raise EvalprismError("--value applies to a routing evaluation: add --costs")
     target = _claim(out, "p2l evaluate", [model_dir, battles, costs, cache_dir], overwrite, quiet)
-    table = read_table(battles)  # the battles first: a bad file fails before the model loads
+    table = read_battles_input(battles, harness=harness)  # the battles first: a bad file fails before the model loads
     cost_table = None if costs is None else read_costs(costs, cost_column)
     result = evaluate_model_dir(
         model_dir,

@@ -60,6 +60,8 @@ def _source_records(table: pd.DataFrame, fmt: str) -> list[str] | None:
     source = table.attrs.get("source")
     if fmt not in ("jsonl", "json") or not source or not Path(source).is_file():
         return None
+    if table.attrs.get("converted"):  # battles made from graded scores: the file holds the scores, not these rows
+        return None
     try:
         if table_format(source) != fmt:
             return None
