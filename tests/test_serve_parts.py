@@ -441,3 +441,45 @@ def test_the_output_rules_for_an_appended_file(tmp_path) -> None:
     for fine in (tmp_path / "empty.jsonl", tmp_path / "new" / "d.jsonl"):
         assert check_output_file(fine, "decision log", inputs=inputs, not_ours=lambda p: "never") == fine
     assert (model / "config.json").read_text() == "{}\n" and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("budget", [None, 1.5, 2.6])
+def test_routing_decisions_draw_as_numpy_choice_does(budget: float | None) -> None:
+    """The batch's decisions, vectorised, are the per-prompt loop they replaced: each model drawn by
+    ``Generator.choice(p=...)`` from the same seed (numpy as the oracle, draw for draw), the
+    distribution's non-zero entries, and the affordable other candidates as fallbacks, best first."""
+    import numpy as np
+    from serve_harness import ConstantBackbone
+
+    from evalprism.p2l.routing import route
+    from evalprism.serve.config import ServeConfig
+    from evalprism.serve.router import RoutingCore
+
+    names = ["a", "b", "c", "d"]
+    costs = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+    config = ServeConfig.model_validate(
+        {"models": {n: {"base_url": f"http://{n}.test/v1", "cost": c} for n, c in costs.items()}, "seed": 3}
+    )
+    core = RoutingCore(ConstantBackbone.model(names, [0.0] * 4), config)
+    coefs = np.random.default_rng(0).normal(0.0, 1.0, (400, 4))
+    decisions = core.decide(coefs, budget)
+
+    rng = np.random.default_rng(3)
+    want = route(
+        coefs[:, core.columns], core.costs, budget, core.opponent, names=names, value=core.route_value
+    )  # as the core calls it
+    limit_of = np.inf if budget is None else budget
+    assert len(decisions) == 400
+    mixed = 0
+    for k, d in enumerate(decisions):
+        p = np.clip(want.probs[k], 0.0, None)
+        pick = int(rng.choice(4, p=p / p.sum()))
+        limit = max(limit_of, costs[names[pick]])
+        order = [int(j) for j in np.argsort(-want.values[k], kind="stable") if j != pick and costs[names[j]] <= limit]
+        assert d.chosen == names[pick]
+        assert d.probs == {names[j]: float(p[j]) for j in np.flatnonzero(p > 0)}
+        assert d.fallbacks == tuple(names[j] for j in order)
+        assert d.expected_winrate == float(want.expected_winrate[k])
+        assert d.router_coef == float(want.router_coef[k]) and d.expected_cost == float(want.expected_cost[k])
+        mixed += len(d.probs) > 1
+    assert budget is None or mixed > 0  # a budget between costs mixes two models: the draw is exercised

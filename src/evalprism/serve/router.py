@@ -15,7 +15,7 @@ model's cost (a retry never spends more than the first attempt could have).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,34 +68,47 @@ class RoutingCore:
         routed = [i for i, job in enumerate(jobs) if job.route]
         for budget in {jobs[i].budget for i in routed}:  # one vectorised route() per distinct budget
             rows = [i for i in routed if jobs[i].budget == budget]
-            for i, decision in zip(rows, self.decide(prediction.coefs[rows], budget), strict=True):
-                decisions[i] = replace(decision, extra=_finite_or_none(extras[i]))
+            extra = [_finite_or_none(extras[i]) for i in rows]
+            for i, decision in zip(rows, self.decide(prediction.coefs[rows], budget, extra), strict=True):
+                decisions[i] = decision
         for i, job in enumerate(jobs):
             if not job.route:
                 decisions[i] = Decision(prediction.coefs[i], _finite_or_none(extras[i]))
         return decisions  # type: ignore[return-value]
 
-    def decide(self, coefs: np.ndarray, budget: float | None) -> list[Decision]:
-        """Decisions for leaderboards ``coefs`` (n, all P2L models) under one budget."""
+    def decide(
+        self, coefs: np.ndarray, budget: float | None, extras: Sequence[float | None] | None = None
+    ) -> list[Decision]:
+        """Decisions for leaderboards ``coefs`` (n, all P2L models, with tie parameters ``extras``) under one budget: each prompt's model
+        drawn from its routing distribution, the other affordable candidates as fallbacks, best first.
+        Vectorised over the batch (this runs for every routed request): the draw is numpy's
+        ``Generator.choice(p=...)`` written out (a uniform per prompt against the cumulative
+        distribution, the same draws from the same seed), the fallback order one argsort."""
         theta = coefs[:, self.columns]
         chosen = route(theta, self.costs, budget, self.opponent, names=self.candidates, value=self.route_value)
-        probs, values = np.atleast_2d(chosen.probs), np.atleast_2d(chosen.values)
+        n = theta.shape[0]
+        probs = np.clip(np.atleast_2d(chosen.probs), 0.0, None)
+        cdf = np.cumsum(probs / probs.sum(axis=1, keepdims=True), axis=1)
+        cdf /= cdf[:, -1:]
+        picks = (cdf <= self.rng.random((n, 1))).sum(axis=1).tolist()  # choice(): searchsorted, side right
+        order = np.argsort(-np.atleast_2d(chosen.values), axis=1, kind="stable").tolist()
+        limit = np.maximum(np.inf if budget is None else budget, self.costs[picks]).tolist()
+        costs, names = self.costs.tolist(), self.candidates
+        winrate = np.broadcast_to(chosen.expected_winrate, n).tolist()
+        router_coef = np.broadcast_to(chosen.router_coef, n).tolist()
+        expected_cost = np.broadcast_to(chosen.expected_cost, n).tolist()
         out = []
-        for k in range(theta.shape[0]):
-            p = np.clip(probs[k], 0.0, None)
-            pick = int(self.rng.choice(len(self.candidates), p=p / p.sum()))
-            limit = max(np.inf if budget is None else budget, self.costs[pick])
-            order = [int(j) for j in np.argsort(-values[k], kind="stable") if j != pick and self.costs[j] <= limit]
+        for k, (pick, row) in enumerate(zip(picks, probs.tolist(), strict=True)):
             out.append(
                 Decision(
                     coefs=coefs[k],
-                    extra=None,
-                    chosen=self.candidates[pick],
-                    probs={self.candidates[j]: float(p[j]) for j in np.flatnonzero(p > 0)},
-                    expected_winrate=float(np.atleast_1d(chosen.expected_winrate)[k]),
-                    router_coef=float(np.atleast_1d(chosen.router_coef)[k]),
-                    expected_cost=float(np.atleast_1d(chosen.expected_cost)[k]),
-                    fallbacks=tuple(self.candidates[j] for j in order),
+                    extra=None if extras is None else extras[k],
+                    chosen=names[pick],
+                    probs={names[j]: p for j, p in enumerate(row) if p > 0},
+                    expected_winrate=winrate[k],
+                    router_coef=router_coef[k],
+                    expected_cost=expected_cost[k],
+                    fallbacks=tuple(names[j] for j in order[k] if j != pick and costs[j] <= limit[k]),
                 )
             )
         return out
