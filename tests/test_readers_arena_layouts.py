@@ -227,3 +227,69 @@ def test_real_arena_battles_in_every_layout(tmp_path: Path) -> None:
         fit_leaderboard(read_table(tmp_path / "clean_battle.json"), progress=False).leaderboard,
         fit_leaderboard(read_table(jsonl), progress=False).leaderboard,
     )
+
+
+def _with_image_only_question(tmp_path: Path) -> tuple[Path, int]:
+    """The Arena 140k parts fixture with row 3's user turn made image-only (a vision battle)."""
+    table = pd.read_parquet(FIXTURES / "arena_140k_parts.parquet")
+    row = 2
+    turns = list(table.at[row, "conversation_a"])
+    image = {"type": "image", "text": None, "image": "https://example.test/cat.png", "mimeType": "image/png"}
+    turns[0] = {**turns[0], "content": [image]}
+    table.at[row, "conversation_a"] = turns
+    path = tmp_path / "vision.parquet"
+    table.to_parquet(path, index=False)
+    return path, len(table)
+
+
+def test_image_only_questions_are_left_out_of_what_a_text_model_reads(tmp_path: Path) -> None:
+    """A battle whose user turn is only an image has no prompt a text model can read: training,
+    evaluation and the split leave it out and say so (before, the whole file was refused); the
+    marginal fit, which reads no prompt, keeps it; an empty prompt written as such is still refused."""
+    path, n = _with_image_only_question(tmp_path)
+    data = prepare_battles(read_table(path), TrainOptions())
+    assert data.n_battles == n - 1
+    assert any(
+        "1 battle(s) whose user turns hold only parts without text (images; first: row 3)" in line for line in data.read
+    )
+    split = split_battles(read_table(path), test_fraction=0.5)
+    assert split.train.size + split.test.size == n - 1 and 2 not in set(split.train) | set(split.test)
+    assert any("left out: a text model cannot read" in line for line in split.options["read"])
+    assert fit_leaderboard(read_table(path), progress=False).options["n_battles"] == n
+    blank = read_battles(CANONICAL).astype({"prompt": object})
+    blank.loc[4, "prompt"] = "  "
+    with pytest.raises(EvalprismError, match="row 5, column 'prompt': expected a non-empty prompt"):
+        prepare_battles(blank, TrainOptions())
+
+
+def test_prompt_files_may_hold_conversations(tmp_path: Path) -> None:
+    """`p2l leaderboard`/`route` prompt files: a chat log's ``messages`` column (OpenAI-style, a list of
+    parts included) gives each conversation's user turns; two user turns stay apart (a Conversation,
+    as released lmarena models read them); other columns are carried along; a conversation without
+    text is refused by its row."""
+    from evalprism.io import read_prompts
+    from evalprism.io.battles import Conversation
+
+    rows = [
+        {"messages": [{"role": "user", "content": "Name a prime."}], "topic": "math"},
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Write a haiku."}, {"type": "image_url"}]},
+                {"role": "assistant", "content": "Rain on the roof..."},
+                {"role": "user", "content": "Now in French."},
+            ],
+            "topic": "poetry",
+        },
+    ]
+    path = tmp_path / "chats.jsonl"
+    pd.DataFrame(rows).to_json(path, orient="records", lines=True)
+    table = read_prompts(path)
+    assert table["prompt"].tolist() == ["Name a prime.", "Write a haiku.\n\nNow in French."]
+    second = table["prompt"].iat[1]
+    assert isinstance(second, Conversation) and second.turns == ("Write a haiku.", "Now in French.")
+    assert table["topic"].tolist() == ["math", "poetry"]
+    rows[0]["messages"] = [{"role": "user", "content": [{"type": "image_url"}]}]
+    pd.DataFrame(rows).to_json(path, orient="records", lines=True)
+    with pytest.raises(EvalprismError, match="row 1, column 'prompt': expected a non-empty prompt"):
+        read_prompts(path)

@@ -25,6 +25,7 @@ prompts mended), for the commands to print and keep in ``run.json``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -100,11 +101,13 @@ class UnreadableContent(ValueError):
 @dataclass
 class TextTally:
     """What reading the prompts did: messages whose content was a list of parts, the parts without
-    text left out (by type), prompts with a lone surrogate mended (their 0-based rows)."""
+    text left out (by type), prompts with a lone surrogate mended (their 0-based rows), and the rows
+    whose user turns held parts but no text at all (an image-only question: ``textless_rows``)."""
 
     part_messages: int = 0
     skipped_parts: dict[str, int] = field(default_factory=dict)
     mended_rows: list[int] = field(default_factory=list)
+    textless_rows: list[int] = field(default_factory=list)
 
 
 def content_text(content: Any, tally: TextTally | None = None) -> str:
@@ -194,11 +197,21 @@ def _prompts(values: Any, where: str, column: str, tally: TextTally) -> list[str
     the column for a row that holds no readable text."""
     out = []
     for row, value in enumerate(values):
+        skipped = sum(tally.skipped_parts.values())
         try:
-            out.append(user_turns(value, tally))
+            prompt = user_turns(value, tally)
         except UnreadableContent as exc:
             raise EvalprismError(f"{where}: row {row + 1}, column '{column}': {exc}") from None
+        if not prompt.strip() and sum(tally.skipped_parts.values()) > skipped:
+            tally.textless_rows.append(row)
+        out.append(prompt)
     return out
+
+
+def conversation_prompts(values: Any, where: str, column: str) -> list[str]:
+    """The prompt of each conversation in ``values`` (its user turns: :func:`user_turns`), one message
+    naming the row and the column for a conversation that holds no readable text."""
+    return _prompts(values, where, column, TextTally())
 
 
 def detect_format(df: pd.DataFrame) -> Format:
@@ -338,6 +351,7 @@ def to_canonical_battles(
                 f"{where}: row {row + 1}, column 'p_b': expected a probability in [0, 1], got {p_b[row]}"
             )
     out.attrs["battles_format"] = fmt
+    out.attrs["textless_rows"] = tally.textless_rows
     out.attrs["choices"] = [
         *converted,
         *read_notes(out, where, fmt, columns, n_rows, tally, anony, mended_on_read=mended_on_read),
@@ -529,15 +543,40 @@ def outcome_codes(winner: pd.Series) -> np.ndarray:
     return pd.Index(WINNERS).get_indexer(winner).astype(np.int64)
 
 
-def require_prompts(prompts: pd.Series, where: str, column: str = "prompt") -> None:
-    """Refuse empty prompts where the prompt text is the input of a model."""
-    empty = prompts.fillna("").astype(str).str.strip() == ""
+def require_prompts(prompts: pd.Series, where: str, column: str = "prompt", textless: Sequence[int] = ()) -> None:
+    """Refuse empty prompts where the prompt text is the input of a model (``textless``: rows known to
+    hold only parts without text, which :func:`readable_prompts` leaves out instead)."""
+    empty = (prompts.fillna("").astype(str).str.strip() == "").to_numpy().copy()
+    empty[np.asarray(textless, dtype=np.int64)] = False
     if empty.any():
-        row = int(np.flatnonzero(empty.to_numpy())[0])
+        row = int(np.flatnonzero(empty)[0])
         raise EvalprismError(
             f"{where}: row {row + 1}, column '{column}': expected a non-empty prompt "
             f"({int(empty.sum())} empty prompt(s) in all)"
         )
+
+
+def readable_prompts(table: pd.DataFrame, where: str) -> tuple[np.ndarray, str | None]:
+    """Which battles of a canonical table a text model can read (a mask), and a note on the others.
+    A battle whose user turns held only parts without text (an image-only question of Arena's vision
+    battles, counted when the conversation was read) is left out with the note rather than refusing
+    the file; any other empty prompt is refused, naming its row (:func:`require_prompts`)."""
+    textless = list(table.attrs.get("textless_rows") or [])
+    require_prompts(table["prompt"], where, textless=textless)
+    keep = np.ones(len(table), dtype=bool)
+    keep[np.asarray(textless, dtype=np.int64)] = False
+    if not textless:
+        return keep, None
+    if not keep.any():
+        raise EvalprismError(
+            f"{where}: every battle's user turns hold only parts without text (images): a text model has "
+            "no prompt to read"
+        )
+    note = (
+        f"{where}: {len(textless):,} battle(s) whose user turns hold only parts without text (images; first: "
+        f"row {textless[0] + 1}) left out: a text model cannot read their prompt"
+    )
+    return keep, note
 
 
 def in_content_order(table: pd.DataFrame) -> pd.DataFrame:

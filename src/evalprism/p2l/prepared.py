@@ -28,7 +28,7 @@ from evalprism.io.battles import (
     battle_arrays,
     in_content_order,
     in_count_order,
-    require_prompts,
+    readable_prompts,
     to_canonical_battles,
 )
 from evalprism.stats.pairwise import ignored_battles_note, outcome_rows
@@ -77,7 +77,12 @@ def prepare_battle_arrays(
     if not prompts:
         arrays = in_count_order(battle_arrays(table, names=names, min_battles=min_battles))
         return PreparedBattles(where, table, arrays, outcome_rows(arrays.outcome, arrays.p_b), read=read)
-    require_prompts(table["prompt"], where)
+    keep, note = readable_prompts(table, where)
+    if note:
+        attrs = dict(table.attrs)
+        table = table[keep].reset_index(drop=True)
+        table.attrs = attrs
+        read.append(note)
     table = in_content_order(table)
     arrays = battle_arrays(table, names=names, min_battles=min_battles)
     codes, distinct = pd.factorize(table["prompt"])

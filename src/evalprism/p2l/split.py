@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalprism import __version__
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import require_prompts, to_canonical_battles
+from evalprism.io.battles import readable_prompts, to_canonical_battles
 from evalprism.io.options import check_number
 from evalprism.io.outputs import MARKER_FILE, OutputKind, OutputTarget, as_target, atomic_output_dir, write_json
 from evalprism.io.subsets import write_row_subsets
@@ -79,13 +79,14 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
     check_number("test_fraction", test_fraction)
     canonical = to_canonical_battles(battles)
     where = canonical.attrs.get("source") or "battles table"
-    require_prompts(canonical["prompt"], where)
+    keep, note = readable_prompts(canonical, where)  # battles a text model cannot read go to neither side
+    rows = np.flatnonzero(keep)
+    prompts = canonical["prompt"].astype(str)
     try:
-        is_test = split_prompts(canonical["prompt"].astype(str), test_fraction, seed)
+        is_test = split_prompts(prompts.iloc[rows], test_fraction, seed)
     except EvalprismError as exc:
         raise EvalprismError(f"{where}: {exc}") from None
-    test, train = np.flatnonzero(is_test), np.flatnonzero(~is_test)
-    prompts = canonical["prompt"].astype(str)
+    test, train = rows[is_test], rows[~is_test]
     options = {
         "source": battles.attrs.get("source"),
         "format": canonical.attrs.get("battles_format"),
@@ -94,6 +95,6 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
         "rule": "evalprism.p2l.split.split_prompts (the rule of `p2l train --val-fraction F --seed S`)",
         "battles": {"train": int(train.size), "test": int(test.size)},
         "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
-        "read": canonical.attrs.get("choices", []),
+        "read": [*canonical.attrs.get("choices", []), *([note] if note else [])],
     }
     return SplitResult(battles, train, test, options)
