@@ -1784,16 +1784,25 @@ class TestSweepRest:
 
     @pytest.mark.parametrize("fit", ["ridge", "adamw"])
     def test_disk_full_during_training(self, base: Path, tmp_path: Path, fit: str) -> None:
+        from evalprism.embed import EmbeddingCache
+
         work = self._work(base, tmp_path)
         extra = ["--fit", "adamw", "--epochs", "2"] if fit == "adamw" else []
         what = "cannot write the checkpoint" if fit == "adamw" else "cannot write the output"
-        self._refused(
-            work,
-            ["p2l", "train", "battles.jsonl", "--out", "out", "-q", *extra],
-            what,
-            "file-size limit",
-            preexec=_limit_file_size(2_000),
-        )
+        # the disk fills while training, not before: the embedding cache (which `base` filled with these
+        # prompts) is open in this process, so its SQLite side files exist and the run needs no new cache
+        # bytes; without it, the run fails earlier, opening the cache (its own test: test_embed.py)
+        held = EmbeddingCache(os.environ["EVALPRISM_CACHE_DIR"])
+        try:
+            self._refused(
+                work,
+                ["p2l", "train", "battles.jsonl", "--out", "out", "-q", *extra],
+                what,
+                "file-size limit",
+                preexec=_limit_file_size(2_000),
+            )
+        finally:
+            held.close()
 
     # --- messages
 

@@ -76,3 +76,34 @@ def test_st_spec_with_local_path_and_bad_specs(tmp_path: Path) -> None:
         Embedder("bert", cache_dir=tmp_path)
     with pytest.raises(EvalprismError, match="cannot load model from"):
         Embedder(f"st:{tmp_path / 'no-such-model'}-x", cache_dir=tmp_path, progress=False).embed(["eta"])
+
+
+def test_a_cache_write_the_disk_refuses_says_so_not_that_the_file_is_foreign(tmp_path: Path) -> None:
+    """Writing vectors when the file may not grow (a file-size limit, as a full disk): the message says
+    the disk refused the write and leaves the cache as it was; it does not call the file unreadable
+    (which told users to move a healthy cache away)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        import numpy as np
+        from evalprism.embed import EmbeddingCache
+        from evalprism.errors import EvalprismError
+        cache = EmbeddingCache({str(tmp_path)!r})
+        cache.put_many([b"k0"], np.ones((1, 8)))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+        try:
+            cache.put_many([bytes([i % 256, i // 256]) * 8 for i in range(2000)], np.ones((2000, 384)))
+        except EvalprismError as exc:
+            print(exc)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    message = out.stdout.strip()
+    assert "the disk refused the cache's read or write" in message and "a file-size limit" in message, out
+    assert "cannot be opened as evalprism's SQLite cache" not in message
+    assert len(EmbeddingCache(tmp_path)) == 1  # the first vector is still there, the file readable

@@ -58,6 +58,11 @@ def cache_key(model_id: str, instruction: str | None, text: str) -> bytes:
     return h.digest()
 
 
+#: SQLite's primary result codes of a write the disk refused: SQLITE_IOERR (a write that failed, e.g. past a
+#: file-size limit) and SQLITE_FULL (the disk is full); the file itself is fine, so "move it away" is no advice
+_WRITE_FAILURES = (10, 13)
+
+
 class EmbeddingCache:
     """Vectors by content key in ``<dir>/embeddings.sqlite``."""
 
@@ -85,6 +90,13 @@ class EmbeddingCache:
             raise
         except sqlite3.DatabaseError as exc:  # includes OperationalError: locked, malformed, not a database
             self._db.close()
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _WRITE_FAILURES:
+                raise EvalprismError(
+                    f"embedding cache {self.path}: the disk refused the cache's read or write ({exc}): it may be "
+                    "full, or the file may not grow (a file-size limit); the cache is left as it was: free space, "
+                    "or choose another cache_dir",
+                    parameter="cache_dir",
+                ) from None
             raise EvalprismError(
                 f"embedding cache {self.path}: cannot be opened as evalprism's SQLite cache ({exc}); evalprism leaves "
                 "it as it is: move it away (evalprism then builds a new cache and recomputes the vectors) or "
