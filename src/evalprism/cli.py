@@ -334,6 +334,12 @@ def p2l_split(
 
 
 AggregationName = choice_enum("AggregationName", Aggregation)
+PromptFile = Annotated[
+    Path,
+    typer.Argument(
+        help="Prompts: a table with a prompt column, a chat log with a messages column (the user turns are the prompt), or .txt with one per line."
+    ),
+]
 
 
 #: `p2l train`'s --epochs is the epoch loop's; the inspect_ai reader's epochs option is --log-epochs there
@@ -517,7 +523,7 @@ def p2l_train(
 @p2l_app.command("leaderboard")
 def p2l_leaderboard(
     model_dir: P2LModelDir,
-    prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
+    prompts: PromptFile,
     out: Out,
     prompt_column: Annotated[
         Optional[str], typer.Option("--prompt-column", help="Column holding the prompt text.")
@@ -645,7 +651,7 @@ BudgetScopeName = choice_enum("BudgetScopeName", BudgetScope, order=("average", 
 @p2l_app.command("route")
 def p2l_route(
     model_dir: P2LModelDir,
-    prompts: Annotated[Path, typer.Argument(help="Prompts: a table with a prompt column, or .txt with one per line.")],
+    prompts: PromptFile,
     costs: Annotated[
         Path,
         typer.Option(
