@@ -1,6 +1,6 @@
 """The command line's options for reading harness output, declared once.
 
-`stem pool/locate/plan/audit`, `compare`, `p2l fit` and `p2l train` read lm-evaluation-harness
+`stem pool/locate/plan/audit`, `compare` and `p2l fit/train/split/evaluate` read lm-evaluation-harness
 samples and inspect_ai logs; the five options that steer those readers (``--metric``,
 ``--lm-eval-filter``, ``--model-name``, ``--scorer``, ``--epochs``) are declared here and added to a
 command by :func:`harness_options`, which hands the command one
