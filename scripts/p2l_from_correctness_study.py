@@ -19,8 +19,8 @@ models scored on the same item are a battle (higher score wins, equal a tie, bot
   per benchmark on all training battles of that benchmark, says how much of P2L's gain knowing the
   benchmark alone gives.
 
-Writes ``--out/metrics.csv`` (one row per loss and predictor), ``conversion.json`` and the trained
-models (``--out/model-<loss>/``), and prints the metrics.
+Writes ``--out/metrics.csv`` (one row per outcome model and predictor), ``conversion.json`` and the trained
+models (``--out/model-<outcome model>/``), and prints the metrics.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from evalprism.p2l.from_logs import battles_from_scores
 from evalprism.p2l.marginal import fit_leaderboard
 from evalprism.stats.outcomes import OUTCOME_INDEX
 from evalprism.stats.pairwise import outcome_rows, outcome_weights
+from evalprism.vocabularies import OutcomeModelName
 
 
 def score_table(data: Path) -> pd.DataFrame:
@@ -77,21 +78,28 @@ def held_out(table: pd.DataFrame, fraction: float, seed: int) -> np.ndarray:
 
 
 def by_benchmark(
-    train: pd.DataFrame, test: pd.DataFrame, loss: str, models: list[str], a: np.ndarray, b: np.ndarray
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    outcome_model: OutcomeModelName,
+    models: list[str],
+    a: np.ndarray,
+    b: np.ndarray,
 ) -> np.ndarray:
     """Log-probabilities of the held-out battles under a marginal leaderboard fitted per benchmark on
     all training battles of that benchmark: the baseline that knows which benchmark an item is from."""
     logp = np.zeros((len(test), 4))
     for bench, part in test.groupby("benchmark"):
-        fit = fit_leaderboard(train[train["benchmark"] == bench], outcome_model=loss, ci=None, progress=False).fit
+        fit = fit_leaderboard(
+            train[train["benchmark"] == bench], outcome_model=outcome_model, ci=None, progress=False
+        ).fit
         rows = part.index.to_numpy()
         baseline = MarginalBaseline.from_leaderboard(fit)
         coefs = pd.Series(fit.coefs, index=fit.names).reindex(models).to_numpy()
-        logp[rows] = log_probs(loss, coefs[a[rows]], coefs[b[rows]], baseline.tie)
+        logp[rows] = log_probs(outcome_model, coefs[a[rows]], coefs[b[rows]], baseline.tie)
     return logp
 
 
-def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.DataFrame:
+def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, outcome_model: OutcomeModelName) -> pd.DataFrame:
     """P2L, its marginal and the per-benchmark marginal on the held-out battles; NLL differences to
     the marginal (and P2L's to the per-benchmark marginal) with standard errors clustered by item."""
     model = result.model
@@ -102,13 +110,15 @@ def evaluate(result, train: pd.DataFrame, test: pd.DataFrame, loss: str) -> pd.D
     rows = outcome_rows(test["winner"].map(OUTCOME_INDEX).to_numpy())
     preds = {
         "marginal": marginal_log_probs(model.marginal, a, b, model.models),
-        "marginal_by_benchmark": by_benchmark(train, test, loss, model.models, a, b),
+        "marginal_by_benchmark": by_benchmark(train, test, outcome_model, model.models, a, b),
         "p2l": p2l_log_probs(model, test["prompt"].tolist(), a, b),
     }
     items = (test["benchmark"] + "/" + test["item_id"]).to_numpy()
-    table = compare_predictors(loss, rows, preds, items)
-    mask = outcome_weights(loss, rows).sum(axis=1) > 0
-    diff = battle_nll(loss, preds["p2l"], rows) - battle_nll(loss, preds["marginal_by_benchmark"], rows)
+    table = compare_predictors(outcome_model, rows, preds, items)
+    mask = outcome_weights(outcome_model, rows).sum(axis=1) > 0
+    diff = battle_nll(outcome_model, preds["p2l"], rows) - battle_nll(
+        outcome_model, preds["marginal_by_benchmark"], rows
+    )
     mean, se = paired_difference(diff, items[mask])
     table["p2l_vs_by_benchmark"] = np.where(table["predictor"] == "p2l", mean, np.nan)
     table["se_vs_by_benchmark"] = np.where(table["predictor"] == "p2l", se, np.nan)
@@ -137,14 +147,17 @@ def main() -> None:
     print(test_battles.attrs["converted"][0])
     args.out.mkdir(parents=True, exist_ok=True)
     frames = []
-    for loss in args.outcome_model:
+    for outcome_model in args.outcome_model:
         start = time.perf_counter()
         result = train_model(
-            train_battles, TrainOptions(outcome_model=loss, seed=args.seed), cache_dir=args.cache_dir, progress=False
+            train_battles,
+            TrainOptions(outcome_model=outcome_model, seed=args.seed),
+            cache_dir=args.cache_dir,
+            progress=False,
         )
-        result.save(args.out / f"model-{loss}")
-        metrics = evaluate(result, train_battles, test_battles, loss)
-        metrics.insert(0, "loss", loss)
+        result.save(args.out / f"model-{outcome_model}")
+        metrics = evaluate(result, train_battles, test_battles, outcome_model)
+        metrics.insert(0, "outcome_model", outcome_model)
         metrics["penalty"] = result.options.get("penalty_chosen")
         metrics["seconds"] = round(time.perf_counter() - start, 1)
         print(metrics.to_string(index=False))
