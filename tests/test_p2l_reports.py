@@ -173,3 +173,14 @@ def test_report_tables_show_line_breaks_and_keep_model_names_whole() -> None:
     assert '<span class="lines">Line one.<br><br>Line &lt;two&gt; end</span>' in body
     assert '<span class="nowrap">stablelm-tuned-alpha-7b</span>' in body
     assert "<td>a b</td>" in body and "\\n" not in body  # never the characters backslash-n
+
+
+def test_every_table_keeps_model_and_run_names_whole_unasked() -> None:
+    """A column that names models or runs never wraps, in any table, without the caller asking (the
+    STEM trials table broke 'other-b' into 'other-' and 'b'); other columns wrap as before."""
+    from evalprism.report import Report
+
+    frame = pd.DataFrame({"model": ["other-b"], "model_2": ["gpt-4-turbo"], "method": ["STEM paper rule"]})
+    body = Report("t").table(frame, "trials").sections[0].body
+    assert '<span class="nowrap">other-b</span>' in body and '<span class="nowrap">gpt-4-turbo</span>' in body
+    assert "<td>STEM paper rule</td>" in body

@@ -201,7 +201,7 @@ def build_report(result: CompareResult) -> Report:
         "comparisons.csv has the same rows on the 0-1 scale, with the unadjusted p, the number of clusters "
         "and the variance parts."
     )
-    report.table(shown[cols], "Comparisons (points)", " ".join(caption), nowrap=["run_a", "run_b", "benchmark", "test"])
+    report.table(shown[cols], "Comparisons (points)", " ".join(caption), nowrap=["benchmark", "test"])
     if c["var_within"].notna().any():
         v = c[c["var_within"].notna()][
             ["run_a", "run_b", "benchmark", "items", "var_total", "var_within", "var_between"]

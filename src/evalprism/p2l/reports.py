@@ -104,13 +104,12 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
         "One row per model, best on top. Two models whose intervals overlap are not reliably ordered by "
         "these battles. One unit of coefficient is 400/ln(10) ≈ 174 rating points.",
     )
-    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.", nowrap=["model"])
+    report.table(board, "Leaderboard", "coef: fitted coefficient; rating: 1000 + 400/ln(10) × coef.")
     if len(overlaps):
         report.table(
             overlaps.round(1),
             "Pairs the battles do not order",
             "Pairs of models whose 95% intervals overlap, closest ratings first.",
-            nowrap=["upper_model", "lower_model"],
         )
     report.details.update(o)
     return report
@@ -435,14 +434,12 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         "Aggregated leaderboard",
         "coef: eq. 3; rating: 1000 + 400/ln(10) × coef; mean_coef: appendix B.1; best_share: share of "
         "prompts on which the model has the top coefficient.",
-        nowrap=["model"],
     )
     report.table(
         category_leaders[["category", "prompts", "model", "coef"]].rename(columns={"model": "leader"}),
         "Leader of each category",
         f"The model with the top coefficient on each category's aggregated "
         f"leaderboard; {leader['model']} leads the whole prompt set.",
-        nowrap=["leader"],
     )
     report.details.update(o)
     return report
@@ -983,7 +980,6 @@ def routing_report(result: RoutingResult) -> Report:
         f"Up to {max(1, ROUTE_SAMPLE // max(len(used), 1))} prompts per routed model (routes.csv has all "
         f"{len(result.routes)}). model/prob: the routed model and its probability; {mixes}router_coef: the "
         "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
-        nowrap=["model", "model_2"],
         lines=["prompt"],
     )
     report.details.update(o)

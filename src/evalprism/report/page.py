@@ -72,6 +72,13 @@ def _detail(value: Any) -> str:
     return str(value)
 
 
+#: columns that name a model or a run: never wrapped in any table (a browser breaks ``other-b`` or
+#: ``gpt-4-turbo`` at its hyphens in a narrow column, and a reader takes the pieces for two names)
+NAME_COLUMNS = frozenset(
+    {"model", "model_a", "model_b", "model_2", "run", "run_a", "run_b", "leader", "upper_model", "lower_model"}
+)
+
+
 def _table_html(frame: pd.DataFrame, nowrap: Sequence[str] = (), lines: Sequence[str] = ()) -> str:
     """``frame`` as an HTML table whose headers may wrap after underscores (``false_negatives``).
 
@@ -152,13 +159,15 @@ class Report:
 
         ``transpose``: one row per column of ``frame``, one column per row headed by the first
         column's values; for a few rows of many measures, which do not fit side by side.
-        ``nowrap``: columns that never wrap (model names); ``lines``: columns whose line breaks show.
+        ``nowrap``: columns that never wrap, besides the :data:`NAME_COLUMNS` every table keeps whole;
+        ``lines``: columns whose line breaks show.
         """
         shown = frame.head(max_rows)
         if transpose:
             key = shown.columns[0]
             shown = shown.set_index(key).T.rename_axis(index="measure", columns=None).reset_index()
-        body = _table_html(shown, nowrap, lines)
+        names = [c for c in shown.columns if c in NAME_COLUMNS and c not in lines]
+        body = _table_html(shown, [*nowrap, *names], lines)
         if len(frame) > max_rows:
             body += f'<p class="more">{len(frame) - max_rows} more rows in the CSV file.</p>'
         self.sections.append(_Section("table", title, body, caption, self._anchor()))

@@ -602,9 +602,7 @@ def location_report(result: LocationResult) -> Report:
     caption += ". Sorted by estimate" + (
         " (the paper's rule, which estimates no score: by position)." if "paper" in methods else "."
     )
-    report.table(
-        table, "Located models", caption, max_rows=500, nowrap=("model", "interval", "estimate ± se", "nearest member")
-    )
+    report.table(table, "Located models", caption, max_rows=500, nowrap=("interval", "estimate ± se", "nearest member"))
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
     report.html_block(
         "What this shows",
@@ -634,7 +632,6 @@ def location_report(result: LocationResult) -> Report:
         "the upper member (the paper's rule: one-sided exact McNemar p-values); reference_score and "
         "true_position: from the full benchmark, when the model answered it.",
         max_rows=500,
-        nowrap=("model",),
     )
     ran = [t for _, t in result.results if t is not None]
     if ran:
