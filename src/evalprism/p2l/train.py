@@ -69,7 +69,7 @@ from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_pen
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status
-from evalprism.stats.pairwise import PairCounts, ignored_battles_note, outcome_weights
+from evalprism.stats.pairwise import PairCounts, outcome_weights
 from evalprism.vocabularies import HeadFit, OutcomeModelName, Precision, choices
 
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -141,15 +141,14 @@ class TrainOptions:
     seed: int = 0
     micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
     gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
-    precision: Precision | None = (
-        None  # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
-    )
+    # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
+    precision: Precision | None = None
     max_length: int | None = None  # fine-tuning: longest prompt read, in tokens (None: the backbone's own)
 
     def resolved(self) -> ResolvedTrainOptions:
-        """A copy with the defaults filled in (:class:`ResolvedTrainOptions`); every value checked first (a negative or NaN learning
-        rate trains nothing and would silently return the marginal leaderboard), and options that the
-        chosen fit would ignore refused (a ridge fit has no epochs)."""
+        """A copy with the defaults filled in (:class:`ResolvedTrainOptions`); every value checked first
+        (a negative or NaN learning rate trains nothing and would silently return the marginal
+        leaderboard), and options that the chosen fit would ignore refused (a ridge fit has no epochs)."""
         check_choice("outcome_model", self.outcome_model, OutcomeModelName)
         fit: HeadFit = check_choice("fit", self.fit or ("adamw" if self.finetune else "ridge"), HeadFit)
         if fit == "ridge" and self.finetune:
@@ -470,7 +469,7 @@ def _check_split(data: TrainingData, outcome_model: OutcomeModelName) -> None:
 
 def _announce(data: TrainingData, outcome_model: OutcomeModelName, world: World, progress: bool) -> None:
     """Tell the user what the run trains on (and which battles the outcome model cannot use)."""
-    note = ignored_battles_note(outcome_model, data.arrays.outcome, data.arrays.p_b)
+    note = data.battles.ignored_note(outcome_model)
     if note:
         status(note, progress)
     processes = f" on {world.size} processes" if world.distributed else ""

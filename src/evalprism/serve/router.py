@@ -79,8 +79,9 @@ class RoutingCore:
     def decide(
         self, coefs: np.ndarray, budget: float | None, extras: Sequence[float | None] | None = None
     ) -> list[Decision]:
-        """Decisions for leaderboards ``coefs`` (n, all P2L models, with tie parameters ``extras``) under one budget: each prompt's model
-        drawn from its routing distribution, the other affordable candidates as fallbacks, best first.
+        """Decisions for leaderboards ``coefs`` (n, all P2L models; tie parameters ``extras``) under one
+        budget: each prompt's model drawn from its routing distribution, the other affordable
+        candidates as fallbacks, best first.
         Vectorised over the batch (this runs for every routed request): the draw is numpy's
         ``Generator.choice(p=...)`` written out (a uniform per prompt against the cumulative
         distribution, the same draws from the same seed), the fallback order one argsort."""
