@@ -48,6 +48,8 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
+from evalprism.ecdf.options import EcdfOptions
+
 SizeRegime = Literal["equal", "mixed"]
 T = TypeVar("T")
 
@@ -590,7 +592,9 @@ def bench_ecdf_end_to_end(report: Report, args: argparse.Namespace) -> None:
     score = np.clip(rng.beta(2, 2, q)[qid] + 0.02 * conf + rng.normal(0, 0.2, qid.size), 0, 1).round(4)
     table = pd.DataFrame({"question_id": qid, "configuration": [f"c{x}" for x in conf], "score": score})
     res, seconds = timed(
-        lambda: analyze(table, by=["configuration"], clusters=4, permutations=999, seed=args.seed, progress=False)
+        lambda: analyze(
+            table, EcdfOptions(by=["configuration"], clusters=4, permutations=999, seed=args.seed), progress=False
+        )
     )
     cmp = res.comparisons
     samples = {(cf, qq): score[i * r : (i + 1) * r] for i, (cf, qq) in enumerate(zip(conf[::r], qid[::r], strict=True))}

@@ -50,6 +50,8 @@ import numpy as np
 import pandas as pd
 from _table import Report, Row, fmt_s, fmt_x, load_note, log, print_table, status, timed
 
+from evalprism.p2l.options import FitOptions
+
 T = TypeVar("T")
 
 # Targets (from the issue), at 1,000,000 battles over 130 models.
@@ -174,12 +176,7 @@ def run_evalprism(battles: Battles, model: str, times: int) -> Run:
     from evalprism.stats.pairwise import PairCounts, fit_counts, sandwich_cov
 
     result, total = repeat(
-        lambda: fit_leaderboard(
-            battles.frame,
-            model=model,
-            ci="sandwich",  # type: ignore[arg-type]
-            progress=False,
-        ),
+        lambda: fit_leaderboard(battles.frame, FitOptions(model=model, ci="sandwich"), progress=False),
         times,
     )
     board = result.fit

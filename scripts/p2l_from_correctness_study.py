@@ -46,6 +46,7 @@ from evalprism.p2l.evaluate import (
 )
 from evalprism.p2l.from_logs import battles_from_scores
 from evalprism.p2l.marginal import fit_leaderboard
+from evalprism.p2l.options import FitOptions
 from evalprism.stats.outcomes import OUTCOME_INDEX
 from evalprism.stats.pairwise import outcome_rows, outcome_weights
 from evalprism.vocabularies import OutcomeModelName
@@ -90,7 +91,7 @@ def by_benchmark(
     logp = np.zeros((len(test), 4))
     for bench, part in test.groupby("benchmark"):
         fit = fit_leaderboard(
-            train[train["benchmark"] == bench], outcome_model=outcome_model, ci=None, progress=False
+            train[train["benchmark"] == bench], FitOptions(outcome_model=outcome_model, ci=None), progress=False
         ).fit
         rows = part.index.to_numpy()
         baseline = MarginalBaseline.from_leaderboard(fit)

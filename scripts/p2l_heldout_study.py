@@ -686,7 +686,7 @@ def route_study(args, out: Path, test: Split, heads: dict, libmodels: dict, boar
     else:
         model = libmodels[config.split(":", 1)[1]]
     t = time.perf_counter()
-    res = route_prompts(model, pd.DataFrame({"prompt": test.prompts}), costs, None, progress=False)
+    res = route_prompts(model, pd.DataFrame({"prompt": test.prompts}), costs, progress=False)
     curve = res.curve.assign(route_s=time.perf_counter() - t)
     # the marginal "router": one leaderboard for every prompt (what a router without prompt information does)
     from evalprism.p2l.router import budget_curve

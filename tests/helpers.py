@@ -11,9 +11,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+
+from evalprism.io.record import RunRecord
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -88,6 +91,42 @@ def small_responses() -> pd.DataFrame:
                         }
                     )
     return pd.DataFrame(rows)
+
+
+def cli_parameters() -> list[tuple[str, Any]]:
+    """(command path, click parameter) of every option and argument of every evalprism command, as
+    click sees them (the options typer built from the options classes' declarations)."""
+    import click
+    import typer.main
+
+    from evalprism.cli import app
+
+    found: list[tuple[str, Any]] = []
+
+    def walk(command: click.Command, path: str) -> None:
+        found.extend((path, param) for param in command.params)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def choices_of(param: Any) -> tuple[str, ...] | None:
+    """The values a command-line parameter offers as choices (an Enum typer lists), or None."""
+    import typing
+    from enum import Enum
+
+    annotation = param.type_descriptor.annotation
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, Enum):
+            return tuple(str(m.value) for m in candidate)
+    return None
+
+
+def read_run(directory: str | Path) -> RunRecord:
+    """The run record an output directory's ``run.json`` holds (any format evalprism reads)."""
+    return RunRecord.from_json(json.loads((Path(directory) / "run.json").read_text(encoding="utf-8")))
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -25,7 +25,9 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, run_cli, small_responses
+from helpers import HANG_LIMIT_S, read_run, run_cli, small_responses
+
+from evalprism.ecdf.options import EcdfOptions
 
 pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
 
@@ -799,9 +801,9 @@ def cache_first_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("cache-first-run")
     small_responses().to_csv(root / "responses.csv", index=False)
-    analyze(read_table(root / "responses.csv"), by=["model"], cache_dir=str(root / "cache"), progress=False).save(
-        root / "clean"
-    )
+    analyze(
+        read_table(root / "responses.csv"), EcdfOptions(by=["model"]), cache_dir=str(root / "cache"), progress=False
+    ).save(root / "clean")
     return root
 
 
@@ -1102,7 +1104,7 @@ class TestInapplicableOptions:
             ["p2l", "fit", battles, "--ci", "bootstrap", "--rounds", "10", "--out", tmp_path / "out", "-q"], capsys
         )
         assert code == 0, err
-        assert json.loads((tmp_path / "out" / "run.json").read_text())["options"]["rounds"] == 10
+        assert read_run(tmp_path / "out").options["rounds"] == 10
 
 
 class TestFifoInput:
@@ -1241,7 +1243,7 @@ class TestFinalAndExactNumbers:
         from evalprism.errors import EvalprismError
 
         with pytest.raises(EvalprismError, match="final: expected one of medoid, majority, got 'vote'"):
-            analyze(small_responses(), by=["model"], clusters=2, final="vote", progress=False)
+            analyze(small_responses(), EcdfOptions(by=["model"], clusters=2, final="vote"), progress=False)
 
     @pytest.mark.parametrize(
         "answer",
@@ -1897,7 +1899,7 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     before that record existed (no ``evalprism`` entry: format 1) still reads; every output's run.json
     names the version and output format beside its manifest."""
     from evalprism import __version__
-    from evalprism.io.outputs import OUTPUT_FORMAT
+    from evalprism.io.record import RUN_FORMAT
     from evalprism.p2l.model import MODEL_FORMAT
 
     work = tmp_path / "work"
@@ -1910,7 +1912,7 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     assert proc.returncode == 0, proc.stderr[-3000:]
     output = json.loads((work / "out" / "run.json").read_text(encoding="utf-8"))["output"]
     assert output["kind"] == "p2l leaderboard" and output["evalprism"] == __version__
-    assert output["format"] == OUTPUT_FORMAT and "run.json" in output["files"]
+    assert output["format"] == RUN_FORMAT and "run.json" in output["files"]
     first = pd.read_csv(work / "out" / "leaderboard.csv")
 
     # format 1 called the outcome model "loss" (top level and in the training options): read under

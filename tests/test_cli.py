@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from helpers import HANG_LIMIT_S, run_cli, small_responses
 
+from evalprism.ecdf.options import EcdfOptions
+
 SETTINGS_COLUMNS = [
     "model",
     "temperature",
@@ -189,12 +191,17 @@ LIBRARY_ONLY_PARAMETERS = {
 
 
 def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
-    """Library messages name parameters (``val_fraction``) and the CLI shows the flag (``--val-fraction``)
-    through one map (``evalprism.cli.flag_of``): every parameter the library names must map to a flag
-    that exists, or be one no command exposes."""
+    """Library messages name parameters (``val_fraction``) and the CLI shows the flag (``--val-fraction``):
+    the flag a command's options class declares for that field (``n_components`` -> ``--components``),
+    else ``--`` and the name (``evalprism.cli.flag_of``). Every parameter the library names must map to a
+    flag that exists, or be one no command exposes."""
     import re
 
+    from test_numbers import _declared_fields
+
     from evalprism.cli import flag_of
+
+    declared = {f.name: f.declared.flag_names(f.name)[0] for f in _declared_fields() if f.declared.shown}
 
     src = Path(__file__).resolve().parents[1] / "src" / "evalprism"
     named: set[str] = set()
@@ -204,9 +211,10 @@ def test_every_parameter_a_library_message_names_maps_to_a_real_flag() -> None:
         named.update(re.findall(r'check_number\("([a-z_]+)"', text))
     flags = _cli_flags()
     assert {"resume", "by", "clusters", "val_fraction", "n_components"} <= named
-    unmapped = {p: flag_of(p) for p in named - LIBRARY_ONLY_PARAMETERS if flag_of(p) not in flags}
+    shown = {p: declared.get(p, flag_of(p)) for p in named}
+    unmapped = {p: flag for p, flag in shown.items() if p not in LIBRARY_ONLY_PARAMETERS and flag not in flags}
     assert not unmapped, f"library parameters whose flag does not exist: {unmapped}"
-    assert LIBRARY_ONLY_PARAMETERS.isdisjoint({p for p in named if flag_of(p) in flags})
+    assert LIBRARY_ONLY_PARAMETERS.isdisjoint({p for p, flag in shown.items() if flag in flags})
 
 
 def _message_text(node: ast.expr) -> str:
@@ -268,7 +276,7 @@ def test_a_library_message_names_the_parameter_and_the_cli_the_flag(
     from evalprism.errors import EvalprismError
 
     with pytest.raises(EvalprismError) as caught:
-        analyze(small_responses(), by=["persona"], progress=False)
+        analyze(small_responses(), EcdfOptions(by=["persona"]), progress=False)
     assert "by column 'persona' not found" in str(caught.value) and "--by" not in str(caught.value)
     code, _, err = run_cli(["ecdf", responses_csv, "--out", tmp_path / "o", "--by", "persona", "-q"], capsys)
     assert code == 2 and "--by column 'persona' not found" in err

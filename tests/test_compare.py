@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import REPO, run_cli
+from helpers import REPO, read_run, run_cli
 from scipy import stats
 
 from evalprism.compare import compare_runs
@@ -257,11 +257,11 @@ def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
     from evalprism.io.correctness import read_correctness
     from evalprism.io.harness_options import HarnessOptions
 
-    epochs = read_correctness(log, harness=HarnessOptions.parse(epochs="all"))
+    epochs = read_correctness(log, harness=HarnessOptions(epochs="all"))
     other = pd.DataFrame(
         {"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"], "score": [0, 0, 0, 0]}
     )
-    res = compare_runs([log, other], harness=HarnessOptions.parse(epochs="all"), permutations=999)
+    res = compare_runs([log, other], harness=HarnessOptions(epochs="all"), permutations=999)
     row = res.overall().iloc[0]
     assert row["items"] == 4 and row["only_a"] == 0 and row["only_b"] == 0
     assert (res.items["samples_a"] == 3).all()
@@ -444,7 +444,7 @@ def test_responses_file_cli_default_by_model_and_greedy_mcnemar(tmp_path: Path, 
     assert row["test"] == "McNemar exact" and row["differing"] == 15
     assert row["p"] == pytest.approx(2 / 2**15)
     assert "good is 75.0 points better than bad" in err or "bad is 75.0 points worse than good" in err
-    assert json.loads((out / "run.json").read_text())["options"]["responses"] is None  # defaults only
+    assert read_run(out).options["responses"] is None  # defaults only
     code, _, err = run_cli(["compare", path, "--score", "cosine", "--out", tmp_path / "c2"], capsys)
     assert code == 2 and "cosine similarity is a closeness" in err and not (tmp_path / "c2").exists()
 

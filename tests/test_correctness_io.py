@@ -152,9 +152,9 @@ def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
         ("org__small", "arc_easy", "1"): 0,
     }
     with pytest.raises(EvalprismError, match="no 'exact_match' value for task 'arc_easy' .*acc"):
-        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="arc_easy=exact_match"))
+        read_correctness(tmp_path, harness=HarnessOptions(metric="arc_easy=exact_match"))
     with pytest.raises(EvalprismError, match="metric exact_match: no task under .* has a value 'exact_match'"):
-        read_correctness(tmp_path, harness=HarnessOptions.parse(metric="exact_match"))  # for every task that has it
+        read_correctness(tmp_path, harness=HarnessOptions(metric="exact_match"))  # for every task that has it
 
 
 def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None
     assert out["model"].unique().tolist() == ["m"]
     assert out.sort_values("item_id")["score"].tolist() == [1, 0]
     assert out["filter"].unique().tolist() == ["strict-match"]
-    flexible = read_correctness(tmp_path, harness=HarnessOptions.parse(lm_eval_filter="flexible-extract"))
+    flexible = read_correctness(tmp_path, harness=HarnessOptions(lm_eval_filter="flexible-extract"))
     assert flexible.sort_values("item_id")["score"].tolist() == [0, 1]
 
 

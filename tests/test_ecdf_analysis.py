@@ -11,12 +11,13 @@ from helpers import small_responses
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import final_answers, renumber_by_wins
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.errors import EvalprismError
 
 
 @pytest.fixture(scope="module")
 def result(cache_dir: Path):
-    return analyze(small_responses(), by=["model", "temperature"], clusters=2, seed=0, progress=False)
+    return analyze(small_responses(), EcdfOptions(by=["model", "temperature"], clusters=2, seed=0), progress=False)
 
 
 def test_planted_model_split_is_recovered(result) -> None:
@@ -90,7 +91,7 @@ def test_score_mode_needs_no_embedder() -> None:
             for v in np.clip(rng.normal(centre, 0.05, 4 + q % 3), 0, 1):
                 rows.append({"question_id": q, "cfg": cfg, "score": v})
     table = pd.DataFrame(rows)
-    res = analyze(table, by=["cfg"], clusters=2, embedder="st:/definitely/not/a/model", progress=False)
+    res = analyze(table, EcdfOptions(by=["cfg"], clusters=2), embedder="st:/definitely/not/a/model", progress=False)
     s = res.settings
     assert set(s.loc[s["cfg"] == "high", "cluster"]) == {0}
     assert "final_answer" not in s.columns
@@ -106,15 +107,15 @@ def test_auto_k_reports_the_stability_curve() -> None:
         for c, base in (("a", 0.1), ("b", 0.5), ("c", 0.9))
         for v in base + rng.normal(0, 0.02, 4)
     ]
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters="auto", progress=False)
+    res = analyze(pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters="auto"), progress=False)
     assert res.options["k"] == 3
     assert res.k_curve["k"].tolist()[0] == 2
     assert res.k_curve.set_index("k")["stability"].idxmax() == 3
 
 
 def test_same_seed_gives_identical_tables(tmp_path: Path, cache_dir: Path) -> None:
-    a = analyze(small_responses(), by=["model", "temperature"], clusters=3, seed=4, progress=False)
-    b = analyze(small_responses(), by=["model", "temperature"], clusters=3, seed=4, progress=False)
+    a = analyze(small_responses(), EcdfOptions(by=["model", "temperature"], clusters=3, seed=4), progress=False)
+    b = analyze(small_responses(), EcdfOptions(by=["model", "temperature"], clusters=3, seed=4), progress=False)
     a.save(tmp_path / "a")
     b.save(tmp_path / "b")
     for name in ("settings.csv", "clusters.csv", "factors.csv", "accuracy.csv"):
@@ -124,14 +125,14 @@ def test_same_seed_gives_identical_tables(tmp_path: Path, cache_dir: Path) -> No
 def test_input_errors(cache_dir: Path) -> None:
     table = small_responses()
     with pytest.raises(EvalprismError, match="K must be between 1 and the number of settings \\(12\\)"):
-        analyze(table, by=["model", "temperature"], clusters=40, progress=False)
+        analyze(table, EcdfOptions(by=["model", "temperature"], clusters=40), progress=False)
     with pytest.raises(EvalprismError, match="by column 'persona' not found"):
-        analyze(table, by=["persona"], progress=False)
+        analyze(table, EcdfOptions(by=["persona"]), progress=False)
     blank = table.copy()
     blank.loc[(blank["question_id"] == "q2") & (blank["model"] == "bad"), "response"] = None
     with pytest.raises(
         EvalprismError, match=r"setting \(question_id=q2, model=bad, temperature=0.0\) has no responses"
     ):
-        analyze(blank, by=["model", "temperature"], progress=False)
+        analyze(blank, EcdfOptions(by=["model", "temperature"]), progress=False)
     with pytest.raises(EvalprismError, match="expected a whole number or 'auto'"):
-        analyze(table, clusters="many", progress=False)  # type: ignore[arg-type]
+        analyze(table, EcdfOptions(clusters="many"), progress=False)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from scipy import stats
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.compare import resolve_baseline
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.errors import EvalprismError
 from evalprism.stats.paired import bootstrap_mean_ci, mcnemar_exact, paired_w1_test
 
@@ -83,7 +84,9 @@ def _three_configurations() -> pd.DataFrame:
 
 
 def test_comparisons_find_the_planted_pairs() -> None:
-    res = analyze(_three_configurations(), by=["temperature"], clusters=2, permutations=199, progress=False)
+    res = analyze(
+        _three_configurations(), EcdfOptions(by=["temperature"], clusters=2, permutations=199), progress=False
+    )
     c = res.comparisons.set_index(["configuration_a", "configuration_b"])
     assert len(c) == 3 and (c["n_questions"] == 30).all()
     assert c.loc[("temperature=0.0", "temperature=0.5"), "p_distribution_adjusted"] > 0.05
@@ -92,7 +95,9 @@ def test_comparisons_find_the_planted_pairs() -> None:
         assert c.loc[pair, "score_difference_low"] < 0.15 < c.loc[pair, "score_difference_high"]
     assert "p_accuracy" not in c.columns  # no final answers without references
     against = analyze(
-        _three_configurations(), by=["temperature"], clusters=2, permutations=99, baseline="1.0", progress=False
+        _three_configurations(),
+        EcdfOptions(by=["temperature"], clusters=2, permutations=99, baseline="1.0"),
+        progress=False,
     ).comparisons
     assert against["configuration_a"].eq("temperature=1.0").all() and len(against) == 2
 
@@ -143,12 +148,16 @@ def _same_answers_table(spread_b: bool) -> pd.DataFrame:
 def test_same_accuracy_different_quality_only_when_the_tests_say_so(cache_dir: Path) -> None:
     from evalprism.ecdf.report import headline
 
-    res = analyze(_same_answers_table(spread_b=True), by=["cfg"], clusters=2, permutations=199, progress=False)
+    res = analyze(
+        _same_answers_table(spread_b=True), EcdfOptions(by=["cfg"], clusters=2, permutations=199), progress=False
+    )
     row = res.comparisons.iloc[0]
     assert row["accuracy_a"] == row["accuracy_b"] == 1.0 and row["p_accuracy"] == 1.0
     assert row["p_distribution_adjusted"] < 0.01
     assert any(line.startswith("Same accuracy, different quality: 'cfg=A' vs 'cfg=B'") for line in headline(res))
-    same = analyze(_same_answers_table(spread_b=False), by=["cfg"], clusters=2, permutations=199, progress=False)
+    same = analyze(
+        _same_answers_table(spread_b=False), EcdfOptions(by=["cfg"], clusters=2, permutations=199), progress=False
+    )
     assert same.comparisons.iloc[0]["p_distribution"] == 1.0  # identical samples: every relabelling ties
     assert not any("Same accuracy" in line for line in headline(same))
 

@@ -9,6 +9,7 @@ from scipy import stats
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.compare import mcnemar_binomtest, pair_sentence
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.report import headline
 from evalprism.embed import Embedder
 from evalprism.stats.paired import paired_mean_se, sign_flip_test
@@ -24,7 +25,7 @@ def _greedy(questions: int = 30) -> pd.DataFrame:
 
 
 def test_one_response_per_question_is_not_applicable_and_falls_back() -> None:
-    res = analyze(_greedy(), by=["cfg"], clusters=2, score="exact", permutations=199, progress=False)
+    res = analyze(_greedy(), EcdfOptions(by=["cfg"], clusters=2, score="exact", permutations=199), progress=False)
     row = res.comparisons.iloc[0]
     assert np.isnan(row["p_distribution"]) and np.isnan(row["p_distribution_adjusted"])
     assert row["distribution_test"].startswith("not applicable: 'cfg=right' has one response on 30 of 30 questions")
@@ -48,7 +49,9 @@ def test_several_responses_still_get_the_distribution_test() -> None:
         for c in "ab"
         for _ in range(5)
     ]
-    row = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False).comparisons.iloc[0]
+    row = analyze(
+        pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, permutations=199), progress=False
+    ).comparisons.iloc[0]
     assert row["distribution_test"] == "within-question permutation" and row["p_distribution"] == pytest.approx(1 / 200)
 
 
@@ -56,7 +59,9 @@ def test_too_few_relabellings_is_not_applicable() -> None:
     # one question, 2 + 2 responses: 6 relabellings, p cannot go below 1/6
     rows = [{"question_id": 0, "cfg": c, "score": s} for c, ss in (("a", [0.1, 0.2]), ("b", [0.8, 0.9])) for s in ss]
     rows += [{"question_id": 1, "cfg": "a", "score": 0.5}, {"question_id": 1, "cfg": "a", "score": 0.5}]
-    row = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=99, progress=False).comparisons.iloc[0]
+    row = analyze(
+        pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, permutations=99), progress=False
+    ).comparisons.iloc[0]
     assert row["distribution_test"].startswith("not applicable: 1 questions with 2 + 2 responses allow too few")
 
 
@@ -88,7 +93,7 @@ def test_pooled_sources_make_the_distribution_test_say_it_is_conservative() -> N
         for m in range(3)
         for _ in range(3)
     ]
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
+    res = analyze(pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, permutations=199), progress=False)
     row = res.comparisons.iloc[0]
     assert row["distribution_test"].startswith(
         "within-question permutation, conservative: the responses of several model values are pooled"
@@ -126,13 +131,17 @@ def test_exact_warns_when_most_mismatches_hold_the_reference_number() -> None:
         for q in range(6)
         for c, r in (("a", f"so the answer is ${q + 10}."), ("b", f"{q + 10}.0"), ("b", "7"))
     ]
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    res = analyze(
+        pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, score="exact", permutations=9), progress=False
+    )
     by_cfg = res.settings.groupby("configuration")["mean_score"].mean()
     assert by_cfg["cfg=a"] == 0.0 and by_cfg["cfg=b"] == 0.5  # "10.0" matches "10"; "7" does not
     # 6 of the 12 mismatches ("so the answer is $10.") hold the reference number: half, not most: no warning
     assert not any("mismatches end on the reference number" in n for n in res.notes)
     rows = [r for r in rows if r["response"] != "7"]
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    res = analyze(
+        pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, score="exact", permutations=9), progress=False
+    )
     assert any(  # named by its table, as every note of the shared answer preparation is
         n.startswith(
             "responses table: 6 of 6 exact-match mismatches end on the reference number (e.g. 'so the answer is $"
@@ -180,12 +189,8 @@ class _PlantedEmbedder(Embedder):
 def test_majority_vote_beside_the_medoid(final: str) -> None:
     res = analyze(
         _vote_vs_medoid(),
-        by=["cfg"],
-        clusters=1,
-        score="exact",
+        EcdfOptions(by=["cfg"], clusters=1, score="exact", final=final, permutations=9),
         embedder=_PlantedEmbedder(),
-        final=final,
-        permutations=9,
         progress=False,
     )
     q0 = res.settings.set_index("question_id").loc["0"]
@@ -228,7 +233,7 @@ def test_wording_nits() -> None:
     assert rows_caption(pd.DataFrame({"a": range(70)}), "C.") == (
         "C. 70 rows, the first 60 here (scroll inside the box to see them all)."
     )
-    res = analyze(_greedy(), by=["cfg"], clusters=2, score="exact", permutations=9, progress=False)
+    res = analyze(_greedy(), EcdfOptions(by=["cfg"], clusters=2, score="exact", permutations=9), progress=False)
     fig = next(sec for sec in build_report(res).sections if sec.title == "ECDFs grouped by accuracy")
     assert "accuracy 0.00: cfg=wrong (n=30)" in fig.body and "accuracy 1.00: cfg=right (n=30)" in fig.body
 
@@ -242,7 +247,7 @@ def test_a_correctness_table_gets_mcnemar() -> None:
         for c, vals in (("a", right_a), ("b", right_b))
         for q, v in enumerate(vals)
     ]
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, permutations=199, progress=False)
+    res = analyze(pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, permutations=199), progress=False)
     row = res.comparisons.iloc[0]
     assert row["distribution_test"].startswith("not applicable")
     assert (row["n_right_only_a"], row["n_right_only_b"]) == (2, 12)
@@ -266,7 +271,9 @@ def test_few_discordant_questions_say_the_test_cannot_tell() -> None:
                     "references": f'["{q + 100}"]',
                 }
             )
-    res = analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score="exact", permutations=199, progress=False)
+    res = analyze(
+        pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, score="exact", permutations=199), progress=False
+    )
     row = res.comparisons.iloc[0]
     assert (row["n_right_only_a"], row["n_right_only_b"]) == (0, 3) and row["n_questions_differ"] == 3
     assert row["p_accuracy"] == pytest.approx(0.25)

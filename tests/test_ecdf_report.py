@@ -11,6 +11,7 @@ import pytest
 from helpers import run_cli
 
 from evalprism.ecdf import analyze
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.report import (
     EXAMPLE_CHARS,
     MAX_COLUMN_LABELS,
@@ -93,7 +94,7 @@ def _planted(n_configs: int) -> pd.DataFrame:
 @pytest.mark.parametrize(("n_configs", "step"), [(12, 1), (MAX_COLUMN_LABELS, 1), (149, 4)])
 def test_heatmap_labels_every_kth_column_past_a_count_and_says_so(n_configs: int, step: int) -> None:
     assert column_label_step(n_configs) == step
-    result = analyze(_planted(n_configs), by=["config"], clusters=2, permutations=9, progress=False)
+    result = analyze(_planted(n_configs), EcdfOptions(by=["config"], clusters=2, permutations=9), progress=False)
     fig = _assignment_figure(result)
     columns = [str(c) for c in result.assignment.columns]
     axis = fig.layout.xaxis

@@ -12,6 +12,7 @@ from helpers import small_responses
 
 from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import _accuracy_levels
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.report import headline
 from evalprism.ecdf.scoring import lexical_scores, normalise_answer
 from evalprism.errors import EvalprismError
@@ -31,7 +32,9 @@ def test_exact_and_contains_by_hand() -> None:
 
 
 def test_exact_score_through_the_analysis(cache_dir: Path) -> None:
-    res = analyze(small_responses(), by=["model", "temperature"], clusters=2, score="exact", progress=False)
+    res = analyze(
+        small_responses(), EcdfOptions(by=["model", "temperature"], clusters=2, score="exact"), progress=False
+    )
     s = res.settings.set_index(["question_id", "model", "temperature"])
     # q1, good: "Paris", "Paris.", "Lyon", "Paris", "Paris" -> 4 of 5 exact matches
     assert res.samples[int(s.loc[("q1", "good", "0.0"), "setting"])].tolist() == [0, 1, 1, 1, 1]
@@ -41,7 +44,7 @@ def test_exact_score_through_the_analysis(cache_dir: Path) -> None:
     assert res.options["score"] == "exact"
     assert any("exact match to a reference" in line for line in headline(res))
     with pytest.raises(EvalprismError, match="score: expected one of cosine, exact, contains"):
-        analyze(small_responses(), score="fuzzy", progress=False)  # type: ignore[arg-type]
+        analyze(small_responses(), EcdfOptions(score="fuzzy"), progress=False)  # type: ignore[arg-type]
 
 
 def test_correct_follows_the_score_rule(cache_dir: Path) -> None:
@@ -53,7 +56,7 @@ def test_correct_follows_the_score_rule(cache_dir: Path) -> None:
         for r in answers
     ]
     correct = {
-        rule: analyze(pd.DataFrame(rows), by=["cfg"], clusters=2, score=rule, progress=False)
+        rule: analyze(pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters=2, score=rule), progress=False)
         .settings.set_index("cfg")["correct"]
         .to_dict()
         for rule in ("exact", "contains", "cosine")
@@ -82,7 +85,7 @@ def test_distinct_ecdfs_are_counted_by_distribution() -> None:
 
 def test_k_is_capped_at_the_distinct_ecdfs() -> None:
     table = _score_table({"a": [0.1, 0.2], "b": [0.5, 0.6], "c": [0.9, 1.0]})
-    res = analyze(table, by=["cfg"], clusters=5, progress=False)
+    res = analyze(table, EcdfOptions(by=["cfg"], clusters=5), progress=False)
     assert res.options["k"] == 3
     assert res.clusters["size"].tolist() == [6, 6, 6]
     assert any("only 3 distinct ECDFs" in n for n in res.notes)
@@ -103,22 +106,22 @@ def test_repeated_question_ids_are_named(cache_dir: Path) -> None:
         for q in range(4)
         for v in (0.2, 0.4, 0.6)
     ]
-    res = analyze(pd.DataFrame(rows), clusters=2, progress=False)
+    res = analyze(pd.DataFrame(rows), EcdfOptions(clusters=2), progress=False)
     assert any(
         "4 settings mix responses with different reference answers (first: question_id=0)" in n for n in res.notes
     )
     assert not any(
         "different reference" in n
-        for n in analyze(pd.DataFrame(rows), by=["dataset"], clusters=2, progress=False).notes
+        for n in analyze(pd.DataFrame(rows), EcdfOptions(by=["dataset"], clusters=2), progress=False).notes
     )
 
 
 def test_settings_with_a_multiple_of_the_usual_count_are_named() -> None:
     merged = [{"question_id": q, "score": v} for q in range(4) for v in (0.2, 0.4, 0.6) * 2]
     single = [{"question_id": q, "score": v} for q in range(4, 12) for v in (0.1, 0.5, 0.9)]
-    res = analyze(pd.DataFrame(merged + single), clusters=2, progress=False)
+    res = analyze(pd.DataFrame(merged + single), EcdfOptions(clusters=2), progress=False)
     assert any("4 settings have exactly 2, 3, ... times the usual 3 responses" in n for n in res.notes)
-    res = analyze(pd.DataFrame(single), clusters=2, progress=False)
+    res = analyze(pd.DataFrame(single), EcdfOptions(clusters=2), progress=False)
     assert not any("times the usual" in n for n in res.notes)
 
 
@@ -131,7 +134,7 @@ def test_headline_counts_the_settings_that_exist() -> None:
             for v in (0.1 * (q % 3), 0.5, 0.9)
         ]
     )
-    first = headline(analyze(table, by=["cfg"], clusters=2, progress=False))[0]
+    first = headline(analyze(table, EcdfOptions(by=["cfg"], clusters=2), progress=False))[0]
     assert first.startswith("12 settings (12 questions, each under one of 2 configurations")
 
 
@@ -143,4 +146,4 @@ def test_no_sentence_about_correct_answers_outside_the_best_cluster_when_there_a
 
 @pytest.fixture(scope="module")
 def result_small(cache_dir: Path):
-    return analyze(small_responses(), by=["model", "temperature"], clusters=2, seed=0, progress=False)
+    return analyze(small_responses(), EcdfOptions(by=["model", "temperature"], clusters=2, seed=0), progress=False)

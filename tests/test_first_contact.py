@@ -3,7 +3,6 @@ what they did with the data."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import typer
-from helpers import HANG_LIMIT_S, run_cli, small_responses
+from helpers import HANG_LIMIT_S, read_run, run_cli, small_responses
 
 from evalprism.cli import app
 from evalprism.ecdf.analysis import pooled_configuration_columns
@@ -102,7 +101,7 @@ def test_fit_and_train_say_how_many_ties_bt_leaves_out(tmp_path: Path, capsys) -
     assert code == 0 and "leaves out" not in err
     tie_fit = pd.read_csv(tmp_path / "fit-tie" / "leaderboard.csv")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "fit-tie-old" / "leaderboard.csv"), tie_fit)
-    assert json.loads((tmp_path / "fit-tie" / "run.json").read_text())["options"]["outcome_model"] == "bt-tie"
+    assert read_run(tmp_path / "fit-tie").options["outcome_model"] == "bt-tie"
     code, _, err = run_cli(["p2l", "train", path, "--out", tmp_path / "model"], capsys)
     assert code == 0, err
     assert f"leaves out {n_ties} of 200 battles" in err

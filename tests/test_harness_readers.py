@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S, lm_eval_local_tasks
+from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -63,7 +63,7 @@ def test_lm_eval_multi_task_directory_reads_with_per_task_defaults(tmp_path: Pat
 
 
 def test_lm_eval_per_task_overrides() -> None:
-    options = HarnessOptions.parse(metric=["mc_local=acc_norm"], lm_eval_filter=["gen_local=flexible-extract"])
+    options = HarnessOptions(metric=["mc_local=acc_norm"], lm_eval_filter=["gen_local=flexible-extract"])
     table = read_correctness(LM_EVAL / "run1", harness=options)
     assert _scores(table, "3ykv54sv", "gen_local") == FLEXIBLE
     norm = _scores(table, "3ykv54sv", "mc_local")
@@ -72,15 +72,15 @@ def test_lm_eval_per_task_overrides() -> None:
     with pytest.raises(
         EvalprismError, match=r"metric bogus=acc: .* has no task 'bogus' \(tasks: gen_local, mc_local\)"
     ):
-        read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["bogus=acc"]))
+        read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["bogus=acc"]))
     with pytest.raises(EvalprismError, match="task 'gen_local' has no filter 'none'"):
-        read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(lm_eval_filter=["gen_local=none"]))
+        read_correctness(LM_EVAL / "run1", harness=HarnessOptions(lm_eval_filter=["gen_local=none"]))
     with pytest.raises(
         EvalprismError, match=r"no 'exact_match' value for task 'mc_local' \(values present: acc, acc_norm\)"
     ):
-        read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["mc_local=exact_match"]))
+        read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["mc_local=exact_match"]))
     # a value without TASK= applies to every task that has it (issue 27, item 14): mc_local keeps its default
-    every = read_correctness(LM_EVAL / "run1", harness=HarnessOptions.parse(metric=["exact_match"]))
+    every = read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["exact_match"]))
     assert _scores(every, "3ykv54sv", "gen_local") == STRICT
     assert (
         "mc_local: metric acc (first in the results file's higher_is_better; the task has no 'exact_match' value)"
@@ -95,7 +95,7 @@ def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:
         mc = _scores(table, f"{run}/org__tiny", "mc_local")
         assert sum(mc) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / run / "org__tiny", "mc_local", "acc,none"))
     renamed = read_correctness(
-        LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny-seed3", "3ykv54sv=dummy"])
+        LM_EVAL, harness=HarnessOptions(model_name=["run3/org__tiny=tiny-seed3", "3ykv54sv=dummy"])
     )
     assert sorted(renamed["model"].unique()) == ["dummy", "run4/org__tiny", "tiny-seed3"]
     with pytest.raises(
@@ -103,15 +103,13 @@ def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:
         match=r"model 'tiny' has task '\w+' in two directories: .*run3/org__tiny/"
         r"samples_\S+\.jsonl and .*run4/org__tiny/samples_\S+\.jsonl",
     ):
-        read_correctness(
-            LM_EVAL, harness=HarnessOptions.parse(model_name=["run3/org__tiny=tiny", "run4/org__tiny=tiny"])
-        )
+        read_correctness(LM_EVAL, harness=HarnessOptions(model_name=["run3/org__tiny=tiny", "run4/org__tiny=tiny"]))
     with pytest.raises(
         EvalprismError,
         match=r"no lm-eval run directory 'run9' .*directories: run1/3ykv54sv, "
         "run3/org__tiny, run4/org__tiny",
     ):
-        read_correctness(LM_EVAL, harness=HarnessOptions.parse(model_name=["run9=x"]))
+        read_correctness(LM_EVAL, harness=HarnessOptions(model_name=["run9=x"]))
 
 
 def test_assignment_parser() -> None:
@@ -213,8 +211,7 @@ def test_cli_reports_choices_and_refuses_bad_options(tmp_path: Path) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_LIMIT_S, check=False)
     assert done.returncode == 0, done.stderr
     assert "read lm-eval run3/org__tiny/gen_local: metric exact_match" in " ".join(done.stderr.split())
-    run = json.loads((tmp_path / "audit" / "run.json").read_text(encoding="utf-8"))
-    assert any("filter strict-match" in line for line in run["options"]["read"])
+    assert any("filter strict-match" in line for line in read_run(tmp_path / "audit").provenance.choices)
     bad = subprocess.run(
         [*cmd[:-2], "--out", str(tmp_path / "bad"), "--metric", "nosuch=acc"],
         capture_output=True,

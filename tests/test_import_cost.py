@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, read_run
 
 pytestmark = pytest.mark.slow  # every check is a fresh interpreter
 
@@ -181,7 +181,7 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
         ],
         tmp_path / "modules.json",
     )
-    stats = next(iter(json.loads((out / "run.json").read_text())["embedding"].values()))
+    stats = next(iter(read_run(out).results["embedding"].values()))
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli
+from helpers import read_run, run_cli
 from sklearn.metrics import adjusted_rand_score
 
 from evalprism.judges import BiasRules, analyze, flag_queries
@@ -188,10 +188,8 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
     )
     for name in ("pairs.csv", "clusters.csv", "queries.csv", "query_clusters.csv"):
         assert (out / name).read_bytes() == (again / name).read_bytes()
-    import json
 
-    run = json.loads((again / "run.json").read_text())
-    stats = next(iter(run["embedding"].values()))
+    stats = next(iter(read_run(again).results["embedding"].values()))
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 200
 
 
@@ -264,7 +262,7 @@ def test_cli_option_errors(tmp_path: Path, capsys, monkeypatch) -> None:
     path = tmp_path / "j.csv"
     simulate_judgments().to_csv(path, index=False)
     code, _, err = run_cli(["judges", "--human", "human", "--llm", "x", "--out", tmp_path / "o"], capsys)
-    assert code == 2 and "give a JUDGMENTS table" in err
+    assert code == 2 and "give a judgments table" in err
     code, _, err = run_cli(
         ["judges", path, "--llm", "llm_strict", "--embedder", "instructor:/no/such/model", "--out", tmp_path / "o"],
         capsys,
@@ -318,7 +316,6 @@ def test_health_of_hand_made_labels() -> None:
 
 
 def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -> None:
-    import json
 
     table = simulate_judgments()
     x = nested_blobs(table)
@@ -334,7 +331,7 @@ def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -
     err = capsys.readouterr().err
     assert "warning: degenerate clustering: one cluster holds 95% of the pairs" in " ".join(err.split())
     result.save(tmp_path / "out")
-    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    run = read_run(tmp_path / "out").results
     assert run["degenerate_clustering"] is True and run["clustering"]["groups"][0]["degenerate"] is True
     html = (tmp_path / "out" / "report.html").read_text()
     summary = html[html.index('<div class="summary">') : html.index("<section")]

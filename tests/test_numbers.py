@@ -3,55 +3,50 @@ message and the command line's bounds all come from the same Bounds (issue 31, i
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_cli
+from helpers import cli_parameters, run_cli
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_number, check_seed
+from evalprism.io.options import Field, Options, check_number, check_seed, declared_fields
 from evalprism.vocabularies import MAX_SEED, NUMBERS, Bounds, number_bounds
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "evalprism"
 
 
-def _bounded_cli_options() -> list[tuple[str, str, object, object]]:
-    """(command, flag, min, max) of every CLI option with a typer/click range, from click's own table."""
-    import click
-    import typer.main
+def _declared_fields() -> list[Field]:
+    """Every declared field of every options class the command line takes."""
+    import evalprism.cli  # noqa: F401  # imports every options class
 
-    from evalprism.cli import app
-
-    found: list[tuple[str, str, object, object]] = []
-
-    def walk(command: click.Command, path: str) -> None:
-        for param in command.params:
-            low, high = getattr(param, "min", None), getattr(param, "max", None)
-            if low is not None or high is not None:
-                found.append((path, param.opts[0], low, high))
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, f"{path} {name}".strip())
-
-    walk(typer.main.get_command(app), "")
-    return found
+    kinds: list[type[Options]] = []
+    todo = list(Options.__subclasses__())
+    while todo:
+        kind = todo.pop()
+        kinds.append(kind)
+        todo.extend(kind.__subclasses__())
+    return [f for kind in kinds for f in declared_fields(kind) if isinstance(f, Field)]
 
 
 def test_every_bounded_cli_option_has_the_declared_bounds_of_its_library_parameter() -> None:
-    from evalprism.cli import flag_of
-
-    options = _bounded_cli_options()
-    flags = {flag for _, flag, _, _ in options}
+    """A typer range on a flag is exactly the NUMBERS bounds of the declared field behind it."""
+    bounds_of = {f.declared.flag_names(f.name)[0]: f.bounds_name for f in _declared_fields() if f.bounds_name}
+    bounded = [
+        (c, p)
+        for c, p in cli_parameters()
+        if getattr(p, "min", None) is not None or getattr(p, "max", None) is not None
+    ]
+    flags = {p.opts[0] for _, p in bounded}
     # the options bounded before the declaration (their bounds were literals in cli.py), and more may come
     assert {"--components", "--min-cluster-size", "--rounds", "--epochs", "--trials", "--stage"} <= flags
-    for command, flag, low, high in options:
-        names = [name for name in NUMBERS if flag_of(name) == flag]
-        assert len(names) == 1, f"{command} {flag}: no one declared library parameter ({names})"
-        typed = {key: value for key, value in (("min", low), ("max", high)) if value is not None}
-        assert typed == number_bounds(names[0]), f"{command} {flag}: {typed} != NUMBERS[{names[0]!r}]"
+    for command, param in bounded:
+        name = bounds_of.get(param.opts[0])
+        assert name is not None, f"{command} {param.opts[0]}: no declared field with bounds behind it"
+        typed = {key: value for key, value in (("min", param.min), ("max", param.max)) if value is not None}
+        assert typed == number_bounds(name), f"{command} {param.opts[0]}: {typed} != NUMBERS[{name!r}]"
 
 
 def test_the_cli_writes_no_bound_and_no_check_restates_one() -> None:
@@ -62,24 +57,18 @@ def test_the_cli_writes_no_bound_and_no_check_restates_one() -> None:
     overrides = []
     for path in SRC.rglob("*.py"):
         for call in re.findall(r"check_number\([^()]*(?:\([^()]*\)[^()]*)*\)", path.read_text(encoding="utf-8")):
-            if re.search(r"\b(?:low|high|low_open|high_open|integer)=", call) and path.name != "options.py":
+            if re.search(r"\b(?:low|high|low_open|high_open|integer)=", call) and path != SRC / "io" / "options.py":
                 overrides.append(call)
     assert overrides == ['check_number("flip_high", self.flip_high, low=self.flip_low)']
 
 
 def _checked_names() -> set[str]:
-    """The parameter names the library checks with check_number (literally, or through p2l/train's
-    OPTIONAL_NUMBERS loop)."""
+    """The parameter names the library checks: by check_number literally, or as a declared options
+    field with bounds (every options class checks its fields when constructed)."""
     names: set[str] = set()
     for path in SRC.rglob("*.py"):
         names.update(re.findall(r'check_number\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8")))
-    tree = ast.parse((SRC / "p2l" / "train.py").read_text(encoding="utf-8"))
-    loop = next(
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "OPTIONAL_NUMBERS" for t in node.targets)
-    )
-    names.update(ast.literal_eval(loop))
+    names.update(f.bounds_name for f in _declared_fields() if f.bounds_name is not None)
     return names
 
 
@@ -160,10 +149,10 @@ def test_a_bound_out_of_range_on_the_command_line_names_the_flag_before_reading_
     assert code == 2 and out == ""
     assert "'--components'" in err and "greater than or equal to 1" in err and "none.csv" not in err
     assert not (tmp_path / "o").exists()
-    # a bound the library checks (no typer bound): its message, with the flag for the parameter
+    # the same for a bound that was the library's alone before the options declared it
     code, _, err = run_cli(["compare", missing, missing, "--permutations", "0", "--out", tmp_path / "o"], capsys)
     assert code == 2
-    assert "--permutations: expected a whole number >= 1, got 0" in err and "none.csv" not in err
+    assert "'--permutations'" in err and "greater than or equal to 1" in err and "none.csv" not in err
 
 
 def test_one_dimension_is_a_reduction_the_library_and_the_cli_accept() -> None:

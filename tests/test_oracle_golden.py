@@ -13,6 +13,7 @@ import pytest
 from golden.freeze_oracles import ARENA_CASES, table_digest
 from test_pairwise_oracle import ELO_SCALE, battles_table, centred
 
+from evalprism.p2l.options import FitOptions
 from evalprism.stats import gwet_ac1
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -29,7 +30,7 @@ def test_bt_fits_equal_frozen_arena_rank(model: str) -> None:
     df = battles_table(frozen["n"], frozen["models"], tie_rate=frozen["tie_rate"], seed=frozen["seed"])
     assert table_digest(df) == frozen["digest"], "the generated battles changed: refreeze the golden file"
     board = (
-        fit_leaderboard(df, outcome_model=model, progress=False)
+        fit_leaderboard(df, FitOptions(outcome_model=model), progress=False)
         .leaderboard.set_index("model")
         .loc[frozen["competitors"]]
     )

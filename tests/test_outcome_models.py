@@ -7,6 +7,7 @@ from typing import get_args
 
 import numpy as np
 import pytest
+from helpers import choices_of, cli_parameters
 
 from evalprism.stats.outcome_models import (
     NUMPY_OPS,
@@ -20,10 +21,14 @@ from evalprism.stats.outcome_models import (
 def test_the_names_are_listed_once_for_static_checks_and_the_command_line() -> None:
     """``OutcomeModelName`` (static checks) and the CLI's choices (which must not import numpy) mirror the
     registry; a new entry that is not added there fails here."""
-    from evalprism.cli import OutcomeModelChoice
-
     assert get_args(OutcomeModelName) == OUTCOME_MODEL_NAMES == tuple(OUTCOME_MODELS)
-    assert tuple(m.value for m in OutcomeModelChoice) == OUTCOME_MODEL_NAMES
+    offered = [param for command, param in cli_parameters() if "--outcome-model" in param.opts]
+    assert {command for command, param in cli_parameters() if "--outcome-model" in param.opts} == {
+        "p2l fit",
+        "p2l train",
+    }
+    for param in offered:
+        assert choices_of(param) == OUTCOME_MODEL_NAMES
 
 
 @pytest.mark.parametrize("model", OUTCOME_MODEL_NAMES)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, run_cli
+from helpers import HANG_LIMIT_S, read_run, run_cli
 
 from evalprism.io.outputs import STAGING_MARKER
 from evalprism.p2l.simulate import simulate_topic_battles
@@ -172,7 +172,7 @@ def test_missing_directory_is_created_with_its_parents(battles: Path, tmp_path: 
         "kind": "p2l fit",
         "files": ["leaderboard.csv", "report.html", "run.json"],
         "evalprism": __version__,
-        "format": 1,
+        "format": 2,
     }
     assert [p.name for p in out.parent.iterdir()] == ["fit"]  # no staging directory left beside it
 
@@ -187,9 +187,9 @@ def test_empty_directory_is_used(battles: Path, tmp_path: Path, capsys) -> None:
 def test_previous_output_of_the_same_command_is_replaced(battles: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "fit"
     assert run_cli(["p2l", "fit", battles, "--out", out, "-q"], capsys)[0] == 0
-    assert json.loads((out / "run.json").read_text())["options"]["ci"] == "sandwich"
+    assert read_run(out).options["ci"] == "sandwich"
     assert run_cli(["p2l", "fit", battles, "--out", out, "--ci", "bootstrap", "--rounds", "10", "-q"], capsys)[0] == 0
-    assert json.loads((out / "run.json").read_text())["options"]["ci"] == "bootstrap"
+    assert read_run(out).options["ci"] == "bootstrap"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "fit"]  # the old copy is gone, nothing hidden
 
 

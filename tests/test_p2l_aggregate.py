@@ -15,6 +15,7 @@ from evalprism.embed import Embedder
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, aggregate_leaderboards, train_model
 from evalprism.p2l.evaluate import aggregation_scaling, evaluate_model, function_distance, outcome_metrics
+from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.simulate import TOPICS, simulate_topic_battles, topic_prompts
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
 
@@ -104,7 +105,9 @@ def test_strengths_against_a_reference() -> None:
 def test_evaluate_on_held_out_battles(tmp_path: Path, capsys) -> None:
     model_dir = tmp_path / "model"
     train_model(simulate_topic_battles(3000, seed=20), TrainOptions(), progress=False).save(model_dir)
-    result = evaluate_model(P2LModel.load(model_dir), simulate_topic_battles(2000, seed=21), repeats=3, progress=False)
+    result = evaluate_model(
+        P2LModel.load(model_dir), simulate_topic_battles(2000, seed=21), EvaluateOptions(repeats=3), progress=False
+    )
     m = result.metrics.set_index("predictor")
     assert m.loc["p2l", "nll"] < m.loc["marginal", "nll"] < m.loc["constant", "nll"] + 0.01
     curve = result.scaling.groupby("prompts")["l1"].mean()

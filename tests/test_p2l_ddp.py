@@ -8,7 +8,6 @@ draw differently), saved into the test's directory; nothing is downloaded."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -21,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers import HANG_LIMIT_S, run_cli
+from helpers import HANG_LIMIT_S, read_run, run_cli
 from test_p2l_model import one_thread, tiny_causal_lm
 
 from evalprism.io import read_table
@@ -149,7 +148,7 @@ def test_two_processes_train_what_one_process_trains(setup: tuple[Path, Path], t
     assert history["val_nll"].iloc[0] == pytest.approx(marginal, abs=1e-5)
     # rank 0 alone wrote: the model directory and nothing else (checkpoints removed once it was saved)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["driver.py", "model"]
-    assert json.loads((out / "run.json").read_text())["options"]["processes"] == 2
+    assert read_run(out).options["processes"] == 2
     assert (out / "backbone").is_dir()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli
+from helpers import read_run, run_cli
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -87,8 +87,9 @@ def test_a_table_without_prompt_text_is_refused_for_training_only(tmp_path: Path
     code, _, err = run_cli(["p2l", "fit", str(path), "--out", str(tmp_path / "fit"), "--model", "rk"], capsys)
     assert code == 0, err
     assert "6 items, 3 models, 18 battles" in " ".join(err.split())
-    run = json.loads((tmp_path / "fit" / "run.json").read_text())
-    assert any("18 battles: 12 decisive, 3 ties, 3 both bad" in line for line in run["options"]["read"])
+    assert any(
+        "18 battles: 12 decisive, 3 ties, 3 both bad" in line for line in read_run(tmp_path / "fit").provenance.choices
+    )
     # some items with text and some without: the first without is named
     partial = scores(rows)
     partial.loc[partial["item_id"] == "i4", "prompt"] = ""
@@ -149,9 +150,9 @@ def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
         capsys,
     )
     assert code == 0, err
-    run = json.loads((tmp_path / "model" / "run.json").read_text())
-    assert any("18 battles:" in line for line in run["options"]["read"])
-    assert run["options"]["n_battles"] == 18
+    run = read_run(tmp_path / "model")
+    assert any("18 battles:" in line for line in run.provenance.choices)
+    assert run.options["n_battles"] == 18
 
 
 def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
@@ -173,7 +174,7 @@ def test_harness_options_choose_what_the_battles_are_made_of(tmp_path: Path, cap
     from evalprism.io.harness_options import HarnessOptions
 
     root = FIXTURES / "lm_eval"
-    flexible = HarnessOptions.parse(lm_eval_filter="gen_local=flexible-extract")
+    flexible = HarnessOptions(lm_eval_filter="gen_local=flexible-extract")
     battles = read_battles_input(root, harness=flexible)
     truth = read_correctness(root, harness=flexible).set_index(["model", "benchmark", "item_id"])["score"]
     strict = read_correctness(root).set_index(["model", "benchmark", "item_id"])["score"]
@@ -189,8 +190,7 @@ def test_harness_options_choose_what_the_battles_are_made_of(tmp_path: Path, cap
         capsys,
     )
     assert code == 0, err
-    run = json.loads((tmp_path / "fit" / "run.json").read_text())
-    assert any("filter flexible-extract" in line for line in run["options"]["read"])
+    assert any("filter flexible-extract" in line for line in read_run(tmp_path / "fit").provenance.choices)
 
 
 def test_harness_options_on_a_battles_file_are_refused_by_their_flag(tmp_path: Path, capsys) -> None:
@@ -241,10 +241,10 @@ def test_split_train_evaluate_from_logs_holds_items_out(tmp_path: Path, capsys) 
         ["p2l", "evaluate", str(tmp_path / "m"), str(split / "test.jsonl"), "--out", str(tmp_path / "ev")], capsys
     )
     assert code == 0, err
-    assert json.loads((tmp_path / "ev" / "run.json").read_text())["options"]["overlap"]["fit"] == 0
+    assert read_run(tmp_path / "ev").options["overlap"]["fit"] == 0
     code, _, err = run_cli(["p2l", "evaluate", str(tmp_path / "m"), str(root), "--out", str(tmp_path / "all")], capsys)
     assert code == 0, err
-    overlap = json.loads((tmp_path / "all" / "run.json").read_text())["options"]["overlap"]
+    overlap = read_run(tmp_path / "all").options["overlap"]
     # every training prompt is among them: fitted on, or held out by training as its validation
     assert overlap["fit"] > 0 and overlap["fit"] + overlap["validation"] == train["prompt"].nunique()
     assert "NOT held out" in (tmp_path / "all" / "report.html").read_text()

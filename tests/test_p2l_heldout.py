@@ -23,6 +23,7 @@ from evalprism.p2l.heldout_routing import (
     score_values,
 )
 from evalprism.p2l.model import CoefficientHead
+from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.reports import evaluation_report, gain_words
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts, write_training_prompts
 from evalprism.stats.policy_value import paired_value_difference, policy_value, prompt_scores
@@ -216,7 +217,7 @@ def grk_battles(n: int = 600) -> pd.DataFrame:
 def test_evaluation_with_costs_leads_with_the_held_out_router_table(tmp_path) -> None:
     battles = truth_battles()
     costs = {"alpha-7b": 4.0, "beta-13b": 2.0, "gamma-34b": 1.0, "delta-70b": 0.5}
-    result = evaluate_model(planted_model(noise=0.5), battles, repeats=2, costs=costs, progress=False)
+    result = evaluate_model(planted_model(noise=0.5), battles, EvaluateOptions(repeats=2), costs=costs, progress=False)
     routing = result.routing
     assert sorted(routing["budget"].unique()) == pytest.approx(default_budgets(np.array([4.0, 2.0, 1.0, 0.5])))
     assert routing.groupby("budget")["policy"].apply(list).iloc[0] == [
@@ -241,7 +242,7 @@ def test_evaluation_with_costs_leads_with_the_held_out_router_table(tmp_path) ->
 
 def test_grk_evaluation_splits_the_nll_and_documents_the_routing_value() -> None:
     costs = dict(zip(MODELS, [4.0, 2.0, 1.0, 0.5], strict=True))
-    result = evaluate_model(planted_grk_model(), grk_battles(), repeats=2, costs=costs, progress=False)
+    result = evaluate_model(planted_grk_model(), grk_battles(), EvaluateOptions(repeats=2), costs=costs, progress=False)
     split = result.nll_split.set_index(["predictor", "part"])
     for who in ("constant", "marginal", "p2l"):
         parts = split.loc[(who, "outcome type"), "nll"] + split.loc[(who, "winner given decisive"), "nll"]
@@ -251,7 +252,9 @@ def test_grk_evaluation_splits_the_nll_and_documents_the_routing_value() -> None
     )
     text = summary_text(evaluation_report(result))
     assert "come from predicting the outcome type" in text and "saturates" in text
-    own = evaluate_model(planted_grk_model(), grk_battles(), repeats=2, costs=costs, value="own", progress=False)
+    own = evaluate_model(
+        planted_grk_model(), grk_battles(), EvaluateOptions(repeats=2, value="own"), costs=costs, progress=False
+    )
     assert own.options["routing"]["value"] == "own"
 
 
@@ -264,13 +267,17 @@ def test_overlap_with_the_training_prompts_is_detected_and_said(tmp_path) -> Non
     assert (tmp_path / "training_prompts.npz").stat().st_size < 2000
     assert prompt_overlap(recorded, prompts) == {"recorded": True, "prompts": len(prompts), "fit": 60, "validation": 10}
     assert prompt_overlap(recorded, ["a prompt never seen"])["fit"] == 0
-    result = evaluate_model(planted_model(noise=0.5), battles, repeats=2, training_prompts=recorded, progress=False)
+    result = evaluate_model(
+        planted_model(noise=0.5), battles, EvaluateOptions(repeats=2), training_prompts=recorded, progress=False
+    )
     report = evaluation_report(result)
     assert "NOT held out: 60 of the prompts" in report.subtitle
     assert summary_text(report).startswith("**Not held out: 60 of these")
     unseen = battles[~battles["prompt"].isin(prompts[:70])]
     clean = evaluation_report(
-        evaluate_model(planted_model(noise=0.5), unseen, repeats=2, training_prompts=recorded, progress=False)
+        evaluate_model(
+            planted_model(noise=0.5), unseen, EvaluateOptions(repeats=2), training_prompts=recorded, progress=False
+        )
     )
     assert clean.subtitle.startswith(f"{len(unseen)} held-out battles") and "held out" not in summary_text(clean)[:40]
     (tmp_path / "training_prompts.npz").write_bytes(b"not a numpy file")

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli, shared_data
+from helpers import read_run, run_cli, shared_data
 
 from evalprism.io import read_table
 from evalprism.p2l import fit_leaderboard
+from evalprism.p2l.options import FitOptions
 
 
 def small_battles() -> pd.DataFrame:
@@ -53,7 +53,7 @@ def test_cli_fit_end_to_end_with_bootstrap(tmp_path: Path, capsys) -> None:
     assert board.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles", "identified"]
     assert board["model"].tolist()[0] == "x"
     assert board["battles"].sum() == 2 * len(small_battles())
-    assert json.loads((out / "run.json").read_text())["options"]["ci"] == "bootstrap"
+    assert read_run(out).options["ci"] == "bootstrap"
     assert (out / "report.html").exists()
 
 
@@ -75,7 +75,7 @@ def test_cli_refuses_disconnected_battles(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("model", ["bt", "rk", "grk"])
 def test_all_models_rank_the_planted_order(model: str) -> None:
-    board = fit_leaderboard(small_battles(), outcome_model=model, progress=False).leaderboard  # type: ignore[arg-type]
+    board = fit_leaderboard(small_battles(), FitOptions(outcome_model=model), progress=False).leaderboard  # type: ignore[arg-type]
     assert board["model"].tolist()[0] == "x"
 
 
@@ -91,10 +91,10 @@ def test_cli_refuses_a_model_seen_once(tmp_path: Path, capsys) -> None:
 
 
 def test_library_leaderboard_matches_the_cli_table() -> None:
-    board = fit_leaderboard(small_battles(), outcome_model="bt-tie", ci="sandwich", progress=False).fit
+    board = fit_leaderboard(small_battles(), FitOptions(outcome_model="bt-tie", ci="sandwich"), progress=False).fit
     frame = board.frame()
     assert frame.columns.tolist() == ["rank", "model", "coef", "lower", "upper", "rating", "battles"]
     # bt-tie: ties count half; x vs y (30 + 2.5 vs 10 + 2.5) etc. — coefs are mean-zero and x leads
     assert frame["coef"].sum() == pytest.approx(0.0, abs=1e-9)
     assert frame["model"].iloc[0] == "x" and (frame["lower"] < frame["coef"]).all()
-    assert fit_leaderboard(small_battles(), ci=None, progress=False).fit.frame()["lower"].isna().all()
+    assert fit_leaderboard(small_battles(), FitOptions(ci=None), progress=False).fit.frame()["lower"].isna().all()

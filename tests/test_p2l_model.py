@@ -16,6 +16,7 @@ from helpers import run_cli
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, train_model
+from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.simulate import MODELS, TRUE_COEFS, simulate_topic_battles, topic_prompts
 
 pytestmark = pytest.mark.slow  # trains P2L models
@@ -154,9 +155,11 @@ def test_a_trained_tie_model_evaluates_before_and_after_saving(tmp_path: Path) -
         with_ties(simulate_topic_battles(1200, seed=5), 1), TrainOptions(outcome_model="grk"), progress=False
     )
     held_out = with_ties(simulate_topic_battles(300, seed=6), 2)
-    in_memory = evaluate_model(result.model, held_out, repeats=1, progress=False).metrics
+    in_memory = evaluate_model(result.model, held_out, EvaluateOptions(repeats=1), progress=False).metrics
     result.save(tmp_path / "model")
-    loaded = evaluate_model(P2LModel.load(tmp_path / "model"), held_out, repeats=1, progress=False).metrics
+    loaded = evaluate_model(
+        P2LModel.load(tmp_path / "model"), held_out, EvaluateOptions(repeats=1), progress=False
+    ).metrics
     assert set(in_memory["predictor"]) >= {"marginal", "p2l"}
     pd.testing.assert_frame_equal(in_memory, loaded, atol=1e-6, rtol=0)
 

@@ -18,6 +18,7 @@ from evalprism.p2l.backbones import Backbone
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.evaluate import paired_difference
 from evalprism.p2l.model import CoefficientHead
+from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.reports import evaluation_report, prompt_set_report
 
 MODELS = ["alpha-7b", "beta-13b", "gamma-34b", "delta-70b"]
@@ -86,7 +87,7 @@ def test_paired_difference_is_the_cluster_robust_standard_error() -> None:
 
 def test_evaluation_report_says_when_p2l_loses_to_the_true_marginal() -> None:
     battles = truth_battles()
-    result = evaluate_model(planted_model(noise=0.5), battles, repeats=2, progress=False)
+    result = evaluate_model(planted_model(noise=0.5), battles, EvaluateOptions(repeats=2), progress=False)
     p2l = result.metrics.set_index("predictor").loc["p2l"]
     assert p2l["nll_vs_marginal"] > 2 * p2l["se_vs_marginal"] > 0  # noise around the truth predicts worse
     report = evaluation_report(result)
@@ -104,12 +105,12 @@ def test_evaluation_report_says_when_p2l_loses_to_the_true_marginal() -> None:
 
 
 def test_evaluation_report_calls_a_tiny_difference_noise() -> None:
-    result = evaluate_model(planted_model(noise=1e-3), truth_battles(), repeats=2, progress=False)
+    result = evaluate_model(planted_model(noise=1e-3), truth_battles(), EvaluateOptions(repeats=2), progress=False)
     p2l = result.metrics.set_index("predictor").loc["p2l"]
     assert abs(p2l["nll_vs_marginal"]) <= 2 * p2l["se_vs_marginal"]
     text = summary_text(evaluation_report(result))
     assert "within noise" in text and "loses" not in text and "beats" not in text
-    same = evaluate_model(planted_model(noise=0.0), truth_battles(), repeats=2, progress=False)
+    same = evaluate_model(planted_model(noise=0.0), truth_battles(), EvaluateOptions(repeats=2), progress=False)
     assert "as the marginal leaderboard does (the same NLL to within 1e-06 per battle)" in summary_text(
         evaluation_report(same)
     )

@@ -12,6 +12,7 @@ from helpers import run_cli
 
 from evalprism.io import read_table
 from evalprism.p2l import TrainOptions, split_battles
+from evalprism.p2l.options import SplitOptions
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.train import prepare_battles
 
@@ -64,20 +65,20 @@ def test_split_round_trip_by_prompt_and_fraction(tmp_path: Path, capsys) -> None
 
 def test_split_is_deterministic_in_seed_and_file_order(tmp_path: Path) -> None:
     battles = _battles()
-    first = split_battles(battles, test_fraction=0.2, seed=5)
-    again = split_battles(battles, test_fraction=0.2, seed=5)
+    first = split_battles(battles, SplitOptions(test_fraction=0.2, seed=5))
+    again = split_battles(battles, SplitOptions(test_fraction=0.2, seed=5))
     assert np.array_equal(first.test, again.test)
-    other = split_battles(battles, test_fraction=0.2, seed=6)
+    other = split_battles(battles, SplitOptions(test_fraction=0.2, seed=6))
     assert set(battles["prompt"].iloc[other.test]) != set(battles["prompt"].iloc[first.test])
     shuffled = battles.sample(frac=1.0, random_state=0).reset_index(drop=True)
-    moved = split_battles(shuffled, test_fraction=0.2, seed=5)
+    moved = split_battles(shuffled, SplitOptions(test_fraction=0.2, seed=5))
     assert set(shuffled["row_id"].iloc[moved.test]) == set(battles["row_id"].iloc[first.test])
 
 
 @pytest.mark.parametrize(("fraction", "seed"), [(0.1, 0), (0.3, 7)])
 def test_split_equals_the_validation_split_of_training(fraction: float, seed: int) -> None:
     battles = _battles()
-    split = split_battles(battles, test_fraction=fraction, seed=seed)
+    split = split_battles(battles, SplitOptions(test_fraction=fraction, seed=seed))
     data = prepare_battles(battles, TrainOptions(val_fraction=fraction, seed=seed))
     validated = set(data.prompts[data.prompt_codes[data.val_idx]])
     held_out = set(battles["prompt"].iloc[split.test])
@@ -100,7 +101,7 @@ def test_split_writes_the_input_format(tmp_path: Path, ext: str) -> None:
         src.write_text(json.dumps(battles.to_dict(orient="records")), encoding="utf-8")
     else:
         battles.to_parquet(src, index=False)
-    split_battles(read_table(src), test_fraction=0.2, seed=0).save(tmp_path / "s")
+    split_battles(read_table(src), SplitOptions(test_fraction=0.2, seed=0)).save(tmp_path / "s")
     parts = [read_table(tmp_path / "s" / f"{side}.{ext}") for side in ("train", "test")]
     back = pd.concat(parts).astype({"row_id": int}).sort_values("row_id").reset_index(drop=True)
     pd.testing.assert_frame_equal(back[battles.columns], battles, check_dtype=False)

@@ -24,6 +24,7 @@ from scipy.optimize import approx_fprime
 
 from evalprism.p2l import fit_leaderboard
 from evalprism.p2l.likelihood import log_outcome_probs
+from evalprism.p2l.options import FitOptions
 from evalprism.stats.outcome_models import OUTCOME_MODEL_NAMES
 from evalprism.stats.pairwise import (
     ELO_SCALE,
@@ -83,7 +84,7 @@ def test_bt_with_ties_and_its_sandwich_intervals_equal_arena_rank(tied_battles: 
     """arena-rank maps a tie (and 'tie (bothbad)') to outcome 0.5: evalprism's 'bt-tie'. Its
     sandwich scores a tie as one battle with outcome ½; so must ours (two half battles, one won by
     each side, would make the intervals ~20% wider at these 25% ties)."""
-    ours = fit_leaderboard(tied_battles, outcome_model="bt-tie", ci="sandwich", progress=False).fit
+    ours = fit_leaderboard(tied_battles, FitOptions(outcome_model="bt-tie", ci="sandwich"), progress=False).fit
     peer = arena_rank_fit(tied_battles)
     assert peer["competitors"] == ours.names
     ours_rating = 1000.0 + ELO_SCALE * ours.coefs
@@ -100,7 +101,7 @@ def test_bt_and_its_sandwich_intervals_equal_arena_rank_without_ties() -> None:
     about 0.1% here."""
     df = battles_table(30_000, 25, tie_rate=0.0, seed=12)
     assert not df["winner"].isin(["tie", "tie (bothbad)"]).any()
-    ours = fit_leaderboard(df, outcome_model="bt", ci="sandwich", progress=False).fit
+    ours = fit_leaderboard(df, FitOptions(outcome_model="bt", ci="sandwich"), progress=False).fit
     peer = arena_rank_fit(df)
     np.testing.assert_allclose(centred(1000.0 + ELO_SCALE * ours.coefs), centred(peer["ratings"]), rtol=0, atol=1e-4)
     half_ours = ELO_SCALE * (ours.upper - ours.lower) / 2
@@ -134,7 +135,7 @@ def test_bt_with_ties_equals_fastchat_logistic_regression(tied_battles: pd.DataF
     with threadpool_limits(1, user_api="blas"):
         lr = LogisticRegression(fit_intercept=False, C=np.inf, solver="newton-cholesky", tol=1e-12).fit(X[:, 1:], y)
     peer_rating = 1000.0 + 400.0 * np.concatenate([[0.0], lr.coef_[0]])
-    ours = fit_leaderboard(df, outcome_model="bt-tie", ci=None, progress=False).fit
+    ours = fit_leaderboard(df, FitOptions(outcome_model="bt-tie", ci=None), progress=False).fit
     assert list(models.index) == ours.names
     np.testing.assert_allclose(centred(1000.0 + ELO_SCALE * ours.coefs), centred(peer_rating), rtol=0, atol=1e-4)
 

@@ -22,6 +22,7 @@ from helpers import run_cli, shared_data
 from evalprism.errors import EvalprismError
 from evalprism.io import read_battles, read_table
 from evalprism.p2l import fit_leaderboard, split_battles
+from evalprism.p2l.options import SplitOptions
 from evalprism.p2l.train import TrainOptions, prepare_battles
 
 FIXTURES = Path(__file__).parent / "fixtures" / "arena_layouts"
@@ -252,7 +253,7 @@ def test_image_only_questions_are_left_out_of_what_a_text_model_reads(tmp_path: 
     assert any(
         "1 battle(s) whose user turns hold only parts without text (images; first: row 3)" in line for line in data.read
     )
-    split = split_battles(read_table(path), test_fraction=0.5)
+    split = split_battles(read_table(path), SplitOptions(test_fraction=0.5))
     assert split.train.size + split.test.size == n - 1 and 2 not in set(split.train) | set(split.test)
     assert any("left out: a text model cannot read" in line for line in split.options["read"])
     assert fit_leaderboard(read_table(path), progress=False).options["n_battles"] == n

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, read_run
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -361,7 +361,7 @@ def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert expected in " ".join(done.stderr.split())
-        read = json.loads((out / "run.json").read_text(encoding="utf-8"))["options"]["read"]
+        read = read_run(out).provenance.choices
         assert any(expected in line for line in read)
         named = f"left out: {cancelled} (cancelled" if step == "all" else f"inspect {cancelled}: mockllm/large on arith"
         assert any(named in line for line in read)

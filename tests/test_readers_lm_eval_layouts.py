@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S, lm_eval_local_tasks
+from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import read_correctness
@@ -68,7 +68,7 @@ def test_flat_output_path_reads_each_model_from_its_own_results_file() -> None:
     assert _mean(table, "org__small", "mc_local") == pytest.approx(3 / 6)
     assert "model named after both_2026-11-25T19-17-36.267981.json's model_name_sanitized" in _choices(table)
     assert "neither an inspect_ai log" not in _choices(table)  # its results files are known for what they are
-    renamed = read_correctness(V13 / "flat", harness=HarnessOptions.parse(model_name=["org__small=small"]))
+    renamed = read_correctness(V13 / "flat", harness=HarnessOptions(model_name=["org__small=small"]))
     assert sorted(renamed["model"].unique()) == ["org__tiny", "small"]
 
 
@@ -78,7 +78,7 @@ def test_samples_without_filter_key_are_labelled_by_the_tasks_filter_order() -> 
     table = read_correctness(v045)
     assert _scores(table, "org__tiny", "gen_local") == STRICT
     assert "no line names its filter" in _choices(table)
-    flexible = read_correctness(v045, harness=HarnessOptions.parse(lm_eval_filter=["gen_local=flexible-extract"]))
+    flexible = read_correctness(v045, harness=HarnessOptions(lm_eval_filter=["gen_local=flexible-extract"]))
     assert _scores(flexible, "org__tiny", "gen_local") == FLEXIBLE
     results = json.loads(next((v045 / "org__tiny").glob("results_*.json")).read_text(encoding="utf-8"))
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
@@ -182,22 +182,22 @@ def test_lm_eval_0_4_2_results_json_and_json_array_samples() -> None:
     assert _mean(table, "org__tiny", "gen_local") == pytest.approx(results["gen_local"]["exact_match,strict-match"])
     choices = _choices(table)
     assert "lm-eval <= 0.4.2 layout" in choices and "6 items from pretrained__org__tiny_mc_local.jsonl" in choices
-    flexible = read_correctness(LAYOUTS / "v0.4.2", harness=HarnessOptions.parse(lm_eval_filter=["flexible-extract"]))
+    flexible = read_correctness(LAYOUTS / "v0.4.2", harness=HarnessOptions(lm_eval_filter=["flexible-extract"]))
     assert _scores(flexible, "org__tiny", "gen_local") == FLEXIBLE
 
 
 def test_global_filter_applies_to_every_task_that_has_it() -> None:
     """Item 14: --lm-eval-filter flexible-extract (no TASK=) on an MC task and a generation task."""
-    table = read_correctness(V13 / "rerun", harness=HarnessOptions.parse(lm_eval_filter=["flexible-extract"]))
+    table = read_correctness(V13 / "rerun", harness=HarnessOptions(lm_eval_filter=["flexible-extract"]))
     assert _scores(table, "org__tiny", "gen_local") == FLEXIBLE
     assert len(_scores(table, "org__tiny", "mc_norm")) == 6
     choices = _choices(table)
     assert "filter flexible-extract (chosen for every task that has it)" in choices
     assert "filter none (the task's only filter; the task has no filter 'flexible-extract')" in choices
     with pytest.raises(EvalprismError, match="lm_eval_filter nosuch: no task under .* has a filter 'nosuch'"):
-        read_correctness(V13 / "rerun", harness=HarnessOptions.parse(lm_eval_filter=["nosuch"]))
+        read_correctness(V13 / "rerun", harness=HarnessOptions(lm_eval_filter=["nosuch"]))
     with pytest.raises(EvalprismError, match="metric f1: no task under .* has a value 'f1'"):
-        read_correctness(V13 / "rerun", harness=HarnessOptions.parse(metric=["f1"]))
+        read_correctness(V13 / "rerun", harness=HarnessOptions(metric=["f1"]))
 
 
 def test_predict_only_run_is_said_to_have_no_metric() -> None:
@@ -249,8 +249,7 @@ def test_limit_run_is_partial_in_the_read_line_and_run_json(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert "PARTIAL run (lm_eval --limit 3)" in " ".join(done.stderr.split())
-    run = json.loads((tmp_path / "audit" / "run.json").read_text(encoding="utf-8"))
-    read = [line for line in run["options"]["read"] if "PARTIAL" in line]
+    read = [line for line in read_run(tmp_path / "audit").provenance.choices if "PARTIAL" in line]
     assert len(read) == 2 and all(
         line.startswith("lm-eval a/org__tiny/")
         and line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents")

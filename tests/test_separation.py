@@ -15,6 +15,7 @@ import pytest
 from scipy.optimize import minimize
 
 from evalprism.p2l.marginal import Leaderboard, fit_leaderboard, pair_separation
+from evalprism.p2l.options import FitOptions
 from evalprism.stats.outcome_models import NUMPY_OPS, OUTCOME_MODELS, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, B_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, outcome_weights
@@ -160,7 +161,7 @@ def test_a_model_with_only_losses_and_both_bad(model: str) -> None:
     """Not identified by bt (ties dropped) nor grk (a "both bad" bounds it from above only); bt-tie
     counts "both bad" as half a win each way and rk merges it into ties, which bound both sides, so
     there it is identified."""
-    result = fit_leaderboard(alpaca_like(), outcome_model=model, ci="sandwich", progress=False)
+    result = fit_leaderboard(alpaca_like(), FitOptions(outcome_model=model, ci="sandwich"), progress=False)
     board = result.leaderboard.set_index("model")
     if model in ("bt-tie", "rk"):
         assert board["identified"].all() and np.isfinite(board.loc["weak", "coef"])

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import adjusted_rand_score
 
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.stats import kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import SortedEcdfs, clara_ecdfs, kmedoids_ecdfs
 
@@ -89,10 +90,7 @@ def test_the_analysis_above_the_threshold_clusters_without_the_matrix() -> None:
     )
     res = analyze(
         pd.DataFrame({"question_id": q, "cfg": c, "score": score}),
-        by=["cfg"],
-        clusters=4,
-        permutations=19,
-        baseline="0",
+        EcdfOptions(by=["cfg"], clusters=4, permutations=19, baseline="0"),
         progress=False,
     )
     assert len(res.settings) > CLARA_ABOVE and "no n x n matrix" in res.options["clustering"]

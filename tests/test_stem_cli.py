@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import run_cli
+from helpers import read_run, run_cli
 
 from evalprism.stem.simulate import simulate_family
 
@@ -233,7 +233,7 @@ def test_pool_says_which_benchmark_it_leaves_out_and_why(files, tmp_path, capsys
     )
     assert f"note {said}" in " ".join(err.split())
     assert list(pd.read_csv(out / "benchmarks.csv")["benchmark"]) == ["bench-1", "bench-2"]
-    assert json.loads((out / "run.json").read_text())["options"]["left_out"] == [said]
+    assert list(read_run(out).notes) == [said]
     assert "Benchmark 'bench-3' (300 items) is left out of the pool" in (out / "report.html").read_text()
     # nothing left out: no note
     code, _, err = run_cli(
@@ -320,7 +320,7 @@ def test_more_items_than_answered_is_a_clamp_that_is_said(files, pool_dir, tmp_p
     entry = json.loads((out / "localization.json").read_text())[0]
     assert entry["standard_error"] == 0 and entry["items_used"] == available
     assert entry["estimate"] == pytest.approx(entry["reference_score"], abs=1e-6)
-    assert json.loads((out / "run.json").read_text())["options"]["notes"] == [said]
+    assert list(read_run(out).notes) == [said]
     page = (out / "report.html").read_text()
     assert f"Every one of the {available:,} pool items it can be scored on was drawn" in page
     # exactly as many as it answered: nothing clamped, no note, the same sentence for the standard error 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli
+from helpers import read_run, run_cli
 from test_stem_estimators import FAMILY_THETA, _world
 
 from evalprism.errors import EvalprismError
@@ -227,7 +227,7 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
     }
     inspect_ids = json.loads((plan_dir / "inspect_sample_ids.json").read_text())
     assert {b: sorted(int(i) for i in ids.split(",")) for b, ids in inspect_ids.items()} == samples
-    assert json.loads((plan_dir / "run.json").read_text())["options"]["seed"] == 3
+    assert read_run(plan_dir).options["seed"] == 3
     new = pd.read_csv(numeric_files["root"] / "new.csv")
     planned = new.merge(plan[["benchmark", "item_id"]], on=["benchmark", "item_id"])
     planned.to_csv(tmp_path / "planned.csv", index=False)

@@ -19,6 +19,7 @@ from helpers import run_cli
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l import P2LModel, TrainOptions, route, route_prompts, train_model
+from evalprism.p2l.options import RouteOptions
 from evalprism.p2l.routing import opponent_vector
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.app import RequestError, Service
@@ -62,7 +63,11 @@ def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(
         assert (
             library_message(
                 lambda scope=scope: route_prompts(
-                    model, pd.DataFrame({"prompt": PROMPTS}), COSTS, 0.1, budget_scope=scope, progress=False
+                    model,
+                    pd.DataFrame({"prompt": PROMPTS}),
+                    COSTS,
+                    RouteOptions(budget=0.1, budget_scope=scope),
+                    progress=False,
                 )
             )
             == BELOW
@@ -108,7 +113,11 @@ def test_missing_costs_get_one_message_from_route_and_route_prompts(model_dir: P
     want = "costs: no cost for 2 of the 4 models routed among: coder-34b, generalist-70b"
     assert library_message(lambda: route(np.zeros(4), partial, 1.0, names=model.models)) == want
     assert (
-        library_message(lambda: route_prompts(model, pd.DataFrame({"prompt": PROMPTS}), partial, 1.0, progress=False))
+        library_message(
+            lambda: route_prompts(
+                model, pd.DataFrame({"prompt": PROMPTS}), partial, RouteOptions(budget=1.0), progress=False
+            )
+        )
         == want
     )
 

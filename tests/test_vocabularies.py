@@ -6,6 +6,7 @@ from __future__ import annotations
 import typing
 
 import pytest
+from helpers import choices_of, cli_parameters
 
 from evalprism import vocabularies
 from evalprism.errors import EvalprismError
@@ -21,16 +22,14 @@ LIBRARY_ONLY = {"RouteValue", "ComputePrecision", "Runtime"}
 def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:
     """Every Enum the CLI offers as choices holds the values of one vocabulary, and every vocabulary
     reaches the CLI: a value added to a Literal appears in --help with nothing else to edit."""
-    from enum import Enum
-
-    import evalprism.cli as cli
-
-    enums = [v for v in vars(cli).values() if isinstance(v, type) and issubclass(v, Enum) and v is not Enum]
     declared = {frozenset(vocabularies.choices(v)): name for name, v in VOCABULARIES.items()}
     used = set()
-    for enum in enums:
-        values = frozenset(m.value for m in enum)
-        assert values in declared, f"{enum.__name__} ({sorted(values)}) is no declared vocabulary"
+    for command, param in cli_parameters():
+        offered = choices_of(param)
+        if offered is None:
+            continue
+        values = frozenset(offered)
+        assert values in declared, f"{command} {param.opts[0]} ({sorted(values)}) is no declared vocabulary"
         used.add(declared[values])
     offered = set(VOCABULARIES) - LIBRARY_ONLY
     assert used == offered, f"vocabularies no CLI option offers: {offered - used}"
@@ -43,7 +42,6 @@ def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:
         ("evalprism.ecdf.analysis", "FINAL_RULES", "FinalRule"),
         ("evalprism.stats.outcome_models", "OUTCOME_MODEL_NAMES", "OutcomeModelName"),
         ("evalprism.p2l.heldout_routing", "ROUTE_VALUE_KINDS", "RouteValueKind"),
-        ("evalprism.io.harness_options", "EPOCHS", "Epochs"),
         ("evalprism.judges.clustering", "REDUCERS", "Reduction"),
         ("evalprism.judges.clustering", "SELECTIONS", "ClusterSelection"),
         ("evalprism.stem.plan", "PLAN_METHODS", "PlanMethod"),

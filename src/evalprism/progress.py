@@ -1,4 +1,9 @@
-"""One place that decides how progress is shown on stderr, and whether at all.
+"""One place that decides what is shown on stderr, and whether at all: progress and the lines a run says.
+
+- Lines (:func:`say`): an error, a note, what a reader chose, what a run found, what it wrote, the
+  step a run is in (:func:`status`). Each is labelled by its kind in colour, and the text after the
+  label is printed literally: a file ``run[v2].csv``, a run ``ckpt[step2000]`` or a message quoting
+  ``pip install 'evalprism[umap]'`` keeps its brackets (rich would read them as markup).
 
 - Interactive (stderr is a terminal, or a Jupyter notebook): a rich progress bar.
 - Not a terminal (a log file, a pipe, CI): a rich bar would print nothing until the end and then one
@@ -30,6 +35,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 from evalprism.errors import EvalprismError
 
@@ -171,7 +177,7 @@ def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator
             yield lines
         return
     columns = (
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -181,10 +187,37 @@ def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator
         yield _Bar(progress, progress.add_task(description, total=total))
 
 
+#: how each kind of line is labelled: its label and the label's style (a finding has none)
+LABELS = {
+    "error": ("error:", "bold red"),
+    "note": ("note", "yellow"),
+    "warning": ("warning:", "yellow"),
+    "read": ("read", "dim"),
+    "found": ("", ""),
+    "wrote": ("wrote", "green"),
+    "open": ("open", "green"),
+    "status": ("·", "dim"),
+    "interrupted": ("interrupted", "yellow"),
+}
+
+
+def say(kind: str, text: str, enabled: bool = True) -> None:
+    """Print one line on stderr: its kind's label (:data:`LABELS`), then ``text`` exactly as given."""
+    if not enabled:
+        return
+    label, style = LABELS[kind]
+    line = Text.assemble((label, style), *((" ", text) if text else ())) if label else Text(text)
+    _console.print(line, soft_wrap=True, highlight=False)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, shown even without progress output (the result may mislead, or is incomplete)."""
+    say("warning", message)
+
+
 def status(message: str, enabled: bool = True) -> None:
     """Print one status line on stderr (the user sees what step a long run is in)."""
-    if enabled:
-        _console.print(f"[dim]·[/dim] {message}", soft_wrap=True, highlight=False)
+    say("status", message, enabled)
 
 
 @contextlib.contextmanager

@@ -68,6 +68,8 @@ IRTKind = Literal["2pl", "1pl"]
 PlanMethod = Literal["auto", "stratified", "irt", "adaptive"]
 #: multiple-comparison correction across pairs (`compare --adjust`)
 Adjustment = Literal["bh", "holm"]
+#: uvicorn's log levels (`serve --log-level`)
+LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 
 
 def choices(vocabulary: Any) -> tuple[str, ...]:
@@ -192,6 +194,8 @@ NUMBERS: dict[str, Bounds] = {
     "stage": Bounds(2, integer=True),
     # compare: sign-flip permutations of a paired test
     "permutations": _COUNT,
+    # compare: the difference whose items needed is reported, on the 0..1 scale (0 needs infinitely many)
+    "effect": _OPEN_FRACTION,
     # serve: a TCP port (0 would be any free port, which no client could be told)
     "port": Bounds(1, 65535, integer=True),
 }

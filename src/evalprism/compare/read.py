@@ -79,7 +79,7 @@ def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int
     for the lm-eval reader."""
     by_run: dict[int, str] = {}
     rest = {}
-    for key, name in harness.model_names.items():
+    for key, name in harness.model_name.items():
         hits = [
             i
             for i, r in enumerate(runs)
@@ -91,7 +91,7 @@ def _split_names(runs: Sequence[Run], harness: HarnessOptions) -> tuple[dict[int
                 by_run[i] = name
         else:
             rest[key] = name
-    return by_run, dataclasses.replace(harness, model_names=rest)
+    return by_run, dataclasses.replace(harness, model_name=rest)
 
 
 def _read_table_run(

@@ -28,6 +28,10 @@ class CompareResult(SavedResult):
     read: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
+    def findings(self) -> list[str]:
+        """The verdict of every pair over all benchmarks: "B vs A: ..."."""
+        return [f"{r['run_b']} vs {r['run_a']}: {r['verdict']}" for _, r in self.overall().iterrows()]
+
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"comparisons": self.comparisons, "items": self.items}
 

@@ -12,8 +12,10 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.io import read_table
 from evalprism.io.outputs import OutputKind, OutputTarget, as_target, atomic_output_dir
+from evalprism.p2l.options import PromptSetOptions, RouteOptions
 from evalprism.report import IndexEntry, write_index
 
 DEMO_EXTRACT = r"""Answer\(\s*["']?([A-E])"""
@@ -42,11 +44,7 @@ def _run_all(out_dir: Path, *, cache_dir: str | None, progress: bool) -> Path:
     table = read_table(demo_data_path())
     result = analyze(
         table,
-        by=["model", "temperature"],
-        extract=DEMO_EXTRACT,
-        choices="choices",
-        clusters=6,
-        seed=0,
+        EcdfOptions(by=["model", "temperature"], extract=DEMO_EXTRACT, choices="choices", clusters=6, seed=0),
         cache_dir=cache_dir,
         progress=progress,
     )
@@ -85,10 +83,10 @@ def run_p2l_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bool 
     trained.save(out_dir / "model")
     prompts = pd.DataFrame({"prompt": [p for t in TOPICS for p in topic_prompts(t)]})
     board = analyze_prompt_set(
-        trained.model, prompts, reference="generalist-70b", cache_dir=cache_dir, progress=progress
+        trained.model, prompts, PromptSetOptions(reference="generalist-70b"), cache_dir=cache_dir, progress=progress
     )
     board.save(out_dir / "leaderboard")
-    routes = route_prompts(trained.model, prompts, DEMO_COSTS, 0.8, progress=progress)
+    routes = route_prompts(trained.model, prompts, DEMO_COSTS, RouteOptions(budget=0.8), progress=progress)
     routes.save(out_dir / "router")
     about = "4,000 simulated battles, 4 models, 3 topics with different true leaderboards"
     return [

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.prepare import check_choices_column, read_answers
 from evalprism.ecdf.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.ecdf.result import EcdfResult
@@ -21,24 +22,21 @@ from evalprism.ecdf.scoring import (
     answer_key,
     lexical_scores,
     score_answers,
-    score_rule,
     short_reference_share,
 )
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_seed
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
 from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
-from evalprism.vocabularies import FinalRule, KMedoidsMethod, choices
+from evalprism.vocabularies import FinalRule, choices
 
 #: accuracy values are shown as they are up to this many distinct values, else in equal-width bins
 MAX_ACCURACY_LEVELS = 6
 ACCURACY_BINS = 5
-DEFAULT_K_MAX = 16
 #: --clusters auto measures stability on at most this many settings (whole questions, seeded)
 STABILITY_MAX_SETTINGS = 3_000
 #: eq. 6 distances closer than this (relative to the vectors' norm) are ties: rounding, not meaning
@@ -116,13 +114,6 @@ FINAL_NAMES = {
     "medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
     "majority": "the majority vote over normalised answers (self-consistency)",
 }
-
-
-def final_rule(value: str) -> FinalRule:
-    """The ``final`` option, checked."""
-    if value not in FINAL_RULES:
-        raise EvalprismError(f"final: expected one of {', '.join(FINAL_RULES)}, got '{value}'", parameter="final")
-    return value  # type: ignore[return-value]
 
 
 def majority_answers(
@@ -207,20 +198,6 @@ def _check_options(
         raise EvalprismError(f"{where}: missing required column 'response' (needed with 'references')")
     check_choices_column(df, where, choices)
     return group
-
-
-def cluster_count(clusters: int | str) -> int | Literal["auto"]:
-    """The ``clusters`` option: a whole number K (also as text, e.g. from a command line) or "auto"."""
-    if clusters == "auto":
-        return "auto"
-    try:
-        if isinstance(clusters, bool) or float(clusters) != int(float(clusters)):
-            raise ValueError
-        return int(float(clusters))
-    except (TypeError, ValueError):
-        raise EvalprismError(
-            f"clusters: expected a whole number or 'auto', got '{clusters}'", parameter="clusters"
-        ) from None
 
 
 _REPLICATE_NAME = re.compile(r"(^|_)(id|idx|index|sample|replicate|rep|run|draw|seed|trial|epoch)s?$", re.I)
@@ -513,72 +490,61 @@ def _factor_table(settings: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
 
 def analyze(
     table: pd.DataFrame,
+    options: EcdfOptions | None = None,
     *,
-    by: Sequence[str] = (),
-    clusters: int | Literal["auto"] = "auto",
-    embedder: str | Embedder = "minilm",
-    method: KMedoidsMethod = "fasterpam",
-    score: ScoreRule = "cosine",
-    baseline: str | None = None,
-    permutations: int = 999,
-    seed: int = 0,
-    extract: str | None = None,
-    choices: str | None = None,
-    group: str | None = "group",
-    k_max: int = DEFAULT_K_MAX,
-    cache_dir: str | None = None,
+    embedder: Embedder | None = None,
+    cache_dir: str | Path | None = None,
     progress: bool = True,
-    final: FinalRule = "medoid",
 ) -> EcdfResult:
     """Cluster the response-quality ECDFs of every setting (question x ``by`` columns).
 
     ``table`` holds one row per response: ``question_id``, ``response`` and ``references``, or a
     precomputed ``score`` (then nothing is embedded unless references are also given, which adds
-    the eq. 6 final answers). ``clusters`` is K or ``"auto"`` (K in 2..``k_max`` by clustering
-    stability under resampling of questions, :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group. ``score``: how
-    a response is scored against its references, ``"cosine"`` (eq. 3, the default), ``"exact"`` or
-    ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). ``final``: each setting's final answer,
-    ``"medoid"`` (eq. 6, the answer nearest the mean embedding) or ``"majority"`` (the self-consistency
-    vote over normalised answers); the other one is kept beside it in the settings. Configurations are compared pairwise
-    (or each with ``baseline``) by paired tests over shared questions with ``permutations``
-    relabellings (:mod:`evalprism.ecdf.compare`).
+    the eq. 6 final answers). ``options`` (:class:`~evalprism.ecdf.options.EcdfOptions`): ``clusters``
+    is K or ``"auto"`` (K in 2..``k_max`` by clustering stability under resampling of questions,
+    :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group.
+    ``score``: how a response is scored against its references, ``"cosine"`` (eq. 3, the default),
+    ``"exact"`` or ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). ``final``: each setting's
+    final answer, ``"medoid"`` (eq. 6, the answer nearest the mean embedding) or ``"majority"`` (the
+    self-consistency vote over normalised answers); the other one is kept beside it in the settings.
+    Configurations are compared pairwise (or each with ``baseline``) by paired tests over shared
+    questions with ``permutations`` relabellings (:mod:`evalprism.ecdf.compare`). ``embedder``: an
+    encoder object to use instead of ``options.embedder``'s spec.
     """
+    o = options or EcdfOptions()
+    by, clusters, method, seed, final, group = list(o.by), o.clusters, o.method, o.seed, o.final, o.group
+    encoder: str | Embedder = embedder if embedder is not None else o.embedder
     where = table.attrs.get("source", "responses table")
-    by = list(by)
-    clusters = cluster_count(clusters)
-    seed = check_seed(seed)
-    df, settings, group, notes = _prepare(table, where, by, group, choices, clusters, progress)
-    pooled = pooled_configuration_columns(df, by, ignore=[group, choices, "setting"])
+    df, settings, group, notes = _prepare(table, where, by, group, o.choices, clusters, progress)
+    pooled = pooled_configuration_columns(df, by, ignore=[group, o.choices, "setting"])
     check_method(len(settings), method)
     check_comparison_options(
-        baseline,
-        permutations,
+        o.baseline,
         [configuration_label(r, by) for r in settings[by].drop_duplicates().itertuples(index=False)] if by else ["all"],
         by,
     )
-    rule = score_rule(score)
-    final = final_rule(final)
+    rule = o.score
     if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
         raise EvalprismError(
             f"{where}: score '{rule}' compares responses with their references; the table "
             f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
             parameter="score",
         )
-    scored = _score_responses(df, where, extract, choices, rule, embedder, cache_dir, progress, notes)
+    scored = _score_responses(df, where, o.extract, o.choices, rule, encoder, cache_dir, progress, notes)
     df["quality"] = scored.scores
     if scored.answers is not None:
         df["answer"] = scored.answers
     samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
     questions = pd.factorize(settings["question_id"])[0]
-    clustering = _cluster(samples, questions, clusters, method, seed, k_max, progress, notes)
-    settings = _settings_table(settings, df, by, group, choices, samples, clustering, scored, final)
+    clustering = _cluster(samples, questions, clusters, method, seed, o.k_max, progress, notes)
+    settings = _settings_table(settings, df, by, group, o.choices, samples, clustering, scored, final)
     cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
     said = len(notes)
     comparisons = compare_configurations(
-        settings, samples, baseline, by, permutations, seed, notes, progress, pooled=pooled
+        settings, samples, o.baseline, by, o.permutations, seed, notes, progress, pooled=pooled
     )
     for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
         status(note, progress)
@@ -599,13 +565,13 @@ def analyze(
             "k": int(clustering.medoids.size),
             "method": method,
             "seed": seed,
-            "extract": extract,
-            "choices": choices,
+            "extract": o.extract,
+            "choices": o.choices,
             "group": group,
-            "embedder": getattr(embedder, "spec", embedder) if scored.answers is not None else None,
+            "embedder": getattr(encoder, "spec", encoder) if scored.answers is not None else None,
             "score": None if "score" in df.columns else rule,
-            "baseline": baseline,
-            "permutations": permutations,
+            "baseline": o.baseline,
+            "permutations": o.permutations,
             "final": final,
             "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
             "loss": clustering.loss,

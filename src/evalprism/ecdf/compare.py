@@ -68,13 +68,9 @@ def resolve_baseline(baseline: str | None, configurations: list[str], by: list[s
     )
 
 
-def check_comparison_options(baseline: str | None, permutations: int, configurations: list[str], by: list[str]) -> None:
-    """Refuse a baseline that names no configuration, or fewer than one permutation, before any work."""
-    if isinstance(permutations, bool) or not isinstance(permutations, int | np.integer) or permutations < 1:
-        raise EvalprismError(
-            f"permutations {permutations}: expected a whole number of at least 1 (999 resolves p = 0.001)",
-            parameter="permutations",
-        )
+def check_comparison_options(baseline: str | None, configurations: list[str], by: list[str]) -> None:
+    """Refuse a baseline that names no configuration before any work (the permutations are checked with
+    the options, :class:`~evalprism.ecdf.options.EcdfOptions`)."""
     resolve_baseline(baseline, configurations, by)
 
 

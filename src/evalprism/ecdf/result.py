@@ -70,6 +70,12 @@ class EcdfResult(SavedResult):
         ]
         return s[first + [c for c in s.columns if c not in first]]
 
+    def findings(self) -> list[str]:
+        """The analysis' headline: K, the settings, and the widest same-accuracy quality gap."""
+        from evalprism.ecdf.report import index_line
+
+        return [index_line(self)]
+
     def frames(self) -> dict[str, pd.DataFrame]:
         """The output tables by file stem."""
         out = {"settings": self.settings_table(), "clusters": self.clusters, "factors": self.factors}

@@ -23,7 +23,6 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from evalprism.ecdf.prepare import Answers
-from evalprism.errors import EvalprismError
 from evalprism.vocabularies import ScoreRule, choices
 
 SCORE_RULES = choices(ScoreRule)
@@ -75,13 +74,6 @@ def answer_key(text: object) -> str:
     normalised text."""
     norm = normalise_answer(text)
     return numeric_key(norm) or norm
-
-
-def score_rule(value: str) -> ScoreRule:
-    """The ``score`` option, checked."""
-    if value not in SCORE_RULES:
-        raise EvalprismError(f"score: expected one of {', '.join(SCORE_RULES)}, got '{value}'", parameter="score")
-    return value  # type: ignore[return-value]
 
 
 def lexical_scores(

@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.io.battles import BATTLES_SCHEMA, read_battles, to_canonical_battles
     from evalprism.io.correctness import encode_correctness, read_correctness, read_models
     from evalprism.io.costs import Costs, read_costs
-    from evalprism.io.judgments import named_qrels, parse_column_options, read_trec_judgments
+    from evalprism.io.judgments import named_qrels, read_judgments_input, read_trec_judgments
     from evalprism.io.outputs import (
         OutputKind,
         OutputTarget,
@@ -39,10 +39,10 @@ __all__ = [
     "claim_output",
     "encode_correctness",
     "named_qrels",
-    "parse_column_options",
     "read_battles",
     "read_correctness",
     "read_costs",
+    "read_judgments_input",
     "read_models",
     "read_prompts",
     "read_table",
@@ -58,7 +58,7 @@ lazy_package(
         "battles": ["BATTLES_SCHEMA", "read_battles", "to_canonical_battles"],
         "correctness": ["encode_correctness", "read_correctness", "read_models"],
         "costs": ["Costs", "read_costs"],
-        "judgments": ["named_qrels", "parse_column_options", "read_trec_judgments"],
+        "judgments": ["named_qrels", "read_judgments_input", "read_trec_judgments"],
         "outputs": ["OutputKind", "OutputTarget", "atomic_output_dir", "claim_output", "save_result", "written_files"],
         "prompts": ["read_prompts"],
         "schema": ["Column", "Schema"],

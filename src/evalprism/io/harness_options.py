@@ -17,29 +17,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_applies
-from evalprism.vocabularies import Epochs, choices
+from evalprism.io.options import Options, check_applies, option
+from evalprism.vocabularies import Epochs
 
-EPOCHS = choices(Epochs)
 #: the key of a choice that applies to every task
 ANY_TASK = "*"
 LM_EVAL = "lm-eval samples"
 INSPECT = "inspect_ai logs"
-#: the reader each option steers (the library parameter of :meth:`HarnessOptions.parse`)
+#: the reader each option steers (the field of :class:`HarnessOptions`)
 READER_OF = {"metric": LM_EVAL, "lm_eval_filter": LM_EVAL, "model_name": LM_EVAL, "scorer": INSPECT, "epochs": INSPECT}
 
 
 def parse_assignments(
-    values: Iterable[str] | str | None, parameter: str, *, allow_global: bool = True
+    values: Iterable[str] | Mapping[str, str] | str | None,
+    parameter: str,
+    *,
+    allow_global: bool = True,
+    keyword: str = "KEY",
 ) -> dict[str, str]:
-    """``["acc", "gsm8k=exact_match"]`` -> ``{"*": "acc", "gsm8k": "exact_match"}``.
+    """``["acc", "gsm8k=exact_match"]`` -> ``{"*": "acc", "gsm8k": "exact_match"}``; a mapping is
+    taken as it is (its keys and values as text).
 
-    ``parameter`` names the option in messages (the CLI spells it as its flag). Refused: an empty
-    side of ``=``, a key given twice, or (``allow_global=False``) a value without ``KEY=``."""
+    ``parameter`` names the option in messages (the CLI spells it as its flag); ``keyword`` what a key is
+    (``COLUMN``). Refused: an empty side of ``=``, a key given twice, or (``allow_global=False``) a
+    value without ``KEY=``."""
     if values is None:
         return {}
+    if isinstance(values, Mapping):
+        values = [f"{k}={v}" if k != ANY_TASK else str(v) for k, v in values.items()]
     if isinstance(values, str):
         values = [values]
     out: dict[str, str] = {}
@@ -47,11 +55,11 @@ def parse_assignments(
         key, sep, value = (s.strip() for s in str(raw).partition("="))
         if not sep:
             if not allow_global:
-                raise EvalprismError(f"{parameter} {raw!r}: expected KEY=VALUE", parameter=parameter)
+                raise EvalprismError(f"{parameter} {raw!r}: expected {keyword}=VALUE", parameter=parameter)
             key, value = ANY_TASK, key
         if not key or not value:
             raise EvalprismError(
-                f"{parameter} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else 'KEY=VALUE'} "
+                f"{parameter} {raw!r}: expected {'TASK=VALUE or VALUE' if allow_global else keyword + '=VALUE'} "
                 "with both sides non-empty",
                 parameter=parameter,
             )
@@ -64,53 +72,65 @@ def parse_assignments(
     return out
 
 
+def _per_task(values: Any, parameter: str) -> dict[str, str]:
+    return parse_assignments(values, parameter)
+
+
+def _named(values: Any, parameter: str) -> dict[str, str]:
+    return parse_assignments(values, parameter, allow_global=False)
+
+
 @dataclass(frozen=True)
-class HarnessOptions:
+class HarnessOptions(Options):
     """What the user chose for reading harness output (empty: the readers' defaults).
 
     ``metric`` / ``lm_eval_filter``: per lm-eval task (key :data:`ANY_TASK`: every task that has
     that metric or filter; the others keep their default, said in the read notes, and a value that
-    no task has is refused); ``model_names``: lm-eval run directory (relative to the path read, or
+    no task has is refused); ``model_name``: lm-eval run directory (relative to the path read, or
     its last component) or model name -> model name; ``scorer``: the inspect_ai scorer (None: the
     only one, else refused); ``epochs``: inspect_ai samples run several times: ``first`` epoch, ``mean`` over epochs
     (inspect's default reducer; refused where the mean is not 0 or 1) or ``all`` (each epoch its own
-    item, ``<id>#<epoch>``)."""
+    item, ``<id>#<epoch>``). Each takes the command line's text as well (``metric=["acc",
+    "gsm8k=exact_match"]``, ``model_name=["run1=llama"]``)."""
 
-    metric: Mapping[str, str] = field(default_factory=dict)
-    lm_eval_filter: Mapping[str, str] = field(default_factory=dict)
-    model_names: Mapping[str, str] = field(default_factory=dict)
-    scorer: str | None = None
-    epochs: Epochs = "mean"
+    metric: Mapping[str, str] = option(
+        factory=dict,
+        help="lm-eval samples: the metric holding 0/1, as TASK=METRIC (repeat) or METRIC for every task "
+        "(default per task: the first in the results file's higher_is_better).",
+        metavar="[TASK=]METRIC",
+        parse=_per_task,
+        cli=list[str],
+    )
+    lm_eval_filter: Mapping[str, str] = option(
+        factory=dict,
+        help="lm-eval samples: the filter, as TASK=FILTER (repeat) or FILTER for every task (default: the "
+        "task's only filter, else strict-match, else the first listed).",
+        metavar="[TASK=]FILTER",
+        parse=_per_task,
+        cli=list[str],
+    )
+    model_name: Mapping[str, str] = option(
+        factory=dict,
+        help="lm-eval run directory (relative path or name) to model name (repeat; default: the directory's name).",
+        metavar="DIR=NAME",
+        parse=_named,
+        cli=list[str],
+    )
+    scorer: str | None = option(None, help="inspect_ai logs: the scorer to read (default: the only one).")
+    epochs: Epochs = option(
+        "mean",
+        help="inspect_ai samples run several epochs: mean (inspect's reduction; must be 0 or 1), first, or all "
+        "(each epoch its own item).",
+        order=("mean", "first", "all"),
+    )
 
-    def __post_init__(self) -> None:
-        if self.epochs not in EPOCHS:
-            raise EvalprismError(
-                f"epochs: expected one of {', '.join(EPOCHS)}, got {self.epochs!r}", parameter="epochs"
-            )
-
-    @classmethod
-    def parse(
-        cls,
-        *,
-        metric: Iterable[str] | str | None = None,
-        lm_eval_filter: Iterable[str] | str | None = None,
-        model_name: Iterable[str] | str | None = None,
-        scorer: str | None = None,
-        epochs: str = "mean",
-    ) -> HarnessOptions:
-        """From the CLI's repeatable ``--metric``, ``--lm-eval-filter``, ``--model-name DIR=NAME``,
-        ``--scorer`` and ``--epochs``."""
-        return cls(
-            metric=parse_assignments(metric, "metric"),
-            lm_eval_filter=parse_assignments(lm_eval_filter, "lm_eval_filter"),
-            model_names=parse_assignments(model_name, "model_name", allow_global=False),
-            scorer=scorer or None,
-            epochs=epochs,  # type: ignore[arg-type]  # checked in __post_init__
-        )
+    def check(self) -> None:
+        if self.scorer == "":
+            object.__setattr__(self, "scorer", None)
 
     def given(self) -> dict[str, str]:
         """The options the user set, by parameter, as they would write them (``epochs`` when not the default)."""
-        shown = {"metric": self.metric, "lm_eval_filter": self.lm_eval_filter, "model_name": self.model_names}
+        shown = {"metric": self.metric, "lm_eval_filter": self.lm_eval_filter, "model_name": self.model_name}
         out = {
             name: " ".join(v if k == ANY_TASK else f"{k}={v}" for k, v in values.items())
             for name, values in shown.items()
@@ -121,6 +141,9 @@ class HarnessOptions:
         if self.epochs != "mean":
             out["epochs"] = self.epochs
         return out
+
+    def record(self) -> dict[str, Any]:
+        return dict(self.given())
 
     def check_applies(self, readers: Iterable[str], what: str) -> None:
         """Refuse an option whose reader (:data:`READER_OF`) did not read any of the input, ``what``

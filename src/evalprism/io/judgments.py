@@ -34,6 +34,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
+from evalprism.io.tables import read_table
 from evalprism.io.text import open_text
 from evalprism.keyed import content_order
 
@@ -106,18 +107,6 @@ def parse_scale(text: str) -> tuple[int, int]:
     if hi <= lo:
         raise EvalprismError(f"label scale '{text}': HIGH must be larger than LOW")
     return lo, hi
-
-
-def parse_column_options(items: Sequence[str] | None, what: str) -> dict[str, str]:
-    """``["col=value", ...]`` (CLI form of per-column options) -> {col: value}; ``what``: the parameter
-    the options are for (``scales``, ``thresholds``), which a message names."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise EvalprismError(f"{what} '{item}': expected COLUMN=VALUE", parameter=what)
-        col, value = item.split("=", 1)
-        out[col.strip()] = value.strip()
-    return out
 
 
 def _canonical_text_columns(df: pd.DataFrame) -> pd.DataFrame:
@@ -347,6 +336,31 @@ def named_qrels(item: str | Path | tuple[str, str | Path]) -> tuple[str, Path]:
             )
         return name, Path(path)
     return judge_name(text), Path(text)
+
+
+def read_judgments_input(
+    judgments: str | Path | None,
+    qrels: Sequence[str | Path | tuple[str, str | Path]] | None = None,
+    topics: str | Path | None = None,
+    passages: str | Path | None = None,
+) -> pd.DataFrame:
+    """What `evalprism judges` reads: a judgments table, or the TREC layout (one qrels file per judge,
+    a topics file and a passage file, :func:`read_trec_judgments`); never both, never half of the TREC
+    layout."""
+    if qrels:
+        if judgments is not None or topics is None or passages is None:
+            raise EvalprismError(
+                "the TREC layout takes one qrels file per judge, a topics file and a passage file, and no "
+                "judgments table (`evalprism judges --qrels NAME=PATH --qrels ... --topics TOPICS --passages "
+                "PASSAGES --out DIR`)"
+            )
+        return read_trec_judgments(qrels, topics, passages)
+    if judgments is None:
+        raise EvalprismError(
+            "give a judgments table (`evalprism judges JUDGMENTS --out DIR`), or the TREC layout "
+            "(`evalprism judges --qrels NAME=PATH --qrels ... --topics TOPICS --passages PASSAGES --out DIR`)"
+        )
+    return read_table(judgments)
 
 
 def read_trec_judgments(

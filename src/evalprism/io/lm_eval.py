@@ -250,7 +250,7 @@ def read_lm_eval(
                 "lm_eval --log_samples"
             )
         raise EvalprismError(f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples)")
-    units = _units(root, [r for r in runs if r.samples], options.model_names)
+    units = _units(root, [r for r in runs if r.samples], options.model_name)
     frames: list[pd.DataFrame] = []
     seen: dict[tuple[str, str], Path] = {}  # (model, task) -> the file that scored it
     applied: dict[str, set[str]] = {"metric": set(), "lm_eval_filter": set()}

@@ -54,11 +54,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from evalprism.errors import EvalprismError, shorten
+from evalprism.io.record import RUN_FORMAT, Provenance, RunRecord
 
 MARKER_FILE = "run.json"
-#: the layout of an output directory's ``run.json`` ``output`` entry (kind, files, evalprism version,
-#: format); a reader of format N reads every format up to N
-OUTPUT_FORMAT = 1
 STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
 
 
@@ -166,8 +164,8 @@ class AnalysisResult(Protocol):
     """The contract every analysis result keeps, so that one :func:`save_result` writes them all.
 
     ``output_kind``: which command's output the directory is (the manifest's kind); ``frames()``: the
-    tables, one ``<name>.csv`` each; ``run_info()``: what ``run.json`` records (options, notes)
-    beside the manifest; ``report()``: the ``report.html`` (an object with ``write(path)``);
+    tables, one ``<name>.csv`` each; ``record``: the run record (:class:`~evalprism.io.record.RunRecord`)
+    written as ``run.json``; ``report()``: the ``report.html`` (an object with ``write(path)``);
     ``write_extra(directory)``: any other file (a model's weights, a JSON headline).
     """
 
@@ -175,7 +173,8 @@ class AnalysisResult(Protocol):
 
     def frames(self) -> dict[str, Any]: ...
 
-    def run_info(self) -> dict[str, Any]: ...
+    @property
+    def record(self) -> RunRecord: ...
 
     def report(self) -> Any: ...
 
@@ -183,13 +182,30 @@ class AnalysisResult(Protocol):
 
 
 class SavedResult:
-    """Mixin giving an :class:`AnalysisResult` its ``save`` and the usual defaults (``run.json`` holds
-    the ``options``; no extra files)."""
+    """Mixin giving an :class:`AnalysisResult` its ``save`` and the usual defaults (no extra files)."""
 
     output_kind: ClassVar[OutputKind]
 
-    def run_info(self) -> dict[str, Any]:
-        return {"options": getattr(self, "options", {})}
+    @property
+    def record(self) -> RunRecord:
+        """The run record of a result that still keeps its run facts as a dict (``options`` and
+        ``run_info()``): the options, the readers' choices (``read``) and the notes (``notes``,
+        ``left_out``, ``stopped``) taken from it, the rest as the results; its ``findings()``."""
+        info = dict(self.run_info()) if hasattr(self, "run_info") else {"options": getattr(self, "options", {})}
+        options = dict(info.pop("options", None) or {})
+        read = [*options.pop("read", []), *info.pop("read", [])]
+        notes = [*info.pop("notes", []), *options.pop("notes", []), *options.pop("left_out", [])]
+        if "stopped" in options:
+            notes.append(options.pop("stopped"))
+        findings = self.findings() if hasattr(self, "findings") else []
+        return RunRecord(
+            self.output_kind.value,
+            options=options,
+            provenance=Provenance(choices=tuple(read)),
+            notes=tuple(notes),
+            findings=tuple(findings),
+            results=info,
+        )
 
     def write_extra(self, directory: Path) -> None:
         """No files beyond the tables, ``run.json`` and the report."""
@@ -201,14 +217,15 @@ class SavedResult:
 
 def save_result(result: AnalysisResult, out: str | Path | OutputTarget) -> Path:
     """An analysis output directory, atomically: ``<name>.csv`` per frame, the result's extra files,
-    ``run.json`` (run info plus the manifest) and ``report.html``."""
+    ``run.json`` (the run record, its inputs described, plus the manifest) and ``report.html``."""
     kind = result.output_kind
     target = as_target(out, kind)
+    record = result.record.completed(target.inputs)
     with atomic_output_dir(target, kind) as tmp:
         for name, frame in result.frames().items():
             frame.to_csv(tmp / f"{name}.csv", index=False)
         result.write_extra(tmp)
-        write_json(tmp / MARKER_FILE, result.run_info())
+        write_json(tmp / MARKER_FILE, record.as_json())
         result.report().write(tmp / "report.html")
     return target.path
 
@@ -506,7 +523,7 @@ def output_entry(kind: OutputKind, files: list[str]) -> dict[str, Any]:
     every file it wrote (the manifest)."""
     from evalprism import __version__
 
-    return {"kind": kind.value, "files": files, "evalprism": __version__, "format": OUTPUT_FORMAT}
+    return {"kind": kind.value, "files": files, "evalprism": __version__, "format": RUN_FORMAT}
 
 
 def _write_manifest(staging: Path, kind: OutputKind) -> None:

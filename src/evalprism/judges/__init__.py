@@ -18,9 +18,8 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.judges.analysis import DEFAULT_INSTRUCTION, analyze, pair_text
-    from evalprism.judges.bias import BiasRules, flag_queries
-    from evalprism.judges.clustering import ClusterOptions
-    from evalprism.judges.options import JudgesOptions
+    from evalprism.judges.bias import flag_queries
+    from evalprism.judges.options import BiasRules, ClusterOptions, JudgesOptions
     from evalprism.judges.result import JudgesResult
 
 __all__ = [
@@ -38,9 +37,8 @@ lazy_package(
     __name__,
     {
         "analysis": ["DEFAULT_INSTRUCTION", "analyze", "pair_text"],
-        "bias": ["BiasRules", "flag_queries"],
-        "clustering": ["ClusterOptions"],
-        "options": ["JudgesOptions"],
+        "bias": ["flag_queries"],
+        "options": ["BiasRules", "ClusterOptions", "JudgesOptions"],
         "result": ["JudgesResult"],
     },
 )

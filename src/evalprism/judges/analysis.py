@@ -33,21 +33,21 @@ from evalprism.errors import EvalprismError
 from evalprism.io.judgments import Judgments, prepare_judgments
 from evalprism.judges.agreement import cluster_table, overall_table, query_cluster_table
 from evalprism.judges.bias import flag_queries
-from evalprism.judges.clustering import cluster_purity, map_2d, purity_score, reduce_dimensions, renumber
+from evalprism.judges.clustering import (
+    check_reduction_available,
+    cluster_purity,
+    map_2d,
+    purity_score,
+    reduce_dimensions,
+    renumber,
+)
 from evalprism.judges.degeneracy import cluster_checked
 from evalprism.judges.groups import Groups, split_groups
 from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
-from evalprism.progress import status, working
+from evalprism.progress import status, warn, working
 
 __all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
-
-
-def warning(message: str) -> None:
-    """A warning on stderr, shown even without progress output (the result may mislead)."""
-    from rich.markup import escape
-
-    status(f"[yellow]warning:[/yellow] {escape(message)}", True)
 
 
 def pair_text(query: str, doc: str) -> str:
@@ -134,14 +134,14 @@ def analyze(
     if options is not None and keywords:
         raise TypeError(f"analyze(): give options or the keywords {', '.join(sorted(keywords))}, not both")
     options = options if options is not None else JudgesOptions.from_keywords(**keywords)
-    options.cluster.check()
+    check_reduction_available(options.cluster)
     given = prepare_judgments(table, human, llm, scales=options.scales, thresholds=options.thresholds)
     # every step sees the pairs in (query_id, doc_id) order; the pair table keeps the order given
     judged, rows = given.in_pair_order()
     back = np.argsort(rows)
     unlabelled = int(np.isnan(judged.labels[human]).sum())
     if unlabelled:  # said before the embedding: e.g. human qrels of 2 queries beside an LLM's of 43
-        warning(
+        warn(
             f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{human}'): they are embedded and "
             "clustered, but left out of every agreement"
         )
@@ -153,7 +153,7 @@ def analyze(
     chosen = candidates[best]
     clustering = chosen.clustering
     for line in clustering["warnings"]:
-        warning(line)
+        warn(line)
     with working(f"the 2-D map of {len(judged.table)} pairs", progress):
         coords = map_2d(chosen.vectors, options.cluster, options.seed)
     status("agreement per cluster and per query", progress)
@@ -166,7 +166,7 @@ def analyze(
         agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
         query_group = judged.table.groupby("query_id", sort=False)[groups.column].first()
         agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
-    record = options.record(
+    record = options.resolved_record(
         human=human,
         llm=judged.llm,
         chosen=chosen.instruction,

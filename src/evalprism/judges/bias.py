@@ -16,29 +16,12 @@ Direction: in the query's lowest-AC1 cluster (where its disagreement concentrate
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
-from evalprism.io.options import check_number
+from evalprism.judges.options import BiasRules
 
-
-@dataclass(frozen=True)
-class BiasRules:
-    """Thresholds of the three rules (recorded in run.json)."""
-
-    tau: float = 0.5
-    iqr_k: float = 1.5
-    flip_high: float = 0.8
-    flip_low: float = 0.2
-
-    def __post_init__(self) -> None:
-        """Refuse thresholds no rule can use: NaN makes every comparison false (the rule never fires)."""
-        check_number("tau", self.tau)
-        check_number("iqr_k", self.iqr_k)
-        check_number("flip_low", self.flip_low)
-        check_number("flip_high", self.flip_high, low=self.flip_low)
+__all__ = ["BiasRules", "direction", "flag_queries", "outlier_fence"]
 
 
 def direction(false_negatives: np.ndarray, false_positives: np.ndarray) -> np.ndarray:

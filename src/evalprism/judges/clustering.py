@@ -23,105 +23,27 @@ label, over the dense clusters; purity = share of the cluster's pairs carrying i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_number
+from evalprism.judges.options import (
+    MIN_CLUSTER_SIZE_FLOOR,
+    PAIRS_PER_MIN_SIZE,
+    ClusterOptions,
+    scaled_min_cluster_size,
+)
 from evalprism.vocabularies import ClusterSelection, Reduction, choices
+
+__all__ = ["MIN_CLUSTER_SIZE_FLOOR", "PAIRS_PER_MIN_SIZE", "ClusterOptions", "scaled_min_cluster_size"]
 
 REDUCERS = choices(Reduction)
 SELECTIONS = choices(ClusterSelection)
-#: the scaled min_cluster_size: this many at least, and one per PAIRS_PER_MIN_SIZE pairs above that
-MIN_CLUSTER_SIZE_FLOOR = 15
-PAIRS_PER_MIN_SIZE = 700
 
 
-def scaled_min_cluster_size(n_pairs: int) -> int:
-    """The default HDBSCAN ``min_cluster_size`` for ``n_pairs`` pairs: max(15, round(n / 700)).
-
-    A fixed size lets the number of clusters grow with the input (and excess of mass merge them into
-    one); relative to n it keeps a cluster a comparable share of the pairs. 15 below 10,850 pairs
-    (TREC DL 2019, 9,260 pairs, clusters as with the earlier fixed default), 16 for TREC DL 2020
-    (11,386), 29 for both years pooled (20,646)."""
-    return max(MIN_CLUSTER_SIZE_FLOOR, round(n_pairs / PAIRS_PER_MIN_SIZE))
-
-
-@dataclass(frozen=True)
-class ClusterOptions:
-    """HDBSCAN and reduction parameters (recorded in run.json)."""
-
-    reduce: str = "pca"
-    n_components: int = 10
-    #: None: :func:`scaled_min_cluster_size` of the pairs clustered (per collection when split)
-    min_cluster_size: int | None = None
-    min_samples: int | None = 5
-    #: "auto": excess of mass ("eom"), then "leaf" when excess of mass is degenerate
-    cluster_selection_method: str = "auto"
-    cluster_selection_epsilon: float = 0.0
-    umap_neighbors: int = 15
-    #: a clustering is degenerate (:mod:`evalprism.judges.degeneracy`) when one cluster holds more than
-    #: this share of the pairs, there are fewer than ``min_clusters`` clusters, or fewer than
-    #: ``min_query_share`` of the queries have pairs in two clusters
-    max_cluster_share: float = 0.8
-    min_clusters: int = 2
-    min_query_share: float = 0.2
-
-    def size_for(self, n_pairs: int) -> int:
-        """The min_cluster_size used for ``n_pairs`` pairs: the one given, or the scaled default."""
-        return self.min_cluster_size if self.min_cluster_size is not None else scaled_min_cluster_size(n_pairs)
-
-    def check(self) -> None:
-        """Refuse unknown reducers, values HDBSCAN cannot use and a missing UMAP before any expensive work."""
-        if self.reduce not in REDUCERS:
-            raise EvalprismError(f"reduce '{self.reduce}': expected one of {', '.join(REDUCERS)}", parameter="reduce")
-        check_number("n_components", self.n_components)
-        if self.min_cluster_size is not None:
-            check_number("min_cluster_size", self.min_cluster_size)
-        if self.cluster_selection_method not in SELECTIONS:
-            raise EvalprismError(
-                f"cluster_selection_method '{self.cluster_selection_method}': expected one of {', '.join(SELECTIONS)}",
-                parameter="cluster_selection_method",
-            )
-        if self.min_samples is not None:
-            check_number("min_samples", self.min_samples)
-        check_number("cluster_selection_epsilon", self.cluster_selection_epsilon)
-        check_number("umap_neighbors", self.umap_neighbors)
-        check_number("max_cluster_share", self.max_cluster_share)
-        check_number("min_clusters", self.min_clusters)
-        check_number("min_query_share", self.min_query_share)
-        if self.reduce == "umap":
-            _import_umap()
-
-    def check_shape(self, n_pairs: int, dim: int | None = None, where: str = "") -> None:
-        """Refuse what ``n_pairs`` pairs (``where``: of which collection, when split) cannot give: a
-        min_cluster_size or min_samples above the number of pairs (HDBSCAN's own message is a traceback),
-        a reduction to more dimensions than the vectors have (``dim``, once known) or than PCA/UMAP can
-        give for ``n_pairs`` points (it used to be clamped silently, changing the clustering)."""
-        if self.reduce != "none":
-            limits = [(max(1, n_pairs - 1), f"what {n_pairs} pairs allow ({max(1, n_pairs - 1)})")]
-            if dim is not None:
-                limits.append((dim, f"the embedding dimension {dim}"))
-            most, why = min(limits)
-            if self.n_components > most:
-                raise EvalprismError(
-                    f"n_components {self.n_components} is larger than {why}; "
-                    f"expected at most {most} (or reduce 'none')",
-                    parameter="n_components",
-                )
-        size = self.size_for(n_pairs)
-        if n_pairs < max(2, size):
-            raise EvalprismError(
-                f"{n_pairs} pairs{where} are fewer than min_cluster_size={size}: lower it or give more pairs",
-                parameter="min_cluster_size",
-            )
-        if self.min_samples is not None and self.min_samples > n_pairs:
-            raise EvalprismError(
-                f"min_samples {self.min_samples} is larger than the {n_pairs:,} pairs{where}; "
-                f"expected at most {n_pairs:,} (HDBSCAN counts a pair's neighbours among them)",
-                parameter="min_samples",
-            )
+def check_reduction_available(options: ClusterOptions) -> None:
+    """Refuse ``reduce="umap"`` without UMAP installed, before any expensive work."""
+    if options.reduce == "umap":
+        _import_umap()
 
 
 def _import_umap():
@@ -145,7 +67,7 @@ def _umap(x: np.ndarray, n_components: int, neighbors: int, seed: int) -> np.nda
 
 def reduce_dimensions(x: np.ndarray, options: ClusterOptions, seed: int = 0) -> np.ndarray:
     """The vectors HDBSCAN sees: ``x`` itself, its first PCA components, or a UMAP embedding."""
-    options.check()
+    check_reduction_available(options)
     x = np.asarray(x, dtype=np.float64)
     k = min(options.n_components, x.shape[1], max(1, x.shape[0] - 1))
     if options.reduce == "none" or k >= x.shape[1]:

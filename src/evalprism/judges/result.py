@@ -42,6 +42,14 @@ class JudgesResult(SavedResult):
     clustering: dict[str, Any] = field(default_factory=dict)
     title: str | None = None
 
+    def findings(self) -> list[str]:
+        """The map's headline: the clusters, each judge's overall AC1 against its worst cluster's, and
+        how many bias-prone queries each judge has."""
+        from evalprism.judges.report import index_line
+
+        flagged = ", ".join(f"{j}: {len(self.bias_prone(j))}" for j in self.overall["judge"])
+        return [index_line(self), f"bias-prone queries {flagged}"]
+
     def frames(self) -> dict[str, pd.DataFrame]:
         """The output tables by file stem."""
         return {

@@ -26,11 +26,12 @@ from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
-from evalprism.io.options import check_number
+from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
 from evalprism.p2l.model import P2LModel, Prediction, model_names
+from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.routing import check_budget
 from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
@@ -263,6 +264,13 @@ class EvaluationResult(SavedResult):
     nll_split: pd.DataFrame = field(default_factory=pd.DataFrame)
     routing: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    def findings(self) -> list[str]:
+        """The evaluation's headline: whether the battles were held out, the NLL of P2L against the
+        baselines, and what that difference means."""
+        from evalprism.p2l.reports import evaluation_findings
+
+        return evaluation_findings(self)
+
     def frames(self) -> dict[str, pd.DataFrame]:
         out = {"metrics": self.metrics, "scaling": self.scaling}
         if len(self.nll_split):
@@ -280,12 +288,9 @@ class EvaluationResult(SavedResult):
 def evaluate_model_dir(
     model_dir: str | Path,
     battles: pd.DataFrame,
+    options: EvaluateOptions | None = None,
     *,
-    repeats: int = 10,
-    seed: int = 0,
     costs: Mapping[str, float] | None = None,
-    budgets: Sequence[float] | None = None,
-    value: str = "score",
     cache_dir: str | Path | None = None,
     progress: bool = True,
 ) -> EvaluationResult:
@@ -294,23 +299,15 @@ def evaluate_model_dir(
     a bad one fails before the encoder loads (tens of seconds). The prompts the model was trained on
     are read from its record (:mod:`evalprism.p2l.training_prompts`), to say whether the battles are
     held out."""
+    options = options or EvaluateOptions()
+    check_applies("value", options.value, costs is not None, "it chooses what the routers maximise: add costs")
     names = model_names(model_dir)
     prepared = prepare_battle_arrays(battles, names=names, min_battles=1)
     if costs is not None:
-        routing_costs(names, costs, budgets, value)
+        routing_costs(names, costs, options.budgets, options.value or "score")
     recorded = read_training_prompts(model_dir)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
-    return evaluate_model(
-        model,
-        prepared,
-        repeats=repeats,
-        seed=seed,
-        costs=costs,
-        budgets=budgets,
-        value=value,
-        training_prompts=recorded,
-        progress=progress,
-    )
+    return evaluate_model(model, prepared, options, costs=costs, training_prompts=recorded, progress=progress)
 
 
 def routing_costs(
@@ -354,12 +351,9 @@ def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_p
 def evaluate_model(
     model: P2LModel,
     battles: pd.DataFrame | PreparedBattles,
+    options: EvaluateOptions | None = None,
     *,
-    repeats: int = 10,
-    seed: int = 0,
     costs: Mapping[str, float] | None = None,
-    budgets: Sequence[float] | None = None,
-    value: str = "score",
     training_prompts: dict[str, np.ndarray] | None = None,
     progress: bool = True,
 ) -> EvaluationResult:
@@ -375,7 +369,8 @@ def evaluate_model(
     these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
     :func:`evaluate_model_dir` does)."""
-    check_number("repeats", repeats)
+    options = options or EvaluateOptions()
+    repeats, seed, budgets, value = options.repeats, options.seed, options.budgets, options.value or "score"
     if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
         battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
     if battles.arrays.names != model.models:
@@ -424,7 +419,7 @@ def evaluate_model(
     scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
     if marginal is not None:
         scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
-    options = {
+    facts = {
         "n_battles": len(table),
         "n_prompts": len(distinct),
         "outcome_model": model.outcome_model,
@@ -436,7 +431,7 @@ def evaluate_model(
         "overlap": prompt_overlap(training_prompts, distinct),
     }
     if cost is not None:
-        options["routing"] = {
+        facts["routing"] = {
             "budgets": chosen_budgets,
             "value": value,
             "budget_scope": "prompt",
@@ -448,4 +443,4 @@ def evaluate_model(
             "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
             "value_spread": value_spread(model, pred),
         }
-    return EvaluationResult(metrics, scaling, options, split, routing)
+    return EvaluationResult(metrics, scaling, facts, split, routing)

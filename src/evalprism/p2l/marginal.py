@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from evalprism.io.options import check_applies, check_number
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.p2l.options import FitOptions
 from evalprism.p2l.prepared import prepare_battle_arrays
-from evalprism.progress import progress_bar, status
+from evalprism.progress import progress_bar, status, warn
 from evalprism.report import Report
 from evalprism.stats.outcome_models import OutcomeModelName, get_outcome_model
 from evalprism.stats.pairwise import (
@@ -127,6 +127,12 @@ class LeaderboardResult(SavedResult):
     def extra(self) -> float | None:
         return self.fit.extra
 
+    def findings(self) -> list[str]:
+        """The fit's headline: the leader, and how many model pairs the battles cannot order."""
+        from evalprism.p2l.reports import leaderboard_index_line
+
+        return [leaderboard_index_line(self)]
+
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}
 
@@ -138,15 +144,9 @@ class LeaderboardResult(SavedResult):
 
 
 def fit_leaderboard(
-    battles: pd.DataFrame,
-    *,
-    outcome_model: OutcomeModelName = "bt",
-    ci: CiMethod | None = "sandwich",
-    rounds: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
+    battles: pd.DataFrame, options: FitOptions | None = None, *, progress: bool = True
 ) -> LeaderboardResult:
-    """Fit ``outcome_model`` to ``battles`` (any supported battles format) and rank the models.
+    """Fit ``options.outcome_model`` to ``battles`` (any supported battles format) and rank the models.
 
     Confidence intervals are 95%: ``sandwich`` (robust, closed form), ``bootstrap`` (``rounds``
     multinomial resamples of the aggregated counts, default 100, percentile intervals; ``rounds`` is
@@ -154,15 +154,9 @@ def fit_leaderboard(
     ``leaderboard`` frame has the columns rank, model, coef, lower, upper, rating, battles,
     identified; ``fit`` is the :class:`Leaderboard` of the full fit.
     """
-    check_applies(
-        "rounds",
-        rounds,
-        ci == "bootstrap",
-        f"only ci='bootstrap' resamples the battles (the intervals here: {ci or 'none'})",
-    )
-    if rounds is not None:
-        check_number("rounds", rounds)
-    rounds = DEFAULT_ROUNDS if rounds is None else rounds
+    o = options or FitOptions()
+    outcome_model, ci, seed = o.outcome_model, o.ci, o.seed
+    rounds = DEFAULT_ROUNDS if o.rounds is None else o.rounds
     prepared = prepare_battle_arrays(battles, prompts=False)  # a marginal fit reads no prompt; sums in count order
     table, arrays = prepared.table, prepared.arrays
     status(f"fitting {outcome_model} to {len(table)} battles", progress)
@@ -188,7 +182,7 @@ def fit_leaderboard(
                 rounds=rounds,
                 seed=seed,
             )
-    options = {
+    facts = {
         "outcome_model": outcome_model,
         "ci": ci,
         "rounds": rounds if ci == "bootstrap" else None,
@@ -199,9 +193,9 @@ def fit_leaderboard(
     }
     frame = leaderboard_frame(board, sep, core)
     if not sep.identified.all():
-        options["not_identified"] = not_identified_note(frame)
-        warn(options["not_identified"])
-    return LeaderboardResult(frame, board, options)
+        facts["not_identified"] = not_identified_note(frame)
+        warn(facts["not_identified"])
+    return LeaderboardResult(frame, board, facts)
 
 
 def pair_separation(pairs: PairCounts, outcome_model: OutcomeModelName) -> Separation:
@@ -290,11 +284,6 @@ def not_identified_note(frame: pd.DataFrame) -> str:
         "not identified (separation): " + "; ".join(parts) + ". Their coefficients have no finite "
         "maximum-likelihood value and no finite 95% interval; add battles they lose (or win) to rank them."
     )
-
-
-def warn(message: str) -> None:
-    """A warning on stderr, shown even without progress output (the result is incomplete)."""
-    status(f"[yellow]warning:[/yellow] {message}", True)
 
 
 def build_report(result: LeaderboardResult) -> Report:

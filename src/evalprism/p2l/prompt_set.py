@@ -18,9 +18,10 @@ from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel
+from evalprism.p2l.options import PromptSetOptions
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
 from evalprism.progress import status
-from evalprism.stats.aggregate import Aggregation, aggregate_leaderboards
+from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.pairwise import elo_ratings
 
 
@@ -36,6 +37,12 @@ class PromptSetResult(SavedResult):
     categories: pd.DataFrame
     strengths: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+
+    def findings(self) -> list[str]:
+        """The prompt set's headline: the overall leader, how often it is best, and category leaders."""
+        from evalprism.p2l.reports import prompt_set_index_line
+
+        return [prompt_set_index_line(self)]
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {
@@ -73,20 +80,20 @@ def aggregated_table(coefs: np.ndarray, models: list[str]) -> pd.DataFrame:
 def analyze_prompt_set(
     model: P2LModel,
     prompts: pd.DataFrame,
+    options: PromptSetOptions | None = None,
     *,
-    category_column: str | None = None,
-    reference: str | None = None,
-    aggregation: Aggregation = "bt",
-    min_cluster_size: int | None = None,
     cache_dir: str | Path | bool | None = None,
     progress: bool = True,
 ) -> PromptSetResult:
-    """Run the model on ``prompts`` (a table with a ``prompt`` column) and aggregate.
+    """Run the model on ``prompts`` (a table with a ``prompt`` column) and aggregate
+    (:class:`~evalprism.p2l.options.PromptSetOptions`).
 
     Categories: ``category_column`` of the table if given, else HDBSCAN clusters of the prompts'
     ``minilm`` embeddings. ``reference`` (default: the aggregated leader) is the model every other
     is compared with in the strengths table.
     """
+    o = options or PromptSetOptions()
+    category_column, reference, aggregation = o.category_column, o.reference, o.aggregation
     texts = prompts["prompt"].astype(str).tolist()
     # the options are checked before the prompts are encoded (minutes on a large prompt set)
     if category_column is not None and category_column not in prompts.columns:
@@ -103,7 +110,7 @@ def analyze_prompt_set(
     else:
         status("clustering prompts into categories (HDBSCAN on minilm embeddings)", progress)
         emb = get_embedder("minilm", cache_dir=cache_dir, progress=progress).embed(texts)
-        categories = cluster_prompts(texts, emb, min_cluster_size)
+        categories = cluster_prompts(texts, emb, o.min_cluster_size)
         source = "HDBSCAN clusters"
     leaderboard = aggregated_table(coefs, model.models)
     reference = reference or str(leaderboard["model"].iloc[0])
@@ -112,7 +119,7 @@ def analyze_prompt_set(
     table["category"] = categories
     table["best_model"] = np.asarray(model.models)[coefs.argmax(axis=1)]
     table = pd.concat([table, pd.DataFrame(coefs, columns=model.models)], axis=1)
-    options = {
+    facts = {
         "n_prompts": len(texts),
         "categories": source,
         "reference": reference,
@@ -120,4 +127,4 @@ def analyze_prompt_set(
         "models": len(model.models),
         "outcome_model": model.outcome_model,
     }
-    return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), options)
+    return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), facts)

@@ -639,6 +639,24 @@ GRK_VALUE_NOTE = (
 )
 
 
+def evaluation_findings(result: EvaluationResult) -> list[str]:
+    """The evaluation's headline: the held-out warning (if the battles were not held out), the NLL of
+    P2L against the baselines and the verdict of P2L against the marginal leaderboard."""
+    from evalprism.p2l.training_prompts import overlap_sentence
+
+    o = result.options
+    metrics = result.metrics.set_index("predictor")
+    warning = overlap_sentence(o.get("overlap") or {"recorded": True, "fit": 0, "validation": 0})
+    lines = [warning] if warning else []
+    lines.append(
+        f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
+        + (f", marginal {metrics.loc['marginal', 'nll']:.4f}" if "marginal" in metrics.index else "")
+        + f", constant {metrics.loc['constant', 'nll']:.4f} (lower is better)."
+    )
+    verdict = p2l_versus_marginal(result.metrics)
+    return [*lines, verdict] if verdict else lines
+
+
 def evaluation_report(result: EvaluationResult) -> Report:
     o = result.options
     metrics = result.metrics.set_index("predictor")

@@ -14,6 +14,7 @@ import pandas as pd
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.model import P2LModel, model_names
+from evalprism.p2l.options import RouteOptions
 from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
 from evalprism.progress import status
 from evalprism.vocabularies import RouteValue
@@ -30,6 +31,12 @@ class RoutingResult(SavedResult):
     curve: pd.DataFrame
     route: Route
     options: dict[str, Any] = field(default_factory=dict)
+
+    def findings(self) -> list[str]:
+        """The router against the best single model at the chosen budget."""
+        from evalprism.p2l.reports import routing_index_line
+
+        return [routing_index_line(self)]
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
@@ -79,18 +86,19 @@ def route_prompts(
     model: P2LModel,
     prompts: pd.DataFrame,
     costs: dict[str, float],
-    budget: float | None,
+    options: RouteOptions | None = None,
     *,
-    opponent: str = "uniform",
-    budget_scope: BudgetScope = "average",
     progress: bool = True,
 ) -> RoutingResult:
     """Route every prompt of ``prompts`` (a table with a ``prompt`` column) among the model's models.
 
     ``costs`` maps each model to its cost per query (a model without a cost is an error: it could not
-    be routed to safely). ``budget_scope``: ``average`` bounds the mean cost over the prompt set,
-    ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated). Costs and budget are
-    checked before the P2L model runs."""
+    be routed to safely). ``options`` (:class:`~evalprism.p2l.options.RouteOptions`): the ``budget``
+    (None: each prompt's best model), the ``opponent``, and ``budget_scope``: ``average`` bounds the mean
+    cost over the prompt set, ``prompt`` bounds every prompt's expected cost (Theorem 1 as stated).
+    Costs and budget are checked before the P2L model runs."""
+    o = options or RouteOptions()
+    budget, opponent, budget_scope = o.budget, o.opponent, o.budget_scope
     names = model.models
     cost = check_route_options(names, costs, budget, opponent, budget_scope)
     texts = prompts["prompt"].astype(str).tolist()
@@ -102,7 +110,7 @@ def route_prompts(
     traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})
     traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
     curve = budget_curve(coefs, cost, names, opponent, budget_scope, value=model.routing_value)
-    options = {
+    facts = {
         "n_prompts": len(texts),
         "budget": budget,
         "opponent": opponent,
@@ -112,7 +120,7 @@ def route_prompts(
         "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
         "mean_expected_cost": float(np.mean(chosen.expected_cost)),
     }
-    return RoutingResult(routes, traffic, curve, chosen, options)
+    return RoutingResult(routes, traffic, curve, chosen, facts)
 
 
 def check_route_options(
@@ -132,16 +140,15 @@ def route_model_dir(
     model_dir: str | Path,
     prompts: pd.DataFrame,
     costs: dict[str, float],
-    budget: float | None,
+    options: RouteOptions | None = None,
     *,
-    opponent: str = "uniform",
-    budget_scope: BudgetScope = "average",
     cache_dir: str | Path | None = None,
     progress: bool = True,
 ) -> RoutingResult:
     """:func:`route_prompts` with the model in ``model_dir``: costs, budget and opponent are checked
     against its model list first (:func:`~evalprism.p2l.model.model_names`, milliseconds), so a bad
     one fails before the encoder loads and encodes every prompt (tens of seconds)."""
-    check_route_options(model_names(model_dir), costs, budget, opponent, budget_scope)
+    o = options or RouteOptions()
+    check_route_options(model_names(model_dir), costs, o.budget, o.opponent, o.budget_scope)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
-    return route_prompts(model, prompts, costs, budget, opponent=opponent, budget_scope=budget_scope, progress=progress)
+    return route_prompts(model, prompts, costs, o, progress=progress)

@@ -10,20 +10,20 @@ and ``p2l split --test-fraction f --seed s`` holds out exactly the prompts that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from evalprism import __version__
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import readable_prompts, to_canonical_battles
-from evalprism.io.options import check_number
 from evalprism.io.outputs import MARKER_FILE, OutputKind, OutputTarget, as_target, atomic_output_dir, write_json
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.io.subsets import write_row_subsets
 from evalprism.keyed import keyed_choice
+from evalprism.p2l.options import SplitOptions
 
 
 def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndarray:
@@ -55,6 +55,23 @@ class SplitResult:
     test: np.ndarray
     options: dict[str, Any] = field(default_factory=dict)
 
+    def findings(self) -> list[str]:
+        """How many battles and prompts each side holds."""
+        b, p = self.options["battles"], self.options["prompts"]
+        return [f"train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on {p['test']} prompts"]
+
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options and counts, the readers' choices, the headline."""
+        facts = dict(self.options)
+        read = facts.pop("read", [])
+        return RunRecord(
+            self.output_kind.value,
+            options=facts,
+            provenance=Provenance(choices=tuple(read)),
+            findings=tuple(self.findings()),
+        )
+
     def frames(self) -> dict[str, pd.DataFrame]:
         """The two sides as tables (the input's rows and columns, file order)."""
         return {"train": self.table.iloc[self.train], "test": self.table.iloc[self.test]}
@@ -66,17 +83,19 @@ class SplitResult:
         target = as_target(out, self.output_kind)
         with atomic_output_dir(target, self.output_kind) as tmp:
             files = write_row_subsets(self.table, {"train": self.train, "test": self.test}, tmp)
-            write_json(tmp / MARKER_FILE, {"evalprism": __version__, "options": self.options, "files": files})
+            record = replace(self.record, results={"files": files}).completed(target.inputs)
+            write_json(tmp / MARKER_FILE, record.as_json())
         return target.path
 
 
-def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: int = 0) -> SplitResult:
+def split_battles(battles: pd.DataFrame, options: SplitOptions | None = None) -> SplitResult:
     """Split ``battles`` (any supported battles format, as read by :func:`evalprism.io.read_table`) by
     prompt into a training and a held-out test set, by training's own rule (:func:`split_prompts`).
 
     The prompt is the canonical one (FastChat conversations and arena-55k turn lists reduced to their
-    user turns), so a conversation's battles stay on one side in every format."""
-    check_number("test_fraction", test_fraction)
+    user turns), so a conversation's battles stay on one side in every format. ``options``: the held-out
+    share of prompts and the seed (:class:`~evalprism.p2l.options.SplitOptions`)."""
+    test_fraction, seed = (options or SplitOptions()).test_fraction, (options or SplitOptions()).seed
     canonical = to_canonical_battles(battles)
     where = canonical.attrs.get("source") or "battles table"
     keep, note = readable_prompts(canonical, where)  # battles a text model cannot read go to neither side
@@ -87,7 +106,7 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
     except EvalprismError as exc:
         raise EvalprismError(f"{where}: {exc}") from None
     test, train = rows[is_test], rows[~is_test]
-    options = {
+    facts = {
         "source": battles.attrs.get("source"),
         "format": canonical.attrs.get("battles_format"),
         "test_fraction": test_fraction,
@@ -97,4 +116,4 @@ def split_battles(battles: pd.DataFrame, *, test_fraction: float = 0.2, seed: in
         "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
         "read": [*canonical.attrs.get("choices", []), *([note] if note else [])],
     }
-    return SplitResult(battles, train, test, options)
+    return SplitResult(battles, train, test, facts)

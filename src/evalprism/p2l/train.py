@@ -33,7 +33,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,7 +44,6 @@ from torch import nn
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattleArrays
-from evalprism.io.options import check_applies, check_choice, check_number, check_seed
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -62,151 +61,18 @@ from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import World, autocast, autocast_dtype, join_world
 from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_log_probs
 from evalprism.p2l.head import CoefficientHead
-from evalprism.p2l.marginal import Leaderboard, warn
+from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import P2LModel
+from evalprism.p2l.options import DEFAULT_LR, ResolvedTrainOptions, TrainOptions
 from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
 from evalprism.p2l.training_prompts import write_training_prompts
-from evalprism.progress import progress_bar, status
+from evalprism.progress import progress_bar, status, warn
 from evalprism.stats.pairwise import PairCounts, outcome_weights
-from evalprism.vocabularies import HeadFit, OutcomeModelName, Precision, choices
+from evalprism.vocabularies import OutcomeModelName
 
 CHECKPOINT_FILE = "checkpoint.pt"
-
-
-#: how the head is fitted: ``ridge`` (frozen backbones' default) fits it to convergence with a penalty
-#: chosen by cross-validation (:mod:`evalprism.p2l.ridge`); ``adamw`` is the epoch loop with early
-#: stopping on the validation prompts (the only choice when the backbone is fine-tuned)
-HEAD_FITS = choices(HeadFit)
-#: the head's learning rate in the epoch loop unless given
-DEFAULT_LR = 3e-3
-
-
-@dataclass(frozen=True)
-class EpochSchedule:
-    """The epoch loop's settings (fit ``adamw``), every one set: what the loop and the optimiser read.
-    :meth:`of` fills the defaults where the options leave None, the one place they are written."""
-
-    max_epochs: int
-    batch_size: int  # battles per optimiser step (the global batch)
-    lr: float  # the head's learning rate
-    weight_decay: float  # on the head's weights, not the bias
-    patience: int  # epochs without a better validation NLL before stopping
-
-    @classmethod
-    def of(cls, options: TrainOptions) -> EpochSchedule:
-        """The schedule of ``options``: a frozen backbone 200 epochs of 1,024 battles, a fine-tuned one
-        3 epochs of 16; lr 3e-3, weight decay 1e-2, patience 8."""
-        return cls(
-            max_epochs=options.max_epochs or (3 if options.finetune else 200),
-            batch_size=options.batch_size or (16 if options.finetune else 1024),
-            lr=DEFAULT_LR if options.lr is None else options.lr,
-            weight_decay=1e-2 if options.weight_decay is None else options.weight_decay,
-            patience=8 if options.patience is None else options.patience,
-        )
-
-
-#: options that only the epoch loop reads: given with fit 'ridge', they are refused rather than ignored
-EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
-#: the numeric options that may be None (the default); their bounds: ``evalprism.vocabularies.NUMBERS``
-OPTIONAL_NUMBERS = (
-    "lr",
-    "weight_decay",
-    "penalty",
-    "patience",
-    "max_epochs",
-    "batch_size",
-    "micro_batch_size",
-    "max_length",
-)
-
-
-@dataclass
-class TrainOptions:
-    """Options of one training run; ``None`` means the default for the backbone kind and fit."""
-
-    backbone: str = "minilm"
-    outcome_model: OutcomeModelName = "bt"
-    finetune: bool = False
-    fit: HeadFit | None = None  # ridge (frozen default) or adamw (fine-tuning: always)
-    penalty: float | None = None  # ridge: λ on the head's weights (None: chosen by cross-validation)
-    val_fraction: float = 0.1
-    max_epochs: int | None = None  # adamw: frozen 200, fine-tuning 3
-    batch_size: int | None = None  # adamw: frozen 1024 battles, fine-tuning 16
-    lr: float | None = None  # adamw: the head's learning rate (3e-3)
-    backbone_lr: float = 2e-5
-    weight_decay: float | None = None  # adamw: on the head's weights, not the bias (1e-2)
-    patience: int | None = None  # adamw: epochs without a better validation NLL before stopping (8)
-    seed: int = 0
-    micro_batch_size: int | None = None  # battles per forward pass and process (None: a process's whole share)
-    gradient_checkpointing: bool = False  # fine-tuning: recompute activations (less memory, more time)
-    # fine-tuning: bfloat16 autocast on GPUs that support it (None: auto), or float32
-    precision: Precision | None = None
-    max_length: int | None = None  # fine-tuning: longest prompt read, in tokens (None: the backbone's own)
-
-    def resolved(self) -> ResolvedTrainOptions:
-        """A copy with the defaults filled in (:class:`ResolvedTrainOptions`); every value checked first
-        (a negative or NaN learning rate trains nothing and would silently return the marginal
-        leaderboard), and options that the chosen fit would ignore refused (a ridge fit has no epochs)."""
-        check_choice("outcome_model", self.outcome_model, OutcomeModelName)
-        fit: HeadFit = check_choice("fit", self.fit or ("adamw" if self.finetune else "ridge"), HeadFit)
-        if fit == "ridge" and self.finetune:
-            raise EvalprismError(
-                "fit 'ridge' needs frozen features: a fine-tuned backbone trains with fit 'adamw'", parameter="fit"
-            )
-        check_number("val_fraction", self.val_fraction)
-        check_number("backbone_lr", self.backbone_lr)
-        check_seed(self.seed)
-        for name in OPTIONAL_NUMBERS:
-            value = getattr(self, name)
-            if value is None:
-                continue
-            check_number(name, value)
-            if fit == "ridge" and name in EPOCH_ONLY:
-                raise EvalprismError(
-                    f"{name} applies to the epoch loop (fit 'adamw'); a frozen backbone's head is "
-                    "fitted by ridge by default: drop it, or choose fit 'adamw'",
-                    parameter=name,
-                )
-        if fit == "adamw" and self.penalty is not None:
-            raise EvalprismError(
-                "penalty applies to fit 'ridge' (adamw's counterpart is weight_decay)", parameter="penalty"
-            )
-        check_applies(
-            "precision",
-            self.precision,
-            self.finetune,
-            "it sets the dtype of a fine-tuned backbone's "
-            "training (a frozen backbone's features are computed once, in float32)",
-        )
-        if self.precision is not None:
-            check_choice("precision", self.precision, Precision)
-        if not self.finetune and (self.max_length is not None or self.gradient_checkpointing):
-            raise EvalprismError(
-                "max_length and gradient_checkpointing apply to a fine-tuned backbone: add finetune "
-                "(a frozen backbone reads prompts as it does at inference)",
-                parameter="finetune",
-            )
-        filled = {**asdict(self), "fit": fit, "precision": self.precision or "auto"}
-        if fit == "adamw":  # recorded in run.json as the loop ran them
-            filled.update(asdict(EpochSchedule.of(self)))
-        return ResolvedTrainOptions(**filled)
-
-
-@dataclass
-class ResolvedTrainOptions(TrainOptions):
-    """:class:`TrainOptions` after :meth:`~TrainOptions.resolved`: checked, the fit and the precision
-    decided, and with fit ``adamw`` the epoch loop's settings filled (:attr:`schedule`). What training
-    reads and ``run.json`` records."""
-
-    fit: HeadFit = "ridge"
-    precision: Precision = "auto"
-
-    @property
-    def schedule(self) -> EpochSchedule:
-        """The epoch loop's settings (fit ``adamw``; a ridge fit has no epochs)."""
-        return EpochSchedule.of(self)
 
 
 @dataclass
@@ -240,6 +106,12 @@ class TrainResult(SavedResult):
             return target
 
         return join_world().on_main(claim)
+
+    def findings(self) -> list[str]:
+        """Training's headline: held-out NLL of P2L against the marginal leaderboard."""
+        from evalprism.p2l.reports import training_index_line
+
+        return [training_index_line(self)]
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"history": self.history, "evaluation": self.evaluation}
@@ -292,7 +164,7 @@ RESUMABLE_CHANGES = ("max_epochs", "patience", "micro_batch_size", "gradient_che
 
 def _fingerprint(content: str, options: TrainOptions) -> str:
     """What a checkpoint must match to be resumed: the battles' content and the options."""
-    fixed = {k: v for k, v in asdict(options).items() if k not in RESUMABLE_CHANGES}
+    fixed = {k: v for k, v in options.fields().items() if k not in RESUMABLE_CHANGES and k != "harness"}
     return hashlib.sha256((content + json.dumps(fixed, sort_keys=True)).encode()).hexdigest()
 
 
@@ -846,7 +718,7 @@ def build_result(
     ev = evaluation.set_index("predictor")["nll"]
     status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
     run = {
-        **asdict(opts),
+        **opts.training_record(),
         "n_battles": data.n_battles,
         "n_prompts": len(data.prompts),
         "train_battles": int(data.train_idx.size),

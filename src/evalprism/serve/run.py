@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_number
 from evalprism.io.outputs import check_output_file
 from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.model import P2LModel
@@ -21,10 +20,8 @@ from evalprism.serve.config import (
     read_secrets,
 )
 from evalprism.serve.decisions import not_a_decision_log
+from evalprism.serve.options import ServeOptions
 from evalprism.serve.security import check_exposure
-
-#: uvicorn's log levels
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def check_decision_log(path: Path, inputs: Sequence[Path]) -> None:
@@ -73,12 +70,10 @@ def bind_listener(host: str, port: int) -> list[socket.socket]:
 def serve(
     model_dir: str | Path,
     config_path: str | Path,
+    options: ServeOptions | None = None,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
     decision_log: str | Path | None = None,
-    log_level: str = "info",
-    progress: bool = True,
+    quiet: bool = False,
 ) -> None:
     """Serve ``model_dir`` with the candidates of ``config_path`` until SIGINT/SIGTERM.
 
@@ -87,11 +82,12 @@ def serve(
     environment variables the config names, that a service reachable from other machines has API
     keys, and that the address can be bound; the config against the model's list once it is loaded.
     The decision log defaults to the config's ``decision_log``, relative to the config file's directory.
+    ``quiet``: no status lines, and uvicorn logs warnings only.
     """
+    options = options or ServeOptions()
+    host, port, progress = options.host, options.port, not quiet
+    log_level = "warning" if quiet else options.log_level
     config_path = Path(config_path)
-    check_number("port", port)
-    if log_level not in LOG_LEVELS:
-        raise EvalprismError(f"log_level {log_level!r}: expected one of {', '.join(LOG_LEVELS)}", parameter="log_level")
     config = load_config(config_path)
     log_path = Path(decision_log) if decision_log is not None else config_path.parent / config.decision_log
     check_decision_log(log_path, [Path(model_dir), config_path])

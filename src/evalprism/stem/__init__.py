@@ -26,6 +26,7 @@ listed before it, and each formula lives in one of them (tests/test_stem_layers.
 module to this list; an import under ``if TYPE_CHECKING:`` names a type for an annotation, runs
 nothing and is not counted):
 
+- ``options``: the commands' options, declared once (:mod:`evalprism.io.options`)
 - ``discriminability``: benchmark discriminability, weights and the reference score
 - ``simulate``: a planted model family (tests, the demo, the benchmark)
 - ``estimate``: estimator A (strata, allocation, the stratified draw, the design estimate) and the
@@ -49,6 +50,8 @@ nothing and is not counted):
 - ``staging``: the adaptive loop (``stem plan --plan --answers``, :class:`AdaptiveSession`)
 - ``locate``: :func:`locate_model`: trial 0 of the engine, or :mod:`~evalprism.stem.subset`
 - ``evaluate``: :func:`run_trials` and :func:`locate_models`
+- ``from_files``: the commands from their files (:func:`~evalprism.stem.from_files.pool_from_files`,
+  ``audit_from_files``, ``locate_from_files``, ``plan_from_files``)
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`): building a pool does
 not import the localization and its trials.

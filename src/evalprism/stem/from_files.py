@@ -1,0 +1,99 @@
+"""The STEM commands from their files: what `stem pool`, `stem audit`, `stem locate` and `stem plan`
+read, each with its options object (:mod:`evalprism.stem.options`), returning the result the command
+saves. Every correctness file is read by :func:`~evalprism.io.correctness.read_correctness` with the
+options' harness readers; what the readers chose is kept with the result (its run record's ``read``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalprism.io.correctness import read_correctness
+from evalprism.stem.evaluate import locate_models
+from evalprism.stem.located import LocationResult
+from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
+from evalprism.stem.plan import Plan
+from evalprism.stem.pool import Audit, Pool, build_pool_from_files
+from evalprism.stem.staging import plan_stage
+
+
+def pool_from_files(
+    correctness: str | Path, models: str | Path, options: PoolOptions | None = None, *, panel: str | Path | None = None
+) -> Pool:
+    """A family's pool (:func:`~evalprism.stem.pool.build_pool`) from a correctness file or directory
+    and a metadata table; ``panel``: another correctness file of other models on the same items (the
+    IRT reference panel)."""
+    o = options or PoolOptions()
+    return build_pool_from_files(
+        correctness, models, family=o.family, missing=o.missing, harness=o.harness, panel=panel, irt=o.irt
+    )
+
+
+def audit_from_files(correctness: str | Path, models: str | Path, options: AuditOptions | None = None) -> Audit:
+    """The contamination audit of a family (its pool, which need not hold a transition sample)."""
+    o = options or AuditOptions()
+    pool = build_pool_from_files(
+        correctness, models, family=o.family, missing=o.missing, harness=o.harness, require_sts=False
+    )
+    return pool.audit()
+
+
+def locate_from_files(
+    pool_dir: str | Path,
+    correctness: str | Path,
+    options: LocateOptions | None = None,
+    *,
+    plan: str | Path | None = None,
+    progress: bool = True,
+) -> LocationResult:
+    """New models located on a saved pool's family from their correctness file (and a saved plan)."""
+    o = options or LocateOptions()
+    pool = Pool.load(pool_dir)
+    the_plan = Plan.load(plan) if plan is not None else None
+    table = read_correctness(correctness, harness=o.harness)
+    result = locate_models(
+        pool,
+        table,
+        list(o.model) if o.model else None,
+        items=o.items,
+        trials=o.trials,
+        seed=o.seed,
+        weighting=o.weighting,
+        method=o.method,
+        design=o.design,
+        plan=the_plan,
+        progress=progress,
+    )
+    result.options["read"] = list(table.attrs.get("choices", []))
+    return result
+
+
+def plan_from_files(
+    pool_dir: str | Path,
+    options: PlanOptions | None = None,
+    *,
+    previous: str | Path | None = None,
+    answers: str | Path | None = None,
+    progress: bool = True,
+) -> Plan:
+    """Which items of a saved pool to run a new model on, or an adaptive plan's next stage from the
+    model's ``answers`` on its ``previous`` plan's items."""
+    o = options or PlanOptions()
+    pool = Pool.load(pool_dir)
+    prior = Plan.load(previous) if previous is not None else None
+    table = read_correctness(answers, harness=o.harness) if answers is not None else None
+    plan, _current = plan_stage(
+        pool,
+        items=o.items,
+        seed=o.seed,
+        method=o.method,
+        previous=prior,
+        answers=table,
+        model=o.model,
+        stage=o.stage,
+        target_confidence=o.target_confidence,
+        progress=progress,
+    )
+    if table is not None:
+        plan.options["read"] = list(table.attrs.get("choices", []))
+    return plan
