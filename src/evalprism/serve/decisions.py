@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, get_args
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,12 +44,12 @@ from evalprism.io.outputs import describe_write_error
 log = logging.getLogger("evalprism.serve")
 
 #: the format of the lines this service writes; a line without ``schema_version`` is version 1 (the
-#: same fields). Raise it when a field changes meaning or type or a required one is added, and keep
-#: :func:`read_line` reading the older versions.
+#: same fields). Raise it with any change to the fields (one added or removed, or a change of type or
+#: meaning: a reader refuses unknown fields and names a newer version), and keep :func:`read_line`
+#: reading the older versions.
 SCHEMA_VERSION = 2
 #: the endpoints whose decisions are logged (every line names one)
 Endpoint = Literal["/v1/route", "/v1/chat/completions"]
-ENDPOINTS: tuple[Endpoint, ...] = get_args(Endpoint)
 #: what a chat request came to: the upstream's answer (``completed``, or ``upstream_refused``: a 4xx
 #: passed back), no answer (``upstream_failed``: 502, ``rate_limited``: 429, ``unavailable``: 503),
 #: ``client_left`` (499: the client disconnected before the response started), and for a stream how
