@@ -380,8 +380,14 @@ class InProcessService:
         self.thread.join(timeout=HANG_LIMIT_S)
 
     def log_lines(self) -> list[dict[str, Any]]:
+        """The decision log's lines as written, each checked to read back as the service's own
+        (:func:`~evalprism.serve.decisions.read_line`: its declared schema, of the current version)."""
+        from evalprism.serve.decisions import SCHEMA_VERSION, read_line
+
         text = self.log_path.read_text(encoding="utf-8") if self.log_path.exists() else ""
-        return [json.loads(line) for line in text.splitlines()]
+        lines = text.splitlines()
+        assert all(read_line(line).schema_version == SCHEMA_VERSION for line in lines)
+        return [json.loads(line) for line in lines]
 
     def log_line(self, request_id: str) -> dict[str, Any]:
         """The decision log's line of ``request_id``, once written (a stream's is written when it ends)."""

@@ -40,6 +40,7 @@ from evalprism.p2l import P2LModel, TrainOptions, route, train_model
 from evalprism.p2l.backbones import native_bf16
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.config import load_config
+from evalprism.serve.decisions import SCHEMA_VERSION, line_json, read_log
 
 pytestmark = pytest.mark.slow  # trains a P2L model; some tests start the router service in a subprocess
 
@@ -539,6 +540,10 @@ def test_decision_log_has_one_line_per_request_and_survives_sigterm(
     assert len(lines) == 50
     assert sum(r["endpoint"] == "/v1/route" for r in lines) == 40
     assert all({"time", "prompt_sha256", "distribution", "budget", "latency_ms"} <= r.keys() for r in lines)
+    # every line is one declared DecisionLine of the current schema, and reads back as written
+    read = read_log(tmp_path / "decisions.jsonl")
+    assert all(r.schema_version == SCHEMA_VERSION for r in read)
+    assert [json.loads(line_json(r)) for r in read] == lines
     text = (tmp_path / "decisions.jsonl").read_text()
     assert "question 1" not in text and UPSTREAM_KEY not in text and UPSTREAM_KEY not in output
 

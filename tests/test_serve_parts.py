@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from evalprism.serve.batcher import MicroBatcher
-from evalprism.serve.decisions import DecisionLog, json_line
+from evalprism.serve.decisions import DecisionLine, DecisionLog, json_line
 from evalprism.serve.health import HealthBoard
 from evalprism.serve.schemas import ChatCompletionRequest, check_values
 from evalprism.serve.upstream import retry_after_seconds
@@ -189,14 +189,14 @@ def test_valid_text_passes_the_checks() -> None:
 def test_decision_log_lines_are_strict_json(tmp_path) -> None:
     assert json_line({"x": float("inf"), "y": [1.0, float("nan")], "z": 2.5}) == '{"x":null,"y":[1.0,null],"z":2.5}'
     log = DecisionLog(tmp_path / "d.jsonl")
-    log.write({"budget": float("inf"), "ok": 1})
+    log.write(DecisionLine(endpoint="/v1/route", prompt_sha256="a", chosen="m", budget=float("inf")))
     log.close()
 
     def refuse(constant: str) -> None:
         raise ValueError(constant)
 
     line = json.loads((tmp_path / "d.jsonl").read_text(), parse_constant=refuse)
-    assert line["budget"] is None and line["ok"] == 1
+    assert line["budget"] is None and line["chosen"] == "m"
 
 
 def _sse_response(lines: list[bytes]) -> httpx.Response:
@@ -331,7 +331,7 @@ def test_a_real_enospc_is_reported_and_the_decision_kept(tmp_path) -> None:
         pytest.skip("no /dev/full on this system")
     log = DecisionLog("/dev/full")
     with pytest.raises(DecisionLogUnwritable) as info:
-        log.write({"endpoint": "/v1/route", "prompt_sha256": "ab"})
+        log.write(DecisionLine(endpoint="/v1/route", prompt_sha256="ab"))
     assert str(info.value) == "the decision log /dev/full cannot be written (the disk is full)"
     assert (log.error, log.unwritten, log.count) == ("the disk is full", 1, 0)
     assert not log.retry() and log.unwritten == 1
@@ -358,7 +358,7 @@ def test_decisions_kept_while_the_log_fails_are_bounded_and_counted(tmp_path, mo
     log = DecisionLog(tmp_path / "d.jsonl", opener=full_disk)
     for k in range(5):
         with pytest.raises(DecisionLogUnwritable):
-            log.write({"endpoint": "/v1/route", "prompt_sha256": str(k)}, answered=k == 4)
+            log.write(DecisionLine(endpoint="/v1/route", prompt_sha256=str(k)), answered=k == 4)
     assert (log.unwritten, log.dropped) == (3, 2)
     disk[0].full = False
     assert log.retry() and log.error is None and log.count == 3
@@ -372,7 +372,10 @@ def test_decisions_kept_while_the_log_fails_are_bounded_and_counted(tmp_path, mo
     "text,reason",
     [
         ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n', None),
-        ('{"time":"t","endpoint":"/v1/chat/completions","prompt_sha256":"a","late":{}}\n', None),
+        (
+            '{"time":"t","endpoint":"/v1/chat/completions","prompt_sha256":"a","late":{"answered":true,"reason":"r"}}\n',
+            None,
+        ),
         ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n\n', "line 2 is not a JSON object"),
         ('{"_name_or_path": "x",\n "hidden_size": 384}\n', "line 1 is not a JSON object"),
         ('{"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}\n[1, 2]\n', "line 2 is not a JSON object"),
@@ -483,3 +486,252 @@ def test_routing_decisions_draw_as_numpy_choice_does(budget: float | None) -> No
         assert d.router_coef == float(want.router_coef[k]) and d.expected_cost == float(want.expected_cost[k])
         mixed += len(d.probs) > 1
     assert budget is None or mixed > 0  # a budget between costs mixes two models: the draw is exercised
+
+
+# --- the decision-log line: one versioned model, written by line_json and read back by read_line ---
+
+#: a chat line exactly as the service wrote it before lines carried schema_version (version 1)
+_V1_CHAT_LINE = (
+    '{"time":"2025-06-01T12:00:00.123456+00:00","endpoint":"/v1/chat/completions","request_id":"req_1",'
+    '"stream":false,"routed":true,"decided":"alpha","distribution":{"alpha":0.75,"beta":0.25},"budget":null,'
+    '"expected_winrate":0.62,"router_coef":0.4,"expected_cost":1.5,"prompt_sha256":"ab12","routing_ms":3.21,'
+    '"model":"beta","attempts":[{"model":"alpha","status":500,"error":"alpha: upstream answered 500",'
+    '"latency_ms":12.5,"retry_after":null,"skipped":false,"busy":false},{"model":"beta","status":200,'
+    '"error":null,"latency_ms":40.0,"retry_after":null,"skipped":false,"busy":false}],"status":200,'
+    '"realised_cost":0.002,"outcome":"completed","latency_ms":55.5}'
+)
+
+
+def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -> None:
+    """A stream's line, written late, goes through the log's file and comes back equal; the JSON has
+    schema_version first and none of the /v1/route fields (absent, not null), while a field that applies
+    but has no value (no budget) is written as null."""
+    from evalprism.serve.decisions import SCHEMA_VERSION, AttemptRecord, LateWrite, line_json, read_log
+
+    line = DecisionLine(
+        endpoint="/v1/chat/completions",
+        request_id="req_7",
+        prompt_sha256="cd34",
+        routed=False,
+        decided="beta",
+        routing_ms=0.5,
+        stream=True,
+        model="beta",
+        attempts=[AttemptRecord(model="beta", status=200, latency_ms=9.75)],
+        status=200,
+        outcome="stream_broken",
+        realised_cost=None,
+        bytes_relayed=120,
+        stream_error="upstream stream broke off (ReadError)",
+        latency_ms=80.25,
+        late=LateWrite(answered=True, reason="the disk is full"),
+    )
+    written = json.loads(line_json(line))
+    assert list(written)[:4] == ["schema_version", "time", "endpoint", "request_id"]
+    assert written["schema_version"] == SCHEMA_VERSION == 2
+    assert written["realised_cost"] is None and "budget" not in written and "chosen" not in written
+    assert written["attempts"] == [
+        {"model": "beta", "status": 200, "error": None, "latency_ms": 9.75, "retry_after": None}
+        | {"skipped": False, "busy": False}
+    ]
+    (tmp_path / "d.jsonl").write_text(line_json(line) + "\n" + line_json(line) + "\n", encoding="utf-8")
+    assert read_log(tmp_path / "d.jsonl") == [line, line]
+    assert datetime.fromisoformat(line.time).tzinfo == UTC
+
+
+def test_a_line_written_before_schema_version_is_read_as_version_1(tmp_path) -> None:
+    """A line of the earlier format (no schema_version) reads with its own values, as version 1; a file
+    holding such lines and current ones is still this service's log (it appends to it)."""
+    from evalprism.serve.decisions import line_json, not_a_decision_log, read_line
+
+    old = read_line(_V1_CHAT_LINE)
+    assert old.schema_version == 1
+    assert (old.decided, old.model, old.status, old.outcome, old.realised_cost) == (
+        "alpha",
+        "beta",
+        200,
+        "completed",
+        0.002,
+    )
+    assert old.distribution == {"alpha": 0.75, "beta": 0.25} and old.budget is None
+    assert [(a.model, a.status, a.error) for a in old.attempts or []] == [
+        ("alpha", 500, "alpha: upstream answered 500"),
+        ("beta", 200, None),
+    ]
+    assert old.bytes_relayed is None and old.chosen is None  # not on a plain chat line
+    route = DecisionLine(endpoint="/v1/route", prompt_sha256="ef", chosen="alpha", latency_ms=1.0)
+    (tmp_path / "mixed.jsonl").write_text(_V1_CHAT_LINE + "\n" + line_json(route) + "\n", encoding="utf-8")
+    assert not_a_decision_log(tmp_path / "mixed.jsonl") is None
+
+
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        (
+            '{"schema_version":3,"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}',
+            "line 1 was written by a newer evalprism (decision log schema_version 3; this one reads up to 2)",
+        ),
+        (
+            '{"time":"t","endpoint":"/v1/route","prompt_sha256":"a","status":"fine"}',
+            "line 1 is not a routing decision of this log (status: Input should be a valid integer, "
+            "unable to parse string as an integer)",
+        ),
+        (
+            '{"time":"t","endpoint":"/v1/route","prompt_sha256":"a","tokens":3}',
+            "line 1 is not a routing decision of this log (tokens: Extra inputs are not permitted)",
+        ),
+        (
+            '{"time":"t","endpoint":"/v1/route"}',
+            "line 1 is not a routing decision (expected time, endpoint and prompt_sha256)",
+        ),
+    ],
+)
+def test_a_line_of_another_schema_is_not_this_logs(tmp_path, text: str, reason: str) -> None:
+    from evalprism.serve.decisions import not_a_decision_log
+
+    (tmp_path / "log.jsonl").write_text(text + "\n", encoding="utf-8")
+    assert not_a_decision_log(tmp_path / "log.jsonl") == reason
+
+
+# --- the upstream failure kinds: one exception class each, giving the attempt's outcome and metric label ---
+
+
+def _upstreams(handler, **settings):
+    from evalprism.serve.config import ServeConfig, UpstreamConfig
+    from evalprism.serve.upstream import Upstreams
+
+    config = ServeConfig(
+        models={name: UpstreamConfig(base_url=f"http://{name}.test/v1", cost=1.0) for name in ("alpha", "beta")},
+        pool_timeout_s=0.25,
+        **settings,
+    )
+    return Upstreams(config, {"alpha": None, "beta": None}, httpx.MockTransport(handler))
+
+
+def _counted(attempts) -> dict[tuple[str, str], float]:
+    """The attempts as /metrics counts them: (metric, result label or '') -> value, for upstream alpha."""
+    from evalprism.serve.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.observe_attempts(attempts)
+    counted = {}
+    for metric in metrics.registry.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels.get("upstream") == "alpha" and sample.value:
+                counted[(sample.name, sample.labels.get("result", ""))] = sample.value
+    return counted
+
+
+_NOT_JSON = httpx.Response(200, text="<html>down</html>")
+_ANSWER = {"id": "c", "object": "chat.completion", "choices": []}
+
+
+@pytest.mark.parametrize(
+    "answer,kind,outcome,error",
+    [
+        (httpx.ConnectError("refused"), "UpstreamUnreachable", "failed", "alpha: upstream unreachable (ConnectError)"),
+        (httpx.ReadTimeout("slow"), "UpstreamTimeout", "failed", "alpha: upstream timed out"),
+        (httpx.Response(503), "UpstreamStatusError", "failed", "alpha: upstream answered 503"),
+        (
+            httpx.Response(404),
+            "UpstreamStatusError",
+            "failed",
+            "alpha: upstream answered 404: no such endpoint or model there (check its base_url and upstream_model)",
+        ),
+        (_NOT_JSON, "UpstreamInvalidBody", "failed", "alpha: upstream answered 200 with a body that is not JSON"),
+        (
+            httpx.Response(200, json=[1]),
+            "UpstreamInvalidBody",
+            "failed",
+            "alpha: upstream answered a JSON list, expected an object",
+        ),
+        (
+            httpx.Response(429, headers={"retry-after": "7"}),
+            "UpstreamRateLimited",
+            "rate_limited",
+            "alpha: upstream answered 429",
+        ),
+        (
+            httpx.PoolTimeout("no connection"),
+            "UpstreamBusy",
+            "busy",
+            "alpha: busy: all 128 connections of the router to this upstream (its max_connections) stayed in use "
+            "for 0.25 s (pool_timeout_s)",
+        ),
+        (httpx.Response(400, json={"error": {}}), None, "ok", None),  # the client's request: passed back as it is
+        (httpx.Response(200, json=_ANSWER), None, "ok", None),
+    ],
+)
+def test_each_failure_kind_is_its_own_class_outcome_and_metric(answer, kind, outcome, error) -> None:
+    """What the upstream does decides the exception class, the attempt's outcome (which is its metric
+    label, and its record's skipped/busy flags), and whether it counts against the circuit and as an
+    upstream error: only the upstream's own failures (``failed``) do."""
+    from evalprism.serve import upstream
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    if kind is not None:
+        with pytest.raises(getattr(upstream, kind)) as raised:
+            asyncio.run(_upstreams(handler)._attempt("alpha", {}, stream=False))
+        assert type(raised.value) is getattr(upstream, kind) and raised.value.outcome == outcome
+        assert isinstance(raised.value, upstream.UpstreamFailure) and str(raised.value) == error
+    upstreams = _upstreams(handler, max_attempts=1)
+    attempts: list[upstream.Attempt] = []
+    asyncio.run(upstreams.complete(["alpha", "beta"], {}, attempts=attempts))
+    assert [(a.model, a.outcome, a.error) for a in attempts] == [("alpha", outcome, error)]
+    assert (attempts[0].record()["skipped"], attempts[0].record()["busy"]) == (False, outcome == "busy")
+    assert upstreams.health.report()["alpha"].consecutive_failures == (outcome == "failed")
+    errors = {("evalprism_upstream_errors_total", ""): 1.0} if outcome == "failed" else {}
+    assert _counted(attempts) == {("evalprism_upstream_attempts_total", outcome): 1.0} | errors
+
+
+def test_an_upstream_whose_circuit_is_open_is_skipped() -> None:
+    """breaker_failures 1: alpha's one failure opens its circuit; the next request skips it (outcome
+    skipped, the record's ``skipped`` flag, no upstream error counted) and beta answers."""
+    from evalprism.serve.upstream import Attempt
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500) if request.url.host == "alpha.test" else httpx.Response(200, json=_ANSWER)
+
+    upstreams = _upstreams(handler, breaker_failures=1)
+    asyncio.run(upstreams.complete(["alpha", "beta"], {}))
+    attempts: list[Attempt] = []
+    answered = asyncio.run(upstreams.complete(["alpha", "beta"], {}, attempts=attempts))
+    assert answered.model == "beta" and not answered.failed_over
+    assert [(a.model, a.outcome) for a in attempts] == [("alpha", "skipped"), ("beta", "ok")]
+    assert attempts[0].error == "alpha: skipped, its circuit is open after 1 failures"
+    assert attempts[0].record()["skipped"] and not attempts[0].record()["busy"]
+    assert _counted(attempts[:1]) == {("evalprism_upstream_attempts_total", "skipped"): 1.0}
+
+
+def test_an_attempt_cancelled_as_the_client_leaves_is_abandoned() -> None:
+    """The request is cancelled while alpha is answering: the attempt is on record as abandoned (so
+    counted under that label, not as alpha's error), and alpha's circuit is left as it was."""
+    from evalprism.serve.upstream import Attempt
+
+    async def scenario(attempts: list[Attempt]) -> None:
+        called = asyncio.Event()
+
+        async def handler(request: httpx.Request) -> httpx.Response:
+            called.set()
+            await asyncio.Event().wait()  # never answers
+            raise AssertionError("unreachable")
+
+        upstreams = _upstreams(handler)
+        task = asyncio.ensure_future(upstreams.complete(["alpha", "beta"], {}, attempts=attempts))
+        await called.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert upstreams.health.report()["alpha"].state == "closed"
+        assert upstreams.health.admits("alpha") and upstreams.health.report()["alpha"].consecutive_failures == 0
+
+    attempts: list[Attempt] = []
+    asyncio.run(scenario(attempts))
+    assert [(a.model, a.outcome, a.error) for a in attempts] == [
+        ("alpha", "abandoned", "alpha: abandoned: the client left before the upstream answered")
+    ]
+    assert _counted(attempts) == {("evalprism_upstream_attempts_total", "abandoned"): 1.0}

@@ -29,7 +29,7 @@ import math
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,6 +48,9 @@ from evalprism.p2l.routing import check_budget
 from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import Secrets, ServeConfig, realised_cost
 from evalprism.serve.decisions import (
+    AttemptRecord,
+    ChatOutcome,
+    DecisionLine,
     DecisionLog,
     DecisionLogUnwritable,
     elapsed_ms,
@@ -403,14 +406,14 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     digest = prompt_hash(prompt)
     s.metrics.decisions.labels(decision.chosen).inc()
     s.decisions.write(
-        {
-            "endpoint": "/v1/route",
-            "request_id": request.state.request_id,
-            "prompt_sha256": digest,
-            "chosen": decision.chosen,
+        DecisionLine(
+            endpoint="/v1/route",
+            request_id=request.state.request_id,
+            prompt_sha256=digest,
+            chosen=decision.chosen,
             **s.decision_fields(decision, budget),
-            "latency_ms": elapsed_ms(start),
-        }
+            latency_ms=elapsed_ms(start),
+        )
     )
     # a routed job's decision carries every routing field (serve.router.RoutingCore.decide)
     assert decision.chosen is not None and decision.probs is not None and decision.expected_winrate is not None
@@ -462,68 +465,99 @@ _CHAT_RESPONSES = {
 @router.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
 async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> Response:
     """Route (or take the named candidate), forward with failover, return the upstream's answer
-    with the decision; streaming and not."""
+    with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
     start = time.perf_counter()
-    config = s.config
     prompt = s.prompt_of(req.messages)
     s.decisions.require()  # before an upstream is paid for an answer that could not be logged
-    annotation: dict[str, Any]
+    order, decided = await _chat_decision(s, req, prompt)
+    call = ChatCall(request.state.request_id, req.stream, start, {**decided, "routing_ms": elapsed_ms(start)})
+    try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
+        outcome = await until_client_leaves(
+            request.receive,
+            s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=call.attempts),
+            lambda abandoned: _abandon(s, abandoned),
+        )
+    except ClientLeft:
+        return _client_left(s, call)
+    s.metrics.observe_attempts(outcome.attempts)
+    call.model = outcome.model
+    headers = {"x-evalprism-model": outcome.model or ""}
+    if outcome.stream is not None:
+        return _relay(s, outcome, call, headers)
+    if outcome.body is None:
+        return _failed(s, outcome, call)
+    return _answered(s, outcome, call, headers)
+
+
+@dataclass
+class ChatCall:
+    """One chat request from its routing decision to its answer, and what the response's ``evalprism``
+    field and the request's decision-log line say of it: ``decided``: the decision (routed, decided,
+    the routing fields when routed, prompt_sha256, routing_ms); ``attempts``: every upstream attempt, as
+    made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered."""
+
+    request_id: str
+    stream: bool
+    start: float
+    decided: dict[str, Any]
+    attempts: list[Attempt] = field(default_factory=list)
+    model: str | None = None
+
+    def annotation(self) -> dict[str, Any]:
+        """The response's ``evalprism`` field: the decision, the upstream that answered and every attempt."""
+        return {**self.decided, "model": self.model, "attempts": [a.record() for a in self.attempts]}
+
+    def line(self, status: int, outcome: ChatOutcome, **ending: Any) -> DecisionLine:
+        """The request's decision-log line: how it ended (``status``, ``outcome`` and the ``ending`` fields
+        that apply: realised_cost, a stream's bytes_relayed and stream_error), its latency until now."""
+        return DecisionLine(
+            endpoint="/v1/chat/completions",
+            request_id=self.request_id,
+            stream=self.stream,
+            **self.decided,
+            model=self.model,
+            attempts=[AttemptRecord.model_validate(a.record()) for a in self.attempts],
+            status=status,
+            outcome=outcome,
+            **ending,
+            latency_ms=elapsed_ms(self.start),
+        )
+
+
+async def _chat_decision(s: Service, req: ChatCompletionRequest, prompt: str) -> tuple[list[str], dict[str, Any]]:
+    """The candidates to try, in turn, and the decision as the response and the log give it: routed
+    (the request names the router, or no model): the model P2L drew, then the fallbacks; a candidate
+    named by the client: that one alone, no routing and no substitute; any other name: 404."""
+    config = s.config
     if req.model in (None, config.router_name):
         budget = s.budget_of(req.budget)
         decision = await s.batcher.submit(Job(prompt, budget))
         assert decision.chosen is not None  # a routed job's decision names its model
         s.metrics.decisions.labels(decision.chosen).inc()
-        order = [decision.chosen, *decision.fallbacks]
-        annotation = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
-    elif req.model in config.models:  # the client named a candidate: no routing, and no substitute
-        order = [req.model]
-        annotation = {"routed": False, "decided": req.model}
-    else:
-        raise RequestError(
-            404,
-            f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
-            f"or one of {', '.join(config.models)}",
-            "model",
-            "model_not_found",
-        )
-    annotation["prompt_sha256"] = prompt_hash(prompt)
-    annotation["routing_ms"] = elapsed_ms(start)
-    record = {
-        "endpoint": "/v1/chat/completions",
-        "request_id": request.state.request_id,
-        "stream": req.stream,
-        **annotation,
-    }
-    attempts: list[Attempt] = []
-    try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
-        outcome = await until_client_leaves(
-            request.receive,
-            s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=attempts),
-            lambda abandoned: _abandon(s, abandoned),
-        )
-    except ClientLeft:
-        return _client_left(s, attempts, record, start)
-    s.metrics.observe_attempts(outcome.attempts)
-    annotation["model"] = outcome.model
-    annotation["attempts"] = [vars(a) for a in outcome.attempts]
-    record.update(model=outcome.model, attempts=annotation["attempts"])
-    headers = {"x-evalprism-model": outcome.model or ""}
-    if outcome.stream is not None:
-        return _relay(s, outcome, annotation, record, start, headers)
-    if outcome.body is None:
-        return _failed(s, outcome, annotation, record, start)
+        decided = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
+        return [decision.chosen, *decision.fallbacks], decided | {"prompt_sha256": prompt_hash(prompt)}
+    if req.model in config.models:
+        return [req.model], {"routed": False, "decided": req.model, "prompt_sha256": prompt_hash(prompt)}
+    raise RequestError(
+        404,
+        f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
+        f"or one of {', '.join(config.models)}",
+        "model",
+        "model_not_found",
+    )
+
+
+def _answered(s: Service, outcome: Outcome, call: ChatCall, headers: dict[str, str]) -> JSONResponse:
+    """An upstream answered (not streamed): its body and status, with the decision in ``evalprism``
+    and the realised cost where the config gives prices; logged as completed, or upstream_refused
+    for a 4xx passed back."""
+    assert outcome.body is not None
+    annotation = call.annotation()
     cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
     if cost is not None:
         annotation["realised_cost"] = cost
-    s.decisions.write(
-        {
-            **record,
-            "status": outcome.status,
-            "realised_cost": cost,
-            "outcome": "completed" if outcome.status < 400 else "upstream_refused",
-            "latency_ms": elapsed_ms(start),
-        }
-    )
+    ended: ChatOutcome = "completed" if outcome.status < 400 else "upstream_refused"
+    s.decisions.write(call.line(outcome.status, ended, realised_cost=cost))
     return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
 
 
@@ -538,22 +572,13 @@ async def _abandon(s: Service, outcome: Outcome) -> None:
 CLIENT_LEFT_STATUS = 499
 
 
-def _client_left(s: Service, attempts: list[Attempt], record: dict[str, Any], start: float) -> Response:
+def _client_left(s: Service, call: ChatCall) -> Response:
     """The client disconnected while the upstream was answering: the attempt was abandoned (no count
     against the upstream), and the log says so; the response goes nowhere."""
-    s.metrics.observe_attempts(attempts)
-    chosen = attempts[-1].model if attempts else None
+    s.metrics.observe_attempts(call.attempts)
+    call.model = call.attempts[-1].model if call.attempts else None
     with contextlib.suppress(DecisionLogUnwritable):  # kept for later; nobody is there to answer 503 to
-        s.decisions.write(
-            {
-                **record,
-                "model": chosen,
-                "attempts": [vars(a) for a in attempts],
-                "status": CLIENT_LEFT_STATUS,
-                "outcome": "client_left",
-                "latency_ms": elapsed_ms(start),
-            }
-        )
+        s.decisions.write(call.line(CLIENT_LEFT_STATUS, "client_left"))
     return Response(status_code=CLIENT_LEFT_STATUS)
 
 
@@ -564,16 +589,18 @@ def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
     return cost
 
 
-def _failed(
-    s: Service, outcome: Outcome, annotation: dict[str, Any], record: dict[str, Any], start: float
-) -> JSONResponse:
+#: the decision log's outcome of a chat no upstream answered, by the status it got (else upstream_failed)
+_NO_ANSWER: dict[int, ChatOutcome] = {429: "rate_limited", 503: "unavailable"}
+
+
+def _failed(s: Service, outcome: Outcome, call: ChatCall) -> JSONResponse:
     """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
     none could be made now (every connection busy, or every circuit open with its trial in flight),
     else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
     names each upstream and why it failed."""
     failures = "; ".join(a.error or "" for a in outcome.attempts)
-    kind = {429: "rate_limited", 503: "unavailable"}.get(outcome.status, "upstream_failed")
-    s.decisions.write({**record, "status": outcome.status, "outcome": kind, "latency_ms": elapsed_ms(start)})
+    annotation = call.annotation()
+    s.decisions.write(call.line(outcome.status, _NO_ANSWER.get(outcome.status, "upstream_failed")))
     if outcome.status == 429:
         headers = {} if outcome.retry_after is None else {"retry-after": str(math.ceil(outcome.retry_after))}
         return _error(
@@ -598,14 +625,7 @@ def _failed(
     )
 
 
-def _relay(
-    s: Service,
-    outcome: Outcome,
-    annotation: dict[str, Any],
-    record: dict[str, Any],
-    start: float,
-    headers: dict[str, str],
-) -> RelayResponse:
+def _relay(s: Service, outcome: Outcome, call: ChatCall, headers: dict[str, str]) -> RelayResponse:
     """Relay the upstream stream; when it ends, however it ends, the circuit hears how (completed is a
     success, broken a failure, a client that left neither) and the decision is logged with how it ended
     (completed, stream_broken, cut, or client_left before any byte) and the bytes written to the client."""
@@ -615,28 +635,24 @@ def _relay(
 
     def ended(written: int, left: bool) -> None:
         relayed.bytes = written
+        end: ChatOutcome = relayed.end
+        status = outcome.status
         if left and relayed.end == "cut" and written == 0:
             end, status = "client_left", CLIENT_LEFT_STATUS
-        else:
-            end, status = relayed.end, outcome.status
         s.upstreams.stream_ended(outcome, relayed)
         if relayed.end == "stream_broken":
             s.metrics.upstream_errors.labels(model).inc()
+        line = call.line(
+            status,
+            end,
+            bytes_relayed=written,
+            stream_error=relayed.error,
+            realised_cost=realised_cost(s.config.models[model], relayed.usage),
+        )
         with contextlib.suppress(DecisionLogUnwritable):  # the stream has gone out; the line is kept for later
-            s.decisions.write(
-                {
-                    **record,
-                    "status": status,
-                    "outcome": end,
-                    "bytes_relayed": written,
-                    "stream_error": relayed.error,
-                    "realised_cost": realised_cost(s.config.models[model], relayed.usage),
-                    "latency_ms": elapsed_ms(start),
-                },
-                answered=True,
-            )
+            s.decisions.write(line, answered=True)
 
-    events = relay_events(outcome.stream, annotation, relayed, lambda usage: _realised_cost(s, model, usage))
+    events = relay_events(outcome.stream, call.annotation(), relayed, lambda usage: _realised_cost(s, model, usage))
     return RelayResponse(events, ended, headers=headers)
 
 

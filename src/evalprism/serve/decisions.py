@@ -10,6 +10,11 @@ the file is cut back to where it ended. The log then reports the reason (``error
 answers 503 instead of a decision it cannot record, and the decisions made meanwhile are kept (a
 bounded number) and written, marked ``late``, by the first write that succeeds again.
 
+Each line is one :class:`DecisionLine` (its fields are documented there and in the README), written by
+:func:`line_json` and read back by :func:`read_line`. A line carries ``schema_version``
+(:data:`SCHEMA_VERSION`); a line without it was written before the field existed, with the same fields,
+and reads as version 1. A reader reads every version up to its own and refuses a newer one.
+
 An existing file is appended to only when every line is a decision of this log
 (:func:`not_a_decision_log`, used by the output rules before the service starts).
 """
@@ -29,15 +34,38 @@ from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import describe_write_error
 
 log = logging.getLogger("evalprism.serve")
 
+#: the format of the lines this service writes; a line without ``schema_version`` is version 1 (the
+#: same fields). Raise it with any change to the fields (one added or removed, or a change of type or
+#: meaning: a reader refuses unknown fields and names a newer version), and keep :func:`read_line`
+#: reading the older versions.
+SCHEMA_VERSION = 2
 #: the endpoints whose decisions are logged (every line names one)
-ENDPOINTS = ("/v1/route", "/v1/chat/completions")
+Endpoint = Literal["/v1/route", "/v1/chat/completions"]
+#: what a chat request came to: the upstream's answer (``completed``, or ``upstream_refused``: a 4xx
+#: passed back), no answer (``upstream_failed``: 502, ``rate_limited``: 429, ``unavailable``: 503),
+#: ``client_left`` (499: the client disconnected before the response started), and for a stream how
+#: it ended (``completed``, ``stream_broken``, ``cut``: :data:`~evalprism.serve.upstream.StreamEnd`)
+ChatOutcome = Literal[
+    "completed",
+    "upstream_refused",
+    "upstream_failed",
+    "rate_limited",
+    "unavailable",
+    "client_left",
+    "stream_broken",
+    "cut",
+]
+#: the fields every line has (the others are on the lines they apply to, absent from the rest)
+_ALWAYS = frozenset({"schema_version", "time", "endpoint", "prompt_sha256"})
 #: decisions kept in memory while the log cannot be written; beyond that the oldest are dropped (and counted)
 MAX_UNWRITTEN = 10_000
 
@@ -65,6 +93,116 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AttemptRecord(_Record):
+    """One upstream attempt of a chat line (as ``evalprism.attempts`` of the response shows it,
+    :meth:`evalprism.serve.upstream.Attempt.record`)."""
+
+    model: str
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    retry_after: float | None = None
+    skipped: bool = False
+    busy: bool = False
+
+
+class LateWrite(_Record):
+    """Why a line was written late: the log could not be written when the decision was made (``reason``),
+    and whether the client got its answer anyway (``answered``: a stream already relayed) or a 503."""
+
+    answered: bool
+    reason: str
+
+
+class DecisionLine(_Record):
+    """One line of the decision log: one routing decision. A field that does not apply to a line (the
+    chat fields of a ``/v1/route`` line, the routing fields of a chat that named its model, the stream
+    fields of a plain chat) is absent from it, and None here; a field that applies but has no value
+    (no budget, no upstream answered, no prices) is written as null."""
+
+    schema_version: int = Field(SCHEMA_VERSION, ge=1)
+    time: str = Field(default_factory=_now)  # UTC, ISO 8601 with microseconds: when the line was made
+    endpoint: Endpoint
+    request_id: str | None = None  # the response's x-request-id
+    prompt_sha256: str  # SHA-256 of the routing prompt (:func:`prompt_hash`), never the text
+    # the routing decision (a /v1/route line; a chat line when ``routed``)
+    chosen: str | None = None  # /v1/route: the model drawn
+    routed: bool | None = None  # chat: whether the router decided (False: the client named a candidate)
+    decided: str | None = None  # chat: the model decided on (drawn, or named by the client)
+    distribution: dict[str, float | None] | None = None  # the routing distribution: model -> probability
+    budget: float | None = None
+    expected_winrate: float | None = None
+    router_coef: float | None = None
+    expected_cost: float | None = None
+    routing_ms: float | None = None  # chat: milliseconds until the decision
+    # the forwarding (chat lines)
+    stream: bool | None = None
+    model: str | None = None  # the upstream that answered (null: none did)
+    attempts: list[AttemptRecord] | None = None
+    status: int | None = None  # the status the client got (499: it left before the response started)
+    outcome: ChatOutcome | None = None
+    realised_cost: float | None = None  # usage x the config's per-token prices
+    bytes_relayed: int | None = None  # a stream's bytes whose writes to the client returned
+    stream_error: str | None = None  # why a stream broke off
+    latency_ms: float | None = None  # milliseconds until the line was made (a stream: its end)
+    late: LateWrite | None = None  # present on a line written after the log failed
+
+
+def line_json(line: DecisionLine) -> str:
+    """``line`` as the decision log writes it: one line of strict JSON (:func:`json_line`), the fields
+    that apply to it in declaration order, ``schema_version`` first."""
+    return json_line(line.model_dump(include=line.model_fields_set | _ALWAYS))
+
+
+class NotADecision(ValueError):
+    """A line that is not one of this service's decisions; the message says why (to follow "line N")."""
+
+
+def read_line(raw: str | bytes) -> DecisionLine:
+    """One line of a decision log as a :class:`DecisionLine`, of any version up to :data:`SCHEMA_VERSION`
+    (a line without ``schema_version`` is version 1). Raises :class:`NotADecision` saying why not."""
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        raise NotADecision("is not a JSON object")
+    version = record.get("schema_version", 1)
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise NotADecision(
+            f"was written by a newer evalprism (decision log schema_version {version}; this one reads up to "
+            f"{SCHEMA_VERSION})"
+        )
+    try:
+        return DecisionLine.model_validate({"schema_version": 1, **record})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["loc"] and first["loc"][0] in ("time", "endpoint", "prompt_sha256"):
+            raise NotADecision("is not a routing decision (expected time, endpoint and prompt_sha256)") from None
+        where = ".".join(str(part) for part in first["loc"])
+        raise NotADecision(f"is not a routing decision of this log ({where}: {first['msg']})") from None
+
+
+def read_log(path: Path) -> list[DecisionLine]:
+    """Every line of the decision log at ``path`` (:func:`read_line`); an error names the line."""
+    lines = []
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, 1):
+            try:
+                lines.append(read_line(raw))
+            except NotADecision as exc:
+                raise EvalprismError(f"{path}: line {number} {exc}") from None
+    return lines
 
 
 class DecisionLogUnwritable(Exception):
@@ -103,21 +241,20 @@ class DecisionLog:
         """Decisions kept in memory until the log can be written again."""
         return len(self._unwritten)
 
-    def write(self, record: dict[str, Any], *, answered: bool = False) -> None:
-        """Append ``record`` with the current UTC time as ``time`` (ISO 8601), after any decisions kept
-        while the log failed. Raises :class:`DecisionLogUnwritable` when the write fails; the record is
-        then kept, marked ``late`` with the reason and whether the client got its answer anyway
-        (``answered``: a stream already relayed) or was refused."""
-        record = {"time": datetime.now(UTC).isoformat(timespec="microseconds"), **record}
-        line = (json_line(record) + "\n").encode("utf-8")
+    def write(self, line: DecisionLine, *, answered: bool = False) -> None:
+        """Append ``line``, after any decisions kept while the log failed. Raises
+        :class:`DecisionLogUnwritable` when the write fails; the line is then kept, marked ``late`` with
+        the reason and whether the client got its answer anyway (``answered``: a stream already relayed)
+        or was refused."""
+        data = (line_json(line) + "\n").encode("utf-8")
         with self._lock:
             try:
-                self._append(b"".join(self._unwritten) + line)
+                self._append(b"".join(self._unwritten) + data)
             except OSError as exc:
                 self._failed(exc)
-                late = {**record, "late": {"answered": answered, "reason": self.error}}
+                late = line.model_copy(update={"late": LateWrite(answered=answered, reason=self.error or "")})
                 self.dropped += len(self._unwritten) == MAX_UNWRITTEN
-                self._unwritten.append((json_line(late) + "\n").encode("utf-8"))
+                self._unwritten.append((line_json(late) + "\n").encode("utf-8"))
                 raise DecisionLogUnwritable(self.path, self.error or "") from None
             self._written(1)
 
@@ -186,7 +323,7 @@ class DecisionLog:
 
 def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
     """Why ``path`` is not a decision log this service wrote (None: its first and last ``sample_lines``
-    lines are each one of its decisions, a JSON object with ``time``, ``endpoint`` and ``prompt_sha256``).
+    lines are each one of its decisions, :func:`read_line`, of this version or an earlier one).
 
     Only the head and the tail are read: a foreign file (a config, a model's ``config.json``) fails on its
     first lines, and a service's log of millions of decisions must not cost seconds at every start."""
@@ -202,19 +339,10 @@ def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
     if tail and len(head) == sample_lines:  # a long file: check its end too (the first tail line may be cut)
         lines += [(None, raw) for raw in tail[1:][-sample_lines:]]
     for number, raw in lines:
-        where = f"line {number}" if number is not None else "a line near its end"
         try:
-            record = json.loads(raw)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
-            return f"{where} is not a JSON object"
-        if (
-            not isinstance(record.get("time"), str)
-            or record.get("endpoint") not in ENDPOINTS
-            or "prompt_sha256" not in record
-        ):
-            return f"{where} is not a routing decision (expected time, endpoint and prompt_sha256)"
+            read_line(raw)
+        except NotADecision as exc:
+            return f"{f'line {number}' if number is not None else 'a line near its end'} {exc}"
     return None
 
 

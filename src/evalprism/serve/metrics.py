@@ -8,8 +8,9 @@ share counters). Labels are bounded: endpoints are the service's routes (anythin
   (until the last byte, streams included);
 - ``evalprism_batch_size``: prompts per P2L forward pass;
 - ``evalprism_routing_decisions_total{model}``: the candidate each routing decision chose;
-- ``evalprism_upstream_attempts_total{upstream,result}`` (ok, failed, rate_limited, busy, abandoned, skipped) and
-  ``evalprism_upstream_errors_total{upstream}``;
+- ``evalprism_upstream_attempts_total{upstream,result}`` (the attempt's outcome:
+  :data:`~evalprism.serve.upstream.AttemptOutcome`) and ``evalprism_upstream_errors_total{upstream}``
+  (the ``failed`` ones);
 - ``evalprism_realised_cost_total{model}``: usage x per-token prices, where the config gives prices.
 """
 
@@ -91,22 +92,12 @@ class Metrics:
         children[1].observe(seconds)
 
     def observe_attempts(self, attempts: Iterable[Attempt]) -> None:
-        """Count upstream attempts by upstream and result."""
+        """Count upstream attempts by upstream and result (the attempt's outcome); only ``failed`` ones, the
+        upstream's own fault, are upstream errors."""
         for a in attempts:
-            if a.skipped:
-                result = "skipped"
-            elif a.error is None:
-                result = "ok"
-            elif a.status == 429:
-                result = "rate_limited"
-            elif a.busy:  # the router's own connection limit, not the upstream's error
-                result = "busy"
-            elif a.abandoned:  # the client left; the upstream did nothing wrong
-                result = "abandoned"
-            else:
-                result = "failed"
+            if a.outcome == "failed":
                 self.upstream_errors.labels(a.model).inc()
-            self.attempts.labels(a.model, result).inc()
+            self.attempts.labels(a.model, a.outcome).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

@@ -2,32 +2,39 @@
 
 Each upstream has its own ``httpx.AsyncClient`` and so its own connection pool (keep-alive
 connections, at most its config's ``max_connections``, a connect and a read timeout): one busy
-upstream cannot starve the others of connections. Who is at fault decides what happens to an attempt:
+upstream cannot starve the others of connections. Who is at fault decides what happens to an attempt;
+each kind of failure is one subclass of :class:`UpstreamFailure` (as httpx's exceptions are), which
+gives the attempt its ``outcome`` (:data:`AttemptOutcome`):
 
-- *the upstream's failure* (fail over to the next candidate, and count against its circuit,
-  :mod:`~evalprism.serve.health`): it cannot be reached, times out, answers 408, 409 or 5xx, answers
-  something that is not JSON, or refuses the router's own configuration of it: 401 and 403 (the key
-  in its ``api_key_env`` is wrong or revoked), 402 (the account behind that key cannot pay), 404, 405
-  and 410 (a wrong ``base_url`` or ``upstream_model``), 407 (a proxy wants credentials) and 422 (it
-  refuses a request that passed the router's own validation: its API differs from the one the
-  router speaks). The attempt names the upstream and the status; the upstream's own text is left
-  out, since an authentication error may quote part of the key;
-- *rate limited* (429): fail over, but no count (the upstream is refusing for now, not failing);
-  when every attempt was rate-limited the outcome is a 429 with the shortest ``Retry-After`` the
-  upstreams gave, so that clients back off;
-- *busy* (no connection of the router's pool for that upstream fell free within ``pool_timeout_s``):
-  the router's own limit, not the upstream's failure: fail over, no count; when every attempt was
-  busy the outcome is a 503;
+- *the upstream's failure* (``failed``: fail over to the next candidate, and count against its
+  circuit, :mod:`~evalprism.serve.health`): it cannot be reached (:class:`UpstreamUnreachable`), times
+  out (:class:`UpstreamTimeout`), answers 408, 409 or 5xx (:class:`UpstreamStatusError`), answers
+  something that is not a JSON object (:class:`UpstreamInvalidBody`), or refuses the router's own
+  configuration of it (:class:`UpstreamStatusError` too): 401 and 403 (the key in its ``api_key_env``
+  is wrong or revoked), 402 (the account behind that key cannot pay), 404, 405 and 410 (a wrong
+  ``base_url`` or ``upstream_model``), 407 (a proxy wants credentials) and 422 (it refuses a request
+  that passed the router's own validation: its API differs from the one the router speaks). The
+  attempt names the upstream and the status; the upstream's own text is left out, since an
+  authentication error may quote part of the key;
+- *rate limited* (``rate_limited``, 429, :class:`UpstreamRateLimited`): fail over, but no count (the
+  upstream is refusing for now, not failing); when every attempt was rate-limited the outcome is a
+  429 with the shortest ``Retry-After`` the upstreams gave, so that clients back off;
+- *busy* (``busy``, :class:`UpstreamBusy`: no connection of the router's pool for that upstream fell
+  free within ``pool_timeout_s``): the router's own limit, not the upstream's failure: fail over, no
+  count; when every attempt was busy the outcome is a 503;
+- *the client left* (``abandoned``, :class:`UpstreamAbandoned`): the attempt was cancelled while the
+  upstream answered; no count;
 - *the client's request* (any other 4xx, e.g. 400 for a parameter value the upstream does not
   accept, a conversation longer than its context, a content-policy refusal, or 413): the upstream
   works and said no to this request, which another upstream would most likely refuse too; it is
-  passed back to the client as it is, not retried, and counts as the upstream answering.
+  passed back to the client as it is, not retried, and counts as the upstream answering (``ok``).
 
-Upstreams whose circuit is open, or half open with its one trial request in flight, are skipped;
-when every candidate is skipped, the first is tried anyway as its circuit's trial (one at a time),
-and while that trial is in flight the request is answered 503. For a stream, failover is possible
-until the first byte has been sent to the client; a failure after that ends the stream with an
-error event, and the stream's outcome is reported to the circuit when it ends.
+Upstreams whose circuit is open, or half open with its one trial request in flight, are skipped
+(``skipped``, :class:`UpstreamSkipped`); when every candidate is skipped, the first is tried anyway as
+its circuit's trial (one at a time), and while that trial is in flight the request is answered 503.
+For a stream, failover is possible until the first byte has been sent to the client; a failure after
+that ends the stream with an error event, and the stream's outcome is reported to the circuit when it
+ends.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import httpx
 
@@ -62,27 +69,104 @@ UPSTREAM_FAULT_STATUS: dict[int, str] = {
 }
 
 
-#: the error of an attempt cancelled because the client left
-ABANDONED = "abandoned: the client left before the upstream answered"
+#: what became of one attempt at an upstream, declared once: ``ok`` (it answered, 2xx-4xx), ``failed``
+#: (its fault: counted against its circuit and in ``evalprism_upstream_errors``), ``rate_limited`` (429),
+#: ``busy`` (no free connection of the router's pool), ``abandoned`` (the client left first), ``skipped``
+#: (its circuit admitted no request); also the ``result`` label of ``evalprism_upstream_attempts``
+AttemptOutcome = Literal["ok", "failed", "rate_limited", "busy", "abandoned", "skipped"]
 
 
 class UpstreamFailure(Exception):
-    """One attempt failed in a way that warrants the next model; the message names no secret.
-    ``counts``: whether it counts against the upstream's circuit; ``busy``: no free connection."""
+    """Why one attempt at an upstream gave no answer, and so the next candidate is tried; the message
+    names the upstream and no secret. One subclass per kind (as httpx's exceptions), each with the
+    attempt's ``outcome``; only ``failed`` counts against the upstream's circuit (:attr:`counts`)."""
 
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        retry_after: float | None = None,
-        counts: bool = True,
-        busy: bool = False,
-    ) -> None:
+    outcome: ClassVar[AttemptOutcome] = "failed"
+
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
-        self.counts = counts
-        self.busy = busy
+
+    @property
+    def counts(self) -> bool:
+        """Whether the failure is the upstream's own, counted against its circuit."""
+        return self.outcome == "failed"
+
+
+class UpstreamTimeout(UpstreamFailure):
+    """The upstream did not connect or answer within the timeouts."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"{model}: upstream timed out")
+
+
+class UpstreamUnreachable(UpstreamFailure):
+    """The upstream could not be reached (refused connection, DNS, TLS, a dropped connection)."""
+
+    def __init__(self, model: str, error: Exception) -> None:
+        super().__init__(f"{model}: upstream unreachable ({type(error).__name__})")
+
+
+class UpstreamStatusError(UpstreamFailure):
+    """The upstream answered a status that fails the attempt (408, 409, 5xx, or one of
+    :data:`UPSTREAM_FAULT_STATUS`, named with what it most likely means); its own text is left out."""
+
+    def __init__(self, model: str, status: int, retry_after: float | None = None) -> None:
+        hint = UPSTREAM_FAULT_STATUS.get(status)
+        super().__init__(f"{model}: upstream answered {status}" + (f": {hint}" if hint else ""), status, retry_after)
+
+
+class UpstreamRateLimited(UpstreamStatusError):
+    """The upstream answered 429: refusing for now, not failing (no count against its circuit)."""
+
+    outcome = "rate_limited"
+
+    def __init__(self, model: str, retry_after: float | None = None) -> None:
+        super().__init__(model, 429, retry_after)
+
+
+class UpstreamInvalidBody(UpstreamFailure):
+    """The upstream answered a body that is not a JSON object."""
+
+    def __init__(self, model: str, status: int, json_type: str | None = None) -> None:
+        """``json_type``: the type of the JSON value it answered when that is not an object (None: not JSON)."""
+        what = (
+            f"{status} with a body that is not JSON" if json_type is None else f"a JSON {json_type}, expected an object"
+        )
+        super().__init__(f"{model}: upstream answered {what}", status)
+
+
+class UpstreamBusy(UpstreamFailure):
+    """No connection of the router's pool for the upstream fell free within ``pool_timeout_s``: the
+    router's own limit, not the upstream's failure."""
+
+    outcome = "busy"
+
+    def __init__(self, model: str, limit: int, pool_timeout_s: float) -> None:
+        super().__init__(
+            f"{model}: busy: all {limit} connections of the router to this upstream "
+            f"(its max_connections) stayed in use for {pool_timeout_s:g} s (pool_timeout_s)"
+        )
+
+
+class UpstreamSkipped(UpstreamFailure):
+    """The upstream was not tried: its circuit is open, or half open with its one trial in flight."""
+
+    outcome = "skipped"
+
+    def __init__(self, model: str, why: str) -> None:
+        super().__init__(f"{model}: skipped, {why}")
+
+
+class UpstreamAbandoned(UpstreamFailure):
+    """The client left (or the service stopped) while the upstream was answering: the attempt was
+    cancelled, and the upstream did nothing wrong."""
+
+    outcome = "abandoned"
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"{model}: abandoned: the client left before the upstream answered")
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -102,23 +186,34 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Attempt:
-    """What happened when one candidate was tried (or skipped: its circuit was open, or half open
-    with its trial in flight); ``busy``: no connection to it fell free in time."""
+    """What happened when one candidate was tried (or skipped): its ``outcome``, the status it answered,
+    why it failed (the :class:`UpstreamFailure`'s message) and the ``Retry-After`` it asked for."""
 
     model: str
+    outcome: AttemptOutcome
     status: int | None = None
     error: str | None = None
     latency_ms: float | None = None
     retry_after: float | None = None
-    skipped: bool = False
-    busy: bool = False
 
-    @property
-    def abandoned(self) -> bool:
-        """Whether the client left while this attempt waited on the upstream (the attempt was cancelled)."""
-        return self.error == f"{self.model}: {ABANDONED}"
+    @classmethod
+    def failed(cls, model: str, failure: UpstreamFailure, latency_ms: float | None = None) -> Attempt:
+        """The attempt that ended in ``failure`` (its kind is the attempt's outcome)."""
+        return cls(model, failure.outcome, failure.status, str(failure), latency_ms, failure.retry_after)
+
+    def record(self) -> dict[str, Any]:
+        """The attempt as responses (``evalprism.attempts``) and the decision log show it."""
+        return {
+            "model": self.model,
+            "status": self.status,
+            "error": self.error,
+            "latency_ms": self.latency_ms,
+            "retry_after": self.retry_after,
+            "skipped": self.outcome == "skipped",
+            "busy": self.outcome == "busy",
+        }
 
 
 @dataclass
@@ -139,7 +234,7 @@ class Outcome:
 
     @property
     def failed_over(self) -> bool:
-        return sum(not a.skipped for a in self.attempts) > 1
+        return sum(a.outcome != "skipped" for a in self.attempts) > 1
 
 
 class Upstreams:
@@ -187,27 +282,18 @@ class Upstreams:
             response = await self.clients[model].send(self._request(model, body), stream=stream)
         except httpx.PoolTimeout:
             limit = self.config.models[model].max_connections
-            raise UpstreamFailure(
-                f"{model}: busy: all {limit} connections of the router to this upstream "
-                f"(its max_connections) stayed in use for {self.config.pool_timeout_s:g} s "
-                "(pool_timeout_s)",
-                counts=False,
-                busy=True,
-            ) from None
+            raise UpstreamBusy(model, limit, self.config.pool_timeout_s) from None
         except httpx.TimeoutException:
-            raise UpstreamFailure(f"{model}: upstream timed out") from None
+            raise UpstreamTimeout(model) from None
         except httpx.HTTPError as exc:
-            raise UpstreamFailure(f"{model}: upstream unreachable ({type(exc).__name__})") from None
+            raise UpstreamUnreachable(model, exc) from None
         status = response.status_code
         if status in _RETRYABLE_STATUS or status in UPSTREAM_FAULT_STATUS:
             await response.aclose()
-            hint = UPSTREAM_FAULT_STATUS.get(status)
-            raise UpstreamFailure(
-                f"{model}: upstream answered {status}" + (f": {hint}" if hint else ""),
-                status,
-                retry_after_seconds(response.headers.get("retry-after")),
-                counts=status != 429,
-            )
+            retry_after = retry_after_seconds(response.headers.get("retry-after"))
+            if status == 429:
+                raise UpstreamRateLimited(model, retry_after)
+            raise UpstreamStatusError(model, status, retry_after)
         if stream and status < 400:
             return Outcome(model, status, stream=response)
         try:
@@ -215,13 +301,11 @@ class Upstreams:
                 await response.aread()
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError, httpx.HTTPError):
-            raise UpstreamFailure(f"{model}: upstream answered {status} with a body that is not JSON", status) from None
+            raise UpstreamInvalidBody(model, status) from None
         finally:
             await response.aclose()
         if not isinstance(data, dict):
-            raise UpstreamFailure(
-                f"{model}: upstream answered a JSON {type(data).__name__}, expected an object", status
-            )
+            raise UpstreamInvalidBody(model, status, type(data).__name__)
         return Outcome(model, status, body=data)
 
     def _skipped(self, model: str) -> Attempt:
@@ -230,37 +314,28 @@ class Upstreams:
             if self.health.blocked_by_trial(model)
             else f"its circuit is open after {self.config.breaker_failures} failures"
         )
-        return Attempt(model, error=f"{model}: skipped, {why}", skipped=True)
+        return Attempt.failed(model, UpstreamSkipped(model, why))
 
     async def _try(
         self, model: str, ticket: Ticket, body: dict[str, Any], stream: bool, attempts: list[Attempt]
     ) -> Outcome | None:
-        """One attempt, recorded in ``attempts`` from its start (so that an attempt abandoned because the
-        client left is on record too) and reported to the circuit; None when it failed."""
-        attempt = Attempt(model)
-        attempts.append(attempt)
+        """One attempt, recorded in ``attempts`` however it ends (an attempt abandoned because the client
+        left too, before the cancellation goes on) and reported to the circuit; None when it failed."""
         start = time.perf_counter()
         try:
             outcome = await self._attempt(model, body, stream)
         except UpstreamFailure as exc:
-            attempt.status, attempt.error, attempt.retry_after, attempt.busy = (
-                exc.status,
-                str(exc),
-                exc.retry_after,
-                exc.busy,
-            )
+            attempts.append(Attempt.failed(model, exc, elapsed_ms(start)))
             if exc.counts:
                 self.health.failure(ticket, str(exc))
             else:
                 self.health.release(ticket)
             return None
         except BaseException:  # cancelled: the client left (or the service stops) while the upstream answered
-            attempt.error = f"{model}: {ABANDONED}"
+            attempts.append(Attempt.failed(model, UpstreamAbandoned(model), elapsed_ms(start)))
             self.health.release(ticket)
             raise
-        finally:
-            attempt.latency_ms = elapsed_ms(start)
-        attempt.status = outcome.status
+        attempts.append(Attempt(model, "ok", outcome.status, latency_ms=elapsed_ms(start)))
         outcome.attempts = attempts
         if outcome.stream is not None:
             outcome.ticket = ticket  # reported when the stream ends (stream_ended)
@@ -308,11 +383,11 @@ class Upstreams:
 def _no_answer(attempts: list[Attempt]) -> Outcome:
     """The outcome when no upstream answered: 429 when every attempt made was rate-limited, 503 when
     none could be made (every candidate skipped) or every one was busy, else 502."""
-    made = [a for a in attempts if not a.skipped]
-    if made and all(a.status == 429 for a in made):
+    made = [a for a in attempts if a.outcome != "skipped"]
+    if made and all(a.outcome == "rate_limited" for a in made):
         waits = [a.retry_after for a in made if a.retry_after is not None]
         return Outcome(None, 429, attempts=attempts, retry_after=min(waits) if waits else None)
-    if all(a.busy for a in made):
+    if all(a.outcome == "busy" for a in made):
         return Outcome(None, 503, attempts=attempts)
     return Outcome(None, 502, attempts=attempts)
 
