@@ -245,12 +245,17 @@ def test_connection_limits_are_checked_in_the_config(tmp_path: Path) -> None:
 # --- 5. one trial request while half open -------------------------------------------------------------
 
 
+HALF_OPEN_AFTER_S = 3.0
+
+
 def test_a_half_open_circuit_admits_one_trial_request(fake: FakeUpstreams, tmp_path: Path) -> None:
     """alpha's circuit opens (three 500s); after the cool-down its upstream hangs. 16 concurrent routed
     requests: exactly one reaches alpha (the trial), the 15 others go to beta; 16 concurrent requests
     naming alpha get a 503 without reaching it. Released, the trial succeeds and closes the circuit."""
     fake.behaviour["alpha"] = "status:500"
-    with start(fake, tmp_path, breaker_cooldown_s=0.3) as svc:
+    # a cool-down long enough that the circuit is still open when the test first looks, on a busy
+    # machine too (0.3 s had passed before the health check under a load of 10)
+    with start(fake, tmp_path, breaker_cooldown_s=HALF_OPEN_AFTER_S) as svc:
         for i in range(3):
             httpx.post(
                 svc.url + "/v1/chat/completions",
