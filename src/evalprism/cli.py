@@ -35,7 +35,7 @@ from evalprism.serve.options import ServeOptions
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
 
 if TYPE_CHECKING:
-    from evalprism.io.outputs import AnalysisResult
+    from evalprism.io.outputs import SavableResult
 
 app = typer.Typer(
     name="evalprism",
@@ -86,8 +86,8 @@ def _run(
     inputs: Sequence[Optional[Path]],
     overwrite: bool,
     quiet: bool,
-    work: Callable[[], AnalysisResult],
-) -> AnalysisResult:
+    work: Callable[[], SavableResult],
+) -> SavableResult:
     """Claim ``out`` for an output of ``kind`` before any work (the output rules of
     :mod:`evalprism.io.outputs`), run ``work``, say what its run record says, save it, say what was written."""
     from evalprism.io import OutputKind, claim_output
@@ -100,7 +100,7 @@ def _run(
     return result
 
 
-def _say_record(result: AnalysisResult, quiet: bool) -> None:
+def _say_record(result: SavableResult, quiet: bool) -> None:
     """The run record's lines: the readers' choices, the notes, the findings."""
     if not quiet:
         for kind, line in result.record.said():
@@ -211,7 +211,7 @@ def p2l_fit(
     from evalprism.p2l import fit_leaderboard
     from evalprism.p2l.from_logs import read_battles_input
 
-    def fit() -> AnalysisResult:
+    def fit() -> SavableResult:
         table = read_battles_input(battles, prompts=False, harness=options.harness)
         return fit_leaderboard(table, options, progress=not quiet)
 
@@ -303,7 +303,7 @@ def p2l_leaderboard(
     from evalprism.io import read_prompts
     from evalprism.p2l import P2LModel, analyze_prompt_set
 
-    def leaderboards() -> AnalysisResult:
+    def leaderboards() -> SavableResult:
         table = read_prompts(prompts, options.prompt_column)
         model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
         return analyze_prompt_set(model, table, options, cache_dir=cache_dir, progress=not quiet)
@@ -346,7 +346,7 @@ def p2l_evaluate(
     from evalprism.p2l import evaluate_model_dir
     from evalprism.p2l.from_logs import read_battles_input
 
-    def evaluation() -> AnalysisResult:
+    def evaluation() -> SavableResult:
         table = read_battles_input(battles, harness=options.harness)  # the battles first: fails before the model loads
         cost_table = None if costs is None else read_costs(costs, options.cost_column)
         return evaluate_model_dir(model_dir, table, options, costs=cost_table, cache_dir=cache_dir, progress=not quiet)
@@ -378,7 +378,7 @@ def p2l_route(
     from evalprism.io import read_costs, read_prompts
     from evalprism.p2l import route_model_dir
 
-    def routing() -> AnalysisResult:
+    def routing() -> SavableResult:
         table = read_prompts(prompts, options.prompt_column)
         cost_table = read_costs(costs, options.cost_column)
         return route_model_dir(model_dir, table, cost_table, options, cache_dir=cache_dir, progress=not quiet)
@@ -608,7 +608,7 @@ def compare(
 
     o = options
 
-    def comparison() -> AnalysisResult:
+    def comparison() -> SavableResult:
         return compare_runs(
             runs,
             o.baseline,

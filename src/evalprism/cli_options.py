@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Optional, get_args, get_origin
 
 import typer
@@ -111,7 +111,7 @@ def _cli_type(f: Field) -> Any:
         return Optional[_choices(f)] if f.optional else _choices(f)  # noqa: UP045
     inner = [a for a in get_args(f.annotation) if a is not type(None)] if f.optional else [f.annotation]
     annotation = inner[0] if len(inner) == 1 else f.annotation
-    if get_origin(annotation) is tuple:  # a repeatable flag
+    if get_origin(annotation) in (tuple, list, Sequence):  # a repeatable flag
         return Optional[list[get_args(annotation)[0]]]  # type: ignore[misc]  # noqa: UP045
     return Optional[annotation] if f.optional else annotation  # noqa: UP045
 

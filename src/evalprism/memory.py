@@ -80,8 +80,8 @@ def cgroup_available(proc: Path = PROC, cgroup: Path = CGROUP) -> int | None:
             figures += [_v2_left(d) for d in _ancestors(cgroup, path)]
         elif "memory" in controllers.split(","):  # cgroup v1: "4:memory:/path"
             figures += [_v1_left(d) for d in _ancestors(cgroup / controllers, path)]
-    figures = [f for f in figures if f is not None]
-    return max(0, min(figures)) if figures else None
+    known = [f for f in figures if f is not None]
+    return max(0, min(known)) if known else None
 
 
 def _ancestors(mount: Path, path: str) -> list[Path]:

@@ -31,6 +31,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -51,7 +52,7 @@ class _Silent:
 
 
 class _Bar:
-    def __init__(self, progress: Progress, task: int) -> None:
+    def __init__(self, progress: Progress, task: TaskID) -> None:
         self._progress, self._task = progress, task
 
     def update(self, advance: int = 1) -> None:

@@ -84,7 +84,7 @@ def choice_enum(name: str, vocabulary: Any, order: tuple[str, ...] | None = None
     values = order if order is not None else choices(vocabulary)
     assert sorted(values) == sorted(choices(vocabulary)), f"{name}: the order must list the vocabulary"
     members = [(("_" + v if v[0].isdigit() else v).replace("-", "_"), v) for v in values]
-    return Enum(name, members, type=str)  # type: ignore[misc]  # a functional Enum: members known at run time
+    return Enum(name, members, type=str)  # a functional Enum: members known at run time
 
 
 @dataclass(frozen=True)

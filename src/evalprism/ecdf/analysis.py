@@ -267,7 +267,7 @@ def _score_responses(
     choices: str | None,
     rule: ScoreRule,
     embedder: str | Embedder,
-    cache_dir: str | None,
+    cache_dir: str | Path | None,
     progress: bool,
     notes: list[str],
 ) -> _Scored:
@@ -678,7 +678,7 @@ def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
     rows = [int(c) for c in chosen if c >= 0]
     hits = lexical_scores(
         [scored.answers[c] for c in rows], np.ones(len(rows), bool), [scored.ref_lists[c] for c in rows], scored.rule
-    )  # type: ignore[arg-type]
+    )
     by_row = dict(zip(rows, hits, strict=True))
     return [bool(c >= 0 and by_row[int(c)] == 1.0) for c in chosen]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalprism.errors import EvalprismError
@@ -28,7 +29,7 @@ def cluster_count(clusters: object, name: str = "clusters") -> int | str:
 class EcdfOptions(Options):
     """How :func:`evalprism.ecdf.analyze` reads, scores and clusters the responses (seed 001)."""
 
-    by: tuple[str, ...] = option((), help="Setting column (repeat for several).")
+    by: Sequence[str] = option((), help="Setting column (repeat for several).")
     clusters: int | str = option(
         "auto",
         flags=("--clusters", "-k"),

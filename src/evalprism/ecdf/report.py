@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +30,7 @@ MEDOID = "#111111"
 CENTROID = "#2f5fd0"
 
 
-def _joined_steps(samples: list[np.ndarray], lo: float, hi: float) -> tuple[list[float | None], list[float | None]]:
+def _joined_steps(samples: Sequence[np.ndarray], lo: float, hi: float) -> tuple[list[float | None], list[float | None]]:
     """Many ECDF curves as one trace (None between curves keeps the HTML small)."""
     xs: list[float | None] = []
     ys: list[float | None] = []
@@ -65,7 +66,7 @@ EXAMPLE_CHARS = 300
 
 
 def _ecdf_panels(
-    groups: list[tuple[str, list[np.ndarray], np.ndarray | None]], lo: float, hi: float, x_title: str, seed: int
+    groups: Sequence[tuple[str, Sequence[np.ndarray], np.ndarray | None]], lo: float, hi: float, x_title: str, seed: int
 ) -> go.Figure:
     """Small multiples: member ECDFs in grey, the medoid in black (if any), the centroid in blue.
 
@@ -230,7 +231,7 @@ def _assignment_figure(result: EcdfResult) -> go.Figure:
             )
         )
     many = len(ylabels) > MAX_ROW_LABELS  # 2,400 px cannot show more row labels legibly: hover names them
-    yaxis = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
+    yaxis: dict[str, object] = {"type": "category", "autorange": "reversed", "tickfont": {"size": 11}}
     yaxis.update({"showticklabels": False} if many else {"tickmode": "array", "tickvals": ylabels})
     step = column_label_step(len(xlabels))
     xaxis = {

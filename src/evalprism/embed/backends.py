@@ -151,7 +151,7 @@ class InstructorBackend(SentenceTransformerBackend):
                 "layer, expected a sentence-transformers INSTRUCTOR checkpoint"
             )
         for m in pools:
-            m.include_prompt = False  # INSTRUCTOR pools over the text tokens only
+            setattr(m, "include_prompt", False)  # noqa: B010  # INSTRUCTOR pools over the text tokens only
         return model
 
     def model_text(self, text: str) -> str:

@@ -43,7 +43,7 @@ class Embedder:
         self.spec = parsed.text
         self.batch_size = batch_size
         self.progress = progress
-        self.cache = None if cache_dir is False else EmbeddingCache(cache_dir or None)
+        self.cache = None if cache_dir is False else EmbeddingCache(None if cache_dir is True else cache_dir or None)
         self.stats = {"requested": 0, "distinct": 0, "cached": 0, "encoded": 0}
 
     @property

@@ -121,14 +121,18 @@ class OpenVINOEncoder:
             request = self._local.request = self._compiled.create_infer_request()
         tokenised = self.model.preprocess(list(texts))
         features = {name: tokenised[name].numpy() for name in self.input_names}
-        mask = features.get("attention_mask")
+        mask: np.ndarray | None = features.get("attention_mask")
         if not length_buckets or mask is None or getattr(self.model.tokenizer, "padding_side", "right") != "right":
             groups = [np.arange(len(texts))]  # padding is not a suffix: one call, as the model pads
         else:
             groups = length_groups(mask.sum(axis=1))
         out = np.empty((len(texts), dim), dtype=np.float32)
         for rows in groups:
-            width = int(mask[rows].sum(axis=1).max()) if len(groups) > 1 else features[self.input_names[0]].shape[1]
+            width = (
+                int(mask[rows].sum(axis=1).max())
+                if mask is not None and len(groups) > 1
+                else features[self.input_names[0]].shape[1]
+            )
             outputs = request.infer([features[name][rows, :width] for name in self.input_names])
             out[rows] = outputs[0]  # copied out: the request reuses its output buffer
         return out

@@ -117,10 +117,10 @@ def _parse_text(text: str, role: str, kinds: Sequence[Kind]) -> EncoderSpec:
             if not location:
                 raise EvalprismError(f"{role} '{prefix}': {_EXAMPLES[kind]}")
             return EncoderSpec(kind, location, text)
-    kind = _unprefixed(text)
-    if kind is None:
+    bare = _unprefixed(text)
+    if bare is None:
         raise EvalprismError(f"unknown {role} '{text}': expected {_expected(kinds)}")
-    return EncoderSpec(kind, "", text)
+    return EncoderSpec(bare, "", text)
 
 
 def _expected(kinds: Sequence[Kind]) -> str:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -223,7 +223,7 @@ def _distill(source: StaticSource, directory: Path, progress: bool) -> None:
             f"backbone '{source.spec}': cannot load an encoder from '{source.location}' ({type(exc).__name__}: {exc})"
         ) from None
     with _quiet_model2vec(), _tokens_bar(_tokens_to_encode(tokenizer), progress):
-        static = distill_from_model(model, tokenizer, device="cpu", **DISTILL_SETTINGS)
+        static = distill_from_model(model, cast(Any, tokenizer), device="cpu", **DISTILL_SETTINGS)
     static.save_pretrained(str(directory))
     (directory / "in-progress").unlink()
 

@@ -181,6 +181,16 @@ class AnalysisResult(Protocol):
     def write_extra(self, directory: Path) -> None: ...
 
 
+class SavableResult(Protocol):
+    """What a command writes: a result that carries its run record and saves itself (an analysis
+    result, a split, a pool, a plan)."""
+
+    @property
+    def record(self) -> RunRecord: ...
+
+    def save(self, out_dir: str | Path | OutputTarget) -> Path: ...
+
+
 class SavedResult:
     """Mixin giving an :class:`AnalysisResult` its ``save`` and the usual defaults (no extra files)."""
 
@@ -402,6 +412,11 @@ def _check_target(target: OutputTarget) -> None:
             item_resolved = item.resolve(strict=False)
         except (OSError, RuntimeError):  # a symlink loop: no directory can be inside it; its reader says what it is
             continue
+        if item_resolved == resolved and not item_resolved.is_dir():
+            raise EvalprismError(
+                f"{path}: is the input file {item} itself; the output is a directory of its own: name a new one, "
+                "e.g. out/run1 (evalprism never writes over an input)"
+            )
         if item_resolved == resolved or resolved in item_resolved.parents:
             raise EvalprismError(
                 f"{path}: holds the input {item}; writing the output there would replace it; {_HOW_TO_PROCEED}",

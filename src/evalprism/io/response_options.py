@@ -3,6 +3,7 @@ declared once (:mod:`evalprism.io.options`). Importing this module imports neith
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalprism.io.options import Options, option
@@ -19,7 +20,7 @@ class ResponseOptions(Options):
     taking the answer out of each response, ``choices`` the column mapping answer labels to choice
     texts (multiple choice), all as in `ecdf`."""
 
-    by: tuple[str, ...] = option(
+    by: Sequence[str] = option(
         (), help="ECDF responses files: the setting columns that make a run (repeat; default: model)."
     )
     score: ScoreRule = option(

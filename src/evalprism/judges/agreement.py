@@ -8,6 +8,9 @@ rather than an undefined value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -30,7 +33,7 @@ def _errors(groups: np.ndarray, n_groups: int, human: np.ndarray, llm: np.ndarra
     return count(np.ones(g.size)), count((h == 1) & (m == 0)), count((h == 0) & (m == 1)), count(h), count(m)
 
 
-def _frame(stat: GroupAgreement, extra: dict[str, np.ndarray], counts: tuple[np.ndarray, ...]) -> pd.DataFrame:
+def _frame(stat: GroupAgreement, extra: Mapping[str, Any], counts: tuple[np.ndarray, ...]) -> pd.DataFrame:
     n_both, fn, fp, h_rel, m_rel = counts
     out = pd.DataFrame(extra, index=pd.RangeIndex(stat.ac1.size))
     out["n_pairs"] = n_both

@@ -10,7 +10,7 @@ each checking its values where it is defined; the keyword names of the older fla
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,10 +156,10 @@ class JudgesOptions(Options):
     """
 
     human: str = option("human", help="Human label column (or judge name of a --qrels file).")
-    llm: tuple[str, ...] = option(
+    llm: Sequence[str] = option(
         (), help="LLM label column(s): repeat, or comma-separated.", parse=judge_names, cli=list[str]
     )
-    instructions: tuple[str, ...] | None = option(
+    instructions: Sequence[str] | None = option(
         None, flags="--instruction", help="Candidate task instruction (repeat; the purest clustering wins)."
     )
     embedder: str = option(

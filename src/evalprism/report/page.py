@@ -215,7 +215,7 @@ class IndexEntry:
         )
 
 
-def write_index(path: str | Path, title: str, entries: list[IndexEntry | tuple[str, ...]]) -> Path:
+def write_index(path: str | Path, title: str, entries: Sequence[IndexEntry | tuple[str, ...]]) -> Path:
     """An index page linking reports; ``entries`` are :class:`IndexEntry` or (link, name,
     description[, headline]) tuples."""
     items = "".join((e if isinstance(e, IndexEntry) else IndexEntry(*e)).html() for e in entries)

@@ -5,6 +5,7 @@ neither numpy nor pandas.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalprism.io.harness_options import HarnessOptions
@@ -45,7 +46,7 @@ class LocateOptions(Options):
     localization of a model that answered the whole pool draws, the trials against the truth, the
     method and its design, and the paper rule's weighting."""
 
-    model: tuple[str, ...] | None = option(
+    model: Sequence[str] | None = option(
         None, help="Model to locate (repeat for several; default: every model in the file)."
     )
     items: int | None = option(
