@@ -39,7 +39,6 @@ def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:
     "module, name, vocabulary",
     [
         ("evalprism.ecdf.scoring", "SCORE_RULES", "ScoreRule"),
-        ("evalprism.ecdf.analysis", "FINAL_RULES", "FinalRule"),
         ("evalprism.stats.outcome_models", "OUTCOME_MODEL_NAMES", "OutcomeModelName"),
         ("evalprism.p2l.heldout_routing", "ROUTE_VALUE_KINDS", "RouteValueKind"),
         ("evalprism.judges.clustering", "REDUCERS", "Reduction"),

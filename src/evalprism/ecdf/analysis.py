@@ -32,7 +32,7 @@ from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
-from evalprism.vocabularies import FinalRule, choices
+from evalprism.vocabularies import FinalRule
 
 #: accuracy values are shown as they are up to this many distinct values, else in equal-width bins
 MAX_ACCURACY_LEVELS = 6
@@ -106,14 +106,6 @@ def final_answers(
     settings, first = np.unique(c[tied], return_index=True)
     chosen[settings] = rows[tied[first]]
     return chosen
-
-
-FINAL_RULES = choices(FinalRule)
-#: what the report calls each rule's final answer
-FINAL_NAMES = {
-    "medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
-    "majority": "the majority vote over normalised answers (self-consistency)",
-}
 
 
 def majority_answers(

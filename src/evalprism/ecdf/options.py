@@ -25,6 +25,13 @@ def cluster_count(clusters: object, name: str = "clusters") -> int | str:
         raise EvalprismError(f"clusters: expected a whole number or 'auto', got '{clusters}'", parameter=name) from None
 
 
+#: what each final rule (``final``) picks, in the report's words
+FINAL_NAMES: dict[FinalRule, str] = {
+    "medoid": "the answer nearest the mean embedding (eq. 6 medoid)",
+    "majority": "the majority vote over normalised answers (self-consistency)",
+}
+
+
 @dataclass(frozen=True)
 class EcdfOptions(Options):
     """How :func:`evalprism.ecdf.analyze` reads, scores and clusters the responses (seed 001)."""

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from evalprism.ecdf.compare import ALPHA, format_p, pair_sentence
+from evalprism.ecdf.options import FINAL_NAMES
 from evalprism.ecdf.scoring import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
@@ -545,8 +546,6 @@ def _accuracy_panel_title(s: pd.DataFrame, level: object, members: np.ndarray, g
 
 def final_name(options: dict) -> str:
     """What the final answer of each setting is, in words."""
-    from evalprism.ecdf.analysis import FINAL_NAMES
-
     return FINAL_NAMES[options.get("final") or "medoid"]
 
 

@@ -382,6 +382,25 @@ def _refuse_no_prompts(fmt: str, where: str, columns: list[str]) -> None:
     )
 
 
+#: the columns each battles layout is read from (the read line names them, and the ones not used)
+USED_COLUMNS = {
+    "canonical": ["prompt", "model_a", "model_b", "winner"],
+    "fastchat": ["conversation_a", "model_a", "model_b", "winner"],
+    "arena55k": ["prompt", "model_a", "model_b", "winner_model_a", "winner_model_b", "winner_tie"],
+    "alpacaeval": [
+        "instruction",
+        "prompt",
+        "generator_1",
+        "generator_2",
+        "model_a",
+        "model_b",
+        "preference",
+        "p_b",
+        "winner",
+    ],
+}
+
+
 def read_notes(
     table: pd.DataFrame,
     where: str,
@@ -396,23 +415,7 @@ def read_notes(
     and not, the messages read from parts and the parts left out, the prompts mended."""
     n = len(table)
     models = pd.concat([table["model_a"], table["model_b"]]).nunique()
-    used = {
-        "canonical": ["prompt", "model_a", "model_b", "winner"],
-        "fastchat": ["conversation_a", "model_a", "model_b", "winner"],
-        "arena55k": ["prompt", "model_a", "model_b", "winner_model_a", "winner_model_b", "winner_tie"],
-        "alpacaeval": [
-            "instruction",
-            "prompt",
-            "generator_1",
-            "generator_2",
-            "model_a",
-            "model_b",
-            "preference",
-            "p_b",
-            "winner",
-        ],
-    }[fmt]
-    used = [c for c in [*used, "category", "p_b"] if c in columns]
+    used = [c for c in [*USED_COLUMNS[fmt], "category", "p_b"] if c in columns]
     unused = [c for c in columns if c not in used]
     prompt = "" if "prompt" in table.columns else "; no prompt text (read for the marginal fit, which needs none)"
     if fmt == "fastchat" and "prompt" in table.columns:

@@ -152,6 +152,40 @@ def prepare_judgments(
     """Validate a judgments table and binarize its label columns (rules: the module docstring)."""
     where = table.attrs.get("source") or "judgments table"
     llm = list(dict.fromkeys(llm))
+    declared, thr = _label_options(human, llm, scales, thresholds)
+    label_cols = [human, *llm]
+    df = _canonical_text_columns(table)
+    missing = [c for c in label_cols if c not in df.columns]
+    if missing:
+        raise EvalprismError(
+            f"{where}: missing label column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)} (columns present: {', '.join(map(str, df.columns))})"
+        )
+    schema = Schema(
+        JUDGMENTS_SCHEMA.name, [*JUDGMENTS_SCHEMA.columns, *(Column(c, "number", nullable=True) for c in label_cols)]
+    )
+    df = schema.validate(df.reset_index(drop=True), source=where)
+    _check_texts(df, where)
+    labels, used = _read_labels(df, label_cols, declared, thr, where)
+    notes: list[str] = []
+    keep = _drop_duplicates(df, labels, label_cols, where, notes)
+    df = df.loc[keep].reset_index(drop=True)
+    labels = {c: v[keep] for c, v in labels.items()}
+    relevant = {c: np.where(np.isnan(v), np.nan, (v >= used[c].threshold).astype(float)) for c, v in labels.items()}
+    for col in label_cols:
+        n_missing = int(np.isnan(labels[col]).sum())
+        if n_missing:
+            notes.append(f"column '{col}': {n_missing} of {len(df)} pairs have no label (left out of its agreement)")
+    return Judgments(table=df, human=human, llm=llm, labels=labels, relevant=relevant, scales=used, notes=notes)
+
+
+def _label_options(
+    human: str,
+    llm: list[str],
+    scales: Mapping[str, tuple[int, int] | str] | None,
+    thresholds: Mapping[str, float | str] | None,
+) -> tuple[dict[str, tuple[int, int]], dict[str, float]]:
+    """The declared scales and thresholds per label column, checked against the label columns."""
     if not llm:
         raise EvalprismError("give at least one LLM label column (llm)", parameter="llm")
     if human in llm:
@@ -170,18 +204,11 @@ def prepare_judgments(
                 f"a scale or threshold is given for '{name}', which is not a label column "
                 f"(label columns: {', '.join(label_cols)})"
             )
-    df = _canonical_text_columns(table)
-    missing = [c for c in label_cols if c not in df.columns]
-    if missing:
-        raise EvalprismError(
-            f"{where}: missing label column{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)} (columns present: {', '.join(map(str, df.columns))})"
-        )
-    schema = Schema(
-        JUDGMENTS_SCHEMA.name, [*JUDGMENTS_SCHEMA.columns, *(Column(c, "number", nullable=True) for c in label_cols)]
-    )
-    df = schema.validate(df.reset_index(drop=True), source=where)
+    return declared, thr
 
+
+def _check_texts(df: pd.DataFrame, where: str) -> None:
+    """Every pair has a query text and a document text."""
     for col in ("query", "doc"):
         text = df[col].astype("string").str.strip()
         empty = (text.isna() | (text == "")).to_numpy(dtype=bool)
@@ -193,6 +220,15 @@ def prepare_judgments(
                 f"{int(empty.sum())} pair(s) have none"
             )
 
+
+def _read_labels(
+    df: pd.DataFrame,
+    label_cols: list[str],
+    declared: dict[str, tuple[int, int]],
+    thr: dict[str, float],
+    where: str,
+) -> tuple[dict[str, np.ndarray], dict[str, LabelScale]]:
+    """Each label column's values and scale (declared, or read off its values), every label within it."""
     labels: dict[str, np.ndarray] = {}
     used: dict[str, LabelScale] = {}
     for col in label_cols:
@@ -209,17 +245,7 @@ def prepare_judgments(
                 parameter="scales",
             )
         labels[col], used[col] = values, scale
-
-    notes: list[str] = []
-    keep = _drop_duplicates(df, labels, label_cols, where, notes)
-    df = df.loc[keep].reset_index(drop=True)
-    labels = {c: v[keep] for c, v in labels.items()}
-    relevant = {c: np.where(np.isnan(v), np.nan, (v >= used[c].threshold).astype(float)) for c, v in labels.items()}
-    for col in label_cols:
-        n_missing = int(np.isnan(labels[col]).sum())
-        if n_missing:
-            notes.append(f"column '{col}': {n_missing} of {len(df)} pairs have no label (left out of its agreement)")
-    return Judgments(table=df, human=human, llm=llm, labels=labels, relevant=relevant, scales=used, notes=notes)
+    return labels, used
 
 
 def _drop_duplicates(

@@ -387,8 +387,21 @@ _HOW_TO_PROCEED = (
 
 
 def _check_target(target: OutputTarget) -> None:
-    """Raise unless the rules allow writing ``target`` (see the module docstring)."""
+    """Raise unless the rules allow writing ``target`` (see the module docstring): the path itself, the
+    run's inputs, then what the directory already holds."""
     path = target.path
+    resolved = _check_path(path)
+    _check_inputs(path, resolved, target.inputs)
+    nearest = _nearest_existing(path)
+    if nearest != path and not nearest.is_dir():
+        raise EvalprismError(f"{path}: {nearest} is not a directory; nothing was changed")
+    if path.exists():
+        _check_existing(target)
+
+
+def _check_path(path: Path) -> Path:
+    """The resolved output path, unless its names are too long, it is a link, or it is the working
+    directory, the home directory or the file-system root."""
     _check_name_lengths(path)
     if path.is_symlink():
         raise EvalprismError(f"{path}: is a symbolic link; name the output directory itself; nothing was changed")
@@ -407,7 +420,12 @@ def _check_target(target: OutputTarget) -> None:
             f"replaces that one; {_HOW_TO_PROCEED}",
             parameter="overwrite",
         )
-    for item in target.inputs:
+    return resolved
+
+
+def _check_inputs(path: Path, resolved: Path, inputs: Iterable[Path]) -> None:
+    """The output is none of the run's inputs and holds none of them."""
+    for item in inputs:
         try:
             item_resolved = item.resolve(strict=False)
         except (OSError, RuntimeError):  # a symlink loop: no directory can be inside it; its reader says what it is
@@ -422,11 +440,12 @@ def _check_target(target: OutputTarget) -> None:
                 f"{path}: holds the input {item}; writing the output there would replace it; {_HOW_TO_PROCEED}",
                 parameter="overwrite",
             )
-    nearest = _nearest_existing(path)
-    if nearest != path and not nearest.is_dir():
-        raise EvalprismError(f"{path}: {nearest} is not a directory; nothing was changed")
-    if not path.exists():
-        return
+
+
+def _check_existing(target: OutputTarget) -> None:
+    """An existing output path is an empty directory, or evalprism's output of this kind (another kind
+    with ``overwrite``) holding only the files its manifest lists."""
+    path = target.path
     if not path.is_dir():
         raise EvalprismError(f"{path}: exists and is not a directory; {_HOW_TO_PROCEED}", parameter="overwrite")
     try:
