@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -12,6 +13,7 @@ from rich.console import Console
 from evalprism import __version__
 from evalprism.cli_harness import HarnessEpochsChoice, harness_options
 from evalprism.errors import EvalprismError
+from evalprism.io.preflight import Expect, Input, check_inputs
 from evalprism.vocabularies import (
     Adjustment,
     Aggregation,
@@ -131,11 +133,17 @@ def _root(
     """Split an averaged evaluation score into its spectrum."""
 
 
-def _claim(out: Path, kind: str, inputs: list[Optional[Path]], overwrite: bool, quiet: bool) -> OutputTarget:
-    """Check --out before any work (see evalprism.io.outputs for the rules)."""
+def _claim(
+    out: Path, kind: str, inputs: Sequence[Input | Optional[Path]], overwrite: bool, quiet: bool
+) -> OutputTarget:
+    """Check --out, then each Input as far as its path tells, before any work and before the analysis is
+    imported: a refused input answers at once (see evalprism.io.outputs and evalprism.io.preflight)."""
     from evalprism.io import OutputKind, claim_output
+    from evalprism.io.preflight import input_paths
 
-    return claim_output(out, OutputKind(kind), inputs=inputs, overwrite=overwrite, progress=not quiet)
+    target = claim_output(out, OutputKind(kind), inputs=input_paths(inputs), overwrite=overwrite, progress=not quiet)
+    check_inputs(inputs)
+    return target
 
 
 def _wrote(out: Path, quiet: bool, detail: str = "") -> None:
@@ -197,10 +205,10 @@ def ecdf(
     quiet: Quiet = False,
 ) -> None:
     """Response-quality distributions: cluster the ECDFs of many responses per setting (Watanabe & Sun)."""
+    target = _claim(out, "ecdf", [Input(responses, Expect.TABLE), cache_dir], overwrite, quiet)
     from evalprism.ecdf import analyze
     from evalprism.io import read_table
 
-    target = _claim(out, "ecdf", [responses, cache_dir], overwrite, quiet)
     table = read_table(responses)
     result = analyze(
         table,
@@ -276,10 +284,10 @@ def p2l_fit(
     quiet: Quiet = False,
 ) -> None:
     """Marginal leaderboard: one BT / BT-tie / Rao-Kupper / grounded-RK fit with 95% intervals."""
+    target = _claim(out, "p2l fit", [Input(battles, Expect.BATTLES)], overwrite, quiet)
     from evalprism.p2l import fit_leaderboard
     from evalprism.p2l.from_logs import read_battles_input
 
-    target = _claim(out, "p2l fit", [battles], overwrite, quiet)
     result = fit_leaderboard(
         read_battles_input(battles, prompts=False, harness=harness),
         outcome_model=outcome_model.value,
@@ -318,10 +326,10 @@ def p2l_split(
     """Split battles by prompt into OUT/train and OUT/test (the input's format), for `p2l evaluate`:
     training's own rule, so --test-fraction F --seed S holds out the prompts `p2l train --val-fraction F
     --seed S` validates on."""
+    target = _claim(out, "p2l split", [Input(battles, Expect.BATTLES)], overwrite, quiet)
     from evalprism.p2l import split_battles
     from evalprism.p2l.from_logs import read_battles_input
 
-    target = _claim(out, "p2l split", [battles], overwrite, quiet)
     result = split_battles(read_battles_input(battles, harness=harness), test_fraction=test_fraction, seed=seed)
     _read_notes(result.options.get("read", []), quiet)
     result.save(target)
@@ -484,6 +492,7 @@ def p2l_train(
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint). Runs
     under `torchrun --nproc-per-node N -m evalprism p2l train ...` on N processes (rank 0 writes)."""
+    check_inputs([Input(battles, Expect.BATTLES)])
     from evalprism.p2l import TrainOptions, TrainResult, checkpoint_dir_for, train_model
     from evalprism.p2l.from_logs import read_battles_input
 
@@ -544,10 +553,11 @@ def p2l_leaderboard(
     quiet: Quiet = False,
 ) -> None:
     """Leaderboards for a prompt set: per prompt, aggregated, per category, and model strengths."""
+    inputs = [Input(prompts, Expect.PROMPTS), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    target = _claim(out, "p2l leaderboard", inputs, overwrite, quiet)
     from evalprism.io import read_prompts
     from evalprism.p2l import P2LModel, analyze_prompt_set
 
-    target = _claim(out, "p2l leaderboard", [model_dir, prompts, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
     result = analyze_prompt_set(
@@ -620,13 +630,14 @@ def p2l_evaluate(
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines (NLL split into outcome type and
     winner for rk/grk); with --costs, routing policies valued on the held-out verdicts; aggregation scaling."""
+    if value is not None and costs is None:
+        raise EvalprismError("--value applies to a routing evaluation: add --costs")
+    inputs = [Input(battles, Expect.BATTLES), Input(costs, Expect.TABLE), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    target = _claim(out, "p2l evaluate", inputs, overwrite, quiet)
     from evalprism.io import read_costs
     from evalprism.p2l import evaluate_model_dir
     from evalprism.p2l.from_logs import read_battles_input
 
-    if value is not None and costs is None:
-        raise EvalprismError("--value applies to a routing evaluation: add --costs")
-    target = _claim(out, "p2l evaluate", [model_dir, battles, costs, cache_dir], overwrite, quiet)
     table = read_battles_input(battles, harness=harness)  # the battles first: a bad file fails before the model loads
     cost_table = None if costs is None else read_costs(costs, cost_column)
     result = evaluate_model_dir(
@@ -686,10 +697,11 @@ def p2l_route(
     quiet: Quiet = False,
 ) -> None:
     """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
+    inputs = [Input(prompts, Expect.PROMPTS), Input(costs, Expect.TABLE), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    target = _claim(out, "p2l route", inputs, overwrite, quiet)
     from evalprism.io import read_costs, read_prompts
     from evalprism.p2l import route_model_dir
 
-    target = _claim(out, "p2l route", [model_dir, prompts, costs, cache_dir], overwrite, quiet)
     table = read_prompts(prompts, prompt_column)
     cost_table = read_costs(costs, cost_column)
     result = route_model_dir(
@@ -813,10 +825,17 @@ def judges(
     quiet: Quiet = False,
 ) -> None:
     """Judge-agreement bias map: where LLM relevance judges disagree with humans (query-document dense vectors)."""
+    inputs = [
+        Input(judgments, Expect.TABLE),
+        *(Input(path, Expect.QRELS) for path in _qrels_paths(qrels)),
+        Input(topics, Expect.TOPICS),
+        Input(passages, Expect.PASSAGES),
+        cache_dir,
+    ]
+    target = _claim(out, "judges", inputs, overwrite, quiet)
     from evalprism.io import parse_column_options, read_table, read_trec_judgments
     from evalprism.judges import BiasRules, ClusterOptions, JudgesOptions, analyze
 
-    target = _claim(out, "judges", [judgments, topics, passages, cache_dir, *_qrels_paths(qrels)], overwrite, quiet)
     if qrels:
         if judgments is not None or topics is None or passages is None:
             raise EvalprismError(
@@ -958,7 +977,8 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    target = _claim(out, "stem pool", [correctness, models, panel], overwrite, quiet)
+    inputs = [Input(correctness, Expect.RESULTS), Input(panel, Expect.RESULTS), Input(models, Expect.TABLE)]
+    target = _claim(out, "stem pool", inputs, overwrite, quiet)
     pool = _pool_from_files(
         correctness, models, family, missing, harness, quiet, panel=panel, irt=irt.value if irt else None
     )
@@ -1050,9 +1070,10 @@ def stem_locate(
 ) -> None:
     """Locate new models on the pool's family: from their answers on the whole pool (with trials against the truth)
     or on part of it (a plan's items, or any subset: an estimate of the full-pool score)."""
+    inputs = [Input(pool_dir, Expect.POOL_DIR), Input(plan, Expect.PLAN_DIR), Input(new_correctness, Expect.RESULTS)]
+    target = _claim(out, "stem locate", inputs, overwrite, quiet)
     from evalprism.stem import Plan, Pool, locate_models
 
-    target = _claim(out, "stem locate", [pool_dir, new_correctness, plan], overwrite, quiet)
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
     table = _read_answers(new_correctness, harness, quiet)
@@ -1151,9 +1172,10 @@ def stem_plan(
     """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight, stage), and
     the lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed);
     an adaptive plan's later stages also in the model's answers."""
+    inputs = [Input(pool_dir, Expect.POOL_DIR), Input(previous, Expect.PLAN_DIR), Input(answers, Expect.RESULTS)]
+    target = _claim(out, "stem plan", inputs, overwrite, quiet)
     from evalprism.stem import Plan, Pool, plan_stage
 
-    target = _claim(out, "stem plan", [pool_dir, previous, answers], overwrite, quiet)
     pool = Pool.load(pool_dir)
     prior = Plan.load(previous) if previous is not None else None
     table = None
@@ -1196,7 +1218,8 @@ def stem_audit(
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    target = _claim(out, "stem audit", [correctness, models], overwrite, quiet)
+    inputs = [Input(correctness, Expect.RESULTS), Input(models, Expect.TABLE)]
+    target = _claim(out, "stem audit", inputs, overwrite, quiet)
     pool = _pool_from_files(correctness, models, family, missing, harness, quiet, require_sts=False)
     pool.audit().save(target)
     _wrote(out, quiet)
@@ -1280,9 +1303,9 @@ def compare(
     quiet: Quiet = False,
 ) -> None:
     """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
+    target = _claim(out, "compare", [Input(run, Expect.RESULTS) for run in runs], overwrite, quiet)
     from evalprism.compare import ResponseOptions, compare_runs
 
-    target = _claim(out, "compare", list(runs), overwrite, quiet)
     result = compare_runs(
         runs,
         baseline=baseline,
@@ -1316,9 +1339,9 @@ def demo(
     quiet: Quiet = False,
 ) -> None:
     """Run every analysis on the packaged demo data and write an index page."""
+    target = _claim(out, "demo", [cache_dir], overwrite, quiet)
     from evalprism.demo import run_demo
 
-    target = _claim(out, "demo", [cache_dir], overwrite, quiet)
     index = run_demo(target, cache_dir=str(cache_dir) if cache_dir else None, progress=not quiet)
     if not quiet:
         _err.print(f"[green]open[/green] {index}", highlight=False)
@@ -1354,6 +1377,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""
+    check_inputs([Input(config, Expect.TEXT), Input(model_dir, Expect.MODEL_DIR)])
     from evalprism.serve import serve as run_service
 
     run_service(
