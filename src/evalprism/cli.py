@@ -14,6 +14,7 @@ from evalprism import __version__
 from evalprism.cli_harness import HarnessEpochsChoice, harness_options
 from evalprism.errors import EvalprismError
 from evalprism.io.preflight import Expect, Input, check_inputs
+from evalprism.shutdown import skip_exit_collections
 from evalprism.vocabularies import (
     Adjustment,
     Aggregation,
@@ -1408,7 +1409,9 @@ def flag_of(parameter: str) -> str:
 
 
 def main() -> None:
-    """Console entry point: user errors become one message and exit code 2, never a traceback."""
+    """Console entry point: user errors become one message and exit code 2, never a traceback; the
+    process then exits without collecting the run's objects again (evalprism.shutdown)."""
+    skip_exit_collections()
     try:
         app()
     except EvalprismError as exc:
