@@ -935,10 +935,11 @@ class TestDuplicateColumnNames:
         at = columns.index(copied)
         path = tmp_path / "input.csv"
         table.to_csv(path, index=False, header=[*columns[: at + 1], copied, *columns[at + 2 :]])
+        (tmp_path / "model").mkdir()  # a model directory's existence is checked before any file is read
         args = {
             "ecdf": ["ecdf", path, "--by", "model"],
             "p2l fit": ["p2l", "fit", path],
-            "p2l evaluate": ["p2l", "evaluate", tmp_path / "model", path],  # the battles are read first
+            "p2l evaluate": ["p2l", "evaluate", tmp_path / "model", path],  # the battles are read before the model
             "judges": ["judges", path, "--human", "human", "--llm", "llm_strict"],
         }[command]
         _refused(

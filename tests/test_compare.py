@@ -13,6 +13,7 @@ from helpers import REPO, read_run, run_cli
 from scipy import stats
 
 from evalprism.compare import compare_runs
+from evalprism.io.response_options import ResponseOptions
 from evalprism.stats.compare_tests import adjust_pvalues
 
 LM_EVAL = REPO / "tests" / "fixtures" / "harness" / "lm_eval"
@@ -407,9 +408,7 @@ def test_an_ecdf_responses_file_is_one_run_per_configuration(tmp_path: Path) -> 
     res = compare_runs(
         [path],
         baseline="temperature=0.0 , model=a",
-        responses=__import__("evalprism.compare", fromlist=["ResponseOptions"]).ResponseOptions(
-            by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"
-        ),
+        responses=ResponseOptions(by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"),
     )
     rows = res.overall().set_index("run_b")
     assert set(rows["run_a"]) == {"model=a · temperature=0.0"}
@@ -473,8 +472,8 @@ def test_response_options_need_a_responses_file(tmp_path: Path, capsys) -> None:
 def test_a_bad_choices_cell_is_named_by_its_source_row_after_empty_responses_are_left_out(tmp_path: Path) -> None:
     path = tmp_path / "r.csv"
     path.write_text('question_id,model,response,references,choices\n1,a,,["x"],{}\n1,b,"Answer(A)",["x"],not json\n')
-    from evalprism.compare import ResponseOptions
     from evalprism.errors import EvalprismError
+    from evalprism.io.response_options import ResponseOptions
 
     with pytest.raises(EvalprismError, match=r"r.csv: row 2, column 'choices': expected a JSON object"):
         compare_runs([path], responses=ResponseOptions(extract=r"Answer\(([A-E])", choices="choices"))

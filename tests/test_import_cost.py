@@ -6,7 +6,9 @@ Every check runs the command in a fresh interpreter through the console entry po
 
 - ``p2l fit``, ``stem pool|locate|audit`` and ``judges`` with every embedding cached: no torch,
   sentence-transformers, transformers or openvino (and ``p2l fit`` no scikit-learn or kmedoids);
-- ``--help`` and ``--version``: none of numpy, pandas, scipy, scikit-learn, torch.
+- ``--help`` and ``--version``: none of numpy, pandas, scipy, scikit-learn, torch;
+- every command refusing an input path (missing, a directory where a table is expected, an unknown
+  format, a path that cannot be read): none of them either, and the reader's message (issue 38).
 
 The lazy package namespaces that make this work (:mod:`evalprism._lazy`) must keep every public
 name importable, listed by ``dir()``, and declared for static tools under ``TYPE_CHECKING``.
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.slow  # every check is a fresh interpreter
 
 #: torch and what is built on it: only training, P2L inference and encoding new texts need them
 TORCH_STACK = ("torch", "sentence_transformers", "transformers", "openvino")
-#: what --help and --version must not import
+#: what --help, --version and a refused input path must not import
 NUMERIC_STACK = ("numpy", "pandas", "scipy", "sklearn", "torch")
 LAZY_PACKAGES = (
     "evalprism.p2l",
@@ -40,6 +42,7 @@ LAZY_PACKAGES = (
     "evalprism.judges",
     "evalprism.ecdf",
     "evalprism.serve",
+    "evalprism.compare",
 )
 
 _RUN_COMMAND = """
@@ -54,17 +57,26 @@ main()
 """
 
 
-def command_modules(args: list[object], dump: Path) -> set[str]:
-    """The modules ``evalprism ARGS`` imported, run in a fresh interpreter; the command must succeed."""
+def run_command(
+    args: list[object], dump: Path, cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """``evalprism ARGS`` in a fresh interpreter: how it ended, and the modules it imported."""
     done = subprocess.run(
         [sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=HANG_LIMIT_S,
         check=False,
+        cwd=cwd,
     )
+    return done, set(json.loads(dump.read_text()))
+
+
+def command_modules(args: list[object], dump: Path) -> set[str]:
+    """The modules ``evalprism ARGS`` imported, run in a fresh interpreter; the command must succeed."""
+    done, modules = run_command(args, dump)
     assert done.returncode == 0, done.stderr
-    return set(json.loads(dump.read_text()))
+    return modules
 
 
 def script_modules(code: str) -> set[str]:
@@ -98,6 +110,55 @@ def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 )
 def test_help_and_version_import_no_numeric_stack(args: list[str], tmp_path: Path) -> None:
     assert loaded(command_modules(args, tmp_path / "modules.json"), NUMERIC_STACK) == []
+
+
+#: (command line, what its one error line says): each refused for an input path before anything is read.
+#: Run in a folder holding prompts.txt, costs.csv, correctness.csv, models.csv, config.yaml and a folder
+#: dir.csv, so that a refusal of the later input shows that the earlier ones were not read first.
+REFUSED_INPUTS = [
+    ("ecdf nosuch.csv --out o", "nosuch.csv: file not found"),
+    ("ecdf dir.csv --out o", "dir.csv: is a directory, expected a file"),
+    ("ecdf prompts.txt --out o", "prompts.txt: unknown table format '.txt'"),
+    ("judges nosuch.csv --out o", "nosuch.csv: file not found"),
+    (
+        "judges --qrels nosuch.qrels --qrels b=costs.csv --topics x --passages y --out o",
+        "nosuch.qrels: file not found (qrels)",
+    ),
+    ("compare correctness.csv nosuch.csv --out o", "nosuch.csv: file not found"),
+    ("p2l fit nosuch.jsonl --out o", "nosuch.jsonl: file not found"),
+    ("p2l split nosuch.jsonl --out o", "nosuch.jsonl: file not found"),
+    ("p2l train nosuch.jsonl --out o", "nosuch.jsonl: file not found"),
+    ("p2l leaderboard nosuch_model prompts.txt --out o", "nosuch_model: no such model directory"),
+    ("p2l evaluate nosuch_model nosuch.eval --out o", "nosuch.eval: file not found"),
+    ("p2l route nosuch_model prompts.txt --costs costs.csv --out o", "nosuch_model: no such model directory"),
+    ("stem pool correctness.csv --models nosuch.csv --out o", "nosuch.csv: file not found"),
+    ("stem locate nosuch_pool correctness.csv --out o", "nosuch_pool: no such pool directory"),
+    ("stem plan nosuch_pool --out o", "nosuch_pool: no such pool directory"),
+    ("stem audit correctness.csv --models notadir/x.csv --out o", "notadir/x.csv: cannot be read (Not a directory)"),
+    ("serve nosuch_model --config config.yaml", "nosuch_model: no such model directory"),
+    ("serve model --config nosuch.yaml", "nosuch.yaml: file not found"),
+]
+
+
+@pytest.mark.parametrize(("command", "message"), REFUSED_INPUTS, ids=[c for c, _ in REFUSED_INPUTS])
+def test_refused_input_answers_before_the_numeric_stack_loads(command: str, message: str, tmp_path: Path) -> None:
+    """Issue 38: a refused input path is said by name before numpy, pandas, scipy, scikit-learn or torch is
+    imported (it used to cost the whole stack: 3 s of CPU and 200 MB for a typo), with the reader's message."""
+    for name, text in {
+        "prompts.txt": "What is 2 + 2?\n",
+        "costs.csv": "model,cost\na,1\n",
+        "correctness.csv": "model,item_id,score\na,q1,1\n",
+        "models.csv": "model,params,family\na,1,toy\n",
+        "config.yaml": "models: {}\n",
+        "notadir": "a file, not a folder\n",
+    }.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "dir.csv").mkdir()
+    done, modules = run_command(command.split(), tmp_path / "modules.json", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert loaded(modules, NUMERIC_STACK) == []
+    assert not (tmp_path / "o").exists()
 
 
 def test_p2l_fit_imports_no_torch_nor_scikit_learn(tmp_path: Path) -> None:
@@ -184,6 +245,45 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
     stats = next(iter(read_run(out).results["embedding"].values()))
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
+
+
+#: at exit, after every other handler (registered first, so run last): how much of the heap the
+#: interpreter's shutdown collections would still examine
+_EXIT_STATE = """
+import atexit, gc, json, sys
+
+dump, args = sys.argv[1], sys.argv[2:]
+state = lambda: {"frozen": gc.get_freeze_count(), "tracked": len(gc.get_objects())}
+atexit.register(lambda: open(dump, "w").write(json.dumps(state())))
+sys.argv = ["evalprism", *args]
+from evalprism.cli import main
+
+main()
+"""
+
+
+def test_command_exits_without_the_shutdown_walking_its_heap(tmp_path: Path) -> None:
+    """Issue 38: `p2l leaderboard` took minutes to exit on a busy machine after writing its output: the
+    interpreter's shutdown ran full garbage collections over the whole heap the run left (evalprism.shutdown).
+    At exit the objects are frozen, so those collections see next to nothing, whichever way the command ends."""
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    battles = tmp_path / "battles.jsonl"
+    simulate_topic_battles(120, seed=0).to_json(battles, orient="records", lines=True)
+    runs = {"ok": ["p2l", "fit", battles, "--out", tmp_path / "out", "-q"], "refused": ["p2l", "fit", battles]}
+    for name, args in runs.items():
+        dump = tmp_path / f"{name}.json"
+        done = subprocess.run(
+            [sys.executable, "-c", _EXIT_STATE, str(dump), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=HANG_LIMIT_S,
+            check=False,
+        )
+        assert done.returncode == (0 if name == "ok" else 2), done.stderr
+        state = json.loads(dump.read_text())
+        assert state["frozen"] > 20 * state["tracked"], (name, state)
+    assert (tmp_path / "out" / "leaderboard.csv").exists()
 
 
 def test_lazy_packages_import_nothing_heavy_until_a_name_is_used() -> None:

@@ -21,6 +21,7 @@ from evalprism.cli_options import with_options
 from evalprism.compare.options import CompareOptions
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.errors import EvalprismError
+from evalprism.io.preflight import Expect, Input, check_inputs
 from evalprism.judges.options import JudgesOptions
 from evalprism.p2l.options import (
     EvaluateOptions,
@@ -32,6 +33,7 @@ from evalprism.p2l.options import (
 )
 from evalprism.progress import say
 from evalprism.serve.options import ServeOptions
+from evalprism.shutdown import skip_exit_collections
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
 
 if TYPE_CHECKING:
@@ -83,21 +85,31 @@ CacheDir = Annotated[
 def _run(
     kind: str,
     out: Path,
-    inputs: Sequence[Optional[Path]],
+    inputs: Sequence[Input | Optional[Path]],
     overwrite: bool,
     quiet: bool,
     work: Callable[[], SavableResult],
 ) -> SavableResult:
-    """Claim ``out`` for an output of ``kind`` before any work (the output rules of
-    :mod:`evalprism.io.outputs`), run ``work``, say what its run record says, save it, say what was written."""
-    from evalprism.io import OutputKind, claim_output
-
-    target = claim_output(out, OutputKind(kind), inputs=inputs, overwrite=overwrite, progress=not quiet)
+    """Claim ``out`` for an output of ``kind`` (the output rules of :mod:`evalprism.io.outputs`) and check
+    each :class:`~evalprism.io.preflight.Input` as far as its path tells, before any work and before
+    ``work`` imports the analysis (a refused input answers at once); run ``work``, say what its run record
+    says, save it, say what was written."""
+    target = _claim(out, kind, inputs, overwrite, quiet)
     result = work()
     _say_record(result, quiet)
     result.save(target)
     _wrote(out, quiet)
     return result
+
+
+def _claim(out: Path, kind: str, inputs: Sequence[Input | Optional[Path]], overwrite: bool, quiet: bool) -> Any:
+    """The output target of ``out``, claimed, once the inputs have passed their path checks."""
+    from evalprism.io import OutputKind, claim_output
+    from evalprism.io.preflight import input_paths
+
+    target = claim_output(out, OutputKind(kind), inputs=input_paths(inputs), overwrite=overwrite, progress=not quiet)
+    check_inputs(inputs)
+    return target
 
 
 def _say_record(result: SavableResult, quiet: bool) -> None:
@@ -152,17 +164,14 @@ def ecdf(
     quiet: Quiet = False,
 ) -> None:
     """Response-quality distributions: cluster the ECDFs of many responses per setting (Watanabe & Sun)."""
-    from evalprism.ecdf import analyze
-    from evalprism.io import read_table
 
-    _run(
-        "ecdf",
-        out,
-        [responses, cache_dir],
-        overwrite,
-        quiet,
-        lambda: analyze(read_table(responses), options, cache_dir=cache_dir, progress=not quiet),
-    )
+    def work() -> SavableResult:
+        from evalprism.ecdf import analyze
+        from evalprism.io import read_table
+
+        return analyze(read_table(responses), options, cache_dir=cache_dir, progress=not quiet)
+
+    _run("ecdf", out, [Input(responses, Expect.TABLE), cache_dir], overwrite, quiet, work)
 
 
 # --- p2l -------------------------------------------------------------------------------------------
@@ -208,14 +217,15 @@ def p2l_fit(
     quiet: Quiet = False,
 ) -> None:
     """Marginal leaderboard: one BT / BT-tie / Rao-Kupper / grounded-RK fit with 95% intervals."""
-    from evalprism.p2l import fit_leaderboard
-    from evalprism.p2l.from_logs import read_battles_input
 
     def fit() -> SavableResult:
+        from evalprism.p2l import fit_leaderboard
+        from evalprism.p2l.from_logs import read_battles_input
+
         table = read_battles_input(battles, prompts=False, harness=options.harness)
         return fit_leaderboard(table, options, progress=not quiet)
 
-    _run("p2l fit", out, [battles], overwrite, quiet, fit)
+    _run("p2l fit", out, [Input(battles, Expect.BATTLES)], overwrite, quiet, fit)
 
 
 @p2l_app.command("split")
@@ -237,17 +247,14 @@ def p2l_split(
     """Split battles by prompt into OUT/train and OUT/test (the input's format), for `p2l evaluate`:
     training's own rule, so --test-fraction F --seed S holds out the prompts `p2l train --val-fraction F
     --seed S` validates on."""
-    from evalprism.p2l import split_battles
-    from evalprism.p2l.from_logs import read_battles_input
 
-    _run(
-        "p2l split",
-        out,
-        [battles],
-        overwrite,
-        quiet,
-        lambda: split_battles(read_battles_input(battles, harness=options.harness), options),
-    )
+    def split() -> SavableResult:
+        from evalprism.p2l import split_battles
+        from evalprism.p2l.from_logs import read_battles_input
+
+        return split_battles(read_battles_input(battles, harness=options.harness), options)
+
+    _run("p2l split", out, [Input(battles, Expect.BATTLES)], overwrite, quiet, split)
 
 
 @p2l_app.command("train")
@@ -269,6 +276,7 @@ def p2l_train(
 ) -> None:
     """Train a P2L model: prompt -> one coefficient per model (checkpoints in OUT.checkpoint). Runs
     under `torchrun --nproc-per-node N -m evalprism p2l train ...` on N processes (rank 0 writes)."""
+    check_inputs([Input(battles, Expect.BATTLES)])
     from evalprism.p2l import TrainResult, checkpoint_dir_for, train_model
     from evalprism.p2l.from_logs import read_battles_input
 
@@ -300,15 +308,17 @@ def p2l_leaderboard(
     quiet: Quiet = False,
 ) -> None:
     """Leaderboards for a prompt set: per prompt, aggregated, per category, and model strengths."""
-    from evalprism.io import read_prompts
-    from evalprism.p2l import P2LModel, analyze_prompt_set
 
     def leaderboards() -> SavableResult:
+        from evalprism.io import read_prompts
+        from evalprism.p2l import P2LModel, analyze_prompt_set
+
         table = read_prompts(prompts, options.prompt_column)
         model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=not quiet)
         return analyze_prompt_set(model, table, options, cache_dir=cache_dir, progress=not quiet)
 
-    _run("p2l leaderboard", out, [model_dir, prompts, cache_dir], overwrite, quiet, leaderboards)
+    inputs = [Input(prompts, Expect.PROMPTS), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    _run("p2l leaderboard", out, inputs, overwrite, quiet, leaderboards)
 
 
 Costs = Annotated[
@@ -342,16 +352,19 @@ def p2l_evaluate(
 ) -> None:
     """Held-out NLL / accuracy / Brier against constant and marginal baselines (NLL split into outcome type and
     winner for rk/grk); with --costs, routing policies valued on the held-out verdicts; aggregation scaling."""
-    from evalprism.io import read_costs
-    from evalprism.p2l import evaluate_model_dir
-    from evalprism.p2l.from_logs import read_battles_input
 
     def evaluation() -> SavableResult:
+        from evalprism.io import read_costs
+        from evalprism.p2l import evaluate_model_dir
+        from evalprism.p2l.from_logs import read_battles_input
+
         table = read_battles_input(battles, harness=options.harness)  # the battles first: fails before the model loads
         cost_table = None if costs is None else read_costs(costs, options.cost_column)
         return evaluate_model_dir(model_dir, table, options, costs=cost_table, cache_dir=cache_dir, progress=not quiet)
 
-    _run("p2l evaluate", out, [model_dir, battles, costs, cache_dir], overwrite, quiet, evaluation)
+    options.check_costs(costs is not None)  # before any file is read
+    inputs = [Input(battles, Expect.BATTLES), Input(costs, Expect.TABLE), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    _run("p2l evaluate", out, inputs, overwrite, quiet, evaluation)
 
 
 @p2l_app.command("route")
@@ -375,15 +388,17 @@ def p2l_route(
     quiet: Quiet = False,
 ) -> None:
     """Optimal cost-constrained routing (Theorem 1) with the router's BT coefficient (Algorithm 1)."""
-    from evalprism.io import read_costs, read_prompts
-    from evalprism.p2l import route_model_dir
 
     def routing() -> SavableResult:
+        from evalprism.io import read_costs, read_prompts
+        from evalprism.p2l import route_model_dir
+
         table = read_prompts(prompts, options.prompt_column)
         cost_table = read_costs(costs, options.cost_column)
         return route_model_dir(model_dir, table, cost_table, options, cache_dir=cache_dir, progress=not quiet)
 
-    _run("p2l route", out, [model_dir, prompts, costs, cache_dir], overwrite, quiet, routing)
+    inputs = [Input(prompts, Expect.PROMPTS), Input(costs, Expect.TABLE), Input(model_dir, Expect.MODEL_DIR), cache_dir]
+    _run("p2l route", out, inputs, overwrite, quiet, routing)
 
 
 # --- judges ----------------------------------------------------------------------------------------
@@ -411,25 +426,23 @@ def judges(
     quiet: Quiet = False,
 ) -> None:
     """Judge-agreement bias map: where LLM relevance judges disagree with humans (query-document dense vectors)."""
-    from evalprism.io import named_qrels, read_judgments_input
-    from evalprism.judges import analyze
+    from evalprism.io.trec_files import named_qrels
 
-    qrels_paths = [named_qrels(q)[1] for q in qrels or []]
-    _run(
-        "judges",
-        out,
-        [judgments, topics, passages, cache_dir, *qrels_paths],
-        overwrite,
-        quiet,
-        lambda: analyze(
-            read_judgments_input(judgments, qrels, topics, passages),
-            options.human,
-            options.llm,
-            options,
-            cache_dir=cache_dir,
-            progress=not quiet,
-        ),
-    )
+    def work() -> SavableResult:
+        from evalprism.io import read_judgments_input
+        from evalprism.judges import analyze
+
+        table = read_judgments_input(judgments, qrels, topics, passages)
+        return analyze(table, options.human, options.llm, options, cache_dir=cache_dir, progress=not quiet)
+
+    inputs = [
+        Input(judgments, Expect.TABLE),
+        *(Input(named_qrels(q)[1], Expect.QRELS) for q in qrels or []),
+        Input(topics, Expect.TOPICS),
+        Input(passages, Expect.PASSAGES),
+        cache_dir,
+    ]
+    _run("judges", out, inputs, overwrite, quiet, work)
 
 
 # --- stem ------------------------------------------------------------------------------------------
@@ -468,16 +481,14 @@ def stem_pool(
     quiet: Quiet = False,
 ) -> None:
     """Build a family's STS pool: IRVs, transition indices, anomaly rates, discriminability weights."""
-    from evalprism.stem.from_files import pool_from_files
 
-    _run(
-        "stem pool",
-        out,
-        [correctness, models, panel],
-        overwrite,
-        quiet,
-        lambda: pool_from_files(correctness, models, options, panel=panel),
-    )
+    def work() -> SavableResult:
+        from evalprism.stem.from_files import pool_from_files
+
+        return pool_from_files(correctness, models, options, panel=panel)
+
+    inputs = [Input(correctness, Expect.RESULTS), Input(panel, Expect.RESULTS), Input(models, Expect.TABLE)]
+    _run("stem pool", out, inputs, overwrite, quiet, work)
 
 
 @stem_app.command("locate")
@@ -503,16 +514,14 @@ def stem_locate(
 ) -> None:
     """Locate new models on the pool's family: from their answers on the whole pool (with trials against the truth)
     or on part of it (a plan's items, or any subset: an estimate of the full-pool score)."""
-    from evalprism.stem.from_files import locate_from_files
 
-    _run(
-        "stem locate",
-        out,
-        [pool_dir, new_correctness, plan],
-        overwrite,
-        quiet,
-        lambda: locate_from_files(pool_dir, new_correctness, options, plan=plan, progress=not quiet),
-    )
+    def work() -> SavableResult:
+        from evalprism.stem.from_files import locate_from_files
+
+        return locate_from_files(pool_dir, new_correctness, options, plan=plan, progress=not quiet)
+
+    inputs = [Input(pool_dir, Expect.POOL_DIR), Input(plan, Expect.PLAN_DIR), Input(new_correctness, Expect.RESULTS)]
+    _run("stem locate", out, inputs, overwrite, quiet, work)
 
 
 @stem_app.command("plan")
@@ -545,16 +554,14 @@ def stem_plan(
     """Which pool items to run a new model on: plan.csv (stratum, inclusion probability, design weight, stage), and
     the lists lm-evaluation-harness (--samples) and inspect_ai (--sample-id) take. Deterministic in (pool, items, seed);
     an adaptive plan's later stages also in the model's answers."""
-    from evalprism.stem.from_files import plan_from_files
 
-    _run(
-        "stem plan",
-        out,
-        [pool_dir, previous, answers],
-        overwrite,
-        quiet,
-        lambda: plan_from_files(pool_dir, options, previous=previous, answers=answers, progress=not quiet),
-    )
+    def work() -> SavableResult:
+        from evalprism.stem.from_files import plan_from_files
+
+        return plan_from_files(pool_dir, options, previous=previous, answers=answers, progress=not quiet)
+
+    inputs = [Input(pool_dir, Expect.POOL_DIR), Input(previous, Expect.PLAN_DIR), Input(answers, Expect.RESULTS)]
+    _run("stem plan", out, inputs, overwrite, quiet, work)
 
 
 @stem_app.command("audit")
@@ -569,16 +576,14 @@ def stem_audit(
     quiet: Quiet = False,
 ) -> None:
     """Contamination audit: anomaly rate per benchmark and every non-monotone item over the family."""
-    from evalprism.stem.from_files import audit_from_files
 
-    _run(
-        "stem audit",
-        out,
-        [correctness, models],
-        overwrite,
-        quiet,
-        lambda: audit_from_files(correctness, models, options),
-    )
+    def work() -> SavableResult:
+        from evalprism.stem.from_files import audit_from_files
+
+        return audit_from_files(correctness, models, options)
+
+    inputs = [Input(correctness, Expect.RESULTS), Input(models, Expect.TABLE)]
+    _run("stem audit", out, inputs, overwrite, quiet, work)
 
 
 # --- compare ---------------------------------------------------------------------------------------
@@ -604,11 +609,11 @@ def compare(
     quiet: Quiet = False,
 ) -> None:
     """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
-    from evalprism.compare import compare_runs
-
     o = options
 
     def comparison() -> SavableResult:
+        from evalprism.compare import compare_runs
+
         return compare_runs(
             runs,
             o.baseline,
@@ -621,7 +626,7 @@ def compare(
             responses=o.responses,
         )
 
-    _run("compare", out, list(runs), overwrite, quiet, comparison)
+    _run("compare", out, [Input(run, Expect.RESULTS) for run in runs], overwrite, quiet, comparison)
 
 
 # --- demo, serve, version --------------------------------------------------------------------------
@@ -635,10 +640,9 @@ def demo(
     quiet: Quiet = False,
 ) -> None:
     """Run every analysis on the packaged demo data and write an index page."""
+    target = _claim(out, "demo", [cache_dir], overwrite, quiet)
     from evalprism.demo import run_demo
-    from evalprism.io import OutputKind, claim_output
 
-    target = claim_output(out, OutputKind.DEMO, inputs=[cache_dir], overwrite=overwrite, progress=not quiet)
     index = run_demo(target, cache_dir=str(cache_dir) if cache_dir else None, progress=not quiet)
     if not quiet:
         say("open", str(index))
@@ -670,6 +674,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the P2L router: an OpenAI-compatible service that routes each prompt to its best candidate."""
+    check_inputs([Input(config, Expect.TEXT), Input(model_dir, Expect.MODEL_DIR)])
     from evalprism.serve import serve as run_service
 
     run_service(model_dir, config, options, decision_log=decision_log, quiet=quiet)
@@ -682,6 +687,7 @@ def flag_of(parameter: str) -> str:
 
 def main() -> None:
     """Console entry point: user errors become one message and exit code 2, never a traceback."""
+    skip_exit_collections()
     try:
         app()
     except EvalprismError as exc:

@@ -26,7 +26,7 @@ import typer
 
 from evalprism.errors import EvalprismError
 from evalprism.io.options import Field, Options, declared_fields
-from evalprism.vocabularies import choice_enum, number_bounds
+from evalprism.vocabularies import NUMBERS, choice_enum
 
 
 def with_options(
@@ -122,6 +122,8 @@ def _cli_annotation(kind: type[Options], f: Field) -> Any:
     extra: dict[str, Any] = {}
     if d.metavar:
         extra["metavar"] = d.metavar
-    if f.bounds_name is not None:
-        extra.update(number_bounds(f.bounds_name))
-    return Annotated[_cli_type(f), typer.Option(*d.flag_names(f.name), help=d.help, **extra)]
+    # the bounds go in the help, and the options class checks them when the flags are folded into it
+    # (before any input is read): its message names the flag and what was expected, where a typer range
+    # would stop with a usage block and pydantic's words
+    bounds = f" [{NUMBERS[f.bounds_name].expected()}]" if f.bounds_name is not None else ""
+    return Annotated[_cli_type(f), typer.Option(*d.flag_names(f.name), help=d.help + bounds, **extra)]

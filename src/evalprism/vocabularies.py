@@ -8,7 +8,7 @@ and messages derived). Importing this module imports nothing heavy, so ``evalpri
 
 Numeric options likewise: :data:`NUMBERS` declares each one's :class:`Bounds` once, keyed by the
 library parameter's name; :func:`evalprism.io.options.check_number` checks a value against it and
-words the message from it, and the command line takes its typer bounds from it (:func:`number_bounds`).
+words the message from it, and the command line shows it in each flag's help.
 """
 
 from __future__ import annotations
@@ -199,15 +199,3 @@ NUMBERS: dict[str, Bounds] = {
     # serve: a TCP port (0 would be any free port, which no client could be told)
     "port": Bounds(1, 65535, integer=True),
 }
-
-
-def number_bounds(name: str) -> dict[str, float]:
-    """The typer bounds (``min``, ``max``) of option ``name`` from :data:`NUMBERS`: its closed ends
-    (typer has no open ends; an open end is left to the library's check)."""
-    bounds = NUMBERS[name]
-    typed: dict[str, float] = {}
-    if bounds.low is not None and not bounds.low_open:
-        typed["min"] = bounds.low
-    if bounds.high is not None and not bounds.high_open:
-        typed["max"] = bounds.high
-    return typed

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,9 @@ class EmbeddingCache:
             self._db = sqlite3.connect(self.path, timeout=60)
         except (OSError, sqlite3.Error) as exc:
             raise EvalprismError(f"embedding cache {self.directory}: cannot be opened ({exc})") from None
+        # closed when the cache is dropped, or at exit if it is still alive then: a connection left to the
+        # shutdown's garbage collection (skipped, evalprism.shutdown) would leave its -wal and -shm files behind
+        self._closer = weakref.finalize(self, self._db.close)
         with self._guard():
             self._check_tables()
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -161,7 +165,7 @@ class EmbeddingCache:
             return int(self._db.execute("SELECT COUNT(*) FROM emb").fetchone()[0])
 
     def close(self) -> None:
-        self._db.close()
+        self._closer()
 
 
 def _vector(blob: object, row_dim: object, dim: int | None) -> np.ndarray | None:

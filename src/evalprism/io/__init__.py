@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.io.battles import BATTLES_SCHEMA, read_battles, to_canonical_battles
     from evalprism.io.correctness import encode_correctness, read_correctness, read_models
     from evalprism.io.costs import Costs, read_costs
-    from evalprism.io.judgments import named_qrels, read_judgments_input, read_trec_judgments
+    from evalprism.io.judgments import read_judgments_input, read_trec_judgments
     from evalprism.io.outputs import (
         OutputKind,
         OutputTarget,
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.io.prompts import read_prompts
     from evalprism.io.schema import Column, Schema
     from evalprism.io.tables import read_table
+    from evalprism.io.trec_files import named_qrels
 
 __all__ = [
     "BATTLES_SCHEMA",
@@ -58,10 +59,11 @@ lazy_package(
         "battles": ["BATTLES_SCHEMA", "read_battles", "to_canonical_battles"],
         "correctness": ["encode_correctness", "read_correctness", "read_models"],
         "costs": ["Costs", "read_costs"],
-        "judgments": ["named_qrels", "read_judgments_input", "read_trec_judgments"],
+        "judgments": ["read_judgments_input", "read_trec_judgments"],
         "outputs": ["OutputKind", "OutputTarget", "atomic_output_dir", "claim_output", "save_result", "written_files"],
         "prompts": ["read_prompts"],
         "schema": ["Column", "Schema"],
         "tables": ["read_table"],
+        "trec_files": ["named_qrels"],
     },
 )

@@ -34,12 +34,13 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.formats import FORMATS, table_format
 from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions, ReadChoices
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
 from evalprism.io.lm_eval import has_lm_eval_output, looks_like_results, read_lm_eval
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.scores import SCORE_EXPECTED, score_value
-from evalprism.io.tables import FORMATS, read_table, table_format
+from evalprism.io.tables import read_table
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",

@@ -36,6 +36,8 @@ from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import open_text
+from evalprism.io.trec_files import PASSAGES, QRELS, TOPICS, existing_trec_file, named_qrels
+from evalprism.io.trec_files import judge_name as judge_name  # re-exported: the default judge name of a qrels file
 from evalprism.keyed import content_order
 
 JUDGMENTS_SCHEMA = Schema(
@@ -286,8 +288,7 @@ def _fmt(x: float) -> str:
 
 def _read_tsv_two_columns(path: Path, what: str) -> dict[str, str]:
     """``key<TAB>text`` lines -> {key: text}; a key repeated with a different text is refused."""
-    if not path.exists():
-        raise EvalprismError(f"{path}: file not found ({what})")
+    existing_trec_file(path, what)
     out: dict[str, str] = {}
     with open_text(path, newline="") as fh:
         for i, row in enumerate(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
@@ -307,8 +308,7 @@ def _read_tsv_two_columns(path: Path, what: str) -> dict[str, str]:
 def read_qrels(path: str | Path) -> pd.DataFrame:
     """A TREC qrels file ``qid Q0 docno rel`` -> DataFrame(query_id, doc_id, label)."""
     path = Path(path)
-    if not path.exists():
-        raise EvalprismError(f"{path}: file not found (qrels)")
+    existing_trec_file(path, QRELS)
     rows: list[tuple[str, str, float]] = []
     with open_text(path) as fh:
         for i, line in enumerate(fh, start=1):
@@ -339,29 +339,6 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
             )
         qrels = qrels.drop_duplicates(["query_id", "doc_id"])
     return qrels
-
-
-def judge_name(path: str | Path) -> str:
-    """The judge name a qrels file gets by default: its file name without extensions."""
-    name = Path(path).name
-    return name.split(".", 1)[0] or name
-
-
-def named_qrels(item: str | Path | tuple[str, str | Path]) -> tuple[str, Path]:
-    """(judge, path) of one qrels item: a ``(judge, path)`` pair, ``NAME=PATH`` (the CLI's form, when
-    no file of that literal name exists), or a path whose judge is its file name (:func:`judge_name`)."""
-    if isinstance(item, tuple):
-        return item[0], Path(item[1])
-    text = str(item)
-    if "=" in text and not Path(text).exists():
-        name, path = (part.strip() for part in text.split("=", 1))
-        if not name or not path:
-            raise EvalprismError(
-                f"qrels '{text}': the {'path after' if not path else 'judge name before'} '=' is empty; "
-                "expected NAME=PATH (or a PATH, whose file name names the judge)"
-            )
-        return name, Path(path)
-    return judge_name(text), Path(text)
 
 
 def read_judgments_input(
@@ -415,8 +392,8 @@ def read_trec_judgments(
         table = q if table is None else table.merge(q, on=["query_id", "doc_id"], how="outer", sort=False)
     assert table is not None
     topics_path, passages_path = Path(topics), Path(passages)
-    topic_text = _read_tsv_two_columns(topics_path, "topics: qid<TAB>query")
-    doc_text = _read_tsv_two_columns(passages_path, "passages: docno<TAB>text")
+    topic_text = _read_tsv_two_columns(topics_path, TOPICS)
+    doc_text = _read_tsv_two_columns(passages_path, PASSAGES)
     table = table.sort_values(["query_id", "doc_id"], kind="stable").reset_index(drop=True)
     table.insert(1, "query", table["query_id"].map(topic_text))
     table.insert(3, "doc", table["doc_id"].map(doc_text))

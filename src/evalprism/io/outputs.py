@@ -621,8 +621,6 @@ def recover_interrupted_move(path: Path, progress: bool = True) -> None:
     replaces the target, or a previous output renamed aside is put back when the target is missing;
     an aside output whose replacement is in place is deleted. Only names evalprism gives, only marked
     directories, only of dead processes; anything else is left alone. Each step is reported."""
-    from evalprism.progress import status
-
     parent = path.parent
     try:
         if not parent.is_dir():
@@ -639,6 +637,8 @@ def recover_interrupted_move(path: Path, progress: bool = True) -> None:
             continue
         what = match["what"]
         if what == "partial" and (entry / STAGING_MARKER).is_file():
+            from evalprism.progress import status  # here: rich's progress display loads only to say something
+
             shutil.rmtree(entry, ignore_errors=True)
             status(f"removed {entry}, the unfinished output of an interrupted earlier run", progress)
         elif what == "probe" and not any(entry.iterdir()):

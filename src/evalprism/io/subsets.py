@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalprism.io.tables import table_format
+from evalprism.io.formats import table_format
 from evalprism.io.text import mend_surrogates, open_text
 
 #: the file extension written for each input format

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.formats import table_format
 from evalprism.io.text import (
     decode_error,
     input_file,
@@ -27,31 +28,6 @@ from evalprism.io.text import (
     open_text,
     text_encoding,
 )
-
-_COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst")
-FORMATS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-
-
-def table_format(path: str | Path) -> str:
-    """Return the format name of ``path`` from its extension (ignoring compression)."""
-    name = Path(path).name.lower()
-    for comp in _COMPRESSIONS:
-        if name.endswith(comp):
-            name = name[: -len(comp)]
-            break
-    suffix = Path(name).suffix
-    if suffix not in FORMATS:
-        known = ", ".join(sorted(FORMATS))
-        raise EvalprismError(f"{path}: unknown table format '{suffix or name}'; expected one of {known}")
-    return FORMATS[suffix]
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -74,6 +74,24 @@ def input_file(path: str | Path) -> Path:
     return path
 
 
+def readable_file(path: str | Path) -> Path:
+    """``path`` when :func:`input_file` accepts it and it opens for reading, else :class:`EvalprismError`
+    with the message its reader would give (permissions are the usual reason). A stat and an open: the
+    check :mod:`evalprism.io.preflight` makes before anything heavy is imported."""
+    path = input_file(path)
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+    return path
+
+
+def _cannot_read(path: Path, exc: BaseException) -> EvalprismError:
+    """The message for a file that stats but does not open or decompress."""
+    return EvalprismError(f"{path}: cannot be read ({exc})")
+
+
 def text_encoding(path: str | Path) -> str:
     """The encoding to read ``path`` with: from its byte-order mark, else UTF-8.
 
@@ -110,7 +128,7 @@ def text_encoding(path: str | Path) -> str:
                     raise _nul_error(path, offset + at)
                 offset += len(chunk)
     except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise EvalprismError(f"{path}: cannot be read ({exc})") from None
+        raise _cannot_read(path, exc) from None
     return "utf-8"
 
 

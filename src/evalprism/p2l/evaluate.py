@@ -26,7 +26,6 @@ from scipy.special import expit
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
-from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
@@ -300,7 +299,7 @@ def evaluate_model_dir(
     are read from its record (:mod:`evalprism.p2l.training_prompts`), to say whether the battles are
     held out."""
     options = options or EvaluateOptions()
-    check_applies("value", options.value, costs is not None, "it chooses what the routers maximise: add costs")
+    options.check_costs(costs is not None)
     names = model_names(model_dir)
     prepared = prepare_battle_arrays(battles, names=names, min_battles=1)
     if costs is not None:

@@ -251,12 +251,12 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
     ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
     and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models, with its tie
     parameter: :meth:`MarginalBaseline.from_config`)."""
+    from evalprism.io.preflight import model_directory
     from evalprism.io.schema import Column, Schema
     from evalprism.io.text import read_text
 
+    directory = model_directory(directory)
     config_path, head_path = directory / CONFIG_FILE, directory / HEAD_FILE
-    if not directory.is_dir():
-        raise EvalprismError(f"{directory}: no such model directory (train one with `evalprism p2l train`)")
     for path in (config_path, head_path):
         if not path.is_file():
             raise invalid_model_dir(directory, f"{path.name} is missing (train one with `evalprism p2l train`)")

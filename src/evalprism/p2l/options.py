@@ -288,6 +288,10 @@ class EvaluateOptions(Options):
     seed: int = option(0, help="Random seed.")
     harness: HarnessOptions = group(HarnessOptions)
 
+    def check_costs(self, given: bool) -> None:
+        """``value`` chooses what the routers maximise: it applies only when costs are given."""
+        check_applies("value", self.value, given, "it chooses what the routers maximise: add costs")
+
 
 @dataclass(frozen=True)
 class RouteOptions(Options):

@@ -39,11 +39,11 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_number
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
+from evalprism.io.preflight import PLAN_FILE, plan_directory
 from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_draw
 from evalprism.stem.pool import Pool
 from evalprism.vocabularies import PlanMethod, choices
 
-PLAN_FILE = "plan.csv"
 PLAN_METHODS = choices(PlanMethod)
 STRATIFIED_DESIGN = "stratified (benchmark x members right), proportional allocation"
 ADAPTIVE_DESIGN = (
@@ -119,12 +119,8 @@ class Plan(SavedResult):
         """A plan written by :meth:`save` (``plan.csv`` and ``run.json``); anything wrong is one message."""
         import json
 
-        plan_dir = Path(plan_dir)
+        plan_dir = plan_directory(Path(plan_dir))
         path = plan_dir / PLAN_FILE
-        if not path.is_file():
-            raise EvalprismError(
-                f"{plan_dir}: not a plan directory (no {PLAN_FILE}; write one with `evalprism stem plan`)"
-            )
         try:
             items = pd.read_csv(path, dtype={"benchmark": str, "item_id": str})
             options = json.loads((plan_dir / "run.json").read_text(encoding="utf-8")).get("options", {})

@@ -24,6 +24,7 @@ from evalprism.io.correctness import EncodedCorrectness, encode_correctness, rea
 from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.options import check_applies, check_choice
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.preflight import pool_directory
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
@@ -218,9 +219,7 @@ class Pool(SavedResult):
     def load(cls, pool_dir: str | Path) -> Pool:
         """A pool saved by :meth:`save` (``pool.csv``, ``models.csv``, ``run.json``); anything wrong with
         them is one message, "not a valid evalprism pool directory: <what>"."""
-        pool_dir = Path(pool_dir)
-        if not pool_dir.is_dir():
-            raise EvalprismError(f"{pool_dir}: no such pool directory (write one with `evalprism stem pool`)")
+        pool_dir = pool_directory(Path(pool_dir))
         try:
             return _load_pool(pool_dir)
         except EvalprismError as exc:
