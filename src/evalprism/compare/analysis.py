@@ -21,7 +21,8 @@ and over all benchmarks (the ``all`` rows), over the items both runs answered:
 - ``differing``: the items (clusters) whose difference is not zero, and ``p_floor`` the smallest p the
   test can reach on them (McNemar: ``2 * 0.5**k``; sign-flip: ``2 / 2**k``, and ``1/(1+B)``).
 
-The verdict sentence says what the test can tell: a difference with its interval and adjusted p;
+Each row is a :class:`~evalprism.compare.comparison.Comparison`, whose fields are comparisons.csv's
+columns; its verdict sentence says what the test can tell: a difference with its interval and adjusted p;
 "the items cannot tell" when ``p_floor`` is at or above 0.05 (4 discordant items never give p < 0.05,
 whatever they are); else "no difference detectable: the MDE is X points" (never "not significantly
 different").
@@ -33,7 +34,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -156,7 +157,8 @@ class _Scope:
     only_b: int
 
 
-class _Join(NamedTuple):
+@dataclass(frozen=True)
+class _Join:
     """Two runs joined on their items (:func:`_join` plus ``pair`` and ``status``; what items.csv
     lists) and the mask of the items both answered."""
 
