@@ -192,6 +192,29 @@ def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:
     assert info["options"]["run_names"] == ["first", "second"]
 
 
+def test_comparisons_csv_columns_are_the_comparison_fields_in_order(tmp_path: Path, capsys) -> None:
+    """comparisons.csv is written from :class:`Comparison`: its header is the dataclass's fields, in
+    order, with rows of every shape present (a test, too few items, no item in common)."""
+    from dataclasses import fields
+
+    from evalprism.compare.comparison import Comparison
+
+    binary = _table({"A": np.array([1, 0, 1, 1]), "B": np.array([1, 1, 1, 0])}, benchmark="bin")
+    graded = _table({"A": np.array([0.2, 0.5, 0.9]), "B": np.array([0.4, 0.5, 0.1])}, benchmark="graded")
+    one = _table({"A": np.array([1.0]), "B": np.array([0.0])}, benchmark="one")
+    alone = _table({"A": np.array([0.3, 0.6])}, benchmark="alone")
+    path = tmp_path / "scores.csv"
+    pd.concat([binary, graded, one, alone], ignore_index=True).to_csv(path, index=False)
+    code, _, err = run_cli(["compare", path, "--out", tmp_path / "out", "--permutations", "99", "-q"], capsys)
+    assert code == 0, err
+    header = (tmp_path / "out" / "comparisons.csv").read_text().splitlines()[0].split(",")
+    assert header == [f.name for f in fields(Comparison)]
+    c = pd.read_csv(tmp_path / "out" / "comparisons.csv").set_index("benchmark")
+    assert list(c.index) == ["bin", "graded", "one", "alone", "all"]
+    assert c.loc["graded", "test"] == "sign-flip" and c.loc["one", "items"] == 1 and c.loc["alone", "only_a"] == 2
+    assert c.loc["alone", "verdict"] == "no item both A and B answered on this benchmark"
+
+
 def test_same_seed_same_tables(tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
     df = _table({"A": rng.random(300), "B": rng.random(300)})

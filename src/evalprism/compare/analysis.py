@@ -21,7 +21,8 @@ and over all benchmarks (the ``all`` rows), over the items both runs answered:
 - ``differing``: the items (clusters) whose difference is not zero, and ``p_floor`` the smallest p the
   test can reach on them (McNemar: ``2 * 0.5**k``; sign-flip: ``2 / 2**k``, and ``1/(1+B)``).
 
-The verdict sentence says what the test can tell: a difference with its interval and adjusted p;
+Each row is a :class:`~evalprism.compare.comparison.Comparison`, whose fields are comparisons.csv's
+columns; its verdict sentence says what the test can tell: a difference with its interval and adjusted p;
 "the items cannot tell" when ``p_floor`` is at or above 0.05 (4 discordant items never give p < 0.05,
 whatever they are); else "no difference detectable: the MDE is X points" (never "not significantly
 different").
@@ -38,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalprism.compare.comparison import NAN, Comparison, comparison_table
 from evalprism.compare.read import Run, read_runs
 from evalprism.compare.responses import ResponseOptions
 from evalprism.compare.result import CompareResult
@@ -46,6 +48,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions, ReadChoices
 from evalprism.io.options import check_number
 from evalprism.stats.compare_tests import (
+    PairedDifference,
     adjust_pvalues,
     items_needed,
     mcnemar_exact,
@@ -60,8 +63,6 @@ from evalprism.vocabularies import Adjustment, choices
 
 ADJUST = choices(Adjustment)
 ALL = "all"
-ALPHA = 0.05
-_KEY = ["benchmark", "item_id"]
 
 
 @dataclass
@@ -133,133 +134,116 @@ def _per_item(table: pd.DataFrame, names: list[str], cluster: str | None) -> _It
     )
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What every scope's row needs from the options, fixed for the whole run."""
+
+    cluster: str | None
+    binary: bool  # every score 0 or 1
+    effect: float
+    permutations: int
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One pair on one scope (a benchmark, or ``all``): ``both`` holds the aligned arrays of the items
+    both runs answered (see :func:`_both`), ``only_a`` / ``only_b`` count the items one run answered."""
+
+    run_a: str
+    run_b: str
+    benchmark: str
+    both: dict[str, np.ndarray]
+    only_a: int
+    only_b: int
+
+
+@dataclass(frozen=True)
+class _Join:
+    """Two runs joined on their items (:func:`_join` plus ``pair`` and ``status``; what items.csv
+    lists) and the mask of the items both answered."""
+
+    part: dict[str, np.ndarray]
+    common: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Test:
+    """The paired test chosen for a scope: its name, p (NaN for a sign-flip test until the batch runs),
+    the differing units, the smallest p it can reach, and the units a sign-flip test flips (else None)."""
+
+    name: str
+    p: float
+    differing: int
+    floor: float
+    units: np.ndarray | None = None
+
+
 def _pairs(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """The pairs (A, B) compared: each run against ``baseline``, or every pair in input order."""
     if baseline is not None:
         return [(baseline, n) for n in names if n != baseline]
     return list(combinations(names, 2))
 
 
-def _points(x: float) -> str:
-    return f"{100 * x:.1f}"
+def _sign_flip(name: str, units: np.ndarray, permutations: int) -> _Test:
+    differing = int(np.count_nonzero(units))
+    return _Test(name, NAN, differing, sign_flip_floor(differing, permutations), units)
 
 
-def _p(p: float) -> str:
-    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+def _choose_test(d: np.ndarray, both: dict[str, np.ndarray], settings: _Settings, several: bool) -> _Test:
+    """Exact McNemar on 0/1 scores with one sample per item and no clusters; else the sign-flip test
+    (whole clusters flip together: its units are the cluster sums); none on fewer than 2 items."""
+    if len(d) < 2:
+        return _Test("", NAN, int(np.count_nonzero(d)), NAN)
+    if settings.cluster is not None:
+        units = np.bincount(np.unique(both["groups"], return_inverse=True)[1].ravel(), weights=d)
+        return _sign_flip("sign-flip (clusters)", units, settings.permutations)
+    if settings.binary and not several:
+        only_a, only_b, p = mcnemar_exact(both["score_a"] == 1, both["score_b"] == 1)
+        return _Test("McNemar exact", p, only_a + only_b, sign_test_floor(only_a + only_b))
+    return _sign_flip("sign-flip", d, settings.permutations)
 
 
-def _verdict(row: dict) -> str:
-    a, b, n = row["run_a"], row["run_b"], row["items"]
-    if n == 0:
-        return f"no item both {a} and {b} answered on this benchmark"
-    if n < 2 or not np.isfinite(row["se"]):
-        return f"too few items in common to tell (n = {n})"
-    if row["difference"] == 0 and row["se"] == 0:
-        return f"{b} and {a} score the same on every one of the {n:,} items"
-    if row["p_floor"] >= ALPHA:  # no outcome of these items could reach the level: the test cannot tell
-        unit = "clusters" if row["test"].endswith("(clusters)") else "items"
-        k = row["differing"]
-        only = f"only {k:,}" if k else "none"
-        caveat = ""
-        if row["ci_low"] > 0 or row["ci_high"] < 0:  # a t interval on so few items is a large-sample approximation
-            caveat = f"; the t interval leaves out 0, but {n:,} items are too few for it: the test decides"
-        return (
-            f"the items cannot tell: {only} of the {row['clusters'] if unit == 'clusters' else n:,} {unit} "
-            f"{'differs' if k == 1 else 'differ'} between {a} and {b}, too few for the test to reach "
-            f"p < {ALPHA} (its smallest possible p is {_p(row['p_floor'])}; {b} - {a} = "
-            f"{float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}]"
-            f"{caveat})"
-        )
-    if row["p_adj"] < ALPHA:
-        side = "better" if row["difference"] > 0 else "worse"
-        return (
-            f"{b} is {_points(abs(row['difference']))} points {side} than {a} "
-            f"[{_points(row['ci_low'])}, {_points(row['ci_high'])}], p_adj = {_p(row['p_adj'])}"
-        )
-    if row["p"] < ALPHA:  # the test alone would tell, the correction for several pairs does not
-        return (
-            f"no difference detectable after correcting for several pairs: the MDE is {_points(row['mde'])} "
-            f"points ({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, "
-            f"{_points(row['ci_high'])}], p = {_p(row['p'])} but p_adj = {_p(row['p_adj'])})"
-        )
-    return (
-        f"no difference detectable: the MDE is {_points(row['mde'])} points "
-        f"({b} - {a} = {float(_points(row['difference'])):+.1f} [{_points(row['ci_low'])}, {_points(row['ci_high'])}], "
-        f"p_adj = {_p(row['p_adj'])})"
-    )
+def _sizes(res: PairedDifference, naive: PairedDifference, effect: float) -> tuple[float, float]:
+    """The MDE for this SE and the items needed to detect ``effect`` with this per-item variance (and
+    the cluster design effect). Every item the same difference: no variance to size an effect
+    against, so no MDE (not 0)."""
+    mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) and res.se > 0 else NAN
+    deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
+    needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else NAN
+    return mde, needed
 
 
-def _scope_row(
-    a: str,
-    b: str,
-    bench: str,
-    both: dict[str, np.ndarray],
-    only_a: int,
-    only_b: int,
-    *,
-    cluster: str | None,
-    binary: bool,
-    effect: float,
-    permutations: int,
-) -> dict:
-    """One comparison row from the items both runs answered (``both``: aligned arrays ``score_a``,
-    ``score_b``, ``samples_*``, ``var_*``, and ``groups``, the clusters as ``benchmark\x1fcluster`` text
-    or None); a sign-flip row carries its units in ``_units`` for the batched test."""
-    n = len(both["score_a"])
-    row: dict = {"run_a": a, "run_b": b, "benchmark": bench, "items": n, "only_a": only_a, "only_b": only_b}
-    nan = float("nan")
-    if n == 0:
-        row.update(
-            mean_a=nan,
-            mean_b=nan,
-            difference=nan,
-            se=nan,
-            ci_low=nan,
-            ci_high=nan,
-            se_naive=nan,
-            clusters=0,
-            test="",
-            p=nan,
-            differing=0,
-            p_floor=nan,
-            mde=nan,
-            items_needed=np.nan,
-            var_total=nan,
-            var_within=nan,
-            var_between=nan,
-        )
-        return row
+def _variance_parts(d: np.ndarray, both: dict[str, np.ndarray], several: bool) -> tuple[float, float, float]:
+    """The variance of the item differences and, with several samples per item, its within-item and
+    between-item parts."""
+    n = len(d)
+    if several and n > 1:
+        return variance_components(d, both["var_a"], both["samples_a"], both["var_b"], both["samples_b"])
+    return (float(np.var(d, ddof=1)) if n > 1 else NAN), NAN, NAN
+
+
+def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarray | None]:
+    """One comparison row from the items both runs answered (p_adj and verdict to come), and the
+    units of its sign-flip test (None for another test), which the batch of all sign-flips reads."""
+    both = scope.both
+    if len(both["score_a"]) == 0:
+        row = Comparison.no_common_items(scope.run_a, scope.run_b, scope.benchmark, scope.only_a, scope.only_b)
+        return row, None
     d = both["score_b"] - both["score_a"]
-    groups = both["groups"]
-    res = paired_difference(d, groups)
+    res = paired_difference(d, both["groups"])
     naive = paired_difference(d)
     several = bool((both["samples_a"] > 1).any() or (both["samples_b"] > 1).any())
-    if n < 2:
-        test, p, differing, floor = "", nan, int(np.count_nonzero(d)), nan
-    elif cluster is not None:  # whole clusters flip: the units are the cluster sums (p filled in by the batch)
-        test, p = "sign-flip (clusters)", nan
-        row["_units"] = np.bincount(np.unique(groups, return_inverse=True)[1].ravel(), weights=d)
-        differing = int(np.count_nonzero(row["_units"]))
-        floor = sign_flip_floor(differing, permutations)
-    elif binary and not several:
-        only_a, only_b, p = mcnemar_exact(both["score_a"] == 1, both["score_b"] == 1)
-        test, differing = "McNemar exact", only_a + only_b
-        floor = sign_test_floor(differing)
-    else:
-        test, p = "sign-flip", nan
-        row["_units"] = d
-        differing = int(np.count_nonzero(d))
-        floor = sign_flip_floor(differing, permutations)
-    # every item the same difference: no variance to size an effect against, so no MDE (not 0)
-    mde = float(minimum_detectable_effect(res.se)) if np.isfinite(res.se) and res.se > 0 else nan
-    deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
-    needed = items_needed(effect, naive.sd, design_effect=deff) if np.isfinite(naive.sd) and naive.sd > 0 else np.nan
-    if several and n > 1:
-        total, within, between = variance_components(
-            d, both["var_a"], both["samples_a"], both["var_b"], both["samples_b"]
-        )
-    else:
-        total, within, between = (float(np.var(d, ddof=1)) if n > 1 else nan), nan, nan
-    row.update(
+    test = _choose_test(d, both, settings, several)
+    mde, needed = _sizes(res, naive, settings.effect)
+    total, within, between = _variance_parts(d, both, several)
+    row = Comparison(
+        run_a=scope.run_a,
+        run_b=scope.run_b,
+        benchmark=scope.benchmark,
+        items=len(d),
+        only_a=scope.only_a,
+        only_b=scope.only_b,
         mean_a=float(pd.Series(both["score_a"]).mean()),
         mean_b=float(pd.Series(both["score_b"]).mean()),
         difference=res.mean,
@@ -268,17 +252,19 @@ def _scope_row(
         ci_high=min(res.high, 1.0),
         se_naive=naive.se,
         clusters=res.clusters,
-        test=test,
-        p=p,
-        differing=differing,
-        p_floor=floor,
+        test=test.name,
+        differing=test.differing,
+        p_floor=test.floor,
+        p=test.p,
+        p_adj=NAN,
         mde=mde,
         items_needed=needed,
         var_total=total,
         var_within=within,
         var_between=between,
+        verdict="",
     )
-    return row
+    return row, test.units
 
 
 def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
@@ -347,6 +333,138 @@ def _item_table(
     return pd.DataFrame(out)
 
 
+def _pair_join(items: _Items, a: tuple[str, int], b: tuple[str, int], sources: dict[str, str], pair: int) -> _Join:
+    """The join of two runs (``(name, index)``) for items.csv, numbered ``pair``, with each item's
+    ``status`` (0: both answered, else 1 + the index of the one run that did); refused when they
+    have no item in common."""
+    (name_a, ia), (name_b, ib) = a, b
+    part = _join(items, ia, ib)
+    in_a, in_b = part.pop("in_a"), part.pop("in_b")
+    if not (in_a & in_b).any():
+        raise EvalprismError(
+            f"runs '{name_a}' ({sources[name_a]}) and '{name_b}' ({sources[name_b]}) have no item in common "
+            f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
+            "benchmark and item_id)"
+        )
+    part["pair"] = np.full(len(in_a), pair, dtype=np.int64)
+    part["status"] = np.where(in_a & in_b, 0, np.where(in_a, 1 + ia, 1 + ib))
+    return _Join(part, in_a & in_b)
+
+
+def _pair_scopes(
+    items: _Items, join: _Join, a: tuple[str, int], b: tuple[str, int], bench_code: np.ndarray, bench_order: list[str]
+) -> list[_Scope]:
+    """A pair's scopes: each benchmark in input order when there are several, then ``all``."""
+    part, common = join.part, join.common
+    status = part["status"]
+    codes = bench_code[part["key"]]
+    present = np.unique(codes)
+    scopes: list[tuple[str, np.ndarray | None]] = (
+        [(bench_order[c], codes == c) for c in present] if len(present) > 1 else []
+    )
+    scopes.append((ALL, None))
+
+    def count(mask: np.ndarray, sel: np.ndarray | None) -> int:
+        return int(np.count_nonzero(mask if sel is None else mask & sel))
+
+    return [
+        _Scope(
+            run_a=a[0],
+            run_b=b[0],
+            benchmark=bench,
+            both=_both(items, part, common if sel is None else common & sel),
+            only_a=count(status == 1 + a[1], sel),
+            only_b=count(status == 1 + b[1], sel),
+        )
+        for bench, sel in scopes
+    ]
+
+
+def _compare_pairs(
+    items: _Items,
+    names: list[str],
+    pairs: list[tuple[str, str]],
+    bench_order: list[str],
+    sources: dict[str, str],
+    settings: _Settings,
+) -> tuple[list[Comparison], list[np.ndarray | None], list[dict[str, np.ndarray]]]:
+    """Every pair's rows (one per scope), the units of each row's sign-flip test (None for another
+    test) and every pair's join (for items.csv)."""
+    bench_code = pd.Categorical(items.bench_names, categories=bench_order).codes
+    index = {n: i for i, n in enumerate(names)}
+    rows: list[Comparison] = []
+    units: list[np.ndarray | None] = []
+    parts: list[dict[str, np.ndarray]] = []
+    for name_a, name_b in pairs:
+        a, b = (name_a, index[name_a]), (name_b, index[name_b])
+        join = _pair_join(items, a, b, sources, len(parts))
+        parts.append(join.part)
+        for scope in _pair_scopes(items, join, a, b, bench_code, bench_order):
+            row, flips = _scope_row(scope, settings)
+            rows.append(row)
+            units.append(flips)
+    return rows, units, parts
+
+
+def _with_sign_flip_p(
+    rows: list[Comparison], units: list[np.ndarray | None], permutations: int, seed: int
+) -> list[Comparison]:
+    """Every sign-flip test at once, sharing the random signs (see :func:`sign_flip_tests`)."""
+    flips = [k for k, u in enumerate(units) if u is not None]
+    if not flips:
+        return rows
+    p = sign_flip_tests([u for u in units if u is not None], permutations, seed)
+    out = list(rows)
+    for k, pk in zip(flips, p, strict=True):
+        out[k] = dataclasses.replace(out[k], p=float(pk))
+    return out
+
+
+def _adjusted(rows: list[Comparison], adjust: str) -> list[Comparison]:
+    """Each row with its p corrected across its family (the pairs compared on the same benchmark;
+    the ``all`` rows are one more family), and its verdict."""
+    families: dict[str, list[int]] = {}
+    for k, row in enumerate(rows):
+        families.setdefault(row.benchmark, []).append(k)
+    p_adj = np.full(len(rows), np.nan)
+    for family in families.values():
+        p_adj[family] = adjust_pvalues(np.array([rows[k].p for k in family], dtype=float), adjust)
+    return [row.adjusted(float(q)) for row, q in zip(rows, p_adj, strict=True)]
+
+
+def _check_options(adjust: str, permutations: int, effect: float) -> None:
+    if adjust not in ADJUST:
+        raise EvalprismError(f"adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
+    check_number("permutations", permutations)
+    if not 0 < effect < 1:
+        raise EvalprismError(
+            f"effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
+        )
+
+
+def _runs_read(table: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
+    """The runs' names in input order and the file each came from; refused when there is one run."""
+    names = [str(n) for n in pd.unique(table["run"])]
+    first = table.drop_duplicates("run")
+    sources = dict(zip(first["run"], first["source"], strict=True))
+    if len(names) < 2:
+        raise EvalprismError(
+            f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
+            "at least two (several RUN arguments, or a table with several models)"
+        )
+    return names, sources
+
+
+def _baseline_run(baseline: str | None, names: list[str]) -> str | None:
+    """``baseline`` as one of ``names`` (a configuration's parts in any order, for ECDF responses
+    runs); refused when it names no run."""
+    if baseline is not None and baseline not in names:
+        baseline = next((n for n in names if "=" in baseline and same_configuration(n, baseline)), baseline)
+    if baseline is not None and baseline not in names:
+        raise EvalprismError(f"baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
+    return baseline
+
+
 def compare_runs(
     runs: Sequence[Run],
     baseline: str | None = None,
@@ -363,107 +481,19 @@ def compare_runs(
     logs, score tables) or score DataFrames; ``effect``: the difference (0..1 scale) whose
     ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
     ``--score``, ``--extract``)."""
-    if adjust not in ADJUST:
-        raise EvalprismError(f"adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
-    check_number("permutations", permutations)
-    if not 0 < effect < 1:
-        raise EvalprismError(
-            f"effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
-        )
+    _check_options(adjust, permutations, effect)
     choices = ReadChoices()
     table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices, responses=responses)
-    names = [str(n) for n in pd.unique(table["run"])]  # input order
-    first = table.drop_duplicates("run")
-    sources = dict(zip(first["run"], first["source"], strict=True))
-    if len(names) < 2:
-        raise EvalprismError(
-            f"{', '.join(pd.unique(table['source']))}: only one run ('{names[0]}'): compare needs "
-            "at least two (several RUN arguments, or a table with several models)"
-        )
-    if baseline is not None and baseline not in names:  # a configuration's parts in any order (ECDF responses runs)
-        baseline = next((n for n in names if "=" in baseline and same_configuration(n, baseline)), baseline)
-    if baseline is not None and baseline not in names:
-        raise EvalprismError(f"baseline '{baseline}': no such run (runs: {', '.join(names)})", parameter="baseline")
+    names, sources = _runs_read(table)
+    baseline = _baseline_run(baseline, names)
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
+    settings = _Settings(cluster=cluster, binary=binary, effect=effect, permutations=permutations)
     bench_order = [str(b) for b in pd.unique(table["benchmark"])]  # input order
     items = _per_item(table, names, cluster)
     del table
-    rows: list[dict] = []
-    parts: list[dict[str, np.ndarray]] = []
-    bench_code = pd.Categorical(items.bench_names, categories=bench_order).codes
-    index = {n: i for i, n in enumerate(names)}
-    for a, b in _pairs(names, baseline):
-        ia, ib = index[a], index[b]
-        part = _join(items, ia, ib)
-        in_a, in_b = part.pop("in_a"), part.pop("in_b")
-        if not (in_a & in_b).any():
-            raise EvalprismError(
-                f"runs '{a}' ({sources[a]}) and '{b}' ({sources[b]}) have no item in common "
-                f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
-                "benchmark and item_id)"
-            )
-        part["pair"] = np.full(len(in_a), len(parts), dtype=np.int64)
-        parts.append(part)
-        status = np.where(in_a & in_b, 0, np.where(in_a, 1 + ia, 1 + ib))
-        part["status"] = status
-        codes = bench_code[part["key"]]
-        present = np.unique(codes)
-        scopes = [(bench_order[c], codes == c) for c in present] if len(present) > 1 else []
-        scopes.append((ALL, None))
-        for bench, sel in scopes:
-            rows.append(
-                _scope_row(
-                    a,
-                    b,
-                    bench,
-                    _both(items, part, in_a & in_b if sel is None else in_a & in_b & sel),
-                    int(np.count_nonzero((status == 1 + ia) if sel is None else (status == 1 + ia) & sel)),
-                    int(np.count_nonzero((status == 1 + ib) if sel is None else (status == 1 + ib) & sel)),
-                    cluster=cluster,
-                    binary=binary,
-                    effect=effect,
-                    permutations=permutations,
-                )
-            )
-    flips = [k for k, r in enumerate(rows) if "_units" in r]
-    if flips:  # every sign-flip test at once, sharing the random signs (see sign_flip_tests)
-        for k, p in zip(
-            flips, sign_flip_tests([rows[k].pop("_units") for k in flips], permutations, seed), strict=True
-        ):
-            rows[k]["p"] = float(p)
-    comparisons = pd.DataFrame(rows)
-    comparisons["p_adj"] = np.nan
-    for idx in comparisons.groupby("benchmark", sort=False).groups.values():
-        comparisons.loc[idx, "p_adj"] = adjust_pvalues(comparisons.loc[idx, "p"].to_numpy(dtype=float), adjust)
-    comparisons["verdict"] = [_verdict(r) for r in comparisons.to_dict("records")]
-    order = [
-        "run_a",
-        "run_b",
-        "benchmark",
-        "items",
-        "only_a",
-        "only_b",
-        "mean_a",
-        "mean_b",
-        "difference",
-        "se",
-        "ci_low",
-        "ci_high",
-        "se_naive",
-        "clusters",
-        "test",
-        "differing",
-        "p_floor",
-        "p",
-        "p_adj",
-        "mde",
-        "items_needed",
-        "var_total",
-        "var_within",
-        "var_between",
-        "verdict",
-    ]
-    item_table = _item_table(items, parts, names, _pairs(names, baseline), cluster)
+    pairs = _pairs(names, baseline)
+    rows, units, parts = _compare_pairs(items, names, pairs, bench_order, sources, settings)
+    rows = _adjusted(_with_sign_flip_p(rows, units, permutations, seed), adjust)
     options = {
         "runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
         "run_names": names,
@@ -478,8 +508,8 @@ def compare_runs(
         "responses": dataclasses.asdict(responses) if responses and responses.given() else None,
     }
     return CompareResult(
-        comparisons=comparisons[order],
-        items=item_table,
+        comparisons=comparison_table(rows),
+        items=_item_table(items, parts, names, pairs, cluster),
         options=options,
         notes=notes,
         read=list(choices.lines),
