@@ -150,8 +150,9 @@ class Pool(SavedResult):
         frame = pd.DataFrame(
             {"benchmark": self.items["benchmark"].to_numpy(), "item_id": self.items["item_id"].to_numpy()}
         )
+        panel = self.panel if self.panel is not None else np.zeros((len(self.items), 0), dtype=np.int8)
         for j, name in enumerate(self.panel_models):
-            col = self.panel[:, j].astype(np.int64)
+            col = panel[:, j].astype(np.int64)
             frame[name] = pd.arrays.IntegerArray(col, mask=col == -2)
         return frame
 
