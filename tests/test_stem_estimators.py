@@ -60,7 +60,10 @@ def test_score_estimates_are_unbiased_for_the_full_benchmark_score(world_trials,
 
 
 def test_stratifying_beats_random_sampling_and_irt_beats_stratifying(world_trials) -> None:
-    var = {m: np.var(world_trials.estimates[m].score - world_trials.reference_score) for m in ("random", "stratified", "irt")}
+    var = {
+        m: np.var(world_trials.estimates[m].score - world_trials.reference_score)
+        for m in ("random", "stratified", "irt")
+    }
     assert var["stratified"] < var["random"] and var["irt"] < var["stratified"], var
     # the standard errors the estimators report are the spread they really have (within 15%)
     for method in ("stratified", "irt"):
