@@ -320,6 +320,8 @@ METHODS: dict[str, Method] = {
 }
 #: the methods every trial runs (irt only with a reference panel), in :data:`METHODS`' order
 TRIAL_METHODS: tuple[Method, ...] = tuple(m for m in METHODS.values() if m.compared_in_trials)
+#: the method every other one is compared with on the same trials (the paired differences)
+BASELINE = METHODS["random"]
 
 
 def get_method(name: str) -> Method:

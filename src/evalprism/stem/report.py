@@ -17,10 +17,10 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
-from evalprism.stem.methods import METHODS, TRIAL_METHODS
+from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS
 
 if TYPE_CHECKING:
-    from evalprism.stem.located import LocationResult
+    from evalprism.stem.location_result import LocationResult
     from evalprism.stem.pool import Pool
     from evalprism.stem.trials import Trials
 
@@ -388,7 +388,7 @@ def _methods_table(trials: list[Trials]):
                     ],
                     "accuracy": s["accuracy"].round(3),
                     "vs random (95%)": [
-                        _diff(d, lo, hi) if m != "random" else ""
+                        _diff(d, lo, hi) if m != BASELINE.name else ""
                         for m, d, lo, hi in zip(
                             s["method"],
                             s["accuracy_vs_random"],
@@ -399,7 +399,7 @@ def _methods_table(trials: list[Trials]):
                     ],
                     "mean abs. error": s["mean_abs_error"].round(3),
                     "MAE vs random (95%)": [
-                        _diff(d, lo, hi) if m != "random" else ""
+                        _diff(d, lo, hi) if m != BASELINE.name else ""
                         for m, d, lo, hi in zip(
                             s["method"],
                             s["mae_vs_random"],
@@ -778,7 +778,7 @@ def plan_report(plan) -> Report:
     import pandas as pd
 
     opts = plan.options
-    adaptive = opts.get("method") == "adaptive"
+    adaptive = plan.adaptive
     report = Report(
         title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
         subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "

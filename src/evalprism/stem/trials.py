@@ -37,6 +37,7 @@ from evalprism.progress import progress_bar
 from evalprism.stem.balanced import draw_subset, level_items, per_level
 from evalprism.stem.estimate import Sample, Strata, allocate, build_strata, stratified_draw
 from evalprism.stem.methods import (
+    BASELINE,
     METHODS,
     TRIAL_METHODS,
     DrawKind,
@@ -152,7 +153,7 @@ class Trials(SavedResult):
         """Per method: accuracy and mean absolute error with the paired 95% interval of their
         difference to random sampling, score RMSE and 95% coverage (score methods), modal position."""
         rows = []
-        rand = self.positions_of("random")
+        rand = self.positions_of(BASELINE.name)
         for method in self.methods:
             pos = self.positions_of(method)
             counts = np.bincount(pos)
