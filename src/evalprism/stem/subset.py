@@ -92,11 +92,12 @@ def subset_method(pool: Pool, target: Target, plan: Plan | None, method: str) ->
     """The method that reads a model's answers on part of the pool: an adaptive plan's own
     estimator, else ``method`` as :func:`~evalprism.stem.methods.choose_method` resolves it; a
     method that draws its own sample from answers on the whole pool (the paper's rule) is refused."""
-    entry = METHODS[method] if method in choices(LocateMethod) and method in METHODS else None
+    entry = METHODS.get(method) if method in choices(LocateMethod) else None  # auto: not an entry
     if entry is not None and not entry.estimates_score:
+        *some, last = ["auto"] + [m for m in choices(LocateMethod) if m in METHODS and METHODS[m].estimates_score]
         raise EvalprismError(
             f"method {method} draws its own {entry.draws} subset from answers on the whole pool; for answers "
-            "on part of the pool use auto, stratified or irt",
+            f"on part of the pool use {', '.join(some)} or {last}",
             parameter="method",
         )
     if plan is not None and plan.adaptive:
