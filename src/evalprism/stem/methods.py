@@ -41,17 +41,17 @@ import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_applies, check_choice
-from evalprism.stem.adaptive import adaptive_estimate
-from evalprism.stem.baselines import bayesian_positions, interval_success, random_scores
-from evalprism.stem.estimate import Sample, Strata, design_estimate, positions_of, score_confidence
-from evalprism.stem.irt import difference_estimate
-from evalprism.stem.rule import RULE_STRENGTH_NOTE, Weighting, apply_rule
-from evalprism.vocabularies import Design, LocateMethod
+from evalprism.vocabularies import Design, LocateMethod, Weighting
 
 if TYPE_CHECKING:
+    from evalprism.stem.estimate import Sample, Strata
     from evalprism.stem.plan import Plan
     from evalprism.stem.pool import Pool
     from evalprism.stem.target import Target
+
+# The estimators import what they compute with when they first run (the modules below this one):
+# the pool's report reads this registry's labels, and building a pool needs none of scipy's
+# statistics that the estimators use.
 
 #: what a method draws from a model that answered the whole pool: the paper's balanced subset (the
 #: same number of items from every TI level), a uniform random sample, A's stratified sample, or an
@@ -62,6 +62,12 @@ DrawKind = Literal["balanced", "random", "stratified", "adaptive plan"]
 ConfidenceName = Literal["confidence", "rule_strength"]
 #: ``method="auto"`` uses the IRT estimator from this many reference-panel models on
 MIN_PANEL = 10
+#: what the paper's rule's number is, wherever it is shown: not a probability of being right
+RULE_STRENGTH_NOTE = (
+    "rule strength = 1 - the two one-sided exact McNemar p-values of the bounding members; a "
+    "test statistic, not a probability of being right: measured out of sample, placements with "
+    "a rule strength near 0.97 were right 39% of the time"
+)
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,8 @@ class Method:
 def _placed(score: np.ndarray, se: np.ndarray | None, member_scores: np.ndarray) -> Estimate:
     """A score estimate (percent) placed above every member with a lower reference score; its
     confidence is the probability of that interval under N(score, se²) (NaN without a standard error)."""
+    from evalprism.stem.estimate import positions_of, score_confidence
+
     confidence = np.full(len(score), np.nan) if se is None else score_confidence(score, se, member_scores)
     return Estimate(
         position=positions_of(score, member_scores).astype(np.int64),
@@ -163,6 +171,8 @@ def _from_fractions(estimate: np.ndarray, variance: np.ndarray, evidence: Eviden
 
 def _paper_rule(evidence: Evidence) -> Estimate:
     """The paper's rule on each trial's balanced subset (items right per TI level)."""
+    from evalprism.stem.rule import apply_rule
+
     n = evidence.pool.n
     labels = np.asarray(evidence.sample.group)
     trials = evidence.sample.picked.shape[0]
@@ -176,6 +186,8 @@ def _paper_rule(evidence: Evidence) -> Estimate:
 
 def _stratified(evidence: Evidence) -> Estimate:
     """A: the design estimate of the full-pool weighted score from the sample's groups."""
+    from evalprism.stem.estimate import design_estimate
+
     s, strata = evidence.sample, evidence.strata
     est, var = design_estimate(
         evidence.answers(),
@@ -192,6 +204,8 @@ def _stratified(evidence: Evidence) -> Estimate:
 
 def _irt(evidence: Evidence) -> Estimate:
     """B: the IRT difference (GREG) estimate, the 2PL fitted on the reference panel without the model."""
+    from evalprism.stem.irt import difference_estimate
+
     pool, s, strata = evidence.pool, evidence.sample, evidence.strata
     by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(len(strata.weights))]
     total, var, _theta = difference_estimate(
@@ -211,6 +225,8 @@ def _irt(evidence: Evidence) -> Estimate:
 
 def _random(evidence: Evidence) -> Estimate:
     """Random sampling: the weighted score of the draw (no standard error, no confidence)."""
+    from evalprism.stem.baselines import random_scores
+
     right = evidence.target.outcome == 1
     score = 100.0 * random_scores(evidence.pool.bench_code, right, evidence.sample.picked, evidence.pool.weights)
     return _placed(score, None, evidence.member_scores)
@@ -218,6 +234,8 @@ def _random(evidence: Evidence) -> Estimate:
 
 def _bayesian(evidence: Evidence) -> Estimate:
     """The interval posterior's MAP interval and its mass (the likelihoods only of items some trial drew)."""
+    from evalprism.stem.baselines import bayesian_positions, interval_success
+
     picked = evidence.sample.picked
     drawn, local = np.unique(picked, return_inverse=True)
     right = evidence.target.outcome == 1
@@ -229,6 +247,8 @@ def _bayesian(evidence: Evidence) -> Estimate:
 
 def _adaptive(evidence: Evidence) -> Estimate:
     """The calibrated IRT ability posterior's estimate of the full-pool score from the plan's items."""
+    from evalprism.stem.adaptive import adaptive_estimate
+
     if evidence.plan is None:
         raise EvalprismError("method adaptive reads an adaptive plan's items: give the plan")
     score, se, info = adaptive_estimate(

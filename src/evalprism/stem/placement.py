@@ -40,7 +40,7 @@ class Localization:
 
     ``position``: members it is placed above (0..n); ``lower``/``upper``: the bounding members
     (None at an open end); ``confidence`` of that interval (A and B: a calibrated probability; the
-    paper's rule: its rule strength, :data:`RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
+    paper's rule: its rule strength, :data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
     95% Clopper-Pearson intervals; ``tests``: the discordant counts and p-values against every
     member; ``subset``: the items drawn.
     """
