@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 #: adaptive plan's items (picked from the model's answers stage by stage)
 DrawKind = Literal["balanced", "random", "stratified", "adaptive plan"]
 #: what a method's confidence is called wherever it is shown: the paper's number is a test
-#: statistic (:data:`~evalprism.stem.rule.RULE_STRENGTH_NOTE`), the others a probability
+#: statistic (:data:`RULE_STRENGTH_NOTE`), the others a probability
 ConfidenceName = Literal["confidence", "rule_strength"]
 #: ``method="auto"`` uses the IRT estimator from this many reference-panel models on
 MIN_PANEL = 10
