@@ -38,7 +38,7 @@ def main() -> None:
             if len(t) < len(pool.items):
                 continue
             tr = run_trials(pool, t, items=100, trials=300, seed=0, model=model)
-            s, se = tr.scores["stratified"], tr.standard_errors["stratified"]
+            s, se = tr.estimates["stratified"].score, tr.estimates["stratified"].standard_error
             covered = np.mean(np.abs(s - tr.reference_score) <= 1.959964 * se)
             rows.append((",".join(benches), model, tr.reference_score, covered))
     f = pd.DataFrame(rows, columns=["bench", "model", "score", "coverage"])

@@ -50,6 +50,7 @@ from evalprism.io.correctness import (
     read_models,
 )
 from evalprism.stem import build_pool
+from evalprism.stem.methods import TRIAL_METHODS
 from evalprism.stem.pool import attach_panel
 from evalprism.stem.target import target_of
 from evalprism.stem.trials import Z95, trial_run
@@ -73,7 +74,7 @@ FAMILIES = {
     "mmlu_pro": {"Llama-2": ["Llama-2-7b-hf", "Llama-2-13b-hf", "Llama-2-70b-hf"]},
 }
 BENCHMARKS = {"zeroeval": ["math-l5", "crux"], "mmlu_pro": ["mmlu_pro"]}
-METHODS = ("paper", "stratified", "irt", "random", "bayesian")
+METHODS = tuple(entry.name for entry in TRIAL_METHODS)  # paper, stratified, irt, random, bayesian
 LABELS = {
     "paper": "STEM paper rule",
     "random": "random sampling",
@@ -153,9 +154,10 @@ def _row(dataset, family, setting, pool, t, items, fit_info) -> dict:
         "trials": len(t.positions),
         "_hits": {m: t.positions_of(m) == t.truth for m in t.methods},
         "_errors": {m: np.abs(t.positions_of(m) - t.truth) for m in t.methods},
-        "_score_err": {m: t.scores[m] - t.reference_score for m in t.scores},
+        "_score_err": {m: t.estimates[m].score - t.reference_score for m in t.score_methods},
         "_covered": {
-            m: np.abs(t.scores[m] - t.reference_score) <= Z95 * t.standard_errors[m] for m in t.standard_errors
+            m: np.abs(t.estimates[m].score - t.reference_score) <= Z95 * t.estimates[m].standard_error
+            for m in t.error_methods
         },
     }
     for m in t.methods:

@@ -54,17 +54,20 @@ def world_trials():
 
 @pytest.mark.parametrize("method", ["stratified", "irt", "random"])
 def test_score_estimates_are_unbiased_for_the_full_benchmark_score(world_trials, method: str) -> None:
-    error = world_trials.scores[method] - world_trials.reference_score
+    error = world_trials.estimates[method].score - world_trials.reference_score
     se_of_mean = error.std(ddof=1) / np.sqrt(len(error))
     assert abs(error.mean()) <= 3 * se_of_mean, (method, error.mean(), se_of_mean)
 
 
 def test_stratifying_beats_random_sampling_and_irt_beats_stratifying(world_trials) -> None:
-    var = {m: np.var(world_trials.scores[m] - world_trials.reference_score) for m in ("random", "stratified", "irt")}
+    var = {
+        m: np.var(world_trials.estimates[m].score - world_trials.reference_score)
+        for m in ("random", "stratified", "irt")
+    }
     assert var["stratified"] < var["random"] and var["irt"] < var["stratified"], var
     # the standard errors the estimators report are the spread they really have (within 15%)
     for method in ("stratified", "irt"):
-        reported = np.sqrt(np.mean(world_trials.standard_errors[method] ** 2))
+        reported = np.sqrt(np.mean(world_trials.estimates[method].standard_error ** 2))
         assert reported == pytest.approx(np.sqrt(var[method]), rel=0.15), method
         assert 0.93 <= world_trials.coverage(method) <= 0.97, method
     assert world_trials.method == "irt"  # auto: a panel of 24 models (family + 20)
@@ -177,6 +180,6 @@ def test_stratified_interval_covers_models_near_100_percent(theta: float) -> Non
     pool = build_pool(table[table["model"].isin(list(FAMILY_THETA))], meta)
     trials = run_trials(pool, table[table["model"] == "target"], items=100, trials=500, seed=3, model="target")
     assert 96.0 <= trials.reference_score <= 99.5, trials.reference_score
-    score, se = trials.scores["stratified"], trials.standard_errors["stratified"]
+    score, se = trials.estimates["stratified"].score, trials.estimates["stratified"].standard_error
     coverage = np.mean(np.abs(score - trials.reference_score) <= norm.ppf(0.975) * se)
     assert coverage >= 0.93, (theta, trials.reference_score, coverage)

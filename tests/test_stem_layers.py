@@ -101,9 +101,9 @@ def test_the_check_sees_imports_inside_functions_and_skips_type_only_ones() -> N
         "if TYPE_CHECKING:\n"
         "    from evalprism.stem.evaluate import Trials\n"
         "def f():\n"
-        "    from evalprism.stem.located import LocationResult\n"
+        "    from evalprism.stem.location_result import LocationResult\n"
         "    import evalprism.stem.report\n"
         "    return importlib.import_module('evalprism.stem.subset')\n"
     )
-    found = stem_imports(source, {"locate_model": "locate"})
-    assert found == [(2, "pool"), (3, "locate"), (7, "located"), (8, "report"), (9, "subset")]
+    found = stem_imports(source, {"locate_model": "locate_one"})
+    assert found == [(2, "pool"), (3, "locate_one"), (7, "location_result"), (8, "report"), (9, "subset")]

@@ -95,12 +95,12 @@ def test_planted_family_localization_is_correct_and_beats_random(planted) -> Non
     for model in others:
         trials = run_trials(pool, correctness, items=100, trials=100, seed=1, model=model, method="paper")
         assert trials.positions.shape == (100,) and trials.positions.dtype.kind == "i"
-        assert (trials.positions == trials.paper_positions).all() and trials.method == "paper"
+        assert (trials.positions == trials.positions_of("paper")).all() and trials.method == "paper"
         assert trials.accuracy("paper") >= 0.95, (model, np.bincount(trials.positions))
-        assert trials.accuracy("stratified") >= 0.95, (model, np.bincount(trials.stratified_positions))
-        assert trials.irt_positions is None  # no reference panel
+        assert trials.accuracy("stratified") >= 0.95, (model, np.bincount(trials.positions_of("stratified")))
+        assert "irt" not in trials.estimates  # no reference panel
         stem_hits += int((trials.positions == trials.truth).sum())
-        random_hits += int((trials.random_positions == trials.truth).sum())
+        random_hits += int((trials.positions_of("random") == trials.truth).sum())
         total += 100
         truths.append(trials.truth)
     assert truths == [0, 1, 2, 3, 4]  # planted abilities span every interval of the 4-member family
@@ -112,15 +112,15 @@ def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answer
     correctness, _, pool = planted
     loc = locate_model(pool, correctness, items=100, seed=7, model="other-c", method="paper")
     trials = run_trials(pool, correctness, items=100, trials=5, seed=7, model="other-c")
-    assert loc.position == trials.paper_positions[0] and loc.method == "paper"
+    assert loc.position == trials.positions_of("paper")[0] and loc.method == "paper"
     assert loc.levels["items"].tolist() == [20] * 5
     assert loc.levels["correct"].sum() == (loc.subset["score"] == 1).sum()
     # without a panel, auto is estimator A; its localization is trial 0 of the trials
     auto = locate_model(pool, correctness, items=100, seed=7, model="other-c")
     assert auto.method == trials.method == "stratified"
-    assert auto.position == trials.positions[0] == trials.stratified_positions[0]
-    assert auto.estimate == pytest.approx(trials.scores["stratified"][0])
-    assert auto.standard_error == pytest.approx(trials.standard_errors["stratified"][0])
+    assert auto.position == trials.positions[0] == trials.positions_of("stratified")[0]
+    assert auto.estimate == pytest.approx(trials.estimates["stratified"].score[0])
+    assert auto.standard_error == pytest.approx(trials.estimates["stratified"].standard_error[0])
     assert auto.confidence == pytest.approx(trials.confidence[0]) and len(auto.subset) == 100
     # a family member answers exactly the levels up to its own index: M_j beats M_1..M_{j-1}
     for j, member in enumerate(pool.members["model"], 1):
@@ -132,7 +132,7 @@ def test_locate_is_trial_zero_of_evaluate_and_places_members_by_their_own_answer
 def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, monkeypatch) -> None:
     # with trials, locate_models reads the localization off trial 0 of those trials instead of running
     # trial 0 again: it is the one locate_model gives with the same seed, and trial 0 of what it saved
-    from evalprism.stem import evaluate, locate
+    from evalprism.stem import evaluate, locate_one
 
     correctness, _, pool = planted
     runs: list[int] = []  # trials per run of the engine, wherever locate_models starts one
@@ -142,7 +142,7 @@ def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, m
         return trial_run(*args, **kwargs)
 
     monkeypatch.setattr(evaluate, "trial_run", counted)
-    monkeypatch.setattr(locate, "trial_run", counted)
+    monkeypatch.setattr(locate_one, "trial_run", counted)
     for method, weighting in (("paper", "balanced"), ("paper", "stratified"), ("auto", "balanced")):
         runs.clear()
         result = locate_models(

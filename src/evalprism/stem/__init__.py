@@ -8,7 +8,8 @@
 - :func:`attach_panel`: other models' results on the pool's items as the reference panel of the IRT
   estimator (issue 17's B).
 - :func:`run_trials` -> :class:`Trials`: repeated trials of every method (the paper's rule, A, B,
-  random sampling, the Bayesian interval posterior) against the full-benchmark ground truth.
+  random sampling, the Bayesian interval posterior: the entries of
+  :data:`~evalprism.stem.methods.METHODS`) against the full-benchmark ground truth.
 - :func:`locate_models` -> :class:`LocationResult`: several models at once, what the CLI writes; a
   model with answers on part of the pool (a plan's items or any subset) is located from them alone
   (:mod:`~evalprism.stem.subset`).
@@ -29,26 +30,28 @@ nothing and is not counted):
 - ``options``: the commands' options, declared once (:mod:`evalprism.io.options`)
 - ``discriminability``: benchmark discriminability, weights and the reference score
 - ``simulate``: a planted model family (tests, the demo, the benchmark)
-- ``estimate``: estimator A (strata, allocation, the stratified draw, the design estimate) and the
-  placement of any score estimate
+- ``estimate``: estimator A (strata, allocation, the stratified draw, the design estimate), the
+  placement of any score estimate, and a drawn :class:`~evalprism.stem.estimate.Sample`
 - ``irt``: estimator B's 2PL (fit, ability, the difference estimate)
 - ``baselines``: random sampling and the Bayesian interval posterior
-- ``methods``: the methods' names, which one ``auto`` chooses, B's sample design
-- ``report``: the HTML reports and located.csv's table; below every result, since each result's
-  ``save`` writes its report
-- ``pool``: the STS pool of the family and the contamination audit (:class:`Pool`)
 - ``target``: a model aligned to the pool, the items it can be scored on, its full-pool truth
 - ``balanced``: the paper's balanced subset (the design of its rule)
 - ``rule``: the paper's rule (the capability boundary and its rule strength)
-- ``plan``: which items a new model should run (A's design over the whole pool)
 - ``adaptive``: an adaptive plan's later stages (2PL information) and its estimate (the calibrated
   IRT ability posterior)
+- ``methods``: the registry of methods (:data:`~evalprism.stem.methods.METHODS`: what each draws
+  and how it estimates, one typed estimate), which one ``auto`` chooses, B's sample design
+- ``report``: the HTML reports and located.csv's table; below every result, since each result's
+  ``save`` writes its report
+- ``pool``: the STS pool of the family and the contamination audit (:class:`Pool`)
+- ``plan``: which items a new model should run (A's design over the whole pool)
 - ``trials``: the trial engine: every method's draws and estimates in T trials (:class:`Trials`)
-- ``located``: what ``stem locate`` writes (:class:`LocationResult`)
-- ``localization``: one model's place from one sample (:class:`Localization`)
+- ``location_result``: the command's result, what ``stem locate`` writes (:class:`LocationResult`)
+- ``placement``: one model's placement from one sample (:class:`Localization`)
 - ``subset``: a model located from its own answers on part of the pool or a plan's items
 - ``staging``: the adaptive loop (``stem plan --plan --answers``, :class:`AdaptiveSession`)
-- ``locate``: :func:`locate_model`: trial 0 of the engine, or :mod:`~evalprism.stem.subset`
+- ``locate_one``: the entry function for one model, :func:`locate_model`: trial 0 of the engine,
+  or :mod:`~evalprism.stem.subset`
 - ``evaluate``: :func:`run_trials` and :func:`locate_models`
 - ``from_files``: the commands from their files (:func:`~evalprism.stem.from_files.pool_from_files`,
   ``audit_from_files``, ``locate_from_files``, ``plan_from_files``)
@@ -63,9 +66,9 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.stem.evaluate import locate_models, run_trials
-    from evalprism.stem.localization import Localization
-    from evalprism.stem.locate import locate_model
-    from evalprism.stem.located import LocationResult
+    from evalprism.stem.locate_one import locate_model
+    from evalprism.stem.location_result import LocationResult
+    from evalprism.stem.placement import Localization
     from evalprism.stem.plan import Plan, make_plan
     from evalprism.stem.pool import (
         Audit,
@@ -99,9 +102,9 @@ lazy_package(
     __name__,
     {
         "evaluate": ["locate_models", "run_trials"],
-        "locate": ["locate_model"],
-        "located": ["LocationResult"],
-        "localization": ["Localization"],
+        "locate_one": ["locate_model"],
+        "location_result": ["LocationResult"],
+        "placement": ["Localization"],
         "plan": ["Plan", "make_plan"],
         "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
         "staging": ["AdaptiveSession", "plan_stage"],

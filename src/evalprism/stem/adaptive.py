@@ -50,11 +50,12 @@ import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.progress import progress_bar
+from evalprism.stem.estimate import pool_strata
 from evalprism.stem.irt import PRIOR_THETA_VAR, IRTFit
-from evalprism.stem.plan import Plan, pool_strata
-from evalprism.stem.pool import Pool
 
 if TYPE_CHECKING:
+    from evalprism.stem.plan import Plan
+    from evalprism.stem.pool import Pool
     from evalprism.stem.target import Target
 
 #: the ability grid of the posterior (the panel's abilities lie within +-4 under the N(0, 1) prior)

@@ -44,11 +44,15 @@ residual and its variance term uses the pooled residual variance of the whole dr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr
 
 from evalprism.errors import EvalprismError
+
+if TYPE_CHECKING:
+    from evalprism.stem.pool import Pool
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,34 @@ class Strata:
         """Pool indices of each stratum, in content order."""
         order = np.argsort(self.stratum, kind="stable")
         return np.split(self.items[order], np.cumsum(self.size)[:-1])
+
+
+def pool_strata(pool: Pool) -> Strata:
+    """Estimator A's strata over every pool item (the population a plan draws from)."""
+    return build_strata(pool.item_order, pool.bench_code, pool.members_right, pool.weights, pool.n)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Items a method estimates from, drawn under a known design: one row per trial (a model's own
+    answers on part of the pool are one row).
+
+    ``picked``: trials x items, pool indices; ``group``: each drawn item's design group (items, or
+    trials x items): a stratum of A, a benchmark of a simple random sample, a TI level (1..n+1) of
+    the paper's balanced subset; ``group_size``: each group's population size (N_h; a TI level's
+    pool items); ``group_bench``: each group's benchmark (None for TI levels); ``valid``: which drawn
+    items count (None: all; under ``missing="exclude"`` a drawn -1 of a random draw is outside the
+    population)."""
+
+    picked: np.ndarray
+    group: np.ndarray
+    group_size: np.ndarray
+    group_bench: np.ndarray | None = None
+    valid: np.ndarray | None = None
+
+    def answers(self, outcome: np.ndarray) -> np.ndarray:
+        """The model's answers on the drawn items (1.0 right, 0.0 otherwise; a -1 is wrong), trials x items."""
+        return (outcome[self.picked] == 1).astype(float)
 
 
 def build_strata(

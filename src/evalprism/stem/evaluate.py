@@ -4,7 +4,7 @@ against a model's full-pool truth) and :func:`locate_models` (several models at 
 
 The trials themselves are :mod:`~evalprism.stem.trials`' (the draws and every method's estimates);
 a model with answers on every pool item is located from trial 0 of its run
-(:func:`~evalprism.stem.locate.localize`), so when its trials run that trial is computed once; a
+(:func:`~evalprism.stem.locate_one.localize`), so when its trials run that trial is computed once; a
 model with answers on part of the pool is located from them alone (:mod:`~evalprism.stem.subset`).
 """
 
@@ -17,13 +17,15 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
 from evalprism.io.options import check_applies, check_number, check_seed
-from evalprism.stem.locate import localize, locate_target
-from evalprism.stem.located import LocationResult
-from evalprism.stem.methods import Design, Method, choose_method
+from evalprism.stem.locate_one import localize, locate_target
+from evalprism.stem.location_result import LocationResult
+from evalprism.stem.methods import METHODS, choose_method
+from evalprism.stem.placement import Localization
 from evalprism.stem.rule import Weighting
 from evalprism.stem.subset import locate_subset
-from evalprism.stem.target import NO_ROW, answered_whole_pool, target_of
-from evalprism.stem.trials import Trials, trial_run
+from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, target_of
+from evalprism.stem.trials import TrialRun, Trials, trial_run
+from evalprism.vocabularies import Design, LocateMethod
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -38,7 +40,7 @@ def run_trials(
     *,
     model: str | None = None,
     weighting: Weighting = "balanced",
-    method: Method = "auto",
+    method: LocateMethod = "auto",
     design: Design | None = None,
     progress: bool = False,
 ) -> Trials:
@@ -67,7 +69,7 @@ def locate_models(
     trials: int = 100,
     seed: int | None = None,
     weighting: Weighting | None = None,
-    method: Method = "auto",
+    method: LocateMethod = "auto",
     design: Design | None = None,
     plan: Any = None,
     progress: bool = True,
@@ -93,6 +95,68 @@ def locate_models(
     names = models or enc.model_names.tolist()
     targets = [target_of(pool, enc, name) for name in names]
     wholes = [answered_whole_pool(target) for target in targets]
+    _check_sample_options(pool, names, wholes, plan, trials, items, seed, weighting, method, design)
+    items = 100 if items is None else items
+    seed = 0 if seed is None else seed
+    weighting = weighting or "balanced"
+    results = []
+    notes: list[str] = []
+    partial: list[tuple[str, int, str]] = []  # (model, items answered, design) of models that answered part of the pool
+    for target, whole in zip(targets, wholes, strict=True):
+        run = (
+            trial_run(
+                pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method, design=design
+            )
+            if trials > 0 and whole
+            else None
+        )
+        if plan is not None or not whole:
+            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes, progress=progress)
+            if not whole:
+                partial.append((target.model, loc.options["answered"], loc.options["design"]))
+        else:
+            loc = _locate_whole(pool, target, run, items, seed, weighting, method, design)
+            if items > loc.options["available"]:
+                notes.append(more_items_than_answered(target.model, items, loc.options["available"], trials))
+        results.append((loc, None if run is None else run.trials))
+    options = _run_options(pool, names, plan, new_correctness, items, trials, seed, weighting, method, design)
+    notes += partial_answers_notes(partial, len(pool.items), trials)
+    if notes:
+        options["notes"] = notes
+    return LocationResult(pool=pool, results=results, options=options)
+
+
+def _locate_whole(
+    pool: Pool,
+    target: Target,
+    run: TrialRun | None,
+    items: int,
+    seed: int,
+    weighting: Weighting,
+    method: str,
+    design: Design | None,
+) -> Localization:
+    """A model that answered the whole pool, from trial 0 of its trials when they ran (the same draw
+    and estimate as a run of one), else from a run of one."""
+    if run is not None:
+        return localize(pool, target, run)
+    return locate_target(pool, target, items, seed, weighting, method=method, design=design)
+
+
+def _check_sample_options(
+    pool: Pool,
+    names: list[str],
+    wholes: list[bool],
+    plan: Any,
+    trials: int,
+    items: int | None,
+    seed: int | None,
+    weighting: str | None,
+    method: str,
+    design: str | None,
+) -> None:
+    """Refuse the options that steer a sample when no model is sampled (every one located from its
+    own answers alone and no trials run), and those of a method no sampled model is located by."""
     sampled = any(whole and (plan is None or trials > 0) for whole in wholes)
     why = (
         "every model is located from its own answers alone ("
@@ -102,36 +166,22 @@ def locate_models(
     for name, value in (("items", items), ("seed", seed), ("weighting", weighting), ("design", design)):
         check_applies(name, value, sampled, why)
     _check_method_options(pool, names, wholes, method, trials, weighting, design)
-    items = 100 if items is None else items
-    seed = 0 if seed is None else seed
-    weighting = weighting or "balanced"
-    results = []
-    notes: list[str] = []
-    partial: list[tuple[str, int, str]] = []  # (model, items answered, design) of models that answered part of the pool
-    for name, target, whole in zip(names, targets, wholes, strict=True):
-        run = (
-            trial_run(
-                pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method, design=design
-            )
-            if trials > 0 and whole
-            else None
-        )
-        ran = None if run is None else run.trials
-        if plan is not None or not whole:
-            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes, progress=progress)
-            if not whole:
-                partial.append((name, loc.options["answered"], loc.options["design"]))
-        else:
-            # trial 0 of the trials when they ran (the same draw and estimate as a run of one)
-            loc = (
-                localize(pool, target, run)
-                if run is not None
-                else locate_target(pool, target, items, seed, weighting, method=method, design=design)
-            )
-            if items > loc.options["available"]:
-                notes.append(more_items_than_answered(name, items, loc.options["available"], trials))
-        results.append((loc, ran))
-    options = {
+
+
+def _run_options(
+    pool: Pool,
+    names: list[str],
+    plan: Any,
+    new_correctness: Any,
+    items: int,
+    trials: int,
+    seed: int,
+    weighting: str,
+    method: str,
+    design: str | None,
+) -> dict[str, Any]:
+    """What the run was asked and read (run.json's ``options``)."""
+    options: dict[str, Any] = {
         "family": pool.family,
         "members": pool.members["model"].tolist(),
         "items": items,
@@ -150,10 +200,7 @@ def locate_models(
     read = getattr(new_correctness, "attrs", {}).get("choices", [])  # what the harness readers chose and left out
     if read:
         options["read"] = list(read)
-    notes += partial_answers_notes(partial, len(pool.items), trials)
-    if notes:
-        options["notes"] = notes
-    return LocationResult(pool=pool, results=results, options=options)
+    return options
 
 
 def _check_method_options(
@@ -172,17 +219,18 @@ def _check_method_options(
         return
     chosen = sorted({choose_method(pool, name, method) for name, whole in zip(names, wholes, strict=True) if whole})
     said = f"method '{method}'" + (f" (here: {', '.join(chosen)})" if method == "auto" else "")
+    steered = {option for name in chosen for option in METHODS[name].steered_by}
     check_applies(
         "weighting",
         weighting,
-        "paper" in chosen,
+        "weighting" in steered,
         f"it weights the TI levels of the paper's rule, and {said} is located without it and no trials run",
     )
     if pool.panel is not None:  # without a panel resolve_design says why
         check_applies(
             "design",
             design,
-            "irt" in chosen,
+            "design" in steered,
             f"it chooses the IRT estimator's sample, and {said} is located without it and no trials run",
         )
 

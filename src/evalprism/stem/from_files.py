@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evalprism.io.correctness import read_correctness
 from evalprism.stem.evaluate import locate_models
-from evalprism.stem.located import LocationResult
+from evalprism.stem.location_result import LocationResult
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
 from evalprism.stem.plan import Plan
 from evalprism.stem.pool import Audit, Pool, build_pool_from_files

@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -145,6 +146,104 @@ def _items_newton(
     return max_steps
 
 
+class _ProfiledPosterior:
+    """The negative log posterior of the 2PL (or 1PL) on a models x items response matrix, with every
+    item profiled out (module docstring): calling it with the abilities sets each item's MAP ``a``,
+    ``c`` given them (Newton's method per item block, in threads) and returns the objective and its
+    gradient in theta. ``a`` and ``c`` hold the items at the last abilities evaluated."""
+
+    def __init__(self, responses: np.ndarray, two: bool, threads: int) -> None:
+        n_models, n_items = responses.shape
+        self.observed = responses >= 0
+        self.mask = None if self.observed.all() else self.observed.astype(float)
+        self.y = (responses == 1).astype(float)
+        self.sign = 1.0 - 2.0 * self.y
+        self.two = two
+        self.a, self.c = np.ones(n_items), np.zeros(n_items)
+        cells = n_models * n_items
+        n_blocks = max(1, min(threads * 4, cells // 500_000)) if threads > 1 else max(1, cells // 2_000_000)
+        edges = np.linspace(0, n_items, n_blocks + 1).astype(int)
+        self.bounds = [(int(s), int(e)) for s, e in pairwise(edges) if e > s]
+        self.executor = ThreadPoolExecutor(threads) if threads > 1 and len(self.bounds) > 1 else None
+        self.inner_steps = 0
+        self.evaluations = 0
+
+    def block(self, bound: tuple[int, int], theta: np.ndarray) -> tuple[float, np.ndarray, int]:
+        """One item block: its items' MAP given ``theta``, then its loss, gradient in theta and Newton steps."""
+        s, e = bound
+        m = None if self.mask is None else self.mask[:, s:e]
+        steps = _items_newton(theta, self.y[:, s:e], m, self.a[s:e], self.c[s:e], self.two)
+        loss, r = _block(theta, self.a[s:e], self.c[s:e], self.sign[:, s:e], m)
+        return loss, r @ self.a[s:e], steps
+
+    def __call__(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The negative log posterior minimised over every item given ``theta``, and its gradient
+        (by the envelope theorem, the joint gradient in theta at those items)."""
+        parts = (
+            list(self.executor.map(lambda b: self.block(b, theta), self.bounds))
+            if self.executor is not None
+            else [self.block(b, theta) for b in self.bounds]
+        )
+        self.inner_steps += max(part[2] for part in parts)
+        self.evaluations += 1
+        a, c = self.a, self.c
+        loss = (
+            sum(part[0] for part in parts)
+            + 0.5 * float(theta @ theta) / PRIOR_THETA_VAR
+            + 0.5 * float(c @ c) / PRIOR_C_VAR
+        )
+        if self.two:
+            loss += 0.5 * float(((a - PRIOR_A_MEAN) ** 2).sum()) / PRIOR_A_VAR
+        return loss, np.sum([part[1] for part in parts], axis=0) + theta / PRIOR_THETA_VAR
+
+    def ability_scale(self, theta: np.ndarray) -> np.ndarray:
+        """``1 / sqrt(h)``, h each ability's curvature at ``theta`` (it sums over every item a model
+        answered: thousands of times the prior's on a large benchmark)."""
+        w = probability(theta, self.a, self.c)
+        w *= 1 - w
+        if self.mask is not None:
+            w *= self.mask
+        return 1.0 / np.sqrt(w @ (self.a * self.a) + 1.0 / PRIOR_THETA_VAR)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
+
+
+def _start_abilities(y: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """The start: each model's standardised logit of its (smoothed) score."""
+    p_model = (y.sum(axis=1) + 0.5) / (observed.sum(axis=1) + 1.0)
+    t0 = np.log(p_model / (1 - p_model))
+    return (t0 - t0.mean()) / (t0.std() if t0.std() > 0 else 1.0)
+
+
+def _maximize(
+    posterior: _ProfiledPosterior, t0: np.ndarray, max_iter: int, tol: float
+) -> tuple[np.ndarray, Any, float]:
+    """The abilities at the joint MAP, scipy's result and the objective there; L-BFGS on
+    ``u = sqrt(h) (theta - t0)`` (:meth:`_ProfiledPosterior.ability_scale`), the items at their MAP
+    given the start first (the first evaluation)."""
+    from scipy.optimize import minimize
+
+    posterior(t0)
+    scale = posterior.ability_scale(t0)
+
+    def scaled(u: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad = posterior(t0 + scale * u)
+        return loss, grad * scale
+
+    res = minimize(
+        scaled,
+        np.zeros(len(t0)),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 20},
+    )
+    theta = t0 + scale * res.x
+    final, _ = posterior(theta)  # the items at the optimum's abilities (the line search may have moved on)
+    return theta, res, final
+
+
 def fit_irt(
     responses: np.ndarray,
     models: list[str] | None = None,
@@ -158,102 +257,32 @@ def fit_irt(
     negative value for "not observed". ``tol``: stop when the largest gradient entry of the
     (negative) log posterior falls below it (or the relative change of the objective below 1e-13).
     ``threads``: item blocks evaluated in parallel (default: the machine's cores, at most 8)."""
-    from scipy.optimize import minimize
-
     check_choice("irt", kind, IRTKind)
     resp = np.asarray(responses)
     if resp.ndim != 2 or resp.shape[0] < 2 or resp.shape[1] < 1:
         raise EvalprismError(f"irt: the reference panel needs at least 2 models and 1 item (got shape {resp.shape})")
     n_models, n_items = resp.shape
-    observed = resp >= 0
-    mask = None if observed.all() else observed.astype(float)
-    y = (resp == 1).astype(float)
-    sign = 1.0 - 2.0 * y
     started = time.perf_counter()
-
-    # start: standardised model logits; items at their MAP given those abilities (the first evaluation)
-    n_obs_model = observed.sum(axis=1)
-    p_model = (y.sum(axis=1) + 0.5) / (n_obs_model + 1.0)
-    t0 = np.log(p_model / (1 - p_model))
-    t0 = (t0 - t0.mean()) / (t0.std() if t0.std() > 0 else 1.0)
-    two = kind == "2pl"
-    a, c = np.ones(n_items), np.zeros(n_items)
-    threads = threads or min(os.cpu_count() or 1, 8)
-    cells = n_models * n_items
-    n_blocks = max(1, min(threads * 4, cells // 500_000)) if threads > 1 else max(1, cells // 2_000_000)
-    edges = np.linspace(0, n_items, n_blocks + 1).astype(int)
-    bounds = [(int(s), int(e)) for s, e in pairwise(edges) if e > s]
-    executor = ThreadPoolExecutor(threads) if threads > 1 and len(bounds) > 1 else None
-    counts = {"inner": 0, "evaluations": 0}
-
-    def block(bound: tuple[int, int], theta: np.ndarray) -> tuple[float, np.ndarray, int]:
-        s, e = bound
-        m = None if mask is None else mask[:, s:e]
-        steps = _items_newton(theta, y[:, s:e], m, a[s:e], c[s:e], two)
-        loss, r = _block(theta, a[s:e], c[s:e], sign[:, s:e], m)
-        return loss, r @ a[s:e], steps
-
-    def profile(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """The negative log posterior minimised over every item given ``theta``, and its gradient
-        (by the envelope theorem, the joint gradient in theta at those items)."""
-        parts = (
-            list(executor.map(lambda b: block(b, theta), bounds))
-            if executor is not None
-            else [block(b, theta) for b in bounds]
-        )
-        counts["inner"] += max(part[2] for part in parts)
-        counts["evaluations"] += 1
-        loss = (
-            sum(part[0] for part in parts)
-            + 0.5 * float(theta @ theta) / PRIOR_THETA_VAR
-            + 0.5 * float(c @ c) / PRIOR_C_VAR
-        )
-        if two:
-            loss += 0.5 * float(((a - PRIOR_A_MEAN) ** 2).sum()) / PRIOR_A_VAR
-        return loss, np.sum([part[1] for part in parts], axis=0) + theta / PRIOR_THETA_VAR
-
+    posterior = _ProfiledPosterior(resp, kind == "2pl", threads or min(os.cpu_count() or 1, 8))
     try:
-        profile(t0)
-        # L-BFGS on u = sqrt(h) (theta - t0), h the abilities' curvature at the start (it sums over
-        # every item a model answered: thousands of times the prior's on a large benchmark)
-        w = probability(t0, a, c)
-        w *= 1 - w
-        if mask is not None:
-            w *= mask
-        scale = 1.0 / np.sqrt(w @ (a * a) + 1.0 / PRIOR_THETA_VAR)
-        del w
-
-        def scaled(u: np.ndarray) -> tuple[float, np.ndarray]:
-            loss, grad = profile(t0 + scale * u)
-            return loss, grad * scale
-
-        res = minimize(
-            scaled,
-            np.zeros(n_models),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 20},
-        )
-        theta = t0 + scale * res.x
-        final, _ = profile(theta)  # the items at the optimum's abilities (the line search may have moved on)
+        theta, res, final = _maximize(posterior, _start_abilities(posterior.y, posterior.observed), max_iter, tol)
     finally:
-        if executor is not None:
-            executor.shutdown()
+        posterior.close()
     info = {
         "kind": kind,
         "models": n_models,
         "items": n_items,
         "iterations": int(res.nit),
-        "evaluations": counts["evaluations"],
-        "newton_steps": counts["inner"],
+        "evaluations": posterior.evaluations,
+        "newton_steps": posterior.inner_steps,
         "converged": bool(res.success),
         "message": str(res.message),
         "neg_log_posterior": float(final),
         "seconds": round(time.perf_counter() - started, 3),
     }
     return IRTFit(
-        a=np.array(a, dtype=float),
-        c=np.array(c, dtype=float),
+        a=np.array(posterior.a, dtype=float),
+        c=np.array(posterior.c, dtype=float),
         theta=np.array(theta, dtype=float),
         models=list(models) if models is not None else [f"m{i}" for i in range(n_models)],
         kind=kind,

@@ -15,8 +15,8 @@ estimates the **full-pool** score from the answers by the design (:mod:`evalpris
 
 ``method`` names the estimator the answers will be read with: ``stratified`` (A) or ``irt`` (B,
 the IRT difference estimator on this same stratified sample; it needs a reference panel);
-``auto`` is what :func:`~evalprism.stem.evaluate.choose_method` would choose for a model outside
-the panel. Both use the same draw: stratifying by how many members are right already spreads the
+``auto`` is what :func:`~evalprism.stem.methods.choose_method` chooses for a model outside the
+panel. Both use the same draw: stratifying by how many members are right already spreads the
 items over the ability range an IRT-informative design would target. Adaptive (staged) designs are
 not implemented.
 
@@ -40,7 +40,8 @@ from evalprism.errors import EvalprismError
 from evalprism.io.options import check_number
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 from evalprism.io.preflight import PLAN_FILE, plan_directory
-from evalprism.stem.estimate import Strata, allocate, build_strata, stratified_draw
+from evalprism.stem.estimate import allocate, pool_strata, stratified_draw
+from evalprism.stem.methods import METHODS, choose_method
 from evalprism.stem.pool import Pool
 from evalprism.vocabularies import PlanMethod, choices
 
@@ -63,11 +64,6 @@ PLAN_COLUMNS = [
 ]
 
 
-def pool_strata(pool: Pool) -> Strata:
-    """Estimator A's strata over every pool item (the population a plan draws from)."""
-    return build_strata(pool.item_order, pool.bench_code, pool.members_right, pool.weights, pool.n)
-
-
 @dataclass
 class Plan(SavedResult):
     """The planned items (``items``: the columns of :data:`PLAN_COLUMNS`, grouped by stratum) and
@@ -80,6 +76,11 @@ class Plan(SavedResult):
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"plan": self.items}
+
+    @property
+    def adaptive(self) -> bool:
+        """True for an adaptive plan (stages after the first picked from the model's answers)."""
+        return bool(self.options.get("method") == "adaptive")
 
     def stage_sizes(self) -> list[int]:
         """Items of each stage, stage 1 first (a stratified plan has one stage)."""
@@ -140,19 +141,18 @@ def _natural(text: str) -> tuple:
 
 def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto") -> Plan:
     """The ``items`` pool items to run a new model on, by A's stratified design (module docstring)."""
-    from evalprism.stem.methods import MIN_PANEL
-
     if method not in PLAN_METHODS:
         raise EvalprismError(f"method: expected {', '.join(PLAN_METHODS)}, got {method!r}", parameter="method")
     check_number("items", items)
-    if method in ("irt", "adaptive") and pool.panel is None:
+    needs = METHODS[method].needs_panel if method != "auto" else None
+    if needs is not None and pool.panel is None:
         raise EvalprismError(
-            f"method {method} needs a reference panel ({'the IRT estimator' if method == 'irt' else 'later stages are picked with its 2PL'}): "
+            f"method {method} needs a reference panel ({needs}): "
             "build the pool with other models' results on the same items (`evalprism stem pool ... "
             "--panel OTHER_CORRECTNESS`), or plan stratified",
             parameter="method",
         )
-    chosen = method if method != "auto" else ("irt" if pool.panel_size() >= MIN_PANEL else "stratified")
+    chosen = method if method != "auto" else choose_method(pool, None)  # a model outside the panel
     strata = pool_strata(pool)
     alloc = allocate(items, strata.size, strata.share)
     picked = stratified_draw(strata.members(), alloc, np.random.default_rng([seed, 0]))

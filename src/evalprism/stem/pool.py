@@ -151,8 +151,9 @@ class Pool(SavedResult):
         frame = pd.DataFrame(
             {"benchmark": self.items["benchmark"].to_numpy(), "item_id": self.items["item_id"].to_numpy()}
         )
+        panel = self.panel if self.panel is not None else np.zeros((len(self.items), 0), dtype=np.int8)
         for j, name in enumerate(self.panel_models):
-            col = self.panel[:, j].astype(np.int64)
+            col = panel[:, j].astype(np.int64)
             frame[name] = pd.arrays.IntegerArray(col, mask=col == -2)
         return frame
 
@@ -404,36 +405,7 @@ def build_pool(
     """
     check_choice("missing", missing, Missing)
     enc = correctness if isinstance(correctness, EncodedCorrectness) else encode_correctness(correctness)
-    meta = select_family(models, family)
-    where = meta.attrs.get("source", "model metadata")
-    no_params = meta["params"].isna().to_numpy()
-    if no_params.any():
-        row = meta.iloc[int(np.flatnonzero(no_params)[0])]
-        raise EvalprismError(
-            f"{where}: row {row['_row']}: model '{row['model']}' has no params; the family is "
-            "ordered by parameter count, so every member needs one"
-        )
-    if len(meta) < min_models:
-        raise EvalprismError(
-            f"{where}: the family has {len(meta)} model{'s' if len(meta) != 1 else ''}"
-            f"{' (' + ', '.join(meta['model']) + ')' if len(meta) else ''}; STEM needs at least "
-            f"{min_models} members of different sizes"
-        )
-    known = set(enc.model_names.tolist())
-    unknown = [m for m in meta["model"] if m not in known]
-    if unknown:
-        row = meta[meta["model"] == unknown[0]].iloc[0]
-        raise EvalprismError(
-            f"{where}: row {row['_row']}: model '{unknown[0]}' is not in {enc.source} "
-            f"(models there: {', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})"
-        )
-    meta = meta.sort_values("params", kind="stable").reset_index(drop=True)
-    same = meta["params"].duplicated(keep=False)
-    if same.any():
-        raise EvalprismError(
-            f"{where}: {_ties(meta[same])}; the family must be ordered strictly by size: keep one "
-            "model of each size (e.g. a metadata file listing only those)"
-        )
+    meta = family_members(enc, select_family(models, family), min_models)
     members = meta["model"].to_numpy(dtype=object)
     matrix, complete = enc.matrix(list(members))
     left_out = left_out_benchmarks(enc.items["benchmark"].to_numpy(dtype=object), matrix, list(members))
@@ -475,6 +447,41 @@ def build_pool(
             f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)"
         )
     return pool
+
+
+def family_members(enc: EncodedCorrectness, meta: pd.DataFrame, min_models: int) -> pd.DataFrame:
+    """The family's metadata rows ordered by size, checked: every member has params and rows in
+    ``enc``, at least ``min_models`` members, no two of the same size (each refusal names the row)."""
+    where = meta.attrs.get("source", "model metadata")
+    no_params = meta["params"].isna().to_numpy()
+    if no_params.any():
+        row = meta.iloc[int(np.flatnonzero(no_params)[0])]
+        raise EvalprismError(
+            f"{where}: row {row['_row']}: model '{row['model']}' has no params; the family is "
+            "ordered by parameter count, so every member needs one"
+        )
+    if len(meta) < min_models:
+        raise EvalprismError(
+            f"{where}: the family has {len(meta)} model{'s' if len(meta) != 1 else ''}"
+            f"{' (' + ', '.join(meta['model']) + ')' if len(meta) else ''}; STEM needs at least "
+            f"{min_models} members of different sizes"
+        )
+    known = set(enc.model_names.tolist())
+    unknown = [m for m in meta["model"] if m not in known]
+    if unknown:
+        row = meta[meta["model"] == unknown[0]].iloc[0]
+        raise EvalprismError(
+            f"{where}: row {row['_row']}: model '{unknown[0]}' is not in {enc.source} "
+            f"(models there: {', '.join(sorted(known)[:20])}{', ...' if len(known) > 20 else ''})"
+        )
+    meta = meta.sort_values("params", kind="stable").reset_index(drop=True)
+    same = meta["params"].duplicated(keep=False)
+    if same.any():
+        raise EvalprismError(
+            f"{where}: {_ties(meta[same])}; the family must be ordered strictly by size: keep one "
+            "model of each size (e.g. a metadata file listing only those)"
+        )
+    return meta
 
 
 def left_out_benchmarks(bench: np.ndarray, matrix: np.ndarray, members: list[str]) -> list[str]:

@@ -2,8 +2,8 @@
 
 Every STEM result writes its report (``save`` calls ``report()``, the contract of
 :mod:`evalprism.io.outputs`), the pool first of all, so this module sits below every result class:
-at run time it imports of STEM only the method names (:mod:`~evalprism.stem.methods`); the results
-it renders it names for annotations alone. ``located.csv`` is the summary table of the locate report
+at run time it imports of STEM only the registry of methods (:mod:`~evalprism.stem.methods`: their
+labels, colours and what their confidence is); the results it renders it names for annotations alone. ``located.csv`` is the summary table of the locate report
 (:func:`located_table`), so it is built here too.
 """
 
@@ -17,13 +17,10 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
-from evalprism.stem.methods import METHOD_LABELS, METHODS
-
-#: one colour per method of :data:`~evalprism.stem.methods.METHODS` (paper, A, B, random, Bayesian)
-_METHOD_COLOURS = dict(zip(METHODS, ("#2ca02c", "#9467bd", "#d62728", "#1f77b4", "#ff7f0e"), strict=True))
+from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS
 
 if TYPE_CHECKING:
-    from evalprism.stem.located import LocationResult
+    from evalprism.stem.location_result import LocationResult
     from evalprism.stem.pool import Pool
     from evalprism.stem.trials import Trials
 
@@ -349,15 +346,16 @@ def _trials_figure(result: LocationResult) -> go.Figure:
     fig = go.Figure()
     ran = [t for _, t in result.results if t is not None]
     models = [t.model for t in ran]
-    for method in METHODS:
+    for entry in TRIAL_METHODS:
+        method = entry.name
         if not any(method in t.methods for t in ran):
             continue
         fig.add_trace(
             go.Bar(
                 x=models,
                 y=[t.accuracy(method) if method in t.methods else None for t in ran],
-                name=METHOD_LABELS[method],
-                marker_color=_METHOD_COLOURS[method],
+                name=entry.label,
+                marker_color=entry.colour,
             )
         )
     fig.update_layout(
@@ -385,12 +383,12 @@ def _methods_table(trials: list[Trials]):
                 {
                     "model": s["model"],
                     "method": [
-                        METHOD_LABELS[m] + (" (chosen)" if c else "")
+                        METHODS[m].label + (" (chosen)" if c else "")
                         for m, c in zip(s["method"], s["chosen"], strict=True)
                     ],
                     "accuracy": s["accuracy"].round(3),
                     "vs random (95%)": [
-                        _diff(d, lo, hi) if m != "random" else ""
+                        _diff(d, lo, hi) if m != BASELINE.name else ""
                         for m, d, lo, hi in zip(
                             s["method"],
                             s["accuracy_vs_random"],
@@ -401,7 +399,7 @@ def _methods_table(trials: list[Trials]):
                     ],
                     "mean abs. error": s["mean_abs_error"].round(3),
                     "MAE vs random (95%)": [
-                        _diff(d, lo, hi) if m != "random" else ""
+                        _diff(d, lo, hi) if m != BASELINE.name else ""
                         for m, d, lo, hi in zip(
                             s["method"],
                             s["mae_vs_random"],
@@ -438,7 +436,7 @@ def _diff(d: float, lo: float, hi: float) -> str:
 
 
 def _accuracy_line(trials: Trials) -> str:
-    parts = [f"{METHOD_LABELS[m]} {trials.accuracy(m):.0%}" for m in trials.methods]
+    parts = [f"{METHODS[m].label} {trials.accuracy(m):.0%}" for m in trials.methods]
     return (
         f"Over {len(trials.positions)} trials of {trials.options.get('items')} items: " + ", ".join(parts) + " correct."
     )
@@ -478,7 +476,7 @@ def trials_report(trials: Trials) -> Report:
         f"{trials.options.get('items')} items",
     )
     report.summary(
-        f"{trials.model}: ground truth position {trials.truth}; method used: {METHOD_LABELS[trials.method]}.",
+        f"{trials.model}: ground truth position {trials.truth}; method used: {METHODS[trials.method].label}.",
         _accuracy_line(trials),
     )
     report.html_block(
@@ -492,8 +490,8 @@ def trials_report(trials: Trials) -> Report:
         fig.add_trace(
             go.Histogram(
                 x=trials.positions_of(method),
-                name=METHOD_LABELS[method],
-                marker_color=_METHOD_COLOURS[method],
+                name=METHODS[method].label,
+                marker_color=METHODS[method].colour,
                 xbins={"size": 1},
             )
         )
@@ -528,23 +526,14 @@ def location_index_line(result: LocationResult) -> str:
     )
     trials = [t for _, t in result.results if t is not None]
     if trials:
-        shown = [m for m in METHODS if all(m in t.methods for t in trials)]
-        means = {m: np.mean([t.accuracy(m) for t in trials]) for m in shown}
+        shown = [entry for entry in TRIAL_METHODS if all(entry.name in t.methods for t in trials)]
+        means = {entry.name: np.mean([t.accuracy(entry.name) for t in trials]) for entry in shown}
         line += (
             f"; over {len(trials[0].positions)} trials "
-            + ", ".join(f"{_SHORT[m]} {means[m]:.0%}" for m in shown)
+            + ", ".join(f"{entry.short} {means[entry.name]:.0%}" for entry in shown)
             + " correct"
         )
     return line
-
-
-_SHORT = {
-    "paper": "paper rule",
-    "stratified": "A (stratified)",
-    "irt": "B (IRT)",
-    "random": "random sampling",
-    "bayesian": "Bayesian",
-}
 
 
 def location_report(result: LocationResult) -> Report:
@@ -565,8 +554,9 @@ def location_report(result: LocationResult) -> Report:
         title="STEM localization",
         subtitle=f"{n} model{'s' if n != 1 else ''} on family {first.family} ({', '.join(members)}); {items}",
     )
-    how = ", ".join(METHOD_LABELS.get(m, m) for m in methods)
-    order = "highest position" if methods == ["paper"] else "highest estimate"
+    how = ", ".join(METHODS[m].label for m in methods)
+    scoreless = [m for m in methods if not METHODS[m].estimates_score]  # the paper's rule: sorted by position
+    order = "highest position" if scoreless == methods else "highest estimate"
     layout = (
         f"the table below has one row per model, {order} first, and the paragraphs under it say more per model"
         if n > 1
@@ -578,7 +568,7 @@ def location_report(result: LocationResult) -> Report:
             f"{', '.join(members)}) with {how}, from {items}; {layout}."
         )
     ]
-    if "paper" in methods:
+    if any(METHODS[m].confidence_name == "rule_strength" for m in methods):
         headline.append(
             "The paper's rule gives a position but no probability of it being right: its 'rule "
             "strength' (1 − the two one-sided exact McNemar p-values) is not calibrated; measured out "
@@ -600,7 +590,7 @@ def location_report(result: LocationResult) -> Report:
     }
     caption = "; ".join(text for column, text in explain.items() if column in table.columns)
     caption += ". Sorted by estimate" + (
-        " (the paper's rule, which estimates no score: by position)." if "paper" in methods else "."
+        " (the paper's rule, which estimates no score: by position)." if scoreless else "."
     )
     report.table(table, "Located models", caption, max_rows=500, nowrap=("interval", "estimate ± se", "nearest member"))
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
@@ -674,11 +664,11 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
     """One paragraph per located model, in the summary table's order."""
     lines = []
     for loc, trials in _sorted(result):
-        how = METHOD_LABELS.get(loc.method, loc.method)
+        how = METHODS[loc.method].label
         line = f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, {how}"
         if loc.estimate is not None:
             line += f", estimated score {loc.estimate:.1f} ± {loc.standard_error:.1f}"
-        if loc.method == "paper":
+        if loc.confidence_name == "rule_strength":
             line += f", rule strength {loc.confidence:.2f}, not a probability of being right)"
         else:
             line += f", confidence {loc.confidence:.1%})"
@@ -732,7 +722,7 @@ def located_table(result: LocationResult):
     rows = []
     for loc, _ in _sorted(result):
         near = loc.nearest_member
-        paper = loc.method == "paper"
+        paper = loc.confidence_name == "rule_strength"
         rows.append(
             {
                 "model": loc.model,
@@ -788,7 +778,7 @@ def plan_report(plan) -> Report:
     import pandas as pd
 
     opts = plan.options
-    adaptive = opts.get("method") == "adaptive"
+    adaptive = plan.adaptive
     report = Report(
         title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
         subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "

@@ -12,7 +12,7 @@ discordant items, ``b ~ Binomial(b + c, 1/2)`` under "as capable as the member":
 b_p)`` (evidence of being above ``M_p``) and ``p_upper = P(X <= b_{p+1})`` (evidence of being below
 ``M_{p+1}``). The paper calls ``1 - p_lower - p_upper`` (Bonferroni, floored at 0; an open end, p =
 0 or n, contributes 0) the interval's confidence; it is shown as the *rule strength*
-(:data:`RULE_STRENGTH_NOTE`), since it is a test statistic and not a probability of being right
+(:data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`), since it is a test statistic and not a probability of being right
 (out of sample, values near 0.97 were right 39% of the time).
 
 ``weighting="stratified"`` (an option, not in the paper): the balanced subset gives every TI level
@@ -34,13 +34,6 @@ from evalprism.errors import EvalprismError
 from evalprism.stats.binomial import sign_test_pvalues
 from evalprism.stats.irv import boundary_counts
 from evalprism.vocabularies import Weighting
-
-#: what the paper's rule's number is, wherever it is shown: not a probability of being right
-RULE_STRENGTH_NOTE = (
-    "rule strength = 1 - the two one-sided exact McNemar p-values of the bounding members; a "
-    "test statistic, not a probability of being right: measured out of sample, placements with "
-    "a rule strength near 0.97 were right 39% of the time"
-)
 
 
 def level_weights(levels: list[np.ndarray], size: np.ndarray, weighting: Weighting) -> np.ndarray | None:
@@ -76,7 +69,7 @@ class Placement:
     """The rule's answer for one subset (scalars and per-member vectors) or per trial (one more
     leading axis): ``position``; the discordant counts ``b``, ``c`` and the sign-test p-values
     ``p_above`` (better than the member), ``p_below`` (worse) against every member; ``p_lower``,
-    ``p_upper`` of the bounding members and the ``strength`` (:data:`RULE_STRENGTH_NOTE`)."""
+    ``p_upper`` of the bounding members and the ``strength`` (:data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`)."""
 
     position: np.ndarray
     b: np.ndarray

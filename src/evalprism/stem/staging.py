@@ -19,7 +19,8 @@ score) or as a mapping ``(benchmark, item_id) -> 1/0``::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,9 @@ import pandas as pd
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_applies, check_number
 from evalprism.stem.adaptive import ability_posterior, pick_informative
-from evalprism.stem.localization import Localization
-from evalprism.stem.plan import PLAN_COLUMNS, Plan, make_plan, plan_rows, pool_strata
+from evalprism.stem.estimate import pool_strata
+from evalprism.stem.placement import Localization
+from evalprism.stem.plan import PLAN_COLUMNS, Plan, make_plan, plan_rows
 from evalprism.stem.pool import Pool
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, Target, target_of
@@ -42,7 +44,7 @@ def next_stage(
     adaptive stage is not a probability sample), and the localization from the answers so far.
     When that localization's confidence already reaches ``target_confidence``, no item is added and
     the plan says so (``options["stopped"]``)."""
-    if plan.options.get("method") != "adaptive":
+    if not plan.adaptive:
         raise EvalprismError(
             "plan: not an adaptive plan (its method is "
             f"{plan.options.get('method')!r}); plan stage 1 with `stem plan --method adaptive`",
@@ -159,6 +161,7 @@ def plan_stage(
 
 def _so_far(loc: Localization) -> dict[str, object]:
     """The localization from the previous stages, as the next stage's plan records and reports it."""
+    assert loc.estimate is not None and loc.standard_error is not None  # an adaptive plan's estimate has both
     return {
         "interval": loc.interval,
         "estimate": round(float(loc.estimate), 2),
@@ -185,7 +188,7 @@ class AdaptiveSession:
     def _target(self) -> Target:
         return Target(
             model=self.model, outcome=self._outcome.copy(), scores=np.zeros(0), reference_score=None, truth=None
-        )  # type: ignore[arg-type]
+        )
 
     def plan_items(self, items: int) -> pd.DataFrame:
         """The next stage's items (benchmark, item_id): stage 1 the stratified plan, later stages
@@ -202,6 +205,7 @@ class AdaptiveSession:
         """Record answers (1 right, 0 wrong) and locate the model from every answer so far."""
         if self.plan is None:
             raise EvalprismError("update: no items planned yet; call plan_items first")
+        pairs: Iterable[tuple[str, str, Any]]
         if isinstance(answers, pd.DataFrame):
             pairs = zip(answers["benchmark"].astype(str), answers["item_id"].astype(str), answers["score"], strict=True)
         else:

@@ -7,7 +7,8 @@ answered items are a sample and what is estimated is its **full-pool** weighted 
 - with a plan (``stem plan``'s ``plan.csv``): the plan's stratified design (strata benchmark x
   members right, ``N_h`` pool items, ``n_h`` answered), the estimators of
   :mod:`evalprism.stem.estimate` (A) and :func:`evalprism.stem.irt.difference_estimate` (B) with
-  ``group = stratum``;
+  ``group = stratum``; an adaptive plan is read with its own estimator (the ``adaptive`` entry of
+  :data:`~evalprism.stem.methods.METHODS`), the design-based B of its stage-1 items beside it;
 - without a plan: the answered items are taken as a simple random sample of the pool within each
   benchmark (``group = benchmark``, ``N_b`` pool items), an assumption the output says.
 
@@ -26,11 +27,13 @@ import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.pairwise import Z95
-from evalprism.stem.estimate import design_estimate
-from evalprism.stem.localization import Localization, score_localization
-from evalprism.stem.plan import Plan, plan_rows, pool_strata
+from evalprism.stem.estimate import Sample, Strata, pool_strata
+from evalprism.stem.methods import METHODS, Estimate, Evidence, Method, choose_method
+from evalprism.stem.placement import Localization, score_localization
+from evalprism.stem.plan import Plan, plan_rows
 from evalprism.stem.pool import Pool
 from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, usable_items
+from evalprism.vocabularies import LocateMethod, choices
 
 
 def locate_subset(
@@ -46,102 +49,28 @@ def locate_subset(
     what the user should be told (items left out, the design assumed, a standard error of 0). An
     adaptive plan is read with its own estimator (:mod:`evalprism.stem.adaptive`), which calibrates on
     the panel (``progress``: a bar for that)."""
-    from evalprism.stem.methods import choose_method
-
     notes = design_note if design_note is not None else []
-    if method == "paper":
-        raise EvalprismError(
-            "method paper draws its own balanced subset from answers on the whole pool; for answers "
-            "on part of the pool use auto, stratified or irt",
-            parameter="method",
-        )
-    adaptive = plan is not None and plan.options.get("method") == "adaptive"
-    if adaptive and method != "auto":
-        raise EvalprismError(
-            f"method {method}: an adaptive plan is read with its own estimator (the IRT ability "
-            "posterior, calibrated on the panel); its stage-1 design-based estimate is reported "
-            "beside it; drop method",
-            parameter="method",
-        )
-    chosen = "adaptive" if adaptive else choose_method(pool, target.model, method)
+    chosen = subset_method(pool, target, plan, method)
+    strata = pool_strata(pool)
     usable = usable_items(pool, target)
     whole = answered_whole_pool(target)
-    strata = pool_strata(pool)
-    nb = len(strata.weights)
     if plan is not None:
-        idx = plan_rows(pool, plan)
-        codes = plan.items["stratum"].to_numpy(dtype=np.int64)
-        ok = (codes >= 0) & (codes < len(strata.size))
-        if (
-            not ok.all()
-            or not (strata.size[np.clip(codes, 0, len(strata.size) - 1)] == plan.items["stratum_size"].to_numpy()).all()
-        ):
-            raise EvalprismError(
-                "plan.csv: its strata do not match this pool's (benchmark x members right); the plan "
-                "was made on another pool: plan again with `evalprism stem plan`"
-            )
-        lacking = ~usable[idx]
-        if lacking.any():
-            first = ", ".join(
-                f"({plan.items['benchmark'].iat[i]}, {plan.items['item_id'].iat[i]})"
-                for i in np.flatnonzero(lacking)[:5]
-            )
-            raise EvalprismError(
-                f"model '{target.model}' has no usable answer on {int(lacking.sum())} of the "
-                f"{len(idx)} planned items (first: {first}); run them, or locate without plan "
-                "(its answers are then taken as a simple random sample of the pool)",
-                parameter="plan",
-            )
-        outside = int(usable.sum()) - len(idx)
-        if outside > 0 and not whole:
-            notes.append(
-                f"'{target.model}': {outside:,} answered items outside the plan were left out (the plan's "
-                "design weights hold for its own items only)"
-            )
-        group, group_bench, group_size = codes, strata.bench, strata.size.astype(float)
-        design = "plan: " + (str(plan.options.get("design")) if adaptive else "stratified (benchmark x members right)")
+        sample, design = planned_sample(pool, target, plan, strata, usable, notes)
     else:
-        idx = pool.item_order[usable[pool.item_order]]  # content order
-        group = pool.bench_code[idx]
-        have = np.bincount(group, minlength=nb)
-        if (have == 0).any():
-            missing = [b for b, k in zip(pool.benchmarks["benchmark"], have, strict=True) if k == 0]
-            raise EvalprismError(
-                f"model '{target.model}' answered no item of benchmark(s) {', '.join(missing)}; the "
-                "full-pool score needs at least one answered item of every pool benchmark"
-            )
-        group_bench, group_size = np.arange(nb), strata.bench_size
-        design = "simple random sample of the pool within each benchmark (assumed: no plan given)"
-    y = (target.outcome[idx] == 1).astype(float)[None, :]
-    weights = np.asarray(strata.weights)
-    extra: dict[str, Any] = {}
-    if adaptive:
-        est, var, extra = _adaptive(pool, target, plan, idx, notes, progress)  # type: ignore[arg-type]
-    elif chosen == "irt":
-        from evalprism.stem.irt import difference_estimate
-
-        by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
-        est, var, _ = difference_estimate(
-            pool.irt_fit(exclude=target.model),
-            idx[None, :],
-            y,
-            np.ones(y.shape, dtype=bool),
-            group[None, :],
-            group_bench,
-            group_size,
-            weights,
-            strata.bench_size,
-            by_bench,
-        )
-    else:
-        est, var = design_estimate(y, group, group_bench, group_size, weights, strata.bench_size, binary=True)
-    estimate, se = 100.0 * float(est[0]), 100.0 * float(np.sqrt(var[0]))
+        sample, design = answered_sample(pool, target, strata, usable)
+    estimate = chosen.estimate(Evidence(pool, target, sample, strata, plan=plan, progress=progress))
+    extra = estimate.details
+    if plan is not None and plan.adaptive:
+        extra = {"adaptive": {**extra["adaptive"], "stage1_check": _stage1_check(pool, target, plan, estimate, notes)}}
+    assert estimate.score is not None and estimate.standard_error is not None  # every subset method has both
+    score, se = float(estimate.score[0]), float(estimate.standard_error[0])
+    idx = sample.picked[0]
     options: dict[str, Any] = {
         "items": len(idx),
         "pool_items": len(pool.items),
         "answered": int((target.outcome != NO_ROW).sum()),
         "design": design,
-        "method": chosen,
+        "method": chosen.name,
         "method_requested": method,
         "whole_pool": whole,
         "missing": pool.options.get("missing", "wrong"),
@@ -155,30 +84,99 @@ def locate_subset(
             f"{'stratum' if plan is not None else 'benchmark'} (e.g. all right or all wrong), so the estimated "
             "standard error is 0 and the confidence 1, which understates the uncertainty"
         )
-    view = (
-        target
-        if whole
-        else Target(model=target.model, outcome=target.outcome, scores=target.scores, reference_score=None, truth=None)
-    )  # type: ignore[arg-type]
-    return score_localization(pool, view, idx, estimate, se, options, chosen)
+    view = target if whole else target.without_truth()  # the truth needs answers on every pool item
+    return score_localization(pool, view, idx, score, se, options, chosen.name)
 
 
-def _adaptive(
-    pool: Pool, target: Target, plan: Plan, idx: np.ndarray, notes: list[str], progress: bool
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """The adaptive estimate (fractions, as the design estimators return) and, beside it, the
-    design-based estimate B from the plan's stage-1 items alone (a probability sample)."""
-    from evalprism.stem.adaptive import adaptive_estimate
+def subset_method(pool: Pool, target: Target, plan: Plan | None, method: str) -> Method:
+    """The method that reads a model's answers on part of the pool: an adaptive plan's own
+    estimator, else ``method`` as :func:`~evalprism.stem.methods.choose_method` resolves it; a
+    method that draws its own sample from answers on the whole pool (the paper's rule) is refused."""
+    entry = METHODS.get(method) if method in choices(LocateMethod) else None  # auto: not an entry
+    if entry is not None and not entry.estimates_score:
+        *some, last = ["auto"] + [m for m in choices(LocateMethod) if m in METHODS and METHODS[m].estimates_score]
+        raise EvalprismError(
+            f"method {method} draws its own {entry.draws} subset from answers on the whole pool; for answers "
+            f"on part of the pool use {', '.join(some)} or {last}",
+            parameter="method",
+        )
+    if plan is not None and plan.adaptive:
+        if method != "auto":
+            raise EvalprismError(
+                f"method {method}: an adaptive plan is read with its own estimator (the IRT ability "
+                "posterior, calibrated on the panel); its stage-1 design-based estimate is reported "
+                "beside it; drop method",
+                parameter="method",
+            )
+        return METHODS["adaptive"]
+    return METHODS[choose_method(pool, target.model, method)]
 
-    estimate, se, info = adaptive_estimate(pool, target, plan, idx, progress=progress)
+
+def planned_sample(
+    pool: Pool, target: Target, plan: Plan, strata: Strata, usable: np.ndarray, notes: list[str]
+) -> tuple[Sample, str]:
+    """The plan's items as a sample of its stratified design (groups: its strata), and the design's
+    words; refuses a plan made on another pool's strata and a planned item without a usable answer,
+    and notes the answered items outside the plan (left out)."""
+    idx = plan_rows(pool, plan)
+    codes = plan.items["stratum"].to_numpy(dtype=np.int64)
+    ok = (codes >= 0) & (codes < len(strata.size))
+    if (
+        not ok.all()
+        or not (strata.size[np.clip(codes, 0, len(strata.size) - 1)] == plan.items["stratum_size"].to_numpy()).all()
+    ):
+        raise EvalprismError(
+            "plan.csv: its strata do not match this pool's (benchmark x members right); the plan "
+            "was made on another pool: plan again with `evalprism stem plan`"
+        )
+    lacking = ~usable[idx]
+    if lacking.any():
+        first = ", ".join(
+            f"({plan.items['benchmark'].iat[i]}, {plan.items['item_id'].iat[i]})" for i in np.flatnonzero(lacking)[:5]
+        )
+        raise EvalprismError(
+            f"model '{target.model}' has no usable answer on {int(lacking.sum())} of the "
+            f"{len(idx)} planned items (first: {first}); run them, or locate without plan "
+            "(its answers are then taken as a simple random sample of the pool)",
+            parameter="plan",
+        )
+    outside = int(usable.sum()) - len(idx)
+    if outside > 0 and not answered_whole_pool(target):
+        notes.append(
+            f"'{target.model}': {outside:,} answered items outside the plan were left out (the plan's "
+            "design weights hold for its own items only)"
+        )
+    design = "plan: " + (str(plan.options.get("design")) if plan.adaptive else "stratified (benchmark x members right)")
+    sample = Sample(picked=idx[None, :], group=codes, group_size=strata.size.astype(float), group_bench=strata.bench)
+    return sample, design
+
+
+def answered_sample(pool: Pool, target: Target, strata: Strata, usable: np.ndarray) -> tuple[Sample, str]:
+    """Every item the model can be scored on (content order), taken as a simple random sample of the
+    pool within each benchmark (groups: benchmarks), and the design's words; refused when a pool
+    benchmark has no answered item."""
+    nb = len(strata.weights)
+    idx = pool.item_order[usable[pool.item_order]]  # content order
+    group = pool.bench_code[idx]
+    have = np.bincount(group, minlength=nb)
+    if (have == 0).any():
+        missing = [b for b, k in zip(pool.benchmarks["benchmark"], have, strict=True) if k == 0]
+        raise EvalprismError(
+            f"model '{target.model}' answered no item of benchmark(s) {', '.join(missing)}; the "
+            "full-pool score needs at least one answered item of every pool benchmark"
+        )
+    sample = Sample(picked=idx[None, :], group=group, group_size=strata.bench_size, group_bench=np.arange(nb))
+    return sample, "simple random sample of the pool within each benchmark (assumed: no plan given)"
+
+
+def _stage1_check(pool: Pool, target: Target, plan: Plan, adaptive: Estimate, notes: list[str]) -> dict[str, Any]:
+    """Beside the adaptive estimate, the design-based estimate B from the plan's stage-1 items alone
+    (a probability sample); a note when the two disagree by more than 1.96 of its standard errors."""
     first = plan.items["stage"].to_numpy() == 1
     stage1 = Plan(items=plan.items[first].reset_index(drop=True), options={**plan.options, "method": "irt"})
     check = locate_subset(pool, target, plan=stage1, method="irt")
-    info["stage1_check"] = {
-        "items": int(first.sum()),
-        "estimate": round(float(check.estimate), 4),
-        "standard_error": round(float(check.standard_error), 4),
-    }
+    assert check.estimate is not None and check.standard_error is not None and adaptive.score is not None
+    estimate = float(adaptive.score[0])
     if abs(estimate - check.estimate) > Z95 * check.standard_error:
         notes.append(
             f"'{target.model}': the adaptive estimate {estimate:.1f} is more than 1.96 standard errors from "
@@ -186,4 +184,8 @@ def _adaptive(
             f"{int(first.sum())} stage-1 items: the panel's 2PL may not fit this model (contamination, "
             "another kind of model); the stage-1 estimate assumes no model and is the safer of the two"
         )
-    return np.array([estimate / 100]), np.array([(se / 100) ** 2]), {"adaptive": info}
+    return {
+        "items": int(first.sum()),
+        "estimate": round(float(check.estimate), 4),
+        "standard_error": round(float(check.standard_error), 4),
+    }

@@ -10,7 +10,7 @@ reference score is below its own. Every design, estimator and localization start
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,13 +30,19 @@ NO_ROW = -2  # outcome of a pool item the model has no row for
 class Target:
     """A model to locate, aligned to the pool's items: ``outcome`` per pool item (1, 0, -1, or -2
     when it has no row), its full-benchmark ``scores`` (percent per pool benchmark), weighted
-    ``reference_score`` and ``truth`` = members with a lower reference score."""
+    ``reference_score`` and ``truth`` = members with a lower reference score (both None for a model
+    without answers on the whole pool: :meth:`without_truth`)."""
 
     model: str
     outcome: np.ndarray
     scores: np.ndarray
-    reference_score: float
-    truth: int
+    reference_score: float | None
+    truth: int | None
+
+    def without_truth(self) -> Target:
+        """The same answers with no full-pool truth (a model that answered part of the pool: its
+        score on the answered items is not its full-pool score)."""
+        return replace(self, reference_score=None, truth=None)
 
 
 def target_of(pool: Pool, correctness: pd.DataFrame | EncodedCorrectness, model: str | None = None) -> Target:

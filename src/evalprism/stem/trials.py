@@ -1,25 +1,22 @@
 """The trial engine: for one model, T draws of every method's sample and every method's estimate
 (seed 003's Table 2 protocol, issue 17), as :class:`Trials`.
 
-Methods (:data:`~evalprism.stem.methods.METHODS`):
-
-- ``paper``: the paper's rule (:mod:`~evalprism.stem.rule`) on a balanced STS subset
-  (:mod:`~evalprism.stem.balanced`);
-- ``stratified`` (A): the stratified estimate of the full-benchmark score (:mod:`~evalprism.stem.estimate`);
-- ``irt`` (B): the IRT difference (GREG) estimator on a simple random sample, when the pool has a
-  reference panel (``design="stratified"`` runs it on A's stratified draw instead; :mod:`~evalprism.stem.irt`);
-- ``random``: plain random sampling placed by its weighted score; ``bayesian``: the interval
-  posterior of Xiao et al. on the random draw (:mod:`~evalprism.stem.baselines`).
+The methods are the entries of :data:`~evalprism.stem.methods.METHODS` compared in trials (the
+paper's rule, A, B with a reference panel, random sampling and the Bayesian interval posterior):
+each declares what it draws, and the engine hands it that sample of every trial
+(:class:`~evalprism.stem.methods.Evidence`) and keeps its one typed
+:class:`~evalprism.stem.methods.Estimate`.
 
 Each trial ``t`` draws, with ``numpy.random.default_rng([seed, t])``, first the balanced subset,
 then one uniform random subset of the same size (random sampling, Bayesian and B use it), then A's
-stratified sample, all from the items sorted by (benchmark, item_id) (the row order of the input
-changes nothing). A trial is correct when the placed position equals the ground truth: the number
-of family members whose full-benchmark reference score is below the model's own
-(:func:`~evalprism.stem.target.target_of`). Which method's positions are :attr:`Trials.positions`
-is :func:`~evalprism.stem.methods.choose_method`'s answer. Trial 0 of seed ``s`` is the one
-localization of :func:`~evalprism.stem.locate.locate_model` with that seed: :func:`trial_run` keeps
-its draws (:attr:`TrialRun.first`) for :mod:`~evalprism.stem.localization`.
+stratified sample (B's with ``design="stratified"``), all from the items sorted by (benchmark,
+item_id) (the row order of the input changes nothing). A trial is correct when the placed position
+equals the ground truth: the number of family members whose full-benchmark reference score is below
+the model's own (:func:`~evalprism.stem.target.target_of`). Which method's positions are
+:attr:`Trials.positions` is :func:`~evalprism.stem.methods.choose_method`'s answer. Trial 0 of seed
+``s`` is the one localization of :func:`~evalprism.stem.locate_one.locate_model` with that seed:
+:func:`trial_run` keeps every draw (:attr:`TrialRun.samples`) for
+:mod:`~evalprism.stem.placement`.
 
 Paired comparisons: every method runs on the same trials as random sampling, so its difference to
 random sampling (accuracy, absolute position error) is a mean of per-trial differences, with the
@@ -38,20 +35,21 @@ from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.progress import progress_bar
 from evalprism.stem.balanced import draw_subset, level_items, per_level
-from evalprism.stem.baselines import bayesian_positions, interval_success, random_scores
-from evalprism.stem.estimate import (
-    Strata,
-    allocate,
-    build_strata,
-    design_estimate,
-    positions_of,
-    score_confidence,
-    stratified_draw,
+from evalprism.stem.estimate import Sample, Strata, allocate, build_strata, stratified_draw
+from evalprism.stem.methods import (
+    BASELINE,
+    METHODS,
+    TRIAL_METHODS,
+    DrawKind,
+    Estimate,
+    Evidence,
+    choose_method,
+    resolve_design,
+    runs_on,
 )
-from evalprism.stem.irt import difference_estimate
-from evalprism.stem.methods import METHODS, Design, choose_method, resolve_design
-from evalprism.stem.rule import Weighting, apply_rule
+from evalprism.stem.rule import Weighting
 from evalprism.stem.target import NO_ROW, Target, usable_items
+from evalprism.vocabularies import Design
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -69,63 +67,69 @@ def paired_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float
 
 @dataclass
 class Trials(SavedResult):
-    """Positions placed by each method in each trial (one integer per trial: members the model is
-    placed above, 0..n), the ground truth and the accuracies.
+    """Every method's answer in each trial (:attr:`estimates`: method -> its
+    :class:`~evalprism.stem.methods.Estimate`, one row per trial, in
+    :data:`~evalprism.stem.methods.METHODS`' order; irt only with a reference panel), the ground
+    truth and the accuracies.
 
-    ``positions``: the chosen ``method``'s; ``paper_positions``, ``stratified_positions``,
-    ``irt_positions`` (None without a reference panel), ``random_positions``,
-    ``bayesian_positions``: every method's. ``scores`` / ``standard_errors``: per score method
-    (stratified, irt, random; percent) the estimate of the reference score per trial (random
-    sampling has no standard error). ``confidences``: per method the confidence of each trial's
-    interval (paper: its rule strength, 1 - the two McNemar p-values, not calibrated; A and B: the normal interval probability;
-    bayesian: the posterior mass). Saved: trials.csv, summary.csv, run.json and report.html."""
+    A position is the members the model is placed above (0..n); a score, the estimate of the
+    reference score (percent; stratified, irt, random), with its standard error where the method
+    has one (stratified, irt); a confidence, that of the trial's interval (paper: its rule strength,
+    1 - the two McNemar p-values, not calibrated; A and B: the normal interval probability;
+    bayesian: the posterior mass; random: none). :attr:`positions` and :attr:`confidence` are the
+    chosen ``method``'s. Saved: trials.csv, summary.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
 
     model: str
     family: str
     method: str
-    positions: np.ndarray
-    paper_positions: np.ndarray
-    stratified_positions: np.ndarray
-    irt_positions: np.ndarray | None
-    random_positions: np.ndarray
-    bayesian_positions: np.ndarray
+    estimates: dict[str, Estimate]
     truth: int
     reference_score: float
     member_scores: np.ndarray
-    scores: dict[str, np.ndarray]
-    standard_errors: dict[str, np.ndarray]
-    confidences: dict[str, np.ndarray]
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The chosen method's position per trial."""
+        return self.estimates[self.method].position
 
     @property
     def confidence(self) -> np.ndarray:
         """The chosen method's confidence per trial."""
-        return self.confidences[self.method]
+        return self.estimates[self.method].confidence
 
     @property
     def methods(self) -> list[str]:
         """The methods that ran (irt only with a reference panel)."""
-        return [m for m in METHODS if self.by_method().get(m) is not None]
+        return list(self.estimates)
 
-    def by_method(self) -> dict[str, np.ndarray | None]:
-        return {
-            "paper": self.paper_positions,
-            "stratified": self.stratified_positions,
-            "irt": self.irt_positions,
-            "random": self.random_positions,
-            "bayesian": self.bayesian_positions,
-        }
+    @property
+    def score_methods(self) -> list[str]:
+        """The methods that estimate the reference score, those that need no reference panel first
+        (the order localization.json lists their RMSEs in)."""
+        return sorted(
+            (m for m in self.estimates if self.estimates[m].score is not None),
+            key=lambda m: METHODS[m].needs_panel is not None,
+        )
+
+    @property
+    def error_methods(self) -> list[str]:
+        """The methods with a standard error (and so a 95% coverage), in :attr:`score_methods`' order."""
+        return [m for m in self.score_methods if self.estimates[m].standard_error is not None]
+
+    def estimate_of(self, method: str) -> Estimate:
+        """A method's estimates (refused, naming the methods that ran, when it did not run)."""
+        if method not in self.estimates:
+            raise EvalprismError(f"method {method!r} did not run (methods here: {', '.join(self.methods)})")
+        return self.estimates[method]
 
     def positions_of(self, method: str | None = None) -> np.ndarray:
         """A method's positions per trial (None or ``"chosen"``: the chosen method's)."""
         if method in (None, "chosen"):
             return self.positions
-        pos = self.by_method().get(method)
-        if pos is None:
-            raise EvalprismError(f"method {method!r} did not run (methods here: {', '.join(self.methods)})")
-        return pos
+        return self.estimate_of(str(method)).position
 
     def accuracy(self, method: str | None = None) -> float:
         """Share of trials placing the model at its true position (default: the chosen method)."""
@@ -133,18 +137,23 @@ class Trials(SavedResult):
 
     def rmse(self, method: str) -> float:
         """Root mean squared error of a score method's estimate against the reference score (points)."""
-        return float(np.sqrt(np.mean((self.scores[method] - self.reference_score) ** 2)))
+        score = self.estimate_of(method).score
+        if score is None:
+            raise EvalprismError(f"method {method!r} estimates no score")
+        return float(np.sqrt(np.mean((score - self.reference_score) ** 2)))
 
     def coverage(self, method: str) -> float:
         """Share of trials whose nominal 95% interval (estimate +- 1.96 se) holds the reference score."""
-        est, se = self.scores[method], self.standard_errors[method]
-        return float((np.abs(est - self.reference_score) <= Z95 * se).mean())
+        est = self.estimate_of(method)
+        if est.score is None or est.standard_error is None:
+            raise EvalprismError(f"method {method!r} has no standard error")
+        return float((np.abs(est.score - self.reference_score) <= Z95 * est.standard_error).mean())
 
     def summary(self) -> pd.DataFrame:
         """Per method: accuracy and mean absolute error with the paired 95% interval of their
         difference to random sampling, score RMSE and 95% coverage (score methods), modal position."""
         rows = []
-        rand = self.random_positions
+        rand = self.positions_of(BASELINE.name)
         for method in self.methods:
             pos = self.positions_of(method)
             counts = np.bincount(pos)
@@ -167,8 +176,8 @@ class Trials(SavedResult):
                     "mae_vs_random": d_err,
                     "mae_vs_random_low": lo_err,
                     "mae_vs_random_high": hi_err,
-                    "score_rmse": self.rmse(method) if method in self.scores else np.nan,
-                    "coverage_95": self.coverage(method) if method in self.standard_errors else np.nan,
+                    "score_rmse": self.rmse(method) if method in self.score_methods else np.nan,
+                    "coverage_95": self.coverage(method) if method in self.error_methods else np.nan,
                     "modal_position": int(counts.argmax()),
                     "modal_share": float(counts.max() / len(pos)),
                 }
@@ -176,20 +185,20 @@ class Trials(SavedResult):
         return pd.DataFrame(rows)
 
     def frame(self) -> pd.DataFrame:
-        out = {
+        out: dict[str, Any] = {
             "model": self.model,
             "trial": np.arange(len(self.positions)),
             "method": self.method,
             "position": self.positions,
         }
-        for method in self.methods:
-            out[method] = self.positions_of(method)
-            if method in self.scores:
-                out[f"{method}_score"] = self.scores[method]
-            if method in self.standard_errors:
-                out[f"{method}_se"] = self.standard_errors[method]
+        for method, est in self.estimates.items():
+            out[method] = est.position
+            if est.score is not None:
+                out[f"{method}_score"] = est.score
+            if est.standard_error is not None:
+                out[f"{method}_se"] = est.standard_error
             # the paper's number is a test statistic, not a calibrated confidence (RULE_STRENGTH_NOTE)
-            out[f"{method}_{'rule_strength' if method == 'paper' else 'confidence'}"] = self.confidences[method]
+            out[f"{method}_{METHODS[method].confidence_name}"] = est.confidence
         out["truth"] = self.truth
         out["reference_score"] = self.reference_score
         return pd.DataFrame(out)
@@ -203,16 +212,96 @@ class Trials(SavedResult):
         return trials_report(self)
 
 
+@dataclass(frozen=True)
+class Population:
+    """What one model's trials draw from: the pool's items of each TI level it can be scored on
+    (``levels``, the balanced subset's population, ``per_level`` drawn from each), the items it has
+    a row for in content order (``candidates``, random sampling's), A's ``strata`` over the items it
+    can be scored on and their allocation ``alloc``, and which pool items those are (``usable``)."""
+
+    levels: list[np.ndarray]
+    per_level: int
+    candidates: np.ndarray
+    usable: np.ndarray
+    strata: Strata
+    alloc: np.ndarray
+
+
+def population_of(pool: Pool, target: Target, items: int) -> Population:
+    """The populations every method of a trial draws ``items`` items from (refused when the model
+    answered no pool item)."""
+    levels = level_items(pool, target)
+    m = per_level(items, levels)
+    order = pool.item_order
+    usable = usable_items(pool, target)
+    candidates = order[(target.outcome != NO_ROW)[order]]  # random sampling: every item with a row
+    population = order[usable[order]]  # A and B: the items the model can be scored on
+    if sum(min(len(lv), m) for lv in levels) == 0 or len(population) == 0:
+        raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
+    strata = build_strata(population, pool.bench_code, pool.members_right, pool.weights, pool.n)
+    alloc = allocate(items, strata.size, strata.share)
+    return Population(levels=levels, per_level=m, candidates=candidates, usable=usable, strata=strata, alloc=alloc)
+
+
+def draw_samples(
+    pool: Pool, target: Target, population: Population, items: int, trials: int, seed: int, progress: bool = False
+) -> dict[DrawKind, Sample]:
+    """Every trial's three draws (module docstring), as one :class:`~evalprism.stem.estimate.Sample`
+    per kind: the balanced subset (groups: TI levels), the uniform random sample (groups:
+    benchmarks) and A's stratified sample (groups: strata, grouped by stratum)."""
+    levels, m, strata, alloc = population.levels, population.per_level, population.strata, population.alloc
+    candidates = population.candidates
+    level_drawn = np.array([min(len(lv), m) for lv in levels])
+    strata_members = strata.members()
+    draw_n = min(items, len(candidates))
+    balanced = np.empty((trials, int(level_drawn.sum())), dtype=np.int64)
+    draws = np.empty((trials, draw_n), dtype=np.int64)
+    stratified = np.empty((trials, int(np.minimum(alloc, strata.size).sum())), dtype=np.int64)
+    with progress_bar(f"trials for {target.model}", trials, progress) as bar:
+        for t in range(trials):
+            rng = np.random.default_rng([seed, t])
+            balanced[t] = draw_subset(levels, m, rng)[0]
+            draws[t] = rng.choice(len(candidates), draw_n, replace=False)
+            stratified[t] = stratified_draw(strata_members, alloc, rng)
+            if t % 50 == 49:
+                bar.update(50)
+        bar.update(trials % 50)
+    picked = candidates[draws]
+    return {
+        "balanced": Sample(
+            picked=balanced,
+            group=np.repeat(np.arange(1, len(levels) + 1), level_drawn),  # the TI level of each drawn item
+            group_size=np.array([len(lv) for lv in levels], dtype=float),
+        ),
+        "random": Sample(
+            picked=picked,
+            group=pool.bench_code[picked],
+            group_size=strata.bench_size,
+            group_bench=np.arange(len(strata.weights)),
+            valid=population.usable[picked],  # under missing="exclude" a drawn -1 is outside the population
+        ),
+        "stratified": Sample(
+            picked=stratified,
+            group=np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size)),
+            group_size=strata.size.astype(float),
+            group_bench=strata.bench,
+        ),
+    }
+
+
 @dataclass
 class TrialRun:
     """One model's trials (:class:`Trials`), the pool's items of each TI level it was scored on
-    (``levels``, what the balanced subsets were drawn from) and trial 0's samples (``first``:
-    ``balanced`` (indices, TI levels), ``random`` and ``stratified`` indices, and B's ``theta``
-    when it ran), from which :mod:`~evalprism.stem.localization` builds the one localization."""
+    (``levels``, what the balanced subsets were drawn from) and every trial's draws (``samples``),
+    from whose trial 0 :mod:`~evalprism.stem.placement` builds the one localization."""
 
     trials: Trials
     levels: list[np.ndarray]
-    first: dict[str, Any]
+    samples: dict[DrawKind, Sample]
+
+    def first(self, kind: DrawKind) -> np.ndarray:
+        """Trial 0's items of the draw ``kind`` (pool indices)."""
+        return self.samples[kind].picked[0]
 
 
 def trial_run(
@@ -229,82 +318,31 @@ def trial_run(
 ) -> TrialRun:
     """``trials`` trials of every method on ``items`` items each for an aligned model (module
     docstring); ``method`` chooses :attr:`Trials.positions`, ``design`` B's sample."""
+    if target.truth is None or target.reference_score is None:
+        raise EvalprismError(
+            f"model '{target.model}': trials compare samples with the full-pool truth, which it has not"
+        )
     chosen = choose_method(pool, target.model, method)
     design = resolve_design(pool, design)
-    levels = level_items(pool, target)
-    m = per_level(items, levels)
-    order = pool.item_order
-    has_row = target.outcome != NO_ROW
-    usable = usable_items(pool, target)
-    candidates = order[has_row[order]]  # random sampling: every item with a row, in content order
-    population = order[usable[order]]  # A and B: the items the model can be scored on
-    size = np.array([min(len(lv), m) for lv in levels])
-    if size.sum() == 0 or len(population) == 0:
-        raise EvalprismError(f"model '{target.model}' has no answer on any pool item")
-    strata = build_strata(population, pool.bench_code, pool.members_right, pool.weights, pool.n)
-    alloc = allocate(items, strata.size, strata.share)
-    strata_members = strata.members()
-    draw_n = min(items, len(candidates))
-    right_levels = np.zeros((trials, pool.n + 1), dtype=np.int64)
-    draws = np.empty((trials, draw_n), dtype=np.int64)
-    n_strat = int(np.minimum(alloc, strata.size).sum())
-    strat = np.empty((trials, n_strat), dtype=np.int64)
-    right = target.outcome == 1
-    first: dict[str, Any] = {}
-    with progress_bar(f"trials for {target.model}", trials, progress) as bar:
-        for t in range(trials):
-            rng = np.random.default_rng([seed, t])
-            idx, labels = draw_subset(levels, m, rng)
-            right_levels[t] = np.bincount(labels, weights=right[idx], minlength=pool.n + 2)[1:]
-            draws[t] = rng.choice(len(candidates), draw_n, replace=False)
-            strat[t] = stratified_draw(strata_members, alloc, rng)
-            if t == 0:
-                first = {"balanced": (idx, labels), "random": candidates[draws[0]], "stratified": strat[0].copy()}
-            if t % 50 == 49:
-                bar.update(50)
-        bar.update(trials % 50)
-    member_scores = pool.members["reference_score"].to_numpy(dtype=float)
-    w = strata.weights
-
-    rule = apply_rule(right_levels, size, levels, weighting)  # the paper's rule
-    paper, paper_conf = rule.position, rule.strength
-
-    # random sampling and the Bayesian interval posterior on the random draw
-    cand_right = right[candidates]
-    rand_score = 100.0 * random_scores(pool.bench_code[candidates], cand_right, draws, pool.weights)
-    rand = positions_of(rand_score, member_scores)
-    # the interval likelihoods only of items some trial drew (1,000 x 100 of a million-item pool)
-    drawn, local = np.unique(draws, return_inverse=True)
-    bayes, mass = bayesian_positions(
-        interval_success(pool.irv[candidates[drawn]]), cand_right[drawn], local.reshape(draws.shape)
-    )
-
-    # A: stratified estimate (columns of `strat` are grouped by stratum, alloc[h] each)
-    col_stratum = np.repeat(np.arange(len(alloc)), np.minimum(alloc, strata.size))
-    y_strat = right[strat].astype(float)
-    est, var = design_estimate(y_strat, col_stratum, strata.bench, strata.size, w, strata.bench_size, binary=True)
-    a_score, a_se = 100.0 * est, 100.0 * np.sqrt(var)
-    scores = {"stratified": a_score, "random": rand_score}
-    ses = {"stratified": a_se}
-    confidences = {
-        "paper": paper_conf,
-        "stratified": score_confidence(a_score, a_se, member_scores),
-        "bayesian": mass,
-        "random": np.full(trials, np.nan),
-    }
-    irt_pos = None
-    if pool.panel is not None:
-        b_score, b_se, first["theta"] = _irt_estimates(
-            pool, target, strata, draws, candidates, usable, strat, col_stratum, right, design
+    population = population_of(pool, target, items)
+    samples = draw_samples(pool, target, population, items, trials, seed, progress)
+    estimates = {
+        entry.name: entry.estimate(
+            Evidence(
+                pool,
+                target,
+                samples[entry.draw_for(design)],
+                population.strata,
+                levels=population.levels,
+                weighting=weighting,
+            )
         )
-        scores["irt"], ses["irt"] = b_score, b_se
-        confidences["irt"] = score_confidence(b_score, b_se, member_scores)
-        irt_pos = positions_of(b_score, member_scores)
-    stratified_pos = positions_of(a_score, member_scores)
-    chosen_pos = {"paper": paper, "stratified": stratified_pos, "irt": irt_pos}[chosen]
+        for entry in TRIAL_METHODS
+        if runs_on(entry, pool)
+    }
     options = {
         "items": items,
-        "per_level": m,
+        "per_level": population.per_level,
         "trials": trials,
         "seed": seed,
         "missing": pool.options.get("missing", "wrong"),
@@ -312,67 +350,18 @@ def trial_run(
         "method": chosen,
         "method_requested": method,
         "design": design,
-        "strata": len(alloc),
+        "strata": len(population.alloc),
         "panel_models": pool.panel_size(target.model),
-        "available": len(population),
+        "available": len(population.strata.items),
     }
     result = Trials(
         model=target.model,
         family=pool.family,
         method=chosen,
-        positions=np.asarray(chosen_pos, dtype=np.int64),
-        paper_positions=paper.astype(np.int64),
-        stratified_positions=stratified_pos.astype(np.int64),
-        irt_positions=None if irt_pos is None else irt_pos.astype(np.int64),
-        random_positions=rand.astype(np.int64),
-        bayesian_positions=bayes.astype(np.int64),
+        estimates=estimates,
         truth=target.truth,
         reference_score=target.reference_score,
-        member_scores=member_scores,
-        scores=scores,
-        standard_errors=ses,
-        confidences=confidences,
+        member_scores=pool.members["reference_score"].to_numpy(dtype=float),
         options=options,
     )
-    return TrialRun(trials=result, levels=levels, first=first)
-
-
-def _irt_estimates(
-    pool: Pool,
-    target: Target,
-    strata: Strata,
-    draws: np.ndarray,
-    candidates: np.ndarray,
-    usable: np.ndarray,
-    strat: np.ndarray,
-    col_stratum: np.ndarray,
-    right: np.ndarray,
-    design: Design,
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """B: the IRT difference estimator (percent) and its standard error per trial; trial 0's theta."""
-    fit = pool.irt_fit(exclude=target.model)
-    nb = len(strata.weights)
-    if design == "random":
-        picked = candidates[draws]
-        valid = usable[picked]  # under missing="exclude" a drawn -1 is outside the population
-        group = pool.bench_code[picked]
-        sizes, group_bench = strata.bench_size, np.arange(nb)
-    else:
-        picked = strat
-        valid = np.ones(strat.shape, dtype=bool)
-        group = np.broadcast_to(col_stratum, strat.shape)
-        sizes, group_bench = strata.size.astype(float), strata.bench
-    by_bench = [strata.items[pool.bench_code[strata.items] == b] for b in range(nb)]
-    total, var, theta = difference_estimate(
-        fit,
-        picked,
-        right[picked].astype(float),
-        valid,
-        group,
-        group_bench,
-        sizes,
-        np.asarray(strata.weights),
-        strata.bench_size,
-        by_bench,
-    )
-    return 100.0 * total, 100.0 * np.sqrt(var), float(theta[0])
+    return TrialRun(trials=result, levels=population.levels, samples=samples)

@@ -1,14 +1,15 @@
-"""A localization: where one model sits on the family (:class:`Localization`), built from one sample.
+"""One model's placement on the family (:class:`Localization`), built from one sample.
 
-Two builders, one per kind of method: :func:`paper_localization` from a balanced subset by the
-paper's rule (:mod:`~evalprism.stem.rule`: discordant counts and sign tests against every member,
-the rule strength), and :func:`score_localization` from an estimate of the full-pool reference
-score and its standard error (A or B: placed above every member with a lower reference score, the
-confidence the probability of that interval under the estimate's normal distribution,
-:func:`~evalprism.stem.estimate.bounding_cdf`). Both report the model's accuracy per TI level of
-the items used with 95% Clopper-Pearson intervals (:func:`level_table`). Where the sample comes
-from (trial 0 of :mod:`~evalprism.stem.trials`, or a model's own answers on part of the pool) is
-:mod:`~evalprism.stem.locate`'s and :mod:`~evalprism.stem.subset`'s business.
+Two builders, one per kind of method (:attr:`~evalprism.stem.methods.Method.estimates_score`):
+:func:`paper_localization` from a balanced subset by the paper's rule
+(:mod:`~evalprism.stem.rule`: discordant counts and sign tests against every member, the rule
+strength), and :func:`score_localization` from an estimate of the full-pool reference score and its
+standard error (A, B or the adaptive estimate: placed above every member with a lower reference
+score, the confidence the probability of that interval under the estimate's normal distribution,
+:func:`~evalprism.stem.estimate.bounding_cdf`). Both report the model's accuracy per TI level of the
+items used with 95% Clopper-Pearson intervals (:func:`level_table`). Where the sample comes from
+(trial 0 of :mod:`~evalprism.stem.trials`, or a model's own answers on part of the pool) is
+:mod:`~evalprism.stem.locate_one`'s and :mod:`~evalprism.stem.subset`'s business.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from scipy.special import ndtr
 from evalprism.io.outputs import OutputTarget
 from evalprism.stats.binomial import clopper_pearson
 from evalprism.stem.estimate import bounding_cdf, positions_of
-from evalprism.stem.located import LocationResult
-from evalprism.stem.rule import RULE_STRENGTH_NOTE, apply_rule
+from evalprism.stem.location_result import LocationResult
+from evalprism.stem.methods import METHODS
+from evalprism.stem.rule import apply_rule
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -38,7 +40,7 @@ class Localization:
 
     ``position``: members it is placed above (0..n); ``lower``/``upper``: the bounding members
     (None at an open end); ``confidence`` of that interval (A and B: a calibrated probability; the
-    paper's rule: its rule strength, :data:`RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
+    paper's rule: its rule strength, :data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
     95% Clopper-Pearson intervals; ``tests``: the discordant counts and p-values against every
     member; ``subset``: the items drawn.
     """
@@ -81,9 +83,10 @@ class Localization:
 
     @property
     def confidence_name(self) -> str:
-        """What :attr:`confidence` is called wherever it is shown: ``confidence`` for A and B (the
+        """What :attr:`confidence` is called wherever it is shown (its method's
+        :attr:`~evalprism.stem.methods.Method.confidence_name`): ``confidence`` for A and B (the
         normal probability of the interval, calibrated), ``rule_strength`` for the paper's rule."""
-        return "rule_strength" if self.method == "paper" else "confidence"
+        return METHODS[self.method].confidence_name
 
     @property
     def interval(self) -> str:
@@ -103,7 +106,7 @@ class Localization:
             "upper": self.upper,
             "interval": self.interval,
             self.confidence_name: round(self.confidence, 6),
-            **({"rule_strength_note": RULE_STRENGTH_NOTE} if self.method == "paper" else {}),
+            **self._confidence_note(),
             "p_lower": round(self.p_lower, 6),
             "p_upper": round(self.p_upper, 6),
             "capability_boundary": {"last_level_solved": self.position, "first_level_beyond": self.position + 1},
@@ -125,6 +128,11 @@ class Localization:
             },
         }
 
+    def _confidence_note(self) -> dict[str, str]:
+        """What the confidence is, when it is not a probability (the paper's rule strength)."""
+        note = METHODS[self.method].confidence_note
+        return {} if note is None else {f"{self.confidence_name}_note": note}
+
     def _truth_or_design(self) -> dict[str, Any]:
         """The full-pool truth when the model answered the whole pool; else how much of the pool it
         answered and under which design its full-pool score was estimated (no truth to compare with)."""
@@ -136,7 +144,7 @@ class Localization:
                 "design": self.options["design"],
                 "estimate_of": "full-pool weighted score",
             }
-        if self.truth is None:
+        if self.truth is None or self.reference_score is None:
             return out
         return {
             **out,
@@ -151,7 +159,7 @@ class Localization:
     def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write located.csv, levels.csv, tests.csv, subset.csv, localization.json, run.json and
         report.html: the output of ``evalprism stem locate`` for this one model (a
-        :class:`~evalprism.stem.located.LocationResult` of one)."""
+        :class:`~evalprism.stem.location_result.LocationResult` of one)."""
         return LocationResult(pool=None, results=[(self, None)], options=self.options).save(out_dir)
 
 

@@ -1,12 +1,12 @@
-"""Locating one model on the family (seed 003, Key Design 3): :func:`locate_model`.
+"""Locating one model on the family (seed 003, Key Design 3): :func:`locate_model`, the entry function.
 
 A model with answers on every pool item is located from one sample: trial 0 of the trial engine
 (:func:`~evalprism.stem.trials.trial_run`) with the same seed, so :func:`locate_model` with a seed
 is trial 0 of :func:`~evalprism.stem.run_trials` with that seed. The chosen method's sample and
-estimate become a :class:`~evalprism.stem.localization.Localization` (:func:`localize`): the
-paper's rule on the balanced subset (:mod:`~evalprism.stem.balanced`, :mod:`~evalprism.stem.rule`),
-or the score estimate of A or B (:mod:`~evalprism.stem.estimate`, :mod:`~evalprism.stem.irt`). A
-model with answers on part of the pool, or located by a plan, is located from those answers alone
+estimate become a :class:`~evalprism.stem.placement.Localization` (:func:`localize`): the paper's
+rule on the balanced subset (:mod:`~evalprism.stem.balanced`, :mod:`~evalprism.stem.rule`), or the
+score estimate of A or B (:mod:`~evalprism.stem.estimate`, :mod:`~evalprism.stem.irt`). A model with
+answers on part of the pool, or located by a plan, is located from those answers alone
 (:mod:`~evalprism.stem.subset`).
 """
 
@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from evalprism.io.correctness import EncodedCorrectness
-from evalprism.stem.localization import (
-    Localization,
-    paper_localization,
-    score_localization,
-)
+from evalprism.stem.methods import METHODS
+from evalprism.stem.placement import Localization, paper_localization, score_localization
 from evalprism.stem.rule import Weighting
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import Target, answered_whole_pool, target_of
 from evalprism.stem.trials import TrialRun, trial_run
+from evalprism.vocabularies import Design
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -55,7 +53,7 @@ def locate_model(
     model: str | None = None,
     weighting: Weighting = "balanced",
     method: str = "auto",
-    design: str | None = None,
+    design: Design | None = None,
     plan: Any = None,
 ) -> Localization:
     """Locate one model (``model``, or the only model in ``new_correctness``) on the pool's family.
@@ -79,7 +77,7 @@ def locate_target(
     weighting: Weighting = "balanced",
     *,
     method: str = "auto",
-    design: str | None = None,
+    design: Design | None = None,
 ) -> Localization:
     """:func:`locate_model` for an aligned :class:`~evalprism.stem.target.Target` (trial 0 of seed ``seed``)."""
     run = trial_run(pool, target, items, 1, seed, weighting=weighting, method=method, design=design)  # checks design
@@ -88,21 +86,15 @@ def locate_target(
 
 def localize(pool: Pool, target: Target, run: TrialRun) -> Localization:
     """The localization of trial 0 of ``run`` (a run of any number of trials: trial 0 is the same) by
-    the run's chosen method: the paper's rule on its balanced subset, or the score estimate of A or B
-    on the sample it was made from."""
+    the run's chosen method, from the sample it drew: the paper's rule on its balanced subset, or the
+    score estimate of A or B on the sample it was made from."""
     trials = run.trials
     options = {key: trials.options[key] for key in _OPTIONS}
-    if trials.method == "paper":
-        idx, labels = run.first["balanced"]
-        return paper_localization(pool, target, run.levels, idx, labels, options)
-    stratified = trials.method == "stratified" or options["design"] == "stratified"
-    idx = run.first["stratified" if stratified else "random"]
-    return score_localization(
-        pool,
-        target,
-        idx,
-        float(trials.scores[trials.method][0]),
-        float(trials.standard_errors[trials.method][0]),
-        options,
-        trials.method,
-    )
+    method = METHODS[trials.method]
+    kind = method.draw_for(options["design"])
+    if not method.estimates_score:
+        return paper_localization(pool, target, run.levels, run.first(kind), run.samples[kind].group, options)
+    estimate = trials.estimates[method.name]
+    score, se = estimate.score, estimate.standard_error
+    assert score is not None and se is not None  # a method that places a model by its score has both
+    return score_localization(pool, target, run.first(kind), float(score[0]), float(se[0]), options, method.name)

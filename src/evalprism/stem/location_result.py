@@ -1,8 +1,8 @@
-"""What ``evalprism stem locate`` writes: the localizations (and trials) of several models on one
-pool, as one result (:class:`LocationResult`). It holds its parts and writes them; it computes
-nothing, so it sits below :mod:`~evalprism.stem.localization` (a single localization saves through
-it) and :mod:`~evalprism.stem.evaluate` (which builds it for several models), and above
-:mod:`~evalprism.stem.report` (its summary table and report).
+"""The command's result: what ``evalprism stem locate`` writes, the localizations (and trials) of
+several models on one pool, as one result (:class:`LocationResult`). It holds its parts and writes
+them; it computes nothing, so it sits below :mod:`~evalprism.stem.placement` (a single
+localization saves through it) and :mod:`~evalprism.stem.evaluate` (which builds it for several
+models), and above :mod:`~evalprism.stem.report` (its summary table and report).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 
 if TYPE_CHECKING:
-    from evalprism.stem.localization import Localization
+    from evalprism.stem.placement import Localization
     from evalprism.stem.pool import Pool
     from evalprism.stem.trials import Trials
 
@@ -63,8 +63,8 @@ class LocationResult(SavedResult):
                     "method": trials.method,
                     "accuracy": round(trials.accuracy(), 4),
                     **{f"accuracy_{m}": round(trials.accuracy(m), 4) for m in trials.methods},
-                    **{f"score_rmse_{m}": round(trials.rmse(m), 4) for m in trials.scores},
-                    **{f"coverage_95_{m}": round(trials.coverage(m), 4) for m in trials.standard_errors},
+                    **{f"score_rmse_{m}": round(trials.rmse(m), 4) for m in trials.score_methods},
+                    **{f"coverage_95_{m}": round(trials.coverage(m), 4) for m in trials.error_methods},
                 }
             entries.append(entry)
         return entries
