@@ -283,7 +283,7 @@ def _load_pool(pool_dir: Path) -> Pool:
     items = pd.DataFrame(
         {"benchmark": table["benchmark"].to_numpy(dtype=object), "item_id": table["item_id"].to_numpy(dtype=object)}
     )
-    results = run.get("results") if isinstance(run.get("results"), dict) else {}
+    results = run["results"] if isinstance(run.get("results"), dict) else {}
     pool = _assemble(
         str(run.get("family", results.get("family", ""))),  # format 1 kept the family at the top
         members["model"].to_numpy(dtype=object),
