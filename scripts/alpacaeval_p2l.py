@@ -1,6 +1,6 @@
 """P2L on real data: AlpacaEval 2 (805 prompts x 57 models against gpt4_1106_preview, soft labels).
 
-    python scripts/alpacaeval_p2l.py --data ../shared/data/alpacaeval --out alpacaeval-p2l
+    python scripts/alpacaeval_p2l.py --data ../shared/data/alpacaeval --out alpacaeval-p2l [--prompts N] [--penalty L]
 
 1. Prompts split 80/20 (seeded). The default P2L (frozen minilm) trains on the 80%.
 2. Held-out NLL / accuracy / Brier of P2L against the marginal BT and the constant predictor.
@@ -12,7 +12,9 @@
    preferences p_b of the held-out prompts and their actual output lengths. The same LP on the
    marginal leaderboard (one leaderboard for every prompt: it can only mix models globally) shows
    how much of the gain is prompt-specific.
-Writes the model, the evaluation report, the curve (CSV) and summary.json under --out.
+Writes the model, the evaluation report, the curve (CSV) and summary.json under --out. ``--prompts N``
+keeps the N prompts with the smallest ids (all 805 by default; a smoke run takes a few dozen);
+``--penalty L`` fixes the ridge head's penalty instead of choosing it by 5-fold cross-validation.
 """
 
 from __future__ import annotations
@@ -40,18 +42,21 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/alpacaeval"))
     parser.add_argument("--out", type=Path, default=Path("alpacaeval-p2l"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompts", type=int, default=None, help="the first N prompts by id (default: all)")
+    parser.add_argument("--penalty", type=float, default=None, help="the ridge penalty (default: chosen by CV)")
     args = parser.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
 
     battles = read_table(args.data / "battles_ae2_weighted_gpt4turbo.jsonl")
-    prompt_ids = np.sort(battles["prompt_id"].unique())
+    prompt_ids = np.sort(battles["prompt_id"].unique())[: args.prompts]
+    battles = battles[battles["prompt_id"].isin(prompt_ids)].reset_index(drop=True)
     rng = np.random.default_rng(args.seed)
     test_ids = set(rng.choice(prompt_ids, size=round(0.2 * prompt_ids.size), replace=False).tolist())
     is_test = battles["prompt_id"].isin(test_ids)
     train, test = battles[~is_test], battles[is_test]
 
-    result = train_model(train, TrainOptions(seed=args.seed))
+    result = train_model(train, TrainOptions(seed=args.seed, penalty=args.penalty))
     result.save(out / "model")
     model = P2LModel.load(out / "model")
     evaluation = evaluate_model(model, test)

@@ -19,6 +19,9 @@ models scored on the same item are a battle (higher score wins, equal a tie, bot
   per benchmark on all training battles of that benchmark, says how much of P2L's gain knowing the
   benchmark alone gives.
 
+Smaller runs: ``--items N`` keeps the first N items of each benchmark (in the data's order), ``--penalty L``
+fixes the ridge penalty instead of choosing it by cross-validation.
+
 Writes ``--out/metrics.csv`` (one row per outcome model and predictor), ``conversion.json`` and the trained
 models (``--out/model-<outcome model>/``), and prints the metrics.
 """
@@ -58,6 +61,15 @@ def score_table(data: Path) -> pd.DataFrame:
     items = pd.read_csv(data / "items.csv", dtype=str)[["benchmark", "item_id", "question"]]
     table = scores.merge(items, on=["benchmark", "item_id"], how="left", validate="many_to_one")
     return table.rename(columns={"model": "run", "question": "prompt"})
+
+
+def first_items(table: pd.DataFrame, n: int | None) -> pd.DataFrame:
+    """The rows of the first ``n`` items of each benchmark, in the order the items first appear (all: None)."""
+    if n is None:
+        return table
+    keys = table[["benchmark", "item_id"]].drop_duplicates()
+    kept = keys.groupby("benchmark", sort=False).head(n)
+    return table.merge(kept, on=["benchmark", "item_id"], how="inner")
 
 
 def pick_models(table: pd.DataFrame, n: int) -> list[str]:
@@ -134,10 +146,12 @@ def main() -> None:
     parser.add_argument("--test-fraction", type=float, default=0.2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--items", type=int, default=None, help="the first N items of each benchmark (default: all)")
+    parser.add_argument("--penalty", type=float, default=None, help="the ridge penalty (default: chosen by CV)")
     parser.add_argument("--out", type=Path, default=Path("docs/p2l_from_correctness"))
     args = parser.parse_args()
 
-    table = score_table(args.data)
+    table = first_items(score_table(args.data), args.items)
     models = pick_models(table, args.models)
     table = table[table["run"].isin(models)].reset_index(drop=True)
     test_rows = held_out(table, args.test_fraction, args.seed)
@@ -152,7 +166,7 @@ def main() -> None:
         start = time.perf_counter()
         result = train_model(
             train_battles,
-            TrainOptions(outcome_model=outcome_model, seed=args.seed),
+            TrainOptions(outcome_model=outcome_model, seed=args.seed, penalty=args.penalty),
             cache_dir=args.cache_dir,
             progress=False,
         )

@@ -455,7 +455,7 @@ def run(args: argparse.Namespace) -> None:
                     features(spec, list(dict.fromkeys(train.prompts + test.prompts)), args.cache_dir)
                 embed_s = time.perf_counter() - te
                 opts = TrainOptions(
-                    backbone=spec, loss=loss, finetune=finetune, seed=args.seed, fit="adamw" if adamw else None
+                    backbone=spec, outcome_model=loss, finetune=finetune, seed=args.seed, fit="adamw" if adamw else None
                 )
                 tt = time.perf_counter()
                 res = train_model(train_tab, opts, cache_dir=args.cache_dir, progress=False)

@@ -17,6 +17,10 @@ equals X's true position (its full-pool reference score against the members'); c
 |estimate - full-pool score| <= 1.96 se. Run from the repository root:
 
     PYTHONPATH=src python scripts/stem_adaptive_study.py [--seeds 20] [--out out/stem-adaptive]
+        [--datasets zeroeval mmlu_pro] [--families gemma-2-it ...] [--max-models N]
+
+``--families`` keeps only the named families of the datasets; ``--max-models N`` locates at most N models per
+family x setting (both for smoke runs: the panel's calibration runs dominate the time).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stem_real_data import FAMILIES, copies_of, family_jobs, load
+from stem_real_data import FAMILIES, at_most, copies_of, family_jobs, load
 
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, make_plan
@@ -62,11 +66,13 @@ PLANNED = (50, 100)
 RANDOM_DRAWS = 200
 
 
-def study(dataset: str, seeds: int) -> list[dict]:
+def study(dataset: str, seeds: int, max_models: int | None = None, families: list[str] | None = None) -> list[dict]:
     _, enc, meta, complete = load(dataset)
     rows: list[dict] = []
     for family, members in FAMILIES[dataset].items():
-        jobs = family_jobs(meta, members, complete)
+        if families and family not in families:
+            continue
+        jobs = at_most(family_jobs(meta, members, complete), max_models)
         # each left-out member has a pool of its own; the other families share the family's
         cells = [(setting, pool_rows, [model]) for model, setting, pool_rows in jobs if setting == "leave-one-out"]
         cells.append(("other families", jobs[-1][2], [m for m, setting, _ in jobs if setting == "other families"]))
@@ -281,12 +287,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/stem-adaptive"))
     parser.add_argument("--datasets", nargs="*", default=list(FAMILIES))
     parser.add_argument("--runs", nargs="*", type=Path, help="summarise these runs.csv files instead of running")
+    parser.add_argument("--max-models", type=int, default=None, help="at most this many models per cell (smoke runs)")
+    parser.add_argument(
+        "--families", nargs="*", choices=[f for fams in FAMILIES.values() for f in fams], help="only these families"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     if args.runs:
         runs = pd.concat([pd.read_csv(path) for path in args.runs], ignore_index=True)
     else:
-        runs = pd.DataFrame([row for dataset in args.datasets for row in study(dataset, args.seeds)])
+        runs = pd.DataFrame(
+            [row for dataset in args.datasets for row in study(dataset, args.seeds, args.max_models, args.families)]
+        )
     cells = summarise(runs)
     args.out.mkdir(parents=True, exist_ok=True)
     runs.to_csv(args.out / "runs.csv", index=False)

@@ -27,7 +27,9 @@ trial index), the interval is ``mean +- 1.96 sqrt(sum_m var_m / T) / M`` over th
 ``T +- 1.96 se`` holds the reference score (A and B).
 
     python scripts/stem_real_data.py --out out/stem-real [--trials 1000] [--items 100 50 200] [--seed 0]
-        [--weighting balanced|stratified]
+        [--weighting balanced|stratified] [--datasets zeroeval mmlu_pro] [--max-models N]
+
+``--max-models N`` locates at most N models per family x setting cell (a smoke run).
 
 Writes, per item count, ``models_<items>.csv`` (one row per located model and method) and
 ``cells_<items>.csv`` (per family x setting and overall: accuracy, paired difference to random,
@@ -113,11 +115,26 @@ def family_jobs(meta: pd.DataFrame, members: list[str], complete: set[str]) -> l
     return jobs + [(other, "other families", fam_rows) for other in sorted(complete - kin)]
 
 
-def locate_all(dataset: str, items: list[int], trials: int, seed: int, weighting: str) -> list[dict]:
+def at_most(jobs: list[tuple[str, str, pd.DataFrame]], max_models: int | None) -> list[tuple[str, str, pd.DataFrame]]:
+    """The first ``max_models`` jobs of each setting (every job: None), in their order."""
+    if max_models is None:
+        return jobs
+    seen: dict[str, int] = {}
+    kept = []
+    for job in jobs:
+        seen[job[1]] = seen.get(job[1], 0) + 1
+        if seen[job[1]] <= max_models:
+            kept.append(job)
+    return kept
+
+
+def locate_all(
+    dataset: str, items: list[int], trials: int, seed: int, weighting: str, max_models: int | None = None
+) -> list[dict]:
     _, enc, meta, complete = load(dataset)
     rows = []
     for family, members in FAMILIES[dataset].items():
-        jobs = family_jobs(meta, members, complete)
+        jobs = at_most(family_jobs(meta, members, complete), max_models)
         for model, setting, pool_rows in jobs:
             pool = build_pool(enc, pool_rows, min_models=2)
             panel = sorted(complete - set(pool.members["model"]) - copies_of(meta, model))
@@ -292,11 +309,12 @@ def main() -> None:
         default="balanced",
         help="the paper rule's decision: TI levels equal (paper) or by their pool size",
     )
+    parser.add_argument("--max-models", type=int, default=None, help="at most this many models per cell (smoke runs)")
     args = parser.parse_args()
     started = time.perf_counter()
     rows = []
     for dataset in args.datasets:
-        rows += locate_all(dataset, args.items, args.trials, args.seed, args.weighting)
+        rows += locate_all(dataset, args.items, args.trials, args.seed, args.weighting, args.max_models)
     args.out.mkdir(parents=True, exist_ok=True)
     text = []
     for k in args.items:
