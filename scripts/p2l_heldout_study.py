@@ -130,7 +130,7 @@ def prompt_hash_fold(prompts: list[str], k: int, seed: int) -> np.ndarray:
 _FEATS: dict[str, np.ndarray] = {}
 
 
-def features(spec: str, prompts: list[str], cache_dir: str) -> np.ndarray:
+def features(spec: str, prompts: list[str], cache_dir: str | None) -> np.ndarray:
     """Unit-norm embeddings of ``prompts`` (specs joined by '+' are concatenated), via evalprism's
     embedder and its cache."""
     parts = []
@@ -161,7 +161,7 @@ def static_features(prompts: list[str]) -> np.ndarray:
     return _STATIC[0].features(prompts).numpy()
 
 
-def projected_static(spec: str, prompts: list[str], cache_dir: str) -> np.ndarray:
+def projected_static(spec: str, prompts: list[str], cache_dir: str | None) -> np.ndarray:
     """Static vectors mapped toward MiniLM's: fitted (on MiniLM's embeddings of the prompts of the first
     call, the training prompts) the first time ``spec`` is asked for, applied as fitted afterwards."""
     x = torch.from_numpy(static_features(prompts)).float()
@@ -630,7 +630,7 @@ def _slug(s: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in s)
 
 
-def predict_config(config: str, prompts: list[str], heads: dict, libmodels: dict, cache_dir: str) -> Prediction:
+def predict_config(config: str, prompts: list[str], heads: dict, libmodels: dict, cache_dir: str | None) -> Prediction:
     if config in heads:
         head, spec, mu, _ = heads[config]
         return head_predict(head, features(spec, prompts, cache_dir) - mu)
@@ -714,7 +714,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("battles")
     p.add_argument("--name", required=True)
-    p.add_argument("--out", default="/work/study")
+    p.add_argument("--out", default="out/p2l-heldout")
     p.add_argument("--configs", default="lib:minilm,ridge:minilm")
     p.add_argument("--outcome-model", "--loss", default="grk")
     p.add_argument("--seed", type=int, default=0)
@@ -727,7 +727,7 @@ def main() -> None:
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--mlp-lr", type=float, default=1e-3)
     p.add_argument("--mlp-batch", type=int, default=256)
-    p.add_argument("--cache-dir", default="/work/study/cache")
+    p.add_argument("--cache-dir", default=None, help="the embedding cache (default: evalprism's own)")
     p.add_argument("--fig6", default="", help="configs (comma separated) for the aggregation scaling")
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--route", default="", help="config to route the held-out prompts with")

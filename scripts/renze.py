@@ -75,6 +75,17 @@ def demo_questions(exam: pd.DataFrame) -> list[int]:
     return sorted(picked)
 
 
+def check_root(root: Path) -> None:
+    """Stop with one message when ``root`` is not the study's folder (its exam and response files)."""
+    exam = root / "exams" / "comprehensive-100.jsonl"
+    if not exam.is_file():
+        raise SystemExit(
+            f"{exam}: not found (give the renze-temperature folder, e.g. ../shared/data/renze-temperature)"
+        )
+    if not any((root / "responses").glob("*comprehensive-100*.csv")):
+        raise SystemExit(f"{root / 'responses'}: no '*comprehensive-100*.csv' response files")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -85,6 +96,7 @@ def main() -> None:
     demo.add_argument("root", type=Path)
     demo.add_argument("out_dir", type=Path)
     args = parser.parse_args()
+    check_root(args.root)
     if args.cmd == "convert":
         table = to_table(args.root)
         args.out.parent.mkdir(parents=True, exist_ok=True)
