@@ -80,7 +80,7 @@ def test_every_script_a_doc_names_exists_and_has_a_smoke_test_here() -> None:
 def test_p2l_heldout_study_scores_trains_routes_and_scales(tmp_path: Path) -> None:
     """The held-out study (docs/p2l_heldout_study.md) on 300 Arena battles: the library trainer (the
     configuration that crashed on the outcome-model rename), shrinkage, an experimental ridge head, the
-    Fig. 6 aggregation scaling and the routing curve."""
+    Fig. 6 aggregation scaling and the routing curve of the ridge head folded into the library's P2L model."""
     battles = arena_slice(tmp_path / "battles.jsonl", 300)
     configs = "lib:minilm:adamw,shrink:minilm:adamw,ridge:minilm"
     run_script(
@@ -101,7 +101,7 @@ def test_p2l_heldout_study_scores_trains_routes_and_scales(tmp_path: Path) -> No
         "--repeats",
         "2",
         "--route",
-        "lib:minilm:adamw",
+        "ridge:minilm",  # the study's own head, folded into the library's to route
         "--costs",
         ARENA_COSTS,
     )
