@@ -3,6 +3,7 @@ written on the data they name (a slice of it where the whole would take minutes)
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -86,6 +87,8 @@ def test_the_held_out_walkthrough_runs_as_written(
     routing = pd.read_csv(tmp_path / "out" / "eval" / "routing.csv")
     assert set(routing["policy"]) == {"p2l", "best single", "marginal router", "random mix", "oracle"}
     assert routing["value"].between(0, 1).all()
+    notes = json.loads((tmp_path / "out" / "eval" / "run.json").read_text())["notes"]  # bt leaves the ties out
+    assert any(note.startswith("outcome model 'bt' leaves out") for note in notes), notes
     budget = float(commands[-1][commands[-1].index("--budget") + 1])
     routes = pd.read_csv(tmp_path / "out" / "router" / "routes.csv")
     assert len(routes) == len(sides[1]) and routes["expected_winrate"].between(0, 1).all()  # a row per prompt row

@@ -425,7 +425,7 @@ def evaluate_model(
         "repeats": repeats,
         "seed": seed,
         "battles_used": int(metrics["battles"].iloc[0]),
-        "left_out": note,
+        "left_out": [note] if note else [],  # the run record's notes: a list of sentences
         "read": table.attrs.get("choices", []),
         "overlap": prompt_overlap(training_prompts, distinct),
     }
