@@ -32,7 +32,7 @@ JUDGES = ["gpt4o_umbrela", "gpt4_umbrela", "llama32_binary"]
 
 def bench_pipeline(report: Report, quick: bool) -> None:
     from evalprism.io import read_table
-    from evalprism.judges import DEFAULT_INSTRUCTION, analyze, pair_text
+    from evalprism.judges import DEFAULT_INSTRUCTION, JudgesOptions, analyze, pair_text
     from evalprism.judges.analysis import make_embedder
 
     if not DATA.exists():
@@ -63,7 +63,9 @@ def bench_pipeline(report: Report, quick: bool) -> None:
     make_embedder("minilm", DEFAULT_INSTRUCTION, cache_dir=cache, progress=True).embed(texts)
     report.section("analysis with cached embeddings")
     log(f"analyze on {len(table)} pairs")
-    result, seconds = timed(lambda: analyze(table, "human_label", JUDGES, cache_dir=cache, progress=False))
+    result, seconds = timed(
+        lambda: analyze(table, JudgesOptions(human="human_label", llm=JUDGES), cache_dir=cache, progress=False)
+    )
     k = int(result.pairs["cluster"].max()) + 1
     report.add(
         Row(

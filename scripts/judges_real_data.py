@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalprism.io import read_table
-from evalprism.judges import analyze
+from evalprism.judges import ClusterOptions, JudgesOptions, analyze
 
 HUMAN = "human_label"
 JUDGES = ["gpt4o_umbrela", "gpt4_umbrela", "gpt4o_binary", "gpt4_binary", "llama32_binary"]
@@ -67,12 +67,16 @@ def main() -> None:
         part.attrs = dict(table.attrs)
         result = analyze(
             part,
-            HUMAN,
-            JUDGES,
-            min_cluster_size=args.min_cluster_size,
-            min_samples=args.min_samples,
-            n_components=args.components,
-            cluster_selection_method=args.selection,
+            JudgesOptions(
+                human=HUMAN,
+                llm=JUDGES,
+                cluster=ClusterOptions(
+                    min_cluster_size=args.min_cluster_size,
+                    min_samples=args.min_samples,
+                    n_components=args.components,
+                    cluster_selection_method=args.selection,
+                ),
+            ),
             progress=not args.quiet,
         )
         replace(result, title=f"Where LLM relevance judges disagree with NIST assessors: TREC {year}").save(

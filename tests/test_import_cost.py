@@ -210,7 +210,7 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
     no model), so it holds exactly the keys the command asks for; the command must then encode
     nothing and never load sentence-transformers."""
     from evalprism.embed.backends import SentenceTransformerBackend
-    from evalprism.judges import DEFAULT_INSTRUCTION, analyze, pair_text
+    from evalprism.judges import DEFAULT_INSTRUCTION, JudgesOptions, analyze, pair_text
     from evalprism.judges.simulate import genre_embeddings, simulate_judgments
 
     table = simulate_judgments()
@@ -223,7 +223,7 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
         SentenceTransformerBackend, "encode", lambda self, texts, batch_size=64: np.stack([vectors[t] for t in texts])
     )
     cache = tmp_path / "cache"
-    analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache, progress=False)
+    analyze(table, JudgesOptions(human="human", llm=["llm_strict", "llm_lenient"]), cache_dir=cache, progress=False)
     path, out = tmp_path / "judgments.csv", tmp_path / "out"
     table.to_csv(path, index=False)
     modules = command_modules(
@@ -242,7 +242,7 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
         ],
         tmp_path / "modules.json",
     )
-    stats = next(iter(read_run(out).results["embedding"].values()))
+    stats = read_run(out).results["embedding"][0]
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
 

@@ -12,7 +12,7 @@ import pytest
 from helpers import read_run, run_cli
 from sklearn.metrics import adjusted_rand_score
 
-from evalprism.judges import BiasRules, analyze, flag_queries
+from evalprism.judges import BiasRules, ClusterOptions, JudgesOptions, analyze, flag_queries
 from evalprism.judges.simulate import genre_embeddings, simulate_judgments
 
 STRICT = {"q00", "q01", "q02", "q03"}  # llm_strict under-recalls in 'definition' for these
@@ -87,7 +87,9 @@ def flagged(result, judge: str) -> set[str]:
 
 def test_planted_disagreement_recovered_with_exact_clusters() -> None:
     table = simulate_judgments()
-    result = analyze(table, "human", JUDGES, embeddings=genre_embeddings(table), progress=False)
+    result = analyze(
+        table, JudgesOptions(human="human", llm=JUDGES), embeddings=genre_embeddings(table), progress=False
+    )
     assert adjusted_rand_score(table["genre"], result.pairs["cluster"]) == pytest.approx(1.0)
     genre_of = dict(zip(result.pairs["cluster"], table["genre"], strict=True))
     assert flagged(result, "llm_strict") == STRICT
@@ -117,14 +119,14 @@ def test_planted_disagreement_recovered_with_exact_clusters() -> None:
 def test_min_query_pairs_and_noise_handling() -> None:
     table = simulate_judgments()
     x = genre_embeddings(table)
-    result = analyze(table, "human", JUDGES, embeddings=x, min_query_pairs=7, progress=False)
+    result = analyze(table, JudgesOptions(human="human", llm=JUDGES, min_query_pairs=7), embeddings=x, progress=False)
     assert result.query_clusters.empty and result.bias_prone().empty  # 6 pairs per query and cluster
     # scattered pairs become noise: they get cluster -1, a row of their own, and no ΔAC1 cell
     rng = np.random.default_rng(1)
     far = rng.choice(len(table), 25, replace=False)
     x = x.copy()
     x[far] = rng.normal(size=(25, x.shape[1])) * 3
-    result = analyze(table, "human", JUDGES, embeddings=x, progress=False)
+    result = analyze(table, JudgesOptions(human="human", llm=JUDGES), embeddings=x, progress=False)
     assert (result.pairs["cluster"].to_numpy()[far] == -1).all()
     noise = result.clusters[result.clusters["is_noise"]]
     assert set(noise["judge"]) == set(JUDGES) and (noise["cluster"] == -1).all()
@@ -140,9 +142,7 @@ def test_instruction_choice_by_purity() -> None:
     by_label = genre_embeddings(table.assign(genre=(table["human"] >= 2).map({True: "rel", False: "non"})), seed=3)
     result = analyze(
         table,
-        "human",
-        JUDGES,
-        instructions=["by genre", "by label"],
+        JudgesOptions(human="human", llm=JUDGES, instructions=["by genre", "by label"]),
         embeddings={"by genre": by_genre, "by label": by_label},
         progress=False,
     )
@@ -150,7 +150,56 @@ def test_instruction_choice_by_purity() -> None:
     assert ins.loc["by label", "purity_p80"] == pytest.approx(1.0)
     assert ins.loc["by genre", "purity_p80"] < 1.0
     assert ins.loc["by label", "chosen"] and not ins.loc["by genre", "chosen"]
-    assert result.options["instruction"] == "by label"
+    assert result.summary.instruction == "by label"
+
+
+def test_run_record_layout_and_findings_match_the_tables(tmp_path: Path) -> None:
+    """run.json (format 2): the options are JudgesOptions' fields, the results the summary's, a label
+    left out while reading is a read note; the headline says the tables' numbers: the clusters of
+    pairs.csv, each judge's overall AC1 (overall.csv) and worst cluster (clusters.csv), and the
+    bias-prone queries of queries.csv (the planted ones)."""
+    import dataclasses
+    import json
+
+    from evalprism.io.record import RUN_FORMAT
+    from evalprism.judges import DEFAULT_INSTRUCTION
+    from evalprism.judges.summary import JudgesSummary
+
+    table = simulate_judgments()
+    table.loc[table["query_id"] == "q11", "llm_lenient"] = np.nan  # one query the lenient judge left unlabelled
+    options = JudgesOptions(llm=JUDGES, cluster=ClusterOptions(min_samples=4), bias=BiasRules(tau=0.6))
+    result = analyze(table, options, embeddings=genre_embeddings(table), progress=False)
+    out = tmp_path / "out"
+    result.save(out)
+    raw = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert raw["format"] == RUN_FORMAT == 2 and raw["command"] == "judges"
+    run = read_run(out)
+    assert list(run.options) == [f.name for f in dataclasses.fields(JudgesOptions)]
+    assert run.options["human"] == "human" and run.options["llm"] == JUDGES
+    assert run.options["cluster"]["min_samples"] == 4 and run.options["bias"]["tau"] == 0.6
+    assert list(run.results) == [f.name for f in dataclasses.fields(JudgesSummary)]
+    assert run.results["embedder"] == "precomputed" and run.results["embedding"] == []
+    assert run.results["instruction"] == DEFAULT_INSTRUCTION and set(run.results["scales"]) == {"human", *JUDGES}
+    assert run.results["clustering"]["degenerate"] is False and run.results["clustering"]["by"] is None
+    assert run.provenance.notes == ("column 'llm_lenient': 30 of 360 pairs have no label (left out of its agreement)",)
+    pairs = pd.read_csv(out / "pairs.csv")
+    k = int(pairs["cluster"].max()) + 1
+    assert (run.results["n_pairs"], run.results["n_clusters"]) == (len(pairs), k) == (360, 5)
+    assert run.results["noise_pairs"] == int((pairs["cluster"] < 0).sum())
+    first, second = run.findings
+    assert first.startswith(f"{k} clusters; ")
+    overall = pd.read_csv(out / "overall.csv").set_index("judge")
+    clusters = pd.read_csv(out / "clusters.csv")
+    for judge in JUDGES:
+        dense = clusters[(clusters["judge"] == judge) & ~clusters["is_noise"]]
+        worst = dense.loc[dense["ac1"].idxmin()]
+        said = f"{judge} AC1 {overall.loc[judge, 'ac1']:.2f} overall, {worst['ac1']:.2f} in C{int(worst['cluster'])}"
+        assert said in first
+    queries = pd.read_csv(out / "queries.csv", dtype={"query_id": str})
+    prone = queries[queries["bias_prone"]]
+    assert set(prone.loc[prone["judge"] == "llm_strict", "query_id"]) == STRICT
+    counts = prone.groupby("judge").size()
+    assert second == f"bias-prone queries llm_strict: {counts['llm_strict']}, llm_lenient: {counts['llm_lenient']}"
 
 
 @pytest.mark.slow
@@ -189,7 +238,7 @@ def test_cli_end_to_end_with_minilm_recovers_planted_queries(tmp_path: Path, cap
     for name in ("pairs.csv", "clusters.csv", "queries.csv", "query_clusters.csv"):
         assert (out / name).read_bytes() == (again / name).read_bytes()
 
-    stats = next(iter(read_run(again).results["embedding"].values()))
+    stats = read_run(again).results["embedding"][0]
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 200
 
 
@@ -293,7 +342,6 @@ def nested_blobs(table: pd.DataFrame, far_queries: tuple[str, ...] = ("q09", "q1
 
 
 def test_health_of_hand_made_labels() -> None:
-    from evalprism.judges import ClusterOptions
     from evalprism.judges.degeneracy import assess
 
     # 4 queries x 10 pairs; cluster 0 holds 34 of 40 pairs (85%), cluster 1 four, two pairs noise
@@ -320,19 +368,22 @@ def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -
     table = simulate_judgments()
     x = nested_blobs(table)
     result = analyze(
-        table, "human", JUDGES, embeddings=x, reduce="none", cluster_selection_method="eom", progress=False
+        table,
+        JudgesOptions(human="human", llm=JUDGES, cluster=ClusterOptions(reduce="none", cluster_selection_method="eom")),
+        embeddings=x,
+        progress=False,
     )
     assert result.degenerate
-    group = result.clustering["groups"][0]
-    assert (group["n_clusters"], group["selection"]) == (2, "eom") and group["largest_share"] > 0.9
-    assert len(group["attempts"]) == 1  # eom asked for explicitly: no fallback
+    group = result.summary.clustering.groups[0]
+    assert (group.health.n_clusters, group.selection) == (2, "eom") and group.health.largest_share > 0.9
+    assert len(group.attempts) == 1  # eom asked for explicitly: no fallback
     # the planted cells sit inside the big cluster: nothing is flagged, which is why it must be said
     assert flagged(result, "llm_strict") == set()
     err = capsys.readouterr().err
     assert "warning: degenerate clustering: one cluster holds 95% of the pairs" in " ".join(err.split())
     result.save(tmp_path / "out")
     run = read_run(tmp_path / "out").results
-    assert run["degenerate_clustering"] is True and run["clustering"]["groups"][0]["degenerate"] is True
+    assert run["clustering"]["degenerate"] is True and run["clustering"]["groups"][0]["health"]["degenerate"] is True
     html = (tmp_path / "out" / "report.html").read_text()
     summary = html[html.index('<div class="summary">') : html.index("<section")]
     first = summary[summary.index("<li>") :]
@@ -341,21 +392,29 @@ def test_one_blob_is_degenerate_and_said_so_everywhere(tmp_path: Path, capsys) -
 
 def test_multi_blob_is_not_degenerate_and_excess_of_mass_is_kept(capsys) -> None:
     table = simulate_judgments()
-    result = analyze(table, "human", JUDGES, embeddings=genre_embeddings(table), progress=False)
-    assert not result.degenerate and result.clustering["warnings"] == []
-    group = result.clustering["groups"][0]
-    assert (group["selection"], group["n_clusters"], len(group["attempts"])) == ("eom", 5, 1)
-    assert group["largest_share"] == pytest.approx(0.2) and group["queries_with_dac1"] == 12
+    result = analyze(
+        table, JudgesOptions(human="human", llm=JUDGES), embeddings=genre_embeddings(table), progress=False
+    )
+    assert not result.degenerate and result.summary.clustering.warnings == ()
+    group = result.summary.clustering.groups[0]
+    assert (group.selection, group.health.n_clusters, len(group.attempts)) == ("eom", 5, 1)
+    assert group.health.largest_share == pytest.approx(0.2) and group.health.queries_with_dac1 == 12
     assert "warning" not in capsys.readouterr().err
 
 
 def test_auto_selection_falls_back_to_leaf_and_recovers_the_planted_queries() -> None:
     table = simulate_judgments()
-    result = analyze(table, "human", JUDGES, embeddings=nested_blobs(table), reduce="none", progress=False)
-    group = result.clustering["groups"][0]
-    assert [a["selection"] for a in group["attempts"]] == ["eom", "leaf"]
-    assert group["attempts"][0]["degenerate"] and not group["degenerate"] and group["selection"] == "leaf"
-    assert not result.degenerate and result.options["cluster_selection_method"] == "auto"
+    result = analyze(
+        table,
+        JudgesOptions(human="human", llm=JUDGES, cluster=ClusterOptions(reduce="none")),
+        embeddings=nested_blobs(table),
+        progress=False,
+    )
+    group = result.summary.clustering.groups[0]
+    assert [a.selection for a in group.attempts] == ["eom", "leaf"]
+    assert group.attempts[0].health.degenerate and not group.health.degenerate and group.selection == "leaf"
+    assert group.fell_back
+    assert not result.degenerate and result.options.cluster.cluster_selection_method == "auto"
     # the leaves are the five genres and the far blob (leaf selection leaves 19 edge pairs as noise)
     far = (table["genre"] == "news") & table["query_id"].isin(["q09", "q10", "q11"])
     truth = table["genre"].where(~far, "far")
@@ -379,10 +438,10 @@ def two_collections() -> tuple[pd.DataFrame, np.ndarray]:
 
 def test_collections_are_clustered_apart() -> None:
     table, x = two_collections()
-    result = analyze(table, "human", JUDGES, embeddings=x, progress=False)
-    assert result.clustering["by"] == "collection" and result.options["by"] == "auto"
-    assert [g["group"] for g in result.clustering["groups"]] == ["A", "B"]
-    assert all(g["n_clusters"] == 5 and g["n_pairs"] == 360 for g in result.clustering["groups"])
+    result = analyze(table, JudgesOptions(human="human", llm=JUDGES), embeddings=x, progress=False)
+    assert result.summary.clustering.by == "collection" and result.options.by == "auto"
+    assert [g.group for g in result.summary.clustering.groups] == ["A", "B"]
+    assert all(g.health.n_clusters == 5 and g.health.n_pairs == 360 for g in result.summary.clustering.groups)
     truth = table["collection"] + "/" + table["genre"]
     assert adjusted_rand_score(truth, result.pairs["cluster"]) == pytest.approx(1.0)
     # every cluster holds one collection, named in clusters.csv
@@ -392,27 +451,24 @@ def test_collections_are_clustered_apart() -> None:
     assert dict(zip(result.queries["query_id"], result.queries["collection"], strict=True))["bq00"] == "B"
     assert flagged(result, "llm_strict") == STRICT | {"b" + q for q in STRICT}
     # pooled on request: the genres, each holding both collections
-    pooled = analyze(table, "human", JUDGES, embeddings=x, by=None, progress=False)
-    assert pooled.clustering["by"] is None and len(pooled.clustering["groups"]) == 1
+    pooled = analyze(table, JudgesOptions(human="human", llm=JUDGES, by=None), embeddings=x, progress=False)
+    assert pooled.summary.clustering.by is None and len(pooled.summary.clustering.groups) == 1
     assert adjusted_rand_score(table["genre"], pooled.pairs["cluster"]) == pytest.approx(1.0)
     # an explicit column, and one that does not exist
     by_year = analyze(
         table.assign(year=table["collection"].map({"A": 2019, "B": 2020})).drop(columns="collection"),
-        "human",
-        JUDGES,
+        JudgesOptions(human="human", llm=JUDGES, by="year"),
         embeddings=x,
-        by="year",
         progress=False,
     )
-    assert [g["group"] for g in by_year.clustering["groups"]] == ["2019", "2020"]
+    assert [g.group for g in by_year.summary.clustering.groups] == ["2019", "2020"]
     from evalprism.errors import EvalprismError
 
     with pytest.raises(EvalprismError, match="by column 'track' not found"):
-        analyze(table, "human", JUDGES, embeddings=x, by="track", progress=False)
+        analyze(table, JudgesOptions(human="human", llm=JUDGES, by="track"), embeddings=x, progress=False)
 
 
 def test_min_cluster_size_scales_with_the_pairs() -> None:
-    from evalprism.judges import ClusterOptions
     from evalprism.judges.clustering import scaled_min_cluster_size
 
     assert [scaled_min_cluster_size(n) for n in (30, 360, 9260, 10500, 11386, 20646, 70000)] == [
@@ -427,9 +483,10 @@ def test_min_cluster_size_scales_with_the_pairs() -> None:
     assert ClusterOptions().size_for(20646) == 29 and ClusterOptions(min_cluster_size=40).size_for(20646) == 40
     # recorded per collection clustered
     table, x = two_collections()
-    result = analyze(table, "human", JUDGES, embeddings=x, progress=False)
-    assert [g["min_cluster_size"] for g in result.clustering["groups"]] == [15, 15]
-    assert result.options["min_cluster_size"] is None  # the scaled default was asked for
+    result = analyze(table, JudgesOptions(human="human", llm=JUDGES), embeddings=x, progress=False)
+    assert [g.min_cluster_size for g in result.summary.clustering.groups] == [15, 15]
+    assert result.options.cluster.min_cluster_size is None  # the scaled default was asked for
+    assert result.record.options["cluster"]["min_cluster_size"] is None
 
 
 def test_a_single_query_gives_a_result() -> None:
@@ -437,12 +494,17 @@ def test_a_single_query_gives_a_result() -> None:
 
     table = simulate_judgments()
     one = table[table["query_id"] == "q00"].reset_index(drop=True)
-    result = analyze(one, "human", JUDGES, embeddings=genre_embeddings(one), min_cluster_size=5, progress=False)
+    result = analyze(
+        one,
+        JudgesOptions(human="human", llm=JUDGES, cluster=ClusterOptions(min_cluster_size=5)),
+        embeddings=genre_embeddings(one),
+        progress=False,
+    )
     assert result.pairs["cluster"].max() == 4  # five genres of six pairs each
     ref = gwet_ac1((one["human"] >= 2).astype(int), one["llm_strict"], categories=[0, 1])
     assert result.overall.set_index("judge").loc["llm_strict", "ac1"] == pytest.approx(ref.value, abs=1e-12)
     # with the default min_cluster_size, 30 pairs form no cluster: a result with the warning, no crash
-    result = analyze(one, "human", JUDGES, embeddings=genre_embeddings(one), progress=False)
+    result = analyze(one, JudgesOptions(human="human", llm=JUDGES), embeddings=genre_embeddings(one), progress=False)
     assert result.degenerate and result.query_clusters.empty and result.bias_prone().empty
 
 
@@ -513,6 +575,6 @@ def test_pairs_without_a_human_label_are_said_before_the_embedding(capsys) -> No
     table = simulate_judgments()
     unjudged = table["query_id"].isin(table["query_id"].unique()[2:])
     table["human"] = table["human"].where(~unjudged)
-    analyze(table, "human", ["llm_strict"], embeddings=genre_embeddings(table), progress=False)
+    analyze(table, JudgesOptions(human="human", llm=["llm_strict"]), embeddings=genre_embeddings(table), progress=False)
     err = " ".join(capsys.readouterr().err.split())
     assert f"{int(unjudged.sum()):,} of {len(table):,} pairs have no human label ('human')" in err, err

@@ -433,7 +433,7 @@ def judges(
         from evalprism.judges import analyze
 
         table = read_judgments_input(judgments, qrels, topics, passages)
-        return analyze(table, options.human, options.llm, options, cache_dir=cache_dir, progress=not quiet)
+        return analyze(table, options, cache_dir=cache_dir, progress=not quiet)
 
     inputs = [
         Input(judgments, Expect.TABLE),

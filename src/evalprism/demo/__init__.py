@@ -121,12 +121,13 @@ def run_judges_demo(out_dir: Path, *, cache_dir: str | None = None, progress: bo
     """The judge-agreement bias map on generated query-document pairs (no third-party text): 12
     queries x 5 document genres, two simulated LLM judges that disagree with the human labels only in
     planted cells (one under-recalls definitions for 4 queries, one over-includes news for 3)."""
-    from evalprism.judges import analyze
+    from evalprism.judges import JudgesOptions, analyze
     from evalprism.judges.report import index_line
     from evalprism.judges.simulate import simulate_judgments
 
     table = simulate_judgments(noise=0.03, seed=0)
-    result = analyze(table, "human", ["llm_strict", "llm_lenient"], cache_dir=cache_dir, progress=progress)
+    options = JudgesOptions(human="human", llm=["llm_strict", "llm_lenient"])
+    result = analyze(table, options, cache_dir=cache_dir, progress=progress)
     replace(result, title="Demo: where simulated LLM judges disagree with human relevance labels").save(out_dir)
     return [
         IndexEntry(

@@ -6,7 +6,7 @@ Gwet's AC1; queries whose agreement varies strongly across clusters (ΔAC1) are 
 with a direction (under-recall or over-inclusion).
 
 Entry point: :func:`analyze` (options in one :class:`JudgesOptions`) -> :class:`JudgesResult`
-(``.frames()``, ``.save(dir)``).
+(``.frames()``, ``.summary``: what the run resolved and counted, ``.record``, ``.save(dir)``).
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every analysis
 package: importing one helper does not import the whole analysis.
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.judges.bias import flag_queries
     from evalprism.judges.options import BiasRules, ClusterOptions, JudgesOptions
     from evalprism.judges.result import JudgesResult
+    from evalprism.judges.summary import JudgesSummary
 
 __all__ = [
     "DEFAULT_INSTRUCTION",
@@ -28,6 +29,7 @@ __all__ = [
     "ClusterOptions",
     "JudgesOptions",
     "JudgesResult",
+    "JudgesSummary",
     "analyze",
     "flag_queries",
     "pair_text",
@@ -40,5 +42,6 @@ lazy_package(
         "bias": ["flag_queries"],
         "options": ["BiasRules", "ClusterOptions", "JudgesOptions"],
         "result": ["JudgesResult"],
+        "summary": ["JudgesSummary"],
     },
 )

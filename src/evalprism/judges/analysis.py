@@ -19,10 +19,9 @@ Steps (section numbers of the seed):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +30,7 @@ from scipy import stats as _st
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.judgments import Judgments, prepare_judgments
+from evalprism.io.record import Provenance
 from evalprism.judges.agreement import cluster_table, overall_table, query_cluster_table
 from evalprism.judges.bias import flag_queries
 from evalprism.judges.clustering import (
@@ -41,10 +41,11 @@ from evalprism.judges.clustering import (
     reduce_dimensions,
     renumber,
 )
-from evalprism.judges.degeneracy import cluster_checked
+from evalprism.judges.degeneracy import ClusteringHealth, cluster_checked
 from evalprism.judges.groups import Groups, split_groups
 from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
+from evalprism.judges.summary import Clustering, EmbeddingCounts, GroupClustering, JudgesSummary
 from evalprism.progress import status, warn, working
 
 __all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
@@ -114,67 +115,40 @@ def _concentration(
 
 def analyze(
     table: pd.DataFrame,
-    human: str,
-    llm: Sequence[str],
-    options: JudgesOptions | None = None,
+    options: JudgesOptions,
     *,
     embeddings: np.ndarray | Mapping[str, np.ndarray] | None = None,
     cache_dir: str | Path | None = None,
     progress: bool = True,
-    **keywords: Any,
 ) -> JudgesResult:
-    """Where do the LLM judges ``llm`` disagree with the human labels ``human``? (seed 004)
+    """Where do the LLM judges ``options.llm`` disagree with the human labels ``options.human``? (seed 004)
 
     ``table``: judgments (query_id, query, doc_id, doc and the label columns). ``options``: a
-    :class:`JudgesOptions`; the older flat keywords (``instructions=``, ``tau=``,
-    ``min_cluster_size=``, ...) are still accepted in its place (:meth:`JudgesOptions.from_keywords`).
+    :class:`JudgesOptions` (the label columns, the embedder and instructions, clustering, bias rules).
     ``embeddings``: precomputed pair vectors (an array, or one array per instruction) instead of the
-    embedder.
+    embedder; ``cache_dir``: the embedding cache; ``progress``: say what is being done.
     """
-    if options is not None and keywords:
-        raise TypeError(f"analyze(): give options or the keywords {', '.join(sorted(keywords))}, not both")
-    options = options if options is not None else JudgesOptions.from_keywords(**keywords)
     check_reduction_available(options.cluster)
-    given = prepare_judgments(table, human, llm, scales=options.scales, thresholds=options.thresholds)
+    given = prepare_judgments(table, options.human, options.llm, scales=options.scales, thresholds=options.thresholds)
     # every step sees the pairs in (query_id, doc_id) order; the pair table keeps the order given
     judged, rows = given.in_pair_order()
-    back = np.argsort(rows)
-    unlabelled = int(np.isnan(judged.labels[human]).sum())
-    if unlabelled:  # said before the embedding: e.g. human qrels of 2 queries beside an LLM's of 43
-        warn(
-            f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{human}'): they are embedded and "
-            "clustered, but left out of every agreement"
-        )
+    _warn_unlabelled(judged)
     groups = split_groups(judged.table, options.by)
     for name, idx in groups.parts:  # the pair counts are known before embedding, the dimension after
         options.cluster.check_shape(idx.size, where=groups.where(name))
-    candidates, embed_stats = _candidates(judged, human, options, groups, embeddings, rows, cache_dir, progress)
+    candidates, counts = _candidates(judged, options, groups, embeddings, rows, cache_dir, progress)
     best = _best(candidates)
     chosen = candidates[best]
-    clustering = chosen.clustering
-    for line in clustering["warnings"]:
+    for line in chosen.clustering.warnings:
         warn(line)
     with working(f"the 2-D map of {len(judged.table)} pairs", progress):
         coords = map_2d(chosen.vectors, options.cluster, options.seed)
     status("agreement per cluster and per query", progress)
-    agreement = _agreement(judged, human, chosen, options)
-    if groups.column is not None:
-        group_of = pd.Series(
-            judged.table[groups.column].to_numpy()[chosen.labels >= 0], index=chosen.labels[chosen.labels >= 0]
-        )
-        group_of = group_of[~group_of.index.duplicated()]
-        agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
-        query_group = judged.table.groupby("query_id", sort=False)[groups.column].first()
-        agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
-    record = options.resolved_record(
-        human=human,
-        llm=judged.llm,
-        chosen=chosen.instruction,
-        embedder=options.embedder if embeddings is None else "precomputed",
-        scales={c: s.describe() for c, s in judged.scales.items()},
-    )
+    agreement = _agreement(judged, chosen, options)
+    _name_groups(agreement, judged.table, groups, chosen.labels)
+    back = np.argsort(rows)
     return JudgesResult(
-        pairs=_pair_table(given, human, chosen.labels[back], coords[back]),
+        pairs=_pair_table(given, chosen.labels[back], coords[back]),
         clusters=agreement.clusters,
         queries=agreement.queries,
         query_clusters=agreement.cells,
@@ -182,14 +156,57 @@ def analyze(
         instructions=_instruction_table(candidates, best, options.purity_percentile),
         concentration=agreement.concentration,
         texts=given.table[["query", "doc"]],
-        options=record,
-        embed_stats=embed_stats or None,
-        notes=agreement.notes,
-        clustering=clustering,
+        options=options,
+        summary=_summary(judged, options.embedder if embeddings is None else "precomputed", chosen, counts),
+        provenance=Provenance(notes=tuple(judged.notes)),
+        notes=tuple(agreement.notes),
     )
 
 
-@dataclass
+def _summary(
+    judged: Judgments, embedder: str, chosen: _Candidate, counts: tuple[EmbeddingCounts, ...]
+) -> JudgesSummary:
+    """What the run resolved and counted: the label columns and their scales, the embedder (or
+    ``precomputed``), the instruction and clustering kept, the pair and cluster counts."""
+    labels = chosen.labels
+    return JudgesSummary(
+        llm=tuple(judged.llm),
+        embedder=embedder,
+        instruction=chosen.instruction,
+        scales={column: scale.describe() for column, scale in judged.scales.items()},
+        n_pairs=len(labels),
+        n_clusters=int(labels.max()) + 1,
+        noise_pairs=int((labels < 0).sum()),
+        clustering=chosen.clustering,
+        embedding=counts,
+    )
+
+
+def _warn_unlabelled(judged: Judgments) -> None:
+    """Say, before the embedding, how many pairs have no human label (e.g. human qrels of 2 queries
+    beside an LLM's of 43): they are embedded and clustered, but in no agreement."""
+    unlabelled = int(np.isnan(judged.labels[judged.human]).sum())
+    if unlabelled:
+        warn(
+            f"{unlabelled:,} of {len(judged.table):,} pairs have no human label ('{judged.human}'): they are "
+            "embedded and clustered, but left out of every agreement"
+        )
+
+
+def _name_groups(agreement: _Agreement, table: pd.DataFrame, groups: Groups, labels: np.ndarray) -> None:
+    """When the pairs were clustered per value of a column, add that column to clusters.csv (each
+    cluster's value) and queries.csv (each query's value)."""
+    if groups.column is None:
+        return
+    dense = labels >= 0
+    group_of = pd.Series(table[groups.column].to_numpy()[dense], index=labels[dense])
+    group_of = group_of[~group_of.index.duplicated()]
+    agreement.clusters.insert(1, groups.column, agreement.clusters["cluster"].map(group_of))
+    query_group = table.groupby("query_id", sort=False)[groups.column].first()
+    agreement.queries.insert(3, groups.column, agreement.queries["query_id"].map(query_group))
+
+
+@dataclass(frozen=True)
 class _Candidate:
     """One candidate instruction: its pair vectors, their clustering, and its purity score."""
 
@@ -198,24 +215,22 @@ class _Candidate:
     labels: np.ndarray
     purity: np.ndarray
     score: float
-    clustering: dict[str, Any]
+    clustering: Clustering
 
     @property
     def degenerate(self) -> bool:
-        return bool(self.clustering["degenerate"])
+        return self.clustering.degenerate
 
 
-def _cluster(
-    x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions
-) -> tuple[np.ndarray, dict[str, Any]]:
+def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions) -> tuple[np.ndarray, Clustering]:
     """Reduce and cluster each group of pairs on its own (all pairs: one group); the labels of all
-    groups renumbered together by size, and what run.json records: per group the selection used, its
-    min_cluster_size, its health and every attempt, and one warning per degenerate group."""
+    groups renumbered together by size, and how each group was clustered: the selection used, its
+    min_cluster_size, its health and every attempt, with the warnings about degenerate or thin groups."""
     copts = options.cluster
     q_codes = np.asarray(pd.factorize(judged.table["query_id"], sort=True)[0])
     labels = np.full(len(judged.table), -1, dtype=np.int64)
     offset = 0
-    records, warnings = [], []
+    described, warnings = [], []
     for name, idx in groups.parts:
         where = groups.where(name)
         copts.check_shape(idx.size, x.shape[1], where)
@@ -224,39 +239,41 @@ def _cluster(
         )
         labels[idx] = np.where(checked.labels >= 0, checked.labels + offset, -1)
         offset += checked.health.n_clusters
-        records.append({"group": name, **checked.record()})
-        if checked.health.degenerate:
-            warnings.append(
-                f"degenerate clustering{where}: {'; '.join(checked.health.reasons)}. Per-cluster AC1, "
-                "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
-                "leaf selection, or clustering each collection apart (--min-cluster-size, "
-                "--cluster-selection leaf, --by COLUMN)"
-            )
-        for caveat in checked.health.caveats:
-            warnings.append(
-                f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
-                "ranked among those only (the pairs cluster mostly by query)"
-            )
-    return renumber(labels), {
-        "by": groups.column,
-        "by_requested": options.by,
-        "groups": records,
-        "degenerate": any(r["degenerate"] for r in records),
-        "thin": any(r["caveats"] for r in records),
-        "warnings": warnings,
-    }
+        described.append(
+            GroupClustering(name, checked.selection, checked.min_cluster_size, checked.health, checked.attempts)
+        )
+        warnings += _health_warnings(checked.health, where)
+    return renumber(labels), Clustering(groups.column, tuple(described), tuple(warnings))
+
+
+def _health_warnings(health: ClusteringHealth, where: str) -> list[str]:
+    """What is said about one group's clustering (``where``: which group, when split): that it is
+    degenerate, and each reason it is thin."""
+    warnings = []
+    if health.degenerate:
+        warnings.append(
+            f"degenerate clustering{where}: {'; '.join(health.reasons)}. Per-cluster AC1, "
+            "ΔAC1 and the bias-prone queries say little about it; try a smaller min_cluster_size, "
+            "leaf selection, or clustering each collection apart (--min-cluster-size, "
+            "--cluster-selection leaf, --by COLUMN)"
+        )
+    for caveat in health.caveats:
+        warnings.append(
+            f"few queries comparable across clusters{where}: {caveat}; the bias-prone queries are "
+            "ranked among those only (the pairs cluster mostly by query)"
+        )
+    return warnings
 
 
 def _candidates(
     judged: Judgments,
-    human: str,
     options: JudgesOptions,
     groups: Groups,
     embeddings: np.ndarray | Mapping[str, np.ndarray] | None,
     rows: np.ndarray,
     cache_dir: str | Path | None,
     progress: bool,
-) -> tuple[list[_Candidate], dict[str, object]]:
+) -> tuple[list[_Candidate], tuple[EmbeddingCounts, ...]]:
     """Embed the pairs with each candidate instruction (3.2) and cluster them (3.3); also the
     embedders' counts by instruction. Precomputed ``embeddings`` follow the table as given: their
     row ``rows[i]`` belongs to pair ``i`` of ``judged``."""
@@ -264,19 +281,15 @@ def _candidates(
     texts = [pair_text(q, d) for q, d in zip(df["query"].tolist(), df["doc"].tolist(), strict=True)]
     copts = options.cluster
     candidates = []
-    embed_stats: dict[str, object] = {}
+    counts: list[EmbeddingCounts] = []
     for instruction in options.candidate_instructions():
         if embeddings is not None:
-            x = embeddings[instruction] if isinstance(embeddings, Mapping) else embeddings
-            x = np.asarray(x, dtype=np.float32)
-            if x.shape[0] != len(df):
-                raise EvalprismError(f"embeddings have {x.shape[0]} rows, expected one per pair ({len(df)})")
-            x = x[rows]
+            x = _given_vectors(embeddings, instruction, rows)
         else:
             status(f"embedding {len(texts)} pairs with '{options.embedder}' ({instruction!r})", progress)
             emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts)
-            embed_stats[instruction] = dict(emb.stats, model_id=emb.model_id)
+            counts.append(EmbeddingCounts(instruction, emb.model_id, **emb.stats))
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)
         with working(
             f"clustering ({copts.reduce}, {copts.cluster_selection_method} selection, min_cluster_size={sizes}"
@@ -284,11 +297,20 @@ def _candidates(
             progress,
         ):
             labels, clustering = _cluster(x, judged, groups, options)
-        purity = cluster_purity(labels, judged.relevant[human])
+        purity = cluster_purity(labels, judged.relevant[judged.human])
         candidates.append(
             _Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile), clustering)
         )
-    return candidates, embed_stats
+    return candidates, tuple(counts)
+
+
+def _given_vectors(embeddings: np.ndarray | Mapping[str, np.ndarray], instruction: str, rows: np.ndarray) -> np.ndarray:
+    """The precomputed vectors of ``instruction`` (one array for all, or one per instruction), in the
+    pairs' order: row ``rows[i]`` of the table as given is pair ``i``."""
+    x = np.asarray(embeddings[instruction] if isinstance(embeddings, Mapping) else embeddings, dtype=np.float32)
+    if x.shape[0] != len(rows):
+        raise EvalprismError(f"embeddings have {x.shape[0]} rows, expected one per pair ({len(rows)})")
+    return x[rows]
 
 
 def _best(candidates: list[_Candidate]) -> int:
@@ -329,11 +351,11 @@ class _Agreement:
     notes: list[str]
 
 
-def _agreement(judged: Judgments, human: str, chosen: _Candidate, options: JudgesOptions) -> _Agreement:
+def _agreement(judged: Judgments, chosen: _Candidate, options: JudgesOptions) -> _Agreement:
     """AC1 per cluster and per query within each cluster, the bias flags, overall agreement and
     whether disagreement concentrates in dense clusters, over the chosen clustering."""
     df, labels, confidence = judged.table, chosen.labels, options.confidence
-    h = judged.relevant[human]
+    h = judged.relevant[judged.human]
     llm_rel = {c: judged.relevant[c] for c in judged.llm}
     clusters = cluster_table(labels, h, llm_rel, chosen.purity, confidence)
     q_codes, q_ids = pd.factorize(df["query_id"], sort=True)
@@ -379,9 +401,9 @@ def _query_table(df: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     return queries[lead + [c for c in queries.columns if c not in lead]]
 
 
-def _pair_table(judged: Judgments, human: str, labels: np.ndarray, coords: np.ndarray) -> pd.DataFrame:
+def _pair_table(judged: Judgments, labels: np.ndarray, coords: np.ndarray) -> pd.DataFrame:
     """One row per pair: its cluster, raw and binarized labels, map position and the user's columns."""
-    df = judged.table
+    df, human = judged.table, judged.human
     pairs = df[["query_id", "doc_id"]].copy()
     pairs["cluster"] = labels
     for col in [human, *judged.llm]:

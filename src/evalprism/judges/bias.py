@@ -69,17 +69,17 @@ def flag_queries(cells: pd.DataFrame, rules: BiasRules) -> pd.DataFrame:
     # Sort so that the first row of a group is its minimum and the last its maximum (ties: lower cluster id).
     ordered = valid.sort_values(["judge", "query_id", "ac1", "cluster"], kind="stable")
     grouped = ordered.groupby(["judge", "query_id"], sort=True)
-    lo = grouped.first()
-    hi = grouped.last()
+    lowest = grouped.first()  # each query's lowest-AC1 cell
+    highest = grouped.last()
     out = pd.DataFrame(
         {
             "n_clusters": grouped.size(),
-            "ac1_max": hi["ac1"],
-            "ac1_min": lo["ac1"],
-            "cluster_max": hi["cluster"],
-            "cluster_min": lo["cluster"],
-            "false_negatives_min": lo["false_negatives"],
-            "false_positives_min": lo["false_positives"],
+            "ac1_max": highest["ac1"],
+            "ac1_min": lowest["ac1"],
+            "cluster_max": highest["cluster"],
+            "cluster_min": lowest["cluster"],
+            "false_negatives_min": lowest["false_negatives"],
+            "false_positives_min": lowest["false_positives"],
         }
     ).reset_index()
     multi = out["n_clusters"].to_numpy() >= 2

@@ -22,8 +22,7 @@ branch), keeping whichever of the two is less degenerate. Every attempt is recor
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,7 +31,9 @@ from evalprism.judges.clustering import ClusterOptions, cluster_pairs
 
 @dataclass(frozen=True)
 class ClusteringHealth:
-    """How usable one clustering is (``reasons`` empty: not degenerate)."""
+    """How usable one clustering is: its counts, why it is degenerate (``reasons``; none: usable) and
+    why it is thin (``caveats``). ``degenerate`` follows from ``reasons``; it is a field so that the
+    run record (run.json) holds it."""
 
     n_pairs: int
     n_clusters: int
@@ -40,16 +41,12 @@ class ClusteringHealth:
     noise_share: float
     n_queries: int
     queries_with_dac1: int
-    reasons: list[str] = field(default_factory=list)
-    caveats: list[str] = field(default_factory=list)
+    reasons: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
+    degenerate: bool = field(init=False)
 
-    @property
-    def degenerate(self) -> bool:
-        return bool(self.reasons)
-
-    def record(self) -> dict[str, Any]:
-        """The health as run.json stores it."""
-        return asdict(self) | {"degenerate": self.degenerate}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "degenerate", bool(self.reasons))
 
     def summary(self) -> str:
         """One line: the numbers a reader needs to judge the clustering."""
@@ -58,6 +55,14 @@ class ClusteringHealth:
             f"noise {self.noise_share:.0%}; {self.queries_with_dac1:,} of {self.n_queries:,} queries have "
             "pairs in two or more clusters (ΔAC1 defined)"
         )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One clustering tried: its HDBSCAN cluster selection and the health it gave."""
+
+    selection: str
+    health: ClusteringHealth
 
 
 def assess(
@@ -93,8 +98,8 @@ def assess(
         noise_share=float(np.mean(~dense)) if n else 0.0,
         n_queries=int(queries.size),
         queries_with_dac1=multi,
-        reasons=reasons,
-        caveats=caveats,
+        reasons=tuple(reasons),
+        caveats=tuple(caveats),
     )
 
 
@@ -106,21 +111,14 @@ def _worse(a: ClusteringHealth, b: ClusteringHealth) -> bool:
 
 @dataclass(frozen=True)
 class CheckedClustering:
-    """The labels kept, their health, the selection method that gave them, and every attempt."""
+    """The labels kept, their health, the selection method that gave them, the min_cluster_size used,
+    and every attempt (in the order tried)."""
 
     labels: np.ndarray
     health: ClusteringHealth
     selection: str
     min_cluster_size: int
-    attempts: list[dict[str, Any]]
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "selection": self.selection,
-            "min_cluster_size": self.min_cluster_size,
-            **self.health.record(),
-            "attempts": self.attempts,
-        }
+    attempts: tuple[Attempt, ...]
 
 
 def cluster_checked(
@@ -131,11 +129,11 @@ def cluster_checked(
     method = options.cluster_selection_method
     tries = ["eom", "leaf"] if method == "auto" else [method]
     best: tuple[np.ndarray, ClusteringHealth, str] | None = None
-    attempts = []
+    attempts: list[Attempt] = []
     for selection in tries:
         labels = cluster_pairs(z, options, selection)
         health = assess(labels, query_codes, options, min_query_pairs)
-        attempts.append({"selection": selection, **health.record()})
+        attempts.append(Attempt(selection, health))
         if best is None or _worse(best[1], health):
             best = (labels, health, selection)
         if not health.degenerate:
@@ -146,5 +144,5 @@ def cluster_checked(
         health=best[1],
         selection=best[2],
         min_cluster_size=options.size_for(z.shape[0]),
-        attempts=attempts,
+        attempts=tuple(attempts),
     )

@@ -3,9 +3,9 @@
 What the analysis is told (instructions, embedder, label scales, clustering, bias rules, agreement
 settings) travels as one value from the CLI or a notebook to :func:`evalprism.judges.analyze`, and is
 recorded in run.json. The clustering and the bias rules keep their own option objects
-(:class:`~evalprism.judges.clustering.ClusterOptions`, :class:`~evalprism.judges.bias.BiasRules`),
-each checking its values where it is defined; the keyword names of the older flat call
-(``tau=``, ``outlier_iqr=``, ``min_cluster_size=``, ...) map onto them in :meth:`JudgesOptions.from_keywords`.
+(:class:`ClusterOptions`, :class:`BiasRules`), each checking its values where it is defined. What the
+analysis resolves while running (the instruction chosen, the scales) is in its summary
+(:class:`~evalprism.judges.summary.JudgesSummary`), not here.
 """
 
 from __future__ import annotations
@@ -125,21 +125,6 @@ def judge_names(values: Any, parameter: str) -> tuple[str, ...]:
     return tuple(v.strip() for item in items for v in str(item).split(",") if v.strip())
 
 
-#: flat keyword -> BiasRules field
-_BIAS_KEYWORDS = {"tau": "tau", "outlier_iqr": "iqr_k", "flip_high": "flip_high", "flip_low": "flip_low"}
-#: flat keywords that are ClusterOptions fields of the same name
-_CLUSTER_KEYWORDS = (
-    "reduce",
-    "n_components",
-    "min_cluster_size",
-    "min_samples",
-    "cluster_selection_method",
-    "max_cluster_share",
-    "min_clusters",
-    "min_query_share",
-)
-
-
 @dataclass(frozen=True)
 class JudgesOptions(Options):
     """Options of :func:`evalprism.judges.analyze`.
@@ -193,43 +178,3 @@ class JudgesOptions(Options):
     def candidate_instructions(self) -> list[str]:
         """The instructions to try, each once, in the order given."""
         return list(dict.fromkeys(self.instructions or [DEFAULT_INSTRUCTION]))
-
-    @classmethod
-    def from_keywords(cls, **keywords: Any) -> JudgesOptions:
-        """The options of the flat keyword call (``analyze(..., tau=0.4, min_cluster_size=10)``);
-        an unknown name is a TypeError, as for any function."""
-        cluster = {name: keywords.pop(name) for name in _CLUSTER_KEYWORDS if name in keywords}
-        bias = {_BIAS_KEYWORDS[name]: keywords.pop(name) for name in list(_BIAS_KEYWORDS) if name in keywords}
-        return cls(cluster=ClusterOptions(**cluster), bias=BiasRules(**bias), **keywords)
-
-    def resolved_record(
-        self, *, human: str, llm: list[str], embedder: str, chosen: str, scales: dict[str, Any]
-    ) -> dict[str, Any]:
-        """What run.json says the analysis was run with (``embedder``: the spec, or ``precomputed``;
-        ``chosen``: the instruction used; ``scales``: each label column's scale as resolved)."""
-        c, b = self.cluster, self.bias
-        return {
-            "human": human,
-            "llm": llm,
-            "embedder": embedder,
-            "instructions": self.candidate_instructions(),
-            "instruction": chosen,
-            "reduce": c.reduce,
-            "n_components": c.n_components,
-            "min_cluster_size": c.min_cluster_size,
-            "min_samples": c.min_samples,
-            "cluster_selection_method": c.cluster_selection_method,
-            "max_cluster_share": c.max_cluster_share,
-            "min_clusters": c.min_clusters,
-            "min_query_share": c.min_query_share,
-            "by": self.by,
-            "min_query_pairs": self.min_query_pairs,
-            "tau": b.tau,
-            "outlier_iqr": b.iqr_k,
-            "flip_high": b.flip_high,
-            "flip_low": b.flip_low,
-            "purity_percentile": self.purity_percentile,
-            "confidence": self.confidence,
-            "seed": self.seed,
-            "scales": scales,
-        }

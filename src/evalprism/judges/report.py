@@ -64,7 +64,7 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
     """The pairs coloured by cluster: one legend entry per cluster (and the noise set), each cluster
     also labelled at its median position so the map reads without matching colours."""
     p = result.pairs.iloc[idx]
-    n_clusters = int(result.pairs["cluster"].max()) + 1
+    n_clusters = result.summary.n_clusters
     fig = go.Figure()
     for cluster in sorted(p["cluster"].unique(), key=lambda c: (c < 0, c)):
         members = p[p["cluster"] == cluster]
@@ -103,8 +103,8 @@ def _cluster_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Fig
 
 def _agreement_map(result: JudgesResult, idx: np.ndarray, map_name: str) -> go.Figure:
     p = result.pairs.iloc[idx]
-    human = result.options["human"]
-    judges = result.options["llm"]
+    human = result.options.human
+    judges = list(result.summary.llm)
     fig = make_subplots(
         rows=1, cols=len(judges), subplot_titles=judges, shared_xaxes=True, shared_yaxes=True, horizontal_spacing=0.03
     )
@@ -146,7 +146,7 @@ def _cluster_bars(result: JudgesResult) -> go.Figure:
     c["label"] = [cluster_name(int(k)) for k in c["cluster"]]
     order = list(dict.fromkeys(c.sort_values(["is_noise", "cluster"])["label"]))
     fig = go.Figure()
-    for j, judge in enumerate(result.options["llm"]):
+    for j, judge in enumerate(result.summary.llm):
         s = c[c["judge"] == judge].set_index("label").reindex(order)
         fig.add_trace(
             go.Bar(
@@ -180,7 +180,7 @@ def _cluster_bars(result: JudgesResult) -> go.Figure:
 
 
 def _examples(result: JudgesResult, judge: str, query_id: str, cluster: int) -> str:
-    human = result.options["human"]
+    human = result.options.human
     p = result.pairs
     sel = (
         (p["query_id"] == query_id)
@@ -210,7 +210,7 @@ def _top_queries(result: JudgesResult, judge: str) -> str:
         flags = ", ".join(
             n for n, f in (("ΔAC1≥τ", r["flag_abs"]), ("outlier", r["flag_outlier"]), ("flip", r["flag_flip"])) if f
         )
-        by = result.clustering.get("by")
+        by = result.summary.clustering.by
         where = f"<br><span class='more'>{html.escape(str(r[by]))}</span>" if by and by in r.index else ""
         rows.append(
             f"<tr><td>{int(r['rank'])}</td><td>{html.escape(str(r['query_id']))}{where}</td><td>{html.escape(str(r['query']))}"
@@ -243,7 +243,7 @@ def index_line(result: JudgesResult) -> str:
                 f"{cluster_name(int(worst['cluster']))}"
             )
     warn = " (degenerate clustering: see the report's warning)" if result.degenerate else ""
-    return f"{int(result.pairs['cluster'].max()) + 1} clusters{warn}; " + "; ".join(parts)
+    return f"{result.summary.n_clusters} clusters{warn}; " + "; ".join(parts)
 
 
 def counts_readable(frame: pd.DataFrame) -> pd.DataFrame:
@@ -260,37 +260,94 @@ def counts_readable(frame: pd.DataFrame) -> pd.DataFrame:
 def _clustering_lines(result: JudgesResult) -> list[str]:
     """The headline about the clustering: how it was made (per collection, selection, min_cluster_size)
     and, first and in bold, a warning when it is degenerate."""
-    c = result.clustering
-    if not c:
-        return []
-    lines = [f"**Warning: {w}**" for w in c.get("warnings", [])]
+    c = result.summary.clustering
+    lines = [f"**Warning: {w}**" for w in c.warnings]
     parts = []
-    for g in c.get("groups", []):
-        name = "" if g["group"] is None else f"{g['group']}: "
-        fallback = (
-            " (after excess of mass was degenerate)"
-            if len(g.get("attempts", [])) > 1 and g["selection"] == "leaf"
-            else ""
-        )
+    for g in c.groups:
+        name = "" if g.group is None else f"{g.group}: "
+        fallback = " (after excess of mass was degenerate)" if g.fell_back else ""
+        h = g.health
         parts.append(
-            f"{name}{g['n_clusters']:,} clusters ({g['selection']} selection{fallback}, min_cluster_size "
-            f"{g['min_cluster_size']:,}), the largest holding {g['largest_share']:.0%} of {g['n_pairs']:,} pairs; "
-            f"ΔAC1 defined for {g['queries_with_dac1']:,} of {g['n_queries']:,} queries"
+            f"{name}{h.n_clusters:,} clusters ({g.selection} selection{fallback}, min_cluster_size "
+            f"{g.min_cluster_size:,}), the largest holding {h.largest_share:.0%} of {h.n_pairs:,} pairs; "
+            f"ΔAC1 defined for {h.queries_with_dac1:,} of {h.n_queries:,} queries"
         )
-    split = f"Clustered per `{c['by']}`. " if c.get("by") else ""
+    split = f"Clustered per `{c.by}`. " if c.by else ""
     lines.append(split + "; ".join(parts) + ".")
     return lines
 
 
+def _clustering_table(result: JudgesResult) -> pd.DataFrame:
+    """One row per group of pairs clustered apart: its selection, min_cluster_size and health (the
+    grouping column's name as the first column's header; "all pairs" when not split)."""
+    clustering = result.summary.clustering
+    table = pd.DataFrame(
+        [
+            {
+                "group": g.group,
+                "selection": g.selection,
+                "min_cluster_size": g.min_cluster_size,
+                "n_pairs": g.health.n_pairs,
+                "n_clusters": g.health.n_clusters,
+                "largest_share": g.health.largest_share,
+                "noise_share": g.health.noise_share,
+                "n_queries": g.health.n_queries,
+                "queries_with_dac1": g.health.queries_with_dac1,
+                "degenerate": g.health.degenerate,
+            }
+            for g in clustering.groups
+        ]
+    )
+    table["group"] = table["group"].fillna("all pairs")
+    return counts_readable(table.rename(columns={"group": clustering.by or "group"}))
+
+
+def _options_shown(result: JudgesResult) -> list[tuple[str, object]]:
+    """The options the report lists, with the values the run resolved (the embedder or precomputed
+    vectors, the instructions tried and the one chosen, the scales), in the report's order."""
+    o, summary = result.options, result.summary
+    c, b = o.cluster, o.bias
+    min_cluster_size: object = c.min_cluster_size
+    if min_cluster_size is None:
+        min_cluster_size = (
+            "scaled with the pairs: max(15, pairs / 700) per collection (see How the pairs were clustered)"
+        )
+    return [
+        ("human", o.human),
+        ("llm", list(summary.llm)),
+        ("embedder", summary.embedder),
+        ("instructions", o.candidate_instructions()),
+        ("instruction", summary.instruction),
+        ("reduce", c.reduce),
+        ("n_components", c.n_components),
+        ("min_cluster_size", min_cluster_size),
+        ("min_samples", c.min_samples),
+        ("cluster_selection_method", c.cluster_selection_method),
+        ("max_cluster_share", c.max_cluster_share),
+        ("min_clusters", c.min_clusters),
+        ("min_query_share", c.min_query_share),
+        ("by", o.by),
+        ("min_query_pairs", o.min_query_pairs),
+        ("tau", b.tau),
+        ("outlier_iqr", b.iqr_k),
+        ("flip_high", b.flip_high),
+        ("flip_low", b.flip_low),
+        ("purity_percentile", o.purity_percentile),
+        ("confidence", o.confidence),
+        ("seed", o.seed),
+        ("scales", dict(summary.scales)),
+    ]
+
+
 def build_report(result: JudgesResult) -> Report:
-    o = result.options
-    n_clusters = int(result.pairs["cluster"].max()) + 1
+    o, summary = result.options, result.summary
+    n_clusters = summary.n_clusters
     noise_share = float((result.pairs["cluster"] < 0).mean())
     report = Report(
         title=result.title or "Where LLM relevance judges disagree with humans",
         subtitle=f"{len(result.pairs):,} query-document pairs · {result.pairs['query_id'].nunique():,} queries · "
         f"{n_clusters:,} dense clusters + noise ({noise_share:.0%} of pairs) · judges: "
-        f"{', '.join(o['llm'])} vs human '{o['human']}'",
+        f"{', '.join(summary.llm)} vs human '{o.human}'",
     )
     report.summary(*_clustering_lines(result))
     for _, r in result.overall.iterrows():
@@ -329,13 +386,13 @@ def build_report(result: JudgesResult) -> Report:
             "accepts non-relevant ones (over-includes: false positives).</p>"
         ),
     )
-    idx = _shown(len(result.pairs), int(o.get("seed", 0)))
+    idx = _shown(len(result.pairs), o.seed)
     shown = (
         ""
         if idx.size == len(result.pairs)
         else f" ({idx.size:,} of {len(result.pairs):,} pairs drawn, a fixed random sample)"
     )
-    map_name = "UMAP" if o.get("reduce") == "umap" else "PCA"
+    map_name = "UMAP" if o.cluster.reduce == "umap" else "PCA"
     report.figure(
         _cluster_map(result, idx, map_name),
         "Map of the pairs by cluster",
@@ -371,7 +428,7 @@ def build_report(result: JudgesResult) -> Report:
         "dense-cluster disagreements they hold.",
         transpose=True,
     )
-    for judge in o["llm"]:
+    for judge in summary.llm:
         report.html_block(
             f"Top {TOP} bias-prone queries: {judge}",
             _top_queries(result, judge),
@@ -379,55 +436,35 @@ def build_report(result: JudgesResult) -> Report:
             f"{EXAMPLES} pairs of the query's lowest-AC1 cluster where the judge and the human disagree "
             "(raw labels shown).",
         )
-    if result.clustering.get("groups"):
-        keys = [
-            "group",
-            "selection",
-            "min_cluster_size",
-            "n_pairs",
-            "n_clusters",
-            "largest_share",
-            "noise_share",
-            "n_queries",
-            "queries_with_dac1",
-            "degenerate",
-        ]
-        table = pd.DataFrame([{k: g[k] for k in keys} for g in result.clustering["groups"]])
-        table["group"] = table["group"].fillna("all pairs")
-        by = result.clustering.get("by")
+    if summary.clustering.groups:
         report.table(
-            counts_readable(table.rename(columns={"group": by or "group"})),
+            _clustering_table(result),
             "How the pairs were clustered",
             "One row per collection clustered apart (all pairs when the input holds one). Selection: HDBSCAN's "
             "excess of mass (eom), or leaf clusters when excess of mass was degenerate. A clustering is "
-            f"degenerate when one cluster holds more than {o['max_cluster_share']:.0%} of the pairs, there are fewer "
-            f"than {o['min_clusters']} clusters, or fewer than {o['min_query_share']:.0%} of the queries have "
-            f"at least {o['min_query_pairs']} pairs in each of two clusters (queries_with_dac1); run.json "
+            f"degenerate when one cluster holds more than {o.cluster.max_cluster_share:.0%} of the pairs, there are "
+            f"fewer than {o.cluster.min_clusters} clusters, or fewer than {o.cluster.min_query_share:.0%} of the "
+            f"queries have at least {o.min_query_pairs} pairs in each of two clusters (queries_with_dac1); run.json "
             "records every attempt.",
         )
     report.table(
         counts_readable(result.instructions),
         "Instruction choice",
-        f"Cluster purity w.r.t. the human label, {o['purity_percentile']:g}th percentile over the dense "
+        f"Cluster purity w.r.t. the human label, {o.purity_percentile:g}th percentile over the dense "
         "clusters (the seed's criterion); the chosen instruction is used for everything above.",
     )
-    shown_opts = dict(o)
-    if shown_opts.get("min_cluster_size") is None:
-        shown_opts["min_cluster_size"] = (
-            "scaled with the pairs: max(15, pairs / 700) per collection (see How the pairs were clustered)"
-        )
-    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in shown_opts.items())
+    opts = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in _options_shown(result))
     departures = [
         "The paper embedded pairs with INSTRUCTOR-XL. With the 'minilm' or 'st:' embedders the instruction is "
         "prepended to the pair text as plain text instead of INSTRUCTOR's [instruction, text] format (use "
         "'instructor:<path>' with local weights for the paper's format)."
-        if spec_kind(o.get("embedder")) != "instructor"
+        if spec_kind(summary.embedder) != "instructor"
         else "INSTRUCTOR format: the instruction is the model's prompt, excluded from pooling.",
         "HDBSCAN parameters, the reduction before it and the minimum pairs per query-cluster cell are not given "
         "in the paper; the values used are listed above.",
         "Outlier rule (the paper names no rule): ΔAC1 above Q3 + 1.5 IQR of the judge's ΔAC1 values.",
         "Direction: counted in the query's lowest-AC1 cluster.",
     ]
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in [*departures, *result.notes])
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in [*departures, *result.provenance.notes, *result.notes])
     report.html_block("Options, departures from the paper, notes", f"<ul>{opts}</ul><ul>{notes}</ul>")
     return report

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
 
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance, RunRecord
+from evalprism.judges.options import JudgesOptions
+from evalprism.judges.summary import JudgesSummary
 
 
 @dataclass
@@ -36,10 +40,10 @@ class JudgesResult(SavedResult):
     instructions: pd.DataFrame
     concentration: pd.DataFrame
     texts: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
-    embed_stats: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
-    clustering: dict[str, Any] = field(default_factory=dict)
+    options: JudgesOptions
+    summary: JudgesSummary
+    provenance: Provenance = field(default_factory=Provenance)
+    notes: tuple[str, ...] = ()
     title: str | None = None
 
     def findings(self) -> list[str]:
@@ -65,25 +69,25 @@ class JudgesResult(SavedResult):
     @property
     def degenerate(self) -> bool:
         """Whether the clustering (of some collection) is degenerate: its warnings say why."""
-        return bool(self.clustering.get("degenerate"))
+        return self.summary.clustering.degenerate
 
     def bias_prone(self, judge: str | None = None) -> pd.DataFrame:
         """The flagged queries (of one judge, or all), most variable first."""
         q = self.queries[self.queries["bias_prone"].astype(bool)]
         return q if judge is None else q[q["judge"] == judge]
 
-    def run_info(self) -> dict[str, Any]:
-        return {
-            "options": self.options,
-            "embedding": self.embed_stats,
-            "notes": self.notes,
-            "clustering": self.clustering,
-            "degenerate_clustering": bool(self.clustering.get("degenerate")),
-            "thin_clustering": bool(self.clustering.get("thin")),
-            "n_pairs": len(self.pairs),
-            "n_clusters": int(self.pairs["cluster"].max()) + 1,
-            "noise_pairs": int((self.pairs["cluster"] < 0).sum()),
-        }
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options as given, what reading the judgments noted, the analysis'
+        notes, the headline, and the summary (what the run resolved and counted) as the results."""
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            notes=self.notes,
+            findings=tuple(self.findings()),
+            results=dataclasses.asdict(self.summary),
+        )
 
     def report(self) -> Any:
         from evalprism.judges.report import build_report
