@@ -78,6 +78,42 @@ class Provenance:
         return cls(**{f.name: tuple(map(str, data.get(f.name, ()))) for f in dataclasses.fields(cls)})
 
 
+@dataclass
+class ProvenanceBuilder:
+    """A :class:`Provenance` in the making: the readers add to it as they read (a file opened, a
+    reader that ran, a choice, a note), in reading order, and :meth:`build` gives the typed value (each
+    file and reader once). One builder is passed down a read instead of lists that readers extend."""
+
+    files: list[str] = field(default_factory=list)
+    readers: list[str] = field(default_factory=list)
+    choices: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def file(self, path: str | Path) -> None:
+        """A file the read opened."""
+        self.files.append(str(path))
+
+    def reader(self, name: str) -> None:
+        """A harness reader that ran (``lm-eval samples``, ``inspect_ai logs``)."""
+        self.readers.append(name)
+
+    def choice(self, line: str) -> None:
+        """A choice the reader made where the input left it open, one sentence."""
+        self.choices.append(line)
+
+    def note(self, line: str) -> None:
+        """Something reading changed or left out, one sentence."""
+        self.notes.append(line)
+
+    def build(self) -> Provenance:
+        return Provenance(
+            files=tuple(dict.fromkeys(self.files)),
+            readers=tuple(dict.fromkeys(self.readers)),
+            choices=tuple(self.choices),
+            notes=tuple(self.notes),
+        )
+
+
 @dataclass(frozen=True)
 class InputFile:
     """One input of a run: its path as given, its kind, its size in bytes and its SHA-256 (a

@@ -1,6 +1,6 @@
 """The STEM commands from their files: what `stem pool`, `stem audit`, `stem locate` and `stem plan`
 read, each with its options object (:mod:`evalprism.stem.options`), returning the result the command
-saves. Every correctness file is read by :func:`~evalprism.io.correctness.read_correctness` with the
+saves. Every correctness file is read by :func:`~evalprism.io.items.read_correctness` with the
 options' harness readers; what the readers chose is kept with the result (its run record's ``read``).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalprism.io.correctness import read_correctness
+from evalprism.io.items import read_correctness
 from evalprism.stem.evaluate import locate_models
 from evalprism.stem.location_result import LocationResult
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
@@ -50,10 +50,10 @@ def locate_from_files(
     o = options or LocateOptions()
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
-    table = read_correctness(correctness, harness=o.harness)
+    read = read_correctness(correctness, harness=o.harness)
     result = locate_models(
         pool,
-        table,
+        read.table,
         list(o.model) if o.model else None,
         items=o.items,
         trials=o.trials,
@@ -64,7 +64,7 @@ def locate_from_files(
         plan=the_plan,
         progress=progress,
     )
-    result.options["read"] = list(table.attrs.get("choices", []))
+    result.options["read"] = list(read.provenance.choices)
     return result
 
 
@@ -81,19 +81,19 @@ def plan_from_files(
     o = options or PlanOptions()
     pool = Pool.load(pool_dir)
     prior = Plan.load(previous) if previous is not None else None
-    table = read_correctness(answers, harness=o.harness) if answers is not None else None
+    read = read_correctness(answers, harness=o.harness) if answers is not None else None
     plan, _current = plan_stage(
         pool,
         items=o.items,
         seed=o.seed,
         method=o.method,
         previous=prior,
-        answers=table,
+        answers=read.table if read is not None else None,
         model=o.model,
         stage=o.stage,
         target_confidence=o.target_confidence,
         progress=progress,
     )
-    if table is not None:
-        plan.options["read"] = list(table.attrs.get("choices", []))
+    if read is not None:
+        plan.options["read"] = list(read.provenance.choices)
     return plan
