@@ -90,8 +90,10 @@ class SplitResult:
 
 
 def split_battles(battles: pd.DataFrame | BattlesInput, options: SplitOptions | None = None) -> SplitResult:
-    """Split ``battles`` (any supported battles format, as read by :func:`evalprism.io.read_table`) by
-    prompt into a training and a held-out test set, by training's own rule (:func:`split_prompts`).
+    """Split ``battles`` (any supported battles format, as read by :func:`evalprism.io.read_table`, or
+    a command's :class:`~evalprism.io.battles.BattlesInput`: graded scores converted to battles, whose
+    rows are written out rather than copied from the file) by prompt into a training and a held-out
+    test set, by training's own rule (:func:`split_prompts`).
 
     The prompt is the canonical one (FastChat conversations and arena-55k turn lists reduced to their
     user turns), so a conversation's battles stay on one side in every format. ``options``: the held-out

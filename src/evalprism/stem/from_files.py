@@ -7,8 +7,10 @@ options' harness readers; what the readers chose is kept with the result (its ru
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from evalprism.io.items import read_correctness
+from evalprism.io.record import Provenance
 from evalprism.stem.evaluate import locate_models
 from evalprism.stem.location_result import LocationResult
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
@@ -64,8 +66,18 @@ def locate_from_files(
         plan=the_plan,
         progress=progress,
     )
-    result.options["read"] = list(read.provenance.choices)
+    _with_read(result.options, read.provenance)
     return result
+
+
+def _with_read(options: dict[str, Any], read: Provenance) -> None:
+    """Put what the readers chose (``read``) into a localization's ``options``, before the notes the
+    localization made when there are choices (its report lists the options in order: what was read,
+    then what was noted)."""
+    notes = options.pop("notes", None) if read.choices else None
+    options["read"] = list(read.choices)
+    if notes is not None:
+        options["notes"] = notes
 
 
 def plan_from_files(
