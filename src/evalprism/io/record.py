@@ -46,7 +46,8 @@ InputKind = Literal["file", "directory", "table"]
 @dataclass(frozen=True)
 class Provenance:
     """What the readers read and chose. ``files``: the files read, in reading order; ``readers``: the
-    harness readers that ran (``lm-eval samples``, ``inspect_ai logs``); ``choices``: every choice a
+    readers that ran: the harness readers (``lm-eval samples``, ``inspect_ai logs``), else the format a
+    table was read as (``score table``, ``ECDF responses file``, ...); ``choices``: every choice a
     reader made where the input left it open (metric, filter, scorer, epochs, the layout a file was
     read as), one sentence each; ``notes``: what reading changed or left out (no-answer scores counted
     as wrong, rows without a response, files ignored)."""
@@ -94,7 +95,8 @@ class ProvenanceBuilder:
         self.files.append(str(path))
 
     def reader(self, name: str) -> None:
-        """A harness reader that ran (``lm-eval samples``, ``inspect_ai logs``)."""
+        """A reader that ran: a harness reader (``lm-eval samples``, ``inspect_ai logs``), or the format a
+        table was read as."""
         self.readers.append(name)
 
     def choice(self, line: str) -> None:
