@@ -14,6 +14,7 @@ import pytest
 from helpers import read_run, run_cli
 
 from evalprism.errors import EvalprismError
+from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.items import read_correctness
 from evalprism.io.record import Provenance
 from evalprism.p2l.from_logs import battles_from_scores, read_battles_input
@@ -175,8 +176,6 @@ def test_harness_options_choose_what_the_battles_are_made_of(tmp_path: Path, cap
     """`--lm-eval-filter` (and the other harness options) reach the readers behind `p2l fit`/`train`:
     under gen_local's flexible-extract filter the battles follow the scores read_correctness gives
     under that filter, and the read notes say which filter was read."""
-    from evalprism.io.harness_options import HarnessOptions
-
     root = FIXTURES / "lm_eval"
     flexible = HarnessOptions(lm_eval_filter="gen_local=flexible-extract")
     read = read_battles_input(root, harness=flexible)
@@ -269,3 +268,14 @@ def test_split_of_a_jsonl_score_table_writes_battles_not_score_rows(tmp_path: Pa
     assert code == 0, err
     written = pd.concat([pd.read_json(tmp_path / "split" / f, lines=True) for f in ("train.jsonl", "test.jsonl")])
     assert len(written) == 18 and "winner" in written.columns and "score" not in written.columns
+
+
+def test_one_inspect_json_log_is_read_as_a_log_not_as_a_table() -> None:
+    """A single inspect_ai ``.json`` log goes to the inspect reader (as a directory of them does): its
+    one model gives no battle, said as such, rather than the table reader's "expected a JSON list"."""
+    log = FIXTURES / "inspect_json" / "arith_two_scorers.json"
+    with pytest.raises(
+        EvalprismError,
+        match=r"arith_two_scorers.json: no item is scored by two or more models, .* \(4 items, 1 model\(s\)\)",
+    ):
+        read_battles_input(log, harness=HarnessOptions(scorer="match"))
