@@ -158,8 +158,8 @@ def main() -> None:
     train_battles, train_conv = battles_from_scores(table[~test_rows], where="zeroeval train items")
     test_battles, test_conv = battles_from_scores(table[test_rows], where="zeroeval held-out items")
     print("models:", ", ".join(models))
-    print(train_battles.attrs["converted"][0])
-    print(test_battles.attrs["converted"][0])
+    print(train_conv.line("zeroeval train items"))
+    print(test_conv.line("zeroeval held-out items"))
     args.out.mkdir(parents=True, exist_ok=True)
     frames = []
     for outcome_model in args.outcome_model:

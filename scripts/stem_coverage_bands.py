@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+from evalprism.io.correctness import encode_correctness, read_models
+from evalprism.io.items import read_correctness
 from evalprism.stem import build_pool
 from evalprism.stem.evaluate import run_trials
 
@@ -37,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     for benches, members in ((["crux", "math-l5"], QWEN), (["gsm"], LLAMA)):
-        table = read_correctness(args.data / "scores_long.csv")
+        table = read_correctness(args.data / "scores_long.csv").table
         table = table[table["benchmark"].isin(benches)]
         meta = read_models(args.data / "model_meta.csv")
         have = table.groupby("model")["benchmark"].nunique()

@@ -45,12 +45,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalprism.io.correctness import (
-    EncodedCorrectness,
-    encode_correctness,
-    read_correctness,
-    read_models,
-)
+from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_models
+from evalprism.io.items import read_correctness
 from evalprism.stem import build_pool
 from evalprism.stem.methods import TRIAL_METHODS
 from evalprism.stem.pool import attach_panel
@@ -99,7 +95,7 @@ def copies_of(meta: pd.DataFrame, model: str) -> set[str]:
 def load(dataset: str) -> tuple[pd.DataFrame, EncodedCorrectness, pd.DataFrame, set[str]]:
     """The dataset's rows on its pool benchmarks, encoded, its model metadata, and the models with rows
     on every pool benchmark (the ones located and the panel's candidates)."""
-    table = read_correctness(DATA / dataset / "scores_long.csv")
+    table = read_correctness(DATA / dataset / "scores_long.csv").table
     table = table[table["benchmark"].isin(BENCHMARKS[dataset])]
     meta = read_models(DATA / dataset / "model_meta.csv")
     have = table.groupby("model")["benchmark"].nunique()

@@ -1251,7 +1251,7 @@ class TestFinalAndExactNumbers:
         ["", ".", "-", "+", "$", "1,5", "1,,000", "--3", "$-", "1e999", "٣", "NaN", "inf", "0x10", "1_000", " 3 . 0 "],
     )
     def test_odd_numbers_are_text(self, answer: str) -> None:
-        from evalprism.ecdf.scoring import answer_key, lexical_scores
+        from evalprism.io.lexical import answer_key, lexical_scores
 
         assert isinstance(answer_key(answer), str)
         assert lexical_scores([answer], np.array([True]), [("3",)], "exact")[0] == 0.0

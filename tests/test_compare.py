@@ -278,10 +278,10 @@ def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
     """A real inspect_ai log with 3 epochs per sample, against a score table of the same task: with
     --epochs all each epoch is one sample of its item (item score = mean over epochs)."""
     log = REPO / "tests" / "fixtures" / "harness" / "inspect_json" / "arith_three_epochs.json"
-    from evalprism.io.correctness import read_correctness
     from evalprism.io.harness_options import HarnessOptions
+    from evalprism.io.items import read_correctness
 
-    epochs = read_correctness(log, harness=HarnessOptions(epochs="all"))
+    epochs = read_correctness(log, harness=HarnessOptions(epochs="all")).table
     other = pd.DataFrame(
         {"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"], "score": [0, 0, 0, 0]}
     )

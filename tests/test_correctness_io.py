@@ -12,12 +12,12 @@ import pytest
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import (
     encode_correctness,
-    read_correctness,
     read_models,
     read_wide_matrix,
     to_canonical_correctness,
 )
 from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import read_correctness
 
 
 def test_long_table_normalises_scores_and_keeps_other_columns() -> None:
@@ -82,7 +82,7 @@ def test_long_file_missing_a_column_is_not_read_as_a_matrix(tmp_path: Path, head
 def test_wide_matrix_csv(tmp_path: Path) -> None:
     path = tmp_path / "matrix_crux.csv"
     path.write_text("model,q1,q2,q3\nsmall,0,1,\nlarge,1,1,-1\n", encoding="utf-8")
-    out = read_correctness(path)
+    out = read_correctness(path).table
     assert out["benchmark"].unique().tolist() == ["matrix_crux"]
     got = out.set_index(["model", "item_id"])["score"].to_dict()
     assert got == {("small", "q1"): 0, ("small", "q2"): 1, ("large", "q1"): 1, ("large", "q2"): 1, ("large", "q3"): -1}
@@ -142,7 +142,7 @@ def test_lm_eval_log_samples_directories(tmp_path: Path) -> None:
         {"config": {"model": "hf", "model_args": "pretrained=org/large,dtype=bf16"}},
         {"arc_easy": [_sample(0, "acc", 1.0), _sample(1, "acc", 1.0)]},
     )
-    out = read_correctness(tmp_path)
+    out = read_correctness(tmp_path).table
     got = out.set_index(["model", "benchmark", "item_id"])["score"].to_dict()
     # names from the directory layout (lm-eval's directory per model), not the results file's model_name
     assert got == {
@@ -165,11 +165,11 @@ def test_lm_eval_several_filters_default_to_strict_match(tmp_path: Path) -> None
         _sample(1, "exact_match", 1.0, "flexible-extract"),
     ]
     _lm_eval_dir(tmp_path, "m", {}, {"gsm8k": lines})
-    out = read_correctness(tmp_path / "m")  # no results file: the sample's metrics list names exact_match
+    out = read_correctness(tmp_path / "m").table  # no results file: the sample's metrics list names exact_match
     assert out["model"].unique().tolist() == ["m"]
     assert out.sort_values("item_id")["score"].tolist() == [1, 0]
     assert out["filter"].unique().tolist() == ["strict-match"]
-    flexible = read_correctness(tmp_path, harness=HarnessOptions(lm_eval_filter="flexible-extract"))
+    flexible = read_correctness(tmp_path, harness=HarnessOptions(lm_eval_filter="flexible-extract")).table
     assert flexible.sort_values("item_id")["score"].tolist() == [0, 1]
 
 
@@ -209,7 +209,7 @@ def _inspect_json_log(path: Path, model: str, values: list) -> None:
 
 def test_inspect_values_map_correct_incorrect_and_no_answer(tmp_path: Path) -> None:
     _inspect_json_log(tmp_path / "x.json", "openai/x", ["C", "I", "N", None, 1.0, True])
-    out = read_correctness(tmp_path / "x.json")
+    out = read_correctness(tmp_path / "x.json").table
     assert out.sort_values("item_id")["score"].tolist() == [1, 0, -1, -1, 1, 1]
     _inspect_json_log(tmp_path / "p.json", "openai/x", ["C", "P"])
     with pytest.raises(EvalprismError, match=r"p\.json: sample '1' scored 'P' by 'choice', expected C/I/N"):
@@ -230,7 +230,7 @@ def test_inspect_logs_through_inspect_api(tmp_path: Path) -> None:
             for i, v in enumerate(values)
         ]
         write_eval_log(EvalLog(eval=spec, samples=samples), str(tmp_path / f"{model.split('/')[1]}.eval"))
-    out = read_correctness(tmp_path)  # a directory of .eval logs
+    out = read_correctness(tmp_path).table  # a directory of .eval logs
     got = out.set_index(["model", "item_id"])["score"].to_dict()
     assert got == {
         ("openai/large", "0"): 1,

@@ -120,7 +120,7 @@ def test_pooled_sources_make_the_distribution_test_say_it_is_conservative() -> N
     ],
 )
 def test_exact_compares_numbers_as_numbers(answer: str, reference: str, hit: float) -> None:
-    from evalprism.ecdf.scoring import lexical_scores
+    from evalprism.io.lexical import lexical_scores
 
     assert lexical_scores([answer], np.array([True]), [(reference,)], "exact")[0] == hit
 

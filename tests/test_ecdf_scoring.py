@@ -14,8 +14,8 @@ from evalprism.ecdf import analyze
 from evalprism.ecdf.analysis import _accuracy_levels
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.report import headline
-from evalprism.ecdf.scoring import lexical_scores, normalise_answer
 from evalprism.errors import EvalprismError
+from evalprism.io.lexical import lexical_scores, normalise_answer
 from evalprism.stats import distinct_ecdf_count
 
 

@@ -22,8 +22,8 @@ import pytest
 from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import read_correctness
 from evalprism.io.harness_options import HarnessOptions, parse_assignments
+from evalprism.io.items import read_correctness
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
 LM_EVAL = FIXTURES / "lm_eval"
@@ -43,7 +43,8 @@ def _lm_eval_mean(run_dir: Path, task: str, key: str) -> float:
 
 def test_lm_eval_multi_task_directory_reads_with_per_task_defaults(tmp_path: Path) -> None:
     shutil.copytree(LM_EVAL / "run1", tmp_path / "run1")
-    table = read_correctness(tmp_path / "run1")
+    table_read = read_correctness(tmp_path / "run1")
+    table = table_read.table
     model = "3ykv54sv"  # the dummy model's directory (its random id): the directory layout names it
     assert set(table["model"]) == {model}
     # gen_local: exact_match under strict-match (two filters, strict-match preferred)
@@ -52,7 +53,7 @@ def test_lm_eval_multi_task_directory_reads_with_per_task_defaults(tmp_path: Pat
     mc = _scores(table, model, "mc_local")
     assert len(mc) == 6 and set(mc) <= {0, 1}
     assert sum(mc) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / "run1" / model, "mc_local", "acc,none"))
-    choices = "\n".join(table.attrs["choices"])
+    choices = "\n".join(table_read.provenance.choices)
     assert (
         "gen_local: metric exact_match (first in the results file's higher_is_better), filter strict-match" in choices
     )
@@ -64,11 +65,12 @@ def test_lm_eval_multi_task_directory_reads_with_per_task_defaults(tmp_path: Pat
 
 def test_lm_eval_per_task_overrides() -> None:
     options = HarnessOptions(metric=["mc_local=acc_norm"], lm_eval_filter=["gen_local=flexible-extract"])
-    table = read_correctness(LM_EVAL / "run1", harness=options)
+    table_read = read_correctness(LM_EVAL / "run1", harness=options)
+    table = table_read.table
     assert _scores(table, "3ykv54sv", "gen_local") == FLEXIBLE
     norm = _scores(table, "3ykv54sv", "mc_local")
     assert sum(norm) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / "run1" / "3ykv54sv", "mc_local", "acc_norm,none"))
-    assert "metric acc_norm (chosen)" in "\n".join(table.attrs["choices"])
+    assert "metric acc_norm (chosen)" in "\n".join(table_read.provenance.choices)
     with pytest.raises(
         EvalprismError, match=r"metric bogus=acc: .* has no task 'bogus' \(tasks: gen_local, mc_local\)"
     ):
@@ -80,23 +82,24 @@ def test_lm_eval_per_task_overrides() -> None:
     ):
         read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["mc_local=exact_match"]))
     # a value without TASK= applies to every task that has it (issue 27, item 14): mc_local keeps its default
-    every = read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["exact_match"]))
+    every_read = read_correctness(LM_EVAL / "run1", harness=HarnessOptions(metric=["exact_match"]))
+    every = every_read.table
     assert _scores(every, "3ykv54sv", "gen_local") == STRICT
     assert (
         "mc_local: metric acc (first in the results file's higher_is_better; the task has no 'exact_match' value)"
-        in "\n".join(every.attrs["choices"])
+        in "\n".join(every_read.provenance.choices)
     )
 
 
 def test_same_model_in_two_run_directories_is_named_by_the_layout() -> None:
-    table = read_correctness(LM_EVAL)  # run1/3ykv54sv, run3/org__tiny, run4/org__tiny
+    table = read_correctness(LM_EVAL).table  # run1/3ykv54sv, run3/org__tiny, run4/org__tiny
     assert sorted(table["model"].unique()) == ["3ykv54sv", "run3/org__tiny", "run4/org__tiny"]
     for run in ("run3", "run4"):  # each directory's rows are its own file's, against lm-eval's mean
         mc = _scores(table, f"{run}/org__tiny", "mc_local")
         assert sum(mc) / 6 == pytest.approx(_lm_eval_mean(LM_EVAL / run / "org__tiny", "mc_local", "acc,none"))
     renamed = read_correctness(
         LM_EVAL, harness=HarnessOptions(model_name=["run3/org__tiny=tiny-seed3", "3ykv54sv=dummy"])
-    )
+    ).table
     assert sorted(renamed["model"].unique()) == ["dummy", "run4/org__tiny", "tiny-seed3"]
     with pytest.raises(
         EvalprismError,
@@ -127,7 +130,7 @@ def test_inspect_json_scorers_and_epochs() -> None:
     with pytest.raises(EvalprismError, match=r"several scorers \(match, includes\); choose one \(scorer NAME\)"):
         read_correctness(two)
     for scorer in ("match", "includes"):  # q3 answered 7: wrong; inspect's own accuracy 0.75
-        table = read_correctness(two, harness=HarnessOptions(scorer=scorer))
+        table = read_correctness(two, harness=HarnessOptions(scorer=scorer)).table
         assert table.sort_values("item_id")["score"].tolist() == [1, 1, 0, 1]
         assert set(table["model"]) == {"mockllm/small"} and set(table["benchmark"]) == {"arith"}
     with pytest.raises(EvalprismError, match="no scores from 'f1'"):
@@ -137,9 +140,9 @@ def test_inspect_json_scorers_and_epochs() -> None:
     log = json.loads(three.read_text(encoding="utf-8"))
     with pytest.raises(EvalprismError, match=r"sample 'q2' scores 0.333 under inspect's 'mean' reduction over 3 runs"):
         read_correctness(three)  # the default: inspect's reduction, which is not 0/1 here
-    first = read_correctness(three, harness=HarnessOptions(epochs="first"))
+    first = read_correctness(three, harness=HarnessOptions(epochs="first")).table
     assert first.sort_values("item_id")["score"].tolist() == [1, 1, 1, 1]  # epoch 1 answered 2, 4, 6, 8
-    every = read_correctness(three, harness=HarnessOptions(epochs="all"))
+    every = read_correctness(three, harness=HarnessOptions(epochs="all")).table
     assert len(every) == 12 and every["item_id"].str.fullmatch(r"q\d#[123]").all()
     per_sample = every.assign(sample=every["item_id"].str.split("#").str[0]).groupby("sample")["score"].mean()
     reduced = {s["sample_id"]: s["value"] for s in log["reductions"][0]["samples"]}
@@ -153,8 +156,8 @@ def test_eval_archives_read_like_their_json_conversion() -> None:
         ("arith_two_scorers", HarnessOptions(scorer="match")),
         ("arith_three_epochs", HarnessOptions(epochs="all")),
     ):
-        a = read_correctness(FIXTURES / "inspect_eval" / f"{name}.eval", harness=options)
-        b = read_correctness(FIXTURES / "inspect_json" / f"{name}.json", harness=options)
+        a = read_correctness(FIXTURES / "inspect_eval" / f"{name}.eval", harness=options).table
+        b = read_correctness(FIXTURES / "inspect_json" / f"{name}.json", harness=options).table
         key = ["model", "benchmark", "item_id"]
         assert (
             a.sort_values(key)[[*key, "score"]].values.tolist() == b.sort_values(key)[[*key, "score"]].values.tolist()
@@ -179,13 +182,14 @@ def test_directory_mixing_lm_eval_and_inspect_is_read_whole(tmp_path: Path) -> N
     shutil.copytree(LM_EVAL / "run1", tmp_path / "runs" / "run1")
     shutil.copy(FIXTURES / "inspect_json" / "arith_two_scorers.json", tmp_path / "runs" / "arith.json")
     (tmp_path / "runs" / "notes.json").write_text('{"owner": "me"}', encoding="utf-8")
-    table = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
+    table_read = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
+    table = table_read.table
     assert table.groupby("model")["benchmark"].unique().map(sorted).to_dict() == {
         "3ykv54sv": ["gen_local", "mc_local"],
         "mockllm/small": ["arith"],
     }
     assert len(table) == 6 + 6 + 4
-    choices = "\n".join(table.attrs["choices"])
+    choices = "\n".join(table_read.provenance.choices)
     assert "inspect arith.json: mockllm/small on arith, scorer match" in choices
     assert "ignored notes.json: neither an inspect_ai log nor an lm-eval results file" in choices
     # an option for one harness that the other cannot satisfy stops the whole read, not half of it
@@ -253,7 +257,7 @@ def test_lm_eval_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    table = read_correctness(tmp_path / "out")
+    table = read_correctness(tmp_path / "out").table
     (model,) = table["model"].unique()
     assert _scores(table, model, "gen_local") == STRICT
 
@@ -274,7 +278,7 @@ def test_inspect_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    table = read_correctness(tmp_path / "logs", harness=HarnessOptions(scorer="match", epochs="all"))
+    table = read_correctness(tmp_path / "logs", harness=HarnessOptions(scorer="match", epochs="all")).table
     small = table[table["model"] == "mockllm/small"].sort_values("item_id")["score"].tolist()
     assert small == [1, 1, 0, 1]  # answered 2, 4, 7, "The answer is 8"
     large = table[table["model"] == "mockllm/large"]

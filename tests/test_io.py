@@ -9,9 +9,8 @@ import pandas as pd
 import pytest
 from helpers import small_responses
 
-from evalprism.ecdf import RESPONSES_SCHEMA
 from evalprism.errors import EvalprismError
-from evalprism.io import atomic_output_dir, read_table
+from evalprism.io import RESPONSES_SCHEMA, atomic_output_dir, read_table
 from evalprism.io.outputs import OutputKind
 
 

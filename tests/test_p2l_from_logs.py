@@ -14,7 +14,9 @@ import pytest
 from helpers import read_run, run_cli
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import read_correctness
+from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import read_correctness
+from evalprism.io.record import Provenance
 from evalprism.p2l.from_logs import battles_from_scores, read_battles_input
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harness"
@@ -35,12 +37,13 @@ def test_n_models_on_an_item_give_n_choose_2_battles(n: int, tmp_path: Path) -> 
     rows.append(("m0", "lonely", 1.0))  # one model only: no battle
     path = tmp_path / "scores.csv"
     scores(rows).to_csv(path, index=False)
-    battles = read_battles_input(path)
-    assert len(battles) == 5 * n * (n - 1) // 2
+    read = read_battles_input(path)
+    battles = read.table
+    assert read.from_scores and len(battles) == 5 * n * (n - 1) // 2
     assert (battles.groupby("item_id").size() == n * (n - 1) // 2).all()
     assert "lonely" not in set(battles["item_id"])
     assert battles.columns.tolist()[:4] == ["prompt", "model_a", "model_b", "winner"]
-    assert "scored by one model only left out" in battles.attrs["converted"][-1]
+    assert "scored by one model only left out" in read.provenance.notes[-1]
 
 
 def test_outcomes_of_a_planted_item() -> None:
@@ -69,7 +72,7 @@ def test_several_samples_of_an_item_are_averaged(tmp_path: Path) -> None:
     rows = [("x", "q", 1.0), ("x", "q", 0.0), ("y", "q", 1.0), ("x", "r", 0.5), ("y", "r", 1.0), ("y", "r", 0.0)]
     path = tmp_path / "samples.csv"
     scores(rows).to_csv(path, index=False)
-    battles = read_battles_input(path).set_index("item_id")
+    battles = read_battles_input(path).table.set_index("item_id")
     assert battles.loc["q", "winner"] == "model_b" and battles.loc["r", "winner"] == "tie"
 
 
@@ -79,7 +82,7 @@ def test_a_table_without_prompt_text_is_refused_for_training_only(tmp_path: Path
     scores(rows, prompt=False).to_csv(path, index=False)
     with pytest.raises(EvalprismError, match="has no 'prompt' column: P2L learns from the prompt"):
         read_battles_input(path, prompts=True)
-    battles = read_battles_input(path, prompts=False)
+    battles = read_battles_input(path, prompts=False).table
     assert "prompt" not in battles.columns and len(battles) == 18
     code, _, err = run_cli(["p2l", "train", str(path), "--out", str(tmp_path / "model"), "-q"], capsys)
     assert code != 0 and "has no 'prompt' column" in " ".join(err.split()) and "Traceback" not in err
@@ -101,9 +104,10 @@ def test_lm_eval_fixture_battles_follow_the_readers_scores_and_carry_the_prompts
     """Three runs (1, 3, 4) of the dummy model on mc_local and gen_local (6 items each): 12 items x 3
     pairs; each outcome follows the scores read_correctness gives, the prompt is the request context."""
     root = FIXTURES / "lm_eval"
-    battles = read_battles_input(root)
+    read = read_battles_input(root)
+    battles = read.table
     assert len(battles) == 12 * 3
-    truth = read_correctness(root).set_index(["model", "benchmark", "item_id"])["score"].clip(lower=0)
+    truth = read_correctness(root).table.set_index(["model", "benchmark", "item_id"])["score"].clip(lower=0)
     for r in battles.itertuples():
         sa, sb = truth[(r.model_a, r.benchmark, r.item_id)], truth[(r.model_b, r.benchmark, r.item_id)]
         expected = "model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)"
@@ -120,18 +124,19 @@ def test_lm_eval_fixture_battles_follow_the_readers_scores_and_carry_the_prompts
 
 def test_inspect_fixture_battles_carry_the_sample_inputs() -> None:
     root = FIXTURES / "inspect_layouts" / "family"
-    battles = read_battles_input(root)
+    read = read_battles_input(root)
+    battles = read.table
     models = {"mockllm/small", "mockllm/medium", "mockllm/large"}
     assert len(battles) == 6 * 3 and set(battles["model_a"]) | set(battles["model_b"]) == models
     log = json.loads(next(root.glob("*5ZTC4*.json")).read_text())
     inputs = {str(s["id"]): s["input"] for s in log["samples"]}
     for r in battles.itertuples():
         assert r.prompt == inputs[r.item_id]
-    truth = read_correctness(root).set_index(["model", "item_id"])["score"]
+    truth = read_correctness(root).table.set_index(["model", "item_id"])["score"]
     for r in battles.itertuples():
         sa, sb = truth[(r.model_a, r.item_id)], truth[(r.model_b, r.item_id)]
         assert r.winner == ("model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)")
-    assert any("6 items, 3 models, 18 battles" in line for line in battles.attrs["converted"])
+    assert any("6 items, 3 models, 18 battles" in line for line in read.provenance.notes)
 
 
 def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
@@ -163,27 +168,26 @@ def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
     ]
     path = tmp_path / "battles.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    table = read_battles_input(path)
-    assert "converted" not in table.attrs and len(table) == 6
+    read = read_battles_input(path)
+    assert not read.from_scores and read.provenance == Provenance() and len(read.table) == 6
 
 
 def test_harness_options_choose_what_the_battles_are_made_of(tmp_path: Path, capsys) -> None:
     """`--lm-eval-filter` (and the other harness options) reach the readers behind `p2l fit`/`train`:
     under gen_local's flexible-extract filter the battles follow the scores read_correctness gives
     under that filter, and the read notes say which filter was read."""
-    from evalprism.io.harness_options import HarnessOptions
-
     root = FIXTURES / "lm_eval"
     flexible = HarnessOptions(lm_eval_filter="gen_local=flexible-extract")
-    battles = read_battles_input(root, harness=flexible)
-    truth = read_correctness(root, harness=flexible).set_index(["model", "benchmark", "item_id"])["score"]
-    strict = read_correctness(root).set_index(["model", "benchmark", "item_id"])["score"]
+    read = read_battles_input(root, harness=flexible)
+    battles = read.table
+    truth = read_correctness(root, harness=flexible).table.set_index(["model", "benchmark", "item_id"])["score"]
+    strict = read_correctness(root).table.set_index(["model", "benchmark", "item_id"])["score"]
     assert not truth.equals(strict)  # the filter changes the scores, so the test can tell
     for r in battles.itertuples():
         sa = truth[(r.model_a, r.benchmark, r.item_id)].clip(min=0)
         sb = truth[(r.model_b, r.benchmark, r.item_id)].clip(min=0)
         assert r.winner == ("model_a" if sa > sb else "model_b" if sb > sa else "tie" if sa > 0 else "tie (bothbad)")
-    assert any("filter flexible-extract" in line for line in battles.attrs["converted"])
+    assert any("filter flexible-extract" in line for line in read.provenance.choices)
 
     code, _, err = run_cli(
         ["p2l", "fit", str(root), "--out", str(tmp_path / "fit"), "--lm-eval-filter", "gen_local=flexible-extract"],
@@ -264,3 +268,14 @@ def test_split_of_a_jsonl_score_table_writes_battles_not_score_rows(tmp_path: Pa
     assert code == 0, err
     written = pd.concat([pd.read_json(tmp_path / "split" / f, lines=True) for f in ("train.jsonl", "test.jsonl")])
     assert len(written) == 18 and "winner" in written.columns and "score" not in written.columns
+
+
+def test_one_inspect_json_log_is_read_as_a_log_not_as_a_table() -> None:
+    """A single inspect_ai ``.json`` log goes to the inspect reader (as a directory of them does): its
+    one model gives no battle, said as such, rather than the table reader's "expected a JSON list"."""
+    log = FIXTURES / "inspect_json" / "arith_two_scorers.json"
+    with pytest.raises(
+        EvalprismError,
+        match=r"arith_two_scorers.json: no item is scored by two or more models, .* \(4 items, 1 model\(s\)\)",
+    ):
+        read_battles_input(log, harness=HarnessOptions(scorer="match"))

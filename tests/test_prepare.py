@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalprism.ecdf.prepare import compile_extractor, extract_answer, prepare_responses, strip_suffixes
 from evalprism.errors import EvalprismError
+from evalprism.io.answers import compile_extractor, extract_answer, prepare_responses, strip_suffixes
 
 
 @pytest.mark.parametrize(

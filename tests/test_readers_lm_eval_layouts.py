@@ -22,8 +22,8 @@ import pytest
 from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import read_correctness
 from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import read_correctness
 
 LAYOUTS = Path(__file__).parent / "fixtures" / "harness" / "lm_eval_layouts"
 V13 = LAYOUTS / "v0.4.13"
@@ -40,13 +40,14 @@ def _mean(table, model: str, task: str) -> float:
     return float(table[(table["model"] == model) & (table["benchmark"] == task)]["score"].mean())
 
 
-def _choices(table) -> str:
-    return "\n".join(table.attrs["choices"])
+def _choices(read) -> str:
+    return "\n".join(read.provenance.choices)
 
 
 def test_flat_output_path_reads_each_model_from_its_own_results_file() -> None:
     """Item 1: two models written with --output_path flat/both.json share one directory."""
-    table = read_correctness(V13 / "flat")
+    table_read = read_correctness(V13 / "flat")
+    table = table_read.table
     assert sorted(table["model"].unique()) == ["org__small", "org__tiny"]
     assert len(table) == 2 * 2 * 6  # every row of both models, none dropped
     for results_file in sorted((V13 / "flat").glob("both_*.json")):
@@ -61,24 +62,25 @@ def test_flat_output_path_reads_each_model_from_its_own_results_file() -> None:
             f"lm-eval {model}/mc_local: metric acc (first in the results file's higher_is_better), filter none "
             f"(the task's only filter), 6 items from samples_mc_local_{date}.jsonl (results file: "
             f"{results_file.name})"
-        ) in _choices(table)
+        ) in _choices(table_read)
     assert _scores(table, "org__small", "gen_local") == STRICT
     # the two models' MC answers differ (random loglikelihoods): they are not one model read twice
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(1 / 6)
     assert _mean(table, "org__small", "mc_local") == pytest.approx(3 / 6)
-    assert "model named after both_2026-11-25T19-17-36.267981.json's model_name_sanitized" in _choices(table)
-    assert "neither an inspect_ai log" not in _choices(table)  # its results files are known for what they are
-    renamed = read_correctness(V13 / "flat", harness=HarnessOptions(model_name=["org__small=small"]))
+    assert "model named after both_2026-11-25T19-17-36.267981.json's model_name_sanitized" in _choices(table_read)
+    assert "neither an inspect_ai log" not in _choices(table_read)  # its results files are known for what they are
+    renamed = read_correctness(V13 / "flat", harness=HarnessOptions(model_name=["org__small=small"])).table
     assert sorted(renamed["model"].unique()) == ["org__tiny", "small"]
 
 
 def test_samples_without_filter_key_are_labelled_by_the_tasks_filter_order() -> None:
     """Item 6: lm-eval 0.4.5 writes each gen_local document twice (strict-match, then flexible-extract), unlabelled."""
     v045 = LAYOUTS / "v0.4.5"
-    table = read_correctness(v045)
+    table_read = read_correctness(v045)
+    table = table_read.table
     assert _scores(table, "org__tiny", "gen_local") == STRICT
-    assert "no line names its filter" in _choices(table)
-    flexible = read_correctness(v045, harness=HarnessOptions(lm_eval_filter=["gen_local=flexible-extract"]))
+    assert "no line names its filter" in _choices(table_read)
+    flexible = read_correctness(v045, harness=HarnessOptions(lm_eval_filter=["gen_local=flexible-extract"])).table
     assert _scores(flexible, "org__tiny", "gen_local") == FLEXIBLE
     results = json.loads(next((v045 / "org__tiny").glob("results_*.json")).read_text(encoding="utf-8"))
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
@@ -118,8 +120,9 @@ def test_rerun_reads_the_newest_run_with_its_own_results_file() -> None:
     """Items 6 and 8: gen_local rerun alone; mc_norm keeps the metric of its own run's results file."""
     rerun = V13 / "rerun" / "org__tiny"
     old, new = sorted(rerun.glob("results_*.json"))
-    table = read_correctness(V13 / "rerun")
-    choices = _choices(table)
+    table_read = read_correctness(V13 / "rerun")
+    table = table_read.table
+    choices = _choices(table_read)
     assert (
         "lm-eval org__tiny/gen_local: 2 runs; read samples_gen_local_2026-11-25T19-18-57.532859.jsonl (the newest "
         "complete run); ignored samples_gen_local_2026-11-25T19-18-36.196831.jsonl"
@@ -141,22 +144,24 @@ def test_a_newer_limit_run_does_not_replace_a_complete_one(tmp_path: Path) -> No
     shutil.copytree(V13 / "nosamples" / "org__tiny", run)  # complete, 19-19-21
     for f in (V13 / "limit" / "org__tiny").iterdir():  # --limit 3, 19-20-11
         shutil.copy(f, run / f.name)
-    table = read_correctness(tmp_path)
+    table_read = read_correctness(tmp_path)
+    table = table_read.table
     assert len(table) == 12
     assert (
         "mc_local: 2 runs; read samples_mc_local_2026-11-25T19-19-21.154324.jsonl (the newest complete run); "
         "ignored samples_mc_local_2026-11-25T19-20-11.401896.jsonl (--limit 3)"
-    ) in _choices(table)
+    ) in _choices(table_read)
 
 
 def test_results_without_samples_are_said(tmp_path: Path) -> None:
     """Item 7: org__small was run without --log_samples beside org__tiny with it."""
-    table = read_correctness(V13 / "nosamples")
+    table_read = read_correctness(V13 / "nosamples")
+    table = table_read.table
     assert set(table["model"]) == {"org__tiny"} and len(table) == 12
     assert (
         "lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files of this run "
         "(lm_eval ran without --log_samples); model org__small, tasks gen_local, mc_local"
-    ) in _choices(table)
+    ) in _choices(table_read)
     shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "org__small")
     with pytest.raises(
         EvalprismError,
@@ -171,7 +176,8 @@ def test_lm_eval_0_4_2_results_json_and_json_array_samples() -> None:
     with --output_path v0.4.2/tiny, and small.json beside pretrained__org__small_<task>.jsonl with
     --output_path v0.4.2/small.json."""
     run = LAYOUTS / "v0.4.2" / "tiny"
-    table = read_correctness(LAYOUTS / "v0.4.2")
+    table_read = read_correctness(LAYOUTS / "v0.4.2")
+    table = table_read.table
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))["results"]
     assert sorted(table["model"].unique()) == ["org__small", "org__tiny"] and len(table) == 24
     small = json.loads((LAYOUTS / "v0.4.2" / "small.json").read_text(encoding="utf-8"))["results"]
@@ -180,18 +186,19 @@ def test_lm_eval_0_4_2_results_json_and_json_array_samples() -> None:
     assert _scores(table, "org__tiny", "gen_local") == STRICT
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["mc_local"]["acc,none"])
     assert _mean(table, "org__tiny", "gen_local") == pytest.approx(results["gen_local"]["exact_match,strict-match"])
-    choices = _choices(table)
+    choices = _choices(table_read)
     assert "lm-eval <= 0.4.2 layout" in choices and "6 items from pretrained__org__tiny_mc_local.jsonl" in choices
-    flexible = read_correctness(LAYOUTS / "v0.4.2", harness=HarnessOptions(lm_eval_filter=["flexible-extract"]))
+    flexible = read_correctness(LAYOUTS / "v0.4.2", harness=HarnessOptions(lm_eval_filter=["flexible-extract"])).table
     assert _scores(flexible, "org__tiny", "gen_local") == FLEXIBLE
 
 
 def test_global_filter_applies_to_every_task_that_has_it() -> None:
     """Item 14: --lm-eval-filter flexible-extract (no TASK=) on an MC task and a generation task."""
-    table = read_correctness(V13 / "rerun", harness=HarnessOptions(lm_eval_filter=["flexible-extract"]))
+    table_read = read_correctness(V13 / "rerun", harness=HarnessOptions(lm_eval_filter=["flexible-extract"]))
+    table = table_read.table
     assert _scores(table, "org__tiny", "gen_local") == FLEXIBLE
     assert len(_scores(table, "org__tiny", "mc_norm")) == 6
-    choices = _choices(table)
+    choices = _choices(table_read)
     assert "filter flexible-extract (chosen for every task that has it)" in choices
     assert "filter none (the task's only filter; the task has no filter 'flexible-extract')" in choices
     with pytest.raises(EvalprismError, match="lm_eval_filter nosuch: no task under .* has a filter 'nosuch'"):
@@ -213,7 +220,8 @@ def test_predict_only_run_is_said_to_have_no_metric() -> None:
 
 def test_limit_run_is_partial_in_the_read_line_and_run_json(tmp_path: Path) -> None:
     """Item 15: --limit 3 of 6 documents, said per task, kept in run.json."""
-    table = read_correctness(V13 / "limit")
+    table_read = read_correctness(V13 / "limit")
+    table = table_read.table
     assert len(table) == 6
     results = json.loads(next((V13 / "limit" / "org__tiny").glob("results_*.json")).read_text(encoding="utf-8"))
     assert _mean(table, "org__tiny", "mc_local") == pytest.approx(results["results"]["mc_local"]["acc,none"])
@@ -222,7 +230,7 @@ def test_limit_run_is_partial_in_the_read_line_and_run_json(tmp_path: Path) -> N
         assert any(
             line.startswith(f"lm-eval org__tiny/{task}:")
             and line.endswith("PARTIAL run (lm_eval --limit 3): 3 of the task's 6 documents")
-            for line in table.attrs["choices"]
+            for line in table_read.provenance.choices
         )
     runs = tmp_path / "runs"  # a STEM family needs three models: the partial one beside two complete ones
     for name, source in (("a", V13 / "limit"), ("b", V13 / "nosamples"), ("c", LAYOUTS / "v0.4.5")):
@@ -270,9 +278,10 @@ def test_results_without_samples_beside_inspect_logs_are_said_not_refused(tmp_pa
     """Item 7 in a mixed directory: the inspect log is read, the lm-eval results file is said not read."""
     shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "runs" / "org__small")
     shutil.copy(LAYOUTS.parent / "inspect_json" / "arith_two_scorers.json", tmp_path / "runs" / "arith.json")
-    table = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
+    table_read = read_correctness(tmp_path / "runs", harness=HarnessOptions(scorer="match"))
+    table = table_read.table
     assert set(table["model"]) == {"mockllm/small"} and len(table) == 4
-    choices = _choices(table)
+    choices = _choices(table_read)
     assert "lm-eval org__small/results_2026-11-25T19-19-43.098462.json: not read: no samples files" in choices
     assert "ignored" not in choices
 
@@ -309,7 +318,7 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
             env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""},
         )
         assert done.returncode == 0, done.stderr[-2000:]
-    table = read_correctness(tmp_path / "out")
+    table = read_correctness(tmp_path / "out").table
     assert sorted(table["model"].unique()) == ["org__small", "org__tiny"] and len(table) == 24
     for results_file in (tmp_path / "out").glob("both_*.json"):
         results = json.loads(results_file.read_text(encoding="utf-8"))
@@ -321,9 +330,10 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
 def test_a_task_of_the_results_file_without_its_samples_file_is_said(tmp_path: Path) -> None:
     shutil.copytree(V13 / "nosamples" / "org__tiny", tmp_path / "org__tiny")
     next((tmp_path / "org__tiny").glob("samples_mc_local_*.jsonl")).unlink()
-    table = read_correctness(tmp_path)
+    table_read = read_correctness(tmp_path)
+    table = table_read.table
     assert set(table["benchmark"]) == {"gen_local"}
     assert (
         "lm-eval org__tiny: results_2026-11-25T19-19-21.154324.json lists task(s) mc_local with no samples file "
         "of its run (not read)"
-    ) in _choices(table)
+    ) in _choices(table_read)

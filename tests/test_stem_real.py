@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from helpers import shared_data
 
-from evalprism.io.correctness import encode_correctness, read_correctness, read_models
+from evalprism.io.correctness import encode_correctness, read_models
+from evalprism.io.items import read_correctness
 from evalprism.stats.irv import EASY, HARD
 from evalprism.stem import build_pool
 
@@ -64,7 +65,7 @@ def _pools(enc, meta, members):
 def test_zeroeval_anomaly_rates_match_family_sts_stats() -> None:
     root = shared_data("zeroeval")
     expected = json.loads((root / "family_sts_stats.json").read_text())
-    table = read_correctness(root / "scores_long.csv")
+    table = read_correctness(root / "scores_long.csv").table
     meta = read_models(root / "model_meta.csv")
     checked = 0
     for key, stats in expected.items():
@@ -78,7 +79,7 @@ def test_zeroeval_anomaly_rates_match_family_sts_stats() -> None:
 def test_mmlu_pro_anomaly_rates_match_family_sts_stats() -> None:
     root = shared_data("mmlu_pro")
     expected = json.loads((root / "family_sts_stats.json").read_text())
-    enc = encode_correctness(read_correctness(root / "scores_long.csv"))
+    enc = encode_correctness(read_correctness(root / "scores_long.csv").table)
     meta = read_models(root / "model_meta.csv")
     assert set(expected) == set(MMLU_PRO)  # an empty or renamed stats file must not pass by checking nothing
     for family, stats in expected.items():
@@ -89,8 +90,10 @@ def test_zeroeval_matrix_csv_gives_the_same_pool_as_the_long_table() -> None:
     root = shared_data("zeroeval")
     meta = read_models(root / "model_meta.csv")
     members = ZEROEVAL["gemma-2 (2,9,27B)"]
-    wide = build_pool(read_correctness(root / "matrix_crux.csv", benchmark="crux"), meta[meta["model"].isin(members)])
-    table = read_correctness(root / "scores_long.csv")
+    wide = build_pool(
+        read_correctness(root / "matrix_crux.csv", benchmark="crux").table, meta[meta["model"].isin(members)]
+    )
+    table = read_correctness(root / "scores_long.csv").table
     long = build_pool(table[table["benchmark"] == "crux"], meta[meta["model"].isin(members)])
     assert wide.irv.shape == long.irv.shape and wide.irv.shape[0] > 0
     assert (wide.irv == long.irv).all() and wide.benchmarks.equals(long.benchmarks)

@@ -40,13 +40,14 @@ import numpy as np
 import pandas as pd
 
 from evalprism.compare.comparison import NAN, Comparison, comparison_table
-from evalprism.compare.read import Run, read_runs
-from evalprism.compare.responses import ResponseOptions
 from evalprism.compare.result import CompareResult
-from evalprism.ecdf.responses import same_configuration
 from evalprism.errors import EvalprismError
-from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import Input as Run
+from evalprism.io.items import read_items
 from evalprism.io.options import check_number
+from evalprism.io.response_options import ResponseOptions
+from evalprism.io.responses import same_configuration
 from evalprism.stats.compare_tests import (
     PairedDifference,
     adjust_pvalues,
@@ -482,8 +483,8 @@ def compare_runs(
     ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
     ``--score``, ``--extract``)."""
     _check_options(adjust, permutations, effect)
-    choices = ReadChoices()
-    table, notes = read_runs(runs, cluster=cluster, harness=harness, choices=choices, responses=responses)
+    loaded = read_items(runs, cluster=cluster, harness=harness, responses=responses)
+    table = loaded.table
     names, sources = _runs_read(table)
     baseline = _baseline_run(baseline, names)
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
@@ -511,7 +512,7 @@ def compare_runs(
         comparisons=comparison_table(rows),
         items=_item_table(items, parts, names, pairs, cluster),
         options=options,
-        notes=notes,
-        read=list(choices.lines),
+        notes=list(loaded.provenance.notes),
+        read=list(loaded.provenance.choices),
         sources=sources,
     )

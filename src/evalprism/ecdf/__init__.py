@@ -8,7 +8,10 @@ of its values; settings are clustered by k-medoids on the exact L1 distance betw
 configuration assignment matrix is reordered by 1-D MDS; and per setting a final answer is
 picked as the response nearest the mean embedding (eq. 6) for exact-match accuracy.
 
-Entry point: :func:`analyze` -> :class:`EcdfResult` (``.frames()``, ``.save(dir)``).
+Entry point: :func:`analyze` -> :class:`EcdfResult` (``.frames()``, ``.save(dir)``). The responses
+table's schema and how answers are taken out and scored lexically are :mod:`evalprism.io`'s
+(:mod:`evalprism.io.responses`, :mod:`evalprism.io.answers`, :mod:`evalprism.io.lexical`): `compare`
+and `p2l` read the same files.
 
 The names load from their submodules on first use (:mod:`evalprism._lazy`), as in every analysis
 package: importing one helper does not import the whole analysis.
@@ -20,16 +23,14 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.ecdf.analysis import analyze
-    from evalprism.ecdf.responses import RESPONSES_SCHEMA
     from evalprism.ecdf.result import EcdfResult
 
-__all__ = ["RESPONSES_SCHEMA", "EcdfResult", "analyze"]
+__all__ = ["EcdfResult", "analyze"]
 
 lazy_package(
     __name__,
     {
         "analysis": ["analyze"],
-        "responses": ["RESPONSES_SCHEMA"],
         "result": ["EcdfResult"],
     },
 )

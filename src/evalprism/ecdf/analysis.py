@@ -13,26 +13,20 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.options import EcdfOptions
-from evalprism.ecdf.prepare import check_choices_column, read_answers
-from evalprism.ecdf.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.ecdf.result import EcdfResult
-from evalprism.ecdf.scoring import (
-    DESCRIPTIONS,
-    ScoreRule,
-    answer_key,
-    lexical_scores,
-    score_answers,
-    short_reference_share,
-)
+from evalprism.ecdf.scoring import DESCRIPTIONS, cosine_scores, short_reference_share
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
+from evalprism.io.answers import check_choices_column, read_answers
+from evalprism.io.lexical import answer_key, lexical_scores, score_answers
+from evalprism.io.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
 from evalprism.progress import progress_bar, status, working
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
-from evalprism.vocabularies import FinalRule
+from evalprism.vocabularies import FinalRule, ScoreRule
 
 #: accuracy values are shown as they are up to this many distinct values, else in equal-width bins
 MAX_ACCURACY_LEVELS = 6
@@ -47,29 +41,6 @@ def _natural_key(values: pd.Series) -> pd.Series:
     """Sort ids numerically when they all are numbers ('2' before '10'), else as text."""
     as_num = pd.to_numeric(values, errors="coerce")
     return as_num if as_num.notna().all() else values.astype(str)
-
-
-def _cosine_max(
-    resp_vecs: np.ndarray,
-    ref_lists: list[tuple[str, ...]],
-    ref_index: dict[str, int],
-    ref_vecs: np.ndarray,
-    answers: Sequence[str],
-) -> np.ndarray:
-    """Eq. (3): each response's maximum cosine similarity to its own references (unit vectors).
-
-    The rows sharing references form one matrix product, its rows in answer order: a row's place in
-    a float32 product changes its last bits, so the same responses in another row order must make
-    the same matrices."""
-    out = np.empty(len(ref_lists), dtype=np.float64)
-    by_refs: dict[tuple[str, ...], list[int]] = {}
-    for row in content_order(answers):
-        by_refs.setdefault(ref_lists[row], []).append(int(row))
-    for refs, rows in by_refs.items():
-        refs_mat = ref_vecs[[ref_index[r] for r in refs]]
-        sims = resp_vecs[rows] @ refs_mat.T
-        out[rows] = sims.max(axis=1)
-    return np.clip(out, -1.0, 1.0)
 
 
 def final_answers(
@@ -112,7 +83,7 @@ def majority_answers(
     codes: np.ndarray, eligible: np.ndarray, n_settings: int, answers: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The self-consistency vote: per setting, the answer given most often among ``eligible`` rows,
-    answers counted by :func:`evalprism.ecdf.scoring.answer_key` (``3.0`` and ``3`` are one vote).
+    answers counted by :func:`evalprism.io.lexical.answer_key` (``3.0`` and ``3`` are one vote).
     Ties: the smallest key wins (a rule on answers, not on row order). Returns one row index per
     setting (the first row giving the winning answer, -1 where none is eligible) and its votes."""
     chosen = np.full(n_settings, -1, dtype=np.int64)
@@ -264,13 +235,14 @@ def _score_responses(
     notes: list[str],
 ) -> _Scored:
     """Quality per response when references are given: eq. (3) from embeddings, or the exact/contains
-    rule of :mod:`evalprism.ecdf.scoring` (the user's ``score`` wins if both are). Responses are
+    rule of :mod:`evalprism.io.lexical` (the user's ``score`` wins if both are). Responses are
     embedded whatever the rule: the final answers (eq. 6) need the embeddings."""
     user_scores = df["score"].to_numpy(dtype=np.float64) if "score" in df.columns else None
     if "references" not in df.columns:
         assert user_scores is not None
         return _Scored(scores=user_scores)
-    prepared = read_answers(df, where, extract, choices or None, notes)
+    prepared = read_answers(df, where, extract, choices or None)
+    notes.extend(prepared.notes)
     answers, answered, ref_lists = prepared.texts, prepared.answered, prepared.references
     distinct_refs = list(dict.fromkeys(r for refs in ref_lists for r in refs))
     emb = get_embedder(embedder, cache_dir=cache_dir, progress=progress)
@@ -283,7 +255,7 @@ def _score_responses(
         scores = user_scores
     elif rule == "cosine":
         ref_index = {r: i for i, r in enumerate(distinct_refs)}
-        scores = _cosine_max(vectors, ref_lists, ref_index, all_vecs[len(answer_texts) :], answers)
+        scores = cosine_scores(vectors, ref_lists, ref_index, all_vecs[len(answer_texts) :], answers)
         scores[~answered] = 0.0  # a response with no answer scores 0 (documented in prepare.py)
         share = short_reference_share(ref_lists)
         if share > 0.5:
@@ -294,7 +266,9 @@ def _score_responses(
                 "scores them right or wrong"
             )
     else:
-        scores = score_answers(prepared, rule, notes, where)
+        lexical = score_answers(prepared, rule, where)
+        scores = lexical.values
+        notes.extend(lexical.notes)
     return _Scored(scores, vectors, answered, answers, ref_lists, dict(emb.stats, model=emb.model_id), rule)
 
 
@@ -496,7 +470,7 @@ def analyze(
     is K or ``"auto"`` (K in 2..``k_max`` by clustering stability under resampling of questions,
     :mod:`evalprism.stats.stability`). ``group`` names an optional topic column for accuracy per group.
     ``score``: how a response is scored against its references, ``"cosine"`` (eq. 3, the default),
-    ``"exact"`` or ``"contains"`` (0/1, see :mod:`evalprism.ecdf.scoring`). ``final``: each setting's
+    ``"exact"`` or ``"contains"`` (0/1, see :mod:`evalprism.io.lexical`). ``final``: each setting's
     final answer, ``"medoid"`` (eq. 6, the answer nearest the mean embedding) or ``"majority"`` (the
     self-consistency vote over normalised answers); the other one is kept beside it in the settings.
     Configurations are compared pairwise (or each with ``baseline``) by paired tests over shared

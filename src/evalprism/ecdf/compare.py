@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, false_discovery_control
 
-from evalprism.ecdf.responses import same_configuration
 from evalprism.errors import EvalprismError
+from evalprism.io.responses import same_configuration
 from evalprism.progress import progress_bar
 from evalprism.stats.paired import (
     bootstrap_mean_ci,

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from evalprism.ecdf.compare import ALPHA, format_p, pair_sentence
 from evalprism.ecdf.options import FINAL_NAMES
-from evalprism.ecdf.scoring import normalise_answer
+from evalprism.io.lexical import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
 

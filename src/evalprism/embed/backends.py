@@ -30,9 +30,22 @@ __all__ = [
     "SentenceTransformerBackend",
     "default_device",
     "instructor_prompt",
+    "quiet_transformers",
     "resolve_backend",
     "sentence_dimension",
 ]
+
+
+def quiet_transformers() -> None:
+    """Silence transformers where a model is loaded (an embedder, a P2L backbone, a distillation): its
+    per-load weight bar (evalprism reports its own progress) and its warnings about training-only
+    settings, such as "`loss_type=None` was set in the config but it is unrecognized", which OpenVINO's
+    trace of a sentence encoder (the router service) triggers by reading every attribute of the model;
+    they say nothing about inference. Errors still show."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def _first_line(exc: Exception) -> str:
@@ -67,10 +80,8 @@ class SentenceTransformerBackend:
     def _open(self) -> Any:
         try:
             from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()  # our own bar reports progress; no second one per load
-            hf_logging.set_verbosity_error()
+            quiet_transformers()  # our own bar reports progress; no second one per load
             return SentenceTransformer(self.location, device=self.device)
         except Exception as exc:  # OSError, HF hub errors, bad configs: all one message for the user
             raise EvalprismError(

@@ -210,7 +210,7 @@ def _distill(source: StaticSource, directory: Path, progress: bool) -> None:
         from model2vec.distill import distill_from_model
         from transformers import AutoModel, AutoTokenizer
 
-        from evalprism.p2l.backbones import quiet_transformers
+        from evalprism.embed.backends import quiet_transformers
     except ImportError as exc:
         raise EvalprismError(f"the static backbone needs model2vec and skeletoken ({_INSTALL}): {exc}") from None
     (directory / "in-progress").write_text(str(os.getpid()), encoding="utf-8")

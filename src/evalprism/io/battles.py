@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.record import Provenance
 from evalprism.io.schema import Column, Schema, first_rows
 from evalprism.io.tables import read_table
 from evalprism.io.text import mend_surrogates
@@ -92,6 +93,23 @@ _LABELS = {
 _FASTCHAT_FIELDS = {"anony", "tstamp"}
 #: part types whose ``text`` is text (OpenAI-style ``text``; ``input_text`` of the Responses API)
 _TEXT_PARTS = (None, "text", "input_text")
+
+
+@dataclass(frozen=True)
+class BattlesInput:
+    """Battles as a command read them: the ``table`` (any supported battles format), the ``provenance``
+    of what was read before these rows were battles (graded scores: the item reader's files, choices
+    and notes, and the conversion), and whether the rows were made from graded scores
+    (``from_scores``: a split writes them out, rather than copying the input file's own rows)."""
+
+    table: pd.DataFrame
+    provenance: Provenance = field(default_factory=Provenance)
+    from_scores: bool = False
+
+
+def as_battles_input(battles: pd.DataFrame | BattlesInput) -> BattlesInput:
+    """``battles`` as a :class:`BattlesInput` (a table as it is: nothing read before it)."""
+    return battles if isinstance(battles, BattlesInput) else BattlesInput(battles)
 
 
 class UnreadableContent(ValueError):
@@ -298,15 +316,20 @@ def _from_alpacaeval(df: pd.DataFrame, where: str) -> pd.DataFrame:
 
 
 def to_canonical_battles(
-    df: pd.DataFrame, fmt: Format = "auto", source: str | None = None, prompts: bool = True
+    df: pd.DataFrame,
+    fmt: Format = "auto",
+    source: str | None = None,
+    prompts: bool = True,
+    read: Provenance | None = None,
 ) -> pd.DataFrame:
     """Convert a battles table in any supported format to the canonical, validated form.
 
     With ``prompts=False`` (the marginal fit, which reads no prompt) a table without prompt text is
     read as it is (no ``prompt`` column); otherwise it is refused. ``attrs["choices"]`` says what was
-    read and what was not."""
+    read and what was not, after what ``read`` says was read before (graded scores converted to these
+    battles: its choices, then its notes)."""
     where = source or df.attrs.get("source") or "battles table"
-    converted = list(df.attrs.get("converted", []))  # how graded logs became these battles (p2l.from_logs)
+    converted = [*read.choices, *read.notes] if read is not None else []
     fmt = detect_format(df) if fmt == "auto" else fmt
     columns = [str(c) for c in df.columns]
     n_rows = len(df)

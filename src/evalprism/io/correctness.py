@@ -1,24 +1,17 @@
-"""Per-item correctness and model metadata: the canonical tables and adapters for what users have.
+"""Per-item correctness and model metadata: the canonical tables, validated.
 
 Canonical correctness (long): ``model``, ``item_id``, ``score`` (1 right, 0 wrong, -1 no answer;
 booleans and ``true``/``false`` accepted), optional ``benchmark`` (default: the file's stem, or
 ``"all"`` for an in-memory table). One row per (model, benchmark, item_id); unknown columns are kept.
+A wide model x item matrix (a ``model`` column, else the first column, and one column per item, cells
+1/0/-1, blank = not run) is the same table pivoted (:func:`read_wide_matrix`).
 
 Model metadata: ``model``, ``params`` (billions, > 0), ``family``. A ``params_b`` or
 ``params_b_nominal`` column is accepted for ``params`` (the spelling of the shared real data).
 
-Adapters (:func:`read_correctness` picks one from the path):
-
-- a long table in any format :func:`~evalprism.io.tables.read_table` reads;
-- a wide model x item matrix (``.csv``/``.tsv``/``.parquet``): a ``model`` column (else the first
-  column) and one column per item, cells 1/0/-1, blank = not run;
-- an lm-evaluation-harness ``--log_samples`` output directory (:mod:`evalprism.io.lm_eval`): one
-  samples file per task and run, paired with its run's results file (a directory per model, the
-  flat ``--output_path DIR/NAME.json`` layout, or lm-eval <= 0.4.2's ``results.json``); item =
-  (task, doc_id), metric and filter chosen per task;
-- inspect_ai logs (:mod:`evalprism.io.inspect_logs`): ``.json`` read directly, ``.eval`` through
-  inspect_ai's own log API (``pip install evalprism[inspect]``; imported lazily);
-- a directory holding any mix of the two harnesses' output (read whole).
+Every input that holds correctness (these tables, lm-evaluation-harness ``--log_samples`` output,
+inspect_ai logs, a directory mixing both) is read by :func:`evalprism.io.items.read_correctness`
+(one registry of input formats: :mod:`evalprism.io.item_formats`).
 
 :func:`encode_correctness` validates a long table into integer codes (a 10-million-row table is
 factorized once, never looped over in Python): the form :mod:`evalprism.stem` computes on.
@@ -34,10 +27,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.formats import FORMATS, table_format
-from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions, ReadChoices
-from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
-from evalprism.io.lm_eval import has_lm_eval_output, looks_like_results, read_lm_eval
+from evalprism.io.formats import FORMATS
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.tables import read_table
@@ -224,80 +214,6 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
         raise EvalprismError(f"{where}: row {row + 1}: model '{out['model'].iloc[row]}' is listed twice")
     out.attrs["source"] = where
     return out
-
-
-# ---------------------------------------------------------------- adapters
-
-
-def read_correctness(
-    path: str | Path,
-    *,
-    benchmark: str | None = None,
-    harness: HarnessOptions | None = None,
-    choices: ReadChoices | None = None,
-    check_harness: bool = True,
-) -> pd.DataFrame:
-    """Read correctness from a long table, a wide model x item matrix, an lm-eval ``--log_samples``
-    directory, inspect_ai logs (``.eval``, ``.json``) or a directory holding any of these harness
-    outputs; return the canonical long table. ``harness``: per-task metric and filter, model names,
-    inspect scorer and epochs (:class:`~evalprism.io.harness_options.HarnessOptions`); every choice
-    the readers made is added to ``choices`` and kept in ``attrs["choices"]``; the harness readers that
-    ran are kept in ``attrs["readers"]``, and an option of ``harness`` for a reader that did not run is
-    refused (``check_harness=False``: the caller checks, over several files read with the same options)."""
-    path = Path(path)
-    choices = choices if choices is not None else ReadChoices()
-    harness = harness or HarnessOptions()
-    if not path.exists():
-        raise EvalprismError(f"{path}: file not found")
-    if path.is_dir():
-        table = _read_harness_directory(path, harness, choices)
-        what = f"{path} holds only {' and '.join(table.attrs['readers'])}"
-    elif path.suffix.lower() == ".eval" or (path.suffix.lower() == ".json" and looks_like_inspect_json(path)):
-        table = to_canonical_correctness(read_inspect_logs([path], harness, choices), str(path))
-        table.attrs["readers"] = [INSPECT]
-        what = f"{path} is an inspect_ai log"
-    else:
-        if check_harness:
-            harness.check_applies([], f"{path} is a table (its scores are read as they are)")
-        df = read_table(path)
-        if "item_id" in df.columns or "score" in df.columns:  # a long table, possibly missing a column: say which
-            table = to_canonical_correctness(df, str(path), benchmark)
-        elif table_format(path) in ("csv", "tsv", "parquet"):
-            table = read_wide_matrix(df, str(path), benchmark)
-        else:
-            raise EvalprismError(
-                f"{path}: expected a long correctness table (model, item_id, score) or a wide model x "
-                "item matrix (.csv/.tsv/.parquet)"
-            )
-        table.attrs["readers"] = []
-        return table
-    if check_harness:
-        harness.check_applies(table.attrs["readers"], what)
-    table.attrs["choices"] = list(choices.lines)
-    return table
-
-
-def _read_harness_directory(root: Path, harness: HarnessOptions, choices: ReadChoices) -> pd.DataFrame:
-    """Every lm-eval samples file and inspect log under ``root``, read together (a directory mixing
-    both is read whole, never half); JSON files that are neither are reported as ignored."""
-    logs, ignored = inspect_paths(root)
-    ignored = [f for f in ignored if not looks_like_results(f)]  # lm-eval results of any name: its reader says them
-    frames = []
-    lm_eval = has_lm_eval_output(root)
-    if lm_eval:  # results without samples: an error unless inspect logs are read beside them (then a note)
-        frames.append(read_lm_eval(root, harness, choices, allow_empty=bool(logs)))
-    if logs:
-        frames.append(read_inspect_logs(logs, harness, choices))
-    if not frames:
-        raise EvalprismError(
-            f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples) "
-            "and no inspect_ai logs (.eval, .json)"
-        )
-    for f in ignored:
-        choices.add(f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file")
-    table = to_canonical_correctness(pd.concat([f for f in frames if len(f)] or frames, ignore_index=True), str(root))
-    table.attrs["readers"] = [LM_EVAL] * lm_eval + [INSPECT] * bool(logs)
-    return table
 
 
 def read_wide_matrix(

@@ -4,7 +4,8 @@ An lm-evaluation-harness run directory can hold tasks with different metrics and
 inspect_ai log can hold several scorers and epochs. :class:`HarnessOptions` carries what the user
 chose (per task where it applies); the readers (:mod:`evalprism.io.lm_eval`,
 :mod:`evalprism.io.inspect_logs`) fill in a default for whatever is left open and report every
-choice they made (:class:`ReadChoices`), so a user can see what a directory was read as.
+choice they made (:class:`~evalprism.io.record.ProvenanceBuilder`), so a user can see what a
+directory was read as.
 
 Each option steers one reader (:data:`READER_OF`); an option given for input that reader never
 reads (``--metric`` on a CSV table, ``--scorer`` on lm-eval samples) is refused, not ignored.
@@ -16,7 +17,7 @@ applies to every task that has it (``--metric acc``), and ``TASK=VALUE`` entries
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evalprism.errors import EvalprismError
@@ -157,18 +158,3 @@ class HarnessOptions(Options):
     def for_task(self, choices: Mapping[str, str], task: str) -> str | None:
         """The user's choice for ``task`` from ``choices`` (its own entry, else the global one)."""
         return choices.get(task, choices.get(ANY_TASK))
-
-
-@dataclass
-class ReadChoices:
-    """Every choice a reader made, one sentence each, in reading order (shown by the CLI and saved
-    in the output's run.json)."""
-
-    lines: list[str] = field(default_factory=list)
-
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-
-    def extend(self, other: ReadChoices | None) -> None:
-        if other is not None:
-            self.lines.extend(other.lines)

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.inspect_content import (
     LogContent,
     eval_set_file,
@@ -33,6 +33,7 @@ from evalprism.io.inspect_content import (
     read_content,
 )
 from evalprism.io.inspect_rows import records
+from evalprism.io.record import ProvenanceBuilder
 
 __all__ = ["LogContent", "inspect_paths", "looks_like_inspect_json", "read_content", "read_inspect_logs", "records"]
 
@@ -46,7 +47,7 @@ def _namer(paths: Sequence[Path]) -> Any:
 
 
 def _eval_set_notes(
-    sets: list[tuple[Path, str, dict[str, Any]]], contents: list[LogContent], shown: Any, choices: ReadChoices
+    sets: list[tuple[Path, str, dict[str, Any]]], contents: list[LogContent], shown: Any, provenance: ProvenanceBuilder
 ) -> None:
     """Say what each eval-set file holds and what of it is not here."""
     names = {Path(c.source).resolve() for c in contents}
@@ -63,7 +64,7 @@ def _eval_set_notes(
             absent = [t for t in listed if t not in tasks]
             if absent:
                 text += f"; no log here for: {', '.join(absent)}"
-        choices.add(f"inspect {shown(path)}: {text}")
+        provenance.choice(f"inspect {shown(path)}: {text}")
 
 
 def _when(content: LogContent) -> tuple[float, str]:
@@ -74,7 +75,7 @@ def _when(content: LogContent) -> tuple[float, str]:
         return float("-inf"), content.source
 
 
-def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> list[LogContent]:
+def _newest(contents: list[LogContent], shown: Any, provenance: ProvenanceBuilder) -> list[LogContent]:
     """One log per (model, task): the newest complete one, else the newest; the others named."""
     groups: dict[tuple[str, str], list[LogContent]] = {}
     for c in contents:
@@ -91,7 +92,7 @@ def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> lis
         others = "; ".join(
             f"{shown(c.source)} ({c.status}, created {c.created})" for c in sorted(logs, key=_when) if c is not pick
         )
-        choices.add(
+        provenance.choice(
             f"inspect {model} on {task}: {len(logs)} logs (reruns); read {which}, {shown(pick.source)} "
             f"(created {pick.created}); left out: {others}"
         )
@@ -99,12 +100,12 @@ def _newest(contents: list[LogContent], shown: Any, choices: ReadChoices) -> lis
 
 
 def read_inspect_logs(
-    paths: Sequence[str | Path], options: HarnessOptions | None = None, choices: ReadChoices | None = None
+    paths: Sequence[str | Path], options: HarnessOptions | None = None, provenance: ProvenanceBuilder | None = None
 ) -> pd.DataFrame:
     """Rows ``model, benchmark, item_id, score`` of the logs in ``paths`` (``.eval`` or ``.json``;
     eval-set manifests among them are said, reruns resolved to the newest complete log)."""
     options = options or HarnessOptions()
-    choices = choices if choices is not None else ReadChoices()
+    provenance = provenance if provenance is not None else ProvenanceBuilder()
     files = [Path(p) for p in paths]
     shown = _namer(files)
     sets: list[tuple[Path, str, dict[str, Any]]] = []
@@ -118,11 +119,13 @@ def read_inspect_logs(
     if not logs:
         what = ", ".join(f"{p} is an inspect eval-set {kind} file" for p, kind, _ in sets)
         raise EvalprismError(f"{what}, not a log: read the directory it is in (its logs)")
+    for path in [*(p for p, _, _ in sets), *logs]:
+        provenance.file(path)
     contents = [read_content(p) for p in logs]
-    _eval_set_notes(sets, contents, shown, choices)
+    _eval_set_notes(sets, contents, shown, provenance)
     rows: list[dict[str, Any]] = []
-    for content in _newest(contents, shown, choices):
-        rows.extend(records(content, options, choices, shown(content.source)))
+    for content in _newest(contents, shown, provenance):
+        rows.extend(records(content, options, provenance, shown(content.source)))
     if not rows:
         stopped = [f"{c.source} (status {c.status})" for c in contents if c.status != "success"]
         raise EvalprismError(

@@ -31,8 +31,9 @@ from __future__ import annotations
 from typing import Any
 
 from evalprism.errors import EvalprismError
-from evalprism.io.harness_options import HarnessOptions, ReadChoices
+from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.inspect_content import DEFAULT_REDUCER, LogContent
+from evalprism.io.record import ProvenanceBuilder
 from evalprism.io.scores import SCORE_EXPECTED, score_value
 
 _VALUE_CODES = {"C": 1, "I": 0, "N": -1}
@@ -126,13 +127,13 @@ def _fraction(content: LogContent, sample_id: str, code: float, reducer: str, sc
 
 
 def records(
-    content: LogContent, options: HarnessOptions, choices: ReadChoices, shown: str | None = None
+    content: LogContent, options: HarnessOptions, provenance: ProvenanceBuilder, shown: str | None = None
 ) -> list[dict[str, Any]]:
     """Rows (model, benchmark, item_id, score, prompt: the sample's input text or None) of one log under ``options``' scorer and epochs; what
-    was read and what was not goes to ``choices`` (``shown``: the log's name there)."""
+    was read and what was not goes to ``provenance`` (``shown``: the log's name there)."""
     shown = shown or content.source
     if content.status != "success" and nothing_scored(content):
-        choices.add(
+        provenance.choice(
             f"inspect {shown}: {content.model} on {content.task}, status {content.status}: "
             f"{_STOPPED.get(content.status, content.status)} with no scored sample, left out"
         )
@@ -165,9 +166,9 @@ def records(
     )
     if stopped:
         line += "; " + _stopped(content, scorer)
-    choices.add(line)
+    provenance.choice(line)
     for extra in said:
-        choices.add(f"inspect {shown}: {extra}")
+        provenance.choice(f"inspect {shown}: {extra}")
     return rows
 
 

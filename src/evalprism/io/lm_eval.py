@@ -32,7 +32,7 @@ Item = (task, doc_id) with benchmark = task. A task run several times for one mo
 complete run (its results file present, no ``--limit``) is read, else the newest with a results
 file, else the newest; the others are named as ignored. Every choice, every file and run not read
 (a results file without samples: ``--log_samples`` forgotten) and every partial run (``--limit``:
-documents read of the task's total) is one line of :class:`~evalprism.io.harness_options.ReadChoices`.
+documents read of the task's total) is one line of :class:`~evalprism.io.record.ProvenanceBuilder`.
 Refused with one message naming the file: a ``--predict_only`` run (no metric computed), a
 document scored twice under one filter, a value that is not 0/1.
 """
@@ -50,7 +50,8 @@ from typing import Any
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.harness_options import ANY_TASK, HarnessOptions, ReadChoices
+from evalprism.io.harness_options import ANY_TASK, HarnessOptions
+from evalprism.io.record import ProvenanceBuilder
 from evalprism.io.scores import SCORE_EXPECTED, score_value
 from evalprism.io.text import json_lines, read_text
 
@@ -226,20 +227,20 @@ def find_runs(root: Path) -> list[Run]:
 def read_lm_eval(
     path: str | Path,
     options: HarnessOptions | None = None,
-    choices: ReadChoices | None = None,
+    provenance: ProvenanceBuilder | None = None,
     *,
     allow_empty: bool = False,
 ) -> pd.DataFrame:
     """Rows ``model, benchmark, item_id, score, filter, metric, prompt`` (the text the model was
     given, :func:`prompt_text`) of every task of every model
     under ``path`` (see the module docstring for the layouts and choices; each one is added to
-    ``choices``). Raises :class:`EvalprismError` naming the file of a bad sample, a task without
+    ``provenance``). Raises :class:`EvalprismError` naming the file of a bad sample, a task without
     the chosen metric or filter, a ``--predict_only`` run, an unknown ``--model-name`` key, or two
     runs named alike that score the same item (naming both files). ``allow_empty``: results files
     without any samples give an empty table and notes (the caller reads other logs) instead of an error."""
     root = Path(path)
     options = options or HarnessOptions()
-    choices = choices if choices is not None else ReadChoices()
+    provenance = provenance if provenance is not None else ProvenanceBuilder()
     runs = find_runs(root)
     unread = [r for r in runs if not r.samples]
     if not any(r.samples for r in runs) and not allow_empty:
@@ -257,19 +258,19 @@ def read_lm_eval(
     for (directory, _), (name, how, unit_runs) in units.items():
         tasks = sorted({t for r in unit_runs for t in r.samples})
         first = unit_runs[-1]
-        choices.add(
+        provenance.choice(
             f"lm-eval {name}: {len(unit_runs)} run(s) in {_rel(root, directory)} ({first.layout}, "
             f"{first.version}), model named after {how}; tasks {', '.join(tasks)}"
         )
         for r in unit_runs:
             missing = sorted(set(r.results.get("configs") or {}) - set(r.samples))
             if missing and r.results_path is not None:
-                choices.add(
+                provenance.choice(
                     f"lm-eval {name}: {r.results_path.name} lists task(s) {', '.join(missing)} with no samples "
                     "file of its run (not read)"
                 )
         for task in tasks:
-            run = _pick(name, task, [r for r in unit_runs if task in r.samples], choices)
+            run = _pick(name, task, [r for r in unit_runs if task in r.samples], provenance)
             f = run.samples[task]
             other = seen.get((name, task))
             if other is not None:
@@ -279,11 +280,14 @@ def read_lm_eval(
                     parameter="model_name",
                 )
             seen[(name, task)] = f
-            frames.append(_read_task(f, task, name, run, options, choices, applied))
+            provenance.file(f)
+            if run.results_path is not None:
+                provenance.file(run.results_path)
+            frames.append(_read_task(f, task, name, run, options, provenance, applied))
     for r in unread:
         listed = ", ".join(sorted(r.results.get("configs") or r.results.get("results") or {})) or "none"
         leaf = r.leaf(root)[0] if r.results_path else "?"
-        choices.add(
+        provenance.choice(
             f"lm-eval {_rel(root, r.results_path or r.directory)}: not read: no samples files of this run "
             f"(lm_eval ran without --log_samples); model {leaf}, tasks {listed}"
         )
@@ -344,7 +348,7 @@ def _units(
     return {k: (names[k], how[k], grouped[k]) for k in grouped}
 
 
-def _pick(model: str, task: str, runs: list[Run], choices: ReadChoices) -> Run:
+def _pick(model: str, task: str, runs: list[Run], provenance: ProvenanceBuilder) -> Run:
     """The run of ``task`` to read among several (oldest first): the newest complete one, else the
     newest with a results file, else the newest; the others are reported."""
     if len(runs) == 1:
@@ -365,7 +369,9 @@ def _pick(model: str, task: str, runs: list[Run], choices: ReadChoices) -> Run:
         for r in runs
         if r is not chosen
     )
-    choices.add(f"lm-eval {model}/{task}: {len(runs)} runs; read {chosen.samples[task].name} ({why}); ignored {others}")
+    provenance.choice(
+        f"lm-eval {model}/{task}: {len(runs)} runs; read {chosen.samples[task].name} ({why}); ignored {others}"
+    )
     return chosen
 
 
@@ -533,7 +539,7 @@ def _read_task(
     model: str,
     run: Run,
     options: HarnessOptions,
-    choices: ReadChoices,
+    provenance: ProvenanceBuilder,
     applied: dict[str, set[str]],
 ) -> pd.DataFrame:
     records = _records(path, run.legacy)
@@ -587,7 +593,7 @@ def _read_task(
             f"{path}: {a.where} and {b.where} both score document {a.item_id} of task '{task}' under "
             f"filter '{chosen_filter}': expected one line per document and filter"
         )
-    choices.add(
+    provenance.choice(
         f"lm-eval {model}/{task}: metric {metric} ({how}), filter {chosen_filter} ({filter_how}), "
         f"{len(table)} items from {path.name} (results file: "
         f"{run.results_path.name if run.results_path else 'none of its date'}){labelled}{_partial(task, run)}"

@@ -46,7 +46,8 @@ InputKind = Literal["file", "directory", "table"]
 @dataclass(frozen=True)
 class Provenance:
     """What the readers read and chose. ``files``: the files read, in reading order; ``readers``: the
-    harness readers that ran (``lm-eval samples``, ``inspect_ai logs``); ``choices``: every choice a
+    readers that ran: the harness readers (``lm-eval samples``, ``inspect_ai logs``), else the format a
+    table was read as (``score table``, ``ECDF responses file``, ...); ``choices``: every choice a
     reader made where the input left it open (metric, filter, scorer, epochs, the layout a file was
     read as), one sentence each; ``notes``: what reading changed or left out (no-answer scores counted
     as wrong, rows without a response, files ignored)."""
@@ -76,6 +77,43 @@ class Provenance:
         if not isinstance(data, Mapping):
             return cls()
         return cls(**{f.name: tuple(map(str, data.get(f.name, ()))) for f in dataclasses.fields(cls)})
+
+
+@dataclass
+class ProvenanceBuilder:
+    """A :class:`Provenance` in the making: the readers add to it as they read (a file opened, a
+    reader that ran, a choice, a note), in reading order, and :meth:`build` gives the typed value (each
+    file and reader once). One builder is passed down a read instead of lists that readers extend."""
+
+    files: list[str] = field(default_factory=list)
+    readers: list[str] = field(default_factory=list)
+    choices: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def file(self, path: str | Path) -> None:
+        """A file the read opened."""
+        self.files.append(str(path))
+
+    def reader(self, name: str) -> None:
+        """A reader that ran: a harness reader (``lm-eval samples``, ``inspect_ai logs``), or the format a
+        table was read as."""
+        self.readers.append(name)
+
+    def choice(self, line: str) -> None:
+        """A choice the reader made where the input left it open, one sentence."""
+        self.choices.append(line)
+
+    def note(self, line: str) -> None:
+        """Something reading changed or left out, one sentence."""
+        self.notes.append(line)
+
+    def build(self) -> Provenance:
+        return Provenance(
+            files=tuple(dict.fromkeys(self.files)),
+            readers=tuple(dict.fromkeys(self.readers)),
+            choices=tuple(self.choices),
+            notes=tuple(self.notes),
+        )
 
 
 @dataclass(frozen=True)

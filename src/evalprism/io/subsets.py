@@ -29,11 +29,14 @@ def subset_format(table: pd.DataFrame) -> str:
     return fmt if fmt in EXTENSIONS else "jsonl"
 
 
-def write_row_subsets(table: pd.DataFrame, parts: Mapping[str, np.ndarray], directory: Path) -> dict[str, str]:
+def write_row_subsets(
+    table: pd.DataFrame, parts: Mapping[str, np.ndarray], directory: Path, *, verbatim: bool = True
+) -> dict[str, str]:
     """Write each of ``parts`` (name -> row positions of ``table``, in file order) to
-    ``directory/<name><ext>``; returns name -> file name written."""
+    ``directory/<name><ext>``; returns name -> file name written. ``verbatim=False``: the rows are not
+    its file's own (battles made from graded scores) and are written out, never copied from the file."""
     fmt = subset_format(table)
-    records = _source_records(table, fmt)
+    records = _source_records(table, fmt) if verbatim else None
     if records is None and fmt in ("jsonl", "json"):
         fmt = "jsonl"
     written = {}
@@ -59,8 +62,6 @@ def _source_records(table: pd.DataFrame, fmt: str) -> list[str] | None:
     has no such file, or its rows do not match the file's one for one)."""
     source = table.attrs.get("source")
     if fmt not in ("jsonl", "json") or not source or not Path(source).is_file():
-        return None
-    if table.attrs.get("converted"):  # battles made from graded scores: the file holds the scores, not these rows
         return None
     try:
         if table_format(source) != fmt:

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from evalprism.embed import get_embedder
-from evalprism.embed.backends import resolve_backend, sentence_dimension
+from evalprism.embed.backends import quiet_transformers, resolve_backend, sentence_dimension
 from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.embedder import check_finite
 from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
@@ -103,18 +103,6 @@ def _checkpoint_activations(model: nn.Module) -> None:
                 enable({"use_reentrant": False})
             else:
                 module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-
-
-def quiet_transformers() -> None:
-    """Silence transformers where a backbone is loaded, as the embedders do: its per-load weight bar
-    (evalprism reports its own progress) and its warnings about training-only settings, such as
-    "`loss_type=None` was set in the config but it is unrecognized", which OpenVINO's trace of a
-    sentence encoder (the router service) triggers by reading every attribute of the model; they
-    say nothing about inference. Errors still show."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
 
 
 class SentenceEncoderBackbone(Backbone):

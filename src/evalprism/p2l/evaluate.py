@@ -25,6 +25,7 @@ import pandas as pd
 from scipy.special import expit
 
 from evalprism.errors import EvalprismError
+from evalprism.io.battles import BattlesInput
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.baseline import MarginalBaseline
@@ -286,7 +287,7 @@ class EvaluationResult(SavedResult):
 
 def evaluate_model_dir(
     model_dir: str | Path,
-    battles: pd.DataFrame,
+    battles: pd.DataFrame | BattlesInput,
     options: EvaluateOptions | None = None,
     *,
     costs: Mapping[str, float] | None = None,
@@ -349,7 +350,7 @@ def held_out_scores(arrays: Any, rows: np.ndarray, prompt_codes: np.ndarray, n_p
 
 def evaluate_model(
     model: P2LModel,
-    battles: pd.DataFrame | PreparedBattles,
+    battles: pd.DataFrame | BattlesInput | PreparedBattles,
     options: EvaluateOptions | None = None,
     *,
     costs: Mapping[str, float] | None = None,

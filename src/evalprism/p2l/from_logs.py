@@ -15,13 +15,13 @@ on the same items. Every two models scored on the same item form a battle:
   order when models saw different text (chat templates);
 - an item scored by one model only gives no battle.
 
-The scores are read by `evalprism compare`'s entry point (:func:`evalprism.compare.read.read_runs`,
-which reads through :mod:`evalprism.io.correctness` and the harness readers), so every format and
-rule of those readers holds here. The result is the canonical battles frame (``prompt, model_a,
-model_b, winner`` plus ``benchmark, item_id``) that the battle readers produce, so training and the
-marginal fit need only a dispatch (:func:`read_battles_input`); the conversion's counts are one line
-of ``attrs["converted"]``, which the battle reader puts first among its notes (printed, and kept in
-``run.json`` under ``read``).
+The scores are read by the one item-level reader (:func:`evalprism.io.items.read_items`, as
+`evalprism compare` reads them), so every format and rule of its registry holds here. The result is
+the canonical battles frame (``prompt, model_a, model_b, winner`` plus ``benchmark, item_id``) that
+the battle readers produce, so training and the marginal fit need only a dispatch
+(:func:`read_battles_input`, a :class:`~evalprism.io.battles.BattlesInput`); what the item reader
+chose and noted and the conversion's counts are its provenance, which the battle reader puts first
+among its notes (printed, and kept in ``run.json`` under ``read``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
+from evalprism.io.battles import BattlesInput
 from evalprism.io.inspect_logs import looks_like_inspect_json
+from evalprism.io.record import Provenance
 from evalprism.io.tables import read_table
 
 if TYPE_CHECKING:
@@ -80,7 +82,7 @@ def battles_from_scores(
     scores: pd.DataFrame, *, where: str = "scores", require_prompts: bool = True
 ) -> tuple[pd.DataFrame, Conversion]:
     """Battles from a long score table (``run, benchmark, item_id, score`` in 0..1, optional
-    ``prompt``; :func:`~evalprism.compare.read.read_runs`' table): every two models scored on the same
+    ``prompt``; :func:`~evalprism.io.items.read_items`' table): every two models scored on the same
     item, in model-name order within an item (``model_a`` the first). ``require_prompts``: refuse an
     item without prompt text, naming the ``prompt`` column (P2L trains on the prompt); otherwise the
     battles carry no ``prompt`` column when any item lacks one (the marginal fit reads none)."""
@@ -89,7 +91,7 @@ def battles_from_scores(
     frame = scores[keys + ["score"] + (["prompt"] if has_prompt else [])].copy()
     for k in keys:
         frame[k] = frame[k].astype(str)
-    frame["score"] = frame["score"].astype(float).replace(-1.0, 0.0)  # no answer is wrong (as read_runs says)
+    frame["score"] = frame["score"].astype(float).replace(-1.0, 0.0)  # no answer is wrong (as read_items says)
     if has_prompt:  # blank text is no text
         text = frame["prompt"]
         frame["prompt"] = text.where(text.map(lambda v: isinstance(v, str) and bool(v.strip())), None)
@@ -162,7 +164,6 @@ def battles_from_scores(
         items_without_prompt=int(missing.sum()),
     )
     battles.attrs["source"] = where
-    battles.attrs["converted"] = [conversion.line(where)]
     return battles, conversion
 
 
@@ -179,25 +180,22 @@ def is_graded(path: Path, table: pd.DataFrame | None = None) -> bool:
 
 def read_battles_input(
     path: str | Path, *, prompts: bool = True, harness: HarnessOptions | None = None
-) -> pd.DataFrame:
+) -> BattlesInput:
     """What `p2l train` (``prompts``) and `p2l fit` read: a battles file as
     :func:`~evalprism.io.tables.read_table` reads it, or graded logs and score tables converted to
-    battles (:func:`battles_from_scores`). ``harness``: how the harness readers read lm-eval samples
-    and inspect_ai logs (the metric, filter, model names, scorer, epochs; default: the readers' own
-    choices, said in the read notes); an option given for a battles file, which no harness reader
-    reads, is refused."""
-    from evalprism.compare.read import read_runs
-    from evalprism.io.harness_options import HarnessOptions, ReadChoices
+    battles (:func:`battles_from_scores`), with the provenance of the scores read and converted.
+    ``harness``: how the harness readers read lm-eval samples and inspect_ai logs (the metric, filter,
+    model names, scorer, epochs; default: the readers' own choices, said in the read notes); an option
+    given for a battles file, which no harness reader reads, is refused."""
+    from evalprism.io.harness_options import HarnessOptions
+    from evalprism.io.items import read_items
 
     harness = harness or HarnessOptions()
     path = Path(path)  # a missing or unreadable file is refused by the reader that reads it, by name
-    table = None if path.is_dir() or path.suffix.lower() == ".eval" else read_table(path)
-    if not is_graded(path, table):
-        assert table is not None
+    table = None if is_graded(path) else read_table(path)  # harness output is not read as a table
+    if table is not None and not is_graded(path, table):
         harness.check_applies([], f"{path} holds battles, whose verdicts are read as they are")
-        return table
-    choices = ReadChoices()
-    scores, notes = read_runs([table if table is not None else path], harness=harness, choices=choices, prompts=True)
-    battles, _ = battles_from_scores(scores, where=str(path), require_prompts=prompts)
-    battles.attrs["converted"] = [*choices.lines, *notes, *battles.attrs["converted"]]
-    return battles
+        return BattlesInput(table)
+    scores = read_items([table if table is not None else path], harness=harness, prompts=True)
+    battles, conversion = battles_from_scores(scores.table, where=str(path), require_prompts=prompts)
+    return BattlesInput(battles, scores.provenance + Provenance(notes=(conversion.line(str(path)),)), from_scores=True)

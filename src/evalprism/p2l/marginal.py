@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from evalprism.io.battles import BattlesInput
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.p2l.options import FitOptions
 from evalprism.p2l.prepared import prepare_battle_arrays
@@ -144,7 +145,7 @@ class LeaderboardResult(SavedResult):
 
 
 def fit_leaderboard(
-    battles: pd.DataFrame, options: FitOptions | None = None, *, progress: bool = True
+    battles: pd.DataFrame | BattlesInput, options: FitOptions | None = None, *, progress: bool = True
 ) -> LeaderboardResult:
     """Fit ``options.outcome_model`` to ``battles`` (any supported battles format) and rank the models.
 

@@ -25,6 +25,8 @@ import pandas as pd
 
 from evalprism.io.battles import (
     BattleArrays,
+    BattlesInput,
+    as_battles_input,
     battle_arrays,
     in_content_order,
     in_count_order,
@@ -68,10 +70,16 @@ class PreparedBattles:
 
 
 def prepare_battle_arrays(
-    battles: pd.DataFrame, *, prompts: bool = True, names: list[str] | None = None, min_battles: int = 2
+    battles: pd.DataFrame | BattlesInput,
+    *,
+    prompts: bool = True,
+    names: list[str] | None = None,
+    min_battles: int = 2,
 ) -> PreparedBattles:
-    """Validate, order and index ``battles`` (the options: the module docstring)."""
-    table = to_canonical_battles(battles, prompts=prompts)
+    """Validate, order and index ``battles`` (a table, or a command's input with what was read before
+    it; the options: the module docstring)."""
+    given = as_battles_input(battles)
+    table = to_canonical_battles(given.table, prompts=prompts, read=given.provenance)
     where = table.attrs.get("source") or "battles table"
     read = list(table.attrs.get("choices", []))
     if not prompts:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import readable_prompts, to_canonical_battles
+from evalprism.io.battles import BattlesInput, as_battles_input, readable_prompts, to_canonical_battles
 from evalprism.io.outputs import MARKER_FILE, OutputKind, OutputTarget, as_target, atomic_output_dir, write_json
 from evalprism.io.record import Provenance, RunRecord
 from evalprism.io.subsets import write_row_subsets
@@ -54,6 +54,7 @@ class SplitResult:
     train: np.ndarray
     test: np.ndarray
     options: dict[str, Any] = field(default_factory=dict)
+    verbatim: bool = True  # the rows are the input file's own (False: battles made from graded scores)
 
     def findings(self) -> list[str]:
         """How many battles and prompts each side holds."""
@@ -82,21 +83,24 @@ class SplitResult:
         :mod:`evalprism.io.outputs`."""
         target = as_target(out, self.output_kind)
         with atomic_output_dir(target, self.output_kind) as tmp:
-            files = write_row_subsets(self.table, {"train": self.train, "test": self.test}, tmp)
+            files = write_row_subsets(self.table, {"train": self.train, "test": self.test}, tmp, verbatim=self.verbatim)
             record = replace(self.record, results={"files": files}).completed(target.inputs)
             write_json(tmp / MARKER_FILE, record.as_json())
         return target.path
 
 
-def split_battles(battles: pd.DataFrame, options: SplitOptions | None = None) -> SplitResult:
-    """Split ``battles`` (any supported battles format, as read by :func:`evalprism.io.read_table`) by
-    prompt into a training and a held-out test set, by training's own rule (:func:`split_prompts`).
+def split_battles(battles: pd.DataFrame | BattlesInput, options: SplitOptions | None = None) -> SplitResult:
+    """Split ``battles`` (any supported battles format, as read by :func:`evalprism.io.read_table`, or
+    a command's :class:`~evalprism.io.battles.BattlesInput`: graded scores converted to battles, whose
+    rows are written out rather than copied from the file) by prompt into a training and a held-out
+    test set, by training's own rule (:func:`split_prompts`).
 
     The prompt is the canonical one (FastChat conversations and arena-55k turn lists reduced to their
     user turns), so a conversation's battles stay on one side in every format. ``options``: the held-out
     share of prompts and the seed (:class:`~evalprism.p2l.options.SplitOptions`)."""
     test_fraction, seed = (options or SplitOptions()).test_fraction, (options or SplitOptions()).seed
-    canonical = to_canonical_battles(battles)
+    given = as_battles_input(battles)
+    canonical = to_canonical_battles(given.table, read=given.provenance)
     where = canonical.attrs.get("source") or "battles table"
     keep, note = readable_prompts(canonical, where)  # battles a text model cannot read go to neither side
     rows = np.flatnonzero(keep)
@@ -107,7 +111,7 @@ def split_battles(battles: pd.DataFrame, options: SplitOptions | None = None) ->
         raise EvalprismError(f"{where}: {exc}") from None
     test, train = rows[is_test], rows[~is_test]
     facts = {
-        "source": battles.attrs.get("source"),
+        "source": given.table.attrs.get("source"),
         "format": canonical.attrs.get("battles_format"),
         "test_fraction": test_fraction,
         "seed": seed,
@@ -116,4 +120,4 @@ def split_battles(battles: pd.DataFrame, options: SplitOptions | None = None) ->
         "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
         "read": [*canonical.attrs.get("choices", []), *([note] if note else [])],
     }
-    return SplitResult(battles, train, test, facts)
+    return SplitResult(given.table, train, test, facts, verbatim=not given.from_scores)

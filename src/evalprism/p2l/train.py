@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from evalprism.errors import EvalprismError
-from evalprism.io.battles import BattleArrays
+from evalprism.io.battles import BattleArrays, BattlesInput
 from evalprism.io.outputs import (
     OutputKind,
     OutputTarget,
@@ -287,7 +287,7 @@ class TrainingData:
         return hashlib.sha256(self.train_idx.tobytes() + b"|" + self.val_idx.tobytes()).hexdigest()
 
 
-def prepare_battles(battles: pd.DataFrame, opts: TrainOptions) -> TrainingData:
+def prepare_battles(battles: pd.DataFrame | BattlesInput, opts: TrainOptions) -> TrainingData:
     """Step 1, the split: validate ``battles`` and put them in content order
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays`: the prompt split, each epoch's seeded
     permutation, the batches and every sum over battles are then the same for the same battles in any
@@ -759,7 +759,7 @@ def epoch_summary(state: RunState, opts: ResolvedTrainOptions) -> dict[str, Any]
 
 
 def train_model(
-    battles: pd.DataFrame,
+    battles: pd.DataFrame | BattlesInput,
     options: TrainOptions | None = None,
     *,
     checkpoint_dir: str | Path | None = None,

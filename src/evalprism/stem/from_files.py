@@ -1,14 +1,16 @@
 """The STEM commands from their files: what `stem pool`, `stem audit`, `stem locate` and `stem plan`
 read, each with its options object (:mod:`evalprism.stem.options`), returning the result the command
-saves. Every correctness file is read by :func:`~evalprism.io.correctness.read_correctness` with the
+saves. Every correctness file is read by :func:`~evalprism.io.items.read_correctness` with the
 options' harness readers; what the readers chose is kept with the result (its run record's ``read``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from evalprism.io.correctness import read_correctness
+from evalprism.io.items import read_correctness
+from evalprism.io.record import Provenance
 from evalprism.stem.evaluate import locate_models
 from evalprism.stem.location_result import LocationResult
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
@@ -50,10 +52,10 @@ def locate_from_files(
     o = options or LocateOptions()
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
-    table = read_correctness(correctness, harness=o.harness)
+    read = read_correctness(correctness, harness=o.harness)
     result = locate_models(
         pool,
-        table,
+        read.table,
         list(o.model) if o.model else None,
         items=o.items,
         trials=o.trials,
@@ -64,8 +66,18 @@ def locate_from_files(
         plan=the_plan,
         progress=progress,
     )
-    result.options["read"] = list(table.attrs.get("choices", []))
+    _with_read(result.options, read.provenance)
     return result
+
+
+def _with_read(options: dict[str, Any], read: Provenance) -> None:
+    """Put what the readers chose (``read``) into a localization's ``options``, before the notes the
+    localization made when there are choices (its report lists the options in order: what was read,
+    then what was noted)."""
+    notes = options.pop("notes", None) if read.choices else None
+    options["read"] = list(read.choices)
+    if notes is not None:
+        options["notes"] = notes
 
 
 def plan_from_files(
@@ -81,19 +93,19 @@ def plan_from_files(
     o = options or PlanOptions()
     pool = Pool.load(pool_dir)
     prior = Plan.load(previous) if previous is not None else None
-    table = read_correctness(answers, harness=o.harness) if answers is not None else None
+    read = read_correctness(answers, harness=o.harness) if answers is not None else None
     plan, _current = plan_stage(
         pool,
         items=o.items,
         seed=o.seed,
         method=o.method,
         previous=prior,
-        answers=table,
+        answers=read.table if read is not None else None,
         model=o.model,
         stage=o.stage,
         target_confidence=o.target_confidence,
         progress=progress,
     )
-    if table is not None:
-        plan.options["read"] = list(table.attrs.get("choices", []))
+    if read is not None:
+        plan.options["read"] = list(read.provenance.choices)
     return plan

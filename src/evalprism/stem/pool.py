@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_correctness, read_models
+from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_models
 from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import read_correctness
 from evalprism.io.options import check_applies, check_choice
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.preflight import pool_directory
@@ -623,18 +624,25 @@ def build_pool_from_files(
     panel: str | Path | None = None,
     irt: str | None = None,
 ) -> Pool:
-    """:func:`build_pool` from a correctness file or directory (any adapter of
-    :func:`~evalprism.io.correctness.read_correctness`, read with ``harness``) and a metadata table;
+    """:func:`build_pool` from a correctness file or directory (any input
+    :func:`~evalprism.io.items.read_correctness` reads, read with ``harness``) and a metadata table;
     ``panel``: another correctness file of other models on the same items (the IRT reference panel).
     What the readers chose (metric, filter, scorer, epochs per task) is kept in ``options["read"]``."""
     table = read_correctness(correctness, harness=harness, check_harness=False)
     other = read_correctness(panel, harness=harness, check_harness=False) if panel is not None else None
+    read = table.provenance + other.provenance if other is not None else table.provenance
     if harness is not None:  # the options steer both files: refused only if neither is read by their reader
-        readers = table.attrs["readers"] + (other.attrs["readers"] if other is not None else [])
         inputs = f"{correctness}" + (f" and {panel}" if panel is not None else "")
-        harness.check_applies(readers, f"{inputs} hold{'s' * (panel is None)} no such input")
-    pool = build_pool(table, models, family=family, missing=missing, require_sts=require_sts, panel=other, irt=irt)
-    read = table.attrs.get("choices", []) + (other.attrs.get("choices", []) if other is not None else [])
-    if read:
-        pool.options["read"] = read
+        harness.check_applies(read.readers, f"{inputs} hold{'s' * (panel is None)} no such input")
+    pool = build_pool(
+        table.table,
+        models,
+        family=family,
+        missing=missing,
+        require_sts=require_sts,
+        panel=other.table if other is not None else None,
+        irt=irt,
+    )
+    if read.choices:
+        pool.options["read"] = list(read.choices)
     return pool

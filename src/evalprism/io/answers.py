@@ -1,4 +1,7 @@
-"""Text preparation for seed 001: suffix stripping, answer extraction, choice mapping.
+"""The answer in a response, as every reader of responses takes it out: suffix stripping, answer
+extraction, choice mapping (seed 001, section 4). `ecdf` scores the answers by embeddings or by the
+lexical rules (:mod:`evalprism.io.lexical`), `compare` and `p2l` (a responses file read as items,
+:mod:`evalprism.io.responses`) by the lexical rules.
 
 - Suffixes: the seed removes the trailing ``.``, ``,``, ``;``, ``:`` and ``\\`` from references
   and responses before scoring and final-answer selection (section 4); surrounding whitespace
@@ -113,11 +116,13 @@ class Answers:
     """The answers and references of a responses table as every scoring rule reads them: ``texts``
     (extracted, mapped through the row's choices, suffixes stripped; empty without an answer),
     ``answered`` (False where the extract pattern found nothing: such a response scores 0) and
-    ``references`` (per response, suffixes stripped)."""
+    ``references`` (per response, suffixes stripped); ``notes``: what taking the answers out left
+    without one (responses with no match for the extract pattern)."""
 
     texts: list[str]
     answered: np.ndarray
     references: list[tuple[str, ...]]
+    notes: tuple[str, ...] = ()
 
 
 def check_choices_column(df: pd.DataFrame, where: str, choices: str | None) -> None:
@@ -126,10 +131,10 @@ def check_choices_column(df: pd.DataFrame, where: str, choices: str | None) -> N
         raise EvalprismError(f"{where}: choices column '{choices}' not found", parameter="choices")
 
 
-def read_answers(df: pd.DataFrame, where: str, extract: str | None, choices: str | None, notes: list[str]) -> Answers:
+def read_answers(df: pd.DataFrame, where: str, extract: str | None, choices: str | None) -> Answers:
     """The :class:`Answers` of a responses table (``response`` and ``references`` columns, ``_row`` the
     1-based source row that messages name), the one preparation `ecdf` and `compare` share: extraction
-    by ``extract``, the labels of the ``choices`` column mapped to their texts. A note says how many
+    by ``extract``, the labels of the ``choices`` column mapped to their texts. Its note says how many
     responses had no match for the pattern."""
     check_choices_column(df, where, choices)
     rows = df["_row"].tolist()
@@ -143,10 +148,11 @@ def read_answers(df: pd.DataFrame, where: str, extract: str | None, choices: str
         df["response"].astype(str), extractor, maps, (f"{where}: row {r}" for r in rows)
     )
     answered = np.asarray(answered_list, dtype=bool)
+    notes = []
     if extractor is not None and (~answered).any():
         notes.append(
             f"{where}: {int((~answered).sum()):,} of {len(df):,} responses had no match for the extract pattern "
             "and score 0"
         )
     references = [tuple(strip_suffixes(r) for r in refs) for refs in df["references"]]
-    return Answers(texts, answered, references)
+    return Answers(texts, answered, references, tuple(notes))

@@ -1,7 +1,8 @@
-"""The cells of a run table, read once for every kind of run: scores in 0..1, identifiers, clusters.
+"""The cells of an item table, read once for every input format: scores in 0..1, identifiers, clusters.
 
-A score table and an ECDF responses file are different layouts of the same cells; these readers give
-both the same messages (file, row, column, what was expected).
+A score table and an ECDF responses file are different layouts of the same cells
+(:mod:`evalprism.io.item_formats`); these readers give both the same messages (file, row, column, what
+was expected).
 """
 
 from __future__ import annotations
