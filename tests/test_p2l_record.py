@@ -15,7 +15,7 @@ from helpers import read_run, run_cli
 
 from evalprism.io import read_table
 from evalprism.io.record import RUN_FORMAT, RunRecord
-from evalprism.p2l import TrainOptions, split_battles, train_model
+from evalprism.p2l import P2LModel, TrainOptions, evaluate_model, split_battles, train_model
 from evalprism.p2l.evaluate import EvaluationSummary
 from evalprism.p2l.marginal import FitSummary
 from evalprism.p2l.options import (
@@ -157,3 +157,18 @@ def test_route_record_quotes_the_routes_mean_cost(work: Path, model: Path, capsy
     assert f"at mean cost {routes['expected_cost'].mean():.3g} vs" in run.findings[0]
     assert run.findings[0].startswith(f"router {routes['expected_winrate'].mean():.1%} predicted win rate")
     assert run.options["budget"] == 0.8 and run.results["cost_column"] == "cost"
+
+
+def test_evaluate_records_the_left_out_ties_as_one_note(work: Path, model: Path) -> None:
+    """Ties a ``bt`` model cannot score are one note, said once (the dict bridge once spread its
+    letters into one note each)."""
+    battles = pd.read_json(work / "held" / "test.jsonl", lines=True)
+    battles.loc[battles.index[:10], "winner"] = "tie"
+    result = evaluate_model(P2LModel.load(model, progress=False), battles, progress=False)
+    assert result.record.notes == (
+        "outcome model 'bt' leaves out 10 of "
+        f"{len(battles)} battles: 'tie' and 'tie (bothbad)' are not outcomes of that model (bt-tie counts a tie as "
+        "half a win for each side; rk and grk model ties)",
+    )
+    assert [kind for kind, _ in result.record.said()].count("note") == 1
+    assert result.summary.battles_used == len(battles) - 10
