@@ -621,7 +621,7 @@ def _evalprism_training(args: argparse.Namespace, epochs: int) -> tuple[float, d
     )
     table = read_table(args.training_data)
     result, seconds = timed(lambda: train_model(table, options, progress=False))
-    return seconds, {"train_battles": result.options["train_battles"], "val_nll": result.history["val_nll"].tolist()}
+    return seconds, {"train_battles": result.summary.train_battles, "val_nll": result.history["val_nll"].tolist()}
 
 
 def _plain_training(args: argparse.Namespace, epochs: int) -> tuple[float, dict[str, object]]:

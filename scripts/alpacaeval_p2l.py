@@ -89,7 +89,7 @@ def main() -> None:
         "train_battles": len(train),
         "test_battles": len(test),
         "test_prompts": len(test_ids),
-        "training": result.options,
+        "training": result.training(),
         "routing_curve": curve.round(5).to_dict(orient="records"),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")

@@ -50,6 +50,7 @@ from evalprism.p2l.evaluate import (
 from evalprism.p2l.from_logs import battles_from_scores
 from evalprism.p2l.marginal import fit_leaderboard
 from evalprism.p2l.options import FitOptions
+from evalprism.p2l.train_summary import PenaltyChoice
 from evalprism.stats.outcomes import OUTCOME_INDEX
 from evalprism.stats.pairwise import outcome_rows, outcome_weights
 from evalprism.vocabularies import OutcomeModelName
@@ -173,7 +174,8 @@ def main() -> None:
         result.save(args.out / f"model-{outcome_model}")
         metrics = evaluate(result, train_battles, test_battles, outcome_model)
         metrics.insert(0, "outcome_model", outcome_model)
-        metrics["penalty"] = result.options.get("penalty_chosen")
+        chosen = result.summary.chosen
+        metrics["penalty"] = chosen.penalty_chosen if isinstance(chosen, PenaltyChoice) else None
         metrics["seconds"] = round(time.perf_counter() - start, 1)
         print(metrics.to_string(index=False))
         frames.append(metrics)

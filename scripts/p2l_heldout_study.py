@@ -70,7 +70,7 @@ from evalprism.p2l.evaluate import (
 from evalprism.p2l.likelihood import TORCH_OPS, log_outcome_probs
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead, Prediction
-from evalprism.p2l.train import fit_line, split_prompts
+from evalprism.p2l.train import split_prompts
 from evalprism.stats.outcome_models import get_outcome_model
 from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_rows, outcome_weights
 
@@ -473,7 +473,7 @@ def run(args: argparse.Namespace) -> None:
                 ev.metrics.assign(config=config).to_csv(out / f"evaluate_model_{_slug(config)}.csv", index=False)
                 ev.scaling.to_csv(out / f"scaling_evaluate_model_{_slug(config)}.csv", index=False)
                 lib_logp = prediction_log_probs(loss, res.model.predict(test.prompts), test.pid, test.a, test.b)
-                add(f"lib:{key}", lib_logp, train_s, embed_s, fit_line(res.options))
+                add(f"lib:{key}", lib_logp, train_s, embed_s, res.summary.chosen.line())
             if kind == "shrink":
                 model = libmodels[key]
                 inner = train.subset(inner_val)

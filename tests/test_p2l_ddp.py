@@ -148,7 +148,7 @@ def test_two_processes_train_what_one_process_trains(setup: tuple[Path, Path], t
     assert history["val_nll"].iloc[0] == pytest.approx(marginal, abs=1e-5)
     # rank 0 alone wrote: the model directory and nothing else (checkpoints removed once it was saved)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["driver.py", "model"]
-    assert read_run(out).options["processes"] == 2
+    assert read_run(out).results["processes"] == 2
     assert (out / "backbone").is_dir()
 
 

@@ -157,7 +157,7 @@ def test_p2l_train_reads_inspect_logs(tmp_path: Path, capsys) -> None:
     assert code == 0, err
     run = read_run(tmp_path / "model")
     assert any("18 battles:" in line for line in run.provenance.choices)
-    assert run.options["n_battles"] == 18
+    assert run.results["n_battles"] == 18
 
 
 def test_battles_files_are_read_as_before(tmp_path: Path) -> None:
@@ -245,10 +245,10 @@ def test_split_train_evaluate_from_logs_holds_items_out(tmp_path: Path, capsys) 
         ["p2l", "evaluate", str(tmp_path / "m"), str(split / "test.jsonl"), "--out", str(tmp_path / "ev")], capsys
     )
     assert code == 0, err
-    assert read_run(tmp_path / "ev").options["overlap"]["fit"] == 0
+    assert read_run(tmp_path / "ev").results["overlap"]["fit"] == 0
     code, _, err = run_cli(["p2l", "evaluate", str(tmp_path / "m"), str(root), "--out", str(tmp_path / "all")], capsys)
     assert code == 0, err
-    overlap = read_run(tmp_path / "all").options["overlap"]
+    overlap = read_run(tmp_path / "all").results["overlap"]
     # every training prompt is among them: fitted on, or held out by training as its validation
     assert overlap["fit"] > 0 and overlap["fit"] + overlap["validation"] == train["prompt"].nunique()
     assert "NOT held out" in (tmp_path / "all" / "report.html").read_text()

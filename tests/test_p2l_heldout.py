@@ -25,7 +25,12 @@ from evalprism.p2l.heldout_routing import (
 from evalprism.p2l.model import CoefficientHead
 from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.reports import evaluation_report, gain_words
-from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts, write_training_prompts
+from evalprism.p2l.training_prompts import (
+    PromptOverlap,
+    prompt_overlap,
+    read_training_prompts,
+    write_training_prompts,
+)
 from evalprism.stats.policy_value import paired_value_difference, policy_value, prompt_scores
 from evalprism.stats.routing import win_values
 
@@ -255,7 +260,7 @@ def test_grk_evaluation_splits_the_nll_and_documents_the_routing_value() -> None
     own = evaluate_model(
         planted_grk_model(), grk_battles(), EvaluateOptions(repeats=2, value="own"), costs=costs, progress=False
     )
-    assert own.options["routing"]["value"] == "own"
+    assert own.summary.routing is not None and own.summary.routing.value == "own"
 
 
 def test_overlap_with_the_training_prompts_is_detected_and_said(tmp_path) -> None:
@@ -265,8 +270,8 @@ def test_overlap_with_the_training_prompts_is_detected_and_said(tmp_path) -> Non
     recorded = read_training_prompts(tmp_path)
     assert recorded["fit"].size == 60 and recorded["fit"].dtype == np.uint64
     assert (tmp_path / "training_prompts.npz").stat().st_size < 2000
-    assert prompt_overlap(recorded, prompts) == {"recorded": True, "prompts": len(prompts), "fit": 60, "validation": 10}
-    assert prompt_overlap(recorded, ["a prompt never seen"])["fit"] == 0
+    assert prompt_overlap(recorded, prompts) == PromptOverlap(True, len(prompts), 60, 10)
+    assert prompt_overlap(recorded, ["a prompt never seen"]).fit == 0
     result = evaluate_model(
         planted_model(noise=0.5), battles, EvaluateOptions(repeats=2), training_prompts=recorded, progress=False
     )

@@ -48,7 +48,7 @@ def test_frozen_p2l_beats_marginal_bt_on_held_out_prompts(trained) -> None:
     # the default ridge fit chose a finite penalty over the marginal (λ = ∞), by cross-validation
     cv = result.history.set_index("penalty")
     chosen = float(cv.index[cv["chosen"]][0])
-    assert np.isfinite(chosen) and result.options["penalty_chosen"] == chosen
+    assert np.isfinite(chosen) and result.summary.chosen.penalty_chosen == chosen
     assert cv.loc[chosen, "cv_nll"] < cv.loc[np.inf, "cv_nll"] - 0.05
 
 

@@ -135,7 +135,8 @@ def test_evaluation_report_calls_a_tiny_difference_noise() -> None:
     ],
 )
 def test_prompt_set_headline_fits_the_share(best: list[int], expected: str) -> None:
-    from evalprism.p2l.prompt_set import PromptSetResult
+    from evalprism.p2l.options import PromptSetOptions
+    from evalprism.p2l.prompt_set import PromptSetResult, PromptSetSummary
 
     share = np.array(best) / 100
     board = pd.DataFrame(
@@ -157,7 +158,8 @@ def test_prompt_set_headline_fits_the_share(best: list[int], expected: str) -> N
         board,
         cats,
         strengths,
-        {"n_prompts": 100, "models": 3, "categories": "column 'c'", "reference": MODELS[0]},
+        PromptSetOptions(category_column="c"),
+        PromptSetSummary(n_prompts=100, categories="column 'c'", reference=MODELS[0], models=3, outcome_model="bt"),
     )
     report = prompt_set_report(result)
     assert report.summary_items[0] == expected

@@ -20,6 +20,7 @@ from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import CoefficientHead
 from evalprism.p2l.ridge import RidgeBattles, choose_penalty, fit_penalised, penalised_nll, prompt_folds
 from evalprism.p2l.train import warm_start
+from evalprism.p2l.train_summary import PenaltyChoice
 from evalprism.stats.pairwise import PairCounts, outcome_rows, outcome_weights
 
 
@@ -157,7 +158,7 @@ def test_train_model_fixed_penalty_and_refusals() -> None:
             "chosen": True,
         }
     ]
-    assert result.options["fit"] == "ridge" and result.options["penalty_by"] == "option"
+    assert result.options.fit == "ridge" and result.summary.chosen == PenaltyChoice(1e-3, "option")
     with pytest.raises(EvalprismError, match="max_epochs applies to the epoch loop") as caught:
         train_model(battles, TrainOptions(max_epochs=3), progress=False)
     assert caught.value.parameter == "max_epochs"

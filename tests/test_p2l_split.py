@@ -59,8 +59,10 @@ def test_split_round_trip_by_prompt_and_fraction(tmp_path: Path, capsys) -> None
     assert test["prompt"].nunique() == round(0.25 * n_prompts)
     run = json.loads((tmp_path / "s" / "run.json").read_text())
     assert run["output"]["kind"] == "p2l split"
-    assert run["options"]["battles"] == {"train": len(train), "test": len(test)}
-    assert run["options"]["prompts"] == {"train": train["prompt"].nunique(), "test": test["prompt"].nunique()}
+    assert run["options"] == {"test_fraction": 0.25, "seed": 3, "harness": SplitOptions().harness.record()}
+    assert run["results"]["battles"] == {"train": len(train), "test": len(test)}
+    assert run["results"]["prompts"] == {"train": train["prompt"].nunique(), "test": test["prompt"].nunique()}
+    assert run["results"]["files"] == {"train": "train.jsonl", "test": "test.jsonl"}
 
 
 def test_split_is_deterministic_in_seed_and_file_order(tmp_path: Path) -> None:

@@ -255,8 +255,8 @@ def test_image_only_questions_are_left_out_of_what_a_text_model_reads(tmp_path: 
     )
     split = split_battles(read_table(path), SplitOptions(test_fraction=0.5))
     assert split.train.size + split.test.size == n - 1 and 2 not in set(split.train) | set(split.test)
-    assert any("left out: a text model cannot read" in line for line in split.options["read"])
-    assert fit_leaderboard(read_table(path), progress=False).options["n_battles"] == n
+    assert any("left out: a text model cannot read" in line for line in split.provenance.choices)
+    assert fit_leaderboard(read_table(path), progress=False).summary.n_battles == n
     blank = read_battles(CANONICAL).astype({"prompt": object})
     blank.loc[4, "prompt"] = "  "
     with pytest.raises(EvalprismError, match="row 5, column 'prompt': expected a non-empty prompt"):

@@ -168,7 +168,7 @@ def test_a_model_with_only_losses_and_both_bad(model: str) -> None:
         return
     assert not board.loc["weak", "identified"] and board.loc[["m1", "m2", "m3", "m4"], "identified"].all()
     assert board.loc["weak", "coef"] == -np.inf and board.loc["weak", "lower"] == -np.inf
-    assert "weak never won" in result.options["not_identified"]
+    assert "weak never won" in (result.summary.not_identified or "")
 
 
 def test_pinned_coefficients_are_finite_and_documented() -> None:
@@ -222,8 +222,9 @@ def test_p2l_train_grk_warm_start_pins_the_unidentified_coefficient(tmp_path: Pa
     assert marginal.loc["weak", "coef"] == pytest.approx(others["coef"].min())
     assert marginal.loc["weak", "coef"] > -10  # the unpinned fit stops near -30
     run = json.loads((tmp_path / "model" / "run.json").read_text())
-    training = run.get("options", run).get("marginal_pinned", run.get("marginal_pinned"))
-    assert training == ["weak"]
+    assert run["results"]["marginal_pinned"] == ["weak"]
+    config = json.loads((tmp_path / "model" / "config.json").read_text())
+    assert config["training"]["marginal_pinned"] == ["weak"]
     model = P2LModel.load(tmp_path / "model")
     assert torch.isfinite(model.head.linear.bias).all()
     # the warm start itself (epoch 0 of adamw; the ridge fit's start): the pinned coefficient in the bias

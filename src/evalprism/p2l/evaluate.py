@@ -16,7 +16,7 @@ approaches the ground-truth leaderboard of the prompt set.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,20 +28,21 @@ from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattlesInput
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
 from evalprism.p2l.model import P2LModel, Prediction, model_names
 from evalprism.p2l.options import EvaluateOptions
 from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.routing import check_budget
-from evalprism.p2l.training_prompts import prompt_overlap, read_training_prompts
+from evalprism.p2l.training_prompts import PromptOverlap, prompt_overlap, read_training_prompts
 from evalprism.progress import status
 from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.outcome_models import NUMPY_OPS, get_outcome_model
 from evalprism.stats.outcomes import A_WINS, BOTH_BAD, TIE
 from evalprism.stats.pairwise import PairCounts, fit_counts, outcome_weights
 from evalprism.stats.policy_value import prompt_scores
-from evalprism.vocabularies import OutcomeModelName
+from evalprism.vocabularies import OutcomeModelName, RouteValueKind
 
 
 def log_probs(
@@ -250,17 +251,55 @@ def aggregation_scaling(
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class HeldOutRouting:
+    """How the routing policies were valued on the held-out verdicts (with costs): the budgets (each
+    prompt's expected cost at most the budget: ``budget_scope`` ``prompt``), the value the routers
+    maximise, each model's cost and the cost column read, where the best single model was chosen
+    from, the models without a battle here, and the range of the better half of the models' mean
+    routing value in each value kind (:func:`value_spread`)."""
+
+    budgets: tuple[float, ...]
+    value: RouteValueKind
+    budget_scope: str
+    costs: dict[str, float]
+    cost_column: str
+    best_single_from: str
+    models_without_battles: tuple[str, ...]
+    value_spread: dict[str, list[float]]
+
+
+@dataclass(frozen=True)
+class EvaluationSummary:
+    """What one evaluation counted: the battles and distinct prompts read, the P2L model's outcome
+    model, the battles it uses (``bt`` leaves out ties), how many of the prompts the model was trained
+    or validated on (:class:`~evalprism.p2l.training_prompts.PromptOverlap`) and, with costs, how the
+    routing policies were valued (:class:`HeldOutRouting`)."""
+
+    n_battles: int
+    n_prompts: int
+    outcome_model: OutcomeModelName
+    battles_used: int
+    overlap: PromptOverlap
+    routing: HeldOutRouting | None = None
+
+
 @dataclass
 class EvaluationResult(SavedResult):
     """``metrics`` (constant / marginal / P2L on the battles), ``nll_split`` (their NLL in outcome type
     and winner parts, for an outcome model with ties), ``routing`` (the held-out router table when costs were
-    given: :mod:`evalprism.p2l.heldout_routing`) and ``scaling`` (Fig. 6)."""
+    given: :mod:`evalprism.p2l.heldout_routing`) and ``scaling`` (Fig. 6); the options it ran with,
+    what it counted (:class:`EvaluationSummary`), what the readers chose and the battles the outcome
+    model left out (``notes``)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_EVALUATE
 
     metrics: pd.DataFrame
     scaling: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    options: EvaluateOptions
+    summary: EvaluationSummary
+    provenance: Provenance = field(default_factory=Provenance)
+    notes: tuple[str, ...] = ()
     nll_split: pd.DataFrame = field(default_factory=pd.DataFrame)
     routing: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -270,6 +309,19 @@ class EvaluationResult(SavedResult):
         from evalprism.p2l.reports import evaluation_findings
 
         return evaluation_findings(self)
+
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options, the readers' choices, the battles left out, the headline and
+        what the evaluation counted."""
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            notes=self.notes,
+            findings=tuple(self.findings()),
+            results=asdict(self.summary),
+        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         out = {"metrics": self.metrics, "scaling": self.scaling}
@@ -366,81 +418,125 @@ def evaluate_model(
     from the cheapest to the dearest model; :func:`~evalprism.p2l.heldout_routing.routing_table`), the
     routers maximising ``value`` (``score`` or ``own``). ``training_prompts``: the model's record of its
     training prompts (:func:`~evalprism.p2l.training_prompts.read_training_prompts`); the overlap with
-    these battles' prompts is counted in ``options["overlap"]``. ``battles`` may come prepared
+    these battles' prompts is counted in ``summary.overlap``. ``battles`` may come prepared
     (:func:`~evalprism.p2l.prepared.prepare_battle_arrays` with the model's list, as
     :func:`evaluate_model_dir` does)."""
     options = options or EvaluateOptions()
-    repeats, seed, budgets, value = options.repeats, options.seed, options.budgets, options.value or "score"
-    if not isinstance(battles, PreparedBattles):  # the scaling draws pick prompts in its order; sums run in it
-        battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
-    if battles.arrays.names != model.models:
-        raise ValueError("battles prepared for another model list")
+    value: RouteValueKind = options.value or "score"
+    column = getattr(costs, "column", "cost")  # the cost column read (a cost table knows it)
+    battles = prepared_for(model, battles)
     codes, prompts = battles.prompt_index()
-    cost, chosen_budgets = (None, []) if costs is None else routing_costs(model.models, costs, budgets, value)
-    table, arrays, rows, distinct = battles.table, battles.arrays, battles.rows, list(prompts)
-    status(f"scoring {len(table)} battles on {len(distinct)} prompts", progress)
+    cost, budgets = (None, []) if costs is None else routing_costs(model.models, costs, options.budgets, value)
+    distinct = list(prompts)
+    status(f"scoring {battles.n_battles} battles on {len(distinct)} prompts", progress)
     note = battles.ignored_note(model.outcome_model)
     if note:
         status(note, progress)
     pred = model.predict(distinct)  # once: the votes, the routers and the scaling curve all read these leaderboards
-    predictions = {"p2l": prediction_log_probs(model.outcome_model, pred, codes, arrays.a, arrays.b)}
-    baseline = model.marginal
-    marginal = None if baseline is None else baseline.coefs(model.models)
-    if baseline is not None:
-        predictions = {"marginal": marginal_log_probs(baseline, arrays.a, arrays.b, model.models), **predictions}
-    clusters = codes  # each battle's prompt
-    metrics = compare_predictors(model.outcome_model, rows, predictions, clusters)
-    split = nll_split(
-        model.outcome_model,
-        rows,
-        {"constant": constant_log_probs(model.outcome_model, rows.shape[0]), **predictions},
-        clusters,
-    )
-
+    predictions = predictor_log_probs(model, pred, battles)
+    metrics = compare_predictors(model.outcome_model, battles.rows, predictions, codes)
+    constant = constant_log_probs(model.outcome_model, battles.rows.shape[0])
+    split = nll_split(model.outcome_model, battles.rows, {"constant": constant, **predictions}, codes)
     routing = pd.DataFrame()
     if cost is not None:
-        status(f"valuing routers on the held-out verdicts at {len(chosen_budgets)} budgets", progress)
-        scores = held_out_scores(arrays, rows, codes, len(distinct))
-        p2l_values = router_values(value, model.outcome_model, model.routing_value, pred.coefs, pred.extra)
-        if baseline is not None and marginal is not None:
-            single = router_values(value, model.outcome_model, model.routing_value, marginal[None, :], baseline.extra)[
-                0
-            ]
-        else:  # no marginal leaderboard: P2L's mean prediction over these prompts (no verdict read)
-            single = p2l_values.mean(axis=0)
-        routing = routing_table(p2l_values, single, scores, cost, model.models, chosen_budgets)
+        status(f"valuing routers on the held-out verdicts at {len(budgets)} budgets", progress)
+        routing = held_out_routing_table(model, pred, battles, cost, budgets, value)
+    present = np.unique(np.concatenate([battles.arrays.a, battles.arrays.b]))  # the models with a battle here
+    scaling = scaling_curve(model, pred, battles, present, options)
+    summary = EvaluationSummary(
+        n_battles=battles.n_battles,
+        n_prompts=len(distinct),
+        outcome_model=model.outcome_model,
+        battles_used=int(metrics["battles"].iloc[0]),
+        overlap=prompt_overlap(training_prompts, distinct),
+        routing=None if cost is None else held_out_routing(model, pred, cost, budgets, value, column, present),
+    )
+    notes = (note,) if note else ()
+    return EvaluationResult(metrics, scaling, options, summary, evaluation_provenance(battles), notes, split, routing)
 
-    present = np.unique(np.concatenate([arrays.a, arrays.b]))
+
+def prepared_for(model: P2LModel, battles: pd.DataFrame | PreparedBattles) -> PreparedBattles:
+    """``battles`` prepared against the model's list (as given when they come prepared for it): the
+    scaling draws pick prompts in their order, and every sum over battles runs in it."""
+    if not isinstance(battles, PreparedBattles):
+        battles = prepare_battle_arrays(battles, names=model.models, min_battles=1)
+    if battles.arrays.names != model.models:
+        raise ValueError("battles prepared for another model list")
+    return battles
+
+
+def evaluation_provenance(battles: PreparedBattles) -> Provenance:
+    """What the readers chose for the evaluation's battles: the lines they left on the canonical table
+    (``attrs["choices"]``)."""
+    return Provenance(choices=tuple(battles.table.attrs.get("choices", [])))
+
+
+def predictor_log_probs(model: P2LModel, pred: Prediction, battles: PreparedBattles) -> dict[str, np.ndarray]:
+    """Each predictor's log-probabilities (n, 4) of the battles: the marginal leaderboard (when the
+    model has one) and P2L, each battle under its prompt's leaderboard ``pred``."""
+    codes, arrays = battles.prompt_index()[0], battles.arrays
+    predictions = {"p2l": prediction_log_probs(model.outcome_model, pred, codes, arrays.a, arrays.b)}
+    if model.marginal is not None:
+        predictions = {"marginal": marginal_log_probs(model.marginal, arrays.a, arrays.b, model.models), **predictions}
+    return predictions
+
+
+def held_out_routing_table(
+    model: P2LModel, pred: Prediction, battles: PreparedBattles, cost: np.ndarray, budgets: list[float], value: str
+) -> pd.DataFrame:
+    """The routing policies valued on the battles' verdicts at ``budgets``
+    (:func:`~evalprism.p2l.heldout_routing.routing_table`): the P2L router on the prompts' predicted
+    leaderboards ``pred``, the best single model by the marginal leaderboard (without one, by P2L's
+    mean prediction over these prompts: no verdict read)."""
+    codes, prompts = battles.prompt_index()
+    scores = held_out_scores(battles.arrays, battles.rows, codes, len(prompts))
+    p2l_values = router_values(value, model.outcome_model, model.routing_value, pred.coefs, pred.extra)
+    baseline = model.marginal
+    if baseline is not None:
+        marginal = baseline.coefs(model.models)[None, :]
+        single = router_values(value, model.outcome_model, model.routing_value, marginal, baseline.extra)[0]
+    else:
+        single = p2l_values.mean(axis=0)
+    return routing_table(p2l_values, single, scores, cost, model.models, budgets)
+
+
+def scaling_curve(
+    model: P2LModel, pred: Prediction, battles: PreparedBattles, present: np.ndarray, options: EvaluateOptions
+) -> pd.DataFrame:
+    """Fig. 6 over the models ``present`` in the battles (:func:`aggregation_scaling`): the eq. 3
+    aggregate of random prompt subsets against these battles' own BT fit, and beside it
+    (``marginal_train_l1``) the training battles' marginal leaderboard's distance to that fit."""
+    arrays, n_prompts = battles.arrays, len(battles.prompt_index()[1])
     truth = fit_counts(
         PairCounts.from_battles(arrays.a, arrays.b, arrays.outcome, len(model.models), p_b=arrays.p_b), "bt"
     ).coefs[present]
-    prompt_coefs = pred.coefs[:, present]
-    sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < len(distinct)] + [len(distinct)]
-    scaling = aggregation_scaling(prompt_coefs, truth, sizes, repeats, seed)
-    if marginal is not None:
-        scaling["marginal_train_l1"] = function_distance(marginal[present], truth)
-    facts = {
-        "n_battles": len(table),
-        "n_prompts": len(distinct),
-        "outcome_model": model.outcome_model,
-        "repeats": repeats,
-        "seed": seed,
-        "battles_used": int(metrics["battles"].iloc[0]),
-        "left_out": [note] if note else [],  # the run record's notes: a list of sentences
-        "read": table.attrs.get("choices", []),
-        "overlap": prompt_overlap(training_prompts, distinct),
-    }
-    if cost is not None:
-        facts["routing"] = {
-            "budgets": chosen_budgets,
-            "value": value,
-            "budget_scope": "prompt",
-            "costs": dict(zip(model.models, map(float, cost), strict=True)),
-            "cost_column": getattr(costs, "column", "cost"),
-            "best_single_from": "the marginal leaderboard of the training battles"
-            if marginal is not None
-            else "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
-            "models_without_battles": [m for i, m in enumerate(model.models) if i not in set(present.tolist())],
-            "value_spread": value_spread(model, pred),
-        }
-    return EvaluationResult(metrics, scaling, facts, split, routing)
+    sizes = [k for k in (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500) if k < n_prompts] + [n_prompts]
+    scaling = aggregation_scaling(pred.coefs[:, present], truth, sizes, options.repeats, options.seed)
+    if model.marginal is not None:
+        scaling["marginal_train_l1"] = function_distance(model.marginal.coefs(model.models)[present], truth)
+    return scaling
+
+
+def held_out_routing(
+    model: P2LModel,
+    pred: Prediction,
+    cost: np.ndarray,
+    budgets: list[float],
+    value: RouteValueKind,
+    cost_column: str,
+    present: np.ndarray,
+) -> HeldOutRouting:
+    """How the routing policies were valued (:class:`HeldOutRouting`)."""
+    with_battles = set(present.tolist())
+    return HeldOutRouting(
+        budgets=tuple(budgets),
+        value=value,
+        budget_scope="prompt",
+        costs=dict(zip(model.models, map(float, cost), strict=True)),
+        cost_column=cost_column,
+        best_single_from="the marginal leaderboard of the training battles"
+        if model.marginal is not None
+        else "P2L's mean predicted value over the evaluation prompts (no marginal leaderboard)",
+        models_without_battles=tuple(m for i, m in enumerate(model.models) if i not in with_battles),
+        value_spread=value_spread(model, pred),
+    )

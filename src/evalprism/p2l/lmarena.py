@@ -520,7 +520,7 @@ def _load_base(directory: Path, dtype: torch.dtype, progress: bool) -> Any:
     if not progress:
         hf_logging.disable_progress_bar()
     try:
-        model, info = AutoModel.from_pretrained(
+        model, loading = AutoModel.from_pretrained(
             str(directory), dtype=dtype, local_files_only=True, output_loading_info=True
         )
     except Exception as exc:
@@ -531,7 +531,7 @@ def _load_base(directory: Path, dtype: torch.dtype, progress: bool) -> Any:
     finally:
         if bar:
             hf_logging.enable_progress_bar()
-    missing = sorted(info.get("missing_keys") or [])
+    missing = sorted(loading.get("missing_keys") or [])
     if missing:
         raise invalid_checkpoint(directory, f"the base model's weights lack {len(missing)} tensors (e.g. {missing[0]})")
     return model.eval()

@@ -10,14 +10,15 @@ as such.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from evalprism.io.battles import BattlesInput
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.p2l.options import FitOptions
 from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.progress import progress_bar, status, warn
@@ -113,16 +114,33 @@ class Leaderboard:
         return board
 
 
+@dataclass(frozen=True)
+class FitSummary:
+    """What one marginal fit counted and decided: the battles fitted, the bootstrap rounds run (None
+    without bootstrap intervals), the fit's negative log-likelihood, the reported tie parameter (η for
+    ``rk``, λ for ``grk``; None without one) and, when the battles do not identify every model, the
+    sentence naming them (:func:`not_identified_note`)."""
+
+    n_battles: int
+    rounds: int | None
+    nll: float
+    extra: float | None
+    not_identified: str | None = None
+
+
 @dataclass
 class LeaderboardResult(SavedResult):
     """A fitted marginal leaderboard: ``leaderboard`` (rank, model, coef, lower, upper, rating,
-    battles), the underlying :class:`Leaderboard` fit and the options used."""
+    battles), the underlying :class:`Leaderboard` fit, the options it ran with, what it counted and
+    decided (:class:`FitSummary`) and what the readers chose."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_FIT
 
     leaderboard: pd.DataFrame
     fit: Leaderboard
-    options: dict[str, Any] = field(default_factory=dict)
+    options: FitOptions
+    summary: FitSummary
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def extra(self) -> float | None:
@@ -134,14 +152,28 @@ class LeaderboardResult(SavedResult):
 
         return [leaderboard_index_line(self)]
 
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options, the readers' choices, the headline and the fit's numbers."""
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            findings=tuple(self.findings()),
+            results=asdict(self.summary),
+        )
+
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}
 
-    def run_info(self) -> dict[str, Any]:
-        return {"options": self.options, "extra": self.extra}
-
     def report(self) -> Report:
         return build_report(self)
+
+
+def fit_provenance(table: pd.DataFrame) -> Provenance:
+    """What the readers chose for the battles of a marginal fit: the lines they left on the canonical
+    table (``attrs["choices"]``)."""
+    return Provenance(choices=tuple(table.attrs.get("choices", [])))
 
 
 def fit_leaderboard(
@@ -183,20 +215,12 @@ def fit_leaderboard(
                 rounds=rounds,
                 seed=seed,
             )
-    facts = {
-        "outcome_model": outcome_model,
-        "ci": ci,
-        "rounds": rounds if ci == "bootstrap" else None,
-        "seed": seed,
-        "n_battles": len(table),
-        "nll": board.fit.nll,
-        "read": table.attrs.get("choices", []),
-    }
     frame = leaderboard_frame(board, sep, core)
-    if not sep.identified.all():
-        facts["not_identified"] = not_identified_note(frame)
-        warn(facts["not_identified"])
-    return LeaderboardResult(frame, board, facts)
+    not_identified = None if sep.identified.all() else not_identified_note(frame)
+    if not_identified is not None:
+        warn(not_identified)
+    summary = FitSummary(len(table), rounds if ci == "bootstrap" else None, board.fit.nll, board.extra, not_identified)
+    return LeaderboardResult(frame, board, o, summary, fit_provenance(table))
 
 
 def pair_separation(pairs: PairCounts, outcome_model: OutcomeModelName) -> Separation:

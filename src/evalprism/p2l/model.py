@@ -247,21 +247,25 @@ def upgraded_config(config: dict[str, Any], fmt: int) -> dict[str, Any]:
 
 def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor], MarginalBaseline | None]:
     """Read and check a model directory's own files before any backbone is loaded: ``config.json``
-    (a JSON object with a model list of distinct names, a known outcome model and a backbone spec),
-    ``head.safetensors`` (readable, finite, one output per model plus the tie parameter of rk/grk)
-    and ``marginal.csv`` when present (a finite ``coef`` for exactly the config's models, with its tie
-    parameter: :meth:`MarginalBaseline.from_config`)."""
+    (:func:`read_model_config`), ``head.safetensors`` (:func:`read_head`) and ``marginal.csv`` when
+    present (:func:`read_marginal`)."""
     from evalprism.io.preflight import model_directory
-    from evalprism.io.schema import Column, Schema
-    from evalprism.io.text import read_text
 
     directory = model_directory(directory)
-    config_path, head_path = directory / CONFIG_FILE, directory / HEAD_FILE
-    for path in (config_path, head_path):
+    for path in (directory / CONFIG_FILE, directory / HEAD_FILE):
         if not path.is_file():
             raise invalid_model_dir(directory, f"{path.name} is missing (train one with `evalprism p2l train`)")
+    config = read_model_config(directory)
+    return config, read_head(directory, config), read_marginal(directory, config)
+
+
+def read_model_config(directory: Path) -> dict[str, Any]:
+    """A model directory's ``config.json``, upgraded to the current format (:func:`upgraded_config`):
+    a JSON object with a model list of distinct names, a known outcome model and a backbone spec."""
+    from evalprism.io.text import read_text
+
     try:
-        config = json.loads(read_text(config_path))
+        config = json.loads(read_text(directory / CONFIG_FILE))
     except json.JSONDecodeError as exc:
         raise invalid_model_dir(
             directory, f"{CONFIG_FILE} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -284,12 +288,19 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         )
     if not isinstance(backbone, dict) or not isinstance(backbone.get("spec"), str):
         raise invalid_model_dir(directory, f"{CONFIG_FILE}: 'backbone' must hold the backbone's 'spec'")
+    return config
+
+
+def read_head(directory: Path, config: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A model directory's ``head.safetensors``: readable, finite, one output per model of the checked
+    ``config`` plus the tie parameter of rk/grk."""
     try:
-        state = load_file(str(head_path))
+        state = load_file(str(directory / HEAD_FILE))
     except Exception as exc:  # safetensors raises its own error type for truncated or foreign files
         raise invalid_model_dir(
             directory, f"{HEAD_FILE} cannot be read ({type(exc).__name__}: {str(exc) or 'empty file'})"
         ) from None
+    models = config["models"]
     outputs = len(models) + OUTCOME_MODELS[config["outcome_model"]].n_extra
     weight = state.get("linear.weight")
     if weight is None or weight.ndim != 2 or weight.shape[0] != outputs:
@@ -300,22 +311,30 @@ def read_model_files(directory: Path) -> tuple[dict[str, Any], dict[str, torch.T
         )
     if not all(bool(torch.isfinite(t).all()) for t in state.values()):
         raise invalid_model_dir(directory, f"{HEAD_FILE} holds NaN or infinite weights")
-    if (directory / MARGINAL_FILE).is_file():
-        schema = Schema("marginal", (Column("model", "key"), Column("coef", "number")))
-        try:
-            marginal = schema.validate(pd.read_csv(directory / MARGINAL_FILE), source=MARGINAL_FILE)
-        except (ValueError, pd.errors.ParserError, EvalprismError) as exc:  # ParserError, EmptyDataError, decoding
-            raise invalid_model_dir(
-                directory,
-                str(exc)
-                if isinstance(exc, EvalprismError)
-                else f"{MARGINAL_FILE} cannot be read ({str(exc).strip().splitlines()[0]})",
-            ) from None
-        if sorted(marginal["model"]) != sorted(models):
-            raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
-        marginal.attrs = {}
-        try:
-            return config, state, MarginalBaseline.from_config(marginal, config)
-        except EvalprismError as exc:
-            raise invalid_model_dir(directory, str(exc)) from None
-    return config, state, None
+    return state
+
+
+def read_marginal(directory: Path, config: dict[str, Any]) -> MarginalBaseline | None:
+    """A model directory's ``marginal.csv``, or None without one: a finite ``coef`` for exactly the
+    checked ``config``'s models, with its tie parameter (:meth:`MarginalBaseline.from_config`)."""
+    from evalprism.io.schema import Column, Schema
+
+    if not (directory / MARGINAL_FILE).is_file():
+        return None
+    schema = Schema("marginal", (Column("model", "key"), Column("coef", "number")))
+    try:
+        marginal = schema.validate(pd.read_csv(directory / MARGINAL_FILE), source=MARGINAL_FILE)
+    except (ValueError, pd.errors.ParserError, EvalprismError) as exc:  # ParserError, EmptyDataError, decoding
+        raise invalid_model_dir(
+            directory,
+            str(exc)
+            if isinstance(exc, EvalprismError)
+            else f"{MARGINAL_FILE} cannot be read ({str(exc).strip().splitlines()[0]})",
+        ) from None
+    if sorted(marginal["model"]) != sorted(config["models"]):
+        raise invalid_model_dir(directory, f"{MARGINAL_FILE} lists other models than {CONFIG_FILE}")
+    marginal.attrs = {}
+    try:
+        return MarginalBaseline.from_config(marginal, config)
+    except EvalprismError as exc:
+        raise invalid_model_dir(directory, str(exc)) from None

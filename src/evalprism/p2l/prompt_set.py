@@ -7,7 +7,7 @@ the strength/weakness table against a reference model (section 3.4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,18 +17,34 @@ import pandas as pd
 from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.options import PromptSetOptions
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
 from evalprism.progress import status
 from evalprism.stats.aggregate import aggregate_leaderboards
 from evalprism.stats.pairwise import elo_ratings
+from evalprism.vocabularies import OutcomeModelName
+
+
+@dataclass(frozen=True)
+class PromptSetSummary:
+    """What one prompt-set analysis counted and decided: the prompts and models, where the categories
+    came from (a column or HDBSCAN clusters), the strengths' reference model (the option's, or the
+    aggregated leader) and the P2L model's outcome model."""
+
+    n_prompts: int
+    categories: str
+    reference: str
+    models: int
+    outcome_model: OutcomeModelName
 
 
 @dataclass
 class PromptSetResult(SavedResult):
     """``prompts`` (one row per prompt: its category, best model and every model's coefficient),
-    ``leaderboard`` (aggregated), ``categories`` (aggregated per category) and ``strengths``."""
+    ``leaderboard`` (aggregated), ``categories`` (aggregated per category) and ``strengths``; the
+    options it ran with and what it counted and decided (:class:`PromptSetSummary`)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_LEADERBOARD
 
@@ -36,13 +52,26 @@ class PromptSetResult(SavedResult):
     leaderboard: pd.DataFrame
     categories: pd.DataFrame
     strengths: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    options: PromptSetOptions
+    summary: PromptSetSummary
+    provenance: Provenance = field(default_factory=Provenance)
 
     def findings(self) -> list[str]:
         """The prompt set's headline: the overall leader, how often it is best, and category leaders."""
         from evalprism.p2l.reports import prompt_set_index_line
 
         return [prompt_set_index_line(self)]
+
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options, the headline and what the analysis counted and decided."""
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            findings=tuple(self.findings()),
+            results=asdict(self.summary),
+        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {
@@ -119,12 +148,5 @@ def analyze_prompt_set(
     table["category"] = categories
     table["best_model"] = np.asarray(model.models)[coefs.argmax(axis=1)]
     table = pd.concat([table, pd.DataFrame(coefs, columns=model.models)], axis=1)
-    facts = {
-        "n_prompts": len(texts),
-        "categories": source,
-        "reference": reference,
-        "aggregation": aggregation,
-        "models": len(model.models),
-        "outcome_model": model.outcome_model,
-    }
-    return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), facts)
+    summary = PromptSetSummary(len(texts), source, reference, len(model.models), model.outcome_model)
+    return PromptSetResult(table, leaderboard, cats, strengths(cats, reference), o, summary)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from evalprism.p2l.train_summary import EpochChoice, PenaltyChoice
 from evalprism.report import Report
 
 if TYPE_CHECKING:
-    from evalprism.p2l.evaluate import EvaluationResult
+    from evalprism.p2l.evaluate import EvaluationResult, EvaluationSummary
     from evalprism.p2l.marginal import LeaderboardResult
     from evalprism.p2l.prompt_set import PromptSetResult
     from evalprism.p2l.router import RoutingResult
@@ -47,11 +49,11 @@ def leaderboard_index_line(result: LeaderboardResult) -> str:
 def leaderboard_report(result: LeaderboardResult) -> Report:
     """The marginal leaderboard: coefficients with intervals, and which orderings the battles do not
     support (pairs of models whose intervals overlap, closest first)."""
-    board = result.leaderboard
-    o = result.options
+    board, summary = result.leaderboard, result.summary
     report = Report(
         title="Marginal leaderboard",
-        subtitle=f"{o['outcome_model']} fit to {o['n_battles']} battles; 95% intervals by {o['ci']}",
+        subtitle=f"{result.options.outcome_model} fit to {summary.n_battles} battles; 95% intervals by "
+        f"{result.options.ci}",
     )
     top = board.iloc[0]
     overlaps = _overlapping_pairs(board)
@@ -68,8 +70,8 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
         )
     else:
         lines.append(f"All {n_pairs} pairs of models are separated: no two 95% intervals overlap.")
-    if o.get("not_identified"):
-        lines.append(o["not_identified"][0].upper() + o["not_identified"][1:])
+    if summary.not_identified:
+        lines.append(summary.not_identified[0].upper() + summary.not_identified[1:])
     lines.append(
         "One rating per model is an average over every prompt: a model that leads on some kinds of prompts "
         "and trails on others gets one middling number. Per-prompt leaderboards need P2L "
@@ -111,8 +113,26 @@ def leaderboard_report(result: LeaderboardResult) -> Report:
             "Pairs the battles do not order",
             "Pairs of models whose 95% intervals overlap, closest ratings first.",
         )
-    report.details.update(o)
+    report.details.update(leaderboard_details(result))
     return report
+
+
+def leaderboard_details(result: LeaderboardResult) -> dict[str, Any]:
+    """The report's run details of a marginal fit: the options as run, the fit's numbers, the readers'
+    choices and, when some model is not identified, which."""
+    o, summary = result.options, result.summary
+    details: dict[str, Any] = {
+        "outcome_model": o.outcome_model,
+        "ci": o.ci,
+        "rounds": summary.rounds,
+        "seed": o.seed,
+        "n_battles": summary.n_battles,
+        "nll": summary.nll,
+        "read": list(result.provenance.choices),
+    }
+    if summary.not_identified is not None:
+        details["not_identified"] = summary.not_identified
+    return details
 
 
 def _loss_figure(history: pd.DataFrame, marginal_nll: float, best_epoch: int) -> go.Figure:
@@ -196,11 +216,11 @@ def _penalty_figure(cv: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _fit_sentence(o: dict[str, Any]) -> str:
+def _fit_sentence(chosen: PenaltyChoice | EpochChoice) -> str:
     """How the head was fitted and what the fit chose, for the report's summary."""
-    if o.get("fit") == "ridge":
-        lam = float(o["penalty_chosen"])
-        if o.get("penalty_by") == "option":
+    if isinstance(chosen, PenaltyChoice):
+        lam = float(chosen.penalty_chosen)
+        if chosen.penalty_by == "option":
             return f"The head was fitted by ridge with the given penalty λ = {lam:g}."
         if math.isinf(lam):
             return (
@@ -208,14 +228,18 @@ def _fit_sentence(o: dict[str, Any]) -> str:
                 "dependence, and the model is the marginal leaderboard."
             )
         return f"Cross-validation over the training prompts chose the ridge penalty λ = {lam:g}."
-    return f"Best epoch {o['best_epoch']} of {o['epochs_run']} ({o['stopped']})."
+    return f"Best epoch {chosen.best_epoch} of {chosen.epochs_run} ({chosen.stopped})."
 
 
 def training_index_line(result: TrainResult) -> str:
     """One line for an index page: held-out NLL of P2L against the marginal leaderboard."""
     ev = result.evaluation.set_index("predictor")["nll"]
-    o = result.options
-    chose = f"ridge λ = {float(o['penalty_chosen']):g}" if o.get("fit") == "ridge" else f"best epoch {o['best_epoch']}"
+    chosen = result.summary.chosen
+    chose = (
+        f"ridge λ = {float(chosen.penalty_chosen):g}"
+        if isinstance(chosen, PenaltyChoice)
+        else f"best epoch {chosen.best_epoch}"
+    )
     return (
         f"P2L held-out NLL {ev['p2l']:.3f} vs marginal {ev['marginal']:.3f} (coin flip {ev['constant']:.3f}); {chose}"
     )
@@ -230,12 +254,12 @@ def _relative_gain(ratio: float) -> str:
 
 
 def training_report(result: TrainResult) -> Report:
-    o = result.options
+    o, summary, chosen = result.options, result.summary, result.summary.chosen
     history, evaluation = result.history, result.evaluation.set_index("predictor")
     report = Report(
         title="P2L training",
-        subtitle=f"{o['outcome_model']} outcome model on {o['backbone']} ({'fine-tuned' if o['finetune'] else 'frozen'}, "
-        f"fit {o['fit']}); {o['train_battles']} training and {o['val_battles']} validation battles",
+        subtitle=f"{o.outcome_model} outcome model on {o.backbone} ({'fine-tuned' if o.finetune else 'frozen'}, "
+        f"fit {o.fit}); {summary.train_battles} training and {summary.val_battles} validation battles",
     )
     gain_marginal = evaluation.loc["constant", "nll"] - evaluation.loc["marginal", "nll"]
     gain_p2l = evaluation.loc["marginal", "nll"] - evaluation.loc["p2l", "nll"]
@@ -253,12 +277,12 @@ def training_report(result: TrainResult) -> Report:
         )
         if gain_p2l >= 0
         else f"On these validation prompts P2L is {-gain_p2l:.4f} nats per battle worse than the marginal leaderboard.",
-        _fit_sentence(o) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
+        _fit_sentence(chosen) + " The model directory loads with `P2LModel.load(dir)` and needs no network.",
     )
     verdict = p2l_versus_marginal(result.evaluation)
     if verdict:
         report.summary(verdict.replace("on these battles", "on these validation battles"))
-    if o.get("fit") == "ridge":
+    if isinstance(chosen, PenaltyChoice):
         if history["cv_nll"].notna().any():
             report.figure(
                 _penalty_figure(history),
@@ -270,7 +294,7 @@ def training_report(result: TrainResult) -> Report:
             )
     else:
         report.figure(
-            _loss_figure(history, float(evaluation.loc["marginal", "nll"]), int(o["best_epoch"])),
+            _loss_figure(history, float(evaluation.loc["marginal", "nll"]), chosen.best_epoch),
             "Loss by epoch",
             "Epoch 0 is the head's starting point, the marginal leaderboard fitted on the training "
             "battles. Validation prompts were never seen in training; the saved model is the best epoch "
@@ -282,7 +306,7 @@ def training_report(result: TrainResult) -> Report:
         "nll: mean negative log-likelihood per battle (lower is better); accuracy: expected share of "
         "outcomes predicted right; brier: squared error of the outcome probabilities.",
     )
-    report.details.update(o)
+    report.details.update(result.training())
     return report
 
 
@@ -334,23 +358,23 @@ def prompt_set_index_line(result: PromptSetResult) -> str:
     share = float(leader["best_share"])
     link = "but" if share < ONLY_BELOW else "and"
     return (
-        f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.options['n_prompts'])}; "
+        f"{leader['model']} leads overall {link} is best on {_share_of_prompts(share, result.summary.n_prompts)}; "
         f"another model leads {others} of {len(leaders)} categories"
     )
 
 
 def prompt_set_report(result: PromptSetResult) -> Report:
-    o = result.options
+    summary = result.summary
     board, cats, strong = result.leaderboard, result.categories, result.strengths
     leader = board.iloc[0]
     report = Report(
         title="Prompt-set leaderboard (P2L)",
-        subtitle=f"{o['n_prompts']} prompts, {o['models']} models; categories from {o['categories']}",
+        subtitle=f"{summary.n_prompts} prompts, {summary.models} models; categories from {summary.categories}",
     )
     category_leaders = cats[cats["rank"] == 1]
     n_other = int((category_leaders["model"] != leader["model"]).sum())
     report.summary(
-        _leader_sentence(board, int(o["n_prompts"])),
+        _leader_sentence(board, summary.n_prompts),
         f"In {n_other} of {len(category_leaders)} categories another model leads: "
         + "; ".join(f"'{r.category}' → {r.model}" for r in category_leaders.itertuples() if r.model != leader["model"])[
             :600
@@ -358,7 +382,7 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         + "."
         if n_other
         else f"{leader['model']} also leads every one of the {len(category_leaders)} categories.",
-        f"Strengths are win rates against {o['reference']} within each category (BT model on the category's "
+        f"Strengths are win rates against {summary.reference} within each category (BT model on the category's "
         "aggregated leaderboard).",
     )
     shown = board.iloc[::-1]
@@ -424,8 +448,8 @@ def prompt_set_report(result: PromptSetResult) -> Report:
     )
     report.figure(
         fig,
-        f"Strengths and weaknesses against {o['reference']}",
-        f"Each cell: the probability (%) that the row's model beats {o['reference']} on the column's prompts "
+        f"Strengths and weaknesses against {summary.reference}",
+        f"Each cell: the probability (%) that the row's model beats {summary.reference} on the column's prompts "
         "(number of prompts in brackets). Blue: stronger than the reference there; red: weaker. Read along a "
         "row to see where one model is strong or weak; a row that changes colour is what the average hides.",
     )
@@ -441,8 +465,21 @@ def prompt_set_report(result: PromptSetResult) -> Report:
         f"The model with the top coefficient on each category's aggregated "
         f"leaderboard; {leader['model']} leads the whole prompt set.",
     )
-    report.details.update(o)
+    report.details.update(prompt_set_details(result))
     return report
+
+
+def prompt_set_details(result: PromptSetResult) -> dict[str, Any]:
+    """The report's run details of a prompt-set analysis: what it counted and decided, and its aggregation."""
+    summary = result.summary
+    return {
+        "n_prompts": summary.n_prompts,
+        "categories": summary.categories,
+        "reference": summary.reference,
+        "aggregation": result.options.aggregation,
+        "models": summary.models,
+        "outcome_model": summary.outcome_model,
+    }
 
 
 #: a difference of more than this many paired standard errors is called a win or a loss, not noise
@@ -490,21 +527,21 @@ def p2l_versus_marginal(metrics: pd.DataFrame) -> str | None:
     return f"P2L beats the marginal leaderboard: its NLL is lower by {size} {noise}."
 
 
-def _battles_subtitle(o: dict[str, Any]) -> str:
+def _battles_subtitle(summary: EvaluationSummary) -> str:
     """The held-out battles and prompts (or, when the model was trained on some of these prompts, not
     held out), and how many the outcome model used (``bt`` leaves out ties)."""
-    overlap = o.get("overlap") or {}
-    if overlap.get("fit"):
+    overlap, n_battles, n_prompts = summary.overlap, summary.n_battles, summary.n_prompts
+    if overlap.fit:
         text = (
-            f"{o['n_battles']} battles on {o['n_prompts']} prompts, NOT held out: {overlap['fit']} of the "
+            f"{n_battles} battles on {n_prompts} prompts, NOT held out: {overlap.fit} of the "
             "prompts were training prompts of this model"
         )
     else:
-        text = f"{o['n_battles']} {'held-out ' if overlap.get('recorded', True) else ''}battles on {o['n_prompts']} prompts"
-    used = o.get("battles_used", o["n_battles"])
-    if used < o["n_battles"]:
+        text = f"{n_battles} {'held-out ' if overlap.recorded else ''}battles on {n_prompts} prompts"
+    used = summary.battles_used
+    if used < n_battles:
         text += (
-            f"; the {o['outcome_model']} outcome model leaves out the {o['n_battles'] - used} ties (not outcomes of that "
+            f"; the {summary.outcome_model} outcome model leaves out the {n_battles - used} ties (not outcomes of that "
             f"model), so the metrics use {used} battles"
         )
     return text
@@ -644,9 +681,8 @@ def evaluation_findings(result: EvaluationResult) -> list[str]:
     P2L against the baselines and the verdict of P2L against the marginal leaderboard."""
     from evalprism.p2l.training_prompts import overlap_sentence
 
-    o = result.options
     metrics = result.metrics.set_index("predictor")
-    warning = overlap_sentence(o.get("overlap") or {"recorded": True, "fit": 0, "validation": 0})
+    warning = overlap_sentence(result.summary.overlap)
     lines = [warning] if warning else []
     lines.append(
         f"NLL per battle: P2L {metrics.loc['p2l', 'nll']:.4f}"
@@ -658,31 +694,30 @@ def evaluation_findings(result: EvaluationResult) -> list[str]:
 
 
 def evaluation_report(result: EvaluationResult) -> Report:
-    o = result.options
+    summary = result.summary
     metrics = result.metrics.set_index("predictor")
-    report = Report(title="P2L evaluation", subtitle=_battles_subtitle(o))
+    report = Report(title="P2L evaluation", subtitle=_battles_subtitle(summary))
     from evalprism.p2l.training_prompts import overlap_sentence
 
-    warning = overlap_sentence(o.get("overlap") or {"recorded": True, "fit": 0, "validation": 0})
+    warning = overlap_sentence(summary.overlap)
     if warning:
         report.summary(warning)
-    routing = result.routing
-    if len(routing):
-        r = o["routing"]
+    routing, r = result.routing, summary.routing
+    if len(routing) and r is not None:
         value = (
             "the expected score against a uniform opponent, P(win) + ½ P(tie)"
-            if r["value"] == "score"
+            if r.value == "score"
             else "the model's own routing value (as `p2l route`)"
         )
         report.summary(
             "Routing valued on the held-out verdicts (a model's score on a prompt: its win rate in that prompt's "
             "battles, a tie ½; never the P2L model's own predictions). Each prompt's expected cost is at most the "
-            f"budget; the routers maximise {value}; the best single model is chosen on {r['best_single_from']}.",
-            coverage_line(routing, o["n_prompts"]),
+            f"budget; the routers maximise {value}; the best single model is chosen on {r.best_single_from}.",
+            coverage_line(routing, summary.n_prompts),
             *routing_lines(routing),
         )
-        if o["outcome_model"] == "grk":
-            spread = r["value_spread"]
+        if summary.outcome_model == "grk":
+            spread = r.value_spread
             report.summary(
                 GRK_VALUE_NOTE.format(
                     value=value,
@@ -786,8 +821,28 @@ def evaluation_report(result: EvaluationResult) -> Report:
             "minus the marginal leaderboard's on the same battles (negative: better), se_vs_marginal: its "
             "paired standard error by prompt.",
         )
-    report.details.update(o)
+    report.details.update(evaluation_details(result))
     return report
+
+
+def evaluation_details(result: EvaluationResult) -> dict[str, Any]:
+    """The report's run details of an evaluation: what it counted, the options it ran with, the battles
+    left out, the readers' choices, the overlap with the training prompts and, with costs, the routing."""
+    o, summary = result.options, result.summary
+    details: dict[str, Any] = {
+        "n_battles": summary.n_battles,
+        "n_prompts": summary.n_prompts,
+        "outcome_model": summary.outcome_model,
+        "repeats": o.repeats,
+        "seed": o.seed,
+        "battles_used": summary.battles_used,
+        "left_out": list(result.notes),
+        "read": list(result.provenance.choices),
+        "overlap": asdict(summary.overlap),
+    }
+    if summary.routing is not None:
+        details["routing"] = asdict(summary.routing)
+    return details
 
 
 ROUTE_SAMPLE = 16  # rows of the routes table shown in the report (about what its box shows unscrolled)
@@ -833,19 +888,19 @@ def _clip(prompt: object) -> str:
     return text if len(text) <= PROMPT_CHARS else text[:PROMPT_CHARS].rstrip() + " …"
 
 
-def _against(o: dict) -> str:
+def _against(result: RoutingResult) -> str:
     """Whom the router's win rates are against: the opponent distribution, or for a grounded-RK model
     the fictitious "bad" model its absolute coefficients are measured from (seed eq. 8)."""
-    if o.get("routing_value") == "grk":
+    if result.summary.routing_value == "grk":
         return "the 'bad' reference model (grounded Rao-Kupper: P(not worse than bad))"
-    return str(o["opponent"])
+    return str(result.options.opponent)
 
 
-def _value_axis_title(o: dict) -> str:
+def _value_axis_title(result: RoutingResult) -> str:
     """The y-axis title of the predicted curve: short enough to fit beside the plot."""
-    if o.get("routing_value") == "grk":
+    if result.summary.routing_value == "grk":
         return "predicted P(not worse than 'bad')"
-    return f"predicted win rate vs {o['opponent']}"
+    return f"predicted win rate vs {result.options.opponent}"
 
 
 def _short(name: str) -> str:
@@ -853,10 +908,11 @@ def _short(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
+def _winrate_figure(result: RoutingResult) -> go.Figure:
     """Router and best single models on predicted win rate against cost, each single model named on
     the plot, the chosen budget and the router's point at it marked. Costs spanning more than a factor
     20 are drawn on a log axis (cheap models would otherwise pile up at the left edge)."""
+    curve, summary, budget = result.curve, result.summary, result.options.budget
     singles = curve.drop_duplicates("best_single_model")
     fig = go.Figure(
         [
@@ -880,8 +936,8 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
                 marker={"symbol": "circle-open", "size": 11, "color": "black", "line": {"width": 2}},
             ),
             go.Scatter(
-                x=[o["mean_expected_cost"]],
-                y=[o["mean_expected_winrate"]],
+                x=[summary.mean_expected_cost],
+                y=[summary.mean_expected_winrate],
                 mode="markers",
                 name="router at the chosen budget",
                 marker={"symbol": "star", "size": 16, "color": "#d62728"},
@@ -891,11 +947,11 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
     )
     costs = pd.concat([curve["router_cost"], curve["best_single_cost"]])
     log = bool(costs.min() > 0 and costs.max() / costs.min() > 20)
-    if o["budget"] is not None:
+    if budget is not None:
         fig.add_shape(
             type="line",
-            x0=o["budget"],
-            x1=o["budget"],
+            x0=budget,
+            x1=budget,
             y0=0,
             y1=1,
             yref="paper",
@@ -903,10 +959,10 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
         )
         # on a log axis an annotation's x is log10 of the value (a shape's is the value itself)
         fig.add_annotation(
-            x=math.log10(o["budget"]) if log and o["budget"] > 0 else o["budget"],
+            x=math.log10(budget) if log and budget > 0 else budget,
             y=1,
             yref="paper",
-            text=f"chosen budget {o['budget']:g}",
+            text=f"chosen budget {budget:g}",
             showarrow=False,
             xanchor="left",
             yanchor="bottom",
@@ -917,7 +973,7 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
         template="plotly_white",
         height=440,
         xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
-        yaxis_title=_value_axis_title(o),
+        yaxis_title=_value_axis_title(result),
         yaxis_tickformat=".1%" if fine else ".0%",
         margin={"l": 80, "r": 20, "t": 30, "b": 50},
     )
@@ -926,27 +982,27 @@ def _winrate_figure(curve: pd.DataFrame, o: dict) -> go.Figure:
 
 def routing_index_line(result: RoutingResult) -> str:
     """One line for an index page: the router against the best single model at the chosen budget."""
-    o = result.options
-    single = _best_single_within(result.curve, o["budget"])
-    budget = "" if o["budget"] is None else f" within budget {o['budget']:g}"
+    summary, chosen = result.summary, result.options.budget
+    single = _best_single_within(result.curve, chosen)
+    budget = "" if chosen is None else f" within budget {chosen:g}"
     return (
-        f"router {o['mean_expected_winrate']:.1%} predicted win rate at mean cost {o['mean_expected_cost']:.3g} vs "
+        f"router {summary.mean_expected_winrate:.1%} predicted win rate at mean cost {summary.mean_expected_cost:.3g} vs "
         f"{single['predicted_best_single_winrate']:.1%} for the best single model{budget} ({single['best_single_model']})"
     )
 
 
 def routing_report(result: RoutingResult) -> Report:
-    o = result.options
+    o, summary = result.options, result.summary
     curve, traffic = result.curve, result.traffic
-    budget = "no budget" if o["budget"] is None else f"budget {o['budget']:g} ({o['budget_scope']} cost)"
-    report = Report(title="P2L router", subtitle=f"{o['n_prompts']} prompts; {budget}; opponent {_against(o)}")
+    budget = "no budget" if o.budget is None else f"budget {o.budget:g} ({o.budget_scope} cost)"
+    report = Report(title="P2L router", subtitle=f"{summary.n_prompts} prompts; {budget}; opponent {_against(result)}")
     used = traffic[traffic["share"] > 0.005]
-    single = _best_single_within(curve, o["budget"])
+    single = _best_single_within(curve, o.budget)
     gains = curve["predicted_router_winrate"] - curve["predicted_best_single_winrate"]
     widest = curve.iloc[int(gains.argmax())]
     report.summary(
-        f"At this budget the router's predicted win rate against {_against(o)} is {o['mean_expected_winrate']:.1%} "
-        f"at a mean cost of {o['mean_expected_cost']:.4g}, against {single['predicted_best_single_winrate']:.1%} for the best "
+        f"At this budget the router's predicted win rate against {_against(result)} is "
+        f"{summary.mean_expected_winrate:.1%} at a mean cost of {summary.mean_expected_cost:.4g}, against {single['predicted_best_single_winrate']:.1%} for the best "
         f"single model that fits it ({single['best_single_model']}, cost {single['best_single_cost']:.4g}). It sends "
         f"traffic to {len(used)} models ({', '.join(f'{r.model} {r.share:.0%}' for r in used.head(4).itertuples())}).",
         f"The largest predicted gain over the best single model within budget is from budget {widest['budget']:.4g}: "
@@ -957,7 +1013,7 @@ def routing_report(result: RoutingResult) -> Report:
         "policy on held-out battles.",
     )
     report.figure(
-        _winrate_figure(curve, o),
+        _winrate_figure(result),
         "Predicted win rate against cost",
         "Each point of the line is the optimal router at one budget (Theorem 1); open circles are the best "
         "single model that fits a budget, named; the star is the router at the chosen budget (dashed line). "
@@ -1000,5 +1056,20 @@ def routing_report(result: RoutingResult) -> Report:
         "router's BT coefficient on the prompt's leaderboard (Algorithm 1).",
         lines=["prompt"],
     )
-    report.details.update(o)
+    report.details.update(routing_details(result))
     return report
+
+
+def routing_details(result: RoutingResult) -> dict[str, Any]:
+    """The report's run details of a routing run: the options as run and what it counted and decided."""
+    o, summary = result.options, result.summary
+    return {
+        "n_prompts": summary.n_prompts,
+        "budget": o.budget,
+        "opponent": o.opponent,
+        "budget_scope": o.budget_scope,
+        "routing_value": summary.routing_value,
+        "cost_column": summary.cost_column,
+        "mean_expected_winrate": summary.mean_expected_winrate,
+        "mean_expected_cost": summary.mean_expected_cost,
+    }

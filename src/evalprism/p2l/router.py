@@ -4,7 +4,7 @@ of the router and of the best single model that fits each budget)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,6 +13,7 @@ import pandas as pd
 
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.p2l.model import P2LModel, model_names
 from evalprism.p2l.options import RouteOptions
 from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
@@ -20,9 +21,23 @@ from evalprism.progress import status
 from evalprism.vocabularies import RouteValue
 
 
+@dataclass(frozen=True)
+class RoutingSummary:
+    """What one routing run counted and decided: the prompts routed, the routing value of the P2L
+    model's outcome model, the cost column read, and the router's mean expected win rate and cost
+    over the prompts at the chosen budget."""
+
+    n_prompts: int
+    routing_value: RouteValue
+    cost_column: str
+    mean_expected_winrate: float
+    mean_expected_cost: float
+
+
 @dataclass
 class RoutingResult(SavedResult):
-    """``routes`` (one row per prompt), ``traffic`` (share per model) and ``curve`` (budget curve)."""
+    """``routes`` (one row per prompt), ``traffic`` (share per model) and ``curve`` (budget curve); the
+    options it ran with and what it counted and decided (:class:`RoutingSummary`)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_ROUTE
 
@@ -30,13 +45,26 @@ class RoutingResult(SavedResult):
     traffic: pd.DataFrame
     curve: pd.DataFrame
     route: Route
-    options: dict[str, Any] = field(default_factory=dict)
+    options: RouteOptions
+    summary: RoutingSummary
+    provenance: Provenance = field(default_factory=Provenance)
 
     def findings(self) -> list[str]:
         """The router against the best single model at the chosen budget."""
         from evalprism.p2l.reports import routing_index_line
 
         return [routing_index_line(self)]
+
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options, the headline and what the routing counted and decided."""
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            findings=tuple(self.findings()),
+            results=asdict(self.summary),
+        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}
@@ -110,17 +138,14 @@ def route_prompts(
     traffic = pd.DataFrame({"model": names, "cost": cost, "share": np.atleast_2d(chosen.probs).mean(axis=0)})
     traffic = traffic.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
     curve = budget_curve(coefs, cost, names, opponent, budget_scope, value=model.routing_value)
-    facts = {
-        "n_prompts": len(texts),
-        "budget": budget,
-        "opponent": opponent,
-        "budget_scope": budget_scope,
-        "routing_value": model.routing_value,
-        "cost_column": getattr(costs, "column", "cost"),
-        "mean_expected_winrate": float(np.mean(chosen.expected_winrate)),
-        "mean_expected_cost": float(np.mean(chosen.expected_cost)),
-    }
-    return RoutingResult(routes, traffic, curve, chosen, facts)
+    summary = RoutingSummary(
+        n_prompts=len(texts),
+        routing_value=model.routing_value,
+        cost_column=getattr(costs, "column", "cost"),
+        mean_expected_winrate=float(np.mean(chosen.expected_winrate)),
+        mean_expected_cost=float(np.mean(chosen.expected_cost)),
+    )
+    return RoutingResult(routes, traffic, curve, chosen, o, summary)
 
 
 def check_route_options(

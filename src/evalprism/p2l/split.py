@@ -10,9 +10,9 @@ and ``p2l split --test-fraction f --seed s`` holds out exactly the prompts that 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -43,34 +43,62 @@ def split_prompts(prompts: pd.Series, val_fraction: float, seed: int) -> np.ndar
     return prompts.isin(val).to_numpy()
 
 
+#: how a split decides each prompt's side, as ``run.json`` names it
+SPLIT_RULE = "evalprism.p2l.split.split_prompts (the rule of `p2l train --val-fraction F --seed S`)"
+
+
+@dataclass(frozen=True)
+class Sides:
+    """A count on each side of the split."""
+
+    train: int
+    test: int
+
+
+@dataclass(frozen=True)
+class SplitSummary:
+    """What one split read and counted: the file and the battles format it was read as, the rule
+    that split it (:data:`SPLIT_RULE`), and the battles and distinct prompts on each side."""
+
+    source: str | None
+    format: str | None
+    rule: str
+    battles: Sides
+    prompts: Sides
+
+
 @dataclass
 class SplitResult:
     """The rows of a battles table (as read, every column kept) on each side of a split by prompt:
-    ``train`` and ``test`` hold row positions of ``table``; ``options`` what ``run.json`` records."""
+    ``train`` and ``test`` hold row positions of ``table``; the options it ran with, what it counted
+    (:class:`SplitSummary`) and what the readers chose (and the battles no text model can read,
+    which go to neither side)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_SPLIT
 
     table: pd.DataFrame
     train: np.ndarray
     test: np.ndarray
-    options: dict[str, Any] = field(default_factory=dict)
+    options: SplitOptions
+    summary: SplitSummary
+    provenance: Provenance = field(default_factory=Provenance)
     verbatim: bool = True  # the rows are the input file's own (False: battles made from graded scores)
 
     def findings(self) -> list[str]:
         """How many battles and prompts each side holds."""
-        b, p = self.options["battles"], self.options["prompts"]
-        return [f"train {b['train']} battles on {p['train']} prompts, test {b['test']} battles on {p['test']} prompts"]
+        b, p = self.summary.battles, self.summary.prompts
+        return [f"train {b.train} battles on {p.train} prompts, test {b.test} battles on {p.test} prompts"]
 
     @property
     def record(self) -> RunRecord:
-        """The run record: the options and counts, the readers' choices, the headline."""
-        facts = dict(self.options)
-        read = facts.pop("read", [])
+        """The run record: the options, the readers' choices, the headline and the counts (the files
+        written are added when saved)."""
         return RunRecord(
             self.output_kind.value,
-            options=facts,
-            provenance=Provenance(choices=tuple(read)),
+            options=self.options.record(),
+            provenance=self.provenance,
             findings=tuple(self.findings()),
+            results=asdict(self.summary),
         )
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -84,7 +112,8 @@ class SplitResult:
         target = as_target(out, self.output_kind)
         with atomic_output_dir(target, self.output_kind) as tmp:
             files = write_row_subsets(self.table, {"train": self.train, "test": self.test}, tmp, verbatim=self.verbatim)
-            record = replace(self.record, results={"files": files}).completed(target.inputs)
+            record = self.record
+            record = replace(record, results={**record.results, "files": files}).completed(target.inputs)
             write_json(tmp / MARKER_FILE, record.as_json())
         return target.path
 
@@ -98,7 +127,8 @@ def split_battles(battles: pd.DataFrame | BattlesInput, options: SplitOptions | 
     The prompt is the canonical one (FastChat conversations and arena-55k turn lists reduced to their
     user turns), so a conversation's battles stay on one side in every format. ``options``: the held-out
     share of prompts and the seed (:class:`~evalprism.p2l.options.SplitOptions`)."""
-    test_fraction, seed = (options or SplitOptions()).test_fraction, (options or SplitOptions()).seed
+    options = options or SplitOptions()
+    test_fraction, seed = options.test_fraction, options.seed
     given = as_battles_input(battles)
     canonical = to_canonical_battles(given.table, read=given.provenance)
     where = canonical.attrs.get("source") or "battles table"
@@ -110,14 +140,18 @@ def split_battles(battles: pd.DataFrame | BattlesInput, options: SplitOptions | 
     except EvalprismError as exc:
         raise EvalprismError(f"{where}: {exc}") from None
     test, train = rows[is_test], rows[~is_test]
-    facts = {
-        "source": given.table.attrs.get("source"),
-        "format": canonical.attrs.get("battles_format"),
-        "test_fraction": test_fraction,
-        "seed": seed,
-        "rule": "evalprism.p2l.split.split_prompts (the rule of `p2l train --val-fraction F --seed S`)",
-        "battles": {"train": int(train.size), "test": int(test.size)},
-        "prompts": {"train": int(prompts.iloc[train].nunique()), "test": int(prompts.iloc[test].nunique())},
-        "read": [*canonical.attrs.get("choices", []), *([note] if note else [])],
-    }
-    return SplitResult(given.table, train, test, facts, verbatim=not given.from_scores)
+    summary = SplitSummary(
+        source=given.table.attrs.get("source"),
+        format=canonical.attrs.get("battles_format"),
+        rule=SPLIT_RULE,
+        battles=Sides(int(train.size), int(test.size)),
+        prompts=Sides(int(prompts.iloc[train].nunique()), int(prompts.iloc[test].nunique())),
+    )
+    provenance = split_provenance(canonical, note)
+    return SplitResult(given.table, train, test, options, summary, provenance, verbatim=not given.from_scores)
+
+
+def split_provenance(canonical: pd.DataFrame, unreadable: str | None) -> Provenance:
+    """What the readers chose for the battles split: the lines they left on the canonical table
+    (``attrs["choices"]``), and which battles no text model can read (on neither side)."""
+    return Provenance(choices=(*canonical.attrs.get("choices", []), *([unreadable] if unreadable else [])))

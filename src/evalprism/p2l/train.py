@@ -33,7 +33,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,6 +56,7 @@ from evalprism.io.outputs import (
     save_result,
     why_write_stopped,
 )
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import World, autocast, autocast_dtype, join_world
@@ -67,6 +68,7 @@ from evalprism.p2l.options import DEFAULT_LR, ResolvedTrainOptions, TrainOptions
 from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
+from evalprism.p2l.train_summary import EpochChoice, PenaltyChoice, TrainSummary, training_entry
 from evalprism.p2l.training_prompts import write_training_prompts
 from evalprism.progress import progress_bar, status, warn
 from evalprism.stats.pairwise import PairCounts, outcome_weights
@@ -77,8 +79,10 @@ CHECKPOINT_FILE = "checkpoint.pt"
 
 @dataclass
 class TrainResult(SavedResult):
-    """A trained model, its epoch history, the validation comparison and where checkpoints live.
-    Saved, it is a model directory: the model's own files (:meth:`P2LModel.save`), ``history.csv``,
+    """A trained model, its epoch history, the validation comparison and where checkpoints live; the
+    options as resolved, what the run counted and chose (:class:`~evalprism.p2l.train_summary.TrainSummary`)
+    and what the readers chose. Saved, it is a model directory: the model's own files
+    (:meth:`P2LModel.save`, its ``config.json`` holding :meth:`training`), ``history.csv``,
     ``evaluation.csv``, ``run.json`` and ``report.html``."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.P2L_TRAIN
@@ -86,7 +90,9 @@ class TrainResult(SavedResult):
     model: P2LModel
     history: pd.DataFrame
     evaluation: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    options: ResolvedTrainOptions
+    summary: TrainSummary
+    provenance: Provenance = field(default_factory=Provenance)
     checkpoint_dir: Path | None = None
     main_process: bool = True  # False on the other ranks of a torchrun world: they write nothing
     #: the prompts whose battles the fit and the validation read, recorded as hashes (training_prompts.npz)
@@ -113,11 +119,29 @@ class TrainResult(SavedResult):
 
         return [training_index_line(self)]
 
+    @property
+    def record(self) -> RunRecord:
+        """The run record: the options as resolved, the readers' choices, why the epoch loop stopped
+        (fit ``adamw``), the headline and what the run counted and chose."""
+        chosen = self.summary.chosen
+        return RunRecord(
+            self.output_kind.value,
+            options=self.options.record(),
+            provenance=self.provenance,
+            notes=(chosen.stopped,) if isinstance(chosen, EpochChoice) else (),
+            findings=tuple(self.findings()),
+            results=asdict(self.summary),
+        )
+
+    def training(self) -> dict[str, Any]:
+        """How the model was trained, as its ``config.json`` keeps it (:func:`training_entry`)."""
+        return training_entry(self.options, self.summary, self.provenance)
+
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"history": self.history, "evaluation": self.evaluation}
 
     def write_extra(self, directory: Path) -> None:
-        self.model.save(directory, {"training": self.options})
+        self.model.save(directory, {"training": self.training()})
         if self.seen_prompts is not None:
             write_training_prompts(directory, self.seen_prompts["fit"], self.seen_prompts["validation"])
 
@@ -691,13 +715,13 @@ def build_result(
     backbone: Backbone,
     marginal: Leaderboard,
     history: pd.DataFrame,
-    summary: dict[str, Any],
+    chosen: PenaltyChoice | EpochChoice,
     ckpt_dir: Path | None,
     progress: bool,
 ) -> TrainResult:
     """Step 6, the result: the fitted head as a :class:`P2LModel` (on the CPU), compared with the
     marginal leaderboard on the validation battles (by rank 0; every rank returns the result).
-    ``history`` is the epoch history (adamw) or the penalty's cross-validation (ridge); ``summary``
+    ``history`` is the epoch history (adamw) or the penalty's cross-validation (ridge); ``chosen``
     what the fit chose (best epoch and why it stopped, or the penalty)."""
     head.to("cpu")
     backbone.to("cpu")
@@ -716,46 +740,43 @@ def build_result(
         )
     )
     ev = evaluation.set_index("predictor")["nll"]
-    status(f"{fit_line(summary)}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
-    run = {
-        **opts.training_record(),
-        "n_battles": data.n_battles,
-        "n_prompts": len(data.prompts),
-        "train_battles": int(data.train_idx.size),
-        "val_battles": int(val.size),
-        **summary,
-        "marginal_extra": marginal.extra,
-        "processes": world.size,
-        "read": data.read,
-        "marginal_pinned": []
+    status(f"{chosen.line()}; validation NLL {ev['marginal']:.4f} (marginal) -> {ev['p2l']:.4f} (P2L)", progress)
+    summary = TrainSummary(
+        n_battles=data.n_battles,
+        n_prompts=len(data.prompts),
+        train_battles=int(data.train_idx.size),
+        val_battles=int(val.size),
+        chosen=chosen,
+        marginal_extra=marginal.extra,
+        processes=world.size,
+        marginal_pinned=()
         if marginal.identified is None
-        else [n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok],
-    }
-    model.config["training"] = run  # as P2LModel.load reads it back
+        else tuple(n for n, ok in zip(marginal.names, marginal.identified, strict=True) if not ok),
+    )
     seen = {
         side: [str(p) for p in data.prompts[np.unique(data.prompt_codes[idx])]]
         for side, idx in (("fit", data.train_idx), ("validation", val))
     }
-    return TrainResult(model, history, evaluation, run, ckpt_dir, world.is_main, seen)
+    provenance = training_provenance(data)
+    result = TrainResult(model, history, evaluation, opts, summary, provenance, ckpt_dir, world.is_main, seen)
+    model.config["training"] = result.training()  # as P2LModel.load reads it back
+    return result
 
 
-def fit_line(summary: dict[str, Any]) -> str:
-    """What the fit chose, in words: the penalty (ridge) or the best epoch (adamw)."""
-    if "penalty_chosen" in summary:
-        lam = summary["penalty_chosen"]
-        how = "fixed" if summary.get("penalty_by") == "option" else f"{CV_FOLDS}-fold cross-validation"
-        return ("penalty ∞: the marginal leaderboard" if math.isinf(lam) else f"penalty λ = {lam:g}") + f" ({how})"
-    return f"best epoch {summary['best_epoch']} of {summary['epochs_run']} ({summary['stopped']})"
+def training_provenance(data: TrainingData) -> Provenance:
+    """What the readers chose for the training battles: the lines they left on the canonical table,
+    with the prompts a text model cannot read (:attr:`TrainingData.read`)."""
+    return Provenance(choices=tuple(data.read))
 
 
-def epoch_summary(state: RunState, opts: ResolvedTrainOptions) -> dict[str, Any]:
+def epoch_choice(state: RunState, opts: ResolvedTrainOptions) -> EpochChoice:
     """What the epoch loop chose: the best epoch, how many ran and why it stopped."""
     history = state.history
-    return {
-        "best_epoch": int(min(history, key=lambda r: r["val_nll"])["epoch"]),
-        "epochs_run": int(history[-1]["epoch"]),
-        "stopped": "early stopping" if state.bad_epochs >= opts.schedule.patience else "max epochs",
-    }
+    return EpochChoice(
+        best_epoch=int(min(history, key=lambda r: r["val_nll"])["epoch"]),
+        epochs_run=int(history[-1]["epoch"]),
+        stopped="early stopping" if state.bad_epochs >= opts.schedule.patience else "max epochs",
+    )
 
 
 def train_model(
@@ -796,9 +817,10 @@ def train_model(
     warm_start(head, marginal)
     if opts.fit == "ridge":
         table = fit_ridge(head, backbone, data, opts, world, progress)
-        chosen = float(table.loc[table["chosen"], "penalty"].iloc[0])
-        summary = {"penalty_chosen": chosen, "penalty_by": "option" if opts.penalty is not None else "cv"}
-        return build_result(data, opts, world, head, backbone, marginal, table, summary, None, progress)
+        penalty = PenaltyChoice(
+            float(table.loc[table["chosen"], "penalty"].iloc[0]), "option" if opts.penalty is not None else "cv"
+        )
+        return build_result(data, opts, world, head, backbone, marginal, table, penalty, None, progress)
     objective = build_objective(head, backbone, data, opts, world)
     trainer = Trainer(data, opts, objective, build_optimizer(objective, opts), world, ckpt_dir, progress)
     state = trainer.start(saved)
@@ -813,7 +835,7 @@ def train_model(
         backbone,
         marginal,
         pd.DataFrame(state.history),
-        epoch_summary(state, opts),
+        epoch_choice(state, opts),
         ckpt_dir,
         progress,
     )

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -55,27 +55,36 @@ def read_training_prompts(directory: str | Path) -> dict[str, np.ndarray] | None
     return out
 
 
-def prompt_overlap(recorded: dict[str, np.ndarray] | None, prompts: Iterable[str]) -> dict[str, Any]:
-    """How many of the distinct ``prompts`` the model was trained (``fit``) or validated on:
-    ``{"recorded": bool, "prompts": n, "fit": k, "validation": j}`` (k, j None when nothing is recorded)."""
+@dataclass(frozen=True)
+class PromptOverlap:
+    """How many of an evaluation's ``prompts`` (distinct) the model was trained on (``fit``) or
+    validated on (``validation``); both None when the model records no training prompts
+    (``recorded`` False)."""
+
+    recorded: bool
+    prompts: int
+    fit: int | None
+    validation: int | None
+
+
+def prompt_overlap(recorded: dict[str, np.ndarray] | None, prompts: Iterable[str]) -> PromptOverlap:
+    """How many of the distinct ``prompts`` the model was trained (``fit``) or validated on, by the
+    record ``recorded`` of :func:`read_training_prompts` (None: nothing recorded)."""
     hashes = prompt_hashes(prompts)
     if recorded is None:
-        return {"recorded": False, "prompts": int(hashes.size), "fit": None, "validation": None}
-    return {
-        "recorded": True,
-        "prompts": int(hashes.size),
-        **{side: int(np.isin(hashes, recorded[side]).sum()) for side in SIDES},
-    }
+        return PromptOverlap(False, int(hashes.size), None, None)
+    fit, validation = (int(np.isin(hashes, recorded[side]).sum()) for side in SIDES)
+    return PromptOverlap(True, int(hashes.size), fit, validation)
 
 
-def overlap_sentence(overlap: dict[str, Any]) -> str | None:
+def overlap_sentence(overlap: PromptOverlap) -> str | None:
     """What the overlap means for the claim "held-out", in words; None when the prompts are held out."""
-    if not overlap.get("recorded"):
+    if not overlap.recorded:
         return (
             "This model records no training prompts (trained before they were recorded, or not by "
             "`evalprism p2l train`), so whether these battles are held out cannot be checked."
         )
-    fit, val, n = overlap["fit"], overlap["validation"], overlap["prompts"]
+    fit, val, n = overlap.fit, overlap.validation, overlap.prompts
     if fit:
         return (
             f"**Not held out: {fit} of these {n} prompts were training prompts of this model**"
