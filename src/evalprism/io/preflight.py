@@ -23,7 +23,7 @@ from enum import Enum
 from pathlib import Path
 
 from evalprism.errors import EvalprismError
-from evalprism.io.formats import table_format
+from evalprism.io.formats import FORMATS, table_format
 from evalprism.io.text import readable_file
 from evalprism.io.trec_files import PASSAGES, QRELS, TOPICS, existing_trec_file
 
@@ -63,15 +63,107 @@ def input_paths(inputs: Iterable[Input | Path | None]) -> list[Path | None]:
 
 def check_inputs(inputs: Iterable[Input | Path | None]) -> None:
     """Check every :class:`Input` of ``inputs`` in order (plain paths are not checked: a cache directory,
-    made when missing); the first refusal raises the reader's :class:`EvalprismError`."""
-    for item in inputs:
-        if isinstance(item, Input) and item.path is not None:
-            _CHECKS[item.expect](Path(item.path))
+    made when missing); the first refusal raises the reader's :class:`EvalprismError`. Two inputs given in
+    each other's place (a battles file where the P2L model goes and the model where the battles go) are
+    said as such first."""
+    given = [item for item in inputs if isinstance(item, Input) and item.path is not None]
+    _check_swapped(given)
+    for item in given:
+        _CHECKS[item.expect](Path(item.path))  # type: ignore[arg-type]  # path checked above
+
+
+def _check_swapped(given: list[Input]) -> None:
+    """A saved directory (P2L model, pool, plan) expected at one input and found at another, while the
+    first holds a file: the user swapped them."""
+    for wanted in given:
+        kind = _SAVED_KINDS.get(wanted.expect)
+        if kind is None or Path(wanted.path).is_dir():  # type: ignore[arg-type]
+            continue
+        for other in given:
+            if other is not wanted and other.path is not None and directory_kind(Path(other.path)) == kind:
+                raise EvalprismError(
+                    f"{other.path} is a {kind} and {wanted.path} is not: the two look swapped; give the {kind} "
+                    f"where {wanted.path} is, and {wanted.path} where {other.path} is (nothing was read)"
+                )
+
+
+#: the saved directories a command takes, by what it expects
+_SAVED_KINDS = {Expect.MODEL_DIR: "P2L model directory", Expect.POOL_DIR: "STEM pool directory"}
+
+
+def directory_kind(path: Path) -> str | None:
+    """What a directory evalprism knows holds, in words (None: nothing it knows, or not a directory):
+    a P2L model, a STEM pool or plan, another evalprism output, lm-eval or inspect_ai logs."""
+    if not path.is_dir():
+        return None
+    if (path / "config.json").is_file() and (
+        (path / "head.safetensors").is_file() or (path / "model_list.json").is_file()
+    ):
+        return "P2L model directory"
+    if (path / "pool.csv").is_file() and (path / "models.csv").is_file():
+        return "STEM pool directory"
+    if (path / PLAN_FILE).is_file():
+        return "STEM plan directory"
+    kind = _output_kind(path)
+    if kind is not None:
+        return f"output directory of `evalprism {kind}`"
+    names = [p.name for p in _some_files(path)]
+    if any(n.startswith("samples_") and n.endswith(".jsonl") for n in names):
+        return "directory of lm-eval samples"
+    if any(n.endswith(".eval") for n in names):
+        return "directory of inspect_ai logs"
+    return None
+
+
+def _output_kind(path: Path) -> str | None:
+    import json
+
+    try:
+        kind = json.loads((path / "run.json").read_text(encoding="utf-8"))["output"]["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return str(kind)
+
+
+def _some_files(path: Path, most: int = 2000) -> list[Path]:
+    """Up to ``most`` files below ``path`` (a look, not a walk of a whole disk)."""
+    found: list[Path] = []
+    for item in path.rglob("*"):
+        if item.is_file():
+            found.append(item)
+            if len(found) >= most:
+                break
+    return found
+
+
+#: what to run on a directory that holds a known layout instead of the table a command reads
+_CONVERTERS = {
+    "renze": "it looks like the Renze & Guven temperature study: convert it to one responses table with "
+    "`python scripts/renze.py convert DIR out/renze.parquet` (a script of evalprism's repository)",
+}
+
+
+def directory_hint(path: Path) -> str:
+    """What a directory given where a table is expected holds, and what to do (empty: nothing known)."""
+    kind = directory_kind(path)
+    if kind is not None:
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"it is {article} {kind}, which this argument does not take"
+    if path.name == "renze-temperature" or ((path / "responses").is_dir() and (path / "exams").is_dir()):
+        return _CONVERTERS["renze"].replace("DIR", str(path))
+    return ""
 
 
 def table_file(path: Path) -> None:
-    """What :func:`~evalprism.io.tables.read_table` refuses before reading: an unknown format, a path
-    that is no regular file, a file that does not open."""
+    """What :func:`~evalprism.io.tables.read_table` refuses before reading: a directory (with what it
+    holds, when evalprism knows the layout), an unknown format, a path that is no regular file, a file
+    that does not open."""
+    if path.is_dir():
+        hint = directory_hint(path)
+        raise EvalprismError(
+            f"{path}: is a directory; expected a table file ({', '.join(sorted(FORMATS))})"
+            + (f": {hint}" if hint else "")
+        )
     table_format(path)
     readable_file(path)
 
