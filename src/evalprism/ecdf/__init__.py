@@ -23,6 +23,7 @@ from evalprism._lazy import lazy_package
 
 if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load on first access
     from evalprism.ecdf.analysis import analyze
+    from evalprism.ecdf.options import EcdfOptions
     from evalprism.ecdf.result import EcdfResult
 
 __all__ = ["EcdfResult", "analyze"]
@@ -31,6 +32,7 @@ lazy_package(
     __name__,
     {
         "analysis": ["analyze"],
+        "options": ["EcdfOptions"],
         "result": ["EcdfResult"],
     },
 )

@@ -29,19 +29,32 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.p2l.evaluate import EvaluationResult, evaluate_model, evaluate_model_dir
     from evalprism.p2l.marginal import LeaderboardResult, fit_leaderboard
     from evalprism.p2l.model import P2LModel
+    from evalprism.p2l.options import (
+        EvaluateOptions,
+        FitOptions,
+        PromptSetOptions,
+        RouteOptions,
+        SplitOptions,
+        TrainOptions,
+    )
     from evalprism.p2l.prompt_set import PromptSetResult, analyze_prompt_set
     from evalprism.p2l.router import RoutingResult, route_model_dir, route_prompts
     from evalprism.p2l.routing import Route, route
     from evalprism.p2l.split import SplitResult, split_battles
-    from evalprism.p2l.train import TrainOptions, TrainResult, checkpoint_dir_for, train_model
+    from evalprism.p2l.train import TrainResult, checkpoint_dir_for, train_model
 
 __all__ = [
+    "EvaluateOptions",
     "EvaluationResult",
+    "FitOptions",
     "LeaderboardResult",
     "P2LModel",
+    "PromptSetOptions",
     "PromptSetResult",
     "Route",
+    "RouteOptions",
     "RoutingResult",
+    "SplitOptions",
     "SplitResult",
     "TrainOptions",
     "TrainResult",
@@ -65,10 +78,18 @@ lazy_package(
         "evaluate": ["EvaluationResult", "evaluate_model", "evaluate_model_dir"],
         "marginal": ["LeaderboardResult", "fit_leaderboard"],
         "model": ["P2LModel"],
+        "options": [
+            "EvaluateOptions",
+            "FitOptions",
+            "PromptSetOptions",
+            "RouteOptions",
+            "SplitOptions",
+            "TrainOptions",
+        ],
         "prompt_set": ["PromptSetResult", "analyze_prompt_set"],
         "router": ["RoutingResult", "route_model_dir", "route_prompts"],
         "routing": ["Route", "route"],
         "split": ["SplitResult", "split_battles"],
-        "train": ["TrainOptions", "TrainResult", "checkpoint_dir_for", "train_model"],
+        "train": ["TrainResult", "checkpoint_dir_for", "train_model"],
     },
 )
