@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
     from evalprism.ecdf.options import EcdfOptions
     from evalprism.ecdf.result import EcdfResult
 
-__all__ = ["EcdfResult", "analyze"]
+__all__ = ["EcdfOptions", "EcdfResult", "analyze"]
 
 lazy_package(
     __name__,
