@@ -41,6 +41,7 @@ directory, one of the run's inputs or a path inside one (a model directory, the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from evalprism.errors import EvalprismError, shorten
+from evalprism.io.options import Options
 from evalprism.io.record import RUN_FORMAT, Provenance, RunRecord
 
 MARKER_FILE = "run.json"
@@ -198,24 +200,11 @@ class SavedResult:
 
     @property
     def record(self) -> RunRecord:
-        """The run record of a result that still keeps its run facts as a dict (``options`` and
-        ``run_info()``): the options, the readers' choices (``read``) and the notes (``notes``,
-        ``left_out``, ``stopped``) taken from it, the rest as the results; its ``findings()``."""
-        info = dict(self.run_info()) if hasattr(self, "run_info") else {"options": getattr(self, "options", {})}
-        options = dict(info.pop("options", None) or {})
-        read = [*options.pop("read", []), *info.pop("read", [])]
-        notes = [*info.pop("notes", []), *options.pop("notes", []), *options.pop("left_out", [])]
-        if "stopped" in options:
-            notes.append(options.pop("stopped"))
-        findings = self.findings() if hasattr(self, "findings") else []
-        return RunRecord(
-            self.output_kind.value,
-            options=options,
-            provenance=Provenance(choices=tuple(read)),
-            notes=tuple(notes),
-            findings=tuple(findings),
-            results=info,
-        )
+        """The run record (:func:`result_record`); a result that still keeps its run facts as a dict
+        (``options`` and ``run_info()``) is read by :func:`_dict_record` until it is typed."""
+        if isinstance(getattr(self, "options", None), Options):
+            return result_record(self)
+        return _dict_record(self)
 
     def write_extra(self, directory: Path) -> None:
         """No files beyond the tables, ``run.json`` and the report."""
@@ -223,6 +212,42 @@ class SavedResult:
     def save(self, out_dir: str | Path | OutputTarget) -> Path:
         """Write the result into ``out_dir`` atomically (:func:`save_result`); returns the directory."""
         return save_result(self, out_dir)  # type: ignore[arg-type]
+
+
+def result_record(result: Any) -> RunRecord:
+    """The one way a typed result becomes its run record: the command (its output kind), its options
+    object (:meth:`~evalprism.io.options.Options.record`), its ``provenance`` (what the readers read and
+    chose), its ``notes``, its ``findings()`` (the headline) and its ``summary`` (a dataclass of what the
+    run counted and decided) as the results."""
+    summary = getattr(result, "summary", None)
+    return RunRecord(
+        result.output_kind.value,
+        options=result.options.record(),
+        provenance=getattr(result, "provenance", Provenance()),
+        notes=tuple(getattr(result, "notes", ())),
+        findings=tuple(result.findings()) if hasattr(result, "findings") else (),
+        results=dataclasses.asdict(summary) if summary is not None else {},
+    )
+
+
+def _dict_record(result: Any) -> RunRecord:
+    """The run record of a result keeping its options as a dict: the options, the readers' choices
+    (``read``) and the notes (``notes``, ``left_out``, ``stopped``) taken from it, the rest as the results."""
+    info = dict(result.run_info()) if hasattr(result, "run_info") else {"options": getattr(result, "options", {})}
+    options = dict(info.pop("options", None) or {})
+    read = [*options.pop("read", []), *info.pop("read", [])]
+    notes = [*info.pop("notes", []), *options.pop("notes", []), *options.pop("left_out", [])]
+    if "stopped" in options:
+        notes.append(options.pop("stopped"))
+    findings = result.findings() if hasattr(result, "findings") else []
+    return RunRecord(
+        result.output_kind.value,
+        options=options,
+        provenance=Provenance(choices=tuple(read)),
+        notes=tuple(notes),
+        findings=tuple(findings),
+        results=info,
+    )
 
 
 def save_result(result: AnalysisResult, out: str | Path | OutputTarget) -> Path:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
 
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.judges.options import JudgesOptions
 from evalprism.judges.summary import JudgesSummary
 
@@ -75,19 +74,6 @@ class JudgesResult(SavedResult):
         """The flagged queries (of one judge, or all), most variable first."""
         q = self.queries[self.queries["bias_prone"].astype(bool)]
         return q if judge is None else q[q["judge"] == judge]
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options as given, what reading the judgments noted, the analysis'
-        notes, the headline, and the summary (what the run resolved and counted) as the results."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            notes=self.notes,
-            findings=tuple(self.findings()),
-            results=dataclasses.asdict(self.summary),
-        )
 
     def report(self) -> Any:
         from evalprism.judges.report import build_report

@@ -16,7 +16,7 @@ approaches the ground-truth leaderboard of the prompt set.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +28,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattlesInput
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.heldout_routing import ROUTE_VALUE_KINDS, default_budgets, router_values, routing_table
 from evalprism.p2l.model import P2LModel, Prediction, model_names
@@ -309,19 +309,6 @@ class EvaluationResult(SavedResult):
         from evalprism.p2l.reports import evaluation_findings
 
         return evaluation_findings(self)
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options, the readers' choices, the battles left out, the headline and
-        what the evaluation counted."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            notes=self.notes,
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         out = {"metrics": self.metrics, "scaling": self.scaling}

@@ -10,7 +10,7 @@ as such.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalprism.io.battles import BattlesInput
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.p2l.options import FitOptions
 from evalprism.p2l.prepared import prepare_battle_arrays
 from evalprism.progress import progress_bar, status, warn
@@ -151,17 +151,6 @@ class LeaderboardResult(SavedResult):
         from evalprism.p2l.reports import leaderboard_index_line
 
         return [leaderboard_index_line(self)]
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options, the readers' choices, the headline and the fit's numbers."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"leaderboard": self.leaderboard}

@@ -7,7 +7,7 @@ the strength/weakness table against a reference model (section 3.4).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +17,7 @@ import pandas as pd
 from evalprism.embed import get_embedder
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.p2l.model import P2LModel
 from evalprism.p2l.options import PromptSetOptions
 from evalprism.p2l.strengths import category_leaderboards, cluster_prompts, strengths
@@ -61,17 +61,6 @@ class PromptSetResult(SavedResult):
         from evalprism.p2l.reports import prompt_set_index_line
 
         return [prompt_set_index_line(self)]
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options, the headline and what the analysis counted and decided."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {

@@ -4,7 +4,7 @@ of the router and of the best single model that fits each budget)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +13,7 @@ import pandas as pd
 
 from evalprism.io.costs import cost_vector
 from evalprism.io.outputs import OutputKind, SavedResult
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.p2l.model import P2LModel, model_names
 from evalprism.p2l.options import RouteOptions
 from evalprism.p2l.routing import BudgetScope, Route, check_budget, opponent_vector, route
@@ -54,17 +54,6 @@ class RoutingResult(SavedResult):
         from evalprism.p2l.reports import routing_index_line
 
         return [routing_index_line(self)]
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options, the headline and what the routing counted and decided."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"routes": self.routes, "traffic": self.traffic, "curve": self.curve}

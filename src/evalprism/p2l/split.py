@@ -10,7 +10,7 @@ and ``p2l split --test-fraction f --seed s`` holds out exactly the prompts that 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -19,8 +19,16 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.battles import BattlesInput, as_battles_input, readable_prompts, to_canonical_battles
-from evalprism.io.outputs import MARKER_FILE, OutputKind, OutputTarget, as_target, atomic_output_dir, write_json
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.outputs import (
+    MARKER_FILE,
+    OutputKind,
+    OutputTarget,
+    SavedResult,
+    as_target,
+    atomic_output_dir,
+    write_json,
+)
+from evalprism.io.record import Provenance
 from evalprism.io.subsets import write_row_subsets
 from evalprism.keyed import keyed_choice
 from evalprism.p2l.options import SplitOptions
@@ -68,7 +76,7 @@ class SplitSummary:
 
 
 @dataclass
-class SplitResult:
+class SplitResult(SavedResult):
     """The rows of a battles table (as read, every column kept) on each side of a split by prompt:
     ``train`` and ``test`` hold row positions of ``table``; the options it ran with, what it counted
     (:class:`SplitSummary`) and what the readers chose (and the battles no text model can read,
@@ -88,18 +96,6 @@ class SplitResult:
         """How many battles and prompts each side holds."""
         b, p = self.summary.battles, self.summary.prompts
         return [f"train {b.train} battles on {p.train} prompts, test {b.test} battles on {p.test} prompts"]
-
-    @property
-    def record(self) -> RunRecord:
-        """The run record: the options, the readers' choices, the headline and the counts (the files
-        written are added when saved)."""
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """The two sides as tables (the input's rows and columns, file order)."""

@@ -33,7 +33,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,7 +56,7 @@ from evalprism.io.outputs import (
     save_result,
     why_write_stopped,
 )
-from evalprism.io.record import Provenance, RunRecord
+from evalprism.io.record import Provenance
 from evalprism.p2l.backbones import Backbone, load_backbone
 from evalprism.p2l.baseline import MarginalBaseline
 from evalprism.p2l.distributed import World, autocast, autocast_dtype, join_world
@@ -120,18 +120,10 @@ class TrainResult(SavedResult):
         return [training_index_line(self)]
 
     @property
-    def record(self) -> RunRecord:
-        """The run record: the options as resolved, the readers' choices, why the epoch loop stopped
-        (fit ``adamw``), the headline and what the run counted and chose."""
+    def notes(self) -> tuple[str, ...]:
+        """Why the epoch loop stopped (fit ``adamw``; a ridge fit runs no epochs)."""
         chosen = self.summary.chosen
-        return RunRecord(
-            self.output_kind.value,
-            options=self.options.record(),
-            provenance=self.provenance,
-            notes=(chosen.stopped,) if isinstance(chosen, EpochChoice) else (),
-            findings=tuple(self.findings()),
-            results=asdict(self.summary),
-        )
+        return (chosen.stopped,) if isinstance(chosen, EpochChoice) else ()
 
     def training(self) -> dict[str, Any]:
         """How the model was trained, as its ``config.json`` keeps it (:func:`training_entry`)."""
