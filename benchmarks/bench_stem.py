@@ -264,7 +264,7 @@ def panel_section(report: Report, pool, new: pd.DataFrame, args: argparse.Namesp
     )
     log("evalprism evaluate, method irt")
     result, trials_s = timed(lambda: run_trials(pool, new, items=100, trials=args.trials, seed=args.seed, method="irt"))
-    summary = result.summary().set_index("method")
+    summary = result.by_method().set_index("method")
 
     def versus(method: str) -> str:
         row = summary.loc[method]

@@ -49,6 +49,7 @@ from evalprism.stem.adaptive import (
 )
 from evalprism.stem.baselines import random_scores
 from evalprism.stem.estimate import positions_of
+from evalprism.stem.options import PlanOptions, PoolOptions
 from evalprism.stem.plan import plan_rows
 from evalprism.stem.pool import attach_panel
 from evalprism.stem.subset import locate_subset
@@ -78,7 +79,7 @@ def study(dataset: str, seeds: int, max_models: int | None = None, families: lis
         cells.append(("other families", jobs[-1][2], [m for m, setting, _ in jobs if setting == "other families"]))
         for setting, pool_rows, located in cells:
             started = time.perf_counter()
-            shared = build_pool(enc, pool_rows, min_models=2)  # the calibration's panel: every other model
+            shared = build_pool(enc, pool_rows, PoolOptions(min_models=2))  # the calibration's panel: every other model
             attach_panel(
                 shared,
                 enc,
@@ -87,7 +88,9 @@ def study(dataset: str, seeds: int, max_models: int | None = None, families: lis
             runs = {}
             for seed in range(seeds):
                 for arm, (first, later) in ADAPTIVE.items():
-                    stage1 = plan_rows(shared, make_plan(shared, items=first, seed=seed, method="adaptive"))
+                    stage1 = plan_rows(
+                        shared, make_plan(shared, PlanOptions(items=first, seed=seed, method="adaptive"))
+                    )
                     runs[seed, arm] = (stage1, panel_runs(shared, stage1, later, seed))
             for model in located:
                 rows += locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds)
@@ -99,7 +102,7 @@ def study(dataset: str, seeds: int, max_models: int | None = None, families: lis
 
 
 def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, runs, seeds) -> list[dict]:
-    pool = build_pool(enc, pool_rows, min_models=2)
+    pool = build_pool(enc, pool_rows, PoolOptions(min_models=2))
     copies = copies_of(meta, model)
     attach_panel(pool, enc, sorted(complete - set(pool.members["model"]) - copies))
     target = target_of(pool, enc, model)
@@ -161,7 +164,7 @@ def locate_one(enc, meta, complete, dataset, family, setting, pool_rows, model, 
                 }
             )
         for k in PLANNED:
-            plan = make_plan(pool, items=k, seed=seed, method="irt")
+            plan = make_plan(pool, PlanOptions(items=k, seed=seed, method="irt"))
             idx = plan_rows(pool, plan)
             answered = replace(
                 target, outcome=np.where(np.isin(np.arange(len(y)), idx), target.outcome, NO_ROW).astype(np.int8)

@@ -23,6 +23,7 @@ from evalprism.io.correctness import encode_correctness, read_models
 from evalprism.io.items import read_correctness
 from evalprism.stem import build_pool
 from evalprism.stem.evaluate import run_trials
+from evalprism.stem.options import PoolOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "zeroeval"
 QWEN = ["Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct", "Qwen2.5-32B-Instruct", "Qwen2.5-72B-Instruct"]
@@ -43,7 +44,7 @@ def main() -> None:
         meta = read_models(args.data / "model_meta.csv")
         have = table.groupby("model")["benchmark"].nunique()
         others = sorted(set(have[have == len(benches)].index) - set(members))[: args.models]
-        pool = build_pool(encode_correctness(table), meta[meta["model"].isin(members)], min_models=2)
+        pool = build_pool(encode_correctness(table), meta[meta["model"].isin(members)], PoolOptions(min_models=2))
         for model in others:
             t = table[table.model == model]
             if len(t) < len(pool.items):

@@ -53,6 +53,7 @@ from stem_real_data import FAMILIES, copies_of, family_jobs, load
 from evalprism.errors import EvalprismError
 from evalprism.stats.binomial import clopper_pearson
 from evalprism.stem import attach_panel, build_pool, locate_models, make_plan
+from evalprism.stem.options import LocateOptions, PlanOptions, PoolOptions
 from evalprism.stem.target import target_of
 
 Z95 = 1.959963984540054
@@ -68,8 +69,8 @@ def _keys(frame: pd.DataFrame) -> pd.Series:
     return frame["benchmark"].astype(str) + "\x1f" + frame["item_id"].astype(str)
 
 
-def _located(pool, answers: pd.DataFrame, **kwargs) -> tuple[float, float, int, dict]:
-    loc = locate_models(pool, answers, progress=False, **kwargs).results[0][0]
+def _located(pool, answers: pd.DataFrame, plan=None, **options) -> tuple[float, float, int, dict]:
+    loc = locate_models(pool, answers, LocateOptions(**options), plan=plan, progress=False).results[0][0]
     return loc.estimate, loc.standard_error, loc.position, {"method": loc.method}
 
 
@@ -77,7 +78,7 @@ def plan_arm(items: int, method: str) -> Arm:
     """Plan ``items`` items (``make_plan``), give the model's rows on them alone, locate with ``plan``."""
 
     def run(pool, rows: pd.DataFrame, target, seed: int):
-        plan = make_plan(pool, items=items, seed=seed, method=method)
+        plan = make_plan(pool, PlanOptions(items=items, seed=seed, method=method))
         answers = rows[_keys(rows).isin(set(_keys(plan.items)))]
         return _located(pool, answers, plan=plan, method=method)
 
@@ -110,7 +111,7 @@ def jobs(dataset: str) -> Iterator[tuple[str, str, str, Any, pd.DataFrame, Any]]
     by_model = dict(tuple(table.groupby("model", sort=False)))
     for family, members in FAMILIES[dataset].items():
         for model, setting, pool_rows in family_jobs(meta, members, complete):
-            pool = build_pool(enc, pool_rows, min_models=2)
+            pool = build_pool(enc, pool_rows, PoolOptions(min_models=2))
             attach_panel(pool, enc, sorted(complete - set(pool.members["model"]) - copies_of(meta, model)))
             target = target_of(pool, enc, model)
             rows = by_model[model]

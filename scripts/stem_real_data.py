@@ -49,6 +49,7 @@ from evalprism.io.correctness import EncodedCorrectness, encode_correctness, rea
 from evalprism.io.items import read_correctness
 from evalprism.stem import build_pool
 from evalprism.stem.methods import TRIAL_METHODS
+from evalprism.stem.options import PoolOptions
 from evalprism.stem.pool import attach_panel
 from evalprism.stem.target import target_of
 from evalprism.stem.trials import Z95, trial_run
@@ -132,7 +133,7 @@ def locate_all(
     for family, members in FAMILIES[dataset].items():
         jobs = at_most(family_jobs(meta, members, complete), max_models)
         for model, setting, pool_rows in jobs:
-            pool = build_pool(enc, pool_rows, min_models=2)
+            pool = build_pool(enc, pool_rows, PoolOptions(min_models=2))
             panel = sorted(complete - set(pool.members["model"]) - copies_of(meta, model))
             attach_panel(pool, enc, panel)
             target = target_of(pool, enc, model)
@@ -162,7 +163,7 @@ def _row(dataset, family, setting, pool, t, items, fit_info) -> dict:
         "reference_score": round(t.reference_score, 3),
         "true_position": t.truth,
         "members": pool.n,
-        "panel_models": t.options["panel_models"],
+        "panel_models": t.sampling.panel_models,
         "irt_fit_seconds": fit_info.get("seconds"),
         "trials": len(t.positions),
         "_hits": {m: t.positions_of(m) == t.truth for m in t.methods},

@@ -28,6 +28,7 @@ import pytest
 from helpers import HANG_LIMIT_S, read_run, run_cli, small_responses
 
 from evalprism.ecdf.options import EcdfOptions
+from evalprism.stem.options import PoolOptions
 
 pytestmark = pytest.mark.slow  # every case runs the real CLI in a fresh process
 
@@ -64,7 +65,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     correctness, meta = simulate_family(n_items=400, seed=0)
     correctness.to_csv(root / "correctness.csv", index=False)
     meta.to_csv(root / "models.csv", index=False)
-    build_pool(correctness, meta, family="toy").save(root / "pool")
+    build_pool(correctness, meta, PoolOptions(family="toy")).save(root / "pool")
     simulate_judgments(n_queries=12, docs_per_genre=7, noise=0.03, seed=0).to_csv(root / "judgments.csv", index=False)
     (root / "serve.yaml").write_text(
         "models:\n  poet-7b: {base_url: 'http://127.0.0.1:9/v1', cost: 0.2}\n"
@@ -1044,7 +1045,7 @@ class TestInapplicableOptions:
         from evalprism.stem.simulate import simulate_family
 
         correctness, meta = simulate_family(n_items=200, seed=0)
-        build_pool(correctness, meta, family="toy").save(tmp_path / "pool")
+        build_pool(correctness, meta, PoolOptions(family="toy")).save(tmp_path / "pool")
         correctness.to_csv(tmp_path / "new.csv", index=False)
         _refused(
             [
@@ -1408,7 +1409,9 @@ class TestEvaluateRoutingOptions:
 
     def test_value_without_costs(self, tmp_path: Path, capsys) -> None:
         code, err = self._evaluate(tmp_path, capsys, "--value", "own")
-        assert code == 2 and "--value applies to a routing evaluation: add --costs" in err, err
+        assert (
+            code == 2 and "--value own: does not apply here: it chooses what the routers maximise: add costs" in err
+        ), err
 
 
 # ------------------------------------------------------------------- issue 32: the rest of the sweep
@@ -1719,7 +1722,7 @@ class TestSweepRest:
         work = self._work(base, tmp_path)
         correctness, meta = simulate_family(n_items=400, seed=0)
         panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
-        build_pool(correctness, meta, family="toy", panel=panel).save(work / "panel-pool")
+        build_pool(correctness, meta, PoolOptions(family="toy"), panel=panel).save(work / "panel-pool")
         self._refused(
             work,
             [

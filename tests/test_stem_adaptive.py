@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli
+from helpers import read_run, run_cli
 from test_stem_estimators import FAMILY_THETA, TARGET_THETA, _world
 
 from evalprism.errors import EvalprismError
@@ -24,6 +24,7 @@ from evalprism.stem.adaptive import (
     run_plan,
     score_posterior,
 )
+from evalprism.stem.options import PlanOptions
 from evalprism.stem.plan import plan_rows
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, target_of
@@ -53,12 +54,17 @@ def test_the_session_loop_picks_informative_items_and_locates(world) -> None:
     pool, answers, _ = world
     session = AdaptiveSession(pool, seed=3, model="target")
     first = session.plan_items(20)
-    assert len(first) == 20 and session.plan.options["method"] == "adaptive"
+    assert len(first) == 20 and session.plan.summary.method == "adaptive"
     session.update(_answers_on(answers, first))
     second = session.plan_items(20)
     assert len(second) == 20 and not set(map(tuple, second.to_numpy())) & set(map(tuple, first.to_numpy()))
     loc = session.update(_answers_on(answers, second))
-    assert loc.method == "adaptive" and len(loc.subset) == 40 and loc.options["adaptive"]["stages"] == [20, 20]
+    assert (
+        loc.method == "adaptive"
+        and len(loc.subset) == 40
+        and loc.adaptive is not None
+        and loc.adaptive.stages == (20, 20)
+    )
     # the second stage is where the answers say most about the model: at the target's true ability
     # (theta 0) its items' Fisher information a^2 P (1 - P) is well above the first (stratified) stage's
     fit = pool.irt_fit(exclude="target")
@@ -112,19 +118,19 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
     p_true = 1.0 / (1.0 + np.exp(-(TARGET_THETA * a[order] + c[order])))
     fit = pool.irt_fit(exclude="target")
     weights = ScoreWeights.of(pool)
-    stage1 = plan_rows(pool, make_plan(pool, items=25, seed=0, method="adaptive"))
+    stage1 = plan_rows(pool, make_plan(pool, PlanOptions(items=25, seed=0, method="adaptive")))
     cal = calibrate(pool, stage1, [25], seed=0, exclude="target")
     err, se, design_err = [], [], []
     draws = np.random.default_rng(11)
     for seed in range(200):
         y = (draws.random(len(p_true)) < p_true).astype(float)
         truth = float(weights.per_item @ y)
-        first = plan_rows(pool, make_plan(pool, items=25, seed=seed, method="adaptive"))
+        first = plan_rows(pool, make_plan(pool, PlanOptions(items=25, seed=seed, method="adaptive")))
         rows = run_plan(fit, y, first, [25], seed)
         mean, var = score_posterior(fit, weights, rows, y[rows], ability_posterior(fit, rows, y[rows]))
         err.append(mean - truth)
         se.append(np.sqrt(var + cal.extra_variance))
-        plan50 = make_plan(pool, items=50, seed=seed, method="irt")
+        plan50 = make_plan(pool, PlanOptions(items=50, seed=seed, method="irt"))
         answered = replace(
             target,
             outcome=np.where(np.isin(np.arange(len(y)), plan_rows(pool, plan50)), y.astype(np.int8), NO_ROW).astype(
@@ -141,32 +147,32 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
 
 def test_plan_stage_refuses_what_does_not_fit(world) -> None:
     pool, answers, _ = world
-    first, _ = plan_stage(pool, items=20, seed=1, method="adaptive")
+    first, _ = plan_stage(pool, PlanOptions(items=20, seed=1, method="adaptive"))
     on_first = _answers_on(answers, first.items)
     with pytest.raises(EvalprismError, match="answers .*does not apply"):
-        plan_stage(pool, items=20, answers=on_first)
+        plan_stage(pool, PlanOptions(items=20), answers=on_first)
     with pytest.raises(EvalprismError, match="stage 3: the plan has 1 stage, so the next is stage 2"):
-        plan_stage(pool, items=20, previous=first, answers=on_first, stage=3)
+        plan_stage(pool, PlanOptions(items=20, stage=3), previous=first, answers=on_first)
     with pytest.raises(EvalprismError, match="seed 2: the plan was made with seed 1"):
-        plan_stage(pool, items=20, previous=first, answers=on_first, seed=2)
+        plan_stage(pool, PlanOptions(items=20, seed=2), previous=first, answers=on_first)
     with pytest.raises(EvalprismError, match="method .*does not apply"):
-        plan_stage(pool, items=20, previous=first, answers=on_first, method="irt")
+        plan_stage(pool, PlanOptions(items=20, method="irt"), previous=first, answers=on_first)
     with pytest.raises(EvalprismError, match="give them with answers"):
-        plan_stage(pool, items=20, previous=first)
-    stratified, _ = plan_stage(pool, items=20, method="stratified")
+        plan_stage(pool, PlanOptions(items=20), previous=first)
+    stratified, _ = plan_stage(pool, PlanOptions(items=20, method="stratified"))
     with pytest.raises(EvalprismError, match="not an adaptive plan"):
-        plan_stage(pool, items=20, previous=stratified, answers=on_first)
+        plan_stage(pool, PlanOptions(items=20), previous=stratified, answers=on_first)
     with pytest.raises(EvalprismError, match="no usable answer on 5 of the 20 planned items"):
-        plan_stage(pool, items=20, previous=first, answers=on_first.iloc[5:])
+        plan_stage(pool, PlanOptions(items=20), previous=first, answers=on_first.iloc[5:])
     with pytest.raises(EvalprismError, match="method stratified: an adaptive plan is read with its own estimator"):
         locate_subset(pool, target_of(pool, on_first), plan=first, method="stratified")
     # a confidence already reached: no item added, and said
-    done, current = plan_stage(pool, items=20, previous=first, answers=on_first, target_confidence=0.01)
-    assert len(done.items) == 20 and "no item added" in done.options["stopped"] and current.confidence >= 0.01
+    done, current = plan_stage(pool, PlanOptions(items=20, target_confidence=0.01), previous=first, answers=on_first)
+    assert len(done.items) == 20 and "no item added" in (done.summary.stopped or "") and current.confidence >= 0.01
     table, meta = _world(seed=4, n_items=1000, n_panel=PANEL)
     no_panel = build_pool(table[table["model"].isin(list(FAMILY_THETA))], meta)
     with pytest.raises(EvalprismError, match="method adaptive needs a reference panel"):
-        make_plan(no_panel, items=20, method="adaptive")
+        make_plan(no_panel, PlanOptions(items=20, method="adaptive"))
 
 
 @pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
@@ -239,8 +245,9 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
     s2 = pd.read_csv(tmp_path / "s2" / "plan.csv", dtype={"item_id": str})
     assert len(s2) == 40 and s2["stage"].tolist() == [1] * 20 + [2] * 20
     assert s2["design_weight"].iloc[20:].isna().all()
-    run_json = json.loads((tmp_path / "s2" / "run.json").read_text())
-    assert run_json["options"]["stages"] == [20, 20] and "estimate" in run_json["options"]["so_far"]
+    run = read_run(tmp_path / "s2")
+    assert run.results["stages"] == [20, 20] and "estimate" in run.results["so_far"]
+    assert run.options["stage"] == 2 and run.options["items"] == 20
     _answers_on(answers, s2).to_csv(tmp_path / "a2.csv", index=False)
     assert (
         run_cli(

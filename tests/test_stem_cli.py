@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from helpers import read_run, run_cli
 
+from evalprism.stem.options import PoolOptions
 from evalprism.stem.simulate import simulate_family
 
 
@@ -277,10 +278,10 @@ def test_pool_says_which_benchmark_it_leaves_out_and_why(files, tmp_path, capsys
 
 @pytest.fixture(scope="module")
 def pool_dir(files, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from evalprism.stem import build_pool_from_files
+    from evalprism.stem.from_files import pool_from_files
 
     out = tmp_path_factory.mktemp("stem-pool") / "pool"
-    build_pool_from_files(files["correctness"], files["meta"], family="toy").save(out)
+    pool_from_files(files["correctness"], files["meta"], PoolOptions(family="toy")).save(out)
     return out
 
 

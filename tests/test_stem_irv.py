@@ -22,6 +22,7 @@ from evalprism.stats.irv import (
 )
 from evalprism.stem import build_pool
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
+from evalprism.stem.options import PoolOptions
 
 # the seed's own examples plus edge cases, family of 8 (rows) / 4 members
 SEED_STS = [0, 0, 0, 1, 1, 1, 1, 1]
@@ -86,14 +87,14 @@ def test_anomaly_rate_and_difficulty_shares_per_benchmark() -> None:
         "m": [1, 0, 1, 0, 0, 1, 1, -1],
         "l": [1, 1, 1, 0, 1, 0, 1, 1],
     }
-    pool = build_pool(_table(rows), META, missing="wrong")
+    pool = build_pool(_table(rows), META, PoolOptions(missing="wrong"))
     b = pool.benchmarks.iloc[0]
     # -1 as wrong: item 6 = (0,1,1) STS, item 7 = (1,0,1) anomalous -> anomalous items 4, 5, 7
     assert b["anomalous"] == 3 and b["anomaly_rate"] == pytest.approx(3 / 8)
     assert b["sts"] == 3
     assert (b["easy_share"], b["hard_share"]) == pytest.approx((1 / 8, 1 / 8))
     assert b["intermediate_share"] == pytest.approx(6 / 8)
-    pool = build_pool(_table(rows), META, missing="exclude")
+    pool = build_pool(_table(rows), META, PoolOptions(missing="exclude"))
     b = pool.benchmarks.iloc[0]
     assert b["excluded"] == 2 and b["anomalous"] == 2 and b["anomaly_rate"] == pytest.approx(2 / 6)
     assert pool.pool_frame()["ti"].isna().sum() == 4  # 2 anomalous + 2 excluded have no TI

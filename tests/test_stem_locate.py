@@ -16,6 +16,7 @@ from evalprism.stem.baselines import (
     interval_success,
     random_positions,
 )
+from evalprism.stem.options import LocateOptions, PoolOptions
 from evalprism.stem.rule import (
     interval_confidence,
     level_weights,
@@ -84,7 +85,7 @@ def test_random_and_bayesian_baselines_by_hand() -> None:
 @pytest.fixture(scope="module")
 def planted() -> tuple[pd.DataFrame, pd.DataFrame, Pool]:
     correctness, meta = simulate_family(n_items=2000, seed=3)
-    return correctness, meta, build_pool(correctness, meta, family="toy")
+    return correctness, meta, build_pool(correctness, meta, PoolOptions(family="toy"))
 
 
 def test_planted_family_localization_is_correct_and_beats_random(planted) -> None:
@@ -148,12 +149,7 @@ def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, m
         result = locate_models(
             pool,
             correctness,
-            ["other-c"],
-            items=100,
-            trials=20,
-            seed=7,
-            method=method,
-            weighting=weighting,
+            LocateOptions(model=["other-c"], items=100, trials=20, seed=7, method=method, weighting=weighting),
             progress=False,
         )
         assert runs == [20]
@@ -161,7 +157,7 @@ def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, m
         alone = locate_model(pool, correctness, items=100, seed=7, model="other-c", method=method, weighting=weighting)
         for frame in ("levels", "tests", "subset"):
             pd.testing.assert_frame_equal(getattr(loc, frame), getattr(alone, frame))
-        assert loc.summary() == alone.summary() and loc.options == alone.options
+        assert loc.summary() == alone.summary() and loc.draw == alone.draw
         assert loc.position == trials.positions[0] and len(trials.positions) == 20
         assert loc.confidence == trials.confidence[0]
 
@@ -169,8 +165,8 @@ def test_locate_models_places_a_model_by_trial_zero_of_its_own_trials(planted, m
 def test_results_are_deterministic_and_saved_atomically(planted, tmp_path) -> None:
     correctness, _, pool = planted
     other = correctness[correctness["model"].isin(["other-b", "other-d"])]
-    first = locate_models(pool, other, items=60, trials=20, seed=2, progress=False).save(tmp_path / "a")
-    second = locate_models(pool, other, items=60, trials=20, seed=2, progress=False).save(tmp_path / "b")
+    first = locate_models(pool, other, LocateOptions(items=60, trials=20, seed=2), progress=False).save(tmp_path / "a")
+    second = locate_models(pool, other, LocateOptions(items=60, trials=20, seed=2), progress=False).save(tmp_path / "b")
     for name in ("levels.csv", "tests.csv", "subset.csv", "trials.csv", "summary.csv", "localization.json"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     assert "Accuracy by transition index" in (first / "report.html").read_text(encoding="utf-8")
@@ -203,7 +199,7 @@ def test_locate_input_errors(planted) -> None:
 
 def test_missing_exclude_skips_unanswered_items(planted) -> None:
     correctness, meta, _ = planted
-    pool = build_pool(correctness, meta, family="toy", missing="exclude")
+    pool = build_pool(correctness, meta, PoolOptions(family="toy", missing="exclude"))
     loc = locate_model(pool, correctness, model="other-b")
     assert (loc.subset["score"] != -1).all()
     assert pool.benchmarks["excluded"].sum() > 0

@@ -11,6 +11,7 @@ import pytest
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, run_trials
 from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS, choose_method, get_method
+from evalprism.stem.options import PoolOptions
 from evalprism.stem.simulate import simulate_family
 from evalprism.vocabularies import LocateMethod, PlanMethod, choices
 
@@ -35,7 +36,7 @@ def test_every_user_facing_method_is_one_entry() -> None:
 
 def test_an_estimate_holds_what_its_entry_declares(family) -> None:
     correctness, meta = family
-    pool = build_pool(correctness, meta, family="toy")
+    pool = build_pool(correctness, meta, PoolOptions(family="toy"))
     model = meta.loc[meta["family"] == "other", "model"].iloc[0]
     trials = run_trials(pool, correctness, items=60, trials=12, seed=2, model=model)
     assert trials.methods == ["paper", "stratified", "random", "bayesian"]  # irt needs a panel
@@ -55,7 +56,7 @@ def test_a_sample_of_the_whole_pool_gives_the_full_pool_score(family) -> None:
     # more items asked than the pool holds: A and random sampling draw every item, so both estimates
     # are the model's reference score exactly (A's standard error 0) and both place it right
     correctness, meta = family
-    pool = build_pool(correctness, meta, family="toy")
+    pool = build_pool(correctness, meta, PoolOptions(family="toy"))
     for model in meta.loc[meta["family"] == "other", "model"]:
         trials = run_trials(pool, correctness, items=10 * len(pool.items), trials=3, seed=0, model=model)
         for name in ("stratified", "random"):
@@ -67,11 +68,11 @@ def test_a_sample_of_the_whole_pool_gives_the_full_pool_score(family) -> None:
 
 def test_auto_and_a_method_that_needs_a_panel(family) -> None:
     correctness, meta = family
-    pool = build_pool(correctness, meta, family="toy")
+    pool = build_pool(correctness, meta, PoolOptions(family="toy"))
     assert choose_method(pool, None) == "stratified"  # no reference panel
     with pytest.raises(EvalprismError, match="method irt needs a reference panel"):
         choose_method(pool, None, "irt")
     others = correctness[~correctness["model"].isin(meta.loc[meta["family"] == "toy", "model"])]
-    with_panel = build_pool(correctness, meta, family="toy", panel=others)
+    with_panel = build_pool(correctness, meta, PoolOptions(family="toy"), panel=others)
     assert with_panel.panel_size() < 10 and choose_method(with_panel, None) == "stratified"
     assert choose_method(with_panel, None, "irt") == "irt"

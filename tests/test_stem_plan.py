@@ -16,7 +16,11 @@ from helpers import read_run, run_cli
 from test_stem_estimators import FAMILY_THETA, _world
 
 from evalprism.errors import EvalprismError
+from evalprism.io.items import read_correctness
+from evalprism.io.record import Provenance
 from evalprism.stem import build_pool, locate_models, make_plan
+from evalprism.stem.options import LocateOptions, PlanOptions
+from evalprism.stem.placement import Answered
 from evalprism.stem.plan import Plan
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, target_of
@@ -50,9 +54,9 @@ def test_plan_then_locate_is_unbiased_and_covers_the_full_pool_score(world, meth
     truth = target.reference_score  # the full-pool weighted score of the whole answers
     est, se = [], []
     for seed in range(300):
-        plan = make_plan(pool, items=100, seed=seed, method=method)
+        plan = make_plan(pool, PlanOptions(items=100, seed=seed, method=method))
         loc = locate_subset(pool, _planned_only(target, plan, pool), plan=plan, method=method)
-        assert loc.truth is None and loc.options["items"] == len(plan.items) == 100
+        assert loc.truth is None and loc.draw.items == len(plan.items) == 100
         est.append(loc.estimate)
         se.append(loc.standard_error)
     err = np.array(est) - truth
@@ -73,7 +77,7 @@ def test_without_a_plan_answers_are_a_simple_random_sample_of_the_pool(world) ->
         outcome = np.full_like(target.outcome, NO_ROW)
         outcome[keep] = target.outcome[keep]
         loc = locate_subset(pool, replace(target, outcome=outcome), method="stratified")
-        assert loc.options["design"].startswith("simple random sample")
+        assert loc.draw.design.startswith("simple random sample")
         est.append(loc.estimate)
         se.append(loc.standard_error)
     err = np.array(est) - target.reference_score
@@ -83,10 +87,10 @@ def test_without_a_plan_answers_are_a_simple_random_sample_of_the_pool(world) ->
 
 def test_plan_is_deterministic_and_its_weights_add_up_to_the_pool(world) -> None:
     pool = world[0]
-    a, b = make_plan(pool, items=100, seed=7), make_plan(pool, items=100, seed=7)
+    a, b = make_plan(pool, PlanOptions(items=100, seed=7)), make_plan(pool, PlanOptions(items=100, seed=7))
     pd.testing.assert_frame_equal(a.items, b.items)
-    assert not a.items["item_id"].equals(make_plan(pool, items=100, seed=8).items["item_id"])
-    assert a.options["method"] == "irt"  # auto: the panel has 16 models (family + 12)
+    assert not a.items["item_id"].equals(make_plan(pool, PlanOptions(items=100, seed=8)).items["item_id"])
+    assert a.summary.method == "irt"  # auto: the panel has 16 models (family + 12)
     assert not a.items.duplicated(["benchmark", "item_id"]).any()
     # sum over planned items of N_h / n_h = sum over strata of N_h = the pool
     assert a.items["design_weight"].sum() == pytest.approx(len(pool.items))
@@ -94,14 +98,14 @@ def test_plan_is_deterministic_and_its_weights_add_up_to_the_pool(world) -> None
     per_stratum = a.items.groupby("stratum").agg(n=("item_id", "size"), drawn=("stratum_drawn", "first"))
     assert (per_stratum["n"] == per_stratum["drawn"]).all()
     # stage 1 of an adaptive plan is this same draw, marked as stage 1
-    first = make_plan(pool, items=100, seed=7, method="adaptive")
+    first = make_plan(pool, PlanOptions(items=100, seed=7, method="adaptive"))
     assert first.items["item_id"].tolist() == a.items["item_id"].tolist() and (first.items["stage"] == 1).all()
-    assert first.options["method"] == "adaptive" and first.stage_sizes() == [100]
+    assert first.summary.method == "adaptive" and first.stage_sizes() == [100]
 
 
 def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
     pool, _, target = world
-    plan = make_plan(pool, items=100, seed=0, method="stratified")
+    plan = make_plan(pool, PlanOptions(items=100, seed=0, method="stratified"))
     planned = _planned_only(target, plan, pool)
     has = planned.outcome != NO_ROW
     # all right / all wrong: every stratum is uniform, so its variance is the add-one floor
@@ -111,7 +115,7 @@ def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
     )
     n_b = strata.groupby("bench")["N"].transform("sum")
     k_b = strata.groupby("bench")["n"].transform("sum")
-    w_b = strata["bench"].map(dict(zip(plan.options["benchmarks"], plan.options["weights"], strict=True)))
+    w_b = strata["bench"].map(dict(zip(plan.summary.benchmarks, plan.summary.weights, strict=True)))
     floor = (k_b + 1) / (k_b + 2) ** 2
     expected_se = 100 * np.sqrt(
         (w_b**2 * (strata["N"] / n_b) ** 2 * (1 - strata["n"] / strata["N"]) * floor / strata["n"]).sum()
@@ -145,14 +149,16 @@ def test_subset_edge_cases_give_a_result_or_one_message(world) -> None:
 
 def test_every_pool_item_answered_keeps_the_validation_view(world) -> None:
     pool, answers, target = world
-    result = locate_models(pool, answers, items=100, trials=5, seed=0, method="stratified", progress=False)
+    result = locate_models(
+        pool, answers, LocateOptions(items=100, trials=5, seed=0, method="stratified"), progress=False
+    )
     loc, trials = result.results[0]
     assert trials is not None and len(trials.positions) == 5 and loc.truth == target.truth
     entry = result.localization()[0]
     assert entry["true_position"] == target.truth and "trials" in entry
     # with a plan: the plan's items estimate the score, and the truth (known: the whole pool) is beside it
-    plan = make_plan(pool, items=100, seed=0, method="stratified")
-    result = locate_models(pool, answers, trials=0, plan=plan, method="stratified", progress=False)
+    plan = make_plan(pool, PlanOptions(items=100, seed=0, method="stratified"))
+    result = locate_models(pool, answers, LocateOptions(trials=0, method="stratified"), plan=plan, progress=False)
     entry = result.localization()[0]
     assert entry["items_used"] == 100 and entry["true_position"] == target.truth
     assert entry["answered"] == entry["pool_items"] == len(pool.items)
@@ -160,7 +166,7 @@ def test_every_pool_item_answered_keeps_the_validation_view(world) -> None:
 
 def test_planned_answers_alone_report_no_truth(world) -> None:
     pool, answers, _ = world
-    plan = make_plan(pool, items=100, seed=0)
+    plan = make_plan(pool, PlanOptions(items=100, seed=0))
     keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
     subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
     result = locate_models(pool, subset, plan=plan, progress=False)
@@ -293,7 +299,12 @@ def test_python_api_on_part_of_the_pool(world) -> None:
     pool, answers, target = world
     part = answers.sample(100, random_state=0)  # 100 answers of the 1,000 pool items
     loc = locate_model(pool, part, method="stratified")
-    assert loc.truth is None and loc.options["answered"] == 100 and loc.options["design"].startswith("simple random")
+    assert (
+        loc.truth is None
+        and isinstance(loc.draw, Answered)
+        and loc.draw.answered == 100
+        and loc.draw.design.startswith("simple random")
+    )
     with pytest.raises(EvalprismError, match="answered 100 of the 1,000 pool items; trials"):
         run_trials(pool, part, items=50, trials=3)
     assert locate_model(pool, answers, items=100, method="stratified").truth == target.truth
@@ -304,7 +315,7 @@ def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
     nothing (seed too: it was silently ignored there): giving one is refused, naming it; with trials on a
     whole-pool model they steer the trials."""
     pool, answers, _ = world
-    plan = make_plan(pool, items=100, seed=0, method="stratified")
+    plan = make_plan(pool, PlanOptions(items=100, seed=0, method="stratified"))
     keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
     subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
     for kwargs in ({"items": 50}, {"seed": 5}, {"weighting": "stratified"}, {"design": "stratified"}):
@@ -314,15 +325,17 @@ def test_sampling_options_are_refused_where_no_sample_is_drawn(world) -> None:
             match=f"^{name} .*does not apply here: every model is located from its "
             "own answers alone \\(the plan's items\\)",
         ) as err:
-            locate_models(pool, subset, plan=plan, trials=0, progress=False, **kwargs)
+            locate_models(pool, subset, LocateOptions(trials=0, **kwargs), plan=plan, progress=False)
         assert err.value.parameter == name
         with pytest.raises(EvalprismError, match="answers on part of the pool"):
-            locate_models(pool, subset, trials=5, progress=False, **kwargs)
+            locate_models(pool, subset, LocateOptions(trials=5, **kwargs), progress=False)
         with pytest.raises(EvalprismError, match=f"^{name} "):  # whole-pool model, plan, no trials
-            locate_models(pool, answers, plan=plan, trials=0, progress=False, **kwargs)
+            locate_models(pool, answers, LocateOptions(trials=0, **kwargs), plan=plan, progress=False)
     # a whole-pool model with trials: items steers them
-    result = locate_models(pool, answers, plan=plan, trials=3, items=60, method="stratified", progress=False)
-    assert result.results[0][1].options["items"] == 60
+    result = locate_models(
+        pool, answers, LocateOptions(trials=3, items=60, method="stratified"), plan=plan, progress=False
+    )
+    assert result.results[0][1].sampling.items == 60
 
 
 def test_models_on_part_of_the_pool_share_one_note_per_design() -> None:
@@ -342,13 +355,25 @@ def test_models_on_part_of_the_pool_share_one_note_per_design() -> None:
     )
 
 
-def test_what_the_readers_chose_is_kept_in_the_result(world) -> None:
-    """The `read ...` lines of the harness readers (metric, filter, scorer, epochs, files left out)
-    reach localization's run.json options, as they reach a pool's."""
+def test_what_the_readers_read_is_kept_in_the_result(world, tmp_path: Path) -> None:
+    """What reading the answers read (the file, the reader that read it) reaches the localization's
+    run record as the reader gave it; a table handed to the library carries none."""
+    from evalprism.stem.from_files import locate_from_files
+
     pool, answers, _ = world
-    plan = make_plan(pool, items=60, seed=0, method="stratified")
+    plan = make_plan(pool, PlanOptions(items=60, seed=0, method="stratified"))
     keys = set(zip(plan.items["benchmark"], plan.items["item_id"], strict=True))
-    subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]].copy()
-    subset.attrs["choices"] = ["read logs/a.eval: cancelled: 2 of 6 samples scored"]
-    result = locate_models(pool, subset, plan=plan, trials=0, progress=False)
-    assert result.options["read"] == ["read logs/a.eval: cancelled: 2 of 6 samples scored"]
+    subset = answers[[k in keys for k in zip(answers["benchmark"], answers["item_id"], strict=True)]]
+    assert locate_models(pool, subset, LocateOptions(trials=0), plan=plan, progress=False).provenance == Provenance()
+    pool.save(tmp_path / "pool")
+    plan.save(tmp_path / "plan")
+    subset.to_csv(tmp_path / "answers.csv", index=False)
+    result = locate_from_files(
+        tmp_path / "pool", tmp_path / "answers.csv", LocateOptions(trials=0), plan=tmp_path / "plan", progress=False
+    )
+    assert result.provenance == read_correctness(tmp_path / "answers.csv").provenance
+    assert result.provenance.files == (str(tmp_path / "answers.csv"),) and result.provenance.readers == ("score table",)
+    result.save(tmp_path / "located")
+    saved = read_run(tmp_path / "located")
+    assert saved.provenance == result.provenance
+    assert [i.path for i in saved.inputs][:1] == [str(tmp_path / "answers.csv")]

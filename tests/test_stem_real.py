@@ -18,6 +18,7 @@ from evalprism.io.correctness import encode_correctness, read_models
 from evalprism.io.items import read_correctness
 from evalprism.stats.irv import EASY, HARD
 from evalprism.stem import build_pool
+from evalprism.stem.options import PoolOptions
 
 ZEROEVAL = {
     "qwen2.5 (3,7,32,72B)": [
@@ -57,8 +58,8 @@ def _check(pool_wrong, pool_exclude, expected: dict) -> None:
 def _pools(enc, meta, members):
     rows = meta[meta["model"].isin(members)]
     return (
-        build_pool(enc, rows, missing="wrong", min_models=2),
-        build_pool(enc, rows, missing="exclude", min_models=2),
+        build_pool(enc, rows, PoolOptions(missing="wrong", min_models=2)),
+        build_pool(enc, rows, PoolOptions(missing="exclude", min_models=2)),
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click; not re-exported
 
 from evalprism import __version__
 from evalprism.cli_options import with_options
@@ -685,17 +686,36 @@ def flag_of(parameter: str) -> str:
     return "--" + parameter.replace("_", "-")
 
 
+def usage_message(exc: UsageError) -> str:
+    """A command-line slip (an unknown flag, a missing argument, a value outside a flag's choices) as
+    one line in evalprism's voice, ending with where the command's flags are listed."""
+    message = exc.format_message().replace("Value error, ", "")
+    where = f"{exc.ctx.command_path} --help" if exc.ctx is not None else "evalprism --help"
+    return f"{message} (see '{where}')"
+
+
 def main() -> None:
     """Console entry point: user errors become one message and exit code 2, never a traceback."""
     skip_exit_collections()
     try:
-        app()
+        code = app(standalone_mode=False)  # click's usage errors come back to be said as ours
+    except NoArgsIsHelpError as exc:  # a bare command group: its help, as click prints it
+        print(exc.format_message(), file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        say("error", usage_message(exc))
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        say("interrupted", "")
+        sys.exit(130)
     except EvalprismError as exc:
         say("error", exc.naming(flag_of(exc.parameter)) if exc.parameter else str(exc))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         say("interrupted", "")
         sys.exit(130)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

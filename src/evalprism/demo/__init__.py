@@ -17,6 +17,7 @@ from evalprism.io import read_table
 from evalprism.io.outputs import OutputKind, OutputTarget, as_target, atomic_output_dir
 from evalprism.p2l.options import PromptSetOptions, RouteOptions
 from evalprism.report import IndexEntry, write_index
+from evalprism.stem.options import LocateOptions, PoolOptions
 
 DEMO_EXTRACT = r"""Answer\(\s*["']?([A-E])"""
 
@@ -148,10 +149,12 @@ def run_stem_demo(out_dir: Path, *, progress: bool = True) -> list[IndexEntry]:
     from evalprism.stem.simulate import simulate_family
 
     correctness, meta = simulate_family(n_items=3000, seed=0)
-    pool = build_pool(correctness, meta, family="toy")
+    pool = build_pool(correctness, meta, PoolOptions(family="toy"))
     pool.save(out_dir / "pool")
     others = meta.loc[meta["family"] == "other", "model"].tolist()
-    located = locate_models(pool, correctness, others, items=100, trials=100, seed=0, progress=progress)
+    located = locate_models(
+        pool, correctness, LocateOptions(model=others, items=100, trials=100, seed=0), progress=progress
+    )
     located.save(out_dir / "locate")
     about = "3,000 simulated items, a 4-member family (1B-70B) with planted abilities"
     return [

@@ -1,8 +1,11 @@
 """STEM: locating an unknown model on a model family (seed 003).
 
-- :func:`build_pool` (or :func:`build_pool_from_files`) -> :class:`Pool`: IRVs over the family ordered by params, significant
+- :func:`build_pool` -> :class:`Pool`: IRVs over the family ordered by params, significant
   transition samples and transition indices, per-benchmark anomaly rates, difficulty polarization,
-  discriminability and weights; ``pool.audit()`` -> :class:`Audit` (the contamination report).
+  discriminability and weights; ``pool.audit()`` or :func:`audit_family` -> :class:`Audit` (the
+  contamination report). Each entry takes its data and the command's options object
+  (:mod:`~evalprism.stem.options`); the commands read their files through
+  :mod:`~evalprism.stem.from_files`.
 - :func:`locate_model` -> :class:`Localization`: accuracy per TI level on a balanced subset and the
   capability boundary as an interval between two family members, with a confidence.
 - :func:`attach_panel`: other models' results on the pool's items as the reference panel of the IRT
@@ -74,8 +77,8 @@ if TYPE_CHECKING:  # static tools and IDEs see the names; at run time they load 
         Audit,
         Pool,
         attach_panel,
+        audit_family,
         build_pool,
-        build_pool_from_files,
     )
     from evalprism.stem.staging import AdaptiveSession, plan_stage
     from evalprism.stem.trials import Trials
@@ -89,8 +92,8 @@ __all__ = [
     "Pool",
     "Trials",
     "attach_panel",
+    "audit_family",
     "build_pool",
-    "build_pool_from_files",
     "locate_model",
     "locate_models",
     "make_plan",
@@ -106,7 +109,7 @@ lazy_package(
         "location_result": ["LocationResult"],
         "placement": ["Localization"],
         "plan": ["Plan", "make_plan"],
-        "pool": ["Audit", "Pool", "attach_panel", "build_pool", "build_pool_from_files"],
+        "pool": ["Audit", "Pool", "attach_panel", "audit_family", "build_pool"],
         "staging": ["AdaptiveSession", "plan_stage"],
         "trials": ["Trials"],
     },

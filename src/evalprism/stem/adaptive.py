@@ -44,7 +44,7 @@ adaptive one, with a note when the two disagree by more than 1.96 of its standar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -175,15 +175,52 @@ class Calibration:
             bias=float(err.mean()),
         )
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "models": self.models,
-            "runs_per_model": CALIBRATION_RUNS,
-            "panel_rmse": round(100 * self.rmse, 4),
-            "panel_bias": round(100 * self.bias, 4),
-            "mean_posterior_se": round(100 * self.mean_posterior_sd, 4),
-            "extra_se": round(100 * float(np.sqrt(self.extra_variance)), 4),
-        }
+    def summary(self) -> CalibrationSummary:
+        """The calibration as the output reports it (points, rounded)."""
+        return CalibrationSummary(
+            models=self.models,
+            runs_per_model=CALIBRATION_RUNS,
+            panel_rmse=round(100 * self.rmse, 4),
+            panel_bias=round(100 * self.bias, 4),
+            mean_posterior_se=round(100 * self.mean_posterior_sd, 4),
+            extra_se=round(100 * float(np.sqrt(self.extra_variance)), 4),
+        )
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """The calibration as reported: panel models run through the plan, runs each, their RMSE and bias
+    (points), the mean posterior standard error and the standard error added in quadrature."""
+
+    models: int
+    runs_per_model: int
+    panel_rmse: float
+    panel_bias: float
+    mean_posterior_se: float
+    extra_se: float
+
+
+@dataclass(frozen=True)
+class Stage1Check:
+    """The design-based estimate (B) from an adaptive plan's stage-1 items alone: their number, the
+    estimate and its standard error (points, rounded)."""
+
+    items: int
+    estimate: float
+    standard_error: float
+
+
+@dataclass(frozen=True)
+class AdaptiveReading:
+    """What an adaptive estimate rests on: the posterior mean ability and the posterior's standard
+    error (points), the calibration on the panel, the plan's stage sizes and, once read beside it,
+    the stage-1 design-based check (:class:`Stage1Check`)."""
+
+    posterior_theta: float
+    posterior_se: float
+    calibration: CalibrationSummary
+    stages: tuple[int, ...]
+    stage1_check: Stage1Check | None = None
 
 
 def panel_runs(
@@ -228,9 +265,9 @@ def calibrate(
 
 def adaptive_estimate(
     pool: Pool, target: Target, plan: Plan, idx: np.ndarray, progress: bool = False
-) -> tuple[float, float, dict[str, Any]]:
+) -> tuple[float, float, AdaptiveReading]:
     """The calibrated adaptive estimate of the full-pool score (percent), its standard error and
-    what the output says about it (posterior, calibration, the stage-1 design-based check)."""
+    what the output says about it (posterior, calibration; the stage-1 check is added by the reader)."""
     fit = pool.irt_fit(exclude=target.model)
     y = (target.outcome[idx] == 1).astype(float)
     weights = ScoreWeights.of(pool)
@@ -242,15 +279,15 @@ def adaptive_estimate(
         pool,
         idx[plan.items["stage"].to_numpy() == 1],
         sizes[1:],
-        int(plan.options.get("seed", 0)),
+        plan.seed,
         exclude=target.model if in_panel else None,
         progress=progress,
     )
     se = float(np.sqrt(var + cal.extra_variance))
-    info = {
-        "posterior_theta": round(float(post @ GRID), 4),
-        "posterior_se": round(100 * float(np.sqrt(var)), 4),
-        "calibration": cal.summary(),
-        "stages": sizes,
-    }
+    info = AdaptiveReading(
+        posterior_theta=round(float(post @ GRID), 4),
+        posterior_se=round(100 * float(np.sqrt(var)), 4),
+        calibration=cal.summary(),
+        stages=tuple(sizes),
+    )
     return 100 * mean, 100 * se, info

@@ -10,17 +10,18 @@ model with answers on part of the pool is located from them alone (:mod:`~evalpr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness
-from evalprism.io.options import check_applies, check_number, check_seed
+from evalprism.io.options import check_applies
 from evalprism.stem.locate_one import localize, locate_target
-from evalprism.stem.location_result import LocationResult
+from evalprism.stem.location_result import LocateSummary, LocationResult, PlanUsed
 from evalprism.stem.methods import METHODS, choose_method
-from evalprism.stem.placement import Localization
+from evalprism.stem.options import LocateOptions
+from evalprism.stem.placement import Answered, Localization
 from evalprism.stem.rule import Weighting
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, target_of
@@ -28,6 +29,7 @@ from evalprism.stem.trials import TrialRun, Trials, trial_run
 from evalprism.vocabularies import Design, LocateMethod
 
 if TYPE_CHECKING:
+    from evalprism.stem.plan import Plan
     from evalprism.stem.pool import Pool
 
 
@@ -63,18 +65,12 @@ def run_trials(
 def locate_models(
     pool: Pool,
     new_correctness: pd.DataFrame | EncodedCorrectness,
-    models: list[str] | None = None,
+    options: LocateOptions | None = None,
     *,
-    items: int | None = None,
-    trials: int = 100,
-    seed: int | None = None,
-    weighting: Weighting | None = None,
-    method: LocateMethod = "auto",
-    design: Design | None = None,
-    plan: Any = None,
+    plan: Plan | None = None,
     progress: bool = True,
 ) -> LocationResult:
-    """Locate each of ``models`` (default: every model in ``new_correctness``).
+    """Locate each of ``options.model`` (default: every model in ``new_correctness``).
 
     A model with answers on every pool item gets the validation view: one sample of ``items`` items
     (:func:`~evalprism.stem.locate_model`, by ``method``) and, when ``trials`` > 0, ``trials``
@@ -83,47 +79,57 @@ def locate_models(
     from those answers alone, its full-pool score estimated by the plan's design or, without a plan,
     as a simple random sample of the pool (:mod:`evalprism.stem.subset`); trials need the whole pool.
 
-    ``items`` (default 100), ``seed`` (default 0), ``weighting`` (default ``balanced``) and ``design`` steer the sample
-    drawn from a whole-pool model; when no model is sampled (every one is located from its answers
-    alone, a plan's items or part of the pool, and no trials run) giving any of them is refused,
-    since it would change nothing."""
-    seed = check_seed(seed)
-    check_number("trials", trials)
-    if items is not None:
-        check_number("items", items)
+    ``items`` (default 100), ``seed`` (default 0), ``weighting`` (default ``balanced``) and ``design``
+    of ``options`` (:class:`~evalprism.stem.options.LocateOptions`) steer the sample drawn from a
+    whole-pool model; when no model is sampled (every one is located from its answers alone, a plan's
+    items or part of the pool, and no trials run) giving any of them is refused, since it would
+    change nothing."""
+    o = options or LocateOptions()
     enc = new_correctness if isinstance(new_correctness, EncodedCorrectness) else encode_correctness(new_correctness)
-    names = models or enc.model_names.tolist()
+    names = list(o.model) if o.model else enc.model_names.tolist()
     targets = [target_of(pool, enc, name) for name in names]
     wholes = [answered_whole_pool(target) for target in targets]
-    _check_sample_options(pool, names, wholes, plan, trials, items, seed, weighting, method, design)
-    items = 100 if items is None else items
-    seed = 0 if seed is None else seed
-    weighting = weighting or "balanced"
+    _check_sample_options(pool, names, wholes, plan, o)
+    items = 100 if o.items is None else o.items
+    seed = 0 if o.seed is None else o.seed
+    weighting = o.weighting or "balanced"
     results = []
     notes: list[str] = []
     partial: list[tuple[str, int, str]] = []  # (model, items answered, design) of models that answered part of the pool
     for target, whole in zip(targets, wholes, strict=True):
         run = (
             trial_run(
-                pool, target, items, trials, seed, progress=progress, weighting=weighting, method=method, design=design
+                pool,
+                target,
+                items,
+                o.trials,
+                seed,
+                progress=progress,
+                weighting=weighting,
+                method=o.method,
+                design=o.design,
             )
-            if trials > 0 and whole
+            if o.trials > 0 and whole
             else None
         )
         if plan is not None or not whole:
-            loc = locate_subset(pool, target, plan=plan, method=method, design_note=notes, progress=progress)
+            loc = locate_subset(pool, target, plan=plan, method=o.method, design_note=notes, progress=progress)
             if not whole:
-                partial.append((target.model, loc.options["answered"], loc.options["design"]))
+                partial.append((target.model, _answered(loc), loc.draw.design))
         else:
-            loc = _locate_whole(pool, target, run, items, seed, weighting, method, design)
-            if items > loc.options["available"]:
-                notes.append(more_items_than_answered(target.model, items, loc.options["available"], trials))
+            loc = _locate_whole(pool, target, run, items, seed, weighting, o.method, o.design)
+            if items > loc.draw.available:
+                notes.append(more_items_than_answered(target.model, items, loc.draw.available, o.trials))
         results.append((loc, None if run is None else run.trials))
-    options = _run_options(pool, names, plan, new_correctness, items, trials, seed, weighting, method, design)
-    notes += partial_answers_notes(partial, len(pool.items), trials)
-    if notes:
-        options["notes"] = notes
-    return LocationResult(pool=pool, results=results, options=options)
+    notes += partial_answers_notes(partial, len(pool.items), o.trials)
+    summary = _summary(pool, names, plan, items, o.trials, seed, weighting, o.method, o.design)
+    return LocationResult(pool=pool, results=results, options=o, summary=summary, notes=tuple(notes))
+
+
+def _answered(loc: Localization) -> int:
+    """How many pool items a model located from its own answers answered."""
+    assert isinstance(loc.draw, Answered)  # a model located from its answers alone
+    return loc.draw.answered
 
 
 def _locate_whole(
@@ -133,7 +139,7 @@ def _locate_whole(
     items: int,
     seed: int,
     weighting: Weighting,
-    method: str,
+    method: LocateMethod,
     design: Design | None,
 ) -> Localization:
     """A model that answered the whole pool, from trial 0 of its trials when they ran (the same draw
@@ -144,63 +150,54 @@ def _locate_whole(
 
 
 def _check_sample_options(
-    pool: Pool,
-    names: list[str],
-    wholes: list[bool],
-    plan: Any,
-    trials: int,
-    items: int | None,
-    seed: int | None,
-    weighting: str | None,
-    method: str,
-    design: str | None,
+    pool: Pool, names: list[str], wholes: list[bool], plan: Plan | None, o: LocateOptions
 ) -> None:
     """Refuse the options that steer a sample when no model is sampled (every one located from its
     own answers alone and no trials run), and those of a method no sampled model is located by."""
-    sampled = any(whole and (plan is None or trials > 0) for whole in wholes)
+    sampled = any(whole and (plan is None or o.trials > 0) for whole in wholes)
     why = (
         "every model is located from its own answers alone ("
         + ("the plan's items" if plan is not None else "answers on part of the pool")
         + ") and no trials run, so no sample is drawn"
     )
-    for name, value in (("items", items), ("seed", seed), ("weighting", weighting), ("design", design)):
+    for name, value in (("items", o.items), ("seed", o.seed), ("weighting", o.weighting), ("design", o.design)):
         check_applies(name, value, sampled, why)
-    _check_method_options(pool, names, wholes, method, trials, weighting, design)
+    _check_method_options(pool, names, wholes, o.method, o.trials, o.weighting, o.design)
 
 
-def _run_options(
+def _summary(
     pool: Pool,
     names: list[str],
-    plan: Any,
-    new_correctness: Any,
+    plan: Plan | None,
     items: int,
     trials: int,
     seed: int,
     weighting: str,
     method: str,
     design: str | None,
-) -> dict[str, Any]:
-    """What the run was asked and read (run.json's ``options``)."""
-    options: dict[str, Any] = {
-        "family": pool.family,
-        "members": pool.members["model"].tolist(),
-        "items": items,
-        "trials": trials,
-        "seed": seed,
-        "missing": pool.options.get("missing", "wrong"),
-        "weighting": weighting,
-        "method": method,
-        "design": design or "random",
-        "models": names,
-        "panel_models": pool.panel_size(),
-        "irt": pool.options.get("irt") if pool.panel is not None else None,
-    }
-    if plan is not None:
-        options["plan"] = {k: plan.options.get(k) for k in ("items", "seed", "method", "design", "strata")}
-    read = getattr(new_correctness, "attrs", {}).get("choices", [])  # what the harness readers chose and left out
-    if read:
-        options["read"] = list(read)
-    return options
+) -> LocateSummary:
+    """What the run decided, its options resolved (run.json's ``results``)."""
+    return LocateSummary(
+        family=pool.family,
+        members=tuple(str(m) for m in pool.members["model"]),
+        items=items,
+        trials=trials,
+        seed=seed,
+        missing=pool.missing,
+        weighting=weighting,
+        method=method,
+        design=design or "random",
+        models=tuple(names),
+        panel_models=pool.panel_size(),
+        irt=pool.irt_kind,
+        plan=None if plan is None else _plan_used(plan),
+    )
+
+
+def _plan_used(plan: Plan) -> PlanUsed:
+    """The plan as a localization records it."""
+    s = plan.summary
+    return PlanUsed(items=s.items, seed=s.seed, method=s.method, design=s.design, strata=s.strata)
 
 
 def _check_method_options(

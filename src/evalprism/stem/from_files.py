@@ -1,21 +1,22 @@
 """The STEM commands from their files: what `stem pool`, `stem audit`, `stem locate` and `stem plan`
 read, each with its options object (:mod:`evalprism.stem.options`), returning the result the command
 saves. Every correctness file is read by :func:`~evalprism.io.items.read_correctness` with the
-options' harness readers; what the readers chose is kept with the result (its run record's ``read``).
+options' harness readers; what the readers read and chose (their
+:class:`~evalprism.io.record.Provenance`) is handed to the result (its run record's ``read``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from evalprism.io.items import read_correctness
+from evalprism.io.harness_options import HarnessOptions
+from evalprism.io.items import Correctness, read_correctness
 from evalprism.io.record import Provenance
 from evalprism.stem.evaluate import locate_models
 from evalprism.stem.location_result import LocationResult
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
 from evalprism.stem.plan import Plan
-from evalprism.stem.pool import Audit, Pool, build_pool_from_files
+from evalprism.stem.pool import Audit, Pool, audit_family, build_pool
 from evalprism.stem.staging import plan_stage
 
 
@@ -26,18 +27,32 @@ def pool_from_files(
     and a metadata table; ``panel``: another correctness file of other models on the same items (the
     IRT reference panel)."""
     o = options or PoolOptions()
-    return build_pool_from_files(
-        correctness, models, family=o.family, missing=o.missing, harness=o.harness, panel=panel, irt=o.irt
-    )
+    family, other = _read_family(correctness, panel, o.harness)
+    pool = build_pool(family.table, models, o, panel=None if other is None else other.table)
+    pool.provenance = family.provenance if other is None else family.provenance + other.provenance
+    return pool
 
 
 def audit_from_files(correctness: str | Path, models: str | Path, options: AuditOptions | None = None) -> Audit:
-    """The contamination audit of a family (its pool, which need not hold a transition sample)."""
+    """The contamination audit of a family (:func:`~evalprism.stem.pool.audit_family`) from its files."""
     o = options or AuditOptions()
-    pool = build_pool_from_files(
-        correctness, models, family=o.family, missing=o.missing, harness=o.harness, require_sts=False
-    )
-    return pool.audit()
+    family, _ = _read_family(correctness, None, o.harness)
+    audit = audit_family(family.table, models, o)
+    audit.pool.provenance = family.provenance
+    return audit
+
+
+def _read_family(
+    correctness: str | Path, panel: str | Path | None, harness: HarnessOptions
+) -> tuple[Correctness, Correctness | None]:
+    """The family's correctness and the panel's, read with the same harness options (refused only if
+    neither file is read by the reader an option steers)."""
+    family = read_correctness(correctness, harness=harness, check_harness=False)
+    other = read_correctness(panel, harness=harness, check_harness=False) if panel is not None else None
+    readers = family.provenance.readers + (other.provenance.readers if other is not None else ())
+    inputs = f"{correctness}" + (f" and {panel}" if panel is not None else "")
+    harness.check_applies(readers, f"{inputs} hold{'s' * (panel is None)} no such input")
+    return family, other
 
 
 def locate_from_files(
@@ -53,31 +68,9 @@ def locate_from_files(
     pool = Pool.load(pool_dir)
     the_plan = Plan.load(plan) if plan is not None else None
     read = read_correctness(correctness, harness=o.harness)
-    result = locate_models(
-        pool,
-        read.table,
-        list(o.model) if o.model else None,
-        items=o.items,
-        trials=o.trials,
-        seed=o.seed,
-        weighting=o.weighting,
-        method=o.method,
-        design=o.design,
-        plan=the_plan,
-        progress=progress,
-    )
-    _with_read(result.options, read.provenance)
+    result = locate_models(pool, read.table, o, plan=the_plan, progress=progress)
+    result.provenance = read.provenance
     return result
-
-
-def _with_read(options: dict[str, Any], read: Provenance) -> None:
-    """Put what the readers chose (``read``) into a localization's ``options``, before the notes the
-    localization made when there are choices (its report lists the options in order: what was read,
-    then what was noted)."""
-    notes = options.pop("notes", None) if read.choices else None
-    options["read"] = list(read.choices)
-    if notes is not None:
-        options["notes"] = notes
 
 
 def plan_from_files(
@@ -95,17 +88,7 @@ def plan_from_files(
     prior = Plan.load(previous) if previous is not None else None
     read = read_correctness(answers, harness=o.harness) if answers is not None else None
     plan, _current = plan_stage(
-        pool,
-        items=o.items,
-        seed=o.seed,
-        method=o.method,
-        previous=prior,
-        answers=read.table if read is not None else None,
-        model=o.model,
-        stage=o.stage,
-        target_confidence=o.target_confidence,
-        progress=progress,
+        pool, o, previous=prior, answers=read.table if read is not None else None, progress=progress
     )
-    if read is not None:
-        plan.options["read"] = list(read.provenance.choices)
+    plan.provenance = read.provenance if read is not None else Provenance()
     return plan

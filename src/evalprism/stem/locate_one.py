@@ -23,25 +23,10 @@ from evalprism.stem.rule import Weighting
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import Target, answered_whole_pool, target_of
 from evalprism.stem.trials import TrialRun, trial_run
-from evalprism.vocabularies import Design
+from evalprism.vocabularies import Design, LocateMethod
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
-
-#: what a localization keeps of its trial run's options (run.json, localization.json)
-_OPTIONS = (
-    "items",
-    "per_level",
-    "seed",
-    "missing",
-    "weighting",
-    "method",
-    "method_requested",
-    "design",
-    "strata",
-    "panel_models",
-    "available",
-)
 
 
 def locate_model(
@@ -52,7 +37,7 @@ def locate_model(
     *,
     model: str | None = None,
     weighting: Weighting = "balanced",
-    method: str = "auto",
+    method: LocateMethod = "auto",
     design: Design | None = None,
     plan: Any = None,
 ) -> Localization:
@@ -76,7 +61,7 @@ def locate_target(
     seed: int = 0,
     weighting: Weighting = "balanced",
     *,
-    method: str = "auto",
+    method: LocateMethod = "auto",
     design: Design | None = None,
 ) -> Localization:
     """:func:`locate_model` for an aligned :class:`~evalprism.stem.target.Target` (trial 0 of seed ``seed``)."""
@@ -89,12 +74,12 @@ def localize(pool: Pool, target: Target, run: TrialRun) -> Localization:
     the run's chosen method, from the sample it drew: the paper's rule on its balanced subset, or the
     score estimate of A or B on the sample it was made from."""
     trials = run.trials
-    options = {key: trials.options[key] for key in _OPTIONS}
+    sampling = trials.sampling
     method = METHODS[trials.method]
-    kind = method.draw_for(options["design"])
+    kind = method.draw_for(sampling.design)
     if not method.estimates_score:
-        return paper_localization(pool, target, run.levels, run.first(kind), run.samples[kind].group, options)
+        return paper_localization(pool, target, run.levels, run.first(kind), run.samples[kind].group, sampling)
     estimate = trials.estimates[method.name]
     score, se = estimate.score, estimate.standard_error
     assert score is not None and se is not None  # a method that places a model by its score has both
-    return score_localization(pool, target, run.first(kind), float(score[0]), float(se[0]), options, method.name)
+    return score_localization(pool, target, run.first(kind), float(score[0]), float(se[0]), sampling, method.name)

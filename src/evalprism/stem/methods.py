@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from evalprism.io.options import check_applies, check_choice
 from evalprism.vocabularies import Design, LocateMethod, Weighting
 
 if TYPE_CHECKING:
+    from evalprism.stem.adaptive import AdaptiveReading
     from evalprism.stem.estimate import Sample, Strata
     from evalprism.stem.plan import Plan
     from evalprism.stem.pool import Pool
@@ -102,14 +103,14 @@ class Estimate:
     answers: one): ``position`` (members it is placed above, int64) and the ``confidence`` of that
     interval (the paper's rule: its rule strength; random sampling: NaN, it gives none); a method
     that estimates the reference score has its ``score`` (percent) and, where it has one, its
-    ``standard_error``; ``details``: what the output says about it besides (the adaptive estimate's
-    posterior and calibration)."""
+    ``standard_error``; ``adaptive``: what the adaptive estimate rests on besides (its posterior and
+    calibration; None for every other method)."""
 
     position: np.ndarray
     confidence: np.ndarray
     score: np.ndarray | None = None
     standard_error: np.ndarray | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    adaptive: AdaptiveReading | None = None
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def _adaptive(evidence: Evidence) -> Estimate:
         confidence=placed.confidence,
         score=placed.score,
         standard_error=placed.standard_error,
-        details={"adaptive": info},
+        adaptive=info,
     )
 
 

@@ -14,16 +14,19 @@ from evalprism.vocabularies import Design, IRTKind, LocateMethod, Missing, PlanM
 
 _FAMILY_HELP = "Family to use from the metadata (needed when it lists several)."
 _MISSING_HELP = "A -1 (no answer): count it as wrong, or exclude the item."
+_MIN_MODELS_HELP = "Fewest family members a pool is built from (the library's; the commands keep 3)."
 
 
 @dataclass(frozen=True)
 class AuditOptions(Options):
     """How a family's correctness is read for its contamination audit: which family of the metadata,
-    what a -1 (no answer) counts as, and how harness logs are read."""
+    what a -1 (no answer) counts as, and how harness logs are read (``min_models``, the library's
+    alone: the fewest members a family may have)."""
 
     family: str | None = option(None, help=_FAMILY_HELP)
     missing: Missing = option("wrong", help=_MISSING_HELP)
     harness: HarnessOptions = group(HarnessOptions)
+    min_models: int = option(3, help=_MIN_MODELS_HELP, shown=False)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class PoolOptions(Options):
     family: str | None = option(None, help=_FAMILY_HELP)
     missing: Missing = option("wrong", help=_MISSING_HELP)
     harness: HarnessOptions = group(HarnessOptions)
+    min_models: int = option(3, help=_MIN_MODELS_HELP, shown=False)
     irt: IRTKind | None = option(
         None,
         help="With --panel: item-response model fitted on the panel: 2pl (default), or 1pl (every discrimination 1).",

@@ -14,7 +14,7 @@ items used with 95% Clopper-Pearson intervals (:func:`level_table`). Where the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +24,43 @@ from scipy.special import ndtr
 
 from evalprism.io.outputs import OutputTarget
 from evalprism.stats.binomial import clopper_pearson
+from evalprism.stem.adaptive import AdaptiveReading
 from evalprism.stem.estimate import bounding_cdf, positions_of
-from evalprism.stem.location_result import LocationResult
+from evalprism.stem.location_result import LocateSummary, LocationResult
 from evalprism.stem.methods import METHODS
+from evalprism.stem.options import LocateOptions
 from evalprism.stem.rule import apply_rule
+from evalprism.stem.trials import Sampling
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
     from evalprism.stem.target import Target
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A model located from its own answers (a plan's items, or any part of the pool): the answers
+    used (``items``) of the pool's items, how many it answered, the design its full-pool score is
+    estimated under, the method that read them (and the one asked for), whether it answered the whole
+    pool, what a -1 counts as, the reference panel's size without it, the pool items (``available``)
+    and, for an adaptive plan, what the adaptive estimate rests on (:class:`AdaptiveReading`)."""
+
+    items: int
+    pool_items: int
+    answered: int
+    design: str
+    method: str
+    method_requested: str
+    whole_pool: bool
+    missing: str
+    panel_models: int
+    available: int
+    adaptive: AdaptiveReading | None = None
+
+
+#: where a localization's items came from: one sample drawn from answers on the whole pool (trial 0 of
+#: its trials), or the model's own answers
+Draw = Sampling | Answered
 
 
 @dataclass
@@ -42,7 +71,7 @@ class Localization:
     (None at an open end); ``confidence`` of that interval (A and B: a calibrated probability; the
     paper's rule: its rule strength, :data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
     95% Clopper-Pearson intervals; ``tests``: the discordant counts and p-values against every
-    member; ``subset``: the items drawn.
+    member; ``subset``: the items drawn; ``draw``: where they came from (:data:`Draw`).
     """
 
     model: str
@@ -58,7 +87,7 @@ class Localization:
     levels: pd.DataFrame
     tests: pd.DataFrame
     subset: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    draw: Draw
     method: str = "paper"
     estimate: float | None = None
     standard_error: float | None = None
@@ -87,6 +116,22 @@ class Localization:
         :attr:`~evalprism.stem.methods.Method.confidence_name`): ``confidence`` for A and B (the
         normal probability of the interval, calibrated), ``rule_strength`` for the paper's rule."""
         return METHODS[self.method].confidence_name
+
+    @property
+    def weighting(self) -> str:
+        """The paper rule's weighting of the TI levels (a model located from its own answers: the
+        default, ``balanced``; that rule needs answers on the whole pool)."""
+        return self.draw.weighting if isinstance(self.draw, Sampling) else "balanced"
+
+    @property
+    def part_answered(self) -> Answered | None:
+        """How the model was read when it answered only part of the pool (else None)."""
+        return self.draw if isinstance(self.draw, Answered) and not self.draw.whole_pool else None
+
+    @property
+    def adaptive(self) -> AdaptiveReading | None:
+        """What an adaptive plan's estimate rests on (None for any other localization)."""
+        return self.draw.adaptive if isinstance(self.draw, Answered) else None
 
     @property
     def interval(self) -> str:
@@ -137,11 +182,11 @@ class Localization:
         """The full-pool truth when the model answered the whole pool; else how much of the pool it
         answered and under which design its full-pool score was estimated (no truth to compare with)."""
         out: dict[str, Any] = {}
-        if "whole_pool" in self.options:
+        if isinstance(self.draw, Answered):
             out = {
-                "pool_items": self.options["pool_items"],
-                "answered": self.options["answered"],
-                "design": self.options["design"],
+                "pool_items": self.draw.pool_items,
+                "answered": self.draw.answered,
+                "design": self.draw.design,
                 "estimate_of": "full-pool weighted score",
             }
         if self.truth is None or self.reference_score is None:
@@ -160,7 +205,27 @@ class Localization:
         """Write located.csv, levels.csv, tests.csv, subset.csv, localization.json, run.json and
         report.html: the output of ``evalprism stem locate`` for this one model (a
         :class:`~evalprism.stem.location_result.LocationResult` of one)."""
-        return LocationResult(pool=None, results=[(self, None)], options=self.options).save(out_dir)
+        return LocationResult(
+            pool=None, results=[(self, None)], options=LocateOptions(model=(self.model,)), summary=self.locate_summary()
+        ).save(out_dir)
+
+    def locate_summary(self) -> LocateSummary:
+        """What locating this one model decided, as a run of ``stem locate`` on it records it."""
+        sampled = self.draw if isinstance(self.draw, Sampling) else None
+        return LocateSummary(
+            family=self.family,
+            members=tuple(str(m) for m in self.tests["member"]),
+            items=self.draw.items,
+            trials=0,
+            seed=None if sampled is None else sampled.seed,
+            missing=self.draw.missing,
+            weighting=self.weighting,
+            method=self.draw.method_requested,
+            design=self.draw.design,
+            models=(self.model,),
+            panel_models=self.draw.panel_models,
+            irt=None,
+        )
 
 
 def level_table(level: np.ndarray, correct: np.ndarray, n: int, solved_by: list[str]) -> pd.DataFrame:
@@ -204,7 +269,7 @@ def paper_localization(
     levels_all: list[np.ndarray],
     idx: np.ndarray,
     labels: np.ndarray,
-    options: dict[str, Any],
+    sampling: Sampling,
 ) -> Localization:
     """A localization by the paper's rule from the balanced subset ``idx`` (pool indices) with TI
     levels ``labels``, drawn from the pool's items of each level ``levels_all``."""
@@ -216,7 +281,7 @@ def paper_localization(
         n,
         [", ".join(names[k - 1 :]) if k <= n else "(none)" for k in range(1, n + 2)],
     )
-    rule = apply_rule(levels["correct"].to_numpy(), levels["items"].to_numpy(), levels_all, options["weighting"])
+    rule = apply_rule(levels["correct"].to_numpy(), levels["items"].to_numpy(), levels_all, sampling.weighting)
     position = int(rule.position)
     tests = pd.DataFrame(
         {
@@ -243,12 +308,12 @@ def paper_localization(
         levels=levels,
         tests=tests,
         subset=_subset_frame(pool, target, idx, labels),
-        options=options,
+        draw=sampling,
     )
 
 
 def score_localization(
-    pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float, options: dict[str, Any], method: str
+    pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float, draw: Draw, method: str
 ) -> Localization:
     """A localization by a score estimate (A or B) from the items ``idx`` (pool indices): placed above
     every member with a lower reference score; the interval's probability under the estimate's
@@ -297,7 +362,7 @@ def score_localization(
         levels=levels,
         tests=tests,
         subset=_subset_frame(pool, target, idx, level, members_right=right),
-        options=options,
+        draw=draw,
         method=method,
         estimate=estimate,
         standard_error=se,

@@ -29,7 +29,9 @@ joined by commas (``inspect eval TASK --sample-id ...``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,11 +39,13 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_number
+from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 from evalprism.io.preflight import PLAN_FILE, plan_directory
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.stem.estimate import allocate, pool_strata, stratified_draw
 from evalprism.stem.methods import METHODS, choose_method
+from evalprism.stem.options import PlanOptions
 from evalprism.stem.pool import Pool
 from evalprism.vocabularies import PlanMethod, choices
 
@@ -64,15 +68,84 @@ PLAN_COLUMNS = [
 ]
 
 
+@dataclass(frozen=True)
+class SoFar:
+    """The localization from an adaptive plan's previous stages, as the next stage records and
+    reports it: the interval, the estimated full-pool score and its standard error (points), the
+    interval's confidence and the answers it rests on."""
+
+    interval: str
+    estimate: float
+    standard_error: float
+    confidence: float
+    items: int
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """What planning decided: the pool's family and items, the items planned (all stages) and asked
+    for (this stage), the seed, the estimator the answers will be read with (``method``; the one
+    asked for: ``method_requested``), the design, the strata, the reference panel's size, the
+    pool's benchmarks and their weights; for an adaptive plan its stage, every stage's size, the
+    localization from the previous stages (``so_far``) and, when the target confidence was reached,
+    why no item was added (``stopped``). A plan saved by an older evalprism may lack some (None)."""
+
+    family: str | None
+    pool_items: int | None
+    items: int
+    items_requested: int | None
+    seed: int
+    method: str | None
+    method_requested: PlanMethod | None
+    design: str | None
+    strata: int | None
+    panel_models: int | None
+    benchmarks: tuple[str, ...] = ()
+    weights: tuple[float, ...] = ()
+    stage: int | None = None
+    stages: tuple[int, ...] | None = None
+    so_far: SoFar | None = None
+    stopped: str | None = None
+
+    @classmethod
+    def from_json(cls, saved: Mapping[str, Any], items: int) -> PlanSummary:
+        """The summary a saved plan's ``run.json`` holds (format 2: its ``results``; format 1: its
+        ``options``); ``items``: the rows of its plan.csv, where it does not say."""
+        so_far = saved.get("so_far")
+        stages = saved.get("stages")
+        return cls(
+            family=saved.get("family"),
+            pool_items=saved.get("pool_items"),
+            items=int(saved.get("items", items)),
+            items_requested=saved.get("items_requested"),
+            seed=int(saved.get("seed") or 0),
+            method=saved.get("method"),
+            method_requested=saved.get("method_requested"),
+            design=saved.get("design"),
+            strata=saved.get("strata"),
+            panel_models=saved.get("panel_models"),
+            benchmarks=tuple(map(str, saved.get("benchmarks") or ())),
+            weights=tuple(float(w) for w in saved.get("weights") or ()),
+            stage=saved.get("stage"),
+            stages=None if stages is None else tuple(int(k) for k in stages),
+            so_far=SoFar(**{f.name: so_far[f.name] for f in fields(SoFar)}) if isinstance(so_far, Mapping) else None,
+            stopped=saved.get("stopped"),
+        )
+
+
 @dataclass
 class Plan(SavedResult):
-    """The planned items (``items``: the columns of :data:`PLAN_COLUMNS`, grouped by stratum) and
-    how they were chosen (``options``: pool family and size, items, seed, method, design)."""
+    """The planned items (``items``: the columns of :data:`PLAN_COLUMNS`, grouped by stratum), the
+    options it was planned with (:class:`~evalprism.stem.options.PlanOptions`), what planning
+    decided (:class:`PlanSummary`: pool family and size, items, seed, method, design, stages) and,
+    for a later stage of an adaptive plan, what the readers of the model's answers read and chose."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_PLAN
 
     items: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    options: PlanOptions
+    summary: PlanSummary
+    provenance: Provenance = field(default_factory=Provenance)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"plan": self.items}
@@ -80,7 +153,24 @@ class Plan(SavedResult):
     @property
     def adaptive(self) -> bool:
         """True for an adaptive plan (stages after the first picked from the model's answers)."""
-        return bool(self.options.get("method") == "adaptive")
+        return self.summary.method == "adaptive"
+
+    @property
+    def seed(self) -> int:
+        """The plan's seed: every stage draws with it."""
+        return self.summary.seed
+
+    def findings(self) -> list[str]:
+        """The headline: how many items are planned, how, and for an adaptive plan's later stage the
+        localization so far (or why no item was added)."""
+        from evalprism.stem.report import plan_finding
+
+        return [plan_finding(self)]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Why a later stage of an adaptive plan added no item (nothing otherwise)."""
+        return () if self.summary.stopped is None else (self.summary.stopped,)
 
     def stage_sizes(self) -> list[int]:
         """Items of each stage, stage 1 first (a stratified plan has one stage)."""
@@ -117,33 +207,54 @@ class Plan(SavedResult):
 
     @classmethod
     def load(cls, plan_dir: str | Path) -> Plan:
-        """A plan written by :meth:`save` (``plan.csv`` and ``run.json``); anything wrong is one message."""
-        import json
-
+        """A plan written by :meth:`save` (``plan.csv`` and ``run.json``, of any format); anything
+        wrong is one message."""
         plan_dir = plan_directory(Path(plan_dir))
         path = plan_dir / PLAN_FILE
         try:
             items = pd.read_csv(path, dtype={"benchmark": str, "item_id": str})
-            options = json.loads((plan_dir / "run.json").read_text(encoding="utf-8")).get("options", {})
-        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            run = json.loads((plan_dir / "run.json").read_text(encoding="utf-8"))
+            options, summary = _saved_plan(run, len(items))
+        except (OSError, ValueError, TypeError, KeyError, pd.errors.ParserError, EvalprismError) as exc:
             raise EvalprismError(f"{plan_dir}: not a valid evalprism plan directory: {exc}") from None
         if "stage" not in items.columns:  # a plan written before stages existed: one stage
             items["stage"] = 1
         missing = [c for c in PLAN_COLUMNS if c not in items.columns]
         if missing:
             raise EvalprismError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(PLAN_COLUMNS)})")
-        return cls(items=items, options=options)
+        return cls(items=items, options=options, summary=summary, provenance=RunRecord.from_json(run).provenance)
+
+
+def _saved_plan(run: Any, rows: int) -> tuple[PlanOptions, PlanSummary]:
+    """The options and summary of a saved plan's ``run.json``: format 2 as written now keeps the
+    options (every field of :class:`PlanOptions`) apart from the summary (``results``); format 1, and
+    format 2 as evalprism wrote it before, kept what planning decided in ``options`` (the seed, the
+    method asked for, the items asked for among them)."""
+    if not isinstance(run, Mapping) or not isinstance(run.get("options", {}), Mapping):
+        raise EvalprismError("run.json: expected a JSON object with the plan's options")
+    saved = run.get("options", {})
+    results = run.get("results")
+    if isinstance(results, Mapping) and "pool_items" in results:
+        fields_of = {f.name for f in fields(PlanOptions)} - {"harness"}
+        return PlanOptions(**{k: v for k, v in saved.items() if k in fields_of}), PlanSummary.from_json(results, rows)
+    summary = PlanSummary.from_json(saved, rows)
+    return PlanOptions(
+        items=summary.items_requested or summary.items, seed=summary.seed, method=summary.method_requested
+    ), summary
 
 
 def _natural(text: str) -> tuple:
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
-def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto") -> Plan:
-    """The ``items`` pool items to run a new model on, by A's stratified design (module docstring)."""
-    if method not in PLAN_METHODS:
-        raise EvalprismError(f"method: expected {', '.join(PLAN_METHODS)}, got {method!r}", parameter="method")
-    check_number("items", items)
+def make_plan(pool: Pool, options: PlanOptions | None = None) -> Plan:
+    """The ``options.items`` pool items to run a new model on, by A's stratified design (module
+    docstring), with ``options.seed`` (default 0) and ``options.method`` (default ``auto``;
+    ``adaptive``: stage 1 of an adaptive plan). The options of a later stage (``stage``, ``model``,
+    ``target_confidence``) are refused: a later stage is :func:`~evalprism.stem.staging.plan_stage`'s."""
+    o = options or PlanOptions()
+    later_stage_options(o, None)
+    method: PlanMethod = o.method or "auto"
     needs = METHODS[method].needs_panel if method != "auto" else None
     if needs is not None and pool.panel is None:
         raise EvalprismError(
@@ -153,8 +264,9 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
             parameter="method",
         )
     chosen = method if method != "auto" else choose_method(pool, None)  # a model outside the panel
+    seed = 0 if o.seed is None else o.seed
     strata = pool_strata(pool)
-    alloc = allocate(items, strata.size, strata.share)
+    alloc = allocate(o.items, strata.size, strata.share)
     picked = stratified_draw(strata.members(), alloc, np.random.default_rng([seed, 0]))
     stratum_of = np.empty(len(pool.items), dtype=np.int64)
     stratum_of[strata.items] = strata.stratum
@@ -173,34 +285,45 @@ def make_plan(pool: Pool, items: int = 100, seed: int = 0, method: str = "auto")
             "stage": 1,
         }
     )
-    options = {
-        "family": pool.family,
-        "pool_items": len(pool.items),
-        "items": len(frame),
-        "items_requested": items,
-        "seed": seed,
-        "method": chosen,
-        "method_requested": method,
-        "design": STRATIFIED_DESIGN if chosen != "adaptive" else ADAPTIVE_DESIGN,
-        "strata": len(strata.size),
-        "panel_models": pool.panel_size(),
-        "benchmarks": pool.benchmarks["benchmark"].tolist(),
-        "weights": [float(w) for w in strata.weights],
-    }
-    if chosen == "adaptive":
-        options.update(stage=1, stages=[len(frame)])
-    return Plan(items=frame, options=options)
+    adaptive = chosen == "adaptive"
+    summary = PlanSummary(
+        family=pool.family,
+        pool_items=len(pool.items),
+        items=len(frame),
+        items_requested=o.items,
+        seed=seed,
+        method=chosen,
+        method_requested=method,
+        design=ADAPTIVE_DESIGN if adaptive else STRATIFIED_DESIGN,
+        strata=len(strata.size),
+        panel_models=pool.panel_size(),
+        benchmarks=tuple(str(b) for b in pool.benchmarks["benchmark"]),
+        weights=tuple(float(w) for w in strata.weights),
+        stage=1 if adaptive else None,
+        stages=(len(frame),) if adaptive else None,
+    )
+    return Plan(items=frame, options=o, summary=summary)
+
+
+def later_stage_options(options: PlanOptions, previous: Plan | None) -> None:
+    """Refuse the options of a later stage of an adaptive plan (the model's answers' model, the stage,
+    the target confidence) without the plan it extends (``previous``)."""
+    later = "applies to a later stage of an adaptive plan (planned from the previous stage's plan)"
+    for name, value in (
+        ("model", options.model),
+        ("stage", options.stage),
+        ("target_confidence", options.target_confidence),
+    ):
+        check_applies(name, value, previous is not None, later)
 
 
 def plan_rows(pool: Pool, plan: Plan) -> np.ndarray:
     """Pool indices of the plan's items; refuses a plan made on another pool."""
-    if plan.options.get("family") not in (None, pool.family) or plan.options.get("pool_items") not in (
-        None,
-        len(pool.items),
-    ):
+    made = plan.summary
+    if made.family not in (None, pool.family) or made.pool_items not in (None, len(pool.items)):
         raise EvalprismError(
-            f"plan: made on a pool of family {plan.options.get('family')!r} with "
-            f"{plan.options.get('pool_items')} items, not this pool ({pool.family!r}, "
+            f"plan: made on a pool of family {made.family!r} with "
+            f"{made.pool_items} items, not this pool ({pool.family!r}, "
             f"{len(pool.items)} items); plan again on this pool (`evalprism stem plan`)"
         )
     keys = pd.MultiIndex.from_arrays(

@@ -12,6 +12,7 @@ holds every item's IRV, so the directory alone is enough to locate new models).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,19 +22,40 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.correctness import EncodedCorrectness, encode_correctness, read_models
-from evalprism.io.harness_options import HarnessOptions
-from evalprism.io.items import read_correctness
-from evalprism.io.options import check_applies, check_choice
+from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.preflight import pool_directory
+from evalprism.io.record import Provenance, RunRecord
 from evalprism.io.schema import Column, Schema
 from evalprism.io.tables import read_table
 from evalprism.io.text import read_text
 from evalprism.keyed import content_order
 from evalprism.stats import irv as irv_kernel
-from evalprism.stats.irv import KINDS, Missing
+from evalprism.stats.irv import KINDS
 from evalprism.stem.discriminability import discriminability, reference_scores, weights
-from evalprism.vocabularies import IRTKind
+from evalprism.stem.options import AuditOptions, PoolOptions
+from evalprism.vocabularies import IRTKind, Missing
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    """What building a pool decided and counted: the family and its members (smallest first), the
+    pool's items and how many of them are of each kind (transition: the significant transition
+    samples; excluded: items left out under ``missing="exclude"``), the reference panel's size (the
+    family with the panel models, 0 without a panel), the item-response model fitted on it and
+    its fit's report (None without a panel)."""
+
+    family: str
+    members: tuple[str, ...]
+    items: int
+    transition: int
+    easy: int
+    hard: int
+    anomalous: int
+    excluded: int
+    panel_models: int
+    irt: IRTKind | None
+    irt_fit: dict[str, Any] | None
 
 
 @dataclass
@@ -50,6 +72,10 @@ class Pool(SavedResult):
     outside the family answering the same items, ``panel_models`` their names. The reference panel
     of the IRT estimator is the family plus these models (:meth:`reference_panel`); its 2PL fit
     (:meth:`irt_fit`) is cached here and saved as ``irt.csv`` (and the panel as ``panel.csv``).
+
+    ``options``: what it was built with (:class:`~evalprism.stem.options.PoolOptions`);
+    ``provenance``: what the readers of its correctness files read and chose; ``notes``: the
+    benchmarks it leaves out whole; :attr:`summary`: what building it decided.
     """
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_POOL
@@ -63,7 +89,9 @@ class Pool(SavedResult):
     bench_code: np.ndarray
     benchmarks: pd.DataFrame
     scores: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
+    options: PoolOptions = field(default_factory=PoolOptions)
+    provenance: Provenance = field(default_factory=Provenance)
+    notes: tuple[str, ...] = ()
     panel: np.ndarray | None = None
     panel_models: list[str] = field(default_factory=list)
     _irt: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -82,6 +110,41 @@ class Pool(SavedResult):
     def n(self) -> int:
         """Number of family members."""
         return len(self.members)
+
+    @property
+    def missing(self) -> Missing:
+        """What a -1 (no answer) counts as: wrong, or the item is excluded."""
+        return self.options.missing
+
+    @property
+    def irt_kind(self) -> IRTKind | None:
+        """The item-response model fitted on the reference panel (``options.irt``, default 2pl); None
+        without a panel."""
+        return None if self.panel is None else self.options.irt or "2pl"
+
+    @property
+    def summary(self) -> PoolSummary:
+        """What building the pool decided and counted (:class:`PoolSummary`; with a panel, its fit runs now)."""
+        counts = np.bincount(self.kind, minlength=len(KINDS))
+        return PoolSummary(
+            family=self.family,
+            members=tuple(str(m) for m in self.members["model"]),
+            items=len(self.items),
+            transition=int(counts[irv_kernel.STS]),
+            easy=int(counts[irv_kernel.EASY]),
+            hard=int(counts[irv_kernel.HARD]),
+            anomalous=int(counts[irv_kernel.ANOMALOUS]),
+            excluded=int(counts[irv_kernel.EXCLUDED]),
+            panel_models=self.panel_size(),
+            irt=self.irt_kind,
+            irt_fit=None if self.panel is None else dict(self.irt_fit().info),
+        )
+
+    def findings(self) -> list[str]:
+        """The headline: the pool's items by kind and the highest anomaly rate."""
+        from evalprism.stem.report import pool_index_line
+
+        return [pool_index_line(self)]
 
     @property
     def weights(self) -> np.ndarray:
@@ -171,7 +234,7 @@ class Pool(SavedResult):
         matrix = self.irv if self.panel is None else np.concatenate([self.irv, self.panel], axis=1)
         keep = [j for j, m in enumerate(names) if m != exclude]
         resp = matrix[:, keep].T.astype(np.int8)
-        if self.options.get("missing", "wrong") == "wrong":
+        if self.missing == "wrong":
             resp = np.where(resp == -1, 0, resp).astype(np.int8)
         else:
             resp = np.where(resp == -1, -2, resp).astype(np.int8)
@@ -184,7 +247,7 @@ class Pool(SavedResult):
         return len([m for m in list(self.members["model"]) + list(self.panel_models) if m != exclude])
 
     def irt_fit(self, exclude: str | None = None) -> Any:
-        """The 2PL (or 1PL, ``options["irt"]``) MAP fit on the reference panel without ``exclude``
+        """The 2PL (or 1PL, :attr:`irt_kind`) MAP fit on the reference panel without ``exclude``
         (:func:`evalprism.stem.irt.fit_irt`), cached per excluded model."""
         from evalprism.stem.irt import fit_irt
 
@@ -196,7 +259,7 @@ class Pool(SavedResult):
         names, resp = self.reference_panel(exclude)
         key = None if len(names) == self.panel_size() else exclude
         if key not in self._irt or self._irt[key].models != names:
-            self._irt[key] = fit_irt(resp, names, kind=self.options.get("irt", "2pl"))
+            self._irt[key] = fit_irt(resp, names, kind=self.irt_kind or "2pl")
         return self._irt[key]
 
     def members_frame(self) -> pd.DataFrame:
@@ -205,12 +268,6 @@ class Pool(SavedResult):
         for bench in self.scores.index:
             out[f"score:{bench}"] = self.scores.loc[bench].to_numpy()
         return out
-
-    def run_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"family": self.family, "options": self.options}
-        if self.panel is not None:
-            info["irt_fit"] = self.irt_fit().info
-        return info
 
     def report(self) -> Any:
         from evalprism.stem.report import pool_report
@@ -229,23 +286,42 @@ class Pool(SavedResult):
 
     def audit(self) -> Audit:
         """The contamination report of this pool."""
-        return Audit(self)
+        o = self.options
+        return Audit(self, AuditOptions(family=o.family, missing=o.missing, harness=o.harness, min_models=o.min_models))
 
 
 @dataclass
 class Audit(SavedResult):
-    """Contamination audit of a family: per-benchmark anomaly rates and the per-item anomaly list.
+    """Contamination audit of a family: per-benchmark anomaly rates and the per-item anomaly list,
+    from the family's pool (which need not hold a transition sample) and the options it ran with.
     Saved: benchmarks.csv, anomalies.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_AUDIT
 
     pool: Pool
+    options: AuditOptions = field(default_factory=AuditOptions)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"benchmarks": self.pool.benchmarks, "anomalies": self.pool.anomalies()}
 
-    def run_info(self) -> dict[str, Any]:
-        return self.pool.run_info()
+    @property
+    def provenance(self) -> Provenance:
+        """What the readers of the family's correctness read and chose (the pool's)."""
+        return self.pool.provenance
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The benchmarks the audit leaves out whole (the pool's)."""
+        return self.pool.notes
+
+    @property
+    def summary(self) -> PoolSummary:
+        """What building the family's pool decided and counted (the pool's)."""
+        return self.pool.summary
+
+    def findings(self) -> list[str]:
+        """The headline: the pool's items by kind and the highest anomaly rate."""
+        return self.pool.findings()
 
     def report(self) -> Any:
         from evalprism.stem.report import pool_report
@@ -285,17 +361,38 @@ def _load_pool(pool_dir: Path) -> Pool:
         {"benchmark": table["benchmark"].to_numpy(dtype=object), "item_id": table["item_id"].to_numpy(dtype=object)}
     )
     results = run["results"] if isinstance(run.get("results"), dict) else {}
+    saved = run.get("options", {})
+    record = RunRecord.from_json(run)
     pool = _assemble(
         str(run.get("family", results.get("family", ""))),  # format 1 kept the family at the top
         members["model"].to_numpy(dtype=object),
         params,
         items,
         matrix,
-        run.get("options", {}),
+        saved_pool_options(saved),
+        notes=record.notes or tuple(map(str, saved.get("left_out", []))),  # format 1: the options' left_out
     )
+    pool.provenance = record.provenance
     if (pool_dir / "panel.csv").is_file():
         _load_panel(pool, pool_dir)
     return pool
+
+
+def saved_pool_options(saved: Mapping[str, Any]) -> PoolOptions:
+    """The options a saved pool was built with, from its ``run.json``'s ``options``: every format
+    names ``missing``, ``min_models`` and (with a panel) ``irt`` alike (format 1 beside the readers'
+    choices and the benchmarks left out; format 2 every field of :class:`PoolOptions`, the harness
+    readers' options of its files left out here: they steered reading, not the pool)."""
+    family = saved.get("family")
+    min_models = saved.get("min_models", 3)
+    if not isinstance(min_models, int) or isinstance(min_models, bool):
+        raise EvalprismError(f"run.json, options: expected a whole number for 'min_models', got {min_models!r}")
+    return PoolOptions(
+        family=family if isinstance(family, str) else None,
+        missing=saved.get("missing", "wrong"),
+        irt=saved.get("irt"),
+        min_models=min_models,
+    )
 
 
 def _check_item_counts(table: pd.DataFrame, benchmarks: pd.DataFrame) -> None:
@@ -351,7 +448,7 @@ def _load_panel(pool: Pool, pool_dir: Path) -> None:
                 c=items["c"].to_numpy(dtype=float),
                 theta=models["theta"].to_numpy(dtype=float),
                 models=[str(m) for m in models["model"]],
-                kind=pool.options.get("irt", "2pl"),
+                kind=pool.irt_kind or "2pl",
                 info={"cached": True},
             )
 
@@ -383,30 +480,68 @@ def select_family(models: pd.DataFrame | str | Path, family: str | None) -> pd.D
 def build_pool(
     correctness: pd.DataFrame | EncodedCorrectness,
     models: pd.DataFrame | str | Path,
+    options: PoolOptions | None = None,
     *,
-    family: str | None = None,
-    missing: Missing = "wrong",
-    min_models: int = 3,
-    require_sts: bool = True,
     panel: pd.DataFrame | EncodedCorrectness | None = None,
     panel_models: list[str] | None = None,
-    irt: str | None = None,
 ) -> Pool:
     """The STS pool of a family: ``models`` are the family's metadata rows (model, params[, family]);
-    ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`).
+    ``correctness`` holds at least every member's scores (long table or :func:`encode_correctness`);
+    ``options`` (:class:`~evalprism.stem.options.PoolOptions`): which family, what a -1 counts as,
+    the fewest members, and the item-response model fitted on the panel.
 
     Raises :class:`EvalprismError` for a member missing from ``correctness``, a member without
-    params, two members of equal size, fewer than ``min_models`` members, or (``require_sts``) an
-    item set without a single significant transition sample.
+    params, two members of equal size, fewer than ``min_models`` members, or an item set without a
+    single significant transition sample (an audit needs none: :func:`audit_family`).
 
     ``panel``: correctness of other models on the same items (long table or encoded; the family's
     own rows there are ignored), stored as the pool's reference panel for the IRT estimator
-    (``panel_models``: which of its models; default all but the family). ``irt`` (only with a panel): ``"2pl"`` (default) or
-    ``"1pl"``. The panel's fit runs when the pool is saved or first used.
+    (``panel_models``: which of its models; default all but the family). ``options.irt`` applies
+    only with a panel (default ``"2pl"``). The panel's fit runs when the pool is saved or first used.
     """
-    check_choice("missing", missing, Missing)
+    options = options or PoolOptions()
+    pool, source = _family_pool(correctness, models, options)
+    check_applies(
+        "irt",
+        options.irt,
+        panel is not None,
+        "the item-response model is fitted on a reference panel, and none is given (panel)",
+    )
+    if panel is not None:
+        attach_panel(pool, panel, panel_models)
+    if not (pool.kind == irv_kernel.STS).any():
+        members = ", ".join(pool.members["model"])
+        raise EvalprismError(
+            f"{source}: no significant transition sample: no item is answered wrong by the "
+            f"smaller and right by the larger members of {members} (of "
+            f"{len(pool.kind)} items, {(pool.kind == irv_kernel.EASY).sum()} all right, "
+            f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
+            f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)"
+        )
+    return pool
+
+
+def audit_family(
+    correctness: pd.DataFrame | EncodedCorrectness,
+    models: pd.DataFrame | str | Path,
+    options: AuditOptions | None = None,
+) -> Audit:
+    """The contamination audit of a family (:class:`Audit`): its pool as :func:`build_pool` builds
+    it without a panel, which need not hold a significant transition sample."""
+    o = options or AuditOptions()
+    pool, _ = _family_pool(
+        correctness, models, PoolOptions(family=o.family, missing=o.missing, harness=o.harness, min_models=o.min_models)
+    )
+    return Audit(pool, o)
+
+
+def _family_pool(
+    correctness: pd.DataFrame | EncodedCorrectness, models: pd.DataFrame | str | Path, options: PoolOptions
+) -> tuple[Pool, str]:
+    """The pool of the family's items that every member answered (without a panel), and where the
+    correctness came from (for messages)."""
     enc = correctness if isinstance(correctness, EncodedCorrectness) else encode_correctness(correctness)
-    meta = family_members(enc, select_family(models, family), min_models)
+    meta = family_members(enc, select_family(models, options.family), options.min_models)
     members = meta["model"].to_numpy(dtype=object)
     matrix, complete = enc.matrix(list(members))
     left_out = left_out_benchmarks(enc.items["benchmark"].to_numpy(dtype=object), matrix, list(members))
@@ -415,10 +550,7 @@ def build_pool(
             f"{enc.source}: no item has a row from every member of the family, so the pool would be "
             f"empty: {'; '.join(left_out)}"
         )
-    name = family or (str(meta["family"].iloc[0]) if "family" in meta.columns else "")
-    options: dict[str, Any] = {"missing": missing, "min_models": min_models}
-    if left_out:
-        options["left_out"] = left_out
+    name = options.family or (str(meta["family"].iloc[0]) if "family" in meta.columns else "")
     pool = _assemble(
         name,
         members,
@@ -427,27 +559,9 @@ def build_pool(
         matrix[complete],
         options,
         incomplete=enc.items.loc[~complete, "benchmark"].value_counts(),
+        notes=tuple(left_out),
     )
-    check_applies(
-        "irt",
-        irt,
-        panel is not None,
-        "the item-response model is fitted on a reference panel, and none is given (panel)",
-    )
-    irt = irt or "2pl"
-    check_choice("irt", irt, IRTKind)
-    if panel is not None:
-        attach_panel(pool, panel, panel_models)
-        pool.options["irt"] = irt
-    if require_sts and not (pool.kind == irv_kernel.STS).any():
-        raise EvalprismError(
-            f"{enc.source}: no significant transition sample: no item is answered wrong by the "
-            f"smaller and right by the larger members of {', '.join(members)} (of "
-            f"{len(pool.kind)} items, {(pool.kind == irv_kernel.EASY).sum()} all right, "
-            f"{(pool.kind == irv_kernel.HARD).sum()} all wrong, "
-            f"{(pool.kind == irv_kernel.ANOMALOUS).sum()} anomalous)"
-        )
-    return pool
+    return pool, str(enc.source)
 
 
 def family_members(enc: EncodedCorrectness, meta: pd.DataFrame, min_models: int) -> pd.DataFrame:
@@ -558,12 +672,12 @@ def _assemble(
     params: np.ndarray,
     items: pd.DataFrame,
     matrix: np.ndarray,
-    options: dict[str, Any],
+    options: PoolOptions,
     incomplete: pd.Series | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Pool:
     """Classify the items and summarise the benchmarks (shared by :func:`build_pool` and :meth:`Pool.load`)."""
-    missing = options.get("missing", "wrong")
-    kind, ti = irv_kernel.classify(matrix, missing)
+    kind, ti = irv_kernel.classify(matrix, options.missing)
     bench_code, bench_names = pd.factorize(items["benchmark"], sort=True)
     bench_names = np.asarray(bench_names, dtype=object)
     nb = len(bench_names)
@@ -609,40 +723,6 @@ def _assemble(
         bench_code=bench_code.astype(np.int64),
         benchmarks=benchmarks,
         scores=score_frame,
-        options=dict(options),
+        options=options,
+        notes=notes,
     )
-
-
-def build_pool_from_files(
-    correctness: str | Path,
-    models: str | Path,
-    *,
-    family: str | None = None,
-    missing: Missing = "wrong",
-    harness: HarnessOptions | None = None,
-    require_sts: bool = True,
-    panel: str | Path | None = None,
-    irt: str | None = None,
-) -> Pool:
-    """:func:`build_pool` from a correctness file or directory (any input
-    :func:`~evalprism.io.items.read_correctness` reads, read with ``harness``) and a metadata table;
-    ``panel``: another correctness file of other models on the same items (the IRT reference panel).
-    What the readers chose (metric, filter, scorer, epochs per task) is kept in ``options["read"]``."""
-    table = read_correctness(correctness, harness=harness, check_harness=False)
-    other = read_correctness(panel, harness=harness, check_harness=False) if panel is not None else None
-    read = table.provenance + other.provenance if other is not None else table.provenance
-    if harness is not None:  # the options steer both files: refused only if neither is read by their reader
-        inputs = f"{correctness}" + (f" and {panel}" if panel is not None else "")
-        harness.check_applies(read.readers, f"{inputs} hold{'s' * (panel is None)} no such input")
-    pool = build_pool(
-        table.table,
-        models,
-        family=family,
-        missing=missing,
-        require_sts=require_sts,
-        panel=other.table if other is not None else None,
-        irt=irt,
-    )
-    if read.choices:
-        pool.options["read"] = list(read.choices)
-    return pool

@@ -10,7 +10,8 @@ labels, colours and what their confidence is); the results it renders it names f
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,6 +22,8 @@ from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS
 
 if TYPE_CHECKING:
     from evalprism.stem.location_result import LocationResult
+    from evalprism.stem.placement import Localization
+    from evalprism.stem.plan import Plan
     from evalprism.stem.pool import Pool
     from evalprism.stem.trials import Trials
 
@@ -170,7 +173,7 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         f"Highest anomaly rate: {worst['benchmark']} at {worst['anomaly_rate']:.1%} — items a smaller member "
         "answers right while a larger one fails; candidates for contamination or noisy grading.",
         "Reference scores: " + ", ".join(f"{r.model} {r.reference_score:.1f}" for r in members.itertuples()) + ".",
-        *[note[0].upper() + note[1:] + "." for note in pool.options.get("left_out", [])],
+        *[note[0].upper() + note[1:] + "." for note in pool.notes],
     )
     report.html_block(
         "What this shows",
@@ -180,7 +183,7 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         "index</i>, is a difficulty level measured in family members. Items that flip back are "
         "<i>anomalous</i>: the contamination audit lists them. The pool of easy, transition and hard "
         "items is what new models are located with (<code>evalprism stem locate</code>).</p>"
-        + _RULES.format(missing=html.escape(str(pool.options.get("missing", "wrong")))),
+        + _RULES.format(missing=html.escape(str(pool.missing))),
     )
     report.figure(
         _polarization_figure(pool),
@@ -216,8 +219,22 @@ def pool_report(pool: Pool, audit: bool = False) -> Report:
         "anomalies.csv has the full list.",
         max_rows=40,
     )
-    report.details.update({"family": pool.family, **pool.options})
+    report.details.update(_pool_details(pool))
     return report
+
+
+def _pool_details(pool: Pool) -> dict[str, Any]:
+    """The report's run details of a pool: family, what a -1 counts as, the fewest members, the
+    benchmarks left out, the panel's item-response model and the readers' choices (each of the last
+    three where there is one)."""
+    details: dict[str, Any] = {"family": pool.family, "missing": pool.missing, "min_models": pool.options.min_models}
+    if pool.notes:
+        details["left_out"] = list(pool.notes)
+    if pool.irt_kind is not None:
+        details["irt"] = pool.irt_kind
+    if pool.provenance.choices:
+        details["read"] = list(pool.provenance.choices)
+    return details
 
 
 MODEL_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -377,7 +394,7 @@ def _methods_table(trials: list[Trials]):
 
     frames = []
     for t in trials:
-        s = t.summary()
+        s = t.by_method()
         frames.append(
             pd.DataFrame(
                 {
@@ -437,20 +454,23 @@ def _diff(d: float, lo: float, hi: float) -> str:
 
 def _accuracy_line(trials: Trials) -> str:
     parts = [f"{METHODS[m].label} {trials.accuracy(m):.0%}" for m in trials.methods]
-    return (
-        f"Over {len(trials.positions)} trials of {trials.options.get('items')} items: " + ", ".join(parts) + " correct."
-    )
+    return f"Over {len(trials.positions)} trials of {trials.sampling.items} items: " + ", ".join(parts) + " correct."
 
 
-def _closeness_line(loc) -> str:
+def trials_finding(trials: Trials) -> str:
+    """The headline of one model's trials: its true position and how often each method placed it there."""
+    return f"{trials.model} (true position {trials.truth}): {_accuracy_line(trials)[:-1]}"
+
+
+def _closeness_line(loc: Localization) -> str:
     """How close the estimate is to the nearest member, and what follows."""
     near = loc.nearest_member
     if near is None:
         return ""
     name, gap = near
     if not loc.standard_error:  # 0: no division; say why it is 0
-        drawn, available = len(loc.subset), loc.options.get("available")
-        if available is not None and drawn >= available:
+        drawn, available = len(loc.subset), loc.draw.available
+        if drawn >= available:
             return (
                 f" Every one of the {available:,} pool items it can be scored on was drawn, so its estimated score "
                 f"is its full-benchmark score (standard error 0), {gap:.1f} points from the nearest member, {name}."
@@ -473,7 +493,7 @@ def trials_report(trials: Trials) -> Report:
     report = Report(
         title="STEM localization trials",
         subtitle=f"{trials.model} on family {trials.family}: {len(trials.positions)} trials of "
-        f"{trials.options.get('items')} items",
+        f"{trials.sampling.items} items",
     )
     report.summary(
         f"{trials.model}: ground truth position {trials.truth}; method used: {METHODS[trials.method].label}.",
@@ -481,9 +501,7 @@ def trials_report(trials: Trials) -> Report:
     )
     report.html_block(
         "How the trials are run",
-        _LOCATE_RULES.format(
-            method=html.escape(trials.method), weighting=html.escape(str(trials.options.get("weighting", "balanced")))
-        ),
+        _LOCATE_RULES.format(method=html.escape(trials.method), weighting=html.escape(trials.sampling.weighting)),
     )
     fig = go.Figure()
     for method in trials.methods:
@@ -511,8 +529,20 @@ def trials_report(trials: Trials) -> Report:
         "How many trials placed the model at each position; the dashed line is the full-benchmark ground truth.",
     )
     _add_methods_table(report, [trials])
-    report.details.update(trials.options)
+    report.details.update(_trials_details(trials))
     return report
+
+
+def _trials_details(trials: Trials) -> dict[str, Any]:
+    """The report's run details of one model's trials: how they sampled, with their number after the
+    items of each level (the order the report has listed them in since format 1)."""
+    sampling = asdict(trials.sampling)
+    first = ("items", "per_level")
+    return {
+        **{k: sampling[k] for k in first},
+        "trials": trials.n_trials,
+        **{k: v for k, v in sampling.items() if k not in first},
+    }
 
 
 def location_index_line(result: LocationResult) -> str:
@@ -575,7 +605,7 @@ def location_report(result: LocationResult) -> Report:
             "of sample, placements with a rule strength near 0.97 were right 39% of the time. A and B "
             "give a calibrated confidence."
         )
-    report.summary(*headline, *[note[0].upper() + note[1:] + "." for note in result.options.get("notes", [])])
+    report.summary(*headline, *[note[0].upper() + note[1:] + "." for note in result.notes])
     table = located_table(result)
     explain = {
         "interval": "interval: the two family members it lies between (lower – upper)",
@@ -604,7 +634,7 @@ def location_report(result: LocationResult) -> Report:
         "own curves (dotted; member j answers exactly the levels up to j).</p>"
         + _LOCATE_RULES.format(
             method=html.escape(str(first.method)),
-            weighting=html.escape(str(first.options.get("weighting", "balanced"))),
+            weighting=html.escape(first.weighting),
         ),
     )
     report.figure(
@@ -649,11 +679,29 @@ def location_report(result: LocationResult) -> Report:
             ].round(4),
             "Pool benchmarks and anomaly rates",
         )
-    report.details.update(result.options)
+    report.details.update(_location_details(result))
     return report
 
 
-def _short_interval(loc) -> str:
+def _location_details(result: LocationResult) -> dict[str, Any]:
+    """The report's run details of a localization: what the run decided (the plan's design where
+    one was read), then the readers' choices (when the answers were read from a file) and the notes,
+    in the order the report has listed them since format 1."""
+    details = asdict(result.summary)
+    if result.summary.plan is None:
+        del details["plan"]
+    notes = {"notes": list(result.notes)} if result.notes else {}
+    choices = list(result.provenance.choices)
+    if choices:
+        details.update(read=choices, **notes)
+    else:
+        details.update(notes)
+        if result.provenance.readers:  # read from a file, which left no choice to make
+            details["read"] = choices
+    return details
+
+
+def _short_interval(loc: Localization) -> str:
     """The interval in a table cell: ``lower – upper``, ``above upper-most``, ``below lower-most``."""
     if loc.lower and loc.upper:
         return f"{loc.lower} – {loc.upper}"
@@ -672,10 +720,11 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
             line += f", rule strength {loc.confidence:.2f}, not a probability of being right)"
         else:
             line += f", confidence {loc.confidence:.1%})"
-        if loc.options.get("whole_pool") is False:
+        part = loc.part_answered
+        if part is not None:
             line += (
-                f"; from its answers on {loc.options['items']:,} of the {loc.options['pool_items']:,} pool items "
-                f"({loc.options['design']}), an estimate of its full-pool score; it did not answer the whole "
+                f"; from its answers on {part.items:,} of the {part.pool_items:,} pool items "
+                f"({part.design}), an estimate of its full-pool score; it did not answer the whole "
                 "pool, so there is no truth to compare with."
             )
         else:
@@ -688,19 +737,19 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
     return lines
 
 
-def _adaptive_line(loc) -> str:
+def _adaptive_line(loc: Localization) -> str:
     """For an adaptive plan: what the estimate rests on (the panel's 2PL, calibrated) and the stage-1
     design-based estimate beside it."""
-    info = loc.options.get("adaptive")
-    if not info:
+    info = loc.adaptive
+    if info is None or info.stage1_check is None:
         return ""
-    cal, check = info["calibration"], info["stage1_check"]
+    cal, check = info.calibration, info.stage1_check
     return (
-        f" Adaptive estimate (stages {' + '.join(map(str, info['stages']))}): the IRT ability posterior gives "
-        f"± {info['posterior_se']:.1f}; run through the same plan, the {cal['models']} panel models erred by "
-        f"{cal['panel_rmse']:.1f} points (RMS), so {cal['extra_se']:.1f} is added in quadrature. The design-based "
-        f"estimate from the {check['items']} stage-1 items alone (B, no model assumed): {check['estimate']:.1f} "
-        f"± {check['standard_error']:.1f}."
+        f" Adaptive estimate (stages {' + '.join(map(str, info.stages))}): the IRT ability posterior gives "
+        f"± {info.posterior_se:.1f}; run through the same plan, the {cal.models} panel models erred by "
+        f"{cal.panel_rmse:.1f} points (RMS), so {cal.extra_se:.1f} is added in quadrature. The design-based "
+        f"estimate from the {check.items} stage-1 items alone (B, no model assumed): {check.estimate:.1f} "
+        f"± {check.standard_error:.1f}."
     )
 
 
@@ -772,26 +821,25 @@ def _locations_table(result: LocationResult):
     return pd.DataFrame(rows)
 
 
-def plan_report(plan) -> Report:
+def plan_report(plan: Plan) -> Report:
     """The report of ``stem plan``: which items to run, per benchmark and stratum (and stage, for an
     adaptive plan, with the localization so far), and how to run them."""
     import pandas as pd
 
-    opts = plan.options
+    made = plan.summary
     adaptive = plan.adaptive
     report = Report(
-        title="STEM plan" + (f", stage {opts.get('stage', 1)}" if adaptive else ""),
-        subtitle=f"{len(plan.items)} of {opts.get('pool_items')} pool items of family {opts.get('family')}; "
-        f"seed {opts.get('seed')}",
+        title="STEM plan" + (f", stage {made.stage or 1}" if adaptive else ""),
+        subtitle=f"{len(plan.items)} of {made.pool_items} pool items of family {made.family}; seed {made.seed}",
     )
     if not adaptive:
         report.summary(
             f"Run the new model on these {len(plan.items)} items, then locate it with `evalprism stem "
             f"locate POOL ANSWERS --plan PLAN_DIR`: its full-pool score is estimated by the plan's design "
-            f"({opts.get('design')}; estimator {opts.get('method')})."
+            f"({made.design}; estimator {made.method})."
         )
     else:
-        stage = int(opts.get("stage", 1))
+        stage = made.stage or 1
         sizes = plan.stage_sizes()
         lines = [
             (
@@ -801,15 +849,15 @@ def plan_report(plan) -> Report:
                 "model's ability given its answers so far (expected Fisher information of the panel's 2PL)."
             )
         ]
-        so_far = opts.get("so_far")
-        if so_far:
+        so_far = made.so_far
+        if so_far is not None:
             lines.append(
-                f"From its {so_far['items']} answers so far: {so_far['interval']}, estimated full-pool score "
-                f"{so_far['estimate']:.1f} ± {so_far['standard_error']:.1f}, confidence "
-                f"{so_far['confidence']:.1%}."
+                f"From its {so_far.items} answers so far: {so_far.interval}, estimated full-pool score "
+                f"{so_far.estimate:.1f} ± {so_far.standard_error:.1f}, confidence "
+                f"{so_far.confidence:.1%}."
             )
-        if opts.get("stopped"):
-            lines.append(opts["stopped"][0].upper() + opts["stopped"][1:] + ".")
+        if made.stopped:
+            lines.append(made.stopped[0].upper() + made.stopped[1:] + ".")
         else:
             new = sizes[-1] if stage > 1 else sizes[0]
             lines.append(
@@ -843,5 +891,39 @@ def plan_report(plan) -> Report:
         "design weight N_h / n_h."
         + (" Later stages are not a probability sample: their rows in plan.csv leave these empty." if adaptive else ""),
     )
-    report.details.update(opts)
+    report.details.update(_plan_details(plan))
     return report
+
+
+def _plan_details(plan: Plan) -> dict[str, Any]:
+    """The report's run details of a plan: what planning decided (an adaptive plan's stage, stages,
+    localization so far and why it stopped, where it has them), then, for a later stage, the choices
+    of the readers of the model's answers: the order the report has listed them in since format 1."""
+    details = {k: v for k, v in asdict(plan.summary).items() if v is not None or k not in _ADAPTIVE_ONLY}
+    if plan.provenance.readers:  # a later stage, from the model's answers
+        details["read"] = list(plan.provenance.choices)
+    return details
+
+
+#: the fields of a plan's summary that only an adaptive plan has (left out of the details when None)
+_ADAPTIVE_ONLY = ("stage", "stages", "so_far", "stopped")
+
+
+def plan_finding(plan: Plan) -> str:
+    """The headline of a plan: how many items, how chosen; for an adaptive plan's later stage the
+    localization from its previous stages, and why no item was added when it stopped."""
+    made = plan.summary
+    if not plan.adaptive:
+        return (
+            f"{len(plan.items)} of {made.pool_items} pool items of family {made.family} planned "
+            f"(seed {made.seed}; {made.design}; estimator {made.method})"
+        )
+    sizes = plan.stage_sizes()
+    line = f"adaptive plan of family {made.family}, stage {made.stage or 1}: {len(plan.items)} items ({' + '.join(map(str, sizes))})"
+    if made.so_far is not None:
+        so_far = made.so_far
+        line += (
+            f"; from its {so_far.items} answers so far: {so_far.interval}, estimated full-pool score "
+            f"{so_far.estimate:.1f} ± {so_far.standard_error:.1f}, confidence {so_far.confidence:.1%}"
+        )
+    return line + ("; no item added" if made.stopped else "")

@@ -20,36 +20,39 @@ score) or as a mapping ``(benchmark, item_id) -> 1/0``::
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import check_applies, check_number
+from evalprism.io.options import check_applies
 from evalprism.stem.adaptive import ability_posterior, pick_informative
 from evalprism.stem.estimate import pool_strata
+from evalprism.stem.options import PlanOptions
 from evalprism.stem.placement import Localization
-from evalprism.stem.plan import PLAN_COLUMNS, Plan, make_plan, plan_rows
+from evalprism.stem.plan import PLAN_COLUMNS, Plan, SoFar, later_stage_options, make_plan, plan_rows
 from evalprism.stem.pool import Pool
 from evalprism.stem.subset import locate_subset
 from evalprism.stem.target import NO_ROW, Target, target_of
 
 
 def next_stage(
-    pool: Pool, plan: Plan, target: Target, items: int, target_confidence: float | None = None, progress: bool = False
+    pool: Pool, plan: Plan, target: Target, options: PlanOptions, progress: bool = False
 ) -> tuple[Plan, Localization]:
     """Stage K+1 of an adaptive ``plan`` (stages 1..K) from the model's answers on its items: the
-    plan with the new stage's rows appended (inclusion probability and design weight empty: an
-    adaptive stage is not a probability sample), and the localization from the answers so far.
-    When that localization's confidence already reaches ``target_confidence``, no item is added and
-    the plan says so (``options["stopped"]``)."""
+    plan with the new stage's ``options.items`` rows appended (inclusion probability and design
+    weight empty: an adaptive stage is not a probability sample), and the localization from the
+    answers so far. When that localization's confidence already reaches ``options.target_confidence``,
+    no item is added and the plan says why (``summary.stopped``)."""
     if not plan.adaptive:
         raise EvalprismError(
-            "plan: not an adaptive plan (its method is "
-            f"{plan.options.get('method')!r}); plan stage 1 with `stem plan --method adaptive`",
+            f"plan: not an adaptive plan (its method is {plan.summary.method!r}); plan stage 1 with "
+            "`stem plan --method adaptive`",
             parameter="plan",
         )
+    target_confidence = options.target_confidence
     if target_confidence is not None and not 0 < target_confidence < 1:
         raise EvalprismError(
             f"target confidence: expected a probability between 0 and 1, got {target_confidence}",
@@ -57,23 +60,28 @@ def next_stage(
         )
     current = locate_subset(pool, target, plan=plan, progress=progress)  # refuses a planned item without an answer
     stage = int(plan.items["stage"].max()) + 1
-    options = {**plan.options, "stage": stage, "so_far": _so_far(current)}
+    summary = replace(plan.summary, stage=stage, so_far=_so_far(current))
     if target_confidence is not None and current.confidence >= target_confidence:
-        options["stopped"] = (
+        stopped = (
             f"the interval from stages 1-{stage - 1} has confidence {current.confidence:.3f}, at "
             f"least the target {target_confidence}: no item added; locate the model now"
         )
-        return Plan(items=plan.items.copy(), options=options), current
+        return Plan(items=plan.items.copy(), options=options, summary=replace(summary, stopped=stopped)), current
+    frame = pd.concat(
+        [plan.items.astype({"item_id": str}), _stage_rows(pool, plan, target, options.items, stage)], ignore_index=True
+    )[PLAN_COLUMNS]
+    stages = tuple(int(k) for k in frame.groupby("stage", sort=True).size())
+    summary = replace(summary, items=len(frame), items_requested=options.items, stages=stages)
+    return Plan(items=frame, options=options, summary=summary), current
+
+
+def _stage_rows(pool: Pool, plan: Plan, target: Target, items: int, stage: int) -> pd.DataFrame:
+    """The rows of stage ``stage``: ``items`` pool items not yet planned, the most informative given
+    the model's answers on the plan's items (:func:`~evalprism.stem.adaptive.pick_informative`)."""
     idx = plan_rows(pool, plan)
     y = (target.outcome[idx] == 1).astype(float)
     fit = pool.irt_fit(exclude=target.model)
-    new = pick_informative(
-        fit,
-        ability_posterior(fit, idx, y),
-        idx,
-        items,
-        np.random.default_rng([int(plan.options.get("seed", 0)), stage]),
-    )
+    new = pick_informative(fit, ability_posterior(fit, idx, y), idx, items, np.random.default_rng([plan.seed, stage]))
     if len(new) == 0:
         raise EvalprismError(
             f"items: all {len(pool.items):,} pool items are planned already; locate the model now", parameter="items"
@@ -95,55 +103,42 @@ def next_stage(
             "stage": stage,
         }
     )
-    frame = pd.concat([plan.items.astype({"item_id": str}), rows.astype({"item_id": str})], ignore_index=True)[
-        PLAN_COLUMNS
-    ]
-    new_plan = Plan(items=frame, options={**options, "items": len(frame), "items_requested": items})
-    new_plan.options["stages"] = new_plan.stage_sizes()
-    return new_plan, current
+    return rows.astype({"item_id": str})
 
 
 def plan_stage(
     pool: Pool,
+    options: PlanOptions | None = None,
     *,
-    items: int,
-    seed: int | None = None,
-    method: str | None = None,
     previous: Plan | None = None,
     answers: pd.DataFrame | None = None,
-    model: str | None = None,
-    stage: int | None = None,
-    target_confidence: float | None = None,
     progress: bool = False,
 ) -> tuple[Plan, Localization | None]:
-    """What ``stem plan`` does: without ``previous``, a plan by ``method`` (default ``auto``;
-    ``adaptive``: its stage 1) with ``seed`` (default 0); with ``previous`` (an adaptive plan, whose
-    seed and method carry on) and the model's ``answers`` on its items, the next stage
-    (:func:`next_stage`) and the localization so far. ``stage``, when given, must be that next stage."""
-    later = "applies to a later stage of an adaptive plan (planned from the previous stage's plan)"
-    for name, value in (
-        ("answers", None if answers is None else "given"),
-        ("model", model),
-        ("stage", stage),
-        ("target_confidence", target_confidence),
-    ):
-        check_applies(name, value, previous is not None, later)
-    if stage is not None:
-        check_number("stage", stage)
+    """What ``stem plan`` does: without ``previous``, a plan by ``options.method`` (default ``auto``;
+    ``adaptive``: its stage 1) with ``options.seed`` (default 0; :func:`~evalprism.stem.plan.make_plan`);
+    with ``previous`` (an adaptive plan, whose seed and method carry on) and the model's ``answers``
+    on its items, the next stage (:func:`next_stage`) and the localization so far. ``options.stage``,
+    when given, must be that next stage; ``options.model``: the model of ``answers`` to plan for."""
+    o = options or PlanOptions()
+    check_applies(
+        "answers",
+        None if answers is None else "given",
+        previous is not None,
+        "applies to a later stage of an adaptive plan (planned from the previous stage's plan)",
+    )
+    later_stage_options(o, previous)
     if previous is None:
-        return make_plan(pool, items=items, seed=0 if seed is None else seed, method=method or "auto"), None
-    carried = "the plan's own carries on (a later stage continues the plan it extends)"
-    check_applies("method", method, False, carried)
-    if seed is not None and seed != previous.options.get("seed", 0):
+        return make_plan(pool, o), None
+    check_applies("method", o.method, False, "the plan's own carries on (a later stage continues the plan it extends)")
+    if o.seed is not None and o.seed != previous.seed:
         raise EvalprismError(
-            f"seed {seed}: the plan was made with seed {previous.options.get('seed', 0)} and its "
-            "later stages use it; drop seed",
+            f"seed {o.seed}: the plan was made with seed {previous.seed} and its later stages use it; drop seed",
             parameter="seed",
         )
     last = int(previous.items["stage"].max())
-    if stage is not None and stage != last + 1:
+    if o.stage is not None and o.stage != last + 1:
         raise EvalprismError(
-            f"stage {stage}: the plan has {last} stage{'s' if last != 1 else ''}, so the next is stage {last + 1}",
+            f"stage {o.stage}: the plan has {last} stage{'s' if last != 1 else ''}, so the next is stage {last + 1}",
             parameter="stage",
         )
     if answers is None:
@@ -152,23 +147,19 @@ def plan_stage(
             "give them with answers",
             parameter="answers",
         )
-    plan, current = next_stage(pool, previous, target_of(pool, answers, model), items, target_confidence, progress)
-    read = answers.attrs.get("choices", [])  # what the harness readers chose and left out
-    if read:
-        plan.options["read"] = list(read)
-    return plan, current
+    return next_stage(pool, previous, target_of(pool, answers, o.model), o, progress)
 
 
-def _so_far(loc: Localization) -> dict[str, object]:
+def _so_far(loc: Localization) -> SoFar:
     """The localization from the previous stages, as the next stage's plan records and reports it."""
     assert loc.estimate is not None and loc.standard_error is not None  # an adaptive plan's estimate has both
-    return {
-        "interval": loc.interval,
-        "estimate": round(float(loc.estimate), 2),
-        "standard_error": round(float(loc.standard_error), 2),
-        "confidence": round(float(loc.confidence), 4),
-        "items": len(loc.subset),
-    }
+    return SoFar(
+        interval=loc.interval,
+        estimate=round(float(loc.estimate), 2),
+        standard_error=round(float(loc.standard_error), 2),
+        confidence=round(float(loc.confidence), 4),
+        items=len(loc.subset),
+    )
 
 
 class AdaptiveSession:
@@ -194,10 +185,10 @@ class AdaptiveSession:
         """The next stage's items (benchmark, item_id): stage 1 the stratified plan, later stages
         the most informative items given every answer so far."""
         if self.plan is None:
-            self.plan = make_plan(self.pool, items=items, seed=self.seed, method="adaptive")
+            self.plan = make_plan(self.pool, PlanOptions(items=items, seed=self.seed, method="adaptive"))
             new = self.plan.items
         else:
-            self.plan, _ = next_stage(self.pool, self.plan, self._target(), items)
+            self.plan, _ = next_stage(self.pool, self.plan, self._target(), PlanOptions(items=items))
             new = self.plan.items[self.plan.items["stage"] == self.plan.items["stage"].max()]
         return new[["benchmark", "item_id"]].reset_index(drop=True)
 

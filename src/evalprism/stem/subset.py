@@ -21,15 +21,16 @@ item; then it is reported beside the estimate.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.pairwise import Z95
+from evalprism.stem.adaptive import Stage1Check
 from evalprism.stem.estimate import Sample, Strata, pool_strata
 from evalprism.stem.methods import METHODS, Estimate, Evidence, Method, choose_method
-from evalprism.stem.placement import Localization, score_localization
+from evalprism.stem.placement import Answered, Localization, score_localization
 from evalprism.stem.plan import Plan, plan_rows
 from evalprism.stem.pool import Pool
 from evalprism.stem.target import NO_ROW, Target, answered_whole_pool, usable_items
@@ -59,25 +60,25 @@ def locate_subset(
     else:
         sample, design = answered_sample(pool, target, strata, usable)
     estimate = chosen.estimate(Evidence(pool, target, sample, strata, plan=plan, progress=progress))
-    extra = estimate.details
-    if plan is not None and plan.adaptive:
-        extra = {"adaptive": {**extra["adaptive"], "stage1_check": _stage1_check(pool, target, plan, estimate, notes)}}
+    adaptive = estimate.adaptive
+    if plan is not None and plan.adaptive and adaptive is not None:
+        adaptive = replace(adaptive, stage1_check=_stage1_check(pool, target, plan, estimate, notes))
     assert estimate.score is not None and estimate.standard_error is not None  # every subset method has both
     score, se = float(estimate.score[0]), float(estimate.standard_error[0])
     idx = sample.picked[0]
-    options: dict[str, Any] = {
-        "items": len(idx),
-        "pool_items": len(pool.items),
-        "answered": int((target.outcome != NO_ROW).sum()),
-        "design": design,
-        "method": chosen.name,
-        "method_requested": method,
-        "whole_pool": whole,
-        "missing": pool.options.get("missing", "wrong"),
-        "panel_models": pool.panel_size(target.model),
-        "available": len(pool.items),
-        **extra,
-    }
+    draw = Answered(
+        items=len(idx),
+        pool_items=len(pool.items),
+        answered=int((target.outcome != NO_ROW).sum()),
+        design=design,
+        method=chosen.name,
+        method_requested=method,
+        whole_pool=whole,
+        missing=pool.missing,
+        panel_models=pool.panel_size(target.model),
+        available=len(pool.items),
+        adaptive=adaptive,
+    )
     if se == 0:
         notes.append(
             f"'{target.model}': its {len(idx):,} answers do not vary within any "
@@ -85,7 +86,7 @@ def locate_subset(
             "standard error is 0 and the confidence 1, which understates the uncertainty"
         )
     view = target if whole else target.without_truth()  # the truth needs answers on every pool item
-    return score_localization(pool, view, idx, score, se, options, chosen.name)
+    return score_localization(pool, view, idx, score, se, draw, chosen.name)
 
 
 def subset_method(pool: Pool, target: Target, plan: Plan | None, method: str) -> Method:
@@ -146,7 +147,7 @@ def planned_sample(
             f"'{target.model}': {outside:,} answered items outside the plan were left out (the plan's "
             "design weights hold for its own items only)"
         )
-    design = "plan: " + (str(plan.options.get("design")) if plan.adaptive else "stratified (benchmark x members right)")
+    design = "plan: " + (str(plan.summary.design) if plan.adaptive else "stratified (benchmark x members right)")
     sample = Sample(picked=idx[None, :], group=codes, group_size=strata.size.astype(float), group_bench=strata.bench)
     return sample, design
 
@@ -169,11 +170,11 @@ def answered_sample(pool: Pool, target: Target, strata: Strata, usable: np.ndarr
     return sample, "simple random sample of the pool within each benchmark (assumed: no plan given)"
 
 
-def _stage1_check(pool: Pool, target: Target, plan: Plan, adaptive: Estimate, notes: list[str]) -> dict[str, Any]:
+def _stage1_check(pool: Pool, target: Target, plan: Plan, adaptive: Estimate, notes: list[str]) -> Stage1Check:
     """Beside the adaptive estimate, the design-based estimate B from the plan's stage-1 items alone
     (a probability sample); a note when the two disagree by more than 1.96 of its standard errors."""
     first = plan.items["stage"].to_numpy() == 1
-    stage1 = Plan(items=plan.items[first].reset_index(drop=True), options={**plan.options, "method": "irt"})
+    stage1 = replace(plan, items=plan.items[first].reset_index(drop=True), summary=replace(plan.summary, method="irt"))
     check = locate_subset(pool, target, plan=stage1, method="irt")
     assert check.estimate is not None and check.standard_error is not None and adaptive.score is not None
     estimate = float(adaptive.score[0])
@@ -184,8 +185,8 @@ def _stage1_check(pool: Pool, target: Target, plan: Plan, adaptive: Estimate, no
             f"{int(first.sum())} stage-1 items: the panel's 2PL may not fit this model (contamination, "
             "another kind of model); the stage-1 estimate assumes no model and is the safer of the two"
         )
-    return {
-        "items": int(first.sum()),
-        "estimate": round(float(check.estimate), 4),
-        "standard_error": round(float(check.standard_error), 4),
-    }
+    return Stage1Check(
+        items=int(first.sum()),
+        estimate=round(float(check.estimate), 4),
+        standard_error=round(float(check.standard_error), 4),
+    )

@@ -92,7 +92,7 @@ def usable_items(pool: Pool, target: Target) -> np.ndarray:
     """Which pool items the model can be scored on: those with a row, and under ``missing="exclude"``
     only those it answered (a -1 is outside the population there, wrong otherwise)."""
     usable = target.outcome != NO_ROW
-    if pool.options.get("missing", "wrong") == "exclude":
+    if pool.missing == "exclude":
         usable &= target.outcome != -1
     return usable
 

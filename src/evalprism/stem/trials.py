@@ -25,7 +25,7 @@ normal 95% interval ``mean +- 1.96 sd / sqrt(trials)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -47,9 +47,10 @@ from evalprism.stem.methods import (
     resolve_design,
     runs_on,
 )
+from evalprism.stem.options import LocateOptions
 from evalprism.stem.rule import Weighting
 from evalprism.stem.target import NO_ROW, Target, usable_items
-from evalprism.vocabularies import Design
+from evalprism.vocabularies import Design, LocateMethod, Missing
 
 if TYPE_CHECKING:
     from evalprism.stem.pool import Pool
@@ -65,6 +66,37 @@ def paired_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float
     return mean, mean - half, mean + half
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How one model's sample of a trial is drawn, as resolved: the items asked for and the items
+    of each TI level of the balanced subset (``per_level``), the seed, what a -1 counts as, the
+    paper rule's weighting, the chosen ``method`` (and the one asked for), the IRT estimator's
+    sample design, A's strata, the reference panel's size without the model, and the pool items the
+    model can be scored on (``available``). The same for every trial of a run, and for the one
+    localization of its trial 0."""
+
+    items: int
+    per_level: int
+    seed: int
+    missing: Missing
+    weighting: Weighting
+    method: str
+    method_requested: LocateMethod
+    design: Design
+    strata: int
+    panel_models: int
+    available: int
+
+
+@dataclass(frozen=True)
+class TrialsSummary:
+    """What a run of trials counted and how it sampled: the number of trials and the resolved
+    :class:`Sampling` (the same for every trial)."""
+
+    trials: int
+    sampling: Sampling
+
+
 @dataclass
 class Trials(SavedResult):
     """Every method's answer in each trial (:attr:`estimates`: method -> its
@@ -77,7 +109,9 @@ class Trials(SavedResult):
     has one (stratified, irt); a confidence, that of the trial's interval (paper: its rule strength,
     1 - the two McNemar p-values, not calibrated; A and B: the normal interval probability;
     bayesian: the posterior mass; random: none). :attr:`positions` and :attr:`confidence` are the
-    chosen ``method``'s. Saved: trials.csv, summary.csv, run.json and report.html."""
+    chosen ``method``'s. ``options``: what the trials were asked for (the model, items, trials,
+    seed, method, design, weighting); ``sampling``: how each trial's sample was drawn, as resolved
+    (:class:`Sampling`). Saved: trials.csv, summary.csv, run.json and report.html."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_LOCATE
 
@@ -88,7 +122,24 @@ class Trials(SavedResult):
     truth: int
     reference_score: float
     member_scores: np.ndarray
-    options: dict[str, Any] = field(default_factory=dict)
+    options: LocateOptions
+    sampling: Sampling
+
+    @property
+    def n_trials(self) -> int:
+        """The number of trials run."""
+        return len(self.positions)
+
+    def findings(self) -> list[str]:
+        """The headline: how often each method placed the model at its true position."""
+        from evalprism.stem.report import trials_finding
+
+        return [trials_finding(self)]
+
+    @property
+    def summary(self) -> TrialsSummary:
+        """How many trials ran and how each drew its sample."""
+        return TrialsSummary(trials=self.n_trials, sampling=self.sampling)
 
     @property
     def positions(self) -> np.ndarray:
@@ -149,7 +200,7 @@ class Trials(SavedResult):
             raise EvalprismError(f"method {method!r} has no standard error")
         return float((np.abs(est.score - self.reference_score) <= Z95 * est.standard_error).mean())
 
-    def summary(self) -> pd.DataFrame:
+    def by_method(self) -> pd.DataFrame:
         """Per method: accuracy and mean absolute error with the paired 95% interval of their
         difference to random sampling, score RMSE and 95% coverage (score methods), modal position."""
         rows = []
@@ -204,7 +255,7 @@ class Trials(SavedResult):
         return pd.DataFrame(out)
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        return {"trials": self.frame(), "summary": self.summary()}
+        return {"trials": self.frame(), "summary": self.by_method()}
 
     def report(self) -> Any:
         from evalprism.stem.report import trials_report
@@ -313,7 +364,7 @@ def trial_run(
     *,
     progress: bool = False,
     weighting: Weighting = "balanced",
-    method: str = "auto",
+    method: LocateMethod = "auto",
     design: Design | None = None,
 ) -> TrialRun:
     """``trials`` trials of every method on ``items`` items each for an aligned model (module
@@ -323,7 +374,7 @@ def trial_run(
             f"model '{target.model}': trials compare samples with the full-pool truth, which it has not"
         )
     chosen = choose_method(pool, target.model, method)
-    design = resolve_design(pool, design)
+    resolved = resolve_design(pool, design)
     population = population_of(pool, target, items)
     samples = draw_samples(pool, target, population, items, trials, seed, progress)
     estimates = {
@@ -331,7 +382,7 @@ def trial_run(
             Evidence(
                 pool,
                 target,
-                samples[entry.draw_for(design)],
+                samples[entry.draw_for(resolved)],
                 population.strata,
                 levels=population.levels,
                 weighting=weighting,
@@ -340,20 +391,22 @@ def trial_run(
         for entry in TRIAL_METHODS
         if runs_on(entry, pool)
     }
-    options = {
-        "items": items,
-        "per_level": population.per_level,
-        "trials": trials,
-        "seed": seed,
-        "missing": pool.options.get("missing", "wrong"),
-        "weighting": weighting,
-        "method": chosen,
-        "method_requested": method,
-        "design": design,
-        "strata": len(population.alloc),
-        "panel_models": pool.panel_size(target.model),
-        "available": len(population.strata.items),
-    }
+    sampling = Sampling(
+        items=items,
+        per_level=population.per_level,
+        seed=seed,
+        missing=pool.missing,
+        weighting=weighting,
+        method=chosen,
+        method_requested=method,
+        design=resolved,
+        strata=len(population.alloc),
+        panel_models=pool.panel_size(target.model),
+        available=len(population.strata.items),
+    )
+    asked = LocateOptions(
+        model=(target.model,), items=items, trials=trials, seed=seed, method=method, design=design, weighting=weighting
+    )
     result = Trials(
         model=target.model,
         family=pool.family,
@@ -362,6 +415,7 @@ def trial_run(
         truth=target.truth,
         reference_score=target.reference_score,
         member_scores=pool.members["reference_score"].to_numpy(dtype=float),
-        options=options,
+        options=asked,
+        sampling=sampling,
     )
     return TrialRun(trials=result, levels=population.levels, samples=samples)
