@@ -30,7 +30,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.formats import FORMATS
 from evalprism.io.schema import Column, Schema, first_rows, require_scalars
 from evalprism.io.scores import SCORE_EXPECTED, score_value
-from evalprism.io.tables import read_table
+from evalprism.io.tables import check_listed_once, read_table
 
 CORRECTNESS_SCHEMA = Schema(
     name="correctness",
@@ -208,10 +208,7 @@ def read_models(path: str | Path | pd.DataFrame, source: str | None = None) -> p
             f"{where}: row {row + 1}, column 'params': expected a positive number of parameters "
             f"(billions), got {df['params'].iloc[row]!r}"
         )
-    dup = out["model"].duplicated()
-    if dup.any():
-        row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise EvalprismError(f"{where}: row {row + 1}: model '{out['model'].iloc[row]}' is listed twice")
+    check_listed_once(out["model"], where, lambda row: f"row {row + 1}")
     out.attrs["source"] = where
     return out
 

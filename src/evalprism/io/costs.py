@@ -26,7 +26,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.schema import Column, Schema
-from evalprism.io.tables import read_table, row_location
+from evalprism.io.tables import check_listed_once, read_table, row_location
 
 COSTS_SCHEMA = Schema(
     name="costs",
@@ -78,12 +78,7 @@ def read_costs(path: str | Path, cost_column: str | None = None) -> Costs:
             f"{path}: {row_location(raw, int(positions[row]))}, column '{cost_col}': expected a "
             f"non-negative number, got {cost[row]}"
         )
-    dup = table["model"].duplicated()
-    if dup.any():
-        row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise EvalprismError(
-            f"{path}: {row_location(raw, int(positions[row]))}: model '{table['model'].iat[row]}' is listed twice"
-        )
+    check_listed_once(table["model"], str(path), lambda row: row_location(raw, int(positions[row])))
     names = table["model"].astype(str).tolist()
     costs = Costs(
         dict(zip(names, cost.tolist(), strict=True)),

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
@@ -167,6 +169,15 @@ def _records_frame(data: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame.from_records(data)
     df.attrs["mended"] = mended
     return df
+
+
+def check_listed_once(models: pd.Series, where: str, located: Callable[[int], str]) -> None:
+    """Refuse a table that lists a model twice (costs, model metadata: one row per model), naming the
+    repeat's row as ``located(row)`` says it (0-based ``row`` of ``models``)."""
+    repeated = np.flatnonzero(models.duplicated().to_numpy())
+    if len(repeated):
+        row = int(repeated[0])
+        raise EvalprismError(f"{where}: {located(row)}: model '{models.iat[row]}' is listed twice")
 
 
 def row_location(table: pd.DataFrame, row: int) -> str:

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from evalprism.p2l.train_summary import EpochChoice, PenaltyChoice
 from evalprism.report import Report
+from evalprism.report.figures import chosen_point
 
 if TYPE_CHECKING:
     from evalprism.p2l.evaluate import EvaluationResult, EvaluationSummary
@@ -142,17 +143,7 @@ def _loss_figure(history: pd.DataFrame, marginal_nll: float, best_epoch: int) ->
         fig.add_trace(go.Scatter(x=history["epoch"], y=history[col], mode="lines+markers", name=name))
     best = history[history["epoch"] == best_epoch]
     if len(best):
-        fig.add_trace(
-            go.Scatter(
-                x=best["epoch"],
-                y=best["val_nll"],
-                mode="markers+text",
-                name="best epoch (saved)",
-                marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
-                text=[f"best epoch {best_epoch}"],
-                textposition="bottom center",
-            )
-        )
+        fig.add_trace(chosen_point(best["epoch"], best["val_nll"], "best epoch (saved)", f"best epoch {best_epoch}"))
         fig.add_vline(x=best_epoch, line_dash="dash", line_color="#d62728", line_width=1)
     fig.add_hline(
         y=marginal_nll,
@@ -187,17 +178,8 @@ def _penalty_figure(cv: pd.DataFrame) -> go.Figure:
         )
     chosen = finite[finite["chosen"]]
     if len(chosen):
-        fig.add_trace(
-            go.Scatter(
-                x=chosen["penalty"],
-                y=chosen["cv_nll"],
-                mode="markers+text",
-                name="chosen penalty (saved)",
-                text=[f"λ = {chosen['penalty'].iloc[0]:g}"],
-                textposition="bottom center",
-                marker={"symbol": "star", "size": 16, "color": "#d62728", "line": {"width": 1}},
-            )
-        )
+        penalty = f"λ = {chosen['penalty'].iloc[0]:g}"
+        fig.add_trace(chosen_point(chosen["penalty"], chosen["cv_nll"], "chosen penalty (saved)", penalty))
     levels = cv["cv_nll"].to_numpy(dtype=float)
     pad = 0.08 * (np.nanmax(levels) - np.nanmin(levels) or 0.01)
     fig.update_layout(

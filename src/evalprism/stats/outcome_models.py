@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -463,35 +463,26 @@ _GRK_BOUNDS: dict[int, tuple[tuple[Side, Side], ...]] = {
     BOTH_BAD: ((GROUND, "a"), (GROUND, "b")),
 }
 
+#: Bradley-Terry: wins only (ties dropped); "bt-tie" is the same model with a tie counted as half a win each
+_BT = OutcomeModel(
+    "bt",
+    outcomes=(A_WINS, B_WINS),
+    ties="drop",
+    extra=None,
+    shift_invariant=True,
+    route_by="bt",
+    needs=(),
+    bounds=_WINS,
+    log_probs=_bt_log_probs,
+    terms=_bt_terms,
+    second_terms=_bt_second,
+)
+
 OUTCOME_MODELS: dict[str, OutcomeModel] = {
     model.name: model
     for model in (
-        OutcomeModel(
-            "bt",
-            outcomes=(A_WINS, B_WINS),
-            ties="drop",
-            extra=None,
-            shift_invariant=True,
-            route_by="bt",
-            needs=(),
-            bounds=_WINS,
-            log_probs=_bt_log_probs,
-            terms=_bt_terms,
-            second_terms=_bt_second,
-        ),
-        OutcomeModel(
-            "bt-tie",
-            outcomes=(A_WINS, B_WINS),
-            ties="half",
-            extra=None,
-            shift_invariant=True,
-            route_by="bt",
-            needs=(),
-            bounds=_WINS,
-            log_probs=_bt_log_probs,
-            terms=_bt_terms,
-            second_terms=_bt_second,
-        ),
+        _BT,
+        replace(_BT, name="bt-tie", ties="half"),
         OutcomeModel(
             "rk",
             outcomes=(A_WINS, B_WINS, TIE),

@@ -21,6 +21,8 @@ from evalprism.stats.irv import KINDS
 from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalprism.stem.location_result import LocationResult
     from evalprism.stem.placement import Localization
     from evalprism.stem.plan import Plan
@@ -404,27 +406,9 @@ def _methods_table(trials: list[Trials]):
                         for m, c in zip(s["method"], s["chosen"], strict=True)
                     ],
                     "accuracy": s["accuracy"].round(3),
-                    "vs random (95%)": [
-                        _diff(d, lo, hi) if m != BASELINE.name else ""
-                        for m, d, lo, hi in zip(
-                            s["method"],
-                            s["accuracy_vs_random"],
-                            s["accuracy_vs_random_low"],
-                            s["accuracy_vs_random_high"],
-                            strict=True,
-                        )
-                    ],
+                    "vs random (95%)": _vs_random(s, "accuracy_vs_random"),
                     "mean abs. error": s["mean_abs_error"].round(3),
-                    "MAE vs random (95%)": [
-                        _diff(d, lo, hi) if m != BASELINE.name else ""
-                        for m, d, lo, hi in zip(
-                            s["method"],
-                            s["mae_vs_random"],
-                            s["mae_vs_random_low"],
-                            s["mae_vs_random_high"],
-                            strict=True,
-                        )
-                    ],
+                    "MAE vs random (95%)": _vs_random(s, "mae_vs_random"),
                     "score RMSE (pp)": s["score_rmse"].round(2),
                     "95% coverage": s["coverage_95"].round(3),
                 }
@@ -444,6 +428,13 @@ def _add_methods_table(report: Report, trials: list[Trials]) -> None:
         "RMSE against the full-benchmark reference score, and the share of trials whose nominal 95% "
         "interval holds it.",
     )
+
+
+def _vs_random(summary: pd.DataFrame, column: str) -> list[str]:
+    """Each method's paired difference to random sampling in ``column`` with its 95% interval (blank
+    on random sampling's own row)."""
+    rows = zip(summary["method"], summary[column], summary[f"{column}_low"], summary[f"{column}_high"], strict=True)
+    return [_diff(d, lo, hi) if m != BASELINE.name else "" for m, d, lo, hi in rows]
 
 
 def _diff(d: float, lo: float, hi: float) -> str:
