@@ -676,19 +676,14 @@ def location_report(result: LocationResult) -> Report:
 
 def _location_details(result: LocationResult) -> dict[str, Any]:
     """The report's run details of a localization: what the run decided (the plan's design where
-    one was read), then the readers' choices (when the answers were read from a file) and the notes,
+    one was read), then the readers' choices (when a reader made one) and the notes,
     in the order the report has listed them since format 1."""
     details = asdict(result.summary)
     if result.summary.plan is None:
         del details["plan"]
     notes = {"notes": list(result.notes)} if result.notes else {}
     choices = list(result.provenance.choices)
-    if choices:
-        details.update(read=choices, **notes)
-    else:
-        details.update(notes)
-        if result.provenance.readers:  # read from a file, which left no choice to make
-            details["read"] = choices
+    details.update({"read": choices, **notes} if choices else notes)
     return details
 
 
