@@ -33,12 +33,11 @@ from evalprism.keyed import keyed_hash
 from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.likelihood import log_outcome_probs
 from evalprism.p2l.marginal import Leaderboard
+from evalprism.p2l.train_summary import CV_FOLDS
 from evalprism.vocabularies import OutcomeModelName
 
 #: candidate penalties λ on ‖W‖²_F (features are unit-norm sentence embeddings); ∞ is always a candidate
 PENALTY_GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-#: folds of the cross-validation over training prompts
-CV_FOLDS = 5
 #: L-BFGS settings: full batch, to convergence (the problem is small: prompts x feature dimensions)
 LBFGS = {
     "lr": 1.0,

@@ -17,6 +17,9 @@ from typing import Any, Literal
 from evalprism.io.record import Provenance
 from evalprism.p2l.options import ResolvedTrainOptions
 
+#: folds of the cross-validation over training prompts
+CV_FOLDS = 5
+
 StopReason = Literal["early stopping", "max epochs"]
 
 
@@ -30,7 +33,6 @@ class PenaltyChoice:
 
     def line(self) -> str:
         """The choice in words: ``penalty λ = 0.3 (5-fold cross-validation)``."""
-        from evalprism.p2l.ridge import CV_FOLDS  # with torch: the reports that import this module do not need it
 
         how = "fixed" if self.penalty_by == "option" else f"{CV_FOLDS}-fold cross-validation"
         lam = self.penalty_chosen
