@@ -117,7 +117,7 @@ def test_help_and_version_import_no_numeric_stack(args: list[str], tmp_path: Pat
 #: dir.csv, so that a refusal of the later input shows that the earlier ones were not read first.
 REFUSED_INPUTS = [
     ("ecdf nosuch.csv --out o", "nosuch.csv: file not found"),
-    ("ecdf dir.csv --out o", "dir.csv: is a directory, expected a file"),
+    ("ecdf dir.csv --out o", "dir.csv: is a directory; expected a table file"),
     ("ecdf prompts.txt --out o", "prompts.txt: unknown table format '.txt'"),
     ("judges nosuch.csv --out o", "nosuch.csv: file not found"),
     (
