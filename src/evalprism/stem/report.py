@@ -884,9 +884,9 @@ def plan_report(plan: Plan) -> Report:
 def _plan_details(plan: Plan) -> dict[str, Any]:
     """The report's run details of a plan: what planning decided (an adaptive plan's stage, stages,
     localization so far and why it stopped, where it has them), then, for a later stage, the choices
-    of the readers of the model's answers: the order the report has listed them in since format 1."""
+    the readers of the model's answers made (when they made one): the order the report has listed them in since format 1."""
     details = {k: v for k, v in asdict(plan.summary).items() if v is not None or k not in _ADAPTIVE_ONLY}
-    if plan.provenance.readers:  # a later stage, from the model's answers
+    if plan.provenance.choices:  # a later stage, whose answers' readers made a choice
         details["read"] = list(plan.provenance.choices)
     return details
 
