@@ -38,5 +38,6 @@ def test_a_service_that_refuses_to_start_fails_with_its_output(tmp_path: Path) -
 
     config = tmp_path / "router.yaml"
     config.write_text("models: {a: {base_url: 'http://127.0.0.1:9/v1', cost: 1}}\nbudgett: 2\n")
-    with pytest.raises(RuntimeError, match="(?s)exited with 2 first.*budgett: Extra inputs are not permitted"):
+    # the inputs are checked before the service loads anything: the missing model is said first
+    with pytest.raises(RuntimeError, match="(?s)exited with 2 first.*no-model: no such model directory"):
         ServiceProcess(tmp_path / "no-model", config, {}).start()
