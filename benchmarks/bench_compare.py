@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalprism.compare import CompareOptions
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -42,7 +44,7 @@ def main() -> None:
     from evalprism.compare import compare_runs
 
     t = time.perf_counter()
-    result = compare_runs([table], baseline="m00", permutations=permutations, seed=0)
+    result = compare_runs([table], CompareOptions(baseline="m00", permutations=permutations, seed=0))
     ours = time.perf_counter() - t
     overall = result.overall()
 

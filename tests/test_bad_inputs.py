@@ -1950,18 +1950,18 @@ class TestMessagesNameTheFlag:
 
     def test_compare_option_values_the_library_refuses(self, tmp_path: Path) -> None:
         from evalprism.cli import flag_of
-        from evalprism.compare import compare_runs
+        from evalprism.compare import CompareOptions, compare_runs
         from evalprism.errors import EvalprismError
 
         scores = pd.DataFrame({"model": ["A", "B"], "item_id": [1, 1], "score": [1, 0]})
         for parameter, value, expected in (
-            ("adjust", "sidak", "adjust sidak: expected one of bh, holm"),
-            ("permutations", 0, "permutations: expected"),
-            ("effect", 2.0, "effect 2.0: expected a difference between 0 and 1"),
+            ("adjust", "sidak", "adjust: expected one of bh, holm, got 'sidak'"),
+            ("permutations", 0, "permutations: expected a whole number >= 1, got 0"),
+            ("effect", 2.0, "effect: expected a finite number > 0 and < 1, got 2.0"),
             ("baseline", "C", "baseline 'C': no such run (runs: A, B)"),
         ):
             with pytest.raises(EvalprismError) as caught:
-                compare_runs([scores], **{parameter: value})
+                compare_runs([scores], CompareOptions(**{parameter: value}))
             assert str(caught.value).startswith(expected) and "--" not in str(caught.value)
             shown = caught.value.naming(flag_of(caught.value.parameter))
             assert shown == f"--{parameter}" + str(caught.value)[len(parameter) :]  # the CLI's spelling

@@ -12,7 +12,7 @@ import pytest
 from helpers import REPO, read_run, run_cli
 from scipy import stats
 
-from evalprism.compare import compare_runs
+from evalprism.compare import CompareOptions, compare_runs
 from evalprism.io.response_options import ResponseOptions
 from evalprism.stats.compare_tests import adjust_pvalues
 
@@ -83,7 +83,8 @@ def test_continuous_scores_use_the_sign_flip_test_and_planted_difference_is_foun
     rng = np.random.default_rng(2)
     base = rng.random(1000) * 0.8
     res = compare_runs(
-        [_table({"A": base, "B": np.clip(base + 0.03 + rng.normal(0, 0.1, 1000), 0, 1)})], permutations=999
+        [_table({"A": base, "B": np.clip(base + 0.03 + rng.normal(0, 0.1, 1000), 0, 1)})],
+        CompareOptions(permutations=999),
     )
     row = res.overall().iloc[0]
     assert row["test"] == "sign-flip" and row["p"] == pytest.approx(1 / 1000)
@@ -102,7 +103,7 @@ def test_several_samples_per_item_split_the_variance() -> None:
         draws = (rng.random((items, k)) < p[:, None]).astype(int)
         for i in range(items):
             rows += [{"model": model, "item_id": i, "score": int(s)} for s in draws[i]]
-    res = compare_runs([pd.DataFrame(rows)], permutations=999)
+    res = compare_runs([pd.DataFrame(rows)], CompareOptions(permutations=999))
     row = res.overall().iloc[0]
     assert row["test"] == "sign-flip"  # 0/1 scores, but several per item: not McNemar
     means = pd.DataFrame(rows).groupby(["model", "item_id"])["score"].agg(["mean", "var"])
@@ -122,7 +123,7 @@ def test_clusters_widen_the_interval_and_flip_whole_clusters() -> None:
     a = rng.random(G * m)
     b = np.clip(a + rng.normal(0, 0.15, G)[passage] + rng.normal(0, 0.05, G * m), 0, 1)
     df = _table({"A": a, "B": b}, passage=np.tile(passage.astype(str), 1))
-    res = compare_runs([df], cluster="passage", permutations=999)
+    res = compare_runs([df], CompareOptions(cluster="passage", permutations=999))
     row = res.overall().iloc[0]
     assert row["test"] == "sign-flip (clusters)" and row["clusters"] == G
     assert row["se"] > 2 * row["se_naive"]
@@ -136,7 +137,7 @@ def test_baseline_pairs_and_adjustment_across_pairs() -> None:
     for k, lift in enumerate((0.0, 0.1, 0.3)):
         runs[f"m{k}"] = np.where(rng.random(300) < lift, 1, base)
     for adjust in ("bh", "holm"):
-        res = compare_runs([_table(runs)], baseline="base", adjust=adjust)
+        res = compare_runs([_table(runs)], CompareOptions(baseline="base", adjust=adjust))
         ov = res.overall()
         assert list(ov["run_a"]) == ["base"] * 3 and list(ov["run_b"]) == ["m0", "m1", "m2"]
         np.testing.assert_allclose(ov["p_adj"], adjust_pvalues(ov["p"].to_numpy(), adjust))
@@ -189,7 +190,7 @@ def test_cli_on_real_lm_eval_runs(tmp_path: Path, capsys) -> None:
     html = (out / "report.html").read_text()
     assert "the items cannot tell" in html and "not significantly different" not in html
     info = json.loads((out / "run.json").read_text())
-    assert info["options"]["run_names"] == ["first", "second"]
+    assert info["results"]["run_names"] == ["first", "second"]
 
 
 def test_comparisons_csv_columns_are_the_comparison_fields_in_order(tmp_path: Path, capsys) -> None:
@@ -218,8 +219,8 @@ def test_comparisons_csv_columns_are_the_comparison_fields_in_order(tmp_path: Pa
 def test_same_seed_same_tables(tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
     df = _table({"A": rng.random(300), "B": rng.random(300)})
-    one = compare_runs([df], permutations=499, seed=3).comparisons
-    two = compare_runs([df], permutations=499, seed=3).comparisons
+    one = compare_runs([df], CompareOptions(permutations=499, seed=3)).comparisons
+    two = compare_runs([df], CompareOptions(permutations=499, seed=3)).comparisons
     pd.testing.assert_frame_equal(one, two)
 
 
@@ -229,7 +230,7 @@ def test_score_table_file_with_true_false_and_no_answer(tmp_path: Path) -> None:
     res = compare_runs([path])
     row = res.overall().iloc[0]
     assert row["mean_a"] == pytest.approx(1 / 3) and row["mean_b"] == 1.0
-    assert res.notes == [f"{path}: 1 answer(s) scored -1 (no answer) counted as 0 (wrong)"]
+    assert res.notes == (f"{path}: 1 answer(s) scored -1 (no answer) counted as 0 (wrong)",)
 
 
 def test_readme_examples_print_what_the_readme_says(tmp_path: Path, capsys, monkeypatch) -> None:
@@ -267,7 +268,7 @@ def test_a_difference_hidden_only_by_the_correction_is_said_so() -> None:
     wrong = np.flatnonzero(base == 0)[:9]
     runs["m0"][wrong] = 1  # 9 discordant items, all one way: p = 2 / 2^9 = 0.0039; Holm over 6 pairs: 0.023
     runs["m1"][np.flatnonzero(base == 0)[:6]] = 1  # 6 one way: p = 0.031, Holm keeps it above 0.05
-    res = compare_runs([_table(runs)], baseline="base", adjust="holm")
+    res = compare_runs([_table(runs)], CompareOptions(baseline="base", adjust="holm"))
     row = res.overall().set_index("run_b").loc["m1"]
     assert row["p"] == pytest.approx(2 / 2**6) and row["p_adj"] >= 0.05
     assert row["verdict"].startswith("no difference detectable after correcting for several pairs: the MDE is")
@@ -285,7 +286,7 @@ def test_inspect_epochs_are_samples_of_one_item(tmp_path: Path) -> None:
     other = pd.DataFrame(
         {"model": "other", "benchmark": "arith_single", "item_id": ["q1", "q2", "q3", "q4"], "score": [0, 0, 0, 0]}
     )
-    res = compare_runs([log, other], harness=HarnessOptions(epochs="all"), permutations=999)
+    res = compare_runs([log, other], CompareOptions(harness=HarnessOptions(epochs="all"), permutations=999))
     row = res.overall().iloc[0]
     assert row["items"] == 4 and row["only_a"] == 0 and row["only_b"] == 0
     assert (res.items["samples_a"] == 3).all()
@@ -325,7 +326,7 @@ def test_items_listed_by_benchmark_then_item_id_as_text_whatever_the_input_order
             "score": [0.9, 0.8, 0.7, 0.6],
         }
     )
-    res = compare_runs([pd.concat([a, b], ignore_index=True)], permutations=99)
+    res = compare_runs([pd.concat([a, b], ignore_index=True)], CompareOptions(permutations=99))
     items = res.items
     assert list(zip(items["benchmark"].astype(str), items["item_id"].astype(str), strict=True)) == [
         ("y", "3"),
@@ -430,8 +431,10 @@ def test_an_ecdf_responses_file_is_one_run_per_configuration(tmp_path: Path) -> 
     path, truth = _responses(tmp_path)
     res = compare_runs(
         [path],
-        baseline="temperature=0.0 , model=a",
-        responses=ResponseOptions(by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"),
+        CompareOptions(
+            baseline="temperature=0.0 , model=a",
+            responses=ResponseOptions(by=("model", "temperature"), extract=r"\$?([\d.]+)\s*$"),
+        ),
     )
     rows = res.overall().set_index("run_b")
     assert set(rows["run_a"]) == {"model=a · temperature=0.0"}
@@ -466,7 +469,7 @@ def test_responses_file_cli_default_by_model_and_greedy_mcnemar(tmp_path: Path, 
     assert row["test"] == "McNemar exact" and row["differing"] == 15
     assert row["p"] == pytest.approx(2 / 2**15)
     assert "good is 75.0 points better than bad" in err or "bad is 75.0 points worse than good" in err
-    assert read_run(out).options["responses"] is None  # defaults only
+    assert read_run(out).options["responses"] == ResponseOptions().record()  # defaults only
     code, _, err = run_cli(["compare", path, "--score", "cosine", "--out", tmp_path / "c2"], capsys)
     assert code == 2 and "cosine similarity is a closeness" in err and not (tmp_path / "c2").exists()
 
@@ -499,4 +502,31 @@ def test_a_bad_choices_cell_is_named_by_its_source_row_after_empty_responses_are
     from evalprism.io.response_options import ResponseOptions
 
     with pytest.raises(EvalprismError, match=r"r.csv: row 2, column 'choices': expected a JSON object"):
-        compare_runs([path], responses=ResponseOptions(extract=r"Answer\(([A-E])", choices="choices"))
+        compare_runs([path], CompareOptions(responses=ResponseOptions(extract=r"Answer\(([A-E])", choices="choices")))
+
+
+def test_run_record_layout_and_finding_match_the_tables(tmp_path: Path, capsys) -> None:
+    """run.json: format 2, the command, every option of CompareOptions, what the run decided
+    (CompareSummary) as results; its finding is the ``all`` row's verdict of comparisons.csv."""
+    from dataclasses import fields
+
+    from evalprism.compare.result import CompareSummary
+
+    rng = np.random.default_rng(4)
+    a = (rng.random(300) < 0.5).astype(float)
+    b = np.where(rng.random(300) < 0.3, 1.0, a)
+    path = tmp_path / "scores.csv"
+    _table({"base": a, "cand": b}).to_csv(path, index=False)
+    out = tmp_path / "out"
+    code, _, err = run_cli(["compare", path, "--baseline", "base", "--out", out], capsys)
+    assert code == 0, err
+    raw = json.loads((out / "run.json").read_text())
+    record = read_run(out)
+    assert raw["format"] == 2 and record.command == "compare"
+    assert set(record.options) == {f.name for f in fields(CompareOptions)}
+    assert set(record.results) == {f.name for f in fields(CompareSummary)}
+    assert record.results["baseline"] == "base" and record.results["scores"] == "0/1"
+    row = pd.read_csv(out / "comparisons.csv").query("benchmark == 'all'").iloc[0]
+    assert record.findings == (f"cand vs base: {row['verdict']}",)
+    assert f"{100 * row['difference']:.1f} points better" in row["verdict"]
+    assert record.findings[0] in " ".join(err.split())

@@ -95,7 +95,7 @@ def test_score_mode_needs_no_embedder() -> None:
     s = res.settings
     assert set(s.loc[s["cfg"] == "high", "cluster"]) == {0}
     assert "final_answer" not in s.columns
-    assert res.options["quality"] == "score column"
+    assert res.summary.quality == "score column"
     assert s["n_responses"].tolist() == [4 + q % 3 for q in range(6) for _ in range(2)]
 
 
@@ -108,7 +108,7 @@ def test_auto_k_reports_the_stability_curve() -> None:
         for v in base + rng.normal(0, 0.02, 4)
     ]
     res = analyze(pd.DataFrame(rows), EcdfOptions(by=["cfg"], clusters="auto"), progress=False)
-    assert res.options["k"] == 3
+    assert res.summary.k == 3
     assert res.k_curve["k"].tolist()[0] == 2
     assert res.k_curve.set_index("k")["stability"].idxmax() == 3
 

@@ -41,7 +41,7 @@ def test_exact_score_through_the_analysis(cache_dir: Path) -> None:
     # q2, good: "Fuji" is not "Mount Fuji" (exact), the other four are
     assert s.loc[("q2", "good", "1.0"), "mean_score"] == pytest.approx(0.8)
     assert s.loc[(slice(None), "bad"), "mean_score"].eq(0).all()
-    assert res.options["score"] == "exact"
+    assert res.summary.score == "exact"
     assert any("exact match to a reference" in line for line in headline(res))
     with pytest.raises(EvalprismError, match="score: expected one of cosine, exact, contains"):
         analyze(small_responses(), EcdfOptions(score="fuzzy"), progress=False)  # type: ignore[arg-type]
@@ -86,7 +86,7 @@ def test_distinct_ecdfs_are_counted_by_distribution() -> None:
 def test_k_is_capped_at_the_distinct_ecdfs() -> None:
     table = _score_table({"a": [0.1, 0.2], "b": [0.5, 0.6], "c": [0.9, 1.0]})
     res = analyze(table, EcdfOptions(by=["cfg"], clusters=5), progress=False)
-    assert res.options["k"] == 3
+    assert res.summary.k == 3
     assert res.clusters["size"].tolist() == [6, 6, 6]
     assert any("only 3 distinct ECDFs" in n for n in res.notes)
 

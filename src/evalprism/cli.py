@@ -610,22 +610,11 @@ def compare(
     quiet: Quiet = False,
 ) -> None:
     """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
-    o = options
 
     def comparison() -> SavableResult:
         from evalprism.compare import compare_runs
 
-        return compare_runs(
-            runs,
-            o.baseline,
-            o.cluster,
-            harness=o.harness,
-            adjust=o.adjust,
-            permutations=o.permutations,
-            seed=o.seed,
-            effect=o.effect,
-            responses=o.responses,
-        )
+        return compare_runs(runs, options)
 
     _run("compare", out, [Input(run, Expect.RESULTS) for run in runs], overwrite, quiet, comparison)
 

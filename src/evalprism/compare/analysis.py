@@ -40,13 +40,11 @@ import numpy as np
 import pandas as pd
 
 from evalprism.compare.comparison import NAN, Comparison, comparison_table
-from evalprism.compare.result import CompareResult
+from evalprism.compare.options import CompareOptions
+from evalprism.compare.result import CompareResult, CompareSummary
 from evalprism.errors import EvalprismError
-from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.items import Input as Run
 from evalprism.io.items import read_items
-from evalprism.io.options import check_number
-from evalprism.io.response_options import ResponseOptions
 from evalprism.io.responses import same_configuration
 from evalprism.stats.compare_tests import (
     PairedDifference,
@@ -433,16 +431,6 @@ def _adjusted(rows: list[Comparison], adjust: str) -> list[Comparison]:
     return [row.adjusted(float(q)) for row, q in zip(rows, p_adj, strict=True)]
 
 
-def _check_options(adjust: str, permutations: int, effect: float) -> None:
-    if adjust not in ADJUST:
-        raise EvalprismError(f"adjust {adjust}: expected one of {', '.join(ADJUST)}", parameter="adjust")
-    check_number("permutations", permutations)
-    if not 0 < effect < 1:
-        raise EvalprismError(
-            f"effect {effect}: expected a difference between 0 and 1 (0.02 = 2 points)", parameter="effect"
-        )
-
-
 def _runs_read(table: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
     """The runs' names in input order and the file each came from; refused when there is one run."""
     names = [str(n) for n in pd.unique(table["run"])]
@@ -466,53 +454,36 @@ def _baseline_run(baseline: str | None, names: list[str]) -> str | None:
     return baseline
 
 
-def compare_runs(
-    runs: Sequence[Run],
-    baseline: str | None = None,
-    cluster: str | None = None,
-    *,
-    harness: HarnessOptions | None = None,
-    adjust: str = "bh",
-    permutations: int = 9999,
-    seed: int = 0,
-    effect: float = 0.02,
-    responses: ResponseOptions | None = None,
-) -> CompareResult:
+def compare_runs(runs: Sequence[Run], options: CompareOptions | None = None) -> CompareResult:
     """Compare runs pairwise (see the module docstring). ``runs``: paths (lm-eval directories, inspect
-    logs, score tables) or score DataFrames; ``effect``: the difference (0..1 scale) whose
-    ``items_needed`` is reported; ``responses``: how ECDF responses files become runs (``--by``,
-    ``--score``, ``--extract``)."""
-    _check_options(adjust, permutations, effect)
-    loaded = read_items(runs, cluster=cluster, harness=harness, responses=responses)
+    logs, score tables, ECDF responses files) or score DataFrames; ``options``: how
+    (:class:`~evalprism.compare.options.CompareOptions`: the baseline, clusters, correction,
+    permutations, the effect whose ``items_needed`` is reported, and how logs and responses are read)."""
+    o = options or CompareOptions()
+    loaded = read_items(runs, cluster=o.cluster, harness=o.harness, responses=o.responses)
     table = loaded.table
     names, sources = _runs_read(table)
-    baseline = _baseline_run(baseline, names)
+    baseline = _baseline_run(o.baseline, names)
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
-    settings = _Settings(cluster=cluster, binary=binary, effect=effect, permutations=permutations)
+    settings = _Settings(cluster=o.cluster, binary=binary, effect=o.effect, permutations=o.permutations)
     bench_order = [str(b) for b in pd.unique(table["benchmark"])]  # input order
-    items = _per_item(table, names, cluster)
+    items = _per_item(table, names, o.cluster)
     del table
     pairs = _pairs(names, baseline)
     rows, units, parts = _compare_pairs(items, names, pairs, bench_order, sources, settings)
-    rows = _adjusted(_with_sign_flip_p(rows, units, permutations, seed), adjust)
-    options = {
-        "runs": [str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs],
-        "run_names": names,
-        "baseline": baseline,
-        "cluster": cluster,
-        "adjust": adjust,
-        "permutations": permutations,
-        "seed": seed,
-        "effect": effect,
-        "scores": "0/1" if binary else "0..1",
-        "harness": (harness or HarnessOptions()).given(),
-        "responses": dataclasses.asdict(responses) if responses and responses.given() else None,
-    }
+    rows = _adjusted(_with_sign_flip_p(rows, units, o.permutations, o.seed), o.adjust)
+    summary = CompareSummary(
+        runs=tuple(str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs),
+        run_names=tuple(names),
+        sources=sources,
+        baseline=baseline,
+        scores="0/1" if binary else "0..1",
+    )
     return CompareResult(
         comparisons=comparison_table(rows),
-        items=_item_table(items, parts, names, pairs, cluster),
-        options=options,
-        notes=list(loaded.provenance.notes),
-        read=list(loaded.provenance.choices),
-        sources=sources,
+        items=_item_table(items, parts, names, pairs, o.cluster),
+        options=o,
+        summary=summary,
+        provenance=loaded.provenance,
+        notes=tuple(loaded.provenance.notes),
     )

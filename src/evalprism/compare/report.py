@@ -3,8 +3,9 @@ with their 95% intervals and the minimum detectable effect beside each, and the 
 
 from __future__ import annotations
 
+import dataclasses
 import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -106,15 +107,15 @@ def _forest(rows: pd.DataFrame):
 
 
 def build_report(result: CompareResult) -> Report:
-    o = result.options
+    o, summary = result.options, result.summary
     c = result.comparisons
     overall = result.overall()
     n_pairs = len(overall)
     sub = (
-        f"{len(o['run_names'])} runs · {n_pairs} pair{'s' * (n_pairs != 1)} · "
-        f"{'against baseline ' + o['baseline'] if o['baseline'] else 'all pairs'} · "
-        f"{'clustered by ' + o['cluster'] if o['cluster'] else 'items independent'} · "
-        f"p adjusted by {'Benjamini-Hochberg' if o['adjust'] == 'bh' else 'Holm'}"
+        f"{len(summary.run_names)} runs · {n_pairs} pair{'s' * (n_pairs != 1)} · "
+        f"{'against baseline ' + summary.baseline if summary.baseline else 'all pairs'} · "
+        f"{'clustered by ' + o.cluster if o.cluster else 'items independent'} · "
+        f"p adjusted by {'Benjamini-Hochberg' if o.adjust == 'bh' else 'Holm'}"
     )
     report = Report(title="Is B better than A? Paired comparison of runs", subtitle=sub)
     for _, r in overall.iterrows():
@@ -149,7 +150,7 @@ def build_report(result: CompareResult) -> Report:
             "(4 such items: 0.125), and a sign-flip test not below 2/2<sup>k</sup> either. Such a pair is evidence of "
             "nothing yet, in either direction (columns <i>differing</i> and <i>p_floor</i>).</p>"
             f"<p>Tests used here: {test_names}. p_adj corrects for comparing several pairs "
-            f"({'Benjamini-Hochberg, false discovery rate' if o['adjust'] == 'bh' else 'Holm, family-wise error'}); "
+            f"({'Benjamini-Hochberg, false discovery rate' if o.adjust == 'bh' else 'Holm, family-wise error'}); "
             "a difference is reported when p_adj &lt; 0.05.</p>"
         ),
     )
@@ -183,7 +184,7 @@ def build_report(result: CompareResult) -> Report:
         "ci_low",
         "ci_high",
         "se",
-        *(["se_naive"] if o["cluster"] else []),
+        *(["se_naive"] if o.cluster else []),
         "test",
         "differing",
         "p_adj",
@@ -191,10 +192,10 @@ def build_report(result: CompareResult) -> Report:
         "items_needed",
     ]
     caption = ["Scores, differences, SEs and MDE in points."]
-    if o["cluster"]:
+    if o.cluster:
         caption.append("se_naive: the SE if items were independent (compare with se).")
     caption.append(
-        f"items_needed: items to detect a {100 * o['effect']:.1f}-point difference at 80% power with this "
+        f"items_needed: items to detect a {100 * o.effect:.1f}-point difference at 80% power with this "
         "pair's per-item variance."
     )
     caption.append(
@@ -219,8 +220,26 @@ def build_report(result: CompareResult) -> Report:
             "the part due to sampling within items (var_within: more samples per item shrink it) and the "
             "part due to items differing (var_between: only more items shrink it).",
         )
-    report.details.update({k: v for k, v in o.items() if k != "harness"})
-    report.details.update({f"harness {k}": v for k, v in o["harness"].items()})
-    for i, line in enumerate(result.read, 1):
-        report.details[f"read {i}"] = line
+    report.details.update(_details(result))
     return report
+
+
+def _details(result: CompareResult) -> dict[str, Any]:
+    """The report's run details: the inputs and runs, the options as run (the baseline as resolved),
+    the harness readers' options given, then each choice the readers made."""
+    o, summary = result.options, result.summary
+    details: dict[str, Any] = {
+        "runs": list(summary.runs),
+        "run_names": list(summary.run_names),
+        "baseline": summary.baseline,
+        "cluster": o.cluster,
+        "adjust": o.adjust,
+        "permutations": o.permutations,
+        "seed": o.seed,
+        "effect": o.effect,
+        "scores": summary.scores,
+        "responses": dataclasses.asdict(o.responses) if o.responses.given() else None,
+    }
+    details.update({f"harness {k}": v for k, v in o.harness.given().items()})
+    details.update({f"read {i}": line for i, line in enumerate(result.provenance.choices, 1)})
+    return details

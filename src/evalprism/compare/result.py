@@ -1,4 +1,4 @@
-"""The result of `evalprism compare`: its tables, its run record, its report."""
+"""The result of `evalprism compare`: its tables, what the run decided, its report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,22 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from evalprism.compare.options import CompareOptions
 from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance
+
+
+@dataclass(frozen=True)
+class CompareSummary:
+    """What a comparison read and decided: the inputs as given (a table in memory by its source),
+    the runs' names in input order and the file each came from, the baseline every run was compared
+    with (None: all pairs), and whether every score was 0/1 (``"0/1"``) or some lay between (``"0..1"``)."""
+
+    runs: tuple[str, ...]
+    run_names: tuple[str, ...]
+    sources: dict[str, str]
+    baseline: str | None
+    scores: str
 
 
 @dataclass
@@ -16,17 +31,19 @@ class CompareResult(SavedResult):
     B - A on the 0..1 scale, SE, interval, test, p, adjusted p, MDE, items needed, variance parts,
     verdict); ``items``: one row per (pair, item) with both scores and the difference, including
     items only one run answered (``status``; the text columns are categoricals, built from integer
-    codes, and write as their values); ``notes``: what was changed from the input (no-answer
-    scores); ``read``: what the harness readers chose; ``sources``: the file each run came from."""
+    codes, and write as their values). ``options``: what the run was asked
+    (:class:`~evalprism.compare.options.CompareOptions`); ``summary``: what it read and decided
+    (:class:`CompareSummary`); ``provenance``: what the readers read and chose; ``notes``: what was
+    changed from the input (no-answer scores)."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.COMPARE
 
     comparisons: pd.DataFrame
     items: pd.DataFrame
-    options: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    read: list[str] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)
+    options: CompareOptions
+    summary: CompareSummary
+    provenance: Provenance = field(default_factory=Provenance)
+    notes: tuple[str, ...] = ()
 
     def findings(self) -> list[str]:
         """The verdict of every pair over all benchmarks: "B vs A: ..."."""
@@ -34,9 +51,6 @@ class CompareResult(SavedResult):
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"comparisons": self.comparisons, "items": self.items}
-
-    def run_info(self) -> dict[str, Any]:
-        return {"options": self.options, "notes": self.notes, "read": self.read, "sources": self.sources}
 
     def overall(self) -> pd.DataFrame:
         """The ``all`` row of every pair."""

@@ -13,7 +13,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
 from evalprism.ecdf.options import EcdfOptions
-from evalprism.ecdf.result import EcdfResult
+from evalprism.ecdf.result import EcdfResult, EcdfSummary
 from evalprism.ecdf.scoring import DESCRIPTIONS, cosine_scores, short_reference_share
 from evalprism.embed import Embedder, get_embedder
 from evalprism.errors import EvalprismError
@@ -454,6 +454,10 @@ def _factor_table(settings: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
     )
 
 
+#: how a large set of settings is clustered (the run details say it)
+_CLARA = "CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings (no n x n matrix)"
+
+
 def analyze(
     table: pd.DataFrame,
     options: EcdfOptions | None = None,
@@ -525,31 +529,20 @@ def analyze(
         samples=samples,
         responses=df,
         by=by,
-        options={
-            "by": by,
-            "clusters": clusters,
-            "k": int(clustering.medoids.size),
-            "method": method,
-            "seed": seed,
-            "extract": o.extract,
-            "choices": o.choices,
-            "group": group,
-            "embedder": getattr(encoder, "spec", encoder) if scored.answers is not None else None,
-            "score": None if "score" in df.columns else rule,
-            "baseline": o.baseline,
-            "permutations": o.permutations,
-            "final": final,
-            "quality": "score column" if "score" in df.columns else DESCRIPTIONS[rule],
-            "loss": clustering.loss,
-            "clustering": (
-                "CLARA-style k-medoids: FasterPAM on samples, exact W1 losses and swaps over all settings "
-                "(no n x n matrix)"
-            )
-            if clustering.scalable
-            else "k-medoids on the full W1 matrix",
-        },
-        embed_stats=scored.embed_stats,
-        notes=notes,
+        options=o,
+        summary=EcdfSummary(
+            k=int(clustering.medoids.size),
+            group=group,
+            embedder=str(getattr(encoder, "spec", encoder)) if scored.answers is not None else None,
+            score=None if "score" in df.columns else rule,
+            quality="score column" if "score" in df.columns else DESCRIPTIONS[rule],
+            loss=clustering.loss,
+            clustering=_CLARA if clustering.scalable else "k-medoids on the full W1 matrix",
+            n_settings=len(settings),
+            n_responses=int(sum(s.size for s in samples)),
+            embedding=scored.embed_stats,
+        ),
+        notes=tuple(notes),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from evalprism.ecdf.compare import ALPHA, format_p, pair_sentence
-from evalprism.ecdf.options import FINAL_NAMES
+from evalprism.ecdf.options import FINAL_NAMES, EcdfOptions
 from evalprism.io.lexical import normalise_answer
 from evalprism.report import Report
 from evalprism.stats import ecdf_steps
@@ -368,7 +368,7 @@ def _near_miss_note(medoids: list[tuple[pd.Series, list, pd.DataFrame]]) -> str:
 
 def _examples_html(result: EcdfResult, max_answers: int = 8) -> str:
     medoids = _medoid_answers(result, max_answers)
-    blocks = [_near_miss_note(medoids)] if result.options.get("score") == "cosine" else []
+    blocks = [_near_miss_note(medoids)] if result.summary.score == "cosine" else []
     for row, refs, answers in medoids:
         items = "".join(
             f"<li>{clip(a.answer) or '<i>(no answer)</i>'} <b>×{a.count}</b> "
@@ -438,7 +438,7 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
     items = [text + "."]
     pair = _same_accuracy_different_quality(result)
     if pair is not None:
-        items.append("Same accuracy, different quality: " + pair_sentence(pair, result.options["permutations"]))
+        items.append("Same accuracy, different quality: " + pair_sentence(pair, result.options.permutations))
     return items
 
 
@@ -464,13 +464,13 @@ def _settings_count(result: EcdfResult) -> str:
 
 def index_line(result: EcdfResult) -> str:
     """One line for an index page: K, the settings, and the widest same-accuracy quality gap."""
-    line = f"K={result.options['k']} clusters of {len(result.settings)} settings"
+    line = f"K={result.summary.k} clusters of {len(result.settings)} settings"
     pair = _same_accuracy_different_quality(result)
     if pair is not None:
         line += (
             f"; {pair['configuration_a']} vs {pair['configuration_b']}: accuracy {pair['accuracy_a']:.2f} vs "
             f"{pair['accuracy_b']:.2f} (within {SAME_ACCURACY:.2f}), response distributions differ (mean W1 "
-            f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options['permutations'])})"
+            f"{pair['mean_w1']:.3f}, {format_p(pair['p_distribution_adjusted'], result.options.permutations)})"
         )
     return line
 
@@ -544,16 +544,16 @@ def _accuracy_panel_title(s: pd.DataFrame, level: object, members: np.ndarray, g
     return f"accuracy {level}: {shown} (n={members.size})"
 
 
-def final_name(options: dict) -> str:
+def final_name(options: EcdfOptions) -> str:
     """What the final answer of each setting is, in words."""
-    return FINAL_NAMES[options.get("final") or "medoid"]
+    return FINAL_NAMES[options.final or "medoid"]
 
 
 def _final_answer_sentence(result: EcdfResult) -> list[str]:
     """Accuracy by the final-answer rule used and by the other one, when they differ: the eq. 6
     medoid is not the self-consistency vote."""
     s = result.settings
-    other = "majority" if (result.options.get("final") or "medoid") == "medoid" else "medoid"
+    other = "majority" if (result.options.final or "medoid") == "medoid" else "medoid"
     if f"{other}_correct" not in s.columns or "correct" not in s.columns:
         return []
     used, alt = float(s["correct"].mean()), float(s[f"{other}_correct"].mean())
@@ -576,18 +576,18 @@ FINAL_WORDS = {"medoid": "the answer nearest the mean embedding (eq. 6)", "major
 def _k_origin(result: EcdfResult) -> str:
     if result.k_curve is not None:
         return "K chosen by clustering stability under resampling of questions"
-    return "K given" if result.options["clusters"] != "auto" else "K set by the number of distinct ECDFs"
+    return "K given" if result.options.clusters != "auto" else "K set by the number of distinct ECDFs"
 
 
 def headline(result: EcdfResult) -> list[str]:
     """A few sentences a colleague can read in a minute."""
     s = result.settings
-    o = result.options
+    summary = result.summary
     items = [
-        f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={o['k']} groups of "
+        f"{_settings_count(result)}, {int(s['n_responses'].sum())} responses, clustered into K={summary.k} groups of "
         f"similar response-quality distributions ({_k_origin(result)}; "
         "cluster 0 is best).",
-        f"Each response's quality: {o['quality']}.",
+        f"Each response's quality: {summary.quality}.",
     ]
     f = result.factors
     if len(f):
@@ -615,7 +615,7 @@ def _comparisons_html(result: EcdfResult) -> str:
         ["_sig", "mean_w1", "_gap"], ascending=False, kind="stable"
     )
     items = "".join(
-        f"<li>{html.escape(pair_sentence(row, result.options['permutations']))}</li>"
+        f"<li>{html.escape(pair_sentence(row, result.options.permutations))}</li>"
         for _, row in order.head(MAX_PAIR_SENTENCES).iterrows()
     )
     more = (
@@ -628,7 +628,7 @@ def _comparisons_html(result: EcdfResult) -> str:
 
 def build_report(result: EcdfResult) -> Report:
     """Assemble the report for ``result``."""
-    o = result.options
+    o, summary = result.options, result.summary
     s = result.settings
     samples = result.samples
     allv = np.concatenate(samples)
@@ -639,11 +639,11 @@ def build_report(result: EcdfResult) -> Report:
         "cosine": "max cosine similarity",
         "exact": "exact match (0/1)",
         "contains": "contains a reference (0/1)",
-    }.get(o.get("score") or "", "score")
+    }.get(summary.score or "", "score")
     report = Report(
         title=result.title or "Response-quality distributions (ECDF clustering)",
-        subtitle=f"quality = {o['quality']}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
-        f"k-medoids: {o['method']}, K={o['k']}, seed {o['seed']}; {o.get('clustering', '')}",
+        subtitle=f"quality = {summary.quality}; settings = question × ({', '.join(result.by) or 'one configuration'}); "
+        f"k-medoids: {o.method}, K={summary.k}, seed {o.seed}; {summary.clustering}",
     )
     report.summary(*headline(result))
     groups = []
@@ -655,7 +655,7 @@ def build_report(result: EcdfResult) -> Report:
             (f"cluster {c} (n={row['size']}, wins={row['wins']})", [samples[i] for i in members], samples[medoid])
         )
     report.figure(
-        _ecdf_panels(groups, lo, hi, x_title, o["seed"]),
+        _ecdf_panels(groups, lo, hi, x_title, o.seed),
         "ECDFs of each cluster",
         "Each panel is one cluster of settings; a grey step curve is the ECDF of one setting's response scores. "
         "A curve further right (lower) means better responses. Black is the cluster's medoid, blue the ECDF of all "
@@ -671,10 +671,10 @@ def build_report(result: EcdfResult) -> Report:
         for level in sorted(s["accuracy_level"].dropna().unique()):
             members = np.flatnonzero((s["accuracy_level"] == level).to_numpy())
             acc_groups.append(
-                (_accuracy_panel_title(s, level, members, o.get("group")), [samples[i] for i in members], None)
+                (_accuracy_panel_title(s, level, members, summary.group), [samples[i] for i in members], None)
             )
         report.figure(
-            _ecdf_panels(acc_groups, lo, hi, x_title, o["seed"]),
+            _ecdf_panels(acc_groups, lo, hi, x_title, o.seed),
             "ECDFs grouped by accuracy",
             "Settings grouped by the exact-match accuracy of their group × configuration; final answer: "
             f"{final_name(o)}. Blue is the pooled centroid. Wide grey bands inside one "
@@ -682,7 +682,7 @@ def build_report(result: EcdfResult) -> Report:
         )
     if result.k_curve is not None:
         report.figure(
-            _k_figure(result.k_curve, o["k"]),
+            _k_figure(result.k_curve, summary.k),
             "Choosing K",
             "For each K, two random subsets of 80% of the questions are clustered (k-medoids on the exact "
             "ECDF distances), both clusterings are extended to every setting (nearest medoid) and compared "
@@ -712,7 +712,7 @@ def build_report(result: EcdfResult) -> Report:
             _comparisons_html(result),
             "Paired comparisons over the questions both configurations answered. Distributions: the "
             "mean per-question W1 distance between their ECDFs, tested by permuting the configuration "
-            f"labels of the responses within each question (up to {o['permutations']} permutations, "
+            f"labels of the responses within each question (up to {o.permutations} permutations, "
             "sequential: a pair stops once 20 permutations reached its statistic, p = 20 / permutations "
             "drawn, about 22% relative error, only ever for p above 20 / the maximum; or once the observed "
             "lies 8 null SDs beyond 100+ permutations, reported at the floor 1 / (permutations + 1); every "
@@ -739,7 +739,7 @@ def build_report(result: EcdfResult) -> Report:
         table = result.comparisons[[c for c in shown if c in result.comparisons.columns]].round(4).astype(object)
         for col in [c for c in table.columns if c.startswith("p_")]:
             table[col] = [
-                _p_cell(p, o["permutations"] if col != "p_accuracy_adjusted" else None) for p in result.comparisons[col]
+                _p_cell(p, o.permutations if col != "p_accuracy_adjusted" else None) for p in result.comparisons[col]
             ]
         report.table(
             table,
@@ -760,7 +760,33 @@ def build_report(result: EcdfResult) -> Report:
                 f"response score; final answer: {final_name(o)}.",
             ),
         )
-    report.details.update(dict(o.items()))
-    if result.embed_stats:
-        report.details["embedding"] = result.embed_stats
+    report.details.update(_details(result))
     return report
+
+
+def _details(result: EcdfResult) -> dict[str, Any]:
+    """The report's run details: the options as run with what the analysis resolved (K, the group
+    column, the embedder, the scoring), in the order the report has listed them since format 1, and
+    the embedder's counts when something was embedded."""
+    o, summary = result.options, result.summary
+    details: dict[str, Any] = {
+        "by": list(o.by),
+        "clusters": o.clusters,
+        "k": summary.k,
+        "method": o.method,
+        "seed": o.seed,
+        "extract": o.extract,
+        "choices": o.choices,
+        "group": summary.group,
+        "embedder": summary.embedder,
+        "score": summary.score,
+        "baseline": o.baseline,
+        "permutations": o.permutations,
+        "final": o.final,
+        "quality": summary.quality,
+        "loss": summary.loss,
+        "clustering": summary.clustering,
+    }
+    if summary.embedding:
+        details["embedding"] = summary.embedding
+    return details

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from evalprism.ecdf.options import EcdfOptions
 from evalprism.io.outputs import OutputKind, SavedResult
 
 SETTINGS_FIRST = [
@@ -30,6 +31,26 @@ SETTINGS_FIRST = [
 ]
 
 
+@dataclass(frozen=True)
+class EcdfSummary:
+    """What an ECDF analysis resolved and counted: the clusters ``k`` (chosen when ``clusters`` was
+    "auto"), the ``group`` column used (None: none), the ``embedder`` spec (None when nothing was
+    embedded), the scoring rule (None: a score column was used as it is) and each response's
+    ``quality`` in words, the clustering's W1 ``loss`` and how it was computed, the settings and
+    responses analysed, and per instruction embedded, the embedder's counts (None: nothing embedded)."""
+
+    k: int
+    group: str | None
+    embedder: str | None
+    score: str | None
+    quality: str
+    loss: float
+    clustering: str
+    n_settings: int
+    n_responses: int
+    embedding: dict[str, Any] | None
+
+
 @dataclass
 class EcdfResult(SavedResult):
     """Everything :func:`evalprism.ecdf.analyze` found.
@@ -41,8 +62,10 @@ class EcdfResult(SavedResult):
     configuration; ``comparisons``: paired tests between configurations over shared questions
     (:mod:`evalprism.ecdf.compare`; None with one configuration); ``k_curve``: stability per K when K was chosen automatically;
     ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
-    quality values of each setting (the ECDFs), indexed like ``settings``; ``title``: the report's
-    title (None: the default).
+    quality values of each setting (the ECDFs), indexed like ``settings``; ``options``: what the
+    analysis was asked (:class:`~evalprism.ecdf.options.EcdfOptions`); ``summary``: what it resolved
+    and counted (:class:`EcdfSummary`); ``notes``: what it changed or left out; ``title``: the
+    report's title (None: the default).
     """
 
     output_kind: ClassVar[OutputKind] = OutputKind.ECDF
@@ -57,9 +80,9 @@ class EcdfResult(SavedResult):
     samples: list[np.ndarray]
     responses: pd.DataFrame
     by: list[str]
-    options: dict[str, Any] = field(default_factory=dict)
-    embed_stats: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
+    options: EcdfOptions
+    summary: EcdfSummary
+    notes: tuple[str, ...] = ()
     title: str | None = None
 
     def settings_table(self) -> pd.DataFrame:
@@ -86,15 +109,6 @@ class EcdfResult(SavedResult):
         if self.k_curve is not None:
             out["k_selection"] = self.k_curve
         return out
-
-    def run_info(self) -> dict[str, Any]:
-        return {
-            "options": self.options,
-            "embedding": self.embed_stats,
-            "notes": self.notes,
-            "n_settings": len(self.settings),
-            "n_responses": int(sum(s.size for s in self.samples)),
-        }
 
     def report(self) -> Any:
         from evalprism.ecdf.report import build_report

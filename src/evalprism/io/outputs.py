@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from evalprism.errors import EvalprismError, shorten
-from evalprism.io.options import Options
 from evalprism.io.record import RUN_FORMAT, Provenance, RunRecord
 
 MARKER_FILE = "run.json"
@@ -200,11 +199,8 @@ class SavedResult:
 
     @property
     def record(self) -> RunRecord:
-        """The run record (:func:`result_record`); a result that still keeps its run facts as a dict
-        (``options`` and ``run_info()``) is read by :func:`_dict_record` until it is typed."""
-        if isinstance(getattr(self, "options", None), Options):
-            return result_record(self)
-        return _dict_record(self)
+        """The run record (:func:`result_record`)."""
+        return result_record(self)
 
     def write_extra(self, directory: Path) -> None:
         """No files beyond the tables, ``run.json`` and the report."""
@@ -227,26 +223,6 @@ def result_record(result: Any) -> RunRecord:
         notes=tuple(getattr(result, "notes", ())),
         findings=tuple(result.findings()) if hasattr(result, "findings") else (),
         results=dataclasses.asdict(summary) if summary is not None else {},
-    )
-
-
-def _dict_record(result: Any) -> RunRecord:
-    """The run record of a result keeping its options as a dict: the options, the readers' choices
-    (``read``) and the notes (``notes``, ``left_out``, ``stopped``) taken from it, the rest as the results."""
-    info = dict(result.run_info()) if hasattr(result, "run_info") else {"options": getattr(result, "options", {})}
-    options = dict(info.pop("options", None) or {})
-    read = [*options.pop("read", []), *info.pop("read", [])]
-    notes = [*info.pop("notes", []), *options.pop("notes", []), *options.pop("left_out", [])]
-    if "stopped" in options:
-        notes.append(options.pop("stopped"))
-    findings = result.findings() if hasattr(result, "findings") else []
-    return RunRecord(
-        result.output_kind.value,
-        options=options,
-        provenance=Provenance(choices=tuple(read)),
-        notes=tuple(notes),
-        findings=tuple(findings),
-        results=info,
     )
 
 
