@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click; not re-exported
@@ -38,7 +38,11 @@ from evalprism.shutdown import skip_exit_collections
 from evalprism.stem.options import AuditOptions, LocateOptions, PlanOptions, PoolOptions
 
 if TYPE_CHECKING:
+    from evalprism.compare import CompareResult
     from evalprism.io.outputs import SavableResult
+
+#: what a command's work returns: a result that carries its run record and saves itself
+Saved = TypeVar("Saved", bound="SavableResult")
 
 app = typer.Typer(
     name="evalprism",
@@ -89,8 +93,8 @@ def _run(
     inputs: Sequence[Input | Optional[Path]],
     overwrite: bool,
     quiet: bool,
-    work: Callable[[], SavableResult],
-) -> SavableResult:
+    work: Callable[[], Saved],
+) -> Saved:
     """Claim ``out`` for an output of ``kind`` (the output rules of :mod:`evalprism.io.outputs`) and check
     each :class:`~evalprism.io.preflight.Input` as far as its path tells, before any work and before
     ``work`` imports the analysis (a refused input answers at once); run ``work``, say what its run record
@@ -611,12 +615,15 @@ def compare(
 ) -> None:
     """Is B better than A? Paired, clustered, corrected comparison of runs on the items both answered."""
 
-    def comparison() -> SavableResult:
+    def comparison() -> CompareResult:
         from evalprism.compare import compare_runs
 
         return compare_runs(runs, options)
 
-    _run("compare", out, [Input(run, Expect.RESULTS) for run in runs], overwrite, quiet, comparison)
+    result = _run("compare", out, [Input(run, Expect.RESULTS) for run in runs], overwrite, quiet, comparison)
+    for line in result.ci_annotations():  # GitHub Actions reads workflow commands from stdout
+        print(line)
+    raise typer.Exit(result.exit_code)
 
 
 # --- demo, serve, version --------------------------------------------------------------------------

@@ -196,6 +196,11 @@ NUMBERS: dict[str, Bounds] = {
     "permutations": _COUNT,
     # compare: the difference whose items needed is reported, on the 0..1 scale (0 needs infinitely many)
     "effect": _OPEN_FRACTION,
+    # compare: the non-inferiority margin, a difference on the 0..1 scale (0: no worse at all)
+    "margin": Bounds(0, 1, high_open=True),
+    # compare: the level of the model confidence set and the gate's one-sided level
+    "confidence_set": _OPEN_FRACTION,
+    "gate_alpha": Bounds(0, 0.5, low_open=True, high_open=True),
     # serve: a TCP port (0 would be any free port, which no client could be told)
     "port": Bounds(1, 65535, integer=True),
 }

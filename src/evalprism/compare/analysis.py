@@ -40,24 +40,30 @@ import numpy as np
 import pandas as pd
 
 from evalprism.compare.comparison import NAN, Comparison, comparison_table
+from evalprism.compare.k_samples import default_rules, k_sample_scores, runs_table
 from evalprism.compare.options import CompareOptions
+from evalprism.compare.release import common_losses, confidence_set, gate_exit_code, gate_results
 from evalprism.compare.result import CompareResult, CompareSummary
 from evalprism.errors import EvalprismError
 from evalprism.io.items import Input as Run
 from evalprism.io.items import read_items
 from evalprism.io.responses import same_configuration
 from evalprism.stats.compare_tests import (
+    EXACT_SIGN_FLIP_UNITS,
     PairedDifference,
     adjust_pvalues,
     items_needed,
     mcnemar_exact,
     minimum_detectable_effect,
     paired_difference,
+    sign_flip_exact,
     sign_flip_floor,
     sign_flip_tests,
     sign_test_floor,
     variance_components,
 )
+from evalprism.stats.confidence_set import ConfidenceSet
+from evalprism.stats.noise_plan import NoisePlan
 from evalprism.vocabularies import Adjustment, choices
 
 ADJUST = choices(Adjustment)
@@ -213,6 +219,29 @@ def _sizes(res: PairedDifference, naive: PairedDifference, effect: float) -> tup
     return mde, needed
 
 
+def _samples(both: dict[str, np.ndarray]) -> float:
+    """The median samples per item of the two runs, over the items both answered."""
+    return float(np.median((both["samples_a"] + both["samples_b"]) / 2))
+
+
+def noise_plan(
+    items: int,
+    samples: float,
+    total: float,
+    within: float,
+    between: float,
+    res: PairedDifference,
+    naive: PairedDifference,
+) -> NoisePlan:
+    """A row's noise as a :class:`~evalprism.stats.noise_plan.NoisePlan`: the within-item part where
+    several samples split it from the between-item part (else all of it is between items), and the
+    clustering's design effect."""
+    deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
+    if not np.isfinite(within):
+        within, between = 0.0, total if np.isfinite(total) else 0.0
+    return NoisePlan(items=items, samples=samples, between=between, within=within, design_effect=deff)
+
+
 def _variance_parts(d: np.ndarray, both: dict[str, np.ndarray], several: bool) -> tuple[float, float, float]:
     """The variance of the item differences and, with several samples per item, its within-item and
     between-item parts."""
@@ -236,11 +265,13 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
     test = _choose_test(d, both, settings, several)
     mde, needed = _sizes(res, naive, settings.effect)
     total, within, between = _variance_parts(d, both, several)
+    plan = noise_plan(len(d), _samples(both), total, within, between, res, naive)
     row = Comparison(
         run_a=scope.run_a,
         run_b=scope.run_b,
         benchmark=scope.benchmark,
         items=len(d),
+        samples=plan.samples,
         only_a=scope.only_a,
         only_b=scope.only_b,
         mean_a=float(pd.Series(both["score_a"]).mean()),
@@ -251,6 +282,7 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
         ci_high=min(res.high, 1.0),
         se_naive=naive.se,
         clusters=res.clusters,
+        df=res.df,
         test=test.name,
         differing=test.differing,
         p_floor=test.floor,
@@ -258,6 +290,7 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
         p_adj=NAN,
         mde=mde,
         items_needed=needed,
+        resolution=plan.resolution_ratio(res.mean) if np.isfinite(res.mean) and total > 0 else NAN,
         var_total=total,
         var_within=within,
         var_between=between,
@@ -409,14 +442,24 @@ def _with_sign_flip_p(
     rows: list[Comparison], units: list[np.ndarray | None], permutations: int, seed: int
 ) -> list[Comparison]:
     """Every sign-flip test at once, sharing the random signs (see :func:`sign_flip_tests`)."""
-    flips = [k for k, u in enumerate(units) if u is not None]
-    if not flips:
-        return rows
-    p = sign_flip_tests([u for u in units if u is not None], permutations, seed)
     out = list(rows)
+    # few differing units: every sign pattern, exactly (a Monte Carlo p could fall below the test's floor)
+    exact = [k for k, u in enumerate(units) if u is not None and _enumerable(u, permutations)]
+    for k in exact:
+        out[k] = dataclasses.replace(out[k], p=sign_flip_exact(units[k]))  # type: ignore[arg-type]
+    flips = [k for k, u in enumerate(units) if u is not None and k not in set(exact)]
+    if not flips:
+        return out
+    p = sign_flip_tests([units[k] for k in flips], permutations, seed)  # type: ignore[misc]
     for k, pk in zip(flips, p, strict=True):
         out[k] = dataclasses.replace(out[k], p=float(pk))
     return out
+
+
+def _enumerable(units: np.ndarray, permutations: int) -> bool:
+    """Few enough differing units that all their sign patterns cost no more than the random draws."""
+    k = int(np.count_nonzero(units))
+    return k <= EXACT_SIGN_FLIP_UNITS and 2**k <= permutations + 1
 
 
 def _adjusted(rows: list[Comparison], adjust: str) -> list[Comparison]:
@@ -458,26 +501,37 @@ def compare_runs(runs: Sequence[Run], options: CompareOptions | None = None) -> 
     """Compare runs pairwise (see the module docstring). ``runs``: paths (lm-eval directories, inspect
     logs, score tables, ECDF responses files) or score DataFrames; ``options``: how
     (:class:`~evalprism.compare.options.CompareOptions`: the baseline, clusters, correction,
-    permutations, the effect whose ``items_needed`` is reported, and how logs and responses are read)."""
+    permutations, the effect whose ``items_needed`` is reported, how several samples of an item are
+    scored, the release gate, the confidence set, and how logs and responses are read)."""
     o = options or CompareOptions()
     loaded = read_items(runs, cluster=o.cluster, harness=o.harness, responses=o.responses)
     table = loaded.table
     names, sources = _runs_read(table)
     baseline = _baseline_run(o.baseline, names)
     binary = bool(np.isin(table["score"].to_numpy(), (0.0, 1.0)).all())
-    settings = _Settings(cluster=o.cluster, binary=binary, effect=o.effect, permutations=o.permutations)
     bench_order = [str(b) for b in pd.unique(table["benchmark"])]  # input order
     items = _per_item(table, names, o.cluster)
     del table
+    per_run = runs_table(o.at_k or default_rules(items.samples, binary), items.score, items.samples, names, binary)
+    notes = list(loaded.provenance.notes)
+    compared_binary = binary
+    if o.aggregate != "mean":  # one value per item, in 0..1 (a McNemar test needs 0/1 scores)
+        items, compared_binary = _aggregated(items, o.aggregate, names, binary), False
+        notes.append(
+            f"each item's score is its {o.aggregate} over its samples (the unbiased estimate over every k of them)"
+        )
+    settings = _Settings(cluster=o.cluster, binary=compared_binary, effect=o.effect, permutations=o.permutations)
     pairs = _pairs(names, baseline)
     rows, units, parts = _compare_pairs(items, names, pairs, bench_order, sources, settings)
     rows = _adjusted(_with_sign_flip_p(rows, units, o.permutations, o.seed), o.adjust)
+    gate = gate_results(rows, baseline, o.margin, o.gate_alpha) if baseline and o.margin is not None else []
     summary = CompareSummary(
         runs=tuple(str(r) if not isinstance(r, pd.DataFrame) else sources.get(str(r), "table") for r in runs),
         run_names=tuple(names),
         sources=sources,
         baseline=baseline,
         scores="0/1" if binary else "0..1",
+        gate_exit_code=gate_exit_code(gate) if gate else None,
     )
     return CompareResult(
         comparisons=comparison_table(rows),
@@ -485,5 +539,31 @@ def compare_runs(runs: Sequence[Run], options: CompareOptions | None = None) -> 
         options=o,
         summary=summary,
         provenance=loaded.provenance,
-        notes=tuple(loaded.provenance.notes),
+        notes=tuple(notes),
+        runs_table=per_run,
+        gate=tuple(gate),
+        confidence_set=_confidence_set(items, names, o) if o.confidence_set is not None else None,
     )
+
+
+def _aggregated(items: _Items, rule: str, names: list[str], binary: bool) -> _Items:
+    """The items scored by a k-sample rule (one value per item, no within-item variance left)."""
+    return dataclasses.replace(
+        items,
+        score=k_sample_scores(rule, items.score, items.samples, names, binary),
+        samples=[np.ones_like(n) for n in items.samples],
+        var=[np.full(len(v), np.nan) for v in items.var],
+    )
+
+
+def _confidence_set(items: _Items, names: list[str], o: CompareOptions) -> ConfidenceSet:
+    """The model confidence set over the items (clusters) every run answered."""
+    groups = None
+    if items.clusters is not None:
+        assert items.cluster_names is not None
+        groups = [
+            items.bench_names[k] + "\x1f" + items.cluster_names[c]
+            for k, c in zip(items.keys, items.clusters, strict=True)
+        ]
+    assert o.confidence_set is not None
+    return confidence_set(common_losses(items.keys, items.score, groups, names), names, o.confidence_set, o.seed)

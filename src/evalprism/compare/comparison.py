@@ -22,12 +22,15 @@ NAN = float("nan")
 class Comparison:
     """B - A on the items both runs answered in one scope (a benchmark, or ``all``), on the 0..1 scale.
 
-    ``items``: items both answered; ``only_a`` / ``only_b``: items one run answered (left out);
+    ``items``: items both answered, ``samples`` the median samples per item of both runs; ``only_a`` / ``only_b``: items one run answered (left out);
     ``se`` the paired (or cluster-robust) SE, ``se_naive`` the SE if items were independent, ``ci_*``
     the 95% t interval cut to [-1, 1]; ``test`` the paired test (empty when it cannot run), ``differing``
     the items (clusters) whose difference is not zero and ``p_floor`` the smallest p the test can reach
     on them; ``p_adj`` the p corrected across the pairs of this scope (NaN until :meth:`adjusted`);
+    ``df`` the t degrees of freedom of the interval (clusters - 1, or items - 1);
     ``mde`` the minimum detectable effect and ``items_needed`` the items to detect the chosen effect;
+    ``resolution`` the resolution ratio N / N*: items compared over items needed to detect the observed
+    difference (below 1: unresolved; :class:`~evalprism.stats.noise_plan.NoisePlan`);
     ``var_*`` the variance of the item differences and its within-item and between-item parts;
     ``verdict`` what the test can tell, in words (empty until :meth:`adjusted`: it needs ``p_adj``)."""
 
@@ -35,6 +38,7 @@ class Comparison:
     run_b: str
     benchmark: str
     items: int
+    samples: float
     only_a: int
     only_b: int
     mean_a: float
@@ -45,6 +49,7 @@ class Comparison:
     ci_high: float
     se_naive: float
     clusters: int
+    df: int
     test: str
     differing: int
     p_floor: float
@@ -52,6 +57,7 @@ class Comparison:
     p_adj: float
     mde: float
     items_needed: float  # an int where it is defined (NaN where not)
+    resolution: float
     var_total: float
     var_within: float
     var_between: float
@@ -65,6 +71,7 @@ class Comparison:
             run_b=run_b,
             benchmark=benchmark,
             items=0,
+            samples=NAN,
             only_a=only_a,
             only_b=only_b,
             mean_a=NAN,
@@ -75,6 +82,7 @@ class Comparison:
             ci_high=NAN,
             se_naive=NAN,
             clusters=0,
+            df=0,
             test="",
             differing=0,
             p_floor=NAN,
@@ -82,6 +90,7 @@ class Comparison:
             p_adj=NAN,
             mde=NAN,
             items_needed=NAN,
+            resolution=NAN,
             var_total=NAN,
             var_within=NAN,
             var_between=NAN,

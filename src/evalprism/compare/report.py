@@ -21,6 +21,14 @@ def _label(r: pd.Series) -> str:
     return f"{r['run_b']} − {r['run_a']}{scope}"
 
 
+#: the forest plot's colours, by what the test found: B better, B worse (p_adj < 0.05), or not detected
+_FOREST_KINDS = (
+    ("#1a7f37", "B better (p_adj < 0.05)"),
+    ("#cf222e", "B worse (p_adj < 0.05)"),
+    ("#57606a", "not detected [95% interval]"),
+)
+
+
 def _forest(rows: pd.DataFrame):
     import plotly.graph_objects as go
 
@@ -31,30 +39,39 @@ def _forest(rows: pd.DataFrame):
     hi = 100 * rows["ci_high"].to_numpy(dtype=float)
     mde = 100 * rows["mde"].to_numpy(dtype=float)
     detected = (rows["p_adj"] < 0.05).to_numpy()
-    colour = np.where(detected, np.where(x > 0, "#1a7f37", "#cf222e"), "#57606a")
+    kind = np.where(detected, np.where(x > 0, 0, 1), 2)
     untestable = (rows["p_floor"] >= 0.05).to_numpy()  # too few differing items for any p < 0.05
+    customdata = np.column_stack([lo, hi, mde, rows["p_adj"].to_numpy(dtype=float), rows["items"].to_numpy()])
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=labels,
-            mode="markers",
-            marker={"color": colour, "size": 10, "symbol": np.where(untestable, "diamond-open", "diamond")},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": np.nan_to_num(hi - x),
-                "arrayminus": np.nan_to_num(x - lo),
-                "thickness": 2,
-                "width": 6,
-            },
-            customdata=np.column_stack([lo, hi, mde, rows["p_adj"].to_numpy(dtype=float), rows["items"].to_numpy()]),
-            hovertemplate="%{y}<br>difference %{x:.1f} points [%{customdata[0]:.1f}, %{customdata[1]:.1f}]"
-            "<br>MDE %{customdata[2]:.1f} points · p_adj %{customdata[3]:.2g} · %{customdata[4]} items<extra></extra>",
-            name="difference [95% interval]",
-            showlegend=False,
+    # one trace per colour: plotly draws an error bar in one colour per trace (an array of colours is
+    # refused with "Invalid color specifier" and every bar turns black)
+    for k, (colour, name) in enumerate(_FOREST_KINDS):
+        at = np.flatnonzero(kind == k)
+        if not len(at):
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=x[at],
+                y=[labels[i] for i in at],
+                mode="markers",
+                marker={"color": colour, "size": 10, "symbol": np.where(untestable[at], "diamond-open", "diamond")},
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": np.nan_to_num(hi[at] - x[at]),
+                    "arrayminus": np.nan_to_num(x[at] - lo[at]),
+                    "thickness": 2,
+                    "width": 6,
+                    "color": colour,
+                },
+                customdata=customdata[at],
+                hovertemplate="%{y}<br>difference %{x:.1f} points [%{customdata[0]:.1f}, %{customdata[1]:.1f}]"
+                "<br>MDE %{customdata[2]:.1f} points · p_adj %{customdata[3]:.2g} · %{customdata[4]} items"
+                "<extra></extra>",
+                name=name,
+            )
         )
-    )
+    fig.update_yaxes(categoryorder="array", categoryarray=labels)
     fig.add_trace(
         go.Scatter(  # the MDE: the band a true difference must leave to be found 80% of the time
             x=np.concatenate([mde, -mde]),
@@ -117,7 +134,7 @@ def build_report(result: CompareResult) -> Report:
         f"{'clustered by ' + o.cluster if o.cluster else 'items independent'} · "
         f"p adjusted by {'Benjamini-Hochberg' if o.adjust == 'bh' else 'Holm'}"
     )
-    report = Report(title="Is B better than A? Paired comparison of runs", subtitle=sub)
+    report = Report(title="Is B better than A? Paired comparison of runs", subtitle=sub, summary_title="Verdicts")
     for _, r in overall.iterrows():
         extra = ""
         if r["only_a"] or r["only_b"]:
@@ -141,7 +158,7 @@ def build_report(result: CompareResult) -> Report:
             "<p>Each pair is compared on the items <b>both</b> runs answered: the difference is the mean over those "
             "items of (score of B − score of A), in points on a 0-100 scale (an accuracy of 0.71 is 71 points). "
             "Because both runs answered the same items, the comparison is <i>paired</i>: item difficulty cancels "
-            "out and the interval is much narrower than comparing two accuracies would suggest.</p>"
+            f"out of the difference. {html.escape(_pairing_gain(result))}</p>"
             "<p><b>MDE</b> (minimum detectable effect) is the smallest true difference this many items would find "
             "80% of the time with a two-sided 5% test. When the test finds nothing, the MDE says how large a "
             'difference could still be hiding: "no difference detectable" is not "no difference".</p>'
@@ -220,8 +237,100 @@ def build_report(result: CompareResult) -> Report:
             "the part due to sampling within items (var_within: more samples per item shrink it) and the "
             "part due to items differing (var_between: only more items shrink it).",
         )
+    report.html_block(
+        "What more samples or more items would buy",
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in noise_lines(result)) + "</ul>",
+        "Per pair over all its items: the MDE now, with twice the samples per item (where several samples "
+        "split the noise into its within-item part) and with twice the items; the resolution ratio N/N* is "
+        "the items compared over the items needed to detect the difference observed (below 1: unresolved).",
+    )
+    _release_sections(report, result)
     report.details.update(_details(result))
     return report
+
+
+def noise_lines(result: CompareResult) -> list[str]:
+    """Per pair over all items: what doubling the samples or the items would do to the MDE, and the
+    resolution ratio (:class:`~evalprism.stats.noise_plan.NoisePlan`)."""
+    from evalprism.stats.noise_plan import NoisePlan
+
+    lines = []
+    for _, r in result.overall().iterrows():
+        if r["items"] < 2 or not np.isfinite(r["var_total"]) or r["var_total"] == 0:
+            lines.append(f"{r['run_b']} vs {r['run_a']}: no variance between the items to plan with")
+            continue
+        deff = (r["se"] / r["se_naive"]) ** 2 if r["se_naive"] > 0 else 1.0
+        several = np.isfinite(r["var_within"])
+        within = r["var_within"] if several else 0.0
+        between = r["var_between"] if several else r["var_total"]
+        plan = NoisePlan(int(r["items"]), float(r["samples"]), between, within, deff)
+        n, k = int(r["items"]), float(r["samples"])
+        now = 100 * plan.mde()
+        parts = [f"{r['run_b']} vs {r['run_a']}: MDE {now:.1f} points"]
+        if several:
+            parts.append(f"{k:g} more samples per item: {100 * plan.mde(samples=2 * k):.1f}")
+        parts.append(f"{n:,} more items: {100 * plan.mde(items=2 * n):.1f}")
+        ratio = r["resolution"]
+        resolved = "resolved" if ratio >= 1 else "unresolved"
+        parts.append(
+            f"resolution ratio N/N* {ratio:.2f} ({resolved})" if np.isfinite(ratio) else "no difference to resolve"
+        )
+        lines.append("; ".join(parts))
+    return lines
+
+
+def _release_sections(report: Report, result: CompareResult) -> None:
+    """The k-sample scores per run, the runs tied for best and the release gate, where the run has them."""
+    from evalprism.compare.release import confidence_set_table, gate_table
+
+    if result.runs_table is not None:
+        shown = result.runs_table.assign(
+            value=lambda t: (100 * t["value"]).round(2), se=lambda t: (100 * t["se"]).round(2)
+        )
+        report.table(
+            shown,
+            "k-sample scores per run",
+            "Per run, the mean over items of each rule's unbiased per-item value (points) and its standard error "
+            "over items: pass@k, at least one of k samples right (Chen et al. 2021); maj@k, most of k right; "
+            "avg@k, the mean of k samples; gpass@k:τ, at least a share τ of k right (G-Pass@k).",
+        )
+    if result.confidence_set is not None:
+        cs = result.confidence_set
+        report.table(
+            confidence_set_table(cs),
+            "Tied for best: the model confidence set",
+            f"{cs.sentence()}. Runs in elimination order (first eliminated first); p_mcs is each run's MCS "
+            "p-value: a run stays in the set at level 1 - α while its p_mcs is at least α.",
+        )
+    if result.gate:
+        table = gate_table(result.gate)
+        for col in ("difference", "lower", "upper", "margin"):
+            table[col] = (100 * table[col]).round(2)
+        report.table(
+            table,
+            "Release gate",
+            " ".join(g.sentence() + "." for g in result.gate)
+            + " Points; lower/upper: the one-sided bounds of the difference; exit codes: 0 pass, 1 regression, "
+            "3 cannot tell.",
+        )
+
+
+def _pairing_gain(result: CompareResult) -> str:
+    """How much narrower pairing made the intervals here: the paired SE (items independent) over the
+    SE two independent means would have, ``sqrt(var_A / n + var_B / n)``, per pair over all its items."""
+    both = result.items[result.items["status"] == "both"]
+    ratios = []
+    for _, part in both.groupby(["run_a", "run_b"], observed=True, sort=False):
+        n = len(part)
+        d, a, b = part["difference"], part["score_a"], part["score_b"]
+        unpaired = np.sqrt((a.var(ddof=1) + b.var(ddof=1)) / n) if n > 1 else np.nan
+        if np.isfinite(unpaired) and unpaired > 0:
+            ratios.append(float(np.sqrt(d.var(ddof=1) / n) / unpaired))
+    if not ratios:
+        return "Here no pair has the items to measure what pairing gained."
+    low, high = min(ratios), max(ratios)
+    span = f"{low:.2f}x" if np.isclose(low, high, atol=0.005) else f"{low:.2f}-{high:.2f}x"
+    return f"Here the paired standard errors are {span} those of two independent means on the same items."
 
 
 def _details(result: CompareResult) -> dict[str, Any]:

@@ -123,6 +123,8 @@ class Report:
     sections: list[_Section] = field(default_factory=list)
     summary_items: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    #: the heading of the headline findings (an analysis whose headline is verdicts names them so)
+    summary_title: str = "What the average hides"
 
     def _anchor(self) -> str:
         return f"s{len(self.sections) + 1}"
@@ -184,6 +186,7 @@ class Report:
             title=self.title,
             subtitle=self.subtitle,
             summary=self.summary_items,
+            summary_title=self.summary_title,
             sections=self.sections,
             details={k: _detail(v) for k, v in self.details.items()},
             plotly_js=_plotly_js(),

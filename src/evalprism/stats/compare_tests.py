@@ -144,6 +144,27 @@ def sign_flip_test(d: np.ndarray, permutations: int = 9999, seed: int = 0, clust
     return float(sign_flip_tests([d], permutations, seed)[0])
 
 
+#: the most differing units whose sign patterns are all enumerated (2**16 patterns)
+EXACT_SIGN_FLIP_UNITS = 16
+
+
+def sign_flip_exact(d: np.ndarray) -> float:
+    """The exact two-sided sign-flip p-value of ``sum(d)``: the share of all 2**k sign patterns of the
+    k non-zero units whose |sum| reaches the observed one (the observed pattern and its mirror among
+    them, so p >= 2 / 2**k, the floor of :func:`sign_flip_floor`). A Monte Carlo p from fewer draws than
+    there are patterns can fall below that floor (1 / (1 + B) < 2 / 2**k); this cannot."""
+    d = np.asarray(d, dtype=np.float64)
+    d = d[d != 0]
+    k = d.size
+    assert k <= EXACT_SIGN_FLIP_UNITS
+    if k == 0:
+        return 1.0
+    patterns = ((np.arange(2**k)[:, None] >> np.arange(k)) & 1).astype(np.float64)
+    sums = 2.0 * (patterns @ d) - d.sum()
+    tol = 1e-9 * np.abs(d).sum()
+    return float((np.abs(sums) >= abs(d.sum()) - tol).mean())
+
+
 def sign_flip_tests(columns: list[np.ndarray], permutations: int = 9999, seed: int = 0) -> np.ndarray:
     """:func:`sign_flip_test` for several sets of unit differences at once (one per pair, units =
     items or cluster sums), sharing one matrix of random signs: unit j of every set gets sign j of
