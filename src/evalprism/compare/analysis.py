@@ -191,8 +191,12 @@ def _pairs(names: list[str], baseline: str | None) -> list[tuple[str, str]]:
 
 
 def _sign_flip(name: str, units: np.ndarray, permutations: int) -> _Test:
+    """The sign-flip test on ``units`` (p to come, batched): its floor is 2 / 2**k on k differing units
+    when all their sign patterns are enumerated, else the Monte Carlo floor as well."""
     differing = int(np.count_nonzero(units))
-    return _Test(name, NAN, differing, sign_flip_floor(differing, permutations), units)
+    exact = differing <= EXACT_SIGN_FLIP_UNITS
+    floor = min(1.0, 2.0 * 0.5**differing) if exact else sign_flip_floor(differing, permutations)
+    return _Test(name, NAN, differing, floor if differing else 1.0, units)
 
 
 def _choose_test(d: np.ndarray, both: dict[str, np.ndarray], settings: _Settings, several: bool) -> _Test:
@@ -224,24 +228,6 @@ def _samples(both: dict[str, np.ndarray]) -> float:
     return float(np.median((both["samples_a"] + both["samples_b"]) / 2))
 
 
-def noise_plan(
-    items: int,
-    samples: float,
-    total: float,
-    within: float,
-    between: float,
-    res: PairedDifference,
-    naive: PairedDifference,
-) -> NoisePlan:
-    """A row's noise as a :class:`~evalprism.stats.noise_plan.NoisePlan`: the within-item part where
-    several samples split it from the between-item part (else all of it is between items), and the
-    clustering's design effect."""
-    deff = (res.se / naive.se) ** 2 if np.isfinite(naive.se) and naive.se > 0 and np.isfinite(res.se) else 1.0
-    if not np.isfinite(within):
-        within, between = 0.0, total if np.isfinite(total) else 0.0
-    return NoisePlan(items=items, samples=samples, between=between, within=within, design_effect=deff)
-
-
 def _variance_parts(d: np.ndarray, both: dict[str, np.ndarray], several: bool) -> tuple[float, float, float]:
     """The variance of the item differences and, with several samples per item, its within-item and
     between-item parts."""
@@ -265,7 +251,7 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
     test = _choose_test(d, both, settings, several)
     mde, needed = _sizes(res, naive, settings.effect)
     total, within, between = _variance_parts(d, both, several)
-    plan = noise_plan(len(d), _samples(both), total, within, between, res, naive)
+    plan = NoisePlan.from_parts(len(d), _samples(both), total, within, res.se, naive.se)
     row = Comparison(
         run_a=scope.run_a,
         run_b=scope.run_b,
@@ -452,14 +438,15 @@ def _with_sign_flip_p(
         return out
     p = sign_flip_tests([units[k] for k in flips], permutations, seed)  # type: ignore[misc]
     for k, pk in zip(flips, p, strict=True):
-        out[k] = dataclasses.replace(out[k], p=float(pk))
+        # the exact p is at least 2 / 2**n on n differing units; a Monte Carlo estimate is held to it
+        floor = 2.0 * 0.5 ** int(np.count_nonzero(units[k]))  # type: ignore[arg-type]
+        out[k] = dataclasses.replace(out[k], p=max(float(pk), floor))
     return out
 
 
 def _enumerable(units: np.ndarray, permutations: int) -> bool:
-    """Few enough differing units that all their sign patterns cost no more than the random draws."""
-    k = int(np.count_nonzero(units))
-    return k <= EXACT_SIGN_FLIP_UNITS and 2**k <= permutations + 1
+    """Few enough differing units (2**16 patterns at most) that every sign pattern is enumerated."""
+    return int(np.count_nonzero(units)) <= EXACT_SIGN_FLIP_UNITS
 
 
 def _adjusted(rows: list[Comparison], adjust: str) -> list[Comparison]:

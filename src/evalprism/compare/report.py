@@ -259,12 +259,8 @@ def noise_lines(result: CompareResult) -> list[str]:
         if r["items"] < 2 or not np.isfinite(r["var_total"]) or r["var_total"] == 0:
             lines.append(f"{r['run_b']} vs {r['run_a']}: no variance between the items to plan with")
             continue
-        deff = (r["se"] / r["se_naive"]) ** 2 if r["se_naive"] > 0 else 1.0
-        several = np.isfinite(r["var_within"])
-        within = r["var_within"] if several else 0.0
-        between = r["var_between"] if several else r["var_total"]
-        plan = NoisePlan(int(r["items"]), float(r["samples"]), between, within, deff)
-        n, k = int(r["items"]), float(r["samples"])
+        n, k, several = int(r["items"]), float(r["samples"]), bool(np.isfinite(r["var_within"]))
+        plan = NoisePlan.from_parts(n, k, r["var_total"], r["var_within"], r["se"], r["se_naive"])
         now = 100 * plan.mde()
         parts = [f"{r['run_b']} vs {r['run_a']}: MDE {now:.1f} points"]
         if several:

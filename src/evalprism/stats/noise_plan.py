@@ -36,6 +36,20 @@ class NoisePlan:
     within: float
     design_effect: float = 1.0
 
+    @classmethod
+    def from_parts(
+        cls, items: int, samples: float, total: float, within: float, se: float, se_naive: float
+    ) -> NoisePlan:
+        """A comparison's plan from what it measured: the variance of its per-item differences
+        (``total``), its within-item part (NaN with one sample per item: then all of it counts as
+        between items, which more samples cannot shrink), and its SE clustered and naive (their
+        squared ratio is the design effect). The within part is an estimate and may exceed the
+        total; it is capped there, so the plan's MDE today is the comparison's own."""
+        deff = (se / se_naive) ** 2 if math.isfinite(se_naive) and se_naive > 0 and math.isfinite(se) else 1.0
+        total = total if math.isfinite(total) else 0.0
+        within = min(within, total) if math.isfinite(within) else 0.0
+        return cls(items=items, samples=samples, between=total - within, within=within, design_effect=deff)
+
     def mde(self, samples: float | None = None, items: int | None = None) -> float:
         """The minimum detectable effect (5%, 80% power) at ``samples`` per item and ``items``
         items (each default: as compared)."""
