@@ -186,3 +186,35 @@ def test_noise_plan_line_says_what_doubling_buys(tmp_path: Path, capsys) -> None
     assert line.startswith(f"B vs A: MDE {100 * row['mde']:.1f} points; 4 more samples per item: ")
     assert "200 more items" in line and "resolution ratio N/N*" in line
     assert json.loads(json.dumps(float(row["resolution"]))) > 0
+
+
+def test_a_pair_without_common_items_leaves_the_others_compared() -> None:
+    """F8: runs A and B share items, C answered others: A-B is compared, A-C and B-C say why not."""
+    rows = [("A", i, i % 2) for i in range(20)] + [("B", i, (i // 2) % 2) for i in range(20)]
+    rows += [("C", 100 + i, 1) for i in range(20)]
+    res = compare_runs([pd.DataFrame(rows, columns=["model", "item_id", "score"])])
+    o = res.overall()
+    verdicts = dict(zip(zip(o["run_a"], o["run_b"], strict=True), o["verdict"], strict=True))
+    assert verdicts["A", "C"] == "no item both A and C answered" and "no difference" in verdicts["A", "B"]
+    assert any("runs 'A' (table) and 'C' (table) have no item in common" in n for n in res.notes)
+
+
+def test_a_verdict_on_a_minority_of_the_items_says_so() -> None:
+    """F2: 40 items in common out of 140 answered by either run."""
+    rng = np.random.default_rng(2)
+    a = pd.DataFrame({"model": "A", "item_id": np.arange(100), "score": (rng.random(100) < 0.5).astype(float)})
+    b = pd.DataFrame({"model": "B", "item_id": np.arange(60, 140), "score": (rng.random(80) < 0.5).astype(float)})
+    row = compare_runs([pd.concat([a, b])]).overall().iloc[0]
+    assert row["verdict"].endswith("(on 40 of the 140 items; the other 100 were answered by one run only)")
+
+
+def test_one_cluster_per_benchmark_names_the_cause() -> None:
+    """F11: each benchmark is one passage: its SE cannot be clustered, and the verdict says why."""
+    rows = []
+    for bench in ("x", "y"):
+        for i in range(30):
+            rows += [("A", f"{bench}{i}", float(i % 2), bench, bench), ("B", f"{bench}{i}", 1.0, bench, bench)]
+    table = pd.DataFrame(rows, columns=["model", "item_id", "score", "benchmark", "passage"])
+    c = compare_runs([table], CompareOptions(cluster="passage", permutations=99)).comparisons.set_index("benchmark")
+    assert c.loc["x", "items"] == 30 and c.loc["x", "clusters"] == 1
+    assert c.loc["x", "verdict"].startswith("cannot tell: the 30 items in common form one cluster")

@@ -351,19 +351,11 @@ def _item_table(
     return pd.DataFrame(out)
 
 
-def _pair_join(items: _Items, a: tuple[str, int], b: tuple[str, int], sources: dict[str, str], pair: int) -> _Join:
-    """The join of two runs (``(name, index)``) for items.csv, numbered ``pair``, with each item's
-    ``status`` (0: both answered, else 1 + the index of the one run that did); refused when they
-    have no item in common."""
-    (name_a, ia), (name_b, ib) = a, b
+def _pair_join(items: _Items, ia: int, ib: int, pair: int) -> _Join:
+    """The join of runs ``ia`` and ``ib`` for items.csv, numbered ``pair``, with each item's ``status``
+    (0: both answered, else 1 + the index of the one run that did)."""
     part = _join(items, ia, ib)
     in_a, in_b = part.pop("in_a"), part.pop("in_b")
-    if not (in_a & in_b).any():
-        raise EvalprismError(
-            f"runs '{name_a}' ({sources[name_a]}) and '{name_b}' ({sources[name_b]}) have no item in common "
-            f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on "
-            "benchmark and item_id)"
-        )
     part["pair"] = np.full(len(in_a), pair, dtype=np.int64)
     part["status"] = np.where(in_a & in_b, 0, np.where(in_a, 1 + ia, 1 + ib))
     return _Join(part, in_a & in_b)
@@ -405,23 +397,38 @@ def _compare_pairs(
     bench_order: list[str],
     sources: dict[str, str],
     settings: _Settings,
-) -> tuple[list[Comparison], list[np.ndarray | None], list[dict[str, np.ndarray]]]:
+) -> tuple[list[Comparison], list[np.ndarray | None], list[dict[str, np.ndarray]], list[str]]:
     """Every pair's rows (one per scope), the units of each row's sign-flip test (None for another
-    test) and every pair's join (for items.csv)."""
+    test), every pair's join (for items.csv) and the pairs without an item in common, said (refused
+    when no pair has one)."""
     bench_code = pd.Categorical(items.bench_names, categories=bench_order).codes
     index = {n: i for i, n in enumerate(names)}
     rows: list[Comparison] = []
     units: list[np.ndarray | None] = []
     parts: list[dict[str, np.ndarray]] = []
+    apart: list[str] = []
     for name_a, name_b in pairs:
         a, b = (name_a, index[name_a]), (name_b, index[name_b])
-        join = _pair_join(items, a, b, sources, len(parts))
+        join = _pair_join(items, a[1], b[1], len(parts))
         parts.append(join.part)
+        if not join.common.any():  # this pair has nothing to compare; the others still do
+            apart.append(_no_common_items(items, a, b, sources))
         for scope in _pair_scopes(items, join, a, b, bench_code, bench_order):
             row, flips = _scope_row(scope, settings)
             rows.append(row)
             units.append(flips)
-    return rows, units, parts
+    if len(apart) == len(pairs):
+        raise EvalprismError(apart[0])
+    return rows, units, parts, apart
+
+
+def _no_common_items(items: _Items, a: tuple[str, int], b: tuple[str, int], sources: dict[str, str]) -> str:
+    """Two runs without an item in common, said with their sources and item counts."""
+    (name_a, ia), (name_b, ib) = a, b
+    return (
+        f"runs '{name_a}' ({sources[name_a]}) and '{name_b}' ({sources[name_b]}) have no item in common "
+        f"({len(items.keys[ia]):,} and {len(items.keys[ib]):,} items; items match on benchmark and item_id)"
+    )
 
 
 def _with_sign_flip_p(
@@ -509,7 +516,8 @@ def compare_runs(runs: Sequence[Run], options: CompareOptions | None = None) -> 
         )
     settings = _Settings(cluster=o.cluster, binary=compared_binary, effect=o.effect, permutations=o.permutations)
     pairs = _pairs(names, baseline)
-    rows, units, parts = _compare_pairs(items, names, pairs, bench_order, sources, settings)
+    rows, units, parts, apart = _compare_pairs(items, names, pairs, bench_order, sources, settings)
+    notes += apart
     rows = _adjusted(_with_sign_flip_p(rows, units, o.permutations, o.seed), o.adjust)
     gate = gate_results(rows, baseline, o.margin, o.gate_alpha) if baseline and o.margin is not None else []
     summary = CompareSummary(

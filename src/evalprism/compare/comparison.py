@@ -128,7 +128,8 @@ def _cannot_tell(r: Comparison) -> str:
     only = f"only {k:,}" if k else "none"
     caveat = ""
     if r.ci_low > 0 or r.ci_high < 0:  # a t interval on so few items is a large-sample approximation
-        caveat = f"; the t interval leaves out 0, but {r.items:,} items are too few for it: the test decides"
+        units = f"{r.clusters:,} clusters" if clustered else f"{r.items:,} items"
+        caveat = f"; the t interval leaves out 0, but {units} are too few for it: the test decides"
     return (
         f"the items cannot tell: {only} of the {r.clusters if clustered else r.items:,} "
         f"{'clusters' if clustered else 'items'} {'differs' if k == 1 else 'differ'} between {r.run_a} and "
@@ -138,12 +139,26 @@ def _cannot_tell(r: Comparison) -> str:
 
 
 def verdict(r: Comparison) -> str:
-    """What the test can tell about B - A: a difference with its interval and adjusted p; "the items
-    cannot tell" when ``p_floor`` is at or above the level; else "no difference detectable" with the
-    MDE (never "not significantly different")."""
+    """What the test can tell about B - A (:func:`_verdict`), saying so when it rests on fewer than half
+    of the items either run answered (the rest answered by one run only)."""
+    said = _verdict(r)
+    union = r.items + r.only_a + r.only_b
+    if 0 < r.items and 2 * r.items < union:
+        said += f" (on {r.items:,} of the {union:,} items; the other {union - r.items:,} were answered by one run only)"
+    return said
+
+
+def _verdict(r: Comparison) -> str:
+    """A difference with its interval and adjusted p; "the items cannot tell" when ``p_floor`` is at or
+    above the level; else "no difference detectable" with the MDE (never "not significantly different")."""
     a, b, n = r.run_a, r.run_b, r.items
     if n == 0:
-        return f"no item both {a} and {b} answered on this benchmark"
+        return f"no item both {a} and {b} answered" + ("" if r.benchmark == "all" else " on this benchmark")
+    if n >= 2 and r.clusters == 1 and r.test.endswith("(clusters)"):
+        return (
+            f"cannot tell: the {n:,} items in common form one cluster, and a cluster-robust interval needs at "
+            "least two (items of one cluster are not independent evidence)"
+        )
     if n < 2 or not np.isfinite(r.se):
         return f"too few items in common to tell (n = {n})"
     if r.difference == 0 and r.se == 0:
