@@ -196,7 +196,7 @@ def test_a_pair_without_common_items_leaves_the_others_compared() -> None:
     o = res.overall()
     verdicts = dict(zip(zip(o["run_a"], o["run_b"], strict=True), o["verdict"], strict=True))
     assert verdicts["A", "C"] == "no item both A and C answered" and "no difference" in verdicts["A", "B"]
-    assert any("runs 'A' (table) and 'C' (table) have no item in common" in n for n in res.notes)
+    assert any("runs 'A' (table 1) and 'C' (table 1) have no item in common" in n for n in res.notes)
 
 
 def test_a_verdict_on_a_minority_of_the_items_says_so() -> None:
