@@ -218,3 +218,22 @@ def test_one_cluster_per_benchmark_names_the_cause() -> None:
     c = compare_runs([table], CompareOptions(cluster="passage", permutations=99)).comparisons.set_index("benchmark")
     assert c.loc["x", "items"] == 30 and c.loc["x", "clusters"] == 1
     assert c.loc["x", "verdict"].startswith("cannot tell: the 30 items in common form one cluster")
+
+
+def test_inspect_mean_over_epochs_is_the_items_score_in_compare() -> None:
+    """F6: compare reads inspect's mean over epochs as the item's score (stem still refuses it), equal
+    to the per-item mean that --epochs all gives; F7: the read line under all says each epoch is one
+    sample of its item, as the note does."""
+    from evalprism.io.harness_options import HarnessOptions
+    from evalprism.io.items import read_correctness, read_items
+
+    log = Path(__file__).parent / "fixtures" / "harness" / "inspect_json" / "arith_three_epochs.json"
+    mean = read_items([log]).table
+    every = read_items([log], harness=HarnessOptions(epochs="all"))
+    per_item = every.table.groupby("item_id")["score"].mean()
+    assert mean.set_index("item_id")["score"].to_dict() == pytest.approx(per_item.to_dict())
+    assert ((mean["score"] > 0) & (mean["score"] < 1)).any()  # some means are fractional
+    assert any("every epoch one sample of its item" in c for c in every.provenance.choices)
+    assert not any("every epoch its own item" in c for c in every.provenance.choices)
+    with pytest.raises(EvalprismError, match="not 0 or 1"):
+        read_correctness(log)

@@ -143,7 +143,7 @@ def verdict(r: Comparison) -> str:
     of the items either run answered (the rest answered by one run only)."""
     said = _verdict(r)
     union = r.items + r.only_a + r.only_b
-    if 0 < r.items and 2 * r.items < union:
+    if r.items > 0 and 2 * r.items < union:
         said += f" (on {r.items:,} of the {union:,} items; the other {union - r.items:,} were answered by one run only)"
     return said
 

@@ -100,7 +100,10 @@ def _newest(contents: list[LogContent], shown: Any, provenance: ProvenanceBuilde
 
 
 def read_inspect_logs(
-    paths: Sequence[str | Path], options: HarnessOptions | None = None, provenance: ProvenanceBuilder | None = None
+    paths: Sequence[str | Path],
+    options: HarnessOptions | None = None,
+    provenance: ProvenanceBuilder | None = None,
+    graded: bool = False,
 ) -> pd.DataFrame:
     """Rows ``model, benchmark, item_id, score`` of the logs in ``paths`` (``.eval`` or ``.json``;
     eval-set manifests among them are said, reruns resolved to the newest complete log)."""
@@ -125,7 +128,7 @@ def read_inspect_logs(
     _eval_set_notes(sets, contents, shown, provenance)
     rows: list[dict[str, Any]] = []
     for content in _newest(contents, shown, provenance):
-        rows.extend(records(content, options, provenance, shown(content.source)))
+        rows.extend(records(content, options, provenance, shown(content.source), graded))
     if not rows:
         stopped = [f"{c.source} (status {c.status})" for c in contents if c.status != "success"]
         raise EvalprismError(

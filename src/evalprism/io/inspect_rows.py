@@ -127,10 +127,16 @@ def _fraction(content: LogContent, sample_id: str, code: float, reducer: str, sc
 
 
 def records(
-    content: LogContent, options: HarnessOptions, provenance: ProvenanceBuilder, shown: str | None = None
+    content: LogContent,
+    options: HarnessOptions,
+    provenance: ProvenanceBuilder,
+    shown: str | None = None,
+    graded: bool = False,
 ) -> list[dict[str, Any]]:
     """Rows (model, benchmark, item_id, score, prompt: the sample's input text or None) of one log under ``options``' scorer and epochs; what
-    was read and what was not goes to ``provenance`` (``shown``: the log's name there)."""
+    was read and what was not goes to ``provenance`` (``shown``: the log's name there). ``graded``: the
+    rows are scores in 0..1 (``compare``), so a mean over epochs between 0 and 1 is the item's score,
+    and under ``all`` each epoch is one sample of its item; else they are correctness codes (``stem``)."""
     shown = shown or content.source
     if content.status != "success" and nothing_scored(content):
         provenance.choice(
@@ -143,18 +149,20 @@ def records(
     stopped = content.status != "success"
     said: list[str] = []
     if not content.samples:
-        values, how = _reduced_only(content, scorer, mode, said)
+        values, how = _reduced_only(content, scorer, mode, said, graded)
     elif mode == "mean":
-        values, how = _reduced(content, scorer, stopped, said)
+        values, how = _reduced(content, scorer, stopped, said, graded)
     else:
         values, how = _per_epoch(content, scorer, mode, stopped, said)
+        if graded and mode == "all":
+            how = "every epoch one sample of its item"
     base = {"model": content.model, "benchmark": content.task}
     inputs = {s["id"]: s.get("input") for s in content.samples}
     rows = [
         {
             **base,
             "item_id": item,
-            "score": _checked(content, item, scorer, value),
+            "score": value if graded and _mean(value) else _checked(content, item, scorer, value),
             "prompt": inputs.get(item if item in inputs else item.rsplit("#", 1)[0]),
         }
         for item, value in values.items()
@@ -228,7 +236,14 @@ def _per_epoch(
     return values, ("epoch 1" if mode == "first" else "every epoch its own item")
 
 
-def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -> tuple[dict[str, Any], str]:
+def _mean(value: Any) -> bool:
+    """A mean over epochs strictly between 0 and 1 (a score, not a correctness code)."""
+    return isinstance(value, float) and 0.0 < value < 1.0
+
+
+def _reduced(
+    content: LogContent, scorer: str, stopped: bool, said: list[str], graded: bool = False
+) -> tuple[dict[str, Any], str]:
     """``mean``: inspect's reduction (or the mean of the samples), sample errors said."""
     reducer = _reducer(content, scorer)
     by_id: dict[str, list[dict[str, Any]]] = {}
@@ -285,13 +300,15 @@ def _reduced(content: LogContent, scorer: str, stopped: bool, said: list[str]) -
             values[i] = -1
             continue
         code = _code(reduced.get(i))
-        if isinstance(code, float) and code not in (0.0, 1.0):
+        if isinstance(code, float) and code not in (0.0, 1.0) and not (graded and _mean(code)):
             raise _fraction(content, i, code, reducer or DEFAULT_REDUCER, scorer)
         values[i] = code
     return values, how
 
 
-def _reduced_only(content: LogContent, scorer: str, mode: str, said: list[str]) -> tuple[dict[str, Any], str]:
+def _reduced_only(
+    content: LogContent, scorer: str, mode: str, said: list[str], graded: bool = False
+) -> tuple[dict[str, Any], str]:
     """A log without samples (``--no-log-samples``): its reductions are all there is."""
     reducer = _reducer(content, scorer)
     if reducer is None:
@@ -306,7 +323,7 @@ def _reduced_only(content: LogContent, scorer: str, mode: str, said: list[str]) 
     values: dict[str, Any] = {}
     for i, value in content.reductions[(scorer, reducer)].items():
         code = _code(value)
-        if isinstance(code, float) and code not in (0.0, 1.0):
+        if isinstance(code, float) and code not in (0.0, 1.0) and not (graded and _mean(code)):
             raise _fraction(content, i, code, reducer, scorer)
         values[i] = code
     said.append(

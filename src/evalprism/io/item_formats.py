@@ -100,6 +100,8 @@ class ReadContext:
     benchmark: str | None = None
     cluster: str | None = None
     responses: ResponseOptions = field(default_factory=ResponseOptions)
+    #: the scores view: a harness's mean over epochs between 0 and 1 is an item's score
+    graded: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def _harness_directory(source: Source, context: ReadContext) -> Coded:
     if lm_eval:  # results without samples: an error unless inspect logs are read beside them (then a note)
         frames.append(read_lm_eval(root, context.harness, context.provenance, allow_empty=bool(logs)))
     if logs:
-        frames.append(read_inspect_logs(logs, context.harness, context.provenance))
+        frames.append(read_inspect_logs(logs, context.harness, context.provenance, context.graded))
     if not frames:
         raise EvalprismError(
             f"{root}: no lm-eval samples_<task>_<date>.jsonl files (run lm_eval with --log_samples) "
@@ -170,15 +172,28 @@ def _harness_directory(source: Source, context: ReadContext) -> Coded:
         context.provenance.choice(
             f"ignored {f.relative_to(root)}: neither an inspect_ai log nor an lm-eval results file"
         )
-    table = to_canonical_correctness(pd.concat([f for f in frames if len(f)] or frames, ignore_index=True), str(root))
+    table = _canonical(pd.concat([f for f in frames if len(f)] or frames, ignore_index=True), str(root))
     readers = (LM_EVAL,) * lm_eval + (INSPECT,) * bool(logs)
     return Coded(table, readers, f"{root} holds only {' and '.join(readers)}")
 
 
 def _inspect_log(source: Source, context: ReadContext) -> Coded:
     path = source.file()
-    table = to_canonical_correctness(read_inspect_logs([path], context.harness, context.provenance), str(path))
+    table = _canonical(read_inspect_logs([path], context.harness, context.provenance, context.graded), str(path))
     return Coded(table, (INSPECT,), f"{path} is an inspect_ai log")
+
+
+def _canonical(rows: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Harness rows as the canonical table, validated as correctness codes; a graded read's means over
+    epochs (strictly between 0 and 1) are validated as a right answer and then put back (the rows keep
+    their order), so every other check of the codes still runs on them."""
+    score = pd.to_numeric(rows["score"], errors="coerce") if len(rows) else rows.get("score")
+    means = None if score is None else ((score > 0) & (score < 1)).to_numpy()
+    if means is None or not means.any():
+        return to_canonical_correctness(rows, where)
+    table = to_canonical_correctness(rows.assign(score=np.where(means, 1, rows["score"])), where)
+    table["score"] = np.where(means, score.to_numpy(dtype=float), table["score"].to_numpy(dtype=float))
+    return table
 
 
 # --- tables ----------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def read_items(
     responses = responses or ResponseOptions()
     renames, reader_options = _split_names(inputs, harness or HarnessOptions())
     provenance = ProvenanceBuilder()
-    context = ReadContext(reader_options, provenance, cluster=cluster, responses=responses)
+    context = ReadContext(reader_options, provenance, cluster=cluster, responses=responses, graded=True)
     frames: list[pd.DataFrame] = []
     owner: dict[str, str] = {}
     for i, given in enumerate(inputs):
