@@ -209,13 +209,34 @@ def test_majority_vote_beside_the_medoid(final: str) -> None:
     assert "majority answer" not in " ".join(headline(res))
 
 
-def test_majority_vote_counts_numbers_as_numbers_and_breaks_ties_by_answer() -> None:
+def test_majority_vote_counts_numbers_as_numbers_and_keeps_ties_as_ties() -> None:
     from evalprism.ecdf.analysis import majority_answers
 
     answers = ["3.0", "3", "4", "b", "a", "$5", "5"]
     codes = np.array([0, 0, 0, 1, 1, 2, 2])
-    chosen, votes = majority_answers(codes, np.ones(7, bool), 4, answers)
-    assert chosen.tolist() == [0, 4, 5, -1] and votes.tolist() == [2, 1, 2, 0]
+    vote = majority_answers(codes, np.ones(7, bool), 4, answers)
+    assert vote.chosen.tolist() == [0, 4, 5, -1] and vote.votes.tolist() == [2, 1, 2, 0]
+    assert list(vote.tied) == [1] and sorted(vote.tied[1].tolist()) == [3, 4]  # "a" and "b": one vote each
+
+
+def test_a_tied_majority_vote_is_right_by_its_share_and_never_decides_mcnemar() -> None:
+    """F10: three answers tied 1-1-1 on every question: the vote is right by 1/3, not by whichever
+    answer sorts first; the accuracy test reads no tied question."""
+    from evalprism.ecdf import EcdfOptions, analyze
+
+    rows = []
+    for q in range(12):
+        for conf, answers in (("x", ["A", "B", "C"]), ("y", ["C", "C", "B"])):
+            rows += [(f"q{q}", conf, f"The answer is {a}", ["A"]) for a in answers]
+    table = pd.DataFrame(rows, columns=["question_id", "config", "response", "references"])
+    options = EcdfOptions(by=["config"], clusters=2, score="exact", extract=r"answer is (\w)", final="majority")
+    res = analyze(table, options, progress=False)
+    x = res.settings[res.settings["config"] == "x"]
+    assert x["correct"].tolist() == pytest.approx([1 / 3] * 12) and (x["majority_tied"] == 3).all()
+    row = res.comparisons.iloc[0]
+    assert row["n_tied_votes"] == 12 and row["n_right_only_a"] + row["n_right_only_b"] == 0
+    assert row["accuracy_a"] == pytest.approx(1 / 3) and row["accuracy_b"] == 0.0
+    assert any("majority votes are ties" in n for n in res.notes)
 
 
 def test_wording_nits() -> None:
@@ -281,3 +302,26 @@ def test_few_discordant_questions_say_the_test_cannot_tell() -> None:
     assert "the test cannot tell: only 3 questions differ, McNemar" in text
     assert "the test cannot tell: only 3 questions differ, paired sign-flip" in text
     assert "not significant" not in text
+
+
+def test_k_sample_scores_per_configuration_equal_the_hand_computation() -> None:
+    """pass@k / maj@k / avg@k per configuration from each question's n responses, right = exact match."""
+    import math
+
+    from evalprism.ecdf import EcdfOptions, analyze
+
+    rng = np.random.default_rng(0)
+    rows, right = [], {}
+    for q in range(10):
+        c = int(rng.integers(0, 6))
+        right[q] = c
+        rows += [(f"q{q}", "t0", f"Answer: {'A' if k < c else 'B'}", ["A"]) for k in range(5)]
+    table = pd.DataFrame(rows, columns=["question_id", "temp", "response", "references"])
+    res = analyze(table, EcdfOptions(by=["temp"], clusters=2, score="exact", extract=r"Answer: (\w)"), progress=False)
+    k = res.k_samples.set_index("metric")
+    assert list(k.index) == ["pass@1", "pass@5", "maj@5", "avg@5"]
+    pass1 = np.mean([c / 5 for c in right.values()])
+    maj5 = np.mean([float(c >= 3) for c in right.values()])
+    pass5 = np.mean([1 - math.comb(5 - c, 5) / math.comb(5, 5) for c in right.values()])
+    assert k.loc["pass@1", "value"] == pytest.approx(pass1) and k.loc["maj@5", "value"] == pytest.approx(maj5)
+    assert k.loc["pass@5", "value"] == pytest.approx(pass5) and k.loc["avg@5", "value"] == pytest.approx(pass1)

@@ -16,7 +16,13 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.pass_at_k import SampleMetric, check_enough_samples, metric_summary, parse_metric
+from evalprism.stats.pass_at_k import (
+    SampleMetric,
+    check_enough_samples,
+    default_metrics,
+    metric_summary,
+    parse_metric,
+)
 
 
 def right_samples(score: np.ndarray, samples: np.ndarray) -> np.ndarray:
@@ -58,16 +64,9 @@ def rule_values(rule: SampleMetric, score: np.ndarray, samples: np.ndarray) -> n
 
 
 def default_rules(samples: list[np.ndarray], binary: bool) -> tuple[str, ...]:
-    """The rules reported when none are asked for and every item has several samples: pass@1, pass@K,
-    maj@K' and avg@K for the fewest samples K any item has (K' the largest odd K' <= K); none with one
-    sample per item. Scores between 0 and 1: avg@K only."""
-    fewest = min((int(n.min()) for n in samples if len(n)), default=1)
-    if fewest < 2:
-        return ()
-    if not binary:
-        return (f"avg@{fewest}",)
-    odd = fewest if fewest % 2 else fewest - 1
-    return ("pass@1", f"pass@{fewest}", f"maj@{odd}", f"avg@{fewest}")
+    """The rules reported when none are asked for (:func:`~evalprism.stats.pass_at_k.default_metrics`
+    for the fewest samples any item of any run has)."""
+    return default_metrics(min((int(n.min()) for n in samples if len(n)), default=1), binary)
 
 
 def runs_table(

@@ -12,6 +12,7 @@ import pandas as pd
 from sklearn.metrics import adjusted_mutual_info_score
 
 from evalprism.ecdf.compare import check_comparison_options, compare_configurations
+from evalprism.ecdf.k_samples import k_sample_table
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.result import EcdfResult, EcdfSummary
 from evalprism.ecdf.scoring import DESCRIPTIONS, cosine_scores, short_reference_share
@@ -79,18 +80,28 @@ def final_answers(
     return chosen
 
 
-def majority_answers(
-    codes: np.ndarray, eligible: np.ndarray, n_settings: int, answers: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Vote:
+    """The self-consistency vote of every setting: ``chosen``, the first row giving the winning answer
+    (-1 where no row is eligible); ``votes``, its count; ``tied``, per setting the rows (one per
+    answer) of every answer with the top count when several share it (empty: no tie)."""
+
+    chosen: np.ndarray
+    votes: np.ndarray
+    tied: dict[int, np.ndarray]
+
+
+def majority_answers(codes: np.ndarray, eligible: np.ndarray, n_settings: int, answers: Sequence[str]) -> Vote:
     """The self-consistency vote: per setting, the answer given most often among ``eligible`` rows,
-    answers counted by :func:`evalprism.io.lexical.answer_key` (``3.0`` and ``3`` are one vote).
-    Ties: the smallest key wins (a rule on answers, not on row order). Returns one row index per
-    setting (the first row giving the winning answer, -1 where none is eligible) and its votes."""
+    answers counted by :func:`evalprism.io.lexical.answer_key` (``3.0`` and ``3`` are one vote). A tie
+    is kept as a tie (:attr:`Vote.tied`): ``chosen`` names the smallest key only so that a row is shown;
+    whether a tied vote is right is the share of its tied answers that are (:func:`_vote_correct`), so
+    no order of answers decides it."""
     chosen = np.full(n_settings, -1, dtype=np.int64)
     votes = np.zeros(n_settings, dtype=np.int64)
     rows = np.flatnonzero(eligible)
     if rows.size == 0:
-        return chosen, votes
+        return Vote(chosen, votes, {})
     keys = pd.Series([answer_key(answers[r]) for r in rows])
     counted = (
         pd.DataFrame({"setting": codes[rows], "key": keys, "row": rows})
@@ -98,11 +109,15 @@ def majority_answers(
         .agg(votes=("row", "size"), row=("row", "min"))
         .reset_index()
         .sort_values(["setting", "votes", "key"], ascending=[True, False, True], kind="stable")
-        .drop_duplicates("setting")
     )
-    chosen[counted["setting"].to_numpy()] = counted["row"].to_numpy()
-    votes[counted["setting"].to_numpy()] = counted["votes"].to_numpy()
-    return chosen, votes
+    top = counted.groupby("setting")["votes"].transform("max") == counted["votes"]
+    leaders = counted[top]
+    first = leaders.drop_duplicates("setting")
+    chosen[first["setting"].to_numpy()] = first["row"].to_numpy()
+    votes[first["setting"].to_numpy()] = first["votes"].to_numpy()
+    shared = leaders[leaders.duplicated("setting", keep=False)]
+    tied = {int(k): g["row"].to_numpy() for k, g in shared.groupby("setting", sort=True)}
+    return Vote(chosen, votes, tied)
 
 
 def renumber_by_wins(
@@ -512,6 +527,13 @@ def analyze(
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
+    if "majority_tied" in settings.columns and (settings["majority_tied"] > 0).any():
+        tied = int((settings["majority_tied"] > 0).sum())
+        notes.append(
+            f"{tied} of {len(settings)} settings' majority votes are ties between their most frequent answers: "
+            "each counts the share of its tied answers that are right (what a random tie-break gets on average), "
+            "and the accuracy test leaves those questions out"
+        )
     said = len(notes)
     comparisons = compare_configurations(
         settings, samples, o.baseline, by, o.permutations, seed, notes, progress, pooled=pooled
@@ -543,6 +565,7 @@ def analyze(
             embedding=scored.embed_stats,
         ),
         notes=tuple(notes),
+        k_samples=k_sample_table(settings, samples),
     )
 
 
@@ -627,6 +650,15 @@ def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.
     return [np.sort(s) for s in np.split(scores[order], bounds)]
 
 
+def _vote_correct(scored: _Scored, vote: Vote) -> list[float]:
+    """Whether each setting's vote is right: 1 or 0, and for a tie the share of its tied answers that
+    are right (what a random tie-break gets on average; no order of answers decides it)."""
+    out = [float(c) for c in _final_answer_correct(scored, vote.chosen)]
+    for setting, rows in vote.tied.items():
+        out[setting] = float(np.mean(_final_answer_correct(scored, rows)))
+    return out
+
+
 def _final_answer_correct(scored: _Scored, chosen: np.ndarray) -> list[bool]:
     """Whether each setting's final answer (row ``chosen``, -1: none) is correct: under the exact or
     contains score, by that same rule (so a ✓ and a score of 1 always agree); under cosine, by the
@@ -670,14 +702,16 @@ def _settings_table(
     if scored.answers is not None:
         assert scored.vectors is not None and scored.answered is not None and scored.ref_lists is not None
         medoid = final_answers(codes, scored.vectors, scored.answered, n_settings, scored.answers)
-        vote, votes = majority_answers(codes, scored.answered, n_settings, scored.answers)
-        chosen, other = (vote, medoid) if final == "majority" else (medoid, vote)
+        vote = majority_answers(codes, scored.answered, n_settings, scored.answers)
+        by_vote = _vote_correct(scored, vote)
+        chosen, other = (vote.chosen, medoid) if final == "majority" else (medoid, vote.chosen)
         other_name = "medoid" if final == "majority" else "majority"
         settings["final_answer"] = [scored.answers[c] if c >= 0 else "" for c in chosen]
-        settings["correct"] = _final_answer_correct(scored, chosen)
+        settings["correct"] = by_vote if final == "majority" else _final_answer_correct(scored, chosen)
         settings[f"{other_name}_answer"] = [scored.answers[c] if c >= 0 else "" for c in other]
-        settings[f"{other_name}_correct"] = _final_answer_correct(scored, other)
-        settings["majority_votes"] = votes
+        settings[f"{other_name}_correct"] = _final_answer_correct(scored, other) if final == "majority" else by_vote
+        settings["majority_votes"] = vote.votes
+        settings["majority_tied"] = [len(vote.tied.get(k, ())) for k in range(n_settings)]
         settings["n_answered"] = np.bincount(codes, weights=scored.answered.astype(float), minlength=n_settings).astype(
             int
         )

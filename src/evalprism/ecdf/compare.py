@@ -258,9 +258,11 @@ def _compare_pair(
         "n_questions_differ": int(np.count_nonzero(score_diff)),
     }
     if judged:
-        ca, cb = sa["correct"].to_numpy(bool), sb["correct"].to_numpy(bool)
-        only_a, only_b, p_acc = mcnemar_binomtest(ca, cb)
-        columns.append(cb.astype(float) - ca.astype(float))
+        ca, cb = sa["correct"].to_numpy(float), sb["correct"].to_numpy(float)
+        # a tied majority vote is right by a share (its expected value): McNemar reads decided questions only
+        decided = np.isin(ca, (0.0, 1.0)) & np.isin(cb, (0.0, 1.0))
+        only_a, only_b, p_acc = mcnemar_binomtest(ca[decided] == 1, cb[decided] == 1)
+        columns.append(cb - ca)
         row.update(
             {
                 "accuracy_a": float(ca.mean()),
@@ -268,6 +270,7 @@ def _compare_pair(
                 "accuracy_difference": float(cb.mean() - ca.mean()),
                 "n_right_only_a": only_a,
                 "n_right_only_b": only_b,
+                "n_tied_votes": int((~decided).sum()),
                 "p_accuracy": p_acc,
             }
         )
@@ -303,7 +306,8 @@ def pair_sentence(row: pd.Series, permutations: int) -> str:
             "differ"
             if differ
             else (
-                "no difference detected by this conservative test (sources pooled)"
+                "cannot be told apart by this test: with sources pooled it is conservative (pooling can push "
+                "p up to 1 whatever the configurations do), so its p says nothing against a difference"
                 if conservative
                 else "not significantly different"
             )

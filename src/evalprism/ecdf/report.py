@@ -416,11 +416,21 @@ def _comparison_sentences(result: EcdfResult) -> list[str]:
         return []
     tested = c["p_distribution_adjusted"].notna()
     differ = int((c["p_distribution_adjusted"] < ALPHA).sum())
+    pooled = (
+        tested
+        & c["distribution_test"].astype(str).str.contains("conservative")
+        & ~(c["p_distribution_adjusted"] < ALPHA)
+    )
     if tested.any():
         text = (
             f"{differ} of {int(tested.sum())} configuration pairs tested have different response-quality "
             f"distributions (paired permutation test over shared questions, Benjamini-Hochberg adjusted p < {ALPHA})"
         )
+        if pooled.any():  # a conservative test's large p is no evidence of sameness
+            text += (
+                f"; {int(pooled.sum())} of the others cannot be told apart: with sources pooled the test is "
+                "conservative, so its p says nothing against a difference"
+            )
         if not tested.all():
             text += f"; for the other {int((~tested).sum())} the distribution test is not applicable"
     else:
@@ -479,7 +489,7 @@ def _correct_outside_sentence(s: pd.DataFrame) -> list[str]:
     """The settings whose final answer is right though their ECDF is not in the best cluster: a
     sentence only when there are such settings (with none, "yet 0% of them" asserts the opposite of
     its number)."""
-    correct = s[s["correct"]]
+    correct = s[s["correct"] == 1]  # a tied vote right by a share is not counted as a correct final answer
     outside = int((correct["cluster"] != 0).sum())
     if not outside:
         return []
@@ -758,6 +768,19 @@ def build_report(result: EcdfResult) -> Report:
                 result.accuracy,
                 "Exact-match accuracy of the final answers and the mean "
                 f"response score; final answer: {final_name(o)}.",
+            ),
+        )
+    if result.k_samples is not None:
+        shown = result.k_samples.assign(value=lambda t: t["value"].round(4), se=lambda t: t["se"].round(4))
+        report.table(
+            shown,
+            "k-sample scores per configuration",
+            rows_caption(
+                shown,
+                "Per configuration, the mean over questions of each metric's unbiased value from the n responses "
+                "of a question, with its standard error over questions: pass@k, at least one of k responses right "
+                "(Chen et al. 2021); maj@k, most of k right; avg@k, the mean of k (a response is right when its "
+                "0/1 quality is 1).",
             ),
         )
     report.details.update(_details(result))

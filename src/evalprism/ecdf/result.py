@@ -64,7 +64,8 @@ class EcdfResult(SavedResult):
     ``assignment``: question x configuration cluster matrix in MDS order; ``samples``: the sorted
     quality values of each setting (the ECDFs), indexed like ``settings``; ``options``: what the
     analysis was asked (:class:`~evalprism.ecdf.options.EcdfOptions`); ``summary``: what it resolved
-    and counted (:class:`EcdfSummary`); ``notes``: what it changed or left out; ``title``: the
+    and counted (:class:`EcdfSummary`); ``k_samples``: each configuration's pass@k, maj@k and avg@k
+    (:mod:`evalprism.ecdf.k_samples`; None with one response per setting or a graded quality); ``notes``: what it changed or left out; ``title``: the
     report's title (None: the default).
     """
 
@@ -83,6 +84,7 @@ class EcdfResult(SavedResult):
     options: EcdfOptions
     summary: EcdfSummary
     notes: tuple[str, ...] = ()
+    k_samples: pd.DataFrame | None = None
     title: str | None = None
 
     def settings_table(self) -> pd.DataFrame:
@@ -108,6 +110,8 @@ class EcdfResult(SavedResult):
             out["comparisons"] = self.comparisons
         if self.k_curve is not None:
             out["k_selection"] = self.k_curve
+        if self.k_samples is not None:
+            out["k_samples"] = self.k_samples
         return out
 
     def report(self) -> Any:

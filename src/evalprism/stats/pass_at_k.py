@@ -128,3 +128,15 @@ def check_enough_samples(metric: SampleMetric, samples: np.ndarray, where: str) 
             f"{where}: {metric.name} needs at least {metric.k} samples per item; {int(short.sum())} item(s) have "
             f"fewer (the fewest: {int(np.min(samples))}): choose k <= {int(np.min(samples))}"
         )
+
+
+def default_metrics(fewest: int, binary: bool) -> tuple[str, ...]:
+    """The metrics reported when none are asked for: pass@1, pass@K, maj@K' and avg@K for the fewest
+    samples K an item has (K' the largest odd K' <= K); none with one sample per item; scores between 0
+    and 1: avg@K only (the others count right samples)."""
+    if fewest < 2:
+        return ()
+    if not binary:
+        return (f"avg@{fewest}",)
+    odd = fewest if fewest % 2 else fewest - 1
+    return ("pass@1", f"pass@{fewest}", f"maj@{odd}", f"avg@{fewest}")
