@@ -3,6 +3,7 @@ the noise plan, and what CI reads — each against a hand computation or a plant
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -237,3 +238,17 @@ def test_inspect_mean_over_epochs_is_the_items_score_in_compare() -> None:
     assert not any("every epoch its own item" in c for c in every.provenance.choices)
     with pytest.raises(EvalprismError, match="not 0 or 1"):
         read_correctness(log)
+
+
+def test_a_long_table_is_written_fast_with_the_same_values(tmp_path: Path, monkeypatch) -> None:
+    """items.csv of many pairs goes through pyarrow's writer: read back, every value equals pandas' CSV."""
+    import evalprism.io.outputs as outputs
+
+    monkeypatch.setattr(outputs, "LARGE_TABLE_ROWS", 10)
+    rng = np.random.default_rng(0)
+    table = _sampled({"A, first": rng.random(30), "B": rng.random(30), "C": rng.random(30)}, samples=2)
+    res = compare_runs([table], CompareOptions(permutations=99))
+    res.save(tmp_path / "out")
+    fast = pd.read_csv(tmp_path / "out" / "items.csv")
+    assert len(fast) == len(res.items) > 10
+    pd.testing.assert_frame_equal(fast, pd.read_csv(io.StringIO(res.items.to_csv(index=False))))

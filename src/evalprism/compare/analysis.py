@@ -223,6 +223,12 @@ def _sizes(res: PairedDifference, naive: PairedDifference, effect: float) -> tup
     return mde, needed
 
 
+def _unpaired_se(a: np.ndarray, b: np.ndarray) -> float:
+    """The SE of the difference of two independent means on these items, sqrt(var_A / n + var_B / n)."""
+    n = len(a)
+    return float(np.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / n)) if n > 1 else NAN
+
+
 def _samples(both: dict[str, np.ndarray]) -> float:
     """The median samples per item of the two runs, over the items both answered."""
     return float(np.median((both["samples_a"] + both["samples_b"]) / 2))
@@ -251,7 +257,7 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
     test = _choose_test(d, both, settings, several)
     mde, needed = _sizes(res, naive, settings.effect)
     total, within, between = _variance_parts(d, both, several)
-    plan = NoisePlan.from_parts(len(d), _samples(both), total, within, res.se, naive.se)
+    plan = NoisePlan.from_parts(len(d), _samples(both) if several else 1.0, total, within, res.se, naive.se)
     row = Comparison(
         run_a=scope.run_a,
         run_b=scope.run_b,
@@ -267,6 +273,7 @@ def _scope_row(scope: _Scope, settings: _Settings) -> tuple[Comparison, np.ndarr
         ci_low=max(res.low, -1.0),
         ci_high=min(res.high, 1.0),
         se_naive=naive.se,
+        se_unpaired=_unpaired_se(both["score_a"], both["score_b"]),
         clusters=res.clusters,
         df=res.df,
         test=test.name,
@@ -290,7 +297,9 @@ def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
     key order, ``in_a``/``in_b`` masks, both sides' scores, samples, variances (NaN where absent) and
     the item's cluster code (A's, else B's)."""
     ka, kb = items.keys[ia], items.keys[ib]
-    key = ka if np.array_equal(ka, kb) else np.union1d(ka, kb)  # runs of one item set: no set union
+    if np.array_equal(ka, kb):  # runs of one item set (the common case): no union, no lookup, no gaps
+        return _aligned_join(items, ia, ib)
+    key = np.union1d(ka, kb)
     out: dict[str, np.ndarray] = {"key": key}
     pos = {}
     for side, k in (("a", ka), ("b", kb)):
@@ -307,10 +316,26 @@ def _join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
     return out
 
 
+def _aligned_join(items: _Items, ia: int, ib: int) -> dict[str, np.ndarray]:
+    """:func:`_join` of two runs with the same items: their arrays side by side (samples as floats, as
+    the outer join gives them)."""
+    present = np.ones(len(items.keys[ia]), dtype=bool)
+    out: dict[str, np.ndarray] = {"key": items.keys[ia], "in_a": present, "in_b": present}
+    for side, i in (("a", ia), ("b", ib)):
+        out[f"score_{side}"] = items.score[i]
+        out[f"samples_{side}"] = items.samples[i].astype(np.float64)
+        out[f"var_{side}"] = items.var[i]
+    if items.clusters is not None:
+        out["cluster"] = items.clusters[ia]
+    return out
+
+
 def _both(items: _Items, part: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
     """The arrays :func:`_scope_row` reads, on the rows of ``part`` selected by ``mask``."""
+    every = bool(mask.all())  # runs of one item set, all benchmarks: the arrays as they are
     both: dict[str, Any] = {
-        c: part[c][mask] for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")
+        c: part[c] if every else part[c][mask]
+        for c in ("score_a", "score_b", "samples_a", "samples_b", "var_a", "var_b")
     }
     both["groups"] = None
     if items.clusters is not None:
@@ -530,7 +555,7 @@ def compare_runs(runs: Sequence[Run], options: CompareOptions | None = None) -> 
     )
     return CompareResult(
         comparisons=comparison_table(rows),
-        items=_item_table(items, parts, names, pairs, o.cluster),
+        items=_item_table(items, parts, names, pairs, o.cluster) if o.items_table else None,
         options=o,
         summary=summary,
         provenance=loaded.provenance,

@@ -23,7 +23,8 @@ class Comparison:
     """B - A on the items both runs answered in one scope (a benchmark, or ``all``), on the 0..1 scale.
 
     ``items``: items both answered, ``samples`` the median samples per item of both runs; ``only_a`` / ``only_b``: items one run answered (left out);
-    ``se`` the paired (or cluster-robust) SE, ``se_naive`` the SE if items were independent, ``ci_*``
+    ``se`` the paired (or cluster-robust) SE, ``se_naive`` the SE if items were independent, ``se_unpaired`` the SE of two independent means on
+    the same items (what pairing saves: compare it with ``se_naive``), ``ci_*``
     the 95% t interval cut to [-1, 1]; ``test`` the paired test (empty when it cannot run), ``differing``
     the items (clusters) whose difference is not zero and ``p_floor`` the smallest p the test can reach
     on them; ``p_adj`` the p corrected across the pairs of this scope (NaN until :meth:`adjusted`);
@@ -48,6 +49,7 @@ class Comparison:
     ci_low: float
     ci_high: float
     se_naive: float
+    se_unpaired: float
     clusters: int
     df: int
     test: str
@@ -81,6 +83,7 @@ class Comparison:
             ci_low=NAN,
             ci_high=NAN,
             se_naive=NAN,
+            se_unpaired=NAN,
             clusters=0,
             df=0,
             test="",

@@ -36,7 +36,7 @@ class CompareResult(SavedResult):
     B - A on the 0..1 scale, SE, interval, test, p, adjusted p, MDE, items needed, variance parts,
     verdict); ``items``: one row per (pair, item) with both scores and the difference, including
     items only one run answered (``status``; the text columns are categoricals, built from integer
-    codes, and write as their values). ``options``: what the run was asked
+    codes, and write as their values; None when ``options.items_table`` is off). ``options``: what the run was asked
     (:class:`~evalprism.compare.options.CompareOptions`); ``summary``: what it read and decided
     (:class:`CompareSummary`); ``provenance``: what the readers read and chose; ``notes``: what was
     changed from the input (no-answer scores, a k-sample rule); ``runs_table``: each run's k-sample scores
@@ -47,7 +47,7 @@ class CompareResult(SavedResult):
     output_kind: ClassVar[OutputKind] = OutputKind.COMPARE
 
     comparisons: pd.DataFrame
-    items: pd.DataFrame
+    items: pd.DataFrame | None
     options: CompareOptions
     summary: CompareSummary
     provenance: Provenance = field(default_factory=Provenance)
@@ -68,7 +68,7 @@ class CompareResult(SavedResult):
         from evalprism.compare.release import confidence_set_table, gate_table
 
         out = {"comparisons": self.comparisons}
-        if self.options.items_table:
+        if self.items is not None:
             out["items"] = self.items
         if self.runs_table is not None:
             out["runs"] = self.runs_table

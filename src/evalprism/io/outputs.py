@@ -52,10 +52,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalprism.errors import EvalprismError, shorten
 from evalprism.io.record import RUN_FORMAT, Provenance, RunRecord
+
+if TYPE_CHECKING:  # pandas loads with the analysis, not with this module
+    import pandas as pd
 
 MARKER_FILE = "run.json"
 STAGING_MARKER = ".evalprism-staging"  # written first into every staging directory, removed before the move
@@ -226,6 +229,24 @@ def result_record(result: Any) -> RunRecord:
     )
 
 
+#: tables longer than this are written by pyarrow's CSV writer (about 8x faster than pandas' on compare's
+#: items.csv of 19 M rows); shorter ones by pandas, whose float format ("1.0") the outputs have always had
+LARGE_TABLE_ROWS = 500_000
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """One output table as CSV: pandas' writer, or for a long table pyarrow's (the same values: strings
+    quoted only where needed, missing values empty, a float written in its shortest form, ``1`` for 1.0)."""
+    if len(frame) <= LARGE_TABLE_ROWS:
+        frame.to_csv(path, index=False)
+        return
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pa_csv.write_csv(table, path, write_options=pa_csv.WriteOptions(quoting_style="needed"))
+
+
 def save_result(result: AnalysisResult, out: str | Path | OutputTarget) -> Path:
     """An analysis output directory, atomically: ``<name>.csv`` per frame, the result's extra files,
     ``run.json`` (the run record, its inputs described, plus the manifest) and ``report.html``."""
@@ -234,7 +255,7 @@ def save_result(result: AnalysisResult, out: str | Path | OutputTarget) -> Path:
     record = result.record.completed(target.inputs)
     with atomic_output_dir(target, kind) as tmp:
         for name, frame in result.frames().items():
-            frame.to_csv(tmp / f"{name}.csv", index=False)
+            write_csv(frame, tmp / f"{name}.csv")
         result.write_extra(tmp)
         write_json(tmp / MARKER_FILE, record.as_json())
         result.report().write(tmp / "report.html")

@@ -24,6 +24,7 @@ Pure numpy/scipy, shapes asserted only (the checks users see live in :mod:`evalp
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,7 +108,7 @@ def paired_difference(d: np.ndarray, clusters: np.ndarray | None = None, level: 
         se = float(np.sqrt(g / (g - 1) * (sums**2).sum()) / n) if g > 1 else float("nan")
     df = g - 1
     if df >= 1 and np.isfinite(se):
-        half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+        half = t_quantile(0.5 + level / 2, df) * se
     else:
         half = float("nan")
     return PairedDifference(mean, float(se), mean - half, mean + half, n, g, df, sd)
@@ -222,8 +223,16 @@ def adjust_pvalues(p: np.ndarray, method: str = "bh") -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _z_sum(alpha: float, power: float) -> float:
     return float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(q: float, df: int) -> float:
+    """Student's t quantile, cached: every pair of runs on the same items asks for the same one, and
+    scipy's ``ppf`` costs about a millisecond a call (hundreds of pairs, several scopes each)."""
+    return float(stats.t.ppf(q, df))
 
 
 def minimum_detectable_effect(se: float | np.ndarray, alpha: float = 0.05, power: float = 0.8) -> np.ndarray | float:

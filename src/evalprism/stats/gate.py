@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats
+from evalprism.stats.compare_tests import t_quantile
 
 GateVerdict = Literal["pass", "regression", "cannot tell"]
 #: the process exit code of each verdict (2 is bad input, as for every command)
@@ -66,7 +66,7 @@ def non_inferiority(
     """The gate's verdict (module docstring) from the paired difference candidate - baseline, its
     standard error and t degrees of freedom; ``margin`` >= 0 in the score's units."""
     assert margin >= 0 and 0 < alpha < 0.5
-    t = float(stats.t.ppf(1 - alpha, df)) if df >= 1 and math.isfinite(se) else math.nan
+    t = t_quantile(1 - alpha, df) if df >= 1 and math.isfinite(se) else math.nan
     lower, upper = difference - t * se, difference + t * se
     verdict: GateVerdict = "cannot tell"
     if lower > -margin:
