@@ -252,3 +252,23 @@ def test_a_long_table_is_written_fast_with_the_same_values(tmp_path: Path, monke
     fast = pd.read_csv(tmp_path / "out" / "items.csv")
     assert len(fast) == len(res.items) > 10
     pd.testing.assert_frame_equal(fast, pd.read_csv(io.StringIO(res.items.to_csv(index=False))))
+
+
+def test_the_readme_gate_example_runs_as_written_and_says_what_the_readme_says(tmp_path: Path, capsys) -> None:
+    from test_readme import walkthrough
+
+    (command,) = walkthrough("On the demo's 12 configurations")
+    args = command[1:]
+    args[args.index("--out") + 1] = str(tmp_path / "gate")
+    args[1] = str(Path(__file__).parents[1] / args[1])
+    code, _, err = run_cli(args, capsys)
+    assert code == 1, err  # Llama-2 regressed
+    gate = pd.read_csv(tmp_path / "gate" / "gate.csv")
+    verdict = dict(zip(gate["run"], gate["verdict"], strict=True))
+    assert {v for r, v in verdict.items() if r.startswith("model=claude")} == {"pass"}
+    assert {v for r, v in verdict.items() if r.startswith("model=llama")} == {"regression"}
+    assert {v for r, v in verdict.items() if r.startswith("model=gpt")} == {"cannot tell"}
+    cs = pd.read_csv(tmp_path / "gate" / "confidence_set.csv")
+    kept = set(cs[cs["in_set"]]["run"])
+    assert len(kept) == 6 and sum(r.startswith("model=gpt-4") for r in kept) == 3
+    assert all(r.startswith("model=llama") for r in cs["run"][:2]) and not any("llama" in r for r in kept)
