@@ -272,3 +272,19 @@ def test_the_readme_gate_example_runs_as_written_and_says_what_the_readme_says(t
     kept = set(cs[cs["in_set"]]["run"])
     assert len(kept) == 6 and sum(r.startswith("model=gpt-4") for r in kept) == 3
     assert all(r.startswith("model=llama") for r in cs["run"][:2]) and not any("llama" in r for r in kept)
+
+
+def test_names_with_markup_characters_print_literally_in_terminal_and_report(tmp_path: Path, capsys) -> None:
+    """F1 in the report too: a run named with brackets, underscores, asterisks and backticks is shown as given."""
+    rng = np.random.default_rng(0)
+    a = (rng.random(200) < 0.5).astype(float)
+    b = np.where(rng.random(200) < 0.3, 1.0, a)
+    names = ["ckpt_[step2000]_*x*", "run`2`_b"]
+    path = tmp_path / "s.csv"
+    pd.DataFrame(
+        {"model": [names[0]] * 200 + [names[1]] * 200, "item_id": [*range(200)] * 2, "score": [*a, *b]}
+    ).to_csv(path, index=False)
+    code, _, err = run_cli(["compare", path, "--out", tmp_path / "o"], capsys)
+    assert code == 0 and f"{names[1]} vs {names[0]}: {names[1]} is " in err
+    page = (tmp_path / "o" / "report.html").read_text()
+    assert f"<li><b>{names[1]} vs {names[0]}</b>: {names[1]} is " in page

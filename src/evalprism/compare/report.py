@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from evalprism.report import Report
+from evalprism.report import Report, literal
 
 if TYPE_CHECKING:
     from evalprism.compare.result import CompareResult
@@ -139,7 +139,7 @@ def build_report(result: CompareResult) -> Report:
         extra = ""
         if r["only_a"] or r["only_b"]:
             extra = f" ({r['items']:,} items in common; {r['only_a']:,} only in {r['run_a']}, {r['only_b']:,} only in {r['run_b']}, left out)"
-        report.summary(f"**{r['run_b']} vs {r['run_a']}**: {r['verdict']}{extra}.")
+        report.summary(f"**{literal(r['run_b'])} vs {literal(r['run_a'])}**: {literal(r['verdict'] + extra)}.")
     if (c["benchmark"] != "all").any():
         lines = "".join(
             f"<li><b>{html.escape(str(r['run_b']))} vs {html.escape(str(r['run_a']))}</b> on "
@@ -150,7 +150,7 @@ def build_report(result: CompareResult) -> Report:
     else:
         per_benchmark = ""
     for note in result.notes:
-        report.summary(f"Note: {note}.")
+        report.summary(f"Note: {literal(note)}.")
     test_names = ", ".join(sorted(set(c["test"]) - {""})) or "none"
     report.html_block(
         "What this shows",

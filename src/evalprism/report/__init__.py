@@ -4,6 +4,6 @@ Build a :class:`Report`, add a summary, figures (each with a short "how to read 
 tables, then :meth:`Report.write` it. Analyses own their figures; this layer owns the page.
 """
 
-from evalprism.report.page import IndexEntry, Report, inline_markdown, write_index
+from evalprism.report.page import IndexEntry, Report, inline_markdown, literal, write_index
 
-__all__ = ["IndexEntry", "Report", "inline_markdown", "write_index"]
+__all__ = ["IndexEntry", "Report", "inline_markdown", "literal", "write_index"]

@@ -44,6 +44,17 @@ _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 _TH = re.compile(r"(<th[^>]*>)(.*?)(</th>)", re.S)
 
 
+#: stand-ins for the two characters inline Markdown reads, in text that must show them as they are
+_LITERAL = str.maketrans({"`": "\ue000", "*": "\ue001"})
+_UNLITERAL = str.maketrans({"\ue000": "`", "\ue001": "*"})
+
+
+def literal(text: object) -> str:
+    """``text`` (a run name, a model, a path a user gave) to be shown as it is inside a summary or caption
+    that :func:`inline_markdown` renders: its backticks and asterisks are not read as `code` or **bold**."""
+    return str(text).translate(_LITERAL)
+
+
 def inline_markdown(text: str) -> Markup:
     """Escape ``text`` and render the two inline Markdown forms reports use: `code` and **bold**.
 
@@ -51,7 +62,8 @@ def inline_markdown(text: str) -> Markup:
     backticks on the page read as noise, a full Markdown renderer would be more than they need.
     """
     escaped = html.escape(str(text), quote=False)
-    return Markup(_BOLD.sub(r"<b>\1</b>", _CODE.sub(r"<code>\1</code>", escaped)))
+    rendered = _BOLD.sub(r"<b>\1</b>", _CODE.sub(r"<code>\1</code>", escaped))
+    return Markup(rendered.translate(_UNLITERAL))
 
 
 def _cell(value: Any) -> str:
