@@ -293,14 +293,21 @@ def check_distance_memory(n_settings: int, where: str) -> None:
     if n_settings > CLARA_ABOVE:  # no n x n matrix there (evalprism.stats.clara)
         return
     need = n_settings * n_settings * 8
+    _refuse_above_memory(
+        need,
+        f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
+        f"{need / 1e9:.1f} GB (8 bytes per distance)",
+        "cluster fewer settings (a sample of the questions, or fewer by columns)",
+    )
+
+
+def _refuse_above_memory(need: int, what: str, advice: str) -> None:
+    """Refuse a run that would need ``need`` bytes, more than the machine has available: ``what`` says
+    what needs them, ``advice`` what to do instead."""
     have = available_memory()
     if have is not None and need > have:
         raise EvalprismError(
-            f"{where}: {n_settings} settings need a {n_settings} x {n_settings} distance matrix of "
-            f"{need / 1e9:.1f} GB (8 bytes per distance), more memory "
-            f"than this machine has available ({have / 1e9:.1f} GB); cluster fewer settings (a sample of the "
-            "questions, or fewer by columns)",
-            parameter="by",
+            f"{what}, more memory than this machine has available ({have / 1e9:.1f} GB); {advice}", parameter="by"
         )
 
 
@@ -324,16 +331,14 @@ def check_assignment_memory(n_questions: int, n_configurations: int, where: str)
     questions each answered by its own configuration make 10^10 cells, and the run used to grow past
     20 GB at the very end instead of saying so."""
     need = assignment_memory(n_questions, n_configurations)
-    have = available_memory()
-    if have is not None and need > have:
-        raise EvalprismError(
-            f"{where}: {n_questions:,} questions x {n_configurations:,} configurations make a question x "
-            f"configuration assignment matrix of {n_questions * n_configurations:,} cells, about {need / 1e9:,.1f} GB "
-            f"to build and reorder, more memory than this machine has available ({have / 1e9:.1f} GB); compare "
-            "fewer configurations (fewer by columns, or configurations that answer the same questions) or fewer "
-            "questions",
-            parameter="by",
-        )
+    _refuse_above_memory(
+        need,
+        f"{where}: {n_questions:,} questions x {n_configurations:,} configurations make a question x "
+        f"configuration assignment matrix of {n_questions * n_configurations:,} cells, about {need / 1e9:,.1f} GB "
+        "to build and reorder",
+        "compare fewer configurations (fewer by columns, or configurations that answer the same questions) or "
+        "fewer questions",
+    )
 
 
 @dataclass
@@ -650,10 +655,13 @@ def _samples(scores: np.ndarray, codes: np.ndarray, n_settings: int) -> list[np.
     return [np.sort(s) for s in np.split(scores[order], bounds)]
 
 
-def _vote_correct(scored: _Scored, vote: Vote) -> list[float]:
+def _vote_correct(scored: _Scored, vote: Vote) -> list[bool] | list[float]:
     """Whether each setting's vote is right: 1 or 0, and for a tie the share of its tied answers that
     are right (what a random tie-break gets on average; no order of answers decides it)."""
-    out = [float(c) for c in _final_answer_correct(scored, vote.chosen)]
+    decided = _final_answer_correct(scored, vote.chosen)
+    if not vote.tied:  # no tie anywhere: right or wrong, as the other final-answer rule is
+        return decided
+    out = [float(c) for c in decided]
     for setting, rows in vote.tied.items():
         out[setting] = float(np.mean(_final_answer_correct(scored, rows)))
     return out

@@ -66,6 +66,27 @@ MAX_COLUMN_LABELS = 40
 EXAMPLE_CHARS = 300
 
 
+def _steps_line(
+    x: Sequence[float | None] | np.ndarray,
+    y: Sequence[float | None] | np.ndarray,
+    colour: str,
+    width: float,
+    name: str,
+    group: str,
+    legend: bool,
+) -> go.Scatter:
+    """One ECDF drawn as steps in a panel, in the legend once (``legend``) under its ``group``."""
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="lines",
+        line={"color": colour, "width": width, "shape": "hv"},
+        name=name,
+        legendgroup=group,
+        showlegend=legend,
+    )
+
+
 def _ecdf_panels(
     groups: Sequence[tuple[str, Sequence[np.ndarray], np.ndarray | None]], lo: float, hi: float, x_title: str, seed: int
 ) -> go.Figure:
@@ -94,49 +115,14 @@ def _ecdf_panels(
             shown = [members[j] for j in sorted(rng.choice(len(members), MEMBER_CURVES, replace=False))]
         xs, ys = _joined_steps(shown, lo, hi)
         first = i == 0
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line={"color": GREY, "width": 1, "shape": "hv"},
-                name="settings",
-                legendgroup="m",
-                showlegend=first,
-                hoverinfo="skip",
-            ),
-            r + 1,
-            c + 1,
-        )
+        members_line = _steps_line(xs, ys, GREY, 1, "settings", "m", first)
+        members_line.update(hoverinfo="skip")
+        fig.add_trace(members_line, r + 1, c + 1)
         if medoid is not None:
             x, y = ecdf_steps(medoid, lo, hi)
-            fig.add_trace(
-                go.Scatter(
-                    x=x,
-                    y=y,
-                    mode="lines",
-                    line={"color": MEDOID, "width": 2.2, "shape": "hv"},
-                    name="medoid",
-                    legendgroup="d",
-                    showlegend=first,
-                ),
-                r + 1,
-                c + 1,
-            )
+            fig.add_trace(_steps_line(x, y, MEDOID, 2.2, "medoid", "d", first), r + 1, c + 1)
         x, y = ecdf_steps(np.concatenate(members), lo, hi)
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines",
-                line={"color": CENTROID, "width": 2.2, "shape": "hv"},
-                name="centroid (pooled)",
-                legendgroup="c",
-                showlegend=first,
-            ),
-            r + 1,
-            c + 1,
-        )
+        fig.add_trace(_steps_line(x, y, CENTROID, 2.2, "centroid (pooled)", "c", first), r + 1, c + 1)
         if i + cols >= len(groups):  # nothing below this panel
             fig.update_xaxes(title_text=x_title, row=r + 1, col=c + 1)
     fig.update_layout(
