@@ -112,13 +112,23 @@ def put_text_on_line(path: Path, line: int, text: str, encoding: str = "latin-1"
     path.write_bytes("".join(lines).encode(encoding))
 
 
+def edit_line(path: Path, line: int, edit: Callable[[str], str], encoding: str = "utf-8") -> None:
+    """Replace ``line`` (1-based) of the UTF-8 text ``path`` by ``edit(line)``; save it as ``encoding``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[line - 1] = edit(lines[line - 1])
+    path.write_bytes(("\n".join(lines) + "\n").encode(encoding))
+
+
 def set_json_field(path: Path, line: int, field: str, value: object) -> None:
     """Replace ``field`` on JSONL ``line`` (1-based)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    record = json.loads(lines[line - 1])
-    record[field] = value
-    lines[line - 1] = json.dumps(record)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    edit_line(path, line, lambda text: json.dumps({**json.loads(text), field: value}))
+
+
+def as_jsonl(path: Path) -> Path:
+    """The CSV table ``path`` written beside it as JSON lines (one record a line); the new file's path."""
+    jsonl = path.with_suffix(".jsonl")
+    pd.read_csv(path).to_json(jsonl, orient="records", lines=True)
+    return jsonl
 
 
 def all_ties(path: Path) -> None:
@@ -129,7 +139,9 @@ def all_ties(path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ the cases
 
-Build = Callable[[Path], tuple[list[str], list[str]]]
+Made = tuple[list[str], list[str]]
+"""What a case's build gives: the command line to run, and the fragments its one message must hold."""
+Build = Callable[[Path], Made]
 
 
 @dataclass(frozen=True)
@@ -150,334 +162,257 @@ def _ecdf(extra: list[str] | None = None, path: str = "responses.csv") -> list[s
     return ["ecdf", path, "--out", "out", "--by", "model", "--by", "temperature", "-k", "2", "-q", *(extra or [])]
 
 
-def _enc_ecdf_latin1(w: Path):
+# the command lines most cases run, in their copy of ``base``
+FIT = ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"]
+TRAIN = ["p2l", "train", "battles.jsonl", "--out", "out", "-q"]
+EVALUATE = ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"]
+LEADERBOARD = ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"]
+ROUTE = ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"]
+LOCATE = ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"]
+JUDGES = ["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"]
+SERVE = ["serve", "model", "--config", "serve.yaml"]
+
+
+def _enc_ecdf_latin1(w: Path) -> Made:
     put_text_on_line(w / "responses.csv", 12, "Éclair")
     return _ecdf(), ["responses.csv", "line 12, column", "UTF-8"]
 
 
-def _enc_ecdf_utf16_nobom(w: Path):
+def _enc_ecdf_utf16_nobom(w: Path) -> Made:
     reencode(w / "responses.csv", "utf-16-le")
     return _ecdf(), ["responses.csv", "UTF-16"]
 
 
-def _enc_ecdf_binary(w: Path):
+def _enc_ecdf_binary(w: Path) -> Made:
     (w / "responses.csv").write_bytes(bytes(range(256)) * 8)
     return _ecdf(), ["responses.csv", "binary"]
 
 
-def _enc_fit_latin1(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[6] = lines[6].replace("Explain", "Expliquez É", 1).replace('"prompt":"', '"prompt":"É ', 1)
-    (w / "battles.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 7, column", "UTF-8"]
+def _enc_fit_latin1(w: Path) -> Made:
+    def accented(line: str) -> str:
+        return line.replace("Explain", "Expliquez É", 1).replace('"prompt":"', '"prompt":"É ', 1)
+
+    edit_line(w / "battles.jsonl", 7, accented, encoding="latin-1")
+    return FIT, ["battles.jsonl", "line 7, column", "UTF-8"]
 
 
-def _enc_fit_bad_jsonl(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[9] = lines[9][:-1]  # line 10 loses its closing brace
-    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 10, column", "JSON"]
+def _enc_fit_bad_jsonl(w: Path) -> Made:
+    edit_line(w / "battles.jsonl", 10, lambda line: line[:-1])  # line 10 loses its closing brace
+    return FIT, ["battles.jsonl", "line 10, column", "JSON"]
 
 
-def _enc_train_binary(w: Path):
+def _enc_train_binary(w: Path) -> Made:
     (w / "battles.jsonl").write_bytes(b"PK\x03\x04\x14\x00\x00\x00" + bytes(range(256)) * 8)
-    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "binary"]
+    return TRAIN, ["battles.jsonl", "binary"]
 
 
-def _enc_evaluate_bad_jsonl(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[2] = lines[2].replace('"model_a":', '"model_a" ', 1)  # line 3: a missing colon
-    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], [
-        "battles.jsonl",
-        "line 3, column",
-        "JSON",
-    ]
+def _enc_evaluate_bad_jsonl(w: Path) -> Made:
+    edit_line(w / "battles.jsonl", 3, lambda line: line.replace('"model_a":', '"model_a" ', 1))  # a missing colon
+    return EVALUATE, ["battles.jsonl", "line 3, column", "JSON"]
 
 
-def _enc_leaderboard_latin1_txt(w: Path):
+def _enc_leaderboard_latin1_txt(w: Path) -> Made:
     (w / "prompts.txt").write_bytes("Write a haiku.\nCompute 2+2.\nRésumé of a café owner.\n".encode("latin-1"))
-    return (
-        ["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"],
-        ["prompts.txt", "line 3, column 2", "UTF-8"],
-    )
+    command = ["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"]
+    return command, ["prompts.txt", "line 3, column 2", "UTF-8"]
 
 
-def _enc_route_misspelled_cost(w: Path):
+def _enc_route_misspelled_cost(w: Path) -> Made:
     text = (w / "costs.csv").read_text(encoding="utf-8").replace("calc-13b", "calc-13", 1)
     (w / "costs.csv").write_text(text, encoding="utf-8")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["costs.csv", "line 3", "column 'model'", "calc-13"],
-    )
+    return ROUTE, ["costs.csv", "line 3", "column 'model'", "calc-13"]
 
 
-def _enc_route_utf16_costs(w: Path):
+def _enc_route_utf16_costs(w: Path) -> Made:
     reencode(w / "costs.csv", "utf-16-le")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["costs.csv", "UTF-16"],
-    )
+    return ROUTE, ["costs.csv", "UTF-16"]
 
 
-def _enc_stem_pool_latin1(w: Path):
+def _enc_stem_pool_latin1(w: Path) -> Made:
     put_text_on_line(w / "correctness.csv", 40, "modèle")
-    return (
-        ["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.csv", "line 40, column", "UTF-8"],
-    )
+    command = ["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.csv", "line 40, column", "UTF-8"]
 
 
-def _enc_stem_locate_utf16(w: Path):
+def _enc_stem_locate_utf16(w: Path) -> Made:
     reencode(w / "correctness.csv", "utf-16-le")
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["correctness.csv", "UTF-16"],
-    )
+    return LOCATE, ["correctness.csv", "UTF-16"]
 
 
-def _enc_stem_audit_binary(w: Path):
+def _enc_stem_audit_binary(w: Path) -> Made:
     (w / "models.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200))
-    return (
-        ["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["models.csv", "binary"],
-    )
+    command = ["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["models.csv", "binary"]
 
 
-def _enc_judges_latin1(w: Path):
+def _enc_judges_latin1(w: Path) -> Made:
     put_text_on_line(w / "judgments.csv", 5, "naïve")
-    return (
-        ["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"],
-        ["judgments.csv", "line 5, column", "UTF-8"],
-    )
+    return JUDGES, ["judgments.csv", "line 5, column", "UTF-8"]
 
 
-def _enc_judges_qrels_latin1(w: Path):
+def _enc_judges_qrels_latin1(w: Path) -> Made:
     (w / "human.qrels").write_text("1 0 d1 2\n1 0 d2 0\n", encoding="utf-8")
     (w / "llm.qrels").write_bytes("1 0 d1 2\n1 0 d2 \xe9\n".encode("latin-1"))
     (w / "topics.tsv").write_text("1\twhat is rain\n", encoding="utf-8")
     (w / "passages.tsv").write_text("d1\train falls\nd2\tsun shines\n", encoding="utf-8")
-    return (
-        [
-            "judges",
-            "--qrels",
-            "human=human.qrels",
-            "--qrels",
-            "llm=llm.qrels",
-            "--topics",
-            "topics.tsv",
-            "--passages",
-            "passages.tsv",
-            "--human",
-            "human",
-            "--llm",
-            "llm",
-            "--out",
-            "out",
-            "-q",
-        ],
-        ["llm.qrels", "line 2, column 8", "UTF-8"],
-    )
+    qrels = ["--qrels", "human=human.qrels", "--qrels", "llm=llm.qrels", "--topics", "topics.tsv"]
+    command = ["judges", *qrels, "--passages", "passages.tsv", "--human", "human", "--llm", "llm", "--out", "out", "-q"]
+    return command, ["llm.qrels", "line 2, column 8", "UTF-8"]
 
 
-def _enc_serve_latin1(w: Path):
+def _enc_serve_latin1(w: Path) -> Made:
     text = (w / "serve.yaml").read_text(encoding="utf-8") + "router_name: routeur-é\n"
     (w / "serve.yaml").write_bytes(text.encode("latin-1"))
-    return ["serve", "model", "--config", "serve.yaml"], ["serve.yaml", "line 4, column 22", "UTF-8"]
+    return SERVE, ["serve.yaml", "line 4, column 22", "UTF-8"]
 
 
-def _dir_leaderboard_truncated_head(w: Path):
+def _dir_leaderboard_truncated_head(w: Path) -> Made:
     head = w / "model" / "head.safetensors"
     head.write_bytes(head.read_bytes()[:100])
-    return (
-        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "head.safetensors"],
-    )
+    return LEADERBOARD, ["not a valid evalprism model directory", "head.safetensors"]
 
 
-def _dir_evaluate_empty_head(w: Path):
+def _dir_evaluate_empty_head(w: Path) -> Made:
     (w / "model" / "head.safetensors").write_bytes(b"")
-    return (
-        ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "head.safetensors"],
-    )
+    return EVALUATE, ["not a valid evalprism model directory", "head.safetensors"]
 
 
-def _dir_route_broken_marginal(w: Path):
+def _dir_route_broken_marginal(w: Path) -> Made:
     (w / "model" / "marginal.csv").write_text('model,coef\n"poet-7b,0.3\n', encoding="utf-8")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "marginal.csv"],
-    )
+    return ROUTE, ["not a valid evalprism model directory", "marginal.csv"]
 
 
-def _dir_serve_broken_config(w: Path):
+def _dir_serve_broken_config(w: Path) -> Made:
     (w / "model" / "config.json").write_text('{"loss": "bt", "models": ', encoding="utf-8")
-    return ["serve", "model", "--config", "serve.yaml"], ["not a valid evalprism model directory", "config.json"]
+    return SERVE, ["not a valid evalprism model directory", "config.json"]
 
 
-def _dir_leaderboard_newer_model_format(w: Path):
+def _dir_leaderboard_newer_model_format(w: Path) -> Made:
     config = json.loads((w / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["evalprism"]["format"] == 2  # what this evalprism writes
     config["evalprism"] = {"version": "9.0.0", "format": 3}  # a model from a newer evalprism
     (w / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return (
-        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-        ["model", "written by evalprism 9.0.0 in model format 3", "reads formats up to 2", "upgrade evalprism"],
-    )
+    return LEADERBOARD, [
+        "model",
+        "written by evalprism 9.0.0 in model format 3",
+        "reads formats up to 2",
+        "upgrade evalprism",
+    ]
 
 
-def _dir_train_corrupt_checkpoint(w: Path):
+def _dir_train_corrupt_checkpoint(w: Path) -> Made:
     checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
-    return (
-        ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
-        ["--resume: ", "checkpoint.pt is not a valid evalprism checkpoint", "start without --resume"],
-    )
+    command = ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"]
+    return command, ["--resume: ", "checkpoint.pt is not a valid evalprism checkpoint", "start without --resume"]
 
 
-def _dir_locate_string_params(w: Path):
+def _dir_locate_string_params(w: Path) -> Made:
     models = pd.read_csv(w / "pool" / "models.csv")
     models["params"] = models["params"].astype(str) + " billion"
     models.to_csv(w / "pool" / "models.csv", index=False)
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"]
 
 
-def _dir_locate_missing_params(w: Path):
+def _dir_locate_missing_params(w: Path) -> Made:
     pd.read_csv(w / "pool" / "models.csv").drop(columns=["params"]).to_csv(w / "pool" / "models.csv", index=False)
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "models.csv", "'params'"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "models.csv", "'params'"]
 
 
-def _dir_locate_broken_run_json(w: Path):
+def _dir_locate_broken_run_json(w: Path) -> Made:
     (w / "pool" / "run.json").write_text('{"family": "toy", ', encoding="utf-8")
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "run.json"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "run.json"]
 
 
-def _data_fit_all_ties(w: Path):
+def _data_fit_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return FIT, ["battles.jsonl", "tie"]
 
 
-def _data_evaluate_all_ties(w: Path):
+def _data_evaluate_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return EVALUATE, ["battles.jsonl", "tie"]
 
 
-def _data_train_all_ties(w: Path):
+def _data_train_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return TRAIN, ["battles.jsonl", "tie"]
 
 
-def _data_fit_nested_model(w: Path):
+def _data_fit_nested_model(w: Path) -> Made:
     set_json_field(w / "battles.jsonl", 4, "model_a", {"name": "poet-7b", "version": 2})
-    return (
-        ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"],
-        ["battles.jsonl", "row 4, column 'model_a'", "JSON object"],
-    )
+    return FIT, ["battles.jsonl", "row 4, column 'model_a'", "JSON object"]
 
 
-def _data_leaderboard_nested_prompt(w: Path):
+def _data_leaderboard_nested_prompt(w: Path) -> Made:
     (w / "prompts.jsonl").write_text(
         '{"prompt": "Write a haiku."}\n{"prompt": {"role": "user", "content": "Hi"}}\n', encoding="utf-8"
     )
-    return (
-        ["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"],
-        ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"],
-    )
+    command = ["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"]
+    return command, ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"]
 
 
-def _data_judges_nested_query(w: Path):
-    table = pd.read_csv(w / "judgments.csv")
-    table.to_json(w / "judgments.jsonl", orient="records", lines=True)
-    set_json_field(w / "judgments.jsonl", 3, "query", {"text": "what is rain", "lang": "en"})
-    return (
-        ["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"],
-        ["judgments.jsonl", "row 3, column 'query'", "JSON object"],
-    )
+def _data_judges_nested_query(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "judgments.csv"), 3, "query", {"text": "what is rain", "lang": "en"})
+    command = ["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"]
+    return command, ["judgments.jsonl", "row 3, column 'query'", "JSON object"]
 
 
-def _data_stem_pool_nested_model(w: Path):
-    table = pd.read_csv(w / "correctness.csv")
-    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
-    set_json_field(w / "correctness.jsonl", 2, "model", {"name": "toy-1b"})
-    return (
-        ["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.jsonl", "row 2, column 'model'", "JSON object"],
-    )
+def _data_stem_pool_nested_model(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "correctness.csv"), 2, "model", {"name": "toy-1b"})
+    command = ["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.jsonl", "row 2, column 'model'", "JSON object"]
 
 
-def _data_stem_audit_list_score(w: Path):
-    table = pd.read_csv(w / "correctness.csv")
-    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
-    set_json_field(w / "correctness.jsonl", 5, "score", [1])
-    return (
-        ["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.jsonl", "row 5, column 'score'", "list"],
-    )
+def _data_stem_audit_list_score(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "correctness.csv"), 5, "score", [1])
+    command = ["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.jsonl", "row 5, column 'score'", "list"]
 
 
-def _data_ecdf_list_score(w: Path):
+def _data_ecdf_list_score(w: Path) -> Made:
     table = small_responses().drop(columns=["references"]).assign(score=0.5)
     table.to_json(w / "responses.jsonl", orient="records", lines=True)
     set_json_field(w / "responses.jsonl", 6, "score", [0.7])
     return _ecdf(path="responses.jsonl"), ["responses.jsonl", "row 6, column 'score'", "list"]
 
 
-def _opt_train_negative_lr(w: Path):
+def _opt_train_negative_lr(w: Path) -> Made:
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "-1", "-q"], ["lr", "--lr", "-1"]
 
 
-def _opt_train_epochs_with_ridge(w: Path):
-    return (
-        ["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"],
-        ["--epochs applies to the epoch loop", "fit 'adamw'"],
-    )
+def _opt_train_epochs_with_ridge(w: Path) -> Made:
+    command = ["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"]
+    return command, ["--epochs applies to the epoch loop", "fit 'adamw'"]
 
 
-def _opt_train_nan_lr(w: Path):
+def _opt_train_nan_lr(w: Path) -> Made:
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "nan", "-q"], ["lr", "--lr", "nan"]
 
 
-def _opt_judges_nan_tau(w: Path):
+def _opt_judges_nan_tau(w: Path) -> Made:
     return ["judges", "judgments.csv", "--llm", "llm_strict", "--tau", "nan", "--out", "out", "-q"], ["tau", "nan"]
 
 
-def _opt_judges_components(w: Path):
-    return (
-        ["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
-        ["--components 400", "the embedding dimension 384"],
-    )  # 420 pairs allow 419
+def _opt_judges_components(w: Path) -> Made:
+    command = ["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"]
+    return command, ["--components 400", "the embedding dimension 384"]  # 420 pairs allow 419
 
 
-def _opt_serve_log_level(w: Path):
-    return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"], ["--log-level", "bogus", "debug"])
+def _opt_serve_log_level(w: Path) -> Made:
+    return [*SERVE, "--log-level", "bogus"], ["--log-level", "bogus", "debug"]
 
 
-def _opt_serve_decision_log(w: Path):
-    return (
-        ["serve", "model", "--config", "serve.yaml", "--decision-log", "prompts.csv/decisions.jsonl"],
-        ["decision log", "prompts.csv/decisions.jsonl"],
-    )
+def _opt_serve_decision_log(w: Path) -> Made:
+    return [*SERVE, "--decision-log", "prompts.csv/decisions.jsonl"], ["decision log", "prompts.csv/decisions.jsonl"]
 
 
-def _scale_ecdf_100k(w: Path):
+def _scale_ecdf_100k(w: Path) -> Made:
     # 100,000 settings cluster without the n x n matrix (evalprism.stats.clara), but exact PAM needs it
     n = 100_000
     pd.DataFrame({"question_id": np.arange(n), "score": np.linspace(0, 1, n)}).to_csv(w / "big.csv", index=False)
-    return ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"], [
-        "100000 x 100000",
-        "--method 'pam'",
-        "fasterpam",
-    ]
+    command = ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"]
+    return command, ["100000 x 100000", "--method 'pam'", "fasterpam"]
 
 
 CASES = [
