@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, read_run, run_cli, small_responses
+from helpers import evalprism_process, read_run, run_cli, small_responses
 
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.stem.options import PoolOptions
@@ -75,6 +75,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture
+def work(base: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the small valid inputs (:func:`base`) for one test to break and run on."""
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    return work
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """Every path under ``root`` with a hash of its bytes (directories as 'dir')."""
     out = {}
@@ -84,18 +92,27 @@ def snapshot(root: Path) -> dict[str, str]:
     return out
 
 
-def evalprism(args: list[str], cwd: Path, timeout: float = HANG_LIMIT_S) -> subprocess.CompletedProcess[str]:
-    """The real console entry point in its own process."""
+def evalprism(
+    args: list[str], cwd: Path, preexec: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in its own process: offline, on a terminal wide enough for whole messages."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "evalprism.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return evalprism_process(args, cwd, env, preexec)
+
+
+def the_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The ``error:`` line of a refused run: asserted to be its only one, with exit 2 and no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    return errors[0]
+
+
+def assert_says(message: str, fragments: tuple[str, ...] | list[str]) -> None:
+    """Every one of ``fragments`` is in ``message`` (the first missing one named)."""
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in: {message}"
 
 
 # ------------------------------------------------------------------------------------------ helpers that break inputs
@@ -162,7 +179,7 @@ def _ecdf(extra: list[str] | None = None, path: str = "responses.csv") -> list[s
     return ["ecdf", path, "--out", "out", "--by", "model", "--by", "temperature", "-k", "2", "-q", *(extra or [])]
 
 
-# the command lines most cases run, in their copy of ``base``
+# the command lines most cases run, in their copy of the inputs (``work``)
 FIT = ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"]
 TRAIN = ["p2l", "train", "battles.jsonl", "--out", "out", "-q"]
 EVALUATE = ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"]
@@ -462,20 +479,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_one_message_and_no_change(case: Case, base: Path, tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
+def test_bad_input_is_one_message_and_no_change(case: Case, work: Path) -> None:
     args, fragments = case.build(work)
     before = snapshot(work)
     proc = evalprism(args, work)
     err = " ".join(proc.stderr.split())
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    message = err[err.index(errors[0][:40]) :]
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in: {message}"
+    error = the_error(proc)
+    assert_says(err[err.index(error[:40]) :], fragments)
     assert snapshot(work) == before
 
 
@@ -688,8 +698,7 @@ def _refused(args: list[str], capsys: pytest.CaptureFixture[str], root: Path, *f
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
     message = " ".join(err[err.index("error:") :].split())
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in: {message}"
+    assert_says(message, fragments)
     assert _snapshot(root) == before
     return message
 
@@ -1523,50 +1532,28 @@ class TestSweepRest:
     wrong (values cut), no traceback and the directory unchanged (no output, no checkpoint, no leftover)."""
 
     @staticmethod
-    def _work(base: Path, tmp_path: Path) -> Path:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
-        return work
-
-    @staticmethod
     def _refused(
         work: Path, args: list[str], *fragments: str, preexec: Callable[[], None] | None = None, longest: int = 2_000
     ) -> str:
         before = snapshot(work)
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "evalprism.cli", *args],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-            preexec_fn=preexec,
-            check=False,
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-        assert proc.returncode == 2, proc.stderr[-3000:]
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1, proc.stderr[-3000:]
+        proc = evalprism(args, work, preexec)
+        the_error(proc)
         assert len(proc.stderr) < longest, f"{len(proc.stderr)} characters on stderr"
         message = " ".join(proc.stderr[proc.stderr.index("error:") :].split())
-        for fragment in fragments:
-            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert_says(message, fragments)
         assert snapshot(work) == before
         return message
 
     # --- tracebacks that are now one message
 
-    def test_out_name_too_long(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_out_name_too_long(self, work: Path) -> None:
         self._refused(
             work, [*_ecdf()[:3], "x" * 300, *_ecdf()[4:]], "is 300 bytes long", "bytes per name", "nothing was changed"
         )
 
     @pytest.mark.parametrize("seed", ["-1", "100000000000000000000000"])
     @pytest.mark.parametrize("command", ["ecdf", "p2l fit", "stem locate"])
-    def test_seed_out_of_range(self, base: Path, tmp_path: Path, command: str, seed: str) -> None:
-        work = self._work(base, tmp_path)
+    def test_seed_out_of_range(self, work: Path, command: str, seed: str) -> None:
         args = {
             "ecdf": _ecdf(),
             "p2l fit": ["p2l", "fit", "battles.jsonl", "--out", "out"],
@@ -1585,16 +1572,14 @@ class TestSweepRest:
             with pytest.raises(EvalprismError, match="seed: expected a whole number"):
                 check_seed(bad)
 
-    def test_judges_min_samples_above_the_pairs(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_judges_min_samples_above_the_pairs(self, work: Path) -> None:
         self._refused(
             work,
             ["judges", "judgments.csv", "--llm", "llm_strict", "--min-samples", "100000", "--out", "out", "-q"],
             "--min-samples 100000 is larger than the 420 pairs",
         )
 
-    def test_prompt_column_beside_a_prompt_column(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_prompt_column_beside_a_prompt_column(self, work: Path) -> None:
         pd.DataFrame({"prompt": ["a", "b"], "n": ["Write a haiku.", "Compute 2 + 2."]}).to_csv(
             work / "p.csv", index=False
         )
@@ -1607,8 +1592,7 @@ class TestSweepRest:
 
     # --- silent ones, now refused
 
-    def test_learning_rate_that_diverges(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_learning_rate_that_diverges(self, work: Path) -> None:
         self._refused(
             work,
             ["p2l", "train", "battles.jsonl", "--out", "out", "--fit", "adamw", "--lr", "1e308", "--epochs", "3", "-q"],
@@ -1617,8 +1601,7 @@ class TestSweepRest:
             "nothing was saved",
         )
 
-    def test_precision_without_finetune(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_precision_without_finetune(self, work: Path) -> None:
         self._refused(
             work,
             ["p2l", "train", "battles.jsonl", "--out", "out", "--precision", "float32"],
@@ -1626,8 +1609,7 @@ class TestSweepRest:
             "fine-tuned backbone",
         )
 
-    def test_weighting_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_weighting_with_a_method_that_does_not_use_it(self, work: Path) -> None:
         self._refused(
             work,
             [
@@ -1650,11 +1632,10 @@ class TestSweepRest:
             "method 'stratified'",
         )
 
-    def test_design_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
+    def test_design_with_a_method_that_does_not_use_it(self, work: Path) -> None:
         from evalprism.stem import build_pool
         from evalprism.stem.simulate import simulate_family
 
-        work = self._work(base, tmp_path)
         correctness, meta = simulate_family(n_items=400, seed=0)
         panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
         build_pool(correctness, meta, PoolOptions(family="toy"), panel=panel).save(work / "panel-pool")
@@ -1682,8 +1663,8 @@ class TestSweepRest:
 
     # --- scale and hangs
 
-    def test_ecdf_assignment_matrix_larger_than_memory(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)  # the sweep's 3.3 MB file: each question answered by its own model
+    def test_ecdf_assignment_matrix_larger_than_memory(self, work: Path) -> None:
+        # the sweep's 3.3 MB file: each question answered by its own model
         n = 100_000
         pd.DataFrame(
             {
@@ -1700,8 +1681,7 @@ class TestSweepRest:
             "640.0 GB",
         )
 
-    def test_extract_pattern_that_backtracks(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_extract_pattern_that_backtracks(self, work: Path) -> None:
         frame = pd.read_csv(work / "responses.csv")
         frame.loc[4, "response"] = "a" * 40 + "!"
         frame.to_csv(work / "responses.csv", index=False)
@@ -1712,8 +1692,7 @@ class TestSweepRest:
             "the --extract pattern '(a|aa)+$' did not finish matching the 41-character response within 1 s",
         )
 
-    def test_the_sweeps_pattern_finishes(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_the_sweeps_pattern_finishes(self, work: Path) -> None:
         frame = pd.read_csv(work / "responses.csv")
         frame.loc[4, "response"] = "a" * 40 + "!"
         frame.to_csv(work / "responses.csv", index=False)
@@ -1724,10 +1703,9 @@ class TestSweepRest:
     # --- disk full
 
     @pytest.mark.parametrize("fit", ["ridge", "adamw"])
-    def test_disk_full_during_training(self, base: Path, tmp_path: Path, fit: str) -> None:
+    def test_disk_full_during_training(self, work: Path, fit: str) -> None:
         from evalprism.embed import EmbeddingCache
 
-        work = self._work(base, tmp_path)
         extra = ["--fit", "adamw", "--epochs", "2"] if fit == "adamw" else []
         what = "cannot write the checkpoint" if fit == "adamw" else "cannot write the output"
         # the disk fills while training, not before: the embedding cache (which `base` filled with these
@@ -1747,10 +1725,9 @@ class TestSweepRest:
 
     # --- messages
 
-    def test_serve_port_in_use(self, base: Path, tmp_path: Path) -> None:
+    def test_serve_port_in_use(self, work: Path) -> None:
         import socket
 
-        work = self._work(base, tmp_path)
         with socket.socket() as taken:
             taken.bind(("127.0.0.1", 0))
             taken.listen()
@@ -1769,20 +1746,17 @@ class TestSweepRest:
             ("192.0.2.1", "is not an address of this machine"),
         ],
     )
-    def test_serve_bad_host(self, base: Path, tmp_path: Path, host: str, expected: str) -> None:
-        work = self._work(base, tmp_path)
+    def test_serve_bad_host(self, work: Path, host: str, expected: str) -> None:
         self._refused(work, ["serve", "model", "--config", "serve.yaml", "--host", host], f"'{host}'", expected)
 
-    def test_qrels_with_an_empty_path(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_qrels_with_an_empty_path(self, work: Path) -> None:
         self._refused(
             work,
             ["judges", "--qrels", "human=", "--out", "out"],
             "qrels 'human=': the path after '=' is empty; expected NAME=PATH",
         )
 
-    def test_huge_cell_is_cut_in_stem_locate(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_huge_cell_is_cut_in_stem_locate(self, work: Path) -> None:
         frame = pd.read_csv(work / "correctness.csv").astype({"score": object})
         frame.loc[3, "score"] = "Z" * 5_000_000
         frame.to_csv(work / "correctness.csv", index=False)
@@ -1794,8 +1768,7 @@ class TestSweepRest:
             "... (5,000,000 characters)'",
         )
 
-    def test_huge_cell_is_cut_in_p2l_route(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_huge_cell_is_cut_in_p2l_route(self, work: Path) -> None:
         frame = pd.read_csv(work / "costs.csv")
         frame.loc[1, "model"] = "Z" * 5_000_000
         frame.to_csv(work / "costs.csv", index=False)
@@ -1816,10 +1789,8 @@ class TestSweepRest:
         assert shorten("abc", 2) == "ab... (3 characters)" and shorten("abc") == "abc"
 
 
-def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
+def test_stem_locate_with_every_item_right(work: Path) -> None:
     """A model that answers every pool item right is placed (at the top), not a traceback."""
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
     frame = pd.read_csv(work / "correctness.csv")
     frame = frame[frame["model"] == "toy-1b"].assign(model="perfect", score=1)
     frame.to_csv(work / "perfect.csv", index=False)
@@ -1833,7 +1804,7 @@ def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
 # ------------------------------------------------------------------- provenance (issue 31, item 4)
 
 
-def test_outputs_and_models_record_their_provenance_and_older_models_still_read(base: Path, tmp_path: Path) -> None:
+def test_outputs_and_models_record_their_provenance_and_older_models_still_read(work: Path) -> None:
     """A model directory records the evalprism version and model format that wrote it; one written
     before that record existed (no ``evalprism`` entry: format 1) still reads; every output's run.json
     names the version and output format beside its manifest."""
@@ -1841,8 +1812,6 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     from evalprism.io.record import RUN_FORMAT
     from evalprism.p2l.model import MODEL_FORMAT
 
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
     config = json.loads((work / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["evalprism"] == {"version": __version__, "format": MODEL_FORMAT}
     del config["evalprism"]  # as a model of an older evalprism was written
@@ -1878,8 +1847,7 @@ class TestMessagesNameTheFlag:
         proc = evalprism(args, work)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         message = " ".join(proc.stderr.split())
-        for fragment in fragments:
-            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert_says(message, fragments)
         assert snapshot(work) == before
         return message
 
@@ -1918,18 +1886,14 @@ class TestMessagesNameTheFlag:
             "use --score exact or contains, or give a 'score' column in 0..1",
         )
 
-    def test_judges_threshold_without_a_column(self, base: Path, tmp_path: Path) -> None:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
+    def test_judges_threshold_without_a_column(self, work: Path) -> None:
         self._refused(
             ["judges", "judgments.csv", "--llm", "llm_strict", "--threshold", "0.5", "--out", "out", "-q"],
             work,
             "error: --threshold '0.5': expected COLUMN=VALUE",
         )
 
-    def test_p2l_train_static_backbone_finetuned(self, base: Path, tmp_path: Path) -> None:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
+    def test_p2l_train_static_backbone_finetuned(self, work: Path) -> None:
         self._refused(
             ["p2l", "train", "battles.jsonl", "--backbone", "static", "--finetune", "--out", "out", "-q"],
             work,
