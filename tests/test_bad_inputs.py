@@ -602,25 +602,14 @@ class TestRouteCostsAndBudget:
         )
         return code, " ".join(err.split())
 
-    def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
-        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(
-            tmp_path / "c.csv", index=False
-        )
-        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
-        assert code == 2
-        assert "no routed model has a cost" in err
-        assert ", ".join(self.MODELS[:8]) + " … and 2 more" in err
-        assert "is not one of the models" not in err  # extra rows are ignored, not blamed
-        assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
-
-    def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
-        from helpers import run_cli
-
+    def _evaluate(self, tmp_path: Path, capsys, *extra: str, opponent: str = "model-c") -> tuple[int, str]:
+        """`p2l evaluate` of :meth:`_model_dir` on two held-out battles (model-a v model-b, model-b v
+        ``opponent``), then ``extra``: its exit code and stderr on one line; it must write no output."""
         battles = pd.DataFrame(
             {
                 "prompt": ["Write a haiku.", "What is 2 + 2?"],
                 "model_a": ["model-a", "model-b"],
-                "model_b": ["model-b", "gpt-9"],
+                "model_b": ["model-b", opponent],
                 "winner": ["model_a", "model_b"],
             }
         )
@@ -634,12 +623,27 @@ class TestRouteCostsAndBudget:
                 "--out",
                 tmp_path / "out",
                 "-q",
+                *extra,
             ],
             capsys,
         )
-        err = " ".join(err.split())
-        assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
         assert not (tmp_path / "out").exists()
+        return code, " ".join(err.split())
+
+    def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
+        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(
+            tmp_path / "c.csv", index=False
+        )
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
+        assert code == 2
+        assert "no routed model has a cost" in err
+        assert ", ".join(self.MODELS[:8]) + " … and 2 more" in err
+        assert "is not one of the models" not in err  # extra rows are ignored, not blamed
+        assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
+
+    def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, opponent="gpt-9")
+        assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
 
     def test_budget_below_the_cheapest_fails_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
         pd.DataFrame({"model": self.MODELS, "cost": np.arange(1.0, 11.0)}).to_csv(tmp_path / "c.csv", index=False)
@@ -962,26 +966,17 @@ class TestInapplicableOptions:
             "drop --rounds",
         )
 
-    def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @staticmethod
+    def _pool_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], *fragments: str) -> None:
+        """`stem pool` of a simulated family (written to ``tmp_path``) given ``option``: refused, saying each
+        of ``fragments``."""
         correctness, models = _family(tmp_path)
-        _refused(
-            [
-                "stem",
-                "pool",
-                correctness,
-                "--models",
-                models,
-                "--family",
-                "toy",
-                "--irt",
-                "1pl",
-                "--out",
-                tmp_path / "out",
-            ],
-            capsys,
-            tmp_path,
-            "--irt 1pl: does not apply here",
-            "none is given (panel)",
+        args = ["stem", "pool", correctness, "--models", models, "--family", "toy", *option, "--out", tmp_path / "out"]
+        _refused(args, capsys, tmp_path, *fragments)
+
+    def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self._pool_refused(
+            tmp_path, capsys, ["--irt", "1pl"], "--irt 1pl: does not apply here", "none is given (panel)"
         )
 
     def test_design_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1021,23 +1016,10 @@ class TestInapplicableOptions:
     def test_harness_options_on_a_table(
         self, flag: str, value: str, reader: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        correctness, models = _family(tmp_path)
-        _refused(
-            [
-                "stem",
-                "pool",
-                correctness,
-                "--models",
-                models,
-                "--family",
-                "toy",
-                flag,
-                value,
-                "--out",
-                tmp_path / "out",
-            ],
-            capsys,
+        self._pool_refused(
             tmp_path,
+            capsys,
+            [flag, value],
             f"{flag} {value}: does not apply here: it steers the reader of {reader}",
             "holds no such input",
         )
@@ -1304,32 +1286,7 @@ class TestEvaluateRoutingOptions:
 
     MODELS = TestRouteCostsAndBudget.MODELS
     _model_dir = TestRouteCostsAndBudget._model_dir
-
-    def _evaluate(self, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
-        battles = pd.DataFrame(
-            {
-                "prompt": ["Write a haiku.", "What is 2 + 2?"],
-                "model_a": ["model-a", "model-b"],
-                "model_b": ["model-b", "model-c"],
-                "winner": ["model_a", "model_b"],
-            }
-        )
-        battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
-        code, _, err = run_cli(
-            [
-                "p2l",
-                "evaluate",
-                self._model_dir(tmp_path),
-                tmp_path / "held_out.jsonl",
-                "--out",
-                tmp_path / "out",
-                "-q",
-                *extra,
-            ],
-            capsys,
-        )
-        assert not (tmp_path / "out").exists()
-        return code, " ".join(err.split())
+    _evaluate = TestRouteCostsAndBudget._evaluate
 
     def _costs(self, tmp_path: Path, models: list[str]) -> Path:
         pd.DataFrame({"model": models, "cost": np.arange(1.0, len(models) + 1)}).to_csv(tmp_path / "c.csv", index=False)
@@ -1406,6 +1363,13 @@ class TestInterruptedMove:
         assert expected in proc.stderr
         return " ".join(proc.stderr.split())
 
+    def _rerun_leaves(self, tmp_path: Path, out: Path, files: dict[str, str]) -> str:
+        """:meth:`_refused_run`, after which ``out`` holds ``files`` and no leftover is left; its message."""
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, files)
+        self._no_leftovers(tmp_path)
+        return message
+
     @staticmethod
     def _holds(out: Path, files: dict[str, str]) -> None:
         assert {n: (out / n).read_text(encoding="utf-8") for n in files} == files
@@ -1419,34 +1383,26 @@ class TestInterruptedMove:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", {"leaderboard.csv": "half"}, staging=True)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.OLD)
         assert "the unfinished output of an interrupted earlier run" in message
 
     def test_killed_after_staging_finished_moves_the_new_output_in(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.NEW)
         assert "the finished output of an interrupted earlier run" in message
 
     def test_killed_between_the_renames_moves_the_new_output_in(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)  # the previous output aside, the target missing
         _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_aside_output_without_a_finished_staging_is_put_back(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.OLD)
         assert f"restored {out}" in message
 
     def test_aside_output_with_the_new_one_in_place_is_deleted(self, tmp_path: Path) -> None:
@@ -1454,25 +1410,19 @@ class TestInterruptedMove:
         _output(out, "p2l fit", self.NEW)
         old = _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
         (old / "report.html").unlink()
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_aside_output_deleted_but_for_its_folders(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.NEW)
         (tmp_path / f".fit.old-{dead}-0a0b0c0d" / "sub").mkdir(parents=True)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_manifest_written_but_marker_still_there_is_unfinished(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW, staging=True)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.OLD)
 
     def test_finished_staging_is_not_moved_over_files_evalprism_did_not_write(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
@@ -1544,6 +1494,30 @@ class TestSweepRest:
         assert snapshot(work) == before
         return message
 
+    @staticmethod
+    def _locate_toy_1b(pool: str, *options: str) -> list[str]:
+        """`stem locate` of toy-1b's answers in correctness.csv on ``pool``, with no trials, then ``options``."""
+        return [
+            "stem",
+            "locate",
+            pool,
+            "correctness.csv",
+            "--model",
+            "toy-1b",
+            "--out",
+            "out",
+            "--trials",
+            "0",
+            *options,
+        ]
+
+    @staticmethod
+    def _backtracking_response(work: Path) -> None:
+        """Response 5 of responses.csv becomes 40 'a's and a '!': what a nested quantifier backtracks on."""
+        frame = pd.read_csv(work / "responses.csv")
+        frame.loc[4, "response"] = "a" * 40 + "!"
+        frame.to_csv(work / "responses.csv", index=False)
+
     # --- tracebacks that are now one message
 
     def test_out_name_too_long(self, work: Path) -> None:
@@ -1610,27 +1584,8 @@ class TestSweepRest:
         )
 
     def test_weighting_with_a_method_that_does_not_use_it(self, work: Path) -> None:
-        self._refused(
-            work,
-            [
-                "stem",
-                "locate",
-                "pool",
-                "correctness.csv",
-                "--model",
-                "toy-1b",
-                "--out",
-                "out",
-                "--trials",
-                "0",
-                "--method",
-                "stratified",
-                "--weighting",
-                "stratified",
-            ],
-            "--weighting stratified: does not apply here",
-            "method 'stratified'",
-        )
+        args = self._locate_toy_1b("pool", "--method", "stratified", "--weighting", "stratified")
+        self._refused(work, args, "--weighting stratified: does not apply here", "method 'stratified'")
 
     def test_design_with_a_method_that_does_not_use_it(self, work: Path) -> None:
         from evalprism.stem import build_pool
@@ -1639,27 +1594,8 @@ class TestSweepRest:
         correctness, meta = simulate_family(n_items=400, seed=0)
         panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
         build_pool(correctness, meta, PoolOptions(family="toy"), panel=panel).save(work / "panel-pool")
-        self._refused(
-            work,
-            [
-                "stem",
-                "locate",
-                "panel-pool",
-                "correctness.csv",
-                "--model",
-                "toy-1b",
-                "--out",
-                "out",
-                "--trials",
-                "0",
-                "--method",
-                "paper",
-                "--design",
-                "stratified",
-            ],
-            "--design stratified: does not apply here",
-            "method 'paper'",
-        )
+        args = self._locate_toy_1b("panel-pool", "--method", "paper", "--design", "stratified")
+        self._refused(work, args, "--design stratified: does not apply here", "method 'paper'")
 
     # --- scale and hangs
 
@@ -1682,9 +1618,7 @@ class TestSweepRest:
         )
 
     def test_extract_pattern_that_backtracks(self, work: Path) -> None:
-        frame = pd.read_csv(work / "responses.csv")
-        frame.loc[4, "response"] = "a" * 40 + "!"
-        frame.to_csv(work / "responses.csv", index=False)
+        self._backtracking_response(work)
         self._refused(
             work,
             _ecdf(["--score", "exact", "--extract", "(a|aa)+$"]),
@@ -1693,9 +1627,7 @@ class TestSweepRest:
         )
 
     def test_the_sweeps_pattern_finishes(self, work: Path) -> None:
-        frame = pd.read_csv(work / "responses.csv")
-        frame.loc[4, "response"] = "a" * 40 + "!"
-        frame.to_csv(work / "responses.csv", index=False)
+        self._backtracking_response(work)
         proc = evalprism(_ecdf(["--score", "exact", "--extract", "^(a+)+$"]), work)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert (work / "out" / "settings.csv").is_file()
