@@ -67,15 +67,10 @@ def run_process(
     )
 
 
-def evalprism_process(
-    args: Sequence[object],
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    preexec: Callable[[], None] | None = None,
-) -> subprocess.CompletedProcess[str]:
+def evalprism_process(args: Sequence[object]) -> subprocess.CompletedProcess[str]:
     """``python -m evalprism.cli ARGS`` in a fresh interpreter (:func:`run_process`): the console entry
     point as a user runs it, where an in-process run (:func:`run_cli`) cannot show what a process does."""
-    return run_process([sys.executable, "-m", "evalprism.cli", *args], cwd, env, preexec)
+    return run_process([sys.executable, "-m", "evalprism.cli", *args])
 
 
 def shared_data(name: str) -> Path:
@@ -230,6 +225,17 @@ class FillingDisk:
 
     def close(self) -> None:
         self.file.close()
+
+
+def run_lm_eval_dummy(
+    exe: str, tasks: Path, output_path: Path, seed: str, *model: str
+) -> subprocess.CompletedProcess[str]:
+    """``lm_eval`` (the executable ``exe``) with its dummy model on the fixtures' local tasks mc_local and
+    gen_local (``tasks``: :func:`lm_eval_local_tasks`), every sample logged to ``output_path``, offline
+    and with nothing on the PATH; ``model`` adds the model's options (``--model_args ...``)."""
+    args = ["--tasks", "mc_local,gen_local", "--include_path", tasks, "--log_samples", "--output_path", output_path]
+    offline = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""}
+    return run_process([exe, "--model", "dummy", *model, *args, "--seed", seed], env=offline)
 
 
 def lm_eval_local_tasks(tmp_path: Path, make: Path) -> Path:

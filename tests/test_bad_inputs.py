@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import evalprism_process, read_run, run_cli, small_responses
+from helpers import read_run, run_cli, run_process, small_responses
 
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.stem.options import PoolOptions
@@ -97,7 +97,7 @@ def evalprism(
 ) -> subprocess.CompletedProcess[str]:
     """The real console entry point in its own process: offline, on a terminal wide enough for whole messages."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    return evalprism_process(args, cwd, env, preexec)
+    return run_process([sys.executable, "-m", "evalprism.cli", *args], cwd, env, preexec)
 
 
 def the_error(proc: subprocess.CompletedProcess[str]) -> str:
