@@ -106,11 +106,8 @@ def test_a_document_scored_twice_is_named_by_file_and_line(tmp_path: Path) -> No
     first = samples.read_text(encoding="utf-8").splitlines()[0]
     with samples.open("a", encoding="utf-8") as fh:
         fh.write(first + "\n")
-    with pytest.raises(
-        EvalprismError,
-        match=rf"{samples.name}: line 1 and line 7 both score document 0 of task "
-        "'mc_local' under filter 'none'",
-    ):
+    twice = rf"{samples.name}: line 1 and line 7 both score document 0 of task 'mc_local' under filter 'none'"
+    with pytest.raises(EvalprismError, match=twice):
         read_correctness(tmp_path)
 
 
@@ -161,11 +158,11 @@ def test_results_without_samples_are_said(tmp_path: Path) -> None:
         "(lm_eval ran without --log_samples); model org__small, tasks gen_local, mc_local"
     ) in _choices(table_read)
     shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "org__small")
-    with pytest.raises(
-        EvalprismError,
-        match=r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
-        "but no samples files: per-item results need lm_eval --log_samples",
-    ):
+    without_samples = (
+        r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
+        "but no samples files: per-item results need lm_eval --log_samples"
+    )
+    with pytest.raises(EvalprismError, match=without_samples):
         read_correctness(tmp_path)
 
 
