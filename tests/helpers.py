@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,33 @@ def wait_while_running(ready: Callable[[], bool], proc: subprocess.Popen, what: 
 
 class ProcessExited(AssertionError):
     """The process :func:`wait_while_running` waited on exited before it got ready."""
+
+
+def run_process(
+    argv: Sequence[object],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    preexec: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` (each word as ``str``) in a child process run to its end: its stdout and stderr captured
+    as text, its exit status returned (never raised), bounded by :data:`HANG_LIMIT_S`. ``env`` None
+    inherits this process's environment; ``preexec`` runs in the child before it starts."""
+    return subprocess.run(
+        [str(word) for word in argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_LIMIT_S,
+        preexec_fn=preexec,
+        check=False,
+    )
+
+
+def evalprism_process(args: Sequence[object]) -> subprocess.CompletedProcess[str]:
+    """``python -m evalprism.cli ARGS`` in a fresh interpreter (:func:`run_process`): the console entry
+    point as a user runs it, where an in-process run (:func:`run_cli`) cannot show what a process does."""
+    return run_process([sys.executable, "-m", "evalprism.cli", *args])
 
 
 def shared_data(name: str) -> Path:
@@ -198,6 +225,17 @@ class FillingDisk:
 
     def close(self) -> None:
         self.file.close()
+
+
+def run_lm_eval_dummy(
+    exe: str, tasks: Path, output_path: Path, seed: str, *model: str
+) -> subprocess.CompletedProcess[str]:
+    """``lm_eval`` (the executable ``exe``) with its dummy model on the fixtures' local tasks mc_local and
+    gen_local (``tasks``: :func:`lm_eval_local_tasks`), every sample logged to ``output_path``, offline
+    and with nothing on the PATH; ``model`` adds the model's options (``--model_args ...``)."""
+    args = ["--tasks", "mc_local,gen_local", "--include_path", tasks, "--log_samples", "--output_path", output_path]
+    offline = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""}
+    return run_process([exe, "--model", "dummy", *model, *args, "--seed", seed], env=offline)
 
 
 def lm_eval_local_tasks(tmp_path: Path, make: Path) -> Path:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import httpx
 import uvicorn
@@ -50,8 +50,40 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class FakeUpstreams:
+class LoopbackServer:
+    """An ASGI app served by uvicorn on a free loopback port in a daemon thread of the test process. As a
+    context manager it returns once uvicorn says it listens (an error if its thread ends first), and at
+    exit asks the server to stop and waits for its thread."""
+
+    STARTING = "the server"  # what the error names when it does not start
+    POLL_S = 0.01  # how often the start is checked
+
+    def __init__(self, app: Any, **config: Any) -> None:
+        self.port = free_port()
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", **config)
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + HANG_LIMIT_S
+        while not self.server.started:  # uvicorn's own signal that it listens
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.STARTING} did not start")
+            time.sleep(self.POLL_S)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=HANG_LIMIT_S)
+
+
+class FakeUpstreams(LoopbackServer):
     """OpenAI-compatible chat completions for every model under ``/<model>/v1``."""
+
+    STARTING = "the fake upstream server"
+    POLL_S = 0.02
 
     RETRY_AFTER: ClassVar[dict[str, str]] = {
         "poet-7b": "7",
@@ -70,17 +102,8 @@ class FakeUpstreams:
         self.received: list[dict[str, Any]] = []
         self.released = threading.Event()
         self.tool_call = False  # answer a conversation whose last turn is the user's with a tool call
-        self.port = free_port()
-        self.server = uvicorn.Server(
-            uvicorn.Config(
-                Starlette(routes=[Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]),
-                host="127.0.0.1",
-                port=self.port,
-                log_level="warning",
-                lifespan="off",
-            )
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        routes = [Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]
+        super().__init__(Starlette(routes=routes), lifespan="off")
 
     def reset(self) -> None:
         """Forget every behaviour and request of earlier tests; hanging answers wait again."""
@@ -196,19 +219,6 @@ class FakeUpstreams:
             }
             yield f"data: {json.dumps(chunk)}\n\n"
         yield "data: [DONE]\n\n"
-
-    def __enter__(self) -> FakeUpstreams:
-        self.thread.start()
-        deadline = time.monotonic() + HANG_LIMIT_S
-        while not self.server.started:  # uvicorn's own signal that it listens
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the fake upstream server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=HANG_LIMIT_S)
 
 
 def write_config(
@@ -340,10 +350,12 @@ class ConstantBackbone:
         return P2LModel(_Constant(), head, models, {"outcome_model": "bt", "models": models})
 
 
-class InProcessService:
+class InProcessService(LoopbackServer):
     """The service's app (:func:`evalprism.serve.app.create_app`) served by uvicorn on a free loopback
     port in a thread of the test process: real HTTP, started in well under a second. Each one is a
     new app, with its own circuits, metrics, batcher and decision log: tests share none of them."""
+
+    STARTING = "the in-process service"
 
     def __init__(
         self,
@@ -360,24 +372,9 @@ class InProcessService:
 
         config = load_config(config_path, model.models)
         app = create_app(model, config, Secrets(api_keys, upstream_keys), decision_log=log, precision="float32")
-        self.port = free_port()
+        super().__init__(app)
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path: Path = Path(getattr(log, "path", log))
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> InProcessService:
-        self.thread.start()
-        deadline = time.monotonic() + HANG_LIMIT_S
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the in-process service did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=HANG_LIMIT_S)
 
     def log_lines(self) -> list[dict[str, Any]]:
         """The decision log's lines as written, each checked to read back as the service's own

@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, read_run, run_cli, small_responses
+from helpers import read_run, run_cli, run_process, small_responses
 
 from evalprism.ecdf.options import EcdfOptions
 from evalprism.stem.options import PoolOptions
@@ -75,6 +75,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture
+def work(base: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the small valid inputs (:func:`base`) for one test to break and run on."""
+    work = tmp_path / "work"
+    shutil.copytree(base, work)
+    return work
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """Every path under ``root`` with a hash of its bytes (directories as 'dir')."""
     out = {}
@@ -84,18 +92,27 @@ def snapshot(root: Path) -> dict[str, str]:
     return out
 
 
-def evalprism(args: list[str], cwd: Path, timeout: float = HANG_LIMIT_S) -> subprocess.CompletedProcess[str]:
-    """The real console entry point in its own process."""
+def evalprism(
+    args: list[str], cwd: Path, preexec: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in its own process: offline, on a terminal wide enough for whole messages."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "evalprism.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_process([sys.executable, "-m", "evalprism.cli", *args], cwd, env, preexec)
+
+
+def the_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The ``error:`` line of a refused run: asserted to be its only one, with exit 2 and no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    return errors[0]
+
+
+def assert_says(message: str, fragments: tuple[str, ...] | list[str]) -> None:
+    """Every one of ``fragments`` is in ``message`` (the first missing one named)."""
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in: {message}"
 
 
 # ------------------------------------------------------------------------------------------ helpers that break inputs
@@ -112,13 +129,23 @@ def put_text_on_line(path: Path, line: int, text: str, encoding: str = "latin-1"
     path.write_bytes("".join(lines).encode(encoding))
 
 
+def edit_line(path: Path, line: int, edit: Callable[[str], str], encoding: str = "utf-8") -> None:
+    """Replace ``line`` (1-based) of the UTF-8 text ``path`` by ``edit(line)``; save it as ``encoding``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[line - 1] = edit(lines[line - 1])
+    path.write_bytes(("\n".join(lines) + "\n").encode(encoding))
+
+
 def set_json_field(path: Path, line: int, field: str, value: object) -> None:
     """Replace ``field`` on JSONL ``line`` (1-based)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    record = json.loads(lines[line - 1])
-    record[field] = value
-    lines[line - 1] = json.dumps(record)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    edit_line(path, line, lambda text: json.dumps({**json.loads(text), field: value}))
+
+
+def as_jsonl(path: Path) -> Path:
+    """The CSV table ``path`` written beside it as JSON lines (one record a line); the new file's path."""
+    jsonl = path.with_suffix(".jsonl")
+    pd.read_csv(path).to_json(jsonl, orient="records", lines=True)
+    return jsonl
 
 
 def all_ties(path: Path) -> None:
@@ -129,7 +156,9 @@ def all_ties(path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ the cases
 
-Build = Callable[[Path], tuple[list[str], list[str]]]
+Made = tuple[list[str], list[str]]
+"""What a case's build gives: the command line to run, and the fragments its one message must hold."""
+Build = Callable[[Path], Made]
 
 
 @dataclass(frozen=True)
@@ -150,334 +179,257 @@ def _ecdf(extra: list[str] | None = None, path: str = "responses.csv") -> list[s
     return ["ecdf", path, "--out", "out", "--by", "model", "--by", "temperature", "-k", "2", "-q", *(extra or [])]
 
 
-def _enc_ecdf_latin1(w: Path):
+# the command lines most cases run, in their copy of the inputs (``work``)
+FIT = ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"]
+TRAIN = ["p2l", "train", "battles.jsonl", "--out", "out", "-q"]
+EVALUATE = ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"]
+LEADERBOARD = ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"]
+ROUTE = ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"]
+LOCATE = ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"]
+JUDGES = ["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"]
+SERVE = ["serve", "model", "--config", "serve.yaml"]
+
+
+def _enc_ecdf_latin1(w: Path) -> Made:
     put_text_on_line(w / "responses.csv", 12, "Éclair")
     return _ecdf(), ["responses.csv", "line 12, column", "UTF-8"]
 
 
-def _enc_ecdf_utf16_nobom(w: Path):
+def _enc_ecdf_utf16_nobom(w: Path) -> Made:
     reencode(w / "responses.csv", "utf-16-le")
     return _ecdf(), ["responses.csv", "UTF-16"]
 
 
-def _enc_ecdf_binary(w: Path):
+def _enc_ecdf_binary(w: Path) -> Made:
     (w / "responses.csv").write_bytes(bytes(range(256)) * 8)
     return _ecdf(), ["responses.csv", "binary"]
 
 
-def _enc_fit_latin1(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[6] = lines[6].replace("Explain", "Expliquez É", 1).replace('"prompt":"', '"prompt":"É ', 1)
-    (w / "battles.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 7, column", "UTF-8"]
+def _enc_fit_latin1(w: Path) -> Made:
+    def accented(line: str) -> str:
+        return line.replace("Explain", "Expliquez É", 1).replace('"prompt":"', '"prompt":"É ', 1)
+
+    edit_line(w / "battles.jsonl", 7, accented, encoding="latin-1")
+    return FIT, ["battles.jsonl", "line 7, column", "UTF-8"]
 
 
-def _enc_fit_bad_jsonl(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[9] = lines[9][:-1]  # line 10 loses its closing brace
-    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "line 10, column", "JSON"]
+def _enc_fit_bad_jsonl(w: Path) -> Made:
+    edit_line(w / "battles.jsonl", 10, lambda line: line[:-1])  # line 10 loses its closing brace
+    return FIT, ["battles.jsonl", "line 10, column", "JSON"]
 
 
-def _enc_train_binary(w: Path):
+def _enc_train_binary(w: Path) -> Made:
     (w / "battles.jsonl").write_bytes(b"PK\x03\x04\x14\x00\x00\x00" + bytes(range(256)) * 8)
-    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "binary"]
+    return TRAIN, ["battles.jsonl", "binary"]
 
 
-def _enc_evaluate_bad_jsonl(w: Path):
-    lines = (w / "battles.jsonl").read_text(encoding="utf-8").splitlines()
-    lines[2] = lines[2].replace('"model_a":', '"model_a" ', 1)  # line 3: a missing colon
-    (w / "battles.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], [
-        "battles.jsonl",
-        "line 3, column",
-        "JSON",
-    ]
+def _enc_evaluate_bad_jsonl(w: Path) -> Made:
+    edit_line(w / "battles.jsonl", 3, lambda line: line.replace('"model_a":', '"model_a" ', 1))  # a missing colon
+    return EVALUATE, ["battles.jsonl", "line 3, column", "JSON"]
 
 
-def _enc_leaderboard_latin1_txt(w: Path):
+def _enc_leaderboard_latin1_txt(w: Path) -> Made:
     (w / "prompts.txt").write_bytes("Write a haiku.\nCompute 2+2.\nRésumé of a café owner.\n".encode("latin-1"))
-    return (
-        ["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"],
-        ["prompts.txt", "line 3, column 2", "UTF-8"],
-    )
+    command = ["p2l", "leaderboard", "model", "prompts.txt", "--out", "out", "-q"]
+    return command, ["prompts.txt", "line 3, column 2", "UTF-8"]
 
 
-def _enc_route_misspelled_cost(w: Path):
+def _enc_route_misspelled_cost(w: Path) -> Made:
     text = (w / "costs.csv").read_text(encoding="utf-8").replace("calc-13b", "calc-13", 1)
     (w / "costs.csv").write_text(text, encoding="utf-8")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["costs.csv", "line 3", "column 'model'", "calc-13"],
-    )
+    return ROUTE, ["costs.csv", "line 3", "column 'model'", "calc-13"]
 
 
-def _enc_route_utf16_costs(w: Path):
+def _enc_route_utf16_costs(w: Path) -> Made:
     reencode(w / "costs.csv", "utf-16-le")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["costs.csv", "UTF-16"],
-    )
+    return ROUTE, ["costs.csv", "UTF-16"]
 
 
-def _enc_stem_pool_latin1(w: Path):
+def _enc_stem_pool_latin1(w: Path) -> Made:
     put_text_on_line(w / "correctness.csv", 40, "modèle")
-    return (
-        ["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.csv", "line 40, column", "UTF-8"],
-    )
+    command = ["stem", "pool", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.csv", "line 40, column", "UTF-8"]
 
 
-def _enc_stem_locate_utf16(w: Path):
+def _enc_stem_locate_utf16(w: Path) -> Made:
     reencode(w / "correctness.csv", "utf-16-le")
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["correctness.csv", "UTF-16"],
-    )
+    return LOCATE, ["correctness.csv", "UTF-16"]
 
 
-def _enc_stem_audit_binary(w: Path):
+def _enc_stem_audit_binary(w: Path) -> Made:
     (w / "models.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(200))
-    return (
-        ["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["models.csv", "binary"],
-    )
+    command = ["stem", "audit", "correctness.csv", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["models.csv", "binary"]
 
 
-def _enc_judges_latin1(w: Path):
+def _enc_judges_latin1(w: Path) -> Made:
     put_text_on_line(w / "judgments.csv", 5, "naïve")
-    return (
-        ["judges", "judgments.csv", "--llm", "llm_strict", "--out", "out", "-q"],
-        ["judgments.csv", "line 5, column", "UTF-8"],
-    )
+    return JUDGES, ["judgments.csv", "line 5, column", "UTF-8"]
 
 
-def _enc_judges_qrels_latin1(w: Path):
+def _enc_judges_qrels_latin1(w: Path) -> Made:
     (w / "human.qrels").write_text("1 0 d1 2\n1 0 d2 0\n", encoding="utf-8")
     (w / "llm.qrels").write_bytes("1 0 d1 2\n1 0 d2 \xe9\n".encode("latin-1"))
     (w / "topics.tsv").write_text("1\twhat is rain\n", encoding="utf-8")
     (w / "passages.tsv").write_text("d1\train falls\nd2\tsun shines\n", encoding="utf-8")
-    return (
-        [
-            "judges",
-            "--qrels",
-            "human=human.qrels",
-            "--qrels",
-            "llm=llm.qrels",
-            "--topics",
-            "topics.tsv",
-            "--passages",
-            "passages.tsv",
-            "--human",
-            "human",
-            "--llm",
-            "llm",
-            "--out",
-            "out",
-            "-q",
-        ],
-        ["llm.qrels", "line 2, column 8", "UTF-8"],
-    )
+    qrels = ["--qrels", "human=human.qrels", "--qrels", "llm=llm.qrels", "--topics", "topics.tsv"]
+    command = ["judges", *qrels, "--passages", "passages.tsv", "--human", "human", "--llm", "llm", "--out", "out", "-q"]
+    return command, ["llm.qrels", "line 2, column 8", "UTF-8"]
 
 
-def _enc_serve_latin1(w: Path):
+def _enc_serve_latin1(w: Path) -> Made:
     text = (w / "serve.yaml").read_text(encoding="utf-8") + "router_name: routeur-é\n"
     (w / "serve.yaml").write_bytes(text.encode("latin-1"))
-    return ["serve", "model", "--config", "serve.yaml"], ["serve.yaml", "line 4, column 22", "UTF-8"]
+    return SERVE, ["serve.yaml", "line 4, column 22", "UTF-8"]
 
 
-def _dir_leaderboard_truncated_head(w: Path):
+def _dir_leaderboard_truncated_head(w: Path) -> Made:
     head = w / "model" / "head.safetensors"
     head.write_bytes(head.read_bytes()[:100])
-    return (
-        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "head.safetensors"],
-    )
+    return LEADERBOARD, ["not a valid evalprism model directory", "head.safetensors"]
 
 
-def _dir_evaluate_empty_head(w: Path):
+def _dir_evaluate_empty_head(w: Path) -> Made:
     (w / "model" / "head.safetensors").write_bytes(b"")
-    return (
-        ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "head.safetensors"],
-    )
+    return EVALUATE, ["not a valid evalprism model directory", "head.safetensors"]
 
 
-def _dir_route_broken_marginal(w: Path):
+def _dir_route_broken_marginal(w: Path) -> Made:
     (w / "model" / "marginal.csv").write_text('model,coef\n"poet-7b,0.3\n', encoding="utf-8")
-    return (
-        ["p2l", "route", "model", "prompts.csv", "--costs", "costs.csv", "--out", "out", "-q"],
-        ["not a valid evalprism model directory", "marginal.csv"],
-    )
+    return ROUTE, ["not a valid evalprism model directory", "marginal.csv"]
 
 
-def _dir_serve_broken_config(w: Path):
+def _dir_serve_broken_config(w: Path) -> Made:
     (w / "model" / "config.json").write_text('{"loss": "bt", "models": ', encoding="utf-8")
-    return ["serve", "model", "--config", "serve.yaml"], ["not a valid evalprism model directory", "config.json"]
+    return SERVE, ["not a valid evalprism model directory", "config.json"]
 
 
-def _dir_leaderboard_newer_model_format(w: Path):
+def _dir_leaderboard_newer_model_format(w: Path) -> Made:
     config = json.loads((w / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["evalprism"]["format"] == 2  # what this evalprism writes
     config["evalprism"] = {"version": "9.0.0", "format": 3}  # a model from a newer evalprism
     (w / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return (
-        ["p2l", "leaderboard", "model", "prompts.csv", "--out", "out", "-q"],
-        ["model", "written by evalprism 9.0.0 in model format 3", "reads formats up to 2", "upgrade evalprism"],
-    )
+    return LEADERBOARD, [
+        "model",
+        "written by evalprism 9.0.0 in model format 3",
+        "reads formats up to 2",
+        "upgrade evalprism",
+    ]
 
 
-def _dir_train_corrupt_checkpoint(w: Path):
+def _dir_train_corrupt_checkpoint(w: Path) -> Made:
     checkpoint = w / "interrupted.checkpoint" / "checkpoint.pt"
     checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # torn: a disk that filled up mid-write
-    return (
-        ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"],
-        ["--resume: ", "checkpoint.pt is not a valid evalprism checkpoint", "start without --resume"],
-    )
+    command = ["p2l", "train", "battles.jsonl", "--out", "interrupted", "--resume", "--fit", "adamw", "-q"]
+    return command, ["--resume: ", "checkpoint.pt is not a valid evalprism checkpoint", "start without --resume"]
 
 
-def _dir_locate_string_params(w: Path):
+def _dir_locate_string_params(w: Path) -> Made:
     models = pd.read_csv(w / "pool" / "models.csv")
     models["params"] = models["params"].astype(str) + " billion"
     models.to_csv(w / "pool" / "models.csv", index=False)
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "models.csv", "row 1, column 'params'"]
 
 
-def _dir_locate_missing_params(w: Path):
+def _dir_locate_missing_params(w: Path) -> Made:
     pd.read_csv(w / "pool" / "models.csv").drop(columns=["params"]).to_csv(w / "pool" / "models.csv", index=False)
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "models.csv", "'params'"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "models.csv", "'params'"]
 
 
-def _dir_locate_broken_run_json(w: Path):
+def _dir_locate_broken_run_json(w: Path) -> Made:
     (w / "pool" / "run.json").write_text('{"family": "toy", ', encoding="utf-8")
-    return (
-        ["stem", "locate", "pool", "correctness.csv", "--out", "out", "--trials", "0", "-q"],
-        ["not a valid evalprism pool directory", "run.json"],
-    )
+    return LOCATE, ["not a valid evalprism pool directory", "run.json"]
 
 
-def _data_fit_all_ties(w: Path):
+def _data_fit_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return FIT, ["battles.jsonl", "tie"]
 
 
-def _data_evaluate_all_ties(w: Path):
+def _data_evaluate_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "evaluate", "model", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return EVALUATE, ["battles.jsonl", "tie"]
 
 
-def _data_train_all_ties(w: Path):
+def _data_train_all_ties(w: Path) -> Made:
     all_ties(w / "battles.jsonl")
-    return ["p2l", "train", "battles.jsonl", "--out", "out", "-q"], ["battles.jsonl", "tie"]
+    return TRAIN, ["battles.jsonl", "tie"]
 
 
-def _data_fit_nested_model(w: Path):
+def _data_fit_nested_model(w: Path) -> Made:
     set_json_field(w / "battles.jsonl", 4, "model_a", {"name": "poet-7b", "version": 2})
-    return (
-        ["p2l", "fit", "battles.jsonl", "--out", "out", "-q"],
-        ["battles.jsonl", "row 4, column 'model_a'", "JSON object"],
-    )
+    return FIT, ["battles.jsonl", "row 4, column 'model_a'", "JSON object"]
 
 
-def _data_leaderboard_nested_prompt(w: Path):
+def _data_leaderboard_nested_prompt(w: Path) -> Made:
     (w / "prompts.jsonl").write_text(
         '{"prompt": "Write a haiku."}\n{"prompt": {"role": "user", "content": "Hi"}}\n', encoding="utf-8"
     )
-    return (
-        ["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"],
-        ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"],
-    )
+    command = ["p2l", "leaderboard", "model", "prompts.jsonl", "--out", "out", "-q"]
+    return command, ["prompts.jsonl", "row 2, column 'prompt'", "JSON object"]
 
 
-def _data_judges_nested_query(w: Path):
-    table = pd.read_csv(w / "judgments.csv")
-    table.to_json(w / "judgments.jsonl", orient="records", lines=True)
-    set_json_field(w / "judgments.jsonl", 3, "query", {"text": "what is rain", "lang": "en"})
-    return (
-        ["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"],
-        ["judgments.jsonl", "row 3, column 'query'", "JSON object"],
-    )
+def _data_judges_nested_query(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "judgments.csv"), 3, "query", {"text": "what is rain", "lang": "en"})
+    command = ["judges", "judgments.jsonl", "--llm", "llm_strict", "--out", "out", "-q"]
+    return command, ["judgments.jsonl", "row 3, column 'query'", "JSON object"]
 
 
-def _data_stem_pool_nested_model(w: Path):
-    table = pd.read_csv(w / "correctness.csv")
-    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
-    set_json_field(w / "correctness.jsonl", 2, "model", {"name": "toy-1b"})
-    return (
-        ["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.jsonl", "row 2, column 'model'", "JSON object"],
-    )
+def _data_stem_pool_nested_model(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "correctness.csv"), 2, "model", {"name": "toy-1b"})
+    command = ["stem", "pool", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.jsonl", "row 2, column 'model'", "JSON object"]
 
 
-def _data_stem_audit_list_score(w: Path):
-    table = pd.read_csv(w / "correctness.csv")
-    table.to_json(w / "correctness.jsonl", orient="records", lines=True)
-    set_json_field(w / "correctness.jsonl", 5, "score", [1])
-    return (
-        ["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"],
-        ["correctness.jsonl", "row 5, column 'score'", "list"],
-    )
+def _data_stem_audit_list_score(w: Path) -> Made:
+    set_json_field(as_jsonl(w / "correctness.csv"), 5, "score", [1])
+    command = ["stem", "audit", "correctness.jsonl", "--models", "models.csv", "--family", "toy", "--out", "out"]
+    return command, ["correctness.jsonl", "row 5, column 'score'", "list"]
 
 
-def _data_ecdf_list_score(w: Path):
+def _data_ecdf_list_score(w: Path) -> Made:
     table = small_responses().drop(columns=["references"]).assign(score=0.5)
     table.to_json(w / "responses.jsonl", orient="records", lines=True)
     set_json_field(w / "responses.jsonl", 6, "score", [0.7])
     return _ecdf(path="responses.jsonl"), ["responses.jsonl", "row 6, column 'score'", "list"]
 
 
-def _opt_train_negative_lr(w: Path):
+def _opt_train_negative_lr(w: Path) -> Made:
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "-1", "-q"], ["lr", "--lr", "-1"]
 
 
-def _opt_train_epochs_with_ridge(w: Path):
-    return (
-        ["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"],
-        ["--epochs applies to the epoch loop", "fit 'adamw'"],
-    )
+def _opt_train_epochs_with_ridge(w: Path) -> Made:
+    command = ["p2l", "train", "battles.jsonl", "--out", "out", "--epochs", "5", "-q"]
+    return command, ["--epochs applies to the epoch loop", "fit 'adamw'"]
 
 
-def _opt_train_nan_lr(w: Path):
+def _opt_train_nan_lr(w: Path) -> Made:
     return ["p2l", "train", "battles.jsonl", "--out", "out", "--lr", "nan", "-q"], ["lr", "--lr", "nan"]
 
 
-def _opt_judges_nan_tau(w: Path):
+def _opt_judges_nan_tau(w: Path) -> Made:
     return ["judges", "judgments.csv", "--llm", "llm_strict", "--tau", "nan", "--out", "out", "-q"], ["tau", "nan"]
 
 
-def _opt_judges_components(w: Path):
-    return (
-        ["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"],
-        ["--components 400", "the embedding dimension 384"],
-    )  # 420 pairs allow 419
+def _opt_judges_components(w: Path) -> Made:
+    command = ["judges", "judgments.csv", "--llm", "llm_strict", "--components", "400", "--out", "out", "-q"]
+    return command, ["--components 400", "the embedding dimension 384"]  # 420 pairs allow 419
 
 
-def _opt_serve_log_level(w: Path):
-    return (["serve", "model", "--config", "serve.yaml", "--log-level", "bogus"], ["--log-level", "bogus", "debug"])
+def _opt_serve_log_level(w: Path) -> Made:
+    return [*SERVE, "--log-level", "bogus"], ["--log-level", "bogus", "debug"]
 
 
-def _opt_serve_decision_log(w: Path):
-    return (
-        ["serve", "model", "--config", "serve.yaml", "--decision-log", "prompts.csv/decisions.jsonl"],
-        ["decision log", "prompts.csv/decisions.jsonl"],
-    )
+def _opt_serve_decision_log(w: Path) -> Made:
+    return [*SERVE, "--decision-log", "prompts.csv/decisions.jsonl"], ["decision log", "prompts.csv/decisions.jsonl"]
 
 
-def _scale_ecdf_100k(w: Path):
+def _scale_ecdf_100k(w: Path) -> Made:
     # 100,000 settings cluster without the n x n matrix (evalprism.stats.clara), but exact PAM needs it
     n = 100_000
     pd.DataFrame({"question_id": np.arange(n), "score": np.linspace(0, 1, n)}).to_csv(w / "big.csv", index=False)
-    return ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"], [
-        "100000 x 100000",
-        "--method 'pam'",
-        "fasterpam",
-    ]
+    command = ["ecdf", "big.csv", "--out", "out", "--method", "pam", "-q"]
+    return command, ["100000 x 100000", "--method 'pam'", "fasterpam"]
 
 
 CASES = [
@@ -527,20 +479,13 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_one_message_and_no_change(case: Case, base: Path, tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
+def test_bad_input_is_one_message_and_no_change(case: Case, work: Path) -> None:
     args, fragments = case.build(work)
     before = snapshot(work)
     proc = evalprism(args, work)
     err = " ".join(proc.stderr.split())
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, proc.stderr
-    message = err[err.index(errors[0][:40]) :]
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in: {message}"
+    error = the_error(proc)
+    assert_says(err[err.index(error[:40]) :], fragments)
     assert snapshot(work) == before
 
 
@@ -657,25 +602,14 @@ class TestRouteCostsAndBudget:
         )
         return code, " ".join(err.split())
 
-    def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
-        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(
-            tmp_path / "c.csv", index=False
-        )
-        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
-        assert code == 2
-        assert "no routed model has a cost" in err
-        assert ", ".join(self.MODELS[:8]) + " … and 2 more" in err
-        assert "is not one of the models" not in err  # extra rows are ignored, not blamed
-        assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
-
-    def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
-        from helpers import run_cli
-
+    def _evaluate(self, tmp_path: Path, capsys, *extra: str, opponent: str = "model-c") -> tuple[int, str]:
+        """`p2l evaluate` of :meth:`_model_dir` on two held-out battles (model-a v model-b, model-b v
+        ``opponent``), then ``extra``: its exit code and stderr on one line; it must write no output."""
         battles = pd.DataFrame(
             {
                 "prompt": ["Write a haiku.", "What is 2 + 2?"],
                 "model_a": ["model-a", "model-b"],
-                "model_b": ["model-b", "gpt-9"],
+                "model_b": ["model-b", opponent],
                 "winner": ["model_a", "model_b"],
             }
         )
@@ -689,12 +623,27 @@ class TestRouteCostsAndBudget:
                 "--out",
                 tmp_path / "out",
                 "-q",
+                *extra,
             ],
             capsys,
         )
-        err = " ".join(err.split())
-        assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
         assert not (tmp_path / "out").exists()
+        return code, " ".join(err.split())
+
+    def test_no_routed_model_priced_says_so_and_lists_them_all_or_how_many_more(self, tmp_path: Path, capsys) -> None:
+        pd.DataFrame({"model": ["gpt-4o", "claude-3-opus"], "cost": [10.0, 75.0]}).to_csv(
+            tmp_path / "c.csv", index=False
+        )
+        code, err = self._route(tmp_path, tmp_path / "c.csv", capsys)
+        assert code == 2
+        assert "no routed model has a cost" in err
+        assert ", ".join(self.MODELS[:8]) + " … and 2 more" in err
+        assert "is not one of the models" not in err  # extra rows are ignored, not blamed
+        assert "no-such-encoder" not in err and not (tmp_path / "out").exists()
+
+    def test_evaluate_battles_of_unranked_models_fail_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
+        code, err = self._evaluate(tmp_path, capsys, opponent="gpt-9")
+        assert code == 2 and "gpt-9" in err and "no-such-encoder" not in err, err
 
     def test_budget_below_the_cheapest_fails_before_the_encoder_loads(self, tmp_path: Path, capsys) -> None:
         pd.DataFrame({"model": self.MODELS, "cost": np.arange(1.0, 11.0)}).to_csv(tmp_path / "c.csv", index=False)
@@ -753,8 +702,7 @@ def _refused(args: list[str], capsys: pytest.CaptureFixture[str], root: Path, *f
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
     message = " ".join(err[err.index("error:") :].split())
-    for fragment in fragments:
-        assert fragment in message, f"{fragment!r} not in: {message}"
+    assert_says(message, fragments)
     assert _snapshot(root) == before
     return message
 
@@ -1018,26 +966,17 @@ class TestInapplicableOptions:
             "drop --rounds",
         )
 
-    def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    @staticmethod
+    def _pool_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str], *fragments: str) -> None:
+        """`stem pool` of a simulated family (written to ``tmp_path``) given ``option``: refused, saying each
+        of ``fragments``."""
         correctness, models = _family(tmp_path)
-        _refused(
-            [
-                "stem",
-                "pool",
-                correctness,
-                "--models",
-                models,
-                "--family",
-                "toy",
-                "--irt",
-                "1pl",
-                "--out",
-                tmp_path / "out",
-            ],
-            capsys,
-            tmp_path,
-            "--irt 1pl: does not apply here",
-            "none is given (panel)",
+        args = ["stem", "pool", correctness, "--models", models, "--family", "toy", *option, "--out", tmp_path / "out"]
+        _refused(args, capsys, tmp_path, *fragments)
+
+    def test_irt_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self._pool_refused(
+            tmp_path, capsys, ["--irt", "1pl"], "--irt 1pl: does not apply here", "none is given (panel)"
         )
 
     def test_design_without_panel(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1077,23 +1016,10 @@ class TestInapplicableOptions:
     def test_harness_options_on_a_table(
         self, flag: str, value: str, reader: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        correctness, models = _family(tmp_path)
-        _refused(
-            [
-                "stem",
-                "pool",
-                correctness,
-                "--models",
-                models,
-                "--family",
-                "toy",
-                flag,
-                value,
-                "--out",
-                tmp_path / "out",
-            ],
-            capsys,
+        self._pool_refused(
             tmp_path,
+            capsys,
+            [flag, value],
             f"{flag} {value}: does not apply here: it steers the reader of {reader}",
             "holds no such input",
         )
@@ -1360,32 +1286,7 @@ class TestEvaluateRoutingOptions:
 
     MODELS = TestRouteCostsAndBudget.MODELS
     _model_dir = TestRouteCostsAndBudget._model_dir
-
-    def _evaluate(self, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
-        battles = pd.DataFrame(
-            {
-                "prompt": ["Write a haiku.", "What is 2 + 2?"],
-                "model_a": ["model-a", "model-b"],
-                "model_b": ["model-b", "model-c"],
-                "winner": ["model_a", "model_b"],
-            }
-        )
-        battles.to_json(tmp_path / "held_out.jsonl", orient="records", lines=True)
-        code, _, err = run_cli(
-            [
-                "p2l",
-                "evaluate",
-                self._model_dir(tmp_path),
-                tmp_path / "held_out.jsonl",
-                "--out",
-                tmp_path / "out",
-                "-q",
-                *extra,
-            ],
-            capsys,
-        )
-        assert not (tmp_path / "out").exists()
-        return code, " ".join(err.split())
+    _evaluate = TestRouteCostsAndBudget._evaluate
 
     def _costs(self, tmp_path: Path, models: list[str]) -> Path:
         pd.DataFrame({"model": models, "cost": np.arange(1.0, len(models) + 1)}).to_csv(tmp_path / "c.csv", index=False)
@@ -1462,6 +1363,13 @@ class TestInterruptedMove:
         assert expected in proc.stderr
         return " ".join(proc.stderr.split())
 
+    def _rerun_leaves(self, tmp_path: Path, out: Path, files: dict[str, str]) -> str:
+        """:meth:`_refused_run`, after which ``out`` holds ``files`` and no leftover is left; its message."""
+        message = self._refused_run(tmp_path, out)
+        self._holds(out, files)
+        self._no_leftovers(tmp_path)
+        return message
+
     @staticmethod
     def _holds(out: Path, files: dict[str, str]) -> None:
         assert {n: (out / n).read_text(encoding="utf-8") for n in files} == files
@@ -1475,34 +1383,26 @@ class TestInterruptedMove:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", {"leaderboard.csv": "half"}, staging=True)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.OLD)
         assert "the unfinished output of an interrupted earlier run" in message
 
     def test_killed_after_staging_finished_moves_the_new_output_in(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.NEW)
         assert "the finished output of an interrupted earlier run" in message
 
     def test_killed_between_the_renames_moves_the_new_output_in(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)  # the previous output aside, the target missing
         _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_aside_output_without_a_finished_staging_is_put_back(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
-        message = self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        message = self._rerun_leaves(tmp_path, out, self.OLD)
         assert f"restored {out}" in message
 
     def test_aside_output_with_the_new_one_in_place_is_deleted(self, tmp_path: Path) -> None:
@@ -1510,25 +1410,19 @@ class TestInterruptedMove:
         _output(out, "p2l fit", self.NEW)
         old = _output(tmp_path / f".fit.old-{dead}-0a0b0c0d", "p2l fit", self.OLD)
         (old / "report.html").unlink()
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_aside_output_deleted_but_for_its_folders(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.NEW)
         (tmp_path / f".fit.old-{dead}-0a0b0c0d" / "sub").mkdir(parents=True)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.NEW)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.NEW)
 
     def test_manifest_written_but_marker_still_there_is_unfinished(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
         _output(out, "p2l fit", self.OLD)
         _output(tmp_path / f".fit.partial-{dead}-0a0b0c0d", "p2l fit", self.NEW, staging=True)
-        self._refused_run(tmp_path, out)
-        self._holds(out, self.OLD)
-        self._no_leftovers(tmp_path)
+        self._rerun_leaves(tmp_path, out, self.OLD)
 
     def test_finished_staging_is_not_moved_over_files_evalprism_did_not_write(self, tmp_path: Path) -> None:
         out, dead = self._states(tmp_path)
@@ -1588,50 +1482,52 @@ class TestSweepRest:
     wrong (values cut), no traceback and the directory unchanged (no output, no checkpoint, no leftover)."""
 
     @staticmethod
-    def _work(base: Path, tmp_path: Path) -> Path:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
-        return work
-
-    @staticmethod
     def _refused(
         work: Path, args: list[str], *fragments: str, preexec: Callable[[], None] | None = None, longest: int = 2_000
     ) -> str:
         before = snapshot(work)
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "evalprism.cli", *args],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-            preexec_fn=preexec,
-            check=False,
-        )
-        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-        assert proc.returncode == 2, proc.stderr[-3000:]
-        errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1, proc.stderr[-3000:]
+        proc = evalprism(args, work, preexec)
+        the_error(proc)
         assert len(proc.stderr) < longest, f"{len(proc.stderr)} characters on stderr"
         message = " ".join(proc.stderr[proc.stderr.index("error:") :].split())
-        for fragment in fragments:
-            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert_says(message, fragments)
         assert snapshot(work) == before
         return message
 
+    @staticmethod
+    def _locate_toy_1b(pool: str, *options: str) -> list[str]:
+        """`stem locate` of toy-1b's answers in correctness.csv on ``pool``, with no trials, then ``options``."""
+        return [
+            "stem",
+            "locate",
+            pool,
+            "correctness.csv",
+            "--model",
+            "toy-1b",
+            "--out",
+            "out",
+            "--trials",
+            "0",
+            *options,
+        ]
+
+    @staticmethod
+    def _backtracking_response(work: Path) -> None:
+        """Response 5 of responses.csv becomes 40 'a's and a '!': what a nested quantifier backtracks on."""
+        frame = pd.read_csv(work / "responses.csv")
+        frame.loc[4, "response"] = "a" * 40 + "!"
+        frame.to_csv(work / "responses.csv", index=False)
+
     # --- tracebacks that are now one message
 
-    def test_out_name_too_long(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_out_name_too_long(self, work: Path) -> None:
         self._refused(
             work, [*_ecdf()[:3], "x" * 300, *_ecdf()[4:]], "is 300 bytes long", "bytes per name", "nothing was changed"
         )
 
     @pytest.mark.parametrize("seed", ["-1", "100000000000000000000000"])
     @pytest.mark.parametrize("command", ["ecdf", "p2l fit", "stem locate"])
-    def test_seed_out_of_range(self, base: Path, tmp_path: Path, command: str, seed: str) -> None:
-        work = self._work(base, tmp_path)
+    def test_seed_out_of_range(self, work: Path, command: str, seed: str) -> None:
         args = {
             "ecdf": _ecdf(),
             "p2l fit": ["p2l", "fit", "battles.jsonl", "--out", "out"],
@@ -1650,16 +1546,14 @@ class TestSweepRest:
             with pytest.raises(EvalprismError, match="seed: expected a whole number"):
                 check_seed(bad)
 
-    def test_judges_min_samples_above_the_pairs(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_judges_min_samples_above_the_pairs(self, work: Path) -> None:
         self._refused(
             work,
             ["judges", "judgments.csv", "--llm", "llm_strict", "--min-samples", "100000", "--out", "out", "-q"],
             "--min-samples 100000 is larger than the 420 pairs",
         )
 
-    def test_prompt_column_beside_a_prompt_column(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_prompt_column_beside_a_prompt_column(self, work: Path) -> None:
         pd.DataFrame({"prompt": ["a", "b"], "n": ["Write a haiku.", "Compute 2 + 2."]}).to_csv(
             work / "p.csv", index=False
         )
@@ -1672,8 +1566,7 @@ class TestSweepRest:
 
     # --- silent ones, now refused
 
-    def test_learning_rate_that_diverges(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_learning_rate_that_diverges(self, work: Path) -> None:
         self._refused(
             work,
             ["p2l", "train", "battles.jsonl", "--out", "out", "--fit", "adamw", "--lr", "1e308", "--epochs", "3", "-q"],
@@ -1682,8 +1575,7 @@ class TestSweepRest:
             "nothing was saved",
         )
 
-    def test_precision_without_finetune(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_precision_without_finetune(self, work: Path) -> None:
         self._refused(
             work,
             ["p2l", "train", "battles.jsonl", "--out", "out", "--precision", "float32"],
@@ -1691,64 +1583,24 @@ class TestSweepRest:
             "fine-tuned backbone",
         )
 
-    def test_weighting_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
-        self._refused(
-            work,
-            [
-                "stem",
-                "locate",
-                "pool",
-                "correctness.csv",
-                "--model",
-                "toy-1b",
-                "--out",
-                "out",
-                "--trials",
-                "0",
-                "--method",
-                "stratified",
-                "--weighting",
-                "stratified",
-            ],
-            "--weighting stratified: does not apply here",
-            "method 'stratified'",
-        )
+    def test_weighting_with_a_method_that_does_not_use_it(self, work: Path) -> None:
+        args = self._locate_toy_1b("pool", "--method", "stratified", "--weighting", "stratified")
+        self._refused(work, args, "--weighting stratified: does not apply here", "method 'stratified'")
 
-    def test_design_with_a_method_that_does_not_use_it(self, base: Path, tmp_path: Path) -> None:
+    def test_design_with_a_method_that_does_not_use_it(self, work: Path) -> None:
         from evalprism.stem import build_pool
         from evalprism.stem.simulate import simulate_family
 
-        work = self._work(base, tmp_path)
         correctness, meta = simulate_family(n_items=400, seed=0)
         panel = correctness[correctness["model"] == "toy-1b"].assign(model="panel-1")
         build_pool(correctness, meta, PoolOptions(family="toy"), panel=panel).save(work / "panel-pool")
-        self._refused(
-            work,
-            [
-                "stem",
-                "locate",
-                "panel-pool",
-                "correctness.csv",
-                "--model",
-                "toy-1b",
-                "--out",
-                "out",
-                "--trials",
-                "0",
-                "--method",
-                "paper",
-                "--design",
-                "stratified",
-            ],
-            "--design stratified: does not apply here",
-            "method 'paper'",
-        )
+        args = self._locate_toy_1b("panel-pool", "--method", "paper", "--design", "stratified")
+        self._refused(work, args, "--design stratified: does not apply here", "method 'paper'")
 
     # --- scale and hangs
 
-    def test_ecdf_assignment_matrix_larger_than_memory(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)  # the sweep's 3.3 MB file: each question answered by its own model
+    def test_ecdf_assignment_matrix_larger_than_memory(self, work: Path) -> None:
+        # the sweep's 3.3 MB file: each question answered by its own model
         n = 100_000
         pd.DataFrame(
             {
@@ -1765,11 +1617,8 @@ class TestSweepRest:
             "640.0 GB",
         )
 
-    def test_extract_pattern_that_backtracks(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
-        frame = pd.read_csv(work / "responses.csv")
-        frame.loc[4, "response"] = "a" * 40 + "!"
-        frame.to_csv(work / "responses.csv", index=False)
+    def test_extract_pattern_that_backtracks(self, work: Path) -> None:
+        self._backtracking_response(work)
         self._refused(
             work,
             _ecdf(["--score", "exact", "--extract", "(a|aa)+$"]),
@@ -1777,11 +1626,8 @@ class TestSweepRest:
             "the --extract pattern '(a|aa)+$' did not finish matching the 41-character response within 1 s",
         )
 
-    def test_the_sweeps_pattern_finishes(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
-        frame = pd.read_csv(work / "responses.csv")
-        frame.loc[4, "response"] = "a" * 40 + "!"
-        frame.to_csv(work / "responses.csv", index=False)
+    def test_the_sweeps_pattern_finishes(self, work: Path) -> None:
+        self._backtracking_response(work)
         proc = evalprism(_ecdf(["--score", "exact", "--extract", "^(a+)+$"]), work)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert (work / "out" / "settings.csv").is_file()
@@ -1789,10 +1635,9 @@ class TestSweepRest:
     # --- disk full
 
     @pytest.mark.parametrize("fit", ["ridge", "adamw"])
-    def test_disk_full_during_training(self, base: Path, tmp_path: Path, fit: str) -> None:
+    def test_disk_full_during_training(self, work: Path, fit: str) -> None:
         from evalprism.embed import EmbeddingCache
 
-        work = self._work(base, tmp_path)
         extra = ["--fit", "adamw", "--epochs", "2"] if fit == "adamw" else []
         what = "cannot write the checkpoint" if fit == "adamw" else "cannot write the output"
         # the disk fills while training, not before: the embedding cache (which `base` filled with these
@@ -1812,10 +1657,9 @@ class TestSweepRest:
 
     # --- messages
 
-    def test_serve_port_in_use(self, base: Path, tmp_path: Path) -> None:
+    def test_serve_port_in_use(self, work: Path) -> None:
         import socket
 
-        work = self._work(base, tmp_path)
         with socket.socket() as taken:
             taken.bind(("127.0.0.1", 0))
             taken.listen()
@@ -1834,20 +1678,17 @@ class TestSweepRest:
             ("192.0.2.1", "is not an address of this machine"),
         ],
     )
-    def test_serve_bad_host(self, base: Path, tmp_path: Path, host: str, expected: str) -> None:
-        work = self._work(base, tmp_path)
+    def test_serve_bad_host(self, work: Path, host: str, expected: str) -> None:
         self._refused(work, ["serve", "model", "--config", "serve.yaml", "--host", host], f"'{host}'", expected)
 
-    def test_qrels_with_an_empty_path(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_qrels_with_an_empty_path(self, work: Path) -> None:
         self._refused(
             work,
             ["judges", "--qrels", "human=", "--out", "out"],
             "qrels 'human=': the path after '=' is empty; expected NAME=PATH",
         )
 
-    def test_huge_cell_is_cut_in_stem_locate(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_huge_cell_is_cut_in_stem_locate(self, work: Path) -> None:
         frame = pd.read_csv(work / "correctness.csv").astype({"score": object})
         frame.loc[3, "score"] = "Z" * 5_000_000
         frame.to_csv(work / "correctness.csv", index=False)
@@ -1859,8 +1700,7 @@ class TestSweepRest:
             "... (5,000,000 characters)'",
         )
 
-    def test_huge_cell_is_cut_in_p2l_route(self, base: Path, tmp_path: Path) -> None:
-        work = self._work(base, tmp_path)
+    def test_huge_cell_is_cut_in_p2l_route(self, work: Path) -> None:
         frame = pd.read_csv(work / "costs.csv")
         frame.loc[1, "model"] = "Z" * 5_000_000
         frame.to_csv(work / "costs.csv", index=False)
@@ -1881,10 +1721,8 @@ class TestSweepRest:
         assert shorten("abc", 2) == "ab... (3 characters)" and shorten("abc") == "abc"
 
 
-def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
+def test_stem_locate_with_every_item_right(work: Path) -> None:
     """A model that answers every pool item right is placed (at the top), not a traceback."""
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
     frame = pd.read_csv(work / "correctness.csv")
     frame = frame[frame["model"] == "toy-1b"].assign(model="perfect", score=1)
     frame.to_csv(work / "perfect.csv", index=False)
@@ -1898,7 +1736,7 @@ def test_stem_locate_with_every_item_right(base: Path, tmp_path: Path) -> None:
 # ------------------------------------------------------------------- provenance (issue 31, item 4)
 
 
-def test_outputs_and_models_record_their_provenance_and_older_models_still_read(base: Path, tmp_path: Path) -> None:
+def test_outputs_and_models_record_their_provenance_and_older_models_still_read(work: Path) -> None:
     """A model directory records the evalprism version and model format that wrote it; one written
     before that record existed (no ``evalprism`` entry: format 1) still reads; every output's run.json
     names the version and output format beside its manifest."""
@@ -1906,8 +1744,6 @@ def test_outputs_and_models_record_their_provenance_and_older_models_still_read(
     from evalprism.io.record import RUN_FORMAT
     from evalprism.p2l.model import MODEL_FORMAT
 
-    work = tmp_path / "work"
-    shutil.copytree(base, work)
     config = json.loads((work / "model" / "config.json").read_text(encoding="utf-8"))
     assert config["evalprism"] == {"version": __version__, "format": MODEL_FORMAT}
     del config["evalprism"]  # as a model of an older evalprism was written
@@ -1943,8 +1779,7 @@ class TestMessagesNameTheFlag:
         proc = evalprism(args, work)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         message = " ".join(proc.stderr.split())
-        for fragment in fragments:
-            assert fragment in message, f"{fragment!r} not in: {message}"
+        assert_says(message, fragments)
         assert snapshot(work) == before
         return message
 
@@ -1983,18 +1818,14 @@ class TestMessagesNameTheFlag:
             "use --score exact or contains, or give a 'score' column in 0..1",
         )
 
-    def test_judges_threshold_without_a_column(self, base: Path, tmp_path: Path) -> None:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
+    def test_judges_threshold_without_a_column(self, work: Path) -> None:
         self._refused(
             ["judges", "judgments.csv", "--llm", "llm_strict", "--threshold", "0.5", "--out", "out", "-q"],
             work,
             "error: --threshold '0.5': expected COLUMN=VALUE",
         )
 
-    def test_p2l_train_static_backbone_finetuned(self, base: Path, tmp_path: Path) -> None:
-        work = tmp_path / "work"
-        shutil.copytree(base, work)
+    def test_p2l_train_static_backbone_finetuned(self, work: Path) -> None:
         self._refused(
             ["p2l", "train", "battles.jsonl", "--backbone", "static", "--finetune", "--out", "out", "-q"],
             work,

@@ -14,12 +14,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
+from helpers import evalprism_process, lm_eval_local_tasks, read_run, run_lm_eval_dummy, run_process
 
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions, parse_assignments
@@ -200,29 +199,12 @@ def test_directory_mixing_lm_eval_and_inspect_is_read_whole(tmp_path: Path) -> N
 def test_cli_reports_choices_and_refuses_bad_options(tmp_path: Path) -> None:
     models = tmp_path / "models.csv"
     models.write_text("model,params,family\n3ykv54sv,1,f\nrun3/org__tiny,2,f\nrun4/org__tiny,3,f\n", encoding="utf-8")
-    cmd = [
-        sys.executable,
-        "-m",
-        "evalprism.cli",
-        "stem",
-        "audit",
-        str(LM_EVAL),
-        "--models",
-        str(models),
-        "--out",
-        str(tmp_path / "audit"),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG_LIMIT_S, check=False)
+    audit = ["stem", "audit", LM_EVAL, "--models", models]
+    done = evalprism_process([*audit, "--out", tmp_path / "audit"])
     assert done.returncode == 0, done.stderr
     assert "read lm-eval run3/org__tiny/gen_local: metric exact_match" in " ".join(done.stderr.split())
     assert any("filter strict-match" in line for line in read_run(tmp_path / "audit").provenance.choices)
-    bad = subprocess.run(
-        [*cmd[:-2], "--out", str(tmp_path / "bad"), "--metric", "nosuch=acc"],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-    )
+    bad = evalprism_process([*audit, "--out", tmp_path / "bad", "--metric", "nosuch=acc"])
     assert bad.returncode == 2
     assert "--metric nosuch=acc:" in bad.stderr and "Traceback" not in bad.stderr
     assert not (tmp_path / "bad").exists()
@@ -235,27 +217,7 @@ def test_lm_eval_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
     if exe is None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
     tasks = lm_eval_local_tasks(tmp_path, FIXTURES / "make")
-    done = subprocess.run(
-        [
-            exe,
-            "--model",
-            "dummy",
-            "--tasks",
-            "mc_local,gen_local",
-            "--include_path",
-            str(tasks),
-            "--log_samples",
-            "--output_path",
-            str(tmp_path / "out"),
-            "--seed",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""},
-        check=False,
-    )
+    done = run_lm_eval_dummy(exe, tasks, tmp_path / "out", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "out").table
     (model,) = table["model"].unique()
@@ -269,14 +231,7 @@ def test_inspect_generated_now_reads_like_the_fixture(tmp_path: Path) -> None:
         pytest.skip("inspect_ai is not installed (the fixtures above are its real output)")
     for name in ("inspect_task.py", "inspect_gen.py"):
         shutil.copy(FIXTURES / "make" / name, tmp_path / name)
-    done = subprocess.run(
-        [sys.executable, "inspect_gen.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-    )
+    done = run_process([sys.executable, "inspect_gen.py"], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "logs", harness=HarnessOptions(scorer="match", epochs="all")).table
     small = table[table["model"] == "mockllm/small"].sort_values("item_id")["score"].tolist()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import HANG_LIMIT_S, read_run
+from helpers import read_run, run_process
 
 pytestmark = pytest.mark.slow  # every check is a fresh interpreter
 
@@ -61,14 +61,7 @@ def run_command(
     args: list[object], dump: Path, cwd: Path | None = None
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """``evalprism ARGS`` in a fresh interpreter: how it ended, and the modules it imported."""
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_COMMAND, str(dump), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-        cwd=cwd,
-    )
+    done = run_process([sys.executable, "-c", _RUN_COMMAND, dump, *args], cwd)
     return done, set(json.loads(dump.read_text()))
 
 
@@ -81,13 +74,7 @@ def command_modules(args: list[object], dump: Path) -> set[str]:
 
 def script_modules(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code``."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-    )
+    done = run_process([sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"])
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.splitlines()[-1]))
 
@@ -226,22 +213,8 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
     analyze(table, JudgesOptions(human="human", llm=["llm_strict", "llm_lenient"]), cache_dir=cache, progress=False)
     path, out = tmp_path / "judgments.csv", tmp_path / "out"
     table.to_csv(path, index=False)
-    modules = command_modules(
-        [
-            "judges",
-            path,
-            "--human",
-            "human",
-            "--llm",
-            "llm_strict,llm_lenient",
-            "--out",
-            out,
-            "--cache-dir",
-            cache,
-            "-q",
-        ],
-        tmp_path / "modules.json",
-    )
+    args = ["judges", path, "--human", "human", "--llm", "llm_strict,llm_lenient", "--out", out, "--cache-dir", cache]
+    modules = command_modules([*args, "-q"], tmp_path / "modules.json")
     stats = read_run(out).results["embedding"][0]
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
@@ -273,13 +246,7 @@ def test_command_exits_without_the_shutdown_walking_its_heap(tmp_path: Path) -> 
     runs = {"ok": ["p2l", "fit", battles, "--out", tmp_path / "out", "-q"], "refused": ["p2l", "fit", battles]}
     for name, args in runs.items():
         dump = tmp_path / f"{name}.json"
-        done = subprocess.run(
-            [sys.executable, "-c", _EXIT_STATE, str(dump), *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-            check=False,
-        )
+        done = run_process([sys.executable, "-c", _EXIT_STATE, dump, *args])
         assert done.returncode == (0 if name == "ok" else 2), done.stderr
         state = json.loads(dump.read_text())
         assert state["frozen"] > 20 * state["tracked"], (name, state)
@@ -343,20 +310,11 @@ def test_lazy_package_names_resolve_and_agree_with_static_imports(package: str) 
 def test_function_named_like_its_submodule_stays_the_function() -> None:
     """Importing ``evalprism.stats.kmedoids`` binds the submodule on the package; the public name must
     still be the function, whichever comes first (as with an eager ``from .kmedoids import kmedoids``)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            """
+    code = """
 import evalprism.stats.kmedoids
 from evalprism.stats import kmedoids
 import evalprism.stats as stats
 print(all(callable(f) and f.__name__ == n for f, n in [(kmedoids, "kmedoids"), (stats.kmedoids, "kmedoids")]))
-""",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-    )
+"""
+    done = run_process([sys.executable, "-c", code])
     assert done.stdout.strip() == "True", done.stderr

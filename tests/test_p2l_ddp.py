@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers import HANG_LIMIT_S, read_run, run_cli
+from helpers import HANG_LIMIT_S, read_run, run_cli, run_process
 from test_p2l_model import one_thread, tiny_causal_lm
 
 from evalprism.io import read_table
@@ -128,15 +128,7 @@ def test_two_processes_train_what_one_process_trains(setup: tuple[Path, Path], t
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER.replace("EPOCHS", str(EPOCHS)).replace("BATCH", str(BATCH)).replace("LR", repr(LR)))
     out = tmp_path / "model"
-    run = subprocess.run(
-        _torchrun(2, [str(driver), str(battles), str(lm), str(out), str(MICRO)]),
-        cwd=tmp_path,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        check=False,
-    )
+    run = run_process(_torchrun(2, [str(driver), str(battles), str(lm), str(out), str(MICRO)]), tmp_path, ENV)
     assert run.returncode == 0, run.stderr[-3000:]
     two, history = pd.read_csv(out / "history.csv"), one.history
     assert two["epoch"].tolist() == list(range(EPOCHS + 1))

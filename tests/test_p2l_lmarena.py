@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from builders import tiny_transformer_config
 from helpers import route_per_prompt, run_cli
 from torch import nn
 
@@ -135,15 +136,7 @@ def base_config(arch: str, vocab: int) -> Any:
     from transformers import LlamaConfig, Qwen2Config
 
     kind = Qwen2Config if arch == "qwen2" else LlamaConfig
-    return kind(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
+    return tiny_transformer_config(kind, vocab, 512, num_key_value_heads=2)
 
 
 HEAD_TYPES = {"bt": False, "bt_tie": False, "bt-tie": False, "rk": True, "grk": True, "bag": True}

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from builders import tiny_transformer_config
 from helpers import run_cli
 
 from evalprism.errors import EvalprismError
@@ -186,17 +187,8 @@ def tiny_causal_lm(directory: Path, texts: list[str]) -> Path:
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]", "[EOS]"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
-    config = Qwen2Config(
-        vocab_size=tok.get_vocab_size(),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        pad_token_id=1,
-        eos_token_id=2,
-        bos_token_id=2,
+    config = tiny_transformer_config(
+        Qwen2Config, tok.get_vocab_size(), 128, num_key_value_heads=2, pad_token_id=1, eos_token_id=2, bos_token_id=2
     )
     torch.manual_seed(0)
     Qwen2ForCausalLM(config).save_pretrained(directory)
@@ -245,22 +237,9 @@ def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
     prompts = pd.DataFrame({"prompt": [p for t in TOPIC_PROMPTS for p in topic_prompts(t)[::3]]})
     prompts["topic"] = [t for t in TOPIC_PROMPTS for _ in topic_prompts(t)[::3]]
     prompts.to_csv(tmp_path / "prompts.csv", index=False)
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "leaderboard",
-            tmp_path / "model",
-            tmp_path / "prompts.csv",
-            "--out",
-            tmp_path / "lb",
-            "--category-column",
-            "topic",
-            "--reference",
-            "generalist-70b",
-            "-q",
-        ],
-        capsys,
-    )
+    leaderboard = ["p2l", "leaderboard", tmp_path / "model", tmp_path / "prompts.csv"]
+    options = ["--category-column", "topic", "--reference", "generalist-70b", "-q"]
+    code, _, err = run_cli([*leaderboard, "--out", tmp_path / "lb", *options], capsys)
     assert code == 0, err
     cats = pd.read_csv(tmp_path / "lb" / "categories.csv")
     leaders = cats[cats["rank"] == 1].set_index("category")["model"].to_dict()
@@ -271,19 +250,7 @@ def test_cli_train_and_leaderboard(tmp_path: Path, capsys) -> None:
     for name in ("prompts.csv", "leaderboard.csv", "report.html"):
         assert (tmp_path / "lb" / name).exists()
     # a category column the file lacks: refused naming the file, before any prompt is encoded
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "leaderboard",
-            tmp_path / "model",
-            tmp_path / "prompts.csv",
-            "--out",
-            tmp_path / "lb2",
-            "--category-column",
-            "topics",
-        ],
-        capsys,
-    )
+    code, _, err = run_cli([*leaderboard, "--out", tmp_path / "lb2", "--category-column", "topics"], capsys)
     assert code == 2 and "prompts.csv: no column 'topics' (columns: prompt, topic)" in " ".join(err.split()), err
     assert "predicting leaderboards" not in err and not (tmp_path / "lb2").exists()
 

@@ -27,24 +27,17 @@ def model_and_inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _route(root: Path, costs: str, out: str, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str]:
+    """`p2l route` of the model on the prompts under ``root`` with the costs file ``costs`` into ``out``
+    (both under ``root``), then ``options``, in-process: its exit code and stderr."""
+    args = ["p2l", "route", root / "model", root / "prompts.csv", "--costs", root / costs, *options]
+    code, _, err = run_cli([*args, "--out", root / out, "-q"], capsys)
+    return code, err
+
+
 def test_cli_route_beats_the_best_single_model_within_budget(model_and_inputs: Path, capsys) -> None:
     root = model_and_inputs
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "route",
-            root / "model",
-            root / "prompts.csv",
-            "--costs",
-            root / "costs.csv",
-            "--budget",
-            "0.8",
-            "--out",
-            root / "r",
-            "-q",
-        ],
-        capsys,
-    )
+    code, err = _route(root, "costs.csv", "r", capsys, "--budget", "0.8")
     assert code == 0, err
     routes = pd.read_csv(root / "r" / "routes.csv")
     assert len(routes) == len(pd.read_csv(root / "prompts.csv"))
@@ -62,45 +55,12 @@ def test_cli_route_refuses_missing_costs_and_low_budgets(model_and_inputs: Path,
     root = model_and_inputs
     partial = pd.DataFrame({"model": ["poet-7b", "calc-13b"], "cost": [0.2, 0.4]})
     partial.to_csv(root / "partial.csv", index=False)
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "route",
-            root / "model",
-            root / "prompts.csv",
-            "--costs",
-            root / "partial.csv",
-            "--budget",
-            "1",
-            "--out",
-            root / "x",
-            "-q",
-        ],
-        capsys,
-    )
+    code, err = _route(root, "partial.csv", "x", capsys, "--budget", "1")
     assert code == 2 and "no cost for 2" in err and "coder-34b" in err
-    code, _, err = run_cli(
-        [
-            "p2l",
-            "route",
-            root / "model",
-            root / "prompts.csv",
-            "--costs",
-            root / "costs.csv",
-            "--budget",
-            "0.1",
-            "--out",
-            root / "x",
-            "-q",
-        ],
-        capsys,
-    )
+    code, err = _route(root, "costs.csv", "x", capsys, "--budget", "0.1")
     assert code == 2 and "cheapest" in err
     bad = pd.DataFrame({"model": ["poet-7b"], "cost": [-1.0]})
     bad.to_csv(root / "bad.csv", index=False)
-    code, _, err = run_cli(
-        ["p2l", "route", root / "model", root / "prompts.csv", "--costs", root / "bad.csv", "--out", root / "x", "-q"],
-        capsys,
-    )
+    code, err = _route(root, "bad.csv", "x", capsys)
     assert code == 2 and "row 1 (line 2), column 'cost'" in err
     assert not (root / "x").exists()

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S
+from helpers import HANG_LIMIT_S, run_process
 
 from evalprism.errors import EvalprismError
 from evalprism.progress import format_duration, format_rate, progress_interval
@@ -32,23 +32,18 @@ PLAIN = re.compile(r"^work items: (\d+)/30 \((\d+)%\), [\d.,]+/s, \d+ s elapsed(
 FINAL = re.compile(r"^work items: 30/30 \(100%\), [\d.,]+/s, done in \d+ s$")
 
 
-def _run(args: list[str], **options: object) -> subprocess.CompletedProcess:
-    return subprocess.run(args, check=False, **options)  # type: ignore[call-overload]
-
-
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
     return {**env, **extra}
 
 
+def _python(code: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, its output captured (a pipe, not a terminal), in :func:`_env` with ``extra``."""
+    return run_process([sys.executable, "-c", code], env=_env(**extra))
+
+
 def test_piped_stderr_gets_plain_lines_at_the_interval_and_a_final_line() -> None:
-    proc = _run(
-        [sys.executable, "-c", DRIVER],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1"),
-    )
+    proc = _python(DRIVER, EVALPRISM_PROGRESS_INTERVAL="0.1")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert not ANSI.search(proc.stderr) and not any(g in proc.stderr for g in BAR_GLYPHS), proc.stderr
@@ -61,7 +56,7 @@ def test_piped_stderr_gets_plain_lines_at_the_interval_and_a_final_line() -> Non
 
 
 def test_the_default_interval_prints_only_the_final_line_of_a_short_task() -> None:
-    proc = _run([sys.executable, "-c", DRIVER], capture_output=True, text=True, timeout=HANG_LIMIT_S, env=_env())
+    proc = _python(DRIVER)
     assert [FINAL.match(line) is not None for line in proc.stderr.splitlines()] == [True], proc.stderr
 
 
@@ -71,12 +66,13 @@ def test_a_terminal_still_gets_the_rich_bar() -> None:
 
     master, slave = pty.openpty()
     try:
-        proc = _run(
+        proc = subprocess.run(
             [sys.executable, "-c", DRIVER],
             stderr=slave,
             stdout=subprocess.DEVNULL,
             timeout=HANG_LIMIT_S,
             env=_env(EVALPRISM_PROGRESS_INTERVAL="0.1", COLUMNS="100"),
+            check=False,
         )
         os.close(slave)
         chunks = []
@@ -115,13 +111,7 @@ def test_a_real_cli_run_into_a_log_reports_its_embedding(tmp_path: Path, respons
         "--cache-dir",
         str(tmp_path / "cache"),
     ]
-    proc = _run(
-        [*args, "--out", str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"),
-    )
+    proc = run_process([*args, "--out", str(tmp_path / "o")], env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"))
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr
     assert not ANSI.search(err) and not any(g in err for g in BAR_GLYPHS), err
@@ -133,13 +123,7 @@ def test_a_real_cli_run_into_a_log_reports_its_embedding(tmp_path: Path, respons
     assert any(
         re.match(r"choosing K in \d+\.\.\d+ \(stability\): \d+/\d+ \(100%\), .*done in", line) for line in lines
     ), lines
-    quiet = _run(
-        [*args, "--out", str(tmp_path / "q"), "-q"],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"),
-    )
+    quiet = run_process([*args, "--out", str(tmp_path / "q"), "-q"], env=_env(EVALPRISM_PROGRESS_INTERVAL="0.05"))
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
 
 
@@ -156,13 +140,7 @@ def test_a_long_single_call_shows_it_is_alive_in_a_log() -> None:
         with working("silent step", enabled=False):
             time.sleep(0.3)
     """)
-    proc = _run(
-        [sys.executable, "-c", driver],
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-        env=_env(EVALPRISM_PROGRESS_INTERVAL="0.3"),
-    )
+    proc = _python(driver, EVALPRISM_PROGRESS_INTERVAL="0.3")
     lines = proc.stderr.splitlines()
     assert proc.returncode == 0 and lines[0] == "· slow step", proc.stderr
     alive = [line for line in lines if re.fullmatch(r"slow step: still working, \d+ s elapsed", line)]

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S, read_run
+from helpers import evalprism_process, read_run
 
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions
@@ -289,24 +287,7 @@ def test_cli_refuses_a_manifest_and_a_failed_runs_mean_naming_the_file(tmp_path:
             (f"{_log('error_json', 'arith_epochs').name}: status error: no sample was scored in all 3 of its runs"),
         ),
     ):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evalprism.cli",
-                "stem",
-                "audit",
-                str(source),
-                "--models",
-                str(models),
-                "--out",
-                str(tmp_path / "audit"),
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-        )
+        done = evalprism_process(["stem", "audit", source, "--models", models, "--out", tmp_path / "audit"])
         assert done.returncode == 2
         message = " ".join(done.stderr.split())
         assert expected in message and "Traceback" not in done.stderr
@@ -355,24 +336,7 @@ def test_cli_keeps_what_was_read_in_run_json(tmp_path: Path) -> None:
         if step == "cancelled only":
             (tmp_path / "logs" / complete).unlink()
         out = tmp_path / f"audit {step}"
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evalprism.cli",
-                "stem",
-                "audit",
-                str(tmp_path / "logs"),
-                "--models",
-                str(models),
-                "--out",
-                str(out),
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-        )
+        done = evalprism_process(["stem", "audit", tmp_path / "logs", "--models", models, "--out", out])
         assert done.returncode == 0, done.stderr
         assert expected in " ".join(done.stderr.split())
         read = read_run(out).provenance.choices

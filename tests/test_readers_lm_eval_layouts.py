@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import HANG_LIMIT_S, lm_eval_local_tasks, read_run
+from helpers import evalprism_process, lm_eval_local_tasks, read_run, run_lm_eval_dummy
 
 from evalprism.errors import EvalprismError
 from evalprism.io.harness_options import HarnessOptions
@@ -108,11 +106,8 @@ def test_a_document_scored_twice_is_named_by_file_and_line(tmp_path: Path) -> No
     first = samples.read_text(encoding="utf-8").splitlines()[0]
     with samples.open("a", encoding="utf-8") as fh:
         fh.write(first + "\n")
-    with pytest.raises(
-        EvalprismError,
-        match=rf"{samples.name}: line 1 and line 7 both score document 0 of task "
-        "'mc_local' under filter 'none'",
-    ):
+    twice = rf"{samples.name}: line 1 and line 7 both score document 0 of task 'mc_local' under filter 'none'"
+    with pytest.raises(EvalprismError, match=twice):
         read_correctness(tmp_path)
 
 
@@ -163,11 +158,11 @@ def test_results_without_samples_are_said(tmp_path: Path) -> None:
         "(lm_eval ran without --log_samples); model org__small, tasks gen_local, mc_local"
     ) in _choices(table_read)
     shutil.copytree(V13 / "nosamples" / "org__small", tmp_path / "org__small")
-    with pytest.raises(
-        EvalprismError,
-        match=r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
-        "but no samples files: per-item results need lm_eval --log_samples",
-    ):
+    without_samples = (
+        r"lm-eval results files \(org__small/results_2026-11-25T19-19-43.098462.json\) "
+        "but no samples files: per-item results need lm_eval --log_samples"
+    )
+    with pytest.raises(EvalprismError, match=without_samples):
         read_correctness(tmp_path)
 
 
@@ -237,24 +232,7 @@ def test_limit_run_is_partial_in_the_read_line_and_run_json(tmp_path: Path) -> N
         shutil.copytree(source / "org__tiny", runs / name / "org__tiny")
     models = tmp_path / "models.csv"
     models.write_text("model,params,family\na/org__tiny,1,f\nb/org__tiny,2,f\nc/org__tiny,3,f\n", encoding="utf-8")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evalprism.cli",
-            "stem",
-            "audit",
-            str(runs),
-            "--models",
-            str(models),
-            "--out",
-            str(tmp_path / "audit"),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=HANG_LIMIT_S,
-    )
+    done = evalprism_process(["stem", "audit", runs, "--models", models, "--out", tmp_path / "audit"])
     assert done.returncode == 0, done.stderr
     assert "PARTIAL run (lm_eval --limit 3)" in " ".join(done.stderr.split())
     read = [line for line in read_run(tmp_path / "audit").provenance.choices if "PARTIAL" in line]
@@ -294,28 +272,8 @@ def test_flat_layout_generated_now_reads_each_model(tmp_path: Path) -> None:
         pytest.skip("lm-eval is not installed (the fixtures above are its real output)")
     tasks = lm_eval_local_tasks(tmp_path, LAYOUTS.parent / "make")
     for model, seed in (("org/tiny", "3"), ("org/small", "5")):
-        done = subprocess.run(
-            [
-                exe,
-                "--model",
-                "dummy",
-                "--model_args",
-                f"pretrained={model}",
-                "--tasks",
-                "mc_local,gen_local",
-                "--include_path",
-                str(tasks),
-                "--log_samples",
-                "--output_path",
-                str(tmp_path / "out" / "both.json"),
-                "--seed",
-                seed,
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=HANG_LIMIT_S,
-            env={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "PATH": ""},
+        done = run_lm_eval_dummy(
+            exe, tasks, tmp_path / "out" / "both.json", seed, "--model_args", f"pretrained={model}"
         )
         assert done.returncode == 0, done.stderr[-2000:]
     table = read_correctness(tmp_path / "out").table

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import HANG_LIMIT_S, REPO, run_cli, shared_data
+from helpers import REPO, run_cli, run_process, shared_data
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs").glob("*/README.md"))]
 ARENA_COSTS = REPO / "docs" / "p2l_heldout" / "costs_arena.csv"
@@ -30,15 +30,7 @@ ARENA_COSTS = REPO / "docs" / "p2l_heldout" / "costs_arena.csv"
 def script(name: str, *args: object) -> subprocess.CompletedProcess[str]:
     """``python scripts/<name> args`` from the repository root, this tree's ``src`` first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / name), *map(str, args)],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=HANG_LIMIT_S,
-    )
+    return run_process([sys.executable, REPO / "scripts" / name, *args], REPO, env)
 
 
 def run_script(name: str, *args: object) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import tiny_transformer_config
 
 from evalprism.embed.spec import parse_spec
 from evalprism.embed.static import (
@@ -77,14 +78,7 @@ def tiny_bert(directory: Path) -> Path:
         sep_token="[SEP]",
         mask_token="[MASK]",
     ).save_pretrained(directory)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
+    config = tiny_transformer_config(BertConfig, len(vocab), 64)
     torch.manual_seed(0)
     BertModel(config).save_pretrained(directory)
     return directory

@@ -50,6 +50,11 @@ def _answers_on(answers: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.slow  # minutes on a loaded 2-core machine: the quick loop skips it, CI runs it
+def _succeeds(capsys: pytest.CaptureFixture[str], *args: object) -> None:
+    """``evalprism ARGS`` in-process, asserted to exit 0."""
+    assert run_cli(list(args), capsys)[0] == 0
+
+
 def test_the_session_loop_picks_informative_items_and_locates(world) -> None:
     pool, answers, _ = world
     session = AdaptiveSession(pool, seed=3, model="target")
@@ -184,64 +189,16 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
     family = table[table["model"].isin(list(FAMILY_THETA))]
     family.to_csv(tmp_path / "family.csv", index=False)
     table[table["model"].str.startswith("panel-")].to_csv(tmp_path / "panel.csv", index=False)
-    assert (
-        run_cli(
-            [
-                "stem",
-                "pool",
-                str(tmp_path / "family.csv"),
-                "--models",
-                str(tmp_path / "meta.csv"),
-                "--panel",
-                str(tmp_path / "panel.csv"),
-                "--out",
-                str(tmp_path / "pool"),
-            ],
-            capsys,
-        )[0]
-        == 0
-    )
-    assert (
-        run_cli(
-            [
-                "stem",
-                "plan",
-                str(tmp_path / "pool"),
-                "--method",
-                "adaptive",
-                "--items",
-                "20",
-                "--out",
-                str(tmp_path / "s1"),
-            ],
-            capsys,
-        )[0]
-        == 0
+    inputs = [tmp_path / "family.csv", "--models", tmp_path / "meta.csv", "--panel", tmp_path / "panel.csv"]
+    _succeeds(capsys, "stem", "pool", *inputs, "--out", tmp_path / "pool")
+    _succeeds(
+        capsys, "stem", "plan", tmp_path / "pool", "--method", "adaptive", "--items", "20", "--out", tmp_path / "s1"
     )
     s1 = pd.read_csv(tmp_path / "s1" / "plan.csv", dtype={"item_id": str})
     assert len(s1) == 20 and (s1["stage"] == 1).all()
     _answers_on(answers, s1).to_csv(tmp_path / "a1.csv", index=False)
-    assert (
-        run_cli(
-            [
-                "stem",
-                "plan",
-                str(tmp_path / "pool"),
-                "--plan",
-                str(tmp_path / "s1"),
-                "--answers",
-                str(tmp_path / "a1.csv"),
-                "--stage",
-                "2",
-                "--items",
-                "20",
-                "--out",
-                str(tmp_path / "s2"),
-            ],
-            capsys,
-        )[0]
-        == 0
-    )
+    stage_2 = ["--plan", tmp_path / "s1", "--answers", tmp_path / "a1.csv", "--stage", "2", "--items", "20"]
+    _succeeds(capsys, "stem", "plan", tmp_path / "pool", *stage_2, "--out", tmp_path / "s2")
     s2 = pd.read_csv(tmp_path / "s2" / "plan.csv", dtype={"item_id": str})
     assert len(s2) == 40 and s2["stage"].tolist() == [1] * 20 + [2] * 20
     assert s2["design_weight"].iloc[20:].isna().all()
@@ -249,24 +206,8 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
     assert run.results["stages"] == [20, 20] and "estimate" in run.results["so_far"]
     assert run.options["stage"] == 2 and run.options["items"] == 20
     _answers_on(answers, s2).to_csv(tmp_path / "a2.csv", index=False)
-    assert (
-        run_cli(
-            [
-                "stem",
-                "locate",
-                str(tmp_path / "pool"),
-                str(tmp_path / "a2.csv"),
-                "--plan",
-                str(tmp_path / "s2"),
-                "--trials",
-                "0",
-                "--out",
-                str(tmp_path / "loc"),
-            ],
-            capsys,
-        )[0]
-        == 0
-    )
+    located = ["--plan", tmp_path / "s2", "--trials", "0", "--out", tmp_path / "loc"]
+    _succeeds(capsys, "stem", "locate", tmp_path / "pool", tmp_path / "a2.csv", *located)
     [entry] = json.loads((tmp_path / "loc" / "localization.json").read_text())
     assert entry["method"] == "adaptive" and entry["items_used"] == 40 and "reference_score" not in entry
     assert entry["standard_error"] > 0

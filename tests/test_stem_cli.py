@@ -23,6 +23,26 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return paths
 
 
+BOTH = ("other-b", "other-d")
+"""The two outside models the tests locate together."""
+
+
+def _locate(
+    capsys: pytest.CaptureFixture[str],
+    pool: Path,
+    answers: Path,
+    out: Path,
+    *options: object,
+    models: tuple[str, ...] = ("other-b",),
+) -> str:
+    """`stem locate` of ``models`` (every model in ``answers`` when none) on ``pool`` into ``out``, then
+    ``options``, in-process: asserted to succeed; its stderr."""
+    chosen = [word for model in models for word in ("--model", model)]
+    code, _, err = run_cli(["stem", "locate", pool, answers, *chosen, "--out", out, *options], capsys)
+    assert code == 0, err
+    return err
+
+
 def test_pool_locate_audit(files, tmp_path, capsys) -> None:
     pool_dir, loc_dir, audit_dir = tmp_path / "pool", tmp_path / "loc", tmp_path / "audit"
     code, _, err = run_cli(
@@ -34,27 +54,7 @@ def test_pool_locate_audit(files, tmp_path, capsys) -> None:
     assert {"anomaly_rate", "D", "weight", "easy_share", "intermediate_share", "hard_share"} <= set(
         pd.read_csv(pool_dir / "benchmarks.csv").columns
     )
-    code, _, err = run_cli(
-        [
-            "stem",
-            "locate",
-            pool_dir,
-            files["correctness"],
-            "--model",
-            "other-b",
-            "--model",
-            "other-d",
-            "--out",
-            loc_dir,
-            "--items",
-            "50",
-            "--trials",
-            "20",
-            "-q",
-        ],
-        capsys,
-    )
-    assert code == 0, err
+    _locate(capsys, pool_dir, files["correctness"], loc_dir, "--items", "50", "--trials", "20", "-q", models=BOTH)
     entries = json.loads((loc_dir / "localization.json").read_text())
     assert [e["model"] for e in entries] == ["other-b", "other-d"]
     assert [e["true_position"] for e in entries] == [1, 3]
@@ -294,24 +294,7 @@ def _one_model(files, name: str, score: str) -> pd.DataFrame:
 def test_more_items_than_answered_is_a_clamp_that_is_said(files, pool_dir, tmp_path, capsys) -> None:
     available = len(pd.read_csv(pool_dir / "pool.csv"))  # other-b has a row for every item; A and B use them all
     out = tmp_path / "loc"
-    code, _, err = run_cli(
-        [
-            "stem",
-            "locate",
-            pool_dir,
-            files["correctness"],
-            "--model",
-            "other-b",
-            "--out",
-            out,
-            "--items",
-            "1000000",
-            "--trials",
-            "3",
-        ],
-        capsys,
-    )
-    assert code == 0, err
+    err = _locate(capsys, pool_dir, files["correctness"], out, "--items", "1000000", "--trials", "3")
     said = (
         f"'other-b' can be scored on {available:,} pool items, fewer than the 1,000,000 asked (items): every "
         "method drew all it could, so the estimates are its full-benchmark score (standard error 0) and the "
@@ -325,24 +308,9 @@ def test_more_items_than_answered_is_a_clamp_that_is_said(files, pool_dir, tmp_p
     page = (out / "report.html").read_text()
     assert f"Every one of the {available:,} pool items it can be scored on was drawn" in page
     # exactly as many as it answered: nothing clamped, no note, the same sentence for the standard error 0
-    code, _, err = run_cli(
-        [
-            "stem",
-            "locate",
-            pool_dir,
-            files["correctness"],
-            "--model",
-            "other-b",
-            "--out",
-            tmp_path / "exact",
-            "--items",
-            str(available),
-            "--trials",
-            "0",
-        ],
-        capsys,
+    err = _locate(
+        capsys, pool_dir, files["correctness"], tmp_path / "exact", "--items", str(available), "--trials", "0"
     )
-    assert code == 0, err
     assert "note" not in err
     assert "(standard error 0)" in (tmp_path / "exact" / "report.html").read_text()
 
@@ -352,8 +320,7 @@ def test_every_item_right_still_has_a_standard_error(files, pool_dir, tmp_path, 
     report gives a positive standard error instead of claiming certainty."""
     path = _write(tmp_path / "perfect.csv", _one_model(files, "perfect", "1"))
     out = tmp_path / "loc"
-    code, _, err = run_cli(["stem", "locate", pool_dir, path, "--out", out, "--items", "60", "--trials", "5"], capsys)
-    assert code == 0, err
+    _locate(capsys, pool_dir, path, out, "--items", "60", "--trials", "5", models=())
     entry = json.loads((out / "localization.json").read_text())[0]
     assert entry["estimate"] == 100 and entry["position"] == 4 and 0 < entry["standard_error"] < 10
     page = (out / "report.html").read_text()
@@ -412,28 +379,8 @@ def test_report_has_one_summary_table_sorted_by_estimate_then_per_model_paragrap
     files, pool_dir, tmp_path, capsys
 ) -> None:
     out = tmp_path / "loc"
-    code, _, err = run_cli(
-        [
-            "stem",
-            "locate",
-            pool_dir,
-            files["correctness"],
-            "--model",
-            "other-b",
-            "--model",
-            "other-d",
-            "--out",
-            out,
-            "--items",
-            "50",
-            "--trials",
-            "0",
-            "--method",
-            "stratified",
-        ],
-        capsys,
-    )
-    assert code == 0, err
+    options = ["--items", "50", "--trials", "0", "--method", "stratified"]
+    _locate(capsys, pool_dir, files["correctness"], out, *options, models=BOTH)
     located = pd.read_csv(out / "located.csv")
     entries = {e["model"]: e for e in json.loads((out / "localization.json").read_text())}
     # one row per model, highest estimate first, the columns the summary promises
@@ -463,26 +410,7 @@ def test_report_has_one_summary_table_sorted_by_estimate_then_per_model_paragrap
 
 def test_paper_rule_shows_a_rule_strength_not_a_confidence(files, pool_dir, tmp_path, capsys) -> None:
     out = tmp_path / "loc"
-    code, _, err = run_cli(
-        [
-            "stem",
-            "locate",
-            pool_dir,
-            files["correctness"],
-            "--model",
-            "other-b",
-            "--out",
-            out,
-            "--items",
-            "50",
-            "--trials",
-            "5",
-            "--method",
-            "paper",
-        ],
-        capsys,
-    )
-    assert code == 0, err
+    _locate(capsys, pool_dir, files["correctness"], out, "--items", "50", "--trials", "5", "--method", "paper")
     entry = json.loads((out / "localization.json").read_text())[0]
     assert "confidence" not in entry and 0 <= entry["rule_strength"] <= 1
     assert "not a probability of being right" in entry["rule_strength_note"]

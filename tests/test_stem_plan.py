@@ -195,21 +195,8 @@ def numeric_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, capsys) -> None:
     pool_dir, plan_dir, loc_dir = tmp_path / "pool", tmp_path / "plan", tmp_path / "loc"
-    code, _, err = run_cli(
-        [
-            "stem",
-            "pool",
-            numeric_files["correctness"],
-            "--models",
-            numeric_files["meta"],
-            "--family",
-            "toy",
-            "--out",
-            pool_dir,
-            "-q",
-        ],
-        capsys,
-    )
+    pool = ["stem", "pool", numeric_files["correctness"], "--models", numeric_files["meta"], "--family", "toy"]
+    code, _, err = run_cli([*pool, "--out", pool_dir, "-q"], capsys)
     assert code == 0, err
     code, _, err = run_cli(["stem", "plan", pool_dir, "--items", "60", "--seed", "3", "--out", plan_dir, "-q"], capsys)
     assert code == 0, err
@@ -268,23 +255,7 @@ def test_cli_plan_then_locate_on_the_planned_items(numeric_files, tmp_path, caps
         assert "Traceback" not in err and not (tmp_path / "loc3" / "report.html").exists()
     # a plan of another pool is refused with one message
     other = tmp_path / "pool2"
-    code, _, err = run_cli(
-        [
-            "stem",
-            "pool",
-            numeric_files["correctness"],
-            "--models",
-            numeric_files["meta"],
-            "--family",
-            "toy",
-            "--missing",
-            "exclude",
-            "--out",
-            other,
-            "-q",
-        ],
-        capsys,
-    )
+    code, _, err = run_cli([*pool, "--missing", "exclude", "--out", other, "-q"], capsys)
     assert code == 0, err
     code, _, err = run_cli(
         ["stem", "locate", other, tmp_path / "planned.csv", "--plan", tmp_path / "nope", "--out", tmp_path / "loc2"],

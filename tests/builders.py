@@ -1,0 +1,25 @@
+"""Shared builders of test inputs (imported as ``from builders import ...``): inputs several test modules
+build the same way, written once so that each test says only what differs in its own."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+Config = TypeVar("Config")
+
+TINY_TRANSFORMER: dict[str, int] = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+}
+"""The size of every transformer the tests build: 2 layers of width 32, 4 attention heads, a
+feed-forward of 64."""
+
+
+def tiny_transformer_config(kind: type[Config], vocab_size: int, max_positions: int, **extra: Any) -> Config:
+    """A ``kind`` (a transformers config class: BertConfig, Qwen2Config, LlamaConfig) of the
+    :data:`TINY_TRANSFORMER` size, for ``vocab_size`` tokens and ``max_positions`` positions: a randomly
+    initialised model of it downloads nothing and runs on a CPU in milliseconds. ``extra`` adds what the
+    architecture or the test needs (``num_key_value_heads`` for grouped attention, special token ids)."""
+    return kind(vocab_size=vocab_size, max_position_embeddings=max_positions, **TINY_TRANSFORMER, **extra)
