@@ -314,8 +314,8 @@ def _release_sections(report: Report, result: CompareResult) -> None:
 def _pairing_gain(result: CompareResult) -> str:
     """How much narrower pairing made the intervals here: the paired SE (items independent) over the SE
     two independent means would have on the same items, per pair over all its items."""
-    o = result.overall()
-    ratio = (o["se_naive"] / o["se_unpaired"]).replace([np.inf, -np.inf], np.nan).dropna()
+    overall = result.overall()
+    ratio = (overall["se_naive"] / overall["se_unpaired"]).replace([np.inf, -np.inf], np.nan).dropna()
     if ratio.empty:
         return "Here no pair has the items to measure what pairing gained."
     low, high = float(ratio.min()), float(ratio.max())

@@ -502,49 +502,26 @@ def analyze(
     encoder object to use instead of ``options.embedder``'s spec.
     """
     o = options or EcdfOptions()
-    by, clusters, method, seed, final, group = list(o.by), o.clusters, o.method, o.seed, o.final, o.group
+    by = list(o.by)
     encoder: str | Embedder = embedder if embedder is not None else o.embedder
     where = table.attrs.get("source", "responses table")
-    df, settings, group, notes = _prepare(table, where, by, group, o.choices, clusters, progress)
+    df, settings, group, notes = _prepare(table, where, by, o.group, o.choices, o.clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, o.choices, "setting"])
-    check_method(len(settings), method)
-    check_comparison_options(
-        o.baseline,
-        [configuration_label(r, by) for r in settings[by].drop_duplicates().itertuples(index=False)] if by else ["all"],
-        by,
-    )
-    rule = o.score
-    if rule != "cosine" and ("references" not in df.columns or "score" in df.columns):
-        raise EvalprismError(
-            f"{where}: score '{rule}' compares responses with their references; the table "
-            f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
-            parameter="score",
-        )
-    scored = _score_responses(df, where, o.extract, o.choices, rule, encoder, cache_dir, progress, notes)
+    _check_against_table(df, settings, o, where)
+    scored = _score_responses(df, where, o.extract, o.choices, o.score, encoder, cache_dir, progress, notes)
     df["quality"] = scored.scores
     if scored.answers is not None:
         df["answer"] = scored.answers
     samples = _samples(scored.scores, df["setting"].to_numpy(), len(settings))
     questions = pd.factorize(settings["question_id"])[0]
-    clustering = _cluster(samples, questions, clusters, method, seed, o.k_max, progress, notes)
-    settings = _settings_table(settings, df, by, group, o.choices, samples, clustering, scored, final)
+    clustering = _cluster(samples, questions, o.clusters, o.method, o.seed, o.k_max, progress, notes)
+    settings = _settings_table(settings, df, by, group, o.choices, samples, clustering, scored, o.final)
     cluster_table = _cluster_table(settings, ["question_id", *by], samples, clustering)
     factors = ["question_id"] + (["group"] if group else []) + by + (["configuration"] if len(by) > 1 else [])
     factor_table = _factor_table(settings, factors)
     settings, accuracy = _with_accuracy(settings, by, group)
-    if "majority_tied" in settings.columns and (settings["majority_tied"] > 0).any():
-        tied = int((settings["majority_tied"] > 0).sum())
-        notes.append(
-            f"{tied} of {len(settings)} settings' majority votes are ties between their most frequent answers: "
-            "each counts the share of its tied answers that are right (what a random tie-break gets on average), "
-            "and the accuracy test leaves those questions out"
-        )
-    said = len(notes)
-    comparisons = compare_configurations(
-        settings, samples, o.baseline, by, o.permutations, seed, notes, progress, pooled=pooled
-    )
-    for note in notes[said:]:  # which pairs were compared (or that none were) is said now, not only in the report
-        status(note, progress)
+    _note_tied_votes(settings, notes)
+    comparisons = _compared(settings, samples, o, pooled, notes, progress)
     return EcdfResult(
         settings=settings,
         clusters=cluster_table,
@@ -552,25 +529,89 @@ def analyze(
         accuracy=accuracy,
         comparisons=comparisons,
         k_curve=clustering.k_curve,
-        assignment=_assignment(settings, seed),
+        assignment=_assignment(settings, o.seed),
         samples=samples,
         responses=df,
         by=by,
         options=o,
-        summary=EcdfSummary(
-            k=int(clustering.medoids.size),
-            group=group,
-            embedder=str(getattr(encoder, "spec", encoder)) if scored.answers is not None else None,
-            score=None if "score" in df.columns else rule,
-            quality="score column" if "score" in df.columns else DESCRIPTIONS[rule],
-            loss=clustering.loss,
-            clustering=_CLARA if clustering.scalable else "k-medoids on the full W1 matrix",
-            n_settings=len(settings),
-            n_responses=int(sum(s.size for s in samples)),
-            embedding=scored.embed_stats,
-        ),
+        summary=_summary(o, df, group, encoder, scored, samples, clustering),
         notes=tuple(notes),
         k_samples=k_sample_table(settings, samples),
+    )
+
+
+def _check_against_table(df: pd.DataFrame, settings: pd.DataFrame, o: EcdfOptions, where: str) -> None:
+    """Refuse, before any embedding, options the table cannot serve: a k-medoids method for this many
+    settings, a baseline that is not one of the configurations, a lexical score rule without
+    references to compare with (or beside a score column, which is used as it is)."""
+    by = list(o.by)
+    check_method(len(settings), o.method)
+    check_comparison_options(
+        o.baseline,
+        [configuration_label(r, by) for r in settings[by].drop_duplicates().itertuples(index=False)] if by else ["all"],
+        by,
+    )
+    if o.score != "cosine" and ("references" not in df.columns or "score" in df.columns):
+        raise EvalprismError(
+            f"{where}: score '{o.score}' compares responses with their references; the table "
+            f"{'has a score column, which is used as it is' if 'score' in df.columns else 'has no references column'}",
+            parameter="score",
+        )
+
+
+def _note_tied_votes(settings: pd.DataFrame, notes: list[str]) -> None:
+    """Say how many settings' majority votes are ties, and what a tie counts as."""
+    if "majority_tied" in settings.columns and (settings["majority_tied"] > 0).any():
+        tied = int((settings["majority_tied"] > 0).sum())
+        notes.append(
+            f"{tied} of {len(settings)} settings' majority votes are ties between their most frequent answers: "
+            "each counts the share of its tied answers that are right (what a random tie-break gets on average), "
+            "and the accuracy test leaves those questions out"
+        )
+
+
+def _compared(
+    settings: pd.DataFrame,
+    samples: list[np.ndarray],
+    o: EcdfOptions,
+    pooled: list[str],
+    notes: list[str],
+    progress: bool,
+) -> pd.DataFrame | None:
+    """The paired comparisons of configurations (:func:`~evalprism.ecdf.compare.compare_configurations`);
+    which pairs were compared (or that none were) is said now, not only in the report."""
+    said = len(notes)
+    comparisons = compare_configurations(
+        settings, samples, o.baseline, list(o.by), o.permutations, o.seed, notes, progress, pooled=pooled
+    )
+    for note in notes[said:]:
+        status(note, progress)
+    return comparisons
+
+
+def _summary(
+    o: EcdfOptions,
+    df: pd.DataFrame,
+    group: str | None,
+    encoder: str | Embedder,
+    scored: _Scored,
+    samples: list[np.ndarray],
+    clustering: _Clustering,
+) -> EcdfSummary:
+    """What the run resolved and counted: K, the group column used, the embedder (when responses were
+    embedded), the scoring rule and quality in words, the clustering's loss and how it was computed."""
+    user_scores = "score" in df.columns
+    return EcdfSummary(
+        k=int(clustering.medoids.size),
+        group=group,
+        embedder=str(getattr(encoder, "spec", encoder)) if scored.answers is not None else None,
+        score=None if user_scores else o.score,
+        quality="score column" if user_scores else DESCRIPTIONS[o.score],
+        loss=clustering.loss,
+        clustering=_CLARA if clustering.scalable else "k-medoids on the full W1 matrix",
+        n_settings=len(samples),
+        n_responses=int(sum(s.size for s in samples)),
+        embedding=scored.embed_stats,
     )
 
 
