@@ -10,10 +10,12 @@ anew on every request changes model (the control that makes the affinity checks 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agent_transcripts import REQUESTS, TASKS, TOOLS, human_message, human_turns, tool_result
 from serve_harness import CLIENT_TIMEOUT_S, ConstantBackbone, FakeUpstreams, InProcessService, write_config
@@ -383,3 +385,164 @@ def _task_starts() -> list[int]:
         starts.append(at)
         at += task.rounds + 1
     return starts
+
+
+# --- 5. when a conversation moves ---------------------------------------------------------------------
+
+
+def _chat_turn(client: Any, history: list[Any], **extra: Any) -> Any:
+    answer = client.chat.completions.create(messages=history, **{"model": "evalprism-router", **extra})
+    history.append(answer.choices[0].message)
+    return answer
+
+
+def test_a_conversation_moves_only_when_its_model_fails_or_is_over_budget(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """Unconstrained, a conversation is routed to alpha. alpha fails: beta answers and becomes the
+    conversation's model; it stays there; a budget below beta's cost moves it (over_budget) to delta,
+    the one candidate within it; when delta's circuit is open it moves again (unavailable)."""
+    with start(fake, tmp_path, budget=None, breaker_failures=2) as svc:
+        client = openai_client(svc)
+        history: list[Any] = [{"role": "user", "content": "hello"}]
+        assert _chat_turn(client, history).model == "alpha"
+        fake.behaviour["alpha"] = "fail"
+        history.append({"role": "user", "content": "and?"})
+        failed_over = _chat_turn(client, history)
+        assert failed_over.model == "beta" and failed_over.model_extra["evalprism"]["decided"] == "alpha"
+        fake.behaviour.clear()
+        history.append({"role": "user", "content": "go on"})
+        kept = _chat_turn(client, history)
+        assert kept.model == "beta" and kept.model_extra["evalprism"]["affinity"] == "sticky"
+        history.append({"role": "user", "content": "cheaper now"})
+        moved = _chat_turn(client, history, extra_body={"budget": 1.0}).model_extra["evalprism"]
+        assert (moved["model"], moved["affinity"], moved["moved_from"], moved["move_reason"]) == (
+            "delta",
+            "routed",
+            "beta",
+            "over_budget",
+        )
+        history.append({"role": "user", "content": "still there?"})
+        fake.behaviour["delta"] = "fail"
+        for _ in range(2):  # delta fails twice (no fallback within the budget it was routed under): its circuit opens
+            with pytest.raises(openai.APIStatusError):
+                client.chat.completions.create(model="evalprism-router", messages=history)
+        fake.behaviour.clear()
+        away = _chat_turn(client, history).model_extra["evalprism"]
+        assert (away["model"], away["moved_from"], away["move_reason"]) == ("alpha", "delta", "unavailable")
+
+
+def test_with_a_switch_margin_a_conversation_moves_between_tool_loops_only(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """switch_margin: a conversation on delta moves to alpha (predicted far better) at the human's next
+    turn, never while it sends tool results back; with a margin above the gain it stays."""
+    fake.tool_rounds = 1
+    for margin, moves in ((0.1, True), (0.9, False)):
+        (tmp_path / str(margin)).mkdir()
+        with start(fake, tmp_path / str(margin), budget=None, affinity={"switch_margin": margin}) as svc:
+            client = openai_client(svc)
+            history: list[Any] = [{"role": "user", "content": "list the files"}]
+            call = _chat_turn(client, history, model="delta", tools=TOOLS["chat"])  # named: the conversation's model
+            history.append(
+                {"role": "tool", "tool_call_id": call.choices[0].message.tool_calls[0].id, "content": "a.py"}
+            )
+            inside = _chat_turn(client, history, tools=TOOLS["chat"])
+            assert inside.model == "delta" and "distribution" not in inside.model_extra["evalprism"]  # no P2L run
+            history.append({"role": "user", "content": "now explain them"})
+            after = _chat_turn(client, history, tools=TOOLS["chat"])
+            assert after.model == ("alpha" if moves else "delta")
+            annotation = after.model_extra["evalprism"]
+            assert annotation["affinity"] == ("routed" if moves else "sticky") and "distribution" in annotation
+            assert annotation.get("move_reason") == ("gain" if moves else None)
+
+
+def test_a_session_header_keeps_the_model_across_a_compaction(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """Claude Code's session header keeps a session on its model when compaction replaces its history
+    (the history hash alone cannot see that it continues); without the header it is routed anew."""
+    with start(fake, tmp_path) as svc:
+        client = anthropic_client(svc)
+        compacted = [{"role": "user", "content": "This session is being continued from a previous conversation."}]
+        seen = set()
+        for i in range(12):
+            message = client.messages.create(
+                model="evalprism-router",
+                max_tokens=8,
+                messages=[{"role": "user", "content": f"task {i}"}] if i == 0 else compacted,
+                extra_headers={"x-claude-code-session-id": "session-1"},
+            )
+            seen.add(message.model)
+        assert len(seen) == 1 and message.model_extra["evalprism"]["continued_by"] == "session"
+        anew = {
+            client.messages.create(model="evalprism-router", max_tokens=8, messages=compacted).model for _ in range(12)
+        }
+        assert anew == {"beta", "delta"}
+
+
+def test_streams_name_the_candidate_and_are_remembered(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """Chat, Responses and Messages streams: every event that carries the model names the candidate; a
+    streamed Responses answer's id pins its upstream; a streamed chat answer's conversation is kept;
+    usage is priced (the realised cost in the event carrying it and in the log)."""
+    cost = 12 * 0.001 + 4 * 0.002  # the fake's usage at these prices
+    with start(fake, tmp_path, prices=dict.fromkeys(MODELS, (0.001, 0.002))) as svc:
+        client = openai_client(svc)
+        history: list[Any] = [{"role": "user", "content": "stream it"}]
+        chunks = list(
+            client.chat.completions.create(
+                model="evalprism-router", messages=history, stream=True, stream_options={"include_usage": True}
+            )
+        )
+        served = chunks[0].model_extra["evalprism"]["model"]
+        assert {c.model for c in chunks} == {served} and chunks[-1].model_extra["evalprism"]["realised_cost"] == cost
+        history += [{"role": "assistant", "content": FakeUpstreams.answer(served)}, {"role": "user", "content": "more"}]
+        for _ in range(5):
+            assert client.chat.completions.create(model="evalprism-router", messages=history).model == served
+        events = list(client.responses.create(model="evalprism-router", input="stream a response", stream=True))
+        done = events[-1]
+        assert done.model_extra["evalprism"]["realised_cost"] == cost
+        for _ in range(5):
+            pinned = client.responses.create(
+                model="evalprism-router", previous_response_id=done.response.id, input="go on"
+            )
+            assert pinned.model == done.response.model
+        with anthropic_client(svc).messages.stream(
+            model="evalprism-router", max_tokens=8, messages=[{"role": "user", "content": "stream a message"}]
+        ) as stream:
+            final = stream.get_final_message()
+        assert final.model in ("beta", "delta")
+        line = svc.log_lines()[-1]
+        assert line["endpoint"] == "/v1/messages" and line["realised_cost"] == cost and line["outcome"] == "completed"
+
+
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_a_broken_stream_ends_with_the_apis_error_event(fake: FakeUpstreams, tmp_path: Path, api: str) -> None:
+    """An upstream that breaks its stream off after the first event: the client gets an error event in
+    its API's shape, the SDK raises, and the log says stream_broken."""
+    fake.behaviour["beta"] = "break"
+    with start(fake, tmp_path) as svc:
+        with httpx.stream(
+            "POST",
+            f"{svc.url}/v1/{api}",
+            headers={"authorization": f"Bearer {KEY}", "x-request-id": f"broken-{api}"},
+            json={"model": "beta", "stream": True, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+            if api == "messages"
+            else {"model": "beta", "stream": True, "input": "hi"},
+            timeout=CLIENT_TIMEOUT_S,
+        ) as response:
+            text = response.read().decode()
+        last = text.strip().split("\n\n")[-1]
+        assert last.startswith("event: error\ndata: ")
+        error = json.loads(last.split("data: ", 1)[1])
+        if api == "messages":
+            assert error["type"] == "error" and error["error"]["type"] == "api_error"
+        else:
+            assert error["type"] == "error" and error["code"] == "upstream_error"
+        line = svc.log_line(f"broken-{api}")
+        assert line["outcome"] == "stream_broken" and "broke off" in line["stream_error"]
+
+
+def test_chat_answers_name_the_candidate(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """Item 6 for chat: model is the candidate's name (LiteLLM's cost map keys on it), the upstream's own
+    id in evalprism.upstream_model."""
+    with start(fake, tmp_path) as svc:
+        answer = openai_client(svc).chat.completions.create(
+            model="evalprism-router", messages=[{"role": "user", "content": "hi"}]
+        )
+        annotation = answer.model_extra["evalprism"]
+        assert answer.model == annotation["model"] and annotation["upstream_model"] == f"up-{answer.model}"
