@@ -133,7 +133,8 @@ def test_previous_response_id_pins_the_upstream_that_issued_it(fake: FakeUpstrea
 def test_the_openai_tool_runner_runs_through_the_router(fake: FakeUpstreams, tmp_path: Path) -> None:
     """The SDK's own Responses tool runner (openai/lib/responses_tool_runner.py) sends its whole input
     history with each request: its two tool rounds and the answer stay on the model of its first request."""
-    from openai.lib.responses_tool_runner import RegisteredFunction, ResponsesToolRunner
+    runners = pytest.importorskip("openai.lib.responses_tool_runner", reason="this openai has no Responses tool runner")
+    RegisteredFunction, ResponsesToolRunner = runners.RegisteredFunction, runners.ResponsesToolRunner
 
     fake.tool_rounds = 2
     calls: list[dict[str, object]] = []

@@ -233,6 +233,8 @@ class Api(ABC):
     request: ClassVar[type[ApiRequest]]
     #: whether a later request can continue an answer by its id (``previous_response_id``)
     continues_by_id: ClassVar[bool] = False
+    #: the watcher of one relayed stream of this API
+    watching: ClassVar[type[StreamWatcher]]
 
     @abstractmethod
     def conversation(self, req: Any, headers: Mapping[str, str], settings: AffinityConfig) -> Conversation:
@@ -257,11 +259,11 @@ class Api(ABC):
             self.usage(body.get("usage")),
         )
 
-    @abstractmethod
     def watcher(
         self, candidate: str, annotation: dict[str, Any], cost_of: Callable[[Usage], float | None]
     ) -> StreamWatcher:
-        """A watcher of one relayed stream of this API."""
+        """A watcher of one relayed stream of this API, answered by ``candidate``."""
+        return self.watching(candidate, annotation, cost_of)
 
     def name_candidate(self, body: dict[str, Any], candidate: str) -> Answered:
         """Put ``candidate`` in an answer's ``model``; what the router reads of the answer."""

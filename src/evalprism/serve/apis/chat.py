@@ -8,7 +8,7 @@ with the other bodies). A user message is a human text turn (its text parts kept
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from evalprism.serve.apis.base import (
@@ -97,6 +97,7 @@ class ChatWatcher(StreamWatcher):
 class ChatApi(Api):
     name = "chat"
     path = "/v1/chat/completions"
+    watching = ChatWatcher
     shape = "openai"
     request = ChatCompletionRequest
 
@@ -111,8 +112,3 @@ class ChatApi(Api):
     @staticmethod
     def usage(value: Any) -> Usage | None:
         return value if isinstance(value, dict) else None
-
-    def watcher(
-        self, candidate: str, annotation: dict[str, Any], cost_of: Callable[[Usage], float | None]
-    ) -> StreamWatcher:
-        return ChatWatcher(candidate, annotation, cost_of)

@@ -11,7 +11,7 @@ router's key for it as ``x-api-key`` and the client's ``anthropic-version`` and 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
@@ -148,15 +148,15 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _usage(usage: Any, prompt: int | None = None) -> Usage | None:
+def _usage(value: Any, prompt: int | None = None) -> Usage | None:
     """A Messages usage as prompt and completion tokens (cache writes and reads are prompt tokens);
     ``prompt``: the prompt tokens already known (a stream's, from ``message_start``)."""
-    if not isinstance(usage, dict):
+    if not isinstance(value, dict):
         return None
     if prompt is None:
-        counts = [usage.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
+        counts = [value.get(k) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")]
         prompt = sum(c for c in counts if isinstance(c, int)) if isinstance(counts[0], int) else None
-    return {"prompt_tokens": prompt, "completion_tokens": usage.get("output_tokens")}
+    return {"prompt_tokens": prompt, "completion_tokens": value.get("output_tokens")}
 
 
 class MessagesWatcher(StreamWatcher):
@@ -200,6 +200,7 @@ class MessagesWatcher(StreamWatcher):
 class MessagesApi(Api):
     name = "messages"
     path = "/v1/messages"
+    watching = MessagesWatcher
     shape = "anthropic"
     request = MessagesRequest
 
@@ -218,11 +219,4 @@ class MessagesApi(Api):
 
         return Wire("/messages", with_key)
 
-    @staticmethod
-    def usage(value: Any) -> Usage | None:
-        return _usage(value)
-
-    def watcher(
-        self, candidate: str, annotation: dict[str, Any], cost_of: Callable[[Usage], float | None]
-    ) -> StreamWatcher:
-        return MessagesWatcher(candidate, annotation, cost_of)
+    usage = staticmethod(_usage)

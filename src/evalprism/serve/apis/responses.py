@@ -11,7 +11,7 @@ upstream that issued it, which alone can continue it (:mod:`~evalprism.serve.aff
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
@@ -140,11 +140,11 @@ def turn_of(item: dict[str, Any]) -> Turn:
     return Turn("assistant" if kind in _MODEL_ITEMS else "user", "other", (kind,), ref)
 
 
-def _usage(usage: Any) -> Usage | None:
+def _usage(value: Any) -> Usage | None:
     """A Responses usage as prompt and completion tokens."""
-    if not isinstance(usage, dict):
+    if not isinstance(value, dict):
         return None
-    return {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}
+    return {"prompt_tokens": value.get("input_tokens"), "completion_tokens": value.get("output_tokens")}
 
 
 class ResponsesWatcher(StreamWatcher):
@@ -188,6 +188,7 @@ def _failure(value: dict[str, Any]) -> str:
 class ResponsesApi(Api):
     name = "responses"
     path = "/v1/responses"
+    watching = ResponsesWatcher
     shape = "openai"
     request = ResponsesRequest
     continues_by_id = True
@@ -205,11 +206,4 @@ class ResponsesApi(Api):
     def wire(self, headers: Mapping[str, str]) -> Wire:
         return self._wire
 
-    @staticmethod
-    def usage(value: Any) -> Usage | None:
-        return _usage(value)
-
-    def watcher(
-        self, candidate: str, annotation: dict[str, Any], cost_of: Callable[[Usage], float | None]
-    ) -> StreamWatcher:
-        return ResponsesWatcher(candidate, annotation, cost_of)
+    usage = staticmethod(_usage)
