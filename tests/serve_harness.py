@@ -1,12 +1,14 @@
 """Test and benchmark harness for the router service, over real HTTP on loopback.
 
-- :class:`FakeUpstreams`: one small OpenAI-compatible server standing in for the paid APIs. It
-  answers ``POST /<model>/v1/chat/completions`` for every candidate (streaming and not, usage
-  included) and can be told, per model, to fail with a 500 or a 529, to refuse with a 429 and
-  ``Retry-After``, to answer 400, 401, 403, 404 or 422, to stall (until it shuts down: past any
-  timeout of the service, however slow the machine), to hang until the test releases it, to break a
-  stream off, or to send a stream's first event and then hang. It records what it received (to check
-  the upstream model name and key the service sent). Only this stands in for something: the service
+- :class:`FakeUpstreams`: one small server standing in for the paid APIs. It answers, for every
+  candidate, ``POST /<model>/v1/chat/completions`` (OpenAI Chat Completions), ``/<model>/v1/responses``
+  (OpenAI Responses) and ``/<model>/v1/messages`` (Anthropic Messages), each streaming and not in its
+  API's own event format, usage included, with tool calls when told to (``tool_rounds``: that many
+  calls after each human turn before a text answer), and can be told, per model, to fail with a 500 or
+  a 529, to refuse with a 429 and ``Retry-After``, to answer 400, 401, 403, 404 or 422, to stall (until
+  it shuts down: past any timeout of the service, however slow the machine), to hang until the test
+  releases it, to break a stream off, or to send a stream's first event and then hang. It records what
+  it received (to check the path, upstream model name, key and headers the service sent). Only this stands in for something: the service
   under test is evalprism's own, started with ``evalprism serve``, or in-process by
   :class:`InProcessService` (the same app on a real port, with a tiny stand-in P2L model).
 - :class:`ServiceProcess`: ``evalprism serve`` in a subprocess on a free port, ready once /health
@@ -34,6 +36,7 @@ from typing import Any, ClassVar, Self
 import httpx
 import uvicorn
 import yaml
+from fake_apis import PATHS, SHAPES, USAGE, Shape
 from helpers import HANG_LIMIT_S, ProcessExited, wait_while_running
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -80,7 +83,8 @@ class LoopbackServer:
 
 
 class FakeUpstreams(LoopbackServer):
-    """OpenAI-compatible chat completions for every model under ``/<model>/v1``."""
+    """Chat Completions, Responses and Messages for every model under ``/<model>/v1``
+    (the answers' shapes: tests/fake_apis.py)."""
 
     STARTING = "the fake upstream server"
     POLL_S = 0.02
@@ -91,18 +95,21 @@ class FakeUpstreams(LoopbackServer):
         "coder-34b": "11",
         "generalist-70b": "5",
     }  # else "2"
-    USAGE: ClassVar[dict[str, int]] = {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
+    USAGE: ClassVar[dict[str, int]] = USAGE
 
     def __init__(self) -> None:
         # model -> "ok" (default) | "fail" (500) | "overloaded" (529) | "rate_limited" (429, Retry-After: RETRY_AFTER)
-        #          | "slow" (no answer until the server shuts down) | "break" (a stream stops after its first chunk, the connection dropped)
+        #          | "slow" (no answer until the server shuts down) | "break" (a stream stops after its first event, the connection dropped)
         #          | "hang" (no answer until release() or shutdown) | "hang_after_first" (a stream's first event, then hang)
-        #          | "status:NNN" (that status with an OpenAI-style error body)
+        #          | "status:NNN" (that status with an error body in the API's shape)
         self.behaviour: dict[str, str] = {}
         self.received: list[dict[str, Any]] = []
         self.released = threading.Event()
         self.tool_call = False  # answer a conversation whose last turn is the user's with a tool call
-        routes = [Route("/{model}/v1/chat/completions", self._chat, methods=["POST"])]
+        self.tool_rounds = 0  # tool calls after each human message before a text answer (at least tool_call's 1)
+        self.issued: dict[str, str] = {}  # Responses id -> the model that issued it
+        self.check_previous = True  # refuse a previous_response_id another model issued, as OpenAI does
+        routes = [Route(f"/{{model}}/v1/{path}", self._endpoint(api), methods=["POST"]) for api, path in PATHS.items()]
         super().__init__(Starlette(routes=routes), lifespan="off")
 
     def reset(self) -> None:
@@ -110,7 +117,10 @@ class FakeUpstreams(LoopbackServer):
         self.behaviour.clear()
         self.received.clear()
         self.released.clear()
+        self.issued.clear()
         self.tool_call = False
+        self.tool_rounds = 0
+        self.check_previous = True
 
     def base_url(self, model: str) -> str:
         return f"http://127.0.0.1:{self.port}/{model}/v1"
@@ -119,68 +129,59 @@ class FakeUpstreams(LoopbackServer):
     def answer(model: str) -> str:
         return f"an answer from {model}"
 
-    async def _chat(self, request: Request) -> Response:
+    def _endpoint(self, api: str) -> Any:
+        async def endpoint(request: Request) -> Response:
+            return await self._serve(request, SHAPES[api])
+
+        return endpoint
+
+    async def _serve(self, request: Request, shape: Shape) -> Response:
         model = request.path_params["model"]
         body = await request.json()
-        self.received.append({"path_model": model, "body": body, "authorization": request.headers.get("authorization")})
+        self.received.append(
+            {
+                "api": shape.name,
+                "path_model": model,
+                "body": body,
+                "authorization": request.headers.get("authorization"),
+                "headers": dict(request.headers),
+            }
+        )
         behaviour = self.behaviour.get(model, "ok")
-        if behaviour == "fail":
-            return JSONResponse({"error": {"message": "upstream exploded"}}, status_code=500)
-        if behaviour == "overloaded":
-            return JSONResponse({"error": {"message": "overloaded"}}, status_code=529)
+        refused = await self._refusal(shape, model, behaviour, body)
+        if refused is not None:
+            return refused
+        call = shape.next_call(body, max(self.tool_rounds, int(self.tool_call)))
+        rid = f"resp_{model}_{len(self.issued) + 1}" if shape.name == "responses" else f"msg_{len(self.received)}"
+        self.issued[rid] = model
+        if body.get("stream"):
+            events = shape.events(body["model"], self.answer(model), call, rid, body)
+            return StreamingResponse(self._stream(events, behaviour), media_type="text/event-stream")
+        return JSONResponse(shape.answer(body["model"], self.answer(model), call, rid))
+
+    async def _refusal(self, shape: Shape, model: str, behaviour: str, body: dict[str, Any]) -> Response | None:
+        """The failure ``behaviour`` asks for (after waiting, for slow and hang), or None to answer."""
+        if behaviour in ("fail", "overloaded"):
+            status = 500 if behaviour == "fail" else 529
+            return JSONResponse(shape.error(status, "upstream exploded"), status_code=status)
         if behaviour == "rate_limited":
-            return JSONResponse(
-                {"error": {"message": "slow down"}},
-                status_code=429,
-                headers={"retry-after": self.RETRY_AFTER.get(model, "2")},
-            )
+            retry = {"retry-after": self.RETRY_AFTER.get(model, "2")}
+            return JSONResponse(shape.error(429, "slow down"), status_code=429, headers=retry)
         if behaviour.startswith("status:"):
             status = int(behaviour.split(":")[1])
-            return JSONResponse(
-                {
-                    "error": {
-                        "message": f"fake upstream says {status}",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-                status_code=status,
-            )
+            return JSONResponse(shape.error(status, f"fake upstream says {status}"), status_code=status)
+        previous = body.get("previous_response_id")
+        if (
+            previous is not None and self.check_previous and self.issued.get(previous) != model
+        ):  # as OpenAI: ids are per account
+            message = f"Previous response with id '{previous}' not found."
+            return JSONResponse(shape.error(400, message), status_code=400)
         if behaviour == "slow":  # stalls past any timeout of the service; released only to let the server exit
             while not self.server.should_exit:
                 await asyncio.sleep(0.05)
         if behaviour == "hang":
             await self._hang()
-        text = self.answer(model)
-        if body.get("stream"):
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(
-                self._events(body["model"], text, usage, behaviour), media_type="text/event-stream"
-            )
-        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
-        finish = "stop"
-        if self.tool_call and body["messages"][-1]["role"] == "user":
-            message = {
-                "role": "assistant",
-                "content": None,
-                "refusal": None,
-                "annotations": [],
-                "tool_calls": [
-                    {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
-                ],
-            }
-            finish = "tool_calls"
-        return JSONResponse(
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": self.USAGE,
-            }
-        )
+        return None
 
     async def _hang(self) -> None:
         """Wait until the test releases the upstream (or the server shuts down)."""
@@ -191,34 +192,14 @@ class FakeUpstreams(LoopbackServer):
         """How many requests reached ``model``'s upstream so far."""
         return sum(r["path_model"] == model for r in list(self.received))
 
-    async def _events(self, model: str, text: str, usage: bool, behaviour: str) -> Any:
-        words = text.split(" ")
-        for i, word in enumerate(words):
-            piece = word if i == 0 else " " + word
-            finish = "stop" if i == len(words) - 1 else None  # on the last content chunk, as some providers send it
-            chunk = {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": model,
-                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}],
-            }
-            yield f"data: {json.dumps(chunk)}\n\n"
-            if behaviour == "hang_after_first":
+    async def _stream(self, events: Iterator[str], behaviour: str) -> Any:
+        """The API's events; after the first, a stream told to hang or break does so."""
+        for i, event in enumerate(events):
+            yield event
+            if i == 0 and behaviour == "hang_after_first":
                 await self._hang()
-            if behaviour == "break":
+            if i == 0 and behaviour == "break":
                 raise ConnectionResetError("the fake upstream breaks the stream off")  # uvicorn drops the connection
-        if usage:
-            chunk = {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": model,
-                "choices": [],
-                "usage": self.USAGE,
-            }
-            yield f"data: {json.dumps(chunk)}\n\n"
-        yield "data: [DONE]\n\n"
 
 
 def write_config(
@@ -226,10 +207,12 @@ def write_config(
     upstreams: FakeUpstreams,
     costs: dict[str, float],
     prices: dict[str, tuple[float, float]] | None = None,
+    apis: list[str] | None = None,
     **extra: Any,
 ) -> Path:
     """A router.yaml for candidates ``costs`` served by ``upstreams`` (key in $FAKE_UPSTREAM_KEY);
-    ``prices``: per-token (prompt, completion) prices of some of them."""
+    ``prices``: per-token (prompt, completion) prices of some of them; ``apis``: the APIs every
+    candidate serves (default: the config's default, chat)."""
     prices = prices or {}
     config = {
         "models": {
@@ -238,6 +221,7 @@ def write_config(
                 "upstream_model": f"up-{name}",
                 "api_key_env": "FAKE_UPSTREAM_KEY",
                 "cost": cost,
+                **({"apis": apis} if apis is not None else {}),
                 **(
                     {"prompt_token_price": prices[name][0], "completion_token_price": prices[name][1]}
                     if name in prices

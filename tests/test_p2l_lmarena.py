@@ -461,7 +461,8 @@ def test_multi_turn_prompts_are_formatted_as_lmarena_trains_them(checkpoints: di
     routing_prompt (assistant turns left out); the blank-line join, one message, gives other
     coefficients, so the comparison can fail."""
     from evalprism.io.battles import Conversation, user_turns
-    from evalprism.serve.schemas import ChatMessage, routing_prompt
+    from evalprism.serve.apis.chat import routing_prompt
+    from evalprism.serve.schemas import ChatMessage
 
     directory, ref_model, tokenizer = checkpoints[name]
     tokenizer.truncation_side, tokenizer.padding_side = "left", "right"

@@ -209,8 +209,8 @@ def _sse_response(lines: list[bytes]) -> httpx.Response:
     return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
 
 
-CHUNK = b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
-USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n\n'
+CHUNK = b'data: {"model": "up-m", "choices": [{"delta": {"content": "hi"}}]}\n\n'
+USAGE = b'data: {"model": "up-m", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}\n\n'
 
 
 @pytest.mark.parametrize(
@@ -221,32 +221,35 @@ USAGE = b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens
     ],
 )
 def test_a_relayed_stream_says_how_it_ended(lines: list[bytes], end: str) -> None:
-    from evalprism.serve.upstream import Relayed, relay_events
+    """A chat stream relayed: the candidate's name replaces the upstream's model id in every chunk (the
+    id goes to the first chunk's evalprism), the usage chunk gets the realised cost, and the end says
+    whether [DONE] came."""
+    from evalprism.serve.apis.base import relay_events
+    from evalprism.serve.apis.chat import ChatWatcher
+    from evalprism.serve.upstream import Relayed
 
     async def relay() -> tuple[Relayed, bytes]:
         relayed = Relayed()
-        out = b"".join(
-            [
-                chunk
-                async for chunk in relay_events(
-                    _sse_response(lines), {"decided": "m"}, relayed, lambda usage: usage["prompt_tokens"] * 0.5
-                )
-            ]
-        )
+        watcher = ChatWatcher("m", {"decided": "m"}, lambda usage: usage["prompt_tokens"] * 0.5)
+        out = b"".join([chunk async for chunk in relay_events(_sse_response(lines), watcher, relayed)])
         return relayed, out
 
     relayed, out = asyncio.run(relay())
     assert relayed.end == end and relayed.usage["completion_tokens"] == 2
     events = [json.loads(line[5:]) for line in out.decode().splitlines() if line.startswith("data: {")]
-    assert events[0]["evalprism"] == {"decided": "m"} and events[1]["evalprism"] == {"realised_cost": 1.5}
+    assert events[0]["evalprism"] == {"decided": "m", "upstream_model": "up-m"}
+    assert events[1]["evalprism"] == {"realised_cost": 1.5}
+    assert [e["model"] for e in events] == ["m", "m"]
 
 
 def test_a_stream_the_client_leaves_is_cut() -> None:
-    from evalprism.serve.upstream import Relayed, relay_events
+    from evalprism.serve.apis.base import relay_events
+    from evalprism.serve.apis.chat import ChatWatcher
+    from evalprism.serve.upstream import Relayed
 
     async def leave_after_one() -> tuple[Relayed, int]:
         relayed = Relayed()
-        stream = relay_events(_sse_response([CHUNK, CHUNK, b"data: [DONE]\n\n"]), {}, relayed)
+        stream = relay_events(_sse_response([CHUNK, CHUNK, b"data: [DONE]\n\n"]), ChatWatcher("m", {}), relayed)
         first = await anext(stream)
         await stream.aclose()  # what Starlette does when the client disconnects or the server shuts down
         return relayed, len(first)
@@ -528,7 +531,7 @@ def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -
     )
     written = json.loads(line_json(line))
     assert list(written)[:4] == ["schema_version", "time", "endpoint", "request_id"]
-    assert written["schema_version"] == SCHEMA_VERSION == 2
+    assert written["schema_version"] == SCHEMA_VERSION == 3
     assert written["realised_cost"] is None and "budget" not in written and "chosen" not in written
     assert written["attempts"] == [
         {"model": "beta", "status": 200, "error": None, "latency_ms": 9.75, "retry_after": None}
@@ -568,8 +571,8 @@ def test_a_line_written_before_schema_version_is_read_as_version_1(tmp_path) -> 
     "text,reason",
     [
         (
-            '{"schema_version":3,"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}',
-            "line 1 was written by a newer evalprism (decision log schema_version 3; this one reads up to 2)",
+            '{"schema_version":4,"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}',
+            "line 1 was written by a newer evalprism (decision log schema_version 4; this one reads up to 3)",
         ),
         (
             '{"time":"t","endpoint":"/v1/route","prompt_sha256":"a","status":"fine"}',

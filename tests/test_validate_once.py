@@ -9,7 +9,6 @@ the same one message to a notebook user, a CLI user and the router service.
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -24,6 +23,7 @@ from evalprism.p2l.routing import opponent_vector
 from evalprism.p2l.simulate import simulate_topic_battles
 from evalprism.serve.app import RequestError, Service
 from evalprism.serve.config import load_config
+from evalprism.serve.router import RoutingCore
 
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 PROMPTS = ["Write a sonnet about the autumn sea", "Solve 3x + 7 = 22 for x"]
@@ -97,9 +97,8 @@ def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(
     config_path = write_router_config(tmp_path / "router.yaml", COSTS, budget=0.1)
     assert library_message(lambda: load_config(config_path, names)) == f"{config_path}: {BELOW}"
     config = load_config(write_router_config(tmp_path / "ok.yaml", COSTS, budget=1.0), names)
-    core = SimpleNamespace(candidates=list(COSTS), costs=np.array(list(COSTS.values())))
-    # budgets need no I/O: no batcher, upstreams, decision log or metrics
-    service = Service(config, core, None, None, None, None, precision="float32", cards={})  # type: ignore[arg-type]
+    # budgets need no I/O: no batcher, upstreams, decision log, metrics, conversations or extraction
+    service = Service(config, RoutingCore(model, config), *[None] * 4, "float32", {}, None, None)  # type: ignore[arg-type]
     with pytest.raises(RequestError) as info:
         service.budget_of(0.1)
     assert info.value.status_code == 422 and info.value.detail == BELOW and info.value.param == "budget"

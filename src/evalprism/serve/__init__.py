@@ -1,4 +1,5 @@
-"""The P2L routing service (`evalprism serve`): an OpenAI-compatible router with a leaderboard API.
+"""The P2L routing service (`evalprism serve`): an OpenAI- and Anthropic-compatible router
+(Chat Completions, Responses, Messages) with a leaderboard API.
 
 - :func:`load_config` / :class:`ServeConfig`: the validated YAML config;
 - :func:`create_app`: the FastAPI app (for uvicorn, or tests);

@@ -1,35 +1,38 @@
-"""The router service: an OpenAI-compatible front for a set of candidate models, routed by P2L.
+"""The router service: an OpenAI- and Anthropic-compatible front for a set of candidate models, routed by P2L.
 
-Endpoints (all but ``/health`` behind bearer auth when keys are configured):
+Endpoints (all but ``/health`` behind bearer or ``x-api-key`` auth when keys are configured):
 
 - ``GET /health`` (with each upstream's circuit); ``GET /v1/models``, ``GET /v1/models/{id}``;
 - ``GET /metrics``: Prometheus metrics (:mod:`~evalprism.serve.metrics`);
 - ``POST /v1/leaderboard``: per-prompt P2L coefficients, and the eq. (3) leaderboard of a list;
 - ``POST /v1/route``: the routing decision for a conversation (Theorem 1, Algorithm 1);
-- ``POST /v1/chat/completions``: routes, forwards to the chosen upstream (failover in value order,
-  :mod:`~evalprism.serve.upstream`), returns the upstream's answer with the decision in the extra
-  field ``evalprism``; streaming and not.
+- ``POST /v1/chat/completions``, ``POST /v1/responses``, ``POST /v1/messages`` (Chat Completions,
+  OpenAI Responses, Anthropic Messages; one adapter each, :mod:`~evalprism.serve.apis`): the one path of
+  :mod:`~evalprism.serve.forward` places the request (a conversation keeps its model, else P2L routes
+  it on what the human wrote), forwards it to the chosen upstream (failover in value order,
+  :mod:`~evalprism.serve.upstream`), and returns the upstream's answer with the candidate's name as
+  ``model`` and the decision in the extra field ``evalprism``; streaming and not.
 
 P2L inference runs micro-batched in a worker thread (:mod:`~evalprism.serve.batcher`); every
 routing decision is one line of the decision log (:mod:`~evalprism.serve.decisions`); while that
 log cannot be written, routing and chat answer 503 and ``/health`` is degraded, naming the reason.
 
-The endpoints are on :data:`router` (an ``APIRouter``); each reaches the :class:`Service` of the app
-serving it (``app.state.service``, built at start-up) through ``Depends``, so that several apps in
-one process (tests) share no circuits, metrics or logs.
+The endpoints are on :data:`router` (an ``APIRouter``); each reaches the
+:class:`~evalprism.serve.service.Service` of the app serving it (``app.state.service``, built at
+start-up) through ``Depends``, so that several apps in one process (tests) share no circuits, metrics,
+conversations or logs. Every error is in the shape of the API whose path it answers
+(:mod:`~evalprism.serve.error_shapes`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,30 +41,32 @@ import numpy as np
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from evalprism import __version__
 from evalprism.errors import EvalprismError
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
-from evalprism.p2l.routing import check_budget
+from evalprism.serve.affinity import AffinityStore
+from evalprism.serve.apis import APIS
+from evalprism.serve.apis.chat import chat_conversation
+from evalprism.serve.apis.messages import MessagesRequest
+from evalprism.serve.apis.responses import ResponsesRequest
 from evalprism.serve.batcher import MicroBatcher
-from evalprism.serve.config import Secrets, ServeConfig, realised_cost
-from evalprism.serve.decisions import (
-    AttemptRecord,
-    ChatOutcome,
-    DecisionLine,
-    DecisionLog,
-    DecisionLogUnwritable,
-    elapsed_ms,
-    prompt_hash,
-)
+from evalprism.serve.config import Secrets, ServeConfig
+from evalprism.serve.conversation import ApiName
+from evalprism.serve.decisions import DecisionLine, DecisionLog, DecisionLogUnwritable, elapsed_ms, prompt_hash
+from evalprism.serve.error_shapes import error_body, shape_of
+from evalprism.serve.extraction import Extraction
+from evalprism.serve.forward import forward
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
 from evalprism.serve.router import Decision, Job, RoutingCore
 from evalprism.serve.schemas import (
     ERROR_STATUS,
     MAX_PROMPTS_PER_REQUEST,
+    AnthropicErrorBody,
     ChatCompletionRequest,
     DecisionLogHealth,
     ErrorBody,
@@ -69,42 +74,34 @@ from evalprism.serve.schemas import (
     HealthStatus,
     LeaderboardRequest,
     LeaderboardResponse,
-    Messages,
     ModelCard,
     ModelList,
     PromptLeaderboard,
     RouteRequest,
     RouteResponse,
     UpstreamHealth,
-    error_content,
-    routing_prompt,
 )
 from evalprism.serve.security import BearerAuth, BodyLimit
-from evalprism.serve.streaming import ClientLeft, RelayResponse, until_client_leaves
-from evalprism.serve.upstream import Attempt, Outcome, Relayed, Upstreams, relay_events
+from evalprism.serve.service import RequestError, Service
+from evalprism.serve.upstream import Upstreams
+
+__all__ = ["RequestError", "Service", "create_app", "router"]
 
 log = logging.getLogger("evalprism.serve")
 
 
-class RequestError(HTTPException):
-    """A 4xx with a message for the client (``code``: OpenAI's machine-readable error code, if any)."""
-
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(status_code=status, detail=message)
-        self.param = param
-        self.code = code
-
-
 def _error(
+    request: Request,
     status: int,
     message: str,
     kind: str = "invalid_request_error",
     param: str | None = None,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
-    **extra: Any,
 ) -> JSONResponse:
-    return JSONResponse({**error_content(message, kind, param, code), **extra}, status_code=status, headers=headers)
+    """An error answer in the shape the clients of the request's path read."""
+    status, content = error_body(shape_of(request.url.path), status, message, kind, param, code)
+    return JSONResponse(content, status_code=status, headers=headers)
 
 
 #: the statuses each operation can answer besides 200, for the OpenAPI schema
@@ -124,8 +121,8 @@ _STATUS_TEXT = {
 }
 
 
-def _responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": ErrorBody, "description": _STATUS_TEXT[status]} for status in statuses}
+def _responses(*statuses: int, body: type[BaseModel] = ErrorBody) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": body, "description": _STATUS_TEXT[status]} for status in statuses}
 
 
 @dataclass
@@ -141,54 +138,6 @@ class Setup:
     transport: httpx.AsyncBaseTransport | None
     core: RoutingCore
     metrics: Metrics
-
-
-@dataclass
-class Service:
-    """Everything a request handler needs, built at startup, on ``app.state.service``; a handler
-    reaches it as a dependency (:data:`ServiceDep`). One per app: apps share no state."""
-
-    config: ServeConfig
-    core: RoutingCore
-    batcher: MicroBatcher[Job, Decision]
-    upstreams: Upstreams
-    decisions: DecisionLog
-    metrics: Metrics
-    precision: str
-    cards: dict[str, ModelCard]
-
-    def prompt_of(self, messages: Messages, param: str = "messages") -> str:
-        """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
-        prompt = routing_prompt(messages)
-        if not prompt:
-            raise RequestError(422, "no user message with text to route on", param)
-        if len(prompt) > self.config.max_prompt_chars:
-            raise RequestError(
-                413,
-                f"the user turns are {len(prompt)} characters, more than the limit of {self.config.max_prompt_chars}",
-                param,
-            )
-        return prompt
-
-    def budget_of(self, requested: float | None) -> float | None:
-        """The request's budget (else the config's), checked before the batch it would fail."""
-        if requested is None:
-            return self.config.budget  # checked when the config was loaded
-        budget = requested
-        try:
-            check_budget(budget, self.core.costs, self.core.candidates)
-        except EvalprismError as exc:
-            raise RequestError(422, str(exc), "budget") from None
-        return budget
-
-    def decision_fields(self, decision: Decision, budget: float | None) -> dict[str, Any]:
-        return {
-            "distribution": decision.probs,
-            "budget": budget,
-            "expected_winrate": decision.expected_winrate,
-            "router_coef": decision.router_coef,
-            "expected_cost": decision.expected_cost,
-        }
 
 
 async def _service(request: Request) -> Service:
@@ -231,7 +180,7 @@ def create_app(
     )
     _install_error_handlers(app)
     app.include_router(router)
-    _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
+    _publish_schema(app, bool(secrets.api_keys), config)
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer gets its request id and is counted
@@ -266,6 +215,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics,
         setup.precision,
         _model_cards(setup.model, config),
+        AffinityStore(config.affinity.max_entries, config.affinity.ttl_s),
+        Extraction(config.routing_prompt.drop_blocks, config.routing_prompt.drop_parts),
     )
     app.state.service = service
     try:
@@ -286,23 +237,36 @@ def _model_cards(model: P2LModel, config: ServeConfig) -> dict[str, ModelCard]:
     }
 
 
-def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
-    """What the OpenAPI schema cannot learn from the routes: the bearer scheme (the auth is middleware,
-    which FastAPI cannot see) and the config's lowest admissible budget (the cheapest candidate's cost)."""
+#: the request bodies whose ``budget`` the schema bounds, and the candidates that bound applies to
+_BUDGETED: dict[str, ApiName | None] = {
+    "RouteRequest": None,
+    "ChatCompletionRequest": "chat",
+    "ResponsesRequest": "responses",
+    "MessagesRequest": "messages",
+}
+
+
+def _publish_schema(app: FastAPI, auth: bool, config: ServeConfig) -> None:
+    """What the OpenAPI schema cannot learn from the routes: the bearer and ``x-api-key`` schemes (the
+    auth is middleware, which FastAPI cannot see) and each body's lowest admissible budget (the cost of
+    the cheapest candidate it can go to)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             components = schema.setdefault("components", {})
             components["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"}
+                "bearer": {"type": "http", "scheme": "bearer", "description": "one of the keys in api_keys_env"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key", "description": "the same keys"},
             }
             if auth:
                 for path, operations in schema["paths"].items():
                     if path != "/health":
                         for operation in operations.values():
-                            operation["security"] = [{"bearer": []}]
-            for name in ("RouteRequest", "ChatCompletionRequest"):
+                            operation["security"] = [{"bearer": []}, {"apiKey": []}]
+            for name, api in _BUDGETED.items():
+                names = list(config.models) if api is None else config.serving(api)
+                cheapest = min((config.models[n].cost for n in names), default=0.0)
                 budget = components["schemas"][name]["properties"]["budget"]
                 number = next(branch for branch in budget["anyOf"] if branch.get("type") == "number")
                 number["minimum"] = cheapest
@@ -399,7 +363,7 @@ async def leaderboard(req: LeaderboardRequest, s: ServiceDep) -> LeaderboardResp
 async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> Response:
     """The routing decision for a conversation, logged."""
     start = time.perf_counter()
-    prompt = s.prompt_of(req.messages)
+    prompt = s.check_length(s.prompt_of(s.extraction.read(chat_conversation(req.messages))))
     budget = s.budget_of(req.budget)
     s.decisions.require()
     decision = await s.batcher.submit(Job(prompt, budget))
@@ -434,226 +398,74 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     return Response(body.model_dump_json(), media_type="application/json")
 
 
-_CHAT_RESPONSES = {
-    200: {
-        "description": "the upstream's chat completion (or its server-sent events with `stream`), "
-        "with the routing decision in `evalprism`",
-        "content": {
-            "application/json": {"schema": {"type": "object"}},
-            # the schema of one server-sent event, as schemathesis reads it
-            "text/event-stream": {
-                "schema": {
-                    "type": "object",
-                    "required": ["data"],
-                    "properties": {
-                        "data": {
-                            "type": "string",
-                            "description": "a chat.completion.chunk as JSON (the first with `evalprism`), or [DONE]",
+def _forwarded(api: ApiName, what: str, events: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI responses of a forwarding endpoint: ``what`` it answers, its stream's ``events``, its
+    errors in its API's shape (Anthropic's has no 422: its invalid requests are 400s)."""
+    errors = (
+        _responses(*_COMMON, 404, 429, 502, 503)
+        if APIS[api].shape == "openai"
+        else _responses(400, 401, 404, 413, 415, 429, 502, 503, body=AnthropicErrorBody)
+    )
+    return {
+        200: {
+            "description": f"the upstream's {what} (or its server-sent events with `stream`), with the "
+            "candidate's name as `model` and the routing decision in `evalprism`",
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                # the schema of one server-sent event, as schemathesis reads it
+                "text/event-stream": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["data"],
+                        "properties": {
+                            "data": {"type": "string", "description": events},
+                            "event": {"type": "string"},
+                            "id": {"type": "string"},
+                            "retry": {"type": "integer"},
                         },
-                        "event": {"type": "string"},
-                        "id": {"type": "string"},
-                        "retry": {"type": "integer"},
-                    },
-                }
+                    }
+                },
             },
         },
-    },
-    **_responses(*_COMMON, 404, 429, 502, 503),
-}
+        **errors,
+    }
 
 
-@router.post("/v1/chat/completions", response_model=None, responses=_CHAT_RESPONSES)
+@router.post(
+    "/v1/chat/completions",
+    response_model=None,
+    responses=_forwarded(
+        "chat", "chat completion", "a chat.completion.chunk as JSON (the first with `evalprism`), or [DONE]"
+    ),
+)
 async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> Response:
-    """Route (or take the named candidate), forward with failover, return the upstream's answer
-    with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
-    start = time.perf_counter()
-    prompt = s.prompt_of(req.messages)
-    s.decisions.require()  # before an upstream is paid for an answer that could not be logged
-    order, decided = await _chat_decision(s, req, prompt)
-    call = ChatCall(request.state.request_id, req.stream, start, {**decided, "routing_ms": elapsed_ms(start)})
-    try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
-        outcome = await until_client_leaves(
-            request.receive,
-            s.upstreams.complete(order, req.upstream_body(), stream=req.stream, attempts=call.attempts),
-            lambda abandoned: _abandon(s, abandoned),
-        )
-    except ClientLeft:
-        return _client_left(s, call)
-    s.metrics.observe_attempts(outcome.attempts)
-    call.model = outcome.model
-    headers = {"x-evalprism-model": outcome.model or ""}
-    if outcome.stream is not None:
-        return _relay(s, outcome, call, headers)
-    if outcome.body is None:
-        return _failed(s, outcome, call)
-    return _answered(s, outcome, call, headers)
+    """OpenAI Chat Completions: placed (routed, kept or named), forwarded with failover; the upstream's
+    answer with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
+    return await forward(s, APIS["chat"], req, request)
 
 
-@dataclass
-class ChatCall:
-    """One chat request from its routing decision to its answer, and what the response's ``evalprism``
-    field and the request's decision-log line say of it: ``decided``: the decision (routed, decided,
-    the routing fields when routed, prompt_sha256, routing_ms); ``attempts``: every upstream attempt, as
-    made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered."""
-
-    request_id: str
-    stream: bool
-    start: float
-    decided: dict[str, Any]
-    attempts: list[Attempt] = field(default_factory=list)
-    model: str | None = None
-
-    def annotation(self) -> dict[str, Any]:
-        """The response's ``evalprism`` field: the decision, the upstream that answered and every attempt."""
-        return {**self.decided, "model": self.model, "attempts": [a.record() for a in self.attempts]}
-
-    def line(self, status: int, outcome: ChatOutcome, **ending: Any) -> DecisionLine:
-        """The request's decision-log line: how it ended (``status``, ``outcome`` and the ``ending`` fields
-        that apply: realised_cost, a stream's bytes_relayed and stream_error), its latency until now."""
-        return DecisionLine(
-            endpoint="/v1/chat/completions",
-            request_id=self.request_id,
-            stream=self.stream,
-            **self.decided,
-            model=self.model,
-            attempts=[AttemptRecord.model_validate(a.record()) for a in self.attempts],
-            status=status,
-            outcome=outcome,
-            **ending,
-            latency_ms=elapsed_ms(self.start),
-        )
+@router.post(
+    "/v1/responses",
+    response_model=None,
+    responses=_forwarded(
+        "responses", "response", "a Responses stream event as JSON (response.created with `evalprism`)"
+    ),
+)
+async def responses(req: ResponsesRequest, request: Request, s: ServiceDep) -> Response:
+    """OpenAI Responses, to the candidates whose upstream serves it (``previous_response_id``: the
+    upstream that issued that response); as chat otherwise."""
+    return await forward(s, APIS["responses"], req, request)
 
 
-async def _chat_decision(s: Service, req: ChatCompletionRequest, prompt: str) -> tuple[list[str], dict[str, Any]]:
-    """The candidates to try, in turn, and the decision as the response and the log give it: routed
-    (the request names the router, or no model): the model P2L drew, then the fallbacks; a candidate
-    named by the client: that one alone, no routing and no substitute; any other name: 404."""
-    config = s.config
-    if req.model in (None, config.router_name):
-        budget = s.budget_of(req.budget)
-        decision = await s.batcher.submit(Job(prompt, budget))
-        assert decision.chosen is not None  # a routed job's decision names its model
-        s.metrics.decisions.labels(decision.chosen).inc()
-        decided = {"routed": True, "decided": decision.chosen, **s.decision_fields(decision, budget)}
-        return [decision.chosen, *decision.fallbacks], decided | {"prompt_sha256": prompt_hash(prompt)}
-    if req.model in config.models:
-        return [req.model], {"routed": False, "decided": req.model, "prompt_sha256": prompt_hash(prompt)}
-    raise RequestError(
-        404,
-        f"model {req.model!r} is not served here: use {config.router_name!r} (routed) "
-        f"or one of {', '.join(config.models)}",
-        "model",
-        "model_not_found",
-    )
-
-
-def _answered(s: Service, outcome: Outcome, call: ChatCall, headers: dict[str, str]) -> JSONResponse:
-    """An upstream answered (not streamed): its body and status, with the decision in ``evalprism``
-    and the realised cost where the config gives prices; logged as completed, or upstream_refused
-    for a 4xx passed back."""
-    assert outcome.body is not None
-    annotation = call.annotation()
-    cost = _realised_cost(s, outcome.model, outcome.body.get("usage"))
-    if cost is not None:
-        annotation["realised_cost"] = cost
-    ended: ChatOutcome = "completed" if outcome.status < 400 else "upstream_refused"
-    s.decisions.write(call.line(outcome.status, ended, realised_cost=cost))
-    return JSONResponse({**outcome.body, "evalprism": annotation}, status_code=outcome.status, headers=headers)
-
-
-async def _abandon(s: Service, outcome: Outcome) -> None:
-    """An upstream answer that arrived as the client left: close its stream, free its circuit ticket."""
-    if outcome.stream is not None:
-        await outcome.stream.aclose()
-        s.upstreams.stream_ended(outcome, Relayed())
-
-
-#: the status logged for a client that left before its response started (nginx's "client closed request")
-CLIENT_LEFT_STATUS = 499
-
-
-def _client_left(s: Service, call: ChatCall) -> Response:
-    """The client disconnected while the upstream was answering: the attempt was abandoned (no count
-    against the upstream), and the log says so; the response goes nowhere."""
-    s.metrics.observe_attempts(call.attempts)
-    call.model = call.attempts[-1].model if call.attempts else None
-    with contextlib.suppress(DecisionLogUnwritable):  # kept for later; nobody is there to answer 503 to
-        s.decisions.write(call.line(CLIENT_LEFT_STATUS, "client_left"))
-    return Response(status_code=CLIENT_LEFT_STATUS)
-
-
-def _realised_cost(s: Service, model: str | None, usage: Any) -> float | None:
-    cost = None if model is None else realised_cost(s.config.models[model], usage)
-    if cost is not None:
-        s.metrics.cost.labels(model).inc(cost)
-    return cost
-
-
-#: the decision log's outcome of a chat no upstream answered, by the status it got (else upstream_failed)
-_NO_ANSWER: dict[int, ChatOutcome] = {429: "rate_limited", 503: "unavailable"}
-
-
-def _failed(s: Service, outcome: Outcome, call: ChatCall) -> JSONResponse:
-    """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
-    none could be made now (every connection busy, or every circuit open with its trial in flight),
-    else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
-    names each upstream and why it failed."""
-    failures = "; ".join(a.error or "" for a in outcome.attempts)
-    annotation = call.annotation()
-    s.decisions.write(call.line(outcome.status, _NO_ANSWER.get(outcome.status, "upstream_failed")))
-    if outcome.status == 429:
-        headers = {} if outcome.retry_after is None else {"retry-after": str(math.ceil(outcome.retry_after))}
-        return _error(
-            429,
-            f"every upstream attempt was rate-limited: {failures}",
-            "rate_limit_error",
-            code="rate_limit_exceeded",
-            headers=headers,
-            evalprism=annotation,
-        )
-    if outcome.status == 503:
-        return _error(
-            503,
-            f"no upstream can take the request now, none failed: {failures}",
-            "server_error",
-            code="upstream_unavailable",
-            headers={"retry-after": "1"},
-            evalprism=annotation,
-        )
-    return _error(
-        502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error", evalprism=annotation
-    )
-
-
-def _relay(s: Service, outcome: Outcome, call: ChatCall, headers: dict[str, str]) -> RelayResponse:
-    """Relay the upstream stream; when it ends, however it ends, the circuit hears how (completed is a
-    success, broken a failure, a client that left neither) and the decision is logged with how it ended
-    (completed, stream_broken, cut, or client_left before any byte) and the bytes written to the client."""
-    assert outcome.stream is not None and outcome.model is not None
-    model = outcome.model
-    relayed = Relayed()
-
-    def ended(written: int, left: bool) -> None:
-        relayed.bytes = written
-        end: ChatOutcome = relayed.end
-        status = outcome.status
-        if left and relayed.end == "cut" and written == 0:
-            end, status = "client_left", CLIENT_LEFT_STATUS
-        s.upstreams.stream_ended(outcome, relayed)
-        if relayed.end == "stream_broken":
-            s.metrics.upstream_errors.labels(model).inc()
-        line = call.line(
-            status,
-            end,
-            bytes_relayed=written,
-            stream_error=relayed.error,
-            realised_cost=realised_cost(s.config.models[model], relayed.usage),
-        )
-        with contextlib.suppress(DecisionLogUnwritable):  # the stream has gone out; the line is kept for later
-            s.decisions.write(line, answered=True)
-
-    events = relay_events(outcome.stream, call.annotation(), relayed, lambda usage: _realised_cost(s, model, usage))
-    return RelayResponse(events, ended, headers=headers)
+@router.post(
+    "/v1/messages",
+    response_model=None,
+    responses=_forwarded("messages", "message", "a Messages stream event as JSON (message_start with `evalprism`)"),
+)
+async def messages(req: MessagesRequest, request: Request, s: ServiceDep) -> Response:
+    """Anthropic Messages (``x-api-key`` or bearer auth), to the candidates whose upstream serves it;
+    errors in Anthropic's shape; as chat otherwise."""
+    return await forward(s, APIS["messages"], req, request)
 
 
 def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str], bool]:
@@ -665,7 +477,7 @@ def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str]
         assert req.messages is not None
         param, many = "messages", not req.messages or isinstance(req.messages[0], list)
         conversations = req.messages if many else [req.messages]
-        texts = [routing_prompt(c) for c in conversations]  # type: ignore[arg-type]
+        texts = [s.extraction.read(chat_conversation(c)).prompt for c in conversations]  # type: ignore[arg-type]
     if not texts:
         raise RequestError(422, f"'{param}' is an empty list", param)
     if len(texts) > MAX_PROMPTS_PER_REQUEST:
@@ -687,33 +499,36 @@ def _branch_label(part: object) -> bool:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    """Every error is an OpenAI-style ``{"error": {...}}`` with a 4xx, never a bare 500."""
+    """Every error is in its path's API shape (:mod:`~evalprism.serve.error_shapes`), never a bare 500."""
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         content_type = request.headers.get("content-type")
         if "json" not in (content_type or "").lower():  # FastAPI parses JSON only when the header says so
             got = f"'{content_type}'" if content_type else "no Content-Type"
-            return _error(415, f"send the body as JSON with 'Content-Type: application/json' (got {got})")
+            return _error(request, 415, f"send the body as JSON with 'Content-Type: application/json' (got {got})")
         errors = exc.errors()
         first: dict[str, Any] = dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": ""}
         if first.get("type") in ERROR_STATUS:  # the body checks of schemas.py: their message names the place
-            return _error(ERROR_STATUS[first["type"]], first["msg"], param=first.get("ctx", {}).get("param"))
+            return _error(request, ERROR_STATUS[first["type"]], first["msg"], param=first.get("ctx", {}).get("param"))
         loc = ".".join(str(part) for part in first.get("loc", ()) if part != "body" and not _branch_label(part))
         if first.get("type") == "json_invalid":
             return _error(
-                400, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})"
+                request,
+                400,
+                f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'decode error')})",
             )
         message = f"{loc or 'body'}: {first.get('msg')}"
         if first.get("type") == "extra_forbidden":
             message = f"unknown field '{loc}'"
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more problem(s))"
-        return _error(422, message, param=loc or None)
+        return _error(request, 422, message, param=loc or None)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # keeps e.g. Allow on a 405
         return _error(
+            request,
             exc.status_code,
             str(exc.detail),
             param=getattr(exc, "param", None),
@@ -724,6 +539,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DecisionLogUnwritable)
     async def unlogged(request: Request, exc: DecisionLogUnwritable) -> JSONResponse:
         return _error(
+            request,
             503,
             f"{exc}; the service refuses to route until it can, as every decision is logged "
             "(GET /health shows the log's state)",
@@ -733,9 +549,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:
-        return _error(422, str(exc))
+        return _error(request, 422, str(exc))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s", request.url.path)
-        return _error(500, "internal error (logged on the server)", "server_error")
+        return _error(request, 500, "internal error (logged on the server)", "server_error")

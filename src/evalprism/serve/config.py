@@ -14,20 +14,24 @@ environment variables it names, once, at startup (an unset variable is an error 
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
 ``timeout_s``, ``connect_timeout_s``, ``pool_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
 ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
-``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``; per model,
-``max_connections`` (the router's connections to that upstream, default 128) and token prices.
+``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``, ``affinity``
+(:class:`AffinityConfig`), ``routing_prompt`` (:class:`RoutingPromptConfig`); per model, ``apis`` (the
+APIs its upstream serves, default ``[chat]``), ``max_connections`` (the router's connections to that
+upstream, default 128) and token prices.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+import numpy as np
 import yaml
 from pydantic import (
     AfterValidator,
@@ -42,6 +46,8 @@ from pydantic import (
 from evalprism.errors import EvalprismError
 from evalprism.io.text import read_text
 from evalprism.p2l.routing import check_budget, opponent_vector
+from evalprism.serve.conversation import API_NAMES, ApiName
+from evalprism.serve.extraction import DEFAULT_DROP_BLOCKS, DEFAULT_DROP_PARTS
 from evalprism.vocabularies import NUMBERS, Precision, Runtime
 
 
@@ -95,8 +101,32 @@ def _name(value: str) -> str:
     return value
 
 
+def _apis(value: list[ApiName]) -> list[ApiName]:
+    """The APIs an upstream serves: at least one, each once."""
+    if not value:
+        raise ValueError(f"expected at least one of {', '.join(API_NAMES)}")
+    if len(set(value)) != len(value):
+        raise ValueError("expected each API once")
+    return value
+
+
+def _chat_only() -> list[ApiName]:
+    return ["chat"]
+
+
+def _patterns(value: list[str]) -> list[str]:
+    """Regular expressions Python's ``re`` compiles (the first that does not is named)."""
+    for i, pattern in enumerate(value):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern {i} ({pattern!r}) is not a regular expression: {exc}") from None
+    return value
+
+
 Finite = Annotated[float, AfterValidator(_finite)]
 Seconds = Annotated[float, Field(gt=0), AfterValidator(_finite)]
+Patterns = Annotated[list[str], AfterValidator(_patterns)]
 
 
 class UpstreamConfig(_Strict):
@@ -112,6 +142,11 @@ class UpstreamConfig(_Strict):
     cost: Finite = Field(ge=0, description="cost of one request (any unit, the same for every model)")
     prompt_token_price: Finite | None = Field(None, ge=0, description="price of one prompt token (realised cost)")
     completion_token_price: Finite | None = Field(None, ge=0, description="price of one completion token")
+    apis: Annotated[list[ApiName], AfterValidator(_apis)] = Field(
+        default_factory=_chat_only,
+        description="the APIs its upstream serves at base_url: chat (/chat/completions), responses "
+        "(/responses), messages (/messages, Anthropic); a request goes only to candidates serving its API",
+    )
     max_connections: int = Field(
         128,
         ge=1,
@@ -131,6 +166,47 @@ def realised_cost(upstream: UpstreamConfig, usage: Any) -> float | None:
     if not isinstance(prompt, int) or not isinstance(completion, int):
         return None
     return prompt * (upstream.prompt_token_price or 0.0) + completion * (upstream.completion_token_price or 0.0)
+
+
+class AffinityConfig(_Strict):
+    """Conversations keep their model (:mod:`evalprism.serve.affinity`)."""
+
+    enabled: bool = Field(True, description="false: every request is routed on its own")
+    max_entries: int = Field(100_000, ge=1, description="most conversation keys kept (least recently used out)")
+    ttl_s: Seconds = Field(3600.0, description="a conversation unseen this long is forgotten")
+    session_headers: list[str] = Field(
+        default_factory=lambda: ["x-session-id", "session_id", "x-claude-code-session-id"],
+        description="request headers whose value names the client's session (the first present is used)",
+    )
+    user_field: bool = Field(
+        False,
+        description="also key conversations by the body's user (chat, responses) or metadata.user_id "
+        "(messages): right only where that value names one conversation (Claude Code's holds its session)",
+    )
+    switch_margin: Finite | None = Field(
+        None,
+        ge=0,
+        description="move a conversation between tool loops when the model P2L draws for the human's new "
+        "turn has a predicted value (win rate) above the kept model's by more than this; none: never",
+    )
+
+    @field_validator("session_headers")
+    @classmethod
+    def _lower(cls, value: list[str]) -> list[str]:
+        return [name.lower() for name in value]
+
+
+class RoutingPromptConfig(_Strict):
+    """What the routing prompt reads of the human's turns (:mod:`evalprism.serve.extraction`)."""
+
+    drop_blocks: Patterns = Field(
+        default_factory=lambda: list(DEFAULT_DROP_BLOCKS),
+        description="regular expressions removed wherever they match in the human's text",
+    )
+    drop_parts: Patterns = Field(
+        default_factory=lambda: list(DEFAULT_DROP_PARTS),
+        description="regular expressions: a text part starting with a match is the harness's, dropped whole",
+    )
 
 
 class ServeConfig(_Strict):
@@ -179,6 +255,13 @@ class ServeConfig(_Strict):
         "auto",
         description="what runs the P2L backbone; auto: OpenVINO for sentence encoders where installed, else torch",
     )
+    # frozen: one default instance serves every config
+    affinity: AffinityConfig = AffinityConfig.model_validate({})
+    routing_prompt: RoutingPromptConfig = RoutingPromptConfig.model_validate({})
+
+    def serving(self, api: ApiName) -> list[str]:
+        """The candidates whose upstream serves ``api``, in the config's order."""
+        return [name for name, up in self.models.items() if api in up.apis]
 
     @field_validator("router_name")
     @classmethod
@@ -311,9 +394,29 @@ def load_config(path: str | Path, model_names: Sequence[str] | None = None) -> S
     try:
         opponent_vector(config.opponent, candidates)
         check_budget(config.budget, [config.models[m].cost for m in candidates], candidates)
+        for api in API_NAMES:  # each API routes among the candidates serving it
+            served = config.serving(api)
+            pool_opponent(config, served, api)
+            if served:
+                check_budget(config.budget, [config.models[m].cost for m in served], served)
     except EvalprismError as exc:
         raise EvalprismError(f"{path}: {exc}") from None
     return config
+
+
+def pool_opponent(config: ServeConfig, names: Sequence[str], api: str) -> np.ndarray:
+    """The opponent distribution over the candidates ``names`` serving ``api``: the config's opponent
+    restricted to them and renormalised (``uniform`` stays uniform)."""
+    if not names:
+        return np.zeros(0)
+    full = opponent_vector(config.opponent, list(config.models))
+    q = full[[list(config.models).index(name) for name in names]]
+    if q.sum() <= 0:
+        raise EvalprismError(
+            f"opponent: no weight on the candidates serving the {api} API ({', '.join(names)}); "
+            "give at least one of them a positive weight"
+        )
+    return q / q.sum()
 
 
 def check_candidates(config: ServeConfig, model_names: Sequence[str], source: str = "config") -> None:

@@ -40,16 +40,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import describe_write_error
+from evalprism.serve.affinity import Affinity, ContinuedBy, MoveReason
 
 log = logging.getLogger("evalprism.serve")
 
 #: the format of the lines this service writes; a line without ``schema_version`` is version 1 (the
-#: same fields). Raise it with any change to the fields (one added or removed, or a change of type or
-#: meaning: a reader refuses unknown fields and names a newer version), and keep :func:`read_line`
-#: reading the older versions.
-SCHEMA_VERSION = 2
+#: same fields as 2). Raise it with any change to the fields (one added or removed, or a change of type
+#: or meaning: a reader refuses unknown fields and names a newer version), and keep :func:`read_line`
+#: reading the older versions. Version 3 added the Responses and Messages endpoints and the affinity
+#: fields (``affinity``, ``continued_by``, ``moved_from``, ``move_reason``); a version 1 or 2 line reads
+#: with them absent.
+SCHEMA_VERSION = 3
 #: the endpoints whose decisions are logged (every line names one)
-Endpoint = Literal["/v1/route", "/v1/chat/completions"]
+Endpoint = Literal["/v1/route", "/v1/chat/completions", "/v1/responses", "/v1/messages"]
 #: what a chat request came to: the upstream's answer (``completed``, or ``upstream_refused``: a 4xx
 #: passed back), no answer (``upstream_failed``: 502, ``rate_limited``: 429, ``unavailable``: 503),
 #: ``client_left`` (499: the client disconnected before the response started), and for a stream how
@@ -137,15 +140,22 @@ class DecisionLine(_Record):
     prompt_sha256: str  # SHA-256 of the routing prompt (:func:`prompt_hash`), never the text
     # the routing decision (a /v1/route line; a chat line when ``routed``)
     chosen: str | None = None  # /v1/route: the model drawn
-    routed: bool | None = None  # chat: whether the router decided (False: the client named a candidate)
-    decided: str | None = None  # chat: the model decided on (drawn, or named by the client)
+    routed: bool | None = None  # forwarded: whether the router decided (False: the client named a candidate)
+    decided: str | None = None  # forwarded: the model decided on (drawn, kept, or named by the client)
+    # conversations (forwarded lines the router decided): routed by P2L on this request, or sticky: kept
+    # on the model of the conversation it continues, recognised by continued_by; a known conversation
+    # routed again names the model it moved from and why
+    affinity: Affinity | None = None
+    continued_by: ContinuedBy | None = None
+    moved_from: str | None = None
+    move_reason: MoveReason | None = None
     distribution: dict[str, float | None] | None = None  # the routing distribution: model -> probability
     budget: float | None = None
     expected_winrate: float | None = None
     router_coef: float | None = None
     expected_cost: float | None = None
-    routing_ms: float | None = None  # chat: milliseconds until the decision
-    # the forwarding (chat lines)
+    routing_ms: float | None = None  # forwarded: milliseconds until the decision
+    # the forwarding (lines of chat, responses and messages)
     stream: bool | None = None
     model: str | None = None  # the upstream that answered (null: none did)
     attempts: list[AttemptRecord] | None = None

@@ -8,6 +8,8 @@ share counters). Labels are bounded: endpoints are the service's routes (anythin
   (until the last byte, streams included);
 - ``evalprism_batch_size``: prompts per P2L forward pass;
 - ``evalprism_routing_decisions_total{model}``: the candidate each routing decision chose;
+- ``evalprism_placements_total{placement}``: forwarded requests by how their candidate was placed:
+  ``routed`` (P2L decided), ``sticky`` (the conversation kept its model), ``named`` (the client named it);
 - ``evalprism_upstream_attempts_total{upstream,result}`` (the attempt's outcome:
   :data:`~evalprism.serve.upstream.AttemptOutcome`) and ``evalprism_upstream_errors_total{upstream}``
   (the ``failed`` ones);
@@ -30,6 +32,8 @@ ENDPOINTS = frozenset(
         "/v1/leaderboard",
         "/v1/route",
         "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/messages",
         "/openapi.json",
         "/docs",
     }
@@ -71,6 +75,9 @@ class Metrics:
         )
         self.decisions = Counter(
             "evalprism_routing_decisions", "routing decisions by chosen model", ["model"], registry=r
+        )
+        self.placements = Counter(
+            "evalprism_placements", "forwarded requests by how their candidate was placed", ["placement"], registry=r
         )
         self.attempts = Counter(
             "evalprism_upstream_attempts", "upstream attempts by result", ["upstream", "result"], registry=r

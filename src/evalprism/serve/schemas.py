@@ -40,7 +40,6 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from evalprism.io.battles import Conversation, content_text, user_turns
 from evalprism.vocabularies import OutcomeModelName
 
 #: evalprism's extension fields of the chat request; an unknown field this close to one is a typo
@@ -92,9 +91,23 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorBody(BaseModel):
-    """Every error the service sends, in OpenAI's shape (``evalprism``: the attempts of a failed chat)."""
+    """Every error the service sends on the OpenAI endpoints, in OpenAI's shape (``evalprism``: the
+    attempts of a request no upstream answered)."""
 
     error: ErrorDetail
+    evalprism: dict[str, Any] | None = None
+
+
+class AnthropicErrorDetail(BaseModel):
+    type: str = Field(description="invalid_request_error, authentication_error, not_found_error, api_error, ...")
+    message: str
+
+
+class AnthropicErrorBody(BaseModel):
+    """Every error the service sends on ``/v1/messages``, in Anthropic's shape."""
+
+    type: Literal["error"]
+    error: AnthropicErrorDetail
     evalprism: dict[str, Any] | None = None
 
 
@@ -105,7 +118,7 @@ def error_content(
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-class _Checked(BaseModel):
+class CheckedBody(BaseModel):
     """A request body: its raw JSON values pass :func:`check_values` before the fields are validated."""
 
     model_config = ConfigDict(strict=True)
@@ -196,28 +209,29 @@ def check_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # service accepts; the rules themselves stay in the validators above and in the app)
 
 #: text with something besides whitespace in it
-_TEXT = {"type": "string", "pattern": "\\S"}
-#: a message the router can route on: a user turn with text (:func:`routing_prompt` is not empty)
-_USER_TEXT = {
-    "type": "object",
-    "required": ["role", "content"],
-    "properties": {
-        "role": {"const": "user"},
-        "content": {
-            "anyOf": [
-                _TEXT,
-                {
-                    "type": "array",
-                    "contains": {
-                        "type": "object",
-                        "required": ["type", "text"],
-                        "properties": {"type": {"const": "text"}, "text": _TEXT},
-                    },
-                },
-            ]
+TEXT_SCHEMA: dict[str, Any] = {"type": "string", "pattern": "\\S"}
+
+
+def _with_text(role: str) -> dict[str, Any]:
+    """A message of ``role`` holding text."""
+    text_part = {
+        "type": "object",
+        "required": ["type", "text"],
+        "properties": {"type": {"const": "text"}, "text": TEXT_SCHEMA},
+    }
+    return {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "role": {"const": role},
+            "content": {"anyOf": [TEXT_SCHEMA, {"type": "array", "contains": text_part}]},
         },
-    },
-}
+    }
+
+
+#: a message the router can route on (:meth:`evalprism.serve.extraction.Reading.routed_on` is not empty):
+#: a user turn with text, or a tool result with text (a request that holds no human text is routed on it)
+_ROUTABLE = {"anyOf": [_with_text("user"), _with_text("tool")]}
 MAX_PROMPTS_PER_REQUEST = 1024
 
 
@@ -241,9 +255,14 @@ def _parts_schema() -> dict[str, Any]:
     return _inline(schema, schema.get("$defs", {}))
 
 
+def _routable(schema: dict[str, Any]) -> None:
+    """A conversation to route: at least one message, one of them a user turn or a tool result with text."""
+    schema.update(minItems=1, contains=_ROUTABLE)
+
+
 def _conversation(schema: dict[str, Any]) -> None:
     """A conversation: at least one message, one of them a user turn with text."""
-    schema.update(minItems=1, contains=_USER_TEXT)
+    schema.update(minItems=1, contains=_with_text("user"))
 
 
 def _leaderboard_prompts(schema: dict[str, Any]) -> None:
@@ -251,8 +270,8 @@ def _leaderboard_prompts(schema: dict[str, Any]) -> None:
     :data:`MAX_PROMPTS_PER_REQUEST`, each with text; the null branch stays as it is."""
     single, many, _ = schema["anyOf"]
     if single.get("type") == "string":
-        single.update(_TEXT)
-        many["items"].update(_TEXT)
+        single.update(TEXT_SCHEMA)
+        many["items"].update(TEXT_SCHEMA)
     else:
         _conversation(single)
         _conversation(many["items"])
@@ -303,28 +322,38 @@ class ChatMessage(BaseModel):
 Messages = list[ChatMessage]
 
 
-def routing_prompt(messages: Messages) -> str:
-    """The text P2L scores: the conversation's user turns, as in training (FastChat's convention),
-    the ends stripped; of two turns or more a :class:`~evalprism.io.battles.Conversation`, which
-    keeps the turns apart for a released lmarena checkpoint (each its own user message, as lmarena's
-    router sends every user message's content to its P2L endpoint)."""
-    prompt = user_turns([{"role": m.role, "content": content_text(m.content)} for m in messages])
-    text = prompt.strip()
-    return Conversation(prompt.turns, text) if isinstance(prompt, Conversation) and text else text
-
-
-class ChatCompletionRequest(_Checked):
-    """OpenAI Chat Completions request; ``model`` is the router's name (or absent) to route, or a
-    candidate's name to bypass routing. ``budget`` (an evalprism extension) bounds this prompt's
-    expected cost; default: the config's budget. Parameters not declared here are passed to the
-    upstream, unless they are near misses of an extension field."""
+class ApiRequest(CheckedBody):
+    """A request body of one of the APIs the router forwards (chat, responses, messages): ``model`` is
+    the router's name (or absent) to route, or a candidate's name to bypass routing; ``budget`` (an
+    evalprism extension) bounds this prompt's expected cost (default: the config's budget). Parameters
+    not declared are passed to the upstream, unless they are near misses of an extension field."""
 
     model_config = ConfigDict(extra="allow")
 
-    messages: Messages = Field(min_length=1, json_schema_extra=_conversation)
     model: str | None = None
     stream: bool = False
     budget: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _no_near_misses(self) -> ApiRequest:
+        refuse_near_misses(self.model_extra or {})
+        return self
+
+    def upstream_body(self) -> dict[str, Any]:
+        """The request as an upstream receives it (its ``model`` is set per upstream): the fields the
+        client set, without evalprism's ``budget``."""
+        return self.model_dump(mode="json", exclude_unset=True, exclude={"budget", "model"})
+
+    def user_id(self) -> str | None:
+        """The body's end-user id (``user``, where the API has one)."""
+        user = getattr(self, "user", None)
+        return user if isinstance(user, str) else None
+
+
+class ChatCompletionRequest(ApiRequest):
+    """OpenAI Chat Completions request (see :class:`ApiRequest` for ``model`` and ``budget``)."""
+
+    messages: Messages = Field(min_length=1, json_schema_extra=_routable)
     stream_options: dict[str, Any] | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -352,22 +381,15 @@ class ChatCompletionRequest(_Checked):
     web_search_options: dict[str, Any] | None = None
 
     def upstream_body(self) -> dict[str, Any]:
-        """The request as an upstream receives it (its ``model`` is set per upstream): the fields
-        the client set, without evalprism's ``budget``."""
-        body = self.model_dump(mode="json", exclude_unset=True, exclude={"budget", "model"})
+        body = super().upstream_body()
         body["messages"] = [m.upstream() for m in self.messages]
         return body
 
-    @model_validator(mode="after")
-    def _no_near_misses(self) -> ChatCompletionRequest:
-        refuse_near_misses(self.model_extra or {})
-        return self
 
-
-class RouteRequest(_Checked, _Strict):
+class RouteRequest(CheckedBody, _Strict):
     """A conversation to route; ``budget`` overrides the config's default cost bound."""
 
-    messages: Messages = Field(min_length=1, json_schema_extra=_conversation)
+    messages: Messages = Field(min_length=1, json_schema_extra=_routable)
     budget: float | None = Field(None, ge=0)
 
 
@@ -384,7 +406,7 @@ class RouteResponse(BaseModel):
     prompt_sha256: str
 
 
-class LeaderboardRequest(_Checked, _Strict):
+class LeaderboardRequest(CheckedBody, _Strict):
     """One prompt or conversation, or a list of them (``prompt`` or ``messages``, not both)."""
 
     model_config = ConfigDict(

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from evalprism.errors import EvalprismError
-from evalprism.serve.schemas import error_content
+from evalprism.serve.error_shapes import error_body, shape_of
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,14 +58,16 @@ def check_exposure(host: str, api_keys: Sequence[str]) -> None:
 
 async def send_error(
     send: Send,
+    scope: Scope,
     status: int,
     message: str,
     kind: str,
     headers: Sequence[tuple[bytes, bytes]] = (),
     code: str | None = None,
 ) -> None:
-    """An OpenAI-style error body (:func:`evalprism.serve.schemas.error_content`)."""
-    body = json.dumps(error_content(message, kind, code=code)).encode("utf-8")
+    """An error body in the shape the clients of the request's path read (:mod:`~evalprism.serve.error_shapes`)."""
+    status, content = error_body(shape_of(scope["path"]), status, message, kind, code=code)
+    body = json.dumps(content).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
@@ -77,8 +79,9 @@ async def send_error(
 
 
 class BearerAuth:
-    """401 unless the request carries ``Authorization: Bearer <one of the keys>`` (paths in
-    ``OPEN_PATHS`` excepted). Tokens are compared in constant time. No keys: everything is open."""
+    """401 unless the request carries ``Authorization: Bearer <one of the keys>`` or, as Anthropic's
+    clients send it, ``x-api-key: <one of the keys>`` (paths in ``OPEN_PATHS`` excepted). Tokens are
+    compared in constant time. No keys: everything is open."""
 
     def __init__(self, app: ASGIApp, keys: Sequence[str]) -> None:
         self.app = app
@@ -88,18 +91,19 @@ class BearerAuth:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        header = dict(scope.get("headers") or []).get(b"authorization", b"")
-        scheme, _, token = header.partition(b" ")
-        token = token.strip()
+        headers = dict(scope.get("headers") or [])
+        scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
+        token = token.strip() if scheme.lower() == b"bearer" else headers.get(b"x-api-key", b"").strip()
         # compare against every key (no early exit), so timing says nothing about which one is near
         matches = [hmac.compare_digest(token, key) for key in self.keys]
-        if scheme.lower() == b"bearer" and any(matches):
+        if token and any(matches):
             await self.app(scope, receive, send)
             return
         await send_error(
             send,
+            scope,
             401,
-            "missing or invalid bearer token (Authorization: Bearer <key>)",
+            "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)",
             "authentication_error",
             headers=[(b"www-authenticate", b"Bearer")],
             code="invalid_api_key",
@@ -129,7 +133,7 @@ class BodyLimit:
         message = f"request body larger than {self.max_bytes} bytes"
         length = header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await send_error(send, 413, message, "invalid_request_error")
+            await send_error(send, scope, 413, message, "invalid_request_error")
             return
         received = 0
         started = False
@@ -153,4 +157,4 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await send_error(send, 413, message, "invalid_request_error")
+                await send_error(send, scope, 413, message, "invalid_request_error")

@@ -1,4 +1,5 @@
-"""Forwarding chat completions to the candidates' OpenAI-compatible upstreams, with failover.
+"""Forwarding requests to the candidates' upstreams, with failover (each API's path and key header:
+:class:`Wire`, chat completions by default).
 
 Each upstream has its own ``httpx.AsyncClient`` and so its own connection pool (keep-alive
 connections, at most its config's ``max_connections``, a connect and a read timeout): one busy
@@ -42,7 +43,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -237,6 +238,23 @@ class Outcome:
         return sum(a.outcome != "skipped" for a in self.attempts) > 1
 
 
+@dataclass(frozen=True)
+class Wire:
+    """How an upstream is called for one request: the path after its ``base_url``, and the headers
+    besides the content type (the upstream's key as its API takes it, and what the client sent for it)."""
+
+    path: str
+    headers: Callable[[str | None], dict[str, str]]
+
+
+def bearer(key: str | None) -> dict[str, str]:
+    """The upstream's key as OpenAI's APIs take it."""
+    return {"authorization": f"Bearer {key}"} if key else {}
+
+
+CHAT = Wire("/chat/completions", bearer)
+
+
 class Upstreams:
     """The candidates' upstreams, each behind its own connection pool."""
 
@@ -263,23 +281,20 @@ class Upstreams:
         for client in self.clients.values():
             await client.aclose()
 
-    def _request(self, model: str, body: dict[str, Any]) -> httpx.Request:
+    def _request(self, model: str, body: dict[str, Any], wire: Wire = CHAT) -> httpx.Request:
         upstream = self.config.models[model]
-        headers = {"content-type": "application/json"}
-        key = self._keys.get(model)
-        if key:
-            headers["authorization"] = f"Bearer {key}"
+        headers = {"content-type": "application/json", **wire.headers(self._keys.get(model))}
         payload = {**body, "model": upstream.upstream_model or model}
         return self.clients[model].build_request(
             "POST",
-            f"{upstream.base_url}/chat/completions",
+            f"{upstream.base_url}{wire.path}",
             headers=headers,
             content=json.dumps(payload).encode("utf-8"),
         )
 
-    async def _attempt(self, model: str, body: dict[str, Any], stream: bool) -> Outcome:
+    async def _attempt(self, model: str, body: dict[str, Any], stream: bool, wire: Wire = CHAT) -> Outcome:
         try:
-            response = await self.clients[model].send(self._request(model, body), stream=stream)
+            response = await self.clients[model].send(self._request(model, body, wire), stream=stream)
         except httpx.PoolTimeout:
             limit = self.config.models[model].max_connections
             raise UpstreamBusy(model, limit, self.config.pool_timeout_s) from None
@@ -317,13 +332,19 @@ class Upstreams:
         return Attempt.failed(model, UpstreamSkipped(model, why))
 
     async def _try(
-        self, model: str, ticket: Ticket, body: dict[str, Any], stream: bool, attempts: list[Attempt]
+        self,
+        model: str,
+        ticket: Ticket,
+        body: dict[str, Any],
+        stream: bool,
+        attempts: list[Attempt],
+        wire: Wire = CHAT,
     ) -> Outcome | None:
         """One attempt, recorded in ``attempts`` however it ends (an attempt abandoned because the client
         left too, before the cancellation goes on) and reported to the circuit; None when it failed."""
         start = time.perf_counter()
         try:
-            outcome = await self._attempt(model, body, stream)
+            outcome = await self._attempt(model, body, stream, wire)
         except UpstreamFailure as exc:
             attempts.append(Attempt.failed(model, exc, elapsed_ms(start)))
             if exc.counts:
@@ -344,7 +365,12 @@ class Upstreams:
         return outcome
 
     async def complete(
-        self, order: list[str], body: dict[str, Any], stream: bool = False, attempts: list[Attempt] | None = None
+        self,
+        order: list[str],
+        body: dict[str, Any],
+        stream: bool = False,
+        attempts: list[Attempt] | None = None,
+        wire: Wire = CHAT,
     ) -> Outcome:
         """Try the models of ``order`` in turn until one answers or ``max_attempts`` have been tried,
         skipping those whose circuit admits no request now (when that is every one, the first is tried
@@ -362,7 +388,7 @@ class Upstreams:
                 attempts.append(self._skipped(model))
                 continue
             tried += 1
-            outcome = await self._try(model, ticket, body, stream, attempts)
+            outcome = await self._try(model, ticket, body, stream, attempts, wire)
             if outcome is not None:
                 return outcome
         return _no_answer(attempts)
@@ -397,59 +423,13 @@ StreamEnd = Literal["completed", "stream_broken", "cut"]
 
 @dataclass
 class Relayed:
-    """How a relayed stream ended: ``completed`` (the upstream's ``[DONE]`` was relayed), ``stream_broken``
-    (the upstream failed or ended without ``[DONE]``), or ``cut`` (the client left or the service shut
-    down before the end); the bytes written to the client (counted by the writer,
-    :class:`~evalprism.serve.streaming.RelayResponse`, as each write returns), and the ``usage`` of
-    the last chunk holding one."""
+    """How a relayed stream ended: ``completed`` (its API's last event, e.g. chat's ``[DONE]``, was
+    relayed), ``stream_broken`` (the upstream failed or ended without that event), or ``cut`` (the client
+    left or the service shut down before the end); the bytes written to the client (counted by the writer,
+    :class:`~evalprism.serve.streaming.RelayResponse`, as each write returns), and the stream's ``usage``
+    (:func:`evalprism.serve.apis.base.relay_events` relays and reads it)."""
 
     end: StreamEnd = "cut"
     bytes: int = 0
     usage: dict[str, Any] | None = None
     error: str | None = None
-
-
-async def relay_events(
-    response: httpx.Response,
-    annotate: dict[str, Any],
-    relayed: Relayed,
-    cost_of: Callable[[Any], float | None] | None = None,
-) -> AsyncIterator[bytes]:
-    """The upstream's server-sent events, line by line, with ``annotate`` added as the field
-    ``evalprism`` of the first data chunk and the realised cost (``cost_of(usage)``) to the chunk that
-    carries the usage; a failure mid-stream becomes a final error event. How the stream ends is written
-    to ``relayed`` (until then it says ``cut``)."""
-    first = True
-    done = False
-    try:
-        async for line in response.aiter_lines():
-            data = line[5:].strip() if line.startswith("data:") else None
-            if data == "[DONE]":
-                done = True
-            elif data and (first or '"usage"' in data):
-                try:
-                    chunk = json.loads(data)
-                except json.JSONDecodeError:
-                    chunk = None
-                if isinstance(chunk, dict):
-                    extra = dict(annotate) if first else {}
-                    first = False
-                    if isinstance(chunk.get("usage"), dict):
-                        relayed.usage = chunk["usage"]
-                        cost = cost_of(relayed.usage) if cost_of is not None else None
-                        if cost is not None:
-                            extra["realised_cost"] = cost
-                    if extra:
-                        chunk["evalprism"] = extra
-                        line = "data: " + json.dumps(chunk)
-            yield (line + "\n").encode("utf-8")
-        if done:
-            relayed.end = "completed"
-        else:
-            relayed.end, relayed.error = "stream_broken", "the upstream ended the stream without [DONE]"
-    except httpx.HTTPError as exc:
-        relayed.end, relayed.error = "stream_broken", f"upstream stream broke off ({type(exc).__name__})"
-        error = {"error": {"message": relayed.error, "type": "upstream_error", "param": None, "code": None}}
-        yield ("data: " + json.dumps(error) + "\n\n").encode("utf-8")
-    finally:
-        await response.aclose()
