@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.pass_at_k import check_enough_samples, item_values, metric_summary, parse_metric
+from evalprism.stats.k_rules import parse_metric
+from evalprism.stats.pass_at_k import check_enough_samples, item_values, metric_summary
 
 
 def _enumerated(kind: str, n: int, c: int, k: int, tau: float | None = None) -> float:

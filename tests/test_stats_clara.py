@@ -93,8 +93,8 @@ def test_the_analysis_above_the_threshold_clusters_without_the_matrix() -> None:
         EcdfOptions(by=["cfg"], clusters=4, permutations=19, baseline="0"),
         progress=False,
     )
-    assert len(res.settings) > CLARA_ABOVE and "no n x n matrix" in res.options["clustering"]
+    assert len(res.settings) > CLARA_ABOVE and "no n x n matrix" in res.summary.clustering
     assert res.clusters["medoid_mean_score"].is_monotonic_decreasing  # numbered by wins (eq. 7)
     s = res.settings
     assert s.groupby("cluster")["cfg"].mean().is_monotonic_decreasing  # higher configurations score higher
-    assert res.options["loss"] == pytest.approx(sum(res.clusters["size"] * res.clusters["mean_distance_to_medoid"]))
+    assert res.summary.loss == pytest.approx(sum(res.clusters["size"] * res.clusters["mean_distance_to_medoid"]))

@@ -16,13 +16,8 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.pass_at_k import (
-    SampleMetric,
-    check_enough_samples,
-    default_metrics,
-    metric_summary,
-    parse_metric,
-)
+from evalprism.stats.k_rules import SampleMetric, default_metrics, parse_metric
+from evalprism.stats.pass_at_k import check_enough_samples, metric_summary
 
 
 def right_samples(score: np.ndarray, samples: np.ndarray) -> np.ndarray:

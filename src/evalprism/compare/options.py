@@ -17,14 +17,14 @@ def _aggregate(value: Any, name: str) -> str:
     """``mean`` or a k-sample rule (:func:`evalprism.stats.pass_at_k.parse_metric`), as written."""
     if value == "mean":
         return "mean"
-    from evalprism.stats.pass_at_k import parse_metric
+    from evalprism.stats.k_rules import parse_metric
 
     return parse_metric(str(value)).name
 
 
 def _rules(value: Any, name: str) -> tuple[str, ...]:
     """Each k-sample rule checked and written canonically."""
-    from evalprism.stats.pass_at_k import parse_metric
+    from evalprism.stats.k_rules import parse_metric
 
     return tuple(parse_metric(str(v)).name for v in value)
 

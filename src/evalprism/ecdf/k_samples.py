@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from evalprism.stats.pass_at_k import default_metrics, metric_summary, parse_metric
+from evalprism.stats.k_rules import default_metrics, parse_metric
+from evalprism.stats.pass_at_k import metric_summary
 
 
 def k_sample_table(settings: pd.DataFrame, samples: list[np.ndarray]) -> pd.DataFrame | None:
