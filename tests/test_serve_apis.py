@@ -130,6 +130,41 @@ def test_previous_response_id_pins_the_upstream_that_issued_it(fake: FakeUpstrea
         assert [a["model"] for a in svc.log_line("pinned")["attempts"]] == [previous.model]
 
 
+def test_responses_errors_have_openais_shape(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """A wrong key, an unknown model, a malformed item, input with nothing to route on and upstreams that
+    all fail reach the openai SDK as its own error classes, each body OpenAI's {"error": {...}} naming
+    the field at fault."""
+    with start(fake, tmp_path) as svc:
+        with pytest.raises(openai.AuthenticationError) as denied:
+            openai.OpenAI(base_url=svc.url + "/v1", api_key="wrong", max_retries=0).responses.create(
+                model="alpha", input="hi"
+            )
+        assert denied.value.body["code"] == "invalid_api_key"
+        client = openai_client(svc)
+        with pytest.raises(openai.NotFoundError) as missing:
+            client.responses.create(model="gpt-9", input="hi")
+        assert missing.value.body["code"] == "model_not_found" and "'gpt-9' is not served here" in missing.value.message
+        with pytest.raises(openai.UnprocessableEntityError) as malformed:
+            client.responses.create(model="alpha", input=[{"type": "function_call", "call_id": "c1", "name": "add"}])
+        assert malformed.value.body == {
+            "message": "input: item 0 (function_call): 'arguments' is missing, expected text",
+            "type": "invalid_request_error",
+            "param": "input",
+            "code": None,
+        }
+        with pytest.raises(openai.UnprocessableEntityError) as nothing:
+            client.responses.create(model="evalprism-router", input=[{"type": "reasoning", "summary": []}])
+        assert nothing.value.body["message"] == "no user message with text to route on"
+        assert nothing.value.body["param"] == "input"
+        for name in MODELS:
+            fake.behaviour[name] = "fail"
+        with pytest.raises(openai.APIStatusError) as failed:
+            client.responses.create(model="evalprism-router", input="hi")
+        assert failed.value.status_code == 502 and failed.value.body["type"] == "upstream_error"
+        assert "every upstream attempt failed" in failed.value.message
+    assert all(r["api"] == "responses" for r in fake.received)
+
+
 def test_the_openai_tool_runner_runs_through_the_router(fake: FakeUpstreams, tmp_path: Path) -> None:
     """The SDK's own Responses tool runner (openai/lib/responses_tool_runner.py) sends its whole input
     history with each request: its two tool rounds and the answer stay on the model of its first request."""
@@ -514,7 +549,7 @@ def test_streams_name_the_candidate_and_are_remembered(fake: FakeUpstreams, tmp_
 @pytest.mark.parametrize("api", ["responses", "messages"])
 def test_a_broken_stream_ends_with_the_apis_error_event(fake: FakeUpstreams, tmp_path: Path, api: str) -> None:
     """An upstream that breaks its stream off after the first event: the client gets an error event in
-    its API's shape, the SDK raises, and the log says stream_broken."""
+    its API's shape (the event the SDKs raise on), and the log says stream_broken."""
     fake.behaviour["beta"] = "break"
     with start(fake, tmp_path) as svc:
         with httpx.stream(

@@ -30,7 +30,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +49,8 @@ from evalprism.errors import EvalprismError
 from evalprism.p2l.aggregate import aggregate_leaderboards
 from evalprism.p2l.model import P2LModel
 from evalprism.serve.affinity import AffinityStore
-from evalprism.serve.apis import APIS
+from evalprism.serve.apis import APIS, Api
 from evalprism.serve.apis.chat import chat_conversation
-from evalprism.serve.apis.messages import MessagesRequest
-from evalprism.serve.apis.responses import ResponsesRequest
 from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import Secrets, ServeConfig
 from evalprism.serve.conversation import ApiName
@@ -67,7 +65,7 @@ from evalprism.serve.schemas import (
     ERROR_STATUS,
     MAX_PROMPTS_PER_REQUEST,
     AnthropicErrorBody,
-    ChatCompletionRequest,
+    ApiRequest,
     DecisionLogHealth,
     ErrorBody,
     Health,
@@ -237,12 +235,9 @@ def _model_cards(model: P2LModel, config: ServeConfig) -> dict[str, ModelCard]:
     }
 
 
-#: the request bodies whose ``budget`` the schema bounds, and the candidates that bound applies to
-_BUDGETED: dict[str, ApiName | None] = {
-    "RouteRequest": None,
-    "ChatCompletionRequest": "chat",
-    "ResponsesRequest": "responses",
-    "MessagesRequest": "messages",
+#: the request bodies whose ``budget`` the schema bounds, and the API whose candidates bound it (None: all)
+_BUDGETED: dict[str, ApiName | None] = {"RouteRequest": None} | {
+    api.request.__name__: name for name, api in APIS.items()
 }
 
 
@@ -398,17 +393,17 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     return Response(body.model_dump_json(), media_type="application/json")
 
 
-def _forwarded(api: ApiName, what: str, events: str) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI responses of a forwarding endpoint: ``what`` it answers, its stream's ``events``, its
+def _forwarded(api: Api) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI responses of a forwarding endpoint: what its API answers, one event of its stream, its
     errors in its API's shape (Anthropic's has no 422: its invalid requests are 400s)."""
     errors = (
         _responses(*_COMMON, 404, 429, 502, 503)
-        if APIS[api].shape == "openai"
+        if api.shape == "openai"
         else _responses(400, 401, 404, 413, 415, 429, 502, 503, body=AnthropicErrorBody)
     )
     return {
         200: {
-            "description": f"the upstream's {what} (or its server-sent events with `stream`), with the "
+            "description": f"the upstream's {api.answers} (or its server-sent events with `stream`), with the "
             "candidate's name as `model` and the routing decision in `evalprism`",
             "content": {
                 "application/json": {"schema": {"type": "object"}},
@@ -418,7 +413,7 @@ def _forwarded(api: ApiName, what: str, events: str) -> dict[int | str, dict[str
                         "type": "object",
                         "required": ["data"],
                         "properties": {
-                            "data": {"type": "string", "description": events},
+                            "data": {"type": "string", "description": api.events},
                             "event": {"type": "string"},
                             "id": {"type": "string"},
                             "retry": {"type": "integer"},
@@ -431,41 +426,24 @@ def _forwarded(api: ApiName, what: str, events: str) -> dict[int | str, dict[str
     }
 
 
-@router.post(
-    "/v1/chat/completions",
-    response_model=None,
-    responses=_forwarded(
-        "chat", "chat completion", "a chat.completion.chunk as JSON (the first with `evalprism`), or [DONE]"
-    ),
-)
-async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> Response:
-    """OpenAI Chat Completions: placed (routed, kept or named), forwarded with failover; the upstream's
-    answer with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
-    return await forward(s, APIS["chat"], req, request)
+def _forwarding(api: Api) -> Callable[..., Awaitable[Response]]:
+    """The endpoint of one API: the body read as the API's request model, then the one forwarding path
+    (:func:`~evalprism.serve.forward.forward`); its description is the adapter's docstring."""
+
+    async def endpoint(req: ApiRequest, request: Request, s: ServiceDep) -> Response:
+        return await forward(s, api, req, request)
+
+    # FastAPI reads the body's model from the annotation: each API's own request model
+    endpoint.__annotations__ = {**endpoint.__annotations__, "req": api.request}
+    endpoint.__name__ = endpoint.__qualname__ = api.name
+    endpoint.__doc__ = type(api).__doc__
+    return endpoint
 
 
-@router.post(
-    "/v1/responses",
-    response_model=None,
-    responses=_forwarded(
-        "responses", "response", "a Responses stream event as JSON (response.created with `evalprism`)"
-    ),
-)
-async def responses(req: ResponsesRequest, request: Request, s: ServiceDep) -> Response:
-    """OpenAI Responses, to the candidates whose upstream serves it (``previous_response_id``: the
-    upstream that issued that response); as chat otherwise."""
-    return await forward(s, APIS["responses"], req, request)
-
-
-@router.post(
-    "/v1/messages",
-    response_model=None,
-    responses=_forwarded("messages", "message", "a Messages stream event as JSON (message_start with `evalprism`)"),
-)
-async def messages(req: MessagesRequest, request: Request, s: ServiceDep) -> Response:
-    """Anthropic Messages (``x-api-key`` or bearer auth), to the candidates whose upstream serves it;
-    errors in Anthropic's shape; as chat otherwise."""
-    return await forward(s, APIS["messages"], req, request)
+for _api in APIS.values():  # chat, responses, messages: one endpoint each, from the registry
+    router.add_api_route(
+        _api.path, _forwarding(_api), methods=["POST"], response_model=None, responses=_forwarded(_api)
+    )
 
 
 def _leaderboard_prompts(s: Service, req: LeaderboardRequest) -> tuple[list[str], bool]:

@@ -48,8 +48,7 @@ class Placement:
 
 async def place(s: Service, api: Api, req: ApiRequest, conversation: Conversation, reading: Reading) -> Placement:
     """Where ``req`` (read as ``conversation``, ``reading``) goes, by the rules of the module docstring."""
-    param = "input" if api.name == "responses" else "messages"
-    prompt = s.prompt_of(reading, param)
+    prompt = s.prompt_of(reading, api.param)
     keys = keys_of(conversation) if s.config.affinity.enabled else ConversationKeys((), ())
     digest = {"prompt_sha256": prompt_hash(prompt)}
     if req.model not in (None, s.config.router_name):
@@ -79,7 +78,7 @@ async def place(s: Service, api: Api, req: ApiRequest, conversation: Conversatio
         moved = {"continued_by": how, "moved_from": kept.model, "move_reason": reason}
         if decision is not None:
             return _routed(s, decision, budget, keys, {**moved, **digest})
-    decision = await _decide(s, api, prompt, budget, param)
+    decision = await _decide(s, api, prompt, budget)
     return _routed(s, decision, budget, keys, {**moved, **digest})
 
 
@@ -98,9 +97,9 @@ def _named(s: Service, api: Api, model: str) -> str:
     )
 
 
-async def _decide(s: Service, api: Api, prompt: str, budget: float | None, param: str) -> Decision:
+async def _decide(s: Service, api: Api, prompt: str, budget: float | None) -> Decision:
     """P2L's routing decision on ``prompt`` among the candidates serving ``api`` (counted in /metrics)."""
-    decision = await s.batcher.submit(Job(s.check_length(prompt, param), budget, pool=api.name))
+    decision = await s.batcher.submit(Job(s.check_length(prompt, api.param), budget, pool=api.name))
     assert decision.chosen is not None  # a routed job's decision names its model
     s.metrics.decisions.labels(decision.chosen).inc()
     return decision
@@ -128,7 +127,7 @@ async def _keep_or_move(
     margin = s.config.affinity.switch_margin
     if margin is None or in_exchange or len(prompt) > s.config.max_prompt_chars:
         return None, None
-    decision = await _decide(s, api, prompt, budget, "messages")
+    decision = await _decide(s, api, prompt, budget)
     assert decision.values is not None and decision.chosen is not None
     gain = decision.values[decision.chosen] - decision.values[kept.model]
     return ("gain" if gain > margin else None), decision

@@ -225,12 +225,18 @@ async def relay_events(response: httpx.Response, watcher: StreamWatcher, relayed
 
 class Api(ABC):
     """One API the router serves: its endpoint, request model, error shape, and how it reads its
-    requests and its upstreams' answers."""
+    requests and its upstreams' answers. The adapter's docstring is its endpoint's description in the
+    published schema."""
 
     name: ClassVar[ApiName]
     path: ClassVar[str]  # the router's endpoint
     shape: ClassVar[ErrorShape]
     request: ClassVar[type[ApiRequest]]
+    #: the request field that holds the conversation (named by its errors)
+    param: ClassVar[str]
+    #: what the upstream answers, and one event of its stream (the published schema says them)
+    answers: ClassVar[str]
+    events: ClassVar[str]
     #: whether a later request can continue an answer by its id (``previous_response_id``)
     continues_by_id: ClassVar[bool] = False
     #: the watcher of one relayed stream of this API

@@ -95,11 +95,17 @@ class ChatWatcher(StreamWatcher):
 
 
 class ChatApi(Api):
+    """OpenAI Chat Completions: placed (routed, kept or named), forwarded with failover; the upstream's
+    answer with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
+
     name = "chat"
     path = "/v1/chat/completions"
     watching = ChatWatcher
     shape = "openai"
     request = ChatCompletionRequest
+    param = "messages"
+    answers = "chat completion"
+    events = "a chat.completion.chunk as JSON (the first with `evalprism`), or [DONE]"
 
     def conversation(
         self, req: ChatCompletionRequest, headers: Mapping[str, str], settings: AffinityConfig

@@ -198,11 +198,17 @@ class MessagesWatcher(StreamWatcher):
 
 
 class MessagesApi(Api):
+    """Anthropic Messages (``x-api-key`` or bearer auth), to the candidates whose upstream serves it;
+    errors in Anthropic's shape; as chat otherwise."""
+
     name = "messages"
     path = "/v1/messages"
     watching = MessagesWatcher
     shape = "anthropic"
     request = MessagesRequest
+    param = "messages"
+    answers = "message"
+    events = "a Messages stream event as JSON (message_start with `evalprism`)"
 
     def conversation(self, req: MessagesRequest, headers: Mapping[str, str], settings: AffinityConfig) -> Conversation:
         turns = [Turn("system", "text", text_of(req.system, _TEXT))] if req.system is not None else []

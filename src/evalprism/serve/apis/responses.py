@@ -186,11 +186,17 @@ def _failure(value: dict[str, Any]) -> str:
 
 
 class ResponsesApi(Api):
+    """OpenAI Responses, to the candidates whose upstream serves it (``previous_response_id``: the
+    upstream that issued that response); as chat otherwise."""
+
     name = "responses"
     path = "/v1/responses"
     watching = ResponsesWatcher
     shape = "openai"
     request = ResponsesRequest
+    param = "input"
+    answers = "response"
+    events = "a Responses stream event as JSON (response.created with `evalprism`)"
     continues_by_id = True
     _wire: ClassVar[Wire] = Wire("/responses", bearer)
 
