@@ -253,6 +253,17 @@ class Messages(Shape):
     def error(self, status: int, message: str) -> dict[str, Any]:
         return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
 
+    def reply(self, text: str, call: ToolCall | None) -> dict[str, Any]:
+        """The answer as the assistant message a thread holds after it."""
+        return {"role": "assistant", "content": [self._content(text, call)]}
+
+    @staticmethod
+    def thread_not_found(previous: str) -> dict[str, Any]:
+        """A continuation of a thread this upstream does not hold, as the anthropic SDK reads it (the
+        ``error.details.error_code`` makes it replay the whole history under a new thread)."""
+        error = {"type": "not_found_error", "message": f"thread with message {previous!r} not found"}
+        return {"type": "error", "error": {**error, "details": {"error_code": "thread_not_found"}}}
+
 
 SHAPES: dict[str, Shape] = {shape.name: shape for shape in (Chat(), Responses(), Messages())}
 #: the path of each API after an upstream's base URL

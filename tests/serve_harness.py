@@ -7,7 +7,9 @@
   calls after each human turn before a text answer), and can be told, per model, to fail with a 500 or
   a 529, to refuse with a 429 and ``Retry-After``, to answer 400, 401, 403, 404 or 422, to stall (until
   it shuts down: past any timeout of the service, however slow the machine), to hang until the test
-  releases it, to break a stream off, or to send a stream's first event and then hang. It records what
+  releases it, to break a stream off, or to send a stream's first event and then hang. Messages
+  threads are held by the upstream that answered (a continuation elsewhere is ``thread_not_found``,
+  as the real API answers a thread it does not hold). It records what
   it received (to check the path, upstream model name, key and headers the service sent). Only this stands in for something: the service
   under test is evalprism's own, started with ``evalprism serve``, or in-process by
   :class:`InProcessService` (the same app on a real port, with a tiny stand-in P2L model).
@@ -36,7 +38,7 @@ from typing import Any, ClassVar, Self
 import httpx
 import uvicorn
 import yaml
-from fake_apis import PATHS, SHAPES, USAGE, Shape
+from fake_apis import PATHS, SHAPES, USAGE, Messages, Shape
 from helpers import HANG_LIMIT_S, ProcessExited, wait_while_running
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -109,6 +111,8 @@ class FakeUpstreams(LoopbackServer):
         self.tool_rounds = 0  # tool calls after each human message before a text answer (at least tool_call's 1)
         self.issued: dict[str, str] = {}  # Responses id -> the model that issued it
         self.check_previous = True  # refuse a previous_response_id another model issued, as OpenAI does
+        # Messages threads: message id -> (the model holding it, the thread's messages up to and with it)
+        self.threads: dict[str, tuple[str, list[dict[str, Any]]]] = {}
         routes = [Route(f"/{{model}}/v1/{path}", self._endpoint(api), methods=["POST"]) for api, path in PATHS.items()]
         super().__init__(Starlette(routes=routes), lifespan="off")
 
@@ -118,6 +122,7 @@ class FakeUpstreams(LoopbackServer):
         self.received.clear()
         self.released.clear()
         self.issued.clear()
+        self.threads.clear()
         self.tool_call = False
         self.tool_rounds = 0
         self.check_previous = True
@@ -151,9 +156,19 @@ class FakeUpstreams(LoopbackServer):
         refused = await self._refusal(shape, model, behaviour, body)
         if refused is not None:
             return refused
-        call = shape.next_call(body, max(self.tool_rounds, int(self.tool_call)))
+        thread = body.get("thread") if isinstance(shape, Messages) else None
+        history: list[dict[str, Any]] = []
+        if isinstance(thread, dict) and thread.get("type") == "continue":
+            held = self.threads.get(thread.get("previous_message_id", ""))
+            if held is None or held[0] != model:  # held by another upstream, or lost
+                return JSONResponse(Messages.thread_not_found(thread.get("previous_message_id", "")), status_code=404)
+            history = held[1]
+        seen = {**body, "messages": [*history, *body["messages"]]} if history else body
+        call = shape.next_call(seen, max(self.tool_rounds, int(self.tool_call)))
         rid = f"resp_{model}_{len(self.issued) + 1}" if shape.name == "responses" else f"msg_{len(self.received)}"
         self.issued[rid] = model
+        if isinstance(thread, dict) and isinstance(shape, Messages):
+            self.threads[rid] = (model, [*seen["messages"], shape.reply(self.answer(model), call)])
         if body.get("stream"):
             events = shape.events(body["model"], self.answer(model), call, rid, body)
             return StreamingResponse(self._stream(events, behaviour), media_type="text/event-stream")

@@ -60,6 +60,11 @@ def anthropic_client(svc: InProcessService, **auth: Any) -> Any:
     return anthropic.Anthropic(base_url=svc.url, max_retries=0, timeout=CLIENT_TIMEOUT_S, **auth)
 
 
+def anthropic_client_threads() -> bool:
+    """Whether this anthropic SDK's tool runner sends message threads (2.x does)."""
+    return bool(getattr(anthropic.Anthropic, "_supports_message_threads", False))
+
+
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -212,7 +217,8 @@ def test_messages_create_and_stream_through_the_anthropic_sdk(fake: FakeUpstream
             sent["api"] == "messages" and sent["body"]["model"] == f"up-{served}" and sent["body"]["max_tokens"] == 64
         )
         assert sent["headers"]["x-api-key"] == "up-key" and "authorization" not in sent["headers"]
-        assert sent["headers"]["anthropic-version"] == "2023-06-01"
+        # the version the SDK itself sends (2023-06-01 in anthropic 1.x, 2026-10-21 in 2.14) passes through
+        assert sent["headers"]["anthropic-version"] == client.default_headers["anthropic-version"]
         assert sent["headers"]["anthropic-beta"] == "tools-2024-05-16"
         with client.messages.stream(
             model="beta", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
@@ -279,6 +285,76 @@ def test_the_anthropic_tool_runner_runs_through_the_router(fake: FakeUpstreams, 
         assert len(lines) == 3 and {line["model"] for line in lines} == {final.model}
         assert [line["affinity"] for line in lines] == ["routed", "sticky", "sticky"]
         assert fake.received[-1]["body"]["messages"][-1]["content"][0]["content"] == "5"
+        # anthropic 2.x runs the loop as a message thread (only the new tool result sent, continuing the
+        # previous message); 1.x sends the whole history: either way the conversation stays on its model
+        threaded = "thread" in fake.received[0]["body"]
+        expected = "previous_message_id" if threaded else "history"
+        assert [line.get("continued_by") for line in lines] == [None, expected, expected]
+
+
+def test_a_thread_continues_on_the_upstream_holding_it(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """Messages threads over plain HTTP (whatever the SDK's version): a continuation goes to the upstream
+    that issued its previous_message_id, alone, even when the router would draw another model; an id the
+    router never saw is routed, and the upstream's thread_not_found passes back as it is (its
+    error.details is what makes the SDK replay the history under a new thread)."""
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    result = [{"type": "tool_result", "tool_use_id": "call_1", "content": "5"}]
+    fake.tool_rounds = 1
+    with start(fake, tmp_path, budget=None) as svc, httpx.Client(base_url=svc.url, timeout=CLIENT_TIMEOUT_S) as http:
+
+        def send(thread: dict[str, Any], content: Any) -> httpx.Response:
+            body = {"model": "evalprism-router", "max_tokens": 8, "messages": [{"role": "user", "content": content}]}
+            return http.post("/v1/messages", json={**body, "thread": thread}, headers=headers)
+
+        opened = send({"type": "create"}, "2 + 3?").json()
+        assert opened["model"] == "alpha"  # best, with no budget
+        fake.behaviour["alpha"] = "status:500"  # the router would now fail over (to beta) ...
+        continued = send({"type": "continue", "previous_message_id": opened["id"]}, result)
+        # ... but only alpha holds the thread: pinned, no failover
+        assert continued.status_code == 502 and [r["path_model"] for r in fake.received[1:]] == ["alpha"]
+        fake.behaviour.clear()
+        answered = send({"type": "continue", "previous_message_id": opened["id"]}, result).json()
+        assert answered["model"] == "alpha" and answered["content"][0]["text"] == FakeUpstreams.answer("alpha")
+        lost = send({"type": "continue", "previous_message_id": "msg_from_elsewhere"}, result)
+        assert lost.status_code == 404
+        assert lost.json()["error"]["details"] == {"error_code": "thread_not_found"}
+        lines = svc.log_lines()
+        assert [line.get("continued_by") for line in lines] == [
+            None,
+            "previous_message_id",
+            "previous_message_id",
+            None,
+        ]
+        assert lines[-1]["outcome"] == "upstream_refused"
+
+
+def test_the_tool_runner_recovers_a_thread_its_upstream_lost(fake: FakeUpstreams, tmp_path: Path) -> None:
+    """anthropic 2.x: the upstream forgets its threads while each tool runs; the router passes its
+    thread_not_found back (not a failover: no other upstream holds the thread either), the SDK replays
+    the whole history, and the loop ends with the answer, every request on the model it began on."""
+    from anthropic import beta_tool
+
+    if not anthropic_client_threads():
+        pytest.skip("this anthropic SDK sends no message threads (1.x)")
+    fake.tool_rounds = 2
+
+    @beta_tool
+    def add(a: int, b: int) -> str:
+        """Add two numbers."""
+        fake.threads.clear()  # the upstream loses every thread while the tool runs
+        return str(a + b)
+
+    with start(fake, tmp_path) as svc:
+        runner = anthropic_client(svc).beta.messages.tool_runner(
+            model="evalprism-router", max_tokens=64, tools=[add], messages=[{"role": "user", "content": "2 + 3?"}]
+        )
+        final = runner.until_done()
+        assert final.content[0].text == FakeUpstreams.answer(final.model)
+        sent = [(r["body"].get("thread", {}).get("type"), len(r["body"]["messages"])) for r in fake.received]
+        # a thread, its lost continuation, the whole history replayed under a new thread; that one lost
+        # as well, so the SDK stops threading and sends the whole history unthreaded
+        assert sent == [("create", 1), ("continue", 1), ("create", 3), ("continue", 1), (None, 5)]
+        assert [line["model"] for line in svc.log_lines()] == [final.model] * 5
 
 
 # --- 3. each API goes to the candidates that serve it ------------------------------------------------

@@ -154,7 +154,7 @@ def test_extraction_rules_at_the_edges() -> None:
 def test_conversation_keys_in_lookup_order() -> None:
     """previous_response_id first, then the session, then the history prefix; each namespaced by API."""
     turns = (Turn("user", "text", ("hi",)), Turn("assistant", "text", ("hello",)), Turn("user", "text", ("more",)))
-    keys = keys_of(Conversation("responses", turns, previous_response_id="resp_1", session="s1"))
+    keys = keys_of(Conversation("responses", turns, ("previous_response_id", "resp_1"), session="s1"))
     assert [how for how, _ in keys.lookup] == ["previous_response_id", "session", "history"]
     assert keys.lookup[0][1] == "response:resp_1" and keys.lookup[1][1] == "session:responses:s1"
     assert keys.remember[1] == "session:responses:s1"
@@ -171,6 +171,41 @@ def test_conversation_keys_in_lookup_order() -> None:
     )
     assert APIS["messages"].conversation(body, {}, by_user).session == "user:u_1"
     assert APIS["messages"].conversation(body, {}, SETTINGS).session is None
+
+
+def test_stored_answers_are_continued_by_their_id() -> None:
+    """A Messages thread's continuation names the message it continues (looked up first, as a
+    previous_response_id is); a request opening or continuing a thread has its answer stored upstream,
+    a plain one not; a Responses answer is stored unless the request says ``store: false``."""
+    result = [{"type": "tool_result", "tool_use_id": "call_1", "content": "5"}]
+    continued = {"type": "continue", "previous_message_id": "msg_7"}
+    conversations = {
+        name: APIS["messages"].conversation(
+            APIS["messages"].request.model_validate(
+                {"messages": [{"role": "user", "content": result}], "max_tokens": 8, **thread}
+            ),
+            {},
+            SETTINGS,
+        )
+        for name, thread in {
+            "plain": {},
+            "create": {"thread": {"type": "create"}},
+            "go on": {"thread": continued},
+        }.items()
+    }
+    assert {name: (c.continues, c.answer_stored) for name, c in conversations.items()} == {
+        "plain": (None, False),
+        "create": (None, True),
+        "go on": (("previous_message_id", "msg_7"), True),
+    }
+    keys = keys_of(conversations["go on"])
+    assert keys.lookup[0] == ("previous_message_id", "response:msg_7") and keys.answer_stored
+    responses = APIS["responses"].request
+    stored = [
+        APIS["responses"].conversation(responses.model_validate({"input": "hi", **extra}), {}, SETTINGS).answer_stored
+        for extra in ({}, {"store": True}, {"store": False})
+    ]
+    assert stored == [True, True, False]
 
 
 def test_the_affinity_store_is_bounded_by_entries_and_time() -> None:

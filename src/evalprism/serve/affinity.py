@@ -5,9 +5,10 @@ conversation is routed once, on its first request, and later requests stay on th
 it. A request continues a conversation the router has seen when one of its keys (:func:`keys_of`) is
 in the store, looked up in this order:
 
-- ``previous_response_id`` (Responses API): the answer it continues, stored at the upstream that
-  issued it, so that upstream alone can answer (the key is the response's id, remembered when the
-  answer passed through);
+- ``previous_response_id`` (Responses API) or ``previous_message_id`` (a Messages thread, the anthropic
+  SDK's tool runner since 2.x): the answer it continues, stored at the upstream that issued it, so that
+  upstream alone can answer (the key is the answer's id, remembered when the answer passed through, for
+  a request whose answer the upstream stores: :attr:`Conversation.answer_stored`);
 - ``session``: the client's session id (a header the config names, e.g. Codex's ``session_id`` or
   Claude Code's ``x-claude-code-session-id``, or with ``user_field`` the body's ``user`` /
   ``metadata.user_id``);
@@ -27,12 +28,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
-from evalprism.serve.conversation import Conversation
+from evalprism.serve.conversation import ContinuesBy, Conversation
 
 #: how a continuing conversation was recognised (the decision log's ``continued_by``)
-ContinuedBy = Literal["previous_response_id", "session", "history"]
+ContinuedBy = Literal["previous_response_id", "previous_message_id", "session", "history"]
+#: the ways that pin the one upstream holding the answer continued (no other can answer)
+PINNED_BY_ID: frozenset[ContinuedBy] = frozenset(get_args(ContinuesBy))
 #: why a conversation the router knew left its model (the decision log's ``move_reason``,
 #: :mod:`evalprism.serve.placement`)
 MoveReason = Literal["unavailable", "over_budget", "gain"]
@@ -53,11 +56,12 @@ class Kept:
 @dataclass(frozen=True)
 class ConversationKeys:
     """The store's keys of one request: ``lookup``, those that find the conversation it continues (in
-    the order they are tried), and ``remember``, those its answer is kept under (the response id of a
-    Responses answer is added once the answer is seen, :func:`response_key`)."""
+    the order they are tried), and ``remember``, those its answer is kept under (with ``answer_stored``,
+    the answer's own id is added once the answer is seen, :func:`response_key`)."""
 
     lookup: tuple[tuple[ContinuedBy, str], ...]
     remember: tuple[str, ...]
+    answer_stored: bool = False
 
 
 def response_key(response_id: str) -> str:
@@ -70,15 +74,16 @@ def keys_of(conversation: Conversation) -> ConversationKeys:
     prefix, whole = conversation.identity()
     lookup: list[tuple[ContinuedBy, str]] = []
     remember = [f"history:{whole}"]
-    if conversation.previous_response_id is not None:
-        lookup.append(("previous_response_id", response_key(conversation.previous_response_id)))
+    if conversation.continues is not None:
+        how, answer_id = conversation.continues
+        lookup.append((how, response_key(answer_id)))
     if conversation.session is not None:
         session = f"session:{api}:{conversation.session}"
         lookup.append(("session", session))
         remember.append(session)
     if prefix is not None:
         lookup.append(("history", f"history:{prefix}"))
-    return ConversationKeys(tuple(lookup), tuple(remember))
+    return ConversationKeys(tuple(lookup), tuple(remember), conversation.answer_stored)
 
 
 class AffinityStore:

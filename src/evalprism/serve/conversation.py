@@ -26,6 +26,9 @@ API_NAMES: tuple[ApiName, ...] = ("chat", "responses", "messages")
 #: the system/developer instructions
 Side = Literal["user", "assistant", "system"]
 TurnKind = Literal["text", "tool_call", "tool_result", "reasoning", "other"]
+#: how a request names the stored answer it continues: OpenAI Responses' ``previous_response_id``,
+#: Anthropic message threads' ``thread.previous_message_id``
+ContinuesBy = Literal["previous_response_id", "previous_message_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +54,18 @@ _IDENTITY_KINDS = frozenset({"text", "tool_call", "tool_result", "other"})
 
 @dataclass(frozen=True)
 class Conversation:
-    """A request's conversation, as the router reads it: ``previous_response_id`` (Responses API: the
-    answer this request continues, stored at the upstream that issued it), ``session`` (the client's
-    session id, from a header or the body, when the config says to read one)."""
+    """A request's conversation, as the router reads it: ``continues`` (the field and id of a stored
+    answer this request continues, held by the upstream that issued it: a Responses
+    ``previous_response_id``, a Messages thread's ``previous_message_id``), ``session`` (the client's
+    session id, from a header or the body, when the config says to read one), ``answer_stored`` (whether
+    this request's answer is stored upstream, so a later request can continue it by its id: a Responses
+    request unless ``store`` is false, a Messages request that creates or continues a thread)."""
 
     api: ApiName
     turns: tuple[Turn, ...]
-    previous_response_id: str | None = None
+    continues: tuple[ContinuesBy, str] | None = None
     session: str | None = None
+    answer_stored: bool = False
 
     def identity(self) -> tuple[str | None, str]:
         """Hashes that recognise a continuing conversation from the history the client sends with each

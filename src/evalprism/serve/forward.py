@@ -110,7 +110,7 @@ def _remember(s: Service, call: Call, response_id: str | None) -> None:
     if call.model is None or not s.config.affinity.enabled:
         return
     keys = call.placement.keys.remember
-    if response_id is not None:
+    if response_id is not None and call.placement.keys.answer_stored:
         keys = (*keys, response_key(response_id))
     s.affinity.remember(keys, call.placement.kept(call.model))
 

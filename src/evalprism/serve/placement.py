@@ -3,8 +3,8 @@
 One decision for every API (:func:`place`):
 
 1. a request naming a candidate goes to it alone (it must serve the request's API);
-2. a ``previous_response_id`` the router has seen pins the upstream that issued it, alone (no other
-   upstream holds that response);
+2. a ``previous_response_id`` (or a Messages thread's ``previous_message_id``) the router has seen pins
+   the upstream that issued it, alone (no other upstream holds that answer);
 3. a conversation the router has seen (:mod:`~evalprism.serve.affinity`) stays on its model
    (``affinity: sticky``, the failover order it was routed with behind it) unless that model's circuit
    admits no request now (``move_reason: unavailable``), the request's budget is below the model's cost
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from evalprism.serve.affinity import ConversationKeys, Kept, MoveReason, keys_of
+from evalprism.serve.affinity import PINNED_BY_ID, ConversationKeys, Kept, MoveReason, keys_of
 from evalprism.serve.apis import Api
 from evalprism.serve.conversation import Conversation
 from evalprism.serve.decisions import prompt_hash
@@ -66,7 +66,7 @@ async def place(s: Service, api: Api, req: ApiRequest, conversation: Conversatio
     if found is not None and found[1].model in s.core.pools[api.name].candidates:
         how, kept = found
         sticky = {"routed": True, "affinity": "sticky", "continued_by": how, "decided": kept.model}
-        if how == "previous_response_id":
+        if how in PINNED_BY_ID:
             return Placement([kept.model], {**sticky, "budget": budget, **digest}, keys, budget)
         reason, decision = await _keep_or_move(
             s, api, kept, budget, conversation.in_tool_exchange(reading.last_human), prompt

@@ -13,7 +13,9 @@ gives the attempt its ``outcome`` (:data:`AttemptOutcome`):
   something that is not a JSON object (:class:`UpstreamInvalidBody`), or refuses the router's own
   configuration of it (:class:`UpstreamStatusError` too): 401 and 403 (the key in its ``api_key_env``
   is wrong or revoked), 402 (the account behind that key cannot pay), 404, 405 and 410 (a wrong
-  ``base_url`` or ``upstream_model``), 407 (a proxy wants credentials) and 422 (it refuses a request
+  ``base_url`` or ``upstream_model``; but a 404 whose error code says the request named something the
+  upstream does not hold, :data:`REQUEST_NOT_FOUND_CODES`, is the client's), 407 (a proxy wants
+  credentials) and 422 (it refuses a request
   that passed the router's own validation: its API differs from the one the router speaks). The
   attempt names the upstream and the status; the upstream's own text is left out, since an
   authentication error may quote part of the key;
@@ -68,6 +70,27 @@ UPSTREAM_FAULT_STATUS: dict[int, str] = {
     410: "that endpoint or model is gone (check its base_url and upstream_model)",
     422: "it refused a request the router accepted (its API differs from OpenAI's chat completions)",
 }
+
+#: the ``error.details.error_code`` values with which an upstream's 404 says the request named something
+#: it does not hold, which is the client's to handle (passed back, not failed over): Anthropic's
+#: ``thread_not_found`` (a message thread held by another upstream, or lost; the anthropic SDK then
+#: replays the whole history under a new thread)
+REQUEST_NOT_FOUND_CODES = frozenset({"thread_not_found"})
+
+
+async def names_what_is_not_held(response: httpx.Response) -> bool:
+    """Whether ``response`` is a 404 saying the request named something the upstream does not hold
+    (:data:`REQUEST_NOT_FOUND_CODES`; the body is read only for a 404)."""
+    if response.status_code != 404:
+        return False
+    try:
+        await response.aread()
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, httpx.HTTPError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    return isinstance(details, dict) and details.get("error_code") in REQUEST_NOT_FOUND_CODES
 
 
 #: what became of one attempt at an upstream, declared once: ``ok`` (it answered, 2xx-4xx), ``failed``
@@ -303,7 +326,9 @@ class Upstreams:
         except httpx.HTTPError as exc:
             raise UpstreamUnreachable(model, exc) from None
         status = response.status_code
-        if status in _RETRYABLE_STATUS or status in UPSTREAM_FAULT_STATUS:
+        if (status in _RETRYABLE_STATUS or status in UPSTREAM_FAULT_STATUS) and not await names_what_is_not_held(
+            response
+        ):
             await response.aclose()
             retry_after = retry_after_seconds(response.headers.get("retry-after"))
             if status == 429:

@@ -237,7 +237,8 @@ class Api(ABC):
     #: what the upstream answers, and one event of its stream (the published schema says them)
     answers: ClassVar[str]
     events: ClassVar[str]
-    #: whether a later request can continue an answer by its id (``previous_response_id``)
+    #: whether a later request can continue an answer by its id (``previous_response_id``,
+    #: ``thread.previous_message_id``)
     continues_by_id: ClassVar[bool] = False
     #: the watcher of one relayed stream of this API
     watching: ClassVar[type[StreamWatcher]]

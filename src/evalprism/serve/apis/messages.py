@@ -6,6 +6,13 @@ turn, each text block one part of it (Claude Code sends the human's words and it
 blocks as separate blocks); a ``tool_result`` block is a tool result; an assistant's ``tool_use`` (and
 ``server_tool_use``, ``mcp_tool_use``) a tool call, its ``thinking`` reasoning. The upstream gets the
 router's key for it as ``x-api-key`` and the client's ``anthropic-version`` and ``anthropic-beta``.
+
+Message threads (``thread``: ``{"type": "create"}``, then ``{"type": "continue", "previous_message_id":
+...}`` with only the new messages; the anthropic SDK's tool runner sends them since 2.x) are held by the
+upstream that answered, so a continuation goes to the upstream that issued ``previous_message_id``, alone.
+An id the router has not seen (another replica's, or from before a restart) is routed like any request;
+the upstream that does not hold it answers ``thread_not_found``, passed back as it is, and the SDK replays
+the whole history under a new thread.
 """
 
 from __future__ import annotations
@@ -99,10 +106,17 @@ class MessagesRequest(ApiRequest):
     tools: list[dict[str, Any]] | None = None
     tool_choice: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    thread: dict[str, Any] | None = None
 
     def user_id(self) -> str | None:
         user = (self.metadata or {}).get("user_id")
         return user if isinstance(user, str) else None
+
+    def continued_message(self) -> str | None:
+        """The ``previous_message_id`` of a thread this request continues (None: it continues none)."""
+        thread = self.thread or {}
+        previous = thread.get("previous_message_id") if thread.get("type") == "continue" else None
+        return previous if isinstance(previous, str) else None
 
 
 def turns_of(message: AnthropicMessage) -> list[Turn]:
@@ -209,11 +223,19 @@ class MessagesApi(Api):
     param = "messages"
     answers = "message"
     events = "a Messages stream event as JSON (message_start with `evalprism`)"
+    continues_by_id = True
 
     def conversation(self, req: MessagesRequest, headers: Mapping[str, str], settings: AffinityConfig) -> Conversation:
         turns = [Turn("system", "text", text_of(req.system, _TEXT))] if req.system is not None else []
         turns += [t for m in req.messages for t in turns_of(m)]
-        return Conversation("messages", tuple(turns), session=session_of(headers, settings, req.user_id()))
+        previous = req.continued_message()
+        return Conversation(
+            "messages",
+            tuple(turns),
+            None if previous is None else ("previous_message_id", previous),
+            session_of(headers, settings, req.user_id()),
+            answer_stored=req.thread is not None,
+        )
 
     def wire(self, headers: Mapping[str, str]) -> Wire:
         sent = {"anthropic-version": headers.get("anthropic-version") or DEFAULT_VERSION}

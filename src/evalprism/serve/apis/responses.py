@@ -207,7 +207,14 @@ class ResponsesApi(Api):
         else:
             turns += [turn_of(item) for item in req.input]
         session = session_of(headers, settings, req.user_id())
-        return Conversation("responses", tuple(turns), req.previous_response_id, session)
+        previous = req.previous_response_id
+        return Conversation(
+            "responses",
+            tuple(turns),
+            None if previous is None else ("previous_response_id", previous),
+            session,
+            answer_stored=req.store is not False,
+        )
 
     def wire(self, headers: Mapping[str, str]) -> Wire:
         return self._wire
