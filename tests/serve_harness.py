@@ -399,3 +399,46 @@ class InProcessService:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no decision log line for request {request_id}")
             time.sleep(0.01)
+
+
+# --- a service with the constant stand-in model, and what it reports -------------------------------
+
+#: the candidates of :func:`constant_service`, best first: every routed request tries them in this order
+MODELS = ["alpha", "beta", "gamma", "delta"]
+COSTS = dict.fromkeys(MODELS, 1.0)
+
+
+def constant_service(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessService:
+    """An in-process service over ``fake`` with the constant stand-in model (routed order alpha, beta,
+    gamma, delta); ``settings``: config keys beyond its defaults (a 30 s upstream timeout, circuits that
+    stay open an hour, seed 0)."""
+    settings = {"timeout_s": 30.0, "breaker_cooldown_s": 3600.0, "seed": 0, **settings}
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, **settings)
+    model = ConstantBackbone.model(MODELS, [3.0, 2.0, 1.0, 0.0])
+    return InProcessService(model, config, tmp_path / "decisions.jsonl", dict.fromkeys(MODELS, "upstream-key"))
+
+
+def health(svc: InProcessService | ServiceProcess) -> dict[str, Any]:
+    return httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
+
+
+def metric_values(svc: InProcessService | ServiceProcess, name: str) -> dict[str, float]:
+    """The samples of metric ``name`` on ``/metrics``, by their label text (``upstream="alpha"``; "" if none)."""
+    out = {}
+    for line in httpx.get(svc.url + "/metrics", timeout=CLIENT_TIMEOUT_S).text.splitlines():
+        if line.startswith((name + "{", name + " ")):
+            labels = line[len(name) :].split("}")[0].lstrip("{") if "{" in line else ""
+            out[labels] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def attempt_counts(svc: InProcessService, upstream: str) -> dict[str, float]:
+    """/metrics' upstream attempts of ``upstream`` by result, and its upstream errors as ``errors``."""
+    counts = {}
+    for labels, value in metric_values(svc, "evalprism_upstream_attempts_total").items():
+        if f'upstream="{upstream}"' in labels:
+            counts[labels.split('result="')[1].split('"')[0]] = value
+    errors = metric_values(svc, "evalprism_upstream_errors_total").get(f'upstream="{upstream}"')
+    if errors is not None:
+        counts["errors"] = errors
+    return counts

@@ -511,6 +511,7 @@ def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -
     line = DecisionLine(
         endpoint="/v1/chat/completions",
         request_id="req_7",
+        client_retry=2,
         prompt_sha256="cd34",
         routed=False,
         decided="beta",
@@ -527,12 +528,12 @@ def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -
         late=LateWrite(answered=True, reason="the disk is full"),
     )
     written = json.loads(line_json(line))
-    assert list(written)[:4] == ["schema_version", "time", "endpoint", "request_id"]
-    assert written["schema_version"] == SCHEMA_VERSION == 2
+    assert list(written)[:5] == ["schema_version", "time", "endpoint", "request_id", "client_retry"]
+    assert written["schema_version"] == SCHEMA_VERSION == 3 and written["client_retry"] == 2
     assert written["realised_cost"] is None and "budget" not in written and "chosen" not in written
     assert written["attempts"] == [
         {"model": "beta", "status": 200, "error": None, "latency_ms": 9.75, "retry_after": None}
-        | {"skipped": False, "busy": False}
+        | {"skipped": False, "busy": False, "starved": False}
     ]
     (tmp_path / "d.jsonl").write_text(line_json(line) + "\n" + line_json(line) + "\n", encoding="utf-8")
     assert read_log(tmp_path / "d.jsonl") == [line, line]
@@ -568,8 +569,8 @@ def test_a_line_written_before_schema_version_is_read_as_version_1(tmp_path) -> 
     "text,reason",
     [
         (
-            '{"schema_version":3,"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}',
-            "line 1 was written by a newer evalprism (decision log schema_version 3; this one reads up to 2)",
+            '{"schema_version":4,"time":"t","endpoint":"/v1/route","prompt_sha256":"a"}',
+            "line 1 was written by a newer evalprism (decision log schema_version 4; this one reads up to 3)",
         ),
         (
             '{"time":"t","endpoint":"/v1/route","prompt_sha256":"a","status":"fine"}',

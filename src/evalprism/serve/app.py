@@ -56,8 +56,10 @@ from evalprism.serve.decisions import (
     elapsed_ms,
     prompt_hash,
 )
+from evalprism.serve.loop_lag import LoopLag
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
+from evalprism.serve.retries import NO_RETRY, retry_field
 from evalprism.serve.router import Decision, Job, RoutingCore
 from evalprism.serve.schemas import (
     ERROR_STATUS,
@@ -65,6 +67,7 @@ from evalprism.serve.schemas import (
     ChatCompletionRequest,
     DecisionLogHealth,
     ErrorBody,
+    EventLoopHealth,
     Health,
     HealthStatus,
     LeaderboardRequest,
@@ -156,6 +159,7 @@ class Service:
     metrics: Metrics
     precision: str
     cards: dict[str, ModelCard]
+    loop_lag: LoopLag
 
     def prompt_of(self, messages: Messages, param: str = "messages") -> str:
         """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
@@ -256,21 +260,27 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Freezing moves them out of the collector's reach; what requests allocate is still collected.
     gc.collect()
     gc.freeze()
+    lag = LoopLag(
+        2 * (config.timeout_s + config.connect_timeout_s + config.pool_timeout_s), observe=metrics.loop_lag.observe
+    )
+    await lag.start()
     given = setup.decision_log
     service = Service(
         config,
         setup.core,
         batcher,
-        Upstreams(config, setup.secrets.upstream_keys, setup.transport),
+        Upstreams(config, setup.secrets.upstream_keys, setup.transport, lag),
         given if isinstance(given, DecisionLog) else DecisionLog(given),
         metrics,
         setup.precision,
         _model_cards(setup.model, config),
+        lag,
     )
     app.state.service = service
     try:
         yield
     finally:  # uvicorn's graceful shutdown (SIGTERM/SIGINT): in-flight requests have finished
+        await lag.stop()
         await batcher.stop()
         await service.upstreams.aclose()
         service.decisions.close()
@@ -349,6 +359,10 @@ async def health(s: ServiceDep) -> Health:
         prompts=s.batcher.stats.items,
         decisions=s.decisions.count,
         decision_log=log_health,
+        event_loop=EventLoopHealth(
+            lag_ms=round(s.loop_lag.recent() * 1e3, 1),
+            starved_attempts=sum(u.starved_attempts for u in upstreams.values()),
+        ),
         upstreams=upstreams,
     )
 
@@ -409,6 +423,7 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
         DecisionLine(
             endpoint="/v1/route",
             request_id=request.state.request_id,
+            **retry_field(request.state.client_retry),
             prompt_sha256=digest,
             chosen=decision.chosen,
             **s.decision_fields(decision, budget),
@@ -470,7 +485,13 @@ async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> R
     prompt = s.prompt_of(req.messages)
     s.decisions.require()  # before an upstream is paid for an answer that could not be logged
     order, decided = await _chat_decision(s, req, prompt)
-    call = ChatCall(request.state.request_id, req.stream, start, {**decided, "routing_ms": elapsed_ms(start)})
+    call = ChatCall(
+        request.state.request_id,
+        req.stream,
+        start,
+        {**decided, "routing_ms": elapsed_ms(start)},
+        client_retry=request.state.client_retry,
+    )
     try:  # a client that leaves while the upstream is answering is noticed at once, not after the answer
         outcome = await until_client_leaves(
             request.receive,
@@ -494,7 +515,8 @@ class ChatCall:
     """One chat request from its routing decision to its answer, and what the response's ``evalprism``
     field and the request's decision-log line say of it: ``decided``: the decision (routed, decided,
     the routing fields when routed, prompt_sha256, routing_ms); ``attempts``: every upstream attempt, as
-    made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered."""
+    made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered; ``client_retry``:
+    the SDK's retry number when the call is a retry (:mod:`~evalprism.serve.retries`)."""
 
     request_id: str
     stream: bool
@@ -502,6 +524,7 @@ class ChatCall:
     decided: dict[str, Any]
     attempts: list[Attempt] = field(default_factory=list)
     model: str | None = None
+    client_retry: int | None = None
 
     def annotation(self) -> dict[str, Any]:
         """The response's ``evalprism`` field: the decision, the upstream that answered and every attempt."""
@@ -513,6 +536,7 @@ class ChatCall:
         return DecisionLine(
             endpoint="/v1/chat/completions",
             request_id=self.request_id,
+            **retry_field(self.client_retry),
             stream=self.stream,
             **self.decided,
             model=self.model,
@@ -595,9 +619,10 @@ _NO_ANSWER: dict[int, ChatOutcome] = {429: "rate_limited", 503: "unavailable"}
 
 def _failed(s: Service, outcome: Outcome, call: ChatCall) -> JSONResponse:
     """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
-    none could be made now (every connection busy, or every circuit open with its trial in flight),
-    else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
-    names each upstream and why it failed."""
+    none could be made now (every connection busy or the router starved, or every circuit open with its
+    trial in flight), else 502 with ``x-should-retry: false`` (the router's own failover is exhausted: an
+    SDK's retry would repeat it, :mod:`~evalprism.serve.retries`); the attempts are in the body's
+    ``evalprism``, as in a successful answer, and the message names each upstream and why it failed."""
     failures = "; ".join(a.error or "" for a in outcome.attempts)
     annotation = call.annotation()
     s.decisions.write(call.line(outcome.status, _NO_ANSWER.get(outcome.status, "upstream_failed")))
@@ -621,7 +646,12 @@ def _failed(s: Service, outcome: Outcome, call: ChatCall) -> JSONResponse:
             evalprism=annotation,
         )
     return _error(
-        502, f"every upstream attempt failed: {failures}", "upstream_error", code="upstream_error", evalprism=annotation
+        502,
+        f"every upstream attempt failed: {failures}",
+        "upstream_error",
+        code="upstream_error",
+        headers=NO_RETRY,
+        evalprism=annotation,
     )
 
 

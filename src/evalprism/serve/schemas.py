@@ -439,6 +439,9 @@ class UpstreamHealth(BaseModel):
     consecutive_failures: int
     retry_in_s: float | None = Field(description="while open: seconds until it is tried again")
     last_error: str | None
+    starved_attempts: int = Field(
+        description="its timeouts explained by the router's own event-loop lag, not counted against it"
+    )
 
 
 class DecisionLogHealth(BaseModel):
@@ -449,6 +452,13 @@ class DecisionLogHealth(BaseModel):
     error: str | None = Field(description="why writing fails (e.g. the disk is full)")
     unwritten: int = Field(description="decisions kept in memory until the log can be written again")
     dropped: int = Field(description="decisions beyond the kept ones, lost")
+
+
+class EventLoopHealth(BaseModel):
+    """The router's own event loop (:mod:`evalprism.serve.loop_lag`)."""
+
+    lag_ms: float = Field(description="the worst lag of the last 10 s: how late the loop ran a timer")
+    starved_attempts: int = Field(description="upstream timeouts the router's own lag explained (all upstreams)")
 
 
 #: what /health says of the service as a whole
@@ -468,4 +478,5 @@ class Health(BaseModel):
     prompts: int
     decisions: int
     decision_log: DecisionLogHealth
+    event_loop: EventLoopHealth
     upstreams: dict[str, UpstreamHealth]
