@@ -363,6 +363,7 @@ class InProcessService:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path: Path = Path(getattr(log, "path", log))
+        self.app = app
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -378,6 +379,12 @@ class InProcessService:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=HANG_LIMIT_S)
+
+    def starve(self, seconds: float) -> None:
+        """Block the service's event loop for ``seconds`` from now, as CPU starvation would: a synchronous
+        sleep run in its thread, through the loop the service's lag sampler measures (a test-only way in)."""
+        loop = self.app.state.service.loop_lag.loop
+        loop.call_soon_threadsafe(time.sleep, seconds)
 
     def log_lines(self) -> list[dict[str, Any]]:
         """The decision log's lines as written, each checked to read back as the service's own

@@ -53,9 +53,11 @@ from evalprism.serve.decisions import (
     DecisionLine,
     DecisionLog,
     DecisionLogUnwritable,
+    Endpoint,
     elapsed_ms,
     prompt_hash,
 )
+from evalprism.serve.drain import REFUSAL_HEADERS, CloseWhileDraining, Drain, ShuttingDown, refusal_line
 from evalprism.serve.loop_lag import LoopLag
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
@@ -123,7 +125,8 @@ _STATUS_TEXT = {
     429: "every upstream attempt was rate-limited (Retry-After: the shortest wait an upstream asked for)",
     502: "no upstream answered (evalprism.attempts says why)",
     503: "the decision log cannot be written (the error names it and why; GET /health too); for a "
-    "chat: no upstream could take it now (all connections busy, or a circuit's one trial in flight)",
+    "chat: no upstream could take it now (all connections busy, the router starved, or a circuit's one trial in "
+    "flight); the service is shutting down (Retry-After, code shutting_down)",
 }
 
 
@@ -144,6 +147,7 @@ class Setup:
     transport: httpx.AsyncBaseTransport | None
     core: RoutingCore
     metrics: Metrics
+    drain: Drain
 
 
 @dataclass
@@ -160,6 +164,7 @@ class Service:
     precision: str
     cards: dict[str, ModelCard]
     loop_lag: LoopLag
+    drain: Drain
 
     def prompt_of(self, messages: Messages, param: str = "messages") -> str:
         """The routing prompt of a conversation; 4xx when it has no user text or is too long."""
@@ -173,6 +178,15 @@ class Service:
                 param,
             )
         return prompt
+
+    def admit(self, request: Request, endpoint: Endpoint, prompt: str, **fields: Any) -> None:
+        """Refuse a request that arrived after the shutdown began (:mod:`~evalprism.serve.drain`: its line is
+        logged, then 503), else require that its decision can be logged (before an upstream is paid for an
+        answer that could not be): the last check before a decision."""
+        if self.drain.refuses(request.state.arrived):
+            self.decisions.write(refusal_line(endpoint, request.state, prompt, **fields))
+            raise ShuttingDown
+        self.decisions.require()
 
     def budget_of(self, requested: float | None) -> float | None:
         """The request's budget (else the config's), checked before the batch it would fail."""
@@ -222,7 +236,7 @@ def create_app(
     ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown);
     ``transport``: the upstream clients' httpx transport (None: the network). Every app has its own
     state (``app.state``): breakers, metrics, batcher, decision log and upstream clients."""
-    metrics = Metrics()
+    metrics, drain = Metrics(), Drain()
     app = FastAPI(
         title="evalprism P2L router",
         version=__version__,
@@ -231,13 +245,15 @@ def create_app(
         "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).",
     )
     app.state.setup = Setup(
-        model, config, secrets, decision_log, precision, transport, RoutingCore(model, config), metrics
+        model, config, secrets, decision_log, precision, transport, RoutingCore(model, config), metrics, drain
     )
+    app.state.drain = drain  # for the server that shuts it down (serve.drain.DrainingServer)
     _install_error_handlers(app)
     app.include_router(router)
     _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
+    app.add_middleware(CloseWhileDraining, drain=drain)
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer gets its request id and is counted
     return app
 
@@ -275,6 +291,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         setup.precision,
         _model_cards(setup.model, config),
         lag,
+        setup.drain,
     )
     app.state.service = service
     try:
@@ -329,18 +346,21 @@ def _publish_schema(app: FastAPI, auth: bool, cheapest: float) -> None:
 async def health(s: ServiceDep) -> Health:
     """Liveness, each upstream's circuit and the decision log: ``status`` is ``degraded`` while some
     circuit is open or the decision log cannot be written (``reasons`` say which), ``unavailable``
-    while every circuit is open (the service itself answers either way). While the log fails, each
+    while every circuit is open or the service shuts down (the service itself answers either way). While the log fails, each
     call tries again to write the decisions kept meanwhile."""
     upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
     opened = [name for name, u in upstreams.items() if u.state == "open"]
     writable = s.decisions.retry()
     reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
+    if s.drain.since is not None:
+        reasons.append("the service is shutting down: new requests are refused (503)")
     if not writable:
         reasons.append(
             f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): routing and chat answer 503"
         )
+    every_circuit_open = bool(opened) and len(opened) == len(upstreams)
     status: HealthStatus = (
-        "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
+        "unavailable" if every_circuit_open or s.drain.since is not None else "degraded" if reasons else "ok"
     )
     log_health = DecisionLogHealth(
         path=str(s.decisions.path),
@@ -415,7 +435,7 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     start = time.perf_counter()
     prompt = s.prompt_of(req.messages)
     budget = s.budget_of(req.budget)
-    s.decisions.require()
+    s.admit(request, "/v1/route", prompt)
     decision = await s.batcher.submit(Job(prompt, budget))
     digest = prompt_hash(prompt)
     s.metrics.decisions.labels(decision.chosen).inc()
@@ -483,7 +503,7 @@ async def chat(req: ChatCompletionRequest, request: Request, s: ServiceDep) -> R
     with the decision; streaming and not. Every way it ends writes the request's decision-log line."""
     start = time.perf_counter()
     prompt = s.prompt_of(req.messages)
-    s.decisions.require()  # before an upstream is paid for an answer that could not be logged
+    s.admit(request, "/v1/chat/completions", prompt, stream=req.stream)
     order, decided = await _chat_decision(s, req, prompt)
     call = ChatCall(
         request.state.request_id,
@@ -760,6 +780,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             "server_error",
             code="decision_log_unwritable",
         )
+
+    @app.exception_handler(ShuttingDown)
+    async def shutting_down(request: Request, exc: ShuttingDown) -> JSONResponse:
+        return _error(503, str(exc), "server_error", code="shutting_down", headers=REFUSAL_HEADERS)
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:

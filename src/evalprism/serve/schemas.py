@@ -468,7 +468,7 @@ HealthStatus = Literal["ok", "degraded", "unavailable"]
 class Health(BaseModel):
     status: HealthStatus = Field(
         description="ok; degraded: some upstream's circuit is open or the decision log cannot be written; "
-        "unavailable: every upstream's circuit is open"
+        "unavailable: every upstream's circuit is open, or the service is shutting down"
     )
     reasons: list[str] = Field(description="why the status is not ok, one line per cause")
     models: int
