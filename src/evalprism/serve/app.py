@@ -58,6 +58,7 @@ from evalprism.serve.decisions import (
     prompt_hash,
 )
 from evalprism.serve.drain import REFUSAL_HEADERS, CloseWhileDraining, Drain, ShuttingDown, refusal_line
+from evalprism.serve.lean import LeanEndpoint, LeanRoutes
 from evalprism.serve.loop_lag import LoopLag
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
@@ -251,6 +252,11 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(router)
     _publish_schema(app, bool(secrets.api_keys), min(up.cost for up in config.models.values()))
+    lean = {
+        "/v1/route": LeanEndpoint(RouteRequest, route_endpoint),
+        "/v1/chat/completions": LeanEndpoint(ChatCompletionRequest, chat),
+    }
+    app.add_middleware(LeanRoutes, state=app.state, handlers=app.exception_handlers, endpoints=lean)  # innermost
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
     app.add_middleware(CloseWhileDraining, drain=drain)
