@@ -88,3 +88,45 @@ def test_a_starved_service_does_not_open_the_circuit_of_a_healthy_upstream(fake:
         alpha = health(svc)["upstreams"]["alpha"]
         assert (alpha["state"], alpha["consecutive_failures"], alpha["starved_attempts"]) == ("open", 3, 3)
         assert "upstream timed out" in alpha["last_error"]
+
+
+def _stream_alpha_while(svc: Any, stall_s: float | None, request_id: str) -> str:
+    """A stream naming alpha, whose upstream sends its first event and hangs (a read timeout ends it), the
+    service's loop blocked ``stall_s`` once that first event reached the client (None: not blocked)."""
+    body = {"model": "alpha", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    received = b""
+    with httpx.stream(
+        "POST",
+        svc.url + "/v1/chat/completions",
+        json=body,
+        headers={"x-request-id": request_id},
+        timeout=CLIENT_TIMEOUT_S,
+    ) as response:
+        for piece in response.iter_raw():
+            if not received and stall_s is not None:
+                svc.starve(stall_s)
+            received += piece
+    return received.decode()
+
+
+def test_a_stream_cut_by_a_starved_read_timeout_is_not_the_upstreams_failure(
+    fake: FakeUpstreams, tmp_path: Path
+) -> None:
+    """alpha's stream sends one event and hangs, so a read timeout (4 s) ends it. While the service's loop
+    stands still 5 s from when the first event reached the client, that timeout is the router's: no failure
+    counted, one starved attempt, and the line's stream_error says so; the same break without the stall
+    counts against alpha. (The stall begins within the timeout however slow the test process is at
+    starting it, up to 4 s.)"""
+    fake.behaviour["alpha"] = "hang_after_first"
+    with constant_service(fake, tmp_path, timeout_s=4.0, starvation_lag_s=1.0) as svc:
+        assert "upstream stream broke off (ReadTimeout)" in _stream_alpha_while(svc, 5.0, "starved-stream")
+        line = svc.log_line("starved-stream")
+        assert line["outcome"] == "stream_broken" and "router's own event loop lagged" in line["stream_error"]
+        alpha = health(svc)["upstreams"]["alpha"]
+        assert (alpha["consecutive_failures"], alpha["starved_attempts"]) == (0, 1)
+        assert metric_values(svc, "evalprism_starved_attempts_total") == {'upstream="alpha"': 1.0}
+        _stream_alpha_while(svc, None, "plain-stream")  # the control
+        assert "lagged" not in svc.log_line("plain-stream")["stream_error"]
+        alpha = health(svc)["upstreams"]["alpha"]
+        assert (alpha["consecutive_failures"], alpha["starved_attempts"]) == (1, 1)
+        assert metric_values(svc, "evalprism_upstream_errors_total") == {'upstream="alpha"': 1.0}

@@ -695,9 +695,11 @@ def _relay(s: Service, outcome: Outcome, call: ChatCall, headers: dict[str, str]
         status = outcome.status
         if left and relayed.end == "cut" and written == 0:
             end, status = "client_left", CLIENT_LEFT_STATUS
-        s.upstreams.stream_ended(outcome, relayed)
-        if relayed.end == "stream_broken":
+        said = s.upstreams.stream_ended(outcome, relayed)
+        if said == "failed":
             s.metrics.upstream_errors.labels(model).inc()
+        elif said == "starved":
+            s.metrics.starved.labels(model).inc()
         line = call.line(
             status,
             end,

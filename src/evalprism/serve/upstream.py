@@ -402,17 +402,26 @@ class Upstreams:
                 return outcome
         return _no_answer(attempts)
 
-    def stream_ended(self, outcome: Outcome, relayed: Relayed) -> None:
-        """Report a relayed stream's end to its upstream's circuit, once: completed is a success,
-        broken a failure, and a stream the client left says nothing about the upstream."""
+    def stream_ended(self, outcome: Outcome, relayed: Relayed) -> AttemptOutcome:
+        """Report a relayed stream's end to its upstream's circuit, once, and say what it says of the
+        upstream: completed is a success (``ok``), broken a failure (``failed``) unless the break was a read
+        timeout the router's own event-loop lag explains (``starved``: counted apart, its ``error`` says so),
+        and a stream the client left says nothing about the upstream (``abandoned``)."""
         if outcome.ticket is None:
-            return
+            return "abandoned"
         if relayed.end == "completed":
             self.health.success(outcome.ticket)
-        elif relayed.end == "stream_broken":
-            self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
-        else:
-            self.health.release(outcome.ticket)
+            return "ok"
+        if relayed.end == "stream_broken":
+            lag = self.lag.worst_since(self.lag.clock() - self.config.timeout_s) if self.lag is not None else 0.0
+            if not (relayed.timed_out and lag >= self.config.starvation_lag_s):
+                self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
+                return "failed"
+            relayed.error = f"{relayed.error}; the router's own event loop lagged {lag:.2f} s: not counted against it"
+            self.health.release(outcome.ticket, starved=True)
+            return "starved"
+        self.health.release(outcome.ticket)
+        return "abandoned"
 
 
 def _no_answer(attempts: list[Attempt]) -> Outcome:
@@ -443,6 +452,7 @@ class Relayed:
     bytes: int = 0
     usage: dict[str, Any] | None = None
     error: str | None = None
+    timed_out: bool = False  # the break was a read timeout (which the router's own starvation may explain)
 
 
 async def relay_events(
@@ -485,6 +495,7 @@ async def relay_events(
             relayed.end, relayed.error = "stream_broken", "the upstream ended the stream without [DONE]"
     except httpx.HTTPError as exc:
         relayed.end, relayed.error = "stream_broken", f"upstream stream broke off ({type(exc).__name__})"
+        relayed.timed_out = isinstance(exc, httpx.TimeoutException)
         error = {"error": {"message": relayed.error, "type": "upstream_error", "param": None, "code": None}}
         yield ("data: " + json.dumps(error) + "\n\n").encode("utf-8")
     finally:
