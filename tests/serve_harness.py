@@ -415,6 +415,18 @@ MODELS = ["alpha", "beta", "gamma", "delta"]
 COSTS = dict.fromkeys(MODELS, 1.0)
 
 
+def topic_model(root: Path) -> Path:
+    """A small P2L model really trained (frozen minilm, 3,000 simulated battles over three topics whose
+    leaderboards disagree), saved in ``root``: the model `evalprism serve` runs in the tests."""
+    from evalprism.p2l import TrainOptions, train_model
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    trained = train_model(
+        simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"), progress=False
+    )
+    return trained.save(root / "model")
+
+
 def constant_service(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessService:
     """An in-process service over ``fake`` with the constant stand-in model (routed order alpha, beta,
     gamma, delta); ``settings``: config keys beyond its defaults (a 30 s upstream timeout, circuits that

@@ -17,7 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, write_config
+from helpers import FillingDisk
+from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, topic_model, write_config
 
 from evalprism.serve.decisions import DecisionLine, DecisionLog, DecisionLogUnwritable, read_log
 
@@ -29,13 +30,13 @@ DECIDING = ("/v1/route", "/v1/chat/completions")
 # --- one lock around each append ---------------------------------------------------------------------
 
 
-class _InterleavedDisk:
+class _InterleavedDisk(FillingDisk):
     """The log's file on a disk that fills up mid-line, while another service appends to the same log:
     each write first lets ``other`` write its line (in a thread, given up to 0.3 s), then puts out half
     its own bytes and fails with ENOSPC, so the log cuts its half line back off."""
 
     def __init__(self, path: Path, other: DecisionLog) -> None:
-        self.file = path.open("ab", buffering=0)
+        super().__init__(path)
         self.other = other
         self.thread: threading.Thread | None = None
 
@@ -47,18 +48,6 @@ class _InterleavedDisk:
         self.thread.join(0.3)  # with the lock held, the other service waits until this append is over
         self.file.write(data[: len(data) // 2])
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self.file.seek(offset, whence)
-
-    def truncate(self, size: int) -> int:
-        return self.file.truncate(size)
-
-    def fileno(self) -> int:
-        return self.file.fileno()
-
-    def close(self) -> None:
-        self.file.close()
 
 
 def test_a_failed_append_is_cut_back_without_cutting_another_services_line(tmp_path: Path) -> None:
@@ -83,14 +72,7 @@ def test_a_failed_append_is_cut_back_without_cutting_another_services_line(tmp_p
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from evalprism.p2l import TrainOptions, train_model
-    from evalprism.p2l.simulate import simulate_topic_battles
-
-    root = tmp_path_factory.mktemp("p2l")
-    trained = train_model(
-        simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"), progress=False
-    )
-    return trained.save(root / "model")
+    return topic_model(tmp_path_factory.mktemp("p2l"))
 
 
 def _request(worker: int, k: int) -> tuple[str, dict[str, Any]]:
