@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.datastructures import State
 from starlette.requests import Request
 from starlette.responses import Response
@@ -115,10 +115,11 @@ class LeanRoutes:
         await response(scope, receive, send)
 
     def _validated(self, model: type[BaseModel], body: bytes) -> BaseModel | None:
-        """``body`` as ``model`` validates it, or None when it does not decode or validate."""
+        """``body`` as ``model`` validates it, or None when it does not: whatever goes wrong (not JSON, not
+        UTF-8, nested too deep, refused by the model) is FastAPI's to answer, with its own words."""
         try:
             return model.model_validate(self._decoder.decode(body))
-        except (msgspec.DecodeError, ValidationError):
+        except Exception:  # msgspec.DecodeError, UnicodeDecodeError, RecursionError, pydantic's ValidationError
             return None
 
     async def _handled(self, request: Request, exc: Exception) -> Response:
