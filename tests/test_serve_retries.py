@@ -44,10 +44,13 @@ def lines_of(svc: InProcessService, request_id: str, count: int) -> list[dict[st
         time.sleep(0.02)
 
 
-def test_one_sdk_call_against_failing_upstreams_is_one_decision(fake: FakeUpstreams, tmp_path: Path) -> None:
-    """Every candidate answers 500. Each SDK call (default max_retries=2) gets one 502 with
-    x-should-retry: false and raises at once: one decision-log line, one attempt per candidate, and the
-    circuits open at the third call (breaker_failures: 3), not at the first as three retried calls did."""
+@pytest.mark.parametrize("stream", [False, True])
+def test_one_sdk_call_against_failing_upstreams_is_one_decision(
+    fake: FakeUpstreams, tmp_path: Path, stream: bool
+) -> None:
+    """Every candidate answers 500. Each SDK call (default max_retries=2), streamed or not, gets one 502
+    with x-should-retry: false and raises at once: one decision-log line, one attempt per candidate, and
+    the circuits open at the third call (breaker_failures: 3), not at the first as three retried calls did."""
     for name in ORDER:
         fake.behaviour[name] = "status:500"
     with constant_service(fake, tmp_path) as svc:
@@ -55,7 +58,7 @@ def test_one_sdk_call_against_failing_upstreams_is_one_decision(fake: FakeUpstre
         assert client.max_retries == 2  # the SDK's default, as a new user has it
         for call in (1, 2, 3):
             with pytest.raises(openai.InternalServerError) as failed:
-                client.chat.completions.create(model="evalprism-router", messages=user(f"call {call}"))
+                client.chat.completions.create(model="evalprism-router", messages=user(f"call {call}"), stream=stream)
             assert failed.value.status_code == 502
             assert failed.value.response.headers["x-should-retry"] == "false"
             assert len(svc.log_lines()) == call
