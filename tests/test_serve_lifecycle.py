@@ -11,6 +11,9 @@ import errno
 import json
 import os
 import signal
+import socket
+import struct
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from helpers import FillingDisk
 from serve_harness import CLIENT_TIMEOUT_S, FakeUpstreams, ServiceProcess, topic_model, write_config
 
 from evalprism.serve.decisions import DecisionLine, DecisionLog, DecisionLogUnwritable, read_log
+from evalprism.serve.drain import accept_the_queued, queued_connections
 
 COSTS = {"poet-7b": 0.2, "calc-13b": 0.4, "coder-34b": 1.0, "generalist-70b": 3.0}
 ENV = {"FAKE_UPSTREAM_KEY": "upstream-key"}
@@ -65,6 +69,41 @@ def test_a_failed_append_is_cut_back_without_cutting_another_services_line(tmp_p
     assert [line.prompt_sha256 for line in read_log(path)] == ["other"]
     log.close()
     other.close()
+
+
+# --- the connections queued on a listening socket ----------------------------------------------------
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the accept queue is read through Linux's TCP_INFO")
+def test_the_connections_queued_on_a_listening_socket_are_accepted_before_it_closes() -> None:
+    """Eight connections complete while the event loop is busy (the kernel queues them: closing the socket
+    now would reset them, requests and all). The shutdown's first step shrinks the queue to nothing and
+    returns once the loop has accepted all eight."""
+
+    async def scenario() -> tuple[int | None, int | None, int, int]:
+        accepted: list[asyncio.BaseTransport] = []
+
+        class Accepting(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                accepted.append(transport)
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        server = await asyncio.get_running_loop().create_server(Accepting, sock=sock)
+        clients = [socket.create_connection(sock.getsockname()) for _ in range(8)]  # the loop does not run meanwhile
+        queued = queued_connections(sock)
+        await accept_the_queued([sock])
+        left, length = (
+            queued_connections(sock),
+            struct.unpack_from("I", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 28)[0],
+        )
+        server.close()
+        for client in clients:
+            client.close()
+        return queued, left, length, len(accepted)
+
+    assert asyncio.run(scenario()) == (8, 0, 0, 8)
 
 
 # --- services in subprocesses ------------------------------------------------------------------------

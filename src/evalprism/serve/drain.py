@@ -124,7 +124,7 @@ class DrainingServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.drain.begin()  # first: whatever arrives from now on is refused
         listeners = list(sockets or []) or [sock for server in self.servers for sock in server.sockets or ()]
-        await _accept_the_queued(listeners)
+        await accept_the_queued(listeners)
         for server in self.servers:
             server.close()
         for sock in sockets or []:
@@ -152,7 +152,7 @@ class DrainingServer(uvicorn.Server):
             await asyncio.sleep(_POLL_S)
 
 
-def _queued(sock: socket.socket) -> int | None:
+def queued_connections(sock: socket.socket) -> int | None:
     """How many complete connections wait in the listening socket's accept queue (Linux: ``TCP_INFO``'s
     ``tcpi_unacked`` of a listening socket); None where that cannot be read."""
     if not sys.platform.startswith("linux") or not hasattr(socket, "TCP_INFO"):
@@ -164,7 +164,7 @@ def _queued(sock: socket.socket) -> int | None:
     return int(struct.unpack_from("I", info, 24)[0]) if len(info) >= 28 else None
 
 
-async def _accept_the_queued(listeners: list[Any]) -> None:
+async def accept_the_queued(listeners: list[Any]) -> None:
     """Shrink each listening socket's queue to nothing (few more connections complete: the others' SYNs
     go unanswered until the socket closes, then are refused), and let the event loop accept the
     connections already queued: closing a listening socket resets them, requests and all."""
@@ -176,5 +176,5 @@ async def _accept_the_queued(listeners: list[Any]) -> None:
             continue
     deadline = time.monotonic() + _ACCEPT_WAIT_S
     await asyncio.sleep(0)  # one turn of the loop: its accept handler runs
-    while any((_queued(sock) or 0) > 0 for sock in listeners) and time.monotonic() < deadline:
+    while any((queued_connections(sock) or 0) > 0 for sock in listeners) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
