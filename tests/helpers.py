@@ -223,6 +223,9 @@ class FillingDisk:
     def truncate(self, size: int) -> int:
         return self.file.truncate(size)
 
+    def fileno(self) -> int:
+        return self.file.fileno()
+
     def close(self) -> None:
         self.file.close()
 

@@ -374,6 +374,13 @@ class InProcessService(LoopbackServer):
         super().__init__(app)
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path: Path = Path(getattr(log, "path", log))
+        self.app = app
+
+    def starve(self, seconds: float) -> None:
+        """Block the service's event loop for ``seconds`` from now, as CPU starvation would: a synchronous
+        sleep run in its thread, through the loop the service's lag sampler measures (a test-only way in)."""
+        loop = self.app.state.service.loop_lag.loop
+        loop.call_soon_threadsafe(time.sleep, seconds)
 
     def log_lines(self) -> list[dict[str, Any]]:
         """The decision log's lines as written, each checked to read back as the service's own
@@ -395,3 +402,58 @@ class InProcessService(LoopbackServer):
             if time.monotonic() > deadline:
                 raise AssertionError(f"no decision log line for request {request_id}")
             time.sleep(0.01)
+
+
+# --- a service with the constant stand-in model, and what it reports -------------------------------
+
+#: the candidates of :func:`constant_service`, best first: every routed request tries them in this order
+MODELS = ["alpha", "beta", "gamma", "delta"]
+COSTS = dict.fromkeys(MODELS, 1.0)
+
+
+def topic_model(root: Path) -> Path:
+    """A small P2L model really trained (frozen minilm, 3,000 simulated battles over three topics whose
+    leaderboards disagree), saved in ``root``: the model `evalprism serve` runs in the tests."""
+    from evalprism.p2l import TrainOptions, train_model
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    trained = train_model(
+        simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"), progress=False
+    )
+    return trained.save(root / "model")
+
+
+def constant_service(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessService:
+    """An in-process service over ``fake`` with the constant stand-in model (routed order alpha, beta,
+    gamma, delta); ``settings``: config keys beyond its defaults (a 30 s upstream timeout, circuits that
+    stay open an hour, seed 0)."""
+    settings = {"timeout_s": 30.0, "breaker_cooldown_s": 3600.0, "seed": 0, **settings}
+    config = write_config(tmp_path / "router.yaml", fake, COSTS, **settings)
+    model = ConstantBackbone.model(MODELS, [3.0, 2.0, 1.0, 0.0])
+    return InProcessService(model, config, tmp_path / "decisions.jsonl", dict.fromkeys(MODELS, "upstream-key"))
+
+
+def health(svc: InProcessService | ServiceProcess) -> dict[str, Any]:
+    return httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
+
+
+def metric_values(svc: InProcessService | ServiceProcess, name: str) -> dict[str, float]:
+    """The samples of metric ``name`` on ``/metrics``, by their label text (``upstream="alpha"``; "" if none)."""
+    out = {}
+    for line in httpx.get(svc.url + "/metrics", timeout=CLIENT_TIMEOUT_S).text.splitlines():
+        if line.startswith((name + "{", name + " ")):
+            labels = line[len(name) :].split("}")[0].lstrip("{") if "{" in line else ""
+            out[labels] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def attempt_counts(svc: InProcessService, upstream: str) -> dict[str, float]:
+    """/metrics' upstream attempts of ``upstream`` by result, and its upstream errors as ``errors``."""
+    counts = {}
+    for labels, value in metric_values(svc, "evalprism_upstream_attempts_total").items():
+        if f'upstream="{upstream}"' in labels:
+            counts[labels.split('result="')[1].split('"')[0]] = value
+    errors = metric_values(svc, "evalprism_upstream_errors_total").get(f'upstream="{upstream}"')
+    if errors is not None:
+        counts["errors"] = errors
+    return counts

@@ -32,6 +32,7 @@ from serve_harness import (
     InProcessService,
     ServiceProcess,
     running_service,
+    topic_model,
     write_config,
 )
 
@@ -63,11 +64,7 @@ def user(text: str) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("p2l")
-    trained = train_model(
-        simulate_topic_battles(3000, seed=0), TrainOptions(seed=0), cache_dir=str(root / "cache"), progress=False
-    )
-    return trained.save(root / "model")
+    return topic_model(tmp_path_factory.mktemp("p2l"))
 
 
 @pytest.fixture(scope="module")

@@ -17,30 +17,26 @@ import httpx
 import pytest
 from serve_harness import (
     CLIENT_TIMEOUT_S,
+    COSTS,
+    MODELS,
     ConstantBackbone,
     FakeUpstreams,
     InProcessService,
+    attempt_counts,
+    health,
     write_config,
 )
+from serve_harness import constant_service as start
 
 import evalprism.serve.app  # noqa: F401 - torch and the app load once, when the module is collected, not in its first test
 
 openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
 
-MODELS = ["alpha", "beta", "gamma", "delta"]
 ORDER = MODELS[:3]  # the routed failover order (max_attempts 3)
-COSTS = dict.fromkeys(MODELS, 1.0)
 
 
 def user(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
-
-
-def start(fake: FakeUpstreams, tmp_path: Path, **settings: Any) -> InProcessService:
-    settings = {"timeout_s": 30.0, "breaker_cooldown_s": 3600.0, "seed": 0, **settings}
-    config = write_config(tmp_path / "router.yaml", fake, COSTS, **settings)
-    model = ConstantBackbone.model(MODELS, [3.0, 2.0, 1.0, 0.0])
-    return InProcessService(model, config, tmp_path / "decisions.jsonl", dict.fromkeys(MODELS, "upstream-key"))
 
 
 def sdk(svc: InProcessService, **kwargs: Any) -> Any:
@@ -51,21 +47,6 @@ def sdk(svc: InProcessService, **kwargs: Any) -> Any:
         timeout=kwargs.pop("timeout", CLIENT_TIMEOUT_S),
         **kwargs,
     )
-
-
-def health(svc: InProcessService) -> dict[str, Any]:
-    return httpx.get(svc.url + "/health", timeout=CLIENT_TIMEOUT_S).json()
-
-
-def attempt_counts(svc: InProcessService, upstream: str) -> dict[str, float]:
-    """/metrics' upstream attempts of ``upstream`` by result, and its upstream errors as ``errors``."""
-    counts = {}
-    for line in httpx.get(svc.url + "/metrics", timeout=CLIENT_TIMEOUT_S).text.splitlines():
-        if line.startswith("evalprism_upstream_attempts_total{") and f'upstream="{upstream}"' in line:
-            counts[line.split('result="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
-        elif line.startswith("evalprism_upstream_errors_total{") and f'upstream="{upstream}"' in line:
-            counts["errors"] = float(line.rsplit(" ", 1)[1])
-    return counts
 
 
 # --- 1. the SDK's own multi-turn and tool loop -----------------------------------------------------

@@ -514,6 +514,7 @@ def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -
     line = DecisionLine(
         endpoint="/v1/chat/completions",
         request_id="req_7",
+        client_retry=2,
         prompt_sha256="cd34",
         routed=False,
         decided="beta",
@@ -530,12 +531,12 @@ def test_a_decision_line_round_trips_with_only_the_fields_that_apply(tmp_path) -
         late=LateWrite(answered=True, reason="the disk is full"),
     )
     written = json.loads(line_json(line))
-    assert list(written)[:4] == ["schema_version", "time", "endpoint", "request_id"]
-    assert written["schema_version"] == SCHEMA_VERSION == 3
+    assert list(written)[:5] == ["schema_version", "time", "endpoint", "request_id", "client_retry"]
+    assert written["schema_version"] == SCHEMA_VERSION == 3 and written["client_retry"] == 2
     assert written["realised_cost"] is None and "budget" not in written and "chosen" not in written
     assert written["attempts"] == [
         {"model": "beta", "status": 200, "error": None, "latency_ms": 9.75, "retry_after": None}
-        | {"skipped": False, "busy": False}
+        | {"skipped": False, "busy": False, "starved": False}
     ]
     (tmp_path / "d.jsonl").write_text(line_json(line) + "\n" + line_json(line) + "\n", encoding="utf-8")
     assert read_log(tmp_path / "d.jsonl") == [line, line]

@@ -55,11 +55,15 @@ from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import Secrets, ServeConfig
 from evalprism.serve.conversation import ApiName
 from evalprism.serve.decisions import DecisionLine, DecisionLog, DecisionLogUnwritable, elapsed_ms, prompt_hash
+from evalprism.serve.drain import REFUSAL_HEADERS, CloseWhileDraining, Drain, ShuttingDown
 from evalprism.serve.error_shapes import error_body, shape_of
 from evalprism.serve.extraction import Extraction
 from evalprism.serve.forward import forward
+from evalprism.serve.lean import LeanEndpoint, LeanRoutes
+from evalprism.serve.loop_lag import LoopLag
 from evalprism.serve.metrics import CONTENT_TYPE, Metrics
 from evalprism.serve.observe import Observe
+from evalprism.serve.retries import retry_field
 from evalprism.serve.router import Decision, Job, RoutingCore
 from evalprism.serve.schemas import (
     ERROR_STATUS,
@@ -68,6 +72,7 @@ from evalprism.serve.schemas import (
     ApiRequest,
     DecisionLogHealth,
     ErrorBody,
+    EventLoopHealth,
     Health,
     HealthStatus,
     LeaderboardRequest,
@@ -115,7 +120,8 @@ _STATUS_TEXT = {
     429: "every upstream attempt was rate-limited (Retry-After: the shortest wait an upstream asked for)",
     502: "no upstream answered (evalprism.attempts says why)",
     503: "the decision log cannot be written (the error names it and why; GET /health too); for a "
-    "chat: no upstream could take it now (all connections busy, or a circuit's one trial in flight)",
+    "chat: no upstream could take it now (all connections busy, the router starved, or a circuit's one trial in "
+    "flight); the service is shutting down (Retry-After, code shutting_down)",
 }
 
 
@@ -136,6 +142,7 @@ class Setup:
     transport: httpx.AsyncBaseTransport | None
     core: RoutingCore
     metrics: Metrics
+    drain: Drain
 
 
 async def _service(request: Request) -> Service:
@@ -165,7 +172,7 @@ def create_app(
     ``decision_log``: its path, or an open :class:`DecisionLog` (the app closes it on shutdown);
     ``transport``: the upstream clients' httpx transport (None: the network). Every app has its own
     state (``app.state``): breakers, metrics, batcher, decision log and upstream clients."""
-    metrics = Metrics()
+    metrics, drain = Metrics(), Drain()
     app = FastAPI(
         title="evalprism P2L router",
         version=__version__,
@@ -174,13 +181,20 @@ def create_app(
         "(Frick et al., Prompt-to-Leaderboard, Theorem 1 and Algorithm 1).",
     )
     app.state.setup = Setup(
-        model, config, secrets, decision_log, precision, transport, RoutingCore(model, config), metrics
+        model, config, secrets, decision_log, precision, transport, RoutingCore(model, config), metrics, drain
     )
+    app.state.drain = drain  # for the server that shuts it down (serve.drain.DrainingServer)
     _install_error_handlers(app)
     app.include_router(router)
     _publish_schema(app, bool(secrets.api_keys), config)
+    lean = {
+        "/v1/route": LeanEndpoint(RouteRequest, route_endpoint),
+        "/v1/chat/completions": LeanEndpoint(APIS["chat"].request, _ENDPOINTS["chat"]),
+    }
+    app.add_middleware(LeanRoutes, state=app.state, handlers=app.exception_handlers, endpoints=lean)  # innermost
     app.add_middleware(BearerAuth, keys=secrets.api_keys)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)  # before auth reads anything
+    app.add_middleware(CloseWhileDraining, drain=drain)
     app.add_middleware(Observe, metrics=metrics)  # outermost: every answer gets its request id and is counted
     return app
 
@@ -203,23 +217,30 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Freezing moves them out of the collector's reach; what requests allocate is still collected.
     gc.collect()
     gc.freeze()
+    lag = LoopLag(
+        2 * (config.timeout_s + config.connect_timeout_s + config.pool_timeout_s), observe=metrics.loop_lag.observe
+    )
+    await lag.start()
     given = setup.decision_log
     service = Service(
         config,
         setup.core,
         batcher,
-        Upstreams(config, setup.secrets.upstream_keys, setup.transport),
+        Upstreams(config, setup.secrets.upstream_keys, setup.transport, lag),
         given if isinstance(given, DecisionLog) else DecisionLog(given),
         metrics,
         setup.precision,
         _model_cards(setup.model, config),
         AffinityStore(config.affinity.max_entries, config.affinity.ttl_s),
         Extraction(config.routing_prompt.drop_blocks, config.routing_prompt.drop_parts),
+        lag,
+        setup.drain,
     )
     app.state.service = service
     try:
         yield
     finally:  # uvicorn's graceful shutdown (SIGTERM/SIGINT): in-flight requests have finished
+        await lag.stop()
         await batcher.stop()
         await service.upstreams.aclose()
         service.decisions.close()
@@ -278,18 +299,21 @@ def _publish_schema(app: FastAPI, auth: bool, config: ServeConfig) -> None:
 async def health(s: ServiceDep) -> Health:
     """Liveness, each upstream's circuit and the decision log: ``status`` is ``degraded`` while some
     circuit is open or the decision log cannot be written (``reasons`` say which), ``unavailable``
-    while every circuit is open (the service itself answers either way). While the log fails, each
+    while every circuit is open or the service shuts down (the service itself answers either way). While the log fails, each
     call tries again to write the decisions kept meanwhile."""
     upstreams = {name: UpstreamHealth(**vars(state)) for name, state in s.upstreams.health.report().items()}
     opened = [name for name, u in upstreams.items() if u.state == "open"]
     writable = s.decisions.retry()
     reasons = [f"upstream {name}: circuit open ({upstreams[name].last_error})" for name in opened]
+    if s.drain.since is not None:
+        reasons.append("the service is shutting down: new requests are refused (503)")
     if not writable:
         reasons.append(
             f"the decision log {s.decisions.path} cannot be written ({s.decisions.error}): routing and chat answer 503"
         )
+    every_circuit_open = bool(opened) and len(opened) == len(upstreams)
     status: HealthStatus = (
-        "unavailable" if opened and len(opened) == len(upstreams) else "degraded" if reasons else "ok"
+        "unavailable" if every_circuit_open or s.drain.since is not None else "degraded" if reasons else "ok"
     )
     log_health = DecisionLogHealth(
         path=str(s.decisions.path),
@@ -308,6 +332,10 @@ async def health(s: ServiceDep) -> Health:
         prompts=s.batcher.stats.items,
         decisions=s.decisions.count,
         decision_log=log_health,
+        event_loop=EventLoopHealth(
+            lag_ms=round(s.loop_lag.recent() * 1e3, 1),
+            starved_attempts=sum(u.starved_attempts for u in upstreams.values()),
+        ),
         upstreams=upstreams,
     )
 
@@ -360,7 +388,7 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     start = time.perf_counter()
     prompt = s.check_length(s.prompt_of(s.extraction.read(chat_conversation(req.messages))))
     budget = s.budget_of(req.budget)
-    s.decisions.require()
+    s.admit(request, "/v1/route", prompt)
     decision = await s.batcher.submit(Job(prompt, budget))
     digest = prompt_hash(prompt)
     s.metrics.decisions.labels(decision.chosen).inc()
@@ -368,6 +396,7 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
         DecisionLine(
             endpoint="/v1/route",
             request_id=request.state.request_id,
+            **retry_field(request.state.client_retry),
             prompt_sha256=digest,
             chosen=decision.chosen,
             **s.decision_fields(decision, budget),
@@ -440,9 +469,11 @@ def _forwarding(api: Api) -> Callable[..., Awaitable[Response]]:
     return endpoint
 
 
-for _api in APIS.values():  # chat, responses, messages: one endpoint each, from the registry
+#: chat, responses, messages: one endpoint each, from the registry (the lean path calls chat's too)
+_ENDPOINTS: dict[ApiName, Callable[..., Awaitable[Response]]] = {name: _forwarding(api) for name, api in APIS.items()}
+for _name, _api in APIS.items():
     router.add_api_route(
-        _api.path, _forwarding(_api), methods=["POST"], response_model=None, responses=_forwarded(_api)
+        _api.path, _ENDPOINTS[_name], methods=["POST"], response_model=None, responses=_forwarded(_api)
     )
 
 
@@ -524,6 +555,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             "server_error",
             code="decision_log_unwritable",
         )
+
+    @app.exception_handler(ShuttingDown)
+    async def shutting_down(request: Request, exc: ShuttingDown) -> JSONResponse:
+        return _error(request, 503, str(exc), "server_error", code="shutting_down", headers=REFUSAL_HEADERS)
 
     @app.exception_handler(EvalprismError)
     async def refused(request: Request, exc: EvalprismError) -> JSONResponse:

@@ -16,7 +16,9 @@ Each line is one :class:`DecisionLine` (its fields are documented there and in t
 and reads as version 1. A reader reads every version up to its own and refuses a newer one.
 
 An existing file is appended to only when every line is a decision of this log
-(:func:`not_a_decision_log`, used by the output rules before the service starts).
+(:func:`not_a_decision_log`, used by the output rules before the service starts). Several services may
+append to one log at once (replicas, a restart without downtime): each append holds an OS file lock
+(:mod:`~evalprism.serve.file_lock`), so their lines never interleave.
 """
 
 from __future__ import annotations
@@ -41,22 +43,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalprism.errors import EvalprismError
 from evalprism.io.outputs import describe_write_error
 from evalprism.serve.affinity import Affinity, ContinuedBy, MoveReason
+from evalprism.serve.file_lock import locked
 
 log = logging.getLogger("evalprism.serve")
 
 #: the format of the lines this service writes; a line without ``schema_version`` is version 1 (the
 #: same fields as 2). Raise it with any change to the fields (one added or removed, or a change of type
 #: or meaning: a reader refuses unknown fields and names a newer version), and keep :func:`read_line`
-#: reading the older versions. Version 3 added the Responses and Messages endpoints and the affinity
-#: fields (``affinity``, ``continued_by``, ``moved_from``, ``move_reason``); a version 1 or 2 line reads
-#: with them absent.
+#: reading the older versions. Version 3 added the Responses and Messages endpoints, the affinity
+#: fields (``affinity``, ``continued_by``, ``moved_from``, ``move_reason``), ``client_retry``, the
+#: outcome ``shutting_down`` and an attempt's ``starved``; a version 1 or 2 line reads with them absent.
 SCHEMA_VERSION = 3
 #: the endpoints whose decisions are logged (every line names one)
 Endpoint = Literal["/v1/route", "/v1/chat/completions", "/v1/responses", "/v1/messages"]
 #: what a chat request came to: the upstream's answer (``completed``, or ``upstream_refused``: a 4xx
 #: passed back), no answer (``upstream_failed``: 502, ``rate_limited``: 429, ``unavailable``: 503),
-#: ``client_left`` (499: the client disconnected before the response started), and for a stream how
-#: it ended (``completed``, ``stream_broken``, ``cut``: :data:`~evalprism.serve.upstream.StreamEnd`)
+#: ``client_left`` (499: the client disconnected before the response started), ``shutting_down`` (503: it
+#: arrived after the service began to shut down, :mod:`~evalprism.serve.drain`; also on a /v1/route line),
+#: and for a stream how it ended (``completed``, ``stream_broken``, ``cut``: :data:`~evalprism.serve.upstream.StreamEnd`)
 ChatOutcome = Literal[
     "completed",
     "upstream_refused",
@@ -64,6 +68,7 @@ ChatOutcome = Literal[
     "rate_limited",
     "unavailable",
     "client_left",
+    "shutting_down",
     "stream_broken",
     "cut",
 ]
@@ -117,6 +122,7 @@ class AttemptRecord(_Record):
     retry_after: float | None = None
     skipped: bool = False
     busy: bool = False
+    starved: bool = False
 
 
 class LateWrite(_Record):
@@ -137,6 +143,7 @@ class DecisionLine(_Record):
     time: str = Field(default_factory=_now)  # UTC, ISO 8601 with microseconds: when the line was made
     endpoint: Endpoint
     request_id: str | None = None  # the response's x-request-id
+    client_retry: int | None = None  # an SDK's retry of an earlier call: its number (x-stainless-retry-count)
     prompt_sha256: str  # SHA-256 of the routing prompt (:func:`prompt_hash`), never the text
     # the routing decision (a /v1/route line; a chat line when ``routed``)
     chosen: str | None = None  # /v1/route: the model drawn
@@ -288,23 +295,25 @@ class DecisionLog:
             raise DecisionLogUnwritable(self.path, self.error or "")
 
     def _append(self, data: bytes) -> None:
-        """All of ``data`` at the end of the file, or none of it: a failed write is cut back off."""
+        """All of ``data`` at the end of the file, or none of it: a failed write is cut back off. Under
+        the file's lock (:mod:`~evalprism.serve.file_lock`), as another service may append to it too."""
         if self._file is None:
             raise RuntimeError("the decision log is closed")
         if not data:
             return
-        start = self._file.seek(0, os.SEEK_END)
-        view = memoryview(data)
-        try:
-            while view:
-                written = self._file.write(view)
-                if not written:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                view = view[written:]
-        except OSError:
-            with contextlib.suppress(OSError):
-                self._file.truncate(start)
-            raise
+        with locked(self._file):
+            start = self._file.seek(0, os.SEEK_END)
+            view = memoryview(data)
+            try:
+                while view:
+                    written = self._file.write(view)
+                    if not written:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    view = view[written:]
+            except OSError:
+                with contextlib.suppress(OSError):
+                    self._file.truncate(start)
+                raise
 
     def _failed(self, exc: OSError) -> None:
         reason = describe_write_error(exc)
@@ -338,7 +347,7 @@ def not_a_decision_log(path: Path, *, sample_lines: int = 1000) -> str | None:
     Only the head and the tail are read: a foreign file (a config, a model's ``config.json``) fails on its
     first lines, and a service's log of millions of decisions must not cost seconds at every start."""
     try:
-        with path.open("rb") as file:
+        with path.open("rb") as file, locked(file, shared=True):  # a running service's line is never half read
             head = [line for _, line in zip(range(sample_lines), file, strict=False)]
             size = path.stat().st_size
             file.seek(max(0, size - 256 * 1024))

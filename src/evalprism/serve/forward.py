@@ -26,9 +26,17 @@ from evalprism.serve.affinity import response_key
 from evalprism.serve.apis import Api
 from evalprism.serve.apis.base import Answered, relay_events
 from evalprism.serve.config import realised_cost
-from evalprism.serve.decisions import AttemptRecord, ChatOutcome, DecisionLine, DecisionLogUnwritable, elapsed_ms
+from evalprism.serve.decisions import (
+    AttemptRecord,
+    ChatOutcome,
+    DecisionLine,
+    DecisionLogUnwritable,
+    Endpoint,
+    elapsed_ms,
+)
 from evalprism.serve.error_shapes import error_body
 from evalprism.serve.placement import Placement, place
+from evalprism.serve.retries import NO_RETRY, retry_field
 from evalprism.serve.schemas import ApiRequest
 from evalprism.serve.service import Service
 from evalprism.serve.streaming import ClientLeft, RelayResponse, until_client_leaves
@@ -43,7 +51,8 @@ class Call:
     """One forwarded request from its placement to its answer, and what the response's ``evalprism``
     field and the request's decision-log line say of it: ``decided``: the decision (routed, decided,
     affinity, the routing fields when routed, prompt_sha256, routing_ms); ``attempts``: every upstream
-    attempt, as made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered."""
+    attempt, as made (:meth:`Upstreams.complete` appends them); ``model``: the upstream that answered;
+    ``client_retry``: the SDK's retry number when the call is a retry (:mod:`~evalprism.serve.retries`)."""
 
     api: Api
     request_id: str
@@ -53,6 +62,7 @@ class Call:
     decided: dict[str, Any]
     attempts: list[Attempt] = field(default_factory=list)
     model: str | None = None
+    client_retry: int | None = None
 
     def annotation(self, answered: Answered | None = None) -> dict[str, Any]:
         """The response's ``evalprism`` field: the decision, the candidate that answered (and the
@@ -66,6 +76,7 @@ class Call:
         return DecisionLine(
             endpoint=self.api.path,  # type: ignore[arg-type]  # one of the Endpoint literals
             request_id=self.request_id,
+            **retry_field(self.client_retry),
             stream=self.stream,
             **self.decided,
             model=self.model,
@@ -82,10 +93,13 @@ async def forward(s: Service, api: Api, req: ApiRequest, request: Request) -> Re
     start = time.perf_counter()
     conversation = api.conversation(req, request.headers, s.config.affinity)
     reading = s.extraction.read(conversation)
-    s.decisions.require()  # before an upstream is paid for an answer that could not be logged
+    endpoint: Endpoint = api.path  # type: ignore[assignment]  # one of the Endpoint literals
+    s.admit(request, endpoint, reading.routed_on(s.config.max_prompt_chars), stream=req.stream)
     placement = await place(s, api, req, conversation, reading)
     decided = {**placement.decided, "routing_ms": elapsed_ms(start)}
-    call = Call(api, request.state.request_id, req.stream, start, placement, decided)
+    call = Call(
+        api, request.state.request_id, req.stream, start, placement, decided, client_retry=request.state.client_retry
+    )
     s.metrics.placements.labels(decided.get("affinity", "named")).inc()
     work = s.upstreams.complete(
         placement.order, req.upstream_body(), stream=req.stream, attempts=call.attempts, wire=api.wire(request.headers)
@@ -163,9 +177,11 @@ _NO_ANSWER: dict[int, ChatOutcome] = {429: "rate_limited", 503: "unavailable"}
 
 def _failed(s: Service, outcome: Outcome, call: Call) -> JSONResponse:
     """No upstream answered: 429 with ``Retry-After`` when every attempt was rate-limited, 503 when
-    none could be made now (every connection busy, or every circuit open with its trial in flight),
-    else 502; the attempts are in the body's ``evalprism``, as in a successful answer, and the message
-    names each upstream and why it failed. The body is in the API's error shape."""
+    none could be made now (every connection busy or the router starved, or every circuit open with its
+    trial in flight), else 502 with ``x-should-retry: false`` (the router's own failover is exhausted: an
+    SDK's retry would repeat it, :mod:`~evalprism.serve.retries`); the attempts are in the body's
+    ``evalprism``, as in a successful answer, and the message names each upstream and why it failed. The
+    body is in the API's error shape."""
     failures = "; ".join(a.error or "" for a in outcome.attempts)
     s.decisions.write(call.line(outcome.status, _NO_ANSWER.get(outcome.status, "upstream_failed")))
     headers: dict[str, str] = {}
@@ -181,6 +197,7 @@ def _failed(s: Service, outcome: Outcome, call: Call) -> JSONResponse:
             "upstream_unavailable",
         )
     else:
+        headers.update(NO_RETRY)
         error = (f"every upstream attempt failed: {failures}", "upstream_error", "upstream_error")
     message, kind, code = error
     status, content = error_body(call.api.shape, outcome.status, message, kind, code=code)
@@ -203,9 +220,11 @@ def _relay(s: Service, outcome: Outcome, call: Call, headers: dict[str, str]) ->
         status = outcome.status
         if left and relayed.end == "cut" and written == 0:
             end, status = "client_left", CLIENT_LEFT_STATUS
-        s.upstreams.stream_ended(outcome, relayed)
-        if relayed.end == "stream_broken":
+        said = s.upstreams.stream_ended(outcome, relayed)
+        if said == "failed":
             s.metrics.upstream_errors.labels(model).inc()
+        elif said == "starved":
+            s.metrics.starved.labels(model).inc()
         if watcher.answered.response_id is not None:
             _remember(s, call, watcher.answered.response_id)
         line = call.line(

@@ -7,7 +7,9 @@ it while another candidate remains. After the cool-down it is *half open*: exact
 time is admitted as the *trial*; the others skip it (as if open) until the trial ends. A trial that
 succeeds closes the circuit, one that fails opens it for another cool-down, and one whose outcome says
 nothing about the upstream (the client left first) frees the slot for the next request. A 429 is the
-upstream refusing for now, not failing: it neither counts as a failure nor resets the count.
+upstream refusing for now, not failing: it neither counts as a failure nor resets the count; nor
+does a timeout the router's own starvation explains (:mod:`~evalprism.serve.loop_lag`), which is
+counted apart (``starved_attempts``).
 
 Every attempt holds a :class:`Ticket` from :meth:`HealthBoard.acquire` and reports its outcome with
 it exactly once (:meth:`~HealthBoard.success`, :meth:`~HealthBoard.failure` or
@@ -32,6 +34,7 @@ class _Circuit:
     open_until: float = float("-inf")
     last_error: str | None = None
     trial: bool = False  # a half-open (or forced) trial request is in flight
+    starved: int = 0  # attempts whose timeout the router's own starvation explained (never reset)
 
 
 @dataclass
@@ -52,6 +55,7 @@ class UpstreamState:
     consecutive_failures: int
     retry_in_s: float | None
     last_error: str | None
+    starved_attempts: int
 
 
 class HealthBoard:
@@ -115,10 +119,12 @@ class HealthBoard:
             if circuit.failures >= self.threshold:
                 circuit.open_until = self.clock() + self.cooldown_s
 
-    def release(self, ticket: Ticket) -> None:
+    def release(self, ticket: Ticket, starved: bool = False) -> None:
         """The attempt ended without saying anything about the upstream (a 429, the client left, no
-        free connection): the count stays as it is, and a trial's slot is free again."""
-        self._end(ticket)
+        free connection, ``starved``: a timeout the router's own starvation explains, counted apart): the
+        count stays as it is, and a trial's slot is free again."""
+        if self._end(ticket) and starved:
+            self._circuits[ticket.name].starved += 1
 
     def report(self) -> dict[str, UpstreamState]:
         now = self.clock()
@@ -130,5 +136,6 @@ class HealthBoard:
                 circuit.failures,
                 round(circuit.open_until - now, 3) if state == "open" else None,
                 circuit.last_error,
+                circuit.starved,
             )
         return out

@@ -13,7 +13,12 @@ share counters). Labels are bounded: endpoints are the service's routes (anythin
 - ``evalprism_upstream_attempts_total{upstream,result}`` (the attempt's outcome:
   :data:`~evalprism.serve.upstream.AttemptOutcome`) and ``evalprism_upstream_errors_total{upstream}``
   (the ``failed`` ones);
-- ``evalprism_realised_cost_total{model}``: usage x per-token prices, where the config gives prices.
+- ``evalprism_realised_cost_total{model}``: usage x per-token prices, where the config gives prices;
+- ``evalprism_client_retries_total{endpoint}``: requests that were an SDK's retry of an earlier call
+  (:mod:`~evalprism.serve.retries`): the user calls are the requests less these;
+- ``evalprism_starved_attempts_total{upstream}``: upstream timeouts the router's own starvation explains,
+  not counted against the upstream (:mod:`~evalprism.serve.loop_lag`), and
+  ``evalprism_event_loop_lag_seconds``: how late the event loop ran its timer, sampled periodically.
 """
 
 from __future__ import annotations
@@ -86,6 +91,21 @@ class Metrics:
             "evalprism_upstream_errors", "failed upstream attempts (429 excluded)", ["upstream"], registry=r
         )
         self.cost = Counter("evalprism_realised_cost", "usage x per-token prices, by model", ["model"], registry=r)
+        self.client_retries = Counter(
+            "evalprism_client_retries", "requests that were an SDK's retry of an earlier call", ["endpoint"], registry=r
+        )
+        self.starved = Counter(
+            "evalprism_starved_attempts",
+            "upstream timeouts explained by the router's own event-loop lag (not counted against the upstream)",
+            ["upstream"],
+            registry=r,
+        )
+        self.loop_lag = Histogram(
+            "evalprism_event_loop_lag_seconds",
+            "how late the event loop ran a periodic timer",
+            registry=r,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
         self._children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
 
     def observe_request(self, path: str, status: int, seconds: float) -> None:
@@ -104,6 +124,8 @@ class Metrics:
         for a in attempts:
             if a.outcome == "failed":
                 self.upstream_errors.labels(a.model).inc()
+            elif a.outcome == "starved":
+                self.starved.labels(a.model).inc()
             self.attempts.labels(a.model, a.outcome).inc()
 
     def render(self) -> bytes:

@@ -3,7 +3,10 @@
 ``x-request-id``: the client's own when it sent a usable one (up to 128 printable ASCII characters),
 else a new random one; the handlers find it in ``request.state.request_id`` and write it to the
 decision log, so that a response can be matched to its line. Outermost, so that the answers of the
-auth and size guards carry it too.
+auth and size guards carry it too. Two more facts of the request's arrival go to ``request.state``:
+``arrived`` (its :func:`time.perf_counter`, which a shutdown compares with when it began,
+:mod:`~evalprism.serve.drain`) and ``client_retry`` (an SDK's retry number,
+:func:`~evalprism.serve.retries.client_retry_of`, counted in ``evalprism_client_retries_total``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import re
 import time
 import uuid
 
-from evalprism.serve.metrics import Metrics
+from evalprism.serve.metrics import Metrics, endpoint_label
+from evalprism.serve.retries import client_retry_of
 from evalprism.serve.security import ASGIApp, Message, Receive, Scope, Send, header
 
 _USABLE_ID = re.compile(rb"[\x21-\x7e]{1,128}")
@@ -43,8 +47,12 @@ class Observe:
             await self.app(scope, receive, send)
             return
         request_id = request_id_of(scope)
-        scope.setdefault("state", {})["request_id"] = request_id
         start = time.perf_counter()
+        retry = client_retry_of(scope)
+        state = scope.setdefault("state", {})
+        state["request_id"], state["arrived"], state["client_retry"] = request_id, start, retry
+        if retry is not None:
+            self.metrics.client_retries.labels(endpoint_label(scope["path"])).inc()
         status = 500
 
         async def send_with_id(message: Message) -> None:

@@ -128,6 +128,7 @@ def _load_and_run(
     import uvicorn
 
     from evalprism.serve.app import create_app
+    from evalprism.serve.drain import DrainingServer
 
     precision = config.precision if config.precision != "auto" else ("bfloat16" if native_bf16() else "float32")
     status(f"loading the P2L model from {model_dir} ({precision} inference, runtime {config.runtime})", progress)
@@ -142,8 +143,8 @@ def _load_and_run(
         f"decisions go to {log_path}",
         progress,
     )
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30)
+    server = DrainingServer(
+        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30), app.state.drain
     )
     status(f"serving on http://{host}:{port}", progress)
     server.run(sockets=sockets)

@@ -461,6 +461,9 @@ class UpstreamHealth(BaseModel):
     consecutive_failures: int
     retry_in_s: float | None = Field(description="while open: seconds until it is tried again")
     last_error: str | None
+    starved_attempts: int = Field(
+        description="its timeouts explained by the router's own event-loop lag, not counted against it"
+    )
 
 
 class DecisionLogHealth(BaseModel):
@@ -473,6 +476,13 @@ class DecisionLogHealth(BaseModel):
     dropped: int = Field(description="decisions beyond the kept ones, lost")
 
 
+class EventLoopHealth(BaseModel):
+    """The router's own event loop (:mod:`evalprism.serve.loop_lag`)."""
+
+    lag_ms: float = Field(description="the worst lag of the last 10 s: how late the loop ran a timer")
+    starved_attempts: int = Field(description="upstream timeouts the router's own lag explained (all upstreams)")
+
+
 #: what /health says of the service as a whole
 HealthStatus = Literal["ok", "degraded", "unavailable"]
 
@@ -480,7 +490,7 @@ HealthStatus = Literal["ok", "degraded", "unavailable"]
 class Health(BaseModel):
     status: HealthStatus = Field(
         description="ok; degraded: some upstream's circuit is open or the decision log cannot be written; "
-        "unavailable: every upstream's circuit is open"
+        "unavailable: every upstream's circuit is open, or the service is shutting down"
     )
     reasons: list[str] = Field(description="why the status is not ok, one line per cause")
     models: int
@@ -490,4 +500,5 @@ class Health(BaseModel):
     prompts: int
     decisions: int
     decision_log: DecisionLogHealth
+    event_loop: EventLoopHealth
     upstreams: dict[str, UpstreamHealth]

@@ -2,8 +2,9 @@
 :func:`evalprism.serve.app.create_app`'s lifespan), and :class:`RequestError`, a 4xx with a message.
 
 The checks every routed request passes live here once, for every endpoint and API: the text it is routed
-on (:meth:`Service.prompt_of`: the human's, by :mod:`~evalprism.serve.extraction`) and its budget
-(:meth:`Service.budget_of`, against the candidates its API may go to).
+on (:meth:`Service.prompt_of`: the human's, by :mod:`~evalprism.serve.extraction`), its budget
+(:meth:`Service.budget_of`, against the candidates its API may go to), and whether it is admitted at all
+(:meth:`Service.admit`: not during the shutdown, not while its decision could not be logged).
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 from evalprism.errors import EvalprismError
 from evalprism.p2l.routing import check_budget
 from evalprism.serve.affinity import AffinityStore
 from evalprism.serve.batcher import MicroBatcher
 from evalprism.serve.config import ServeConfig
-from evalprism.serve.decisions import DecisionLog
+from evalprism.serve.decisions import DecisionLog, Endpoint
+from evalprism.serve.drain import Drain, ShuttingDown, refusal_line
 from evalprism.serve.extraction import Extraction, Reading
+from evalprism.serve.loop_lag import LoopLag
 from evalprism.serve.metrics import Metrics
 from evalprism.serve.router import ALL, Decision, Job, RoutingCore
 from evalprism.serve.schemas import ModelCard
@@ -50,6 +54,8 @@ class Service:
     cards: dict[str, ModelCard]
     affinity: AffinityStore
     extraction: Extraction
+    loop_lag: LoopLag
+    drain: Drain
 
     def prompt_of(self, reading: Reading, param: str = "messages") -> str:
         """The text a conversation is routed on (:meth:`Reading.routed_on`); 422 when it has none."""
@@ -57,6 +63,15 @@ class Service:
         if not prompt:
             raise RequestError(422, "no user message with text to route on", param)
         return prompt
+
+    def admit(self, request: Request, endpoint: Endpoint, prompt: str, **fields: Any) -> None:
+        """Refuse a request that arrived after the shutdown began (:mod:`~evalprism.serve.drain`: its line is
+        logged, then 503), else require that its decision can be logged (before an upstream is paid for an
+        answer that could not be): the last check before a decision."""
+        if self.drain.refuses(request.state.arrived):
+            self.decisions.write(refusal_line(endpoint, request.state, prompt, **fields))
+            raise ShuttingDown
+        self.decisions.require()
 
     def check_length(self, prompt: str, param: str = "messages") -> str:
         """``prompt``, or a 413 when it is too long to route on (checked where P2L reads it)."""

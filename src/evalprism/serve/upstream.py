@@ -27,6 +27,9 @@ gives the attempt its ``outcome`` (:data:`AttemptOutcome`):
   count; when every attempt was busy the outcome is a 503;
 - *the client left* (``abandoned``, :class:`UpstreamAbandoned`): the attempt was cancelled while the
   upstream answered; no count;
+- *the router starved* (``starved``, :class:`UpstreamStarved`): a timeout during which the router's own
+  event loop lagged ``starvation_lag_s`` or more (:mod:`~evalprism.serve.loop_lag`): fail over, no count
+  against the upstream (counted apart); when every attempt was busy or starved the outcome is a 503;
 - *the client's request* (any other 4xx, e.g. 400 for a parameter value the upstream does not
   accept, a conversation longer than its context, a content-policy refusal, or 413): the upstream
   works and said no to this request, which another upstream would most likely refuse too; it is
@@ -56,6 +59,7 @@ import httpx
 from evalprism.serve.config import ServeConfig
 from evalprism.serve.decisions import elapsed_ms
 from evalprism.serve.health import HealthBoard, Ticket
+from evalprism.serve.loop_lag import LoopLag
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 #: 4xx statuses that say the router's configuration of the upstream is wrong, not the client's request
@@ -96,8 +100,9 @@ async def names_what_is_not_held(response: httpx.Response) -> bool:
 #: what became of one attempt at an upstream, declared once: ``ok`` (it answered, 2xx-4xx), ``failed``
 #: (its fault: counted against its circuit and in ``evalprism_upstream_errors``), ``rate_limited`` (429),
 #: ``busy`` (no free connection of the router's pool), ``abandoned`` (the client left first), ``skipped``
-#: (its circuit admitted no request); also the ``result`` label of ``evalprism_upstream_attempts``
-AttemptOutcome = Literal["ok", "failed", "rate_limited", "busy", "abandoned", "skipped"]
+#: (its circuit admitted no request), ``starved`` (a timeout the router's own lag explains); also the
+#: ``result`` label of ``evalprism_upstream_attempts``
+AttemptOutcome = Literal["ok", "failed", "rate_limited", "busy", "abandoned", "skipped", "starved"]
 
 
 class UpstreamFailure(Exception):
@@ -174,6 +179,19 @@ class UpstreamBusy(UpstreamFailure):
         )
 
 
+class UpstreamStarved(UpstreamFailure):
+    """The attempt timed out while the router's own event loop lagged ``lag_s`` (at least the config's
+    ``starvation_lag_s``): the router was starved of CPU, so the timeout says nothing about the upstream."""
+
+    outcome = "starved"
+
+    def __init__(self, model: str, lag_s: float) -> None:
+        super().__init__(
+            f"{model}: timed out while the router's own event loop lagged {lag_s:.2f} s (the router was "
+            "starved of CPU; not counted against the upstream)"
+        )
+
+
 class UpstreamSkipped(UpstreamFailure):
     """The upstream was not tried: its circuit is open, or half open with its one trial in flight."""
 
@@ -237,6 +255,7 @@ class Attempt:
             "retry_after": self.retry_after,
             "skipped": self.outcome == "skipped",
             "busy": self.outcome == "busy",
+            "starved": self.outcome == "starved",
         }
 
 
@@ -279,12 +298,18 @@ CHAT = Wire("/chat/completions", bearer)
 
 
 class Upstreams:
-    """The candidates' upstreams, each behind its own connection pool."""
+    """The candidates' upstreams, each behind its own connection pool; ``lag``: the service's event-loop
+    lag, which excuses a timeout it explains (none: every timeout counts)."""
 
     def __init__(
-        self, config: ServeConfig, keys: Mapping[str, str | None], transport: httpx.AsyncBaseTransport | None = None
+        self,
+        config: ServeConfig,
+        keys: Mapping[str, str | None],
+        transport: httpx.AsyncBaseTransport | None = None,
+        lag: LoopLag | None = None,
     ) -> None:
         self.config = config
+        self.lag = lag
         self._keys = dict(keys)
         self.health = HealthBoard(config.models, config.breaker_failures, config.breaker_cooldown_s)
         timeout = httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s, pool=config.pool_timeout_s)
@@ -371,11 +396,12 @@ class Upstreams:
         try:
             outcome = await self._attempt(model, body, stream, wire)
         except UpstreamFailure as exc:
-            attempts.append(Attempt.failed(model, exc, elapsed_ms(start)))
-            if exc.counts:
-                self.health.failure(ticket, str(exc))
+            failure = self._blame(model, exc, start)
+            attempts.append(Attempt.failed(model, failure, elapsed_ms(start)))
+            if failure.counts:
+                self.health.failure(ticket, str(failure))
             else:
-                self.health.release(ticket)
+                self.health.release(ticket, starved=failure.outcome == "starved")
             return None
         except BaseException:  # cancelled: the client left (or the service stops) while the upstream answered
             attempts.append(Attempt.failed(model, UpstreamAbandoned(model), elapsed_ms(start)))
@@ -388,6 +414,15 @@ class Upstreams:
         else:
             self.health.success(ticket)
         return outcome
+
+    def _blame(self, model: str, failure: UpstreamFailure, start: float) -> UpstreamFailure:
+        """``failure``, unless it is a timeout the router's own event-loop lag explains (the lag reached
+        ``starvation_lag_s`` since ``start``, a :func:`time.perf_counter` value): then the router starved."""
+        if isinstance(failure, UpstreamTimeout) and self.lag is not None:
+            lag = self.lag.worst_since(start)
+            if lag >= self.config.starvation_lag_s:
+                return UpstreamStarved(model, lag)
+        return failure
 
     async def complete(
         self,
@@ -418,27 +453,37 @@ class Upstreams:
                 return outcome
         return _no_answer(attempts)
 
-    def stream_ended(self, outcome: Outcome, relayed: Relayed) -> None:
-        """Report a relayed stream's end to its upstream's circuit, once: completed is a success,
-        broken a failure, and a stream the client left says nothing about the upstream."""
+    def stream_ended(self, outcome: Outcome, relayed: Relayed) -> AttemptOutcome:
+        """Report a relayed stream's end to its upstream's circuit, once, and say what it says of the
+        upstream: completed is a success (``ok``), broken a failure (``failed``) unless the break was a read
+        timeout the router's own event-loop lag explains (``starved``: counted apart, its ``error`` says so),
+        and a stream the client left says nothing about the upstream (``abandoned``)."""
         if outcome.ticket is None:
-            return
+            return "abandoned"
         if relayed.end == "completed":
             self.health.success(outcome.ticket)
-        elif relayed.end == "stream_broken":
-            self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
-        else:
-            self.health.release(outcome.ticket)
+            return "ok"
+        if relayed.end == "stream_broken":
+            lag = self.lag.worst_since(self.lag.clock() - self.config.timeout_s) if self.lag is not None else 0.0
+            if not (relayed.timed_out and lag >= self.config.starvation_lag_s):
+                self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
+                return "failed"
+            relayed.error = f"{relayed.error}; the router's own event loop lagged {lag:.2f} s: not counted against it"
+            self.health.release(outcome.ticket, starved=True)
+            return "starved"
+        self.health.release(outcome.ticket)
+        return "abandoned"
 
 
 def _no_answer(attempts: list[Attempt]) -> Outcome:
     """The outcome when no upstream answered: 429 when every attempt made was rate-limited, 503 when
-    none could be made (every candidate skipped) or every one was busy, else 502."""
+    none could be made (every candidate skipped) or every one was the router's own limit (busy, or
+    starved), else 502."""
     made = [a for a in attempts if a.outcome != "skipped"]
     if made and all(a.outcome == "rate_limited" for a in made):
         waits = [a.retry_after for a in made if a.retry_after is not None]
         return Outcome(None, 429, attempts=attempts, retry_after=min(waits) if waits else None)
-    if all(a.outcome == "busy" for a in made):
+    if all(a.outcome in ("busy", "starved") for a in made):
         return Outcome(None, 503, attempts=attempts)
     return Outcome(None, 502, attempts=attempts)
 
@@ -458,3 +503,4 @@ class Relayed:
     bytes: int = 0
     usage: dict[str, Any] | None = None
     error: str | None = None
+    timed_out: bool = False  # the break was a read timeout (which the router's own starvation may explain)

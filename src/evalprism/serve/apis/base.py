@@ -217,6 +217,7 @@ async def relay_events(response: httpx.Response, watcher: StreamWatcher, relayed
             relayed.end, relayed.error = "stream_broken", watcher.unfinished
     except httpx.HTTPError as exc:
         relayed.end, relayed.error = "stream_broken", f"upstream stream broke off ({type(exc).__name__})"
+        relayed.timed_out = isinstance(exc, httpx.TimeoutException)
         yield watcher.error_event(relayed.error).encode("utf-8")
     finally:
         relayed.usage = watcher.answered.usage
