@@ -98,7 +98,7 @@ def test_a_budget_below_the_cheapest_model_gets_one_message_everywhere(
     assert library_message(lambda: load_config(config_path, names)) == f"{config_path}: {BELOW}"
     config = load_config(write_router_config(tmp_path / "ok.yaml", COSTS, budget=1.0), names)
     # budgets need no I/O: no batcher, upstreams, decision log, metrics, conversations or extraction
-    service = Service(config, RoutingCore(model, config), *[None] * 4, "float32", {}, None, None)  # type: ignore[arg-type]
+    service = Service(config, RoutingCore(model, config), *[None] * 4, "float32", {}, *[None] * 4)  # type: ignore[arg-type]
     with pytest.raises(RequestError) as info:
         service.budget_of(0.1)
     assert info.value.status_code == 422 and info.value.detail == BELOW and info.value.param == "budget"

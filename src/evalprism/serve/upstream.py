@@ -464,7 +464,10 @@ class Upstreams:
             self.health.success(outcome.ticket)
             return "ok"
         if relayed.end == "stream_broken":
-            lag = self.lag.worst_since(self.lag.clock() - self.config.timeout_s) if self.lag is not None else 0.0
+            # the read timeout ran from the last line read: any lag since then may be why nothing came
+            window = self.lag.clock() - self.config.timeout_s if self.lag is not None else 0.0
+            since = window if relayed.last_read is None else min(window, relayed.last_read)
+            lag = self.lag.worst_since(since) if self.lag is not None else 0.0
             if not (relayed.timed_out and lag >= self.config.starvation_lag_s):
                 self.health.failure(outcome.ticket, f"{outcome.ticket.name}: {relayed.error}")
                 return "failed"
@@ -504,3 +507,4 @@ class Relayed:
     usage: dict[str, Any] | None = None
     error: str | None = None
     timed_out: bool = False  # the break was a read timeout (which the router's own starvation may explain)
+    last_read: float | None = None  # when the last line came (time.perf_counter): the read timeout's start

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -198,8 +199,10 @@ async def relay_events(response: httpx.Response, watcher: StreamWatcher, relayed
     a failure mid-stream becomes a final error event of the API. How the stream ends is written to
     ``relayed`` (until then it says ``cut``): completed when the API's last event came, else broken."""
     event = None
+    relayed.last_read = time.perf_counter()  # the headers were read
     try:
         async for line in response.aiter_lines():
+            relayed.last_read = time.perf_counter()
             if line.startswith("event:"):
                 event = line[6:].strip()
             elif line.startswith("data:"):
