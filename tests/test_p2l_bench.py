@@ -98,7 +98,7 @@ def test_benchmark_leaderboard_recovers_the_planted_best_per_benchmark() -> None
 
 @pytest.fixture(scope="module")
 def clustered_bench() -> tuple[pd.DataFrame, np.ndarray]:
-    x, cluster, scores = clustered_world(600)
+    x, _, scores = clustered_world(600)
     result = bench_routers(
         score_table(scores, range(400)),
         score_table(scores, range(400, 600)),
@@ -153,7 +153,7 @@ def test_aiq_on_a_closed_form_hull() -> None:
 
 
 def write_split(tmp_path: Path) -> tuple[Path, Path, Path]:
-    x, cluster, scores = clustered_world(40)
+    _, cluster, scores = clustered_world(40)
     texts = ["Solve for x in the equation {} x + 3 = 7.", "Write a short poem about the sea number {}."]
     table = score_table(scores, range(40))
     table["prompt"] = [texts[cluster[int(i[1:])]].format(i[1:]) for i in table["item_id"]]
