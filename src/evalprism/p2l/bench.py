@@ -118,8 +118,7 @@ def bench_routers(
     reference. ``embedder``: what embeds the prompts (anything with ``embed(texts) -> (n, d)``; default
     :func:`~evalprism.embed.get_embedder` of the ``embedder`` option, through the cache)."""
     options = options or BenchOptions()
-    names = (str(train) if not isinstance(train, pd.DataFrame) else "TRAIN", "HELDOUT")
-    names = (names[0], str(heldout) if not isinstance(heldout, pd.DataFrame) else "HELDOUT")
+    names = (_where(train, "TRAIN"), _where(heldout, "HELDOUT"))
     tr = read_graded(train, "TRAIN", options.harness)
     ho = aligned_splits(tr, read_graded(heldout, "HELDOUT", options.harness), names)
     cost = cost_vector(costs, list(tr.models))
@@ -158,6 +157,11 @@ def bench_routers(
     )
     notes = tuple(_incomplete_notes(tr, ho, names))
     return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)
+
+
+def _where(given: Input, role: str) -> str:
+    """How messages name an input: its path, or its role for a table given in memory."""
+    return role if isinstance(given, pd.DataFrame) else str(given)
 
 
 def _incomplete_notes(tr: GradedItems, ho: GradedItems, names: tuple[str, str]) -> list[str]:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from evalprism.p2l.reports import cost_axis_layout
 from evalprism.report import Report
 
 if TYPE_CHECKING:
@@ -84,17 +85,9 @@ def quality_cost_figure(policies: pd.DataFrame) -> go.Figure:
                 + "</extra>",
             )
         )
-    costs = policies["cost"].dropna()
-    log = bool(len(costs) and costs.min() > 0 and costs.max() / costs.min() > 20)
-    fig.update_layout(
-        template="plotly_white",
-        height=460,
-        margin={"l": 70, "r": 20, "t": 20, "b": 50},
-        xaxis={"title": "mean cost per item" + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
-        yaxis_title="held-out quality (mean score of the routed model)",
-        legend={"orientation": "h", "y": -0.2},
+    return cost_axis_layout(
+        fig, policies["cost"], "mean cost per item", "held-out quality (mean score of the routed model)", 460
     )
-    return fig
 
 
 def _shown(policies: pd.DataFrame) -> pd.DataFrame:
