@@ -227,3 +227,29 @@ def test_bad_input_is_refused_with_one_message(
     assert code == 2
     assert expected in err and "Traceback" not in err
     assert err.count("error") == 1
+
+
+def test_a_p2l_model_is_the_reference_and_must_know_every_scored_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalprism.p2l import TrainOptions, train_model
+    from evalprism.p2l.from_logs import read_battles_input
+
+    train, held, costs = write_split(tmp_path)
+    cache = tmp_path / "cache"
+    model = train_model(read_battles_input(train), TrainOptions(penalty=1e-3), cache_dir=cache, progress=False)
+    model_dir = model.save(tmp_path / "p2l")
+    out = tmp_path / "out"
+    args = ["p2l", "bench", train, held, "--costs", costs, "--rounds", "50", "--cache-dir", cache, "-q"]
+    code, _, err = run_cli([*args, "--model", model_dir, "--out", out], capsys)
+    assert code == 0, err
+    policies = pd.read_csv(out / "policies.csv")
+    assert policies["policy"].iloc[0] == "p2l" and policies.loc[policies["policy"] == "p2l", "diff_vs_ref"].isna().all()
+    assert policies.loc[policies["policy"] != "p2l", "diff_vs_ref"].notna().all()
+    table = pd.read_csv(held)
+    table.loc[table["model"] == "d", "model"] = "e"  # a model the P2L model was not trained on
+    table.to_csv(held, index=False)
+    pd.read_csv(train).replace({"model": {"d": "e"}}).to_csv(train, index=False)
+    pd.read_csv(costs).replace({"model": {"d": "e"}}).to_csv(costs, index=False)
+    code, _, err = run_cli([*args, "--model", model_dir, "--out", tmp_path / "o2"], capsys)
+    assert code == 2 and "does not know 1 of the scored models: e" in err
