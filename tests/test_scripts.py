@@ -353,3 +353,39 @@ def test_renze_converts_the_study_and_refuses_another_folder(tmp_path: Path) -> 
     assert refused.stderr.strip() == f"{tmp_path / 'exams' / 'comprehensive-100.jsonl'}: not found (give the " + (
         "renze-temperature folder, e.g. ../shared/data/renze-temperature)"
     )
+
+
+@pytest.mark.slow
+def test_p2l_bench_study_values_every_router_on_held_out_items(tmp_path: Path) -> None:
+    """docs/p2l_bench_study.md's script on 4 priced ZeroEval models and 12 items per benchmark (no P2L)."""
+    run_script(
+        "p2l_bench_study.py",
+        "--data",
+        shared_data("zeroeval"),
+        "--prices",
+        shared_data("pricing") / "arena_catalog_prices.csv",
+        "--items",
+        "12",
+        "--max-models",
+        "4",
+        "--rounds",
+        "50",
+        "--no-p2l",
+        "--out",
+        tmp_path,
+    )
+    costs = pd.read_csv(tmp_path / "costs.csv")
+    assert len(costs) == 4 and (costs["cost"] > 0).all()
+    train, held = pd.read_csv(tmp_path / "train.csv"), pd.read_csv(tmp_path / "heldout.csv")
+    keys = ["benchmark", "item_id"]
+    assert train[keys].drop_duplicates().merge(held[keys].drop_duplicates()).empty  # split by item
+    assert len(train[keys].drop_duplicates()) + len(held[keys].drop_duplicates()) == 3 * 12
+    policies = pd.read_csv(tmp_path / "bench" / "policies.csv")
+    expected = {"knn", "mlp", "mf", "benchmark leaderboard", "best single", "random mix", "oracle"}
+    assert set(policies["policy"]) == expected
+    assert in_unit_interval(policies["value"]) and in_unit_interval(policies["p_adj"].dropna())
+    assert (policies["cost"] <= policies["budget"] + 1e-9).all()
+    assert policies["budget"].min() == pytest.approx(costs["cost"].min())  # budgets from the cheapest model up
+    oracle = policies[policies["policy"] == "oracle"].set_index("budget")["value"]
+    assert (policies.groupby("budget")["value"].max() <= oracle + 1e-12).all()  # nothing beats the oracle
+    assert "| policy | AIQ" in (tmp_path / "table.md").read_text(encoding="utf-8")

@@ -25,6 +25,7 @@ from evalprism.errors import EvalprismError
 from evalprism.io.preflight import Expect, Input, check_inputs
 from evalprism.judges.options import JudgesOptions
 from evalprism.p2l.options import (
+    BenchOptions,
     EvaluateOptions,
     FitOptions,
     PromptSetOptions,
@@ -370,6 +371,52 @@ def p2l_evaluate(
     options.check_costs(costs is not None)  # before any file is read
     inputs = [Input(battles, Expect.BATTLES), Input(costs, Expect.TABLE), Input(model_dir, Expect.MODEL_DIR), cache_dir]
     _run("p2l evaluate", out, inputs, overwrite, quiet, evaluation)
+
+
+@p2l_app.command("bench")
+@with_options(BenchOptions)
+def p2l_bench(
+    train: Annotated[
+        Path,
+        typer.Argument(
+            help="Training items, graded: every model scored on each item, with the item's text (a "
+            "model,item_id,score[,benchmark],prompt table, lm-eval --log_samples directory or inspect_ai logs)."
+        ),
+    ],
+    heldout: Annotated[Path, typer.Argument(help="Held-out items, graded the same way (no item of TRAIN).")],
+    costs: Annotated[Path, typer.Option("--costs", help=f"{CostsFile}; every scored model needs one.")],
+    out: Out,
+    *,
+    options: BenchOptions,
+    model: Annotated[
+        Optional[Path],
+        typer.Option("--model", help="A P2L model (`p2l train` directory): valued as the reference router."),
+    ] = None,
+    cache_dir: CacheDir = None,
+    overwrite: Overwrite = False,
+    quiet: Quiet = False,
+) -> None:
+    """Benchmark routers pointwise on held-out graded items: P2L (with --model) against kNN, MLP, matrix
+    factorisation, the per-benchmark leaderboard, the best single model, a cost-matched random mix and the
+    oracle, one budget rule for all; values with SE by prompt, paired differences, BH-adjusted p, AIQ."""
+
+    def work() -> SavableResult:
+        from evalprism.io import read_costs
+        from evalprism.p2l.bench import bench_routers
+
+        cost_table = read_costs(costs, options.cost_column)
+        return bench_routers(
+            train, heldout, cost_table, options, model_dir=model, cache_dir=cache_dir, progress=not quiet
+        )
+
+    inputs = [
+        Input(train, Expect.RESULTS),
+        Input(heldout, Expect.RESULTS),
+        Input(costs, Expect.TABLE),
+        Input(model, Expect.MODEL_DIR),
+        cache_dir,
+    ]
+    _run("p2l bench", out, inputs, overwrite, quiet, work)
 
 
 @p2l_app.command("route")

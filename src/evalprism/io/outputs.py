@@ -76,6 +76,7 @@ class OutputKind(str, Enum):
     P2L_LEADERBOARD = "p2l leaderboard"
     P2L_EVALUATE = "p2l evaluate"
     P2L_ROUTE = "p2l route"
+    P2L_BENCH = "p2l bench"
     STEM_POOL = "stem pool"
     STEM_LOCATE = "stem locate"
     STEM_AUDIT = "stem audit"

@@ -310,3 +310,28 @@ class RouteOptions(Options):
     cost_column: str | None = option(
         None, help="Column of --costs holding the cost (default: cost, else the output price of a price list)."
     )
+
+
+@dataclass(frozen=True)
+class BenchOptions(Options):
+    """How :func:`evalprism.p2l.bench.bench_routers` benchmarks routers on graded items: the budgets
+    (each item's expected cost at most the budget), the cost column of the costs table, the prompt
+    embedder of the baselines, the bootstrap rounds of the AIQ intervals and the seed."""
+
+    budgets: tuple[float, ...] | None = option(
+        None,
+        help="Comma-separated budgets, each item's expected cost at most the budget (default: 5 from the cheapest "
+        "to the dearest model's cost).",
+        parse=number_list,
+        cli=str,
+    )
+    cost_column: str | None = option(
+        None, help="Column of --costs holding the cost (default: cost, else the output price of a price list)."
+    )
+    embedder: str = option(
+        "minilm",
+        help="Prompt embedder of the baselines (kNN, MLP, mf): minilm | st:<name or path> | instructor:<path>.",
+    )
+    rounds: int = option(1000, number="repeats", help="Bootstrap rounds (by prompt) of the AIQ intervals.")
+    seed: int = option(0, help="Random seed (cross-validation folds, MLP and mf initialisation, bootstrap).")
+    harness: HarnessOptions = group(HarnessOptions)

@@ -605,14 +605,20 @@ def _routing_figure(routing: pd.DataFrame) -> go.Figure:
                 "%{y:.3f}<extra>" + label + "</extra>",
             )
         )
-    costs = routing["cost"].dropna()
+    return cost_axis_layout(fig, routing["cost"], "mean cost per prompt", "held-out score (win 1, tie ½, loss 0)", 440)
+
+
+def cost_axis_layout(fig: go.Figure, cost: pd.Series, x_title: str, y_title: str, height: int) -> go.Figure:
+    """The layout of a quality-vs-cost figure: the cost axis on a log scale when the costs span more than
+    20x (and are positive), the legend below."""
+    costs = cost.dropna()
     log = bool(len(costs) and costs.min() > 0 and costs.max() / costs.min() > 20)
     fig.update_layout(
         template="plotly_white",
-        height=440,
+        height=height,
         margin={"l": 70, "r": 20, "t": 20, "b": 50},
-        xaxis={"title": "mean cost per prompt" + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
-        yaxis_title="held-out score (win 1, tie ½, loss 0)",
+        xaxis={"title": x_title + (" (log scale)" if log else ""), "type": "log" if log else "linear"},
+        yaxis_title=y_title,
         legend={"orientation": "h", "y": -0.2},
     )
     return fig

@@ -1,0 +1,255 @@
+"""A router benchmark from the logs users have (``evalprism p2l bench TRAIN HELDOUT --costs``).
+
+Neither router leaderboard gives a user deciding whether to deploy a router what they need: the
+router against the simple routers they could deploy instead, on their own held-out data, with paired
+intervals (LLMRouterBench, arXiv:2601.07206, finds most learned routers statistically alike). Here,
+on a training and a held-out split of graded items (:mod:`evalprism.p2l.bench_data`):
+
+1. every baseline of :mod:`evalprism.p2l.routers` is fitted on the training items only, on the same
+   prompt embeddings (:mod:`evalprism.embed`, cached), and P2L enters with its predicted per-prompt
+   values where a P2L model is given;
+2. every learned policy routes by the same budget rule (:mod:`evalprism.p2l.bench_policies`), beside
+   the best single model, the cost-matched random mix and the oracle;
+3. every policy is valued *pointwise* on the held-out items (the score of the model it routes to,
+   expected over a mix; its cost that model's cost), with intervals, paired differences to the
+   reference (P2L, else the best learned router), BH-adjusted p, one sentence per budget and
+   RouterBench's AIQ with a bootstrap interval (:mod:`evalprism.p2l.bench_valuation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import pandas as pd
+
+from evalprism.errors import EvalprismError
+from evalprism.io.costs import cost_vector
+from evalprism.io.items import Input
+from evalprism.io.outputs import OutputKind, SavedResult
+from evalprism.io.record import Provenance
+from evalprism.p2l.bench_data import GradedItems, aligned_splits, read_graded
+from evalprism.p2l.bench_policies import FIXED_POLICIES, fixed_policies, item_outcomes, learned_policies
+from evalprism.p2l.bench_valuation import aiq_table, policy_table, verdict_lines
+from evalprism.p2l.heldout_routing import default_budgets
+from evalprism.p2l.options import BenchOptions
+from evalprism.p2l.routers import ROUTERS, get_router
+from evalprism.p2l.routers.leaderboards import mean_quality
+from evalprism.p2l.routing import check_budget
+from evalprism.progress import status
+
+#: the policy name of the P2L router
+P2L = "p2l"
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    """What one benchmark counted and decided: items per split (and items left out as not scored by
+    every model), the models and their costs, the budgets, the valuation, the reference policy and why,
+    the learned policies, and each baseline's chosen hyper-parameters."""
+
+    train_items: int
+    heldout_items: int
+    train_incomplete: int
+    heldout_incomplete: int
+    models: tuple[str, ...]
+    costs: dict[str, float]
+    cost_column: str
+    budgets: tuple[float, ...]
+    valuation: str
+    reference: str
+    reference_why: str
+    learned: tuple[str, ...]
+    hyperparameters: dict[str, str]
+    embedder: str
+
+
+@dataclass
+class BenchResult(SavedResult):
+    """``policies`` (one row per policy and budget: value, se, cost, diff_vs_ref, low, high, p, p_adj,
+    mde), ``aiq`` (per policy, with its bootstrap interval), the options, what was counted
+    (:class:`BenchSummary`), what the readers chose, and the notes."""
+
+    output_kind: ClassVar[OutputKind] = OutputKind.P2L_BENCH
+
+    policies: pd.DataFrame
+    aiq: pd.DataFrame
+    options: BenchOptions
+    summary: BenchSummary
+    provenance: Provenance = field(default_factory=Provenance)
+    notes: tuple[str, ...] = ()
+
+    def findings(self) -> list[str]:
+        """One sentence per budget (every policy against the reference), the AIQ ranking and whether a
+        learned router beats the per-benchmark leaderboard."""
+        from evalprism.p2l.bench_report import bench_findings
+
+        return bench_findings(self)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {"policies": self.policies, "aiq": self.aiq}
+
+    def report(self) -> Any:
+        from evalprism.p2l.bench_report import bench_report
+
+        return bench_report(self)
+
+    def verdicts(self) -> list[str]:
+        """The sentences per budget (:func:`~evalprism.p2l.bench_valuation.verdict_lines`)."""
+        return verdict_lines(self.policies, self.summary.reference)
+
+
+def bench_routers(
+    train: Input,
+    heldout: Input,
+    costs: Mapping[str, float],
+    options: BenchOptions | None = None,
+    *,
+    model_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    embedder: Embeds | None = None,
+    progress: bool = True,
+) -> BenchResult:
+    """The router benchmark (module docstring) of ``train`` and ``heldout`` (graded logs or score
+    tables) with ``costs`` (model -> cost per query). ``model_dir``: a P2L model, valued as the
+    reference. ``embedder``: what embeds the prompts (anything with ``embed(texts) -> (n, d)``; default
+    :func:`~evalprism.embed.get_embedder` of the ``embedder`` option, through the cache)."""
+    options = options or BenchOptions()
+    names = (_where(train, "TRAIN"), _where(heldout, "HELDOUT"))
+    tr = read_graded(train, "TRAIN", options.harness)
+    ho = aligned_splits(tr, read_graded(heldout, "HELDOUT", options.harness), names)
+    cost = cost_vector(costs, list(tr.models))
+    budgets = [float(b) for b in options.budgets] if options.budgets else default_budgets(cost)
+    for b in budgets:
+        check_budget(b, cost, list(tr.models), "prompt")
+    p2l_values = None if model_dir is None else p2l_predictions(model_dir, ho, cache_dir, progress)
+    x_train, x_held = embed_prompts(tr, ho, embedder or options.embedder, cache_dir, progress)
+    predictions, chosen = fit_baselines(tr, ho, x_train, x_held, options.seed, progress)
+    if p2l_values is not None:
+        predictions = {P2L: p2l_values, **predictions}
+    status(
+        f"valuing {len(predictions) + 3} policies on {ho.n_items:,} held-out items at {len(budgets)} budgets", progress
+    )
+    outcomes, reference, why = value_policies(predictions, tr, ho, cost, budgets)
+    clusters = pd.factorize(pd.Series(ho.prompt))[0]
+    table = policy_table(outcomes, reference, clusters)
+    policies = list(dict.fromkeys(name for name, _ in outcomes))
+    cost_range = (float(cost.min()), float(cost.max()))
+    aiq = aiq_table(outcomes, policies, budgets, cost_range, clusters, options.rounds, options.seed)
+    summary = BenchSummary(
+        train_items=tr.n_items,
+        heldout_items=ho.n_items,
+        train_incomplete=tr.incomplete,
+        heldout_incomplete=ho.incomplete,
+        models=tr.models,
+        costs=dict(zip(tr.models, map(float, cost), strict=True)),
+        cost_column=getattr(costs, "column", "cost"),
+        budgets=tuple(budgets),
+        valuation="pointwise",
+        reference=reference,
+        reference_why=why,
+        learned=tuple(predictions),
+        hyperparameters=chosen,
+        embedder=options.embedder,
+    )
+    notes = tuple(_incomplete_notes(tr, ho, names))
+    return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)
+
+
+def _where(given: Input, role: str) -> str:
+    """How messages name an input: its path, or its role for a table given in memory."""
+    return role if isinstance(given, pd.DataFrame) else str(given)
+
+
+def _incomplete_notes(tr: GradedItems, ho: GradedItems, names: tuple[str, str]) -> list[str]:
+    return [
+        f"{where}: {split.incomplete:,} item(s) not scored by every model left out (a pointwise value needs every "
+        "model's score)"
+        for where, split in zip(names, (tr, ho), strict=True)
+        if split.incomplete
+    ]
+
+
+class Embeds(Protocol):
+    """What embeds prompts: an :class:`~evalprism.embed.Embedder`, or any object with its ``embed``."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def embed_prompts(
+    tr: GradedItems, ho: GradedItems, spec: str | Embeds, cache_dir: str | Path | None, progress: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both splits' prompts embedded once (an Embedder encodes distinct texts, through its cache)."""
+    status(f"embedding {tr.n_items + ho.n_items:,} prompts", progress)
+    if isinstance(spec, str):
+        from evalprism.embed import get_embedder
+
+        embedder: Embeds = get_embedder(spec, cache_dir=cache_dir, progress=progress)
+    else:
+        embedder = spec
+    vectors = np.asarray(embedder.embed(tr.prompt + ho.prompt), dtype=np.float64)
+    return vectors[: tr.n_items], vectors[tr.n_items :]
+
+
+def fit_baselines(
+    tr: GradedItems, ho: GradedItems, x_train: np.ndarray, x_held: np.ndarray, seed: int, progress: bool
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Every registry baseline fitted on the training items, its predicted quality of the held-out
+    items, and its chosen hyper-parameters (for the record)."""
+    predictions, chosen = {}, {}
+    for name in ROUTERS:
+        status(f"fitting {name} on {tr.n_items:,} training items", progress)
+        router: Any = get_router(name).build(seed).fit(x_train, tr.quality, tr.benchmark)
+        predictions[name] = router.predict(x_held, ho.benchmark)
+        if hasattr(router, "k_"):
+            chosen[name] = f"k = {router.k_} (5-fold CV)"
+        elif hasattr(router, "alpha_"):
+            chosen[name] = f"alpha = {router.alpha_:g} (early-stopping validation score)"
+    return predictions, chosen
+
+
+def p2l_predictions(model_dir: str | Path, ho: GradedItems, cache_dir: str | Path | None, progress: bool) -> np.ndarray:
+    """The P2L model's routing values of the held-out items (expected score against a uniform opponent,
+    :func:`~evalprism.p2l.heldout_routing.score_values`), columns in the benchmark's model order."""
+    from evalprism.p2l.heldout_routing import router_values
+    from evalprism.p2l.model import P2LModel, model_names
+
+    listed = model_names(model_dir)
+    missing = [m for m in ho.models if m not in listed]
+    if missing:
+        raise EvalprismError(
+            f"{model_dir}: the P2L model does not know {len(missing)} of the scored models: {', '.join(missing)}"
+        )
+    model = P2LModel.load(model_dir, cache_dir=cache_dir, progress=progress)
+    status(f"P2L leaderboards of {ho.n_items:,} held-out prompts", progress)
+    pred = model.predict(ho.prompt)
+    values = router_values("score", model.outcome_model, model.routing_value, pred.coefs, pred.extra)
+    return values[:, [model.models.index(m) for m in ho.models]]
+
+
+def value_policies(
+    predictions: Mapping[str, np.ndarray], tr: GradedItems, ho: GradedItems, cost: np.ndarray, budgets: list[float]
+) -> tuple[dict[tuple[str, float], tuple[np.ndarray, np.ndarray]], str, str]:
+    """Every policy's per-item (value, cost) at every budget, the reference policy and why it is one:
+    P2L when given, else the learned router with the highest mean held-out value over the budgets."""
+    learned = {b: learned_policies(predictions, cost, b) for b in budgets}
+    outcomes = {(n, b): item_outcomes(p, ho.quality, cost) for b in budgets for n, p in learned[b].items()}
+    if P2L in predictions:
+        reference, why = P2L, "the P2L model given"
+    else:
+        reference = max(predictions, key=lambda n: np.mean([outcomes[(n, b)][0].mean() for b in budgets]))
+        why = (
+            "no P2L model given: the learned router with the highest mean held-out value over the budgets (chosen "
+            "on the held-out items, so its differences to the others lean in its favour)"
+        )
+    means = mean_quality(tr.quality)
+    for b in budgets:
+        spend = float(outcomes[(reference, b)][1].mean())
+        for name, probs in fixed_policies(means, ho.quality, cost, b, spend).items():
+            outcomes[(name, b)] = item_outcomes(probs, ho.quality, cost)
+    order = [*predictions, *FIXED_POLICIES]
+    ordered = {(n, b): outcomes[(n, b)] for b in budgets for n in order}
+    return ordered, reference, why
