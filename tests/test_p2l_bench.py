@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from helpers import run_cli
 
+from evalprism.errors import EvalprismError
 from evalprism.p2l.bench import bench_routers
 from evalprism.p2l.options import BenchOptions
 from evalprism.p2l.routers import get_router
@@ -118,6 +119,46 @@ def test_best_single_is_valued_at_its_held_out_accuracy(clustered_bench: tuple[p
     assert top["cost"] == pytest.approx(COSTS[MODELS[train_best]])
     sd = scores[400:, train_best].std(ddof=1)
     assert top["se"] == pytest.approx(sd / np.sqrt(200))  # one prompt per item: the textbook SE
+
+
+def test_items_own_costs_decide_by_training_means_and_charge_each_item(tmp_path: Path) -> None:
+    """A cost column (each item's cost per model, e.g. its tokens at the model's prices) with no costs
+    table: the budget rule reads each model's mean training cost, and a policy is charged each held-out
+    item's own cost; by hand for the best single model. A split without the column is refused."""
+    x, _, scores = clustered_world(600)
+    rng = np.random.default_rng(3)
+    base = np.array([COSTS[m] for m in MODELS])
+    item_cost = base * rng.uniform(0.5, 1.5, size=(600, 4))  # per item: the same model costs more or less
+
+    def priced(items: range) -> pd.DataFrame:
+        table = score_table(scores, items)
+        table["cost"] = [item_cost[i, m] for i in items for m in range(4)]
+        return table
+
+    result = bench_routers(
+        priced(range(400)),
+        priced(range(400, 600)),
+        None,
+        BenchOptions(rounds=50),
+        embedder=LookupEmbedder(x),
+        progress=False,
+    )
+    assert result.summary.costs == pytest.approx(dict(zip(MODELS, item_cost[:400].mean(axis=0), strict=True)))
+    assert "each held-out item's own cost" in result.summary.cost_source
+    train_best = int(np.argmax(scores[:400].mean(axis=0)))
+    rows = result.policies[result.policies["policy"] == "best single"].set_index("budget")
+    top = rows.loc[max(rows.index)]
+    assert top["value"] == pytest.approx(scores[400:, train_best].mean())
+    assert top["cost"] == pytest.approx(item_cost[400:, train_best].mean())  # charged, not the training mean
+    with pytest.raises(EvalprismError, match="HELDOUT: no 'cost' column: give --costs"):
+        bench_routers(priced(range(400)), score_table(scores, range(400, 600)), None, embedder=LookupEmbedder(x))
+    bad = priced(range(400))
+    bad.loc[5, "cost"] = -1.0
+    with pytest.raises(
+        EvalprismError,
+        match=r"table 1: row 6, column 'cost': expected a non-negative number \(the cost of answering the item\), got -1.0",
+    ):
+        bench_routers(bad, priced(range(400, 600)), None, embedder=LookupEmbedder(x), progress=False)
 
 
 def test_oracle_is_the_mean_of_the_per_item_best_within_budget(

@@ -384,10 +384,17 @@ def p2l_bench(
         ),
     ],
     heldout: Annotated[Path, typer.Argument(help="Held-out items, graded the same way (no item of TRAIN).")],
-    costs: Annotated[Path, typer.Option("--costs", help=f"{CostsFile}; every scored model needs one.")],
     out: Out,
     *,
     options: BenchOptions,
+    costs: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--costs",
+            help=f"{CostsFile}; every scored model needs one. Without it, both splits need a 'cost' column (each "
+            "item's cost per model).",
+        ),
+    ] = None,
     model: Annotated[
         Optional[Path],
         typer.Option("--model", help="A P2L model (`p2l train` directory): valued as the reference router."),
@@ -404,7 +411,7 @@ def p2l_bench(
         from evalprism.io import read_costs
         from evalprism.p2l.bench import bench_routers
 
-        cost_table = read_costs(costs, options.cost_column)
+        cost_table = None if costs is None else read_costs(costs, options.cost_column)
         return bench_routers(
             train, heldout, cost_table, options, model_dir=model, cache_dir=cache_dir, progress=not quiet
         )

@@ -41,6 +41,20 @@ def score_values(df: pd.DataFrame, where: str) -> tuple[np.ndarray, int]:
     return values, int(no_answer.sum())
 
 
+def cost_values(df: pd.DataFrame, where: str, column: str = "cost") -> np.ndarray:
+    """A per-row cost (what answering the item cost, e.g. its tokens at the model's prices) as
+    non-negative finite floats; the first other value is reported by row."""
+    values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if bad.size:
+        r = int(bad[0])
+        raise EvalprismError(
+            f"{where}: {row_location(df, r)}, column '{column}': expected a non-negative number (the cost of "
+            f"answering the item), got {df[column].iloc[[r]].tolist()[0]!r}"
+        )
+    return values
+
+
 def identifier_column(
     df: pd.DataFrame, col: str, where: str, expected: str = "a non-empty identifier"
 ) -> pd.Categorical:

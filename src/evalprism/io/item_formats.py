@@ -19,7 +19,7 @@ The entries, in the order they are tried (the first that recognises the input re
 - an inspect_ai log (``.eval``, or a ``.json`` that is one);
 - an ECDF responses file (``question_id`` and no ``item_id``; scores only: runs by the ``by`` setting
   columns, answers extracted and scored exact/contains, :mod:`evalprism.io.responses`);
-- a score table (``model, item_id, score[, benchmark]``; any table held in memory);
+- a score table (``model, item_id, score[, benchmark][, prompt][, cost]``; any table held in memory);
 - a wide model x item matrix (``.csv``/``.tsv``/``.parquet``: a ``model`` column, one column per item).
 
 A new input format is one more entry here.
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from evalprism.errors import EvalprismError
-from evalprism.io.cells import identifier_column, require_cluster, score_values
+from evalprism.io.cells import cost_values, identifier_column, require_cluster, score_values
 from evalprism.io.correctness import read_wide_matrix, to_canonical_correctness
 from evalprism.io.harness_options import INSPECT, LM_EVAL, HarnessOptions
 from evalprism.io.inspect_logs import inspect_paths, looks_like_inspect_json, read_inspect_logs
@@ -241,6 +241,8 @@ def _score_table_scores(source: Source, context: ReadContext) -> Scored:
         out["cluster"] = identifier_column(df, context.cluster, where, "the item's cluster (--cluster)")
     if "prompt" in df.columns:
         out["prompt"] = df["prompt"].to_numpy(dtype=object)
+    if "cost" in df.columns:
+        out["cost"] = cost_values(df, where)
     return Scored(out, no_answer)
 
 

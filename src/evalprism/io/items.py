@@ -7,7 +7,8 @@ ECDF responses files). It is read in one of two views of the same read:
 - :func:`read_items` (`compare`, `p2l` from graded logs): :class:`Items`, one long table ``run,
   benchmark, item_id, score`` (float in 0..1; -1, no answer, counted as 0 and said; repeated rows are
   samples of an item), plus the ``cluster`` column when asked, ``prompt`` (the item's text, where the
-  input has it) when asked, and ``source`` (the input each row came from). A run is identified by
+  input has it) when asked, ``cost`` (what answering the item cost, where a score table has a ``cost``
+  column) when asked, and ``source`` (the input each row came from). A run is identified by
   its model name: an lm-eval directory, inspect log or table holding several models gives several
   runs; an ECDF responses file gives one run per configuration of its ``by`` columns.
 - :func:`read_correctness` (`stem`): :class:`Correctness`, the strict codes 1/0/-1 with one row per
@@ -121,11 +122,13 @@ def read_items(
     harness: HarnessOptions | None = None,
     responses: ResponseOptions | None = None,
     prompts: bool = False,
+    costs: bool = False,
 ) -> Items:
     """The item-level results of every input (see the module docstring). ``cluster``: the column
     grouping items (every input must have it); ``harness``: how harness output is read;
     ``responses``: how ECDF responses files become runs; ``prompts``: keep each item's text
-    (``prompt``) where an input has it. Options given for a reader that read none of the inputs are
+    (``prompt``) where an input has it; ``costs``: keep each row's ``cost`` where an input has one.
+    Options given for a reader that read none of the inputs are
     refused."""
     responses = responses or ResponseOptions()
     renames, reader_options = _split_names(inputs, harness or HarnessOptions())
@@ -137,7 +140,8 @@ def read_items(
         source = Source(given, i + 1)
         source.require()
         read = _scores_of(source, context)
-        table = read.table if prompts else read.table.drop(columns="prompt", errors="ignore")
+        unasked = [column for column, asked in (("prompt", prompts), ("cost", costs)) if not asked]
+        table = read.table.drop(columns=unasked, errors="ignore")
         if i in renames:
             models = table["run"].unique()
             table["run"] = renames[i] if len(models) == 1 else renames[i] + ":" + table["run"].astype(str)

@@ -58,6 +58,7 @@ class BenchSummary:
     models: tuple[str, ...]
     costs: dict[str, float]
     cost_column: str
+    cost_source: str
     budgets: tuple[float, ...]
     valuation: str
     reference: str
@@ -105,7 +106,7 @@ class BenchResult(SavedResult):
 def bench_routers(
     train: Input,
     heldout: Input,
-    costs: Mapping[str, float],
+    costs: Mapping[str, float] | None,
     options: BenchOptions | None = None,
     *,
     model_dir: str | Path | None = None,
@@ -114,14 +115,15 @@ def bench_routers(
     progress: bool = True,
 ) -> BenchResult:
     """The router benchmark (module docstring) of ``train`` and ``heldout`` (graded logs or score
-    tables) with ``costs`` (model -> cost per query). ``model_dir``: a P2L model, valued as the
+    tables) with ``costs`` (model -> cost per query; None: the items' own cost column, :func:`decision_costs`).
+    ``model_dir``: a P2L model, valued as the
     reference. ``embedder``: what embeds the prompts (anything with ``embed(texts) -> (n, d)``; default
     :func:`~evalprism.embed.get_embedder` of the ``embedder`` option, through the cache)."""
     options = options or BenchOptions()
     names = (_where(train, "TRAIN"), _where(heldout, "HELDOUT"))
     tr = read_graded(train, "TRAIN", options.harness)
     ho = aligned_splits(tr, read_graded(heldout, "HELDOUT", options.harness), names)
-    cost = cost_vector(costs, list(tr.models))
+    cost, spent, cost_source = decision_costs(costs, tr, ho, names)
     budgets = [float(b) for b in options.budgets] if options.budgets else default_budgets(cost)
     for b in budgets:
         check_budget(b, cost, list(tr.models), "prompt")
@@ -133,11 +135,12 @@ def bench_routers(
     status(
         f"valuing {len(predictions) + 3} policies on {ho.n_items:,} held-out items at {len(budgets)} budgets", progress
     )
-    outcomes, reference, why = value_policies(predictions, tr, ho, cost, budgets)
+    outcomes, reference, why = value_policies(predictions, tr, ho, cost, budgets, spent)
     clusters = pd.factorize(pd.Series(ho.prompt))[0]
     table = policy_table(outcomes, reference, clusters)
     policies = list(dict.fromkeys(name for name, _ in outcomes))
-    cost_range = (float(cost.min()), float(cost.max()))
+    per_model = spent if spent.ndim == 1 else spent.mean(axis=0)
+    cost_range = (float(per_model.min()), float(per_model.max()))
     aiq = aiq_table(outcomes, policies, budgets, cost_range, clusters, options.rounds, options.seed)
     summary = BenchSummary(
         train_items=tr.n_items,
@@ -147,6 +150,7 @@ def bench_routers(
         models=tr.models,
         costs=dict(zip(tr.models, map(float, cost), strict=True)),
         cost_column=getattr(costs, "column", "cost"),
+        cost_source=cost_source,
         budgets=tuple(budgets),
         valuation="pointwise",
         reference=reference,
@@ -157,6 +161,30 @@ def bench_routers(
     )
     notes = tuple(_incomplete_notes(tr, ho, names))
     return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)
+
+
+def decision_costs(
+    costs: Mapping[str, float] | None, tr: GradedItems, ho: GradedItems, names: tuple[str, str]
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """What routing decides on and what a policy is charged, and a sentence saying which: the per-model
+    cost (M,) the budget rule reads (the costs table; without one, each model's mean cost over the
+    training items' cost column: a router cannot know an item's cost before it runs it), and the cost
+    charged on the held-out items (their own cost column where they have one, (n, M), else the per-model
+    cost)."""
+    if costs is not None:
+        cost = cost_vector(costs, list(tr.models))
+        decided = "the costs table"
+    elif tr.item_cost is not None and ho.item_cost is not None:
+        cost = tr.item_cost.mean(axis=0)
+        decided = f"each model's mean cost on the training items ({names[0]}'s cost column)"
+    else:
+        lacking = names[0] if tr.item_cost is None else names[1]
+        raise EvalprismError(
+            f"{lacking}: no 'cost' column: give --costs (a cost per model), or a cost column in both splits"
+        )
+    if ho.item_cost is None:
+        return cost, cost, f"decided and charged by {decided}"
+    return cost, ho.item_cost, f"decided by {decided}; charged each held-out item's own cost ({names[1]}'s cost column)"
 
 
 def _where(given: Input, role: str) -> str:
@@ -231,12 +259,20 @@ def p2l_predictions(model_dir: str | Path, ho: GradedItems, cache_dir: str | Pat
 
 
 def value_policies(
-    predictions: Mapping[str, np.ndarray], tr: GradedItems, ho: GradedItems, cost: np.ndarray, budgets: list[float]
+    predictions: Mapping[str, np.ndarray],
+    tr: GradedItems,
+    ho: GradedItems,
+    cost: np.ndarray,
+    budgets: list[float],
+    spent: np.ndarray | None = None,
 ) -> tuple[dict[tuple[str, float], tuple[np.ndarray, np.ndarray]], str, str]:
     """Every policy's per-item (value, cost) at every budget, the reference policy and why it is one:
-    P2L when given, else the learned router with the highest mean held-out value over the budgets."""
+    P2L when given, else the learned router with the highest mean held-out value over the budgets.
+    ``cost`` (M,) is what the budget rule decides on, ``spent`` what each item is charged ((M,) or
+    (n, M); default ``cost``)."""
+    spent = cost if spent is None else spent
     learned = {b: learned_policies(predictions, cost, b) for b in budgets}
-    outcomes = {(n, b): item_outcomes(p, ho.quality, cost) for b in budgets for n, p in learned[b].items()}
+    outcomes = {(n, b): item_outcomes(p, ho.quality, spent) for b in budgets for n, p in learned[b].items()}
     if P2L in predictions:
         reference, why = P2L, "the P2L model given"
     else:
@@ -249,7 +285,7 @@ def value_policies(
     for b in budgets:
         spend = float(outcomes[(reference, b)][1].mean())
         for name, probs in fixed_policies(means, ho.quality, cost, b, spend).items():
-            outcomes[(name, b)] = item_outcomes(probs, ho.quality, cost)
+            outcomes[(name, b)] = item_outcomes(probs, ho.quality, spent)
     order = [*predictions, *FIXED_POLICIES]
     ordered = {(n, b): outcomes[(n, b)] for b in budgets for n in order}
     return ordered, reference, why

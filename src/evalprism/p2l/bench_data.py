@@ -6,7 +6,9 @@ inputs are whatever the one item-level reader reads (:func:`evalprism.io.items.r
 tables ``model,item_id,score[,benchmark],prompt``, lm-eval ``--log_samples`` directories, inspect_ai
 logs), with the items' text. Here they become :class:`GradedItems`: an item's several scores of one
 model (samples, epochs) are averaged; an item not scored by every model is left out and counted (its
-pointwise value is undefined for a policy that routes to a missing model). Pairwise battle files have
+pointwise value is undefined for a policy that routes to a missing model). A score table with a ``cost``
+column (what answering the item cost, e.g. its tokens at the model's prices) gives each item its own cost
+per model (``item_cost``, averaged over samples like the score). Pairwise battle files have
 no pointwise value: they are refused with a pointer to `p2l evaluate --costs`, which values policies on
 win rates.
 """
@@ -31,7 +33,8 @@ from evalprism.p2l.from_logs import is_graded
 class GradedItems:
     """One split: ``quality`` (n, M) in 0..1, the ``models`` (columns), each item's ``benchmark``,
     ``item_id`` and ``prompt``; ``incomplete`` items left out (not scored by every model);
-    ``provenance`` what the reader read and chose."""
+    ``provenance`` what the reader read and chose; ``item_cost`` (n, M) each item's cost per model,
+    where the input has a cost column (None: it has none)."""
 
     quality: np.ndarray
     models: tuple[str, ...]
@@ -40,6 +43,7 @@ class GradedItems:
     prompt: list[str]
     incomplete: int
     provenance: Provenance
+    item_cost: np.ndarray | None = None
 
     @property
     def n_items(self) -> int:
@@ -60,7 +64,12 @@ class GradedItems:
             self.prompt,
             self.incomplete,
             self.provenance,
+            None if self.item_cost is None else self.item_cost[:, pos],
         )
+
+    def mean_cost(self) -> np.ndarray | None:
+        """Each model's mean cost over the items (M,), where the items carry costs."""
+        return None if self.item_cost is None else self.item_cost.mean(axis=0)
 
 
 def refuse_battles(path: Input, role: str) -> None:
@@ -82,7 +91,7 @@ def refuse_battles(path: Input, role: str) -> None:
 def read_graded(path: Input, role: str, harness: HarnessOptions | None = None) -> GradedItems:
     """One split read as graded items (module docstring); ``role`` names it in messages (TRAIN, HELDOUT)."""
     refuse_battles(path, role)
-    items = read_items([path], harness=harness, prompts=True)
+    items = read_items([path], harness=harness, prompts=True, costs=True)
     return graded_matrix(items.table, f"{path if not isinstance(path, pd.DataFrame) else role}", items.provenance)
 
 
@@ -113,6 +122,10 @@ def graded_matrix(table: pd.DataFrame, where: str, provenance: Provenance | None
             f"item '{item}'); every item needs its prompt"
         )
     index = wide.index.to_frame(index=False)
+    item_cost = None
+    if "cost" in table.columns:
+        spent = table.pivot_table(index=keys, columns="run", values="cost", aggfunc="mean", sort=True)
+        item_cost = spent.reindex(index=wide.index, columns=wide.columns).to_numpy(dtype=np.float64)
     return GradedItems(
         quality=wide.to_numpy(dtype=np.float64),
         models=models,
@@ -121,6 +134,7 @@ def graded_matrix(table: pd.DataFrame, where: str, provenance: Provenance | None
         prompt=[str(p) for p in prompts],
         incomplete=int((~complete).sum()),
         provenance=provenance or Provenance(),
+        item_cost=item_cost,
     )
 
 

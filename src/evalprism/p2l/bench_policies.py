@@ -57,6 +57,8 @@ def fixed_policies(
 
 def item_outcomes(probs: np.ndarray, truth: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pointwise value and cost of a policy on each item (n,): the expected held-out score and cost of
-    the model it draws (``probs`` (n, M), or (M,) for the same distribution on every item)."""
+    the model it draws (``probs`` (n, M), or (M,) for the same distribution on every item; ``cost`` (M,)
+    per model, or (n, M) each item's own cost per model)."""
     pi = np.broadcast_to(np.asarray(probs, dtype=np.float64), truth.shape)
-    return (pi * truth).sum(axis=1), pi @ cost
+    spent = pi @ cost if cost.ndim == 1 else (pi * cost).sum(axis=1)
+    return (pi * truth).sum(axis=1), spent

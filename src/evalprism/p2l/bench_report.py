@@ -59,7 +59,7 @@ def bench_findings(result: BenchResult) -> list[str]:
     s = result.summary
     head = (
         f"Pointwise valuation on {s.heldout_items:,} held-out items ({s.train_items:,} training items, "
-        f"{len(s.models)} models); reference: {s.reference} ({s.reference_why})."
+        f"{len(s.models)} models); costs {s.cost_source}; reference: {s.reference} ({s.reference_why})."
     )
     return [head, *result.verdicts(), aiq_line(result.aiq), leaderboard_line(result)]
 
@@ -109,7 +109,7 @@ def bench_report(result: BenchResult) -> Report:
     )
     report.summary(
         "Valuation: pointwise (every model scored on each held-out item; a policy's value on an item is the score "
-        "of the model it routes to, expected over a mix; its cost that model's cost, from the costs table). Every "
+        f"of the model it routes to, expected over a mix; its cost that model's cost: {s.cost_source}). Every "
         "learned router routes by one rule: per item, maximise its predicted quality with expected cost at most "
         f"the budget (Theorem 1). Reference: {s.reference} ({s.reference_why}). Differences are reference − policy "
         "on the same items, SE clustered by prompt, p adjusted by Benjamini-Hochberg over every policy and budget.",
