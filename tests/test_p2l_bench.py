@@ -161,6 +161,31 @@ def test_items_own_costs_decide_by_training_means_and_charge_each_item(tmp_path:
         bench_routers(bad, priced(range(400, 600)), None, embedder=LookupEmbedder(x), progress=False)
 
 
+def test_standard_errors_clustered_by_benchmark_when_asked() -> None:
+    """--se-by benchmark: each benchmark is one unit. By hand for the best single model: the SE of a
+    mean over benchmark clusters (the items of a benchmark summed, CR0 with the G/(G-1) correction, as
+    statsmodels' cluster-robust SE of a constant), and a note that few units make rough intervals."""
+    import statsmodels.api as sm
+
+    x, _, scores = clustered_world(600)
+    bench = np.array([f"b{i % 4}" for i in range(600)])
+    result = bench_routers(
+        score_table(scores, range(400), bench),
+        score_table(scores, range(400, 600), bench),
+        COSTS,
+        BenchOptions(rounds=50, se_by="benchmark"),
+        embedder=LookupEmbedder(x),
+        progress=False,
+    )
+    top = result.policies[result.policies["policy"] == "best single"].set_index("budget").loc[2.0]
+    train_best = int(np.argmax(scores[:400].mean(axis=0)))
+    held = scores[400:, train_best]
+    groups = pd.factorize(pd.Series(bench[400:]))[0]
+    fit = sm.OLS(held, np.ones((200, 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert top["se"] == pytest.approx(float(fit.bse[0]), rel=1e-9)
+    assert any("clustered by benchmark over 4 benchmarks" in note for note in result.notes)
+
+
 def test_oracle_is_the_mean_of_the_per_item_best_within_budget(
     clustered_bench: tuple[pd.DataFrame, np.ndarray],
 ) -> None:

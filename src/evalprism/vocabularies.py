@@ -48,6 +48,8 @@ RouteValue = Literal["bt", "grk"]
 RouteValueKind = Literal["score", "own"]
 #: where a routing budget holds: on average over prompts, or on every prompt (`--budget-scope`)
 BudgetScope = Literal["prompt", "average"]
+#: what a router benchmark's standard errors are clustered by (`p2l bench --se-by`)
+BenchUnit = Literal["prompt", "benchmark"]
 #: dimension reduction before HDBSCAN (`judges --reduce`)
 Reduction = Literal["none", "pca", "umap"]
 #: HDBSCAN's cluster selection (`judges --selection`)

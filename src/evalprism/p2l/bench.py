@@ -136,7 +136,7 @@ def bench_routers(
         f"valuing {len(predictions) + 3} policies on {ho.n_items:,} held-out items at {len(budgets)} budgets", progress
     )
     outcomes, reference, why = value_policies(predictions, tr, ho, cost, budgets, spent)
-    clusters = pd.factorize(pd.Series(ho.prompt))[0]
+    clusters = pd.factorize(pd.Series(ho.prompt if options.se_by == "prompt" else ho.benchmark))[0]
     table = policy_table(outcomes, reference, clusters)
     policies = list(dict.fromkeys(name for name, _ in outcomes))
     per_model = spent if spent.ndim == 1 else spent.mean(axis=0)
@@ -159,7 +159,7 @@ def bench_routers(
         hyperparameters=chosen,
         embedder=options.embedder,
     )
-    notes = tuple(_incomplete_notes(tr, ho, names))
+    notes = tuple(_incomplete_notes(tr, ho, names)) + _unit_notes(options.se_by, int(clusters.max()) + 1)
     return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)
 
 
@@ -185,6 +185,16 @@ def decision_costs(
     if ho.item_cost is None:
         return cost, cost, f"decided and charged by {decided}"
     return cost, ho.item_cost, f"decided by {decided}; charged each held-out item's own cost ({names[1]}'s cost column)"
+
+
+def _unit_notes(unit: str, units: int) -> tuple[str, ...]:
+    """What clustering by ``unit`` means for the intervals, when there are few units."""
+    if units >= 30:
+        return ()
+    return (
+        f"standard errors clustered by {unit} over {units} {unit}s: the intervals use a t with {units - 1} degree(s) "
+        f"of freedom and are wide{' (one unit: no interval)' if units < 2 else ''}; few units make a rough SE",
+    )
 
 
 def _where(given: Input, role: str) -> str:

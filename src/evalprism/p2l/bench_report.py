@@ -66,7 +66,7 @@ def bench_findings(result: BenchResult) -> list[str]:
 
 def quality_cost_figure(policies: pd.DataFrame) -> go.Figure:
     """Held-out value against mean cost per item, one trace per policy (its points at the budgets),
-    ± 1.96 SE bars clustered by prompt."""
+    ± 1.96 SE bars (clustered by the benchmark's unit)."""
     fig = go.Figure()
     for name, rows in policies.groupby("policy", sort=False):
         colour, symbol = STYLES.get(str(name), (None, "circle"))
@@ -112,7 +112,8 @@ def bench_report(result: BenchResult) -> Report:
         f"of the model it routes to, expected over a mix; its cost that model's cost: {s.cost_source}). Every "
         "learned router routes by one rule: per item, maximise its predicted quality with expected cost at most "
         f"the budget (Theorem 1). Reference: {s.reference} ({s.reference_why}). Differences are reference − policy "
-        "on the same items, SE clustered by prompt, p adjusted by Benjamini-Hochberg over every policy and budget.",
+        f"on the same items, SE clustered by {result.options.se_by}, p adjusted by Benjamini-Hochberg over every "
+        "policy and budget.",
         *result.verdicts(),
         aiq_line(result.aiq),
         leaderboard_line(result),

@@ -4,14 +4,15 @@ Given each policy's pointwise value and cost on every held-out item at every bud
 (:func:`~evalprism.p2l.bench_policies.item_outcomes`):
 
 - a policy's ``value`` is its mean over the items, with an SE clustered by prompt (items sharing a
-  prompt text are one draw; :func:`~evalprism.stats.compare_tests.paired_difference` on the values);
+  prompt text are one draw; or by benchmark with ``--se-by benchmark``: each benchmark one draw;
+  :func:`~evalprism.stats.compare_tests.paired_difference` on the values);
 - ``diff_vs_ref`` = reference − policy on the same items (positive: the reference is better), with its
-  paired SE clustered by prompt, a t interval (``low``, ``high``, G − 1 degrees of freedom), a
+  paired SE clustered the same way, a t interval (``low``, ``high``, G − 1 degrees of freedom), a
   two-sided ``p`` and ``p_adj``: Benjamini-Hochberg over every policy and budget (the oracle, which
   reads the truth, is shown but not tested); ``mde``: the difference a 5% test finds with 80% power;
 - one sentence per budget and policy that follows from those numbers (:func:`verdict`);
 - AIQ (:mod:`evalprism.stats.aiq`) per policy over the cost range of the models, with a percentile
-  interval from a bootstrap of prompts (the policies fixed, the items resampled by prompt cluster).
+  interval from a bootstrap of the same units (the policies fixed, the items resampled by cluster).
 """
 
 from __future__ import annotations

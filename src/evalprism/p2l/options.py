@@ -15,6 +15,7 @@ from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.options import Options, check_applies, group, option
 from evalprism.vocabularies import (
     Aggregation,
+    BenchUnit,
     BudgetScope,
     CiMethod,
     HeadFit,
@@ -332,6 +333,11 @@ class BenchOptions(Options):
         "minilm",
         help="Prompt embedder of the baselines (kNN, MLP, mf): minilm | st:<name or path> | instructor:<path>.",
     )
-    rounds: int = option(1000, number="repeats", help="Bootstrap rounds (by prompt) of the AIQ intervals.")
+    rounds: int = option(1000, number="repeats", help="Bootstrap rounds (by --se-by unit) of the AIQ intervals.")
+    se_by: BenchUnit = option(
+        "prompt",
+        help="The unit the SEs, intervals and AIQ bootstrap are clustered by: prompt (items sharing a prompt are one "
+        "unit), or benchmark (each benchmark one unit: a claim about benchmarks like these; wide with few of them).",
+    )
     seed: int = option(0, help="Random seed (cross-validation folds, MLP and mf initialisation, bootstrap).")
     harness: HarnessOptions = group(HarnessOptions)
