@@ -408,6 +408,14 @@ class InProcessService(LoopbackServer):
 
 #: the candidates of :func:`constant_service`, best first: every routed request tries them in this order
 MODELS = ["alpha", "beta", "gamma", "delta"]
+ORDER = MODELS[:3]  # the routed failover order of constant_service (max_attempts 3)
+
+
+def user(text: str) -> list[dict[str, Any]]:
+    """A chat conversation of one user message."""
+    return [{"role": "user", "content": text}]
+
+
 COSTS = dict.fromkeys(MODELS, 1.0)
 
 

@@ -19,11 +19,13 @@ from serve_harness import (
     CLIENT_TIMEOUT_S,
     COSTS,
     MODELS,
+    ORDER,
     ConstantBackbone,
     FakeUpstreams,
     InProcessService,
     attempt_counts,
     health,
+    user,
     write_config,
 )
 from serve_harness import constant_service as start
@@ -31,12 +33,6 @@ from serve_harness import constant_service as start
 import evalprism.serve.app  # noqa: F401 - torch and the app load once, when the module is collected, not in its first test
 
 openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
-
-ORDER = MODELS[:3]  # the routed failover order (max_attempts 3)
-
-
-def user(text: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": text}]
 
 
 def sdk(svc: InProcessService, **kwargs: Any) -> Any:

@@ -17,20 +17,16 @@ from helpers import HANG_LIMIT_S
 from serve_harness import (
     CLIENT_TIMEOUT_S,
     MODELS,
+    ORDER,
     FakeUpstreams,
     InProcessService,
     constant_service,
     health,
     metric_values,
+    user,
 )
 
 openai = pytest.importorskip("openai", reason="the openai SDK (dev extra) is not installed")
-
-ORDER = MODELS[:3]  # the routed failover order (max_attempts 3)
-
-
-def user(text: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": text}]
 
 
 def lines_of(svc: InProcessService, request_id: str, count: int) -> list[dict[str, Any]]:
