@@ -422,3 +422,25 @@ def test_paper_rule_shows_a_rule_strength_not_a_confidence(files, pool_dir, tmp_
     page = (out / "report.html").read_text()
     assert "is not calibrated" in page and "right 39% of the time" in page
     assert "confidence 1" not in page and "rule strength" in page
+
+
+def test_weighting_beside_another_method_is_refused_with_or_without_trials(files, tmp_path, capsys) -> None:
+    """--weighting steers the paper's rule alone: beside --method stratified it is refused in one message,
+    trials or not (in trials it would change the paper rule's column alone), and nothing is written;
+    with --method paper it is taken."""
+    pool_dir, out = tmp_path / "pool", tmp_path / "out"
+    args = ["stem", "pool", files["correctness"], "--models", files["meta"], "--family", "toy", "--out", pool_dir]
+    assert run_cli(args, capsys)[0] == 0
+    locate = ["stem", "locate", pool_dir, files["correctness"], "--model", "other-b", "--out", out]
+    for trials in ("3", "0"):
+        _expect_error(
+            [*locate, "--method", "stratified", "--weighting", "stratified", "--trials", trials],
+            capsys,
+            "--weighting stratified: does not apply here: it weights the TI levels of the paper's rule, and "
+            "method 'stratified' is located without it",
+            out,
+        )
+    _locate(
+        capsys, pool_dir, files["correctness"], out, "--method", "paper", "--weighting", "stratified", "--trials", "3"
+    )
+    assert read_run(out).results["weighting"] == "stratified"

@@ -209,11 +209,12 @@ def _check_method_options(
     weighting: str | None,
     design: str | None,
 ) -> None:
-    """Refuse ``weighting`` (the paper rule's) and ``design`` (the IRT estimator's) when the sample they
-    steer is not drawn: no trials run (trials compare every method, so both apply there) and the
-    chosen method of every sampled model is another one."""
-    if trials > 0:
-        return
+    """Refuse ``weighting`` (the paper rule's) when no sampled model is located by the paper's rule,
+    trials or not: in trials it would change the paper rule's column alone, which ``method paper``
+    compares the same way (the trials run every method), so accepting it beside another method
+    only makes a user believe the localization was weighted. Refuse ``design`` (the IRT
+    estimator's) when no trials run and no sampled model is located by the IRT estimator (trials
+    compare every method on the design's sample, so it applies there)."""
     chosen = sorted({choose_method(pool, name, method) for name, whole in zip(names, wholes, strict=True) if whole})
     said = f"method '{method}'" + (f" (here: {', '.join(chosen)})" if method == "auto" else "")
     steered = {option for name in chosen for option in METHODS[name].steered_by}
@@ -221,8 +222,15 @@ def _check_method_options(
         "weighting",
         weighting,
         "weighting" in steered,
-        f"it weights the TI levels of the paper's rule, and {said} is located without it and no trials run",
+        f"it weights the TI levels of the paper's rule, and {said} is located without it"
+        + (
+            " (in trials it would change the paper rule's column alone: use method paper to compare it)"
+            if trials > 0
+            else " and no trials run"
+        ),
     )
+    if trials > 0:
+        return
     if pool.panel is not None:  # without a panel resolve_design says why
         check_applies(
             "design",
