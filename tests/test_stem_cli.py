@@ -324,7 +324,7 @@ def test_every_item_right_still_has_a_standard_error(files, pool_dir, tmp_path, 
     entry = json.loads((out / "localization.json").read_text())[0]
     assert entry["estimate"] == 100 and entry["position"] == 4 and 0 < entry["standard_error"] < 10
     page = (out / "report.html").read_text()
-    assert "standard error is 0" not in page and "standard errors) from the nearest member" in page
+    assert "standard error is 0" not in page and "With 60 items the resolution is" in page
 
 
 def test_a_model_that_answered_nothing_is_one_message_naming_it(files, pool_dir, tmp_path, capsys) -> None:
@@ -387,11 +387,15 @@ def test_report_has_one_summary_table_sorted_by_estimate_then_per_model_paragrap
     assert list(located.columns) == [
         "model",
         "interval",
+        "cannot tell side of",
+        "p below",
+        "p above",
         "estimate ± se",
         "confidence",
         "nearest member",
         "distance (pp)",
-        "≤ 1 se",
+        "resolution (pp)",
+        "more items for nearest",
         "items",
     ]
     order = sorted(entries, key=lambda m: -entries[m]["estimate"])

@@ -35,6 +35,8 @@ nothing and is not counted):
 - ``simulate``: a planted model family (tests, the demo, the benchmark)
 - ``estimate``: estimator A (strata, allocation, the stratified draw, the design estimate), the
   placement of any score estimate, and a drawn :class:`~evalprism.stem.estimate.Sample`
+- ``resolution``: what a score estimate can tell about the members around it: the design's
+  resolution and abstention near a member
 - ``irt``: estimator B's 2PL (fit, ability, the difference estimate)
 - ``baselines``: random sampling and the Bayesian interval posterior
 - ``target``: a model aligned to the pool, the items it can be scored on, its full-pool truth

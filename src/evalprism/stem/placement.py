@@ -29,6 +29,7 @@ from evalprism.stem.estimate import bounding_cdf, positions_of
 from evalprism.stem.location_result import LocateSummary, LocationResult
 from evalprism.stem.methods import METHODS
 from evalprism.stem.options import LocateOptions
+from evalprism.stem.resolution import Abstention, Resolution, abstention, resolution
 from evalprism.stem.rule import apply_rule
 from evalprism.stem.trials import Sampling
 
@@ -71,7 +72,11 @@ class Localization:
     (None at an open end); ``confidence`` of that interval (A and B: a calibrated probability; the
     paper's rule: its rule strength, :data:`~evalprism.stem.methods.RULE_STRENGTH_NOTE`, shown under that name); ``levels``: accuracy per TI level with
     95% Clopper-Pearson intervals; ``tests``: the discordant counts and p-values against every
-    member; ``subset``: the items drawn; ``draw``: where they came from (:data:`Draw`).
+    member; ``subset``: the items drawn; ``draw``: where they came from (:data:`Draw`). A score
+    estimate (A, B, adaptive) also has its ``resolution`` (:class:`~evalprism.stem.resolution.Resolution`)
+    and, when its 95% interval holds a member's reference score, its ``abstention``
+    (:class:`~evalprism.stem.resolution.Abstention`: "cannot tell which side of X", what the outputs
+    lead with; ``position`` stays the point placement that trials score).
     """
 
     model: str
@@ -92,23 +97,15 @@ class Localization:
     estimate: float | None = None
     standard_error: float | None = None
     member_scores: np.ndarray | None = None
+    resolution: Resolution | None = None
+    abstention: Abstention | None = None
 
     @property
     def nearest_member(self) -> tuple[str, float] | None:
         """The member whose reference score is closest to the estimate, and the distance (points);
         None for the paper's rule (it estimates no score)."""
-        if self.estimate is None or self.member_scores is None:
-            return None
-        gaps = np.abs(np.asarray(self.member_scores) - self.estimate)
-        j = int(gaps.argmin())
-        return str(self.tests["member"].iloc[j]), float(gaps[j])
-
-    @property
-    def too_close(self) -> bool:
-        """True when the estimate lies within one standard error of a member's reference score: no
-        100-item method can place the model reliably against that member."""
-        near = self.nearest_member
-        return near is not None and self.standard_error is not None and near[1] < self.standard_error
+        r = self.resolution
+        return None if r is None else (r.nearest, r.gap)
 
     @property
     def confidence_name(self) -> str:
@@ -161,15 +158,41 @@ class Localization:
             "standard_error": None if self.standard_error is None else round(self.standard_error, 4),
             "nearest_member": None
             if self.nearest_member is None
-            else {
-                "model": self.nearest_member[0],
-                "distance": round(self.nearest_member[1], 4),
-                "within_one_se": self.too_close,
-            },
+            else {"model": self.nearest_member[0], "distance": round(self.nearest_member[1], 4)},
+            **self._resolution_summary(),
             **self._truth_or_design(),
             "accuracy_by_ti": {
                 int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
                 for r in self.levels.itertuples()
+            },
+        }
+
+    def _resolution_summary(self) -> dict[str, Any]:
+        """The design's resolution and, when the interval holds a member, the abstention (a score
+        estimate only; :mod:`~evalprism.stem.resolution`)."""
+        if self.resolution is None:
+            return {}
+        r, a = self.resolution, self.abstention
+        return {
+            "resolution": {
+                "distance": round(r.distance, 4),
+                "nearest_member": r.nearest,
+                "gap": round(r.gap, 4),
+                "items_needed": r.needed,
+                "more_items": r.more,
+            },
+            "abstains": a is not None,
+            "abstention": None
+            if a is None
+            else {
+                "interval": a.interval,
+                "member": a.member,
+                "lower": a.lower,
+                "upper": a.upper,
+                "straddled": list(a.straddled),
+                "p_below": round(a.p_below, 6),
+                "p_above": round(a.p_above, 6),
+                "confidence": round(a.confidence, 6),
             },
         }
 
@@ -196,6 +219,7 @@ class Localization:
             "reference_score": round(float(self.reference_score), 4),
             "true_position": self.truth,
             "correct": self.position == self.truth,
+            **({} if self.abstention is None else {"abstention_holds_truth": self.abstention.holds(self.truth)}),
         }
 
     def frames(self) -> dict[str, pd.DataFrame]:
@@ -367,4 +391,6 @@ def score_localization(
         estimate=estimate,
         standard_error=se,
         member_scores=mu,
+        resolution=resolution(estimate, se, len(idx), names, mu),
+        abstention=abstention(estimate, se, names, mu),
     )

@@ -10,6 +10,7 @@ labels, colours and what their confidence is); the results it renders it names f
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -471,12 +472,47 @@ def _closeness_line(loc: Localization) -> str:
             f"estimated standard error is 0, which understates the uncertainty; its estimated score is {gap:.1f} "
             f"points from the nearest member, {name}."
         )
-    if loc.too_close:
-        return (
-            f" Its estimated score is {gap:.1f} points from {name}'s, within one standard error "
-            f"({loc.standard_error:.1f}): no 100-item method can place it reliably against {name}."
+    return _abstention_line(loc) + _resolution_line(loc)
+
+
+def _abstention_line(loc: Localization) -> str:
+    """When the 95% interval holds a member's reference score: which, and the probability of each side."""
+    a, r = loc.abstention, loc.resolution
+    if a is None or r is None:
+        return ""
+    held = ", ".join(a.straddled)
+    return (
+        f" Its 95% interval (± {r.distance:.1f} points) holds the reference score of {held}: {a.interval} "
+        f"(below {a.member} {a.p_below:.0%}, above {a.p_above:.0%}; the wider interval's confidence "
+        f"{a.confidence:.1%}); the point placement above is not told by these items."
+    )
+
+
+def _resolution_line(loc: Localization) -> str:
+    """The design's resolution and what resolving the nearest member takes (:mod:`~evalprism.stem.resolution`)."""
+    r = loc.resolution
+    if r is None:
+        return ""
+    line = (
+        f" With {r.items:,} items the resolution is {r.distance:.1f} points (1.96 standard errors): a member "
+        "closer than that to the estimate cannot be told apart at 95%."
+    )
+    if r.more is None:
+        return line + f" Its estimate sits on {r.nearest}'s reference score: no number of items tells the side."
+    if r.more == 0:
+        return line + (
+            f" The nearest member, {r.nearest}, is {r.gap:.1f} points ({r.gap / r.standard_error:.1f} standard "
+            "errors) away: resolved."
         )
-    return f" Its estimated score is {gap:.1f} points ({gap / loc.standard_error:.1f} standard errors) from the nearest member, {name}."
+    assert r.needed is not None
+    line += f" Resolving {r.nearest} ({r.gap:.1f} points away) takes about {r.needed:,} items ({r.more:,} more"
+    stages = loc.adaptive.stages if loc.adaptive is not None else ()
+    if stages:
+        line += f", about {math.ceil(r.more / stages[-1])} more adaptive stage(s) of {stages[-1]}"
+    line += ")"
+    if r.needed > loc.draw.available:
+        line += f", more than the {loc.draw.available:,} pool items it can be scored on"
+    return line + "."
 
 
 def trials_report(trials: Trials) -> Report:
@@ -538,13 +574,17 @@ def _trials_details(trials: Trials) -> dict[str, Any]:
 
 def location_index_line(result: LocationResult) -> str:
     """One line for an index page: models placed right, and each method's mean trial accuracy."""
-    known = [loc for loc, _ in result.results if loc.truth is not None]
+    located = [loc for loc, _ in result.results]
+    told = [loc for loc in located if loc.abstention is None]
+    known = [loc for loc in told if loc.truth is not None]
     right = sum(loc.position == loc.truth for loc in known)
-    line = (
-        f"{right} of {len(known)} models placed at their true position"
-        if known
-        else f"{len(result.results)} model(s) located from part of the pool (no truth to compare with)"
-    )
+    if known:
+        line = f"{right} of {len(known)} models placed at their true position"
+    elif len(told) == len(located):
+        line = f"{len(located)} model(s) located from part of the pool (no truth to compare with)"
+    else:
+        line = f"{len(told)} model(s) placed"
+    line += _abstained_count(located)
     trials = [t for _, t in result.results if t is not None]
     if trials:
         shown = [entry for entry in TRIAL_METHODS if all(entry.name in t.methods for t in trials)]
@@ -555,6 +595,43 @@ def location_index_line(result: LocationResult) -> str:
             + " correct"
         )
     return line
+
+
+def _abstained_count(located: list[Localization]) -> str:
+    """The models whose interval holds a member's score (abstentions), counted apart from the placed
+    ones, with how often their wider interval holds the true position (where there is a truth)."""
+    out = [loc for loc in located if loc.abstention is not None]
+    if not out:
+        return ""
+    text = f"; {len(out)} more cannot be told which side of a member they lie (abstained)"
+    known = [loc for loc in out if loc.truth is not None]
+    if known:
+        held = sum(
+            loc.abstention.holds(loc.truth) for loc in known if loc.abstention is not None and loc.truth is not None
+        )
+        text += f", their wider interval holding the true position for {held} of {len(known)}"
+    return text
+
+
+def _resolution_headline(result: LocationResult) -> list[str]:
+    """The design's resolution, stated once for the report (score estimates only)."""
+    rs = [loc.resolution for loc, _ in result.results if loc.resolution is not None]
+    if not rs:
+        return []
+    lo, hi = min(r.distance for r in rs), max(r.distance for r in rs)
+    span = f"{lo:.1f}" if round(lo, 1) == round(hi, 1) else f"{lo:.1f}–{hi:.1f}"
+    out = sum(loc.abstention is not None for loc, _ in result.results)
+    return [
+        f"Resolution: with these items a member closer than {span} points to a model's estimated score (1.96 "
+        "standard errors) cannot be told apart at 95%. "
+        + (
+            f"{out} model{'s' if out != 1 else ''}' 95% interval holds a member's score: the table says "
+            "'cannot tell side of' that member, with the probability of each side, and the paragraphs how many "
+            "more items would resolve it."
+            if out
+            else "Every model's 95% interval clears every member's score."
+        )
+    ]
 
 
 def location_report(result: LocationResult) -> Report:
@@ -596,6 +673,7 @@ def location_report(result: LocationResult) -> Report:
             "of sample, placements with a rule strength near 0.97 were right 39% of the time. A and B "
             "give a calibrated confidence."
         )
+    headline += _resolution_headline(result)
     report.summary(*headline, *[note[0].upper() + note[1:] + "." for note in result.notes])
     table = located_table(result)
     explain = {
@@ -604,9 +682,12 @@ def location_report(result: LocationResult) -> Report:
         "confidence": "confidence: the probability of that interval under N(estimate, se²), calibrated",
         "rule strength": "rule strength (the paper's rule): 1 − the two one-sided McNemar p-values, a test "
         "statistic, not a probability of being right",
+        "cannot tell side of": "cannot tell side of: the member whose reference score the 95% interval holds "
+        "(the interval then spans the members it clears), p below / p above: the probability of each side of it",
         "nearest member": "nearest member: the member whose reference score is closest to the estimate, "
-        "distance in points; ≤ 1 se: yes when within one standard error (no 100-item "
-        "method can place it reliably against that member)",
+        "distance in points; resolution: 1.96 standard errors, the smallest distance these items tell apart at "
+        "95%; more items for nearest: how many more items would resolve the nearest member (standard errors "
+        "fall as 1/√n; empty: none would)",
         "items": "items: answers used",
     }
     caption = "; ".join(text for column, text in explain.items() if column in table.columns)
@@ -688,7 +769,13 @@ def _location_details(result: LocationResult) -> dict[str, Any]:
 
 
 def _short_interval(loc: Localization) -> str:
-    """The interval in a table cell: ``lower – upper``, ``above upper-most``, ``below lower-most``."""
+    """The interval in a table cell: ``lower – upper``, ``above upper-most``, ``below lower-most``; an
+    abstention's wider interval with the member whose side is not told."""
+    a = loc.abstention
+    if a is not None:
+        wide = f"{a.lower} – {a.upper}" if a.lower and a.upper else (f"above {a.lower}" if a.lower else "")
+        wide = wide or (f"below {a.upper}" if a.upper else "anywhere")
+        return f"{wide}, cannot tell side of {a.member}"
     if loc.lower and loc.upper:
         return f"{loc.lower} – {loc.upper}"
     return f"above {loc.lower}" if loc.lower else f"below {loc.upper}"
@@ -699,7 +786,8 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
     lines = []
     for loc, trials in _sorted(result):
         how = METHODS[loc.method].label
-        line = f"{loc.model}: {loc.interval} (position {loc.position} of {len(members)}, {how}"
+        lead = loc.interval if loc.abstention is None else f"{loc.abstention.interval}; point placement {loc.interval}"
+        line = f"{loc.model}: {lead} (position {loc.position} of {len(members)}, {how}"
         if loc.estimate is not None:
             line += f", estimated score {loc.estimate:.1f} ± {loc.standard_error:.1f}"
         if loc.confidence_name == "rule_strength":
@@ -750,29 +838,36 @@ def _sorted(result: LocationResult) -> list:
 
 def located_table(result: LocationResult):
     """One row per located model (``located.csv`` and the report's summary table): model, interval,
-    estimate ± se, confidence (A, B) or rule strength (the paper's rule), nearest member and its
-    distance, items used; highest estimate first."""
+    the member whose side its 95% interval cannot tell and the probability of each side, estimate ±
+    se, confidence (A, B: of the row's interval) or rule strength (the paper's rule), nearest member,
+    its distance, the design's resolution and the items more that would resolve the nearest member,
+    items used; highest estimate first."""
     import pandas as pd
 
     rows = []
     for loc, _ in _sorted(result):
-        near = loc.nearest_member
+        near, r, a = loc.nearest_member, loc.resolution, loc.abstention
         paper = loc.confidence_name == "rule_strength"
+        confidence = loc.confidence if a is None else a.confidence
         rows.append(
             {
                 "model": loc.model,
                 "method": loc.method,
                 "interval": _short_interval(loc),
+                "cannot tell side of": "" if a is None else a.member,
+                "p below": None if a is None else round(a.p_below, 3),
+                "p above": None if a is None else round(a.p_above, 3),
                 "estimate ± se": "" if loc.estimate is None else f"{loc.estimate:.1f} ± {loc.standard_error:.1f}",
-                "confidence": None if paper else round(loc.confidence, 3),
+                "confidence": None if paper else round(confidence, 3),
                 "rule strength": round(loc.confidence, 3) if paper else None,
                 "nearest member": "" if near is None else near[0],
                 "distance (pp)": None if near is None else round(near[1], 1),
-                "≤ 1 se": "" if near is None else ("yes" if loc.too_close else ""),
+                "resolution (pp)": None if r is None else round(r.distance, 1),
+                "more items for nearest": None if r is None else r.more,
                 "items": len(loc.subset),
             }
         )
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).astype({"more items for nearest": "Int64"})
     if frame["method"].nunique() == 1:  # said in the headline
         frame = frame.drop(columns="method")
     if not frame["rule strength"].notna().any():
@@ -780,7 +875,18 @@ def located_table(result: LocationResult):
     if not frame["confidence"].notna().any():
         frame = frame.drop(columns="confidence")
     if not frame["nearest member"].astype(bool).any():
-        frame = frame.drop(columns=["estimate ± se", "nearest member", "distance (pp)", "≤ 1 se"])
+        frame = frame.drop(
+            columns=[
+                "cannot tell side of",
+                "p below",
+                "p above",
+                "estimate ± se",
+                "nearest member",
+                "distance (pp)",
+                "resolution (pp)",
+                "more items for nearest",
+            ]
+        )
     return frame
 
 
