@@ -243,3 +243,45 @@ def test_cli_stage_one_answers_stage_two_locate(world, tmp_path, capsys) -> None
         capsys,
     )
     assert code == 2 and "run them, or locate without --plan" in " ".join(err.split()), err
+
+
+def test_a_later_stage_stores_the_panel_fits_and_locate_reads_them(tmp_path) -> None:
+    """Issue 42, item 3: stage 2's plan stores the panel's leave-one-out fits; locating from the saved
+    plan on a fresh pool reads them and gives the calibration, estimate and standard error of a fresh
+    computation to the last digit; on a pool with another panel they are computed again, and said."""
+    table, meta = _world(seed=6, n_items=300, n_panel=12)
+    family = table[table["model"].isin(list(FAMILY_THETA))]
+    panel = table[table["model"].str.startswith("panel-")]
+    answers = table[table["model"] == "target"]
+
+    def fresh(panel_table: pd.DataFrame = panel):
+        return build_pool(family, meta, panel=panel_table)
+
+    pool = fresh()
+    first, _ = plan_stage(pool, PlanOptions(items=20, seed=2, method="adaptive"))
+    second, _ = plan_stage(pool, PlanOptions(items=20), previous=first, answers=_answers_on(answers, first.items))
+    assert second.panel_fits is not None and len(second.panel_fits.models) == 16  # 4 members + 12 panel models
+    second.save(tmp_path / "s2")
+    assert (tmp_path / "s2" / "calibration.npz").is_file()
+    loaded = type(second).load(tmp_path / "s2")
+    on_plan = _answers_on(answers, second.items)
+
+    recomputed = locate_subset(fresh(), target_of(pool, on_plan), plan=replace(loaded, panel_fits=None))
+    notes: list[str] = []
+    stored = locate_subset(fresh(), target_of(pool, on_plan), plan=loaded, design_note=notes)
+    assert recomputed.adaptive is not None and stored.adaptive is not None
+    assert recomputed.adaptive.fits == "computed" and stored.adaptive.fits == "stored with the plan" and not notes
+    assert stored.adaptive.calibration == recomputed.adaptive.calibration
+    assert (stored.estimate, stored.standard_error) == (recomputed.estimate, recomputed.standard_error)
+
+    other = fresh(panel[panel["model"] != "panel-0"])  # another panel: the stored fits do not hold
+    stale = locate_subset(other, target_of(other, on_plan), plan=loaded, design_note=notes)
+    again = locate_subset(
+        fresh(panel[panel["model"] != "panel-0"]), target_of(other, on_plan), plan=replace(loaded, panel_fits=None)
+    )
+    assert stale.adaptive is not None and stale.adaptive.fits.startswith("computed again")
+    assert notes == [
+        "'target': the adaptive calibration's panel fits were computed again: the plan's stored fits were "
+        "made on another pool or panel"
+    ]
+    assert stale.standard_error == again.standard_error and stale.estimate == again.estimate

@@ -43,6 +43,7 @@ from evalprism.io.options import check_applies
 from evalprism.io.outputs import OutputKind, SavedResult, write_json
 from evalprism.io.preflight import PLAN_FILE, plan_directory
 from evalprism.io.record import Provenance, RunRecord
+from evalprism.stem.adaptive import PanelFits
 from evalprism.stem.estimate import allocate, pool_strata, stratified_draw
 from evalprism.stem.methods import METHODS, choose_method
 from evalprism.stem.options import PlanOptions
@@ -54,6 +55,8 @@ STRATIFIED_DESIGN = "stratified (benchmark x members right), proportional alloca
 ADAPTIVE_DESIGN = (
     "adaptive: stage 1 stratified (benchmark x members right), later stages by expected Fisher information"
 )
+#: the reference panel's leave-one-out fits stored with a later stage of an adaptive plan
+FITS_FILE = "calibration.npz"
 #: columns of plan.csv
 PLAN_COLUMNS = [
     "benchmark",
@@ -138,7 +141,9 @@ class Plan(SavedResult):
     """The planned items (``items``: the columns of :data:`PLAN_COLUMNS`, grouped by stratum), the
     options it was planned with (:class:`~evalprism.stem.options.PlanOptions`), what planning
     decided (:class:`PlanSummary`: pool family and size, items, seed, method, design, stages) and,
-    for a later stage of an adaptive plan, what the readers of the model's answers read and chose."""
+    for a later stage of an adaptive plan, what the readers of the model's answers read and chose, and
+    the reference panel's leave-one-out fits its calibration ran on (``panel_fits``, saved as
+    :data:`FITS_FILE` and read back by :meth:`load`: :mod:`~evalprism.stem.adaptive`, "Reuse")."""
 
     output_kind: ClassVar[OutputKind] = OutputKind.STEM_PLAN
 
@@ -146,6 +151,7 @@ class Plan(SavedResult):
     options: PlanOptions
     summary: PlanSummary
     provenance: Provenance = field(default_factory=Provenance)
+    panel_fits: PanelFits | None = field(default=None, repr=False, compare=False)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"plan": self.items}
@@ -195,6 +201,8 @@ class Plan(SavedResult):
         }
 
     def write_extra(self, directory: Path) -> None:
+        if self.panel_fits is not None:
+            write_fits(directory / FITS_FILE, self.panel_fits)
         samples = self.lm_eval_samples()
         if samples is not None:
             write_json(directory / "lm_eval_samples.json", samples)
@@ -222,7 +230,13 @@ class Plan(SavedResult):
         missing = [c for c in PLAN_COLUMNS if c not in items.columns]
         if missing:
             raise EvalprismError(f"{path}: missing column(s) {', '.join(missing)} (expected {', '.join(PLAN_COLUMNS)})")
-        return cls(items=items, options=options, summary=summary, provenance=RunRecord.from_json(run).provenance)
+        return cls(
+            items=items,
+            options=options,
+            summary=summary,
+            provenance=RunRecord.from_json(run).provenance,
+            panel_fits=read_fits(plan_dir / FITS_FILE),
+        )
 
 
 def _saved_plan(run: Any, rows: int) -> tuple[PlanOptions, PlanSummary]:
@@ -241,6 +255,39 @@ def _saved_plan(run: Any, rows: int) -> tuple[PlanOptions, PlanSummary]:
     return PlanOptions(
         items=summary.items_requested or summary.items, seed=summary.seed, method=summary.method_requested
     ), summary
+
+
+def write_fits(path: Path, fits: PanelFits) -> None:
+    """``calibration.npz``: the panel's leave-one-out fits, exact (float64) so that a calibration on them
+    gives the same numbers as one that fits them again."""
+    np.savez(
+        path,
+        fingerprint=np.array(fits.fingerprint),
+        models=np.array(fits.models, dtype=str),
+        a=fits.a,
+        c=fits.c,
+        theta=fits.theta,
+    )
+
+
+def read_fits(path: Path) -> PanelFits | None:
+    """The fits :func:`write_fits` stored (None without the file); a damaged file is one message."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            fits = PanelFits(
+                fingerprint=str(saved["fingerprint"]),
+                models=tuple(str(m) for m in saved["models"]),
+                a=saved["a"].astype(float),
+                c=saved["c"].astype(float),
+                theta=saved["theta"].astype(float),
+            )
+    except (OSError, ValueError, KeyError) as exc:
+        raise EvalprismError(f"{path}: not the panel fits evalprism stores with a plan ({exc}); delete it") from None
+    if not (len(fits.models) == len(fits.a) == len(fits.c) == len(fits.theta)) or fits.a.shape != fits.c.shape:
+        raise EvalprismError(f"{path}: its arrays do not match its models; delete it")
+    return fits
 
 
 def _natural(text: str) -> tuple:

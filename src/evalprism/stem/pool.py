@@ -262,6 +262,15 @@ class Pool(SavedResult):
             self._irt[key] = fit_irt(resp, names, kind=self.irt_kind or "2pl")
         return self._irt[key]
 
+    def fitted(self, exclude: str) -> Any:
+        """The fit without reference-panel model ``exclude`` when it has been made or given (else None)."""
+        return self._irt.get(exclude)
+
+    def give_fit(self, exclude: str, fit: Any) -> None:
+        """Keep ``fit`` as the fit without ``exclude`` (fits stored with a plan for this panel,
+        :func:`evalprism.stem.adaptive.use_stored_fits`): :meth:`irt_fit` then returns it."""
+        self._irt[exclude] = fit
+
     def members_frame(self) -> pd.DataFrame:
         """Members with their per-benchmark scores (percent) beside the reference score."""
         out = self.members.copy()

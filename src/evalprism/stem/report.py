@@ -821,7 +821,8 @@ def _adaptive_line(loc: Localization) -> str:
     return (
         f" Adaptive estimate (stages {' + '.join(map(str, info.stages))}): the IRT ability posterior gives "
         f"± {info.posterior_se:.1f}; run through the same plan, the {cal.models} panel models erred by "
-        f"{cal.panel_rmse:.1f} points (RMS), so {cal.extra_se:.1f} is added in quadrature. The design-based "
+        f"{cal.panel_rmse:.1f} points (RMS), so {cal.extra_se:.1f} is added in quadrature (their leave-one-out "
+        f"fits: {info.fits}). The design-based "
         f"estimate from the {check.items} stage-1 items alone (B, no model assumed): {check.estimate:.1f} "
         f"± {check.standard_error:.1f}."
     )

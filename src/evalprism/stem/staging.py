@@ -28,7 +28,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.options import check_applies
-from evalprism.stem.adaptive import ability_posterior, pick_informative
+from evalprism.stem.adaptive import PanelFits, ability_posterior, pick_informative
 from evalprism.stem.estimate import pool_strata
 from evalprism.stem.options import PlanOptions
 from evalprism.stem.placement import Localization
@@ -45,7 +45,8 @@ def next_stage(
     plan with the new stage's ``options.items`` rows appended (inclusion probability and design
     weight empty: an adaptive stage is not a probability sample), and the localization from the
     answers so far. When that localization's confidence already reaches ``options.target_confidence``,
-    no item is added and the plan says why (``summary.stopped``)."""
+    no item is added and the plan says why (``summary.stopped``). The plan keeps the panel's
+    leave-one-out fits its calibration ran on, so that reading it again does not fit them again."""
     if not plan.adaptive:
         raise EvalprismError(
             f"plan: not an adaptive plan (its method is {plan.summary.method!r}); plan stage 1 with "
@@ -59,6 +60,7 @@ def next_stage(
             parameter="target_confidence",
         )
     current = locate_subset(pool, target, plan=plan, progress=progress)  # refuses a planned item without an answer
+    fits = PanelFits.of(pool)  # the calibration's leave-one-out fits: the next stage's plan carries them
     stage = int(plan.items["stage"].max()) + 1
     summary = replace(plan.summary, stage=stage, so_far=_so_far(current))
     if target_confidence is not None and current.confidence >= target_confidence:
@@ -66,13 +68,16 @@ def next_stage(
             f"the interval from stages 1-{stage - 1} has confidence {current.confidence:.3f}, at "
             f"least the target {target_confidence}: no item added; locate the model now"
         )
-        return Plan(items=plan.items.copy(), options=options, summary=replace(summary, stopped=stopped)), current
+        stopped_plan = Plan(
+            items=plan.items.copy(), options=options, summary=replace(summary, stopped=stopped), panel_fits=fits
+        )
+        return stopped_plan, current
     frame = pd.concat(
         [plan.items.astype({"item_id": str}), _stage_rows(pool, plan, target, options.items, stage)], ignore_index=True
     )[PLAN_COLUMNS]
     stages = tuple(int(k) for k in frame.groupby("stage", sort=True).size())
     summary = replace(summary, items=len(frame), items_requested=options.items, stages=stages)
-    return Plan(items=frame, options=options, summary=summary), current
+    return Plan(items=frame, options=options, summary=summary, panel_fits=fits), current
 
 
 def _stage_rows(pool: Pool, plan: Plan, target: Target, items: int, stage: int) -> pd.DataFrame:

@@ -27,7 +27,7 @@ import numpy as np
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.pairwise import Z95
-from evalprism.stem.adaptive import Stage1Check
+from evalprism.stem.adaptive import FITS_STALE, Stage1Check, use_stored_fits
 from evalprism.stem.estimate import Sample, Strata, pool_strata
 from evalprism.stem.methods import METHODS, Estimate, Evidence, Method, choose_method
 from evalprism.stem.placement import Answered, Localization, score_localization
@@ -59,10 +59,13 @@ def locate_subset(
         sample, design = planned_sample(pool, target, plan, strata, usable, notes)
     else:
         sample, design = answered_sample(pool, target, strata, usable)
+    fits = use_stored_fits(pool, plan.panel_fits) if plan is not None and plan.adaptive else None
     estimate = chosen.estimate(Evidence(pool, target, sample, strata, plan=plan, progress=progress))
     adaptive = estimate.adaptive
-    if plan is not None and plan.adaptive and adaptive is not None:
-        adaptive = replace(adaptive, stage1_check=_stage1_check(pool, target, plan, estimate, notes))
+    if plan is not None and plan.adaptive and adaptive is not None and fits is not None:
+        adaptive = replace(adaptive, stage1_check=_stage1_check(pool, target, plan, estimate, notes), fits=fits)
+        if fits == FITS_STALE:
+            notes.append(f"'{target.model}': the adaptive calibration's panel fits were {fits}")
     assert estimate.score is not None and estimate.standard_error is not None  # every subset method has both
     score, se = float(estimate.score[0]), float(estimate.standard_error[0])
     idx = sample.picked[0]
