@@ -150,7 +150,7 @@ def test_items_own_costs_decide_by_training_means_and_charge_each_item(tmp_path:
     top = rows.loc[max(rows.index)]
     assert top["value"] == pytest.approx(scores[400:, train_best].mean())
     assert top["cost"] == pytest.approx(item_cost[400:, train_best].mean())  # charged, not the training mean
-    with pytest.raises(EvalprismError, match="HELDOUT: no 'cost' column: give --costs"):
+    with pytest.raises(EvalprismError, match="HELDOUT: no 'cost' column: give costs"):
         bench_routers(priced(range(400)), score_table(scores, range(400, 600)), None, embedder=LookupEmbedder(x))
     bad = priced(range(400))
     bad.loc[5, "cost"] = -1.0

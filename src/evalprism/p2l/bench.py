@@ -180,7 +180,8 @@ def decision_costs(
     else:
         lacking = names[0] if tr.item_cost is None else names[1]
         raise EvalprismError(
-            f"{lacking}: no 'cost' column: give --costs (a cost per model), or a cost column in both splits"
+            f"{lacking}: no 'cost' column: give costs (a cost per model), or a cost column in both splits",
+            parameter="costs",
         )
     if ho.item_cost is None:
         return cost, cost, f"decided and charged by {decided}"

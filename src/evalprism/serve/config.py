@@ -13,7 +13,7 @@ Secrets never live in the file: upstream keys and accepted bearer tokens are rea
 environment variables it names, once, at startup (an unset variable is an error there, not a 401
 later). Extensions beyond the keys above, all optional: ``router_name``, ``decision_log``,
 ``timeout_s``, ``connect_timeout_s``, ``pool_timeout_s``, ``max_attempts``, ``breaker_failures``, ``breaker_cooldown_s``,
-``starvation_lag_s``,
+``starvation_lag_s``, ``shutdown_linger_s``,
 ``batch_window_ms``, ``max_batch``, ``max_body_bytes``,
 ``max_prompt_chars``, ``max_prompt_tokens``, ``seed``, ``precision``, ``runtime``, ``affinity``
 (:class:`AffinityConfig`), ``routing_prompt`` (:class:`RoutingPromptConfig`); per model, ``apis`` (the
@@ -242,6 +242,12 @@ class ServeConfig(_Strict):
         1.0,
         description="an upstream timeout during which the router's own event loop lagged this long is the "
         "router's starvation, not counted against the upstream (evalprism.serve.loop_lag)",
+    )
+    shutdown_linger_s: Seconds = Field(
+        1.0,
+        description="after a shutdown begins, how long an open connection may stand idle before it is closed "
+        "(evalprism.serve.drain); a client that sends its next request on a kept-alive connection later than "
+        "this races the close and sees a connection error, which the SDKs retry",
     )
     max_body_bytes: int = Field(1_000_000, ge=1024)
     max_prompt_chars: int = Field(32_000, ge=1)

@@ -17,7 +17,8 @@ line). :class:`DrainingServer` shuts down in this order instead:
    sockets close. A new connection is then refused by the operating system before the client has sent
    anything (the SDKs retry a connection error; behind a load balancer the retry reaches another
    replica);
-3. it closes each open connection once it has stood idle for :data:`LINGER_S` (a connection answering
+3. it closes each open connection once it has stood idle for the config's ``shutdown_linger_s`` (default
+   :data:`LINGER_S`; a connection answering
    a request closes after that answer, which says ``Connection: close``); then uvicorn's shutdown waits
    for what is still in flight (up to its ``timeout_graceful_shutdown``) and stops the app.
 

@@ -144,7 +144,9 @@ def _load_and_run(
         progress,
     )
     server = DrainingServer(
-        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30), app.state.drain
+        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=30),
+        app.state.drain,
+        config.shutdown_linger_s,
     )
     status(f"serving on http://{host}:{port}", progress)
     server.run(sockets=sockets)
