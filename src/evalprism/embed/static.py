@@ -270,8 +270,11 @@ class StaticEncoder:
         self.max_tokens = int(max_tokens)
         #: prompts cut before tokenizing because they were far longer than ``max_tokens`` (same vectors)
         self.clipped = 0
-        tokenizer = self.model.tokenizer
-        self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+        # counted without the tokenizer's own truncation (model2vec saves one at max_length): a count capped at
+        # the window would never say a text is longer than it, and nothing would be cut
+        counter = type(self.model.tokenizer).from_str(self.model.tokenizer.to_str())
+        counter.no_truncation()
+        self._count = lambda text: len(counter.encode(text, add_special_tokens=False).ids)
 
     def encode(self, prompts: list[str]) -> np.ndarray:
         """One vector per prompt; each depends on its prompt alone (not on the other prompts of the call)."""
