@@ -23,7 +23,8 @@ class Embedder:
 
     ``instruction`` (optional) is part of the cache key and reaches the model as the backend
     defines: prepended as plain text (``"<instruction> <text>"``) for ``minilm`` and ``st:``, as
-    INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache.
+    INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache of vectors (a
+    ``static`` model is still built into, and read from, the default cache directory: it is a model, not vectors).
     ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
     """
 
