@@ -3,6 +3,8 @@ build the same way, written once so that each test says only what differs in its
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 Config = TypeVar("Config")
@@ -23,3 +25,40 @@ def tiny_transformer_config(kind: type[Config], vocab_size: int, max_positions: 
     initialised model of it downloads nothing and runs on a CPU in milliseconds. ``extra`` adds what the
     architecture or the test needs (``num_key_value_heads`` for grouped attention, special token ids)."""
     return kind(vocab_size=vocab_size, max_position_embeddings=max_positions, **TINY_TRANSFORMER, **extra)
+
+
+def tiny_bert(directory: Path, words: Sequence[str]) -> Path:
+    """A randomly initialised 2-layer BERT (seed 0) with a WordPiece tokenizer over ``words`` (lowercase
+    words and punctuation; anything else is [UNK]), saved in ``directory``: what a static model is distilled
+    from in well under a second."""
+    import torch
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, "##s", "##ing"]
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tok.decoder = decoders.WordPiece()
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    ).save_pretrained(directory)
+    config = tiny_transformer_config(BertConfig, len(vocab), 64)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(directory)
+    return directory

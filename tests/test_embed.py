@@ -107,3 +107,44 @@ def test_a_cache_write_the_disk_refuses_says_so_not_that_the_file_is_foreign(tmp
     assert "the disk refused the cache's read or write" in message and "a file-size limit" in message, out
     assert "cannot be opened as evalprism's SQLite cache" not in message
     assert len(EmbeddingCache(tmp_path)) == 1  # the first vector is still there, the file readable
+
+
+@pytest.mark.parametrize(
+    ("args", "below"),
+    [
+        (["judges", "judgments.csv", "--llm", "llm_strict", "--embedder", "static", "--out", "o"], False),
+        (["p2l", "train", "battles.jsonl", "--backbone", "static", "--out", "o"], False),
+        (["ecdf", "responses.csv", "--by", "model", "--out", "o"], True),
+    ],
+    ids=["judges-static-embedder", "p2l-static-backbone", "ecdf-minilm-below-a-file"],
+)
+def test_a_cache_dir_that_is_a_file_is_one_message(tmp_path: Path, args: list[str], below: bool) -> None:
+    """``EVALPRISM_CACHE_DIR`` at a regular file (or under one): the embedding cache (judges, ecdf) and the
+    static model's build (p2l train --backbone static, which used to end in NotADirectoryError) both stop
+    at the one check of the cache directory, with one message and exit 2; the file is left as it was."""
+    import json
+    import os
+    import sys
+
+    from helpers import run_process, small_responses
+
+    from evalprism.judges.simulate import simulate_judgments
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    simulate_judgments().to_csv(tmp_path / "judgments.csv", index=False)
+    small_responses().to_csv(tmp_path / "responses.csv", index=False)
+    battles = simulate_topic_battles(60, seed=0)
+    (tmp_path / "battles.jsonl").write_text("".join(json.dumps(r) + "\n" for r in battles.to_dict("records")))
+    file = tmp_path / "cache-file"
+    file.write_text("not a directory")
+    cache = file / "evalprism" if below else file
+    env = {**os.environ, "EVALPRISM_CACHE_DIR": str(cache)}
+    proc = run_process([sys.executable, "-m", "evalprism", *args], cwd=tmp_path, env=env)
+    err = " ".join(proc.stderr.split())
+    reason = f"{file} is a file, not a directory" if below else "it is a file, not a directory"
+    assert proc.returncode == 2 and "Traceback" not in err, proc.stderr
+    assert (
+        f"EVALPRISM_CACHE_DIR={cache}: cannot hold evalprism's caches (embeddings, static models): {reason}; "
+        "point EVALPRISM_CACHE_DIR at a directory, or unset it" in err
+    ), err
+    assert err.count("error") == 1 and file.read_text() == "not a directory" and not (tmp_path / "o").exists()

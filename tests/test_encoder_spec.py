@@ -32,8 +32,8 @@ def test_parse_spec_gives_kind_and_location() -> None:
     assert spec_kind("instructor:/x") == "instructor" and spec_kind("precomputed") is None
     with pytest.raises(
         EvalprismError,
-        match=r"unknown embedder 'bert': expected 'minilm', 'st:<name or path>' or "
-        r"'instructor:<path>'",
+        match=r"unknown embedder 'bert': expected 'minilm', 'st:<name or path>', "
+        r"'instructor:<path>' or 'static'",
     ):
         parse_spec("bert")
     with pytest.raises(EvalprismError, match="backbone 'hf:': give the local directory of a Hugging Face causal LM"):

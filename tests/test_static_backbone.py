@@ -1,7 +1,7 @@
 """The static backbone (``static`` / ``static:<path>``): model2vec's distillation of an encoder, built
 once into evalprism's cache, atomically.
 
-The encoder is a tiny BERT built here (random weights, the real BERT layout, a 20-token WordPiece
+The encoder is a tiny BERT (builders.tiny_bert: random weights, the real BERT layout, a 20-token WordPiece
 vocabulary), so a build takes well under a second instead of MiniLM's ~7 minutes.
 """
 
@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
-from builders import tiny_transformer_config
+from builders import tiny_bert
+from helpers import read_run, run_cli, small_responses
 
+from evalprism.embed import get_embedder
 from evalprism.embed.spec import parse_spec
 from evalprism.embed.static import (
     MARKER,
@@ -24,6 +29,9 @@ from evalprism.embed.static import (
     is_complete,
 )
 from evalprism.errors import EvalprismError
+from evalprism.judges import JudgesOptions, analyze
+from evalprism.judges.analysis import DEFAULT_INSTRUCTION, pair_text
+from evalprism.judges.simulate import simulate_judgments
 from evalprism.p2l import P2LModel, TrainOptions, route, train_model
 from evalprism.p2l.backbones import load_backbone
 from evalprism.p2l.simulate import simulate_topic_battles
@@ -49,44 +57,9 @@ WORDS = [
 ]
 
 
-def tiny_bert(directory: Path) -> Path:
-    """A randomly initialised 2-layer BERT with a WordPiece tokenizer over :data:`WORDS`."""
-    import torch
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-    )
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s", "##ing"]
-    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
-    )
-    tok.decoder = decoders.WordPiece()
-    PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    ).save_pretrained(directory)
-    config = tiny_transformer_config(BertConfig, len(vocab), 64)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(directory)
-    return directory
-
-
 @pytest.fixture()
 def encoder(tmp_path: Path) -> Path:
-    return tiny_bert(tmp_path / "tiny-bert")
+    return tiny_bert(tmp_path / "tiny-bert", WORDS)
 
 
 def spec_of(encoder: Path) -> str:
@@ -198,12 +171,90 @@ def test_bad_static_specs(spec: str, options: dict[str, bool], message: str) -> 
         load_backbone(spec, progress=False, **options)
 
 
-def test_static_is_a_backbone_not_an_embedder() -> None:
-    from evalprism.embed import get_embedder
+def words_of(texts: Iterable[str]) -> list[str]:
+    """Every lowercase word and punctuation mark of ``texts``: the vocabulary of a tiny BERT that knows them all."""
+    return sorted({w for t in texts for w in re.findall(r"\w+|[^\w\s]", t.lower())})
 
-    with pytest.raises(EvalprismError, match="names a static embedding model"):
-        get_embedder("static")
-    assert parse_spec("static", role="backbone", kinds=("static",)).text == "static"
+
+def test_the_static_embedder_gives_the_routers_features_to_the_bit(encoder: Path, tmp_path: Path) -> None:
+    """``--embedder static:<dir>`` (the analyses' one factory) and the router's static backbone run the same
+    :class:`StaticEncoder` from the same built model. No tolerance: each vector is model2vec's mean over its
+    own text's token rows, whatever else is in the call, so the embedder's batches (2 texts, by length, not
+    the backbone's one call), its clipping of a 20,000-character text and its SQLite cache's float32 round
+    trip change no bit."""
+    cache = tmp_path / "cache"
+    texts = [
+        "write a poem",
+        "solve the integral of the equation",
+        "python code: a bug in the loops",
+        "nothing known here",
+        "write a poem",
+        "the " * 5000 + "sea",
+        "empire history",
+    ]
+    embedder = get_embedder(spec_of(encoder), cache_dir=cache, progress=False, batch_size=2)
+    vectors = embedder.embed(texts)
+    backbone = load_backbone(spec_of(encoder), cache_dir=cache, progress=False)
+    np.testing.assert_array_equal(vectors, backbone.features(texts).numpy())
+    assert embedder.stats == {"requested": 7, "distinct": 6, "cached": 0, "encoded": 6}
+    assert embedder.backend.clipped == 1 and len(built(cache)) == 1  # one model, built once, for both
+    again = get_embedder(spec_of(encoder), cache_dir=cache, progress=False)
+    np.testing.assert_array_equal(again.embed(texts), vectors)
+    assert again.stats["cached"] == 6 and again.stats["encoded"] == 0
+    # an instruction (judges) is prepended as plain text, as for minilm: the backbone's vector of that text
+    instruction = "Represent the python code"
+    instructed = get_embedder(spec_of(encoder), instruction=instruction, cache_dir=cache, progress=False)
+    np.testing.assert_array_equal(
+        instructed.embed(texts), backbone.features([f"{instruction} {t}" for t in texts]).numpy()
+    )
+
+
+def test_judges_cluster_the_static_embedders_vectors(tmp_path: Path) -> None:
+    """judges with ``embedder='static:<dir>'`` finds what it finds from the router's static features of
+    the same pair texts given as precomputed vectors: the analysis takes the vectors as they are."""
+    table = simulate_judgments()
+    texts = [pair_text(q, d) for q, d in zip(table["query"], table["doc"], strict=True)]
+    encoder = tiny_bert(tmp_path / "bert", words_of([*texts, DEFAULT_INSTRUCTION]))
+    options = JudgesOptions(human="human", llm=["llm_strict"], embedder=spec_of(encoder))
+    got = analyze(table, options, cache_dir=tmp_path / "cache", progress=False)
+    backbone = load_backbone(spec_of(encoder), cache_dir=tmp_path / "cache", progress=False)
+    features = backbone.features([f"{DEFAULT_INSTRUCTION} {t}" for t in texts]).numpy()
+    want = analyze(table, options, embeddings=features, progress=False)
+    assert got.pairs["cluster"].nunique() > 1
+    for name in ("pairs", "clusters", "queries"):
+        pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("command", ["judges", "ecdf"])
+def test_every_analysis_takes_static_and_says_what_it_embeds(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--embedder static:<dir>`` on the command line, and the line said before encoding: how many
+    distinct texts of how many, and how many the cache already holds (all of them on the second run)."""
+    if command == "judges":
+        table = simulate_judgments()
+        texts = [f"{DEFAULT_INSTRUCTION} {pair_text(q, d)}" for q, d in zip(table["query"], table["doc"], strict=True)]
+        args = ["--human", "human", "--llm", "llm_strict"]
+        what = f"{len(table)} pairs, instruction {DEFAULT_INSTRUCTION!r}"
+    else:
+        table = small_responses()
+        table["response"] = table["response"].str.rstrip(".,;")  # the answers as ecdf reads them: no trailing marks
+        references = list(dict.fromkeys(r for cell in table["references"] for r in json.loads(cell)))
+        texts = [*table["response"].astype(str), *references]
+        args = ["--by", "model", "--by", "temperature", "--clusters", "2"]
+        what = f"{len(table)} responses and {len(references)} references"
+    path = tmp_path / "input.csv"
+    table.to_csv(path, index=False)
+    spec = spec_of(tiny_bert(tmp_path / "bert", words_of(texts)))
+    monkeypatch.setenv("EVALPRISM_CACHE_DIR", str(tmp_path / "cache"))
+    distinct = len(set(texts))
+    for run, cached in (("first", 0), ("again", distinct)):
+        code, _, err = run_cli([command, path, *args, "--embedder", spec, "--out", tmp_path / run], capsys)
+        assert code == 0, err
+        said = f"embedding {distinct} distinct texts of {len(texts)} ({cached} cached) with {spec}: {what}"
+        assert said in " ".join(err.split()), err
+        assert read_run(tmp_path / run).options["embedder"] == spec
+    assert distinct < len(texts)  # the inputs repeat texts: the count said is the real work
 
 
 @pytest.mark.slow

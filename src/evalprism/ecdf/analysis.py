@@ -262,8 +262,9 @@ def _score_responses(
     distinct_refs = list(dict.fromkeys(r for refs in ref_lists for r in refs))
     emb = get_embedder(embedder, cache_dir=cache_dir, progress=progress)
     answer_texts = [t for t, a in zip(answers, answered, strict=True) if a]
-    status(f"embedding {len(answer_texts)} responses and {len(distinct_refs)} references with {emb.spec}", progress)
-    all_vecs = emb.embed(answer_texts + distinct_refs)
+    all_vecs = emb.embed(
+        answer_texts + distinct_refs, what=f"{len(answer_texts)} responses and {len(distinct_refs)} references"
+    )
     vectors = np.zeros((len(df), all_vecs.shape[1]), dtype=np.float32)
     vectors[answered] = all_vecs[: len(answer_texts)]
     if user_scores is not None:

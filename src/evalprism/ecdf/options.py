@@ -47,7 +47,9 @@ class EcdfOptions(Options):
         cli=str,
     )
     embedder: str = option(
-        "minilm", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only)."
+        "minilm",
+        help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only) | "
+        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
     )
     method: KMedoidsMethod = option("fasterpam", help="k-medoids algorithm.")
     score: ScoreRule = option(

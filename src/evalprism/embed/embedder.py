@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evalprism.embed.backends import SentenceTransformerBackend, default_device, resolve_backend
+from evalprism.embed.backends import EncoderBackend, default_device, resolve_backend
 from evalprism.embed.cache import EmbeddingCache, cache_key
 from evalprism.embed.spec import DEFAULT_SPEC, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
@@ -23,7 +23,8 @@ class Embedder:
 
     ``instruction`` (optional) is part of the cache key and reaches the model as the backend
     defines: prepended as plain text (``"<instruction> <text>"``) for ``minilm`` and ``st:``, as
-    INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache.
+    INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache of vectors (a
+    ``static`` model is still built into, and read from, the default cache directory: it is a model, not vectors).
     ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
     """
 
@@ -39,7 +40,10 @@ class Embedder:
     ) -> None:
         parsed = parse_spec(spec)
         self.instruction = instruction or None
-        self.backend: SentenceTransformerBackend = resolve_backend(parsed, device or default_device(), self.instruction)
+        static_home = cache_dir if isinstance(cache_dir, (str, Path)) else None  # where a static model is built
+        self.backend: EncoderBackend = resolve_backend(
+            parsed, device or default_device(), self.instruction, cache_dir=static_home, progress=progress
+        )
         self.spec = parsed.text
         self.batch_size = batch_size
         self.progress = progress
@@ -55,50 +59,67 @@ class Embedder:
         """The vectors' length, from the model (loads it; encodes and caches nothing)."""
         return self.backend.dimension()
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return an array (len(texts), dim); identical texts share one encoding."""
+    def embed(self, texts: Sequence[str], *, what: str | None = None) -> np.ndarray:
+        """Return an array (len(texts), dim); identical texts share one encoding.
+
+        ``what`` (what the texts are, e.g. ``"9260 pairs"``): given, the call first says what it will
+        really do, ``embedding D distinct texts of N (C cached) with SPEC: what``, once the texts are
+        deduplicated and looked up in the cache and before anything is encoded. None: no line (a P2L
+        backbone embeds batch after batch)."""
         texts = list(texts)
         distinct = list(dict.fromkeys(texts))
         keys = [cache_key(self.model_id, self.instruction, t) for t in distinct]
         found = self._cached(keys)
+        if what is not None and texts:
+            status(
+                f"embedding {len(distinct)} distinct texts of {len(texts)} ({len(found)} cached) with {self.spec}: "
+                f"{what}",
+                self.progress,
+            )
         todo = [i for i, k in enumerate(keys) if k not in found]
         vectors: dict[int, np.ndarray] = {i: found[k] for i, k in enumerate(keys) if k in found}
         if todo:
-            # Longest first: batches of similar length waste less padding, and the ETA is honest. Equal
-            # lengths by text: a batch's company changes its vectors in the last bits, so batches are
-            # made by content, never by the order the texts came in (results independent of row order).
-            todo.sort(key=lambda i: (-len(distinct[i]), distinct[i]))
-            # One encode call per batch, so progress counts every batch (a slow encoder on a CPU takes
-            # minutes per 512 texts); the cache is written per chunk of 8 batches (one transaction each).
-            chunk = self.batch_size * 8
-            clipped = getattr(self.backend, "clipped", 0)
-            with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
-                for start in range(0, len(todo), chunk):
-                    idx = todo[start : start + chunk]
-                    parts = []
-                    for b in range(0, len(idx), self.batch_size):
-                        batch = idx[b : b + self.batch_size]
-                        parts.append(
-                            self.backend.encode([self.backend.model_text(distinct[i]) for i in batch], self.batch_size)
-                        )
-                        bar.update(len(batch))
-                    enc = np.concatenate(parts)
-                    check_finite(enc, [distinct[i] for i in idx], self.spec)
-                    if self.cache is not None:
-                        self.cache.put_many([keys[i] for i in idx], enc)
-                    vectors.update(zip(idx, enc, strict=True))
-            if getattr(self.backend, "clipped", 0) > clipped:
-                status(
-                    f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
-                    "tokenizing (the model reads only its first tokens; the vectors are the same)",
-                    self.progress,
-                )
+            vectors.update(self._encode(distinct, keys, todo))
         self.stats = {"requested": len(texts), "distinct": len(distinct), "cached": len(found), "encoded": len(todo)}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         table = np.stack([vectors[i] for i in range(len(distinct))]).astype(np.float32, copy=False)
         position = {t: i for i, t in enumerate(distinct)}
         return table[[position[t] for t in texts]]
+
+    def _encode(self, distinct: list[str], keys: list[bytes], todo: list[int]) -> dict[int, np.ndarray]:
+        """Encode ``distinct[i]`` for every ``i`` in ``todo`` with a progress bar, caching as it goes."""
+        vectors: dict[int, np.ndarray] = {}
+        # Longest first: batches of similar length waste less padding, and the ETA is honest. Equal
+        # lengths by text: a batch's company changes its vectors in the last bits, so batches are
+        # made by content, never by the order the texts came in (results independent of row order).
+        todo = sorted(todo, key=lambda i: (-len(distinct[i]), distinct[i]))
+        # One encode call per batch, so progress counts every batch (a slow encoder on a CPU takes
+        # minutes per 512 texts); the cache is written per chunk of 8 batches (one transaction each).
+        chunk = self.batch_size * 8
+        clipped = self.backend.clipped
+        with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
+            for start in range(0, len(todo), chunk):
+                idx = todo[start : start + chunk]
+                parts = []
+                for b in range(0, len(idx), self.batch_size):
+                    batch = idx[b : b + self.batch_size]
+                    parts.append(
+                        self.backend.encode([self.backend.model_text(distinct[i]) for i in batch], self.batch_size)
+                    )
+                    bar.update(len(batch))
+                enc = np.concatenate(parts)
+                check_finite(enc, [distinct[i] for i in idx], self.spec)
+                if self.cache is not None:
+                    self.cache.put_many([keys[i] for i in idx], enc)
+                vectors.update(zip(idx, enc, strict=True))
+        if self.backend.clipped > clipped:
+            status(
+                f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
+                "tokenizing (the model reads only its first tokens; the vectors are the same)",
+                self.progress,
+            )
+        return vectors
 
     def _cached(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
         """The valid cached vectors among ``keys``; damaged entries are left out (so the caller

@@ -8,7 +8,8 @@ A spec is a kind and a location:
 - ``instructor:<path>``: an INSTRUCTOR checkpoint in a local directory; it encodes with an instruction;
 - ``hf:<path>``: a local Hugging Face causal LM (a P2L backbone only: the last token's hidden state);
 - ``static`` or ``static:<path>``: a static embedding model distilled from the packaged MiniLM or from
-  the encoder in a local directory (a P2L backbone only: :mod:`evalprism.embed.static`).
+  the encoder in a local directory (:mod:`evalprism.embed.static`): the router's fast P2L backbone, and
+  an embedder of the analyses giving the same vectors.
 
 :func:`parse_spec` checks the form only (a known kind, a location where one is needed). Whether the
 location exists and how it loads belong to what owns the kind: :mod:`evalprism.embed.backends` for
@@ -29,7 +30,7 @@ Kind = Literal["minilm", "st", "instructor", "hf", "static"]
 
 DEFAULT_SPEC = "minilm"
 #: what an embedder can be built from (:func:`evalprism.embed.get_embedder`)
-EMBEDDER_KINDS: tuple[Kind, ...] = ("minilm", "st", "instructor")
+EMBEDDER_KINDS: tuple[Kind, ...] = ("minilm", "st", "instructor", "static")
 #: what a P2L backbone can be built from (:func:`evalprism.p2l.backbones.load_backbone`)
 BACKBONE_KINDS: tuple[Kind, ...] = ("minilm", "st", "hf", "static")
 
@@ -49,7 +50,7 @@ _NAMES: dict[Kind, str] = {
     "st": "a sentence-transformers model",
     "instructor": "an INSTRUCTOR model, which encodes with an instruction (a P2L backbone has none)",
     "hf": "a Hugging Face causal LM (a P2L backbone, not a text embedder)",
-    "static": "a static embedding model (a P2L backbone, not a text embedder)",
+    "static": "a static embedding model (the mean of its tokens' vectors)",
 }
 #: the hint when a prefixed spec has no location
 _EXAMPLES: dict[Kind, str] = {

@@ -6,8 +6,10 @@ an encoder's vocabulary: the encoder's mean-pooled output for that token alone, 
 its tokens' vectors: no transformer runs at inference, about 0.3 ms per prompt against MiniLM's
 ~10-55 ms on 2 CPU cores, at the cost of some accuracy (the README's backbone table).
 
-``static`` distils the packaged all-MiniLM-L6-v2 (:mod:`evalprism.embed.backends`); ``static:<path>``
-distils the Hugging Face encoder in a local directory. Nothing is downloaded. The model is built on
+``static`` distils the packaged all-MiniLM-L6-v2 (:mod:`evalprism.embed.local_models`); ``static:<path>``
+distils the Hugging Face encoder in a local directory. The same model serves the router's ``static``
+backbone (:class:`evalprism.p2l.backbones.StaticBackbone`) and the analyses' ``--embedder static``
+(:class:`evalprism.embed.backends.StaticBackend`): one :class:`StaticEncoder`, the same vectors. Nothing is downloaded. The model is built on
 first use (MiniLM's 29,525 tokens: ~7 minutes on 2 cores, one forward pass per token, with a progress
 bar) into ``<cache>/static/<name>-<key>/``, where the key hashes the source model's identity, the
 distillation settings and model2vec's version. The build writes into a ``.building-`` directory
@@ -30,9 +32,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from evalprism.embed.backends import _fingerprint, resolve_backend
-from evalprism.embed.cache import default_cache_dir
+from evalprism.embed.cache import cache_root
 from evalprism.embed.clip import clip_texts
+from evalprism.embed.local_models import fingerprint, packaged_minilm, quiet_transformers
 from evalprism.embed.spec import EncoderSpec
 from evalprism.errors import EvalprismError
 from evalprism.progress import progress_bar, status
@@ -65,19 +67,20 @@ class StaticSource:
     name: str
 
 
-def static_source(spec: EncoderSpec) -> StaticSource:
-    """The encoder that ``static`` (the packaged MiniLM) or ``static:<path>`` names."""
+def static_source(spec: EncoderSpec, role: str = "backbone") -> StaticSource:
+    """The encoder that ``static`` (the packaged MiniLM) or ``static:<path>`` names; ``role`` (backbone
+    or embedder) words the message about a missing directory."""
     if not spec.location:
-        minilm = resolve_backend("minilm")
+        minilm = packaged_minilm()
         return StaticSource(spec.text, minilm.location, minilm.model_id, "minilm")
     path = Path(spec.location).expanduser()
     if not path.is_dir():
         raise EvalprismError(
-            f"backbone '{spec}': '{path}' is not a local model directory (a static model is "
+            f"{role} '{spec}': '{path}' is not a local model directory (a static model is "
             "distilled from a Hugging Face encoder saved on disk; nothing is downloaded)"
         )
     path = path.resolve()
-    return StaticSource(spec.text, str(path), f"{path}#{_fingerprint(path)}", path.name or "model")
+    return StaticSource(spec.text, str(path), f"{path}#{fingerprint(path)}", path.name or "model")
 
 
 def _model2vec_version() -> str:
@@ -88,12 +91,17 @@ def _model2vec_version() -> str:
     return str(model2vec.__version__)
 
 
-def static_model_dir(source: StaticSource, cache_dir: str | Path | None = None) -> Path:
-    """Where the static model of ``source`` lives (built or not) under ``cache_dir`` (default: evalprism's cache)."""
+def static_model_key(source: StaticSource) -> str:
+    """What identifies the static model of ``source`` wherever it is built: a hash of the source model's
+    identity, the distillation settings and model2vec's version (its folder's name and its vectors' cache identity)."""
     settings = {"source": source.identity, "model2vec": _model2vec_version(), **DISTILL_SETTINGS}
-    key = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-    return root / STATIC_DIR / f"{source.name}-{key}"
+    return f"{source.name}-{hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]}"
+
+
+def static_model_dir(source: StaticSource, cache_dir: str | Path | None = None) -> Path:
+    """Where the static model of ``source`` lives (built or not) under ``cache_dir`` (default: evalprism's
+    cache; :func:`~evalprism.embed.cache.cache_root` checks it, as it does for the embedding cache)."""
+    return cache_root(cache_dir) / STATIC_DIR / static_model_key(source)
 
 
 def is_complete(directory: Path) -> bool:
@@ -101,15 +109,18 @@ def is_complete(directory: Path) -> bool:
     return (directory / MARKER).is_file()
 
 
-def ensure_static_model(spec: EncoderSpec, *, cache_dir: str | Path | None = None, progress: bool = True) -> Path:
-    """The directory of the static model ``spec`` names, distilled now if the cache has none."""
-    source = static_source(spec)
+def ensure_static_model(
+    spec: EncoderSpec, *, cache_dir: str | Path | None = None, progress: bool = True, role: str = "backbone"
+) -> Path:
+    """The directory of the static model ``spec`` names, distilled now if the cache has none; ``role``
+    (backbone or embedder) words the messages."""
+    source = static_source(spec, role)
     final = static_model_dir(source, cache_dir)
     if is_complete(final):
         return final
     if final.exists():
         raise EvalprismError(
-            f"backbone '{spec}': {final} exists but is not a complete static model evalprism built "
+            f"{role} '{spec}': {final} exists but is not a complete static model evalprism built "
             f"(no {MARKER}); evalprism leaves it as it is: move it away to rebuild"
         )
     _remove_leftovers(final)
@@ -209,8 +220,6 @@ def _distill(source: StaticSource, directory: Path, progress: bool) -> None:
     try:
         from model2vec.distill import distill_from_model
         from transformers import AutoModel, AutoTokenizer
-
-        from evalprism.embed.backends import quiet_transformers
     except ImportError as exc:
         raise EvalprismError(f"the static backbone needs model2vec and skeletoken ({_INSTALL}): {exc}") from None
     (directory / "in-progress").write_text(str(os.getpid()), encoding="utf-8")
@@ -259,10 +268,17 @@ class StaticEncoder:
             ) from None
         self.dim = int(self.model.dim)
         self.max_tokens = int(max_tokens)
-        tokenizer = self.model.tokenizer
-        self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+        #: prompts cut before tokenizing because they were far longer than ``max_tokens`` (same vectors)
+        self.clipped = 0
+        # counted without the tokenizer's own truncation (model2vec saves one at max_length): a count capped at
+        # the window would never say a text is longer than it, and nothing would be cut
+        counter = type(self.model.tokenizer).from_str(self.model.tokenizer.to_str())
+        counter.no_truncation()
+        self._count = lambda text: len(counter.encode(text, add_special_tokens=False).ids)
 
     def encode(self, prompts: list[str]) -> np.ndarray:
-        prompts, _ = clip_texts(prompts, self._count, self.max_tokens)  # same tokens, no megabytes tokenized
+        """One vector per prompt; each depends on its prompt alone (not on the other prompts of the call)."""
+        prompts, cut = clip_texts(prompts, self._count, self.max_tokens)  # same tokens, no megabytes tokenized
+        self.clipped += cut
         vectors = self.model.encode(prompts, max_length=self.max_tokens, use_multiprocessing=False)
         return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(prompts), self.dim)

@@ -286,9 +286,8 @@ def _candidates(
         if embeddings is not None:
             x = _given_vectors(embeddings, instruction, rows)
         else:
-            status(f"embedding {len(texts)} pairs with '{options.embedder}' ({instruction!r})", progress)
             emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)
-            x = emb.embed(texts)
+            x = emb.embed(texts, what=f"{len(texts)} pairs, instruction {instruction!r}")
             counts.append(EmbeddingCounts(instruction, emb.model_id, **emb.stats))
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)
         with working(

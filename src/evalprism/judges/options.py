@@ -148,7 +148,9 @@ class JudgesOptions(Options):
         None, flags="--instruction", help="Candidate task instruction (repeat; the purest clustering wins)."
     )
     embedder: str = option(
-        "minilm", help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only)."
+        "minilm",
+        help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only) | "
+        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
     )
     scales: Mapping[str, tuple[int, int] | str] | None = option(
         None,

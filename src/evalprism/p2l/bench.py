@@ -222,14 +222,15 @@ def embed_prompts(
     tr: GradedItems, ho: GradedItems, spec: str | Embeds, cache_dir: str | Path | None, progress: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Both splits' prompts embedded once (an Embedder encodes distinct texts, through its cache)."""
-    status(f"embedding {tr.n_items + ho.n_items:,} prompts", progress)
-    if isinstance(spec, str):
+    prompts = tr.prompt + ho.prompt
+    if isinstance(spec, str):  # the embedder says its distinct and cached counts up front
         from evalprism.embed import get_embedder
 
-        embedder: Embeds = get_embedder(spec, cache_dir=cache_dir, progress=progress)
+        embedded = get_embedder(spec, cache_dir=cache_dir, progress=progress).embed(prompts, what="the prompts")
     else:
-        embedder = spec
-    vectors = np.asarray(embedder.embed(tr.prompt + ho.prompt), dtype=np.float64)
+        status(f"embedding {len(prompts):,} prompts", progress)
+        embedded = spec.embed(prompts)
+    vectors = np.asarray(embedded, dtype=np.float64)
     return vectors[: tr.n_items], vectors[tr.n_items :]
 
 

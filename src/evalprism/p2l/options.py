@@ -331,7 +331,8 @@ class BenchOptions(Options):
     )
     embedder: str = option(
         "minilm",
-        help="Prompt embedder of the baselines (kNN, MLP, mf): minilm | st:<name or path> | instructor:<path>.",
+        help="Prompt embedder of the baselines (kNN, MLP, mf): minilm | st:<name or path> | instructor:<path> | "
+        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
     )
     rounds: int = option(1000, number="repeats", help="Bootstrap rounds (by --se-by unit) of the AIQ intervals.")
     se_by: BenchUnit = option(
