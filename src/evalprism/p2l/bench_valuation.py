@@ -153,21 +153,25 @@ def aiq_table(
     """Per policy: its AIQ over ``cost_range`` from its (cost, value) point at every budget, and a 95%
     percentile interval from ``rounds`` bootstrap resamples of prompt clusters. ``covered``: on battles,
     each prompt's routed mass with a verdict (w_p), the value then the ratio Σ w_p v_p / Σ w_p
-    (:func:`~evalprism.stats.policy_value.policy_value`) in the point and in every resample."""
+    (:func:`~evalprism.stats.policy_value.policy_value`) in the point and in every resample (a resample
+    whose draws at some budget have no verdict at all has no value and is left out)."""
     weights = bootstrap_weights(clusters, rounds, seed)
     total = weights.sum(axis=1)
     rows = []
     for policy in policies:
         values = np.column_stack([outcomes[(policy, b)][0] for b in budgets])
         costs = np.column_stack([outcomes[(policy, b)][1] for b in budgets])
+        boot_c = (weights @ costs) / total[:, None]
         if covered is None:
             point = aiq(costs.mean(axis=0), values.mean(axis=0), *cost_range)
             boot_v = (weights @ values) / total[:, None]
         else:
             w = np.column_stack([covered[(policy, b)] for b in budgets])
             point = aiq(costs.mean(axis=0), (w * values).sum(axis=0) / w.sum(axis=0), *cost_range)
-            boot_v = (weights @ (w * values)) / (weights @ w)
-        boot_c = (weights @ costs) / total[:, None]
+            with np.errstate(invalid="ignore", divide="ignore"):  # a resample without a scored prompt
+                boot_v = (weights @ (w * values)) / (weights @ w)
+            keep = np.isfinite(boot_v).all(axis=1)
+            boot_v, boot_c = boot_v[keep], boot_c[keep]
         draws = np.array([aiq(c, v, *cost_range) for c, v in zip(boot_c, boot_v, strict=True)])
         low, high = np.percentile(draws, [2.5, 97.5])
         rows.append({"policy": policy, "aiq": point, "low": float(low), "high": float(high)})
