@@ -47,14 +47,14 @@ def leaderboard_line(result: BenchResult) -> str:
     base = aiq.loc["benchmark leaderboard"]
     learned = [p for p in result.summary.learned if p != "benchmark leaderboard"]
     above = [p for p in learned if aiq.loc[p, "low"] > base["high"]]
-    board = "per-benchmark leaderboard"
+    board, what = "per-benchmark leaderboard", ""
     if on_battles(result):
-        board = "leaderboard (each model's mean result, per category where the battles name one)"
+        board, what = "leaderboard", "; each model's mean result, per category where the battles name one"
     if above:
         return f"Learned routers whose AIQ interval lies above the {board}'s: {', '.join(above)}."
     return (
         f"No learned router's AIQ interval lies above the {board}'s ({base['aiq']:.3f} "
-        f"[{base['low']:.3f}, {base['high']:.3f}])."
+        f"[{base['low']:.3f}, {base['high']:.3f}]{what})."
     )
 
 
