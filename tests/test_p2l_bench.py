@@ -399,3 +399,25 @@ def test_win_rate_valuation_by_hand() -> None:
     assert single["cost"] == pytest.approx(1.0)
     assert table.loc[("oracle", 2.0), "value"] == pytest.approx((0.75 + 1 + 1) / 3)
     assert "Win-rate valuation" in result.findings()[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("unknown model", "have no battle in the training split: e"),
+        ("overlap", "also have battles in TRAIN"),
+        ("se by benchmark", "clustered by prompt"),
+    ],
+)
+def test_bad_battles_are_refused_with_one_message(change: str, expected: str) -> None:
+    x, cluster, _ = clustered_world(60)
+    train, held = planted_battles(range(40), cluster, 0), planted_battles(range(40, 60), cluster, 1)
+    options = BenchOptions(rounds=10)
+    if change == "unknown model":
+        held.loc[0, "model_a"] = "e"
+    elif change == "overlap":
+        held = pd.concat([held, train.head(1)], ignore_index=True)
+    else:
+        options = BenchOptions(rounds=10, se_by="benchmark")
+    with pytest.raises(EvalprismError, match=expected):
+        bench_routers(train, held, COSTS, options, embedder=LookupEmbedder(x), progress=False)

@@ -174,12 +174,22 @@ def bench_routers(
         hyperparameters=chosen,
         embedder=options.embedder,
     )
-    if battles is None:
-        units = len(np.unique(ho.prompt if options.se_by == "prompt" else ho.benchmark))
-        notes = tuple(_incomplete_notes(tr, ho, names)) + _unit_notes(options.se_by, units)
-    else:
-        notes = _battle_notes(battles, names) + _unit_notes("prompt", ho.n_items)
+    notes = _notes(tr, ho, battles, names, options.se_by)
     return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)
+
+
+def _notes(
+    tr: GradedItems,
+    ho: GradedItems,
+    battles: tuple[BattleSplit, BattleSplit] | None,
+    names: tuple[str, str],
+    se_by: str,
+) -> tuple[str, ...]:
+    """The result's notes: items left out or what the battles gave, and what few units mean."""
+    if battles is not None:
+        return _battle_notes(battles, names) + _unit_notes("prompt", ho.n_items)
+    units = len(np.unique(ho.prompt if se_by == "prompt" else ho.benchmark))
+    return tuple(_incomplete_notes(tr, ho, names)) + _unit_notes(se_by, units)
 
 
 def read_battles(
