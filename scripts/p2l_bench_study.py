@@ -13,6 +13,11 @@ pointwise on held-out ZeroEval items, with real per-model prices.
   ``evalprism p2l bench``, so the command reruns it), the bench output in ``bench/`` (``policies.csv``,
   ``aiq.csv``, ``report.html``, ``run.json``), and ``table.md``: the policies at every budget with
   their intervals and the AIQ ranking, as the doc shows them.
+
+``--battles FILE --costs COSTS``: the pairwise study instead (docs/p2l_bench_study.md, "Pairwise"): the
+battles split by prompt with evalprism's own rule (``p2l split``: ``split_prompts``, ``--test-fraction``
+default 0.2, ``--seed``) into ``split/train.jsonl`` and ``split/test.jsonl``, P2L trained on the training
+battles with `p2l train` defaults, and every policy valued by held-out win rate; same outputs otherwise.
 """
 
 from __future__ import annotations
@@ -68,9 +73,24 @@ def train_p2l(train_csv: Path, out: Path, cache_dir: Path | None) -> Path:
     return result.save(out / "p2l-model")
 
 
+def split_battle_file(battles: Path, out: Path, fraction: float, seed: int) -> tuple[Path, Path]:
+    """``battles`` split by prompt as `evalprism p2l split` splits them, into ``out/split``."""
+    from evalprism.p2l.from_logs import read_battles_input
+    from evalprism.p2l.options import SplitOptions
+    from evalprism.p2l.split import split_battles
+
+    folder = split_battles(read_battles_input(battles), SplitOptions(test_fraction=fraction, seed=seed)).save(
+        out / "split"
+    )
+    return next(folder.glob("train.*")), next(folder.glob("test.*"))
+
+
 def table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
     """The doc's tables: value ± SE and cost per policy and budget, the difference to the reference with
-    its interval and BH-adjusted p; then AIQ with its bootstrap interval."""
+    its interval and BH-adjusted p (on battles also the prompts excluded: routed to a model without a
+    verdict there); then AIQ with its bootstrap interval."""
+    if "prompts_excluded" in policies.columns:
+        return battle_table_md(policies, aiq)
     lines = ["| budget | policy | value (SE) | cost | ref − policy [95% CI] | p (BH) |", "|---|---|---|---|---|---|"]
     for r in policies.itertuples():
         diff = (
@@ -88,13 +108,55 @@ def table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def battle_table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
+    """:func:`table_md` of a win-rate valuation: the same columns and the prompts excluded."""
+    lines = [
+        "| budget | policy | win rate (SE) | cost | P2L − policy [95% CI] | p (BH) | prompts excluded |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in policies.itertuples():
+        diff = (
+            ""
+            if not np.isfinite(r.diff_vs_ref)
+            else f"{100 * r.diff_vs_ref:+.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}]"
+        )
+        p = "" if not np.isfinite(r.p_adj) else f"{r.p_adj:.2g}"
+        lines.append(
+            f"| {r.budget:.3g} | {r.policy} | {100 * r.value:.1f} ({100 * r.se:.1f}) | {r.cost:.3g} | {diff} | {p} "
+            f"| {r.prompts_excluded:.0f} |"
+        )
+    lines += ["", "| policy | AIQ [95% bootstrap by prompt] |", "|---|---|"]
+    for r in aiq.sort_values("aiq", ascending=False).itertuples():
+        lines.append(f"| {r.policy} | {100 * r.aiq:.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}] |")
+    return "\n".join(lines) + "\n"
+
+
+def battle_study(args: argparse.Namespace) -> None:
+    """The pairwise study (module docstring)."""
+    train, test = split_battle_file(args.battles, args.out, args.test_fraction or 0.2, args.seed)
+    model_dir = None if args.no_p2l else train_p2l(train, args.out, args.cache_dir)
+    result = bench_routers(
+        train,
+        test,
+        read_costs(args.costs),
+        BenchOptions(rounds=args.rounds, seed=args.seed),
+        model_dir=model_dir,
+        cache_dir=args.cache_dir,
+    )
+    result.save(args.out / "bench")
+    (args.out / "table.md").write_text(table_md(result.policies, result.aiq), encoding="utf-8")
+    print("\n".join(result.findings()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/zeroeval"))
     parser.add_argument("--prices", type=Path, default=Path("../shared/data/pricing/arena_catalog_prices.csv"))
     parser.add_argument("--price-map", type=Path, default=Path("docs/p2l_bench/zeroeval_price_map.csv"))
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--test-fraction", type=float, default=0.3)
+    parser.add_argument("--test-fraction", type=float, default=None, help="default 0.3 (items), 0.2 (--battles)")
+    parser.add_argument("--battles", type=Path, default=None, help="the pairwise study on this battles file")
+    parser.add_argument("--costs", type=Path, default=None, help="--battles: the models' costs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--items", type=int, default=None, help="first N items per benchmark (smoke runs)")
     parser.add_argument("--max-models", type=int, default=None, help="first N priced models (smoke runs)")
@@ -106,10 +168,15 @@ def main() -> None:
     args = parser.parse_args()
 
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.battles is not None:
+        if args.costs is None:
+            parser.error("--battles needs --costs")
+        battle_study(args)
+        return
     costs = prices(args.price_map, args.prices, args.max_models)
     costs[["model", "cost"]].to_csv(args.out / "costs.csv", index=False)
     table = score_table(args.data, costs["model"].tolist(), args.items)
-    test = held_out(table, args.test_fraction, args.seed)
+    test = held_out(table, 0.3 if args.test_fraction is None else args.test_fraction, args.seed)
     columns = ["model", "benchmark", "item_id", "score", "prompt"]
     table.loc[~test, columns].to_csv(args.out / "train.csv", index=False)
     table.loc[test, columns].to_csv(args.out / "heldout.csv", index=False)

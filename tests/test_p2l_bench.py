@@ -319,3 +319,105 @@ def test_a_p2l_model_is_the_reference_and_must_know_every_scored_model(
     pd.read_csv(costs).replace({"model": {"d": "e"}}).to_csv(costs, index=False)
     code, _, err = run_cli([*args, "--model", model_dir, "--out", tmp_path / "o2"], capsys)
     assert code == 2 and "does not know 1 of the scored models: e" in err
+
+
+# --- pairwise battles: sparse per-prompt results to learn from, held-out win rate to be valued by ---
+
+
+def planted_battles(prompts: range, cluster: np.ndarray, seed: int) -> pd.DataFrame:
+    """Two battles per prompt between random pairs of the four models: on cluster 0 prompts b beats
+    anyone with probability 0.9, on cluster 1 prompts c does; every other pair is a coin flip."""
+    rng = np.random.default_rng(seed)
+    best = np.where(cluster == 0, 1, 2)
+    rows = []
+    for i in prompts:
+        for _ in range(2):
+            a, b = rng.choice(4, 2, replace=False)
+            p_a = 0.9 if a == best[i] else 0.1 if b == best[i] else 0.5
+            winner = "model_a" if rng.random() < p_a else "model_b"
+            rows.append({"prompt": f"prompt {i}", "model_a": MODELS[a], "model_b": MODELS[b], "winner": winner})
+    return pd.DataFrame(rows)
+
+
+def test_knn_recovers_a_planted_per_cluster_best_model_from_battles() -> None:
+    from evalprism.p2l.bench_battles import read_battle_split
+
+    x, cluster, _ = clustered_world(1500, seed=3)
+    train = read_battle_split(planted_battles(range(1200), cluster, 0), "TRAIN")
+    assert (
+        np.isnan(train.items.quality).mean() > 0.2
+    )  # sparse: two battles of four models a prompt leave a quarter of the entries empty
+    rows = [int(p.split()[1]) for p in train.items.prompt]
+    knn = get_router("knn").build(0).fit(x[rows], train.items.quality, train.items.benchmark)
+    best = knn.predict(x[1200:], np.full(300, "all")).argmax(axis=1)
+    assert np.mean(best == np.where(cluster[1200:] == 0, 1, 2)) > 0.95
+    assert knn.k_ >= 10
+    result = bench_routers(  # end to end on fewer training prompts (RouteLLM's mf runs 100 epochs of battles)
+        planted_battles(range(300), cluster, 0),
+        planted_battles(range(1200, 1500), cluster, 1),
+        dict.fromkeys(MODELS, 1.0),
+        BenchOptions(budgets=(1.0,), rounds=50),
+        embedder=LookupEmbedder(x),
+        progress=False,
+    )
+    table = result.policies.set_index("policy")
+    assert result.summary.valuation == "win rate (pairwise battles)"
+    assert table.loc["knn", "value"] > table.loc["best single", "value"] + 0.15
+    assert table.loc["best single", "p_adj"] < 0.05 and table.loc["best single", "diff_vs_ref"] > 0
+
+
+def test_win_rate_valuation_by_hand() -> None:
+    """Held-out battles: prompt 10 b beats a, b ties c (b scores 3/4, c 1/2, a 0); prompt 11 d beats b
+    (b 0, d 1); prompt 12 a beats c, b did not fight. b is the best single model (it won every training
+    battle): valued on prompts 10 and 11 only, (3/4 + 0)/2, prompt 12 excluded; SE the prompt sandwich
+    sqrt(G/(G-1) Σ ψ²), ψ = (3/8, −3/8, 0)/2. The oracle (every model affordable) picks b, d and a:
+    (3/4 + 1 + 1)/3."""
+    train = pd.DataFrame(
+        {
+            "prompt": [f"prompt {i}" for i in range(10)],
+            "model_a": ["b", "b", "b", "b", "a", "d", "a", "c", "b", "d"],
+            "model_b": ["a", "c", "d", "a", "c", "c", "d", "a", "c", "a"],
+            "winner": ["model_a"] * 4 + ["tie", "model_a", "tie", "model_a", "model_a", "model_a"],
+        }
+    )
+    held = pd.DataFrame(
+        {
+            "prompt": ["prompt 10", "prompt 10", "prompt 11", "prompt 12"],
+            "model_a": ["b", "b", "d", "a"],
+            "model_b": ["a", "c", "b", "c"],
+            "winner": ["model_a", "tie", "model_a", "model_a"],
+        }
+    )
+    x = np.random.default_rng(0).normal(size=(13, 4))
+    options = BenchOptions(budgets=(1.0, 2.0), rounds=20)
+    result = bench_routers(train, held, COSTS, options, embedder=LookupEmbedder(x), progress=False)
+    table = result.policies.set_index(["policy", "budget"])
+    single = table.loc[("best single", 1.0)]
+    assert single["value"] == pytest.approx(0.375)
+    assert single["se"] == pytest.approx(np.sqrt(3 / 2 * 2 * (0.375 / 2) ** 2))
+    assert (single["prompts_scored"], single["prompts_excluded"]) == (2.0, 1.0)
+    assert single["cost"] == pytest.approx(1.0)
+    assert table.loc[("oracle", 2.0), "value"] == pytest.approx((0.75 + 1 + 1) / 3)
+    assert "Win-rate valuation" in result.findings()[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("unknown model", "have no battle in the training split: e"),
+        ("overlap", "also have battles in TRAIN"),
+        ("se by benchmark", "clustered by prompt"),
+    ],
+)
+def test_bad_battles_are_refused_with_one_message(change: str, expected: str) -> None:
+    x, cluster, _ = clustered_world(60)
+    train, held = planted_battles(range(40), cluster, 0), planted_battles(range(40, 60), cluster, 1)
+    options = BenchOptions(rounds=10)
+    if change == "unknown model":
+        held.loc[0, "model_a"] = "e"
+    elif change == "overlap":
+        held = pd.concat([held, train.head(1)], ignore_index=True)
+    else:
+        options = BenchOptions(rounds=10, se_by="benchmark")
+    with pytest.raises(EvalprismError, match=expected):
+        bench_routers(train, held, COSTS, options, embedder=LookupEmbedder(x), progress=False)

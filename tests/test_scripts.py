@@ -389,3 +389,25 @@ def test_p2l_bench_study_values_every_router_on_held_out_items(tmp_path: Path) -
     oracle = policies[policies["policy"] == "oracle"].set_index("budget")["value"]
     assert (policies.groupby("budget")["value"].max() <= oracle + 1e-12).all()  # nothing beats the oracle
     assert "| policy | AIQ" in (tmp_path / "table.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_p2l_bench_study_battles_values_every_router_by_held_out_win_rate(tmp_path: Path) -> None:
+    """docs/p2l_bench_study.md's pairwise study (``--battles``) on 300 human Arena battles (no P2L)."""
+    battles = arena_slice(tmp_path / "battles.jsonl", 300)
+    out = tmp_path / "out"
+    run_script(
+        "p2l_bench_study.py", "--battles", battles, "--costs", ARENA_COSTS, "--rounds", "50", "--no-p2l", "--out", out
+    )
+    train = pd.read_json(out / "split" / "train.jsonl", lines=True)
+    test = pd.read_json(out / "split" / "test.jsonl", lines=True)
+    assert set(train["prompt"]).isdisjoint(test["prompt"]) and len(train) + len(test) == 300  # split by prompt
+    policies = pd.read_csv(out / "bench" / "policies.csv")
+    expected = {"knn", "mlp", "mf", "benchmark leaderboard", "best single", "random mix", "oracle"}
+    assert set(policies["policy"]) == expected
+    assert in_unit_interval(policies["value"]) and in_unit_interval(policies["p_adj"].dropna())
+    assert (policies["prompts_scored"] + policies["prompts_excluded"] == test["prompt"].nunique()).all()
+    assert (policies["cost"] <= policies["budget"] + 1e-9).all()
+    run = json.loads((out / "bench" / "run.json").read_text(encoding="utf-8"))
+    assert "win rate" in json.dumps(run)
+    assert "prompts excluded" in (out / "table.md").read_text(encoding="utf-8")

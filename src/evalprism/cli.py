@@ -380,10 +380,13 @@ def p2l_bench(
         Path,
         typer.Argument(
             help="Training items, graded: every model scored on each item, with the item's text (a "
-            "model,item_id,score[,benchmark],prompt table, lm-eval --log_samples directory or inspect_ai logs)."
+            "model,item_id,score[,benchmark],prompt table, lm-eval --log_samples directory or inspect_ai logs); or "
+            "pairwise battles (prompt, model_a, model_b, winner), HELDOUT then battles too, valued by win rate."
         ),
     ],
-    heldout: Annotated[Path, typer.Argument(help="Held-out items, graded the same way (no item of TRAIN).")],
+    heldout: Annotated[
+        Path, typer.Argument(help="Held-out items, graded the same way, or battles (no item or prompt of TRAIN).")
+    ],
     out: Out,
     *,
     options: BenchOptions,
@@ -403,9 +406,10 @@ def p2l_bench(
     overwrite: Overwrite = False,
     quiet: Quiet = False,
 ) -> None:
-    """Benchmark routers pointwise on held-out graded items: P2L (with --model) against kNN, MLP, matrix
-    factorisation, the per-benchmark leaderboard, the best single model, a cost-matched random mix and the
-    oracle, one budget rule for all; values with SE by prompt, paired differences, BH-adjusted p, AIQ."""
+    """Benchmark routers on held-out data, pointwise on graded items (by win rate on battles): P2L (with
+    --model) against kNN, MLP, matrix factorisation, the per-benchmark leaderboard, the best single model,
+    a cost-matched random mix and the oracle, one budget rule for all; values with SE by prompt, paired
+    differences, BH-adjusted p, AIQ."""
 
     def work() -> SavableResult:
         from evalprism.io import read_costs

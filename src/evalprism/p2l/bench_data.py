@@ -9,8 +9,8 @@ model (samples, epochs) are averaged; an item not scored by every model is left 
 pointwise value is undefined for a policy that routes to a missing model). A score table with a ``cost``
 column (what answering the item cost, e.g. its tokens at the model's prices) gives each item its own cost
 per model (``item_cost``, averaged over samples like the score). Pairwise battle files have
-no pointwise value: they are refused with a pointer to `p2l evaluate --costs`, which values policies on
-win rates.
+no pointwise value: :func:`read_graded` refuses them; ``p2l bench`` reads two battles files with
+:mod:`evalprism.p2l.bench_battles` instead and values policies by held-out win rate.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def refuse_battles(path: Input, role: str) -> None:
         raise EvalprismError(
             f"{path} ({role}): holds pairwise battles (a 'winner' column); `p2l bench` values routers pointwise "
             "and needs graded items, every model scored on each item (a model,item_id,score,prompt table, lm-eval "
-            "or inspect_ai logs). Battles are valued by win rate with `evalprism p2l evaluate MODEL BATTLES --costs`"
+            "or inspect_ai logs). Battles are valued by held-out win rate when both splits are battles files"
         )
 
 

@@ -10,7 +10,11 @@ only as good as its predictions, which is what the benchmark compares. Beside th
 - ``random mix``: prompt-blind, π ∝ exp(−t c), its expected cost matched to the reference router's
   (:func:`~evalprism.p2l.heldout_routing.cost_matched_mix`): what routing buys beyond spending;
 - ``oracle``: Theorem 1 on the held-out scores themselves (it reads the truth: a reference, not a
-  policy one could run; with every model scored on every item, an upper bound).
+  policy one could run; with every model scored on every item, an upper bound; on battles
+  :func:`~evalprism.p2l.heldout_routing.oracle_policy`, among the models with a verdict on the prompt).
+
+A policy is valued pointwise on graded items (:func:`item_outcomes`) or by its held-out win rate on
+battles (:func:`battle_outcomes`, ``p2l evaluate --costs``'s valuation).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from evalprism.p2l.heldout_routing import cost_matched_mix
+from evalprism.p2l.heldout_routing import cost_matched_mix, oracle_policy
+from evalprism.stats.policy_value import PolicyValue, policy_value
 from evalprism.stats.routing import best_mix
 
 #: the policies without a learned predictor, in table order after the learned ones
@@ -51,7 +56,7 @@ def fixed_policies(
     return {
         "best single": best_single(train_means, cost, budget),
         "random mix": cost_matched_mix(cost, min(matched_spend, budget)),
-        "oracle": best_mix(truth, cost, budget),
+        "oracle": oracle_policy(truth, cost, budget),
     }
 
 
@@ -62,3 +67,11 @@ def item_outcomes(probs: np.ndarray, truth: np.ndarray, cost: np.ndarray) -> tup
     pi = np.broadcast_to(np.asarray(probs, dtype=np.float64), truth.shape)
     spent = pi @ cost if cost.ndim == 1 else (pi * cost).sum(axis=1)
     return (pi * truth).sum(axis=1), spent
+
+
+def battle_outcomes(probs: np.ndarray, scores: np.ndarray, cost: np.ndarray) -> tuple[PolicyValue, np.ndarray]:
+    """A policy's held-out value on battles (:func:`~evalprism.stats.policy_value.policy_value`: the win
+    rate of the model it draws on each prompt, draws without a verdict excluded) and its expected cost
+    on each prompt (n,); ``scores`` (n, M) the held-out win rates (NaN: no battle), ``cost`` (M,)."""
+    pi = np.broadcast_to(np.asarray(probs, dtype=np.float64), scores.shape)
+    return policy_value(probs, scores), pi @ cost

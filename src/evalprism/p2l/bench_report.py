@@ -47,24 +47,59 @@ def leaderboard_line(result: BenchResult) -> str:
     base = aiq.loc["benchmark leaderboard"]
     learned = [p for p in result.summary.learned if p != "benchmark leaderboard"]
     above = [p for p in learned if aiq.loc[p, "low"] > base["high"]]
+    board, what = "per-benchmark leaderboard", ""
+    if on_battles(result):
+        board, what = "leaderboard", "; each model's mean result, per category where the battles name one"
     if above:
-        return f"Learned routers whose AIQ interval lies above the per-benchmark leaderboard's: {', '.join(above)}."
+        return f"Learned routers whose AIQ interval lies above the {board}'s: {', '.join(above)}."
     return (
-        f"No learned router's AIQ interval lies above the per-benchmark leaderboard's ({base['aiq']:.3f} "
-        f"[{base['low']:.3f}, {base['high']:.3f}])."
+        f"No learned router's AIQ interval lies above the {board}'s ({base['aiq']:.3f} "
+        f"[{base['low']:.3f}, {base['high']:.3f}]{what})."
     )
+
+
+def on_battles(result: BenchResult) -> bool:
+    """True when the policies were valued by held-out win rate on battles (not pointwise)."""
+    return result.summary.valuation != "pointwise"
 
 
 def bench_findings(result: BenchResult) -> list[str]:
     s = result.summary
-    head = (
-        f"Pointwise valuation on {s.heldout_items:,} held-out items ({s.train_items:,} training items, "
-        f"{len(s.models)} models); costs {s.cost_source}; reference: {s.reference} ({s.reference_why})."
-    )
+    if on_battles(result):
+        head = (
+            f"Win-rate valuation (pairwise battles, as `p2l evaluate --costs`) on {s.heldout_items:,} held-out prompts "
+            f"({s.train_items:,} training prompts, {len(s.models)} models)"
+        )
+    else:
+        head = (
+            f"Pointwise valuation on {s.heldout_items:,} held-out items ({s.train_items:,} training items, "
+            f"{len(s.models)} models)"
+        )
+    head += f"; costs {s.cost_source}; reference: {s.reference} ({s.reference_why})."
     return [head, *result.verdicts(), aiq_line(result.aiq), leaderboard_line(result)]
 
 
-def quality_cost_figure(policies: pd.DataFrame) -> go.Figure:
+def valuation_sentence(result: BenchResult) -> str:
+    """How the policies were valued, for the report's summary."""
+    s = result.summary
+    if on_battles(result):
+        return (
+            "Valuation: win rate on held-out pairwise battles (the valuation of `p2l evaluate --costs`): a model's "
+            "score on a held-out prompt is its win rate in that prompt's battles (a tie of either kind ½); a policy's "
+            "value is the expected score of the model it draws, draws on a model without a battle on the prompt "
+            "excluded and counted (prompts_excluded); its cost that model's cost: "
+            f"{s.cost_source}. The baselines learned each training prompt's per-model results, sparse (only the "
+            "models that fought there)."
+        )
+    return (
+        "Valuation: pointwise (every model scored on each held-out item; a policy's value on an item is the score "
+        f"of the model it routes to, expected over a mix; its cost that model's cost: {s.cost_source})."
+    )
+
+
+def quality_cost_figure(
+    policies: pd.DataFrame, quality: str = "held-out quality (mean score of the routed model)"
+) -> go.Figure:
     """Held-out value against mean cost per item, one trace per policy (its points at the budgets),
     ± 1.96 SE bars (clustered by the benchmark's unit)."""
     fig = go.Figure()
@@ -85,9 +120,7 @@ def quality_cost_figure(policies: pd.DataFrame) -> go.Figure:
                 + "</extra>",
             )
         )
-    return cost_axis_layout(
-        fig, policies["cost"], "mean cost per item", "held-out quality (mean score of the routed model)", 460
-    )
+    return cost_axis_layout(fig, policies["cost"], "mean cost per item", quality, 460)
 
 
 def _shown(policies: pd.DataFrame) -> pd.DataFrame:
@@ -103,13 +136,13 @@ def _shown(policies: pd.DataFrame) -> pd.DataFrame:
 
 def bench_report(result: BenchResult) -> Report:
     s = result.summary
+    unit = "prompts" if on_battles(result) else "items"
     report = Report(
         title="Router benchmark",
-        subtitle=f"{len(s.models)} models, {s.train_items:,} training and {s.heldout_items:,} held-out items",
+        subtitle=f"{len(s.models)} models, {s.train_items:,} training and {s.heldout_items:,} held-out {unit}",
     )
     report.summary(
-        "Valuation: pointwise (every model scored on each held-out item; a policy's value on an item is the score "
-        f"of the model it routes to, expected over a mix; its cost that model's cost: {s.cost_source}). Every "
+        valuation_sentence(result) + " Every "
         "learned router routes by one rule: per item, maximise its predicted quality with expected cost at most "
         f"the budget (Theorem 1). Reference: {s.reference} ({s.reference_why}). Differences are reference − policy "
         f"on the same items, SE clustered by {result.options.se_by}, p adjusted by Benjamini-Hochberg over every "
@@ -119,7 +152,9 @@ def bench_report(result: BenchResult) -> Report:
         leaderboard_line(result),
     )
     report.figure(
-        quality_cost_figure(result.policies),
+        quality_cost_figure(
+            result.policies, *(["held-out win rate of the routed model"] if on_battles(result) else [])
+        ),
         "Quality against cost, every policy " + LEARNED_NOTE,
         "Each point is one budget: the policy's mean held-out quality (bars: 95% intervals by prompt) against its "
         "mean cost per item. Up and to the left is better; the oracle is the ceiling.",

@@ -14,6 +14,10 @@ quality into a routing policy is the same for every entry and for P2L
 
 The best single model, the cost-matched random mix and the oracle are policies without a learned
 predictor: :mod:`evalprism.p2l.bench_policies`.
+
+Learned from pairwise battles (:mod:`evalprism.p2l.bench_battles`) the training quality is sparse (NaN
+where a model did not fight on a prompt) and every entry fits with the missing entries left out; an entry
+with ``fit_battles(features, pairs, models)`` (``mf``) learns from the decisive battles themselves.
 """
 
 from __future__ import annotations

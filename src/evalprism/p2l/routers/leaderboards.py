@@ -3,6 +3,10 @@
 The per-benchmark leaderboard is what a user reads off a leaderboard per task and routes by: it knows
 an item's benchmark (which the prompt-only routers must infer from the text) and nothing else about it.
 A benchmark not seen in training falls back to the overall means.
+
+Quality learned from pairwise battles is sparse (NaN where a model did not fight on a prompt): a mean
+is then over the entries a model has, a (benchmark, model) without one falls back to the model's
+overall mean, and the overall leaderboard is each model's mean result over its battles' prompts.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ import numpy as np
 
 
 def mean_quality(quality: np.ndarray) -> np.ndarray:
-    """Each model's mean quality over the items (M,): the overall leaderboard."""
-    return np.asarray(quality, dtype=np.float64).mean(axis=0)
+    """Each model's mean quality over the items (M,): the overall leaderboard (over the items it has,
+    where the quality is sparse)."""
+    quality = np.asarray(quality, dtype=np.float64)
+    return np.nanmean(quality, axis=0) if np.isnan(quality).any() else quality.mean(axis=0)
 
 
 class BenchmarkLeaderboard:
@@ -21,10 +27,17 @@ class BenchmarkLeaderboard:
     def fit(self, features: np.ndarray, quality: np.ndarray, benchmarks: np.ndarray) -> BenchmarkLeaderboard:
         names, codes = np.unique(np.asarray(benchmarks).astype(str), return_inverse=True)
         sums = np.zeros((names.size, quality.shape[1]))
-        np.add.at(sums, codes, quality)
         self.benchmarks_ = names
-        self.means_ = sums / np.bincount(codes, minlength=names.size)[:, None]
         self.overall_ = mean_quality(quality)
+        observed = np.isfinite(quality)
+        if observed.all():
+            np.add.at(sums, codes, quality)
+            self.means_ = sums / np.bincount(codes, minlength=names.size)[:, None]
+            return self
+        counts = np.zeros_like(sums)
+        np.add.at(sums, codes, np.where(observed, quality, 0.0))
+        np.add.at(counts, codes, observed.astype(np.float64))
+        self.means_ = np.where(counts > 0, sums / np.maximum(counts, 1.0), self.overall_[None, :])
         return self
 
     def predict(self, features: np.ndarray, benchmarks: np.ndarray) -> np.ndarray:

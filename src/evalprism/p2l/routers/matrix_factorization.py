@@ -16,6 +16,10 @@ most :data:`PAIRS_PER_EPOCH` battles drawn per epoch. The quality a router maxim
 predicted win rate against a uniform opponent, mean_a σ(s_m − s_a) (:func:`~evalprism.stats.routing.win_values`),
 the value P2L's routers use, so the budget rule mixes models on a win-rate scale.
 
+On pairwise battles (:mod:`evalprism.p2l.bench_battles`) ``mf`` is trained as RouteLLM trained it, on
+the decisive battles themselves (:meth:`MatrixFactorization.fit_battles`), with RouteLLM's own batch,
+learning rate and epochs (:data:`BATTLE_SETTINGS`): battle sets are small enough for them on a CPU.
+
 Why not a library: RouteLLM's own class calls the OpenAI embeddings API inside ``forward`` and fixes
 its 64 model ids; no maintained package offers this text-conditioned factorisation on given features.
 """
@@ -33,13 +37,16 @@ LR = 3e-3
 BATCH = 2048
 EPOCHS = 30
 PAIRS_PER_EPOCH = 200_000
+#: RouteLLM's own (batch, learning rate, epochs), used on battles
+BATTLE_SETTINGS = (64, 3e-4, 100)
 
 
 def decisive_pairs(quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(item, winner, loser) for every two models whose scores on an item differ."""
+    """(item, winner, loser) for every two models whose scores on an item differ (both scored: a
+    missing score, NaN, makes no pair)."""
     i, j = np.triu_indices(quality.shape[1], 1)
     qi, qj = quality[:, i], quality[:, j]
-    item, pair = np.nonzero(qi != qj)
+    item, pair = np.nonzero((qi != qj) & np.isfinite(qi) & np.isfinite(qj))
     first_wins = qi[item, pair] > qj[item, pair]
     winner = np.where(first_wins, i[pair], j[pair])
     loser = np.where(first_wins, j[pair], i[pair])
@@ -53,20 +60,38 @@ class MatrixFactorization:
         self.seed, self.dim, self.epochs = seed, dim, epochs
 
     def fit(self, features: np.ndarray, quality: np.ndarray, benchmarks: np.ndarray) -> MatrixFactorization:
+        return self._train(features, decisive_pairs(quality), quality.shape[1], BATCH, LR, self.epochs)
+
+    def fit_battles(
+        self, features: np.ndarray, pairs: tuple[np.ndarray, np.ndarray, np.ndarray], models: int
+    ) -> MatrixFactorization:
+        """Fit on decisive battles ``pairs`` = (prompt row of ``features``, winner, loser), model indices
+        below ``models``, with RouteLLM's own settings (:data:`BATTLE_SETTINGS`)."""
+        batch, lr, epochs = BATTLE_SETTINGS
+        return self._train(features, pairs, models, batch, lr, epochs)
+
+    def _train(
+        self,
+        features: np.ndarray,
+        pairs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        m: int,
+        batch: int,
+        lr: float,
+        epochs: int,
+    ) -> MatrixFactorization:
         import torch
 
         gen = torch.Generator().manual_seed(self.seed)
         x = torch.as_tensor(features, dtype=torch.float32)
-        item, win, lose = (torch.as_tensor(a, dtype=torch.long) for a in decisive_pairs(quality))
-        m = quality.shape[1]
+        item, win, lose = (torch.as_tensor(a, dtype=torch.long) for a in pairs)
         P = torch.nn.Parameter(torch.randn(m, self.dim, generator=gen))
         W = torch.nn.Parameter(torch.randn(x.shape[1], self.dim, generator=gen) / np.sqrt(x.shape[1]))
         w = torch.nn.Parameter(torch.randn(self.dim, generator=gen) / np.sqrt(self.dim))
-        optimiser = torch.optim.Adam([P, W, w], lr=LR, weight_decay=WEIGHT_DECAY)
-        for _ in range(self.epochs if item.numel() else 0):
+        optimiser = torch.optim.Adam([P, W, w], lr=lr, weight_decay=WEIGHT_DECAY)
+        for _ in range(epochs if item.numel() else 0):
             draw = torch.randperm(item.numel(), generator=gen)[:PAIRS_PER_EPOCH]
-            for start in range(0, draw.numel(), BATCH):
-                take = draw[start : start + BATCH]
+            for start in range(0, draw.numel(), batch):
+                take = draw[start : start + batch]
                 prompt = x[item[take]] + NOISE * torch.randn(take.numel(), x.shape[1], generator=gen)
                 unit = torch.nn.functional.normalize(P, dim=1)
                 logit = ((unit[win[take]] - unit[lose[take]]) * (prompt @ W)) @ w

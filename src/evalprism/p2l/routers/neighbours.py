@@ -5,6 +5,10 @@ baseline. The prediction is scikit-learn's ``KNeighborsRegressor`` (Euclidean di
 embeddings, i.e. cosine order; uniform weights). k is chosen by 5-fold cross-validation inside the
 training split from :data:`K_GRID`: one neighbour search per fold at the largest k serves every
 candidate (the mean of the first k neighbours is a prefix sum), so the search costs one fit, not five.
+
+Quality learned from pairwise battles is sparse (NaN where a model did not fight on a prompt): each
+model's prediction is then its mean over the k neighbours that have it (its overall training mean when
+none has), and the cross-validation error counts the held-out fold's observed entries only.
 """
 
 from __future__ import annotations
@@ -35,6 +39,34 @@ def cv_errors(features: np.ndarray, quality: np.ndarray, grid: tuple[int, ...], 
     return errors
 
 
+def sparse_means(neighbour_quality: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """(n, K, M) neighbours' quality with NaN gaps -> (n, K, M) mean of the first k observed entries for
+    each k = 1..K, ``fallback`` (M,) where none of the first k has the model."""
+    observed = np.isfinite(neighbour_quality)
+    total = np.cumsum(np.where(observed, neighbour_quality, 0.0), axis=1)
+    count = np.cumsum(observed, axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), fallback)
+
+
+def sparse_cv_errors(features: np.ndarray, quality: np.ndarray, grid: tuple[int, ...], seed: int) -> dict[int, float]:
+    """:func:`cv_errors` on sparse quality: squared error over the observed held-out entries, each
+    model's prediction its mean over the neighbours that have it (the fold's overall mean if none)."""
+    n = features.shape[0]
+    folds = KFold(n_splits=min(FOLDS, n), shuffle=True, random_state=seed)
+    errors: dict[int, float] = {}
+    for train, test in folds.split(features):
+        ks = [k for k in grid if k <= train.size] or [train.size]
+        search = NearestNeighbors(n_neighbors=max(ks), algorithm="brute").fit(features[train])
+        neighbours = search.kneighbors(features[test], return_distance=False)
+        means = sparse_means(quality[train][neighbours], np.nanmean(quality[train], axis=0))
+        truth = quality[test]
+        seen = np.isfinite(truth)
+        for k in ks:
+            err = float(np.where(seen, (means[:, k - 1] - np.nan_to_num(truth)) ** 2, 0.0).sum())
+            errors[k] = errors.get(k, 0.0) + err
+    return errors
+
+
 class NearestPrompts:
     """kNN over prompt embeddings; ``k_`` the chosen number of neighbours, ``cv_errors_`` per k."""
 
@@ -43,11 +75,24 @@ class NearestPrompts:
         self.seed = seed
 
     def fit(self, features: np.ndarray, quality: np.ndarray, benchmarks: np.ndarray) -> NearestPrompts:
+        if np.isnan(quality).any():
+            return self._fit_sparse(features, quality)
         self.cv_errors_ = cv_errors(features, quality, self.grid, self.seed)
         self.k_ = min(self.cv_errors_, key=lambda k: (self.cv_errors_[k], k))
         self.model_ = KNeighborsRegressor(n_neighbors=min(self.k_, features.shape[0]), algorithm="brute")
         self.model_.fit(features, quality)
         return self
 
+    def _fit_sparse(self, features: np.ndarray, quality: np.ndarray) -> NearestPrompts:
+        """Sparse quality (module docstring): the neighbour search and the training quality are kept."""
+        self.cv_errors_ = sparse_cv_errors(features, quality, self.grid, self.seed)
+        self.k_ = min(self.cv_errors_, key=lambda k: (self.cv_errors_[k], k))
+        self.model_ = NearestNeighbors(n_neighbors=min(self.k_, features.shape[0]), algorithm="brute").fit(features)
+        self.quality_, self.overall_ = quality, np.nanmean(quality, axis=0)
+        return self
+
     def predict(self, features: np.ndarray, benchmarks: np.ndarray) -> np.ndarray:
+        if isinstance(self.model_, NearestNeighbors):
+            neighbours = self.model_.kneighbors(features, return_distance=False)
+            return sparse_means(self.quality_[neighbours], self.overall_)[:, -1]
         return np.asarray(self.model_.predict(features), dtype=np.float64)
