@@ -209,8 +209,8 @@ def read_battles(
         )
     if options.se_by != "prompt":
         raise EvalprismError(
-            f"--se-by {options.se_by}: battles are valued by held-out win rate, whose standard errors are clustered "
-            "by prompt; use --se-by prompt",
+            f"se_by {options.se_by}: battles are valued by held-out win rate, whose standard errors are clustered "
+            "by prompt; use se_by prompt",
             parameter="se_by",
         )
     return battle_splits(train, heldout, names, options.harness)
