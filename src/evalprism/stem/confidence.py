@@ -90,12 +90,29 @@ class PlanCalibration:
 @dataclass(frozen=True)
 class PanelPlanRuns:
     """Per run of a panel model through the plan or a redraw: error against its full-pool score and
-    stated variance (fractions), wrong planned answers; ``models``: the panel models read."""
+    stated variance (fractions), wrong planned answers, which model (``model_of``, into ``models``: the
+    panel models read) and which draw (``draw``: 0 the plan itself, then the redraws)."""
 
     models: list[str]
     errors: np.ndarray
     variances: np.ndarray
     wrong: np.ndarray
+    model_of: np.ndarray
+    draw: np.ndarray
+
+    def without(self, model: str) -> PanelPlanRuns:
+        """The runs of every model but ``model`` (what locating ``model`` itself calibrates on)."""
+        keep = self.model_of != self.models.index(model)
+        names = [m for m in self.models if m != model]
+        renumber = np.cumsum(np.array([m != model for m in self.models])) - 1
+        return PanelPlanRuns(
+            models=names,
+            errors=self.errors[keep],
+            variances=self.variances[keep],
+            wrong=self.wrong[keep],
+            model_of=renumber[self.model_of[keep]],
+            draw=self.draw[keep],
+        )
 
 
 def redraws(strata: Strata, picked: np.ndarray, group: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +155,8 @@ def panel_plan_runs(evidence: Evidence, method: Method, seed: int) -> PanelPlanR
         errors=np.concatenate(errors),
         variances=np.concatenate(variances),
         wrong=np.concatenate(wrong),
+        model_of=np.repeat(np.arange(len(complete)), len(items)),
+        draw=np.tile(np.arange(len(items)), len(complete)),
     )
 
 
