@@ -8,9 +8,15 @@ answered items are a sample and what is estimated is its **full-pool** weighted 
   members right, ``N_h`` pool items, ``n_h`` answered), the estimators of
   :mod:`evalprism.stem.estimate` (A) and :func:`evalprism.stem.irt.difference_estimate` (B) with
   ``group = stratum``; an adaptive plan is read with its own estimator (the ``adaptive`` entry of
-  :data:`~evalprism.stem.methods.METHODS`), the design-based B of its stage-1 items beside it;
+  :data:`~evalprism.stem.methods.METHODS`), the design-based B of its stage-1 items as its cross-check;
 - without a plan: the answered items are taken as a simple random sample of the pool within each
   benchmark (``group = benchmark``, ``N_b`` pool items), an assumption the output says.
+
+On a plan, A's and B's standard errors are calibrated on the pool's own panel and a model right on
+almost every planned item gets a one-sided "at or above" interval (:mod:`evalprism.stem.confidence`);
+an adaptive plan's localization leads with one estimate by the rule
+:data:`~evalprism.stem.adaptive.LEAD_RULE` (the adaptive one, or the stage-1 design-based one when the
+two disagree), the other shown as a cross-check.
 
 The finite-population correction ``1 - n_h / N_h`` uses the pool's sizes. Every planned item needs
 an answer row (a missing one is refused, naming it: the design's weights would be wrong); answers
