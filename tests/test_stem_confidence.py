@@ -17,8 +17,10 @@ from evalprism.stem import build_pool, make_plan
 from evalprism.stem.adaptive import CALIBRATION_RUNS, Calibration, panel_runs, run_plan
 from evalprism.stem.confidence import (
     CEILING_WRONG,
+    NEIGHBOURS,
     REDRAWS,
     Z_ONE_SIDED,
+    PanelPlanRuns,
     at_ceiling,
     calibration_of,
     ceiling_bound,
@@ -57,6 +59,29 @@ def test_the_ceiling_is_fewer_than_five_wrong_and_its_interval_is_one_sided() ->
     assert a.confidence == pytest.approx(1.0, abs=1e-12) and a.positions == (2, 3)
     # a bound above every member: told, no abstention
     assert ceiling_abstention(99.0, 1.0, ceiling_bound(99.0, 1.0), names, mu) is None
+
+
+def test_the_factor_is_local_in_share_right() -> None:
+    """Panel runs whose stated se is right for weak models and a third of the truth for strong ones: a
+    model near the strong ones gets their factor (about 3), one near the weak ones none (1)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    wrong = np.where(np.arange(n) < n // 2, 60, 8)  # 100 items: 40% right, or 92% right
+    z = rng.normal(0.0, 1.0, n) * np.where(wrong == 8, 3.0, 1.0)
+    runs = PanelPlanRuns(
+        models=[f"m{k}" for k in range(40)],
+        errors=z * 0.01,
+        variances=np.full(n, 0.01**2),
+        wrong=wrong,
+        model_of=np.repeat(np.arange(40), 10),
+        draw=np.tile(np.arange(10), 40),
+        items=100,
+    )
+    strong, weak = calibration_of(runs, 0.92), calibration_of(runs, 0.40)
+    # the 58th of 60 |3 z|: about 3 x 2.13 / 1.96 = 3.3, a sample quantile of 60 runs
+    assert strong.neighbours == NEIGHBOURS and 2.5 <= strong.factor <= 4.5, strong.factor
+    assert weak.factor == pytest.approx(1.0, abs=0.1), weak.factor
+    assert strong.ceiling_pooled and strong.ceiling_runs == 0  # no run at the ceiling
 
 
 def _ceiling_world(seed: int = 0, n_items: int = 1000, n_panel: int = 30) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -107,7 +132,7 @@ def _located(pool, targets, method: str, items: int, seed: int) -> pd.DataFrame:
     rows = []
     for k, model in enumerate(runs.models):
         own = (runs.model_of == k) & (runs.draw == 0)  # the model's own run through the plan itself
-        cal = calibration_of(runs.without(model))
+        cal = calibration_of(runs.without(model), 1.0 - float(runs.wrong[own][0]) / runs.items)
         truth = targets[model].reference_score
         estimate = truth + 100 * float(runs.errors[own][0])
         top = bool(at_ceiling(int(runs.wrong[own][0])))
