@@ -77,8 +77,8 @@ _LOCATE_RULES = (
     "stage-1 items is shown beside it.</li>"
     "<li><b>Calibration on a plan</b> (A and B from a plan's items): every reference-panel model with answers on "
     "every pool item is read through the plan and 9 more draws of its design with the same estimator (B's 2PL refitted "
-    "without it); the standard error is multiplied by max(1, q/1.96), q the split-conformal 95% quantile of the panel "
-    "runs' |error / se|. A model wrong on fewer than 5 planned items is at the ceiling: its interval is one-sided, at or "
+    "without it); the standard error is multiplied by max(1, q/1.96), q the split-conformal 95% quantile of "
+    "|error / se| over the 60 panel runs off the ceiling nearest the model in share of planned items right. A model wrong on fewer than 5 planned items is at the ceiling: its interval is one-sided, at or "
     "above T − q<sub>c</sub>·se, q<sub>c</sub> the one-sided conformal quantile of the panel's runs at the ceiling "
     "(at least 1.645).</li>"
     "<li><b>Placement</b> (A and B): above every member whose reference score is below T; the confidence is the "
@@ -832,8 +832,9 @@ def _calibration_line(loc: Localization) -> str:
     if cal is not None:
         line = (
             f" Its standard error is calibrated on the panel: read through this plan and {REDRAWS} more draws of "
-            f"its design, the {cal.models} panel models' 95% intervals covered 95% of their {cal.runs} runs when "
-            f"widened {cal.factor:.2f}x (split-conformal; at the ceiling the one-sided quantile is "
+            f"its design ({cal.models} panel models, {cal.runs} runs), the {cal.neighbours} runs nearest it in share of "
+            f"planned items right covered 95% when widened {cal.factor:.2f}x (split-conformal; at the ceiling the "
+            "one-sided quantile is "
             f"{cal.ceiling_quantile:.2f}{', from all runs: too few at the ceiling' if cal.ceiling_pooled else ''})."
         )
     if loc.ceiling_bound is not None:
