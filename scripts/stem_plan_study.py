@@ -29,7 +29,7 @@ interval over all runs, the mean and RMSE of ``estimate - full-pool score`` (poi
 The target (issue 26): accuracy >= random-100, coverage 0.93-0.97, 0 tracebacks, in every cell.
 
     PYTHONPATH=src python scripts/stem_plan_study.py --out out/stem-plan [--seeds 20] [--items 100]
-        [--random-draws 200] [--datasets zeroeval mmlu_pro] [--max-models N]
+        [--random-draws 1000] [--datasets zeroeval mmlu_pro] [--max-models N]
 
 Writes ``runs.csv`` (one row per run), ``cells.csv`` (per cell x arm and overall per setting) and ``tables.md``.
 """
@@ -393,7 +393,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--items", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=20, help="plan seeds per model and plan arm")
-    parser.add_argument("--random-draws", type=int, default=200, help=f"{BASELINE} draws per model")
+    parser.add_argument(
+        "--random-draws", type=int, default=1000, help=f"{BASELINE} draws per model (random sampling of the same size)"
+    )
     parser.add_argument("--datasets", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument("--max-models", type=int, default=None, help="at most this many models per cell (smoke runs)")
     args = parser.parse_args()

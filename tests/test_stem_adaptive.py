@@ -285,3 +285,37 @@ def test_a_later_stage_stores_the_panel_fits_and_locate_reads_them(tmp_path) -> 
         "made on another pool or panel"
     ]
     assert stale.standard_error == again.standard_error and stale.estimate == again.estimate
+
+
+def test_one_answer_per_checkpoint_by_the_stated_rule(world) -> None:
+    """Issue 42, item 4: the localization leads with the adaptive estimate while the stage-1 design-based
+    estimate agrees within 1.96 standard errors of their difference (the cross-check), and with the stage-1
+    estimate when they differ (a model the 2PL does not fit: here one right on every stage-2 item, as a
+    model that memorized the hard items would be); the table, the prose and the JSON say the same."""
+    from evalprism.stem.adaptive import LEAD_ADAPTIVE, LEAD_STAGE1, Stage1Check, leads_with
+
+    check = Stage1Check(items=25, estimate=50.0, standard_error=3.0)
+    assert leads_with(50.0 + Z95 * 5.0 - 1e-6, 4.0, check) == LEAD_ADAPTIVE  # hypot(4, 3) = 5
+    assert leads_with(50.0 + Z95 * 5.0 + 1e-6, 4.0, check) == LEAD_STAGE1
+    pool, answers, _ = world
+    located = {}
+    for memorized in (False, True):
+        session = AdaptiveSession(pool, seed=5, model="target")
+        session.update(_answers_on(answers, session.plan_items(25)))
+        second = _answers_on(answers, session.plan_items(25))
+        loc = session.update(second.assign(score=1) if memorized else second)
+        info = loc.adaptive
+        assert info is not None and info.stage1_check is not None and info.estimate is not None
+        located[memorized] = loc
+    honest, cheat = located[False], located[True]
+    assert honest.adaptive.lead == LEAD_ADAPTIVE and honest.estimate == pytest.approx(honest.adaptive.estimate)
+    assert cheat.adaptive.lead == LEAD_STAGE1
+    assert cheat.estimate == pytest.approx(cheat.adaptive.stage1_check.estimate)
+    assert cheat.standard_error == pytest.approx(cheat.adaptive.stage1_check.standard_error)
+    assert cheat.adaptive.estimate > cheat.estimate + Z95 * cheat.standard_error  # the cross-check, kept
+    from evalprism.stem.report import _adaptive_line
+
+    assert "leads with the design-based estimate" in " ".join(_adaptive_line(cheat).split())
+    assert "leads with the adaptive estimate; cross-check" in " ".join(_adaptive_line(honest).split())
+    assert "safer" not in _adaptive_line(cheat) + _adaptive_line(honest)
+    assert cheat.summary()["estimate"] == pytest.approx(cheat.adaptive.stage1_check.estimate, abs=1e-4)

@@ -44,6 +44,8 @@ nothing and is not counted):
 - ``rule``: the paper's rule (the capability boundary and its rule strength)
 - ``adaptive``: an adaptive plan's later stages (2PL information) and its estimate (the calibrated
   IRT ability posterior)
+- ``confidence``: A's and B's standard errors on a plan calibrated on the panel (split-conformal)
+  and the 2PL's ceiling (a one-sided "at or above" interval)
 - ``methods``: the registry of methods (:data:`~evalprism.stem.methods.METHODS`: what each draws
   and how it estimates, one typed estimate), which one ``auto`` chooses, B's sample design
 - ``report``: the HTML reports and located.csv's table; below every result, since each result's

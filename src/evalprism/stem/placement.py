@@ -25,11 +25,12 @@ from scipy.special import ndtr
 from evalprism.io.outputs import OutputTarget
 from evalprism.stats.binomial import clopper_pearson
 from evalprism.stem.adaptive import AdaptiveReading
+from evalprism.stem.confidence import PlanCalibration
 from evalprism.stem.estimate import bounding_cdf, positions_of
 from evalprism.stem.location_result import LocateSummary, LocationResult
 from evalprism.stem.methods import METHODS
 from evalprism.stem.options import LocateOptions
-from evalprism.stem.resolution import Abstention, Resolution, abstention, resolution
+from evalprism.stem.resolution import Abstention, Resolution, abstention, ceiling_abstention, resolution
 from evalprism.stem.rule import apply_rule
 from evalprism.stem.trials import Sampling
 
@@ -57,6 +58,7 @@ class Answered:
     panel_models: int
     available: int
     adaptive: AdaptiveReading | None = None
+    calibration: PlanCalibration | None = None
 
 
 #: where a localization's items came from: one sample drawn from answers on the whole pool (trial 0 of
@@ -76,7 +78,8 @@ class Localization:
     estimate (A, B, adaptive) also has its ``resolution`` (:class:`~evalprism.stem.resolution.Resolution`)
     and, when its 95% interval holds a member's reference score, its ``abstention``
     (:class:`~evalprism.stem.resolution.Abstention`: "cannot tell which side of X", what the outputs
-    lead with; ``position`` stays the point placement that trials score).
+    lead with; ``position`` stays the point placement that trials score). ``ceiling_bound``: at the
+    2PL's ceiling (:mod:`~evalprism.stem.confidence`), the one-sided interval's "at or above" bound.
     """
 
     model: str
@@ -99,6 +102,7 @@ class Localization:
     member_scores: np.ndarray | None = None
     resolution: Resolution | None = None
     abstention: Abstention | None = None
+    ceiling_bound: float | None = None
 
     @property
     def nearest_member(self) -> tuple[str, float] | None:
@@ -160,6 +164,7 @@ class Localization:
             if self.nearest_member is None
             else {"model": self.nearest_member[0], "distance": round(self.nearest_member[1], 4)},
             **self._resolution_summary(),
+            **({} if self.ceiling_bound is None else {"at_or_above": round(self.ceiling_bound, 4)}),
             **self._truth_or_design(),
             "accuracy_by_ti": {
                 int(r.ti): None if pd.isna(r.accuracy) else round(float(r.accuracy), 4)
@@ -337,11 +342,19 @@ def paper_localization(
 
 
 def score_localization(
-    pool: Pool, target: Target, idx: np.ndarray, estimate: float, se: float, draw: Draw, method: str
+    pool: Pool,
+    target: Target,
+    idx: np.ndarray,
+    estimate: float,
+    se: float,
+    draw: Draw,
+    method: str,
+    ceiling: float | None = None,
 ) -> Localization:
     """A localization by a score estimate (A or B) from the items ``idx`` (pool indices): placed above
     every member with a lower reference score; the interval's probability under the estimate's
-    normal distribution is its confidence."""
+    normal distribution is its confidence. ``ceiling``: at the 2PL's ceiling, the one-sided bound
+    the outputs lead with ("at or above", :func:`~evalprism.stem.resolution.ceiling_abstention`)."""
     n = pool.n
     names = pool.members["model"].tolist()
     mu = pool.members["reference_score"].to_numpy(dtype=float)
@@ -392,5 +405,8 @@ def score_localization(
         standard_error=se,
         member_scores=mu,
         resolution=resolution(estimate, se, len(idx), names, mu),
-        abstention=abstention(estimate, se, names, mu),
+        abstention=abstention(estimate, se, names, mu)
+        if ceiling is None
+        else ceiling_abstention(estimate, se, ceiling, names, mu),
+        ceiling_bound=ceiling,
     )

@@ -19,6 +19,8 @@ import plotly.graph_objects as go
 
 from evalprism.report import Report
 from evalprism.stats.irv import KINDS
+from evalprism.stem.adaptive import LEAD_RULE, LEAD_STAGE1
+from evalprism.stem.confidence import CEILING_WRONG, REDRAWS
 from evalprism.stem.methods import BASELINE, METHODS, TRIAL_METHODS
 
 if TYPE_CHECKING:
@@ -73,6 +75,12 @@ _LOCATE_RULES = (
     "plan with the 2PL refitted without it, erred beyond their own posterior variance (calibration). It is "
     "model-based: a model the 2PL fits worse than the panel's can fall outside; the design-based estimate of the "
     "stage-1 items is shown beside it.</li>"
+    "<li><b>Calibration on a plan</b> (A and B from a plan's items): every reference-panel model with answers on "
+    "every pool item is read through the plan and 9 more draws of its design with the same estimator (B's 2PL refitted "
+    "without it); the standard error is multiplied by max(1, q/1.96), q the split-conformal 95% quantile of "
+    "|error / se| over the 60 panel runs off the ceiling nearest the model in share of planned items right. A model wrong on fewer than 5 planned items is at the ceiling: its interval is one-sided, at or "
+    "above T − q<sub>c</sub>·se, q<sub>c</sub> the one-sided conformal quantile of the panel's runs at the ceiling "
+    "(at least 1.645).</li>"
     "<li><b>Placement</b> (A and B): above every member whose reference score is below T; the confidence is the "
     "probability of the interval between the two bounding members under N(T, V): Φ((μ<sub>p+1</sub> − T)/√V) − "
     "Φ((μ<sub>p</sub> − T)/√V).</li>"
@@ -772,6 +780,10 @@ def _short_interval(loc: Localization) -> str:
     """The interval in a table cell: ``lower – upper``, ``above upper-most``, ``below lower-most``; an
     abstention's wider interval with the member whose side is not told."""
     a = loc.abstention
+    if a is not None and a.bound is not None:
+        return f"at or above {a.bound:.1f}, cannot tell side of {a.member}"
+    if loc.ceiling_bound is not None and loc.lower and not loc.upper:
+        return f"above {loc.lower} (at or above {loc.ceiling_bound:.1f})"
     if a is not None:
         wide = f"{a.lower} – {a.upper}" if a.lower and a.upper else (f"above {a.lower}" if a.lower else "")
         wide = wide or (f"below {a.upper}" if a.upper else "anywhere")
@@ -804,6 +816,7 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
         else:
             line += f"; ground truth from full-benchmark scores: position {loc.truth}."
         line += _closeness_line(loc)
+        line += _calibration_line(loc)
         line += _adaptive_line(loc)
         if trials is not None:
             line += " " + _accuracy_line(trials)
@@ -811,20 +824,53 @@ def _model_lines(result: LocationResult, members: list[str]) -> list[str]:
     return lines
 
 
+def _calibration_line(loc: Localization) -> str:
+    """For A or B on a plan: how its standard error was calibrated on the panel, and the ceiling's
+    one-sided interval (:mod:`~evalprism.stem.confidence`)."""
+    cal = getattr(loc.draw, "calibration", None)  # a model located from its own answers on a plan
+    line = ""
+    if cal is not None:
+        line = (
+            f" Its standard error is calibrated on the panel: read through this plan and {REDRAWS} more draws of "
+            f"its design ({cal.models} panel models, {cal.runs} runs), the {cal.neighbours} runs nearest it in share of "
+            f"planned items right covered 95% when widened {cal.factor:.2f}x (split-conformal; at the ceiling the "
+            "one-sided quantile is "
+            f"{cal.ceiling_quantile:.2f}{', from all runs: too few at the ceiling' if cal.ceiling_pooled else ''})."
+        )
+    if loc.ceiling_bound is not None:
+        line += (
+            f" It was wrong on fewer than {CEILING_WRONG} of its planned items: at the items' ceiling, which cannot "
+            f"show how far below 100% it is, so its interval is one-sided: at or above {loc.ceiling_bound:.1f}."
+        )
+    return line
+
+
 def _adaptive_line(loc: Localization) -> str:
-    """For an adaptive plan: what the estimate rests on (the panel's 2PL, calibrated) and the stage-1
-    design-based estimate beside it."""
+    """For an adaptive plan: what the estimate rests on (the panel's 2PL, calibrated), which estimate the
+    localization leads with by the stated rule, and the other as a cross-check with what their
+    agreement or disagreement means (:data:`~evalprism.stem.adaptive.LEAD_RULE`)."""
     info = loc.adaptive
     if info is None or info.stage1_check is None:
         return ""
     cal, check = info.calibration, info.stage1_check
-    return (
+    line = (
         f" Adaptive estimate (stages {' + '.join(map(str, info.stages))}): the IRT ability posterior gives "
         f"± {info.posterior_se:.1f}; run through the same plan, the {cal.models} panel models erred by "
         f"{cal.panel_rmse:.1f} points (RMS), so {cal.extra_se:.1f} is added in quadrature (their leave-one-out "
-        f"fits: {info.fits}). The design-based "
-        f"estimate from the {check.items} stage-1 items alone (B, no model assumed): {check.estimate:.1f} "
-        f"± {check.standard_error:.1f}."
+        f"fits: {info.fits})."
+    )
+    stage1 = f"the design-based estimate from the {check.items} stage-1 items alone (B, no model assumed)"
+    if info.lead == LEAD_STAGE1:
+        return line + (
+            f" The localization leads with {stage1}, {check.estimate:.1f} ± {check.standard_error:.1f}: the "
+            f"calibrated adaptive estimate, {info.estimate:.1f} ± {info.standard_error:.1f}, differs from it by more "
+            "than 1.96 standard errors of their difference, a sign that the panel's 2PL does not fit this model; "
+            f"rule: {LEAD_RULE}."
+        )
+    return line + (
+        f" The localization leads with the adaptive estimate; cross-check: {stage1}, {check.estimate:.1f} "
+        f"± {check.standard_error:.1f}, within 1.96 standard errors of their difference, so the two agree and "
+        f"the 2PL shows no sign of misfit for this model; rule: {LEAD_RULE}."
     )
 
 

@@ -28,6 +28,11 @@ measure). The rules, one each:
   ``g = 0``, where no number of items tells the side). For the adaptive estimate the count is an
   approximation: its calibration adds a variance measured for the plan's own size. The distance
   ``g`` is itself estimated, so the count is a guide, not a guarantee.
+- **At the ceiling** (a model right on almost every planned item, :mod:`~evalprism.stem.confidence`)
+  the interval is one-sided, "at or above L": every member above ``L`` is held (the items cannot tell
+  whether the model is above it), ``X`` is the lowest of them, ``L``'s nearest member below is the
+  lower end and there is no upper end (:func:`ceiling_abstention`); the side probabilities are the
+  normal ones of the calibrated standard error, the interval's ``P(above lower end)``.
 """
 
 from __future__ import annotations
@@ -78,11 +83,16 @@ class Abstention:
     p_above: float
     confidence: float
     positions: tuple[int, int]
+    bound: float | None = None  # at the ceiling: the one-sided interval's lower bound (points)
 
     @property
     def interval(self) -> str:
-        """ "between L and U, cannot tell which side of X" (an open end: "below U" or "above L")."""
+        """ "between L and U, cannot tell which side of X" (an open end: "below U" or "above L"; at the
+        ceiling: "at or above B, above L, cannot tell which side of X")."""
         side = f"cannot tell which side of {self.member}"
+        if self.bound is not None:
+            above = f", above {self.lower}" if self.lower else ""
+            return f"at or above {self.bound:.1f} (the items' ceiling){above}, {side}"
         if self.lower and self.upper:
             return f"between {self.lower} and {self.upper}, {side}"
         if self.upper:
@@ -147,4 +157,32 @@ def abstention(estimate: float, se: float, names: list[str], member_scores: np.n
         p_above=1.0 - p_below,
         confidence=float(ndtr((hi - estimate) / se) - ndtr((lo - estimate) / se)),
         positions=(first, last + 1),
+    )
+
+
+def ceiling_abstention(
+    estimate: float, se: float, bound: float, names: list[str], member_scores: np.ndarray
+) -> Abstention | None:
+    """At the ceiling (module docstring): the one-sided interval "at or above ``bound``" among the
+    members ``names`` (reference scores ``member_scores``); None when ``bound`` clears every member
+    (the model is then told above them all)."""
+    mu = np.asarray(member_scores, dtype=float)
+    order = np.argsort(mu, kind="stable")
+    ranked = mu[order]
+    first = int(np.searchsorted(ranked, bound, side="right"))  # members at or below the bound
+    if first == len(mu):
+        return None
+    x = int(order[first])
+    p_below = float(ndtr((mu[x] - estimate) / se)) if se > 0 else float(mu[x] > estimate)
+    lo = ranked[first - 1] if first >= 1 else -np.inf
+    return Abstention(
+        member=names[x],
+        lower=names[order[first - 1]] if first >= 1 else None,
+        upper=None,
+        straddled=tuple(names[order[k]] for k in range(first, len(mu))),
+        p_below=p_below,
+        p_above=1.0 - p_below,
+        confidence=float(1.0 - ndtr((lo - estimate) / se)) if se > 0 else 1.0,
+        positions=(first, len(mu)),
+        bound=bound,
     )

@@ -8,9 +8,15 @@ answered items are a sample and what is estimated is its **full-pool** weighted 
   members right, ``N_h`` pool items, ``n_h`` answered), the estimators of
   :mod:`evalprism.stem.estimate` (A) and :func:`evalprism.stem.irt.difference_estimate` (B) with
   ``group = stratum``; an adaptive plan is read with its own estimator (the ``adaptive`` entry of
-  :data:`~evalprism.stem.methods.METHODS`), the design-based B of its stage-1 items beside it;
+  :data:`~evalprism.stem.methods.METHODS`), the design-based B of its stage-1 items as its cross-check;
 - without a plan: the answered items are taken as a simple random sample of the pool within each
   benchmark (``group = benchmark``, ``N_b`` pool items), an assumption the output says.
+
+On a plan, A's and B's standard errors are calibrated on the pool's own panel and a model right on
+almost every planned item gets a one-sided "at or above" interval (:mod:`evalprism.stem.confidence`);
+an adaptive plan's localization leads with one estimate by the rule
+:data:`~evalprism.stem.adaptive.LEAD_RULE` (the adaptive one, or the stage-1 design-based one when the
+two disagree), the other shown as a cross-check.
 
 The finite-population correction ``1 - n_h / N_h`` uses the pool's sizes. Every planned item needs
 an answer row (a missing one is refused, naming it: the design's weights would be wrong); answers
@@ -26,10 +32,17 @@ from dataclasses import replace
 import numpy as np
 
 from evalprism.errors import EvalprismError
-from evalprism.stats.pairwise import Z95
-from evalprism.stem.adaptive import FITS_STALE, Stage1Check, use_stored_fits
+from evalprism.stem.adaptive import (
+    FITS_STALE,
+    LEAD_STAGE1,
+    MIN_CALIBRATION_MODELS,
+    Stage1Check,
+    leads_with,
+    use_stored_fits,
+)
+from evalprism.stem.confidence import PlanCalibration, at_ceiling, calibrate_plan, ceiling_bound
 from evalprism.stem.estimate import Sample, Strata, pool_strata
-from evalprism.stem.methods import METHODS, Estimate, Evidence, Method, choose_method
+from evalprism.stem.methods import METHODS, Evidence, Method, choose_method
 from evalprism.stem.placement import Answered, Localization, score_localization
 from evalprism.stem.plan import Plan, plan_rows
 from evalprism.stem.pool import Pool
@@ -60,15 +73,25 @@ def locate_subset(
     else:
         sample, design = answered_sample(pool, target, strata, usable)
     fits = use_stored_fits(pool, plan.panel_fits) if plan is not None and plan.adaptive else None
-    estimate = chosen.estimate(Evidence(pool, target, sample, strata, plan=plan, progress=progress))
+    evidence = Evidence(pool, target, sample, strata, plan=plan, progress=progress)
+    estimate = chosen.estimate(evidence)
     adaptive = estimate.adaptive
-    if plan is not None and plan.adaptive and adaptive is not None and fits is not None:
-        adaptive = replace(adaptive, stage1_check=_stage1_check(pool, target, plan, estimate, notes), fits=fits)
-        if fits == FITS_STALE:
-            notes.append(f"'{target.model}': the adaptive calibration's panel fits were {fits}")
     assert estimate.score is not None and estimate.standard_error is not None  # every subset method has both
     score, se = float(estimate.score[0]), float(estimate.standard_error[0])
+    if plan is not None and plan.adaptive and adaptive is not None and fits is not None:
+        check = _stage1_check(pool, target, plan)
+        adaptive = replace(adaptive, stage1_check=check, fits=fits, lead=leads_with(score, se, check))
+        if adaptive.lead == LEAD_STAGE1:
+            notes.append(_stage1_lead_note(target, score, se, check))
+            score, se = check.estimate, check.standard_error
+        if fits == FITS_STALE:
+            notes.append(f"'{target.model}': the adaptive calibration's panel fits were {fits}")
     idx = sample.picked[0]
+    top = bool(at_ceiling(int((target.outcome[idx] != 1).sum())))
+    calibration = None
+    if plan is not None and not plan.adaptive:
+        calibration = calibrate_plan(evidence, chosen, plan.seed)
+        se = _calibrated_se(target, calibration, se, top, notes)
     draw = Answered(
         items=len(idx),
         pool_items=len(pool.items),
@@ -81,6 +104,7 @@ def locate_subset(
         panel_models=pool.panel_size(target.model),
         available=len(pool.items),
         adaptive=adaptive,
+        calibration=calibration,
     )
     if se == 0:
         notes.append(
@@ -89,7 +113,23 @@ def locate_subset(
             "standard error is 0 and the confidence 1, which understates the uncertainty"
         )
     view = target if whole else target.without_truth()  # the truth needs answers on every pool item
-    return score_localization(pool, view, idx, score, se, draw, chosen.name)
+    bound = ceiling_bound(score, se) if top and plan is not None else None
+    return score_localization(pool, view, idx, score, se, draw, chosen.name, ceiling=bound)
+
+
+def _calibrated_se(
+    target: Target, calibration: PlanCalibration | None, se: float, top: bool, notes: list[str]
+) -> float:
+    """``se`` calibrated on the panel (:mod:`~evalprism.stem.confidence`), or as stated with a note
+    when the panel has too few complete models to calibrate it."""
+    if calibration is None:
+        notes.append(
+            f"'{target.model}': its standard error is the design's alone, not calibrated on the panel (that "
+            f"needs {MIN_CALIBRATION_MODELS} reference-panel models with answers on every pool item); "
+            "near the top of the family it is too small"
+        )
+        return se
+    return calibration.standard_error(se, top)
 
 
 def subset_method(pool: Pool, target: Target, plan: Plan | None, method: str) -> Method:
@@ -173,23 +213,26 @@ def answered_sample(pool: Pool, target: Target, strata: Strata, usable: np.ndarr
     return sample, "simple random sample of the pool within each benchmark (assumed: no plan given)"
 
 
-def _stage1_check(pool: Pool, target: Target, plan: Plan, adaptive: Estimate, notes: list[str]) -> Stage1Check:
+def _stage1_check(pool: Pool, target: Target, plan: Plan) -> Stage1Check:
     """Beside the adaptive estimate, the design-based estimate B from the plan's stage-1 items alone
-    (a probability sample); a note when the two disagree by more than 1.96 of its standard errors."""
+    (a probability sample; its standard error calibrated on the panel as any plan's is)."""
     first = plan.items["stage"].to_numpy() == 1
     stage1 = replace(plan, items=plan.items[first].reset_index(drop=True), summary=replace(plan.summary, method="irt"))
     check = locate_subset(pool, target, plan=stage1, method="irt")
-    assert check.estimate is not None and check.standard_error is not None and adaptive.score is not None
-    estimate = float(adaptive.score[0])
-    if abs(estimate - check.estimate) > Z95 * check.standard_error:
-        notes.append(
-            f"'{target.model}': the adaptive estimate {estimate:.1f} is more than 1.96 standard errors from "
-            f"the design-based estimate {check.estimate:.1f} ± {check.standard_error:.1f} of its "
-            f"{int(first.sum())} stage-1 items: the panel's 2PL may not fit this model (contamination, "
-            "another kind of model); the stage-1 estimate assumes no model and is the safer of the two"
-        )
+    assert check.estimate is not None and check.standard_error is not None
     return Stage1Check(
         items=int(first.sum()),
         estimate=round(float(check.estimate), 4),
         standard_error=round(float(check.standard_error), 4),
+    )
+
+
+def _stage1_lead_note(target: Target, estimate: float, se: float, check: Stage1Check) -> str:
+    """Why the localization of an adaptive plan leads with its stage-1 estimate (:data:`LEAD_RULE`)."""
+    return (
+        f"'{target.model}': the adaptive estimate {estimate:.1f} ± {se:.1f} and the design-based estimate "
+        f"{check.estimate:.1f} ± {check.standard_error:.1f} of its {check.items} stage-1 items differ by more than "
+        "1.96 standard errors of their difference: the panel's 2PL does not fit this model as it fits the panel's "
+        "(contamination, another kind of model), so its localization leads with the stage-1 estimate, which "
+        "assumes no model; the adaptive estimate is shown as a cross-check"
     )
