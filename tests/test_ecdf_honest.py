@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -171,7 +173,7 @@ class _PlantedEmbedder(Embedder):
     def model_id(self) -> str:
         return "planted"
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, what: str | None = None) -> np.ndarray:
         out = []
         for t in texts:
             if t == "12":
