@@ -29,11 +29,11 @@ STYLES = {
 LEARNED_NOTE = "(routers fitted on the training items; the oracle reads the held-out scores)"
 
 
-def aiq_line(aiq: pd.DataFrame) -> str:
-    """The AIQ ranking in one sentence, with each interval."""
+def aiq_line(aiq: pd.DataFrame, unit: str = "prompt") -> str:
+    """The AIQ ranking in one sentence, with each interval (bootstrapped by ``unit``)."""
     ranked = aiq.sort_values("aiq", ascending=False)
     parts = [f"{r.policy} {r.aiq:.3f} [{r.low:.3f}, {r.high:.3f}]" for r in ranked.itertuples()]
-    return "AIQ (mean quality over the cost range, non-decreasing convex hull; 95% bootstrap by prompt): " + (
+    return f"AIQ (mean quality over the cost range, non-decreasing convex hull; 95% bootstrap by {unit}): " + (
         "; ".join(parts) + "."
     )
 
@@ -76,7 +76,7 @@ def bench_findings(result: BenchResult) -> list[str]:
             f"{len(s.models)} models)"
         )
     head += f"; costs {s.cost_source}; reference: {s.reference} ({s.reference_why})."
-    return [head, *result.verdicts(), aiq_line(result.aiq), leaderboard_line(result)]
+    return [head, *result.verdicts(), aiq_line(result.aiq, result.options.se_by), leaderboard_line(result)]
 
 
 def valuation_sentence(result: BenchResult) -> str:
@@ -148,7 +148,7 @@ def bench_report(result: BenchResult) -> Report:
         f"on the same items, SE clustered by {result.options.se_by}, p adjusted by Benjamini-Hochberg over every "
         "policy and budget.",
         *result.verdicts(),
-        aiq_line(result.aiq),
+        aiq_line(result.aiq, result.options.se_by),
         leaderboard_line(result),
     )
     report.figure(
@@ -156,13 +156,14 @@ def bench_report(result: BenchResult) -> Report:
             result.policies, *(["held-out win rate of the routed model"] if on_battles(result) else [])
         ),
         "Quality against cost, every policy " + LEARNED_NOTE,
-        "Each point is one budget: the policy's mean held-out quality (bars: 95% intervals by prompt) against its "
-        "mean cost per item. Up and to the left is better; the oracle is the ceiling.",
+        f"Each point is one budget: the policy's mean held-out quality (bars: 95% intervals by {result.options.se_by}) "
+        "against its mean cost per item. Up and to the left is better; the oracle reads the held-out truth.",
     )
     report.table(
         result.aiq.round(4),
         "AIQ per policy",
-        "Area under the non-decreasing convex hull over the models' cost range, normalised by the range; 95% bootstrap by prompt.",
+        "Area under the non-decreasing convex hull over the models' cost range, normalised by the range; 95% bootstrap "
+        f"by {result.options.se_by}.",
     )
     report.table(
         _shown(result.policies),
