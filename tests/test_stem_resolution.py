@@ -91,7 +91,7 @@ def test_planted_family_members_abstain_and_far_models_are_placed(located, tmp_p
     assert all(by_model[m].abstention is not None and by_model[m].abstention.member == m for m in members)
     assert all(by_model[m].abstention is None for m in outside)
     assert located.findings() == [
-        "5 of 5 models placed at their true position; 4 more cannot be told which side of a member they lie "
+        "5 of 5 models placed at their true position; 4 more too close to a member to tell which side "
         "(abstained), their wider interval holding the true position for 4 of 4"
     ]
     out = located.save(tmp_path / "loc")
@@ -109,5 +109,5 @@ def test_planted_family_members_abstain_and_far_models_are_placed(located, tmp_p
         assert not entries[m]["abstains"] and entries[m]["abstention"] is None
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "Resolution: with these items a member closer than" in page
-    assert "4 models&#x27; 95% interval holds a member&#x27;s score" in page or "4 models' 95% interval" in page
+    assert "4 models&#x27; 95% intervals hold a member&#x27;s score" in page or "4 models' 95% intervals hold" in page
     assert "cannot tell which side of toy-14b" in page and "With 400 items the resolution is" in page

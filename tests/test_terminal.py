@@ -58,7 +58,7 @@ def test_every_command_states_its_finding_from_its_record(tmp_path: Path, capsys
     finding = read_run(tmp_path / "loc").findings[0]
     # placed (rightly or not), or abstaining: its interval holds a member's score (issue 42)
     assert finding.startswith(
-        ("1 of 1 models placed at their true position", "0 of 1 models placed", "0 model(s) placed; 1 more cannot")
+        ("1 of 1 models placed at their true position", "0 of 1 models placed", "0 model(s) placed; 1 more too close")
     )
     assert finding in _lines(err)
 

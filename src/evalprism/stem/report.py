@@ -611,7 +611,7 @@ def _abstained_count(located: list[Localization]) -> str:
     out = [loc for loc in located if loc.abstention is not None]
     if not out:
         return ""
-    text = f"; {len(out)} more cannot be told which side of a member they lie (abstained)"
+    text = f"; {len(out)} more too close to a member to tell which side (abstained)"
     known = [loc for loc in out if loc.truth is not None]
     if known:
         held = sum(
@@ -633,7 +633,8 @@ def _resolution_headline(result: LocationResult) -> list[str]:
         f"Resolution: with these items a member closer than {span} points to a model's estimated score (1.96 "
         "standard errors) cannot be told apart at 95%. "
         + (
-            f"{out} model{'s' if out != 1 else ''}' 95% interval holds a member's score: the table says "
+            ("1 model's 95% interval holds" if out == 1 else f"{out} models' 95% intervals hold")
+            + " a member's score: the table says "
             "'cannot tell side of' that member, with the probability of each side, and the paragraphs how many "
             "more items would resolve it."
             if out
