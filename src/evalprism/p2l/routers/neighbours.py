@@ -13,6 +13,8 @@ none has), and the cross-validation error counts the held-out fold's observed en
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from sklearn.model_selection import KFold
 from sklearn.neighbors import KNeighborsRegressor, NearestNeighbors
@@ -22,16 +24,23 @@ K_GRID = (5, 10, 20, 50, 100, 200)
 FOLDS = 5
 
 
-def cv_errors(features: np.ndarray, quality: np.ndarray, grid: tuple[int, ...], seed: int) -> dict[int, float]:
-    """Mean squared error of the kNN prediction for each k of ``grid`` (at most the fold's training
-    size), pooled over :data:`FOLDS` folds of the training items."""
-    n = features.shape[0]
-    folds = KFold(n_splits=min(FOLDS, n), shuffle=True, random_state=seed)
-    errors: dict[int, float] = {}
+def fold_neighbours(
+    features: np.ndarray, grid: tuple[int, ...], seed: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[int], np.ndarray]]:
+    """Each of :data:`FOLDS` folds of the training items: its training and held-out rows, the ks of
+    ``grid`` it can try (at most its training size) and each held-out row's nearest training rows."""
+    folds = KFold(n_splits=min(FOLDS, features.shape[0]), shuffle=True, random_state=seed)
     for train, test in folds.split(features):
         ks = [k for k in grid if k <= train.size] or [train.size]
         search = NearestNeighbors(n_neighbors=max(ks), algorithm="brute").fit(features[train])
-        neighbours = search.kneighbors(features[test], return_distance=False)
+        yield train, test, ks, search.kneighbors(features[test], return_distance=False)
+
+
+def cv_errors(features: np.ndarray, quality: np.ndarray, grid: tuple[int, ...], seed: int) -> dict[int, float]:
+    """Mean squared error of the kNN prediction for each k of ``grid`` (at most the fold's training
+    size), pooled over :data:`FOLDS` folds of the training items."""
+    errors: dict[int, float] = {}
+    for train, test, ks, neighbours in fold_neighbours(features, grid, seed):
         running = np.cumsum(quality[train][neighbours], axis=1)  # (test, kmax, M)
         for k in ks:
             err = float(((running[:, k - 1] / k - quality[test]) ** 2).sum())
@@ -51,13 +60,8 @@ def sparse_means(neighbour_quality: np.ndarray, fallback: np.ndarray) -> np.ndar
 def sparse_cv_errors(features: np.ndarray, quality: np.ndarray, grid: tuple[int, ...], seed: int) -> dict[int, float]:
     """:func:`cv_errors` on sparse quality: squared error over the observed held-out entries, each
     model's prediction its mean over the neighbours that have it (the fold's overall mean if none)."""
-    n = features.shape[0]
-    folds = KFold(n_splits=min(FOLDS, n), shuffle=True, random_state=seed)
     errors: dict[int, float] = {}
-    for train, test in folds.split(features):
-        ks = [k for k in grid if k <= train.size] or [train.size]
-        search = NearestNeighbors(n_neighbors=max(ks), algorithm="brute").fit(features[train])
-        neighbours = search.kneighbors(features[test], return_distance=False)
+    for train, test, ks, neighbours in fold_neighbours(features, grid, seed):
         means = sparse_means(quality[train][neighbours], np.nanmean(quality[train], axis=0))
         truth = quality[test]
         seen = np.isfinite(truth)
