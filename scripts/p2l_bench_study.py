@@ -87,11 +87,13 @@ def split_battle_file(battles: Path, out: Path, fraction: float, seed: int) -> t
 
 def table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
     """The doc's tables: value ± SE and cost per policy and budget, the difference to the reference with
-    its interval and BH-adjusted p (on battles also the prompts excluded: routed to a model without a
-    verdict there); then AIQ with its bootstrap interval."""
-    if "prompts_excluded" in policies.columns:
-        return battle_table_md(policies, aiq)
-    lines = ["| budget | policy | value (SE) | cost | ref − policy [95% CI] | p (BH) |", "|---|---|---|---|---|---|"]
+    its interval and BH-adjusted p (on battles, a win-rate valuation, also the prompts excluded: routed
+    to a model without a verdict there); then AIQ with its bootstrap interval."""
+    battles = "prompts_excluded" in policies.columns
+    head = ["budget", "policy", "win rate (SE)" if battles else "value (SE)", "cost"]
+    head += ["P2L − policy [95% CI]" if battles else "ref − policy [95% CI]", "p (BH)"]
+    head += ["prompts excluded"] if battles else []
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in policies.itertuples():
         diff = (
             ""
@@ -99,32 +101,9 @@ def table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
             else f"{100 * r.diff_vs_ref:+.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}]"
         )
         p = "" if not np.isfinite(r.p_adj) else f"{r.p_adj:.2g}"
-        lines.append(
-            f"| {r.budget:.3g} | {r.policy} | {100 * r.value:.1f} ({100 * r.se:.1f}) | {r.cost:.3g} | {diff} | {p} |"
-        )
-    lines += ["", "| policy | AIQ [95% bootstrap by prompt] |", "|---|---|"]
-    for r in aiq.sort_values("aiq", ascending=False).itertuples():
-        lines.append(f"| {r.policy} | {100 * r.aiq:.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}] |")
-    return "\n".join(lines) + "\n"
-
-
-def battle_table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
-    """:func:`table_md` of a win-rate valuation: the same columns and the prompts excluded."""
-    lines = [
-        "| budget | policy | win rate (SE) | cost | P2L − policy [95% CI] | p (BH) | prompts excluded |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in policies.itertuples():
-        diff = (
-            ""
-            if not np.isfinite(r.diff_vs_ref)
-            else f"{100 * r.diff_vs_ref:+.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}]"
-        )
-        p = "" if not np.isfinite(r.p_adj) else f"{r.p_adj:.2g}"
-        lines.append(
-            f"| {r.budget:.3g} | {r.policy} | {100 * r.value:.1f} ({100 * r.se:.1f}) | {r.cost:.3g} | {diff} | {p} "
-            f"| {r.prompts_excluded:.0f} |"
-        )
+        cells = [f"{r.budget:.3g}", str(r.policy), f"{100 * r.value:.1f} ({100 * r.se:.1f})", f"{r.cost:.3g}", diff, p]
+        cells += [f"{r.prompts_excluded:.0f}"] if battles else []
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| policy | AIQ [95% bootstrap by prompt] |", "|---|---|"]
     for r in aiq.sort_values("aiq", ascending=False).itertuples():
         lines.append(f"| {r.policy} | {100 * r.aiq:.1f} [{100 * r.low:.1f}, {100 * r.high:.1f}] |")
