@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from test_stem_estimators import FAMILY_THETA
+from test_stem_estimators import FAMILY_THETA, sample_2pl
 
 from evalprism.stem import build_pool, make_plan
 from evalprism.stem.adaptive import CALIBRATION_RUNS, Calibration, panel_runs, run_plan
@@ -92,18 +92,7 @@ def _ceiling_world(seed: int = 0, n_items: int = 1000, n_panel: int = 30) -> tup
     c = rng.normal(1.0, 1.5, n_items)
     names = list(FAMILY_THETA) + [f"panel-{k}" for k in range(n_panel)]
     theta = np.array(list(FAMILY_THETA.values()) + list(rng.normal(0.5, 1.3, n_panel)))
-    p = 1.0 / (1.0 + np.exp(-(theta[:, None] * a[None, :] + c[None, :])))
-    score = (rng.random(p.shape) < p).astype(int)
-    table = pd.DataFrame(
-        {
-            "model": np.repeat(names, n_items),
-            "benchmark": np.tile([f"bench-{i % 2}" for i in range(n_items)], len(names)),
-            "item_id": np.tile([f"q{i}" for i in range(n_items)], len(names)),
-            "score": score.ravel(),
-        }
-    )
-    meta = pd.DataFrame({"model": list(FAMILY_THETA), "params": [1.0, 3.0, 10.0, 30.0], "family": "fam"})
-    return table, meta
+    return sample_2pl(rng, names, theta, a, c)
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,14 @@ from evalprism.stem.evaluate import run_trials
 from evalprism.stem.irt import fit_irt, theta_map
 
 FAMILY_THETA = {"fam-1b": -1.5, "fam-3b": -0.5, "fam-10b": 0.5, "fam-30b": 1.5}
-TARGET_THETA = 0.0
 
 
-def _world(seed: int = 0, n_items: int = 2000, n_panel: int = 20):
-    """A 2PL world: P(right) = sigmoid(a_i theta + c_i) on two benchmarks of n_items / 2 items; the
-    family, a panel of other models with abilities N(0, 1), and the model to locate."""
-    rng = np.random.default_rng(seed)
-    a = rng.uniform(0.5, 2.5, n_items)
-    c = rng.normal(0.0, 1.5, n_items)
-    names = list(FAMILY_THETA) + [f"panel-{k}" for k in range(n_panel)] + ["target"]
-    theta = np.array(list(FAMILY_THETA.values()) + list(rng.normal(0.0, 1.0, n_panel)) + [TARGET_THETA])
+def sample_2pl(
+    rng: np.random.Generator, names: list[str], theta: np.ndarray, a: np.ndarray, c: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """0/1 answers of the models ``names`` (abilities ``theta``) to items with slopes ``a`` and
+    intercepts ``c`` under the 2PL, as a long table over two benchmarks, and the family's metadata."""
+    n_items = a.size
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] * a[None, :] + c[None, :])))
     score = (rng.random(p.shape) < p).astype(int)
     table = pd.DataFrame(
@@ -40,6 +37,20 @@ def _world(seed: int = 0, n_items: int = 2000, n_panel: int = 20):
     )
     meta = pd.DataFrame({"model": list(FAMILY_THETA), "params": [1.0, 3.0, 10.0, 30.0], "family": "fam"})
     return table, meta
+
+
+TARGET_THETA = 0.0
+
+
+def _world(seed: int = 0, n_items: int = 2000, n_panel: int = 20):
+    """A 2PL world: P(right) = sigmoid(a_i theta + c_i) on two benchmarks of n_items / 2 items; the
+    family, a panel of other models with abilities N(0, 1), and the model to locate."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.5, 2.5, n_items)
+    c = rng.normal(0.0, 1.5, n_items)
+    names = list(FAMILY_THETA) + [f"panel-{k}" for k in range(n_panel)] + ["target"]
+    theta = np.array(list(FAMILY_THETA.values()) + list(rng.normal(0.0, 1.0, n_panel)) + [TARGET_THETA])
+    return sample_2pl(rng, names, theta, a, c)
 
 
 @pytest.fixture(scope="module")
