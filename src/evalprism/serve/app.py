@@ -388,7 +388,7 @@ async def route_endpoint(req: RouteRequest, request: Request, s: ServiceDep) -> 
     start = time.perf_counter()
     prompt = s.check_length(s.prompt_of(s.extraction.read(chat_conversation(req.messages))))
     budget = s.budget_of(req.budget)
-    s.admit(request, "/v1/route", prompt)
+    s.admit(request, "/v1/route", lambda: prompt)
     decision = await s.batcher.submit(Job(prompt, budget))
     digest = prompt_hash(prompt)
     s.metrics.decisions.labels(decision.chosen).inc()

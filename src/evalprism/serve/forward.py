@@ -94,7 +94,8 @@ async def forward(s: Service, api: Api, req: ApiRequest, request: Request) -> Re
     conversation = api.conversation(req, request.headers, s.config.affinity)
     reading = s.extraction.read(conversation)
     endpoint: Endpoint = api.path  # type: ignore[assignment]  # one of the Endpoint literals
-    s.admit(request, endpoint, reading.routed_on(s.config.max_prompt_chars), stream=req.stream)
+    # the routing prompt is read by the placement; a refusal during the shutdown reads it for its line
+    s.admit(request, endpoint, lambda: reading.routed_on(s.config.max_prompt_chars), stream=req.stream)
     placement = await place(s, api, req, conversation, reading)
     decided = {**placement.decided, "routing_ms": elapsed_ms(start)}
     call = Call(

@@ -9,6 +9,7 @@ on (:meth:`Service.prompt_of`: the human's, by :mod:`~evalprism.serve.extraction
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,12 +65,13 @@ class Service:
             raise RequestError(422, "no user message with text to route on", param)
         return prompt
 
-    def admit(self, request: Request, endpoint: Endpoint, prompt: str, **fields: Any) -> None:
+    def admit(self, request: Request, endpoint: Endpoint, prompt: Callable[[], str], **fields: Any) -> None:
         """Refuse a request that arrived after the shutdown began (:mod:`~evalprism.serve.drain`: its line is
-        logged, then 503), else require that its decision can be logged (before an upstream is paid for an
-        answer that could not be): the last check before a decision."""
+        logged, with the hash of ``prompt()``, read only then; then 503), else require that its decision
+        can be logged (before an upstream is paid for an answer that could not be): the last check before
+        a decision."""
         if self.drain.refuses(request.state.arrived):
-            self.decisions.write(refusal_line(endpoint, request.state, prompt, **fields))
+            self.decisions.write(refusal_line(endpoint, request.state, prompt(), **fields))
             raise ShuttingDown
         self.decisions.require()
 
