@@ -29,6 +29,7 @@ from evalprism.embed.static import (
     is_complete,
 )
 from evalprism.errors import EvalprismError
+from evalprism.io.embed_options import EmbedOptions
 from evalprism.judges import JudgesOptions, analyze
 from evalprism.judges.analysis import DEFAULT_INSTRUCTION, pair_text
 from evalprism.judges.simulate import simulate_judgments
@@ -215,7 +216,7 @@ def test_judges_cluster_the_static_embedders_vectors(tmp_path: Path) -> None:
     table = simulate_judgments()
     texts = [pair_text(q, d) for q, d in zip(table["query"], table["doc"], strict=True)]
     encoder = tiny_bert(tmp_path / "bert", words_of([*texts, DEFAULT_INSTRUCTION]))
-    options = JudgesOptions(human="human", llm=["llm_strict"], embedder=spec_of(encoder))
+    options = JudgesOptions(human="human", llm=["llm_strict"], embedding=EmbedOptions(embedder=spec_of(encoder)))
     got = analyze(table, options, cache_dir=tmp_path / "cache", progress=False)
     backbone = load_backbone(spec_of(encoder), cache_dir=tmp_path / "cache", progress=False)
     features = backbone.features([f"{DEFAULT_INSTRUCTION} {t}" for t in texts]).numpy()
@@ -253,7 +254,7 @@ def test_every_analysis_takes_static_and_says_what_it_embeds(
         assert code == 0, err
         said = f"embedding {distinct} distinct texts of {len(texts)} ({cached} cached) with {spec}: {what}"
         assert said in " ".join(err.split()), err
-        assert read_run(tmp_path / run).options["embedder"] == spec
+        assert read_run(tmp_path / run).options["embedding"]["embedder"] == spec
     assert distinct < len(texts)  # the inputs repeat texts: the count said is the real work
 
 

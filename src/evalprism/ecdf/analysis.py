@@ -500,11 +500,11 @@ def analyze(
     self-consistency vote over normalised answers); the other one is kept beside it in the settings.
     Configurations are compared pairwise (or each with ``baseline``) by paired tests over shared
     questions with ``permutations`` relabellings (:mod:`evalprism.ecdf.compare`). ``embedder``: an
-    encoder object to use instead of ``options.embedder``'s spec.
+    encoder object to use instead of ``options.embedding.embedder``'s spec.
     """
     o = options or EcdfOptions()
     by = list(o.by)
-    encoder: str | Embedder = embedder if embedder is not None else o.embedder
+    encoder: str | Embedder = embedder if embedder is not None else o.embedding.embedder
     where = table.attrs.get("source", "responses table")
     df, settings, group, notes = _prepare(table, where, by, o.group, o.choices, o.clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, o.choices, "setting"])

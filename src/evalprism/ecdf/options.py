@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalprism.errors import EvalprismError
-from evalprism.io.options import Options, option
+from evalprism.io.embed_options import EmbedOptions
+from evalprism.io.options import Options, group, option
 from evalprism.vocabularies import FinalRule, KMedoidsMethod, ScoreRule
 
 #: the most clusters ``clusters="auto"`` tries
@@ -46,11 +47,7 @@ class EcdfOptions(Options):
         parse=cluster_count,
         cli=str,
     )
-    embedder: str = option(
-        "minilm",
-        help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only) | "
-        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
-    )
+    embedding: EmbedOptions = group(EmbedOptions)
     method: KMedoidsMethod = option("fasterpam", help="k-medoids algorithm.")
     score: ScoreRule = option(
         "cosine",

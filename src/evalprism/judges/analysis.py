@@ -157,7 +157,7 @@ def analyze(
         concentration=agreement.concentration,
         texts=given.table[["query", "doc"]],
         options=options,
-        summary=_summary(judged, options.embedder if embeddings is None else "precomputed", chosen, counts),
+        summary=_summary(judged, options.embedding.embedder if embeddings is None else "precomputed", chosen, counts),
         provenance=Provenance(notes=tuple(judged.notes)),
         notes=tuple(agreement.notes),
     )
@@ -286,7 +286,7 @@ def _candidates(
         if embeddings is not None:
             x = _given_vectors(embeddings, instruction, rows)
         else:
-            emb = make_embedder(options.embedder, instruction, cache_dir=cache_dir, progress=progress)
+            emb = make_embedder(options.embedding.embedder, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts, what=f"{len(texts)} pairs, instruction {instruction!r}")
             counts.append(EmbeddingCounts(instruction, emb.model_id, **emb.stats))
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalprism.errors import EvalprismError
+from evalprism.io.embed_options import EmbedOptions
 from evalprism.io.harness_options import parse_assignments
 from evalprism.io.options import Options, check_number, group, option
 from evalprism.vocabularies import ClusterSelection, Reduction
@@ -131,8 +132,8 @@ class JudgesOptions(Options):
 
     ``human`` / ``llm``: the human label column and the LLM label columns. ``instructions``: candidate
     task instructions (default: the seed's one); the one whose clustering has the highest
-    ``purity_percentile``-th percentile cluster purity is used. ``embedder``: an embedder spec
-    (:mod:`evalprism.embed.spec`). ``scales``/``thresholds``: per label column, its declared scale and
+    ``purity_percentile``-th percentile cluster purity is used. ``embedding``: how pairs are embedded (:class:`~evalprism.io.embed_options.EmbedOptions`: the spec
+    in :mod:`evalprism.embed.spec`). ``scales``/``thresholds``: per label column, its declared scale and
     the label from which a pair counts as relevant. ``cluster``: reduction and HDBSCAN; ``bias``: the
     three bias rules. A per-query AC1 needs at least ``min_query_pairs`` pairs of the query in the
     cluster; intervals are at ``confidence``. ``by``: the column whose values are clustered apart
@@ -147,11 +148,7 @@ class JudgesOptions(Options):
     instructions: Sequence[str] | None = option(
         None, flags="--instruction", help="Candidate task instruction (repeat; the purest clustering wins)."
     )
-    embedder: str = option(
-        "minilm",
-        help="Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only) | "
-        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
-    )
+    embedding: EmbedOptions = group(EmbedOptions)
     scales: Mapping[str, tuple[int, int] | str] | None = option(
         None,
         flags="--scale",

@@ -145,7 +145,7 @@ def bench_routers(
     for b in budgets:
         check_budget(b, cost, list(tr.models), "prompt")
     p2l_values = None if model_dir is None else p2l_predictions(model_dir, ho, cache_dir, progress)
-    x_train, x_held = embed_prompts(tr, ho, embedder or options.embedder, cache_dir, progress)
+    x_train, x_held = embed_prompts(tr, ho, embedder or options.embedding.embedder, cache_dir, progress)
     pairs = None if battles is None else battles[0].pairs
     predictions, chosen = fit_baselines(tr, ho, x_train, x_held, options.seed, progress, pairs)
     if p2l_values is not None:
@@ -172,7 +172,7 @@ def bench_routers(
         reference_why=why,
         learned=tuple(predictions),
         hyperparameters=chosen,
-        embedder=options.embedder,
+        embedder=options.embedding.embedder,
     )
     notes = _notes(tr, ho, battles, names, options.se_by)
     return BenchResult(table, aiq, options, summary, tr.provenance + ho.provenance, notes)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalprism.errors import EvalprismError
+from evalprism.io.embed_options import EMBEDDER_HELP, EmbedOptions
 from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.options import Options, check_applies, group, option
 from evalprism.vocabularies import (
@@ -329,10 +330,12 @@ class BenchOptions(Options):
     cost_column: str | None = option(
         None, help="Column of --costs holding the cost (default: cost, else the output price of a price list)."
     )
-    embedder: str = option(
-        "minilm",
-        help="Prompt embedder of the baselines (kNN, MLP, mf): minilm | st:<name or path> | instructor:<path> | "
-        "static (the router's static backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; static:<local encoder dir> distils another).",
+    embedding: EmbedOptions = group(
+        EmbedOptions,
+        embedder={
+            "help": "Prompt embedder of the baselines (kNN, MLP, mf): "
+            + EMBEDDER_HELP.removeprefix("Frozen text encoder: ")
+        },
     )
     rounds: int = option(1000, number="repeats", help="Bootstrap rounds (by --se-by unit) of the AIQ intervals.")
     se_by: BenchUnit = option(
