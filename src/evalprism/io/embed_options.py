@@ -18,7 +18,7 @@ __all__ = ["EMBEDDER_HELP", "EmbedOptions"]
 
 #: the ``--embedder`` help every command shows (a command may add what the embedding is of)
 EMBEDDER_HELP = (
-    "Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (judges only) | static (the router's static "
+    "Frozen text encoder: minilm | st:<local dir> | instructor:<local dir> (read with judges' --instruction; none elsewhere) | static (the router's static "
     "backbone: MiniLM distilled once into the cache, the mean of token vectors, far faster and less accurate; "
     "static:<local encoder dir> distils another)."
 )
