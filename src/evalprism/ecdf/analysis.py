@@ -17,6 +17,7 @@ from evalprism.ecdf.options import EcdfOptions
 from evalprism.ecdf.result import EcdfResult, EcdfSummary
 from evalprism.ecdf.scoring import DESCRIPTIONS, cosine_scores, short_reference_share
 from evalprism.embed import Embedder, get_embedder
+from evalprism.embed.factory import EmbedderChoice, spec_text
 from evalprism.errors import EvalprismError
 from evalprism.io.answers import check_choices_column, read_answers
 from evalprism.io.lexical import answer_key, lexical_scores, score_answers
@@ -244,7 +245,7 @@ def _score_responses(
     extract: str | None,
     choices: str | None,
     rule: ScoreRule,
-    embedder: str | Embedder,
+    embedder: EmbedderChoice,
     cache_dir: str | Path | None,
     progress: bool,
     notes: list[str],
@@ -504,7 +505,7 @@ def analyze(
     """
     o = options or EcdfOptions()
     by = list(o.by)
-    encoder: str | Embedder = embedder if embedder is not None else o.embedding.embedder
+    encoder: EmbedderChoice = embedder if embedder is not None else o.embedding
     where = table.attrs.get("source", "responses table")
     df, settings, group, notes = _prepare(table, where, by, o.group, o.choices, o.clusters, progress)
     pooled = pooled_configuration_columns(df, by, ignore=[group, o.choices, "setting"])
@@ -594,7 +595,7 @@ def _summary(
     o: EcdfOptions,
     df: pd.DataFrame,
     group: str | None,
-    encoder: str | Embedder,
+    encoder: EmbedderChoice,
     scored: _Scored,
     samples: list[np.ndarray],
     clustering: _Clustering,
@@ -605,7 +606,7 @@ def _summary(
     return EcdfSummary(
         k=int(clustering.medoids.size),
         group=group,
-        embedder=str(getattr(encoder, "spec", encoder)) if scored.answers is not None else None,
+        embedder=spec_text(encoder) if scored.answers is not None else None,
         score=None if user_scores else o.score,
         quality="score column" if user_scores else DESCRIPTIONS[o.score],
         loss=clustering.loss,

@@ -1,4 +1,4 @@
-"""The one factory from a spec string to an :class:`~evalprism.embed.Embedder`.
+"""The one factory from a spec string, or a command's embedding options, to an :class:`~evalprism.embed.Embedder`.
 
 ECDF, judges and the P2L sentence-encoder backbones all build their embedders here, so a spec means
 the same everywhere: ``instructor:<path>`` always gives the INSTRUCTOR embedder (the instruction as
@@ -13,10 +13,21 @@ from pathlib import Path
 from evalprism.embed.embedder import Embedder
 from evalprism.embed.instructor import InstructorEmbedder
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, Kind, parse_spec
+from evalprism.io.embed_options import EmbedOptions
+
+#: what names an embedder: a spec (text or parsed), a command's embedding options, or an Embedder itself
+EmbedderChoice = str | EncoderSpec | EmbedOptions | Embedder
+
+
+def spec_text(choice: EmbedderChoice) -> str:
+    """The spec a choice names, as written (for records and messages)."""
+    if isinstance(choice, EmbedOptions):
+        return choice.embedder
+    return str(getattr(choice, "spec", choice))
 
 
 def get_embedder(
-    spec: str | EncoderSpec | Embedder = DEFAULT_SPEC,
+    spec: EmbedderChoice = DEFAULT_SPEC,
     *,
     instruction: str | None = None,
     cache_dir: str | Path | bool | None = None,
@@ -26,14 +37,15 @@ def get_embedder(
     role: str = "embedder",
     kinds: Sequence[Kind] = EMBEDDER_KINDS,
 ) -> Embedder:
-    """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged).
+    """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged; a command's
+    :class:`~evalprism.io.embed_options.EmbedOptions` give the spec and every other embedding choice).
 
     ``instruction`` goes with every text as the spec's model expects it (see :class:`Embedder`).
     ``role`` and ``kinds``: how the caller names what it builds, and the spec kinds it accepts
     (a P2L backbone takes ``minilm`` and ``st:`` here)."""
     if isinstance(spec, Embedder):
         return spec
-    parsed = parse_spec(spec, role=role, kinds=kinds)
+    parsed = parse_spec(spec.embedder if isinstance(spec, EmbedOptions) else spec, role=role, kinds=kinds)
     cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
     return cls(
         parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size, device=device

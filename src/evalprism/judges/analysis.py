@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import stats as _st
 
 from evalprism.embed import Embedder, get_embedder
+from evalprism.embed.factory import EmbedderChoice
 from evalprism.errors import EvalprismError
 from evalprism.io.judgments import Judgments, prepare_judgments
 from evalprism.io.record import Provenance
@@ -56,7 +57,7 @@ def pair_text(query: str, doc: str) -> str:
     return f"Query: {query}\nDocument: {doc}"
 
 
-def make_embedder(spec: str, instruction: str, *, cache_dir: str | Path | None, progress: bool) -> Embedder:
+def make_embedder(spec: EmbedderChoice, instruction: str, *, cache_dir: str | Path | None, progress: bool) -> Embedder:
     """An embedder for one instruction, from the embedders' factory: INSTRUCTOR's format for
     ``instructor:`` specs, else the instruction prepended as text. The instruction is part of every
     cache key."""
@@ -286,7 +287,7 @@ def _candidates(
         if embeddings is not None:
             x = _given_vectors(embeddings, instruction, rows)
         else:
-            emb = make_embedder(options.embedding.embedder, instruction, cache_dir=cache_dir, progress=progress)
+            emb = make_embedder(options.embedding, instruction, cache_dir=cache_dir, progress=progress)
             x = emb.embed(texts, what=f"{len(texts)} pairs, instruction {instruction!r}")
             counts.append(EmbeddingCounts(instruction, emb.model_id, **emb.stats))
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)

@@ -33,6 +33,7 @@ import pandas as pd
 
 from evalprism.errors import EvalprismError
 from evalprism.io.costs import cost_vector
+from evalprism.io.embed_options import EmbedOptions
 from evalprism.io.items import Input
 from evalprism.io.outputs import OutputKind, SavedResult
 from evalprism.io.record import Provenance
@@ -131,7 +132,7 @@ def bench_routers(
     tables, or two battles files) with ``costs`` (model -> cost per query; None: the items' own cost
     column, :func:`decision_costs`). ``model_dir``: a P2L model, valued as the
     reference. ``embedder``: what embeds the prompts (anything with ``embed(texts) -> (n, d)``; default
-    :func:`~evalprism.embed.get_embedder` of the ``embedder`` option, through the cache)."""
+    :func:`~evalprism.embed.get_embedder` of the ``embedding`` options, through the cache)."""
     options = options or BenchOptions()
     names = (_where(train, "TRAIN"), _where(heldout, "HELDOUT"))
     battles = read_battles(train, heldout, names, options)
@@ -145,7 +146,7 @@ def bench_routers(
     for b in budgets:
         check_budget(b, cost, list(tr.models), "prompt")
     p2l_values = None if model_dir is None else p2l_predictions(model_dir, ho, cache_dir, progress)
-    x_train, x_held = embed_prompts(tr, ho, embedder or options.embedding.embedder, cache_dir, progress)
+    x_train, x_held = embed_prompts(tr, ho, embedder or options.embedding, cache_dir, progress)
     pairs = None if battles is None else battles[0].pairs
     predictions, chosen = fit_baselines(tr, ho, x_train, x_held, options.seed, progress, pairs)
     if p2l_values is not None:
@@ -325,11 +326,11 @@ class Embeds(Protocol):
 
 
 def embed_prompts(
-    tr: GradedItems, ho: GradedItems, spec: str | Embeds, cache_dir: str | Path | None, progress: bool
+    tr: GradedItems, ho: GradedItems, spec: EmbedOptions | Embeds, cache_dir: str | Path | None, progress: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Both splits' prompts embedded once (an Embedder encodes distinct texts, through its cache)."""
     prompts = tr.prompt + ho.prompt
-    if isinstance(spec, str):  # the embedder says its distinct and cached counts up front
+    if isinstance(spec, EmbedOptions):  # the embedder says its distinct and cached counts up front
         from evalprism.embed import get_embedder
 
         embedded = get_embedder(spec, cache_dir=cache_dir, progress=progress).embed(prompts, what="the prompts")
