@@ -231,6 +231,49 @@ def test_judges_real_data_maps_both_years(tmp_path: Path) -> None:
         assert (tmp_path / "out" / year / "report.html").is_file()
 
 
+def markdown_rows(printed: str, heading: str) -> list[dict[str, str]]:
+    """The rows of the markdown table printed under ``## heading``, as {column: cell}."""
+    block = printed.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in block.splitlines() if ln.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in ln.strip("|").split("|")), strict=True)) for ln in lines[2:]]
+
+
+def test_embedder_study_compares_two_embedders_and_one_with_itself(tmp_path: Path) -> None:
+    """The study on 3 queries x 40 passages of DL19 (two tiny encoders the test builds: the sentence
+    encoder and the static model distilled from it) and on the demo's Renze slice with one embedder
+    against itself, where the answer is known: the same clusters (ARI 1), no setting moved, no accuracy
+    changed."""
+    from builders import tiny_bert
+
+    table = pd.read_json(shared_data("dl1920-llmjudge") / "dl1920_judgments.jsonl", lines=True)
+    year = table[table["collection"] == "trec-dl-2019-passage"]
+    part = year[year["query_id"].isin(sorted(year["query_id"].unique())[:3])].groupby("query_id").head(40)
+    (tmp_path / "data").mkdir()
+    part.to_json(tmp_path / "data" / "dl1920_judgments.jsonl", orient="records", lines=True)
+    words = sorted(
+        {
+            w
+            for t in part["query_text"].tolist() + part["doc_text"].tolist()
+            for w in re.findall(r"\w+|[^\w\s]", t.lower())
+        }
+    )
+    encoder = tiny_bert(tmp_path / "bert", words)
+    args = ["--data", tmp_path / "data", "--years", "DL19", "--min-cluster-size", "5", "--quiet"]
+    printed = run_script("embedder_study.py", "judges", *args, "--embedders", f"st:{encoder}", f"static:{encoder}")
+    (row,) = markdown_rows(printed, f"judges: st:{encoder} against static:{encoder}")
+    assert row["pairs"] == "120" and -1 <= float(row["ARI (all pairs, noise a label)"]) <= 1
+    judges = markdown_rows(printed, "judges: dense-vs-noise")
+    assert len(judges) == 5 and all(int(r["found by both"]) <= int(r[f"bias-prone st:{encoder}"]) for r in judges)
+    demo = REPO / "src" / "evalprism" / "demo" / "data" / "renze_slice.csv.gz"
+    same = ["--embedders", f"static:{encoder}", f"static:{encoder}"]
+    printed = run_script("embedder_study.py", "ecdf", demo, "--by", "model", "temperature", "--clusters", "2", *same)
+    (row,) = markdown_rows(printed, f"ecdf: static:{encoder} against static:{encoder}")
+    assert float(row["ARI of the settings' clusters"]) == 1.0
+    assert row["settings in another cluster (labels matched by quality rank)"] == "0"
+    assert float(row["largest change in a configuration's accuracy"]) == 0.0
+
+
 # ----------------------------------------------------------------------------------------------- STEM
 
 
