@@ -154,17 +154,24 @@ def ecdf_study(responses: Path, embedders: Sequence[str], by: list[str], cluster
         **{f"seconds {e}": round(runs[e][1], 1) for e in embedders},
     }
     if all(acc is not None for acc in accuracy.values()):
-        joined = _accuracy_change(accuracy[base], accuracy[other], ["group", *by])
-        summary["largest change in a configuration's accuracy"] = float(np.nanmax(np.abs(joined)))
-        summary["mean change"] = float(np.nanmean(np.abs(joined)))
+        cells, overall = _accuracy_change(accuracy[base], accuracy[other], by)
+        summary["largest change in a configuration's accuracy"] = float(np.nanmax(np.abs(overall)))
+        summary["mean change"] = float(np.nanmean(np.abs(overall)))
+        summary["largest change in a (group, configuration) cell"] = float(np.nanmax(np.abs(cells)))
     print(f"\n## ecdf: {base} against {other}\n")
     print(markdown(pd.DataFrame([summary])))
 
 
-def _accuracy_change(base: pd.DataFrame, other: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """Per (group, configuration) row, the change in accuracy from ``base`` to ``other``."""
-    merged = base.merge(other, on=keys, suffixes=("_a", "_b"))
-    return (merged["accuracy_b"] - merged["accuracy_a"]).to_numpy(dtype=float)
+def _accuracy_change(base: pd.DataFrame, other: pd.DataFrame, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The change in accuracy from ``base`` to ``other`` per (group, configuration) cell and per
+    configuration over all its questions (the cells weighted by their questions)."""
+    merged = base.merge(other, on=["group", *by], suffixes=("_a", "_b"))
+    cells = (merged["accuracy_b"] - merged["accuracy_a"]).to_numpy(dtype=float)
+    right = merged.assign(
+        a=merged["accuracy_a"] * merged["n_questions_a"], b=merged["accuracy_b"] * merged["n_questions_a"]
+    )
+    per = right.groupby(by)[["a", "b", "n_questions_a"]].sum()
+    return cells, ((per["b"] - per["a"]) / per["n_questions_a"]).to_numpy(dtype=float)
 
 
 def main() -> None:

@@ -272,6 +272,7 @@ def test_embedder_study_compares_two_embedders_and_one_with_itself(tmp_path: Pat
     assert float(row["ARI of the settings' clusters"]) == 1.0
     assert row["settings in another cluster (labels matched by quality rank)"] == "0"
     assert float(row["largest change in a configuration's accuracy"]) == 0.0
+    assert float(row["largest change in a (group, configuration) cell"]) == 0.0
 
 
 # ----------------------------------------------------------------------------------------------- STEM
