@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,7 +197,9 @@ def _where(ray: Any, address: str | None, started: bool) -> str:
 
 def _quiet(ray: Any) -> None:
     """Ray Data's own progress bars and start-of-execution lines off: the embedder's bar reports."""
-    context = ray.data.DataContext.get_current()
+    with warnings.catch_warnings():  # Ray Data's first context warns about its own deprecated settings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
     for name in ("ray", "ray.data"):

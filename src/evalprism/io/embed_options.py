@@ -3,7 +3,9 @@
 ``ecdf`` (responses), ``judges`` (query-passage pairs) and ``p2l bench`` (the baselines' prompt
 features) embed texts through one :class:`~evalprism.embed.Embedder`; what the user chooses about it
 is one group (:func:`~evalprism.io.options.group`) in each command's options, so a new choice (a
-runtime, an engine) is one field here and reaches every command. The spec itself is parsed where it
+runtime, an engine) is one field here and reaches every command. Where the missing texts are encoded
+(:class:`EngineOptions`: in process, or on a Ray actor pool) is a group of its own, which
+:class:`EmbedOptions` extends and ``p2l train`` includes for its frozen backbone's pre-encoding. The spec itself is parsed where it
 is used (:func:`evalprism.embed.spec.parse_spec`): this module imports nothing heavy, since the
 command line builds its flags from it at start-up.
 """
