@@ -176,6 +176,7 @@ def test_p2l_backbone_pre_encodes_through_ray(tiny_model: Path, tmp_path: Path) 
         load_backbone("static", cache_dir=tmp_path / "ray", progress=False, engine=RAY)
 
 
+@pytest.mark.slow  # Ray starts worker processes that import torch: tens of seconds on 2 CPUs
 @pytest.mark.usefixtures("local_ray")
 def test_a_model_that_fails_on_the_workers_is_one_message(tiny_model: Path, tmp_path: Path) -> None:
     import shutil
@@ -207,3 +208,16 @@ def test_engine_options_are_checked(capsys, tmp_path: Path) -> None:
     assert TrainOptions(encoding=RAY).training_record() == TrainOptions().training_record()  # not in config.json
     code, _, err = run_cli(["judges", tmp_path / "none.csv", "--ray-address", "auto", "--out", tmp_path / "o"], capsys)
     assert code != 0 and "--ray-address" in err and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("no_ray")
+def test_an_address_where_no_cluster_answers_is_one_message_at_once(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{probe.getsockname()[1]}"
+        embedder = get_embedder(EmbedOptions(engine="ray", ray_address=address), cache_dir=tmp_path, progress=False)
+        with pytest.raises(EvalprismError, match=f"engine 'ray': nothing answers at {address} \\(no Ray cluster"):
+            embedder.embed(["the river"])
+    assert not ray.is_initialized()

@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import socket
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -164,23 +165,48 @@ def _ray_session(address: str | None, progress: bool) -> Iterator[Any]:
     require_ray()
     import ray
 
-    _quiet(ray)
-    started = not ray.is_initialized()
-    if started:
-        target = address or os.environ.get("RAY_ADDRESS") or None
-        try:
-            ray.init(address=target, log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise EvalprismError(
-                f"engine 'ray': cannot join the Ray cluster at {target!r} ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}); start one with `ray start --head`"
-            ) from None
-    status(_where(ray, address if started else None, started), progress)
-    try:
-        yield ray
-    finally:
+    with _quiet(ray):
+        started = not ray.is_initialized()
         if started:
-            ray.shutdown()
+            _init(ray, address or os.environ.get("RAY_ADDRESS") or None)
+        status(_where(ray, address if started else None, started), progress)
+        try:
+            yield ray
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def _init(ray: Any, target: str | None) -> None:
+    """``ray.init``: join the cluster at ``target``, or start a local instance (None); a failure is one
+    message. An address that takes no connection is refused at once (Ray itself retries for minutes)."""
+    if target and not _reachable(target):
+        raise EvalprismError(
+            f"engine 'ray': nothing answers at {target} (no Ray cluster there?); start one with `ray start --head` "
+            "on its head node, or drop --ray-address / RAY_ADDRESS for a local instance"
+        )
+    try:
+        ray.init(address=target, log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        lines = str(exc).strip().splitlines()
+        what = f"join the Ray cluster at {target}" if target else "start a local Ray instance"
+        raise EvalprismError(
+            f"engine 'ray': cannot {what} ({type(exc).__name__}: {lines[0] if lines else ''})"
+            + ("; is it running (`ray start --head` on its head node)?" if target else "")
+        ) from None
+
+
+def _reachable(address: str, timeout: float = 5.0) -> bool:
+    """Whether ``address`` (``host:port`` or ``ray://host:port``) takes a TCP connection; any other form
+    (``auto``, ``local``) is left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return True
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def _where(ray: Any, address: str | None, started: bool) -> str:
@@ -195,12 +221,26 @@ def _where(ray: Any, address: str | None, started: bool) -> str:
     return f"ray: started a local Ray instance ({size}; --ray-address or RAY_ADDRESS joins a cluster)"
 
 
-def _quiet(ray: Any) -> None:
-    """Ray Data's own progress bars and start-of-execution lines off: the embedder's bar reports."""
+@contextlib.contextmanager
+def _quiet(ray: Any) -> Iterator[None]:
+    """Ray Data's own progress bars, start-of-execution lines and log records off while evalprism encodes
+    (the embedder's bar reports, and a worker's failure becomes one message); as they were afterwards, for
+    a notebook's Ray instance."""
     with warnings.catch_warnings():  # Ray Data's first context warns about its own deprecated settings
         warnings.simplefilter("ignore", DeprecationWarning)
         context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
-    context.print_on_execution_start = False
-    for name in ("ray", "ray.data"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    settings = {"enable_progress_bars": False, "print_on_execution_start": False}
+    before = {name: getattr(context, name) for name in settings}
+    loggers = [logging.getLogger(name) for name in ("ray", "ray.data")]
+    levels = [logger.level for logger in loggers]
+    for name, value in settings.items():
+        setattr(context, name, value)
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(context, name, value)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
