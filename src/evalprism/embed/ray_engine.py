@@ -192,7 +192,12 @@ def _init(ray: Any, target: str | None) -> None:
         what = f"join the Ray cluster at {target}" if target else "start a local Ray instance"
         raise EvalprismError(
             f"engine 'ray': cannot {what} ({type(exc).__name__}: {lines[0] if lines else ''})"
-            + ("; is it running (`ray start --head` on its head node)?" if target else "")
+            + (
+                "; is it running (`ray start --head` on its head node), and does this machine hold its token "
+                "(Ray >= 2.59 authenticates: RAY_AUTH_MODE=token, with ~/.ray/auth_token or RAY_AUTH_TOKEN)?"
+                if target
+                else ""
+            )
         ) from None
 
 
