@@ -221,3 +221,21 @@ def test_an_address_where_no_cluster_answers_is_one_message_at_once(tmp_path: Pa
         with pytest.raises(EvalprismError, match=f"engine 'ray': nothing answers at {address} \\(no Ray cluster"):
             embedder.embed(["the river"])
     assert not ray.is_initialized()
+
+
+@pytest.mark.slow  # Ray starts worker processes that import torch: tens of seconds on 2 CPUs
+@pytest.mark.usefixtures("local_ray")
+def test_p2l_train_with_engine_ray_saves_the_local_engines_model(tiny_model: Path, tmp_path: Path) -> None:
+    """``p2l train``'s frozen backbone pre-encodes every distinct prompt on the actors: the same features,
+    so the same ridge head, to the byte; how the prompts were encoded stays out of the model's config."""
+    from evalprism.p2l import TrainOptions, train_model
+    from evalprism.p2l.simulate import simulate_topic_battles
+
+    battles = simulate_topic_battles(300, seed=1)
+    saved = {}
+    for engine in ("local", "ray"):
+        options = TrainOptions(backbone=f"st:{tiny_model}", penalty=1.0, encoding=EngineOptions(engine=engine))
+        model = train_model(battles, options, cache_dir=tmp_path / f"cache-{engine}", progress=False)
+        directory = model.save(tmp_path / engine)
+        saved[engine] = {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != "run.json"}
+    assert saved["ray"] == saved["local"] and "config.json" in saved["ray"]

@@ -183,7 +183,8 @@ def _init(ray: Any, target: str | None) -> None:
     if target and not _reachable(target):
         raise EvalprismError(
             f"engine 'ray': nothing answers at {target} (no Ray cluster there?); start one with `ray start --head` "
-            "on its head node, or drop --ray-address / RAY_ADDRESS for a local instance"
+            "on its head node, or drop ray_address (and RAY_ADDRESS) for a local instance",
+            parameter="ray_address",
         )
     try:
         ray.init(address=target, log_to_driver=False, include_dashboard=False, logging_level=logging.ERROR)
