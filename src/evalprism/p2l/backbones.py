@@ -395,7 +395,8 @@ def load_backbone(
     if engine is not None and engine.engine == "ray" and (not parsed.sentence_encoder or finetune):
         raise EvalprismError(
             f"engine 'ray' pre-encodes prompts with a frozen sentence-encoder backbone (minilm, st:...); "
-            f"backbone '{spec}'{' fine-tuned' if finetune else ''} encodes in this process: drop engine"
+            f"backbone '{spec}'{' fine-tuned' if finetune else ''} encodes in this process: drop engine",
+            parameter="engine",
         )
     if parsed.kind == "static":
         return StaticBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress)
