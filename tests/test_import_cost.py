@@ -5,7 +5,7 @@ Every check runs the command in a fresh interpreter through the console entry po
 (stdout belongs to the command), and the test asserts which heavy stacks stayed out:
 
 - ``p2l fit``, ``stem pool|locate|audit`` and ``judges`` with every embedding cached: no torch,
-  sentence-transformers, transformers or openvino (and ``p2l fit`` no scikit-learn or kmedoids);
+  sentence-transformers, transformers or openvino (``judges --engine ray``: no Ray either) (and ``p2l fit`` no scikit-learn or kmedoids);
 - ``--help`` and ``--version``: none of numpy, pandas, scipy, scikit-learn, torch;
 - every command refusing an input path (missing, a directory where a table is expected, an unknown
   format, a path that cannot be read): none of them either, and the reader's message (issue 38).
@@ -218,6 +218,13 @@ def test_judges_with_cached_embeddings_imports_no_torch(tmp_path: Path, monkeypa
     stats = read_run(out).results["embedding"][0]
     assert stats["encoded"] == 0 and stats["cached"] == stats["distinct"] > 0
     assert loaded(modules, TORCH_STACK) == []
+    # --engine ray with nothing to encode starts no Ray and imports none of it
+    ray_out = tmp_path / "out-ray"
+    modules = command_modules(
+        [*args[:-4], "--out", ray_out, "--cache-dir", cache, "--engine", "ray", "-q"], tmp_path / "ray.json"
+    )
+    assert read_run(ray_out).results["embedding"][0]["encoded"] == 0
+    assert loaded(modules, (*TORCH_STACK, "ray")) == []
 
 
 #: at exit, after every other handler (registered first, so run last): how much of the heap the

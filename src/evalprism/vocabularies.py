@@ -37,6 +37,9 @@ ComputePrecision = Literal["float32", "bfloat16"]
 #: a backbone's inference runtime: PyTorch (every backbone) or OpenVINO (frozen sentence encoders);
 #: auto picks OpenVINO where it applies and is installed
 Runtime = Literal["auto", "torch", "openvino"]
+#: where texts missing from the embedding cache are encoded: in this process, or through Ray Data's actor
+#: pool on a local instance or a cluster (`--engine`, in every command that embeds)
+EmbedEngine = Literal["local", "ray"]
 #: confidence intervals of a marginal leaderboard (`p2l fit --ci`)
 CiMethod = Literal["sandwich", "bootstrap"]
 #: aggregating per-prompt leaderboards over a prompt set (`p2l leaderboard --aggregation`)

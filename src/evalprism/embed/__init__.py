@@ -10,7 +10,8 @@ deduplicates texts, serves cached vectors and encodes only what is new.
 
 Modules, each importing only those above it: ``spec`` (parse), ``cache`` (the cache directory, checked
 once, and the vectors), ``local_models`` (the packaged MiniLM) -> ``static`` (static models) -> ``backends``
-(load and encode, one row per kind) -> ``embedder`` (dedup and cache) -> ``instructor`` (the INSTRUCTOR
+(load and encode, one row per kind) -> ``ray_engine`` (``engine='ray'``: the batches encoded on a Ray Data
+actor pool, imported only when used) -> ``embedder`` (dedup and cache) -> ``instructor`` (the INSTRUCTOR
 embedder) -> ``factory``.
 """
 

@@ -6,7 +6,7 @@ directly; either way the backend named by the spec decides how the instruction r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from evalprism.embed.backends import EncoderBackend, default_device, resolve_bac
 from evalprism.embed.cache import EmbeddingCache, cache_key
 from evalprism.embed.spec import DEFAULT_SPEC, EncoderSpec, parse_spec
 from evalprism.errors import EvalprismError
+from evalprism.io.embed_options import EngineOptions
 from evalprism.progress import progress_bar, status
 
 
@@ -25,7 +26,10 @@ class Embedder:
     defines: prepended as plain text (``"<instruction> <text>"``) for ``minilm`` and ``st:``, as
     INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache of vectors (a
     ``static`` model is still built into, and read from, the default cache directory: it is a model, not vectors).
-    ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
+    ``engine`` (:class:`~evalprism.io.embed_options.EngineOptions`; default local): where the missing texts
+    are encoded, in this process or on a Ray actor pool (:mod:`evalprism.embed.ray_engine`), with the same
+    batches and so the same vectors. ``stats`` counts, for the last call, how many texts were requested,
+    distinct, cached and encoded.
     """
 
     def __init__(
@@ -37,13 +41,21 @@ class Embedder:
         batch_size: int = 64,
         progress: bool = True,
         device: str | None = None,
+        engine: EngineOptions | None = None,
     ) -> None:
         parsed = parse_spec(spec)
         self.instruction = instruction or None
         static_home = cache_dir if isinstance(cache_dir, (str, Path)) else None  # where a static model is built
+        self.device = device or default_device()
         self.backend: EncoderBackend = resolve_backend(
-            parsed, device or default_device(), self.instruction, cache_dir=static_home, progress=progress
+            parsed, self.device, self.instruction, cache_dir=static_home, progress=progress
         )
+        self.engine = engine or EngineOptions()
+        if self.engine.engine == "ray":
+            from evalprism.embed.ray_engine import BackendRecipe, require_ray
+
+            require_ray()
+            self._recipe = BackendRecipe.of(parsed, self.device, self.instruction, static_home)
         self.spec = parsed.text
         self.batch_size = batch_size
         self.progress = progress
@@ -94,32 +106,55 @@ class Embedder:
         # lengths by text: a batch's company changes its vectors in the last bits, so batches are
         # made by content, never by the order the texts came in (results independent of row order).
         todo = sorted(todo, key=lambda i: (-len(distinct[i]), distinct[i]))
-        # One encode call per batch, so progress counts every batch (a slow encoder on a CPU takes
-        # minutes per 512 texts); the cache is written per chunk of 8 batches (one transaction each).
+        batches = [todo[b : b + self.batch_size] for b in range(0, len(todo), self.batch_size)]
+        texts = [[self.backend.model_text(distinct[i]) for i in batch] for batch in batches]
+        # Progress counts every batch (a slow encoder on a CPU takes minutes per 512 texts); the cache
+        # is written per chunk of 8 batches (one transaction each).
         chunk = self.batch_size * 8
-        clipped = self.backend.clipped
+        pending: list[tuple[list[int], np.ndarray]] = []
+        clipped = 0
+
+        def flush() -> None:
+            idx = [i for part, _ in pending for i in part]
+            enc = np.concatenate([e for _, e in pending])
+            check_finite(enc, [distinct[i] for i in idx], self.spec)
+            if self.cache is not None:
+                self.cache.put_many([keys[i] for i in idx], enc)
+            vectors.update(zip(idx, enc, strict=True))
+            pending.clear()
+
         with progress_bar(f"embedding ({self.spec})", len(todo), self.progress) as bar:
-            for start in range(0, len(todo), chunk):
-                idx = todo[start : start + chunk]
-                parts = []
-                for b in range(0, len(idx), self.batch_size):
-                    batch = idx[b : b + self.batch_size]
-                    parts.append(
-                        self.backend.encode([self.backend.model_text(distinct[i]) for i in batch], self.batch_size)
-                    )
-                    bar.update(len(batch))
-                enc = np.concatenate(parts)
-                check_finite(enc, [distinct[i] for i in idx], self.spec)
-                if self.cache is not None:
-                    self.cache.put_many([keys[i] for i in idx], enc)
-                vectors.update(zip(idx, enc, strict=True))
-        if self.backend.clipped > clipped:
+            for positions, enc, cut in self._encoded_batches(texts):
+                pending.append(([todo[p] for p in positions], enc))
+                clipped += cut
+                bar.update(len(enc))
+                if sum(len(e) for _, e in pending) >= chunk:
+                    flush()
+            if pending:
+                flush()
+        if clipped:
             status(
-                f"{self.backend.clipped - clipped} text(s) far longer than {self.spec} reads were cut before "
+                f"{clipped} text(s) far longer than {self.spec} reads were cut before "
                 "tokenizing (the model reads only its first tokens; the vectors are the same)",
                 self.progress,
             )
         return vectors
+
+    def _encoded_batches(self, batches: list[list[str]]) -> Iterator[tuple[Sequence[int], np.ndarray, int]]:
+        """Each batch of model texts encoded in one call, here or on the Ray engine's actors, as it is
+        done (Ray: in the order they finish): (positions in the concatenated ``batches``, their vectors,
+        texts cut before tokenizing)."""
+        if self.engine.engine == "ray":
+            from evalprism.embed.ray_engine import encode_on_ray
+
+            yield from encode_on_ray(batches, self._recipe, self.batch_size, self.engine.ray_address, self.progress)
+            return
+        first = 0
+        for batch in batches:
+            before = self.backend.clipped
+            enc = self.backend.encode(batch, self.batch_size)
+            yield range(first, first + len(enc)), enc, self.backend.clipped - before
+            first += len(enc)
 
     def _cached(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
         """The valid cached vectors among ``keys``; damaged entries are left out (so the caller

@@ -13,7 +13,7 @@ from pathlib import Path
 from evalprism.embed.embedder import Embedder
 from evalprism.embed.instructor import InstructorEmbedder
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, Kind, parse_spec
-from evalprism.io.embed_options import EmbedOptions
+from evalprism.io.embed_options import EmbedOptions, EngineOptions
 
 #: what names an embedder: a spec (text or parsed), a command's embedding options, or an Embedder itself
 EmbedderChoice = str | EncoderSpec | EmbedOptions | Embedder
@@ -36,17 +36,27 @@ def get_embedder(
     device: str | None = None,
     role: str = "embedder",
     kinds: Sequence[Kind] = EMBEDDER_KINDS,
+    engine: EngineOptions | None = None,
 ) -> Embedder:
     """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged; a command's
     :class:`~evalprism.io.embed_options.EmbedOptions` give the spec and every other embedding choice).
 
     ``instruction`` goes with every text as the spec's model expects it (see :class:`Embedder`).
     ``role`` and ``kinds``: how the caller names what it builds, and the spec kinds it accepts
-    (a P2L backbone takes ``minilm`` and ``st:`` here)."""
+    (a P2L backbone takes ``minilm`` and ``st:`` here). ``engine``: where missing texts are encoded
+    (:class:`~evalprism.io.embed_options.EngineOptions`; a command's EmbedOptions carry their own)."""
     if isinstance(spec, Embedder):
         return spec
+    if isinstance(spec, EmbedOptions):
+        engine = engine or spec
     parsed = parse_spec(spec.embedder if isinstance(spec, EmbedOptions) else spec, role=role, kinds=kinds)
     cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
     return cls(
-        parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size, device=device
+        parsed,
+        instruction=instruction,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+        device=device,
+        engine=engine,
     )

@@ -3,7 +3,9 @@
 ``ecdf`` (responses), ``judges`` (query-passage pairs) and ``p2l bench`` (the baselines' prompt
 features) embed texts through one :class:`~evalprism.embed.Embedder`; what the user chooses about it
 is one group (:func:`~evalprism.io.options.group`) in each command's options, so a new choice (a
-runtime, an engine) is one field here and reaches every command. The spec itself is parsed where it
+runtime, an engine) is one field here and reaches every command. Where the missing texts are encoded
+(:class:`EngineOptions`: in process, or on a Ray actor pool) is a group of its own, which
+:class:`EmbedOptions` extends and ``p2l train`` includes for its frozen backbone's pre-encoding. The spec itself is parsed where it
 is used (:func:`evalprism.embed.spec.parse_spec`): this module imports nothing heavy, since the
 command line builds its flags from it at start-up.
 """
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalprism.io.options import Options, option
+from evalprism.io.options import Options, check_applies, option
+from evalprism.vocabularies import EmbedEngine
 
-__all__ = ["EMBEDDER_HELP", "EmbedOptions"]
+__all__ = ["EMBEDDER_HELP", "EmbedOptions", "EngineOptions"]
 
 #: the ``--embedder`` help every command shows (a command may add what the embedding is of)
 EMBEDDER_HELP = (
@@ -25,7 +28,32 @@ EMBEDDER_HELP = (
 
 
 @dataclass(frozen=True)
-class EmbedOptions(Options):
-    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`)."""
+class EngineOptions(Options):
+    """Where the texts missing from the cache are encoded (:mod:`evalprism.embed.ray_engine`): ``engine``
+    ``local`` (this process) or ``ray`` (Ray Data's actor pool, each actor loading the encoder once), and
+    ``ray_address``, the Ray cluster to use (default: ``RAY_ADDRESS``, else a local instance). Its own
+    group because ``p2l train``'s frozen backbone pre-encodes its prompts with it too."""
+
+    engine: EmbedEngine = option(
+        "local",
+        help="Where texts missing from the embedding cache are encoded: local (this process) | ray (Ray Data actors "
+        "on a local instance or a cluster, each loading the encoder once; same vectors; pip install "
+        "'evalprism[ray]').",
+    )
+    ray_address: str | None = option(
+        None,
+        metavar="ADDRESS",
+        help="With --engine ray: the Ray cluster to run on (e.g. 10.0.0.5:6379, or auto; default: RAY_ADDRESS, else "
+        "a local instance with this machine's CPUs).",
+    )
+
+    def check(self) -> None:
+        """An address says where Ray runs: it has no effect on the local engine."""
+        check_applies("ray_address", self.ray_address, self.engine == "ray", "it names a Ray cluster for engine 'ray'")
+
+
+@dataclass(frozen=True)
+class EmbedOptions(EngineOptions):
+    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`); and where it encodes (:class:`EngineOptions`)."""
 
     embedder: str = option("minilm", help=EMBEDDER_HELP)

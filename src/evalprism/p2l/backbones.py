@@ -36,6 +36,7 @@ from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.embed.static import StaticEncoder, ensure_static_model
 from evalprism.errors import EvalprismError
+from evalprism.io.embed_options import EngineOptions
 from evalprism.io.options import check_choice
 from evalprism.progress import progress_bar, status
 from evalprism.vocabularies import ComputePrecision, Runtime, choices
@@ -123,6 +124,7 @@ class SentenceEncoderBackbone(Backbone):
         progress: bool = True,
         precision: str = "float32",
         runtime: str = "torch",
+        engine: EngineOptions | None = None,
     ) -> None:
         super().__init__()
         spec = parse_spec(spec, role="backbone", kinds=ENCODER_KINDS)
@@ -146,7 +148,7 @@ class SentenceEncoderBackbone(Backbone):
             self.dim = dim
         else:
             self.embedder = get_embedder(
-                spec, cache_dir=cache_dir, progress=progress, role="backbone", kinds=ENCODER_KINDS
+                spec, cache_dir=cache_dir, progress=progress, role="backbone", kinds=ENCODER_KINDS, engine=engine
             )
             self.dim = self.embedder.dim  # from the model: nothing is encoded into the user's cache
 
@@ -381,13 +383,21 @@ def load_backbone(
     root: Path | None = None,
     precision: str = "float32",
     runtime: str = "torch",
+    engine: EngineOptions | None = None,
 ) -> Backbone:
     """The backbone named by ``spec``; relative ``st:``/``hf:`` paths resolve against ``root``
     (a model directory holding fine-tuned weights). ``precision``: the backbone's inference dtype;
-    ``runtime``: what runs it (:func:`resolve_runtime`)."""
+    ``runtime``: what runs it (:func:`resolve_runtime`); ``engine``: where a frozen sentence encoder
+    encodes the prompts missing from the cache (``ray``: a Ray Data actor pool)."""
     inference_dtype(precision)
     requested, runtime = runtime, resolve_runtime(runtime, spec)
     parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
+    if engine is not None and engine.engine == "ray" and (not parsed.sentence_encoder or finetune):
+        raise EvalprismError(
+            f"engine 'ray' pre-encodes prompts with a frozen sentence-encoder backbone (minilm, st:...); "
+            f"backbone '{spec}'{' fine-tuned' if finetune else ''} encodes in this process: drop engine",
+            parameter="engine",
+        )
     if parsed.kind == "static":
         return StaticBackbone(parsed, finetune=finetune, cache_dir=cache_dir, progress=progress)
     if parsed.kind == "hf":
@@ -397,7 +407,13 @@ def load_backbone(
     parsed = _saved_encoder(parsed, root)
     try:
         return SentenceEncoderBackbone(
-            parsed, finetune=finetune, cache_dir=cache_dir, progress=progress, precision=precision, runtime=runtime
+            parsed,
+            finetune=finetune,
+            cache_dir=cache_dir,
+            progress=progress,
+            precision=precision,
+            runtime=runtime,
+            engine=engine,
         )
     except EvalprismError as exc:
         if requested != "auto" or runtime == "torch":

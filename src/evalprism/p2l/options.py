@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from evalprism.errors import EvalprismError
-from evalprism.io.embed_options import EMBEDDER_HELP, EmbedOptions
+from evalprism.io.embed_options import EMBEDDER_HELP, EmbedOptions, EngineOptions
 from evalprism.io.harness_options import HarnessOptions
 from evalprism.io.options import Options, check_applies, group, option
 from evalprism.vocabularies import (
@@ -99,6 +99,11 @@ DEFAULT_LR = 3e-3
 EPOCH_ONLY = ("lr", "weight_decay", "patience", "max_epochs", "batch_size", "micro_batch_size")
 
 
+#: TrainOptions' groups that say how the battles were read and where the prompts were encoded, not how
+#: the model was trained: neither in the model's config.json nor in what a resumed run must match
+HOW_READ = ("harness", "encoding")
+
+
 @dataclass(frozen=True)
 class TrainOptions(Options):
     """Options of one training run (:func:`evalprism.p2l.train_model`); None means the default for the
@@ -165,9 +170,17 @@ class TrainOptions(Options):
         "1024 for hf:).",
     )
     harness: HarnessOptions = group(HarnessOptions, epochs=LOG_EPOCHS)
+    #: where a frozen sentence-encoder backbone pre-encodes the prompts (--engine ray: a Ray actor pool)
+    encoding: EngineOptions = group(EngineOptions)
 
     def check(self) -> None:
         """Options the chosen fit would ignore are refused (a ridge fit has no epochs)."""
+        check_applies(
+            "engine",
+            "ray" if self.encoding.engine == "ray" else None,
+            not self.finetune,
+            "it pre-encodes the prompts of a frozen backbone (a fine-tuned one encodes every batch with gradients)",
+        )
         fit = self.fit or ("adamw" if self.finetune else "ridge")
         if fit == "ridge" and self.finetune:
             raise EvalprismError(
@@ -213,9 +226,9 @@ class TrainOptions(Options):
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     def training_record(self) -> dict[str, object]:
-        """How the model was trained, as its ``config.json`` keeps it: every field but the harness
-        readers' options (how the battles were read, which the run record keeps)."""
-        return {name: value for name, value in self.fields().items() if name != "harness"}
+        """How the model was trained, as its ``config.json`` keeps it: every field but those of
+        :data:`HOW_READ` (which the run record keeps)."""
+        return {name: value for name, value in self.fields().items() if name not in HOW_READ}
 
 
 @dataclass(frozen=True)

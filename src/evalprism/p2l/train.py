@@ -64,7 +64,7 @@ from evalprism.p2l.evaluate import compare_predictors, marginal_log_probs, p2l_l
 from evalprism.p2l.head import CoefficientHead
 from evalprism.p2l.marginal import Leaderboard
 from evalprism.p2l.model import P2LModel
-from evalprism.p2l.options import DEFAULT_LR, ResolvedTrainOptions, TrainOptions
+from evalprism.p2l.options import DEFAULT_LR, HOW_READ, ResolvedTrainOptions, TrainOptions
 from evalprism.p2l.prepared import PreparedBattles, prepare_battle_arrays
 from evalprism.p2l.ridge import CV_FOLDS, PENALTY_GRID, RidgeBattles, choose_penalty, fit_penalised
 from evalprism.p2l.split import split_prompts
@@ -180,7 +180,7 @@ RESUMABLE_CHANGES = ("max_epochs", "patience", "micro_batch_size", "gradient_che
 
 def _fingerprint(content: str, options: TrainOptions) -> str:
     """What a checkpoint must match to be resumed: the battles' content and the options."""
-    fixed = {k: v for k, v in options.fields().items() if k not in RESUMABLE_CHANGES and k != "harness"}
+    fixed = {k: v for k, v in options.fields().items() if k not in RESUMABLE_CHANGES and k not in HOW_READ}
     return hashlib.sha256((content + json.dumps(fixed, sort_keys=True)).encode()).hexdigest()
 
 
@@ -804,7 +804,9 @@ def train_model(
     marginal = fit_marginal(data, opts.outcome_model)
     if (note := pinned_note(marginal)) is not None and world.is_main:
         warn(note)
-    backbone = load_backbone(opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress)
+    backbone = load_backbone(
+        opts.backbone, finetune=opts.finetune, cache_dir=cache_dir, progress=progress, engine=opts.encoding
+    )
     head = CoefficientHead(backbone.dim, len(data.names), opts.outcome_model)
     warm_start(head, marginal)
     if opts.fit == "ridge":
