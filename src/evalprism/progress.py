@@ -13,8 +13,10 @@
   ``embedding (minilm): 4,000/20,646 (19%), 85/s, 47 s elapsed, ~3 min left``.
 - Disabled (``-q``, ``progress=False``): nothing.
 
-Every long loop reports through :func:`progress_bar`, every long single call (a distance matrix,
-k-medoids, clustering) through :func:`working`; :func:`status` prints the step a run is in.
+Every long loop reports through :func:`progress_bar`; a step that learns its size only once it has
+planned its work (a distance matrix in blocks, k-medoids over its starts or swap chunks) through
+:func:`counted`; a single library call that cannot count (PCA, HDBSCAN, UMAP) through :func:`working`,
+which says the phase and the time it has taken; :func:`status` prints the step a run is in.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class _Lines:
         self.description, self.total, self.interval, self._write = description, total, interval, write
         self.done = 0
         self.ticks = 0
+        self.quiet = False
         self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="evalprism-progress", daemon=True)
@@ -82,10 +85,16 @@ class _Lines:
             self.ticks += 1
             self._write(self.line())
 
-    def close(self, finished: bool) -> None:
+    def stop(self) -> None:
+        """Stop the timer for good, with no final line (the step goes on under another display)."""
+        self.quiet = True
         self._stop.set()
         self._thread.join()
-        if self.total is not None or self.ticks:
+
+    def close(self, finished: bool) -> None:
+        quiet = self.quiet
+        self.stop()
+        if not quiet and (self.total is not None or self.ticks):
             self._write(self.line(final=True, finished=finished))
 
     def line(self, final: bool = False, finished: bool = True) -> str:
@@ -232,3 +241,41 @@ def working(message: str, enabled: bool = True) -> Iterator[None]:
         return
     with _lines(message, None):
         yield
+
+
+class _Counted:
+    """What :func:`counted` yields: until :meth:`start`, the phase and its elapsed time (as
+    :func:`working`); from :meth:`start`, a :func:`progress_bar` of the announced total."""
+
+    def __init__(self, description: str, unit: str, enabled: bool, stack: contextlib.ExitStack) -> None:
+        self.description, self.unit, self.enabled, self._stack = description, unit, enabled, stack
+        self.waiting: _Lines | None = None
+        self._bar: _Bar | _Lines | _Silent | None = None
+
+    def start(self, total: int) -> None:
+        """The step's size is known: ``total`` units from now on."""
+        if self._bar is not None:
+            return
+        if self.waiting is not None:
+            self.waiting.stop()
+            self.waiting = None
+        self._bar = self._stack.enter_context(progress_bar(f"{self.description} ({self.unit})", total, self.enabled))
+
+    def update(self, advance: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(advance)
+
+
+@contextlib.contextmanager
+def counted(description: str, unit: str, enabled: bool = True) -> Iterator[_Counted]:
+    """A step that knows its size only once it has planned its work (a distance matrix in blocks,
+    k-medoids over its starts): its :func:`status` line, then ``still working`` lines as
+    :func:`working` until the callee calls ``start(total)``, then done/total and an ETA as
+    :func:`progress_bar` (``description (unit): 3/12 (25%), ..., ~2 min left``). A callee that never
+    starts (a step that cannot count) reads as :func:`working`."""
+    status(description, enabled)
+    with contextlib.ExitStack() as stack:
+        steps = _Counted(description, unit, enabled, stack)
+        if enabled and not interactive():
+            steps.waiting = stack.enter_context(_lines(description, None))
+        yield steps

@@ -24,7 +24,7 @@ from evalprism.io.lexical import answer_key, lexical_scores, score_answers
 from evalprism.io.responses import RESPONSES_SCHEMA, check_setting_columns, configuration_label
 from evalprism.keyed import content_order
 from evalprism.memory import available_memory
-from evalprism.progress import progress_bar, status, working
+from evalprism.progress import counted, progress_bar, status
 from evalprism.stats import distinct_ecdf_count, ecdf_wins, kmedoids, mds_order, w1_matrix
 from evalprism.stats.clara import CLARA_ABOVE, SortedEcdfs, check_method, kmedoids_ecdfs
 from evalprism.stats.stability import choose_k_by_stability
@@ -382,7 +382,11 @@ def _choose_k_by_stability(
             f"K was chosen on a random subset of {chosen.size} questions ({rows.size} of {n} settings): "
             "stability costs grow with the square of the settings"
         )
-    sub = dist[np.ix_(rows, rows)] if dist is not None else w1_matrix([samples[i] for i in rows])
+    if dist is not None:
+        sub = dist[np.ix_(rows, rows)]
+    else:
+        with counted(f"distances between {rows.size} ECDFs (to choose K)", "blocks", progress) as steps:
+            sub = w1_matrix([samples[i] for i in rows], steps=steps)
     with progress_bar(f"choosing K in {k_values[0]}..{k_values[-1]} (stability)", len(k_values), progress) as bar:
         k, curve = choose_k_by_stability(sub, questions[rows], k_values, seed=seed, on_step=bar.update)
     return k, pd.DataFrame(curve, columns=["k", "stability", "stability_sd", "silhouette"])
@@ -420,15 +424,16 @@ def _cluster(
         ecdfs = SortedEcdfs(samples)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, None, k_values, seed, progress, notes)
-        with working(f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}", progress):
-            result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        clara = f"k-medoids (CLARA-style, exact W1 over all {n} settings) with K={clusters}"
+        with counted(clara, "samples and swap passes", progress) as steps:
+            result, to_medoids = kmedoids_ecdfs(ecdfs, int(clusters), method=method, seed=seed, steps=steps)  # type: ignore[arg-type]
     else:
-        with working(f"distances between {n} ECDFs", progress):
-            dist = w1_matrix(samples)
+        with counted(f"distances between {n} ECDFs", "blocks", progress) as steps:
+            dist = w1_matrix(samples, steps=steps)
         if clusters == "auto":
             clusters, k_curve = _choose_k_by_stability(samples, questions, dist, k_values, seed, progress, notes)
-        with working(f"k-medoids ({method}) with K={clusters}", progress):
-            result = kmedoids(dist, int(clusters), method=method, seed=seed)  # type: ignore[arg-type]
+        with counted(f"k-medoids ({method}) with K={clusters}", "runs", progress) as steps:
+            result = kmedoids(dist, int(clusters), method=method, seed=seed, steps=steps)  # type: ignore[arg-type]
         to_medoids = dist[:, result.medoids]
         del dist
     medoids, labels, wins = renumber_by_wins(samples, result.medoids, result.labels)

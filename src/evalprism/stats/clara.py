@@ -35,6 +35,7 @@ from scipy.spatial.distance import cdist
 from evalprism.errors import EvalprismError
 from evalprism.stats.ecdf import _common_grid, w1_matrix
 from evalprism.stats.kmedoids import KMedoidsResult, Method, kmedoids
+from evalprism.stats.steps import Steps
 
 #: above this many ECDFs :func:`kmedoids_ecdfs` never builds the n x n matrix
 CLARA_ABOVE = 20_000
@@ -122,9 +123,14 @@ def _nearest_two(to_medoids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def _swap_passes(
-    ecdfs: SortedEcdfs, medoids: np.ndarray, to_medoids: np.ndarray, candidates: np.ndarray
+    ecdfs: SortedEcdfs,
+    medoids: np.ndarray,
+    to_medoids: np.ndarray,
+    candidates: np.ndarray,
+    steps: Steps | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Exact swap improvement restricted to ``candidates`` (see the module docstring, step 3)."""
+    """Exact swap improvement restricted to ``candidates`` (see the module docstring, step 3);
+    ``steps`` hears each pass, and the passes left unrun when one swaps nothing (converged)."""
     k = medoids.size
     medoids = medoids.copy()
     label, near, second = _nearest_two(to_medoids)
@@ -152,20 +158,27 @@ def _swap_passes(
                     loss = near.sum()
                     n_swap += 1
                     swapped = True
+        if steps is not None:
+            steps.update(1 if swapped else SWAP_PASSES - passes + 1)
         if not swapped:
             break
     return medoids, to_medoids, passes, n_swap
 
 
-def clara_ecdfs(ecdfs: SortedEcdfs, k: int, seed: int = 0) -> tuple[KMedoidsResult, np.ndarray]:
+def clara_ecdfs(
+    ecdfs: SortedEcdfs, k: int, seed: int = 0, steps: Steps | None = None
+) -> tuple[KMedoidsResult, np.ndarray]:
     """CLARA-style k-medoids of ``ecdfs`` (module docstring); returns the result and the (n, k)
-    distances of every ECDF to the medoids."""
+    distances of every ECDF to the medoids. ``steps`` hears :data:`CLARA_SAMPLES` samples (each an
+    s x s matrix, FasterPAM and n x k losses) and :data:`SWAP_PASSES` swap passes as units."""
     n = ecdfs.n
     size = min(n, max(CLARA_MIN_SAMPLE, CLARA_PER_CLUSTER * k))
     rng = np.random.default_rng(seed)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     found = []
     near_members = []
+    if steps is not None:
+        steps.start(CLARA_SAMPLES + SWAP_PASSES)
     for _r in range(CLARA_SAMPLES):
         if best is None:
             idx = np.sort(rng.choice(n, size=size, replace=False))
@@ -186,9 +199,11 @@ def clara_ecdfs(ecdfs: SortedEcdfs, k: int, seed: int = 0) -> tuple[KMedoidsResu
         loss = float(to_medoids.min(axis=1).sum())
         if best is None or loss < best[0]:
             best = (loss, medoids, to_medoids)
+        if steps is not None:
+            steps.update(1)
     assert best is not None
     candidates = np.unique(np.concatenate(found + near_members))
-    medoids, to_medoids, passes, n_swap = _swap_passes(ecdfs, best[1], best[2], candidates)
+    medoids, to_medoids, passes, n_swap = _swap_passes(ecdfs, best[1], best[2], candidates, steps)
     labels, near, _ = _nearest_two(to_medoids)
     labels[medoids] = np.arange(k)
     return KMedoidsResult(medoids, labels, float(near.sum()), passes, n_swap), to_medoids
@@ -205,17 +220,22 @@ def check_method(n: int, method: str) -> None:
 
 
 def kmedoids_ecdfs(
-    samples: Sequence[np.ndarray] | SortedEcdfs, k: int, method: Method = "fasterpam", seed: int = 0
+    samples: Sequence[np.ndarray] | SortedEcdfs,
+    k: int,
+    method: Method = "fasterpam",
+    seed: int = 0,
+    steps: Steps | None = None,
 ) -> tuple[KMedoidsResult, np.ndarray]:
     """k-medoids of ECDFs by exact W1: the full matrix and :func:`evalprism.stats.kmedoids` up to
     :data:`CLARA_ABOVE` ECDFs, the CLARA-style search above (no n x n array). Returns the result and
-    the (n, k) W1 distances of every ECDF to the medoids."""
+    the (n, k) W1 distances of every ECDF to the medoids. ``steps`` hears the CLARA-style search's
+    samples and passes (:func:`clara_ecdfs`), or the full-matrix path's k-medoids runs."""
     ecdfs = samples if isinstance(samples, SortedEcdfs) else SortedEcdfs(samples)
     if not 1 <= k <= ecdfs.n:
         raise EvalprismError(f"number of clusters K={k} must be between 1 and the number of items ({ecdfs.n})")
     if ecdfs.n <= CLARA_ABOVE:
         dist = w1_matrix(ecdfs.subset(np.arange(ecdfs.n)))
-        res = kmedoids(dist, k, method=method, seed=seed)
+        res = kmedoids(dist, k, method=method, seed=seed, steps=steps)
         return res, dist[:, res.medoids].astype(np.float64)
     check_method(ecdfs.n, method)
-    return clara_ecdfs(ecdfs, k, seed)
+    return clara_ecdfs(ecdfs, k, seed, steps)

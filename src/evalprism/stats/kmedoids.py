@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from evalprism.errors import EvalprismError
+from evalprism.stats.steps import Steps
 from evalprism.vocabularies import KMedoidsMethod
 
 Method = KMedoidsMethod
@@ -134,7 +135,7 @@ def _kmedoids_package() -> Any:
     return kmedoids
 
 
-def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
+def _fasterpam(dist: np.ndarray, k: int, seed: int, steps: Steps | None = None) -> KMedoidsResult:
     """FasterPAM from several starts; the lowest loss wins.
 
     Up to :data:`RESTARTS_UP_TO` points: :data:`RANDOM_STARTS` seeded random medoid sets, plus exact
@@ -148,31 +149,45 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
     :data:`_BUILD_SAMPLE` points (as in the LAB initialisation) and a seeded random start, in the
     package's multi-threaded variant. Every run gets an explicit seed even with given medoids:
     multi-threaded, the ``kmedoids`` package shuffles, and without a seed it would draw from NumPy's
-    global state (same seed, different clusterings)."""
+    global state (same seed, different clusterings).
+
+    ``steps`` hears the number of runs and each finished run (the runs cost about the same: one
+    FasterPAM on the same matrix each)."""
     n = dist.shape[0]
     rng = np.random.default_rng(seed)
-    package = _kmedoids_package()
     runs: list[Callable[[], Any]] = []
+    # a start's BUILD (and the package's import) run inside its run, so progress counts them there;
+    # BUILD draws nothing from ``rng``, so the seeded draws are those of every earlier version
     if n <= RESTARTS_UP_TO:
-        starts = [pam_build(dist, k)] if n <= _BUILD_SAMPLE else []
-        starts += [np.sort(rng.choice(n, size=k, replace=False)) for _ in range(RANDOM_STARTS)]
-        runs = [
-            functools.partial(package.fasterpam, dist, m.astype(np.uint64), random_state=None, n_cpu=1) for m in starts
-        ]
+        random_starts = [np.sort(rng.choice(n, size=k, replace=False)) for _ in range(RANDOM_STARTS)]
+        starts: list[Callable[[], np.ndarray]] = [functools.partial(pam_build, dist, k)] if n <= _BUILD_SAMPLE else []
+        starts += [functools.partial(np.asarray, m) for m in random_starts]
+
+        def from_start(start: Callable[[], np.ndarray]) -> Callable[[], Any]:
+            return lambda: _kmedoids_package().fasterpam(dist, start().astype(np.uint64), random_state=None, n_cpu=1)
+
+        runs = [from_start(start) for start in starts]
     else:
         sub = np.sort(rng.choice(n, size=_BUILD_SAMPLE, replace=False))
-        init = sub[pam_build(dist[np.ix_(sub, sub)], k)]
         random_seed = int(rng.integers(2**31))
 
         def from_build() -> Any:
+            init = sub[pam_build(dist[np.ix_(sub, sub)], k)]
             with warnings.catch_warnings():  # it warns that a seed is unused with given medoids
                 warnings.simplefilter("ignore", UserWarning)
-                return package.fasterpam(dist, init.astype(np.uint64), random_state=random_seed, n_cpu=-1)
+                return _kmedoids_package().fasterpam(dist, init.astype(np.uint64), random_state=random_seed, n_cpu=-1)
 
-        runs = [from_build, lambda: package.fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=-1)]
+        def from_random() -> Any:
+            return _kmedoids_package().fasterpam(dist, k, init="random", random_state=random_seed, n_cpu=-1)
+
+        runs = [from_build, from_random]
     best = None
+    if steps is not None:
+        steps.start(len(runs))
     for run in runs:
         res = run()
+        if steps is not None:
+            steps.update(1)
         medoids = np.asarray(res.medoids, dtype=np.int64)
         if best is None or res.loss < best.loss - 1e-12 * abs(best.loss):
             labels, loss = _assign(dist, medoids)
@@ -181,16 +196,20 @@ def _fasterpam(dist: np.ndarray, k: int, seed: int) -> KMedoidsResult:
     return best
 
 
-def kmedoids(dist: np.ndarray, k: int, method: Method = "fasterpam", seed: int = 0) -> KMedoidsResult:
+def kmedoids(
+    dist: np.ndarray, k: int, method: Method = "fasterpam", seed: int = 0, steps: Steps | None = None
+) -> KMedoidsResult:
     """Cluster items given their distance matrix (:class:`KMedoidsResult`: medoids, labels, loss).
 
     ``labels[i]`` indexes ``medoids``; ``loss`` is the sum of each item's distance to its medoid.
+    ``steps`` hears FasterPAM's runs (:func:`_fasterpam`); PAM's SWAP iterations have no total known
+    in advance, so ``steps`` is never started for it (a listener shows the phase and its time).
     """
     dist = _check(dist, k)
     if method == "pam":
         return pam(dist, k)
     if method == "fasterpam":
-        return _fasterpam(dist, k, seed)
+        return _fasterpam(dist, k, seed, steps)
     raise EvalprismError(f"unknown k-medoids method '{method}': expected 'fasterpam' or 'pam'")
 
 
