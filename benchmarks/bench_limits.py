@@ -23,7 +23,7 @@ The static model is distilled once per machine (minutes): one already in evalpri
 the scratch cache, else it is built there before any timing.
 
     nice -n 10 python benchmarks/bench_limits.py [--sizes 100000,1000000] [--only judges|ecdf] [--limit 1200]
-    python benchmarks/bench_limits.py --quick      # 2,000 texts, the smoke test
+    python benchmarks/bench_limits.py --quick [--embedder static:<dir>]  # 2,000 texts: the smoke test
 """
 
 from __future__ import annotations
@@ -141,14 +141,14 @@ def ecdf_input(n: int, path: Path) -> None:
     ).to_parquet(path)
 
 
-def cli_args(kind: str, data: Path, out: Path) -> list[str]:
-    common = ["--embedder", "static", "--out", str(out)]
+def cli_args(kind: str, data: Path, out: Path, spec: str) -> list[str]:
+    common = ["--embedder", spec, "--out", str(out)]
     if kind == "judges":
         return ["judges", str(data), "--human", "human_label", "--llm", "judge_a", "--llm", "judge_b", *common]
     return ["ecdf", str(data), "--by", "model", "--clusters", "8", *common]
 
 
-def encode_only(kind: str, data: Path, cache: Path) -> None:
+def encode_only(kind: str, data: Path, cache: Path, spec: str) -> None:
     """The peer (run as a child): embed the texts ``kind``'s analysis embeds, nothing else."""
     from evalprism.embed import get_embedder
     from evalprism.judges.analysis import DEFAULT_INSTRUCTION, make_embedder, pair_text
@@ -156,25 +156,26 @@ def encode_only(kind: str, data: Path, cache: Path) -> None:
     table = pd.read_parquet(data)
     if kind == "judges":
         texts = [pair_text(q, d) for q, d in zip(table["query_text"], table["doc_text"], strict=True)]
-        make_embedder("static", DEFAULT_INSTRUCTION, cache_dir=cache, progress=False).embed(texts)
+        make_embedder(spec, DEFAULT_INSTRUCTION, cache_dir=cache, progress=False).embed(texts)
     else:
         texts = table["response"].tolist() + sorted({r for refs in table["references"] for r in refs})
-        get_embedder("static", cache_dir=cache, progress=False).embed(texts)
+        get_embedder(spec, cache_dir=cache, progress=False).embed(texts)
 
 
-def static_model_into(cache: Path) -> str:
-    """The static model in ``cache``: copied from evalprism's own cache, else built there (not timed)."""
+def static_model_into(cache: Path, spec: str) -> str:
+    """The static model ``spec`` names in ``cache``: copied from evalprism's own cache, else built there
+    (not timed)."""
     from evalprism.embed import get_embedder
     from evalprism.embed.spec import parse_spec
     from evalprism.embed.static import is_complete, static_model_dir, static_source
 
-    built = static_model_dir(static_source(parse_spec("static", kinds=("static",))))
+    built = static_model_dir(static_source(parse_spec(spec, kinds=("static",))))
     if is_complete(built):
         shutil.copytree(built, cache / built.parent.name / built.name)
         return "copied from this machine's cache"
     log("building the static model into the scratch cache (once; minutes)")
     os.environ["EVALPRISM_CACHE_DIR"] = str(cache)
-    get_embedder("static", cache_dir=cache, progress=True).embed(["warm-up"])
+    get_embedder(spec, cache_dir=cache, progress=True).embed(["warm-up"])
     return "built for this run"
 
 
@@ -184,7 +185,7 @@ def fresh_cache(model: Path, into: Path) -> Path:
     return into
 
 
-def bench_size(report: Report, kind: str, n: int, work: Path, model: Path, limit_s: float) -> None:
+def bench_size(report: Report, kind: str, n: int, work: Path, model: Path, limit_s: float, spec: str) -> None:
     data = work / f"{kind}-{n}.parquet"
     log(f"{kind}: writing {n:,} synthetic texts")
     (judges_input if kind == "judges" else ecdf_input)(n, data)
@@ -194,9 +195,9 @@ def bench_size(report: Report, kind: str, n: int, work: Path, model: Path, limit
         cache = fresh_cache(model, work / f"cache-{kind}-{n}-{role}")
         env = {**base, "EVALPRISM_CACHE_DIR": str(cache)}
         if role == "pipeline":
-            command = [sys.executable, "-m", "evalprism", *cli_args(kind, data, work / f"out-{kind}-{n}")]
+            command = [sys.executable, "-m", "evalprism", *cli_args(kind, data, work / f"out-{kind}-{n}", spec)]
         else:
-            command = [sys.executable, __file__, "--encode-only", kind, str(data), str(cache)]
+            command = [sys.executable, __file__, "--encode-only", kind, str(data), str(cache), spec]
         log(f"{kind} {n:,}: {role}: {' '.join(command[1:])}")
         run[role] = measure(command, env, work / f"{kind}-{n}-{role}.log", limit_s)
         log(f"{kind} {n:,}: {role}: exit {run[role].code}, {run[role].cell()}")
@@ -209,7 +210,7 @@ def bench_size(report: Report, kind: str, n: int, work: Path, model: Path, limit
     )
     report.add(
         Row(
-            f"evalprism {kind} --embedder static",
+            f"evalprism {kind}",
             f"{n:,}",
             pipeline.cell(),
             encoder.cell() if encoder.code is not None else f"stopped at the limit, {encoder.cell()}",
@@ -226,11 +227,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["judges", "ecdf"], help="one analysis only")
     parser.add_argument("--limit", type=float, default=1200.0, help="seconds of wall time per run before it is stopped")
     parser.add_argument("--keep", type=Path, help="write inputs, outputs and logs here (kept) instead of a temp dir")
-    parser.add_argument("--encode-only", nargs=3, metavar=("KIND", "INPUT", "CACHE"), help=argparse.SUPPRESS)
+    parser.add_argument("--embedder", default="static", help="a static model: static (default) or static:<dir>")
+    parser.add_argument("--encode-only", nargs=4, metavar=("KIND", "INPUT", "CACHE", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.encode_only:
-        kind, data, cache = args.encode_only
-        encode_only(kind, Path(data), Path(cache))
+        kind, data, cache, spec = args.encode_only
+        encode_only(kind, Path(data), Path(cache), spec)
         return
     sizes = [2000] if args.quick else [int(s) for s in args.sizes.split(",")]
     kinds = [args.only] if args.only else ["judges", "ecdf"]
@@ -241,12 +243,13 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         model = work / "model-cache"
         model.mkdir(exist_ok=True)
-        report.notes.append(f"the static model was {static_model_into(model)}; not in any timing")
+        built = static_model_into(model, args.embedder)
+        report.notes.append(f"--embedder {args.embedder}; the static model was {built}, not in any timing")
         try:
             for kind in kinds:
                 report.section(f"{kind}: CPU (user + sys), wall and peak RSS of the child; peer: the encoder alone")
                 for n in sizes:
-                    bench_size(report, kind, n, work, model, args.limit)
+                    bench_size(report, kind, n, work, model, args.limit, args.embedder)
         except Exception as exc:  # a benchmark reports, it never fails the caller
             report.notes.append(f"stopped early: {type(exc).__name__}: {exc}")
     report.notes.append(load_note(load))

@@ -455,3 +455,23 @@ def test_p2l_bench_study_battles_values_every_router_by_held_out_win_rate(tmp_pa
     run = json.loads((out / "bench" / "run.json").read_text(encoding="utf-8"))
     assert "win rate" in json.dumps(run)
     assert "prompts excluded" in (out / "table.md").read_text(encoding="utf-8")
+
+
+def test_bench_limits_quick_measures_judges_and_ecdf_against_the_encoder_alone(tmp_path: Path) -> None:
+    """benchmarks/bench_limits.py --quick (2,000 synthetic texts) with a static model distilled from a tiny
+    encoder the test builds: both commands exit 0 and write what the synthetic input implies (2,000 pairs;
+    100 questions x 2 configurations = 200 settings), each row beside its peer, the encoder alone."""
+    from builders import tiny_bert
+
+    encoder = tiny_bert(tmp_path / "bert", [f"w{i}" for i in range(100)])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env["EVALPRISM_CACHE_DIR"] = str(tmp_path / "cache")
+    work = tmp_path / "work"
+    command = [sys.executable, REPO / "benchmarks" / "bench_limits.py", "--quick", "--embedder", f"static:{encoder}"]
+    done = run_process([*command, "--keep", work], REPO, env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    for kind in ("judges", "ecdf"):
+        row = next(line for line in done.stdout.splitlines() if f"│ evalprism {kind} " in line)
+        assert "2,000" in row and row.count("MiB") == 2 and "exit 0" in row, row  # the run and its peer
+    assert len(pd.read_csv(work / "out-judges-2000" / "pairs.csv")) == 2000
+    assert len(pd.read_csv(work / "out-ecdf-2000" / "settings.csv")) == 200

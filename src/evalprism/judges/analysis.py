@@ -47,7 +47,8 @@ from evalprism.judges.groups import Groups, split_groups
 from evalprism.judges.options import DEFAULT_INSTRUCTION, JudgesOptions
 from evalprism.judges.result import JudgesResult
 from evalprism.judges.summary import Clustering, EmbeddingCounts, GroupClustering, JudgesSummary
-from evalprism.progress import status, warn, working
+from evalprism.progress import counted, status, warn, working
+from evalprism.stats.steps import Steps
 
 __all__ = ["DEFAULT_INSTRUCTION", "JudgesOptions", "analyze", "make_embedder", "pair_text"]
 
@@ -223,15 +224,21 @@ class _Candidate:
         return self.clustering.degenerate
 
 
-def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions) -> tuple[np.ndarray, Clustering]:
+def _cluster(
+    x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOptions, steps: Steps | None = None
+) -> tuple[np.ndarray, Clustering]:
     """Reduce and cluster each group of pairs on its own (all pairs: one group); the labels of all
     groups renumbered together by size, and how each group was clustered: the selection used, its
-    min_cluster_size, its health and every attempt, with the warnings about degenerate or thin groups."""
+    min_cluster_size, its health and every attempt, with the warnings about degenerate or thin groups.
+    ``steps`` hears the groups when there are several; one group is one HDBSCAN call (and maybe its
+    leaf fallback), which cannot count, so a listener shows only the phase and its time."""
     copts = options.cluster
     q_codes = np.asarray(pd.factorize(judged.table["query_id"], sort=True)[0])
     labels = np.full(len(judged.table), -1, dtype=np.int64)
     offset = 0
     described, warnings = [], []
+    if steps is not None and len(groups.parts) > 1:
+        steps.start(len(groups.parts))
     for name, idx in groups.parts:
         where = groups.where(name)
         copts.check_shape(idx.size, x.shape[1], where)
@@ -244,6 +251,8 @@ def _cluster(x: np.ndarray, judged: Judgments, groups: Groups, options: JudgesOp
             GroupClustering(name, checked.selection, checked.min_cluster_size, checked.health, checked.attempts)
         )
         warnings += _health_warnings(checked.health, where)
+        if steps is not None:
+            steps.update(1)
     return renumber(labels), Clustering(groups.column, tuple(described), tuple(warnings))
 
 
@@ -291,12 +300,13 @@ def _candidates(
             x = emb.embed(texts, what=f"{len(texts)} pairs, instruction {instruction!r}")
             counts.append(EmbeddingCounts(instruction, emb.model_id, **emb.stats))
         sizes = ", ".join(f"{copts.size_for(idx.size)}" for _, idx in groups.parts)
-        with working(
+        with counted(
             f"clustering ({copts.reduce}, {copts.cluster_selection_method} selection, min_cluster_size={sizes}"
             f"{f', per {groups.column}' if groups.column else ''})",
+            "groups",
             progress,
-        ):
-            labels, clustering = _cluster(x, judged, groups, options)
+        ) as steps:
+            labels, clustering = _cluster(x, judged, groups, options, steps)
         purity = cluster_purity(labels, judged.relevant[judged.human])
         candidates.append(
             _Candidate(instruction, x, labels, purity, purity_score(purity, options.purity_percentile), clustering)
