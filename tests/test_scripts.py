@@ -457,6 +457,7 @@ def test_p2l_bench_study_battles_values_every_router_by_held_out_win_rate(tmp_pa
     assert "prompts excluded" in (out / "table.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # four subprocesses on 2,000 texts: ~1 min on a quiet 2-core machine, 5 under load
 def test_bench_limits_quick_measures_judges_and_ecdf_against_the_encoder_alone(tmp_path: Path) -> None:
     """benchmarks/bench_limits.py --quick (2,000 synthetic texts) with a static model distilled from a tiny
     encoder the test builds: both commands exit 0 and write what the synthetic input implies (2,000 pairs;
