@@ -53,13 +53,15 @@ INTERVAL_S = 30  # progress lines in the children's logs: the last one says wher
 @dataclass(frozen=True)
 class Usage:
     """What one child process used: exit code (None: killed at the limit), peak RSS, CPU and wall seconds,
-    and the last line it wrote on stderr."""
+    the last line it wrote on stderr and how long before its end it wrote it (a step holding the GIL
+    starves the progress timer: its log goes quiet)."""
 
     code: int | None
     rss_mib: float
     cpu_s: float
     wall_s: float
     last_line: str
+    quiet_s: float
 
     def cell(self) -> str:
         return f"{fmt_s(self.cpu_s)} CPU, {fmt_s(self.wall_s)} wall, {self.rss_mib:,.0f} MiB"
@@ -81,6 +83,7 @@ def measure(command: list[str], env: dict[str, str], log_path: Path, limit_s: fl
                 killed = True
             time.sleep(0.2)
     wall = time.perf_counter() - start
+    quiet = time.time() - log_path.stat().st_mtime
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: keep Popen from waiting again
     lines = [line for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
     return Usage(
@@ -89,6 +92,7 @@ def measure(command: list[str], env: dict[str, str], log_path: Path, limit_s: fl
         usage.ru_utime + usage.ru_stime,
         wall,
         lines[-1].strip() if lines else "",
+        quiet,
     )
 
 
@@ -204,7 +208,7 @@ def bench_size(report: Report, kind: str, n: int, work: Path, model: Path, limit
         shutil.rmtree(cache, ignore_errors=True)
     pipeline, encoder = run["pipeline"], run["encoder"]
     ended = (
-        f"stopped at the {fmt_s(limit_s)} limit; last line: {pipeline.last_line}"
+        f"stopped at the {fmt_s(limit_s)} limit; last line ({fmt_s(pipeline.quiet_s)} before): {pipeline.last_line}"
         if pipeline.code is None
         else f"exit {pipeline.code}" + ("" if pipeline.code == 0 else f": {pipeline.last_line}")
     )
