@@ -67,14 +67,27 @@ class Usage:
         return f"{fmt_s(self.cpu_s)} CPU, {fmt_s(self.wall_s)} wall, {self.rss_mib:,.0f} MiB"
 
 
+def _high_water_kib(pid: int) -> int:
+    """The process's peak resident memory so far (``VmHWM``, KiB; 0 once it is gone). Unlike
+    ``ru_maxrss``, it starts afresh at ``exec``: it never counts the forked copy of this script."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
+
+
 def measure(command: list[str], env: dict[str, str], log_path: Path, limit_s: float) -> Usage:
-    """Run ``command`` and read its own resource usage (``os.wait4``: this child only, not earlier ones);
+    """Run ``command`` and read its own resource usage: CPU from ``os.wait4`` (this child only, not
+    earlier ones), peak RSS from its ``VmHWM`` read every 0.2 s (``ru_maxrss`` where /proc is absent);
     killed after ``limit_s`` seconds of wall time."""
     start = time.perf_counter()
+    peak_kib = 0
     with log_path.open("w", encoding="utf-8") as err:
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
         killed = False
         while True:
+            peak_kib = max(peak_kib, _high_water_kib(child.pid))
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
@@ -88,7 +101,7 @@ def measure(command: list[str], env: dict[str, str], log_path: Path, limit_s: fl
     lines = [line for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
     return Usage(
         None if killed else child.returncode,
-        usage.ru_maxrss / 1024,
+        (peak_kib or usage.ru_maxrss) / 1024,
         usage.ru_utime + usage.ru_stime,
         wall,
         lines[-1].strip() if lines else "",
