@@ -26,6 +26,8 @@ class Embedder:
     INSTRUCTOR's prompt for ``instructor:``. ``cache_dir=False`` disables the persistent cache of vectors (a
     ``static`` model is still built into, and read from, the default cache directory: it is a model, not vectors).
     ``stats`` counts, for the last call, how many texts were requested, distinct, cached and encoded.
+    ``runtime``: what computes a sentence encoder's vectors, ``auto``, ``torch`` or ``openvino``
+    (:mod:`evalprism.embed.runtime`; the commands default to ``auto``, this class to ``torch``).
     """
 
     def __init__(
@@ -37,12 +39,18 @@ class Embedder:
         batch_size: int = 64,
         progress: bool = True,
         device: str | None = None,
+        runtime: str = "torch",
     ) -> None:
         parsed = parse_spec(spec)
         self.instruction = instruction or None
         static_home = cache_dir if isinstance(cache_dir, (str, Path)) else None  # where a static model is built
         self.backend: EncoderBackend = resolve_backend(
-            parsed, device or default_device(), self.instruction, cache_dir=static_home, progress=progress
+            parsed,
+            device or default_device(),
+            self.instruction,
+            cache_dir=static_home,
+            progress=progress,
+            runtime=runtime,
         )
         self.spec = parsed.text
         self.batch_size = batch_size

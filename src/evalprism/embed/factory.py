@@ -36,17 +36,27 @@ def get_embedder(
     device: str | None = None,
     role: str = "embedder",
     kinds: Sequence[Kind] = EMBEDDER_KINDS,
+    runtime: str | None = None,
 ) -> Embedder:
     """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged; a command's
     :class:`~evalprism.io.embed_options.EmbedOptions` give the spec and every other embedding choice).
 
     ``instruction`` goes with every text as the spec's model expects it (see :class:`Embedder`).
     ``role`` and ``kinds``: how the caller names what it builds, and the spec kinds it accepts
-    (a P2L backbone takes ``minilm`` and ``st:`` here)."""
+    (a P2L backbone takes ``minilm`` and ``st:`` here). ``runtime``: what computes a sentence encoder's
+    vectors (:mod:`evalprism.embed.runtime`); None: the options' ``embed_runtime`` (default ``auto``), and
+    ``torch`` for a spec given alone (a P2L backbone's features, computed as its model was trained)."""
     if isinstance(spec, Embedder):
         return spec
-    parsed = parse_spec(spec.embedder if isinstance(spec, EmbedOptions) else spec, role=role, kinds=kinds)
+    options = spec if isinstance(spec, EmbedOptions) else None
+    parsed = parse_spec(options.embedder if options else spec, role=role, kinds=kinds)  # type: ignore[arg-type]
     cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
     return cls(
-        parsed, instruction=instruction, cache_dir=cache_dir, progress=progress, batch_size=batch_size, device=device
+        parsed,
+        instruction=instruction,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+        device=device,
+        runtime=runtime or (options.embed_runtime if options else "torch"),
     )

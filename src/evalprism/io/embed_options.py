@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalprism.io.options import Options, option
+from evalprism.vocabularies import Runtime
 
 __all__ = ["EMBEDDER_HELP", "EmbedOptions"]
 
@@ -26,6 +27,14 @@ EMBEDDER_HELP = (
 
 @dataclass(frozen=True)
 class EmbedOptions(Options):
-    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`)."""
+    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`). ``embed_runtime``: what computes a
+    sentence encoder's vectors (:mod:`evalprism.embed.runtime`): auto (OpenVINO float32 where installed,
+    for minilm and st: on a CPU; else torch), torch (sentence-transformers) or openvino."""
 
     embedder: str = option("minilm", help=EMBEDDER_HELP)
+    embed_runtime: Runtime = option(
+        "auto",
+        help="What computes the encoder's vectors (minilm, st:): auto (OpenVINO float32 where it is installed, "
+        "on a CPU; else torch), torch (sentence-transformers) or openvino. The vectors agree to cosine "
+        "1 - 1e-6 and are cached apart.",
+    )
