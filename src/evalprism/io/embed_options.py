@@ -35,6 +35,6 @@ class EmbedOptions(Options):
     embed_runtime: Runtime = option(
         "auto",
         help="What computes the encoder's vectors (minilm, st:): auto (OpenVINO float32 where it is installed, "
-        "on a CPU; else torch), torch (sentence-transformers) or openvino. The vectors agree to cosine "
-        "1 - 1e-6 and are cached apart.",
+        "on a CPU; else torch), torch (sentence-transformers) or openvino. Their vectors differ by at most "
+        "about 3e-7 per coordinate, and are cached apart.",
     )
