@@ -9,9 +9,10 @@ the mean of token vectors, built once into the cache).
 deduplicates texts, serves cached vectors and encodes only what is new.
 
 Modules, each importing only those above it: ``spec`` (parse), ``cache`` (the cache directory, checked
-once, and the vectors), ``local_models`` (the packaged MiniLM) -> ``static`` (static models) -> ``backends``
-(load and encode, one row per kind) -> ``ray_engine`` (``engine='ray'``: the batches encoded on a Ray Data
-actor pool, imported only when used) -> ``embedder`` (dedup and cache) -> ``instructor`` (the INSTRUCTOR
+once, and the vectors), ``local_models`` (the packaged MiniLM) -> ``static`` (static models) -> ``runtime``
+(torch or OpenVINO for a sentence encoder, ``embed_runtime``) -> ``backends`` (load and encode, one row per
+kind) -> ``ray_engine`` (``engine='ray'``: the batches encoded on a Ray Data actor pool, imported only when
+used) -> ``embedder`` (dedup and cache) -> ``instructor`` (the INSTRUCTOR
 embedder) -> ``factory``.
 """
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.local_models import fingerprint, packaged_minilm, quiet_transformers
+from evalprism.embed.runtime import OPENVINO_PRECISION, resolve_embed_runtime, runtime_model_id
 from evalprism.embed.spec import DEFAULT_SPEC, EMBEDDER_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.embed.static import (
     DEFAULT_MAX_TOKENS,
@@ -71,12 +72,14 @@ class EncoderBackend(Protocol):
 class BackendContext:
     """What every backend is resolved with: the ``device``, the ``instruction`` (None: none), and for a
     backend that builds its model into evalprism's cache (``static``) the ``cache_dir`` (None: the default)
-    and whether it may report the build (``progress``)."""
+    and whether it may report the build (``progress``); the ``runtime`` asked of a sentence encoder
+    (:func:`~evalprism.embed.runtime.resolve_embed_runtime`)."""
 
     device: str = "cpu"
     instruction: str | None = None
     cache_dir: str | Path | None = None
     progress: bool = True
+    runtime: str = "torch"
 
 
 def _first_line(exc: Exception) -> str:
@@ -86,18 +89,23 @@ def _first_line(exc: Exception) -> str:
 @dataclass
 class SentenceTransformerBackend:
     """Any sentence-transformers model, from a local path or a name already in the local HF cache.
-    The ``instruction`` is prepended to every text as plain text (``"<instruction> <text>"``)."""
+    The ``instruction`` is prepended to every text as plain text (``"<instruction> <text>"``).
+    ``runtime``: ``torch`` (sentence-transformers' own ``encode``) or ``openvino`` (the same pipeline traced
+    into OpenVINO float32, :mod:`evalprism.embed.runtime`); ``model_id`` already names a non-torch runtime."""
 
     spec: str
     location: str
     model_id: str
     device: str = "cpu"
     instruction: str | None = None
+    runtime: str = "torch"
     _model: Any = field(default=None, init=False, repr=False)
     #: texts cut before tokenizing because they were far longer than the model reads (:meth:`encode`)
     clipped: int = field(default=0, init=False, repr=False)
     #: models loaded in this process, by (location, device): a second Embedder reuses the weights
     _loaded: ClassVar[dict[tuple[str, str], Any]] = {}
+    #: the OpenVINO encoders compiled in this process, by location: tracing and compiling take seconds
+    _compiled: ClassVar[dict[str, Any]] = {}
 
     def load(self) -> Any:
         """The model, loaded on first use (once per process and location)."""
@@ -136,6 +144,8 @@ class SentenceTransformerBackend:
         model = self.load()
         texts, cut = clip_for_tokenizer(texts, model.tokenizer, int(model.max_seq_length))
         self.clipped += cut
+        if self.runtime == "openvino":
+            return unit_rows(self._openvino().encode(texts))
         vecs = model.encode(
             texts,
             batch_size=batch_size,
@@ -146,8 +156,29 @@ class SentenceTransformerBackend:
         )
         return np.asarray(vecs, dtype=np.float32)
 
+    def _openvino(self) -> Any:
+        """The model traced and compiled in OpenVINO float32 (once per process and location)."""
+        if self.location not in self._compiled:
+            from evalprism.embed.openvino_runtime import OpenVINOEncoder
+
+            try:
+                self._compiled[self.location] = OpenVINOEncoder(self.load(), precision=OPENVINO_PRECISION)
+            except EvalprismError as exc:
+                raise EvalprismError(
+                    f"embedder '{self.spec}': {exc} (embed_runtime torch)", parameter="embed_runtime"
+                ) from None
+        return self._compiled[self.location]
+
     def _encode_options(self) -> dict[str, Any]:
         return {}
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (float32) scaled to unit length row by row, as sentence-transformers' ``normalize_embeddings``
+    (a zero row stays zero)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, np.float32(1e-12))
 
 
 def sentence_dimension(model: Any) -> int | None:
@@ -272,28 +303,32 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "~")) or Path(name).is_absolute() or name.count("/") > 1
 
 
-def _minilm(spec: EncoderSpec, ctx: BackendContext) -> SentenceTransformerBackend:
-    packaged = packaged_minilm()
+def _sentence_backend(
+    spec: EncoderSpec, ctx: BackendContext, location: str, model_id: str
+) -> SentenceTransformerBackend:
+    """A sentence-transformers backend in the runtime ``ctx`` asks for, once ``auto`` is decided; its cache
+    identity names that runtime when it is not torch."""
+    runtime = resolve_embed_runtime(ctx.runtime, spec, ctx.device, progress=ctx.progress)
     return SentenceTransformerBackend(
         spec=spec.text,
-        location=packaged.location,
-        model_id=packaged.model_id,
+        location=location,
+        model_id=runtime_model_id(model_id, runtime),
         device=ctx.device,
         instruction=ctx.instruction,
+        runtime=runtime,
     )
+
+
+def _minilm(spec: EncoderSpec, ctx: BackendContext) -> SentenceTransformerBackend:
+    packaged = packaged_minilm()
+    return _sentence_backend(spec, ctx, packaged.location, packaged.model_id)
 
 
 def _sentence_transformer(spec: EncoderSpec, ctx: BackendContext) -> SentenceTransformerBackend:
     name = spec.location
     path = Path(name).expanduser()
     if path.exists():
-        return SentenceTransformerBackend(
-            spec=spec.text,
-            location=str(path.resolve()),
-            model_id=f"st:{path.resolve()}#{fingerprint(path)}",
-            device=ctx.device,
-            instruction=ctx.instruction,
-        )
+        return _sentence_backend(spec, ctx, str(path.resolve()), f"st:{path.resolve()}#{fingerprint(path)}")
     # Checked here, in well under a second: loading would spend ~45 s in Hugging Face retries
     # before failing, since evalprism never downloads models.
     if _looks_like_path(name):
@@ -309,12 +344,11 @@ def _sentence_transformer(spec: EncoderSpec, ctx: BackendContext) -> SentenceTra
             f"`huggingface-cli download {name if '/' in name else 'sentence-transformers/' + name} --local-dir "
             f"models/{Path(name).name}`) and pass st:<that directory>"
         )
-    return SentenceTransformerBackend(
-        spec=spec.text, location=cached, model_id=f"st:{cached}", device=ctx.device, instruction=ctx.instruction
-    )
+    return _sentence_backend(spec, ctx, cached, f"st:{cached}")
 
 
 def _instructor(spec: EncoderSpec, ctx: BackendContext) -> InstructorBackend:
+    resolve_embed_runtime(ctx.runtime, spec, ctx.device)  # refuses a forced openvino: the prompt is not traced
     path = Path(spec.location).expanduser()
     if not path.is_dir():
         raise EvalprismError(
@@ -334,7 +368,9 @@ def _instructor(spec: EncoderSpec, ctx: BackendContext) -> InstructorBackend:
 
 def _static(spec: EncoderSpec, ctx: BackendContext) -> StaticBackend:
     """The static model of ``static`` / ``static:<dir>``; its cache identity is the model's (source,
-    distillation settings, model2vec version) and the tokens it reads, wherever the model is built."""
+    distillation settings, model2vec version) and the tokens it reads, wherever the model is built. It
+    computes in numpy: a forced ``openvino`` runtime is refused."""
+    resolve_embed_runtime(ctx.runtime, spec, ctx.device)
     source = static_source(spec, role="embedder")
     return StaticBackend(
         spec=spec.text,
@@ -364,12 +400,13 @@ def resolve_backend(
     *,
     cache_dir: str | Path | None = None,
     progress: bool = True,
+    runtime: str = "torch",
 ) -> EncoderBackend:
     """Map an embedder spec to its backend (no model is loaded yet); ``instruction`` goes with every text;
     ``cache_dir`` and ``progress``: where a backend that builds its model (``static``) keeps it, and whether
-    it may say so."""
+    it may say so; ``runtime``: what computes a sentence encoder's vectors (:mod:`evalprism.embed.runtime`)."""
     parsed = parse_spec(spec, kinds=EMBEDDER_KINDS)
-    return _RESOLVERS[parsed.kind](parsed, BackendContext(device, instruction or None, cache_dir, progress))
+    return _RESOLVERS[parsed.kind](parsed, BackendContext(device, instruction or None, cache_dir, progress, runtime))
 
 
 def default_device() -> str:

@@ -29,7 +29,8 @@ class Embedder:
     ``engine`` (:class:`~evalprism.io.embed_options.EngineOptions`; default local): where the missing texts
     are encoded, in this process or on a Ray actor pool (:mod:`evalprism.embed.ray_engine`), with the same
     batches and so the same vectors. ``stats`` counts, for the last call, how many texts were requested,
-    distinct, cached and encoded.
+    distinct, cached and encoded. ``runtime``: what computes a sentence encoder's vectors, ``auto``, ``torch``
+    or ``openvino`` (:mod:`evalprism.embed.runtime`; the commands default to ``auto``, this class to ``torch``).
     """
 
     def __init__(
@@ -42,20 +43,28 @@ class Embedder:
         progress: bool = True,
         device: str | None = None,
         engine: EngineOptions | None = None,
+        runtime: str = "torch",
     ) -> None:
         parsed = parse_spec(spec)
         self.instruction = instruction or None
         static_home = cache_dir if isinstance(cache_dir, (str, Path)) else None  # where a static model is built
         self.device = device or default_device()
         self.backend: EncoderBackend = resolve_backend(
-            parsed, self.device, self.instruction, cache_dir=static_home, progress=progress
+            parsed,
+            self.device,
+            self.instruction,
+            cache_dir=static_home,
+            progress=progress,
+            runtime=runtime,
         )
         self.engine = engine or EngineOptions()
         if self.engine.engine == "ray":
             from evalprism.embed.ray_engine import BackendRecipe, require_ray
 
             require_ray()
-            self._recipe = BackendRecipe.of(parsed, self.device, self.instruction, static_home)
+            self._recipe = BackendRecipe.of(
+                parsed, self.device, self.instruction, static_home, getattr(self.backend, "runtime", "torch")
+            )
         self.spec = parsed.text
         self.batch_size = batch_size
         self.progress = progress

@@ -37,6 +37,7 @@ def get_embedder(
     role: str = "embedder",
     kinds: Sequence[Kind] = EMBEDDER_KINDS,
     engine: EngineOptions | None = None,
+    runtime: str | None = None,
 ) -> Embedder:
     """An :class:`Embedder` for ``spec`` (an Embedder passes through unchanged; a command's
     :class:`~evalprism.io.embed_options.EmbedOptions` give the spec and every other embedding choice).
@@ -44,12 +45,15 @@ def get_embedder(
     ``instruction`` goes with every text as the spec's model expects it (see :class:`Embedder`).
     ``role`` and ``kinds``: how the caller names what it builds, and the spec kinds it accepts
     (a P2L backbone takes ``minilm`` and ``st:`` here). ``engine``: where missing texts are encoded
-    (:class:`~evalprism.io.embed_options.EngineOptions`; a command's EmbedOptions carry their own)."""
+    (:class:`~evalprism.io.embed_options.EngineOptions`; a command's EmbedOptions carry their own).
+    ``runtime``: what computes a sentence encoder's vectors (:mod:`evalprism.embed.runtime`); None: the
+    options' ``embed_runtime`` (default ``auto``), and ``torch`` for a spec given alone (a P2L backbone's
+    features, computed as its model was trained)."""
     if isinstance(spec, Embedder):
         return spec
-    if isinstance(spec, EmbedOptions):
-        engine = engine or spec
-    parsed = parse_spec(spec.embedder if isinstance(spec, EmbedOptions) else spec, role=role, kinds=kinds)
+    options = spec if isinstance(spec, EmbedOptions) else None
+    engine = engine or options
+    parsed = parse_spec(options.embedder if options else spec, role=role, kinds=kinds)  # type: ignore[arg-type]
     cls = InstructorEmbedder if parsed.kind == "instructor" else Embedder
     return cls(
         parsed,
@@ -59,4 +63,5 @@ def get_embedder(
         batch_size=batch_size,
         device=device,
         engine=engine,
+        runtime=runtime or (options.embed_runtime if options else "torch"),
     )

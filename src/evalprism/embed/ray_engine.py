@@ -58,18 +58,24 @@ class BackendRecipe:
     device: str
     instruction: str | None
     cache_dir: str | None  # where a static model is built (None: the worker's default cache directory)
+    #: the runtime the driver resolved (never ``auto``: every actor computes as the driver's cache identity says)
+    runtime: str = "torch"
 
     @classmethod
-    def of(cls, spec: EncoderSpec, device: str, instruction: str | None, cache_dir: str | Path | None) -> BackendRecipe:
+    def of(
+        cls, spec: EncoderSpec, device: str, instruction: str | None, cache_dir: str | Path | None, runtime: str
+    ) -> BackendRecipe:
         """The recipe of the driver's backend; a local path in the spec made absolute (a worker's current
         directory is not the driver's)."""
         text = spec.text
         if spec.location and Path(spec.location).expanduser().exists():
             text = f"{spec.kind}:{Path(spec.location).expanduser().resolve()}"
-        return cls(text, device, instruction, None if cache_dir is None else str(cache_dir))
+        return cls(text, device, instruction, None if cache_dir is None else str(cache_dir), runtime)
 
     def resolve(self) -> EncoderBackend:
-        return resolve_backend(self.spec, self.device, self.instruction, cache_dir=self.cache_dir, progress=False)
+        return resolve_backend(
+            self.spec, self.device, self.instruction, cache_dir=self.cache_dir, progress=False, runtime=self.runtime
+        )
 
 
 class EncodeBatch:

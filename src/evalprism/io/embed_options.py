@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalprism.io.options import Options, check_applies, option
-from evalprism.vocabularies import EmbedEngine
+from evalprism.vocabularies import EmbedEngine, Runtime
 
 __all__ = ["EMBEDDER_HELP", "EmbedOptions", "EngineOptions"]
 
@@ -54,6 +54,15 @@ class EngineOptions(Options):
 
 @dataclass(frozen=True)
 class EmbedOptions(EngineOptions):
-    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`); and where it encodes (:class:`EngineOptions`)."""
+    """``embedder``: the encoder spec (:mod:`evalprism.embed.spec`). ``embed_runtime``: what computes a
+    sentence encoder's vectors (:mod:`evalprism.embed.runtime`): auto (OpenVINO float32 where installed,
+    for minilm and st: on a CPU; else torch), torch (sentence-transformers) or openvino. And where the
+    missing texts are encoded (:class:`EngineOptions`)."""
 
     embedder: str = option("minilm", help=EMBEDDER_HELP)
+    embed_runtime: Runtime = option(
+        "auto",
+        help="What computes the encoder's vectors (minilm, st:): auto (OpenVINO float32 where it is installed, "
+        "on a CPU; else torch), torch (sentence-transformers) or openvino. Their vectors differ by at most "
+        "about 3e-7 per coordinate, and are cached apart.",
+    )
