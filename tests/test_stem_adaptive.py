@@ -133,8 +133,8 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
         first = plan_rows(pool, make_plan(pool, PlanOptions(items=25, seed=seed, method="adaptive")))
         rows = run_plan(fit, y, first, [25], seed)
         mean, var = score_posterior(fit, weights, rows, y[rows], ability_posterior(fit, rows, y[rows]))
-        err.append(mean - truth)
-        se.append(np.sqrt(var + cal.extra_variance))
+        err.append(cal.corrected(mean) - truth)
+        se.append(cal.standard_error(var))
         plan50 = make_plan(pool, PlanOptions(items=50, seed=seed, method="irt"))
         answered = replace(
             target,
