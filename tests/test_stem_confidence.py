@@ -215,6 +215,9 @@ def test_calibrated_intervals_cover_095_for_every_method_at_50_and_100_items(loc
     pooled = pd.concat(located.values())
     assert 0.93 <= pooled["covered"].mean() <= 0.97, pooled["covered"].mean()
     for cell, frame in located.items():
+        top = frame[frame["ceiling"]]
+        print(cell, f"coverage {frame['covered'].mean():.3f}", f"ceiling {len(top)}, {top['covered'].mean():.3f}")
+        print(f"  placed right {frame['right'].mean():.3f}")
         assert 0.90 <= frame["covered"].mean() <= 0.99, (cell, frame["covered"].mean())
 
 
