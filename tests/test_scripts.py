@@ -323,11 +323,13 @@ def test_stem_plan_study_runs_every_arm(tmp_path: Path) -> None:
         "1",
     )
     runs = pd.read_csv(tmp_path / "runs.csv")
-    assert set(runs["arm"]) == {"plan-A", "plan-B", "random-100"} and not runs["traceback"].any()
+    assert set(runs["arm"]) == {"plan-A", "plan-B", "random"} and not runs["traceback"].any()
     done = runs[runs["error_type"].isna()]
     assert len(done) > 0 and in_unit_interval(done["hit"]) and (done["se"] > 0).all()
+    assert in_unit_interval(done["confidence"]) and set(done["abstained"].astype(str)) <= {"True", "False"}
     cells = pd.read_csv(tmp_path / "cells.csv")
-    assert len(cells) > 0 and "### 50 items" in (tmp_path / "tables.md").read_text()
+    tables = (tmp_path / "tables.md").read_text()
+    assert len(cells) > 0 and "### 50 items" in tables and "| confidence bin |" in tables
 
 
 @pytest.mark.slow
@@ -349,10 +351,10 @@ def test_stem_adaptive_study_runs_every_arm(tmp_path: Path) -> None:
     )
     runs = pd.read_csv(tmp_path / "runs.csv", dtype={"error": "string"})
     arms = {"adaptive 30", "adaptive 40", "adaptive 50", "adaptive 50, 5 stages", "B plan 50", "B plan 100"}
-    assert set(runs["arm"]) == arms | {"random 100"}
+    assert set(runs["arm"]) == arms | {"random 50", "random 100"}
     assert set(runs["setting"]) == {"leave-one-out", "other families"} and runs["model"].nunique() == 2
     assert not runs["error"].fillna("").str.startswith("traceback").any()
-    adaptive = runs[runs["arm"] != "random 100"]
+    adaptive = runs[~runs["arm"].str.startswith("random")]
     assert (adaptive["se"] > 0).all() and adaptive["estimate"].between(0, 100).all()
     cells = pd.read_csv(tmp_path / "cells.csv")
     assert in_unit_interval(cells["adaptive 50 accuracy"]) and in_unit_interval(cells["random 100 accuracy"])

@@ -113,9 +113,11 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
     """200 plans of 25 + 25 items, each for a fresh draw of the target's answers from the planted 2PL
     (theta 0): the calibrated posterior estimate of the realized full-pool score covers it at the
     nominal rate or above, and is more precise than B on a stratified plan of the same 50 items
-    (RMSE 4.3 against 6.6 points). It is model-based, so not exactly unbiased: the panel's fitted
-    item parameters (44 models, 1,000 items) put its mean error at -0.9 points here, a fifth of its
-    RMSE (the design-based estimates have none; tests/test_stem_plan.py)."""
+    (RMSE 4.7 against 5.6 points; 4.3 before issue 42 corrected the posterior's shrinkage toward the
+    panel's middle: at the panel's centre, where this target sits, the shrinkage helped, and undoing
+    it costs precision that the targets away from the centre gain back as placement,
+    tests/test_stem_confidence.py). It is model-based, so not exactly unbiased: its mean error must
+    stay within a quarter of its RMSE (the design-based estimates have none; tests/test_stem_plan.py)."""
     pool, _, target = world
     rng = np.random.default_rng(4)  # the world's own item parameters: _world draws a, then c, first
     a, c = rng.uniform(0.5, 2.5, 1000), rng.normal(0.0, 1.5, 1000)
@@ -133,8 +135,8 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
         first = plan_rows(pool, make_plan(pool, PlanOptions(items=25, seed=seed, method="adaptive")))
         rows = run_plan(fit, y, first, [25], seed)
         mean, var = score_posterior(fit, weights, rows, y[rows], ability_posterior(fit, rows, y[rows]))
-        err.append(mean - truth)
-        se.append(np.sqrt(var + cal.extra_variance))
+        err.append(cal.corrected(mean) - truth)
+        se.append(cal.standard_error(var))
         plan50 = make_plan(pool, PlanOptions(items=50, seed=seed, method="irt"))
         answered = replace(
             target,
@@ -147,7 +149,7 @@ def test_adaptive_estimate_is_unbiased_covers_and_beats_the_design_estimate(worl
     assert abs(err.mean()) <= 0.25 * np.sqrt(np.mean(err**2)), err.mean()
     coverage = float((np.abs(err) <= Z95 * se).mean())
     assert 0.93 <= coverage <= 1.0, coverage
-    assert np.sqrt(np.mean(err**2)) < 0.8 * np.sqrt(np.mean(design_err**2))
+    assert np.sqrt(np.mean(err**2)) < 0.9 * np.sqrt(np.mean(design_err**2))
 
 
 def test_plan_stage_refuses_what_does_not_fit(world) -> None:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from evalprism.stats.pairwise import Z95
-from evalprism.stem.adaptive import MIN_CALIBRATION_MODELS, ScoreWeights
+from evalprism.stem.adaptive import MIN_CALIBRATION_MODELS, ScoreWeights, conformal_quantile
 from evalprism.stem.estimate import Sample, Strata, stratified_draw
 from evalprism.stem.target import Target
 
@@ -173,15 +173,6 @@ def panel_plan_runs(evidence: Evidence, method: Method, seed: int) -> PanelPlanR
         draw=np.tile(np.arange(len(items)), len(complete)),
         items=items.shape[1],
     )
-
-
-def conformal_quantile(scores: np.ndarray, level: float) -> float:
-    """The split-conformal ``level`` quantile of ``scores``: the ``ceil(level (k + 1))``-th smallest of
-    the ``k`` (a new exchangeable score is at most it with probability >= ``level``); the largest when
-    ``k`` is too small for that."""
-    ranked = np.sort(np.asarray(scores, dtype=float))
-    rank = int(np.ceil(level * (len(ranked) + 1)))
-    return float(ranked[min(rank, len(ranked)) - 1])
 
 
 def calibration_of(runs: PanelPlanRuns, share_right: float) -> PlanCalibration:

@@ -857,8 +857,9 @@ def _adaptive_line(loc: Localization) -> str:
     line = (
         f" Adaptive estimate (stages {' + '.join(map(str, info.stages))}): the IRT ability posterior gives "
         f"± {info.posterior_se:.1f}; run through the same plan, the {cal.models} panel models erred by "
-        f"{cal.panel_rmse:.1f} points (RMS), so {cal.extra_se:.1f} is added in quadrature (their leave-one-out "
-        f"fits: {info.fits})."
+        f"{cal.panel_rmse:.1f} points (RMS); the estimate is corrected by the panel's line of error on estimate "
+        f"(slope {cal.slope:+.2f}), {cal.extra_se:.1f} is added in quadrature and the interval widened "
+        f"{cal.factor:.2f}x (split-conformal) (their leave-one-out fits: {info.fits})."
     )
     stage1 = f"the design-based estimate from the {check.items} stage-1 items alone (B, no model assumed)"
     if info.lead == LEAD_STAGE1:
