@@ -14,9 +14,8 @@ from evalprism.io.options import check_choice
 
 VOCABULARIES = {name: value for name, value in vars(vocabularies).items() if typing.get_origin(value) is typing.Literal}
 #: vocabularies no command-line option takes: the router's value follows the P2L model's outcome model
-#: (its registry entry's ``route_by``); a backbone's compute precision is decided from the asked one;
-#: the service's runtime is a key of its config file
-LIBRARY_ONLY = {"RouteValue", "ComputePrecision", "Runtime"}
+#: (its registry entry's ``route_by``); a backbone's compute precision is decided from the asked one
+LIBRARY_ONLY = {"RouteValue", "ComputePrecision"}
 
 
 def test_every_cli_choice_option_lists_exactly_a_declared_vocabulary() -> None:

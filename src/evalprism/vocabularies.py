@@ -34,8 +34,8 @@ HeadFit = Literal["ridge", "adamw"]
 Precision = Literal["auto", "float32", "bfloat16"]
 #: the precision a backbone computes in once auto is decided (:meth:`evalprism.p2l.P2LModel.load`'s ``precision``)
 ComputePrecision = Literal["float32", "bfloat16"]
-#: a backbone's inference runtime: PyTorch (every backbone) or OpenVINO (frozen sentence encoders);
-#: auto picks OpenVINO where it applies and is installed
+#: what computes a sentence encoder's vectors: PyTorch or OpenVINO; auto picks OpenVINO where it applies and is
+#: installed (a P2L backbone's `runtime`, and the analyses' `--embed-runtime`)
 Runtime = Literal["auto", "torch", "openvino"]
 #: where texts missing from the embedding cache are encoded: in this process, or through Ray Data's actor
 #: pool on a local instance or a cluster (`--engine`, in every command that embeds)
