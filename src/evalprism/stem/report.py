@@ -71,8 +71,11 @@ _LOCATE_RULES = (
     "a<sub>i</sub><sup>2</sup> P<sub>i</sub>(1 − P<sub>i</sub>) of the panel's 2PL over the ability posterior from "
     "the answers so far (drawn from the 3k most informative). Estimate: the posterior mean of Σ<sub>b</sub> "
     "w<sub>b</sub> (1/N<sub>b</sub>) [answered items' answers + the rest's P<sub>i</sub>(θ)]; its variance is the "
-    "posterior's plus the unanswered items' Bernoulli variance, plus what the panel models, each run through the same "
-    "plan with the 2PL refitted without it, erred beyond their own posterior variance (calibration). It is "
+    "posterior's plus the unanswered items' Bernoulli variance. Calibration: the panel models, each run through the "
+    "same plan with the 2PL refitted without it, show how far the posterior mean is pulled toward the panel's middle; "
+    "the estimate is corrected by their least-squares line of error on estimate, what they still erred beyond their "
+    "posterior variance is added, and the interval is widened by max(1, q/1.96), q the split-conformal 95% quantile "
+    "of their |error / se|. It is "
     "model-based: a model the 2PL fits worse than the panel's can fall outside; the design-based estimate of the "
     "stage-1 items is shown beside it.</li>"
     "<li><b>Calibration on a plan</b> (A and B from a plan's items): every reference-panel model with answers on "
@@ -859,7 +862,7 @@ def _adaptive_line(loc: Localization) -> str:
         f"± {info.posterior_se:.1f}; run through the same plan, the {cal.models} panel models erred by "
         f"{cal.panel_rmse:.1f} points (RMS); the estimate is corrected by the panel's line of error on estimate "
         f"(slope {cal.slope:+.2f}), {cal.extra_se:.1f} is added in quadrature and the interval widened "
-        f"{cal.factor:.2f}x (split-conformal) (their leave-one-out fits: {info.fits})."
+        f"{cal.factor:.2f}x by a split-conformal factor (their leave-one-out fits: {info.fits})."
     )
     stage1 = f"the design-based estimate from the {check.items} stage-1 items alone (B, no model assumed)"
     if info.lead == LEAD_STAGE1:
