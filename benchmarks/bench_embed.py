@@ -91,7 +91,7 @@ def agreement(vectors: np.ndarray, reference: np.ndarray) -> str:
 
 def runtime_rows(report: Report, spec: str, texts: list[str]) -> None:
     """The torch and openvino float32 rows, and openvino bfloat16 for the record."""
-    from evalprism.embed import Embedder
+    from evalprism.embed import Embedder, parse_spec
     from evalprism.embed.runtime import resolve_embed_runtime
 
     results: dict[str, tuple[np.ndarray, float, float]] = {}
@@ -105,31 +105,32 @@ def runtime_rows(report: Report, spec: str, texts: list[str]) -> None:
     report.add(
         Row("torch float32 (sentence-transformers)", f"{len(texts):,}", peer=_speed(len(texts), torch_wall, torch_cpu))
     )
-    vectors, wall, cpu = results["openvino"]
-    report.notes.append(f"openvino float32 against torch float32: {agreement(vectors, reference)}")
+    peer = (reference, torch_wall, torch_cpu)
+    add_against_torch(report, "openvino float32", "(--embed-runtime openvino)", results["openvino"], peer)
+    add_against_torch(report, "openvino bfloat16", "(router only, not offered)", bf16_row(spec, texts), peer)
+    report.notes.append(f"auto picks {resolve_embed_runtime('auto', parse_spec(spec), 'cpu')} here")
+
+
+def add_against_torch(
+    report: Report,
+    name: str,
+    label: str,
+    measured: tuple[np.ndarray, float, float],
+    torch: tuple[np.ndarray, float, float],
+) -> None:
+    """One runtime's row against torch float32 (vectors, wall, CPU each): its speed, the ratio and the
+    agreement, also as a note."""
+    (vectors, wall, cpu), (reference, torch_wall, torch_cpu) = measured, torch
+    report.notes.append(f"{name} against torch float32: {agreement(vectors, reference)}")
     report.add(
         Row(
-            "openvino float32 (--embed-runtime openvino)",
-            f"{len(texts):,}",
-            ours=_speed(len(texts), wall, cpu),
+            f"{name} {label}",
+            f"{len(vectors):,}",
+            ours=_speed(len(vectors), wall, cpu),
             ratio=f"{fmt_x(torch_wall / wall)} wall, {fmt_x(torch_cpu / cpu)} CPU",
             quality=agreement(vectors, reference),
         )
     )
-    bf16, wall, cpu = bf16_row(spec, texts)
-    report.notes.append(f"openvino bfloat16 against torch float32: {agreement(bf16, reference)}")
-    report.add(
-        Row(
-            "openvino bfloat16 (router only, not offered)",
-            f"{len(texts):,}",
-            ours=_speed(len(texts), wall, cpu),
-            ratio=f"{fmt_x(torch_wall / wall)} wall, {fmt_x(torch_cpu / cpu)} CPU",
-            quality=agreement(bf16, reference),
-        )
-    )
-    from evalprism.embed import parse_spec
-
-    report.notes.append(f"auto picks {resolve_embed_runtime('auto', parse_spec(spec), 'cpu')} here")
 
 
 def bf16_row(spec: str, texts: list[str]) -> tuple[np.ndarray, float, float]:

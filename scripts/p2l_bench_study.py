@@ -113,11 +113,17 @@ def table_md(policies: pd.DataFrame, aiq: pd.DataFrame) -> str:
 def battle_study(args: argparse.Namespace) -> None:
     """The pairwise study (module docstring)."""
     train, test = split_battle_file(args.battles, args.out, args.test_fraction or 0.2, args.seed)
+    bench(train, test, args.costs, args)
+
+
+def bench(train: Path, test: Path, costs: Path, args: argparse.Namespace) -> None:
+    """Train P2L on ``train`` (unless ``--no-p2l``), bench every router on ``test``, and write the bench
+    directory and ``table.md`` (both studies end here)."""
     model_dir = None if args.no_p2l else train_p2l(train, args.out, args.cache_dir)
     result = bench_routers(
         train,
         test,
-        read_costs(args.costs),
+        read_costs(costs),
         BenchOptions(rounds=args.rounds, seed=args.seed),
         model_dir=model_dir,
         cache_dir=args.cache_dir,
@@ -159,18 +165,7 @@ def main() -> None:
     columns = ["model", "benchmark", "item_id", "score", "prompt"]
     table.loc[~test, columns].to_csv(args.out / "train.csv", index=False)
     table.loc[test, columns].to_csv(args.out / "heldout.csv", index=False)
-    model_dir = None if args.no_p2l else train_p2l(args.out / "train.csv", args.out, args.cache_dir)
-    result = bench_routers(
-        args.out / "train.csv",
-        args.out / "heldout.csv",
-        read_costs(args.out / "costs.csv"),
-        BenchOptions(rounds=args.rounds, seed=args.seed),
-        model_dir=model_dir,
-        cache_dir=args.cache_dir,
-    )
-    result.save(args.out / "bench")
-    (args.out / "table.md").write_text(table_md(result.policies, result.aiq), encoding="utf-8")
-    print("\n".join(result.findings()))
+    bench(args.out / "train.csv", args.out / "heldout.csv", args.out / "costs.csv", args)
 
 
 if __name__ == "__main__":
