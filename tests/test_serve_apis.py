@@ -229,12 +229,17 @@ def test_messages_create_and_stream_through_the_anthropic_sdk(fake: FakeUpstream
         assert final.usage.output_tokens == FakeUpstreams.USAGE["completion_tokens"]
         events = list(
             anthropic_client(svc, auth_token=KEY).messages.create(
-                model="evalprism-router", max_tokens=8, messages=[{"role": "user", "content": "Hi"}], stream=True
+                model="evalprism-router",
+                max_tokens=8,
+                messages=[{"role": "user", "content": "Hi"}],
+                stream=True,
+                extra_headers={"x-request-id": "raw-stream"},
             )
         )
         assert events[0].type == "message_start" and events[-1].type == "message_stop"
         assert events[0].message.model == events[0].model_extra["evalprism"]["model"]
-        assert svc.log_lines()[-1]["outcome"] == "completed" and svc.log_lines()[-1]["endpoint"] == "/v1/messages"
+        line = svc.log_line("raw-stream")  # a stream's line is written as it ends, maybe after the last byte
+        assert line["outcome"] == "completed" and line["endpoint"] == "/v1/messages"
 
 
 def test_messages_errors_have_anthropics_shape(fake: FakeUpstreams, tmp_path: Path) -> None:
@@ -614,11 +619,14 @@ def test_streams_name_the_candidate_and_are_remembered(fake: FakeUpstreams, tmp_
             )
             assert pinned.model == done.response.model
         with anthropic_client(svc).messages.stream(
-            model="evalprism-router", max_tokens=8, messages=[{"role": "user", "content": "stream a message"}]
+            model="evalprism-router",
+            max_tokens=8,
+            messages=[{"role": "user", "content": "stream a message"}],
+            extra_headers={"x-request-id": "streamed-message"},
         ) as stream:
             final = stream.get_final_message()
         assert final.model in ("beta", "delta")
-        line = svc.log_lines()[-1]
+        line = svc.log_line("streamed-message")  # a stream's line is written as it ends, maybe after the last byte
         assert line["endpoint"] == "/v1/messages" and line["realised_cost"] == cost and line["outcome"] == "completed"
 
 
