@@ -252,11 +252,17 @@ def fit_irt(
     max_iter: int = 2000,
     tol: float = 1e-6,
     threads: int | None = None,
+    start: IRTFit | None = None,
 ) -> IRTFit:
     """MAP fit of the 2PL (or 1PL) model on a models x items matrix of 1 (right), 0 (wrong) and any
     negative value for "not observed". ``tol``: stop when the largest gradient entry of the
     (negative) log posterior falls below it (or the relative change of the objective below 1e-13).
-    ``threads``: item blocks evaluated in parallel (default: the machine's cores, at most 8)."""
+    ``threads``: item blocks evaluated in parallel (default: the machine's cores, at most 8).
+    ``start``: a fit on the same items of a panel holding every one of ``models`` (the full panel,
+    when this one leaves a model out): the search starts from its abilities and items instead of the
+    scores' logits. The optimum and the stopping rule are the same; a leave-one-out fit then needs
+    about a third of the evaluations (a located model's calibration refits the 2PL without each of
+    ~40 panel models)."""
     check_choice("irt", kind, IRTKind)
     resp = np.asarray(responses)
     if resp.ndim != 2 or resp.shape[0] < 2 or resp.shape[1] < 1:
@@ -264,8 +270,16 @@ def fit_irt(
     n_models, n_items = resp.shape
     started = time.perf_counter()
     posterior = _ProfiledPosterior(resp, kind == "2pl", threads or min(os.cpu_count() or 1, 8))
+    names = list(models) if models is not None else [f"m{i}" for i in range(n_models)]
+    t0 = _start_abilities(posterior.y, posterior.observed)
+    warm = start is not None and start.kind == kind and len(start.a) == n_items and set(names) <= set(start.models)
+    if warm:
+        assert start is not None
+        row = {m: k for k, m in enumerate(start.models)}
+        t0 = start.theta[[row[m] for m in names]].copy()
+        posterior.a[:], posterior.c[:] = start.a, start.c
     try:
-        theta, res, final = _maximize(posterior, _start_abilities(posterior.y, posterior.observed), max_iter, tol)
+        theta, res, final = _maximize(posterior, t0, max_iter, tol)
     finally:
         posterior.close()
     info = {
@@ -279,12 +293,13 @@ def fit_irt(
         "message": str(res.message),
         "neg_log_posterior": float(final),
         "seconds": round(time.perf_counter() - started, 3),
+        "warm_start": warm,
     }
     return IRTFit(
         a=np.array(posterior.a, dtype=float),
         c=np.array(posterior.c, dtype=float),
         theta=np.array(theta, dtype=float),
-        models=list(models) if models is not None else [f"m{i}" for i in range(n_models)],
+        models=names,
         kind=kind,
         info=info,
     )

@@ -259,7 +259,8 @@ class Pool(SavedResult):
         names, resp = self.reference_panel(exclude)
         key = None if len(names) == self.panel_size() else exclude
         if key not in self._irt or self._irt[key].models != names:
-            self._irt[key] = fit_irt(resp, names, kind=self.irt_kind or "2pl")
+            full = self.irt_fit() if key is not None else None  # a leave-one-out fit starts from the full one
+            self._irt[key] = fit_irt(resp, names, kind=self.irt_kind or "2pl", start=full)
         return self._irt[key]
 
     def fitted(self, exclude: str) -> Any:
