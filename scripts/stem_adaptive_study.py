@@ -17,7 +17,7 @@ equals X's true position (its full-pool reference score against the members'); c
 |estimate - full-pool score| <= 1.96 se. Run from the repository root:
 
     PYTHONPATH=src python scripts/stem_adaptive_study.py [--seeds 20] [--out out/stem-adaptive]
-        [--datasets zeroeval mmlu_pro] [--families gemma-2-it ...] [--max-models N]
+        [--datasets zeroeval mmlu_pro gsm8k] [--families gemma-2-it ...] [--max-models N]
 
 ``--families`` keeps only the named families of the datasets; ``--max-models N`` locates at most N models per
 family x setting (both for smoke runs: the panel's calibration runs dominate the time).
@@ -36,7 +36,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stem_plan_study import UNIT, abstentions, calibration, calibration_tables, difference, stated
-from stem_real_data import FAMILIES, at_most, copies_of, family_jobs, load
+from stem_real_data import DEFAULT_DATASETS, FAMILIES, at_most, copies_of, family_jobs, load
 
 from evalprism.errors import EvalprismError
 from evalprism.stem import build_pool, make_plan
@@ -376,7 +376,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("out/stem-adaptive"))
-    parser.add_argument("--datasets", nargs="*", default=list(FAMILIES))
+    parser.add_argument("--datasets", nargs="*", default=DEFAULT_DATASETS, choices=list(FAMILIES))
     parser.add_argument("--runs", nargs="*", type=Path, help="summarise these runs.csv files instead of running")
     parser.add_argument("--max-models", type=int, default=None, help="at most this many models per cell (smoke runs)")
     parser.add_argument(

@@ -2,7 +2,8 @@
 issue 26's target).
 
 Every family x setting cell of :mod:`stem_real_data` (ZeroEval MATH level 5 + CRUXEval: Qwen2.5-Instruct,
-Llama-3.1-Instruct, gemma-2-it; MMLU-Pro: Llama-2; leave-one-out and other families), with the same pools,
+Llama-3.1-Instruct, gemma-2-it; MMLU-Pro: Llama-2; leave-one-out and other families; by name, ``gsm8k``:
+ZeroEval's GSM8K with Llama-3.1-Instruct, the 2PL's ceiling), with the same pools,
 reference panels (every complete model except the located one and other providers' copies of it) and ground
 truth (the position and full-pool score from the model's answers on every pool item, ``target_of``). Each
 model is an unseen checkpoint that answered only the items an arm gives it:
@@ -29,7 +30,7 @@ interval over all runs, the mean and RMSE of ``estimate - full-pool score`` (poi
 The target (issue 26): accuracy >= random sampling of the same size, coverage 0.93-0.97, 0 tracebacks, in every cell.
 
     PYTHONPATH=src python scripts/stem_plan_study.py --out out/stem-plan [--seeds 20] [--items 50 100]
-        [--random-draws 1000] [--datasets zeroeval mmlu_pro] [--max-models N]
+        [--random-draws 1000] [--datasets zeroeval mmlu_pro gsm8k] [--max-models N]
 
 Calibration (issue 42): the stated confidence of each run's placement in bins against the share placed
 right (Clopper-Pearson), over all runs and over the runs that commit (an abstention, "cannot tell which side
@@ -55,7 +56,7 @@ import pandas as pd
 from scipy.stats import binom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stem_real_data import FAMILIES, copies_of, family_jobs, load
+from stem_real_data import DEFAULT_DATASETS, FAMILIES, copies_of, family_jobs, load
 
 from evalprism.errors import EvalprismError
 from evalprism.stats.binomial import clopper_pearson
@@ -599,7 +600,7 @@ def main() -> None:
     parser.add_argument(
         "--random-draws", type=int, default=1000, help=f"{BASELINE} draws per model (random sampling of the same size)"
     )
-    parser.add_argument("--datasets", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, choices=list(FAMILIES))
     parser.add_argument("--max-models", type=int, default=None, help="at most this many models per cell (smoke runs)")
     parser.add_argument("--runs", nargs="+", type=Path, help="summarise these runs.csv files instead of running")
     args = parser.parse_args()

@@ -305,14 +305,15 @@ def test_stem_real_data_locates_by_every_method(tmp_path: Path) -> None:
 
 
 def test_stem_plan_study_runs_every_arm(tmp_path: Path) -> None:
-    """docs/stem_plan_study.md's script on MMLU-Pro, one model per cell, one plan seed."""
-    shared_data("mmlu_pro")
+    """docs/stem_plan_study.md's script on its GSM8K family (ZeroEval's folder, GSM8K rows alone; MMLU-Pro's
+    folder is read by the estimator study's test above), one model per cell, one plan seed."""
+    shared_data("zeroeval")
     run_script(
         "stem_plan_study.py",
         "--out",
         tmp_path,
         "--datasets",
-        "mmlu_pro",
+        "gsm8k",
         "--seeds",
         "1",
         "--random-draws",
@@ -327,6 +328,7 @@ def test_stem_plan_study_runs_every_arm(tmp_path: Path) -> None:
     done = runs[runs["error_type"].isna()]
     assert len(done) > 0 and in_unit_interval(done["hit"]) and (done["se"] > 0).all()
     assert in_unit_interval(done["confidence"]) and set(done["abstained"].astype(str)) <= {"True", "False"}
+    assert set(done["dataset"]) == {"gsm8k"} and set(done["model"]) == {"Meta-Llama-3.1-8B-Instruct", "Athene-70B"}
     cells = pd.read_csv(tmp_path / "cells.csv")
     tables = (tmp_path / "tables.md").read_text()
     assert len(cells) > 0 and "### 50 items" in tables and "| confidence bin |" in tables
