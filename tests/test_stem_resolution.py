@@ -59,6 +59,8 @@ def test_at_an_open_end_and_over_several_members() -> None:
     wide = abstention(50.0, 12.0, NAMES, MU)  # +-23.5: holds b (20 away) and c (20 away)
     assert wide is not None and wide.straddled == ("b", "c") and (wide.lower, wide.upper) == ("a", "d")
     assert wide.member == "b" and wide.p_below == pytest.approx(0.5 - 0.4522096477271853, abs=1e-12)  # Phi(-5/3)
+    # the side of c is not told either, and the sentence says so
+    assert wide.interval == "between a and d, cannot tell which side of b (nor of c: the interval holds it too)"
 
 
 def test_items_to_resolve_the_nearest_member_scale_as_one_over_root_n() -> None:

@@ -709,7 +709,7 @@ def location_report(result: LocationResult) -> Report:
     caption += ". Sorted by estimate" + (
         " (the paper's rule, which estimates no score: by position)." if scoreless else "."
     )
-    report.table(table, "Located models", caption, max_rows=500, nowrap=("interval", "estimate ± se", "nearest member"))
+    report.table(table, "Located models", caption, max_rows=500, nowrap=("estimate ± se",))
     report.html_block("Per model", "".join(f"<p>{html.escape(line)}</p>" for line in _model_lines(result, members)))
     report.html_block(
         "What this shows",
@@ -788,13 +788,13 @@ def _short_interval(loc: Localization) -> str:
     abstention's wider interval with the member whose side is not told."""
     a = loc.abstention
     if a is not None and a.bound is not None:
-        return f"at or above {a.bound:.1f}, cannot tell side of {a.member}"
+        return f"at or above {a.bound:.1f}, cannot tell side of {a.untold}"
     if loc.ceiling_bound is not None and loc.lower and not loc.upper:
         return f"above {loc.lower} (at or above {loc.ceiling_bound:.1f})"
     if a is not None:
         wide = f"{a.lower} – {a.upper}" if a.lower and a.upper else (f"above {a.lower}" if a.lower else "")
         wide = wide or (f"below {a.upper}" if a.upper else "anywhere")
-        return f"{wide}, cannot tell side of {a.member}"
+        return f"{wide}, cannot tell side of {a.untold}"
     if loc.lower and loc.upper:
         return f"{loc.lower} – {loc.upper}"
     return f"above {loc.lower}" if loc.lower else f"below {loc.upper}"

@@ -86,10 +86,26 @@ class Abstention:
     bound: float | None = None  # at the ceiling: the one-sided interval's lower bound (points)
 
     @property
+    def untold(self) -> str:
+        """``member`` and any other member the interval holds, as "X or Y" (a table cell's short form)."""
+        return " or ".join([self.member, *(m for m in self.straddled if m != self.member)])
+
+    @property
+    def also_held(self) -> str:
+        """The other members the interval holds, as a clause (``" (nor of Y: the interval holds it too)"``;
+        empty when it holds ``member`` alone): without it "cannot tell which side of X" would read as if the
+        side of every other member were told."""
+        others = [m for m in self.straddled if m != self.member]
+        if not others:
+            return ""
+        return f" (nor of {', '.join(others)}: the interval holds {'it' if len(others) == 1 else 'them'} too)"
+
+    @property
     def interval(self) -> str:
         """ "between L and U, cannot tell which side of X" (an open end: "below U" or "above L"; at the
-        ceiling: "at or above B, above L, cannot tell which side of X")."""
-        side = f"cannot tell which side of {self.member}"
+        ceiling: "at or above B, above L, cannot tell which side of X"), naming any other member the
+        interval holds (:attr:`also_held`)."""
+        side = f"cannot tell which side of {self.member}{self.also_held}"
         if self.bound is not None:
             above = f", above {self.lower}" if self.lower else ""
             return f"at or above {self.bound:.1f} (the items' ceiling){above}, {side}"
