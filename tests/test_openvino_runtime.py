@@ -116,7 +116,9 @@ def test_runtime_names_resolve_or_fail_clearly() -> None:
     assert resolve_runtime("auto", "st:/models/e5") == "openvino"
     assert resolve_runtime("auto", "hf:/models/qwen") == "torch"
     assert resolve_runtime("torch", "minilm") == "torch"
-    with pytest.raises(EvalprismError, match="runtime 'openvino' runs sentence-encoder backbones"):
+    with pytest.raises(
+        EvalprismError, match="runtime 'openvino' runs sentence encoders .* not backbone 'hf:/models/qwen'"
+    ):
         resolve_runtime("openvino", "hf:/models/qwen")
     with pytest.raises(EvalprismError, match="runtime: expected one of auto, torch, openvino, got 'tensorrt'"):
         resolve_runtime("tensorrt", "minilm")

@@ -23,7 +23,7 @@ from evalprism.io.options import check_choice
 from evalprism.progress import status
 from evalprism.vocabularies import Runtime
 
-__all__ = ["OPENVINO_PRECISION", "resolve_embed_runtime", "runtime_model_id"]
+__all__ = ["OPENVINO_PRECISION", "choose_runtime", "resolve_embed_runtime", "runtime_model_id"]
 
 #: the precision OpenVINO computes the analyses' vectors in (the exact one)
 OPENVINO_PRECISION = "float32"
@@ -33,40 +33,57 @@ PARAMETER = "embed_runtime"
 _said: set[str] = set()
 
 
-def resolve_embed_runtime(runtime: str, spec: EncoderSpec, device: str, *, progress: bool = True) -> str:
-    """``torch`` or ``openvino`` for an embedder of ``spec`` on ``device``.
+def choose_runtime(
+    requested: str, *, sentence_encoder: bool, device: str, parameter: str, subject: str, progress: bool = True
+) -> str:
+    """``torch`` or ``openvino``: the one rule for the analyses' embedders (:func:`resolve_embed_runtime`)
+    and the router's backbones (:func:`evalprism.p2l.backbones.resolve_runtime`).
 
-    ``auto``: OpenVINO for a sentence encoder without an instruction prompt (``minilm``, ``st:``) on a CPU
-    when the package is installed; otherwise torch, and when OpenVINO is what is missing, said once per
-    process. ``openvino`` where it cannot run (not installed, another kind of model, a GPU) is refused with
-    one message naming ``embed_runtime``."""
-    check_choice(PARAMETER, runtime, Runtime)
-    applies = spec.kind in ("minilm", "st") and device == "cpu"
-    if runtime == "torch" or (runtime == "auto" and not applies):
+    ``auto``: OpenVINO for a sentence encoder (``sentence_encoder``: ``minilm``, ``st:``) on a CPU when the
+    package is installed; otherwise torch, and when OpenVINO is what is missing, said once per process.
+    ``openvino`` where it cannot run (not installed, another kind of model, a GPU) is refused with one
+    message naming ``parameter``; ``subject`` is what the message says it cannot run (``embedder 'static'``,
+    ``device 'cuda'``, ``backbone 'hf:...'``)."""
+    check_choice(parameter, requested, Runtime)
+    applies = sentence_encoder and device == "cpu"
+    if requested == "torch" or (requested == "auto" and not applies):
         return "torch"
     if not applies:
-        what = f"device {device!r}" if spec.kind in ("minilm", "st") else f"embedder '{spec.text}'"
         raise EvalprismError(
-            f"{PARAMETER} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {what}; "
-            f"use {PARAMETER} torch or auto",
-            parameter=PARAMETER,
+            f"{parameter} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {subject}; "
+            f"use {parameter} torch or auto",
+            parameter=parameter,
         )
     if openvino_available():
         return "openvino"
-    if runtime == "openvino":
+    if requested == "openvino":
         raise EvalprismError(
-            f"{PARAMETER} 'openvino': the openvino package is not installed (pip install openvino); "
-            f"or use {PARAMETER} torch",
-            parameter=PARAMETER,
+            f"{parameter} 'openvino': the openvino package is not installed (pip install openvino); "
+            f"or use {parameter} torch",
+            parameter=parameter,
         )
     if "auto" not in _said:
         _said.add("auto")
         status(
-            f"{PARAMETER} auto: OpenVINO is not installed, embedding in torch (pip install openvino for faster "
+            f"{parameter} auto: OpenVINO is not installed, embedding in torch (pip install openvino for faster "
             "CPU embedding)",
             progress,
         )
     return "torch"
+
+
+def resolve_embed_runtime(runtime: str, spec: EncoderSpec, device: str, *, progress: bool = True) -> str:
+    """``torch`` or ``openvino`` for an analysis' embedder of ``spec`` on ``device`` (:func:`choose_runtime`;
+    the messages name ``embed_runtime``)."""
+    encoder = spec.kind in ("minilm", "st")
+    return choose_runtime(
+        runtime,
+        sentence_encoder=encoder,
+        device=device,
+        parameter=PARAMETER,
+        subject=f"device {device!r}" if encoder else f"embedder '{spec.text}'",
+        progress=progress,
+    )
 
 
 def runtime_model_id(model_id: str, runtime: str) -> str:

@@ -32,7 +32,8 @@ from evalprism.embed import get_embedder
 from evalprism.embed.backends import quiet_transformers, resolve_backend, sentence_dimension
 from evalprism.embed.clip import clip_for_tokenizer
 from evalprism.embed.embedder import check_finite
-from evalprism.embed.openvino_runtime import OpenVINOEncoder, openvino_available
+from evalprism.embed.openvino_runtime import OpenVINOEncoder
+from evalprism.embed.runtime import choose_runtime
 from evalprism.embed.spec import BACKBONE_KINDS, EncoderSpec, Kind, parse_spec
 from evalprism.embed.static import StaticEncoder, ensure_static_model
 from evalprism.errors import EvalprismError
@@ -357,21 +358,21 @@ def native_bf16() -> bool:
 
 
 def resolve_runtime(runtime: str, spec: str) -> str:
-    """``torch`` or ``openvino`` for a backbone ``spec``. ``auto``: OpenVINO for sentence encoders
-    (minilm, ``st:``) where it is installed, else torch; causal LMs (``hf:``) always run in torch, and
-    static models in numpy whatever is asked (nothing to compile)."""
+    """``torch`` or ``openvino`` for a backbone ``spec``, by the analyses' rule
+    (:func:`evalprism.embed.runtime.choose_runtime`: OpenVINO for sentence encoders where it is installed;
+    sentence-encoder backbones run on the CPU); causal LMs (``hf:``) always run in torch, and static
+    models in numpy whatever is asked (nothing to compile)."""
     check_choice("runtime", runtime, Runtime)
     parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
-    encoder = parsed.sentence_encoder
     if parsed.kind == "static":
         return "torch"  # unused: a static backbone computes in numpy
-    if runtime == "auto":
-        return "openvino" if encoder and openvino_available() else "torch"
-    if runtime == "openvino" and not encoder:
-        raise EvalprismError(
-            f"runtime 'openvino' runs sentence-encoder backbones (minilm, st:...); backbone '{spec}' runs in torch"
-        )
-    return runtime
+    return choose_runtime(
+        runtime,
+        sentence_encoder=parsed.sentence_encoder,
+        device="cpu",
+        parameter="runtime",
+        subject=f"backbone '{spec}'",
+    )
 
 
 def load_backbone(
