@@ -34,7 +34,14 @@ _said: set[str] = set()
 
 
 def choose_runtime(
-    requested: str, *, sentence_encoder: bool, device: str, parameter: str, subject: str, progress: bool = True
+    requested: str,
+    *,
+    sentence_encoder: bool,
+    device: str,
+    name: str,
+    subject: str,
+    progress: bool = True,
+    on_command_line: bool = True,
 ) -> str:
     """``torch`` or ``openvino``: the one rule for the analyses' embedders (:func:`resolve_embed_runtime`)
     and the router's backbones (:func:`evalprism.p2l.backbones.resolve_runtime`).
@@ -42,30 +49,32 @@ def choose_runtime(
     ``auto``: OpenVINO for a sentence encoder (``sentence_encoder``: ``minilm``, ``st:``) on a CPU when the
     package is installed; otherwise torch, and when OpenVINO is what is missing, said once per process.
     ``openvino`` where it cannot run (not installed, another kind of model, a GPU) is refused with one
-    message naming ``parameter``; ``subject`` is what the message says it cannot run (``embedder 'static'``,
-    ``device 'cuda'``, ``backbone 'hf:...'``)."""
-    check_choice(parameter, requested, Runtime)
+    message naming ``name``; ``subject`` is what the message says it cannot run (``embedder 'static'``,
+    ``device 'cuda'``, ``backbone 'hf:...'``). ``on_command_line``: ``name`` is a command's option, so
+    the command line shows its flag in the message; False for a key of a file or an argument of the API
+    (the router's ``runtime``), named as it is."""
+    check_choice(name, requested, Runtime)
+    flag = name if on_command_line else None  # the CLI shows a command option as its flag
     applies = sentence_encoder and device == "cpu"
     if requested == "torch" or (requested == "auto" and not applies):
         return "torch"
     if not applies:
         raise EvalprismError(
-            f"{parameter} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {subject}; "
-            f"use {parameter} torch or auto",
-            parameter=parameter,
+            f"{name} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {subject}; "
+            f"use {name} torch or auto",
+            parameter=flag,
         )
     if openvino_available():
         return "openvino"
     if requested == "openvino":
         raise EvalprismError(
-            f"{parameter} 'openvino': the openvino package is not installed (pip install openvino); "
-            f"or use {parameter} torch",
-            parameter=parameter,
+            f"{name} 'openvino': the openvino package is not installed (pip install openvino); or use {name} torch",
+            parameter=flag,
         )
     if "auto" not in _said:
         _said.add("auto")
         status(
-            f"{parameter} auto: OpenVINO is not installed, embedding in torch (pip install openvino for faster "
+            f"{name} auto: OpenVINO is not installed, embedding in torch (pip install openvino for faster "
             "CPU embedding)",
             progress,
         )
@@ -80,7 +89,7 @@ def resolve_embed_runtime(runtime: str, spec: EncoderSpec, device: str, *, progr
         runtime,
         sentence_encoder=encoder,
         device=device,
-        parameter=PARAMETER,
+        name=PARAMETER,
         subject=f"device {device!r}" if encoder else f"embedder '{spec.text}'",
         progress=progress,
     )

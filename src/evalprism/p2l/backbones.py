@@ -370,7 +370,8 @@ def resolve_runtime(runtime: str, spec: str) -> str:
         runtime,
         sentence_encoder=parsed.sentence_encoder,
         device="cpu",
-        parameter="runtime",
+        name="runtime",
+        on_command_line=False,
         subject=f"backbone '{spec}'",
     )
 
