@@ -494,11 +494,16 @@ def _abstention_line(loc: Localization) -> str:
     a, r = loc.abstention, loc.resolution
     if a is None or r is None:
         return ""
-    held = ", ".join(a.straddled)
+    held = ", ".join(a.straddled)  # the paragraph's lead already says the abstention's interval
+    interval = (
+        f"one-sided 95% interval (at or above {a.bound:.1f}, the items' ceiling)"
+        if a.bound is not None
+        else f"95% interval (± {r.distance:.1f} points)"
+    )
     return (
-        f" Its 95% interval (± {r.distance:.1f} points) holds the reference score of {held}: {a.interval} "
-        f"(below {a.member} {a.p_below:.0%}, above {a.p_above:.0%}; the wider interval's confidence "
-        f"{a.confidence:.1%}); the point placement above is not told by these items."
+        f" Its {interval} holds the reference score of {held} (below {a.member} {a.p_below:.0%}, above "
+        f"{a.p_above:.0%}; the wider interval's confidence {a.confidence:.1%}); the point placement above is not "
+        "told by these items."
     )
 
 
@@ -840,7 +845,8 @@ def _calibration_line(loc: Localization) -> str:
         line = (
             f" Its standard error is calibrated on the panel: read through this plan and {REDRAWS} more draws of "
             f"its design ({cal.models} panel models, {cal.runs} runs), the {cal.neighbours} runs nearest it in share of "
-            f"planned items right covered 95% when widened {cal.factor:.2f}x (split-conformal; at the ceiling the "
+            f"planned items right covered 95% when {'widened' if cal.factor >= 1 else 'narrowed'} {cal.factor:.2f}x "
+            "(split-conformal; at the ceiling the "
             "one-sided quantile is "
             f"{cal.ceiling_quantile:.2f}{', from all runs: too few at the ceiling' if cal.ceiling_pooled else ''})."
         )
