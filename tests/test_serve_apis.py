@@ -90,19 +90,31 @@ def test_responses_create_and_stream_name_the_candidate(fake: FakeUpstreams, tmp
         assert sent["body"] | {"model": f"up-{served}"} == sent["body"]
         assert sent["body"]["instructions"] == "Be brief." and sent["body"]["temperature"] == 0.3
         assert sent["authorization"] == "Bearer up-key" and "budget" not in sent["body"]
-        events = list(client.responses.create(model="evalprism-router", input="And at sunset?", stream=True))
+        events = list(
+            client.responses.create(
+                model="evalprism-router",
+                input="And at sunset?",
+                stream=True,
+                extra_headers={"x-request-id": "streamed-sunset"},
+            )
+        )
         created, completed = events[0], events[-1]
         assert created.type == "response.created" and completed.type == "response.completed"
         streamed = created.model_extra["evalprism"]["model"]
         assert {created.response.model, completed.response.model} == {streamed}
         assert created.model_extra["evalprism"]["upstream_model"] == f"up-{streamed}"
-        with client.responses.stream(model="gamma", input="Once more") as stream:
+        with client.responses.stream(
+            model="gamma", input="Once more", extra_headers={"x-request-id": "streamed-response"}
+        ) as stream:
             final = stream.get_final_response()
         assert final.model == "gamma" and final.output_text == FakeUpstreams.answer("gamma")
+        # a stream's line is written as it ends, maybe after the last byte (and after the next request's line)
+        sunset, once_more = svc.log_line("streamed-sunset"), svc.log_line("streamed-response")
         lines = svc.log_lines()
         assert [line["endpoint"] for line in lines] == ["/v1/responses"] * 3
-        assert [line.get("affinity") for line in lines] == ["routed", "routed", None]
-        assert lines[1]["outcome"] == "completed" and lines[1]["bytes_relayed"] > 0
+        assert lines[0]["affinity"] == "routed"  # the first, answered whole: its line is written before its answer
+        assert sunset["affinity"] == "routed" and once_more.get("affinity") is None
+        assert sunset["outcome"] == "completed" and sunset["bytes_relayed"] > 0
 
 
 def test_previous_response_id_pins_the_upstream_that_issued_it(fake: FakeUpstreams, tmp_path: Path) -> None:
