@@ -86,16 +86,21 @@ class Abstention:
     bound: float | None = None  # at the ceiling: the one-sided interval's lower bound (points)
 
     @property
+    def others(self) -> list[str]:
+        """The members the interval holds besides ``member``."""
+        return [m for m in self.straddled if m != self.member]
+
+    @property
     def untold(self) -> str:
         """``member`` and any other member the interval holds, as "X or Y" (a table cell's short form)."""
-        return " or ".join([self.member, *(m for m in self.straddled if m != self.member)])
+        return " or ".join([self.member, *self.others])
 
     @property
     def also_held(self) -> str:
         """The other members the interval holds, as a clause (``" (nor of Y: the interval holds it too)"``;
         empty when it holds ``member`` alone): without it "cannot tell which side of X" would read as if the
         side of every other member were told."""
-        others = [m for m in self.straddled if m != self.member]
+        others = self.others
         if not others:
             return ""
         return f" (nor of {', '.join(others)}: the interval holds {'it' if len(others) == 1 else 'them'} too)"
