@@ -25,6 +25,9 @@ from evalprism.vocabularies import Runtime
 
 __all__ = ["OPENVINO_PRECISION", "choose_runtime", "resolve_embed_runtime", "runtime_model_id"]
 
+#: the sentence encoders OpenVINO runs (the traced sentence-transformers pipeline; INSTRUCTOR's prompt is not
+#: traced, and static models compute in numpy)
+OPENVINO_KINDS = ("minilm", "st")
 #: the precision OpenVINO computes the analyses' vectors in (the exact one)
 OPENVINO_PRECISION = "float32"
 #: the parameter the messages name (the command line shows ``--embed-runtime``)
@@ -35,33 +38,34 @@ _said: set[str] = set()
 
 def choose_runtime(
     requested: str,
+    spec: EncoderSpec,
     *,
-    sentence_encoder: bool,
     device: str,
     name: str,
-    subject: str,
+    role: str,
     progress: bool = True,
     on_command_line: bool = True,
 ) -> str:
     """``torch`` or ``openvino``: the one rule for the analyses' embedders (:func:`resolve_embed_runtime`)
     and the router's backbones (:func:`evalprism.p2l.backbones.resolve_runtime`).
 
-    ``auto``: OpenVINO for a sentence encoder (``sentence_encoder``: ``minilm``, ``st:``) on a CPU when the
-    package is installed; otherwise torch, and when OpenVINO is what is missing, said once per process.
+    ``auto``: OpenVINO for a sentence encoder of :data:`OPENVINO_KINDS` on a CPU when the package is
+    installed; otherwise torch, and when OpenVINO is what is missing, said once per process.
     ``openvino`` where it cannot run (not installed, another kind of model, a GPU) is refused with one
-    message naming ``name``; ``subject`` is what the message says it cannot run (``embedder 'static'``,
-    ``device 'cuda'``, ``backbone 'hf:...'``). ``on_command_line``: ``name`` is a command's option, so
+    message naming ``name`` and what it cannot run (``embedder 'static'``, ``device 'cuda'``, ``backbone
+    'hf:...'``: ``role`` names the spec). ``on_command_line``: ``name`` is a command's option, so
     the command line shows its flag in the message; False for a key of a file or an argument of the API
     (the router's ``runtime``), named as it is."""
     check_choice(name, requested, Runtime)
     flag = name if on_command_line else None  # the CLI shows a command option as its flag
-    applies = sentence_encoder and device == "cpu"
+    traced = spec.kind in OPENVINO_KINDS
+    applies = traced and device == "cpu"
     if requested == "torch" or (requested == "auto" and not applies):
         return "torch"
     if not applies:
+        what = f"device {device!r}" if traced else f"{role} '{spec.text}'"
         raise EvalprismError(
-            f"{name} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {subject}; "
-            f"use {name} torch or auto",
+            f"{name} 'openvino' runs sentence encoders (minilm, st:...) on a CPU, not {what}; use {name} torch or auto",
             parameter=flag,
         )
     if openvino_available():
@@ -84,15 +88,7 @@ def choose_runtime(
 def resolve_embed_runtime(runtime: str, spec: EncoderSpec, device: str, *, progress: bool = True) -> str:
     """``torch`` or ``openvino`` for an analysis' embedder of ``spec`` on ``device`` (:func:`choose_runtime`;
     the messages name ``embed_runtime``)."""
-    encoder = spec.kind in ("minilm", "st")
-    return choose_runtime(
-        runtime,
-        sentence_encoder=encoder,
-        device=device,
-        name=PARAMETER,
-        subject=f"device {device!r}" if encoder else f"embedder '{spec.text}'",
-        progress=progress,
-    )
+    return choose_runtime(runtime, spec, device=device, name=PARAMETER, role="embedder", progress=progress)
 
 
 def runtime_model_id(model_id: str, runtime: str) -> str:

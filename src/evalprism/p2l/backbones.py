@@ -366,14 +366,7 @@ def resolve_runtime(runtime: str, spec: str) -> str:
     parsed = parse_spec(spec, role="backbone", kinds=BACKBONE_KINDS)
     if parsed.kind == "static":
         return "torch"  # unused: a static backbone computes in numpy
-    return choose_runtime(
-        runtime,
-        sentence_encoder=parsed.sentence_encoder,
-        device="cpu",
-        name="runtime",
-        on_command_line=False,
-        subject=f"backbone '{spec}'",
-    )
+    return choose_runtime(runtime, parsed, device="cpu", name="runtime", role="backbone", on_command_line=False)
 
 
 def load_backbone(
